@@ -1,0 +1,124 @@
+#include "core/operator.h"
+
+#include <algorithm>
+#include <array>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "core/checked_math.h"
+#include "core/plan/scatter_elements.h"
+#include "core/plan/slice.h"
+#include "core/plan/split.h"
+#include "core/plan/strided_slice.h"
+#include "core/status_macros.h"
+
+namespace tensorop {
+namespace {
+
+// Finds each named input once; unknown or repeated names are errors.
+template <size_t N>
+absl::StatusOr<std::array<const TensorView*, N>> BindInputs(
+    absl::string_view op, const std::vector<NamedTensor>& inputs,
+    const std::array<absl::string_view, N>& names) {
+  std::array<const TensorView*, N> bound{};
+  const auto quoted = [&] {
+    return absl::StrJoin(names, ", ", [](std::string* out, absl::string_view name) {
+      absl::StrAppend(out, "\"", name, "\"");
+    });
+  };
+  for (const NamedTensor& input : inputs) {
+    auto at = std::find(names.begin(), names.end(), input.name);
+    if (at == names.end()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "inputs has \"", input.name, "\"; ", op, " takes ", quoted()));
+    }
+    const TensorView*& slot = bound[at - names.begin()];
+    if (slot != nullptr) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("inputs has \"", input.name, "\" more than once"));
+    }
+    slot = &input.tensor;
+  }
+  for (size_t i = 0; i < N; ++i) {
+    if (bound[i] == nullptr) {
+      return absl::InvalidArgumentError(absl::StrCat("inputs is missing \"", names[i],
+                                                     "\"; ", op, " takes ", quoted()));
+    }
+  }
+  return bound;
+}
+
+struct Planner {
+  const OpRequest& request;
+  const Limits& limits;
+
+  absl::StatusOr<ExecutionPlan> operator()(const SliceAttrs& attrs) const {
+    ASSIGN_OR_RETURN(auto inputs, BindInputs<1>("slice", request.inputs, {"input"}));
+    ASSIGN_OR_RETURN(SliceGeometry geometry,
+                     ValidateSlice(attrs, *inputs[0], request.outputs, limits));
+    return PlanSlice(geometry);
+  }
+  absl::StatusOr<ExecutionPlan> operator()(const StridedSliceAttrs& attrs) const {
+    ASSIGN_OR_RETURN(auto inputs,
+                     BindInputs<1>("strided_slice", request.inputs, {"input"}));
+    ASSIGN_OR_RETURN(StridedSliceGeometry geometry,
+                     ValidateStridedSlice(attrs, *inputs[0], request.outputs, limits));
+    return PlanStridedSlice(geometry);
+  }
+  absl::StatusOr<ExecutionPlan> operator()(const SplitAttrs& attrs) const {
+    ASSIGN_OR_RETURN(auto inputs, BindInputs<1>("split", request.inputs, {"input"}));
+    ASSIGN_OR_RETURN(SplitGeometry geometry,
+                     ValidateSplit(attrs, *inputs[0], request.outputs, limits));
+    return PlanSplit(geometry);
+  }
+  absl::StatusOr<ExecutionPlan> operator()(const ScatterElementsAttrs& attrs) const {
+    ASSIGN_OR_RETURN(auto inputs, BindInputs<3>("scatter_elements", request.inputs,
+                                                {"input", "indices", "updates"}));
+    ASSIGN_OR_RETURN(ScatterElementsGeometry geometry,
+                     ValidateScatterElements(attrs, *inputs[0], *inputs[1], *inputs[2],
+                                             request.outputs, limits));
+    return PlanScatterElements(geometry);
+  }
+};
+
+// Inputs as received plus every output buffer the plan asks for.
+absl::Status CheckRequestBytes(const OpRequest& request, const ExecutionPlan& plan,
+                               const Limits& limits) {
+  int64_t input_bytes = 0;
+  for (const NamedTensor& input : request.inputs) {
+    input_bytes += static_cast<int64_t>(input.tensor.data.size());
+  }
+  int64_t output_bytes = 0;
+  for (const Layout& output : plan.outputs) {
+    std::optional<int64_t> sum = CheckedAdd(output_bytes, output.buffer_bytes());
+    if (!sum) {
+      return absl::ResourceExhaustedError("the outputs need more than 2^63 bytes");
+    }
+    output_bytes = *sum;
+  }
+  std::optional<int64_t> total = CheckedAdd(input_bytes, output_bytes);
+  if (!total || *total > limits.max_request_bytes) {
+    return absl::ResourceExhaustedError(absl::StrCat(
+        "the request needs ", input_bytes, " bytes of inputs and ", output_bytes,
+        " bytes of outputs; the limit is ", limits.max_request_bytes, " in all"));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::string_view OpName(const OpAttrs& attrs) {
+  static constexpr absl::string_view kNames[] = {"slice", "strided_slice", "split",
+                                                "scatter_elements"};
+  return kNames[attrs.index()];
+}
+
+absl::StatusOr<ExecutionPlan> PlanOperator(const OpRequest& request,
+                                           const Limits& limits) {
+  ASSIGN_OR_RETURN(ExecutionPlan plan, std::visit(Planner{request, limits}, request.attrs));
+  RETURN_IF_ERROR(CheckRequestBytes(request, plan, limits));
+  for (const Layout& output : plan.outputs) plan.bytes_moved += output.buffer_bytes();
+  return plan;
+}
+
+}  // namespace tensorop

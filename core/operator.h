@@ -1,0 +1,43 @@
+// Operator requests as plain data, and the one entry point that validates and
+// plans them. Nothing here knows about gRPC or protobuf.
+#ifndef TENSOROP_CORE_OPERATOR_H_
+#define TENSOROP_CORE_OPERATOR_H_
+
+#include <cstdint>
+#include <string>
+#include "absl/strings/string_view.h"
+#include <variant>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "core/attrs.h"
+#include "core/limits.h"
+#include "core/plan/plan.h"
+#include "core/tensor.h"
+
+namespace tensorop {
+
+// "slice", "strided_slice", "split", "scatter_elements": the names used in the
+// conformance format, in error messages and in logs.
+absl::string_view OpName(const OpAttrs& attrs);
+
+struct NamedTensor {
+  std::string name;
+  TensorView tensor;
+};
+
+struct OpRequest {
+  OpAttrs attrs;
+  std::vector<NamedTensor> inputs;   // any order; names per operator
+  std::vector<OutputDesc> outputs;   // one per output, where the op needs them
+};
+
+// Validates every rule of OPERATORS.md for `request` and plans its execution.
+// INVALID_ARGUMENT names the field, index and values; RESOURCE_EXHAUSTED when a
+// limit is passed. The plan's input slots follow plan.input_names.
+absl::StatusOr<ExecutionPlan> PlanOperator(const OpRequest& request,
+                                           const Limits& limits);
+
+}  // namespace tensorop
+
+#endif  // TENSOROP_CORE_OPERATOR_H_

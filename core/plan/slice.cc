@@ -1,0 +1,11 @@
+#include "core/plan/slice.h"
+
+#include "core/plan/strided_copy.h"
+
+namespace tensorop {
+
+ExecutionPlan PlanSlice(const SliceGeometry& geometry) {
+  return PlanWindowCopy("slice", geometry.output, geometry.window);
+}
+
+}  // namespace tensorop

@@ -1,0 +1,11 @@
+#include "core/plan/strided_slice.h"
+
+#include "core/plan/strided_copy.h"
+
+namespace tensorop {
+
+ExecutionPlan PlanStridedSlice(const StridedSliceGeometry& geometry) {
+  return PlanWindowCopy("strided_slice", geometry.output, geometry.window);
+}
+
+}  // namespace tensorop

@@ -1,0 +1,153 @@
+#include "core/validate/scatter_elements.h"
+
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "core/status_macros.h"
+#include "core/validate/tensor.h"
+
+namespace tensorop {
+namespace {
+
+bool IsIndexType(DType dtype) {
+  return dtype == DType::kInt32 || dtype == DType::kInt64 || dtype == DType::kUint32 ||
+         dtype == DType::kUint64;
+}
+
+// Reads one index as a wide signed value; unsigned values past INT64_MAX come
+// back as INT64_MAX + 1 stand-ins via `too_large`.
+struct IndexValue {
+  int64_t value;
+  bool too_large;  // an unsigned value that does not fit int64
+  std::string text;
+};
+
+IndexValue ReadIndex(const std::byte* at, DType dtype) {
+  switch (dtype) {
+    case DType::kInt32: {
+      int32_t v;
+      std::memcpy(&v, at, sizeof v);
+      return {v, false, ""};
+    }
+    case DType::kUint32: {
+      uint32_t v;
+      std::memcpy(&v, at, sizeof v);
+      return {static_cast<int64_t>(v), false, ""};
+    }
+    case DType::kInt64: {
+      int64_t v;
+      std::memcpy(&v, at, sizeof v);
+      return {v, false, ""};
+    }
+    default: {
+      uint64_t v;
+      std::memcpy(&v, at, sizeof v);
+      if (v > static_cast<uint64_t>(INT64_MAX)) return {0, true, absl::StrCat(v)};
+      return {static_cast<int64_t>(v), false, ""};
+    }
+  }
+}
+
+// Row-major walk over the indices; the first out-of-range value is the error.
+absl::Status CheckIndexValues(const Layout& indices, std::span<const std::byte> data,
+                              int64_t axis, int64_t axis_size) {
+  const int64_t rank = static_cast<int64_t>(indices.sizes.size());
+  const int64_t element_size = ElementSize(indices.dtype);
+  std::vector<int64_t> coords(rank, 0);
+  int64_t offset = 0;  // elements
+  for (int64_t n = 0; n < indices.element_count; ++n) {
+    IndexValue index = ReadIndex(data.data() + offset * element_size, indices.dtype);
+    const int64_t adjusted = index.value < 0 ? index.value + axis_size : index.value;
+    if (index.too_large || adjusted < 0 || adjusted >= axis_size) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "indices[", absl::StrJoin(coords, ", "), "] = ",
+          index.too_large ? index.text : absl::StrCat(index.value), " is outside [",
+          -axis_size, ", ", axis_size, ") for input.sizes[", axis, "] = ", axis_size,
+          " (scatter_elements.axis = ", axis, ")"));
+    }
+    for (int64_t d = rank - 1; d >= 0; --d) {
+      offset += indices.strides[d];
+      if (++coords[d] < indices.sizes[d]) break;
+      offset -= coords[d] * indices.strides[d];
+      coords[d] = 0;
+    }
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::StatusOr<ScatterElementsGeometry> ValidateScatterElements(
+    const ScatterElementsAttrs& attrs, const TensorView& input,
+    const TensorView& indices, const TensorView& updates,
+    std::span<const OutputDesc> outputs, const Limits& limits) {
+  ScatterElementsGeometry geometry;
+  const RankRule rule = DmlRankRule("scatter_elements");
+  ASSIGN_OR_RETURN(geometry.input, ValidateInput(input, "input", rule, limits));
+  ASSIGN_OR_RETURN(geometry.indices, ValidateInput(indices, "indices", rule, limits));
+  ASSIGN_OR_RETURN(geometry.updates, ValidateInput(updates, "updates", rule, limits));
+  const Layout& in = geometry.input;
+  const Layout& idx = geometry.indices;
+  const Layout& upd = geometry.updates;
+  const int64_t rank = static_cast<int64_t>(in.sizes.size());
+
+  for (const auto& [name, layout] : {std::pair<absl::string_view, const Layout*>{"indices", &idx},
+                                     {"updates", &upd}}) {
+    if (static_cast<int64_t>(layout->sizes.size()) != rank) {
+      return absl::InvalidArgumentError(absl::StrCat(name, " has rank ",
+                                                     layout->sizes.size(),
+                                                     "; input has rank ", rank));
+    }
+  }
+  const int64_t axis = attrs.axis;
+  if (axis < 0 || axis >= rank) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "scatter_elements.axis = ", axis, " is outside [0, ", rank, ")"));
+  }
+  if (!IsIndexType(idx.dtype)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "indices.dtype is ", DTypeName(idx.dtype),
+        "; it must be int32, int64, uint32 or uint64"));
+  }
+  if (upd.dtype != in.dtype) {
+    return absl::InvalidArgumentError(absl::StrCat("updates.dtype is ", DTypeName(upd.dtype),
+                                                   "; input.dtype is ",
+                                                   DTypeName(in.dtype)));
+  }
+  for (int64_t d = 0; d < rank; ++d) {
+    if (upd.sizes[d] != idx.sizes[d]) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("updates.sizes[", d, "] = ", upd.sizes[d],
+                       " must equal indices.sizes[", d, "] = ", idx.sizes[d]));
+    }
+    if (d != axis && idx.sizes[d] != in.sizes[d]) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "indices.sizes[", d, "] = ", idx.sizes[d], " must equal input.sizes[", d,
+          "] = ", in.sizes[d], " (only scatter_elements.axis = ", axis, " may differ)"));
+    }
+  }
+
+  std::span<const int64_t> out_strides;
+  if (!outputs.empty()) {
+    if (outputs.size() != 1) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "outputs has ", outputs.size(), " entries; scatter_elements has one output"));
+    }
+    if (outputs[0].sizes != in.sizes) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("outputs[0].sizes is ", FormatList(outputs[0].sizes),
+                       "; scatter_elements produces the input's ", FormatList(in.sizes)));
+    }
+    out_strides = outputs[0].strides;
+  }
+  ASSIGN_OR_RETURN(geometry.output, ValidateOutputLayout(in.dtype, in.sizes, out_strides,
+                                                         "outputs[0]", limits));
+  geometry.axis = axis;
+  RETURN_IF_ERROR(CheckIndexValues(idx, indices.data, axis, in.sizes[axis]));
+  return geometry;
+}
+
+}  // namespace tensorop

@@ -1,0 +1,30 @@
+// Split (DML_SPLIT_OPERATOR_DESC): every rule of OPERATORS.md "Split".
+#ifndef TENSOROP_CORE_VALIDATE_SPLIT_H_
+#define TENSOROP_CORE_VALIDATE_SPLIT_H_
+
+#include <span>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "core/attrs.h"
+#include "core/limits.h"
+#include "core/plan/strided_copy.h"
+#include "core/tensor.h"
+
+namespace tensorop {
+
+// Each output is a window on the input starting at its offset along the axis.
+struct SplitGeometry {
+  Layout input;
+  std::vector<Layout> outputs;
+  std::vector<InputWindow> windows;
+};
+
+absl::StatusOr<SplitGeometry> ValidateSplit(const SplitAttrs& attrs,
+                                            const TensorView& input,
+                                            std::span<const OutputDesc> outputs,
+                                            const Limits& limits);
+
+}  // namespace tensorop
+
+#endif  // TENSOROP_CORE_VALIDATE_SPLIT_H_

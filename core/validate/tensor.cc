@@ -1,0 +1,193 @@
+#include "core/validate/tensor.h"
+
+#include <algorithm>
+#include <numeric>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "core/checked_math.h"
+#include "core/status_macros.h"
+
+namespace tensorop {
+namespace {
+
+// 1 + sum((sizes[i]-1) * strides[i]) elements, or 0 for an empty tensor.
+absl::StatusOr<int64_t> BufferExtent(std::span<const int64_t> sizes,
+                                     std::span<const int64_t> strides,
+                                     absl::string_view name) {
+  int64_t last = 0;
+  for (size_t i = 0; i < sizes.size(); ++i) {
+    if (sizes[i] == 0) return 0;
+  }
+  for (size_t i = 0; i < sizes.size(); ++i) {
+    std::optional<int64_t> reach = CheckedMul(sizes[i] - 1, strides[i]);
+    std::optional<int64_t> sum = reach ? CheckedAdd(last, *reach) : std::nullopt;
+    if (!sum) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(name, ": sizes ", FormatList(sizes), " with strides ",
+                       FormatList(strides), " address more than 2^63 elements"));
+    }
+    last = *sum;
+  }
+  std::optional<int64_t> extent = CheckedAdd(last, 1);
+  if (!extent) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(name, ": sizes ", FormatList(sizes), " with strides ",
+                     FormatList(strides), " address more than 2^63 elements"));
+  }
+  return *extent;
+}
+
+absl::Status CheckBufferBytes(int64_t elements, DType dtype, absl::string_view name,
+                              const Limits& limits) {
+  if (!CheckedMul(elements, ElementSize(dtype))) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        name, ": ", elements, " elements of ", DTypeName(dtype), " overflow 64 bits"));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+std::string FormatList(std::span<const int64_t> values) {
+  return absl::StrCat("[", absl::StrJoin(values, ", "), "]");
+}
+
+absl::StatusOr<int64_t> CheckedElementCount(std::span<const int64_t> sizes,
+                                            absl::string_view name, const Limits& limits) {
+  int64_t count = 1;
+  for (int64_t size : sizes) {
+    std::optional<int64_t> product = CheckedMul(count, size);
+    if (!product) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          name, ".sizes ", FormatList(sizes), ": the element count overflows 64 bits"));
+    }
+    count = *product;
+  }
+  const int64_t limit = std::min(limits.max_tensor_elements, kMaxTensorElements);
+  if (count > limit) {
+    return absl::ResourceExhaustedError(absl::StrCat(
+        name, ".sizes ", FormatList(sizes), " hold ", count,
+        " elements; the limit is ", limit));
+  }
+  return count;
+}
+
+absl::StatusOr<Layout> ValidateInput(const TensorView& tensor, absl::string_view name,
+                                     const RankRule& rule, const Limits& limits) {
+  const TensorDesc& desc = tensor.desc;
+  const int64_t rank = static_cast<int64_t>(desc.sizes.size());
+  if (rank < rule.min_rank || rank > rule.max_rank) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(name, ".sizes has ", rank, " dimensions; ", rule.op,
+                     " takes rank ", rule.min_rank, "..", rule.max_rank));
+  }
+  const int64_t min_size = rule.allow_zero_sizes ? 0 : 1;
+  for (int64_t i = 0; i < rank; ++i) {
+    if (desc.sizes[i] < min_size) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          name, ".sizes[", i, "] must be >= ", min_size, ", got ", desc.sizes[i]));
+    }
+  }
+  if (!desc.strides.empty() && static_cast<int64_t>(desc.strides.size()) != rank) {
+    return absl::InvalidArgumentError(absl::StrCat(name, ".strides has ",
+                                                   desc.strides.size(), " entries; ", name,
+                                                   ".sizes has ", rank));
+  }
+  for (size_t i = 0; i < desc.strides.size(); ++i) {
+    if (desc.strides[i] < 0) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          name, ".strides[", i, "] must be >= 0, got ", desc.strides[i]));
+    }
+  }
+
+  Layout layout;
+  layout.dtype = desc.dtype;
+  layout.sizes = desc.sizes;
+  ASSIGN_OR_RETURN(layout.element_count, CheckedElementCount(desc.sizes, name, limits));
+  const int64_t element_size = ElementSize(desc.dtype);
+  const int64_t bytes = static_cast<int64_t>(tensor.data.size());
+  if (desc.strides.empty()) {
+    layout.strides = PackedStrides(desc.sizes);
+    layout.buffer_elements = layout.element_count;
+    // element_count <= 2^32-1, so the product cannot overflow.
+    if (bytes != layout.element_count * element_size) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          name, ".data has ", bytes, " bytes; packed ", DTypeName(desc.dtype), " ",
+          FormatList(desc.sizes), " needs exactly ", layout.element_count * element_size));
+    }
+    return layout;
+  }
+  layout.strides = desc.strides;
+  ASSIGN_OR_RETURN(layout.buffer_elements, BufferExtent(desc.sizes, desc.strides, name));
+  RETURN_IF_ERROR(CheckBufferBytes(layout.buffer_elements, desc.dtype, name, limits));
+  if (bytes % element_size != 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(name, ".data has ", bytes, " bytes, not a multiple of the ",
+                     DTypeName(desc.dtype), " element size ", element_size));
+  }
+  if (bytes < layout.buffer_elements * element_size) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        name, ".data has ", bytes / element_size, " elements; ", DTypeName(desc.dtype),
+        " ", FormatList(desc.sizes), " with strides ", FormatList(desc.strides),
+        " needs at least ", layout.buffer_elements));
+  }
+  return layout;
+}
+
+absl::StatusOr<Layout> ValidateOutputLayout(DType dtype, std::span<const int64_t> sizes,
+                                            std::span<const int64_t> strides,
+                                            absl::string_view name, const Limits& limits) {
+  Layout layout;
+  layout.dtype = dtype;
+  layout.sizes.assign(sizes.begin(), sizes.end());
+  ASSIGN_OR_RETURN(layout.element_count, CheckedElementCount(sizes, name, limits));
+  if (strides.empty()) {
+    layout.strides = PackedStrides(sizes);
+    layout.buffer_elements = layout.element_count;
+    return layout;
+  }
+  if (strides.size() != sizes.size()) {
+    return absl::InvalidArgumentError(absl::StrCat(name, ".strides has ", strides.size(),
+                                                   " entries; ", name, ".sizes has ",
+                                                   sizes.size()));
+  }
+  for (size_t i = 0; i < strides.size(); ++i) {
+    if (strides[i] < 1) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(name, ".strides[", i, "] must be >= 1, got ", strides[i]));
+    }
+  }
+  layout.strides.assign(strides.begin(), strides.end());
+  ASSIGN_OR_RETURN(layout.buffer_elements, BufferExtent(sizes, strides, name));
+  RETURN_IF_ERROR(CheckBufferBytes(layout.buffer_elements, dtype, name, limits));
+
+  // No two elements may share an address. Taken in ascending stride order, each
+  // dimension's stride must clear everything the smaller ones reach. This is the
+  // usual sufficient test (it rejects some exotic interleavings that happen not to
+  // collide); it is exact for every permutation of packed and padded layouts.
+  std::vector<size_t> order(sizes.size());
+  std::iota(order.begin(), order.end(), 0);
+  std::stable_sort(order.begin(), order.end(),
+                   [&](size_t a, size_t b) { return strides[a] < strides[b]; });
+  int64_t reach = 0;  // max offset addressed by the dims seen so far
+  size_t previous = 0;
+  bool have_previous = false;
+  for (size_t i : order) {
+    if (sizes[i] <= 1) continue;
+    if (have_previous && strides[i] <= reach) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          name, ".strides ", FormatList(strides), " overlap: dimension ", i, " (stride ",
+          strides[i], ") lands inside dimension ", previous, " (which reaches offset ",
+          reach, ")"));
+    }
+    reach += (sizes[i] - 1) * strides[i];  // bounded by BufferExtent
+    previous = i;
+    have_previous = true;
+  }
+  return layout;
+}
+
+}  // namespace tensorop

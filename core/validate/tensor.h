@@ -1,0 +1,50 @@
+// Validation of single tensors: inputs as the caller sent them, and the output
+// layouts the caller asks for. Every product and sum is overflow-checked.
+#ifndef TENSOROP_CORE_VALIDATE_TENSOR_H_
+#define TENSOROP_CORE_VALIDATE_TENSOR_H_
+
+#include <cstdint>
+#include <span>
+#include <string>
+#include "absl/strings/string_view.h"
+
+#include "absl/status/statusor.h"
+#include "core/limits.h"
+#include "core/tensor.h"
+
+namespace tensorop {
+
+// Which ranks and sizes an operator accepts for its tensors.
+struct RankRule {
+  int min_rank;
+  int max_rank;
+  bool allow_zero_sizes;
+  absl::string_view op;  // for messages: "slice takes rank 1..8"
+};
+
+inline constexpr RankRule DmlRankRule(absl::string_view op) { return {1, 8, false, op}; }
+inline constexpr RankRule kStridedSliceInputRule{1, 32, true, "strided_slice"};
+
+// Checks dtype size, rank, sizes, strides, element count and that `data` holds
+// the buffer the layout addresses. `name` prefixes every message ("input").
+absl::StatusOr<Layout> ValidateInput(const TensorView& tensor, absl::string_view name,
+                                     const RankRule& rule, const Limits& limits);
+
+// Builds the layout of an output whose sizes are known to be valid: packed when
+// `strides` is empty, else those strides, which must be >= 1 and must not make
+// two elements share an address. `name` is e.g. "outputs[0]".
+absl::StatusOr<Layout> ValidateOutputLayout(DType dtype, std::span<const int64_t> sizes,
+                                            std::span<const int64_t> strides,
+                                            absl::string_view name, const Limits& limits);
+
+// The element count of `sizes` (each >= 0): INVALID_ARGUMENT when it overflows,
+// RESOURCE_EXHAUSTED over the limit.
+absl::StatusOr<int64_t> CheckedElementCount(std::span<const int64_t> sizes,
+                                            absl::string_view name, const Limits& limits);
+
+// "[2, 3, 4]"
+std::string FormatList(std::span<const int64_t> values);
+
+}  // namespace tensorop
+
+#endif  // TENSOROP_CORE_VALIDATE_TENSOR_H_

@@ -1,0 +1,19 @@
+// ScatterRows on oneTBB: rows in parallel, each row in index order.
+#ifndef TENSOROP_KERNELS_TBB_SCATTER_ELEMENTS_H_
+#define TENSOROP_KERNELS_TBB_SCATTER_ELEMENTS_H_
+
+#include <cstddef>
+
+#include "absl/status/status.h"
+#include "core/cancellation.h"
+#include "core/plan/plan.h"
+
+namespace tensorop::tbb_backend {
+
+absl::Status RunScatterRows(const ScatterRows& rows, const std::byte* indices,
+                            const std::byte* updates, std::byte* output,
+                            const StopCheck& stop);
+
+}  // namespace tensorop::tbb_backend
+
+#endif  // TENSOROP_KERNELS_TBB_SCATTER_ELEMENTS_H_

@@ -1,0 +1,101 @@
+#include "kernels/tbb/strided_copy.h"
+
+#include <cstdint>
+#include <cstring>
+#include <vector>
+
+#include "kernels/tbb/blocks.h"
+
+namespace tensorop::tbb_backend {
+namespace {
+
+// One run of the innermost dimension. Dispatch is on the element's width only:
+// the bits are moved, never interpreted.
+template <typename Word>
+void CopyRun(const std::byte* src, std::byte* dst, int64_t count, int64_t src_stride,
+             int64_t dst_stride) {
+  constexpr int64_t kWidth = sizeof(Word);
+  if (src_stride == kWidth && dst_stride == kWidth) {
+    std::memcpy(dst, src, count * kWidth);
+  } else if (src_stride == 0) {  // broadcast: one load, many stores
+    Word value;
+    std::memcpy(&value, src, kWidth);
+    for (int64_t i = 0; i < count; ++i) std::memcpy(dst + i * dst_stride, &value, kWidth);
+  } else if (dst_stride == kWidth) {
+    Word* out = reinterpret_cast<Word*>(dst);
+    for (int64_t i = 0; i < count; ++i) {
+      Word value;
+      std::memcpy(&value, src + i * src_stride, kWidth);
+      out[i] = value;
+    }
+  } else {
+    for (int64_t i = 0; i < count; ++i) {
+      std::memcpy(dst + i * dst_stride, src + i * src_stride, kWidth);
+    }
+  }
+}
+
+// Copies the elements [begin, end) of the row-major walk over copy.sizes.
+template <typename Word>
+void CopyElements(const StridedCopy& copy, const std::byte* src, std::byte* dst,
+                  int64_t begin, int64_t end) {
+  const size_t rank = copy.sizes.size();
+  if (rank == 0) {  // a single element
+    std::memcpy(dst + copy.dst_offset, src + copy.src_offset, sizeof(Word));
+    return;
+  }
+  const int64_t inner = copy.sizes[rank - 1];
+  // Coordinates of `begin` and the offsets they address.
+  std::vector<int64_t> coords(rank);
+  int64_t remainder = begin;
+  for (size_t d = rank; d-- > 0;) {
+    coords[d] = remainder % copy.sizes[d];
+    remainder /= copy.sizes[d];
+  }
+  int64_t src_offset = copy.src_offset, dst_offset = copy.dst_offset;
+  for (size_t d = 0; d < rank; ++d) {
+    src_offset += coords[d] * copy.src_strides[d];
+    dst_offset += coords[d] * copy.dst_strides[d];
+  }
+  while (begin < end) {
+    const int64_t count = std::min(inner - coords[rank - 1], end - begin);
+    CopyRun<Word>(src + src_offset, dst + dst_offset, count, copy.src_strides[rank - 1],
+                  copy.dst_strides[rank - 1]);
+    begin += count;
+    coords[rank - 1] += count;
+    src_offset += count * copy.src_strides[rank - 1];
+    dst_offset += count * copy.dst_strides[rank - 1];
+    // Carry into the outer dimensions, rewinding each one that wraps.
+    for (size_t d = rank - 1; d > 0 && coords[d] == copy.sizes[d]; --d) {
+      src_offset += copy.src_strides[d - 1] - coords[d] * copy.src_strides[d];
+      dst_offset += copy.dst_strides[d - 1] - coords[d] * copy.dst_strides[d];
+      coords[d] = 0;
+      ++coords[d - 1];
+    }
+  }
+}
+
+template <typename Word>
+absl::Status Run(const StridedCopy& copy, const std::byte* src, std::byte* dst,
+                 const StopCheck& stop) {
+  const int64_t bytes = copy.element_count * copy.element_size;
+  return ForEachBlock(copy.element_count, kBlockBytes / copy.element_size, bytes, stop,
+                      [&](int64_t begin, int64_t end) {
+                        CopyElements<Word>(copy, src, dst, begin, end);
+                      });
+}
+
+}  // namespace
+
+absl::Status RunStridedCopy(const StridedCopy& copy, const std::byte* src, std::byte* dst,
+                            const StopCheck& stop) {
+  switch (copy.element_size) {
+    case 1: return Run<uint8_t>(copy, src, dst, stop);
+    case 2: return Run<uint16_t>(copy, src, dst, stop);
+    case 4: return Run<uint32_t>(copy, src, dst, stop);
+    case 8: return Run<uint64_t>(copy, src, dst, stop);
+  }
+  return absl::InternalError("strided copy: element size is not 1, 2, 4 or 8");
+}
+
+}  // namespace tensorop::tbb_backend

@@ -1,0 +1,45 @@
+// Starts the real tensord binary on a loopback port for integration tests and
+// stops it (SIGTERM, then waits) when the object goes away.
+#ifndef TENSOROP_TESTS_SUPPORT_TENSORD_PROCESS_H_
+#define TENSOROP_TESTS_SUPPORT_TENSORD_PROCESS_H_
+
+#include <sys/types.h>
+
+#include <string>
+#include <vector>
+
+namespace tensorop::testing {
+
+class TensordProcess {
+ public:
+  // Runs `tensord --address=127.0.0.1:0 <extra_flags...>` and waits for the line
+  // "tensord listening on HOST:PORT" on its stdout. Its stderr (the request log)
+  // goes to a file, readable with Log(). Aborts the test binary if it fails.
+  explicit TensordProcess(std::vector<std::string> extra_flags = {});
+  ~TensordProcess();
+  TensordProcess(const TensordProcess&) = delete;
+  TensordProcess& operator=(const TensordProcess&) = delete;
+
+  // "127.0.0.1:PORT"
+  const std::string& target() const { return target_; }
+  pid_t pid() const { return pid_; }
+  // Everything the server wrote to stderr so far.
+  std::string Log() const;
+  // Sends SIGTERM and waits; returns the exit status as from waitpid, or -1.
+  int Stop();
+
+ private:
+  pid_t pid_ = -1;
+  std::string target_;
+  std::string log_path_;
+};
+
+// The path of the built tensord / tensorctl (compile definitions set by CMake).
+std::string TensordPath();
+std::string TensorctlPath();
+// The directory of the public conformance cases (../shared/conformance/cases).
+std::string ConformanceCasesDir();
+
+}  // namespace tensorop::testing
+
+#endif  // TENSOROP_TESTS_SUPPORT_TENSORD_PROCESS_H_
