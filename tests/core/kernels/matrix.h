@@ -1,0 +1,50 @@
+// The kernel test matrix: every dtype × every input layout, ranks looped inside
+// each test. Shared by the per-operator kernel tests.
+#ifndef TENSOROP_TESTS_CORE_KERNELS_MATRIX_H_
+#define TENSOROP_TESTS_CORE_KERNELS_MATRIX_H_
+
+#include <random>
+#include <string>
+#include <tuple>
+
+#include "core/dtype.h"
+#include "gtest/gtest.h"
+#include "tests/core/kernels/reference.h"
+
+namespace tensorop::testing {
+
+using MatrixParam = std::tuple<DType, LayoutKind>;
+
+class KernelMatrixTest : public ::testing::TestWithParam<MatrixParam> {
+ protected:
+  DType dtype() const { return std::get<0>(GetParam()); }
+  LayoutKind layout() const { return std::get<1>(GetParam()); }
+  // Seeded by the parameters, so a failure reproduces.
+  std::mt19937_64 Rng() const {
+    return std::mt19937_64(static_cast<uint64_t>(dtype()) * 131 +
+                           static_cast<uint64_t>(layout()));
+  }
+  // Random output strides: packed, padded or permuted, never broadcast.
+  std::vector<int64_t> OutputStrides(std::span<const int64_t> sizes, int trial,
+                                     std::mt19937_64& rng) const {
+    static constexpr LayoutKind kOutputLayouts[] = {LayoutKind::kPacked, LayoutKind::kPadded,
+                                                    LayoutKind::kPermuted};
+    return MakeStrides(sizes, kOutputLayouts[trial % 3], rng);
+  }
+};
+
+inline std::string MatrixName(const ::testing::TestParamInfo<MatrixParam>& info) {
+  return std::string(DTypeName(std::get<0>(info.param))) + "_" +
+         LayoutName(std::get<1>(info.param));
+}
+
+#define INSTANTIATE_KERNEL_MATRIX(suite)                                              \
+  INSTANTIATE_TEST_SUITE_P(                                                           \
+      DtypesLayouts, suite,                                                           \
+      ::testing::Combine(::testing::ValuesIn(::tensorop::kAllDTypes),                 \
+                         ::testing::ValuesIn(::tensorop::testing::kAllLayouts)),      \
+      ::tensorop::testing::MatrixName)
+
+}  // namespace tensorop::testing
+
+#endif  // TENSOROP_TESTS_CORE_KERNELS_MATRIX_H_
