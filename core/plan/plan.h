@@ -31,10 +31,13 @@ struct StridedCopy {
 // After the copy of `input` into the output: for every coordinate c of indices,
 // in row-major order, output[c with c[axis] = k] = updates[c], where k is the
 // index (plus axis_size when negative). Indices are already checked in range.
-// The walk is split into rows: `outer` dimensions (all but axis) and the axis,
-// innermost, so rows never collide and run in parallel while each row keeps its
-// order.
-struct ScatterRows {
+// The walk visits the indices' coordinates in row-major order (size-1
+// dimensions dropped); the output address is the walk's output offset, where
+// the axis contributes nothing, plus k * output_axis_stride. Updates collide only
+// when every coordinate but the axis agrees, so blocks split `partition_dim`
+// (never the axis) run in parallel and each keeps row-major order inside: the
+// last update wins, deterministically.
+struct ScatterWalk {
   int indices_slot = 1;
   int updates_slot = 2;
   int output_slot = 0;
@@ -42,15 +45,13 @@ struct ScatterRows {
   int index_size = 4;     // 4 or 8
   bool index_signed = true;
   int64_t axis_size = 1;  // input.sizes[axis]
-  std::vector<int64_t> outer_sizes;
-  std::vector<int64_t> indices_outer_strides;  // bytes
-  std::vector<int64_t> updates_outer_strides;  // bytes
-  std::vector<int64_t> output_outer_strides;   // bytes
-  int64_t row_length = 0;                      // indices.sizes[axis]
-  int64_t indices_row_stride = 0;              // bytes
-  int64_t updates_row_stride = 0;              // bytes
-  int64_t output_axis_stride = 0;              // bytes
-  int64_t element_count = 0;                   // updates to apply
+  std::vector<int64_t> sizes;            // outermost first
+  std::vector<int64_t> indices_strides;  // bytes
+  std::vector<int64_t> updates_strides;  // bytes
+  std::vector<int64_t> output_strides;   // bytes; 0 along the axis
+  int64_t output_axis_stride = 0;        // bytes
+  int partition_dim = -1;                // in `sizes`; -1: one block
+  int64_t element_count = 0;             // updates to apply
 };
 
 struct ExecutionPlan {
@@ -58,7 +59,7 @@ struct ExecutionPlan {
   std::vector<absl::string_view> input_names; // slot i binds the input named so
   std::vector<Layout> outputs;               // the buffers the caller provides
   std::vector<StridedCopy> copies;           // disjoint outputs: any order
-  std::vector<ScatterRows> scatters;         // after every copy
+  std::vector<ScatterWalk> scatters;         // after every copy
   int64_t bytes_moved = 0;                   // for scheduling decisions
 };
 

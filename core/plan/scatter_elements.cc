@@ -21,27 +21,26 @@ ExecutionPlan PlanScatterElements(const ScatterElementsGeometry& geometry) {
   whole_input.strides = input.strides;
   plan.copies = {PlanStridedCopy(output, whole_input, 0, 0)};
 
-  ScatterRows rows;
-  rows.indices_slot = 1;
-  rows.updates_slot = 2;
-  rows.output_slot = 0;
-  rows.element_size = static_cast<int>(element_size);
-  rows.index_size = static_cast<int>(index_size);
-  rows.index_signed = indices.dtype == DType::kInt32 || indices.dtype == DType::kInt64;
-  rows.axis_size = input.sizes[axis];
-  rows.element_count = indices.element_count;
-  rows.row_length = indices.sizes[axis];
-  rows.indices_row_stride = indices.strides[axis] * index_size;
-  rows.updates_row_stride = updates.strides[axis] * element_size;
-  rows.output_axis_stride = output.strides[axis] * element_size;
+  ScatterWalk walk;
+  walk.element_size = static_cast<int>(element_size);
+  walk.index_size = static_cast<int>(index_size);
+  walk.index_signed = indices.dtype == DType::kInt32 || indices.dtype == DType::kInt64;
+  walk.axis_size = input.sizes[axis];
+  walk.element_count = indices.element_count;
+  walk.output_axis_stride = output.strides[axis] * element_size;
   for (size_t d = 0; d < indices.sizes.size(); ++d) {
-    if (static_cast<int64_t>(d) == axis || indices.sizes[d] == 1) continue;
-    rows.outer_sizes.push_back(indices.sizes[d]);
-    rows.indices_outer_strides.push_back(indices.strides[d] * index_size);
-    rows.updates_outer_strides.push_back(updates.strides[d] * element_size);
-    rows.output_outer_strides.push_back(output.strides[d] * element_size);
+    if (indices.sizes[d] == 1) continue;
+    const bool is_axis = static_cast<int64_t>(d) == axis;
+    // The outermost dimension other than the axis splits into parallel blocks.
+    if (!is_axis && walk.partition_dim < 0) {
+      walk.partition_dim = static_cast<int>(walk.sizes.size());
+    }
+    walk.sizes.push_back(indices.sizes[d]);
+    walk.indices_strides.push_back(indices.strides[d] * index_size);
+    walk.updates_strides.push_back(updates.strides[d] * element_size);
+    walk.output_strides.push_back(is_axis ? 0 : output.strides[d] * element_size);
   }
-  plan.scatters = {std::move(rows)};
+  plan.scatters = {std::move(walk)};
   return plan;
 }
 

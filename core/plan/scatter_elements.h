@@ -1,5 +1,5 @@
-// ScatterElements lowers to a copy of the input into the output, then rows of
-// updates applied in order.
+// ScatterElements lowers to a copy of the input into the output, then a walk over the
+// updates in row-major order.
 #ifndef TENSOROP_CORE_PLAN_SCATTER_ELEMENTS_H_
 #define TENSOROP_CORE_PLAN_SCATTER_ELEMENTS_H_
 

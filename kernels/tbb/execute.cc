@@ -20,9 +20,9 @@ absl::Status Execute(const ExecutionPlan& plan, std::span<const std::byte* const
     RETURN_IF_ERROR(RunStridedCopy(copy, inputs[copy.input_slot],
                                    outputs[copy.output_slot], stop));
   }
-  for (const ScatterRows& rows : plan.scatters) {
-    RETURN_IF_ERROR(RunScatterRows(rows, inputs[rows.indices_slot],
-                                   inputs[rows.updates_slot], outputs[rows.output_slot],
+  for (const ScatterWalk& walk : plan.scatters) {
+    RETURN_IF_ERROR(RunScatterWalk(walk, inputs[walk.indices_slot],
+                                   inputs[walk.updates_slot], outputs[walk.output_slot],
                                    stop));
   }
   return absl::OkStatus();

@@ -1,10 +1,12 @@
 #include "kernels/tbb/scatter_elements.h"
 
+#include <algorithm>
 #include <cstdint>
 #include <cstring>
 #include <vector>
 
 #include "kernels/tbb/blocks.h"
+#include "oneapi/tbb/task_arena.h"
 
 namespace tensorop::tbb_backend {
 namespace {
@@ -17,67 +19,106 @@ int64_t LoadIndex(const std::byte* at, int64_t axis_size) {
   return index < 0 ? index + axis_size : index;
 }
 
-// Rows [begin, end) of the outer walk; within a row, updates land in index order
-// so the last of two colliding updates wins, as on every backend.
+// Applies the updates whose partition coordinate lies in [lo, hi), in
+// row-major order, so the last of two colliding updates wins.
 template <typename Word, typename Index>
-void ScatterRowRange(const ScatterRows& rows, const std::byte* indices,
-                     const std::byte* updates, std::byte* output, int64_t begin,
-                     int64_t end) {
-  const size_t rank = rows.outer_sizes.size();
-  for (int64_t row = begin; row < end; ++row) {
-    int64_t remainder = row, index_offset = 0, update_offset = 0, output_offset = 0;
-    for (size_t d = rank; d-- > 0;) {
-      const int64_t coord = remainder % rows.outer_sizes[d];
-      remainder /= rows.outer_sizes[d];
-      index_offset += coord * rows.indices_outer_strides[d];
-      update_offset += coord * rows.updates_outer_strides[d];
-      output_offset += coord * rows.output_outer_strides[d];
+void ScatterBlock(const ScatterWalk& walk, const std::byte* indices,
+                  const std::byte* updates, std::byte* output, int64_t lo, int64_t hi) {
+  const size_t rank = walk.sizes.size();
+  const int64_t axis_stride = walk.output_axis_stride;
+  if (rank == 0) {
+    const int64_t k = LoadIndex<Index>(indices, walk.axis_size);
+    std::memcpy(output + k * axis_stride, updates, sizeof(Word));
+    return;
+  }
+  std::vector<int64_t> begin(rank, 0), end(walk.sizes), coords(rank);
+  if (walk.partition_dim >= 0) {
+    begin[walk.partition_dim] = lo;
+    end[walk.partition_dim] = hi;
+  }
+  int64_t index_offset = 0, update_offset = 0, output_offset = 0;
+  for (size_t d = 0; d < rank; ++d) {
+    coords[d] = begin[d];
+    index_offset += begin[d] * walk.indices_strides[d];
+    update_offset += begin[d] * walk.updates_strides[d];
+    output_offset += begin[d] * walk.output_strides[d];
+  }
+  const size_t last = rank - 1;
+  const int64_t run = end[last] - begin[last];
+  const int64_t index_step = walk.indices_strides[last];
+  const int64_t update_step = walk.updates_strides[last];
+  const int64_t output_step = walk.output_strides[last];
+  while (true) {
+    for (int64_t i = 0; i < run; ++i) {
+      const int64_t k = LoadIndex<Index>(indices + index_offset + i * index_step,
+                                         walk.axis_size);
+      std::memcpy(output + output_offset + i * output_step + k * axis_stride,
+                  updates + update_offset + i * update_step, sizeof(Word));
     }
-    for (int64_t j = 0; j < rows.row_length; ++j) {
-      const int64_t k = LoadIndex<Index>(indices + index_offset + j * rows.indices_row_stride,
-                                         rows.axis_size);
-      std::memcpy(output + output_offset + k * rows.output_axis_stride,
-                  updates + update_offset + j * rows.updates_row_stride, sizeof(Word));
+    // Next run: carry through the outer dimensions, rewinding those that wrap.
+    size_t d = last;
+    while (true) {
+      if (d == 0) return;
+      --d;
+      ++coords[d];
+      index_offset += walk.indices_strides[d];
+      update_offset += walk.updates_strides[d];
+      output_offset += walk.output_strides[d];
+      if (coords[d] < end[d]) break;
+      const int64_t span = coords[d] - begin[d];
+      index_offset -= span * walk.indices_strides[d];
+      update_offset -= span * walk.updates_strides[d];
+      output_offset -= span * walk.output_strides[d];
+      coords[d] = begin[d];
     }
   }
 }
 
 template <typename Word, typename Index>
-absl::Status Run(const ScatterRows& rows, const std::byte* indices,
+absl::Status Run(const ScatterWalk& walk, const std::byte* indices,
                  const std::byte* updates, std::byte* output, const StopCheck& stop) {
-  int64_t row_count = 1;
-  for (int64_t size : rows.outer_sizes) row_count *= size;
-  const int64_t bytes_per_row = rows.row_length * (rows.element_size + rows.index_size);
-  const int64_t rows_per_block = kBlockBytes / std::max<int64_t>(bytes_per_row, 1);
-  return ForEachBlock(row_count, rows_per_block, row_count * bytes_per_row, stop,
-                      [&](int64_t begin, int64_t end) {
-                        ScatterRowRange<Word, Index>(rows, indices, updates, output,
-                                                     begin, end);
+  const int64_t bytes = walk.element_count * (walk.element_size + walk.index_size);
+  if (walk.partition_dim < 0) {  // every update may collide with every other
+    return ForEachBlock(1, 1, 0, stop, [&](int64_t lo, int64_t hi) {
+      ScatterBlock<Word, Index>(walk, indices, updates, output, lo, hi);
+    });
+  }
+  // With the partition outermost, blocks of kBlockBytes keep memory order.
+  // Otherwise the axis lies outside it, and a thin block would walk memory
+  // column by column: then one wide block per thread.
+  const int64_t slices = walk.sizes[walk.partition_dim];
+  const int64_t wanted_blocks =
+      walk.partition_dim == 0 ? bytes / kBlockBytes
+                              : tbb::this_task_arena::max_concurrency();
+  const int64_t blocks = std::clamp<int64_t>(wanted_blocks, 1, slices);
+  return ForEachBlock(slices, (slices + blocks - 1) / blocks, bytes, stop,
+                      [&](int64_t lo, int64_t hi) {
+                        ScatterBlock<Word, Index>(walk, indices, updates, output, lo, hi);
                       });
 }
 
 template <typename Word>
-absl::Status DispatchIndex(const ScatterRows& rows, const std::byte* indices,
+absl::Status DispatchIndex(const ScatterWalk& walk, const std::byte* indices,
                            const std::byte* updates, std::byte* output,
                            const StopCheck& stop) {
-  if (rows.index_size == 4) {
-    return rows.index_signed ? Run<Word, int32_t>(rows, indices, updates, output, stop)
-                             : Run<Word, uint32_t>(rows, indices, updates, output, stop);
+  if (walk.index_size == 4) {
+    return walk.index_signed ? Run<Word, int32_t>(walk, indices, updates, output, stop)
+                             : Run<Word, uint32_t>(walk, indices, updates, output, stop);
   }
-  return rows.index_signed ? Run<Word, int64_t>(rows, indices, updates, output, stop)
-                           : Run<Word, uint64_t>(rows, indices, updates, output, stop);
+  return walk.index_signed ? Run<Word, int64_t>(walk, indices, updates, output, stop)
+                           : Run<Word, uint64_t>(walk, indices, updates, output, stop);
 }
 
 }  // namespace
 
-absl::Status RunScatterRows(const ScatterRows& rows, const std::byte* indices,
+absl::Status RunScatterWalk(const ScatterWalk& walk, const std::byte* indices,
                             const std::byte* updates, std::byte* output,
                             const StopCheck& stop) {
-  switch (rows.element_size) {
-    case 1: return DispatchIndex<uint8_t>(rows, indices, updates, output, stop);
-    case 2: return DispatchIndex<uint16_t>(rows, indices, updates, output, stop);
-    case 4: return DispatchIndex<uint32_t>(rows, indices, updates, output, stop);
-    case 8: return DispatchIndex<uint64_t>(rows, indices, updates, output, stop);
+  switch (walk.element_size) {
+    case 1: return DispatchIndex<uint8_t>(walk, indices, updates, output, stop);
+    case 2: return DispatchIndex<uint16_t>(walk, indices, updates, output, stop);
+    case 4: return DispatchIndex<uint32_t>(walk, indices, updates, output, stop);
+    case 8: return DispatchIndex<uint64_t>(walk, indices, updates, output, stop);
   }
   return absl::InternalError("scatter: element size is not 1, 2, 4 or 8");
 }

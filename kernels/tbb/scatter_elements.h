@@ -1,4 +1,5 @@
-// ScatterRows on oneTBB: rows in parallel, each row in index order.
+// ScatterWalk on oneTBB: blocks of the partition dimension in parallel, each in
+// row-major order.
 #ifndef TENSOROP_KERNELS_TBB_SCATTER_ELEMENTS_H_
 #define TENSOROP_KERNELS_TBB_SCATTER_ELEMENTS_H_
 
@@ -10,7 +11,7 @@
 
 namespace tensorop::tbb_backend {
 
-absl::Status RunScatterRows(const ScatterRows& rows, const std::byte* indices,
+absl::Status RunScatterWalk(const ScatterWalk& walk, const std::byte* indices,
                             const std::byte* updates, std::byte* output,
                             const StopCheck& stop);
 

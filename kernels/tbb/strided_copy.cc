@@ -9,29 +9,34 @@
 namespace tensorop::tbb_backend {
 namespace {
 
+// dst[i] = src[i * kStep] for a step known at compile time, so the compiler
+// vectorises the gather (reversal, every other element).
+template <typename Word, int64_t kStep>
+void GatherRun(const std::byte* src, std::byte* dst, int64_t count) {
+  constexpr int64_t kWidth = sizeof(Word);
+  for (int64_t i = 0; i < count; ++i) {
+    Word value;
+    std::memcpy(&value, src + i * kStep * kWidth, kWidth);
+    std::memcpy(dst + i * kWidth, &value, kWidth);
+  }
+}
+
 // One run of the innermost dimension. Dispatch is on the element's width only:
 // the bits are moved, never interpreted.
 template <typename Word>
 void CopyRun(const std::byte* src, std::byte* dst, int64_t count, int64_t src_stride,
              int64_t dst_stride) {
   constexpr int64_t kWidth = sizeof(Word);
-  if (src_stride == kWidth && dst_stride == kWidth) {
-    std::memcpy(dst, src, count * kWidth);
-  } else if (src_stride == 0) {  // broadcast: one load, many stores
-    Word value;
-    std::memcpy(&value, src, kWidth);
-    for (int64_t i = 0; i < count; ++i) std::memcpy(dst + i * dst_stride, &value, kWidth);
-  } else if (dst_stride == kWidth) {
-    Word* out = reinterpret_cast<Word*>(dst);
-    for (int64_t i = 0; i < count; ++i) {
-      Word value;
-      std::memcpy(&value, src + i * src_stride, kWidth);
-      out[i] = value;
+  if (dst_stride == kWidth) {
+    switch (src_stride) {
+      case kWidth: std::memcpy(dst, src, count * kWidth); return;
+      case -kWidth: GatherRun<Word, -1>(src, dst, count); return;
+      case 2 * kWidth: GatherRun<Word, 2>(src, dst, count); return;
+      case 0: GatherRun<Word, 0>(src, dst, count); return;  // broadcast
     }
-  } else {
-    for (int64_t i = 0; i < count; ++i) {
-      std::memcpy(dst + i * dst_stride, src + i * src_stride, kWidth);
-    }
+  }
+  for (int64_t i = 0; i < count; ++i) {
+    std::memcpy(dst + i * dst_stride, src + i * src_stride, kWidth);
   }
 }
 

@@ -1,0 +1,217 @@
+// Each operator on oneTBB at 1 KiB, 1 MiB and 64 MiB of float32 output, beside a
+// memcpy of the same bytes in the same run. bytes_per_second counts output
+// bytes. Planning happens once, outside the timed loop: the kernel is measured.
+#include <cstring>
+#include <numeric>
+#include <random>
+#include <vector>
+
+#include "benchmark/benchmark.h"
+#include "core/operator.h"
+#include "kernels/tbb/execute.h"
+
+namespace tensorop {
+namespace {
+
+constexpr int64_t kKiB = 1024;
+constexpr int64_t kRowElements = 1024;  // 4 KiB rows of float32
+
+// Output shape [rows, columns] of float32 holding `bytes`.
+std::vector<int64_t> OutputShape(int64_t bytes) {
+  const int64_t elements = bytes / 4;
+  const int64_t columns = std::min<int64_t>(elements, kRowElements);
+  return {elements / columns, columns};
+}
+
+struct Prepared {
+  std::vector<std::vector<std::byte>> inputs;
+  OpRequest request;
+  ExecutionPlan plan;
+  std::vector<std::vector<std::byte>> outputs;
+};
+
+void RunPrepared(benchmark::State& state, Prepared& p) {
+  std::vector<const std::byte*> inputs;
+  for (auto& input : p.inputs) inputs.push_back(input.data());
+  std::vector<std::byte*> outputs;
+  int64_t output_bytes = 0;
+  for (auto& output : p.outputs) {
+    outputs.push_back(output.data());
+    output_bytes += static_cast<int64_t>(output.size());
+  }
+  for (auto _ : state) {
+    absl::Status status = tbb_backend::Execute(p.plan, inputs, outputs);
+    if (!status.ok()) state.SkipWithError(std::string(status.message()).c_str());
+    benchmark::ClobberMemory();
+  }
+  state.SetBytesProcessed(state.iterations() * output_bytes);
+}
+
+std::vector<std::byte> RandomBytes(int64_t n) {
+  std::vector<std::byte> bytes(n);
+  std::mt19937 rng(1);
+  for (auto& b : bytes) b = static_cast<std::byte>(rng());
+  return bytes;
+}
+
+// Plans `request`, whose input tensors point into p.inputs, and allocates outputs.
+void Plan(Prepared& p) {
+  absl::StatusOr<ExecutionPlan> plan = PlanOperator(p.request, {});
+  if (!plan.ok()) {
+    fprintf(stderr, "plan failed: %s\n", std::string(plan.status().message()).c_str());
+    std::abort();
+  }
+  p.plan = std::move(*plan);
+  for (const Layout& layout : p.plan.outputs) p.outputs.emplace_back(layout.buffer_bytes());
+}
+
+void BM_Memcpy(benchmark::State& state) {
+  const int64_t bytes = state.range(0);
+  std::vector<std::byte> src = RandomBytes(bytes), dst(bytes);
+  for (auto _ : state) {
+    std::memcpy(dst.data(), src.data(), bytes);
+    benchmark::ClobberMemory();
+  }
+  state.SetBytesProcessed(state.iterations() * bytes);
+}
+
+enum Window { kContiguous, kStrided, kReversed, kBroadcast };
+
+// A slice whose output is [rows, columns]: rows from the middle of a taller
+// input (contiguous), every other column of a twice-as-wide input (strided),
+// the columns backwards (reversed), or one row repeated (broadcast input).
+Prepared MakeSlice(int64_t bytes, Window window) {
+  const std::vector<int64_t> out = OutputShape(bytes);
+  const int64_t rows = out[0], columns = out[1];
+  Prepared p;
+  TensorDesc desc{DType::kFloat32, {rows + 2, columns}, {}};
+  SliceAttrs attrs{{1, 0}, {rows, columns}, {1, 1}};
+  if (window == kStrided) {
+    desc.sizes = {rows, 2 * columns};
+    attrs = {{0, 0}, {rows, 2 * columns}, {1, 2}};
+  } else if (window == kReversed) {
+    desc.sizes = {rows, columns};
+    attrs = {{0, 0}, {rows, columns}, {1, -1}};
+  } else if (window == kBroadcast) {
+    desc = {DType::kFloat32, {rows, columns}, {0, 1}};
+    attrs = {{0, 0}, {rows, columns}, {1, 1}};
+  }
+  const int64_t input_elements = window == kBroadcast ? columns : desc.sizes[0] * desc.sizes[1];
+  p.inputs.push_back(RandomBytes(input_elements * 4));
+  p.request = {attrs, {{"input", {desc, p.inputs[0]}}}, {{out, {}}}};
+  Plan(p);
+  return p;
+}
+
+Prepared MakeStridedSlice(int64_t bytes, Window window) {
+  const std::vector<int64_t> out = OutputShape(bytes);
+  const int64_t rows = out[0], columns = out[1];
+  Prepared p;
+  TensorDesc desc{DType::kFloat32, {rows + 2, columns}, {}};
+  StridedSliceAttrs attrs;
+  attrs.begin = {1, 0};
+  attrs.end = {rows + 1, columns};
+  if (window == kStrided) {
+    desc.sizes = {rows, 2 * columns};
+    attrs.begin = {0, 0};
+    attrs.end = {rows, 2 * columns};
+    attrs.stride = {1, 2};
+  } else if (window == kReversed) {
+    desc.sizes = {rows, columns};
+    attrs.begin = {0, -1};
+    attrs.end = {rows, 0};
+    attrs.stride = {1, -1};
+    attrs.end_mask = {0, 1};
+  }
+  p.inputs.push_back(RandomBytes(desc.sizes[0] * desc.sizes[1] * 4));
+  p.request = {attrs, {{"input", {desc, p.inputs[0]}}}, {}};
+  Plan(p);
+  return p;
+}
+
+// Two outputs of equal size: halves of the rows (contiguous) or of the columns
+// (strided: each output row is half an input row).
+Prepared MakeSplit(int64_t bytes, Window window) {
+  const std::vector<int64_t> out = OutputShape(bytes);
+  const int64_t rows = out[0], columns = out[1];
+  Prepared p;
+  TensorDesc desc{DType::kFloat32, {rows, columns}, {}};
+  p.inputs.push_back(RandomBytes(rows * columns * 4));
+  if (window == kContiguous && rows >= 2) {
+    p.request = {SplitAttrs{0},
+                 {{"input", {desc, p.inputs[0]}}},
+                 {{{rows / 2, columns}, {}}, {{rows - rows / 2, columns}, {}}}};
+  } else {
+    p.request = {SplitAttrs{1},
+                 {{"input", {desc, p.inputs[0]}}},
+                 {{{rows, columns / 2}, {}}, {{rows, columns - columns / 2}, {}}}};
+  }
+  Plan(p);
+  return p;
+}
+
+// Every row of updates lands on a row chosen by a permutation (axis 0).
+Prepared MakeScatter(int64_t bytes) {
+  const std::vector<int64_t> out = OutputShape(bytes);
+  const int64_t rows = out[0], columns = out[1];
+  Prepared p;
+  std::vector<int32_t> permutation(rows);
+  std::iota(permutation.begin(), permutation.end(), 0);
+  std::shuffle(permutation.begin(), permutation.end(), std::mt19937(3));
+  std::vector<int32_t> indices(rows * columns);
+  for (int64_t r = 0; r < rows; ++r) {
+    for (int64_t c = 0; c < columns; ++c) indices[r * columns + c] = permutation[r];
+  }
+  p.inputs.push_back(RandomBytes(rows * columns * 4));
+  p.inputs.emplace_back(reinterpret_cast<std::byte*>(indices.data()),
+                        reinterpret_cast<std::byte*>(indices.data() + indices.size()));
+  p.inputs.push_back(RandomBytes(rows * columns * 4));
+  TensorDesc data_desc{DType::kFloat32, {rows, columns}, {}};
+  TensorDesc index_desc{DType::kInt32, {rows, columns}, {}};
+  p.request = {ScatterElementsAttrs{0},
+               {{"input", {data_desc, p.inputs[0]}},
+                {"indices", {index_desc, p.inputs[1]}},
+                {"updates", {data_desc, p.inputs[2]}}},
+               {}};
+  Plan(p);
+  return p;
+}
+
+void BM_Slice(benchmark::State& state) {
+  Prepared p = MakeSlice(state.range(0), static_cast<Window>(state.range(1)));
+  RunPrepared(state, p);
+}
+void BM_StridedSlice(benchmark::State& state) {
+  Prepared p = MakeStridedSlice(state.range(0), static_cast<Window>(state.range(1)));
+  RunPrepared(state, p);
+}
+void BM_Split(benchmark::State& state) {
+  Prepared p = MakeSplit(state.range(0), static_cast<Window>(state.range(1)));
+  RunPrepared(state, p);
+}
+void BM_ScatterElements(benchmark::State& state) {
+  Prepared p = MakeScatter(state.range(0));
+  RunPrepared(state, p);
+}
+
+const std::vector<int64_t> kSizes = {kKiB, kKiB * kKiB, 64 * kKiB * kKiB};
+
+BENCHMARK(BM_Memcpy)->ArgsProduct({kSizes})->ArgNames({"bytes"})->UseRealTime();
+BENCHMARK(BM_Slice)
+    ->ArgsProduct({kSizes, {kContiguous, kStrided, kReversed, kBroadcast}})
+    ->ArgNames({"bytes", "window"})
+    ->UseRealTime();
+BENCHMARK(BM_StridedSlice)
+    ->ArgsProduct({kSizes, {kContiguous, kStrided, kReversed}})
+    ->ArgNames({"bytes", "window"})
+    ->UseRealTime();
+BENCHMARK(BM_Split)
+    ->ArgsProduct({kSizes, {kContiguous, kStrided}})
+    ->ArgNames({"bytes", "window"})
+    ->UseRealTime();
+BENCHMARK(BM_ScatterElements)->ArgsProduct({kSizes})->ArgNames({"bytes"})->UseRealTime();
+
+}  // namespace
+}  // namespace tensorop
+
+BENCHMARK_MAIN();
