@@ -50,6 +50,7 @@ struct ScatterWalk {
   std::vector<int64_t> updates_strides;  // bytes
   std::vector<int64_t> output_strides;   // bytes; 0 along the axis
   int64_t output_axis_stride = 0;        // bytes
+  int axis_dim = -1;                     // the axis in `sizes`; -1: size 1, dropped
   int partition_dim = -1;                // in `sizes`; -1: one block
   int64_t element_count = 0;             // updates to apply
 };

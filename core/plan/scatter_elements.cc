@@ -32,6 +32,7 @@ ExecutionPlan PlanScatterElements(const ScatterElementsGeometry& geometry) {
     if (indices.sizes[d] == 1) continue;
     const bool is_axis = static_cast<int64_t>(d) == axis;
     // The outermost dimension other than the axis splits into parallel blocks.
+    if (is_axis) walk.axis_dim = static_cast<int>(walk.sizes.size());
     if (!is_axis && walk.partition_dim < 0) {
       walk.partition_dim = static_cast<int>(walk.sizes.size());
     }

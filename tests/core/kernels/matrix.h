@@ -1,5 +1,5 @@
-// The kernel test matrix: every dtype × every input layout, ranks looped inside
-// each test. Shared by the per-operator kernel tests.
+// The kernel test matrix: every dtype × every input layout × every backend,
+// ranks looped inside each test. Shared by the per-operator kernel tests.
 #ifndef TENSOROP_TESTS_CORE_KERNELS_MATRIX_H_
 #define TENSOROP_TESTS_CORE_KERNELS_MATRIX_H_
 
@@ -13,12 +13,16 @@
 
 namespace tensorop::testing {
 
-using MatrixParam = std::tuple<DType, LayoutKind>;
+using MatrixParam = std::tuple<DType, LayoutKind, Backend>;
 
 class KernelMatrixTest : public ::testing::TestWithParam<MatrixParam> {
  protected:
   DType dtype() const { return std::get<0>(GetParam()); }
   LayoutKind layout() const { return std::get<1>(GetParam()); }
+  Backend backend() const { return std::get<2>(GetParam()); }
+  absl::StatusOr<std::vector<OwnedOutput>> Run(const OpRequest& request) const {
+    return RunOn(backend(), request);
+  }
   // Seeded by the parameters, so a failure reproduces.
   std::mt19937_64 Rng() const {
     return std::mt19937_64(static_cast<uint64_t>(dtype()) * 131 +
@@ -33,16 +37,34 @@ class KernelMatrixTest : public ::testing::TestWithParam<MatrixParam> {
   }
 };
 
+// For the tests outside the matrix that still run on every backend.
+class BackendTest : public ::testing::TestWithParam<Backend> {
+ protected:
+  absl::StatusOr<std::vector<OwnedOutput>> Run(const OpRequest& request) const {
+    return RunOn(GetParam(), request);
+  }
+};
+
+inline std::string BackendParamName(const ::testing::TestParamInfo<Backend>& info) {
+  return BackendName(info.param);
+}
+
+#define INSTANTIATE_BACKENDS(suite)                                                 \
+  INSTANTIATE_TEST_SUITE_P(Backends, suite,                                         \
+                           ::testing::ValuesIn(::tensorop::testing::kAllBackends), \
+                           ::tensorop::testing::BackendParamName)
+
 inline std::string MatrixName(const ::testing::TestParamInfo<MatrixParam>& info) {
   return std::string(DTypeName(std::get<0>(info.param))) + "_" +
-         LayoutName(std::get<1>(info.param));
+         LayoutName(std::get<1>(info.param)) + "_" + BackendName(std::get<2>(info.param));
 }
 
 #define INSTANTIATE_KERNEL_MATRIX(suite)                                              \
   INSTANTIATE_TEST_SUITE_P(                                                           \
       DtypesLayouts, suite,                                                           \
       ::testing::Combine(::testing::ValuesIn(::tensorop::kAllDTypes),                 \
-                         ::testing::ValuesIn(::tensorop::testing::kAllLayouts)),      \
+                         ::testing::ValuesIn(::tensorop::testing::kAllLayouts),       \
+                         ::testing::ValuesIn(::tensorop::testing::kAllBackends)),     \
       ::tensorop::testing::MatrixName)
 
 }  // namespace tensorop::testing

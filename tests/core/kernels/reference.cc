@@ -4,6 +4,8 @@
 #include <cstring>
 #include <numeric>
 
+#include "absl/strings/str_join.h"
+#include "kernels/opencl/device.h"
 #include "kernels/tbb/execute.h"
 
 namespace tensorop::testing {
@@ -123,14 +125,34 @@ uint64_t ElementBits(const TensorDesc& desc, std::span<const std::byte> bytes,
   return bits;
 }
 
-absl::StatusOr<std::vector<OwnedOutput>> RunOnTbb(const OpRequest& request,
-                                                  const Limits& limits) {
+std::string BackendName(Backend backend) {
+  return backend == Backend::kTbb ? "tbb" : "opencl";
+}
+
+namespace {
+
+absl::StatusOr<opencl_backend::Device*> FirstOpenClDevice() {
+  static std::vector<std::string>* skipped = new std::vector<std::string>();
+  static std::vector<std::unique_ptr<opencl_backend::Device>>* devices =
+      new std::vector<std::unique_ptr<opencl_backend::Device>>(
+          opencl_backend::OpenAllDevices(skipped));
+  if (devices->empty()) {
+    return absl::UnavailableError(absl::StrCat(
+        "no OpenCL device (is pocl-opencl-icd installed?) ", absl::StrJoin(*skipped, "; ")));
+  }
+  return devices->front().get();
+}
+
+}  // namespace
+
+absl::StatusOr<std::vector<OwnedOutput>> RunOn(Backend backend, const OpRequest& request,
+                                               const Limits& limits) {
   absl::StatusOr<ExecutionPlan> plan = PlanOperator(request, limits);
   if (!plan.ok()) return plan.status();
-  std::vector<const std::byte*> inputs;
+  std::vector<std::span<const std::byte>> inputs;
   for (absl::string_view name : plan->input_names) {
     for (const NamedTensor& input : request.inputs) {
-      if (input.name == name) inputs.push_back(input.tensor.data.data());
+      if (input.name == name) inputs.push_back(input.tensor.data);
     }
   }
   std::vector<OwnedOutput> outputs;
@@ -139,7 +161,16 @@ absl::StatusOr<std::vector<OwnedOutput>> RunOnTbb(const OpRequest& request,
     outputs.push_back({layout, std::vector<std::byte>(layout.buffer_bytes())});
   }
   for (OwnedOutput& output : outputs) output_pointers.push_back(output.bytes.data());
-  absl::Status status = tbb_backend::Execute(*plan, inputs, output_pointers);
+  absl::Status status;
+  if (backend == Backend::kTbb) {
+    std::vector<const std::byte*> pointers;
+    for (std::span<const std::byte> input : inputs) pointers.push_back(input.data());
+    status = tbb_backend::Execute(*plan, pointers, output_pointers);
+  } else {
+    absl::StatusOr<opencl_backend::Device*> device = FirstOpenClDevice();
+    if (!device.ok()) return device.status();
+    status = (*device)->Execute(*plan, inputs, output_pointers, NeverStop);
+  }
   if (!status.ok()) return status;
   return outputs;
 }

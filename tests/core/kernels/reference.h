@@ -78,9 +78,19 @@ struct OwnedOutput {
   std::vector<std::byte> bytes;
 };
 
-// PlanOperator, then tbb_backend::Execute into zeroed buffers.
-absl::StatusOr<std::vector<OwnedOutput>> RunOnTbb(const OpRequest& request,
-                                                  const Limits& limits = {});
+enum class Backend { kTbb, kOpenCL };
+inline constexpr Backend kAllBackends[] = {Backend::kTbb, Backend::kOpenCL};
+std::string BackendName(Backend backend);
+
+// PlanOperator, then execution on `backend` into zeroed buffers. OpenCL runs on
+// the first device the ICD loader offers (PoCL's CPU device here); having none
+// is an error, never a skip.
+absl::StatusOr<std::vector<OwnedOutput>> RunOn(Backend backend, const OpRequest& request,
+                                               const Limits& limits = {});
+inline absl::StatusOr<std::vector<OwnedOutput>> RunOnTbb(const OpRequest& request,
+                                                         const Limits& limits = {}) {
+  return RunOn(Backend::kTbb, request, limits);
+}
 
 // Logical values, packed row-major.
 struct Expected {

@@ -59,7 +59,7 @@ TEST_P(ScatterElementsKernelTest, MatchesReferenceForEveryIndexTypeAndRank) {
                          {"updates", c.updates.view()}},
                         {}};
       if (rank % 2) request.outputs = {{sizes, OutputStrides(sizes, rank, rng)}};
-      ASSERT_OK_AND_ASSIGN(std::vector<OwnedOutput> outputs, RunOnTbb(request));
+      ASSERT_OK_AND_ASSIGN(std::vector<OwnedOutput> outputs, Run(request));
       ASSERT_EQ(outputs.size(), 1u);
       EXPECT_TRUE(OutputMatches(
           outputs[0], ReferenceScatterElements(c.axis, c.input, c.indices, c.updates)));
@@ -69,7 +69,9 @@ TEST_P(ScatterElementsKernelTest, MatchesReferenceForEveryIndexTypeAndRank) {
 
 INSTANTIATE_KERNEL_MATRIX(ScatterElementsKernelTest);
 
-TEST(ScatterElementsKernelOrderTest, LastUpdateInRowMajorOrderWins) {
+using ScatterElementsKernelOrderTest = BackendTest;
+
+TEST_P(ScatterElementsKernelOrderTest, LastUpdateInRowMajorOrderWins) {
   std::mt19937_64 rng(1);
   // Every update of a column lands on row 0: the last row's value must win.
   OwnedTensor input = MakeTensor(DType::kFloat32, {3, 2}, LayoutKind::kPacked, rng);
@@ -78,7 +80,7 @@ TEST(ScatterElementsKernelOrderTest, LastUpdateInRowMajorOrderWins) {
       MakeIndexTensor(DType::kInt64, {4, 2}, index_values, LayoutKind::kPacked, rng);
   OwnedTensor updates = MakeTensor(DType::kFloat32, {4, 2}, LayoutKind::kPacked, rng);
   ASSERT_OK_AND_ASSIGN(std::vector<OwnedOutput> outputs,
-                       RunOnTbb({ScatterElementsAttrs{0},
+                       Run({ScatterElementsAttrs{0},
                                  {{"input", input.view()},
                                   {"indices", indices.view()},
                                   {"updates", updates.view()}},
@@ -91,7 +93,7 @@ TEST(ScatterElementsKernelOrderTest, LastUpdateInRowMajorOrderWins) {
             ElementBits(updates.desc, updates.bytes, last_row_1));
 }
 
-TEST(ScatterElementsKernelOrderTest, ParallelRunWithCollisionsIsDeterministic) {
+TEST_P(ScatterElementsKernelOrderTest, ParallelRunWithCollisionsIsDeterministic) {
   std::mt19937_64 rng(2);
   const std::vector<int64_t> sizes = {2048, 64};
   std::vector<int64_t> values(4096 * 64);
@@ -107,10 +109,12 @@ TEST(ScatterElementsKernelOrderTest, ParallelRunWithCollisionsIsDeterministic) {
                     {}};
   Expected expected = ReferenceScatterElements(0, input, indices, updates);
   for (int run = 0; run < 3; ++run) {
-    ASSERT_OK_AND_ASSIGN(std::vector<OwnedOutput> outputs, RunOnTbb(request));
+    ASSERT_OK_AND_ASSIGN(std::vector<OwnedOutput> outputs, Run(request));
     EXPECT_TRUE(OutputMatches(outputs[0], expected)) << "run " << run;
   }
 }
+
+INSTANTIATE_BACKENDS(ScatterElementsKernelOrderTest);
 
 }  // namespace
 }  // namespace tensorop::testing

@@ -48,7 +48,7 @@ TEST_P(SliceKernelTest, MatchesReferenceAtEveryRank) {
       OpRequest request{slice.attrs,
                         {{"input", input.view()}},
                         {{slice.output_sizes, OutputStrides(slice.output_sizes, trial, rng)}}};
-      ASSERT_OK_AND_ASSIGN(std::vector<OwnedOutput> outputs, RunOnTbb(request));
+      ASSERT_OK_AND_ASSIGN(std::vector<OwnedOutput> outputs, Run(request));
       ASSERT_EQ(outputs.size(), 1u);
       EXPECT_TRUE(OutputMatches(outputs[0], ReferenceSlice(slice.attrs, input,
                                                            slice.output_sizes)));
@@ -58,18 +58,20 @@ TEST_P(SliceKernelTest, MatchesReferenceAtEveryRank) {
 
 INSTANTIATE_KERNEL_MATRIX(SliceKernelTest);
 
+using SliceKernelLargeTest = BackendTest;
+
 // Large enough for the parallel path (several 256 KiB blocks on both cores).
-TEST(SliceKernelLargeTest, StridedWindowAcrossManyBlocksMatchesReference) {
+TEST_P(SliceKernelLargeTest, StridedWindowAcrossManyBlocksMatchesReference) {
   std::mt19937_64 rng(7);
   OwnedTensor input = MakeTensor(DType::kFloat32, {512, 1024}, LayoutKind::kPadded, rng);
   SliceAttrs attrs{{3, 5}, {500, 1000}, {-1, 2}};
   std::vector<int64_t> output_sizes = {500, 500};
   OpRequest request{attrs, {{"input", input.view()}}, {{output_sizes, {}}}};
-  ASSERT_OK_AND_ASSIGN(std::vector<OwnedOutput> outputs, RunOnTbb(request));
+  ASSERT_OK_AND_ASSIGN(std::vector<OwnedOutput> outputs, Run(request));
   EXPECT_TRUE(OutputMatches(outputs[0], ReferenceSlice(attrs, input, output_sizes)));
 }
 
-TEST(SliceKernelLargeTest, ContiguousRowsMergeIntoOneCopy) {
+TEST_P(SliceKernelLargeTest, ContiguousRowsMergeIntoOneCopy) {
   std::mt19937_64 rng(8);
   OwnedTensor input = MakeTensor(DType::kUint8, {64, 4096}, LayoutKind::kPacked, rng);
   SliceAttrs attrs{{8, 0}, {40, 4096}, {1, 1}};
@@ -79,7 +81,7 @@ TEST(SliceKernelLargeTest, ContiguousRowsMergeIntoOneCopy) {
   ASSERT_EQ(plan.copies.size(), 1u);
   EXPECT_THAT(plan.copies[0].sizes, ::testing::ElementsAre(40 * 4096));
   EXPECT_EQ(plan.copies[0].src_offset, 8 * 4096);
-  ASSERT_OK_AND_ASSIGN(std::vector<OwnedOutput> outputs, RunOnTbb(request));
+  ASSERT_OK_AND_ASSIGN(std::vector<OwnedOutput> outputs, Run(request));
   EXPECT_TRUE(OutputMatches(outputs[0], ReferenceSlice(attrs, input, output_sizes)));
 }
 
@@ -105,6 +107,8 @@ TEST(SliceKernelStopTest, StopBetweenBlocksReturnsItsStatusAndStartsNoMoreBlocks
   for (std::byte b : output) copied += b != std::byte{0};
   EXPECT_LT(copied, static_cast<int64_t>(output.size()) / 2);
 }
+
+INSTANTIATE_BACKENDS(SliceKernelLargeTest);
 
 }  // namespace
 }  // namespace tensorop::testing

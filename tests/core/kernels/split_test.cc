@@ -33,7 +33,7 @@ TEST_P(SplitKernelTest, MatchesReferenceAtEveryRank) {
       for (const std::vector<int64_t>& out : output_sizes) {
         request.outputs.push_back({out, OutputStrides(out, trial, rng)});
       }
-      ASSERT_OK_AND_ASSIGN(std::vector<OwnedOutput> outputs, RunOnTbb(request));
+      ASSERT_OK_AND_ASSIGN(std::vector<OwnedOutput> outputs, Run(request));
       std::vector<Expected> expected = ReferenceSplit(axis, input, output_sizes);
       ASSERT_EQ(outputs.size(), expected.size());
       for (size_t j = 0; j < outputs.size(); ++j) {
@@ -45,16 +45,20 @@ TEST_P(SplitKernelTest, MatchesReferenceAtEveryRank) {
 
 INSTANTIATE_KERNEL_MATRIX(SplitKernelTest);
 
-TEST(SplitKernelLargeTest, ThreeOutputsAlongRowsOfABigTensor) {
+using SplitKernelLargeTest = BackendTest;
+
+TEST_P(SplitKernelLargeTest, ThreeOutputsAlongRowsOfABigTensor) {
   std::mt19937_64 rng(5);
   OwnedTensor input = MakeTensor(DType::kFloat32, {300, 1024}, LayoutKind::kPermuted, rng);
   std::vector<std::vector<int64_t>> sizes = {{100, 1024}, {1, 1024}, {199, 1024}};
   OpRequest request{SplitAttrs{0}, {{"input", input.view()}}, {}};
   for (const auto& s : sizes) request.outputs.push_back({s, {}});
-  ASSERT_OK_AND_ASSIGN(std::vector<OwnedOutput> outputs, RunOnTbb(request));
+  ASSERT_OK_AND_ASSIGN(std::vector<OwnedOutput> outputs, Run(request));
   std::vector<Expected> expected = ReferenceSplit(0, input, sizes);
   for (size_t j = 0; j < 3; ++j) EXPECT_TRUE(OutputMatches(outputs[j], expected[j]));
 }
+
+INSTANTIATE_BACKENDS(SplitKernelLargeTest);
 
 }  // namespace
 }  // namespace tensorop::testing

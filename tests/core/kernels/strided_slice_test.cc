@@ -81,7 +81,7 @@ TEST_P(StridedSliceKernelTest, MatchesReferenceAtEveryRank) {
       if (trial % 2) {
         request.outputs = {{expected->sizes, OutputStrides(expected->sizes, trial, rng)}};
       }
-      ASSERT_OK_AND_ASSIGN(std::vector<OwnedOutput> outputs, RunOnTbb(request));
+      ASSERT_OK_AND_ASSIGN(std::vector<OwnedOutput> outputs, Run(request));
       ASSERT_EQ(outputs.size(), 1u);
       EXPECT_TRUE(OutputMatches(outputs[0], *expected));
       ++ran;
@@ -92,7 +92,10 @@ TEST_P(StridedSliceKernelTest, MatchesReferenceAtEveryRank) {
 
 INSTANTIATE_KERNEL_MATRIX(StridedSliceKernelTest);
 
-TEST(StridedSliceKernelRankTest, Rank32InputWithEllipsisAndReversal) {
+using StridedSliceKernelLargeTest = BackendTest;
+using StridedSliceKernelRankTest = BackendTest;
+
+TEST_P(StridedSliceKernelRankTest, Rank32InputWithEllipsisAndReversal) {
   std::mt19937_64 rng(32);
   std::vector<int64_t> sizes(32, 1);
   sizes[0] = 3;
@@ -112,11 +115,11 @@ TEST(StridedSliceKernelRankTest, Rank32InputWithEllipsisAndReversal) {
   EXPECT_EQ(expected->sizes[0], 3);
   EXPECT_EQ(expected->sizes[31], 4);
   ASSERT_OK_AND_ASSIGN(std::vector<OwnedOutput> outputs,
-                       RunOnTbb({attrs, {{"input", input.view()}}, {}}));
+                       Run({attrs, {{"input", input.view()}}, {}}));
   EXPECT_TRUE(OutputMatches(outputs[0], *expected));
 }
 
-TEST(StridedSliceKernelRankTest, AllShrunkGivesOneElementOfRankZero) {
+TEST_P(StridedSliceKernelRankTest, AllShrunkGivesOneElementOfRankZero) {
   std::mt19937_64 rng(0);
   OwnedTensor input = MakeTensor(DType::kFloat64, {2, 3}, LayoutKind::kPermuted, rng);
   StridedSliceAttrs attrs;
@@ -124,7 +127,7 @@ TEST(StridedSliceKernelRankTest, AllShrunkGivesOneElementOfRankZero) {
   attrs.end = {0, 0};
   attrs.shrink_axis_mask = {1, 1};
   ASSERT_OK_AND_ASSIGN(std::vector<OwnedOutput> outputs,
-                       RunOnTbb({attrs, {{"input", input.view()}}, {}}));
+                       Run({attrs, {{"input", input.view()}}, {}}));
   ASSERT_EQ(outputs.size(), 1u);
   EXPECT_TRUE(outputs[0].layout.sizes.empty());
   ASSERT_EQ(outputs[0].bytes.size(), 8u);
@@ -134,7 +137,7 @@ TEST(StridedSliceKernelRankTest, AllShrunkGivesOneElementOfRankZero) {
   EXPECT_EQ(bits, ElementBits(input.desc, input.bytes, coords));
 }
 
-TEST(StridedSliceKernelLargeTest, ReversedRowsOfABigTensorMatchReference) {
+TEST_P(StridedSliceKernelLargeTest, ReversedRowsOfABigTensorMatchReference) {
   std::mt19937_64 rng(11);
   OwnedTensor input = MakeTensor(DType::kFloat32, {600, 700}, LayoutKind::kPacked, rng);
   StridedSliceAttrs attrs;
@@ -144,10 +147,13 @@ TEST(StridedSliceKernelLargeTest, ReversedRowsOfABigTensorMatchReference) {
   attrs.end_mask = {1, 0};
   std::optional<Expected> expected = ReferenceStridedSlice(attrs, input);
   ASSERT_OK_AND_ASSIGN(std::vector<OwnedOutput> outputs,
-                       RunOnTbb({attrs, {{"input", input.view()}}, {}}));
+                       Run({attrs, {{"input", input.view()}}, {}}));
   EXPECT_THAT(outputs[0].layout.sizes, ::testing::ElementsAre(600, 227));
   EXPECT_TRUE(OutputMatches(outputs[0], *expected));
 }
+
+INSTANTIATE_BACKENDS(StridedSliceKernelLargeTest);
+INSTANTIATE_BACKENDS(StridedSliceKernelRankTest);
 
 }  // namespace
 }  // namespace tensorop::testing

@@ -1,0 +1,337 @@
+#include "kernels/opencl/device.h"
+
+#include <algorithm>
+
+#include "absl/strings/str_cat.h"
+#include "core/status_macros.h"
+#include "kernels/opencl/sources.h"
+
+namespace tensorop::opencl_backend {
+namespace {
+
+// Work-items per launch: between launches the stop check runs.
+constexpr int64_t kItemsPerLaunch = int64_t{1} << 22;
+
+// Releases a cl_mem when it goes out of scope.
+struct Buffer {
+  cl_mem mem = nullptr;
+  Buffer() = default;
+  explicit Buffer(cl_mem m) : mem(m) {}
+  Buffer(Buffer&& other) noexcept : mem(other.mem) { other.mem = nullptr; }
+  Buffer& operator=(Buffer&& other) noexcept {
+    std::swap(mem, other.mem);
+    return *this;
+  }
+  ~Buffer() {
+    if (mem != nullptr) clReleaseMemObject(mem);
+  }
+};
+
+struct Kernel {
+  cl_kernel kernel = nullptr;
+  ~Kernel() {
+    if (kernel != nullptr) clReleaseKernel(kernel);
+  }
+};
+
+std::string DeviceString(cl_device_id device, cl_device_info what) {
+  size_t size = 0;
+  if (clGetDeviceInfo(device, what, 0, nullptr, &size) != CL_SUCCESS || size == 0) return "";
+  std::string text(size, '\0');
+  clGetDeviceInfo(device, what, size, text.data(), nullptr);
+  text.resize(text.find('\0') == std::string::npos ? text.size() : text.find('\0'));
+  return text;
+}
+
+std::string PlatformString(cl_platform_id platform, cl_platform_info what) {
+  size_t size = 0;
+  if (clGetPlatformInfo(platform, what, 0, nullptr, &size) != CL_SUCCESS || size == 0) {
+    return "";
+  }
+  std::string text(size, '\0');
+  clGetPlatformInfo(platform, what, size, text.data(), nullptr);
+  text.resize(text.find('\0') == std::string::npos ? text.size() : text.find('\0'));
+  return text;
+}
+
+const char* WordType(int size) {
+  switch (size) {
+    case 1: return "uchar";
+    case 2: return "ushort";
+    case 4: return "uint";
+    default: return "ulong";
+  }
+}
+
+absl::StatusOr<Buffer> CreateBuffer(cl_context context, cl_mem_flags flags, int64_t bytes,
+                                    void* host, absl::string_view what) {
+  cl_int error = CL_SUCCESS;
+  // OpenCL has no empty buffers; an empty tensor gets one unused byte.
+  cl_mem mem = clCreateBuffer(context, flags, static_cast<size_t>(std::max<int64_t>(bytes, 1)),
+                              host, &error);
+  RETURN_IF_ERROR(ClStatus(error, absl::StrCat("clCreateBuffer(", what, ")")));
+  return Buffer(mem);
+}
+
+template <typename T>
+absl::Status SetArg(cl_kernel kernel, cl_uint index, const T& value) {
+  return ClStatus(clSetKernelArg(kernel, index, sizeof(T), &value),
+                  absl::StrCat("clSetKernelArg(", index, ")"));
+}
+
+// Byte strides → element strides (exact: every stride is a multiple).
+std::vector<cl_long> InElements(const std::vector<int64_t>& bytes, int64_t width) {
+  std::vector<cl_long> elements;
+  for (int64_t b : bytes) elements.push_back(b / width);
+  return elements;
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<Device>> Device::Open(cl_platform_id platform,
+                                                     cl_device_id device) {
+  std::unique_ptr<Device> self(new Device());
+  self->device_ = device;
+  self->name_ = DeviceString(device, CL_DEVICE_NAME);
+  self->platform_name_ = PlatformString(platform, CL_PLATFORM_NAME);
+  cl_ulong max_alloc = 0;
+  RETURN_IF_ERROR(ClStatus(clGetDeviceInfo(device, CL_DEVICE_MAX_MEM_ALLOC_SIZE,
+                                           sizeof max_alloc, &max_alloc, nullptr),
+                           "clGetDeviceInfo(CL_DEVICE_MAX_MEM_ALLOC_SIZE)"));
+  self->max_buffer_bytes_ = static_cast<int64_t>(max_alloc);
+  const cl_context_properties properties[] = {
+      CL_CONTEXT_PLATFORM, reinterpret_cast<cl_context_properties>(platform), 0};
+  cl_int error = CL_SUCCESS;
+  self->context_ = clCreateContext(properties, 1, &device, nullptr, nullptr, &error);
+  RETURN_IF_ERROR(ClStatus(error, "clCreateContext"));
+  self->queue_ = clCreateCommandQueue(self->context_, device, 0, &error);
+  RETURN_IF_ERROR(ClStatus(error, "clCreateCommandQueue"));
+  return self;
+}
+
+Device::~Device() {
+  for (auto& [key, program] : programs_) clReleaseProgram(program);
+  if (queue_ != nullptr) clReleaseCommandQueue(queue_);
+  if (context_ != nullptr) clReleaseContext(context_);
+}
+
+absl::StatusOr<cl_program> Device::Program(Source source, int word_size, int index_size) {
+  std::lock_guard<std::mutex> lock(programs_mutex_);
+  const auto key = std::make_tuple(source, word_size, index_size);
+  if (auto found = programs_.find(key); found != programs_.end()) return found->second;
+
+  const char* text =
+      source == Source::kStridedCopy ? kStridedCopyClSource : kScatterElementsClSource;
+  cl_int error = CL_SUCCESS;
+  cl_program program = clCreateProgramWithSource(context_, 1, &text, nullptr, &error);
+  RETURN_IF_ERROR(ClStatus(error, "clCreateProgramWithSource"));
+  // index_size < 0 marks a signed index type: int/long; > 0 unsigned: uint/ulong.
+  std::string options = absl::StrCat("-cl-std=CL1.2 -DWORD=", WordType(word_size));
+  if (index_size != 0) {
+    const bool is_signed = index_size < 0;
+    const int width = is_signed ? -index_size : index_size;
+    absl::StrAppend(&options, " -DINDEX=",
+                    width == 4 ? (is_signed ? "int" : "uint") : (is_signed ? "long" : "ulong"));
+  }
+  error = clBuildProgram(program, 1, &device_, options.c_str(), nullptr, nullptr);
+  if (error != CL_SUCCESS) {
+    size_t log_size = 0;
+    clGetProgramBuildInfo(program, device_, CL_PROGRAM_BUILD_LOG, 0, nullptr, &log_size);
+    std::string log(log_size, '\0');
+    clGetProgramBuildInfo(program, device_, CL_PROGRAM_BUILD_LOG, log_size, log.data(),
+                          nullptr);
+    clReleaseProgram(program);
+    return absl::UnavailableError(absl::StrCat("clBuildProgram(", options, ") failed: ",
+                                               ClErrorName(error), " (", error, "): ", log));
+  }
+  programs_.emplace(key, program);
+  return program;
+}
+
+absl::Status Device::RunCopy(const StridedCopy& copy, cl_mem src, cl_mem dst,
+                             const StopCheck& stop) {
+  if (copy.element_count == 0) return absl::OkStatus();
+  ASSIGN_OR_RETURN(cl_program program, Program(Source::kStridedCopy, copy.element_size, 0));
+  Kernel kernel;
+  cl_int error = CL_SUCCESS;
+  kernel.kernel = clCreateKernel(program, "strided_copy", &error);
+  RETURN_IF_ERROR(ClStatus(error, "clCreateKernel(strided_copy)"));
+
+  const int64_t width = copy.element_size;
+  std::vector<cl_long> layout(copy.sizes.begin(), copy.sizes.end());
+  for (const std::vector<int64_t>* strides : {&copy.src_strides, &copy.dst_strides}) {
+    std::vector<cl_long> elements = InElements(*strides, width);
+    layout.insert(layout.end(), elements.begin(), elements.end());
+  }
+  layout.push_back(0);  // never empty, for rank 0
+  ASSIGN_OR_RETURN(Buffer layout_buffer,
+                   CreateBuffer(context_, CL_MEM_READ_ONLY | CL_MEM_COPY_HOST_PTR,
+                                static_cast<int64_t>(layout.size() * sizeof(cl_long)),
+                                layout.data(), "strided_copy layout"));
+  const cl_int rank = static_cast<cl_int>(copy.sizes.size());
+  const cl_long src_offset = copy.src_offset / width, dst_offset = copy.dst_offset / width;
+  const cl_long count = copy.element_count;
+  RETURN_IF_ERROR(SetArg(kernel.kernel, 0, src));
+  RETURN_IF_ERROR(SetArg(kernel.kernel, 1, dst));
+  RETURN_IF_ERROR(SetArg(kernel.kernel, 2, layout_buffer.mem));
+  RETURN_IF_ERROR(SetArg(kernel.kernel, 3, rank));
+  RETURN_IF_ERROR(SetArg(kernel.kernel, 4, src_offset));
+  RETURN_IF_ERROR(SetArg(kernel.kernel, 5, dst_offset));
+  RETURN_IF_ERROR(SetArg(kernel.kernel, 6, count));
+  for (int64_t first = 0; first < count; first += kItemsPerLaunch) {
+    RETURN_IF_ERROR(stop());
+    const size_t offset = static_cast<size_t>(first);
+    const size_t items = static_cast<size_t>(std::min(kItemsPerLaunch, count - first));
+    RETURN_IF_ERROR(ClStatus(clEnqueueNDRangeKernel(queue_, kernel.kernel, 1, &offset,
+                                                    &items, nullptr, 0, nullptr, nullptr),
+                             "clEnqueueNDRangeKernel(strided_copy)"));
+    if (first + kItemsPerLaunch < count) {
+      RETURN_IF_ERROR(ClStatus(clFinish(queue_), "clFinish"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status Device::RunScatter(const ScatterWalk& walk, cl_mem indices, cl_mem updates,
+                                cl_mem output, const StopCheck& stop) {
+  const int index_key = walk.index_signed ? -walk.index_size : walk.index_size;
+  ASSIGN_OR_RETURN(cl_program program,
+                   Program(Source::kScatterElements, walk.element_size, index_key));
+  Kernel kernel;
+  cl_int error = CL_SUCCESS;
+  kernel.kernel = clCreateKernel(program, "scatter_elements", &error);
+  RETURN_IF_ERROR(ClStatus(error, "clCreateKernel(scatter_elements)"));
+
+  std::vector<cl_long> layout(walk.sizes.begin(), walk.sizes.end());
+  for (const auto& [strides, width] :
+       {std::pair{&walk.indices_strides, walk.index_size},
+        std::pair{&walk.updates_strides, walk.element_size},
+        std::pair{&walk.output_strides, walk.element_size}}) {
+    std::vector<cl_long> elements = InElements(*strides, width);
+    layout.insert(layout.end(), elements.begin(), elements.end());
+  }
+  layout.push_back(0);
+  ASSIGN_OR_RETURN(Buffer layout_buffer,
+                   CreateBuffer(context_, CL_MEM_READ_ONLY | CL_MEM_COPY_HOST_PTR,
+                                static_cast<int64_t>(layout.size() * sizeof(cl_long)),
+                                layout.data(), "scatter_elements layout"));
+  cl_long lines = 1;
+  for (size_t d = 0; d < walk.sizes.size(); ++d) {
+    if (static_cast<int>(d) != walk.axis_dim) lines *= walk.sizes[d];
+  }
+  const cl_int rank = static_cast<cl_int>(walk.sizes.size());
+  const cl_int axis_dim = walk.axis_dim;
+  const cl_long axis_size = walk.axis_size;
+  const cl_long output_axis_stride = walk.output_axis_stride / walk.element_size;
+  RETURN_IF_ERROR(SetArg(kernel.kernel, 0, indices));
+  RETURN_IF_ERROR(SetArg(kernel.kernel, 1, updates));
+  RETURN_IF_ERROR(SetArg(kernel.kernel, 2, output));
+  RETURN_IF_ERROR(SetArg(kernel.kernel, 3, layout_buffer.mem));
+  RETURN_IF_ERROR(SetArg(kernel.kernel, 4, rank));
+  RETURN_IF_ERROR(SetArg(kernel.kernel, 5, axis_dim));
+  RETURN_IF_ERROR(SetArg(kernel.kernel, 6, axis_size));
+  RETURN_IF_ERROR(SetArg(kernel.kernel, 7, output_axis_stride));
+  RETURN_IF_ERROR(SetArg(kernel.kernel, 8, lines));
+  RETURN_IF_ERROR(stop());
+  const size_t items = static_cast<size_t>(lines);
+  return ClStatus(clEnqueueNDRangeKernel(queue_, kernel.kernel, 1, nullptr, &items, nullptr,
+                                         0, nullptr, nullptr),
+                  "clEnqueueNDRangeKernel(scatter_elements)");
+}
+
+absl::Status Device::Execute(const ExecutionPlan& plan,
+                             std::span<const std::span<const std::byte>> inputs,
+                             std::span<std::byte* const> outputs, const StopCheck& stop) {
+  if (inputs.size() != plan.input_names.size() || outputs.size() != plan.outputs.size()) {
+    return absl::InternalError(absl::StrCat("plan for ", plan.op, " takes ",
+                                            plan.input_names.size(), " inputs and ",
+                                            plan.outputs.size(), " outputs"));
+  }
+  RETURN_IF_ERROR(stop());
+  // Whatever happens below, nothing may still be queued when this returns: the
+  // host memory the commands read and write belongs to the caller.
+  struct FinishOnExit {
+    cl_command_queue queue;
+    ~FinishOnExit() { clFinish(queue); }
+  } finish_on_exit{queue_};
+
+  std::vector<Buffer> input_buffers;
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    const int64_t bytes = static_cast<int64_t>(inputs[i].size());
+    ASSIGN_OR_RETURN(Buffer buffer,
+                     CreateBuffer(context_, CL_MEM_READ_ONLY, bytes, nullptr,
+                                  absl::StrCat("input ", plan.input_names[i])));
+    if (bytes > 0) {
+      RETURN_IF_ERROR(ClStatus(clEnqueueWriteBuffer(queue_, buffer.mem, CL_FALSE, 0,
+                                                    static_cast<size_t>(bytes),
+                                                    inputs[i].data(), 0, nullptr, nullptr),
+                               "clEnqueueWriteBuffer"));
+    }
+    input_buffers.push_back(std::move(buffer));
+  }
+  std::vector<Buffer> output_buffers;
+  for (size_t j = 0; j < plan.outputs.size(); ++j) {
+    const Layout& layout = plan.outputs[j];
+    ASSIGN_OR_RETURN(Buffer buffer,
+                     CreateBuffer(context_, CL_MEM_READ_WRITE, layout.buffer_bytes(), nullptr,
+                                  absl::StrCat("output ", j)));
+    // Padding must read as zero; a packed output is written whole by the kernels.
+    if (layout.buffer_elements > layout.element_count) {
+      const cl_uchar zero = 0;
+      RETURN_IF_ERROR(ClStatus(
+          clEnqueueFillBuffer(queue_, buffer.mem, &zero, 1, 0,
+                              static_cast<size_t>(layout.buffer_bytes()), 0, nullptr, nullptr),
+          "clEnqueueFillBuffer"));
+    }
+    output_buffers.push_back(std::move(buffer));
+  }
+  for (const StridedCopy& copy : plan.copies) {
+    RETURN_IF_ERROR(RunCopy(copy, input_buffers[copy.input_slot].mem,
+                            output_buffers[copy.output_slot].mem, stop));
+  }
+  for (const ScatterWalk& walk : plan.scatters) {
+    RETURN_IF_ERROR(RunScatter(walk, input_buffers[walk.indices_slot].mem,
+                               input_buffers[walk.updates_slot].mem,
+                               output_buffers[walk.output_slot].mem, stop));
+  }
+  for (size_t j = 0; j < plan.outputs.size(); ++j) {
+    const int64_t bytes = plan.outputs[j].buffer_bytes();
+    if (bytes == 0) continue;
+    RETURN_IF_ERROR(ClStatus(clEnqueueReadBuffer(queue_, output_buffers[j].mem, CL_TRUE, 0,
+                                                 static_cast<size_t>(bytes), outputs[j], 0,
+                                                 nullptr, nullptr),
+                             "clEnqueueReadBuffer"));
+  }
+  return absl::OkStatus();
+}
+
+std::vector<std::unique_ptr<Device>> OpenAllDevices(std::vector<std::string>* skipped) {
+  std::vector<std::unique_ptr<Device>> devices;
+  cl_uint platform_count = 0;
+  if (clGetPlatformIDs(0, nullptr, &platform_count) != CL_SUCCESS || platform_count == 0) {
+    return devices;
+  }
+  std::vector<cl_platform_id> platforms(platform_count);
+  clGetPlatformIDs(platform_count, platforms.data(), nullptr);
+  for (cl_platform_id platform : platforms) {
+    cl_uint device_count = 0;
+    if (clGetDeviceIDs(platform, CL_DEVICE_TYPE_ALL, 0, nullptr, &device_count) !=
+            CL_SUCCESS ||
+        device_count == 0) {
+      continue;
+    }
+    std::vector<cl_device_id> ids(device_count);
+    clGetDeviceIDs(platform, CL_DEVICE_TYPE_ALL, device_count, ids.data(), nullptr);
+    for (cl_device_id id : ids) {
+      absl::StatusOr<std::unique_ptr<Device>> device = Device::Open(platform, id);
+      if (device.ok()) {
+        devices.push_back(std::move(*device));
+      } else if (skipped != nullptr) {
+        skipped->push_back(std::string(device.status().message()));
+      }
+    }
+  }
+  return devices;
+}
+
+}  // namespace tensorop::opencl_backend

@@ -1,0 +1,72 @@
+// One OpenCL device: its context, command queue and program cache, and the
+// execution of plans on it. Devices are found through the ICD loader.
+#ifndef TENSOROP_KERNELS_OPENCL_DEVICE_H_
+#define TENSOROP_KERNELS_OPENCL_DEVICE_H_
+
+#include <cstddef>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <span>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "core/cancellation.h"
+#include "core/plan/plan.h"
+#include "kernels/opencl/cl_error.h"
+
+namespace tensorop::opencl_backend {
+
+class Device {
+ public:
+  // Creates the context and queue for `device`.
+  static absl::StatusOr<std::unique_ptr<Device>> Open(cl_platform_id platform,
+                                                      cl_device_id device);
+  ~Device();
+  Device(const Device&) = delete;
+  Device& operator=(const Device&) = delete;
+
+  // CL_DEVICE_NAME, e.g. "pthread-skylake-avx512-AMD EPYC 7B13".
+  const std::string& name() const { return name_; }
+  const std::string& platform_name() const { return platform_name_; }
+  // The largest single buffer the device allocates.
+  int64_t max_buffer_bytes() const { return max_buffer_bytes_; }
+
+  // Uploads the inputs, runs the plan's kernels in order and downloads the
+  // outputs into `outputs` (each plan.outputs[i].buffer_bytes(), zeroed by the
+  // caller). `stop` is asked between launches. Device errors are UNAVAILABLE
+  // naming the OpenCL call and code.
+  absl::Status Execute(const ExecutionPlan& plan,
+                       std::span<const std::span<const std::byte>> inputs,
+                       std::span<std::byte* const> outputs, const StopCheck& stop);
+
+ private:
+  Device() = default;
+  enum class Source { kStridedCopy, kScatterElements };
+  // Built once per (source, word size, index size) and reused.
+  absl::StatusOr<cl_program> Program(Source source, int word_size, int index_size);
+  absl::Status RunCopy(const StridedCopy& copy, cl_mem src, cl_mem dst,
+                       const StopCheck& stop);
+  absl::Status RunScatter(const ScatterWalk& walk, cl_mem indices, cl_mem updates,
+                          cl_mem output, const StopCheck& stop);
+
+  cl_device_id device_ = nullptr;
+  cl_context context_ = nullptr;
+  cl_command_queue queue_ = nullptr;
+  std::string name_;
+  std::string platform_name_;
+  int64_t max_buffer_bytes_ = 0;
+  std::mutex programs_mutex_;
+  std::map<std::tuple<Source, int, int>, cl_program> programs_;
+};
+
+// Every device of every platform the ICD loader knows. No platform is an empty
+// list, not an error; a device that fails to open is skipped with its reason in
+// `skipped`.
+std::vector<std::unique_ptr<Device>> OpenAllDevices(std::vector<std::string>* skipped);
+
+}  // namespace tensorop::opencl_backend
+
+#endif  // TENSOROP_KERNELS_OPENCL_DEVICE_H_
