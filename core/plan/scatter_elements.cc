@@ -27,7 +27,9 @@ ExecutionPlan PlanScatterElements(const ScatterElementsGeometry& geometry) {
   walk.index_signed = indices.dtype == DType::kInt32 || indices.dtype == DType::kInt64;
   walk.axis_size = input.sizes[axis];
   walk.element_count = indices.element_count;
-  walk.output_axis_stride = output.strides[axis] * element_size;
+  // Along a size-1 axis every index is 0: the stride (maybe huge) never counts.
+  walk.output_axis_stride =
+      output.sizes[axis] > 1 ? output.strides[axis] * element_size : 0;
   for (size_t d = 0; d < indices.sizes.size(); ++d) {
     if (indices.sizes[d] == 1) continue;
     const bool is_axis = static_cast<int64_t>(d) == axis;

@@ -1,5 +1,7 @@
 #include "core/plan/strided_copy.h"
 
+#include "core/checked_math.h"
+
 namespace tensorop {
 
 StridedCopy PlanStridedCopy(const Layout& output, const InputWindow& window,
@@ -24,9 +26,15 @@ StridedCopy PlanStridedCopy(const Layout& output, const InputWindow& window,
     copy.dst_strides.push_back(output.strides[i] * element_size);
   }
   std::vector<int64_t> sizes, src, dst;
+  // A step of stride * size past the buffer cannot be the outer stride of a
+  // dimension inside it; checked so a huge padded pitch cannot overflow.
+  const auto steps_over = [](int64_t outer, int64_t inner, int64_t size) {
+    std::optional<int64_t> span = CheckedMul(inner, size);
+    return span && *span == outer;
+  };
   for (size_t i = 0; i < copy.sizes.size(); ++i) {
-    if (!sizes.empty() && src.back() == copy.src_strides[i] * copy.sizes[i] &&
-        dst.back() == copy.dst_strides[i] * copy.sizes[i]) {
+    if (!sizes.empty() && steps_over(src.back(), copy.src_strides[i], copy.sizes[i]) &&
+        steps_over(dst.back(), copy.dst_strides[i], copy.sizes[i])) {
       sizes.back() *= copy.sizes[i];
       src.back() = copy.src_strides[i];
       dst.back() = copy.dst_strides[i];

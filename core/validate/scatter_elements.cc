@@ -134,7 +134,7 @@ absl::StatusOr<ScatterElementsGeometry> ValidateScatterElements(
   if (!outputs.empty()) {
     if (outputs.size() != 1) {
       return absl::InvalidArgumentError(absl::StrCat(
-          "outputs has ", outputs.size(), " entries; scatter_elements has one output"));
+          "outputs has ", outputs.size(), " entries; scatter_elements has exactly one output"));
     }
     if (outputs[0].sizes != in.sizes) {
       return absl::InvalidArgumentError(

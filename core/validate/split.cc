@@ -48,8 +48,9 @@ absl::StatusOr<SplitGeometry> ValidateSplit(const SplitAttrs& attrs,
     std::optional<int64_t> next = CheckedAdd(offset, sizes[axis]);
     if (!next || *next > in.sizes[axis]) {
       return absl::InvalidArgumentError(absl::StrCat(
-          "outputs[0..", j, "].sizes[", axis, "] sum past input.sizes[", axis, "] = ",
-          in.sizes[axis]));
+          "outputs[0..", j, "].sizes[", axis, "] sum to ",
+          next ? absl::StrCat(*next) : std::string("more than 2^63 - 1"),
+          ", past input.sizes[", axis, "] = ", in.sizes[axis]));
     }
     InputWindow window;
     window.base = offset * in.strides[axis];

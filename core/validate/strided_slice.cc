@@ -183,7 +183,7 @@ absl::StatusOr<StridedSliceGeometry> ValidateStridedSlice(
   if (!outputs.empty()) {
     if (outputs.size() != 1) {
       return absl::InvalidArgumentError(absl::StrCat(
-          "outputs has ", outputs.size(), " entries; strided_slice has one output"));
+          "outputs has ", outputs.size(), " entries; strided_slice has exactly one output"));
     }
     if (outputs[0].sizes != out_sizes) {
       return absl::InvalidArgumentError(

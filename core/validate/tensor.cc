@@ -13,31 +13,28 @@
 namespace tensorop {
 namespace {
 
-// 1 + sum((sizes[i]-1) * strides[i]) elements, or 0 for an empty tensor.
+// 1 + sum((sizes[i]-1) * strides[i]) elements, or 0 for an empty tensor. The
+// sum is checked even for an empty tensor: its strides still must fit 64 bits.
 absl::StatusOr<int64_t> BufferExtent(std::span<const int64_t> sizes,
                                      std::span<const int64_t> strides,
                                      absl::string_view name) {
   int64_t last = 0;
+  bool empty = false;
   for (size_t i = 0; i < sizes.size(); ++i) {
-    if (sizes[i] == 0) return 0;
-  }
-  for (size_t i = 0; i < sizes.size(); ++i) {
+    if (sizes[i] == 0) {
+      empty = true;
+      continue;
+    }
     std::optional<int64_t> reach = CheckedMul(sizes[i] - 1, strides[i]);
     std::optional<int64_t> sum = reach ? CheckedAdd(last, *reach) : std::nullopt;
-    if (!sum) {
+    if (!sum || !CheckedAdd(*sum, 1)) {
       return absl::InvalidArgumentError(
           absl::StrCat(name, ": sizes ", FormatList(sizes), " with strides ",
-                       FormatList(strides), " address more than 2^63 elements"));
+                       FormatList(strides), " reach past 2^63 - 1 elements"));
     }
     last = *sum;
   }
-  std::optional<int64_t> extent = CheckedAdd(last, 1);
-  if (!extent) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(name, ": sizes ", FormatList(sizes), " with strides ",
-                     FormatList(strides), " address more than 2^63 elements"));
-  }
-  return *extent;
+  return empty ? 0 : last + 1;
 }
 
 absl::Status CheckBufferBytes(int64_t elements, DType dtype, absl::string_view name,
@@ -57,15 +54,21 @@ std::string FormatList(std::span<const int64_t> values) {
 
 absl::StatusOr<int64_t> CheckedElementCount(std::span<const int64_t> sizes,
                                             absl::string_view name, const Limits& limits) {
-  int64_t count = 1;
+  // The product of the non-zero sizes must fit even when a zero makes the count
+  // 0: packed strides are built from it, and the answer must not depend on
+  // where the zero stands.
+  int64_t product = 1;
+  bool empty = false;
   for (int64_t size : sizes) {
-    std::optional<int64_t> product = CheckedMul(count, size);
-    if (!product) {
+    empty = empty || size == 0;
+    std::optional<int64_t> next = CheckedMul(product, size == 0 ? 1 : size);
+    if (!next) {
       return absl::InvalidArgumentError(absl::StrCat(
           name, ".sizes ", FormatList(sizes), ": the element count overflows 64 bits"));
     }
-    count = *product;
+    product = *next;
   }
+  const int64_t count = empty ? 0 : product;
   const int64_t limit = std::min(limits.max_tensor_elements, kMaxTensorElements);
   if (count > limit) {
     return absl::ResourceExhaustedError(absl::StrCat(
@@ -172,20 +175,16 @@ absl::StatusOr<Layout> ValidateOutputLayout(DType dtype, std::span<const int64_t
   std::iota(order.begin(), order.end(), 0);
   std::stable_sort(order.begin(), order.end(),
                    [&](size_t a, size_t b) { return strides[a] < strides[b]; });
-  int64_t reach = 0;  // max offset addressed by the dims seen so far
-  size_t previous = 0;
-  bool have_previous = false;
+  int64_t reach = 0;  // the largest offset the dimensions seen so far address
   for (size_t i : order) {
     if (sizes[i] <= 1) continue;
-    if (have_previous && strides[i] <= reach) {
+    if (reach > 0 && strides[i] <= reach) {
       return absl::InvalidArgumentError(absl::StrCat(
           name, ".strides ", FormatList(strides), " overlap: dimension ", i, " (stride ",
-          strides[i], ") lands inside dimension ", previous, " (which reaches offset ",
-          reach, ")"));
+          strides[i], ") steps inside offsets 0..", reach,
+          ", which the dimensions with smaller strides already address"));
     }
     reach += (sizes[i] - 1) * strides[i];  // bounded by BufferExtent
-    previous = i;
-    have_previous = true;
   }
   return layout;
 }
