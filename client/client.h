@@ -1,0 +1,103 @@
+// tensorop::client::Client: calls tensord's four RPCs and hands back host tensors.
+//
+//   Client client("127.0.0.1:50051");
+//   absl::StatusOr<Result> result = client.Run(request);
+//
+// Every call returns the server's status with its code and message unchanged, or
+// INTERNAL when what the server sent cannot be a valid answer (a truncated stream,
+// strides that reach past the data): the outputs of an OK Result are always safe to
+// read through their strides.
+#ifndef TENSOROP_CLIENT_CLIENT_H_
+#define TENSOROP_CLIENT_CLIENT_H_
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "client/host_tensor.h"
+#include "grpcpp/grpcpp.h"
+#include "tensorop/v1/tensorop.grpc.pb.h"
+
+namespace tensorop::client {
+
+// How far one transfer has come, in bytes.
+struct Progress {
+  enum class Direction { kUpload, kDownload };
+  Direction direction = Direction::kUpload;
+  int64_t done = 0;
+  // Uploads: every input's bytes. Downloads: the bytes announced by the output
+  // headers received so far, so it grows when a later output's header arrives.
+  int64_t total = 0;
+};
+
+using ProgressCallback = std::function<void(const Progress&)>;
+
+struct ClientOptions {
+  // The largest message the channel sends or receives (gRPC's default receive
+  // limit is 4 MiB). Run carries every output inline, so it bounds Run's answers;
+  // the streaming calls only need it above the chunk size.
+  int max_message_bytes = 64 << 20;
+  // RunChunked's default upload chunk.
+  int64_t chunk_bytes = 1 << 20;
+  // Per call; absl::InfiniteDuration() for none.
+  absl::Duration deadline = absl::Minutes(10);
+  // Called from the calling thread as RunStream and RunChunked move data.
+  ProgressCallback progress;
+};
+
+class Client {
+ public:
+  // Connects lazily: an unreachable target shows up as UNAVAILABLE from the
+  // first call.
+  explicit Client(const std::string& target, ClientOptions options = {});
+  // Over an existing channel (tests use in-process servers).
+  Client(std::shared_ptr<grpc::Channel> channel, ClientOptions options);
+
+  // Unary Run: one response with every output inline.
+  absl::StatusOr<Result> Run(const v1::RunRequest& request);
+
+  // RunStream: each output arrives as a header and then chunks of its bytes,
+  // reassembled here.
+  absl::StatusOr<Result> RunStream(const v1::RunRequest& request);
+
+  // RunBidi: sends every request on one stream while reading answers, which come
+  // in completion order and are matched back by id. The answer for requests[i] is
+  // element i. Ids must be distinct (else every element is INVALID_ARGUMENT and
+  // nothing is sent); a request the stream ended without answering gets the
+  // stream's status, or INTERNAL if the stream ended OK.
+  std::vector<absl::StatusOr<Result>> RunBidi(const std::vector<v1::RunRequest>& requests);
+
+  // RunChunked: sends `request` without its tensors' data, then each input's data
+  // in chunks of `chunk_bytes` (0: options.chunk_bytes), so inputs of several GB
+  // need no raised message limit; answered like RunStream.
+  absl::StatusOr<Result> RunChunked(const v1::RunRequest& request, int64_t chunk_bytes = 0);
+
+ private:
+  // Starts a context with the configured deadline.
+  void Prepare(grpc::ClientContext& context) const;
+  void Report(Progress::Direction direction, int64_t done, int64_t total) const;
+  template <typename Stream>
+  absl::StatusOr<Result> ReadResultParts(grpc::ClientContext& context, Stream& stream);
+
+  ClientOptions options_;
+  std::unique_ptr<v1::TensorOp::Stub> stub_;
+};
+
+// A gRPC status as an absl::Status with the same code and message.
+absl::Status FromGrpcStatus(const grpc::Status& status);
+
+// A wire status code (google.rpc.Code) as an absl code; UNKNOWN outside 0..16.
+absl::StatusCode StatusCodeFromWire(int code);
+
+// A RunResponse's outputs as a Result, each checked with CheckLayout; INTERNAL
+// naming the output when the server sent one that cannot be read safely.
+absl::StatusOr<Result> ResultFromResponse(v1::RunResponse& response);
+
+}  // namespace tensorop::client
+
+#endif  // TENSOROP_CLIENT_CLIENT_H_

@@ -1,0 +1,279 @@
+// tensorctl: runs conformance cases against a tensord.
+//
+//   tensorctl run --target ADDR [--backend auto|cpu|opencl] [--stream|--chunked] FILE...
+//   tensorctl conformance --target ADDR [--backend B] [--stream|--chunked] PATH...
+//   tensorctl encode FILE --case NAME [--backend B]
+//
+// run prints one JSON line per case and exits 1 only when the server cannot be
+// reached (UNAVAILABLE); conformance prints each failure and a summary line and
+// exits 1 on any failure; encode writes one case's RunRequest as binary protobuf
+// (for `ghz -B`). Usage errors exit 2.
+#include <cstdio>
+#include <iterator>
+#include <optional>
+#include <string>
+#include "absl/strings/string_view.h"
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/match.h"
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
+#include "client/case_format.h"
+#include "client/client.h"
+#include "client/status_macros.h"
+#include "google/protobuf/io/coded_stream.h"
+#include "google/protobuf/io/zero_copy_stream_impl_lite.h"
+
+namespace tensorop::client {
+namespace {
+
+constexpr int kExitFailure = 1;
+constexpr int kExitUsage = 2;
+
+constexpr absl::string_view kUsage =
+    "usage:\n"
+    "  tensorctl run --target ADDR [--backend auto|cpu|opencl] [--stream|--chunked] FILE...\n"
+    "  tensorctl conformance --target ADDR [--backend B] [--stream|--chunked] PATH...\n"
+    "  tensorctl encode FILE --case NAME [--backend B]\n"
+    "FILE/PATH: a case file, or a directory of *.json case files.\n";
+
+enum class CallStyle { kUnary, kStream, kChunked };
+
+struct Flags {
+  std::string command;
+  std::string target;
+  v1::Backend backend = v1::AUTO;
+  CallStyle style = CallStyle::kUnary;
+  std::string case_name;
+  std::vector<std::string> paths;
+};
+
+absl::StatusOr<Flags> ParseFlags(int argc, char** argv) {
+  if (argc < 2) return absl::InvalidArgumentError("no command");
+  Flags flags;
+  flags.command = argv[1];
+  if (flags.command != "run" && flags.command != "conformance" && flags.command != "encode") {
+    return absl::InvalidArgumentError(absl::StrCat("unknown command \"", flags.command, "\""));
+  }
+  std::optional<std::string> backend;
+  bool stream = false;
+  bool chunked = false;
+  for (int i = 2; i < argc; ++i) {
+    absl::string_view arg = argv[i];
+    if (!absl::StartsWith(arg, "--")) {
+      flags.paths.emplace_back(arg);
+      continue;
+    }
+    // --name=value or --name value.
+    absl::string_view name = arg.substr(2);
+    std::optional<std::string> value;
+    if (size_t equals = name.find('='); equals != absl::string_view::npos) {
+      value = std::string(name.substr(equals + 1));
+      name = name.substr(0, equals);
+    }
+    auto take_value = [&]() -> absl::StatusOr<std::string> {
+      if (value.has_value()) return *value;
+      if (i + 1 >= argc) {
+        return absl::InvalidArgumentError(absl::StrCat("--", name, " needs a value"));
+      }
+      return std::string(argv[++i]);
+    };
+    if (name == "stream" || name == "chunked") {
+      if (value.has_value()) {
+        return absl::InvalidArgumentError(absl::StrCat("--", name, " takes no value"));
+      }
+      (name == "stream" ? stream : chunked) = true;
+    } else if (name == "target") {
+      ASSIGN_OR_RETURN(flags.target, take_value());
+    } else if (name == "backend") {
+      ASSIGN_OR_RETURN(backend, take_value());
+    } else if (name == "case") {
+      ASSIGN_OR_RETURN(flags.case_name, take_value());
+    } else {
+      return absl::InvalidArgumentError(absl::StrCat("unknown flag --", name));
+    }
+  }
+  if (backend.has_value()) {
+    if (*backend == "auto") {
+      flags.backend = v1::AUTO;
+    } else if (*backend == "cpu") {
+      flags.backend = v1::CPU;
+    } else if (*backend == "opencl") {
+      flags.backend = v1::OPENCL;
+    } else {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--backend is auto, cpu or opencl, not \"", *backend, "\""));
+    }
+  }
+  if (stream && chunked) {
+    return absl::InvalidArgumentError("--stream and --chunked exclude each other");
+  }
+  flags.style = stream ? CallStyle::kStream : chunked ? CallStyle::kChunked : CallStyle::kUnary;
+  if (flags.paths.empty()) return absl::InvalidArgumentError("no case files given");
+  if (flags.command == "encode") {
+    if (flags.paths.size() != 1) return absl::InvalidArgumentError("encode takes one FILE");
+    if (flags.case_name.empty()) return absl::InvalidArgumentError("encode needs --case NAME");
+  } else {
+    if (flags.target.empty()) return absl::InvalidArgumentError("--target ADDR is required");
+    if (!flags.case_name.empty()) {
+      return absl::InvalidArgumentError("--case is for encode");
+    }
+  }
+  return flags;
+}
+
+absl::StatusOr<std::vector<LoadedCase>> LoadAll(const std::vector<std::string>& paths) {
+  std::vector<LoadedCase> all;
+  for (const std::string& path : paths) {
+    ASSIGN_OR_RETURN(std::vector<LoadedCase> cases, LoadCases(path));
+    std::move(cases.begin(), cases.end(), std::back_inserter(all));
+  }
+  return all;
+}
+
+// A progress line on stderr, for transfers that take more than a second; at most
+// five updates a second.
+class ProgressLine {
+ public:
+  void Start() {
+    start_ = absl::Now();
+    last_ = absl::InfinitePast();
+    shown_ = false;
+  }
+  void Update(const Progress& progress) {
+    const absl::Time now = absl::Now();
+    if (now - start_ < absl::Seconds(1) || now - last_ < absl::Milliseconds(200)) return;
+    last_ = now;
+    shown_ = true;
+    std::fprintf(stderr, "\r%s %s of %s   ",
+                 progress.direction == Progress::Direction::kUpload ? "uploaded" : "downloaded",
+                 Bytes(progress.done).c_str(), Bytes(progress.total).c_str());
+    std::fflush(stderr);
+  }
+  void Stop() {
+    if (shown_) std::fputc('\n', stderr);
+    shown_ = false;
+  }
+
+ private:
+  static std::string Bytes(int64_t bytes) {
+    return absl::StrFormat("%.1f MiB", static_cast<double>(bytes) / (1 << 20));
+  }
+  absl::Time start_;
+  absl::Time last_;
+  bool shown_ = false;
+};
+
+absl::StatusOr<Result> Call(Client& client, ProgressLine& progress, CallStyle style,
+                            const v1::RunRequest& request) {
+  progress.Start();
+  absl::StatusOr<Result> result;
+  switch (style) {
+    case CallStyle::kUnary:
+      result = client.Run(request);
+      break;
+    case CallStyle::kStream:
+      result = client.RunStream(request);
+      break;
+    case CallStyle::kChunked:
+      result = client.RunChunked(request);
+      break;
+  }
+  progress.Stop();
+  return result;
+}
+
+int RunCases(const Flags& flags, const std::vector<LoadedCase>& cases) {
+  ProgressLine progress;
+  ClientOptions options;
+  options.progress = [&progress](const Progress& p) { progress.Update(p); };
+  Client client(flags.target, options);
+  const bool conformance = flags.command == "conformance";
+  int passed = 0;
+  int failed = 0;
+  bool unreachable = false;
+  for (const LoadedCase& loaded : cases) {
+    absl::StatusOr<Result> result;
+    std::optional<std::string> mismatch;
+    if (!loaded.parsed.ok()) {
+      result = absl::InvalidArgumentError(
+          absl::StrCat("invalid case: ", loaded.parsed.status().message()));
+      mismatch = std::string(result.status().message());
+    } else {
+      v1::RunRequest request = loaded.parsed->request;
+      request.set_backend(flags.backend);
+      result = Call(client, progress, flags.style, request);
+      if (conformance) mismatch = FindMismatch(*loaded.parsed, result);
+      unreachable |= result.status().code() == absl::StatusCode::kUnavailable;
+    }
+    if (!conformance) {
+      std::printf("%s\n", RunLineJson(loaded.name, result).c_str());
+    } else if (mismatch.has_value()) {
+      ++failed;
+      std::printf("FAIL %s: %s\n", loaded.name.c_str(), mismatch->c_str());
+    } else {
+      ++passed;
+    }
+    std::fflush(stdout);
+  }
+  if (conformance) {
+    std::printf("conformance: %d passed, %d failed\n", passed, failed);
+    return failed == 0 ? 0 : kExitFailure;
+  }
+  return unreachable ? kExitFailure : 0;
+}
+
+int Encode(const Flags& flags, const std::vector<LoadedCase>& cases) {
+  for (const LoadedCase& loaded : cases) {
+    if (loaded.name != flags.case_name) continue;
+    if (!loaded.parsed.ok()) {
+      std::fprintf(stderr, "tensorctl: invalid case %s: %s\n", loaded.name.c_str(),
+                   std::string(loaded.parsed.status().message()).c_str());
+      return kExitFailure;
+    }
+    v1::RunRequest request = loaded.parsed->request;
+    request.set_backend(flags.backend);
+    // Deterministic, so the same case always encodes to the same bytes.
+    std::string bytes;
+    {
+      google::protobuf::io::StringOutputStream stream(&bytes);
+      google::protobuf::io::CodedOutputStream coded(&stream);
+      coded.SetSerializationDeterministic(true);
+      request.SerializeToCodedStream(&coded);
+    }
+    if (std::fwrite(bytes.data(), 1, bytes.size(), stdout) != bytes.size() ||
+        std::fflush(stdout) != 0) {
+      std::perror("tensorctl: writing stdout");
+      return kExitFailure;
+    }
+    return 0;
+  }
+  std::fprintf(stderr, "tensorctl: no case named \"%s\" in %s\n", flags.case_name.c_str(),
+               flags.paths[0].c_str());
+  return kExitUsage;
+}
+
+int Main(int argc, char** argv) {
+  absl::StatusOr<Flags> flags = ParseFlags(argc, argv);
+  if (!flags.ok()) {
+    std::fprintf(stderr, "tensorctl: %s\n%s", std::string(flags.status().message()).c_str(),
+                 std::string(kUsage).c_str());
+    return kExitUsage;
+  }
+  absl::StatusOr<std::vector<LoadedCase>> cases = LoadAll(flags->paths);
+  if (!cases.ok()) {
+    std::fprintf(stderr, "tensorctl: %s\n", std::string(cases.status().message()).c_str());
+    return kExitUsage;
+  }
+  if (flags->command == "encode") return Encode(*flags, *cases);
+  return RunCases(*flags, *cases);
+}
+
+}  // namespace
+}  // namespace tensorop::client
+
+int main(int argc, char** argv) { return tensorop::client::Main(argc, argv); }

@@ -1,0 +1,234 @@
+// tensord: the tensorop gRPC server.
+//
+//   tensord --address=0.0.0.0:50051 --worker_threads=8
+//
+// Prints "tensord listening on HOST:PORT" on stdout once it serves, writes one
+// JSON line per request on stderr, and drains in-flight calls on SIGTERM/SIGINT.
+#include <pthread.h>
+#include <signal.h>
+
+#include <algorithm>
+#include <chrono>
+#include <climits>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <iostream>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <grpc/grpc.h>
+#include <grpcpp/ext/proto_server_reflection_plugin.h>
+#include <grpcpp/grpcpp.h>
+#include <grpcpp/health_check_service_interface.h>
+
+#include "absl/flags/flag.h"
+#include "absl/flags/reflection.h"
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/string_view.h"
+#include "core/limits.h"
+#include "server/scheduler.h"
+#include "server/service.h"
+
+ABSL_FLAG(std::string, address, "0.0.0.0:50051", "host:port to listen on (port 0: any free port)");
+ABSL_FLAG(int, worker_threads,
+          static_cast<int>(std::max(1u, std::thread::hardware_concurrency())),
+          "CPU worker threads (default: the hardware concurrency)");
+ABSL_FLAG(int64_t, max_message_bytes, int64_t{64} << 20,
+          "largest gRPC message received or sent; a Run answer must fit");
+ABSL_FLAG(int64_t, max_request_bytes, int64_t{4} << 30,
+          "largest request: bytes of all inputs plus all outputs");
+ABSL_FLAG(int64_t, max_tensor_elements, tensorop::kMaxTensorElements,
+          "most elements in one tensor (at most 2^32-1)");
+ABSL_FLAG(int64_t, chunk_bytes, int64_t{1} << 20,
+          "data bytes per streamed ResultPart chunk");
+ABSL_FLAG(std::string, backend, "auto",
+          "where requests asking for AUTO run: auto, cpu or opencl");
+ABSL_FLAG(int, max_queued_requests, 256,
+          "requests queued or running at once; more are RESOURCE_EXHAUSTED");
+ABSL_FLAG(int, shutdown_grace_seconds, 30,
+          "on SIGTERM/SIGINT, how long in-flight calls may take to finish");
+
+namespace tensorop::server {
+namespace {
+
+constexpr int kUsageExit = 2;
+constexpr absl::string_view kServiceName = "tensorop.v1.TensorOp";
+
+// Our flags, in --help order. Only these are accepted on the command line.
+constexpr absl::string_view kFlagNames[] = {
+    "address",     "worker_threads", "max_message_bytes",   "max_request_bytes",
+    "max_tensor_elements", "chunk_bytes", "backend", "max_queued_requests",
+    "shutdown_grace_seconds"};
+
+[[noreturn]] void UsageError(absl::string_view message) {
+  std::cerr << "tensord: " << message << "\n(tensord --help lists the flags)\n";
+  std::exit(kUsageExit);
+}
+
+void PrintHelp() {
+  std::cout << "usage: tensord [--flag=value ...]\n\n";
+  for (absl::string_view name : kFlagNames) {
+    const absl::CommandLineFlag* flag = absl::FindCommandLineFlag(name);
+    std::cout << "  --" << name << " (default " << flag->DefaultValue() << ")\n      "
+              << flag->Help() << "\n";
+  }
+}
+
+// Parses --name=value and --name value. absl::ParseCommandLine exits with 1 on
+// a bad flag; the contract here is exit status 2 for any usage error.
+void ParseFlags(int argc, char** argv) {
+  for (int i = 1; i < argc; ++i) {
+    absl::string_view arg = argv[i];
+    if (arg == "--help" || arg == "-h" || arg == "-help") {
+      PrintHelp();
+      std::exit(0);
+    }
+    if (!absl::StartsWith(arg, "-")) UsageError(absl::StrCat("unexpected argument \"", arg, "\""));
+    arg.remove_prefix(absl::StartsWith(arg, "--") ? 2 : 1);
+    absl::string_view name = arg;
+    absl::string_view value;
+    if (size_t equals = arg.find('='); equals != absl::string_view::npos) {
+      name = arg.substr(0, equals);
+      value = arg.substr(equals + 1);
+    } else if (i + 1 < argc) {
+      value = argv[++i];
+    } else {
+      UsageError(absl::StrCat("--", name, " needs a value"));
+    }
+    if (std::find(std::begin(kFlagNames), std::end(kFlagNames), name) == std::end(kFlagNames)) {
+      UsageError(absl::StrCat("unknown flag --", name));
+    }
+    absl::CommandLineFlag* flag = absl::FindCommandLineFlag(name);
+    std::string error;
+    if (flag == nullptr || !flag->ParseFrom(value, &error)) {
+      UsageError(absl::StrCat("--", name, "=", value, ": ", error));
+    }
+  }
+}
+
+struct Config {
+  std::string address;
+  SchedulerOptions scheduler;
+  ServiceOptions service;
+  int max_message_bytes = 0;
+  std::chrono::seconds grace{0};
+};
+
+Config ValidatedConfig() {
+  Config config;
+  config.address = absl::GetFlag(FLAGS_address);
+  if (config.address.find(':') == std::string::npos) {
+    UsageError(absl::StrCat("--address=", config.address, ": expected HOST:PORT"));
+  }
+  config.scheduler.worker_threads = absl::GetFlag(FLAGS_worker_threads);
+  if (config.scheduler.worker_threads < 1) UsageError("--worker_threads must be at least 1");
+  config.scheduler.max_queued_requests = absl::GetFlag(FLAGS_max_queued_requests);
+  if (config.scheduler.max_queued_requests < 1) {
+    UsageError("--max_queued_requests must be at least 1");
+  }
+  const std::string backend = absl::GetFlag(FLAGS_backend);
+  if (backend == "auto") {
+    config.scheduler.default_backend = v1::AUTO;
+  } else if (backend == "cpu") {
+    config.scheduler.default_backend = v1::CPU;
+  } else if (backend == "opencl") {
+    config.scheduler.default_backend = v1::OPENCL;
+  } else {
+    UsageError(absl::StrCat("--backend=", backend, ": expected auto, cpu or opencl"));
+  }
+
+  const int64_t message_bytes = absl::GetFlag(FLAGS_max_message_bytes);
+  if (message_bytes < 1 || message_bytes > INT_MAX) {
+    UsageError(absl::StrCat("--max_message_bytes must be in [1, ", INT_MAX, "]"));
+  }
+  config.max_message_bytes = static_cast<int>(message_bytes);
+  config.service.max_message_bytes = message_bytes;
+  config.service.chunk_bytes = absl::GetFlag(FLAGS_chunk_bytes);
+  // A chunk plus its few bytes of framing must fit in one message.
+  if (config.service.chunk_bytes < 1 || config.service.chunk_bytes > message_bytes - 64) {
+    UsageError("--chunk_bytes must be at least 1 and 64 less than --max_message_bytes");
+  }
+  config.service.limits.max_request_bytes = absl::GetFlag(FLAGS_max_request_bytes);
+  if (config.service.limits.max_request_bytes < 1) {
+    UsageError("--max_request_bytes must be at least 1");
+  }
+  config.service.limits.max_tensor_elements = absl::GetFlag(FLAGS_max_tensor_elements);
+  if (config.service.limits.max_tensor_elements < 1 ||
+      config.service.limits.max_tensor_elements > kMaxTensorElements) {
+    UsageError(absl::StrCat("--max_tensor_elements must be in [1, ", kMaxTensorElements, "]"));
+  }
+  const int grace = absl::GetFlag(FLAGS_shutdown_grace_seconds);
+  if (grace < 0) UsageError("--shutdown_grace_seconds must not be negative");
+  config.grace = std::chrono::seconds(grace);
+  return config;
+}
+
+// "HOST:PORT" with the port the server actually bound.
+std::string ListeningAddress(const std::string& address, int port) {
+  return absl::StrCat(address.substr(0, address.rfind(':')), ":", port);
+}
+
+int Main(int argc, char** argv) {
+  ParseFlags(argc, argv);
+  const Config config = ValidatedConfig();
+
+  // Block the shutdown signals before any thread starts, so every thread
+  // inherits the mask and only the sigwait() thread below receives them.
+  sigset_t shutdown_signals;
+  sigemptyset(&shutdown_signals);
+  sigaddset(&shutdown_signals, SIGTERM);
+  sigaddset(&shutdown_signals, SIGINT);
+  pthread_sigmask(SIG_BLOCK, &shutdown_signals, nullptr);
+
+  // Hold one gRPC initialization for the life of the process and never release
+  // it: releasing the last one runs gRPC's synchronous shutdown, which joins an
+  // executor thread that may sit in a 10 s poll, and would delay every exit.
+  grpc_init();
+
+  Scheduler scheduler(config.scheduler);
+  TensorOpService service(config.service, &scheduler);
+
+  grpc::EnableDefaultHealthCheckService(true);
+  grpc::reflection::InitProtoReflectionServerBuilderPlugin();
+  grpc::ServerBuilder builder;
+  int port = 0;
+  builder.AddListeningPort(config.address, grpc::InsecureServerCredentials(), &port);
+  builder.SetMaxReceiveMessageSize(config.max_message_bytes);
+  builder.SetMaxSendMessageSize(config.max_message_bytes);
+  builder.RegisterService(&service);
+  std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
+  if (server == nullptr || port == 0) {
+    std::cerr << "tensord: cannot listen on " << config.address << "\n";
+    return 1;
+  }
+  grpc::HealthCheckServiceInterface* health = server->GetHealthCheckService();
+  health->SetServingStatus("", true);
+  health->SetServingStatus(std::string(kServiceName), true);
+
+  std::thread shutdown([&] {
+    int signal = 0;
+    sigwait(&shutdown_signals, &signal);
+    // Health first, so balancers stop sending; then stop accepting calls and let
+    // in-flight ones finish within the grace period (after it gRPC cancels them,
+    // which our tasks notice at their next stop check).
+    health->SetServingStatus(false);
+    server->Shutdown(std::chrono::system_clock::now() + config.grace);
+  });
+
+  std::cout << "tensord listening on " << ListeningAddress(config.address, port) << std::endl;
+
+  server->Wait();
+  shutdown.join();
+  // Tasks may still be logging after their call finished.
+  scheduler.Wait();
+  return 0;
+}
+
+}  // namespace
+}  // namespace tensorop::server
+
+int main(int argc, char** argv) { return tensorop::server::Main(argc, argv); }

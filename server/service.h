@@ -1,0 +1,64 @@
+// The tensorop.v1.TensorOp gRPC service on the callback API. Reactions never
+// block: every request is planned and executed by a scheduler task, which also
+// finishes the call (or starts its writes).
+#ifndef TENSOROP_SERVER_SERVICE_H_
+#define TENSOROP_SERVER_SERVICE_H_
+
+#include <cstdint>
+
+#include <grpcpp/grpcpp.h>
+#include <grpcpp/support/byte_buffer.h>
+
+#include "core/limits.h"
+#include "server/scheduler.h"
+#include "tensorop/v1/tensorop.grpc.pb.h"
+#include "tensorop/v1/tensorop.pb.h"
+
+namespace tensorop::server {
+
+struct ServiceOptions {
+  Limits limits;
+  // The gRPC message limit (both ways): a unary or RunBidi answer must fit.
+  int64_t max_message_bytes = int64_t{64} << 20;
+  // Data bytes per ResultPart chunk in RunStream and RunChunked.
+  int64_t chunk_bytes = int64_t{1} << 20;
+};
+
+// RunBidi and RunChunked read raw bytes and parse them here: with typed reads
+// gRPC reports a message that does not parse exactly like the client's
+// half-close, and garbage would pass for the end of the stream.
+using ServiceBase = v1::TensorOp::WithCallbackMethod_Run<
+    v1::TensorOp::WithCallbackMethod_RunStream<v1::TensorOp::WithRawCallbackMethod_RunBidi<
+        v1::TensorOp::WithRawCallbackMethod_RunChunked<v1::TensorOp::Service>>>>;
+
+class TensorOpService final : public ServiceBase {
+ public:
+  // `scheduler` must outlive the service and every call it started.
+  TensorOpService(const ServiceOptions& options, Scheduler* scheduler);
+
+  // One request, every output inline.
+  grpc::ServerUnaryReactor* Run(grpc::CallbackServerContext* context,
+                                const v1::RunRequest* request,
+                                v1::RunResponse* response) override;
+  // One request, each output as a header then data chunks.
+  grpc::ServerWriteReactor<v1::ResultPart>* RunStream(
+      grpc::CallbackServerContext* context, const v1::RunRequest* request) override;
+  // RunRequests in, RunResponses out in completion order.
+  grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>* RunBidi(
+      grpc::CallbackServerContext* context) override;
+  // A RequestPart stream (request, then input chunks) answered like RunStream.
+  grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>* RunChunked(
+      grpc::CallbackServerContext* context) override;
+
+ private:
+  class StreamReactor;
+  class BidiReactor;
+  class ChunkedReactor;
+
+  const ServiceOptions options_;
+  Scheduler* const scheduler_;
+};
+
+}  // namespace tensorop::server
+
+#endif  // TENSOROP_SERVER_SERVICE_H_

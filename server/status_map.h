@@ -1,0 +1,21 @@
+// absl::Status -> grpc::Status at the service boundary.
+#ifndef TENSOROP_SERVER_STATUS_MAP_H_
+#define TENSOROP_SERVER_STATUS_MAP_H_
+
+#include <grpcpp/support/status.h>
+
+#include "absl/status/status.h"
+
+namespace tensorop::server {
+
+// The gRPC code for an absl code. Both follow google.rpc.Code, but the mapping is
+// spelled out (as in Triton's grpc_utils.cc) so that neither side's numbering is
+// assumed; a code this switch does not know becomes UNKNOWN.
+grpc::StatusCode ToGrpcCode(absl::StatusCode code);
+
+// The same status for gRPC, message preserved.
+grpc::Status ToGrpcStatus(const absl::Status& status);
+
+}  // namespace tensorop::server
+
+#endif  // TENSOROP_SERVER_STATUS_MAP_H_

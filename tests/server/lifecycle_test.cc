@@ -1,0 +1,178 @@
+// A call's life on a real tensord: deadlines, cancellation, shutdown on
+// SIGTERM, and the process's own flags.
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "tests/server/grpc_matchers.h"
+#include "tests/server/tensord_client.h"
+#include "tests/support/tensord_process.h"
+
+namespace tensorop::testing {
+namespace {
+
+using ::testing::_;
+using ::testing::HasSubstr;
+
+void ExpectStillServing(v1::TensorOp::Stub& stub) {
+  grpc::ClientContext context;
+  v1::RunResponse response;
+  EXPECT_THAT(stub.Run(&context, DocSliceRequest("after"), &response), GrpcOk());
+  EXPECT_EQ(response.outputs_size(), 1);
+}
+
+TEST(DeadlineTest, OneMillisecondForAHugeResultIsDeadlineExceeded) {
+  TensordProcess server;
+  auto stub = v1::TensorOp::NewStub(Connect(server.target()));
+  ExpectStillServing(*stub);  // connected: the call itself gets the millisecond
+  grpc::ClientContext context;
+  context.set_deadline(std::chrono::system_clock::now() + std::chrono::milliseconds(1));
+  // 1 GiB of output from a 32 KiB upload: far more than 1 ms of work.
+  auto reader = stub->RunStream(&context, BroadcastRowsRequest("late", 32768, 32768));
+  v1::ResultPart part;
+  while (reader->Read(&part)) {
+  }
+  EXPECT_THAT(reader->Finish(), GrpcStatusIs(grpc::StatusCode::DEADLINE_EXCEEDED, _));
+  ExpectStillServing(*stub);
+}
+
+TEST(DeadlineTest, DeadlinePassingMidResultIsLoggedDeadlineExceeded) {
+  TensordProcess server;
+  auto stub = v1::TensorOp::NewStub(Connect(server.target()));
+  ExpectStillServing(*stub);
+  grpc::ClientContext context;
+  // Streaming 1 GiB back takes well over 200 ms, so the deadline passes while
+  // the server computes or streams, never before the call reaches it.
+  context.set_deadline(std::chrono::system_clock::now() + std::chrono::milliseconds(200));
+  auto reader = stub->RunStream(&context, BroadcastRowsRequest("mid-result", 32768, 32768));
+  v1::ResultPart part;
+  while (reader->Read(&part)) {
+  }
+  EXPECT_THAT(reader->Finish(), GrpcStatusIs(grpc::StatusCode::DEADLINE_EXCEEDED, _));
+
+  std::string line = AwaitLogLine(server, {"\"id\":\"mid-result\""});
+  EXPECT_THAT(line, HasSubstr("\"method\":\"RunStream\""));
+  EXPECT_THAT(line, HasSubstr("\"status\":\"DEADLINE_EXCEEDED\"")) << server.Log();
+  ExpectStillServing(*stub);
+}
+
+TEST(DeadlineTest, DeadlinePassingDuringAnUploadIsLoggedDeadlineExceeded) {
+  TensordProcess server;
+  auto stub = v1::TensorOp::NewStub(Connect(server.target()));
+  ExpectStillServing(*stub);
+  grpc::ClientContext context;
+  context.set_deadline(std::chrono::system_clock::now() + std::chrono::milliseconds(200));
+  auto stream = stub->RunChunked(&context);
+  v1::RequestPart part;
+  *part.mutable_request() = DocSliceRequest("upload-late");
+  part.mutable_request()->mutable_inputs()->at("input").clear_data();
+  ASSERT_TRUE(stream->Write(part));
+  // Never half-close: the server waits for the rest until the deadline ends it.
+  v1::ResultPart result;
+  EXPECT_FALSE(stream->Read(&result));
+  EXPECT_THAT(stream->Finish(), GrpcStatusIs(grpc::StatusCode::DEADLINE_EXCEEDED, _));
+
+  std::string line = AwaitLogLine(server, {"\"id\":\"upload-late\""});
+  EXPECT_THAT(line, HasSubstr("\"method\":\"RunChunked\""));
+  EXPECT_THAT(line, HasSubstr("\"status\":\"DEADLINE_EXCEEDED\"")) << server.Log();
+  EXPECT_THAT(line, HasSubstr("deadline exceeded before the request finished"));
+}
+
+TEST(CancellationTest, CancelledStreamIsLoggedCancelledAndTheServerGoesOn) {
+  TensordProcess server;
+  auto stub = v1::TensorOp::NewStub(Connect(server.target()));
+  grpc::ClientContext context;
+  auto reader = stub->RunStream(&context, BroadcastRowsRequest("cancelled", 16384, 16384));
+  v1::ResultPart part;
+  // The header comes once the result is computed: the call is now mid-stream.
+  ASSERT_TRUE(reader->Read(&part));
+  ASSERT_TRUE(part.has_header());
+  context.TryCancel();
+  while (reader->Read(&part)) {
+  }
+  EXPECT_THAT(reader->Finish(), GrpcStatusIs(grpc::StatusCode::CANCELLED, _));
+
+  std::string line = AwaitLogLine(server, {"\"id\":\"cancelled\""});
+  EXPECT_THAT(line, HasSubstr("\"status\":\"CANCELLED\"")) << server.Log();
+  ExpectStillServing(*stub);
+}
+
+TEST(ShutdownTest, SigtermLetsTheCallInFlightFinishAndExitsZero) {
+  TensordProcess server;
+  auto stub = v1::TensorOp::NewStub(Connect(server.target()));
+  constexpr int64_t kRows = 4096, kCols = 16384;  // 64 MiB, streamed
+  grpc::ClientContext context;
+  auto reader = stub->RunStream(&context, BroadcastRowsRequest("drain", kRows, kCols));
+  v1::ResultPart part;
+  ASSERT_TRUE(reader->Read(&part));
+  ASSERT_TRUE(part.has_header());
+
+  ASSERT_EQ(kill(server.pid(), SIGTERM), 0);
+  int64_t received = 0;
+  while (reader->Read(&part)) received += static_cast<int64_t>(part.chunk().size());
+  EXPECT_THAT(reader->Finish(), GrpcOk());
+  EXPECT_EQ(received, kRows * kCols);
+
+  const int status = server.Stop();
+  ASSERT_TRUE(WIFEXITED(status)) << "wait status " << status;
+  EXPECT_EQ(WEXITSTATUS(status), 0);
+}
+
+TEST(ShutdownTest, IdleServerExitsZeroOnSigint) {
+  TensordProcess server;
+  ASSERT_EQ(kill(server.pid(), SIGINT), 0);
+  const int status = server.Stop();
+  ASSERT_TRUE(WIFEXITED(status)) << "wait status " << status;
+  EXPECT_EQ(WEXITSTATUS(status), 0);
+}
+
+// Runs tensord with `args` (stdout and stderr discarded) and returns its exit
+// status; for flags that make it exit at once.
+int ExitStatusWith(const std::vector<std::string>& args) {
+  pid_t pid = fork();
+  if (pid == 0) {
+    int null = open("/dev/null", O_WRONLY);
+    dup2(null, STDOUT_FILENO);
+    dup2(null, STDERR_FILENO);
+    std::vector<std::string> all = {TensordPath()};
+    all.insert(all.end(), args.begin(), args.end());
+    std::vector<char*> argv;
+    for (std::string& arg : all) argv.push_back(arg.data());
+    argv.push_back(nullptr);
+    execv(argv[0], argv.data());
+    _exit(127);
+  }
+  int status = 0;
+  waitpid(pid, &status, 0);
+  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+TEST(FlagsTest, InvalidFlagsExitWithStatusTwo) {
+  for (const std::vector<std::string>& args : std::vector<std::vector<std::string>>{
+           {"--no_such_flag=1"},
+           {"--worker_threads=many"},
+           {"--worker_threads=0"},
+           {"--backend=gpu"},
+           {"--max_tensor_elements=4294967296"},
+           {"--max_message_bytes=4294967296"},
+           {"--chunk_bytes=0"},
+           {"--max_queued_requests=-1"},
+           {"--shutdown_grace_seconds=-5"},
+           {"--address"},
+           {"stray"}}) {
+    EXPECT_EQ(ExitStatusWith(args), 2) << args[0];
+  }
+}
+
+TEST(FlagsTest, HelpExitsZero) { EXPECT_EQ(ExitStatusWith({"--help"}), 0); }
+
+}  // namespace
+}  // namespace tensorop::testing

@@ -1,0 +1,93 @@
+#include "server/request_log.h"
+
+#include <string>
+
+#include "absl/time/time.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "tests/server/set_ints.h"
+#include "nlohmann/json.hpp"
+
+namespace tensorop::server {
+namespace {
+
+using ::tensorop::testing::SetInts;
+
+using ::testing::ElementsAre;
+
+v1::RunRequest SliceRequest() {
+  v1::RunRequest request;
+  request.set_id("req-7");
+  request.mutable_slice();
+  v1::Tensor& input = (*request.mutable_inputs())["input"];
+  input.set_dtype(v1::FLOAT32);
+  SetInts(input.mutable_sizes(), {4, 4});
+  input.set_data(std::string(64, '\0'));
+  return request;
+}
+
+TEST(RequestLogTest, DescribeRequestTakesIdOpDtypeSizesAndBytes) {
+  CallRecord record = DescribeRequest("Run", SliceRequest());
+  EXPECT_EQ(record.method, "Run");
+  EXPECT_EQ(record.id, "req-7");
+  EXPECT_EQ(record.op, "slice");
+  EXPECT_EQ(record.dtype, "float32");
+  ASSERT_EQ(record.sizes.size(), 1u);
+  EXPECT_EQ(record.sizes[0].first, "input");
+  EXPECT_THAT(record.sizes[0].second, ElementsAre(4, 4));
+  EXPECT_EQ(record.bytes_in, 64);
+}
+
+TEST(RequestLogTest, OkLineHasEveryFieldAndNoMessage) {
+  CallRecord record = DescribeRequest("RunStream", SliceRequest());
+  record.backend = "cpu";
+  record.bytes_out = 16;
+  record.start = absl::FromUnixMicros(1714564800'000000);
+  const absl::Time end = record.start + absl::Microseconds(1234);
+  const std::string line = FormatLogLine(record, absl::OkStatus(), end);
+  EXPECT_EQ(line.find('\n'), std::string::npos);
+  const nlohmann::json json = nlohmann::json::parse(line);
+  EXPECT_EQ(json["time"], "2024-05-01T12:00:00.001234Z");
+  EXPECT_EQ(json["method"], "RunStream");
+  EXPECT_EQ(json["id"], "req-7");
+  EXPECT_EQ(json["op"], "slice");
+  EXPECT_EQ(json["dtype"], "float32");
+  EXPECT_EQ(json["sizes"], nlohmann::json::parse(R"({"input":[4,4]})"));
+  EXPECT_EQ(json["backend"], "cpu");
+  EXPECT_EQ(json["bytes_in"], 64);
+  EXPECT_EQ(json["bytes_out"], 16);
+  EXPECT_EQ(json["latency_us"], 1234);
+  EXPECT_EQ(json["status"], "OK");
+  EXPECT_FALSE(json.contains("message"));
+}
+
+TEST(RequestLogTest, ErrorLineNamesTheCodeAndCarriesTheMessage) {
+  CallRecord record;
+  record.method = "RunChunked";
+  const std::string line = FormatLogLine(
+      record, absl::DeadlineExceededError("deadline exceeded before the request finished"),
+      record.start);
+  const nlohmann::json json = nlohmann::json::parse(line);
+  EXPECT_EQ(json["status"], "DEADLINE_EXCEEDED");
+  EXPECT_EQ(json["message"], "deadline exceeded before the request finished");
+  EXPECT_EQ(json["op"], "");
+  EXPECT_EQ(json["sizes"], nlohmann::json::object());
+}
+
+TEST(RequestLogTest, InvalidUtf8FromClientsDoesNotBreakTheLine) {
+  CallRecord record;
+  record.method = "Run";
+  record.id = "bad\xff id";
+  const nlohmann::json json =
+      nlohmann::json::parse(FormatLogLine(record, absl::OkStatus(), record.start));
+  EXPECT_EQ(json["id"], "bad\xEF\xBF\xBD id");
+}
+
+TEST(RequestLogTest, UnknownDtypeLeavesTheFieldEmpty) {
+  v1::RunRequest request = SliceRequest();
+  (*request.mutable_inputs())["input"].set_dtype(static_cast<v1::DType>(42));
+  EXPECT_EQ(DescribeRequest("Run", request).dtype, "");
+}
+
+}  // namespace
+}  // namespace tensorop::server

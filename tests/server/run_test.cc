@@ -1,0 +1,271 @@
+// Unary Run against a real tensord: results in every op, the public error
+// shapes, and bytes that are no request at all.
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "tests/server/set_ints.h"
+#include "tests/server/grpc_matchers.h"
+#include "tests/server/tensord_client.h"
+#include "tests/support/tensord_process.h"
+
+namespace tensorop::testing {
+namespace {
+
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+using ::testing::Not;
+
+class RunTest : public ::testing::Test {
+ protected:
+  grpc::Status Run(const v1::RunRequest& request, v1::RunResponse* response) {
+    grpc::ClientContext context;
+    return stub_->Run(&context, request, response);
+  }
+  grpc::Status Run(const v1::RunRequest& request) {
+    v1::RunResponse response;
+    return Run(request, &response);
+  }
+
+  TensordProcess server_;
+  std::unique_ptr<v1::TensorOp::Stub> stub_ = v1::TensorOp::NewStub(Connect(server_.target()));
+};
+
+TEST_F(RunTest, SliceAnswersWithExplicitStridesAndTheBackend) {
+  v1::RunResponse response;
+  ASSERT_THAT(Run(DocSliceRequest("doc-1"), &response), GrpcOk());
+  EXPECT_EQ(response.id(), "doc-1");
+  EXPECT_EQ(response.backend(), "cpu");
+  EXPECT_FALSE(response.has_status());  // only RunBidi answers carry one
+  ASSERT_EQ(response.outputs_size(), 1);
+  const v1::Tensor& output = response.outputs(0);
+  EXPECT_EQ(output.dtype(), v1::FLOAT32);
+  EXPECT_THAT(output.sizes(), ElementsAre(1, 1, 2, 2));
+  EXPECT_THAT(output.strides(), ElementsAre(4, 4, 2, 1));
+  EXPECT_THAT(Unpack<float>(output.data()), ElementsAre(2, 4, 10, 12));
+}
+
+TEST_F(RunTest, ExplicitCpuBackendRunsOnTheCpu) {
+  v1::RunRequest request = DocSliceRequest("cpu");
+  request.set_backend(v1::CPU);
+  v1::RunResponse response;
+  ASSERT_THAT(Run(request, &response), GrpcOk());
+  EXPECT_EQ(response.backend(), "cpu");
+}
+
+TEST_F(RunTest, PaddedOutputStridesComeBackWithZeroPadding) {
+  v1::RunRequest request = DocSliceRequest("padded");
+  SetInts(request.mutable_outputs(0)->mutable_strides(), {8, 8, 4, 1});
+  v1::RunResponse response;
+  ASSERT_THAT(Run(request, &response), GrpcOk());
+  ASSERT_EQ(response.outputs_size(), 1);
+  EXPECT_THAT(response.outputs(0).strides(), ElementsAre(8, 8, 4, 1));
+  // 1 + (2-1)*4 + (2-1)*1 = 6 elements; the two between the rows are padding.
+  EXPECT_THAT(Unpack<float>(response.outputs(0).data()), ElementsAre(2, 4, 0, 0, 10, 12));
+}
+
+TEST_F(RunTest, StridedSliceReversesWithMasks) {
+  v1::RunRequest request;
+  request.set_id("reverse");
+  (*request.mutable_inputs())["input"] =
+      MakeTensor(v1::INT64, {5}, Pack<int64_t>({0, 1, 2, 3, 4}));
+  v1::StridedSliceAttrs* attrs = request.mutable_strided_slice();
+  attrs->add_begin(0);
+  attrs->add_end(0);
+  attrs->add_stride(-1);
+  attrs->add_begin_mask(1);
+  attrs->add_end_mask(1);
+  v1::RunResponse response;
+  ASSERT_THAT(Run(request, &response), GrpcOk());
+  ASSERT_EQ(response.outputs_size(), 1);
+  EXPECT_THAT(response.outputs(0).sizes(), ElementsAre(5));
+  EXPECT_THAT(response.outputs(0).strides(), ElementsAre(1));
+  EXPECT_THAT(Unpack<int64_t>(response.outputs(0).data()), ElementsAre(4, 3, 2, 1, 0));
+}
+
+TEST_F(RunTest, SplitAnswersEveryOutputInOrder) {
+  v1::RunRequest request;
+  request.set_id("split");
+  request.mutable_split()->set_axis(1);
+  (*request.mutable_inputs())["input"] =
+      MakeTensor(v1::INT32, {2, 3}, Pack<int32_t>({0, 1, 2, 3, 4, 5}));
+  SetInts(request.add_outputs()->mutable_sizes(), {2, 1});
+  SetInts(request.add_outputs()->mutable_sizes(), {2, 2});
+  v1::RunResponse response;
+  ASSERT_THAT(Run(request, &response), GrpcOk());
+  ASSERT_EQ(response.outputs_size(), 2);
+  EXPECT_THAT(Unpack<int32_t>(response.outputs(0).data()), ElementsAre(0, 3));
+  EXPECT_THAT(Unpack<int32_t>(response.outputs(1).data()), ElementsAre(1, 2, 4, 5));
+  EXPECT_THAT(response.outputs(1).strides(), ElementsAre(2, 1));
+}
+
+v1::RunRequest ScatterRequest(v1::Tensor indices) {
+  v1::RunRequest request;
+  request.set_id("scatter");
+  request.mutable_scatter_elements()->set_axis(1);
+  (*request.mutable_inputs())["input"] =
+      MakeTensor(v1::INT32, {1, 5}, Pack<int32_t>({1, 2, 3, 4, 5}));
+  (*request.mutable_inputs())["indices"] = std::move(indices);
+  (*request.mutable_inputs())["updates"] =
+      MakeTensor(v1::INT32, {1, 2}, Pack<int32_t>({11, 22}));
+  return request;
+}
+
+TEST_F(RunTest, ScatterElementsWritesUpdatesAtTheirIndices) {
+  v1::RunResponse response;
+  ASSERT_THAT(Run(ScatterRequest(MakeTensor(v1::INT64, {1, 2}, Pack<int64_t>({1, -2}))),
+                  &response),
+              GrpcOk());
+  ASSERT_EQ(response.outputs_size(), 1);
+  EXPECT_THAT(Unpack<int32_t>(response.outputs(0).data()), ElementsAre(1, 11, 3, 22, 5));
+}
+
+// --- The error shapes clients see -------------------------------------------
+
+TEST_F(RunTest, ZeroWindowStrideNamesTheFieldAndIndex) {
+  v1::RunRequest request =
+      SliceRequest("zero", MakeTensor(v1::UINT8, {2, 2}, Pack<uint8_t>({1, 2, 3, 4})),
+                   {0, 0}, {2, 2}, {1, 0}, {2, 1});
+  EXPECT_THAT(Run(request), GrpcStatusIs(grpc::StatusCode::INVALID_ARGUMENT,
+                                         "slice.window_strides[1] must not be 0"));
+}
+
+TEST_F(RunTest, RequestWithoutOpIsInvalid) {
+  v1::RunRequest request = DocSliceRequest("no-op");
+  request.clear_op();
+  EXPECT_THAT(Run(request),
+              GrpcStatusIs(grpc::StatusCode::INVALID_ARGUMENT,
+                           "op: none of slice, strided_slice, split, scatter_elements is set"));
+}
+
+TEST_F(RunTest, UnspecifiedDtypeIsNamedByInput) {
+  v1::RunRequest request =
+      ScatterRequest(MakeTensor(v1::DTYPE_UNSPECIFIED, {1, 2}, Pack<int64_t>({1, 3})));
+  EXPECT_THAT(Run(request), GrpcStatusIs(grpc::StatusCode::INVALID_ARGUMENT,
+                                         "indices.dtype: 0 (DTYPE_UNSPECIFIED) is not a dtype"));
+}
+
+TEST_F(RunTest, DtypeValueOutsideTheEnumIsNamedByInput) {
+  v1::RunRequest request = DocSliceRequest("open-enum");
+  (*request.mutable_inputs())["input"].set_dtype(static_cast<v1::DType>(42));
+  EXPECT_THAT(Run(request), GrpcStatusIs(grpc::StatusCode::INVALID_ARGUMENT,
+                                         "input.dtype: 42 is not a dtype"));
+}
+
+TEST_F(RunTest, IndexOutOfRangeNamesItsCoordinatesAndValue) {
+  v1::RunRequest request = ScatterRequest(MakeTensor(v1::INT64, {1, 2}, Pack<int64_t>({1, 7})));
+  EXPECT_THAT(Run(request),
+              GrpcStatusIs(grpc::StatusCode::INVALID_ARGUMENT,
+                           HasSubstr("indices[0, 1] = 7 is outside [-5, 5)")));
+}
+
+TEST_F(RunTest, UnknownInputNameIsInvalid) {
+  v1::RunRequest request = DocSliceRequest("extra");
+  (*request.mutable_inputs())["extra"] = MakeTensor(v1::UINT8, {1}, "x");
+  EXPECT_THAT(Run(request), GrpcStatusIs(grpc::StatusCode::INVALID_ARGUMENT,
+                                         HasSubstr("inputs has \"extra\"")));
+}
+
+TEST_F(RunTest, ShortInputDataIsInvalid) {
+  v1::RunRequest request = DocSliceRequest("short");
+  (*request.mutable_inputs())["input"].mutable_data()->resize(60);
+  EXPECT_THAT(Run(request), GrpcStatusIs(grpc::StatusCode::INVALID_ARGUMENT,
+                                         HasSubstr("input.data has 60 bytes")));
+}
+
+TEST_F(RunTest, OpenClBackendIsUnavailable) {
+  v1::RunRequest request = DocSliceRequest("gpu");
+  request.set_backend(v1::OPENCL);
+  EXPECT_THAT(Run(request),
+              GrpcStatusIs(grpc::StatusCode::UNAVAILABLE,
+                           "backend OPENCL: no OpenCL device is enabled on this server"));
+}
+
+TEST_F(RunTest, BackendValueOutsideTheEnumIsInvalid) {
+  v1::RunRequest request = DocSliceRequest("backend-9");
+  request.set_backend(static_cast<v1::Backend>(9));
+  EXPECT_THAT(Run(request), GrpcStatusIs(grpc::StatusCode::INVALID_ARGUMENT,
+                                         "backend: 9 is not a backend"));
+}
+
+TEST_F(RunTest, ResultOverTheMessageLimitPointsToRunStream) {
+  // 8192 x 16384 uint8 = 128 MiB of output from a 16 KiB upload; the default
+  // message limit is 64 MiB.
+  EXPECT_THAT(Run(BroadcastRowsRequest("big", 8192, 16384)),
+              GrpcStatusIs(grpc::StatusCode::RESOURCE_EXHAUSTED,
+                           HasSubstr("use RunStream for large results")));
+}
+
+TEST_F(RunTest, ErrorsAreLoggedWithCodeNameAndMessage) {
+  v1::RunRequest request =
+      SliceRequest("logged-error", MakeTensor(v1::UINT8, {2}, Pack<uint8_t>({1, 2})), {0},
+                   {2}, {0}, {1});
+  ASSERT_THAT(Run(request), GrpcStatusIs(grpc::StatusCode::INVALID_ARGUMENT,
+                                         "slice.window_strides[0] must not be 0"));
+  std::string line = AwaitLogLine(server_, {"\"id\":\"logged-error\""});
+  EXPECT_THAT(line, HasSubstr("\"method\":\"Run\""));
+  EXPECT_THAT(line, HasSubstr("\"status\":\"INVALID_ARGUMENT\""));
+  EXPECT_THAT(line, HasSubstr("\"message\":\"slice.window_strides[0] must not be 0\""));
+}
+
+// --- Bytes that are no request ------------------------------------------------
+
+// A varint that never ends: no message parses it.
+const std::string kGarbage = std::string(11, '\xff');
+
+std::string Truncated(const google::protobuf::Message& message) {
+  std::string bytes = message.SerializeAsString();
+  bytes.resize(bytes.size() - 5);  // cuts into the last length-delimited field
+  return bytes;
+}
+
+v1::RequestPart AsPart(v1::RunRequest request) {
+  v1::RequestPart part;
+  *part.mutable_request() = std::move(request);
+  return part;
+}
+
+TEST_F(RunTest, GarbageAndTruncatedBytesFailEveryMethodAndTheServerGoesOn) {
+  const std::string unary_truncated = Truncated(DocSliceRequest("cut"));
+  const std::string part_truncated = Truncated(AsPart(DocSliceRequest("cut")));
+  struct Case {
+    std::string method;
+    std::string bytes;
+  };
+  const std::vector<Case> cases = {
+      {"/tensorop.v1.TensorOp/Run", kGarbage},
+      {"/tensorop.v1.TensorOp/Run", unary_truncated},
+      {"/tensorop.v1.TensorOp/RunStream", kGarbage},
+      {"/tensorop.v1.TensorOp/RunStream", unary_truncated},
+      {"/tensorop.v1.TensorOp/RunBidi", kGarbage},
+      {"/tensorop.v1.TensorOp/RunBidi", unary_truncated},
+      {"/tensorop.v1.TensorOp/RunChunked", kGarbage},
+      {"/tensorop.v1.TensorOp/RunChunked", part_truncated},
+  };
+  auto channel = Connect(server_.target());
+  for (const Case& c : cases) {
+    grpc::Status status = RawExchange(channel, c.method, {c.bytes});
+    EXPECT_THAT(status, Not(GrpcOk())) << c.method << " with " << c.bytes.size() << " bytes";
+    v1::RunResponse response;
+    EXPECT_THAT(Run(DocSliceRequest("after"), &response), GrpcOk()) << "after " << c.method;
+    EXPECT_EQ(response.outputs_size(), 1);
+  }
+}
+
+TEST_F(RunTest, StreamingMethodsNameTheBadMessage) {
+  auto channel = Connect(server_.target());
+  EXPECT_THAT(RawExchange(channel, "/tensorop.v1.TensorOp/RunBidi",
+                          {DocSliceRequest("good").SerializeAsString(), kGarbage}),
+              GrpcStatusIs(grpc::StatusCode::INVALID_ARGUMENT,
+                           "RunBidi: message 2 is not a valid tensorop.v1.RunRequest; the "
+                           "stream ends here"));
+  EXPECT_THAT(RawExchange(channel, "/tensorop.v1.TensorOp/RunChunked", {kGarbage}),
+              GrpcStatusIs(grpc::StatusCode::INVALID_ARGUMENT,
+                           "RunChunked: part 1 is not a valid tensorop.v1.RequestPart"));
+}
+
+}  // namespace
+}  // namespace tensorop::testing

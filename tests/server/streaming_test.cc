@@ -1,0 +1,365 @@
+// RunStream, RunChunked and RunBidi against a real tensord, including results
+// and inputs far larger than one message.
+#include <algorithm>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "tests/server/set_ints.h"
+#include "tests/server/grpc_matchers.h"
+#include "tests/server/tensord_client.h"
+#include "tests/support/tensord_process.h"
+
+namespace tensorop::testing {
+namespace {
+
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+using ::testing::IsEmpty;
+
+constexpr int64_t kMiB = int64_t{1} << 20;
+
+// A streamed output put back together.
+struct StreamedOutput {
+  v1::OutputHeader header;
+  std::string data;
+  std::vector<int64_t> chunk_sizes;
+};
+
+// Reads a ResultPart stream whole (for small results).
+template <typename Reader>
+std::vector<StreamedOutput> ReadParts(Reader& reader) {
+  std::vector<StreamedOutput> outputs;
+  v1::ResultPart part;
+  while (reader.Read(&part)) {
+    if (part.has_header()) {
+      outputs.emplace_back();
+      outputs.back().header = part.header();
+    } else {
+      EXPECT_FALSE(outputs.empty()) << "a chunk before any header";
+      if (outputs.empty()) break;
+      outputs.back().data += part.chunk();
+      outputs.back().chunk_sizes.push_back(static_cast<int64_t>(part.chunk().size()));
+    }
+  }
+  return outputs;
+}
+
+v1::RequestPart RequestPartOf(v1::RunRequest request) {
+  v1::RequestPart part;
+  *part.mutable_request() = std::move(request);
+  return part;
+}
+
+v1::RequestPart ChunkPart(const std::string& input, std::string data) {
+  v1::RequestPart part;
+  part.mutable_chunk()->set_input(input);
+  part.mutable_chunk()->set_data(std::move(data));
+  return part;
+}
+
+// Sends `parts` on RunChunked (stopping if the server ends the call), then
+// reads the result.
+grpc::Status RunChunked(v1::TensorOp::Stub& stub, const std::vector<v1::RequestPart>& parts,
+                        std::vector<StreamedOutput>* outputs) {
+  grpc::ClientContext context;
+  auto stream = stub.RunChunked(&context);
+  for (const v1::RequestPart& part : parts) {
+    if (!stream->Write(part)) break;
+  }
+  stream->WritesDone();
+  *outputs = ReadParts(*stream);
+  return stream->Finish();
+}
+
+class StreamingTest : public ::testing::Test {
+ protected:
+  TensordProcess server_;
+  std::unique_ptr<v1::TensorOp::Stub> stub_ = v1::TensorOp::NewStub(Connect(server_.target()));
+};
+
+// --- RunStream ----------------------------------------------------------------
+
+TEST_F(StreamingTest, RunStreamSendsA512MiBResultInChunks) {
+  constexpr int64_t kRows = 16384, kCols = 32768;  // 512 MiB of uint8
+  grpc::ClientContext context;
+  auto reader = stub_->RunStream(&context, BroadcastRowsRequest("big-out", kRows, kCols));
+
+  v1::ResultPart part;
+  ASSERT_TRUE(reader->Read(&part));
+  ASSERT_TRUE(part.has_header());
+  EXPECT_EQ(part.header().index(), 0);
+  EXPECT_EQ(part.header().dtype(), v1::UINT8);
+  EXPECT_THAT(part.header().sizes(), ElementsAre(kRows, kCols));
+  EXPECT_THAT(part.header().strides(), ElementsAre(kCols, 1));
+  EXPECT_EQ(part.header().byte_length(), kRows * kCols);
+  EXPECT_EQ(part.header().backend(), "cpu");
+
+  int64_t received = 0, chunks = 0, mismatches = 0;
+  while (reader->Read(&part)) {
+    ASSERT_FALSE(part.has_header()) << "one output, one header";
+    const std::string& chunk = part.chunk();
+    ASSERT_LE(static_cast<int64_t>(chunk.size()), kMiB);
+    // Every 4093rd byte (a prime, so every column phase is visited) and each
+    // chunk's last byte.
+    for (int64_t at = (4093 - received % 4093) % 4093; at < static_cast<int64_t>(chunk.size());
+         at += 4093) {
+      mismatches += static_cast<uint8_t>(chunk[at]) != BroadcastRowValue((received + at) % kCols);
+    }
+    mismatches += static_cast<uint8_t>(chunk.back()) !=
+                  BroadcastRowValue((received + chunk.size() - 1) % kCols);
+    received += static_cast<int64_t>(chunk.size());
+    ++chunks;
+  }
+  EXPECT_THAT(reader->Finish(), GrpcOk());
+  EXPECT_EQ(received, kRows * kCols);
+  EXPECT_EQ(chunks, kRows * kCols / kMiB);
+  EXPECT_EQ(mismatches, 0);
+}
+
+TEST(RunStreamTest, EachOutputIsAHeaderThenChunksOfTheConfiguredSize) {
+  TensordProcess server({"--chunk_bytes=3"});
+  auto stub = v1::TensorOp::NewStub(Connect(server.target()));
+  v1::RunRequest request;
+  request.set_id("split");
+  request.mutable_split()->set_axis(1);
+  (*request.mutable_inputs())["input"] =
+      MakeTensor(v1::INT32, {2, 3}, Pack<int32_t>({0, 1, 2, 3, 4, 5}));
+  SetInts(request.add_outputs()->mutable_sizes(), {2, 1});
+  SetInts(request.add_outputs()->mutable_sizes(), {2, 2});
+  grpc::ClientContext context;
+  auto reader = stub->RunStream(&context, request);
+  std::vector<StreamedOutput> outputs = ReadParts(*reader);
+  ASSERT_THAT(reader->Finish(), GrpcOk());
+  ASSERT_EQ(outputs.size(), 2u);
+  EXPECT_EQ(outputs[0].header.index(), 0);
+  EXPECT_EQ(outputs[0].header.byte_length(), 8);
+  EXPECT_THAT(outputs[0].chunk_sizes, ElementsAre(3, 3, 2));
+  EXPECT_THAT(Unpack<int32_t>(outputs[0].data), ElementsAre(0, 3));
+  EXPECT_EQ(outputs[1].header.index(), 1);
+  EXPECT_THAT(outputs[1].header.sizes(), ElementsAre(2, 2));
+  EXPECT_THAT(outputs[1].header.strides(), ElementsAre(2, 1));
+  EXPECT_EQ(outputs[1].header.byte_length(), 16);
+  EXPECT_THAT(outputs[1].chunk_sizes, ElementsAre(3, 3, 3, 3, 3, 1));
+  EXPECT_THAT(Unpack<int32_t>(outputs[1].data), ElementsAre(1, 2, 4, 5));
+}
+
+TEST_F(StreamingTest, RunStreamReportsValidationErrorsAsTheCallStatus) {
+  v1::RunRequest request = DocSliceRequest("bad");
+  request.mutable_slice()->set_window_strides(2, 0);
+  grpc::ClientContext context;
+  auto reader = stub_->RunStream(&context, request);
+  EXPECT_THAT(ReadParts(*reader), IsEmpty());
+  EXPECT_THAT(reader->Finish(), GrpcStatusIs(grpc::StatusCode::INVALID_ARGUMENT,
+                                             "slice.window_strides[2] must not be 0"));
+}
+
+// --- RunChunked ---------------------------------------------------------------
+
+TEST_F(StreamingTest, RunChunkedTakesA512MiBInputInChunks) {
+  constexpr int64_t kRows = 16384, kCols = 32768;  // 512 MiB of uint8
+  // Element (r, c) holds (7r + c) mod 256: each row is a rotation of 0..255.
+  const auto value = [](int64_t r, int64_t c) { return static_cast<uint8_t>((7 * r + c) % 256); };
+  std::string pattern(kCols + 256, '\0');
+  for (size_t i = 0; i < pattern.size(); ++i) pattern[i] = static_cast<char>(i % 256);
+
+  v1::RunRequest request;
+  request.set_id("big-in");
+  // Rows 16300, 16200, 16100, 16000 (a negative stride starts at the window's
+  // end) and columns 100, 103, 106.
+  v1::SliceAttrs* slice = request.mutable_slice();
+  SetInts(slice->mutable_offsets(), {16000, 100});
+  SetInts(slice->mutable_window_sizes(), {301, 7});
+  SetInts(slice->mutable_window_strides(), {-100, 3});
+  (*request.mutable_inputs())["input"] = MakeTensor(v1::UINT8, {kRows, kCols}, "");
+  SetInts(request.add_outputs()->mutable_sizes(), {4, 3});
+
+  grpc::ClientContext context;
+  auto stream = stub_->RunChunked(&context);
+  ASSERT_TRUE(stream->Write(RequestPartOf(request)));
+  constexpr int64_t kRowsPerChunk = kMiB / kCols;
+  v1::RequestPart part;
+  part.mutable_chunk()->set_input("input");
+  for (int64_t row = 0; row < kRows; row += kRowsPerChunk) {
+    std::string* data = part.mutable_chunk()->mutable_data();
+    data->clear();
+    for (int64_t r = row; r < row + kRowsPerChunk; ++r) {
+      data->append(pattern, (7 * r) % 256, kCols);
+    }
+    ASSERT_TRUE(stream->Write(part)) << "at row " << row;
+  }
+  ASSERT_TRUE(stream->WritesDone());
+  std::vector<StreamedOutput> outputs = ReadParts(*stream);
+  ASSERT_THAT(stream->Finish(), GrpcOk());
+
+  ASSERT_EQ(outputs.size(), 1u);
+  EXPECT_THAT(outputs[0].header.sizes(), ElementsAre(4, 3));
+  std::vector<uint8_t> expected;
+  for (int64_t r : {16300, 16200, 16100, 16000}) {
+    for (int64_t c : {100, 103, 106}) expected.push_back(value(r, c));
+  }
+  EXPECT_EQ(Unpack<uint8_t>(outputs[0].data), expected);
+  std::string line = AwaitLogLine(server_, {"\"id\":\"big-in\""});
+  EXPECT_THAT(line, HasSubstr("\"method\":\"RunChunked\""));
+  EXPECT_THAT(line, HasSubstr("\"bytes_in\":536870912"));
+  EXPECT_THAT(line, HasSubstr("\"status\":\"OK\""));
+}
+
+TEST_F(StreamingTest, RunChunkedAppendsChunksToTheNamedInputs) {
+  v1::RunRequest request;
+  request.set_id("scatter");
+  request.mutable_scatter_elements()->set_axis(0);
+  // Partial data in the request, the rest in chunks, interleaved by input.
+  (*request.mutable_inputs())["input"] =
+      MakeTensor(v1::INT32, {4}, Pack<int32_t>({1, 2}));
+  (*request.mutable_inputs())["indices"] = MakeTensor(v1::INT64, {2}, "");
+  (*request.mutable_inputs())["updates"] = MakeTensor(v1::INT32, {2}, "");
+  std::vector<StreamedOutput> outputs;
+  ASSERT_THAT(RunChunked(*stub_,
+                         {RequestPartOf(request), ChunkPart("indices", Pack<int64_t>({3})),
+                          ChunkPart("input", Pack<int32_t>({3, 4})),
+                          ChunkPart("updates", Pack<int32_t>({30, 10})),
+                          ChunkPart("indices", Pack<int64_t>({-4}))},
+                         &outputs),
+              GrpcOk());
+  ASSERT_EQ(outputs.size(), 1u);
+  EXPECT_EQ(outputs[0].header.backend(), "cpu");
+  EXPECT_THAT(Unpack<int32_t>(outputs[0].data), ElementsAre(10, 2, 3, 30));
+}
+
+TEST_F(StreamingTest, RunChunkedNeedsTheRequestFirst) {
+  std::vector<StreamedOutput> outputs;
+  EXPECT_THAT(RunChunked(*stub_, {ChunkPart("input", "abc")}, &outputs),
+              GrpcStatusIs(grpc::StatusCode::INVALID_ARGUMENT,
+                           "RunChunked: the first part must be a request, not a chunk"));
+  EXPECT_THAT(RunChunked(*stub_, {}, &outputs),
+              GrpcStatusIs(grpc::StatusCode::INVALID_ARGUMENT,
+                           "RunChunked: the stream ended before a request part"));
+  EXPECT_THAT(RunChunked(*stub_,
+                         {RequestPartOf(DocSliceRequest("one")),
+                          RequestPartOf(DocSliceRequest("two"))},
+                         &outputs),
+              GrpcStatusIs(grpc::StatusCode::INVALID_ARGUMENT,
+                           "RunChunked: part 2 is a second request; only the first part is one"));
+}
+
+TEST_F(StreamingTest, RunChunkedNamesAnUnknownInput) {
+  std::vector<StreamedOutput> outputs;
+  EXPECT_THAT(RunChunked(*stub_,
+                         {RequestPartOf(DocSliceRequest("x")), ChunkPart("weights", "abcd")},
+                         &outputs),
+              GrpcStatusIs(grpc::StatusCode::INVALID_ARGUMENT,
+                           "chunk.input: \"weights\" is not an input of the request"));
+}
+
+TEST_F(StreamingTest, RunChunkedReportsValidationOfTheWholeRequest) {
+  v1::RunRequest request = DocSliceRequest("short");
+  (*request.mutable_inputs())["input"].mutable_data()->resize(32);
+  std::vector<StreamedOutput> outputs;
+  // 32 + 16 bytes: still 16 short of 16 floats.
+  EXPECT_THAT(RunChunked(*stub_, {RequestPartOf(request), ChunkPart("input", std::string(16, '\0'))},
+                         &outputs),
+              GrpcStatusIs(grpc::StatusCode::INVALID_ARGUMENT,
+                           HasSubstr("input.data has 48 bytes")));
+  EXPECT_THAT(outputs, IsEmpty());
+}
+
+TEST(RequestLimitTest, OverMaxRequestBytesIsResourceExhausted) {
+  TensordProcess server({"--max_request_bytes=1048576"});
+  auto stub = v1::TensorOp::NewStub(Connect(server.target()));
+
+  // Uploads are refused once they pass the limit, before the rest arrives.
+  v1::RunRequest request;
+  request.set_id("upload");
+  request.mutable_split()->set_axis(0);
+  (*request.mutable_inputs())["input"] = MakeTensor(v1::UINT8, {3 * 524288}, "");
+  SetInts(request.add_outputs()->mutable_sizes(), {3 * 524288});
+  std::vector<v1::RequestPart> parts = {RequestPartOf(request)};
+  for (int i = 0; i < 3; ++i) parts.push_back(ChunkPart("input", std::string(524288, 'x')));
+  std::vector<StreamedOutput> outputs;
+  EXPECT_THAT(RunChunked(*stub, parts, &outputs),
+              GrpcStatusIs(grpc::StatusCode::RESOURCE_EXHAUSTED,
+                           "RunChunked: the inputs reached 1572864 bytes, more than the "
+                           "server's limit of 1048576 bytes (--max_request_bytes)"));
+
+  // Inputs plus outputs over the limit, in one message.
+  grpc::ClientContext context;
+  v1::RunResponse response;
+  EXPECT_THAT(stub->Run(&context, BroadcastRowsRequest("outputs", 1024, 2048), &response),
+              GrpcStatusIs(grpc::StatusCode::RESOURCE_EXHAUSTED,
+                           HasSubstr("the limit is 1048576")));
+}
+
+// --- RunBidi ------------------------------------------------------------------
+
+TEST_F(StreamingTest, RunBidiAnswersEveryIdOnceWithItsOwnStatus) {
+  std::vector<v1::RunRequest> requests = {DocSliceRequest("a"), DocSliceRequest("b"),
+                                          DocSliceRequest("bad"), DocSliceRequest("gpu"),
+                                          DocSliceRequest("c")};
+  requests[2].mutable_slice()->set_window_strides(3, 0);
+  requests[3].set_backend(v1::OPENCL);
+
+  grpc::ClientContext context;
+  auto stream = stub_->RunBidi(&context);
+  for (const v1::RunRequest& request : requests) ASSERT_TRUE(stream->Write(request));
+  ASSERT_TRUE(stream->WritesDone());
+  std::map<std::string, v1::RunResponse> answers;
+  v1::RunResponse response;
+  while (stream->Read(&response)) {
+    EXPECT_TRUE(answers.emplace(response.id(), response).second) << "twice: " << response.id();
+  }
+  ASSERT_THAT(stream->Finish(), GrpcOk()) << server_.Log();
+
+  ASSERT_EQ(answers.size(), requests.size());
+  for (const std::string id : {"a", "b", "c"}) {
+    const v1::RunResponse& answer = answers[id];
+    EXPECT_EQ(answer.status().code(), 0) << id << ": " << answer.status().message();
+    EXPECT_EQ(answer.backend(), "cpu");
+    ASSERT_EQ(answer.outputs_size(), 1) << id;
+    EXPECT_THAT(Unpack<float>(answer.outputs(0).data()), ElementsAre(2, 4, 10, 12));
+  }
+  EXPECT_EQ(answers["bad"].status().code(), static_cast<int>(grpc::StatusCode::INVALID_ARGUMENT));
+  EXPECT_EQ(answers["bad"].status().message(), "slice.window_strides[3] must not be 0");
+  EXPECT_THAT(answers["bad"].outputs(), IsEmpty());
+  EXPECT_EQ(answers["gpu"].status().code(), static_cast<int>(grpc::StatusCode::UNAVAILABLE));
+  EXPECT_THAT(answers["gpu"].outputs(), IsEmpty());
+
+  std::string line = AwaitLogLine(server_, {"\"id\":\"bad\""});
+  EXPECT_THAT(line, HasSubstr("\"method\":\"RunBidi\""));
+  EXPECT_THAT(line, HasSubstr("\"status\":\"INVALID_ARGUMENT\""));
+}
+
+TEST_F(StreamingTest, RunBidiKeepsUpWithManyRequestsSentBeforeAnyRead) {
+  // More than the server's per-stream window, so reading pauses and resumes.
+  constexpr int kRequests = 300;
+  grpc::ClientContext context;
+  auto stream = stub_->RunBidi(&context);
+  for (int i = 0; i < kRequests; ++i) {
+    ASSERT_TRUE(stream->Write(DocSliceRequest(std::to_string(i))));
+  }
+  ASSERT_TRUE(stream->WritesDone());
+  std::vector<int> seen(kRequests, 0);
+  v1::RunResponse response;
+  while (stream->Read(&response)) {
+    ASSERT_EQ(response.status().code(), 0) << response.status().message();
+    ++seen[std::stoi(response.id())];
+  }
+  ASSERT_THAT(stream->Finish(), GrpcOk()) << server_.Log();
+  EXPECT_EQ(std::count(seen.begin(), seen.end(), 1), kRequests);
+}
+
+TEST_F(StreamingTest, RunBidiWithNoRequestsFinishesOk) {
+  grpc::ClientContext context;
+  auto stream = stub_->RunBidi(&context);
+  ASSERT_TRUE(stream->WritesDone());
+  v1::RunResponse response;
+  EXPECT_FALSE(stream->Read(&response));
+  EXPECT_THAT(stream->Finish(), GrpcOk());
+}
+
+}  // namespace
+}  // namespace tensorop::testing

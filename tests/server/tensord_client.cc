@@ -1,0 +1,190 @@
+#include "tests/server/tensord_client.h"
+
+#include <chrono>
+#include <sstream>
+#include <thread>
+#include <utility>
+
+#include <google/protobuf/io/coded_stream.h>
+#include <google/protobuf/io/zero_copy_stream_impl_lite.h>
+#include <google/protobuf/unknown_field_set.h>
+
+namespace tensorop::testing {
+
+std::shared_ptr<grpc::Channel> Connect(const std::string& target) {
+  grpc::ChannelArguments args;
+  args.SetMaxReceiveMessageSize(-1);
+  args.SetMaxSendMessageSize(-1);
+  return grpc::CreateCustomChannel(target, grpc::InsecureChannelCredentials(), args);
+}
+
+v1::Tensor MakeTensor(v1::DType dtype, std::vector<int64_t> sizes, std::string data,
+                      std::vector<int64_t> strides) {
+  v1::Tensor tensor;
+  tensor.set_dtype(dtype);
+  tensor.mutable_sizes()->Assign(sizes.begin(), sizes.end());
+  tensor.mutable_strides()->Assign(strides.begin(), strides.end());
+  tensor.set_data(std::move(data));
+  return tensor;
+}
+
+v1::RunRequest SliceRequest(const std::string& id, v1::Tensor input,
+                            std::vector<int64_t> offsets, std::vector<int64_t> window_sizes,
+                            std::vector<int64_t> window_strides,
+                            std::vector<int64_t> output_sizes) {
+  v1::RunRequest request;
+  request.set_id(id);
+  v1::SliceAttrs* slice = request.mutable_slice();
+  slice->mutable_offsets()->Assign(offsets.begin(), offsets.end());
+  slice->mutable_window_sizes()->Assign(window_sizes.begin(), window_sizes.end());
+  slice->mutable_window_strides()->Assign(window_strides.begin(), window_strides.end());
+  (*request.mutable_inputs())["input"] = std::move(input);
+  request.add_outputs()->mutable_sizes()->Assign(output_sizes.begin(), output_sizes.end());
+  return request;
+}
+
+v1::RunRequest DocSliceRequest(const std::string& id) {
+  std::vector<float> values;
+  for (int i = 1; i <= 16; ++i) values.push_back(static_cast<float>(i));
+  return SliceRequest(id, MakeTensor(v1::FLOAT32, {1, 1, 4, 4}, Pack(values)), {0, 0, 0, 1},
+                      {1, 1, 4, 3}, {1, 1, 2, 2}, {1, 1, 2, 2});
+}
+
+v1::RunRequest BroadcastRowsRequest(const std::string& id, int64_t rows, int64_t cols) {
+  std::string row(static_cast<size_t>(cols), '\0');
+  for (int64_t c = 0; c < cols; ++c) row[c] = static_cast<char>(BroadcastRowValue(c));
+  return SliceRequest(id, MakeTensor(v1::UINT8, {rows, cols}, std::move(row), {0, 1}),
+                      {0, 0}, {rows, cols}, {1, 1}, {rows, cols});
+}
+
+std::string WireString(int field, const std::string& value) {
+  std::string out;
+  {
+    google::protobuf::io::StringOutputStream stream(&out);
+    google::protobuf::io::CodedOutputStream coded(&stream);
+    coded.WriteTag(static_cast<uint32_t>(field << 3 | 2));
+    coded.WriteVarint32(static_cast<uint32_t>(value.size()));
+    coded.WriteString(value);
+  }
+  return out;
+}
+
+std::vector<std::string> WireStrings(const std::string& message, int field) {
+  google::protobuf::UnknownFieldSet fields;
+  std::vector<std::string> values;
+  if (!fields.ParseFromString(message)) return values;
+  for (int i = 0; i < fields.field_count(); ++i) {
+    const google::protobuf::UnknownField& value = fields.field(i);
+    if (value.number() == field &&
+        value.type() == google::protobuf::UnknownField::TYPE_LENGTH_DELIMITED) {
+      values.push_back(value.length_delimited());
+    }
+  }
+  return values;
+}
+
+std::vector<uint64_t> WireVarints(const std::string& message, int field) {
+  google::protobuf::UnknownFieldSet fields;
+  std::vector<uint64_t> values;
+  if (!fields.ParseFromString(message)) return values;
+  for (int i = 0; i < fields.field_count(); ++i) {
+    const google::protobuf::UnknownField& value = fields.field(i);
+    if (value.number() == field &&
+        value.type() == google::protobuf::UnknownField::TYPE_VARINT) {
+      values.push_back(value.varint());
+    }
+  }
+  return values;
+}
+
+RawCall::RawCall(const std::shared_ptr<grpc::Channel>& channel, const std::string& method,
+                 grpc::ClientContext* context)
+    : stub_(channel) {
+  call_ = stub_.PrepareCall(context, method, &queue_);
+  call_->StartCall(this);
+  Await();
+}
+
+RawCall::~RawCall() {
+  if (!finished_) Finish();
+  queue_.Shutdown();
+  void* tag;
+  bool ok;
+  while (queue_.Next(&tag, &ok)) {
+  }
+}
+
+bool RawCall::Await() {
+  void* tag = nullptr;
+  bool ok = false;
+  return queue_.Next(&tag, &ok) && ok;
+}
+
+bool RawCall::Write(const std::string& message) {
+  grpc::Slice slice(message);
+  grpc::ByteBuffer buffer(&slice, 1);
+  call_->Write(buffer, this);
+  return Await();
+}
+
+bool RawCall::WritesDone() {
+  call_->WritesDone(this);
+  return Await();
+}
+
+std::optional<std::string> RawCall::Read() {
+  grpc::ByteBuffer buffer;
+  call_->Read(&buffer, this);
+  if (!Await()) return std::nullopt;
+  std::vector<grpc::Slice> slices;
+  if (!buffer.Dump(&slices).ok()) return std::nullopt;
+  std::string message;
+  for (const grpc::Slice& slice : slices) {
+    message.append(reinterpret_cast<const char*>(slice.begin()), slice.size());
+  }
+  return message;
+}
+
+grpc::Status RawCall::Finish() {
+  grpc::Status status;
+  call_->Finish(&status, this);
+  Await();
+  finished_ = true;
+  return status;
+}
+
+grpc::Status RawExchange(const std::shared_ptr<grpc::Channel>& channel,
+                         const std::string& method, const std::vector<std::string>& messages) {
+  grpc::ClientContext context;
+  RawCall call(channel, method, &context);
+  for (const std::string& message : messages) {
+    if (!call.Write(message)) break;
+  }
+  call.WritesDone();
+  while (call.Read().has_value()) {
+  }
+  return call.Finish();
+}
+
+std::string AwaitLogLine(const TensordProcess& server, const std::vector<std::string>& needles) {
+  // Bounded only so that a bug fails the test instead of hanging it; the line is
+  // written as the call ends, so it normally is there on the first look.
+  for (int attempt = 0; attempt < 3000; ++attempt) {
+    std::istringstream log(server.Log());
+    std::string line;
+    while (std::getline(log, line)) {
+      bool all = true;
+      for (const std::string& needle : needles) {
+        if (line.find(needle) == std::string::npos) {
+          all = false;
+          break;
+        }
+      }
+      if (all) return line;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  return "";
+}
+
+}  // namespace tensorop::testing

@@ -1,0 +1,105 @@
+// Client-side helpers for the tests that talk to a real tensord: channels,
+// request builders, byte packing, protobuf wire encoding for the services we
+// have no generated stubs for (health, reflection), a blocking raw-bytes call,
+// and waiting for request-log lines.
+#ifndef TENSOROP_TESTS_SERVER_TENSORD_CLIENT_H_
+#define TENSOROP_TESTS_SERVER_TENSORD_CLIENT_H_
+
+#include <cstdint>
+#include <cstring>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <grpcpp/generic/generic_stub.h>
+#include <grpcpp/grpcpp.h>
+
+#include "tensorop/v1/tensorop.grpc.pb.h"
+#include "tensorop/v1/tensorop.pb.h"
+#include "tests/server/set_ints.h"
+#include "tests/support/tensord_process.h"
+
+namespace tensorop::testing {
+
+// A channel to `target` without message size limits on our side: the tests
+// exercise the server's limits, not the client's.
+std::shared_ptr<grpc::Channel> Connect(const std::string& target);
+
+// The little-endian bytes of `values`.
+template <typename T>
+std::string Pack(const std::vector<T>& values) {
+  std::string bytes(values.size() * sizeof(T), '\0');
+  if (!values.empty()) std::memcpy(bytes.data(), values.data(), bytes.size());
+  return bytes;
+}
+
+// `bytes` read as T elements.
+template <typename T>
+std::vector<T> Unpack(const std::string& bytes) {
+  std::vector<T> values(bytes.size() / sizeof(T));
+  if (!values.empty()) std::memcpy(values.data(), bytes.data(), values.size() * sizeof(T));
+  return values;
+}
+
+v1::Tensor MakeTensor(v1::DType dtype, std::vector<int64_t> sizes, std::string data,
+                      std::vector<int64_t> strides = {});
+
+// A slice request for `input` with one output of `output_sizes`.
+v1::RunRequest SliceRequest(const std::string& id, v1::Tensor input,
+                            std::vector<int64_t> offsets, std::vector<int64_t> window_sizes,
+                            std::vector<int64_t> window_strides,
+                            std::vector<int64_t> output_sizes);
+
+// OPERATORS.md's slice example: float32 [1,1,4,4] holding 1..16, offsets
+// [0,0,0,1], window [1,1,4,3], strides [1,1,2,2] -> [1,1,2,2] holding 2,4,10,12.
+v1::RunRequest DocSliceRequest(const std::string& id);
+
+// A uint8 input of sizes [rows, cols] made from one row of `cols` bytes
+// broadcast with stride 0 (row value: column % 251), sliced whole: the output is
+// rows*cols bytes while the upload is cols bytes.
+v1::RunRequest BroadcastRowsRequest(const std::string& id, int64_t rows, int64_t cols);
+inline uint8_t BroadcastRowValue(int64_t column) { return static_cast<uint8_t>(column % 251); }
+
+// Protobuf wire format by hand, for messages we have no generated code for.
+std::string WireString(int field, const std::string& value);
+// The length-delimited (string/bytes/message) values of `field` in `message`.
+std::vector<std::string> WireStrings(const std::string& message, int field);
+// The varint values of `field` in `message`.
+std::vector<uint64_t> WireVarints(const std::string& message, int field);
+
+// One call of any method, in raw bytes, with every step blocking until done
+// (GenericStub's async streaming call driven on a private completion queue).
+// Works for unary methods too: on the wire they are one-message streams.
+class RawCall {
+ public:
+  RawCall(const std::shared_ptr<grpc::Channel>& channel, const std::string& method,
+          grpc::ClientContext* context);
+  ~RawCall();
+  bool Write(const std::string& message);
+  bool WritesDone();
+  std::optional<std::string> Read();
+  grpc::Status Finish();
+
+ private:
+  bool Await();
+
+  grpc::CompletionQueue queue_;
+  grpc::GenericStub stub_;
+  std::unique_ptr<grpc::GenericClientAsyncReaderWriter> call_;
+  bool finished_ = false;
+};
+
+// Sends each of `messages` on `method`, half-closes, reads everything and
+// returns the final status.
+grpc::Status RawExchange(const std::shared_ptr<grpc::Channel>& channel,
+                         const std::string& method, const std::vector<std::string>& messages);
+
+// Waits until the server's log has a line containing every one of `needles`
+// and returns it, or returns "" when the server exits or after a generous wait
+// (a failure then shows the whole log).
+std::string AwaitLogLine(const TensordProcess& server, const std::vector<std::string>& needles);
+
+}  // namespace tensorop::testing
+
+#endif  // TENSOROP_TESTS_SERVER_TENSORD_CLIENT_H_
