@@ -10,11 +10,14 @@
 #include <algorithm>
 #include <chrono>
 #include <climits>
+#include <condition_variable>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <iostream>
+#include <limits>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
@@ -24,12 +27,16 @@
 #include <grpcpp/grpcpp.h>
 #include <grpcpp/health_check_service_interface.h>
 
+#include <nlohmann/json.hpp>
+
 #include "absl/flags/flag.h"
 #include "absl/flags/reflection.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
 #include "core/limits.h"
+#include "kernels/opencl/device.h"
+#include "server/device_pool.h"
 #include "server/scheduler.h"
 #include "server/service.h"
 
@@ -51,6 +58,19 @@ ABSL_FLAG(int, max_queued_requests, 256,
           "requests queued or running at once; more are RESOURCE_EXHAUSTED");
 ABSL_FLAG(int, shutdown_grace_seconds, 30,
           "on SIGTERM/SIGINT, how long in-flight calls may take to finish");
+ABSL_FLAG(std::string, backends, "cpu,opencl",
+          "enabled backends: cpu, or cpu,opencl (the CPU is always enabled)");
+ABSL_FLAG(std::string, opencl_devices, "",
+          "use only OpenCL devices whose name contains this text (empty: all)");
+ABSL_FLAG(int, opencl_queue_depth, 8, "requests queued or running per OpenCL device");
+ABSL_FLAG(int64_t, auto_opencl_min_bytes, std::numeric_limits<int64_t>::max(),
+          "AUTO requests moving at least this many output bytes go to a device "
+          "(default: never; on the measured CPU-only hosts the CPU is faster at "
+          "every size, see BENCHMARKS.md)");
+ABSL_FLAG(int, opencl_unhealthy_seconds, 30,
+          "after a device fails, how long it is left alone before being tried again");
+ABSL_FLAG(int, inject_opencl_failures, 0,
+          "testing aid: the first N device executions fail as a broken device would");
 
 namespace tensorop::server {
 namespace {
@@ -62,7 +82,10 @@ constexpr absl::string_view kServiceName = "tensorop.v1.TensorOp";
 constexpr absl::string_view kFlagNames[] = {
     "address",     "worker_threads", "max_message_bytes",   "max_request_bytes",
     "max_tensor_elements", "chunk_bytes", "backend", "max_queued_requests",
-    "shutdown_grace_seconds"};
+    "shutdown_grace_seconds", "backends", "opencl_devices", "opencl_queue_depth",
+    "auto_opencl_min_bytes", "opencl_unhealthy_seconds", "inject_opencl_failures"};
+constexpr absl::string_view kOpenClHealthName = "tensorop.opencl";
+constexpr absl::string_view kCpuHealthName = "tensorop.cpu";
 
 [[noreturn]] void UsageError(absl::string_view message) {
   std::cerr << "tensord: " << message << "\n(tensord --help lists the flags)\n";
@@ -112,6 +135,9 @@ void ParseFlags(int argc, char** argv) {
 
 struct Config {
   std::string address;
+  bool opencl = true;
+  std::string opencl_filter;
+  DevicePoolOptions devices;
   SchedulerOptions scheduler;
   ServiceOptions service;
   int max_message_bytes = 0;
@@ -161,10 +187,34 @@ Config ValidatedConfig() {
       config.service.limits.max_tensor_elements > kMaxTensorElements) {
     UsageError(absl::StrCat("--max_tensor_elements must be in [1, ", kMaxTensorElements, "]"));
   }
+  const std::string backends = absl::GetFlag(FLAGS_backends);
+  if (backends == "cpu") {
+    config.opencl = false;
+  } else if (backends != "cpu,opencl" && backends != "opencl,cpu") {
+    UsageError(absl::StrCat("--backends=", backends, ": expected cpu or cpu,opencl"));
+  }
+  config.opencl_filter = absl::GetFlag(FLAGS_opencl_devices);
+  config.devices.queue_depth = absl::GetFlag(FLAGS_opencl_queue_depth);
+  if (config.devices.queue_depth < 1) UsageError("--opencl_queue_depth must be at least 1");
+  config.devices.unhealthy_for =
+      std::chrono::seconds(absl::GetFlag(FLAGS_opencl_unhealthy_seconds));
+  if (config.devices.unhealthy_for.count() < 0) {
+    UsageError("--opencl_unhealthy_seconds must not be negative");
+  }
+  config.devices.inject_failures = absl::GetFlag(FLAGS_inject_opencl_failures);
+  config.scheduler.auto_opencl_min_bytes = absl::GetFlag(FLAGS_auto_opencl_min_bytes);
   const int grace = absl::GetFlag(FLAGS_shutdown_grace_seconds);
   if (grace < 0) UsageError("--shutdown_grace_seconds must not be negative");
   config.grace = std::chrono::seconds(grace);
   return config;
+}
+
+// A startup fact on stderr, as a JSON line like the request log's.
+void LogStartupEvent(absl::string_view event, absl::string_view detail) {
+  nlohmann::ordered_json line;
+  line["event"] = event;
+  line["detail"] = detail;
+  std::cerr << line.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) << std::endl;
 }
 
 // "HOST:PORT" with the port the server actually bound.
@@ -189,7 +239,24 @@ int Main(int argc, char** argv) {
   // executor thread that may sit in a 10 s poll, and would delay every exit.
   grpc_init();
 
-  Scheduler scheduler(config.scheduler);
+  // The device pool: every OpenCL device the ICD loader offers, or those the
+  // filter names. Each is listed on stderr with its index.
+  std::vector<std::unique_ptr<opencl_backend::Device>> opened;
+  if (config.opencl) {
+    std::vector<std::string> skipped;
+    for (auto& device : opencl_backend::OpenAllDevices(&skipped)) {
+      if (device->name().find(config.opencl_filter) == std::string::npos) continue;
+      opened.push_back(std::move(device));
+    }
+    for (const std::string& reason : skipped) LogStartupEvent("device_skipped", reason);
+  }
+  DevicePool devices(std::move(opened), config.devices);
+  for (size_t i = 0; i < devices.size(); ++i) {
+    LogStartupEvent("device", absl::StrCat(i, " ", devices.Label(static_cast<int>(i))));
+  }
+  Config effective = config;
+  effective.scheduler.devices = &devices;
+  Scheduler scheduler(effective.scheduler);
   TensorOpService service(config.service, &scheduler);
 
   grpc::EnableDefaultHealthCheckService(true);
@@ -208,6 +275,19 @@ int Main(int argc, char** argv) {
   grpc::HealthCheckServiceInterface* health = server->GetHealthCheckService();
   health->SetServingStatus("", true);
   health->SetServingStatus(std::string(kServiceName), true);
+  health->SetServingStatus(std::string(kCpuHealthName), true);
+  // tensorop.opencl follows the pool: NOT_SERVING while no device works. A
+  // failed device recovers by time alone, so look once a second.
+  std::mutex ticker_mutex;
+  std::condition_variable ticker_wake;
+  bool stopping = false;
+  std::thread opencl_health([&] {
+    std::unique_lock<std::mutex> lock(ticker_mutex);
+    while (!stopping) {
+      health->SetServingStatus(std::string(kOpenClHealthName), devices.AnyHealthy());
+      ticker_wake.wait_for(lock, std::chrono::seconds(1));
+    }
+  });
 
   std::thread shutdown([&] {
     int signal = 0;
@@ -223,6 +303,12 @@ int Main(int argc, char** argv) {
 
   server->Wait();
   shutdown.join();
+  {
+    std::lock_guard<std::mutex> lock(ticker_mutex);
+    stopping = true;
+  }
+  ticker_wake.notify_all();
+  opencl_health.join();
   // Tasks may still be logging after their call finished.
   scheduler.Wait();
   return 0;

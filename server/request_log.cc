@@ -56,8 +56,9 @@ std::string FormatLogLine(const CallRecord& record, const absl::Status& status,
   return line.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
-void LogCall(const CallRecord& record, const absl::Status& status) {
-  std::string line = FormatLogLine(record, status, absl::Now());
+namespace {
+
+void WriteLine(std::string line) {
   line.push_back('\n');
   // One write per line under a lock: stderr is unbuffered, and a line split over
   // several writes could interleave with another call's.
@@ -74,6 +75,23 @@ void LogCall(const CallRecord& record, const absl::Status& status) {
     data += written;
     left -= static_cast<size_t>(written);
   }
+}
+
+}  // namespace
+
+void LogCall(const CallRecord& record, const absl::Status& status) {
+  WriteLine(FormatLogLine(record, status, absl::Now()));
+}
+
+void LogDeviceFailure(absl::string_view device, const absl::Status& status) {
+  nlohmann::ordered_json line;
+  line["time"] = absl::FormatTime("%Y-%m-%d%ET%H:%M:%E6SZ", absl::Now(), absl::UTCTimeZone());
+  line["event"] = "device_failure";
+  line["device"] = device;
+  line["status"] = absl::StatusCodeToString(status.code());
+  line["message"] = status.message();
+  line["action"] = "marked unhealthy; retrying on cpu";
+  WriteLine(line.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
 }
 
 }  // namespace tensorop::server

@@ -43,6 +43,10 @@ std::string FormatLogLine(const CallRecord& record, const absl::Status& status,
 // from concurrent calls never interleave).
 void LogCall(const CallRecord& record, const absl::Status& status);
 
+// A line of its own for a device failure: which device, and what it said.
+// {"time":...,"event":"device_failure","device":"opencl:<name>","status":...}
+void LogDeviceFailure(absl::string_view device, const absl::Status& status);
+
 }  // namespace tensorop::server
 
 #endif  // TENSOROP_SERVER_REQUEST_LOG_H_

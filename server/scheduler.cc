@@ -1,9 +1,12 @@
 #include "server/scheduler.h"
 
+#include <cstring>
 #include <utility>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "kernels/tbb/execute.h"
+#include "server/request_log.h"
 
 namespace tensorop::server {
 namespace {
@@ -31,20 +34,38 @@ Scheduler::Scheduler(const SchedulerOptions& options)
 
 Scheduler::~Scheduler() { Wait(); }
 
-absl::StatusOr<Placement> Scheduler::Place(int requested) const {
+absl::StatusOr<Placement> Scheduler::Place(int requested,
+                                           std::optional<int> device_index) const {
   if (!v1::Backend_IsValid(requested)) {
     return absl::InvalidArgumentError(
         absl::StrCat("backend: ", requested, " is not a backend"));
   }
   v1::Backend backend = static_cast<v1::Backend>(requested);
+  if (device_index.has_value() && backend != v1::OPENCL) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "device_index = ", *device_index, " needs backend OPENCL, not ",
+        v1::Backend_Name(backend)));
+  }
   if (backend == v1::AUTO) backend = options_.default_backend;
+  const size_t device_count = options_.devices == nullptr ? 0 : options_.devices->size();
   switch (backend) {
-    case v1::AUTO:  // the server chooses: the CPU, until there are devices
+    case v1::AUTO:
+      return Placement{.device = device_count > 0 ? Device::kAuto : Device::kCpu};
     case v1::CPU:
-      return Placement{.device = Device::kCpu, .label = "cpu"};
+      return Placement{.device = Device::kCpu};
     case v1::OPENCL:
-      return absl::UnavailableError(
-          "backend OPENCL: no OpenCL device is enabled on this server");
+      if (device_count == 0) {
+        return absl::FailedPreconditionError(
+            "backend OPENCL: no OpenCL device is enabled on this server");
+      }
+      if (device_index.has_value() &&
+          (*device_index < 0 || static_cast<size_t>(*device_index) >= device_count)) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "device_index = ", *device_index, " is outside [0, ", device_count, ")"));
+      }
+      return Placement{.device = Device::kOpenCl,
+                       .device_index = device_index.value_or(-1),
+                       .label = "opencl"};
     default:
       break;
   }
@@ -53,9 +74,6 @@ absl::StatusOr<Placement> Scheduler::Place(int requested) const {
 }
 
 absl::Status Scheduler::Submit(const Placement& placement, std::function<void()> task) {
-  if (placement.device != Device::kCpu) {
-    return absl::UnavailableError("backend OPENCL: no OpenCL device is enabled on this server");
-  }
   if (in_flight_.fetch_add(1, std::memory_order_relaxed) >= options_.max_queued_requests) {
     in_flight_.fetch_sub(1, std::memory_order_relaxed);
     return absl::ResourceExhaustedError(absl::StrCat(
@@ -72,17 +90,63 @@ absl::Status Scheduler::Submit(const Placement& placement, std::function<void()>
   return absl::OkStatus();
 }
 
-absl::Status Scheduler::Execute(const Placement& placement, const ExecutionPlan& plan,
-                                std::span<const std::byte* const> inputs,
-                                std::span<std::byte* const> outputs,
-                                const StopCheck& stop) {
+absl::Status Scheduler::RunOnCpu(Placement& placement, const ExecutionPlan& plan,
+                                 std::span<const std::span<const std::byte>> inputs,
+                                 std::span<std::byte* const> outputs, const StopCheck& stop) {
+  placement.device = Device::kCpu;
+  placement.label = "cpu";
+  std::vector<const std::byte*> pointers;
+  pointers.reserve(inputs.size());
+  for (std::span<const std::byte> input : inputs) pointers.push_back(input.data());
+  return tbb_backend::Execute(plan, pointers, outputs, stop);
+}
+
+absl::Status Scheduler::RunOnDevice(int index, Placement& placement, const ExecutionPlan& plan,
+                                    std::span<const std::span<const std::byte>> inputs,
+                                    std::span<std::byte* const> outputs,
+                                    const StopCheck& stop) {
+  DevicePool& devices = *options_.devices;
+  placement.device = Device::kOpenCl;
+  placement.label = devices.Label(index);
+  absl::Status status = devices.Execute(index, plan, inputs, outputs, stop);
+  devices.Release(index);
+  // UNAVAILABLE is the device's fault (cl_error.h): mark it, say so, and answer
+  // from the CPU. Cancellation and deadlines pass through as they are.
+  if (status.code() != absl::StatusCode::kUnavailable) return status;
+  devices.MarkFailed(index);
+  LogDeviceFailure(placement.label, status);
+  for (size_t i = 0; i < outputs.size(); ++i) {  // a failed download may have written
+    std::memset(outputs[i], 0, static_cast<size_t>(plan.outputs[i].buffer_bytes()));
+  }
+  return RunOnCpu(placement, plan, inputs, outputs, stop);
+}
+
+absl::Status Scheduler::Execute(Placement& placement, const ExecutionPlan& plan,
+                                std::span<const std::span<const std::byte>> inputs,
+                                std::span<std::byte* const> outputs, const StopCheck& stop) {
   switch (placement.device) {
     case Device::kCpu:
-      return tbb_backend::Execute(plan, inputs, outputs, stop);
-    case Device::kOpenCl:
       break;
+    case Device::kAuto: {
+      // Small work stays on the CPU; large work takes the least-loaded healthy
+      // device with room, else the CPU.
+      if (plan.bytes_moved < options_.auto_opencl_min_bytes) break;
+      absl::StatusOr<int> index = options_.devices->Acquire(-1);
+      if (!index.ok()) break;
+      return RunOnDevice(*index, placement, plan, inputs, outputs, stop);
+    }
+    case Device::kOpenCl: {
+      absl::StatusOr<int> index = options_.devices->Acquire(placement.device_index);
+      // No healthy device: the CPU answers, as after a failure. A full queue or
+      // a bad index is the caller's to see.
+      if (!index.ok() && index.status().code() != absl::StatusCode::kUnavailable) {
+        return index.status();
+      }
+      if (!index.ok()) break;
+      return RunOnDevice(*index, placement, plan, inputs, outputs, stop);
+    }
   }
-  return absl::UnavailableError("backend OPENCL: no OpenCL device is enabled on this server");
+  return RunOnCpu(placement, plan, inputs, outputs, stop);
 }
 
 void Scheduler::Wait() {

@@ -1,11 +1,14 @@
-// Where and when requests run. Today every request runs on oneTBB workers; the
-// OpenCL device pool will plug in behind Place()/Submit()/Execute().
+// Where and when requests run: every request is planned on a oneTBB worker,
+// then executed there or on a device of the OpenCL pool, with one retry on the
+// CPU when a device fails.
 #ifndef TENSOROP_SERVER_SCHEDULER_H_
 #define TENSOROP_SERVER_SCHEDULER_H_
 
 #include <atomic>
 #include <cstddef>
 #include <functional>
+#include <limits>
+#include <optional>
 #include <memory>
 #include <span>
 #include <string>
@@ -18,16 +21,19 @@
 #include "absl/status/statusor.h"
 #include "core/cancellation.h"
 #include "core/plan/plan.h"
+#include "server/device_pool.h"
 #include "tensorop/v1/tensorop.pb.h"
 
 namespace tensorop::server {
 
-enum class Device { kCpu, kOpenCl };
+enum class Device { kCpu, kOpenCl, kAuto };
 
-// Where one request runs.
+// Where one request runs. Execute() settles kAuto and fallbacks, and leaves in
+// `label` where the request really ran.
 struct Placement {
   Device device = Device::kCpu;
-  // What responses report as `backend`: "cpu", later "opencl:<device>".
+  int device_index = -1;  // kOpenCl: the pool index asked for; -1: any
+  // What responses report as `backend`: "cpu" or "opencl:<device>".
   std::string label = "cpu";
 };
 
@@ -37,6 +43,11 @@ struct SchedulerOptions {
   int max_queued_requests = 256;
   // Where AUTO requests go (the --backend flag). AUTO here means "choose".
   v1::Backend default_backend = v1::AUTO;
+  // The OpenCL devices; null or empty: the CPU only. Not owned.
+  DevicePool* devices = nullptr;
+  // AUTO sends a request to a device when it moves at least this many output
+  // bytes (BENCHMARKS.md says where the figure comes from).
+  int64_t auto_opencl_min_bytes = std::numeric_limits<int64_t>::max();
 };
 
 class Scheduler {
@@ -47,20 +58,22 @@ class Scheduler {
   Scheduler(const Scheduler&) = delete;
   Scheduler& operator=(const Scheduler&) = delete;
 
-  // Where a request asking for `requested` (a v1::Backend wire value) runs.
-  // UNAVAILABLE for OPENCL (no device pool yet), INVALID_ARGUMENT for a value
-  // that names no backend.
-  absl::StatusOr<Placement> Place(int requested) const;
+  // Where a request asking for `requested` (a v1::Backend wire value) and
+  // optionally one device runs. FAILED_PRECONDITION for OPENCL without devices,
+  // INVALID_ARGUMENT for a value that names no backend or device.
+  absl::StatusOr<Placement> Place(int requested, std::optional<int> device_index) const;
 
   // Queues `task` to run once on a worker of `placement`'s device and returns
   // at once, never blocking the caller (a gRPC reaction). RESOURCE_EXHAUSTED,
   // without queueing, when max_queued_requests are already queued or running.
   absl::Status Submit(const Placement& placement, std::function<void()> task);
 
-  // Runs `plan` on `placement`'s device. Call from inside a submitted task: the
-  // CPU kernels' parallel loops use the task's arena.
-  absl::Status Execute(const Placement& placement, const ExecutionPlan& plan,
-                       std::span<const std::byte* const> inputs,
+  // Runs `plan` where `placement` says, settling AUTO by the plan's size and
+  // the devices' health; a device failure marks the device unhealthy and the
+  // plan runs again on the CPU. `placement.label` tells where it ran. Call from
+  // inside a submitted task: the CPU kernels' parallel loops use its arena.
+  absl::Status Execute(Placement& placement, const ExecutionPlan& plan,
+                       std::span<const std::span<const std::byte>> inputs,
                        std::span<std::byte* const> outputs, const StopCheck& stop);
 
   // Blocks until every task submitted so far has finished. Used at shutdown,
@@ -71,6 +84,13 @@ class Scheduler {
   int in_flight() const { return in_flight_.load(std::memory_order_relaxed); }
 
  private:
+  absl::Status RunOnCpu(Placement& placement, const ExecutionPlan& plan,
+                        std::span<const std::span<const std::byte>> inputs,
+                        std::span<std::byte* const> outputs, const StopCheck& stop);
+  absl::Status RunOnDevice(int index, Placement& placement, const ExecutionPlan& plan,
+                           std::span<const std::span<const std::byte>> inputs,
+                           std::span<std::byte* const> outputs, const StopCheck& stop);
+
   const SchedulerOptions options_;
   // Present when --worker_threads asks for more threads than TBB allows by
   // default (the hardware concurrency).

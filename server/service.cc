@@ -55,12 +55,18 @@ StopCheck MakeStopCheck(grpc::CallbackServerContext* context) {
   };
 }
 
+// The device a request names, if any (proto3 `optional`).
+std::optional<int> RequestedDevice(const v1::RunRequest& request) {
+  if (!request.has_device_index()) return std::nullopt;
+  return request.device_index();
+}
+
 // A request's plan and its input bytes. Built in place and never moved: the plan
 // may hold views of names inside `op`, whose views point into the request.
 struct PlannedRun {
   OpRequest op;
   ExecutionPlan plan;
-  std::vector<const std::byte*> inputs;  // by plan slot
+  std::vector<std::span<const std::byte>> inputs;  // by plan slot
 };
 
 absl::StatusOr<std::unique_ptr<PlannedRun>> Plan(const v1::RunRequest& request,
@@ -76,7 +82,7 @@ absl::StatusOr<std::unique_ptr<PlannedRun>> Plan(const v1::RunRequest& request,
       return absl::InternalError(absl::StrCat("the plan reads input \"", name,
                                               "\", which the request does not have"));
     }
-    run->inputs.push_back(found->tensor.data.data());
+    run->inputs.push_back(found->tensor.data);
   }
   return run;
 }
@@ -92,7 +98,7 @@ int64_t TotalBytes(const std::vector<Layout>& layouts) {
 // before anything is allocated.
 template <typename Allocate>
 absl::Status PlanAndExecute(const v1::RunRequest& request, const Limits& limits,
-                            Scheduler& scheduler, const Placement& placement,
+                            Scheduler& scheduler, Placement& placement,
                             const StopCheck& stop, int64_t max_output_bytes,
                             absl::string_view too_big_hint, Allocate allocate) {
   // Work that expired or was cancelled while queued is not started.
@@ -127,7 +133,7 @@ absl::Status Guarded(Work work) {
 // Executes `request` with its outputs inline in `response` (Run, RunBidi). On
 // error `response` holds no outputs.
 absl::Status ExecuteIntoResponse(const v1::RunRequest& request, const ServiceOptions& options,
-                                 Scheduler& scheduler, const Placement& placement,
+                                 Scheduler& scheduler, Placement& placement,
                                  const StopCheck& stop, absl::string_view too_big_hint,
                                  v1::RunResponse* response) {
   absl::Status status = Guarded([&] {
@@ -167,7 +173,7 @@ struct Outputs {
 // results are not bounded by the message size, only by the request limits.
 absl::StatusOr<Outputs> ExecuteIntoBuffers(const v1::RunRequest& request,
                                            const ServiceOptions& options,
-                                           Scheduler& scheduler, const Placement& placement,
+                                           Scheduler& scheduler, Placement& placement,
                                            const StopCheck& stop) {
   Outputs outputs;
   absl::Status status = Guarded([&] {
@@ -291,7 +297,7 @@ grpc::ServerUnaryReactor* TensorOpService::Run(grpc::CallbackServerContext* cont
                                                v1::RunResponse* response) {
   grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
   CallRecord record = DescribeRequest("Run", *request);
-  absl::StatusOr<Placement> placement = scheduler_->Place(request->backend());
+  absl::StatusOr<Placement> placement = scheduler_->Place(request->backend(), RequestedDevice(*request));
   absl::Status status = placement.status();
   if (placement.ok()) {
     record.backend = placement->label;
@@ -302,6 +308,7 @@ grpc::ServerUnaryReactor* TensorOpService::Run(grpc::CallbackServerContext* cont
           absl::Status status =
               ExecuteIntoResponse(*request, options_, *scheduler_, placement, stop,
                                   "use RunStream for large results", response);
+          record.backend = placement.label;
           if (status.ok()) {
             response->set_id(request->id());
             response->set_backend(placement.label);
@@ -329,12 +336,12 @@ class TensorOpService::StreamReactor final : public grpc::ServerWriteReactor<v1:
         request_(request),
         stop_(MakeStopCheck(context)),
         record_(DescribeRequest("RunStream", *request)) {
-    absl::StatusOr<Placement> placement = service_->scheduler_->Place(request_->backend());
+    absl::StatusOr<Placement> placement = service_->scheduler_->Place(request_->backend(), RequestedDevice(*request_));
     absl::Status status = placement.status();
     if (placement.ok()) {
       record_.backend = placement->label;
       status = service_->scheduler_->Submit(*placement,
-                                            [this, placement = *placement] { Work(placement); });
+                                            [this, placement = *placement]() mutable { Work(placement); });
     }
     if (!status.ok()) Done(status);
   }
@@ -351,9 +358,10 @@ class TensorOpService::StreamReactor final : public grpc::ServerWriteReactor<v1:
 
  private:
   // On a scheduler worker.
-  void Work(const Placement& placement) {
+  void Work(Placement& placement) {
     absl::StatusOr<Outputs> outputs =
         ExecuteIntoBuffers(*request_, service_->options_, *service_->scheduler_, placement, stop_);
+    record_.backend = placement.label;
     if (!outputs.ok()) {
       Done(outputs.status());
       return;
@@ -532,7 +540,7 @@ class TensorOpService::BidiReactor final
 
   void Submit(std::shared_ptr<v1::RunRequest> request) {
     CallRecord record = DescribeRequest("RunBidi", *request);
-    absl::StatusOr<Placement> placement = service_->scheduler_->Place(request->backend());
+    absl::StatusOr<Placement> placement = service_->scheduler_->Place(request->backend(), RequestedDevice(*request));
     absl::Status status = placement.status();
     if (placement.ok()) {
       record.backend = placement->label;
@@ -542,6 +550,7 @@ class TensorOpService::BidiReactor final
             absl::Status status = ExecuteIntoResponse(
                 *request, service_->options_, *service_->scheduler_, placement, stop_,
                 "use RunStream or RunChunked for large results", &response);
+            record.backend = placement.label;
             if (status.ok()) response.set_backend(placement.label);
             Answer(*request, std::move(record), status, std::move(response));
           });
@@ -712,20 +721,21 @@ class TensorOpService::ChunkedReactor final
       Done(absl::InvalidArgumentError("RunChunked: the stream ended before a request part"));
       return;
     }
-    absl::StatusOr<Placement> placement = service_->scheduler_->Place(request_.backend());
+    absl::StatusOr<Placement> placement = service_->scheduler_->Place(request_.backend(), RequestedDevice(request_));
     absl::Status status = placement.status();
     if (placement.ok()) {
       record_.backend = placement->label;
       status = service_->scheduler_->Submit(*placement,
-                                            [this, placement = *placement] { Work(placement); });
+                                            [this, placement = *placement]() mutable { Work(placement); });
     }
     if (!status.ok()) Done(status);
   }
 
   // On a scheduler worker.
-  void Work(const Placement& placement) {
+  void Work(Placement& placement) {
     absl::StatusOr<Outputs> outputs =
         ExecuteIntoBuffers(request_, service_->options_, *service_->scheduler_, placement, stop_);
+    record_.backend = placement.label;
     if (!outputs.ok()) {
       Done(outputs.status());
       return;

@@ -16,6 +16,7 @@
 #include <tuple>
 #include <vector>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "client/case_format.h"
@@ -70,9 +71,6 @@ const LoadedCase& PublicCase(const std::string& name) {
   std::abort();
 }
 
-// Where a backend label may say a request ran.
-constexpr char kBackendLabel[] = "cpu|opencl:.+";
-
 // ---- Every public case through every call ------------------------------------
 
 enum class Call { kRun, kRunStream, kRunChunked, kRunBidi };
@@ -94,7 +92,11 @@ std::string CallName(Call call) {
 // For gtest's messages: the call's name, not its bytes.
 void PrintTo(Call call, std::ostream* os) { *os << CallName(call); }
 
-class PublicCaseTest : public ::testing::TestWithParam<std::tuple<Call, std::string>> {
+// Every backend: the oneTBB workers and the OpenCL device pool (PoCL here).
+constexpr v1::Backend kBackends[] = {v1::CPU, v1::OPENCL};
+
+class PublicCaseTest
+    : public ::testing::TestWithParam<std::tuple<Call, v1::Backend, std::string>> {
  protected:
   static void SetUpTestSuite() { server_ = new TensordProcess(); }
   static void TearDownTestSuite() {
@@ -103,59 +105,72 @@ class PublicCaseTest : public ::testing::TestWithParam<std::tuple<Call, std::str
     bidi_results_.clear();
   }
 
-  // Every parsed public case in one RunBidi stream (ids are the names), once.
-  static const absl::StatusOr<Result>& BidiResult(const std::string& name) {
-    if (bidi_results_.empty()) {
+  // Every parsed public case in one RunBidi stream per backend (ids are the
+  // names), once.
+  static const absl::StatusOr<Result>& BidiResult(v1::Backend backend,
+                                                  const std::string& name) {
+    std::map<std::string, absl::StatusOr<Result>>& results_by_name = bidi_results_[backend];
+    if (results_by_name.empty()) {
       std::vector<v1::RunRequest> requests;
       for (const LoadedCase& loaded : PublicCases()) {
-        if (loaded.parsed.ok()) requests.push_back(loaded.parsed->request);
+        if (!loaded.parsed.ok()) continue;
+        requests.push_back(loaded.parsed->request);
+        requests.back().set_backend(backend);
       }
       Client client(server_->target());
       std::vector<absl::StatusOr<Result>> results = client.RunBidi(requests);
       for (size_t i = 0; i < requests.size(); ++i) {
-        bidi_results_.emplace(requests[i].id(), std::move(results[i]));
+        results_by_name.emplace(requests[i].id(), std::move(results[i]));
       }
     }
-    return bidi_results_.at(name);
+    return results_by_name.at(name);
   }
 
   static TensordProcess* server_;
-  static std::map<std::string, absl::StatusOr<Result>> bidi_results_;
+  static std::map<v1::Backend, std::map<std::string, absl::StatusOr<Result>>> bidi_results_;
 };
 
 TensordProcess* PublicCaseTest::server_ = nullptr;
-std::map<std::string, absl::StatusOr<Result>> PublicCaseTest::bidi_results_;
+std::map<v1::Backend, std::map<std::string, absl::StatusOr<Result>>>
+    PublicCaseTest::bidi_results_;
 
 TEST_P(PublicCaseTest, MatchesExactly) {
-  const auto& [call, name] = GetParam();
+  const auto& [call, backend, name] = GetParam();
   const LoadedCase& loaded = PublicCase(name);
   ASSERT_TRUE(loaded.parsed.ok()) << loaded.parsed.status();
   const Case& c = *loaded.parsed;
+  v1::RunRequest request = c.request;
+  request.set_backend(backend);
   Client client(server_->target());
   absl::StatusOr<Result> result;
   switch (call) {
     case Call::kRun:
-      result = client.Run(c.request);
+      result = client.Run(request);
       break;
     case Call::kRunStream:
-      result = client.RunStream(c.request);
+      result = client.RunStream(request);
       break;
     case Call::kRunChunked:
       // 3 bytes: every element of every dtype but int8/uint8 straddles chunks.
-      result = client.RunChunked(c.request, 3);
+      result = client.RunChunked(request, 3);
       break;
     case Call::kRunBidi:
-      result = BidiResult(name);
+      result = BidiResult(backend, name);
       break;
   }
   EXPECT_EQ(FindMismatch(c, result), std::nullopt) << "server log:\n" << server_->Log();
   if (result.ok()) {
-    EXPECT_THAT(result->backend, MatchesRegex(kBackendLabel));
+    // Where it ran is where it was asked to run: the device, not a fallback.
+    EXPECT_THAT(result->backend,
+                MatchesRegex(backend == v1::OPENCL ? "opencl:.+" : "cpu"));
   }
 }
 
 std::string TestName(const ::testing::TestParamInfo<PublicCaseTest::ParamType>& info) {
-  std::string name = absl::StrCat(CallName(std::get<0>(info.param)), "_", std::get<1>(info.param));
+  std::string name =
+      absl::StrCat(CallName(std::get<0>(info.param)), "_",
+                   absl::AsciiStrToLower(v1::Backend_Name(std::get<1>(info.param))), "_",
+                   std::get<2>(info.param));
   for (char& ch : name) {
     if (!std::isalnum(static_cast<unsigned char>(ch))) ch = '_';
   }
@@ -165,6 +180,7 @@ std::string TestName(const ::testing::TestParamInfo<PublicCaseTest::ParamType>& 
 INSTANTIATE_TEST_SUITE_P(Conformance, PublicCaseTest,
                          ::testing::Combine(::testing::Values(Call::kRun, Call::kRunStream,
                                                               Call::kRunChunked, Call::kRunBidi),
+                                            ::testing::ValuesIn(kBackends),
                                             ::testing::ValuesIn(PublicCaseNames())),
                          TestName);
 
@@ -258,7 +274,11 @@ TEST_F(TensorctlTest, ConformancePassesEveryPublicCase) {
   const std::string summary =
       absl::StrCat("conformance: ", PublicCases().size(), " passed, 0 failed");
   for (const std::vector<std::string>& style :
-       {std::vector<std::string>{}, {"--stream"}, {"--chunked"}}) {
+       {std::vector<std::string>{"--backend", "cpu"},
+        {"--backend", "opencl"},
+        {"--backend", "cpu", "--stream"},
+        {"--backend", "opencl", "--stream"},
+        {"--chunked"}}) {
     std::vector<std::string> command = {TensorctlPath(), "conformance", "--target",
                                         server_->target()};
     command.insert(command.end(), style.begin(), style.end());

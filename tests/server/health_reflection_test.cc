@@ -1,6 +1,8 @@
 // grpc.health.v1 and server reflection on a real tensord. Debian ships no
 // generated stubs for either, so the tests speak their (tiny) wire format.
+#include <chrono>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "gmock/gmock.h"
@@ -15,7 +17,8 @@ using ::testing::Contains;
 using ::testing::ElementsAre;
 
 constexpr char kHealthCheck[] = "/grpc.health.v1.Health/Check";
-constexpr uint64_t kServing = 1;  // grpc.health.v1.HealthCheckResponse.SERVING
+constexpr uint64_t kServing = 1;     // grpc.health.v1.HealthCheckResponse.SERVING
+constexpr uint64_t kNotServing = 2;  // NOT_SERVING
 
 // HealthCheckRequest{service}; answers the response's status values.
 grpc::Status CheckHealth(const std::string& target, const std::string& service,
@@ -36,6 +39,38 @@ TEST(HealthTest, ServerAndServiceAreServing) {
     std::vector<uint64_t> statuses;
     grpc::Status status = CheckHealth(server.target(), service, &statuses);
     ASSERT_TRUE(status.ok()) << service << ": " << status.error_message();
+    EXPECT_THAT(statuses, ElementsAre(kServing)) << "service \"" << service << "\"";
+  }
+}
+
+TEST(HealthTest, BackendsHaveTheirOwnServiceNames) {
+  TensordProcess server;
+  for (const std::string service : {"tensorop.cpu", "tensorop.opencl"}) {
+    std::vector<uint64_t> statuses;
+    ASSERT_TRUE(CheckHealth(server.target(), service, &statuses).ok()) << service;
+    EXPECT_THAT(statuses, ElementsAre(kServing)) << service;
+  }
+}
+
+TEST(HealthTest, OpenClIsNotServingWhileNoDeviceWorksAndTheServerStillIs) {
+  TensordProcess server({"--inject_opencl_failures=1", "--opencl_unhealthy_seconds=600",
+                         "--opencl_devices=pthread"});
+  auto stub = v1::TensorOp::NewStub(Connect(server.target()));
+  v1::RunRequest request = DocSliceRequest("breaks-the-device");
+  request.set_backend(v1::OPENCL);
+  grpc::ClientContext context;
+  v1::RunResponse response;
+  ASSERT_TRUE(stub->Run(&context, request, &response).ok()) << server.Log();
+  // The health ticker looks once a second; give it a few.
+  std::vector<uint64_t> statuses;
+  for (int attempt = 0; attempt < 50; ++attempt) {
+    ASSERT_TRUE(CheckHealth(server.target(), "tensorop.opencl", &statuses).ok());
+    if (statuses == std::vector<uint64_t>{kNotServing}) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  EXPECT_THAT(statuses, ElementsAre(kNotServing));
+  for (const std::string service : {"", "tensorop.cpu"}) {
+    ASSERT_TRUE(CheckHealth(server.target(), service, &statuses).ok());
     EXPECT_THAT(statuses, ElementsAre(kServing)) << "service \"" << service << "\"";
   }
 }

@@ -176,12 +176,62 @@ TEST_F(RunTest, ShortInputDataIsInvalid) {
                                          HasSubstr("input.data has 60 bytes")));
 }
 
-TEST_F(RunTest, OpenClBackendIsUnavailable) {
+TEST_F(RunTest, OpenClRunsOnTheDeviceAndSaysWhich) {
   v1::RunRequest request = DocSliceRequest("gpu");
   request.set_backend(v1::OPENCL);
-  EXPECT_THAT(Run(request),
-              GrpcStatusIs(grpc::StatusCode::UNAVAILABLE,
+  v1::RunResponse response;
+  ASSERT_THAT(Run(request, &response), GrpcOk()) << server_.Log();
+  EXPECT_THAT(response.backend(), ::testing::StartsWith("opencl:"));
+  ASSERT_EQ(response.outputs_size(), 1);
+  EXPECT_THAT(Unpack<float>(response.outputs(0).data()), ElementsAre(2, 4, 10, 12));
+  std::string line = AwaitLogLine(server_, {"\"id\":\"gpu\""});
+  EXPECT_THAT(line, HasSubstr("\"backend\":\"" + response.backend() + "\""));
+}
+
+TEST_F(RunTest, DeviceIndexOutsideThePoolIsInvalid) {
+  v1::RunRequest request = DocSliceRequest("gpu-99");
+  request.set_backend(v1::OPENCL);
+  request.set_device_index(99);
+  EXPECT_THAT(Run(request), GrpcStatusIs(grpc::StatusCode::INVALID_ARGUMENT,
+                                         HasSubstr("device_index = 99 is outside [0, ")));
+}
+
+TEST(RunBackendsTest, OpenClOnACpuOnlyServerIsFailedPrecondition) {
+  TensordProcess server({"--backends=cpu"});
+  auto stub = v1::TensorOp::NewStub(Connect(server.target()));
+  v1::RunRequest request = DocSliceRequest("gpu");
+  request.set_backend(v1::OPENCL);
+  grpc::ClientContext context;
+  v1::RunResponse response;
+  EXPECT_THAT(stub->Run(&context, request, &response),
+              GrpcStatusIs(grpc::StatusCode::FAILED_PRECONDITION,
                            "backend OPENCL: no OpenCL device is enabled on this server"));
+}
+
+TEST(RunBackendsTest, FailedDeviceIsCountedLoggedAndTheCpuAnswers) {
+  TensordProcess server({"--inject_opencl_failures=1"});
+  auto stub = v1::TensorOp::NewStub(Connect(server.target()));
+  for (const std::string id : {"first", "second"}) {
+    v1::RunRequest request = DocSliceRequest(id);
+    request.set_backend(v1::OPENCL);
+    grpc::ClientContext context;
+    v1::RunResponse response;
+    ASSERT_THAT(stub->Run(&context, request, &response), GrpcOk()) << server.Log();
+    // The first fails on the device and is retried on the CPU; the second finds
+    // the device resting and goes to the CPU at once.
+    EXPECT_EQ(response.backend(), "cpu") << id;
+    EXPECT_THAT(Unpack<float>(response.outputs(0).data()), ElementsAre(2, 4, 10, 12));
+  }
+  std::string failure = AwaitLogLine(server, {"\"event\":\"device_failure\""});
+  EXPECT_THAT(failure, HasSubstr("injected (--inject_opencl_failures)"));
+  EXPECT_THAT(failure, HasSubstr("\"device\":\"opencl:"));
+  std::string log = server.Log();
+  size_t failures = 0;
+  for (size_t at = log.find("device_failure"); at != std::string::npos;
+       at = log.find("device_failure", at + 1)) {
+    ++failures;
+  }
+  EXPECT_EQ(failures, 1u);
 }
 
 TEST_F(RunTest, BackendValueOutsideTheEnumIsInvalid) {

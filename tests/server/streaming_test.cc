@@ -302,6 +302,7 @@ TEST_F(StreamingTest, RunBidiAnswersEveryIdOnceWithItsOwnStatus) {
                                           DocSliceRequest("c")};
   requests[2].mutable_slice()->set_window_strides(3, 0);
   requests[3].set_backend(v1::OPENCL);
+  requests[3].set_device_index(99);
 
   grpc::ClientContext context;
   auto stream = stub_->RunBidi(&context);
@@ -325,7 +326,9 @@ TEST_F(StreamingTest, RunBidiAnswersEveryIdOnceWithItsOwnStatus) {
   EXPECT_EQ(answers["bad"].status().code(), static_cast<int>(grpc::StatusCode::INVALID_ARGUMENT));
   EXPECT_EQ(answers["bad"].status().message(), "slice.window_strides[3] must not be 0");
   EXPECT_THAT(answers["bad"].outputs(), IsEmpty());
-  EXPECT_EQ(answers["gpu"].status().code(), static_cast<int>(grpc::StatusCode::UNAVAILABLE));
+  EXPECT_EQ(answers["gpu"].status().code(),
+            static_cast<int>(grpc::StatusCode::INVALID_ARGUMENT));
+  EXPECT_THAT(answers["gpu"].status().message(), HasSubstr("device_index = 99 is outside"));
   EXPECT_THAT(answers["gpu"].outputs(), IsEmpty());
 
   std::string line = AwaitLogLine(server_, {"\"id\":\"bad\""});
