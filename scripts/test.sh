@@ -26,7 +26,7 @@ run_suite asan "$root/build-asan"
 unset ASAN_OPTIONS UBSAN_OPTIONS
 
 # The public cases through the real server, as a user would run them.
-echo "== conformance (release tensord, every call style)"
+echo "== conformance (release tensord, both backends, unary and streamed)"
 port=$(( 43000 + RANDOM % 2000 ))
 log="$(mktemp)"
 "$root/build/bin/tensord" --address="127.0.0.1:$port" >"$log" 2>&1 &
@@ -37,10 +37,12 @@ for _ in $(seq 1 100); do
   sleep 0.1
 done
 status=0
-for mode in "" "--stream"; do
-  echo "-- tensorctl conformance $mode"
-  "$root/build/bin/tensorctl" conformance --target "127.0.0.1:$port" $mode \
-    "$shared/conformance/cases" || status=1
+for backend in cpu opencl; do
+  for mode in "" "--stream"; do
+    echo "-- tensorctl conformance --backend $backend $mode"
+    "$root/build/bin/tensorctl" conformance --target "127.0.0.1:$port" --backend "$backend" \
+      $mode "$shared/conformance/cases" || status=1
+  done
 done
 kill -TERM "$server"
 wait "$server" || status=1
