@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
-"""Turns operators_bench JSON into the BENCHMARKS.md table: GB/s per case and
-the ratio to the memcpy of the same bytes measured in the same run (medians)."""
+"""Turns operators_bench JSON into the BENCHMARKS.md tables (medians of the
+repetitions): oneTBB against memcpy of the same bytes, and OpenCL against oneTBB
+with the transfers broken out and what AUTO picks."""
 import json
 import sys
 
@@ -15,33 +16,59 @@ def human(n):
     return f"{n} B"
 
 
-def main(path):
+def load(path):
     runs = json.load(open(path))
-    medians = {}
+    rows = {}
     for b in runs["benchmarks"]:
         if b.get("aggregate_name", "median") != "median":
             continue
-        name = b["run_name"] if "run_name" in b else b["name"]
-        medians[name] = b["bytes_per_second"] / 1e9
-    memcpy = {}
-    rows = []
-    for name, gbps in medians.items():
+        name = b.get("run_name", b["name"])
         parts = dict(p.split(":") for p in name.split("/")[1:] if ":" in p)
         op = name.split("/")[0].removeprefix("BM_")
-        size = int(parts["bytes"])
-        if op == "Memcpy":
-            memcpy[size] = gbps
-            continue
-        rows.append((op, WINDOWS.get(parts.get("window"), "permuted rows"), size, gbps))
+        case = WINDOWS.get(parts.get("window"), "permuted rows") if op != "Memcpy" else ""
+        key = (op, case, int(parts["bytes"]), int(parts.get("backend", 0)))
+        rows[key] = b
+    return rows
+
+
+def gbps(b):
+    return b["bytes_per_second"] / 1e9
+
+
+def main(path, auto_min_bytes):
+    rows = load(path)
+    memcpy = {size: gbps(b) for (op, _, size, _), b in rows.items() if op == "Memcpy"}
+    cases = sorted({k[:3] for k in rows if k[0] != "Memcpy"},
+                   key=lambda k: (["Slice", "StridedSlice", "Split", "ScatterElements"].index(k[0]),
+                                  k[1], k[2]))
+    print("### oneTBB against memcpy\n")
     print("| operator | case | bytes | GB/s | memcpy GB/s | ratio | target |")
     print("| --- | --- | --- | --- | --- | --- | --- |")
-    for op, case, size, gbps in rows:
+    for op, case, size in cases:
+        tbb = gbps(rows[(op, case, size, 0)])
         base = memcpy[size]
         target = TARGETS.get(case) if op in ("Slice", "StridedSlice", "Split") else None
-        mark = "" if target is None else (f"≥ {target} {'✓' if gbps / base >= target else '✗'}")
-        print(f"| {op} | {case} | {human(size)} | {gbps:.2f} | {base:.2f} | "
-              f"{gbps / base:.2f} | {mark} |")
+        mark = "" if target is None else f"≥ {target} {'met' if tbb / base >= target else 'missed'}"
+        print(f"| {op} | {case} | {human(size)} | {tbb:.2f} | {base:.2f} | {tbb / base:.2f} | {mark} |")
+
+    print("\n### OpenCL (PoCL CPU device) against oneTBB, and AUTO\n")
+    print("| operator | case | bytes | oneTBB µs | OpenCL µs | upload µs | kernel µs | "
+          "download µs | OpenCL/oneTBB | AUTO runs on | AUTO / best |")
+    print("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
+    for op, case, size in cases:
+        tbb = rows[(op, case, size, 0)]
+        cl = rows.get((op, case, size, 1))
+        if cl is None:
+            continue
+        tbb_us = tbb["real_time"] / 1e3 if tbb["time_unit"] == "ns" else tbb["real_time"]
+        cl_us = cl["real_time"] / 1e3 if cl["time_unit"] == "ns" else cl["real_time"]
+        auto_on = "OpenCL" if size >= auto_min_bytes else "oneTBB"
+        auto_us = cl_us if auto_on == "OpenCL" else tbb_us
+        print(f"| {op} | {case} | {human(size)} | {tbb_us:.1f} | {cl_us:.1f} | "
+              f"{cl['upload_ms'] * 1e3:.1f} | {cl['kernel_ms'] * 1e3:.1f} | "
+              f"{cl['download_ms'] * 1e3:.1f} | {cl_us / tbb_us:.1f} | {auto_on} | "
+              f"{auto_us / min(tbb_us, cl_us):.2f} |")
 
 
 if __name__ == "__main__":
-    main(sys.argv[1])
+    main(sys.argv[1], int(sys.argv[2]) if len(sys.argv) > 2 else 1 << 62)

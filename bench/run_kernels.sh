@@ -1,5 +1,7 @@
 #!/usr/bin/env bash
-# Builds and runs the kernel benchmarks; prints the BENCHMARKS.md table.
+# Builds and runs the kernel benchmarks (oneTBB, OpenCL, memcpy) and prints the
+# BENCHMARKS.md tables. AUTO's column uses tensord's default threshold unless
+# AUTO_OPENCL_MIN_BYTES is set.
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 "$root/scripts/build.sh" release operators_bench >&2
@@ -7,5 +9,5 @@ out="$(mktemp)"
 "$root/build/bin/operators_bench" --benchmark_repetitions=5 \
   --benchmark_report_aggregates_only=true --benchmark_min_time=0.1 \
   --benchmark_out="$out" --benchmark_out_format=json >&2
-python3 "$root/bench/kernel_table.py" "$out"
+python3 "$root/bench/kernel_table.py" "$out" "${AUTO_OPENCL_MIN_BYTES:-4611686018427387904}"
 rm -f "$out"

@@ -1,6 +1,7 @@
 #include "kernels/opencl/device.h"
 
 #include <algorithm>
+#include <chrono>
 
 #include "absl/strings/str_cat.h"
 #include "core/status_macros.h"
@@ -27,12 +28,6 @@ struct Buffer {
   }
 };
 
-struct Kernel {
-  cl_kernel kernel = nullptr;
-  ~Kernel() {
-    if (kernel != nullptr) clReleaseKernel(kernel);
-  }
-};
 
 std::string DeviceString(cl_device_id device, cl_device_info what) {
   size_t size = 0;
@@ -77,6 +72,25 @@ template <typename T>
 absl::Status SetArg(cl_kernel kernel, cl_uint index, const T& value) {
   return ClStatus(clSetKernelArg(kernel, index, sizeof(T), &value),
                   absl::StrCat("clSetKernelArg(", index, ")"));
+}
+
+// Sets the kernel's arguments in order; the first failure is returned.
+template <typename... Args>
+absl::Status SetArgs(cl_kernel kernel, const Args&... args) {
+  absl::Status status;
+  cl_uint index = 0;
+  ((status.ok() ? (status = SetArg(kernel, index++, args), 0) : 0), ...);
+  return status;
+}
+
+// The `layout` argument of a kernel: dimension sizes and strides as longs.
+// Never empty, so rank 0 still gets a buffer.
+absl::StatusOr<Buffer> LayoutBuffer(cl_context context, std::vector<cl_long> layout,
+                                    absl::string_view kernel) {
+  layout.push_back(0);
+  return CreateBuffer(context, CL_MEM_READ_ONLY | CL_MEM_COPY_HOST_PTR,
+                      static_cast<int64_t>(layout.size() * sizeof(cl_long)), layout.data(),
+                      absl::StrCat(kernel, " layout"));
 }
 
 // Byte strides → element strides (exact: every stride is a multiple).
@@ -148,36 +162,34 @@ absl::StatusOr<cl_program> Device::Program(Source source, int word_size, int ind
   return program;
 }
 
+absl::StatusOr<ScopedKernel> Device::MakeKernel(Source source, int word_size, int index_size,
+                                          const char* name) {
+  ASSIGN_OR_RETURN(cl_program program, Program(source, word_size, index_size));
+  ScopedKernel kernel;
+  cl_int error = CL_SUCCESS;
+  kernel.kernel = clCreateKernel(program, name, &error);
+  RETURN_IF_ERROR(ClStatus(error, absl::StrCat("clCreateKernel(", name, ")")));
+  return kernel;
+}
+
 absl::Status Device::RunCopy(const StridedCopy& copy, cl_mem src, cl_mem dst,
                              const StopCheck& stop) {
   if (copy.element_count == 0) return absl::OkStatus();
-  ASSIGN_OR_RETURN(cl_program program, Program(Source::kStridedCopy, copy.element_size, 0));
-  Kernel kernel;
-  cl_int error = CL_SUCCESS;
-  kernel.kernel = clCreateKernel(program, "strided_copy", &error);
-  RETURN_IF_ERROR(ClStatus(error, "clCreateKernel(strided_copy)"));
-
+  ASSIGN_OR_RETURN(ScopedKernel kernel,
+                   MakeKernel(Source::kStridedCopy, copy.element_size, 0, "strided_copy"));
   const int64_t width = copy.element_size;
   std::vector<cl_long> layout(copy.sizes.begin(), copy.sizes.end());
   for (const std::vector<int64_t>* strides : {&copy.src_strides, &copy.dst_strides}) {
     std::vector<cl_long> elements = InElements(*strides, width);
     layout.insert(layout.end(), elements.begin(), elements.end());
   }
-  layout.push_back(0);  // never empty, for rank 0
-  ASSIGN_OR_RETURN(Buffer layout_buffer,
-                   CreateBuffer(context_, CL_MEM_READ_ONLY | CL_MEM_COPY_HOST_PTR,
-                                static_cast<int64_t>(layout.size() * sizeof(cl_long)),
-                                layout.data(), "strided_copy layout"));
-  const cl_int rank = static_cast<cl_int>(copy.sizes.size());
-  const cl_long src_offset = copy.src_offset / width, dst_offset = copy.dst_offset / width;
+  ASSIGN_OR_RETURN(Buffer layout_buffer, LayoutBuffer(context_, std::move(layout),
+                                                      "strided_copy"));
   const cl_long count = copy.element_count;
-  RETURN_IF_ERROR(SetArg(kernel.kernel, 0, src));
-  RETURN_IF_ERROR(SetArg(kernel.kernel, 1, dst));
-  RETURN_IF_ERROR(SetArg(kernel.kernel, 2, layout_buffer.mem));
-  RETURN_IF_ERROR(SetArg(kernel.kernel, 3, rank));
-  RETURN_IF_ERROR(SetArg(kernel.kernel, 4, src_offset));
-  RETURN_IF_ERROR(SetArg(kernel.kernel, 5, dst_offset));
-  RETURN_IF_ERROR(SetArg(kernel.kernel, 6, count));
+  RETURN_IF_ERROR(SetArgs(kernel.kernel, src, dst, layout_buffer.mem,
+                          static_cast<cl_int>(copy.sizes.size()),
+                          static_cast<cl_long>(copy.src_offset / width),
+                          static_cast<cl_long>(copy.dst_offset / width), count));
   for (int64_t first = 0; first < count; first += kItemsPerLaunch) {
     RETURN_IF_ERROR(stop());
     const size_t offset = static_cast<size_t>(first);
@@ -195,13 +207,8 @@ absl::Status Device::RunCopy(const StridedCopy& copy, cl_mem src, cl_mem dst,
 absl::Status Device::RunScatter(const ScatterWalk& walk, cl_mem indices, cl_mem updates,
                                 cl_mem output, const StopCheck& stop) {
   const int index_key = walk.index_signed ? -walk.index_size : walk.index_size;
-  ASSIGN_OR_RETURN(cl_program program,
-                   Program(Source::kScatterElements, walk.element_size, index_key));
-  Kernel kernel;
-  cl_int error = CL_SUCCESS;
-  kernel.kernel = clCreateKernel(program, "scatter_elements", &error);
-  RETURN_IF_ERROR(ClStatus(error, "clCreateKernel(scatter_elements)"));
-
+  ASSIGN_OR_RETURN(ScopedKernel kernel, MakeKernel(Source::kScatterElements, walk.element_size,
+                                             index_key, "scatter_elements"));
   std::vector<cl_long> layout(walk.sizes.begin(), walk.sizes.end());
   for (const auto& [strides, width] :
        {std::pair{&walk.indices_strides, walk.index_size},
@@ -210,28 +217,18 @@ absl::Status Device::RunScatter(const ScatterWalk& walk, cl_mem indices, cl_mem 
     std::vector<cl_long> elements = InElements(*strides, width);
     layout.insert(layout.end(), elements.begin(), elements.end());
   }
-  layout.push_back(0);
   ASSIGN_OR_RETURN(Buffer layout_buffer,
-                   CreateBuffer(context_, CL_MEM_READ_ONLY | CL_MEM_COPY_HOST_PTR,
-                                static_cast<int64_t>(layout.size() * sizeof(cl_long)),
-                                layout.data(), "scatter_elements layout"));
+                   LayoutBuffer(context_, std::move(layout), "scatter_elements"));
   cl_long lines = 1;
   for (size_t d = 0; d < walk.sizes.size(); ++d) {
     if (static_cast<int>(d) != walk.axis_dim) lines *= walk.sizes[d];
   }
-  const cl_int rank = static_cast<cl_int>(walk.sizes.size());
-  const cl_int axis_dim = walk.axis_dim;
-  const cl_long axis_size = walk.axis_size;
-  const cl_long output_axis_stride = walk.output_axis_stride / walk.element_size;
-  RETURN_IF_ERROR(SetArg(kernel.kernel, 0, indices));
-  RETURN_IF_ERROR(SetArg(kernel.kernel, 1, updates));
-  RETURN_IF_ERROR(SetArg(kernel.kernel, 2, output));
-  RETURN_IF_ERROR(SetArg(kernel.kernel, 3, layout_buffer.mem));
-  RETURN_IF_ERROR(SetArg(kernel.kernel, 4, rank));
-  RETURN_IF_ERROR(SetArg(kernel.kernel, 5, axis_dim));
-  RETURN_IF_ERROR(SetArg(kernel.kernel, 6, axis_size));
-  RETURN_IF_ERROR(SetArg(kernel.kernel, 7, output_axis_stride));
-  RETURN_IF_ERROR(SetArg(kernel.kernel, 8, lines));
+  RETURN_IF_ERROR(SetArgs(kernel.kernel, indices, updates, output, layout_buffer.mem,
+                          static_cast<cl_int>(walk.sizes.size()),
+                          static_cast<cl_int>(walk.axis_dim),
+                          static_cast<cl_long>(walk.axis_size),
+                          static_cast<cl_long>(walk.output_axis_stride / walk.element_size),
+                          lines));
   RETURN_IF_ERROR(stop());
   const size_t items = static_cast<size_t>(lines);
   return ClStatus(clEnqueueNDRangeKernel(queue_, kernel.kernel, 1, nullptr, &items, nullptr,
@@ -241,7 +238,19 @@ absl::Status Device::RunScatter(const ScatterWalk& walk, cl_mem indices, cl_mem 
 
 absl::Status Device::Execute(const ExecutionPlan& plan,
                              std::span<const std::span<const std::byte>> inputs,
-                             std::span<std::byte* const> outputs, const StopCheck& stop) {
+                             std::span<std::byte* const> outputs, const StopCheck& stop,
+                             DeviceTimings* timings) {
+  // With timings asked for, each phase is waited for and timed on the host.
+  auto phase_start = std::chrono::steady_clock::now();
+  const auto end_phase = [&](int64_t DeviceTimings::*field) -> absl::Status {
+    if (timings == nullptr) return absl::OkStatus();
+    RETURN_IF_ERROR(ClStatus(clFinish(queue_), "clFinish"));
+    const auto now = std::chrono::steady_clock::now();
+    timings->*field +=
+        std::chrono::duration_cast<std::chrono::nanoseconds>(now - phase_start).count();
+    phase_start = now;
+    return absl::OkStatus();
+  };
   if (inputs.size() != plan.input_names.size() || outputs.size() != plan.outputs.size()) {
     return absl::InternalError(absl::StrCat("plan for ", plan.op, " takes ",
                                             plan.input_names.size(), " inputs and ",
@@ -285,6 +294,7 @@ absl::Status Device::Execute(const ExecutionPlan& plan,
     }
     output_buffers.push_back(std::move(buffer));
   }
+  RETURN_IF_ERROR(end_phase(&DeviceTimings::upload_ns));
   for (const StridedCopy& copy : plan.copies) {
     RETURN_IF_ERROR(RunCopy(copy, input_buffers[copy.input_slot].mem,
                             output_buffers[copy.output_slot].mem, stop));
@@ -294,6 +304,7 @@ absl::Status Device::Execute(const ExecutionPlan& plan,
                                input_buffers[walk.updates_slot].mem,
                                output_buffers[walk.output_slot].mem, stop));
   }
+  RETURN_IF_ERROR(end_phase(&DeviceTimings::kernel_ns));
   for (size_t j = 0; j < plan.outputs.size(); ++j) {
     const int64_t bytes = plan.outputs[j].buffer_bytes();
     if (bytes == 0) continue;
@@ -302,7 +313,7 @@ absl::Status Device::Execute(const ExecutionPlan& plan,
                                                  nullptr, nullptr),
                              "clEnqueueReadBuffer"));
   }
-  return absl::OkStatus();
+  return end_phase(&DeviceTimings::download_ns);
 }
 
 std::vector<std::unique_ptr<Device>> OpenAllDevices(std::vector<std::string>* skipped) {

@@ -19,6 +19,26 @@
 
 namespace tensorop::opencl_backend {
 
+// Where an Execute() spent its time, when the caller asks: uploads (and the
+// zeroing of padded outputs), kernels, downloads. Asking serialises the phases.
+struct DeviceTimings {
+  int64_t upload_ns = 0;
+  int64_t kernel_ns = 0;
+  int64_t download_ns = 0;
+};
+
+// Releases a cl_kernel when it goes out of scope. One per launch sequence:
+// clSetKernelArg on a kernel shared between requests would race.
+struct ScopedKernel {
+  cl_kernel kernel = nullptr;
+  ScopedKernel() = default;
+  ScopedKernel(ScopedKernel&& other) noexcept : kernel(other.kernel) { other.kernel = nullptr; }
+  ScopedKernel& operator=(ScopedKernel&&) = delete;
+  ~ScopedKernel() {
+    if (kernel != nullptr) clReleaseKernel(kernel);
+  }
+};
+
 class Device {
  public:
   // Creates the context and queue for `device`.
@@ -40,13 +60,17 @@ class Device {
   // naming the OpenCL call and code.
   absl::Status Execute(const ExecutionPlan& plan,
                        std::span<const std::span<const std::byte>> inputs,
-                       std::span<std::byte* const> outputs, const StopCheck& stop);
+                       std::span<std::byte* const> outputs, const StopCheck& stop,
+                       DeviceTimings* timings = nullptr);
 
  private:
   Device() = default;
   enum class Source { kStridedCopy, kScatterElements };
   // Built once per (source, word size, index size) and reused.
   absl::StatusOr<cl_program> Program(Source source, int word_size, int index_size);
+  // A fresh kernel object of a cached program.
+  absl::StatusOr<ScopedKernel> MakeKernel(Source source, int word_size, int index_size,
+                                          const char* name);
   absl::Status RunCopy(const StridedCopy& copy, cl_mem src, cl_mem dst,
                        const StopCheck& stop);
   absl::Status RunScatter(const ScatterWalk& walk, cl_mem indices, cl_mem updates,
