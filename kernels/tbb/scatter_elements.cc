@@ -5,6 +5,7 @@
 #include <cstring>
 #include <vector>
 
+#include "absl/container/inlined_vector.h"
 #include "kernels/tbb/blocks.h"
 #include "oneapi/tbb/task_arena.h"
 
@@ -31,7 +32,8 @@ void ScatterBlock(const ScatterWalk& walk, const std::byte* indices,
     std::memcpy(output + k * axis_stride, updates, sizeof(Word));
     return;
   }
-  std::vector<int64_t> begin(rank, 0), end(walk.sizes), coords(rank);
+  absl::InlinedVector<int64_t, 16> begin(rank, 0), end(walk.sizes.begin(), walk.sizes.end()),
+      coords(rank);
   if (walk.partition_dim >= 0) {
     begin[walk.partition_dim] = lo;
     end[walk.partition_dim] = hi;

@@ -4,6 +4,7 @@
 #include <cstring>
 #include <vector>
 
+#include "absl/container/inlined_vector.h"
 #include "kernels/tbb/blocks.h"
 
 namespace tensorop::tbb_backend {
@@ -51,7 +52,8 @@ void CopyElements(const StridedCopy& copy, const std::byte* src, std::byte* dst,
   }
   const int64_t inner = copy.sizes[rank - 1];
   // Coordinates of `begin` and the offsets they address.
-  std::vector<int64_t> coords(rank);
+  // Inline storage: a 1 KiB request must not pay for a heap allocation.
+  absl::InlinedVector<int64_t, 16> coords(rank);
   int64_t remainder = begin;
   for (size_t d = rank; d-- > 0;) {
     coords[d] = remainder % copy.sizes[d];
