@@ -46,4 +46,8 @@ for backend in cpu opencl; do
 done
 kill -TERM "$server"
 wait "$server" || status=1
+
+# The Python client and grpcurl against the release tensord (pytest in tests/python).
+echo "== python client and grpcurl (tests/python)"
+"$root/scripts/python-test.sh" || status=1
 exit "$status"

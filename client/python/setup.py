@@ -1,0 +1,69 @@
+"""Builds tensorop_client, generating its gRPC stubs from proto/ on the way.
+
+The stubs are not committed: build_py runs grpc_tools.protoc on
+../../proto/tensorop/v1/tensorop.proto and writes tensorop_pb2.py(.pyi) and
+tensorop_pb2_grpc.py into tensorop_client/_proto in the build tree, so every
+install matches the proto it was built from.
+"""
+
+from __future__ import annotations
+
+import tempfile
+from pathlib import Path
+
+from setuptools import setup
+from setuptools.command.build_py import build_py
+
+HERE = Path(__file__).resolve().parent
+PROTO_ROOT = HERE.parent.parent / "proto"
+PROTO = "tensorop/v1/tensorop.proto"
+GENERATED = ("tensorop_pb2.py", "tensorop_pb2.pyi", "tensorop_pb2_grpc.py")
+
+
+def generate_stubs(out_dir: Path) -> None:
+    from grpc_tools import protoc  # a build requirement (pyproject.toml)
+
+    source = PROTO_ROOT / PROTO
+    if not source.is_file():
+        raise SystemExit(
+            f"{source} not found: build tensorop-client from client/python inside the "
+            "tensorop repository (the stubs are generated from proto/)"
+        )
+    with tempfile.TemporaryDirectory() as tmp:
+        status = protoc.main(
+            [
+                "grpc_tools.protoc",
+                f"-I{PROTO_ROOT}",
+                f"--python_out={tmp}",
+                f"--pyi_out={tmp}",
+                f"--grpc_python_out={tmp}",
+                str(source),
+            ]
+        )
+        if status != 0:
+            raise SystemExit(f"grpc_tools.protoc failed on {source} ({status})")
+        out_dir.mkdir(parents=True, exist_ok=True)
+        for name in GENERATED:
+            text = (Path(tmp) / "tensorop" / "v1" / name).read_text()
+            # protoc mirrors the proto's path, so the service stub imports the
+            # messages as a top-level `tensorop.v1` package; inside our package
+            # that import has to be relative.
+            text = text.replace(
+                "from tensorop.v1 import tensorop_pb2", "from . import tensorop_pb2"
+            )
+            (out_dir / name).write_text(text)
+
+
+class BuildPyWithStubs(build_py):
+    def run(self) -> None:
+        super().run()
+        generate_stubs(Path(self.build_lib) / "tensorop_client" / "_proto")
+
+    def get_outputs(self, include_bytecode: bool = True) -> list[str]:
+        generated = [
+            str(Path(self.build_lib) / "tensorop_client" / "_proto" / name) for name in GENERATED
+        ]
+        return list(super().get_outputs(include_bytecode)) + generated
+
+
+setup(cmdclass={"build_py": BuildPyWithStubs})

@@ -1,0 +1,68 @@
+"""The conformance runner: every case through a real server, compared exactly.
+
+    python -m tensorop_client conformance --target ADDR [--backend auto|cpu|opencl]
+        [--stream] PATH...
+
+Prints each failure ("FAIL name: what differs") and ends with
+"conformance: N passed, M failed"; exits 1 on any failure, 2 on usage errors
+(as tensorctl conformance does).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+
+from tensorop_client.cases import CaseError, LoadedCase, find_mismatch, load_cases, run_case
+from tensorop_client.client import BACKENDS, Client
+
+EXIT_FAILURE = 1
+EXIT_USAGE = 2
+
+
+def run_conformance(
+    target: str, paths: Sequence[str], backend: str = "auto", stream: bool = False
+) -> tuple[int, int]:
+    """Runs every case of `paths`, printing failures; returns (passed, failed)."""
+    cases: list[LoadedCase] = []
+    for path in paths:
+        cases.extend(load_cases(path))
+    passed = failed = 0
+    with Client(target) as client:
+        call = client.run_stream_request if stream else client.run_request
+        for loaded in cases:
+            if loaded.case is None:
+                mismatch: str | None = f"invalid case: {loaded.error}"
+            else:
+                mismatch = find_mismatch(
+                    loaded.case, run_case(call, loaded.case, BACKENDS[backend])
+                )
+            if mismatch is None:
+                passed += 1
+            else:
+                failed += 1
+                print(f"FAIL {loaded.name}: {mismatch}", flush=True)
+    print(f"conformance: {passed} passed, {failed} failed", flush=True)
+    return passed, failed
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m tensorop_client")
+    commands = parser.add_subparsers(dest="command", required=True)
+    conformance = commands.add_parser(
+        "conformance", help="run conformance cases against a server, exact comparison"
+    )
+    conformance.add_argument("--target", required=True, help="host:port of a running tensord")
+    conformance.add_argument("--backend", choices=list(BACKENDS), default="auto")
+    conformance.add_argument("--stream", action="store_true", help="call RunStream instead of Run")
+    conformance.add_argument(
+        "paths", nargs="+", metavar="PATH", help="a case file, or a directory of *.json case files"
+    )
+    args = parser.parse_args(argv)
+    try:
+        _, failed = run_conformance(args.target, args.paths, args.backend, args.stream)
+    except CaseError as e:
+        print(f"tensorop_client: {e}", file=sys.stderr)
+        return EXIT_USAGE
+    return EXIT_FAILURE if failed else 0

@@ -1,0 +1,136 @@
+"""Fixtures: the real tensord (started per session on a free port), grpcurl and the
+public conformance cases.
+
+Paths come from the environment, with the repository's defaults:
+TENSORD (build/bin/tensord), GRPCURL (build/go-bin/grpcurl, else on PATH),
+TENSOROP_CASES (../shared/conformance/cases).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import queue
+import re
+import shutil
+import signal
+import subprocess
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tensorop_client import Client
+
+REPO = Path(__file__).resolve().parents[2]
+LISTENING = re.compile(r"tensord listening on (\S+:\d+)")
+
+
+def _existing_file(path: str, what: str) -> str:
+    if not os.path.isfile(path) or not os.access(path, os.X_OK):
+        pytest.fail(f"{what} not found at {path}", pytrace=False)
+    return path
+
+
+class Tensord:
+    """A tensord child process on 127.0.0.1 with a port of its own choosing."""
+
+    def __init__(self, binary: str, log: Path, *flags: str) -> None:
+        self.log = log
+        self._log_file = log.open("w")
+        self.process = subprocess.Popen(
+            [binary, "--address=127.0.0.1:0", *flags],
+            stdout=subprocess.PIPE,
+            stderr=self._log_file,
+            text=True,
+        )
+        lines: queue.Queue[str | None] = queue.Queue()
+
+        def read() -> None:
+            # Keeps draining stdout after the address line so the pipe never fills.
+            assert self.process.stdout is not None
+            for line in self.process.stdout:
+                lines.put(line)
+            lines.put(None)
+
+        threading.Thread(target=read, daemon=True).start()
+        self.address = ""
+        while not self.address:
+            try:
+                line = lines.get(timeout=30)
+            except queue.Empty:
+                line = None
+            if line is None:
+                self.stop()
+                pytest.fail(f"tensord did not print its address; log:\n{log.read_text()}")
+            elif match := LISTENING.search(line):
+                self.address = match.group(1)
+
+    def stop(self) -> int:
+        """SIGTERM (the documented graceful shutdown); the exit code."""
+        if self.process.poll() is None:
+            self.process.send_signal(signal.SIGTERM)
+        try:
+            return self.process.wait(timeout=60)
+        finally:
+            self._log_file.close()
+
+
+@pytest.fixture(scope="session")
+def tensord_binary() -> str:
+    return _existing_file(os.environ.get("TENSORD", str(REPO / "build/bin/tensord")), "tensord")
+
+
+@pytest.fixture(scope="session")
+def grpcurl() -> str:
+    default = REPO / "build/go-bin/grpcurl"
+    path = os.environ.get("GRPCURL") or (
+        str(default) if default.exists() else shutil.which("grpcurl")
+    )
+    return _existing_file(path or str(default), "grpcurl")
+
+
+@pytest.fixture(scope="session")
+def cases_dir() -> Path:
+    path = Path(os.environ.get("TENSOROP_CASES", REPO.parent / "shared/conformance/cases"))
+    if not any(path.glob("*.json")):
+        pytest.fail(f"no conformance cases in {path}", pytrace=False)
+    return path
+
+
+@pytest.fixture(scope="session")
+def case_count(cases_dir: Path) -> int:
+    """Cases in the files, counted from the JSON (a file is a case or a list of them)."""
+    total = 0
+    for file in sorted(cases_dir.glob("*.json")):
+        root = json.loads(file.read_text())
+        total += len(root) if isinstance(root, list) else 1
+    return total
+
+
+def _serve(binary: str, tmp: pytest.TempPathFactory, name: str, *flags: str) -> Iterator[Tensord]:
+    server = Tensord(binary, tmp.mktemp(name) / "tensord.log", *flags)
+    yield server
+    code = server.stop()
+    assert code == 0, f"tensord exited {code} on SIGTERM; log:\n{server.log.read_text()[-4000:]}"
+
+
+@pytest.fixture(scope="session")
+def tensord(tensord_binary: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Tensord]:
+    """tensord with its default settings (both backends: cpu and opencl)."""
+    yield from _serve(tensord_binary, tmp_path_factory, "tensord")
+
+
+@pytest.fixture(scope="session")
+def tensord_small_chunks(
+    tensord_binary: str, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[Tensord]:
+    """tensord streaming 64-byte chunks, so small results arrive in many parts."""
+    yield from _serve(tensord_binary, tmp_path_factory, "tensord-chunks", "--chunk_bytes=64")
+
+
+@pytest.fixture
+def client(tensord: Tensord) -> Iterator[Client]:
+    with Client(tensord.address, timeout=60) as c:
+        yield c
