@@ -64,9 +64,9 @@ def main(path, auto_min_bytes):
         cl_us = cl["real_time"] / 1e3 if cl["time_unit"] == "ns" else cl["real_time"]
         auto_on = "OpenCL" if size >= auto_min_bytes else "oneTBB"
         auto_us = cl_us if auto_on == "OpenCL" else tbb_us
-        print(f"| {op} | {case} | {human(size)} | {tbb_us:.1f} | {cl_us:.1f} | "
-              f"{cl['upload_ms'] * 1e3:.1f} | {cl['kernel_ms'] * 1e3:.1f} | "
-              f"{cl['download_ms'] * 1e3:.1f} | {cl_us / tbb_us:.1f} | {auto_on} | "
+        print(f"| {op} | {case} | {human(size)} | {tbb_us:.3g} | {cl_us:.3g} | "
+              f"{cl['upload_ms'] * 1e3:.3g} | {cl['kernel_ms'] * 1e3:.3g} | "
+              f"{cl['download_ms'] * 1e3:.3g} | {cl_us / tbb_us:.3g} | {auto_on} | "
               f"{auto_us / min(tbb_us, cl_us):.2f} |")
 
 

@@ -5,9 +5,8 @@
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 "$root/scripts/build.sh" release operators_bench >&2
-out="$(mktemp)"
+out="$root/build/operators_bench.json"  # kept, so the tables can be made again
 "$root/build/bin/operators_bench" --benchmark_repetitions=5 \
   --benchmark_report_aggregates_only=true --benchmark_min_time=0.1 \
   --benchmark_out="$out" --benchmark_out_format=json >&2
 python3 "$root/bench/kernel_table.py" "$out" "${AUTO_OPENCL_MIN_BYTES:-4611686018427387904}"
-rm -f "$out"
