@@ -9,7 +9,7 @@ PACKAGES=(
   libtbb-dev
   opencl-headers ocl-icd-opencl-dev pocl-opencl-icd
   libgtest-dev libgmock-dev libbenchmark-dev
-  nlohmann-json3-dev
+  nlohmann-json3-dev libcpp-httplib-dev prometheus
 )
 
 missing=()

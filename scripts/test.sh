@@ -6,6 +6,8 @@ set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 shared="$root/../shared"
 "$root/scripts/setup.sh"
+# ghz for the load smoke test (server.GhzSmoke); a no-op once installed.
+"$root/bench/load/install-ghz.sh" >/dev/null
 
 run_suite() {
   local flavour="$1" dir="$2"
@@ -29,7 +31,7 @@ unset ASAN_OPTIONS UBSAN_OPTIONS
 echo "== conformance (release tensord, both backends, unary and streamed)"
 port=$(( 43000 + RANDOM % 2000 ))
 log="$(mktemp)"
-"$root/build/bin/tensord" --address="127.0.0.1:$port" >"$log" 2>&1 &
+"$root/build/bin/tensord" --address="127.0.0.1:$port" --metrics_address=127.0.0.1:0 >"$log" 2>&1 &
 server=$!
 trap 'kill "$server" 2>/dev/null || true; rm -f "$log"' EXIT
 for _ in $(seq 1 100); do

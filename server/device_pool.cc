@@ -67,6 +67,7 @@ absl::Status DevicePool::Execute(int index, const ExecutionPlan& plan,
 
 void DevicePool::MarkFailed(int index) {
   failures_.fetch_add(1, std::memory_order_relaxed);
+  states_[index].failures.fetch_add(1, std::memory_order_relaxed);
   std::lock_guard<std::mutex> lock(mutex_);
   states_[index].unhealthy_until = std::chrono::steady_clock::now() + options_.unhealthy_for;
 }
@@ -81,5 +82,9 @@ bool DevicePool::AnyHealthy() const {
 }
 
 int DevicePool::in_flight(int index) const { return states_[index].in_flight.load(); }
+
+int64_t DevicePool::failures(int index) const {
+  return states_[index].failures.load(std::memory_order_relaxed);
+}
 
 }  // namespace tensorop::server

@@ -57,11 +57,14 @@ class DevicePool {
 
   bool AnyHealthy() const;
   int64_t failures() const { return failures_.load(std::memory_order_relaxed); }
+  // Failures of device `index` (for its metrics series).
+  int64_t failures(int index) const;
   int in_flight(int index) const;
 
  private:
   struct State {
     std::atomic<int> in_flight{0};
+    std::atomic<int64_t> failures{0};
     std::chrono::steady_clock::time_point unhealthy_until{};
   };
   bool HealthyLocked(size_t index, std::chrono::steady_clock::time_point now) const;

@@ -2,8 +2,10 @@
 //
 //   tensord --address=0.0.0.0:50051 --worker_threads=8
 //
-// Prints "tensord listening on HOST:PORT" on stdout once it serves, writes one
-// JSON line per request on stderr, and drains in-flight calls on SIGTERM/SIGINT.
+// Prints "tensord listening on HOST:PORT" on stdout once it serves, then
+// "tensord metrics on HOST:PORT" where GET /metrics answers (unless
+// --metrics_address is empty), writes one JSON line per request on stderr, and
+// drains in-flight calls on SIGTERM/SIGINT.
 #include <pthread.h>
 #include <signal.h>
 
@@ -32,11 +34,15 @@
 #include "absl/flags/flag.h"
 #include "absl/flags/reflection.h"
 #include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
 #include "core/limits.h"
 #include "kernels/opencl/device.h"
 #include "server/device_pool.h"
+#include "server/echo_service.h"
+#include "server/metrics.h"
+#include "server/metrics_http.h"
 #include "server/scheduler.h"
 #include "server/service.h"
 
@@ -71,6 +77,12 @@ ABSL_FLAG(int, opencl_unhealthy_seconds, 30,
           "after a device fails, how long it is left alone before being tried again");
 ABSL_FLAG(int, inject_opencl_failures, 0,
           "testing aid: the first N device executions fail as a broken device would");
+ABSL_FLAG(std::string, metrics_address, "0.0.0.0:9464",
+          "host:port of the Prometheus /metrics endpoint (port 0: any free port; "
+          "empty: no metrics)");
+ABSL_FLAG(bool, echo, false,
+          "load-test baseline: Run answers zero-filled outputs of the right shape at "
+          "once, without executing; other methods are UNIMPLEMENTED");
 
 namespace tensorop::server {
 namespace {
@@ -83,7 +95,8 @@ constexpr absl::string_view kFlagNames[] = {
     "address",     "worker_threads", "max_message_bytes",   "max_request_bytes",
     "max_tensor_elements", "chunk_bytes", "backend", "max_queued_requests",
     "shutdown_grace_seconds", "backends", "opencl_devices", "opencl_queue_depth",
-    "auto_opencl_min_bytes", "opencl_unhealthy_seconds", "inject_opencl_failures"};
+    "auto_opencl_min_bytes", "opencl_unhealthy_seconds", "inject_opencl_failures",
+    "metrics_address", "echo"};
 constexpr absl::string_view kOpenClHealthName = "tensorop.opencl";
 constexpr absl::string_view kCpuHealthName = "tensorop.cpu";
 
@@ -117,6 +130,9 @@ void ParseFlags(int argc, char** argv) {
     if (size_t equals = arg.find('='); equals != absl::string_view::npos) {
       name = arg.substr(0, equals);
       value = arg.substr(equals + 1);
+    } else if (const absl::CommandLineFlag* flag = absl::FindCommandLineFlag(name);
+               flag != nullptr && flag->IsOfType<bool>()) {
+      value = "true";  // a bool flag alone (--echo) means true
     } else if (i + 1 < argc) {
       value = argv[++i];
     } else {
@@ -135,6 +151,8 @@ void ParseFlags(int argc, char** argv) {
 
 struct Config {
   std::string address;
+  std::string metrics_address;  // empty: no metrics endpoint
+  bool echo = false;
   bool opencl = true;
   std::string opencl_filter;
   DevicePoolOptions devices;
@@ -150,6 +168,18 @@ Config ValidatedConfig() {
   if (config.address.find(':') == std::string::npos) {
     UsageError(absl::StrCat("--address=", config.address, ": expected HOST:PORT"));
   }
+  config.metrics_address = absl::GetFlag(FLAGS_metrics_address);
+  if (!config.metrics_address.empty()) {
+    const size_t colon = config.metrics_address.rfind(':');
+    int port = -1;
+    if (colon == std::string::npos ||
+        !absl::SimpleAtoi(config.metrics_address.substr(colon + 1), &port) || port < 0 ||
+        port > 65535) {
+      UsageError(absl::StrCat("--metrics_address=", config.metrics_address,
+                              ": expected HOST:PORT, or empty for no metrics"));
+    }
+  }
+  config.echo = absl::GetFlag(FLAGS_echo);
   config.scheduler.worker_threads = absl::GetFlag(FLAGS_worker_threads);
   if (config.scheduler.worker_threads < 1) UsageError("--worker_threads must be at least 1");
   config.scheduler.max_queued_requests = absl::GetFlag(FLAGS_max_queued_requests);
@@ -257,7 +287,24 @@ int Main(int argc, char** argv) {
   Config effective = config;
   effective.scheduler.devices = &devices;
   Scheduler scheduler(effective.scheduler);
-  TensorOpService service(config.service, &scheduler);
+  Metrics metrics;
+  AddServerSeries(metrics, scheduler, devices);
+  effective.service.metrics = &metrics;
+  TensorOpService service(effective.service, &scheduler);
+  EchoService echo(config.service.max_message_bytes);
+
+  // Before the gRPC port, so a taken metrics port stops startup before anyone
+  // is told the server listens.
+  std::unique_ptr<MetricsHttpServer> metrics_http;
+  if (!config.metrics_address.empty()) {
+    absl::StatusOr<std::unique_ptr<MetricsHttpServer>> started =
+        MetricsHttpServer::Start(config.metrics_address, &metrics);
+    if (!started.ok()) {
+      std::cerr << "tensord: " << started.status().message() << "\n";
+      return 1;
+    }
+    metrics_http = *std::move(started);
+  }
 
   grpc::EnableDefaultHealthCheckService(true);
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();
@@ -266,7 +313,11 @@ int Main(int argc, char** argv) {
   builder.AddListeningPort(config.address, grpc::InsecureServerCredentials(), &port);
   builder.SetMaxReceiveMessageSize(config.max_message_bytes);
   builder.SetMaxSendMessageSize(config.max_message_bytes);
-  builder.RegisterService(&service);
+  if (config.echo) {
+    builder.RegisterService(&echo);
+  } else {
+    builder.RegisterService(&service);
+  }
   std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
   if (server == nullptr || port == 0) {
     std::cerr << "tensord: cannot listen on " << config.address << "\n";
@@ -300,6 +351,10 @@ int Main(int argc, char** argv) {
   });
 
   std::cout << "tensord listening on " << ListeningAddress(config.address, port) << std::endl;
+  if (metrics_http != nullptr) {
+    std::cout << "tensord metrics on "
+              << ListeningAddress(config.metrics_address, metrics_http->port()) << std::endl;
+  }
 
   server->Wait();
   shutdown.join();

@@ -79,8 +79,8 @@ void WriteLine(std::string line) {
 
 }  // namespace
 
-void LogCall(const CallRecord& record, const absl::Status& status) {
-  WriteLine(FormatLogLine(record, status, absl::Now()));
+void LogCall(const CallRecord& record, const absl::Status& status, absl::Time end) {
+  WriteLine(FormatLogLine(record, status, end));
 }
 
 void LogDeviceFailure(absl::string_view device, const absl::Status& status) {

@@ -10,6 +10,7 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/string_view.h"
+#include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "tensorop/v1/tensorop.pb.h"
 
@@ -39,9 +40,9 @@ CallRecord DescribeRequest(absl::string_view method, const v1::RunRequest& reque
 std::string FormatLogLine(const CallRecord& record, const absl::Status& status,
                           absl::Time end);
 
-// Writes the line for `record` ending now with `status` to stderr, whole (lines
-// from concurrent calls never interleave).
-void LogCall(const CallRecord& record, const absl::Status& status);
+// Writes the line for `record` ending at `end` with `status` to stderr, whole
+// (lines from concurrent calls never interleave).
+void LogCall(const CallRecord& record, const absl::Status& status, absl::Time end = absl::Now());
 
 // A line of its own for a device failure: which device, and what it said.
 // {"time":...,"event":"device_failure","device":"opencl:<name>","status":...}

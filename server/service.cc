@@ -23,6 +23,7 @@
 #include "core/operator.h"
 #include "core/status_macros.h"
 #include "server/convert.h"
+#include "server/metrics.h"
 #include "server/request_log.h"
 #include "server/status_map.h"
 
@@ -289,6 +290,15 @@ void SerializeInto(const Message& message, grpc::ByteBuffer* buffer) {
 TensorOpService::TensorOpService(const ServiceOptions& options, Scheduler* scheduler)
     : options_(options), scheduler_(scheduler) {}
 
+void TensorOpService::RecordOutcome(const CallRecord& record, const absl::Status& status) const {
+  // One clock reading, so the log's latency and the histogram's agree.
+  const absl::Time end = absl::Now();
+  if (options_.metrics != nullptr) {
+    options_.metrics->RecordCall(record, status.code(), end - record.start);
+  }
+  LogCall(record, status, end);
+}
+
 // ---------------------------------------------------------------------------
 // Run
 
@@ -314,12 +324,12 @@ grpc::ServerUnaryReactor* TensorOpService::Run(grpc::CallbackServerContext* cont
             response->set_backend(placement.label);
             record.bytes_out = ResponseDataBytes(*response);
           }
-          LogCall(record, status);
+          RecordOutcome(record, status);
           reactor->Finish(ToGrpcStatus(status));
         });
   }
   if (!status.ok()) {
-    LogCall(record, status);
+    RecordOutcome(record, status);
     reactor->Finish(ToGrpcStatus(status));
   }
   return reactor;
@@ -382,7 +392,7 @@ class TensorOpService::StreamReactor final : public grpc::ServerWriteReactor<v1:
   }
 
   void Done(const absl::Status& status) {
-    LogCall(record_, status);
+    service_->RecordOutcome(record_, status);
     Finish(ToGrpcStatus(status));
   }
 
@@ -440,7 +450,7 @@ class TensorOpService::BidiReactor final
                        " is not a valid tensorop.v1.RunRequest; the stream ends here"));
       CallRecord record;
       record.method = "RunBidi";
-      LogCall(record, status);
+      service_->RecordOutcome(record, status);
       Step step;
       {
         std::lock_guard<std::mutex> lock(mu_);
@@ -566,7 +576,7 @@ class TensorOpService::BidiReactor final
     response.mutable_status()->set_code(static_cast<int32_t>(ToGrpcCode(status.code())));
     response.mutable_status()->set_message(std::string(status.message()));
     if (status.ok()) record.bytes_out = ResponseDataBytes(response);
-    LogCall(record, status);
+    service_->RecordOutcome(record, status);
     Step step;
     {
       std::lock_guard<std::mutex> lock(mu_);
@@ -757,7 +767,7 @@ class TensorOpService::ChunkedReactor final
 
   void Done(const absl::Status& status) {
     record_.bytes_in = bytes_in_;
-    LogCall(record_, status);
+    service_->RecordOutcome(record_, status);
     Finish(ToGrpcStatus(status));
   }
 

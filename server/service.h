@@ -9,12 +9,16 @@
 #include <grpcpp/grpcpp.h>
 #include <grpcpp/support/byte_buffer.h>
 
+#include "absl/status/status.h"
 #include "core/limits.h"
+#include "server/request_log.h"
 #include "server/scheduler.h"
 #include "tensorop/v1/tensorop.grpc.pb.h"
 #include "tensorop/v1/tensorop.pb.h"
 
 namespace tensorop::server {
+
+class Metrics;
 
 struct ServiceOptions {
   Limits limits;
@@ -22,6 +26,9 @@ struct ServiceOptions {
   int64_t max_message_bytes = int64_t{64} << 20;
   // Data bytes per ResultPart chunk in RunStream and RunChunked.
   int64_t chunk_bytes = int64_t{1} << 20;
+  // Where finished calls are counted besides the request log; null: nowhere.
+  // Not owned; must outlive the service.
+  Metrics* metrics = nullptr;
 };
 
 // RunBidi and RunChunked read raw bytes and parse them here: with typed reads
@@ -54,6 +61,10 @@ class TensorOpService final : public ServiceBase {
   class StreamReactor;
   class BidiReactor;
   class ChunkedReactor;
+
+  // The one place a call's outcome is recorded: its request log line and, when
+  // the server has them, its metrics.
+  void RecordOutcome(const CallRecord& record, const absl::Status& status) const;
 
   const ServiceOptions options_;
   Scheduler* const scheduler_;

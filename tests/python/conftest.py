@@ -40,7 +40,8 @@ class Tensord:
         self.log = log
         self._log_file = log.open("w")
         self.process = subprocess.Popen(
-            [binary, "--address=127.0.0.1:0", *flags],
+            # Metrics on a free port too, so servers never fight over the default.
+            [binary, "--address=127.0.0.1:0", "--metrics_address=127.0.0.1:0", *flags],
             stdout=subprocess.PIPE,
             stderr=self._log_file,
             text=True,

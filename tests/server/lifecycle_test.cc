@@ -166,6 +166,9 @@ TEST(FlagsTest, InvalidFlagsExitWithStatusTwo) {
            {"--chunk_bytes=0"},
            {"--max_queued_requests=-1"},
            {"--shutdown_grace_seconds=-5"},
+           {"--metrics_address=no-port"},
+           {"--metrics_address=127.0.0.1:65536"},
+           {"--echo=maybe"},
            {"--address"},
            {"stray"}}) {
     EXPECT_EQ(ExitStatusWith(args), 2) << args[0];

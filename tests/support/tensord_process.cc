@@ -16,6 +16,40 @@ std::string TensordPath() { return TENSOROP_TENSORD_PATH; }
 std::string TensorctlPath() { return TENSOROP_TENSORCTL_PATH; }
 std::string ConformanceCasesDir() { return TENSOROP_CONFORMANCE_DIR; }
 
+namespace {
+
+// The value the last --metrics_address in `args` gives (tensord lets later
+// flags win), in either --name=value or --name value form.
+std::string MetricsAddressFlag(const std::vector<std::string>& args) {
+  const std::string flag = "--metrics_address";
+  std::string value;
+  for (size_t i = 0; i < args.size(); ++i) {
+    if (args[i].rfind(flag + "=", 0) == 0) {
+      value = args[i].substr(flag.size() + 1);
+    } else if (args[i] == flag && i + 1 < args.size()) {
+      value = args[++i];
+    }
+  }
+  return value;
+}
+
+// Reads lines from `out` until one contains `marker` and returns what follows
+// it on that line, or "" when the stream ends first.
+std::string ReadAnnouncement(FILE* out, const std::string& marker) {
+  char line[512];
+  while (fgets(line, sizeof(line), out) != nullptr) {
+    std::string text(line);
+    auto at = text.find(marker);
+    if (at == std::string::npos) continue;
+    std::string rest = text.substr(at + marker.size());
+    while (!rest.empty() && (rest.back() == '\n' || rest.back() == '\r')) rest.pop_back();
+    return rest;
+  }
+  return "";
+}
+
+}  // namespace
+
 TensordProcess::TensordProcess(std::vector<std::string> extra_flags) {
   char log_template[] = "/tmp/tensord-test-log-XXXXXX";
   int log_fd = mkstemp(log_template);
@@ -25,8 +59,12 @@ TensordProcess::TensordProcess(std::vector<std::string> extra_flags) {
   int out_pipe[2];
   if (pipe(out_pipe) != 0) std::abort();
 
-  std::vector<std::string> args = {TensordPath(), "--address=127.0.0.1:0"};
+  // Metrics on a port of their own too: tests run in parallel, and the default
+  // port would be taken by the first server.
+  std::vector<std::string> args = {TensordPath(), "--address=127.0.0.1:0",
+                                   "--metrics_address=127.0.0.1:0"};
   args.insert(args.end(), extra_flags.begin(), extra_flags.end());
+  const bool metrics = !MetricsAddressFlag(args).empty();
 
   pid_ = fork();
   if (pid_ < 0) std::abort();
@@ -45,29 +83,23 @@ TensordProcess::TensordProcess(std::vector<std::string> extra_flags) {
   close(out_pipe[1]);
   close(log_fd);
 
-  // Read stdout line by line until the server says where it listens.
+  // Read stdout line by line until the server says where it listens (and
+  // where its metrics are, which it prints next).
   FILE* out = fdopen(out_pipe[0], "r");
-  char line[512];
-  const std::string marker = "tensord listening on ";
-  while (fgets(line, sizeof(line), out) != nullptr) {
-    std::string text(line);
-    auto at = text.find(marker);
-    if (at != std::string::npos) {
-      target_ = text.substr(at + marker.size());
-      while (!target_.empty() && (target_.back() == '\n' || target_.back() == '\r')) {
-        target_.pop_back();
-      }
-      break;
-    }
-  }
-  if (target_.empty()) {
+  target_ = ReadAnnouncement(out, "tensord listening on ");
+  if (!target_.empty() && metrics) metrics_target_ = ReadAnnouncement(out, "tensord metrics on ");
+  if (target_.empty() || (metrics && metrics_target_.empty())) {
     fprintf(stderr, "tensord did not start; its log:\n%s\n", Log().c_str());
     std::abort();
   }
-  // Keep draining stdout in the child's favour: closing our end would SIGPIPE it
-  // if it printed again, so hand the pipe to /dev/null via a detached reader.
-  // tensord prints nothing more on stdout after the listening line.
+  // tensord prints nothing more on stdout after these lines, so closing our end
+  // cannot SIGPIPE it.
   fclose(out);
+}
+
+int TensordProcess::metrics_port() const {
+  if (metrics_target_.empty()) return -1;
+  return std::atoi(metrics_target_.substr(metrics_target_.rfind(':') + 1).c_str());
 }
 
 TensordProcess::~TensordProcess() {

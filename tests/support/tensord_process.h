@@ -12,9 +12,12 @@ namespace tensorop::testing {
 
 class TensordProcess {
  public:
-  // Runs `tensord --address=127.0.0.1:0 <extra_flags...>` and waits for the line
-  // "tensord listening on HOST:PORT" on its stdout. Its stderr (the request log)
-  // goes to a file, readable with Log(). Aborts the test binary if it fails.
+  // Runs `tensord --address=127.0.0.1:0 --metrics_address=127.0.0.1:0
+  // <extra_flags...>` (later flags win) and waits for the line "tensord
+  // listening on HOST:PORT" on its stdout, then, unless the flags leave
+  // --metrics_address empty, for "tensord metrics on HOST:PORT". Its stderr
+  // (the request log) goes to a file, readable with Log(). Aborts the test
+  // binary if it fails.
   explicit TensordProcess(std::vector<std::string> extra_flags = {});
   ~TensordProcess();
   TensordProcess(const TensordProcess&) = delete;
@@ -22,6 +25,10 @@ class TensordProcess {
 
   // "127.0.0.1:PORT"
   const std::string& target() const { return target_; }
+  // Where GET /metrics answers: "127.0.0.1:PORT", or "" without metrics.
+  const std::string& metrics_target() const { return metrics_target_; }
+  // The metrics port, or -1 without metrics.
+  int metrics_port() const;
   pid_t pid() const { return pid_; }
   // Everything the server wrote to stderr so far.
   std::string Log() const;
@@ -31,6 +38,7 @@ class TensordProcess {
  private:
   pid_t pid_ = -1;
   std::string target_;
+  std::string metrics_target_;
   std::string log_path_;
 };
 

@@ -1,0 +1,124 @@
+// tensord's Prometheus metrics: counters and a latency histogram of finished
+// calls, recorded where the request log line is written, and series sampled at
+// every scrape from the scheduler and the device pool (queue depths, device
+// failures). Rendered in the Prometheus text exposition format 0.0.4;
+// server/metrics_http.h serves the text over HTTP.
+//
+// Series (label values in quotes are examples):
+//   tensorop_requests_total{method="Run",op="slice",backend="cpu",code="OK"}
+//   tensorop_request_latency_seconds_{bucket,sum,count}{method="Run",op="slice"}
+//   tensorop_bytes_in_total, tensorop_bytes_out_total
+//   tensorop_queue_depth{backend="cpu"}
+//   tensorop_queue_depth{backend="opencl",device="<name>",index="0"}
+//   tensorop_device_failures_total{device="<name>",index="0"}
+#ifndef TENSOROP_SERVER_METRICS_H_
+#define TENSOROP_SERVER_METRICS_H_
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/strings/string_view.h"
+#include "absl/time/time.h"
+#include "server/device_pool.h"
+#include "server/request_log.h"
+#include "server/scheduler.h"
+
+namespace tensorop::server {
+
+// Label name/value pairs of one series, in the order they are printed.
+using Labels = std::vector<std::pair<std::string, std::string>>;
+
+// The content type of Exposition()'s text.
+inline constexpr absl::string_view kExpositionContentType =
+    "text/plain; version=0.0.4; charset=utf-8";
+
+// Upper bounds of the latency histogram's buckets, in microseconds (integers,
+// so a latency falls into a bucket exactly; printed as seconds). From a small
+// unary call on loopback to a multi-GiB stream.
+inline constexpr int64_t kLatencyBucketsUs[] = {
+    50,      100,     250,     500,       1'000,     2'500,     5'000,     10'000,   25'000,
+    50'000,  100'000, 250'000, 500'000, 1'000'000, 2'500'000, 5'000'000, 10'000'000, 30'000'000};
+
+class Metrics {
+ public:
+  // The label values of the call series are all known up front: the methods of
+  // tensorop.v1.TensorOp, the operators of RunRequest.op, the backends and the
+  // status codes. So every call series is a fixed slot of atomics, and
+  // RecordCall takes no lock and allocates nothing.
+  Metrics();
+  Metrics(const Metrics&) = delete;
+  Metrics& operator=(const Metrics&) = delete;
+
+  // Counts one finished call (one request inside RunBidi) that ended with
+  // `code` after `latency`: its method, op, backend ("cpu" or "opencl:<device>"
+  // count as "cpu" and "opencl"; no backend as "none"; no op as "none") and its
+  // bytes in and out. Thread-safe.
+  void RecordCall(const CallRecord& record, absl::StatusCode code, absl::Duration latency);
+
+  // Adds a series whose value `sample` returns at each scrape (a gauge, or a
+  // counter kept elsewhere). Series of one `name` are printed together, under
+  // the HELP and TYPE of the first added; `type` is "gauge" or "counter". Call
+  // before scrapes start: adding is not synchronised with Exposition().
+  void AddSampled(const std::string& name, const std::string& help, const std::string& type,
+                  Labels labels, std::function<int64_t()> sample);
+
+  // Every series in the text exposition format, each family with its HELP and
+  // TYPE lines. Call series appear once counted (a zero count is not printed);
+  // sampled ones always. Thread-safe with RecordCall.
+  std::string Exposition() const;
+
+ private:
+  struct Histogram {
+    // Per bucket, not cumulative; the last is +Inf.
+    std::unique_ptr<std::atomic<uint64_t>[]> buckets;
+    std::atomic<uint64_t> sum_us{0};
+  };
+  struct SampledSeries {
+    Labels labels;
+    std::function<int64_t()> sample;
+  };
+  struct SampledFamily {
+    std::string name;
+    std::string help;
+    std::string type;
+    std::vector<SampledSeries> series;
+  };
+
+  size_t RequestSlot(size_t method, size_t op, size_t backend, size_t code) const;
+
+  // Label values by index; index 0 of each is "none" (a record naming none,
+  // or one this build does not know).
+  const std::vector<std::string> methods_;
+  const std::vector<std::string> ops_;
+  const std::vector<std::string> backends_;
+  const std::vector<std::string> codes_;
+
+  std::unique_ptr<std::atomic<uint64_t>[]> requests_;  // [method][op][backend][code]
+  std::unique_ptr<Histogram[]> latency_;               // [method][op]
+  std::atomic<uint64_t> bytes_in_{0};
+  std::atomic<uint64_t> bytes_out_{0};
+  std::vector<SampledFamily> sampled_;
+};
+
+// Adds the scheduler's and the device pool's series to `metrics`: the queue
+// depth (requests queued or running) of the CPU workers, which plan every
+// request, and of each device, and each device's failures. Both must outlive
+// every scrape.
+void AddServerSeries(Metrics& metrics, const Scheduler& scheduler, const DevicePool& devices);
+
+// `value` escaped for a label value: backslash, double quote and newline.
+std::string EscapeLabelValue(absl::string_view value);
+
+// Whole microseconds as decimal seconds without trailing zeros: 250 -> "0.00025",
+// 2500000 -> "2.5", 1000000 -> "1".
+std::string MicrosAsSeconds(int64_t micros);
+
+}  // namespace tensorop::server
+
+#endif  // TENSOROP_SERVER_METRICS_H_

@@ -1,0 +1,72 @@
+#!/usr/bin/env bash
+# ghz against a real tensord: 50 small Slice calls through server reflection
+# with a `tensorctl encode` payload, every one OK, as ghz and as tensord's own
+# /metrics count them.
+#   ghz_smoke_test.sh TENSORD TENSORCTL CASE_FILE
+# ghz comes from bench/load/install-ghz.sh (~/.local/bin/ghz, or $GHZ, or
+# PATH); without it the test fails, it does not skip.
+set -euo pipefail
+tensord="$1" tensorctl="$2" case_file="$3"
+
+ghz="${GHZ:-$HOME/.local/bin/ghz}"
+if [ ! -x "$ghz" ]; then ghz="$(command -v ghz || true)"; fi
+if [ -z "$ghz" ]; then
+  echo "FAIL: ghz not found; bench/load/install-ghz.sh installs it" >&2
+  exit 1
+fi
+
+work="$(mktemp -d)"
+server=""
+cleanup() {
+  if [ -n "$server" ]; then
+    kill -TERM "$server" 2>/dev/null || true
+    wait "$server" 2>/dev/null || true
+  fi
+  rm -rf "$work"
+}
+trap cleanup EXIT
+
+"$tensorctl" encode "$case_file" --case load/slice_small >"$work/slice.bin"
+"$tensord" --address=127.0.0.1:0 --metrics_address=127.0.0.1:0 >"$work/out" 2>"$work/log" &
+server=$!
+# Bounded: a server that never says where it listens fails the test.
+for _ in $(seq 1 200); do
+  grep -q "^tensord metrics on " "$work/out" && break
+  sleep 0.05
+done
+port="$(sed -n 's/^tensord listening on 127\.0\.0\.1:\([0-9]*\)$/\1/p' "$work/out")"
+metrics_port="$(sed -n 's/^tensord metrics on 127\.0\.0\.1:\([0-9]*\)$/\1/p' "$work/out")"
+if [ -z "$port" ] || [ -z "$metrics_port" ]; then
+  echo "FAIL: tensord did not start:" >&2
+  cat "$work/log" >&2
+  exit 1
+fi
+
+"$ghz" --insecure --call tensorop.v1.TensorOp/Run -B "$work/slice.bin" -n 50 -c 4 \
+  -O json -o "$work/report.json" "127.0.0.1:$port"
+
+status=0
+# ghz's own tally: 50 calls, all OK.
+if ! grep -q '"count":50,' "$work/report.json" ||
+   ! grep -q '"statusCodeDistribution":{"OK":50}' "$work/report.json"; then
+  echo "FAIL: ghz did not see 50 OK calls:" >&2
+  cat "$work/report.json" >&2
+  status=1
+fi
+
+# tensord's count, over plain HTTP from bash (no curl needed).
+exec 3<>"/dev/tcp/127.0.0.1/$metrics_port"
+printf 'GET /metrics HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n' >&3
+scrape="$(cat <&3)"
+exec 3<&-
+counted="$(printf '%s\n' "$scrape" | grep '^tensorop_requests_total{' || true)"
+expected='tensorop_requests_total{method="Run",op="slice",backend="cpu",code="OK"} 50'
+if [ "$counted" != "$expected" ]; then
+  echo "FAIL: tensord counted:" >&2
+  printf '%s\n' "$counted" >&2
+  echo "expected exactly: $expected" >&2
+  status=1
+fi
+
+if [ "$status" -eq 0 ]; then echo "ghz smoke: 50 calls, 50 OK"; fi
+exit "$status"

@@ -1,0 +1,233 @@
+// /metrics of a real tensord, scraped over HTTP after known calls: exact counts
+// per method, op, backend and code, bytes, queue depths and device failures.
+#include <fcntl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <httplib.h>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_split.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "tests/server/grpc_matchers.h"
+#include "tests/server/set_ints.h"
+#include "tests/server/tensord_client.h"
+#include "tests/support/tensord_process.h"
+
+namespace tensorop::testing {
+namespace {
+
+using ::testing::_;
+using ::testing::Contains;
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+using ::testing::StartsWith;
+
+struct Scrape {
+  int status = 0;
+  std::string content_type;
+  std::string body;
+};
+
+Scrape Get(const TensordProcess& server, const std::string& path) {
+  httplib::Client client("127.0.0.1", server.metrics_port());
+  httplib::Result result = client.Get(path);
+  if (!result) return Scrape{};
+  return Scrape{result->status, result->get_header_value("Content-Type"), result->body};
+}
+
+std::vector<std::string> LinesStartingWith(const std::string& text, absl::string_view prefix) {
+  std::vector<std::string> lines;
+  for (absl::string_view line : absl::StrSplit(text, '\n')) {
+    if (absl::StartsWith(line, prefix)) lines.emplace_back(line);
+  }
+  return lines;
+}
+
+// The text of /metrics once the CPU queue depth is back to 0. A task counts
+// itself out just after finishing its call, so the client can see the answer a
+// moment before; bounded so that a leak fails instead of hanging.
+std::string ScrapeWhenIdle(const TensordProcess& server) {
+  std::string body;
+  for (int attempt = 0; attempt < 1000; ++attempt) {
+    body = Get(server, "/metrics").body;
+    if (absl::StrContains(body, "tensorop_queue_depth{backend=\"cpu\"} 0\n")) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  return body;
+}
+
+v1::RunRequest OnBackend(v1::RunRequest request, v1::Backend backend) {
+  request.set_backend(backend);
+  return request;
+}
+
+TEST(MetricsScrapeTest, CountsEveryCallByMethodOpBackendAndCode) {
+  TensordProcess server;
+  auto stub = v1::TensorOp::NewStub(Connect(server.target()));
+  for (int i = 0; i < 3; ++i) {
+    grpc::ClientContext context;
+    v1::RunResponse response;
+    ASSERT_THAT(stub->Run(&context, OnBackend(DocSliceRequest("cpu"), v1::CPU), &response),
+                GrpcOk());
+  }
+  {
+    v1::RunRequest invalid = OnBackend(DocSliceRequest("invalid"), v1::CPU);
+    SetInts(invalid.mutable_slice()->mutable_window_strides(), {1, 1, 0, 2});
+    grpc::ClientContext context;
+    v1::RunResponse response;
+    ASSERT_THAT(stub->Run(&context, invalid, &response),
+                GrpcStatusIs(grpc::StatusCode::INVALID_ARGUMENT, _));
+  }
+  std::string device;
+  {
+    grpc::ClientContext context;
+    v1::RunResponse response;
+    ASSERT_THAT(stub->Run(&context, OnBackend(DocSliceRequest("gpu"), v1::OPENCL), &response),
+                GrpcOk());
+    ASSERT_THAT(response.backend(), StartsWith("opencl:"));
+    device = response.backend().substr(7);
+  }
+
+  const std::string text = ScrapeWhenIdle(server);
+  EXPECT_THAT(
+      LinesStartingWith(text, "tensorop_requests_total{"),
+      ElementsAre(
+          R"(tensorop_requests_total{method="Run",op="slice",backend="cpu",code="OK"} 3)",
+          R"(tensorop_requests_total{method="Run",op="slice",backend="cpu",code="INVALID_ARGUMENT"} 1)",
+          R"(tensorop_requests_total{method="Run",op="slice",backend="opencl",code="OK"} 1)"))
+      << text;
+  EXPECT_THAT(LinesStartingWith(text, "tensorop_request_latency_seconds_count{"),
+              ElementsAre(R"(tensorop_request_latency_seconds_count{method="Run",op="slice"} 5)"));
+  EXPECT_THAT(LinesStartingWith(text, "tensorop_request_latency_seconds_bucket{"),
+              Contains(R"(tensorop_request_latency_seconds_bucket{method="Run",op="slice",le="+Inf"} 5)"));
+  // Five uploads of 16 float32; four answers of 4 float32.
+  EXPECT_THAT(LinesStartingWith(text, "tensorop_bytes_in_total "),
+              ElementsAre("tensorop_bytes_in_total 320"));
+  EXPECT_THAT(LinesStartingWith(text, "tensorop_bytes_out_total "),
+              ElementsAre("tensorop_bytes_out_total 64"));
+  std::vector<std::string> depths = LinesStartingWith(text, "tensorop_queue_depth{");
+  ASSERT_GE(depths.size(), 2u);
+  EXPECT_EQ(depths[0], R"(tensorop_queue_depth{backend="cpu"} 0)");
+  EXPECT_EQ(depths[1],
+            "tensorop_queue_depth{backend=\"opencl\",device=\"" + device + "\",index=\"0\"} 0");
+  std::vector<std::string> failures = LinesStartingWith(text, "tensorop_device_failures_total{");
+  ASSERT_GE(failures.size(), 1u);
+  EXPECT_EQ(failures[0], "tensorop_device_failures_total{device=\"" + device + "\",index=\"0\"} 0");
+}
+
+TEST(MetricsScrapeTest, StreamedAndBidiCallsCountUnderTheirMethods) {
+  TensordProcess server;
+  auto stub = v1::TensorOp::NewStub(Connect(server.target()));
+  {
+    grpc::ClientContext context;
+    auto reader = stub->RunStream(&context, BroadcastRowsRequest("stream", 4, 1024));
+    v1::ResultPart part;
+    while (reader->Read(&part)) {
+    }
+    ASSERT_THAT(reader->Finish(), GrpcOk());
+  }
+  {
+    grpc::ClientContext context;
+    auto stream = stub->RunBidi(&context);
+    ASSERT_TRUE(stream->Write(DocSliceRequest("bidi-1")));
+    ASSERT_TRUE(stream->Write(DocSliceRequest("bidi-2")));
+    ASSERT_TRUE(stream->WritesDone());
+    v1::RunResponse response;
+    int answers = 0;
+    while (stream->Read(&response)) ++answers;
+    ASSERT_THAT(stream->Finish(), GrpcOk());
+    ASSERT_EQ(answers, 2);
+  }
+  const std::string text = ScrapeWhenIdle(server);
+  EXPECT_THAT(
+      LinesStartingWith(text, "tensorop_requests_total{"),
+      ElementsAre(
+          R"(tensorop_requests_total{method="RunStream",op="slice",backend="cpu",code="OK"} 1)",
+          R"(tensorop_requests_total{method="RunBidi",op="slice",backend="cpu",code="OK"} 2)"))
+      << text;
+  // The stream uploads one row of 1024 bytes and sends back 4 rows; each bidi
+  // request uploads 64 bytes and gets 16 back.
+  EXPECT_THAT(LinesStartingWith(text, "tensorop_bytes_in_total "),
+              ElementsAre("tensorop_bytes_in_total 1152"));
+  EXPECT_THAT(LinesStartingWith(text, "tensorop_bytes_out_total "),
+              ElementsAre("tensorop_bytes_out_total 4128"));
+}
+
+TEST(MetricsScrapeTest, DeviceFailureIsCountedAndTheCpuAnswerToo) {
+  TensordProcess server({"--inject_opencl_failures=1"});
+  auto stub = v1::TensorOp::NewStub(Connect(server.target()));
+  grpc::ClientContext context;
+  v1::RunResponse response;
+  ASSERT_THAT(stub->Run(&context, OnBackend(DocSliceRequest("fails"), v1::OPENCL), &response),
+              GrpcOk());
+  EXPECT_EQ(response.backend(), "cpu");
+  // The device's name, from the log's failure line: "opencl:<name>".
+  const std::string failure = AwaitLogLine(server, {"\"event\":\"device_failure\""});
+  const std::string marker = "\"device\":\"opencl:";
+  const size_t at = failure.find(marker);
+  ASSERT_NE(at, std::string::npos) << server.Log();
+  const std::string device =
+      failure.substr(at + marker.size(), failure.find('"', at + marker.size()) - at - marker.size());
+
+  const std::string text = ScrapeWhenIdle(server);
+  EXPECT_THAT(LinesStartingWith(text, "tensorop_requests_total{"),
+              ElementsAre(R"(tensorop_requests_total{method="Run",op="slice",backend="cpu",code="OK"} 1)"))
+      << text;
+  std::vector<std::string> failures = LinesStartingWith(text, "tensorop_device_failures_total{");
+  ASSERT_GE(failures.size(), 1u);
+  EXPECT_EQ(failures[0], "tensorop_device_failures_total{device=\"" + device + "\",index=\"0\"} 1");
+}
+
+TEST(MetricsScrapeTest, ServesThePrometheusContentTypeAndOnlyMetrics) {
+  TensordProcess server;
+  Scrape metrics = Get(server, "/metrics");
+  EXPECT_EQ(metrics.status, 200);
+  EXPECT_EQ(metrics.content_type, "text/plain; version=0.0.4; charset=utf-8");
+  EXPECT_THAT(metrics.body, StartsWith("# HELP tensorop_requests_total "));
+  EXPECT_EQ(Get(server, "/").status, 404);
+  EXPECT_EQ(Get(server, "/metrics/extra").status, 404);
+}
+
+TEST(MetricsScrapeTest, EmptyMetricsAddressServesNoMetrics) {
+  TensordProcess server({"--metrics_address="});
+  EXPECT_EQ(server.metrics_target(), "");
+  EXPECT_EQ(server.metrics_port(), -1);
+  auto stub = v1::TensorOp::NewStub(Connect(server.target()));
+  grpc::ClientContext context;
+  v1::RunResponse response;
+  EXPECT_THAT(stub->Run(&context, DocSliceRequest("no-metrics"), &response), GrpcOk());
+}
+
+TEST(MetricsScrapeTest, TakenMetricsPortStopsStartupWithStatusOne) {
+  TensordProcess first;
+  // A second server on the first one's metrics port must not share it.
+  const std::string taken = "--metrics_address=" + first.metrics_target();
+  pid_t pid = fork();
+  if (pid == 0) {
+    int null = open("/dev/null", O_WRONLY);
+    dup2(null, STDOUT_FILENO);
+    dup2(null, STDERR_FILENO);
+    std::vector<std::string> args = {TensordPath(), "--address=127.0.0.1:0", taken};
+    std::vector<char*> argv;
+    for (std::string& arg : args) argv.push_back(arg.data());
+    argv.push_back(nullptr);
+    execv(argv[0], argv.data());
+    _exit(127);
+  }
+  int status = 0;
+  waitpid(pid, &status, 0);
+  ASSERT_TRUE(WIFEXITED(status)) << "wait status " << status;
+  EXPECT_EQ(WEXITSTATUS(status), 1);
+  EXPECT_EQ(Get(first, "/metrics").status, 200);
+}
+
+}  // namespace
+}  // namespace tensorop::testing

@@ -1,0 +1,302 @@
+// The metrics registry and its text exposition, line for line.
+#include "server/metrics.h"
+
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_split.h"
+#include "absl/time/time.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "kernels/opencl/device.h"
+#include "server/device_pool.h"
+#include "server/scheduler.h"
+
+namespace tensorop::server {
+namespace {
+
+using ::testing::ElementsAre;
+using ::testing::IsEmpty;
+
+CallRecord Record(absl::string_view method, const std::string& op, const std::string& backend,
+                  int64_t bytes_in = 0, int64_t bytes_out = 0) {
+  CallRecord record;
+  record.method = method;
+  record.op = op;
+  record.backend = backend;
+  record.bytes_in = bytes_in;
+  record.bytes_out = bytes_out;
+  return record;
+}
+
+// The lines of `text` that start with `prefix`.
+std::vector<std::string> LinesStartingWith(const std::string& text, absl::string_view prefix) {
+  std::vector<std::string> lines;
+  for (absl::string_view line : absl::StrSplit(text, '\n')) {
+    if (absl::StartsWith(line, prefix)) lines.emplace_back(line);
+  }
+  return lines;
+}
+
+TEST(MetricsTest, FreshRegistryHasEveryFamilyAndZeroByteTotals) {
+  Metrics metrics;
+  EXPECT_EQ(metrics.Exposition(),
+            "# HELP tensorop_requests_total Calls finished (requests, inside RunBidi), by "
+            "method, operator, backend and status code.\n"
+            "# TYPE tensorop_requests_total counter\n"
+            "# HELP tensorop_request_latency_seconds Time from a call's arrival (a request's, "
+            "inside RunBidi) to its outcome, by method and operator.\n"
+            "# TYPE tensorop_request_latency_seconds histogram\n"
+            "# HELP tensorop_bytes_in_total Input data bytes received in requests.\n"
+            "# TYPE tensorop_bytes_in_total counter\n"
+            "tensorop_bytes_in_total 0\n"
+            "# HELP tensorop_bytes_out_total Output data bytes sent in answers.\n"
+            "# TYPE tensorop_bytes_out_total counter\n"
+            "tensorop_bytes_out_total 0\n");
+}
+
+TEST(MetricsTest, OneCallGivesItsCounterHistogramAndBytes) {
+  Metrics metrics;
+  metrics.RecordCall(Record("Run", "slice", "cpu", 64, 16), absl::StatusCode::kOk,
+                     absl::Microseconds(180));
+  EXPECT_EQ(metrics.Exposition(),
+            "# HELP tensorop_requests_total Calls finished (requests, inside RunBidi), by "
+            "method, operator, backend and status code.\n"
+            "# TYPE tensorop_requests_total counter\n"
+            "tensorop_requests_total{method=\"Run\",op=\"slice\",backend=\"cpu\",code=\"OK\"} 1\n"
+            "# HELP tensorop_request_latency_seconds Time from a call's arrival (a request's, "
+            "inside RunBidi) to its outcome, by method and operator.\n"
+            "# TYPE tensorop_request_latency_seconds histogram\n"
+            "tensorop_request_latency_seconds_bucket{method=\"Run\",op=\"slice\",le=\"0.00005\"} 0\n"
+            "tensorop_request_latency_seconds_bucket{method=\"Run\",op=\"slice\",le=\"0.0001\"} 0\n"
+            "tensorop_request_latency_seconds_bucket{method=\"Run\",op=\"slice\",le=\"0.00025\"} 1\n"
+            "tensorop_request_latency_seconds_bucket{method=\"Run\",op=\"slice\",le=\"0.0005\"} 1\n"
+            "tensorop_request_latency_seconds_bucket{method=\"Run\",op=\"slice\",le=\"0.001\"} 1\n"
+            "tensorop_request_latency_seconds_bucket{method=\"Run\",op=\"slice\",le=\"0.0025\"} 1\n"
+            "tensorop_request_latency_seconds_bucket{method=\"Run\",op=\"slice\",le=\"0.005\"} 1\n"
+            "tensorop_request_latency_seconds_bucket{method=\"Run\",op=\"slice\",le=\"0.01\"} 1\n"
+            "tensorop_request_latency_seconds_bucket{method=\"Run\",op=\"slice\",le=\"0.025\"} 1\n"
+            "tensorop_request_latency_seconds_bucket{method=\"Run\",op=\"slice\",le=\"0.05\"} 1\n"
+            "tensorop_request_latency_seconds_bucket{method=\"Run\",op=\"slice\",le=\"0.1\"} 1\n"
+            "tensorop_request_latency_seconds_bucket{method=\"Run\",op=\"slice\",le=\"0.25\"} 1\n"
+            "tensorop_request_latency_seconds_bucket{method=\"Run\",op=\"slice\",le=\"0.5\"} 1\n"
+            "tensorop_request_latency_seconds_bucket{method=\"Run\",op=\"slice\",le=\"1\"} 1\n"
+            "tensorop_request_latency_seconds_bucket{method=\"Run\",op=\"slice\",le=\"2.5\"} 1\n"
+            "tensorop_request_latency_seconds_bucket{method=\"Run\",op=\"slice\",le=\"5\"} 1\n"
+            "tensorop_request_latency_seconds_bucket{method=\"Run\",op=\"slice\",le=\"10\"} 1\n"
+            "tensorop_request_latency_seconds_bucket{method=\"Run\",op=\"slice\",le=\"30\"} 1\n"
+            "tensorop_request_latency_seconds_bucket{method=\"Run\",op=\"slice\",le=\"+Inf\"} 1\n"
+            "tensorop_request_latency_seconds_sum{method=\"Run\",op=\"slice\"} 0.00018\n"
+            "tensorop_request_latency_seconds_count{method=\"Run\",op=\"slice\"} 1\n"
+            "# HELP tensorop_bytes_in_total Input data bytes received in requests.\n"
+            "# TYPE tensorop_bytes_in_total counter\n"
+            "tensorop_bytes_in_total 64\n"
+            "# HELP tensorop_bytes_out_total Output data bytes sent in answers.\n"
+            "# TYPE tensorop_bytes_out_total counter\n"
+            "tensorop_bytes_out_total 16\n");
+}
+
+TEST(MetricsTest, CallsAreCountedByMethodOpBackendAndCodeInDescriptorOrder) {
+  Metrics metrics;
+  const absl::Duration latency = absl::Microseconds(10);
+  for (int i = 0; i < 3; ++i) {
+    metrics.RecordCall(Record("Run", "slice", "cpu"), absl::StatusCode::kOk, latency);
+  }
+  metrics.RecordCall(Record("Run", "slice", "cpu"), absl::StatusCode::kInvalidArgument, latency);
+  // The device's name is not a label here; the device series carry it.
+  metrics.RecordCall(Record("Run", "slice", "opencl:pthread-cpu"), absl::StatusCode::kOk,
+                     latency);
+  metrics.RecordCall(Record("RunStream", "strided_slice", "cpu"),
+                     absl::StatusCode::kDeadlineExceeded, latency);
+  metrics.RecordCall(Record("RunChunked", "scatter_elements", "opencl"),
+                     absl::StatusCode::kResourceExhausted, latency);
+  // RunBidi's unparsable message: no op, no backend.
+  metrics.RecordCall(Record("RunBidi", "", ""), absl::StatusCode::kInvalidArgument, latency);
+  metrics.RecordCall(Record("RunBidi", "split", "cpu"), absl::StatusCode::kOk, latency);
+  EXPECT_THAT(
+      LinesStartingWith(metrics.Exposition(), "tensorop_requests_total{"),
+      ElementsAre(
+          R"(tensorop_requests_total{method="Run",op="slice",backend="cpu",code="OK"} 3)",
+          R"(tensorop_requests_total{method="Run",op="slice",backend="cpu",code="INVALID_ARGUMENT"} 1)",
+          R"(tensorop_requests_total{method="Run",op="slice",backend="opencl",code="OK"} 1)",
+          R"(tensorop_requests_total{method="RunStream",op="strided_slice",backend="cpu",code="DEADLINE_EXCEEDED"} 1)",
+          R"(tensorop_requests_total{method="RunBidi",op="none",backend="none",code="INVALID_ARGUMENT"} 1)",
+          R"(tensorop_requests_total{method="RunBidi",op="split",backend="cpu",code="OK"} 1)",
+          R"(tensorop_requests_total{method="RunChunked",op="scatter_elements",backend="opencl",code="RESOURCE_EXHAUSTED"} 1)"));
+  EXPECT_THAT(
+      LinesStartingWith(metrics.Exposition(), "tensorop_request_latency_seconds_count{"),
+      ElementsAre(R"(tensorop_request_latency_seconds_count{method="Run",op="slice"} 5)",
+                  R"(tensorop_request_latency_seconds_count{method="RunStream",op="strided_slice"} 1)",
+                  R"(tensorop_request_latency_seconds_count{method="RunBidi",op="none"} 1)",
+                  R"(tensorop_request_latency_seconds_count{method="RunBidi",op="split"} 1)",
+                  R"(tensorop_request_latency_seconds_count{method="RunChunked",op="scatter_elements"} 1)"));
+}
+
+TEST(MetricsTest, LatencyOnABoundIsInThatBucketAndSumsStayExact) {
+  Metrics metrics;
+  for (int64_t micros : {50, 51, 2'500'000, 40'000'000}) {
+    metrics.RecordCall(Record("Run", "split", "cpu"), absl::StatusCode::kOk,
+                       absl::Microseconds(micros));
+  }
+  const std::string text = metrics.Exposition();
+  EXPECT_THAT(LinesStartingWith(text, "tensorop_request_latency_seconds_bucket"),
+              ElementsAre(R"(tensorop_request_latency_seconds_bucket{method="Run",op="split",le="0.00005"} 1)",
+                          R"(tensorop_request_latency_seconds_bucket{method="Run",op="split",le="0.0001"} 2)",
+                          R"(tensorop_request_latency_seconds_bucket{method="Run",op="split",le="0.00025"} 2)",
+                          R"(tensorop_request_latency_seconds_bucket{method="Run",op="split",le="0.0005"} 2)",
+                          R"(tensorop_request_latency_seconds_bucket{method="Run",op="split",le="0.001"} 2)",
+                          R"(tensorop_request_latency_seconds_bucket{method="Run",op="split",le="0.0025"} 2)",
+                          R"(tensorop_request_latency_seconds_bucket{method="Run",op="split",le="0.005"} 2)",
+                          R"(tensorop_request_latency_seconds_bucket{method="Run",op="split",le="0.01"} 2)",
+                          R"(tensorop_request_latency_seconds_bucket{method="Run",op="split",le="0.025"} 2)",
+                          R"(tensorop_request_latency_seconds_bucket{method="Run",op="split",le="0.05"} 2)",
+                          R"(tensorop_request_latency_seconds_bucket{method="Run",op="split",le="0.1"} 2)",
+                          R"(tensorop_request_latency_seconds_bucket{method="Run",op="split",le="0.25"} 2)",
+                          R"(tensorop_request_latency_seconds_bucket{method="Run",op="split",le="0.5"} 2)",
+                          R"(tensorop_request_latency_seconds_bucket{method="Run",op="split",le="1"} 2)",
+                          R"(tensorop_request_latency_seconds_bucket{method="Run",op="split",le="2.5"} 3)",
+                          R"(tensorop_request_latency_seconds_bucket{method="Run",op="split",le="5"} 3)",
+                          R"(tensorop_request_latency_seconds_bucket{method="Run",op="split",le="10"} 3)",
+                          R"(tensorop_request_latency_seconds_bucket{method="Run",op="split",le="30"} 3)",
+                          R"(tensorop_request_latency_seconds_bucket{method="Run",op="split",le="+Inf"} 4)"));
+  EXPECT_THAT(LinesStartingWith(text, "tensorop_request_latency_seconds_sum"),
+              ElementsAre(R"(tensorop_request_latency_seconds_sum{method="Run",op="split"} 42.500101)"));
+}
+
+TEST(MetricsTest, SampledSeriesAreGroupedByNameWithEscapedLabels) {
+  Metrics metrics;
+  int64_t depth = 3;
+  metrics.AddSampled("test_depth", "A depth.", "gauge", {{"backend", "cpu"}},
+                     [&depth] { return depth; });
+  metrics.AddSampled("test_failures_total", "Failures.", "counter",
+                     {{"device", "quote\" back\\slash\nnewline"}}, [] { return int64_t{7}; });
+  metrics.AddSampled("test_depth", "ignored: the first HELP stands", "gauge",
+                     {{"backend", "opencl"}, {"device", "d0"}}, [] { return int64_t{0}; });
+  depth = 5;  // read at scrape time, not when added
+  const std::string text = metrics.Exposition();
+  const std::string expected_tail =
+      "# HELP test_depth A depth.\n"
+      "# TYPE test_depth gauge\n"
+      "test_depth{backend=\"cpu\"} 5\n"
+      "test_depth{backend=\"opencl\",device=\"d0\"} 0\n"
+      "# HELP test_failures_total Failures.\n"
+      "# TYPE test_failures_total counter\n"
+      "test_failures_total{device=\"quote\\\" back\\\\slash\\nnewline\"} 7\n";
+  ASSERT_GE(text.size(), expected_tail.size());
+  EXPECT_EQ(text.substr(text.size() - expected_tail.size()), expected_tail);
+}
+
+TEST(MetricsTest, ConcurrentCallsAreAllCounted) {
+  Metrics metrics;
+  constexpr int kThreads = 4;
+  constexpr int kCallsEach = 25'000;
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&metrics] {
+      for (int i = 0; i < kCallsEach; ++i) {
+        metrics.RecordCall(Record("Run", "slice", "cpu", 3, 2), absl::StatusCode::kOk,
+                           absl::Microseconds(1));
+      }
+    });
+  }
+  for (std::thread& thread : threads) thread.join();
+  const std::string text = metrics.Exposition();
+  EXPECT_THAT(LinesStartingWith(text, "tensorop_requests_total{"),
+              ElementsAre(R"(tensorop_requests_total{method="Run",op="slice",backend="cpu",code="OK"} 100000)"));
+  EXPECT_THAT(LinesStartingWith(text, "tensorop_request_latency_seconds_sum"),
+              ElementsAre(R"(tensorop_request_latency_seconds_sum{method="Run",op="slice"} 0.1)"));
+  EXPECT_THAT(LinesStartingWith(text, "tensorop_bytes_in_total "),
+              ElementsAre("tensorop_bytes_in_total 300000"));
+  EXPECT_THAT(LinesStartingWith(text, "tensorop_bytes_out_total "),
+              ElementsAre("tensorop_bytes_out_total 200000"));
+}
+
+TEST(MetricsTest, MicrosAsSecondsDropsTrailingZeros) {
+  EXPECT_EQ(MicrosAsSeconds(0), "0");
+  EXPECT_EQ(MicrosAsSeconds(50), "0.00005");
+  EXPECT_EQ(MicrosAsSeconds(250), "0.00025");
+  EXPECT_EQ(MicrosAsSeconds(1'000'000), "1");
+  EXPECT_EQ(MicrosAsSeconds(2'500'000), "2.5");
+  EXPECT_EQ(MicrosAsSeconds(12'000'001), "12.000001");
+}
+
+TEST(MetricsTest, EscapeLabelValueEscapesBackslashQuoteAndNewline) {
+  EXPECT_EQ(EscapeLabelValue("plain-name_0"), "plain-name_0");
+  EXPECT_EQ(EscapeLabelValue("a\\b\"c\nd"), "a\\\\b\\\"c\\nd");
+}
+
+// Blocks a scheduler task until opened, so the queue depth holds still.
+class Gate {
+ public:
+  void Wait() {
+    std::unique_lock<std::mutex> lock(mu_);
+    cv_.wait(lock, [this] { return open_; });
+  }
+  void Open() {
+    std::lock_guard<std::mutex> lock(mu_);
+    open_ = true;
+    cv_.notify_all();
+  }
+
+ private:
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool open_ = false;
+};
+
+TEST(ServerSeriesTest, CpuQueueDepthFollowsTheScheduler) {
+  DevicePool no_devices({}, {});
+  Scheduler scheduler({.worker_threads = 1});
+  Metrics metrics;
+  AddServerSeries(metrics, scheduler, no_devices);
+  EXPECT_THAT(LinesStartingWith(metrics.Exposition(), "tensorop_queue_depth"),
+              ElementsAre("tensorop_queue_depth{backend=\"cpu\"} 0"));
+  EXPECT_THAT(LinesStartingWith(metrics.Exposition(), "tensorop_device_failures_total"),
+              IsEmpty());
+
+  Gate gate;
+  ASSERT_TRUE(scheduler.Submit(Placement{}, [&gate] { gate.Wait(); }).ok());
+  ASSERT_TRUE(scheduler.Submit(Placement{}, [] {}).ok());
+  EXPECT_THAT(LinesStartingWith(metrics.Exposition(), "tensorop_queue_depth"),
+              ElementsAre("tensorop_queue_depth{backend=\"cpu\"} 2"));
+  gate.Open();
+  scheduler.Wait();
+  EXPECT_THAT(LinesStartingWith(metrics.Exposition(), "tensorop_queue_depth"),
+              ElementsAre("tensorop_queue_depth{backend=\"cpu\"} 0"));
+}
+
+TEST(ServerSeriesTest, EachDeviceHasItsQueueDepthAndFailures) {
+  std::vector<std::string> skipped;
+  auto opened = opencl_backend::OpenAllDevices(&skipped);
+  ASSERT_FALSE(opened.empty()) << "no OpenCL device: is pocl-opencl-icd installed?";
+  DevicePool devices(std::move(opened), {});
+  Scheduler scheduler({.worker_threads = 1, .devices = &devices});
+  Metrics metrics;
+  AddServerSeries(metrics, scheduler, devices);
+
+  absl::StatusOr<int> slot = devices.Acquire(0);
+  ASSERT_TRUE(slot.ok()) << slot.status();
+  devices.MarkFailed(0);
+  devices.MarkFailed(0);
+  const std::string text = metrics.Exposition();
+  const std::string name = EscapeLabelValue(devices.Name(0));
+  std::vector<std::string> depth_lines = LinesStartingWith(text, "tensorop_queue_depth");
+  ASSERT_EQ(depth_lines.size(), devices.size() + 1);
+  EXPECT_EQ(depth_lines[0], "tensorop_queue_depth{backend=\"cpu\"} 0");
+  EXPECT_EQ(depth_lines[1],
+            "tensorop_queue_depth{backend=\"opencl\",device=\"" + name + "\",index=\"0\"} 1");
+  std::vector<std::string> failure_lines =
+      LinesStartingWith(text, "tensorop_device_failures_total{");
+  ASSERT_EQ(failure_lines.size(), devices.size());
+  EXPECT_EQ(failure_lines[0],
+            "tensorop_device_failures_total{device=\"" + name + "\",index=\"0\"} 2");
+  devices.Release(0);
+  EXPECT_EQ(LinesStartingWith(metrics.Exposition(), "tensorop_queue_depth")[1],
+            "tensorop_queue_depth{backend=\"opencl\",device=\"" + name + "\",index=\"0\"} 0");
+}
+
+}  // namespace
+}  // namespace tensorop::server
