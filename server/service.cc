@@ -299,6 +299,18 @@ void TensorOpService::RecordOutcome(const CallRecord& record, const absl::Status
   LogCall(record, status, end);
 }
 
+absl::Status TensorOpService::Dispatch(const v1::RunRequest& request, CallRecord& record,
+                                       std::function<void(Placement&)> work) {
+  absl::StatusOr<Placement> placement =
+      scheduler_->Place(request.backend(), RequestedDevice(request));
+  if (!placement.ok()) return placement.status();
+  record.backend = placement->label;
+  return scheduler_->Submit(*placement,
+                            [work = std::move(work), placement = *placement]() mutable {
+                              work(placement);
+                            });
+}
+
 // ---------------------------------------------------------------------------
 // Run
 
@@ -307,27 +319,22 @@ grpc::ServerUnaryReactor* TensorOpService::Run(grpc::CallbackServerContext* cont
                                                v1::RunResponse* response) {
   grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
   CallRecord record = DescribeRequest("Run", *request);
-  absl::StatusOr<Placement> placement = scheduler_->Place(request->backend(), RequestedDevice(*request));
-  absl::Status status = placement.status();
-  if (placement.ok()) {
-    record.backend = placement->label;
-    status = scheduler_->Submit(
-        *placement, [this, context, request, response, reactor, record,
-                     placement = *placement]() mutable {
-          const StopCheck stop = MakeStopCheck(context);
-          absl::Status status =
-              ExecuteIntoResponse(*request, options_, *scheduler_, placement, stop,
-                                  "use RunStream for large results", response);
-          record.backend = placement.label;
-          if (status.ok()) {
-            response->set_id(request->id());
-            response->set_backend(placement.label);
-            record.bytes_out = ResponseDataBytes(*response);
-          }
-          RecordOutcome(record, status);
-          reactor->Finish(ToGrpcStatus(status));
-        });
-  }
+  absl::Status status = Dispatch(
+      *request, record,
+      [this, context, request, response, reactor, record](Placement& placement) mutable {
+        const StopCheck stop = MakeStopCheck(context);
+        absl::Status status =
+            ExecuteIntoResponse(*request, options_, *scheduler_, placement, stop,
+                                "use RunStream for large results", response);
+        record.backend = placement.label;
+        if (status.ok()) {
+          response->set_id(request->id());
+          response->set_backend(placement.label);
+          record.bytes_out = ResponseDataBytes(*response);
+        }
+        RecordOutcome(record, status);
+        reactor->Finish(ToGrpcStatus(status));
+      });
   if (!status.ok()) {
     RecordOutcome(record, status);
     reactor->Finish(ToGrpcStatus(status));
@@ -346,13 +353,8 @@ class TensorOpService::StreamReactor final : public grpc::ServerWriteReactor<v1:
         request_(request),
         stop_(MakeStopCheck(context)),
         record_(DescribeRequest("RunStream", *request)) {
-    absl::StatusOr<Placement> placement = service_->scheduler_->Place(request_->backend(), RequestedDevice(*request_));
-    absl::Status status = placement.status();
-    if (placement.ok()) {
-      record_.backend = placement->label;
-      status = service_->scheduler_->Submit(*placement,
-                                            [this, placement = *placement]() mutable { Work(placement); });
-    }
+    absl::Status status = service_->Dispatch(
+        *request_, record_, [this](Placement& placement) { Work(placement); });
     if (!status.ok()) Done(status);
   }
 
@@ -550,21 +552,16 @@ class TensorOpService::BidiReactor final
 
   void Submit(std::shared_ptr<v1::RunRequest> request) {
     CallRecord record = DescribeRequest("RunBidi", *request);
-    absl::StatusOr<Placement> placement = service_->scheduler_->Place(request->backend(), RequestedDevice(*request));
-    absl::Status status = placement.status();
-    if (placement.ok()) {
-      record.backend = placement->label;
-      status = service_->scheduler_->Submit(
-          *placement, [this, request, record, placement = *placement]() mutable {
-            v1::RunResponse response;
-            absl::Status status = ExecuteIntoResponse(
-                *request, service_->options_, *service_->scheduler_, placement, stop_,
-                "use RunStream or RunChunked for large results", &response);
-            record.backend = placement.label;
-            if (status.ok()) response.set_backend(placement.label);
-            Answer(*request, std::move(record), status, std::move(response));
-          });
-    }
+    absl::Status status = service_->Dispatch(
+        *request, record, [this, request, record](Placement& placement) mutable {
+          v1::RunResponse response;
+          absl::Status status = ExecuteIntoResponse(
+              *request, service_->options_, *service_->scheduler_, placement, stop_,
+              "use RunStream or RunChunked for large results", &response);
+          record.backend = placement.label;
+          if (status.ok()) response.set_backend(placement.label);
+          Answer(*request, std::move(record), status, std::move(response));
+        });
     if (!status.ok()) Answer(*request, std::move(record), status, v1::RunResponse());
   }
 
@@ -731,13 +728,8 @@ class TensorOpService::ChunkedReactor final
       Done(absl::InvalidArgumentError("RunChunked: the stream ended before a request part"));
       return;
     }
-    absl::StatusOr<Placement> placement = service_->scheduler_->Place(request_.backend(), RequestedDevice(request_));
-    absl::Status status = placement.status();
-    if (placement.ok()) {
-      record_.backend = placement->label;
-      status = service_->scheduler_->Submit(*placement,
-                                            [this, placement = *placement]() mutable { Work(placement); });
-    }
+    absl::Status status = service_->Dispatch(
+        request_, record_, [this](Placement& placement) { Work(placement); });
     if (!status.ok()) Done(status);
   }
 

@@ -5,6 +5,7 @@
 #define TENSOROP_SERVER_SERVICE_H_
 
 #include <cstdint>
+#include <functional>
 
 #include <grpcpp/grpcpp.h>
 #include <grpcpp/support/byte_buffer.h>
@@ -61,6 +62,12 @@ class TensorOpService final : public ServiceBase {
   class StreamReactor;
   class BidiReactor;
   class ChunkedReactor;
+
+  // Places `request` (backend, device) and queues `work` with that placement on
+  // a scheduler worker, noting the placement in `record`. A non-OK status says
+  // why nothing was queued.
+  absl::Status Dispatch(const v1::RunRequest& request, CallRecord& record,
+                        std::function<void(Placement&)> work);
 
   // The one place a call's outcome is recorded: its request log line and, when
   // the server has them, its metrics.
