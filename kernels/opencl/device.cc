@@ -123,7 +123,47 @@ absl::StatusOr<std::unique_ptr<Device>> Device::Open(cl_platform_id platform,
   return self;
 }
 
+PooledBuffer::~PooledBuffer() {
+  if (mem_ != nullptr) owner_->ReturnBuffer(mem_, size_);
+}
+
+absl::StatusOr<PooledBuffer> Device::TakeBuffer(int64_t bytes, absl::string_view what) {
+  size_t size = 256;
+  while (static_cast<int64_t>(size) < bytes) size *= 2;
+  // A size class past what the device allocates would turn a request it could
+  // run into a failure: take those at their exact size.
+  if (static_cast<int64_t>(size) > max_buffer_bytes_) {
+    size = static_cast<size_t>(std::max<int64_t>(bytes, 1));
+  }
+  {
+    std::lock_guard<std::mutex> lock(pool_mutex_);
+    if (auto found = free_buffers_.find(size); found != free_buffers_.end()) {
+      cl_mem mem = found->second;
+      free_buffers_.erase(found);
+      pooled_bytes_ -= static_cast<int64_t>(size);
+      return PooledBuffer(this, mem, size);
+    }
+  }
+  cl_int error = CL_SUCCESS;
+  cl_mem mem = clCreateBuffer(context_, CL_MEM_READ_WRITE, size, nullptr, &error);
+  RETURN_IF_ERROR(ClStatus(error, absl::StrCat("clCreateBuffer(", what, ")")));
+  return PooledBuffer(this, mem, size);
+}
+
+void Device::ReturnBuffer(cl_mem mem, size_t size) {
+  {
+    std::lock_guard<std::mutex> lock(pool_mutex_);
+    if (pooled_bytes_ + static_cast<int64_t>(size) <= kMaxPooledBytes) {
+      free_buffers_.emplace(size, mem);
+      pooled_bytes_ += static_cast<int64_t>(size);
+      return;
+    }
+  }
+  clReleaseMemObject(mem);
+}
+
 Device::~Device() {
+  for (auto& [size, mem] : free_buffers_) clReleaseMemObject(mem);
   for (auto& [key, program] : programs_) clReleaseProgram(program);
   if (queue_ != nullptr) clReleaseCommandQueue(queue_);
   if (context_ != nullptr) clReleaseContext(context_);
@@ -257,6 +297,10 @@ absl::Status Device::Execute(const ExecutionPlan& plan,
                                             plan.outputs.size(), " outputs"));
   }
   RETURN_IF_ERROR(stop());
+  // Declared before the guard below, so they go back to the pool only after
+  // the queue drained.
+  std::vector<PooledBuffer> input_buffers;
+  std::vector<PooledBuffer> output_buffers;
   // Whatever happens below, nothing may still be queued when this returns: the
   // host memory the commands read and write belongs to the caller.
   struct FinishOnExit {
@@ -264,31 +308,27 @@ absl::Status Device::Execute(const ExecutionPlan& plan,
     ~FinishOnExit() { clFinish(queue); }
   } finish_on_exit{queue_};
 
-  std::vector<Buffer> input_buffers;
   for (size_t i = 0; i < inputs.size(); ++i) {
     const int64_t bytes = static_cast<int64_t>(inputs[i].size());
-    ASSIGN_OR_RETURN(Buffer buffer,
-                     CreateBuffer(context_, CL_MEM_READ_ONLY, bytes, nullptr,
-                                  absl::StrCat("input ", plan.input_names[i])));
+    ASSIGN_OR_RETURN(PooledBuffer buffer,
+                     TakeBuffer(bytes, absl::StrCat("input ", plan.input_names[i])));
     if (bytes > 0) {
-      RETURN_IF_ERROR(ClStatus(clEnqueueWriteBuffer(queue_, buffer.mem, CL_FALSE, 0,
+      RETURN_IF_ERROR(ClStatus(clEnqueueWriteBuffer(queue_, buffer.mem(), CL_FALSE, 0,
                                                     static_cast<size_t>(bytes),
                                                     inputs[i].data(), 0, nullptr, nullptr),
                                "clEnqueueWriteBuffer"));
     }
     input_buffers.push_back(std::move(buffer));
   }
-  std::vector<Buffer> output_buffers;
   for (size_t j = 0; j < plan.outputs.size(); ++j) {
     const Layout& layout = plan.outputs[j];
-    ASSIGN_OR_RETURN(Buffer buffer,
-                     CreateBuffer(context_, CL_MEM_READ_WRITE, layout.buffer_bytes(), nullptr,
-                                  absl::StrCat("output ", j)));
+    ASSIGN_OR_RETURN(PooledBuffer buffer,
+                     TakeBuffer(layout.buffer_bytes(), absl::StrCat("output ", j)));
     // Padding must read as zero; a packed output is written whole by the kernels.
     if (layout.buffer_elements > layout.element_count) {
       const cl_uchar zero = 0;
       RETURN_IF_ERROR(ClStatus(
-          clEnqueueFillBuffer(queue_, buffer.mem, &zero, 1, 0,
+          clEnqueueFillBuffer(queue_, buffer.mem(), &zero, 1, 0,
                               static_cast<size_t>(layout.buffer_bytes()), 0, nullptr, nullptr),
           "clEnqueueFillBuffer"));
     }
@@ -296,19 +336,19 @@ absl::Status Device::Execute(const ExecutionPlan& plan,
   }
   RETURN_IF_ERROR(end_phase(&DeviceTimings::upload_ns));
   for (const StridedCopy& copy : plan.copies) {
-    RETURN_IF_ERROR(RunCopy(copy, input_buffers[copy.input_slot].mem,
-                            output_buffers[copy.output_slot].mem, stop));
+    RETURN_IF_ERROR(RunCopy(copy, input_buffers[copy.input_slot].mem(),
+                            output_buffers[copy.output_slot].mem(), stop));
   }
   for (const ScatterWalk& walk : plan.scatters) {
-    RETURN_IF_ERROR(RunScatter(walk, input_buffers[walk.indices_slot].mem,
-                               input_buffers[walk.updates_slot].mem,
-                               output_buffers[walk.output_slot].mem, stop));
+    RETURN_IF_ERROR(RunScatter(walk, input_buffers[walk.indices_slot].mem(),
+                               input_buffers[walk.updates_slot].mem(),
+                               output_buffers[walk.output_slot].mem(), stop));
   }
   RETURN_IF_ERROR(end_phase(&DeviceTimings::kernel_ns));
   for (size_t j = 0; j < plan.outputs.size(); ++j) {
     const int64_t bytes = plan.outputs[j].buffer_bytes();
     if (bytes == 0) continue;
-    RETURN_IF_ERROR(ClStatus(clEnqueueReadBuffer(queue_, output_buffers[j].mem, CL_TRUE, 0,
+    RETURN_IF_ERROR(ClStatus(clEnqueueReadBuffer(queue_, output_buffers[j].mem(), CL_TRUE, 0,
                                                  static_cast<size_t>(bytes), outputs[j], 0,
                                                  nullptr, nullptr),
                              "clEnqueueReadBuffer"));

@@ -39,6 +39,28 @@ struct ScopedKernel {
   }
 };
 
+class Device;
+
+// A device buffer on loan from its device's pool; back to the pool when it goes
+// out of scope. Requests share one in-order queue, so a returned buffer's
+// pending commands complete before the next borrower's.
+class PooledBuffer {
+ public:
+  PooledBuffer(Device* owner, cl_mem mem, size_t size) : owner_(owner), mem_(mem), size_(size) {}
+  PooledBuffer(PooledBuffer&& other) noexcept
+      : owner_(other.owner_), mem_(other.mem_), size_(other.size_) {
+    other.mem_ = nullptr;
+  }
+  PooledBuffer& operator=(PooledBuffer&&) = delete;
+  ~PooledBuffer();
+  cl_mem mem() const { return mem_; }
+
+ private:
+  Device* owner_;
+  cl_mem mem_;
+  size_t size_;
+};
+
 class Device {
  public:
   // Creates the context and queue for `device`.
@@ -53,6 +75,11 @@ class Device {
   const std::string& platform_name() const { return platform_name_; }
   // The largest single buffer the device allocates.
   int64_t max_buffer_bytes() const { return max_buffer_bytes_; }
+  // Bytes of free buffers kept for reuse (at most kMaxPooledBytes).
+  int64_t pooled_bytes() {
+    std::lock_guard<std::mutex> lock(pool_mutex_);
+    return pooled_bytes_;
+  }
 
   // Uploads the inputs, runs the plan's kernels in order and downloads the
   // outputs into `outputs` (each plan.outputs[i].buffer_bytes(), zeroed by the
@@ -64,7 +91,12 @@ class Device {
                        DeviceTimings* timings = nullptr);
 
  private:
+  friend class PooledBuffer;
   Device() = default;
+  // A buffer of at least `bytes`, from the pool when one of its size class is
+  // free. Sizes round up to powers of two so buffers are reused across requests.
+  absl::StatusOr<PooledBuffer> TakeBuffer(int64_t bytes, absl::string_view what);
+  void ReturnBuffer(cl_mem mem, size_t size);
   enum class Source { kStridedCopy, kScatterElements };
   // Built once per (source, word size, index size) and reused.
   absl::StatusOr<cl_program> Program(Source source, int word_size, int index_size);
@@ -82,6 +114,11 @@ class Device {
   std::string name_;
   std::string platform_name_;
   int64_t max_buffer_bytes_ = 0;
+  // Free buffers by size; bounded so an idle device holds little memory.
+  static constexpr int64_t kMaxPooledBytes = int64_t{256} << 20;
+  std::mutex pool_mutex_;
+  std::multimap<size_t, cl_mem> free_buffers_;
+  int64_t pooled_bytes_ = 0;
   std::mutex programs_mutex_;
   std::map<std::tuple<Source, int, int>, cl_program> programs_;
 };

@@ -117,5 +117,41 @@ TEST(OpenClStopTest, StopBeforeALaunchReturnsItsStatus) {
   EXPECT_EQ(checks, 3);
 }
 
+TEST(OpenClBufferPoolTest, BuffersAreReusedAcrossRequestsAndTheCacheIsBounded) {
+  std::vector<std::string> skipped;
+  auto devices = opencl_backend::OpenAllDevices(&skipped);
+  ASSERT_FALSE(devices.empty());
+  opencl_backend::Device& device = *devices[0];
+  std::mt19937_64 rng(4);
+  // 40000 bytes in, 40000 out: both round up to the 64 KiB size class.
+  OwnedTensor input = MakeTensor(DType::kUint8, {40000}, LayoutKind::kPacked, rng);
+  OpRequest request{SliceAttrs{{0}, {40000}, {-1}}, {{"input", input.view()}},
+                    {{{40000}, {}}}};
+  ASSERT_OK_AND_ASSIGN(ExecutionPlan plan, PlanOperator(request, {}));
+  std::vector<std::byte> output(40000);
+  const std::span<const std::byte> inputs[] = {input.bytes};
+  std::byte* outputs[] = {output.data()};
+  EXPECT_EQ(device.pooled_bytes(), 0);
+  ASSERT_OK(device.Execute(plan, inputs, outputs, NeverStop));
+  EXPECT_EQ(device.pooled_bytes(), 2 * 65536);
+  ASSERT_OK(device.Execute(plan, inputs, outputs, NeverStop));
+  EXPECT_EQ(device.pooled_bytes(), 2 * 65536);  // the same two, taken and given back
+  for (size_t i = 0; i < output.size(); ++i) {
+    ASSERT_EQ(output[i], input.bytes[output.size() - 1 - i]) << i;
+  }
+
+  // 100 MB each way (the 128 MiB class): the first buffer back fits the 256 MiB
+  // cache, the second would pass it and is released.
+  OwnedTensor big = MakeTensor(DType::kUint8, {100'000'000}, LayoutKind::kPacked, rng);
+  OpRequest copy{SplitAttrs{0}, {{"input", big.view()}}, {{{100'000'000}, {}}}};
+  ASSERT_OK_AND_ASSIGN(ExecutionPlan copy_plan, PlanOperator(copy, {}));
+  std::vector<std::byte> big_output(100'000'000);
+  const std::span<const std::byte> big_inputs[] = {big.bytes};
+  std::byte* big_outputs[] = {big_output.data()};
+  ASSERT_OK(device.Execute(copy_plan, big_inputs, big_outputs, NeverStop));
+  EXPECT_EQ(device.pooled_bytes(), 2 * 65536 + (int64_t{1} << 27));
+  EXPECT_EQ(std::memcmp(big_output.data(), big.bytes.data(), big.bytes.size()), 0);
+}
+
 }  // namespace
 }  // namespace tensorop::testing
