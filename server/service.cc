@@ -244,6 +244,19 @@ class ResultParts {
   int64_t offset_ = -1;  // -1: the current output's header is next
 };
 
+// Executes `request` into server-held buffers and cuts them into parts
+// (RunStream, RunChunked); `record` learns where it ran.
+absl::StatusOr<ResultParts> ExecuteIntoParts(const v1::RunRequest& request,
+                                             const ServiceOptions& options,
+                                             Scheduler& scheduler, Placement& placement,
+                                             const StopCheck& stop, CallRecord& record) {
+  absl::StatusOr<Outputs> outputs =
+      ExecuteIntoBuffers(request, options, scheduler, placement, stop);
+  record.backend = placement.label;
+  if (!outputs.ok()) return outputs.status();
+  return ResultParts(*std::move(outputs), placement.label, options.chunk_bytes);
+}
+
 // The status to finish a stream with when a write failed.
 absl::Status WriteFailure(const StopCheck& stop) {
   absl::Status status = stop();
@@ -371,14 +384,14 @@ class TensorOpService::StreamReactor final : public grpc::ServerWriteReactor<v1:
  private:
   // On a scheduler worker.
   void Work(Placement& placement) {
-    absl::StatusOr<Outputs> outputs =
-        ExecuteIntoBuffers(*request_, service_->options_, *service_->scheduler_, placement, stop_);
-    record_.backend = placement.label;
-    if (!outputs.ok()) {
-      Done(outputs.status());
+    absl::StatusOr<ResultParts> parts =
+        ExecuteIntoParts(*request_, service_->options_, *service_->scheduler_, placement, stop_,
+                         record_);
+    if (!parts.ok()) {
+      Done(parts.status());
       return;
     }
-    parts_.emplace(*std::move(outputs), placement.label, service_->options_.chunk_bytes);
+    parts_.emplace(*std::move(parts));
     WriteNext();
   }
 
@@ -735,14 +748,14 @@ class TensorOpService::ChunkedReactor final
 
   // On a scheduler worker.
   void Work(Placement& placement) {
-    absl::StatusOr<Outputs> outputs =
-        ExecuteIntoBuffers(request_, service_->options_, *service_->scheduler_, placement, stop_);
-    record_.backend = placement.label;
-    if (!outputs.ok()) {
-      Done(outputs.status());
+    absl::StatusOr<ResultParts> parts =
+        ExecuteIntoParts(request_, service_->options_, *service_->scheduler_, placement, stop_,
+                         record_);
+    if (!parts.ok()) {
+      Done(parts.status());
       return;
     }
-    parts_.emplace(*std::move(outputs), placement.label, service_->options_.chunk_bytes);
+    parts_.emplace(*std::move(parts));
     WriteNext();
   }
 
