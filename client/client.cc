@@ -7,6 +7,7 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "client/channel.h"
 #include "client/status_macros.h"
 #include "google/protobuf/field_mask.pb.h"
 #include "google/protobuf/util/field_mask_util.h"
@@ -116,22 +117,42 @@ absl::StatusOr<Result> ResultFromResponse(v1::RunResponse& response) {
 }
 
 Client::Client(const std::string& target, ClientOptions options)
-    : Client(
-          [&] {
-            grpc::ChannelArguments args;
-            args.SetMaxReceiveMessageSize(options.max_message_bytes);
-            args.SetMaxSendMessageSize(options.max_message_bytes);
-            return grpc::CreateCustomChannel(target, grpc::InsecureChannelCredentials(), args);
-          }(),
-          options) {}
+    : options_(std::move(options)) {
+  absl::StatusOr<std::string> channel_target = ChannelTarget(target);
+  target_status_ = channel_target.status();
+  // A malformed target still gets a channel (to nowhere), so the object stays
+  // usable; every call then answers target_status_.
+  Connect(CreateChannel(channel_target.ok() ? *channel_target : std::string(target),
+                        options_.max_message_bytes));
+}
 
 Client::Client(std::shared_ptr<grpc::Channel> channel, ClientOptions options)
-    : options_(std::move(options)), stub_(v1::TensorOp::NewStub(std::move(channel))) {}
+    : options_(std::move(options)) {
+  Connect(std::move(channel));
+}
 
-void Client::Prepare(grpc::ClientContext& context) const {
+void Client::Connect(std::shared_ptr<grpc::Channel> channel) {
+  stub_ = v1::TensorOp::NewStub(channel);
+  health_stub_ = grpc::health::v1::Health::NewStub(std::move(channel));
+}
+
+absl::Status Client::Prepare(grpc::ClientContext& context) const {
+  RETURN_IF_ERROR(target_status_);
   if (options_.deadline != absl::InfiniteDuration()) {
     context.set_deadline(absl::ToChronoTime(absl::Now() + options_.deadline));
   }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::string> Client::CheckHealth(const std::string& service) {
+  grpc::ClientContext context;
+  RETURN_IF_ERROR(Prepare(context));
+  grpc::health::v1::HealthCheckRequest request;
+  request.set_service(service);
+  grpc::health::v1::HealthCheckResponse response;
+  const grpc::Status status = health_stub_->Check(&context, request, &response);
+  if (!status.ok()) return FromGrpcStatus(status);
+  return grpc::health::v1::HealthCheckResponse::ServingStatus_Name(response.status());
 }
 
 void Client::Report(Progress::Direction direction, int64_t done, int64_t total) const {
@@ -140,7 +161,7 @@ void Client::Report(Progress::Direction direction, int64_t done, int64_t total) 
 
 absl::StatusOr<Result> Client::Run(const v1::RunRequest& request) {
   grpc::ClientContext context;
-  Prepare(context);
+  RETURN_IF_ERROR(Prepare(context));
   v1::RunResponse response;
   const grpc::Status status = stub_->Run(&context, request, &response);
   if (!status.ok()) return FromGrpcStatus(status);
@@ -227,7 +248,7 @@ absl::StatusOr<Result> Client::ReadResultParts(grpc::ClientContext& context, Str
 
 absl::StatusOr<Result> Client::RunStream(const v1::RunRequest& request) {
   grpc::ClientContext context;
-  Prepare(context);
+  RETURN_IF_ERROR(Prepare(context));
   std::unique_ptr<grpc::ClientReader<v1::ResultPart>> reader =
       stub_->RunStream(&context, request);
   return ReadResultParts(context, *reader);
@@ -254,7 +275,7 @@ absl::StatusOr<Result> Client::RunChunked(const v1::RunRequest& request, int64_t
   std::sort(uploads.begin(), uploads.end());
 
   grpc::ClientContext context;
-  Prepare(context);
+  RETURN_IF_ERROR(Prepare(context));
   std::unique_ptr<grpc::ClientReaderWriter<v1::RequestPart, v1::ResultPart>> stream =
       stub_->RunChunked(&context);
   // A failed Write means the call is over (the server answered early, say with
@@ -296,7 +317,10 @@ std::vector<absl::StatusOr<Result>> Client::RunBidi(const std::vector<v1::RunReq
   if (requests.empty()) return results;
 
   grpc::ClientContext context;
-  Prepare(context);
+  if (absl::Status prepared = Prepare(context); !prepared.ok()) {
+    std::fill(results.begin(), results.end(), prepared);
+    return results;
+  }
   std::unique_ptr<grpc::ClientReaderWriter<v1::RunRequest, v1::RunResponse>> stream =
       stub_->RunBidi(&context);
   // Write on a second thread while this one reads: the server answers as it

@@ -20,6 +20,7 @@
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "client/host_tensor.h"
+#include "grpc/health/v1/health.grpc.pb.h"
 #include "grpcpp/grpcpp.h"
 #include "tensorop/v1/tensorop.grpc.pb.h"
 
@@ -53,7 +54,10 @@ struct ClientOptions {
 class Client {
  public:
   // Connects lazily: an unreachable target shows up as UNAVAILABLE from the
-  // first call.
+  // first call. `target` is one address, a list of replicas or a gRPC target
+  // such as dns:///NAME:PORT (client/channel.h: ChannelTarget); requests go
+  // round-robin over the replicas and are retried on UNAVAILABLE. A malformed
+  // target makes every call INVALID_ARGUMENT with ChannelTarget's message.
   explicit Client(const std::string& target, ClientOptions options = {});
   // Over an existing channel (tests use in-process servers).
   Client(std::shared_ptr<grpc::Channel> channel, ClientOptions options);
@@ -77,15 +81,24 @@ class Client {
   // need no raised message limit; answered like RunStream.
   absl::StatusOr<Result> RunChunked(const v1::RunRequest& request, int64_t chunk_bytes = 0);
 
+  // grpc.health.v1.Health/Check of `service` ("" is the whole server; tensord
+  // also answers "tensorop.v1.TensorOp", "tensorop.cpu" and "tensorop.opencl"):
+  // the status's name ("SERVING", "NOT_SERVING", ...), or the call's error.
+  absl::StatusOr<std::string> CheckHealth(const std::string& service);
+
  private:
-  // Starts a context with the configured deadline.
-  void Prepare(grpc::ClientContext& context) const;
+  void Connect(std::shared_ptr<grpc::Channel> channel);
+  // Starts a context with the configured deadline; the target's error if it
+  // was malformed.
+  absl::Status Prepare(grpc::ClientContext& context) const;
   void Report(Progress::Direction direction, int64_t done, int64_t total) const;
   template <typename Stream>
   absl::StatusOr<Result> ReadResultParts(grpc::ClientContext& context, Stream& stream);
 
   ClientOptions options_;
+  absl::Status target_status_;
   std::unique_ptr<v1::TensorOp::Stub> stub_;
+  std::unique_ptr<grpc::health::v1::Health::Stub> health_stub_;
 };
 
 // A gRPC status as an absl::Status with the same code and message.

@@ -3,11 +3,18 @@
 //   tensorctl run --target ADDR [--backend auto|cpu|opencl] [--stream|--chunked] FILE...
 //   tensorctl conformance --target ADDR [--backend B] [--stream|--chunked] PATH...
 //   tensorctl encode FILE --case NAME [--backend B]
+//   tensorctl health --target ADDR [--service NAME]
+//
+// ADDR is one address, a comma-separated list of replicas' IP addresses, or a
+// gRPC target such as dns:///NAME:PORT; calls go round-robin over the replicas
+// (client/channel.h).
 //
 // run prints one JSON line per case and exits 1 only when the server cannot be
 // reached (UNAVAILABLE); conformance prints each failure and a summary line and
 // exits 1 on any failure; encode writes one case's RunRequest as binary protobuf
-// (for `ghz -B`). Usage errors exit 2.
+// (for `ghz -B`); health prints the gRPC health status of the server (or of one
+// of its services) and exits 0 only for SERVING (the container's HEALTHCHECK).
+// Usage errors exit 2.
 #include <cstdio>
 #include <iterator>
 #include <optional>
@@ -23,6 +30,7 @@
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "client/case_format.h"
+#include "client/channel.h"
 #include "client/client.h"
 #include "client/status_macros.h"
 #include "google/protobuf/io/coded_stream.h"
@@ -39,7 +47,12 @@ constexpr absl::string_view kUsage =
     "  tensorctl run --target ADDR [--backend auto|cpu|opencl] [--stream|--chunked] FILE...\n"
     "  tensorctl conformance --target ADDR [--backend B] [--stream|--chunked] PATH...\n"
     "  tensorctl encode FILE --case NAME [--backend B]\n"
-    "FILE/PATH: a case file, or a directory of *.json case files.\n";
+    "  tensorctl health --target ADDR [--service NAME]\n"
+    "FILE/PATH: a case file, or a directory of *.json case files.\n"
+    "ADDR: HOST:PORT, a list IP:PORT,IP:PORT,... of replicas, or dns:///NAME:PORT.\n";
+
+// A health check answers at once or not at all; Docker's HEALTHCHECK gives 3 s.
+constexpr absl::Duration kHealthDeadline = absl::Seconds(2);
 
 enum class CallStyle { kUnary, kStream, kChunked };
 
@@ -49,6 +62,7 @@ struct Flags {
   v1::Backend backend = v1::AUTO;
   CallStyle style = CallStyle::kUnary;
   std::string case_name;
+  std::string health_service;
   std::vector<std::string> paths;
 };
 
@@ -56,7 +70,8 @@ absl::StatusOr<Flags> ParseFlags(int argc, char** argv) {
   if (argc < 2) return absl::InvalidArgumentError("no command");
   Flags flags;
   flags.command = argv[1];
-  if (flags.command != "run" && flags.command != "conformance" && flags.command != "encode") {
+  if (flags.command != "run" && flags.command != "conformance" && flags.command != "encode" &&
+      flags.command != "health") {
     return absl::InvalidArgumentError(absl::StrCat("unknown command \"", flags.command, "\""));
   }
   std::optional<std::string> backend;
@@ -93,6 +108,9 @@ absl::StatusOr<Flags> ParseFlags(int argc, char** argv) {
       ASSIGN_OR_RETURN(backend, take_value());
     } else if (name == "case") {
       ASSIGN_OR_RETURN(flags.case_name, take_value());
+    } else if (name == "service") {
+      if (flags.command != "health") return absl::InvalidArgumentError("--service is for health");
+      ASSIGN_OR_RETURN(flags.health_service, take_value());
     } else {
       return absl::InvalidArgumentError(absl::StrCat("unknown flag --", name));
     }
@@ -113,15 +131,20 @@ absl::StatusOr<Flags> ParseFlags(int argc, char** argv) {
     return absl::InvalidArgumentError("--stream and --chunked exclude each other");
   }
   flags.style = stream ? CallStyle::kStream : chunked ? CallStyle::kChunked : CallStyle::kUnary;
+  if (flags.command != "encode") {
+    if (flags.target.empty()) return absl::InvalidArgumentError("--target ADDR is required");
+    RETURN_IF_ERROR(ChannelTarget(flags.target).status());
+  }
+  if (flags.command == "health") {
+    if (!flags.paths.empty()) return absl::InvalidArgumentError("health takes no case files");
+    return flags;
+  }
   if (flags.paths.empty()) return absl::InvalidArgumentError("no case files given");
   if (flags.command == "encode") {
     if (flags.paths.size() != 1) return absl::InvalidArgumentError("encode takes one FILE");
     if (flags.case_name.empty()) return absl::InvalidArgumentError("encode needs --case NAME");
-  } else {
-    if (flags.target.empty()) return absl::InvalidArgumentError("--target ADDR is required");
-    if (!flags.case_name.empty()) {
-      return absl::InvalidArgumentError("--case is for encode");
-    }
+  } else if (!flags.case_name.empty()) {
+    return absl::InvalidArgumentError("--case is for encode");
   }
   return flags;
 }
@@ -257,6 +280,20 @@ int Encode(const Flags& flags, const std::vector<LoadedCase>& cases) {
   return kExitUsage;
 }
 
+int Health(const Flags& flags) {
+  ClientOptions options;
+  options.deadline = kHealthDeadline;
+  Client client(flags.target, options);
+  absl::StatusOr<std::string> status = client.CheckHealth(flags.health_service);
+  if (!status.ok()) {
+    std::printf("%s: %s\n", absl::StatusCodeToString(status.status().code()).c_str(),
+                std::string(status.status().message()).c_str());
+    return kExitFailure;
+  }
+  std::printf("%s\n", status->c_str());
+  return *status == "SERVING" ? 0 : kExitFailure;
+}
+
 int Main(int argc, char** argv) {
   absl::StatusOr<Flags> flags = ParseFlags(argc, argv);
   if (!flags.ok()) {
@@ -264,6 +301,7 @@ int Main(int argc, char** argv) {
                  std::string(kUsage).c_str());
     return kExitUsage;
   }
+  if (flags->command == "health") return Health(*flags);
   absl::StatusOr<std::vector<LoadedCase>> cases = LoadAll(flags->paths);
   if (!cases.ok()) {
     std::fprintf(stderr, "tensorctl: %s\n", std::string(cases.status().message()).c_str());

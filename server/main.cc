@@ -16,6 +16,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <fstream>
 #include <iostream>
 #include <limits>
 #include <memory>
@@ -33,6 +34,7 @@
 
 #include "absl/flags/flag.h"
 #include "absl/flags/reflection.h"
+#include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
@@ -64,6 +66,10 @@ ABSL_FLAG(int, max_queued_requests, 256,
           "requests queued or running at once; more are RESOURCE_EXHAUSTED");
 ABSL_FLAG(int, shutdown_grace_seconds, 30,
           "on SIGTERM/SIGINT, how long in-flight calls may take to finish");
+ABSL_FLAG(int, drain_seconds, 0,
+          "on SIGTERM/SIGINT, first report NOT_SERVING on the health service this long "
+          "while still serving, so health-checking clients and balancers move away "
+          "before new calls are refused");
 ABSL_FLAG(std::string, backends, "cpu,opencl",
           "enabled backends: cpu, or cpu,opencl (the CPU is always enabled)");
 ABSL_FLAG(std::string, opencl_devices, "",
@@ -80,6 +86,10 @@ ABSL_FLAG(int, inject_opencl_failures, 0,
 ABSL_FLAG(std::string, metrics_address, "0.0.0.0:9464",
           "host:port of the Prometheus /metrics endpoint (port 0: any free port; "
           "empty: no metrics)");
+ABSL_FLAG(int, max_connection_age_seconds, 0,
+          "close each client connection after about this long (gracefully: calls in "
+          "flight finish), so clients balancing over DNS re-resolve and reach replicas "
+          "added since; 0: never");
 ABSL_FLAG(bool, echo, false,
           "load-test baseline: Run answers zero-filled outputs of the right shape at "
           "once, without executing; other methods are UNIMPLEMENTED");
@@ -94,9 +104,9 @@ constexpr absl::string_view kServiceName = "tensorop.v1.TensorOp";
 constexpr absl::string_view kFlagNames[] = {
     "address",     "worker_threads", "max_message_bytes",   "max_request_bytes",
     "max_tensor_elements", "chunk_bytes", "backend", "max_queued_requests",
-    "shutdown_grace_seconds", "backends", "opencl_devices", "opencl_queue_depth",
+    "shutdown_grace_seconds", "drain_seconds", "backends", "opencl_devices", "opencl_queue_depth",
     "auto_opencl_min_bytes", "opencl_unhealthy_seconds", "inject_opencl_failures",
-    "metrics_address", "echo"};
+    "metrics_address", "max_connection_age_seconds", "echo"};
 constexpr absl::string_view kOpenClHealthName = "tensorop.opencl";
 constexpr absl::string_view kCpuHealthName = "tensorop.cpu";
 
@@ -112,39 +122,80 @@ void PrintHelp() {
     std::cout << "  --" << name << " (default " << flag->DefaultValue() << ")\n      "
               << flag->Help() << "\n";
   }
+  std::cout << "  --flagfile=PATH\n      reads flags from PATH, one --name=value per line "
+               "(# comments); later flags win\n";
 }
 
-// Parses --name=value and --name value. absl::ParseCommandLine exits with 1 on
-// a bad flag; the contract here is exit status 2 for any usage error.
+// One command-line word, and where it came from for error messages ("" for the
+// command line, "FILE:LINE: " for a line of a --flagfile).
+struct Argument {
+  std::string text;
+  std::string origin;
+};
+
+// The words of a --flagfile: one --name=value per line; blank lines and lines
+// starting with # are skipped. (Kubernetes mounts the flags from a ConfigMap.)
+std::vector<Argument> ReadFlagFile(absl::string_view path, absl::string_view origin) {
+  std::ifstream file{std::string(path)};
+  if (!file) UsageError(absl::StrCat(origin, "--flagfile=", path, ": cannot read the file"));
+  std::vector<Argument> arguments;
+  std::string line;
+  for (int number = 1; std::getline(file, line); ++number) {
+    absl::string_view text = absl::StripAsciiWhitespace(line);
+    if (text.empty() || absl::StartsWith(text, "#")) continue;
+    const std::string line_origin = absl::StrCat(path, ":", number, ": ");
+    if (!absl::StartsWith(text, "--") || absl::StartsWith(text, "--flagfile")) {
+      UsageError(absl::StrCat(line_origin, "expected one --name=value per line (no --flagfile), "
+                              "not \"", text, "\""));
+    }
+    arguments.push_back({std::string(text), line_origin});
+  }
+  return arguments;
+}
+
+// Parses --name=value and --name value, and --flagfile=PATH in place (later
+// flags win). absl::ParseCommandLine exits with 1 on a bad flag; the contract
+// here is exit status 2 for any usage error.
 void ParseFlags(int argc, char** argv) {
-  for (int i = 1; i < argc; ++i) {
-    absl::string_view arg = argv[i];
+  std::vector<Argument> arguments;
+  for (int i = 1; i < argc; ++i) arguments.push_back({argv[i], ""});
+  for (size_t i = 0; i < arguments.size(); ++i) {
+    absl::string_view arg = arguments[i].text;
+    const std::string origin = arguments[i].origin;
     if (arg == "--help" || arg == "-h" || arg == "-help") {
       PrintHelp();
       std::exit(0);
     }
-    if (!absl::StartsWith(arg, "-")) UsageError(absl::StrCat("unexpected argument \"", arg, "\""));
+    if (!absl::StartsWith(arg, "-")) {
+      UsageError(absl::StrCat(origin, "unexpected argument \"", arg, "\""));
+    }
     arg.remove_prefix(absl::StartsWith(arg, "--") ? 2 : 1);
     absl::string_view name = arg;
-    absl::string_view value;
+    std::string value;
     if (size_t equals = arg.find('='); equals != absl::string_view::npos) {
       name = arg.substr(0, equals);
-      value = arg.substr(equals + 1);
+      value = std::string(arg.substr(equals + 1));
     } else if (const absl::CommandLineFlag* flag = absl::FindCommandLineFlag(name);
                flag != nullptr && flag->IsOfType<bool>()) {
       value = "true";  // a bool flag alone (--echo) means true
-    } else if (i + 1 < argc) {
-      value = argv[++i];
+    } else if (i + 1 < arguments.size() && arguments[i + 1].origin == origin) {
+      value = arguments[++i].text;
     } else {
-      UsageError(absl::StrCat("--", name, " needs a value"));
+      UsageError(absl::StrCat(origin, "--", name, " needs a value"));
+    }
+    if (name == "flagfile") {
+      std::vector<Argument> from_file = ReadFlagFile(value, origin);
+      arguments.insert(arguments.begin() + static_cast<std::ptrdiff_t>(i) + 1,
+                       from_file.begin(), from_file.end());
+      continue;
     }
     if (std::find(std::begin(kFlagNames), std::end(kFlagNames), name) == std::end(kFlagNames)) {
-      UsageError(absl::StrCat("unknown flag --", name));
+      UsageError(absl::StrCat(origin, "unknown flag --", name));
     }
     absl::CommandLineFlag* flag = absl::FindCommandLineFlag(name);
     std::string error;
     if (flag == nullptr || !flag->ParseFrom(value, &error)) {
-      UsageError(absl::StrCat("--", name, "=", value, ": ", error));
+      UsageError(absl::StrCat(origin, "--", name, "=", value, ": ", error));
     }
   }
 }
@@ -160,6 +211,8 @@ struct Config {
   ServiceOptions service;
   int max_message_bytes = 0;
   std::chrono::seconds grace{0};
+  std::chrono::seconds drain{0};
+  int max_connection_age_seconds = 0;  // 0: never
 };
 
 Config ValidatedConfig() {
@@ -236,6 +289,14 @@ Config ValidatedConfig() {
   const int grace = absl::GetFlag(FLAGS_shutdown_grace_seconds);
   if (grace < 0) UsageError("--shutdown_grace_seconds must not be negative");
   config.grace = std::chrono::seconds(grace);
+  const int drain = absl::GetFlag(FLAGS_drain_seconds);
+  if (drain < 0) UsageError("--drain_seconds must not be negative");
+  config.drain = std::chrono::seconds(drain);
+  config.max_connection_age_seconds = absl::GetFlag(FLAGS_max_connection_age_seconds);
+  if (config.max_connection_age_seconds < 0 ||
+      config.max_connection_age_seconds > INT_MAX / 1000) {
+    UsageError(absl::StrCat("--max_connection_age_seconds must be in [0, ", INT_MAX / 1000, "]"));
+  }
   return config;
 }
 
@@ -313,6 +374,10 @@ int Main(int argc, char** argv) {
   builder.AddListeningPort(config.address, grpc::InsecureServerCredentials(), &port);
   builder.SetMaxReceiveMessageSize(config.max_message_bytes);
   builder.SetMaxSendMessageSize(config.max_message_bytes);
+  if (config.max_connection_age_seconds > 0) {
+    builder.AddChannelArgument(GRPC_ARG_MAX_CONNECTION_AGE_MS,
+                               config.max_connection_age_seconds * 1000);
+  }
   if (config.echo) {
     builder.RegisterService(&echo);
   } else {
@@ -343,10 +408,16 @@ int Main(int argc, char** argv) {
   std::thread shutdown([&] {
     int signal = 0;
     sigwait(&shutdown_signals, &signal);
-    // Health first, so balancers stop sending; then stop accepting calls and let
-    // in-flight ones finish within the grace period (after it gRPC cancels them,
-    // which our tasks notice at their next stop check).
+    // Health first, so balancers and health-checking clients stop sending, and
+    // keep serving while they notice (gRPC answers calls that arrive after
+    // Shutdown with CANCELLED, which clients do not retry). Then stop accepting
+    // calls and let in-flight ones finish within the grace period (after it
+    // gRPC cancels them, which our tasks notice at their next stop check).
     health->SetServingStatus(false);
+    std::this_thread::sleep_for(config.drain);
+    // Ends the clients' health Watch streams too, which Shutdown would otherwise
+    // wait on for the whole grace period.
+    health->Shutdown();
     server->Shutdown(std::chrono::system_clock::now() + config.grace);
   });
 

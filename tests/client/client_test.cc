@@ -487,7 +487,8 @@ TEST(UnreachableTest, EveryCallIsUnavailable) {
   socklen_t length = sizeof(address);
   ASSERT_EQ(getsockname(fd, reinterpret_cast<sockaddr*>(&address), &length), 0);
   Client client(absl::StrCat("127.0.0.1:", ntohs(address.sin_port)));
-  const std::string kRefused = "failed to connect to all addresses";
+  // round_robin's words for "every replica refused the connection".
+  const std::string kRefused = "connections to all backends failing";
   EXPECT_THAT(client.Run(Request("a")),
               StatusIs(absl::StatusCode::kUnavailable, HasSubstr(kRefused)));
   EXPECT_THAT(client.RunStream(Request("a")),

@@ -24,7 +24,7 @@
 #include "gmock/gmock.h"
 #include "google/protobuf/util/message_differencer.h"
 #include "gtest/gtest.h"
-#include "tests/client/subprocess.h"
+#include "tests/support/subprocess.h"
 #include "tests/support/status_matchers.h"
 #include "tests/support/tensord_process.h"
 
@@ -375,6 +375,58 @@ TEST_F(TensorctlTest, EncodeOfAnUnknownCaseIsAUsageError) {
   EXPECT_EQ(result.exit_code, 2);
   EXPECT_EQ(result.out, "");
   EXPECT_THAT(result.err, HasSubstr("no case named \"slice/nope\""));
+}
+
+TEST_F(TensorctlTest, HealthPrintsServingAndExitsZero) {
+  const CommandResult server = RunCommand({TensorctlPath(), "health", "--target", server_->target()});
+  EXPECT_EQ(server.exit_code, 0) << server.err;
+  EXPECT_EQ(server.out, "SERVING\n");
+  const CommandResult cpu = RunCommand(
+      {TensorctlPath(), "health", "--target", server_->target(), "--service", "tensorop.cpu"});
+  EXPECT_EQ(cpu.exit_code, 0) << cpu.err;
+  EXPECT_EQ(cpu.out, "SERVING\n");
+}
+
+TEST_F(TensorctlTest, HealthOfAnUnknownServiceExitsOne) {
+  const CommandResult result = RunCommand(
+      {TensorctlPath(), "health", "--target", server_->target(), "--service", "tensorop.tpu"});
+  EXPECT_EQ(result.exit_code, 1);
+  EXPECT_EQ(result.out, "NOT_FOUND: service name unknown\n");
+}
+
+TEST_F(TensorctlTest, ConformanceThroughAListOfReplicas) {
+  // The same server twice is still a list: the ipv4: target and its
+  // round_robin channel carry every case.
+  const CommandResult result =
+      RunCommand({TensorctlPath(), "conformance", "--target",
+                  server_->target() + "," + server_->target(), ConformanceCasesDir()});
+  EXPECT_EQ(result.exit_code, 0) << result.out << result.err;
+  EXPECT_EQ(result.out, absl::StrCat("conformance: ", PublicCases().size(), " passed, 0 failed\n"));
+}
+
+TEST(TensorctlUsageTest, HealthNotServingOrUnreachableExitsOne) {
+  TensordProcess cpu_only({"--backends=cpu"});
+  const CommandResult opencl = RunCommand(
+      {TensorctlPath(), "health", "--target", cpu_only.target(), "--service", "tensorop.opencl"});
+  EXPECT_EQ(opencl.exit_code, 1);
+  EXPECT_EQ(opencl.out, "NOT_SERVING\n");
+  const std::string target = cpu_only.target();
+  ASSERT_EQ(cpu_only.Stop(), 0);
+  const CommandResult gone = RunCommand({TensorctlPath(), "health", "--target", target});
+  EXPECT_EQ(gone.exit_code, 1);
+  EXPECT_THAT(gone.out, ::testing::StartsWith("UNAVAILABLE: "));
+}
+
+TEST(TensorctlUsageTest, MalformedTargetListIsAUsageError) {
+  const CommandResult result = RunCommand(
+      {TensorctlPath(), "conformance", "--target", "127.0.0.1:1,replica-b:2", ConformanceCasesDir()});
+  EXPECT_EQ(result.exit_code, 2);
+  EXPECT_THAT(result.err, HasSubstr("tensorctl: target entry 1 \"replica-b:2\" is not an IP "
+                                    "address with a port"));
+  const CommandResult health = RunCommand({TensorctlPath(), "health", "--target", "h:1",
+                                           ConformanceCasesDir()});
+  EXPECT_EQ(health.exit_code, 2);
+  EXPECT_THAT(health.err, HasSubstr("tensorctl: health takes no case files"));
 }
 
 TEST(TensorctlUsageTest, MissingTargetIsAUsageError) {

@@ -8,12 +8,15 @@
 #include <chrono>
 #include <memory>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "gmock/gmock.h"
+#include "grpc/health/v1/health.grpc.pb.h"
 #include "gtest/gtest.h"
 #include "tests/server/grpc_matchers.h"
 #include "tests/server/tensord_client.h"
+#include "tests/support/subprocess.h"
 #include "tests/support/tensord_process.h"
 
 namespace tensorop::testing {
@@ -166,6 +169,9 @@ TEST(FlagsTest, InvalidFlagsExitWithStatusTwo) {
            {"--chunk_bytes=0"},
            {"--max_queued_requests=-1"},
            {"--shutdown_grace_seconds=-5"},
+           {"--drain_seconds=-1"},
+           {"--max_connection_age_seconds=-1"},
+           {"--max_connection_age_seconds=2147484"},
            {"--metrics_address=no-port"},
            {"--metrics_address=127.0.0.1:65536"},
            {"--echo=maybe"},
@@ -176,6 +182,89 @@ TEST(FlagsTest, InvalidFlagsExitWithStatusTwo) {
 }
 
 TEST(FlagsTest, HelpExitsZero) { EXPECT_EQ(ExitStatusWith({"--help"}), 0); }
+
+TEST(ShutdownTest, DrainReportsNotServingWhileStillServing) {
+  TensordProcess server({"--drain_seconds=2"});
+  auto health = grpc::health::v1::Health::NewStub(Connect(server.target()));
+  auto check = [&health] {
+    grpc::ClientContext context;
+    grpc::health::v1::HealthCheckResponse response;
+    const grpc::Status status =
+        health->Check(&context, grpc::health::v1::HealthCheckRequest(), &response);
+    return status.ok() ? response.status() : grpc::health::v1::HealthCheckResponse::UNKNOWN;
+  };
+  ASSERT_EQ(check(), grpc::health::v1::HealthCheckResponse::SERVING);
+  ASSERT_EQ(kill(server.pid(), SIGTERM), 0);
+  auto status = check();
+  for (int i = 0; i < 200 && status == grpc::health::v1::HealthCheckResponse::SERVING; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    status = check();
+  }
+  EXPECT_EQ(status, grpc::health::v1::HealthCheckResponse::NOT_SERVING);
+  // Still within the drain: calls are answered.
+  auto stub = v1::TensorOp::NewStub(Connect(server.target()));
+  ExpectStillServing(*stub);
+  const int exit_status = server.Stop();
+  EXPECT_TRUE(WIFEXITED(exit_status) && WEXITSTATUS(exit_status) == 0) << exit_status;
+}
+
+// A flag file as Kubernetes mounts it from a ConfigMap.
+class FlagFileTest : public ::testing::Test {
+ protected:
+  std::string Write(const std::string& text) {
+    char path[] = "/tmp/tensord-flags-XXXXXX";
+    const int fd = mkstemp(path);
+    EXPECT_GE(fd, 0);
+    EXPECT_EQ(write(fd, text.data(), text.size()), static_cast<ssize_t>(text.size()));
+    close(fd);
+    paths_.push_back(path);
+    return path;
+  }
+  void TearDown() override {
+    for (const std::string& path : paths_) unlink(path.c_str());
+  }
+  std::vector<std::string> paths_;
+};
+
+grpc::Status RunDocSlice(const TensordProcess& server) {
+  grpc::ClientContext context;
+  v1::RunResponse response;
+  return v1::TensorOp::NewStub(Connect(server.target()))
+      ->Run(&context, DocSliceRequest("flags"), &response);
+}
+
+TEST_F(FlagFileTest, SetsFlagsAndLaterFlagsWin) {
+  // The request's input holds 16 elements.
+  const std::string path = Write("# limits\n\n  --max_tensor_elements=8  \n--backends=cpu\n");
+  TensordProcess limited({"--flagfile=" + path});
+  EXPECT_THAT(RunDocSlice(limited),
+              GrpcStatusIs(grpc::StatusCode::RESOURCE_EXHAUSTED,
+                           "input.sizes [1, 1, 4, 4] hold 16 elements; the limit is 8"));
+  TensordProcess overridden({"--flagfile=" + path, "--max_tensor_elements=16"});
+  EXPECT_THAT(RunDocSlice(overridden), GrpcOk());
+}
+
+TEST_F(FlagFileTest, BadFilesAreUsageErrorsNamingTheLine) {
+  const std::string unknown = Write("--backends=cpu\n--no_such_flag=1\n");
+  CommandResult result = RunCommand({TensordPath(), "--flagfile=" + unknown});
+  EXPECT_EQ(result.exit_code, 2);
+  EXPECT_THAT(result.err, HasSubstr("tensord: " + unknown + ":2: unknown flag --no_such_flag"));
+
+  const std::string bad_value = Write("--worker_threads=many\n");
+  result = RunCommand({TensordPath(), "--flagfile", bad_value});
+  EXPECT_EQ(result.exit_code, 2);
+  EXPECT_THAT(result.err, HasSubstr("tensord: " + bad_value + ":1: --worker_threads=many: "));
+
+  const std::string nested = Write("--flagfile=/etc/other\n");
+  result = RunCommand({TensordPath(), "--flagfile=" + nested});
+  EXPECT_EQ(result.exit_code, 2);
+  EXPECT_THAT(result.err, HasSubstr(nested + ":1: expected one --name=value per line"));
+
+  result = RunCommand({TensordPath(), "--flagfile=/nonexistent/tensord.flags"});
+  EXPECT_EQ(result.exit_code, 2);
+  EXPECT_THAT(result.err,
+              HasSubstr("tensord: --flagfile=/nonexistent/tensord.flags: cannot read the file"));
+}
 
 }  // namespace
 }  // namespace tensorop::testing

@@ -107,9 +107,9 @@ TensordProcess::~TensordProcess() {
   unlink(log_path_.c_str());
 }
 
-int TensordProcess::Stop() {
+int TensordProcess::Signal(int signal) {
   if (pid_ <= 0) return -1;
-  kill(pid_, SIGTERM);
+  kill(pid_, signal);
   int status = 0;
   waitpid(pid_, &status, 0);
   pid_ = -1;

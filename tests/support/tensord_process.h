@@ -3,6 +3,7 @@
 #ifndef TENSOROP_TESTS_SUPPORT_TENSORD_PROCESS_H_
 #define TENSOROP_TESTS_SUPPORT_TENSORD_PROCESS_H_
 
+#include <signal.h>
 #include <sys/types.h>
 
 #include <string>
@@ -33,7 +34,12 @@ class TensordProcess {
   // Everything the server wrote to stderr so far.
   std::string Log() const;
   // Sends SIGTERM and waits; returns the exit status as from waitpid, or -1.
-  int Stop();
+  int Stop() { return Signal(SIGTERM); }
+  // SIGKILL, as a crashed machine or an OOM kill would end it; then waits.
+  int Kill() { return Signal(SIGKILL); }
+  // Sends `signal` and waits; the exit status as from waitpid, or -1 if the
+  // process was already stopped.
+  int Signal(int signal);
 
  private:
   pid_t pid_ = -1;

@@ -1,7 +1,7 @@
 // Runs a program to completion and captures what it printed, for tests of
 // tensorctl as a user runs it.
-#ifndef TENSOROP_TESTS_CLIENT_SUBPROCESS_H_
-#define TENSOROP_TESTS_CLIENT_SUBPROCESS_H_
+#ifndef TENSOROP_TESTS_SUPPORT_SUBPROCESS_H_
+#define TENSOROP_TESTS_SUPPORT_SUBPROCESS_H_
 
 #include <string>
 #include <vector>
@@ -20,4 +20,4 @@ CommandResult RunCommand(const std::vector<std::string>& argv);
 
 }  // namespace tensorop::testing
 
-#endif  // TENSOROP_TESTS_CLIENT_SUBPROCESS_H_
+#endif  // TENSOROP_TESTS_SUPPORT_SUBPROCESS_H_
