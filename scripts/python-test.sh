@@ -43,8 +43,8 @@ fi
 # from pyproject.toml and installed into the venv, so builds need no isolation env.
 stamp="$venv/.tensorop-client-sources"
 sources="$(cd "$root" && find proto client/python/pyproject.toml client/python/setup.py \
-  client/python/tensorop_client -type f \( -name '*.proto' -o -name '*.py' -o -name '*.toml' \
-  -o -name py.typed \) -not -path '*/__pycache__/*' | LC_ALL=C sort | xargs sha256sum)"
+  client/service_config.json client/python/tensorop_client -type f \( -name '*.proto' -o -name '*.py' -o -name '*.toml' \
+  -o -name '*.json' -o -name py.typed \) -not -path '*/__pycache__/*' | LC_ALL=C sort | xargs sha256sum)"
 if [[ "$(cat "$stamp" 2>/dev/null)" != "$sources" ]]; then
   echo "== python-test: installing client/python into $venv"
   pip=("$venv/bin/python" -m pip --disable-pip-version-check --quiet)

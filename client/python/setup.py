@@ -3,7 +3,8 @@
 The stubs are not committed: build_py runs grpc_tools.protoc on
 ../../proto/tensorop/v1/tensorop.proto and writes tensorop_pb2.py(.pyi) and
 tensorop_pb2_grpc.py into tensorop_client/_proto in the build tree, so every
-install matches the proto it was built from.
+install matches the proto it was built from. It also copies the channels'
+service config, ../service_config.json, into the package.
 """
 
 from __future__ import annotations
@@ -54,15 +55,21 @@ def generate_stubs(out_dir: Path) -> None:
             (out_dir / name).write_text(text)
 
 
+# Shared with the C++ client (round_robin, health checking, retries).
+SERVICE_CONFIG = HERE.parent / "service_config.json"
+
+
 class BuildPyWithStubs(build_py):
     def run(self) -> None:
         super().run()
-        generate_stubs(Path(self.build_lib) / "tensorop_client" / "_proto")
+        package = Path(self.build_lib) / "tensorop_client"
+        generate_stubs(package / "_proto")
+        (package / SERVICE_CONFIG.name).write_text(SERVICE_CONFIG.read_text())
 
     def get_outputs(self, include_bytecode: bool = True) -> list[str]:
-        generated = [
-            str(Path(self.build_lib) / "tensorop_client" / "_proto" / name) for name in GENERATED
-        ]
+        package = Path(self.build_lib) / "tensorop_client"
+        generated = [str(package / "_proto" / name) for name in GENERATED]
+        generated.append(str(package / SERVICE_CONFIG.name))
         return list(super().get_outputs(include_bytecode)) + generated
 
 

@@ -25,6 +25,7 @@ from tensorop_client import Client
 
 REPO = Path(__file__).resolve().parents[2]
 LISTENING = re.compile(r"tensord listening on (\S+:\d+)")
+METRICS = re.compile(r"tensord metrics on (\S+:\d+)")
 
 
 def _existing_file(path: str, what: str) -> str:
@@ -57,7 +58,8 @@ class Tensord:
 
         threading.Thread(target=read, daemon=True).start()
         self.address = ""
-        while not self.address:
+        self.metrics_address = ""  # where GET /metrics answers
+        while not (self.address and self.metrics_address):
             try:
                 line = lines.get(timeout=30)
             except queue.Empty:
@@ -67,6 +69,8 @@ class Tensord:
                 pytest.fail(f"tensord did not print its address; log:\n{log.read_text()}")
             elif match := LISTENING.search(line):
                 self.address = match.group(1)
+            elif match := METRICS.search(line):
+                self.metrics_address = match.group(1)
 
     def stop(self) -> int:
         """SIGTERM (the documented graceful shutdown); the exit code."""

@@ -24,6 +24,7 @@ import numpy.typing as npt
 
 from tensorop_client._proto import tensorop_pb2 as pb
 from tensorop_client._proto import tensorop_pb2_grpc as pb_grpc
+from tensorop_client.channel import channel_options, channel_target
 from tensorop_client.tensors import LayoutError, decode_array, to_tensor
 
 BACKENDS: dict[str, int] = {"auto": pb.AUTO, "cpu": pb.CPU, "opencl": pb.OPENCL}
@@ -194,15 +195,15 @@ class Client:
         timeout: float | None = 600.0,
         max_message_bytes: int = 64 << 20,
     ) -> None:
-        """`timeout`: seconds per call (None: no deadline). `max_message_bytes`
-        bounds Run's answers, which carry every output inline (gRPC's own default
-        is 4 MiB)."""
+        """`target`: "host:port", a comma-separated list of replicas' IP
+        addresses ("10.0.0.1:50051,10.0.0.2:50051") or a gRPC target such as
+        "dns:///tensord-headless:50051"; calls go round-robin over the healthy
+        replicas and are retried on UNAVAILABLE (ValueError for a malformed
+        list). `timeout`: seconds per call (None: no deadline).
+        `max_message_bytes` bounds Run's answers, which carry every output
+        inline (gRPC's own default is 4 MiB)."""
         self._channel = grpc.insecure_channel(
-            target,
-            options=[
-                ("grpc.max_receive_message_length", max_message_bytes),
-                ("grpc.max_send_message_length", max_message_bytes),
-            ],
+            channel_target(target), options=channel_options(max_message_bytes)
         )
         self._stub = pb_grpc.TensorOpStub(self._channel)
         self._timeout = timeout

@@ -15,6 +15,7 @@ import sys
 from collections.abc import Sequence
 
 from tensorop_client.cases import CaseError, LoadedCase, find_mismatch, load_cases, run_case
+from tensorop_client.channel import channel_target
 from tensorop_client.client import BACKENDS, Client
 
 EXIT_FAILURE = 1
@@ -53,13 +54,22 @@ def main(argv: Sequence[str] | None = None) -> int:
     conformance = commands.add_parser(
         "conformance", help="run conformance cases against a server, exact comparison"
     )
-    conformance.add_argument("--target", required=True, help="host:port of a running tensord")
+    conformance.add_argument(
+        "--target",
+        required=True,
+        help="host:port of a running tensord, a list ip:port,ip:port of replicas, "
+        "or dns:///name:port",
+    )
     conformance.add_argument("--backend", choices=list(BACKENDS), default="auto")
     conformance.add_argument("--stream", action="store_true", help="call RunStream instead of Run")
     conformance.add_argument(
         "paths", nargs="+", metavar="PATH", help="a case file, or a directory of *.json case files"
     )
     args = parser.parse_args(argv)
+    try:
+        channel_target(args.target)
+    except ValueError as e:
+        parser.error(f"--target: {e}")  # exits 2, like every usage error
     try:
         _, failed = run_conformance(args.target, args.paths, args.backend, args.stream)
     except CaseError as e:
