@@ -1,0 +1,275 @@
+package main
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+
+	"sigs.k8s.io/kustomize/kyaml/filesys"
+)
+
+// The repository's own manifests pass.
+func TestRepositoryManifests(t *testing.T) {
+	var stdout, stderr bytes.Buffer
+	if status := run(&stdout, &stderr, []string{".."}); status != 0 {
+		t.Fatalf("validate ..: status %d\n%s%s", status, stdout.String(), stderr.String())
+	}
+	for _, dir := range []string{"base", "overlays/cpu", "overlays/gpu"} {
+		if !strings.Contains(stdout.String(), "ok "+filepath.Join("..", dir)+": ") {
+			t.Errorf("no ok line for %s in\n%s", dir, stdout.String())
+		}
+	}
+}
+
+// overlay writes a copy of the real base and an overlay "bad" on top of it
+// holding files (its kustomization.yaml first of all) into a temporary
+// directory, and returns that directory (the validator's DIR).
+func overlay(t *testing.T, files map[string]string) string {
+	t.Helper()
+	root := t.TempDir()
+	entries, err := os.ReadDir("../base")
+	if err != nil {
+		t.Fatal(err)
+	}
+	write := func(path string, data []byte) {
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, entry := range entries {
+		data, err := os.ReadFile(filepath.Join("../base", entry.Name()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		write(filepath.Join(root, "base", entry.Name()), data)
+	}
+	for name, text := range files {
+		write(filepath.Join(root, "overlays", "bad", name), []byte(text))
+	}
+	return root
+}
+
+// patched is a kustomization on the base with one inline patch.
+func patched(patch string) map[string]string {
+	indented := "      " + strings.ReplaceAll(strings.TrimSpace(patch), "\n", "\n      ")
+	return map[string]string{"kustomization.yaml": "resources: [../../base]\npatches:\n  - patch: |-\n" + indented + "\n"}
+}
+
+// jsonPatch is a kustomization on the base with one JSON 6902 patch.
+func jsonPatch(kind, name, op, path, value string) map[string]string {
+	return map[string]string{"kustomization.yaml": "resources: [../../base]\npatches:\n" +
+		"  - target: {kind: " + kind + ", name: " + name + "}\n" +
+		"    patch: |-\n      - op: " + op + "\n        path: " + path + "\n        value: " + value + "\n"}
+}
+
+// deploymentPatch is a strategic-merge patch on the Deployment's spec.
+func deploymentPatch(spec string) map[string]string {
+	return patched("apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: tensord\nspec:\n" +
+		"  " + strings.ReplaceAll(strings.TrimSpace(spec), "\n", "\n  "))
+}
+
+// containerPatch is a strategic-merge patch on the tensord container.
+func containerPatch(container string) map[string]string {
+	return deploymentPatch("template:\n  spec:\n    containers:\n      - name: tensord\n" +
+		"        " + strings.ReplaceAll(strings.TrimSpace(container), "\n", "\n        "))
+}
+
+// withResource adds one more object to the base.
+func withResource(yaml string) map[string]string {
+	return map[string]string{
+		"kustomization.yaml": "resources: [../../base, extra.yaml]\n",
+		"extra.yaml":         yaml,
+	}
+}
+
+// withFlags replaces the flag file.
+func withFlags(flags string) map[string]string {
+	return map[string]string{
+		"kustomization.yaml": "resources: [../../base]\nconfigMapGenerator:\n  - name: tensord-flags\n    behavior: merge\n    files: [tensord.flags]\n",
+		"tensord.flags":      flags,
+	}
+}
+
+const (
+	deployment = "Deployment/tensord: "
+	container  = `Deployment/tensord container "tensord": `
+)
+
+func TestProblems(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		files map[string]string
+		want  []string
+	}{
+		{
+			name:  "unknown field",
+			files: deploymentPatch("replicass: 2"),
+			want:  []string{deployment + `unknown field "spec.replicass"`},
+		},
+		{
+			name:  "unknown field deep in the pod",
+			files: containerPatch("securityContext:\n  readOnlyRootFileSystem: true"),
+			want:  []string{deployment + `unknown field "spec.template.spec.containers[0].securityContext.readOnlyRootFileSystem"`},
+		},
+		{
+			name:  "wrong type",
+			files: deploymentPatch(`revisionHistoryLimit: "5"`),
+			want: []string{deployment +
+				"json: cannot unmarshal string into Go struct field DeploymentSpec.spec.revisionHistoryLimit of type int32"},
+		},
+		{
+			name:  "not a quantity",
+			files: containerPatch("resources:\n  limits:\n    memory: 4GB"),
+			want: []string{deployment +
+				"quantities must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'"},
+		},
+		{
+			name: "duplicate field",
+			files: withResource("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: extra\ndata:\n" +
+				"  a: \"1\"\n  a: \"2\"\n"),
+			want: []string{
+				`extra.yaml: yaml: unmarshal errors: line 7: mapping key "a" already defined at line 6`,
+				`ConfigMap/extra: yaml: unmarshal errors: line 7: mapping key "a" already defined at line 6`,
+			},
+		},
+		{
+			// kustomize merges the patch keeping one of the two values.
+			name: "duplicate field in a patch",
+			files: map[string]string{
+				"kustomization.yaml": "resources: [../../base]\npatches:\n  - path: patch.yaml\n",
+				"patch.yaml": "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: tensord\nspec:\n" +
+					"  revisionHistoryLimit: 3\n  revisionHistoryLimit: 4\n",
+			},
+			want: []string{`patch.yaml: yaml: unmarshal errors: line 7: mapping key "revisionHistoryLimit" already defined at line 6`},
+		},
+		{
+			name:  "unknown kind",
+			files: withResource("apiVersion: apps/v1\nkind: StatefulSet\nmetadata:\n  name: extra\n"),
+			want: []string{`StatefulSet/extra: unknown kind "StatefulSet" in "apps/v1" ` +
+				"(the validator decodes only the kinds listed in newObject)"},
+		},
+		{
+			name: "Service selecting nothing",
+			files: withResource("apiVersion: v1\nkind: Service\nmetadata:\n  name: extra\nspec:\n" +
+				"  selector:\n    app.kubernetes.io/name: tensor\n  ports:\n    - port: 50051\n"),
+			want: []string{"Service/extra: selector app.kubernetes.io/name=tensor selects no Deployment's pods"},
+		},
+		{
+			name:  "Service targetPort naming no container port",
+			files: jsonPatch("Service", "tensord-headless", "replace", "/spec/ports/0/targetPort", "gprc"),
+			want:  []string{`Service/tensord-headless: port "grpc": targetPort "gprc" is not a container port of Deployment/tensord`},
+		},
+		{
+			name:  "Deployment selector missing its pods",
+			files: deploymentPatch("selector:\n  matchLabels:\n    tier: api"),
+			want: []string{deployment + "spec.selector app.kubernetes.io/name=tensord,tier=api does not match the pod template's labels " +
+				"app.kubernetes.io/component=server,app.kubernetes.io/name=tensord,app.kubernetes.io/part-of=tensorop"},
+		},
+		{
+			name:  "replicas under an autoscaler",
+			files: deploymentPatch("replicas: 2"),
+			want: []string{"HorizontalPodAutoscaler/tensord: Deployment/tensord sets spec.replicas, " +
+				"which every apply would reset the autoscaled count to"},
+		},
+		{
+			name:  "autoscaler aimed elsewhere",
+			files: jsonPatch("HorizontalPodAutoscaler", "tensord", "replace", "/spec/scaleTargetRef/name", "tensord-old"),
+			want:  []string{"HorizontalPodAutoscaler/tensord: scaleTargetRef apps/v1 Deployment/tensord-old is not a Deployment in the output"},
+		},
+		{
+			name:  "autoscaler on CPU without a CPU request",
+			files: containerPatch("resources:\n  requests:\n    cpu: null"),
+			want:  []string{`HorizontalPodAutoscaler/tensord: scales on cpu utilization, but container "tensord" of Deployment/tensord requests no cpu`},
+		},
+		{
+			name: "PodDisruptionBudget selecting nothing",
+			files: patched("apiVersion: policy/v1\nkind: PodDisruptionBudget\nmetadata:\n  name: tensord\nspec:\n" +
+				"  selector:\n    matchLabels:\n      app.kubernetes.io/name: tensordd"),
+			want: []string{"PodDisruptionBudget/tensord: selector app.kubernetes.io/name=tensordd selects no Deployment's pods"},
+		},
+		{
+			name:  "mount without a volume",
+			files: containerPatch("volumeMounts:\n  - name: cache\n    mountPath: /var/cache/tensord"),
+			want:  []string{container + `mounts volume "cache", which the pod does not define`},
+		},
+		{
+			name: "volume of a ConfigMap not rendered",
+			files: deploymentPatch("template:\n  spec:\n    volumes:\n      - name: flags\n" +
+				"        configMap:\n          name: tensord-flagz"),
+			want: []string{
+				deployment + `volume "flags" refers to ConfigMap "tensord-flagz", which is not in the output`,
+				container + `--flagfile=/etc/tensord/tensord.flags: ConfigMap "tensord-flagz" is not in the output`,
+				container + `--flagfile=/etc/tensord/backends.flags: ConfigMap "tensord-flagz" is not in the output`,
+			},
+		},
+		{
+			name:  "probe on the metrics port",
+			files: containerPatch("readinessProbe:\n  grpc:\n    port: 9464"),
+			want:  []string{container + "readiness probe asks port 9464, not the grpc port 50051"},
+		},
+		{
+			name:  "writable root filesystem, root user",
+			files: containerPatch("securityContext:\n  readOnlyRootFilesystem: false\n  runAsUser: 0"),
+			want: []string{
+				container + "does not run as non-root (runAsNonRoot: true, runAsUser not 0)",
+				container + "securityContext.readOnlyRootFilesystem is not true",
+			},
+		},
+		{
+			name: "bad flag file",
+			files: withFlags("# comment\n\n--address=0.0.0.0:50052\n--backend_s=cpu\n--backends=cpu # CPU only\n" +
+				"backends=cpu\n--worker_threads=2\n--worker_threads=4\n--shutdown_grace_seconds=60\n"),
+			want: []string{
+				container + "/etc/tensord/tensord.flags line 4: tensord has no flag --backend_s",
+				container + "/etc/tensord/tensord.flags line 5: a comment must have a line of its own",
+				container + `/etc/tensord/tensord.flags line 6: "backends=cpu" is not --name=value`,
+				container + "/etc/tensord/tensord.flags line 8: --worker_threads is set twice",
+				container + "--address=0.0.0.0:50052 does not listen on the container port named grpc (50051)",
+				container + "terminationGracePeriodSeconds 45 is less than the preStop sleep (5) plus " +
+					"--drain_seconds (0) plus --shutdown_grace_seconds (60): draining calls would be killed",
+			},
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			root := overlay(t, tc.files)
+			_, got := validate(filesys.MakeFsOnDisk(), filepath.Join(root, "overlays", "bad"))
+			if !reflect.DeepEqual([]string(got), tc.want) {
+				t.Errorf("problems:\n  %s\nwant:\n  %s", strings.Join(got, "\n  "), strings.Join(tc.want, "\n  "))
+			}
+		})
+	}
+}
+
+// A kustomization that does not render fails with kustomize's error, on the
+// line of its directory; the other kustomizations are still checked.
+func TestRenderFailureNamesTheDirectory(t *testing.T) {
+	root := overlay(t, map[string]string{"kustomization.yaml": "resources: [../../base, missing.yaml]\n"})
+	var stdout, stderr bytes.Buffer
+	if status := run(&stdout, &stderr, []string{root}); status != 1 {
+		t.Fatalf("status %d, want 1\n%s", status, stdout.String())
+	}
+	lines := strings.Split(strings.TrimSpace(stdout.String()), "\n")
+	if len(lines) != 2 {
+		t.Fatalf("want 2 lines, got\n%s", stdout.String())
+	}
+	if want := "ok " + filepath.Join(root, "base") + ": 6 objects"; lines[0] != want {
+		t.Errorf("line 1 = %q, want %q", lines[0], want)
+	}
+	prefix := "FAIL " + filepath.Join(root, "overlays", "bad") + ": kustomize: "
+	if !strings.HasPrefix(lines[1], prefix) || !strings.Contains(lines[1], "missing.yaml") {
+		t.Errorf("line 2 = %q, want %q... naming missing.yaml", lines[1], prefix)
+	}
+}
+
+func TestUsage(t *testing.T) {
+	var stdout, stderr bytes.Buffer
+	if status := run(&stdout, &stderr, nil); status != 2 || !strings.HasPrefix(stderr.String(), "usage: ") {
+		t.Errorf("no arguments: status %d, stderr %q", status, stderr.String())
+	}
+}
