@@ -161,14 +161,19 @@ class ScaleOutTest : public ::testing::Test {
     target_ = absl::StrJoin(addresses, ",");
   }
 
+  // One client for all replicas, as a user would make it.
+  Client MakeClient() const {
+    ClientOptions options;
+    options.deadline = absl::Seconds(30);
+    return Client(target_, options);
+  }
+
   std::vector<std::unique_ptr<TensordProcess>> replicas_;
   std::string target_;  // "127.0.0.1:P1,127.0.0.1:P2,127.0.0.1:P3"
 };
 
 TEST_F(ScaleOutTest, EveryReplicaServesRequestsOfOneClient) {
-  ClientOptions options;
-  options.deadline = absl::Seconds(30);
-  Client client(target_, options);
+  Client client = MakeClient();
   BackgroundLoad load(client);
   load.WaitUntilAnswered(300);
   EXPECT_THAT(load.Finish(), IsEmpty());
@@ -185,9 +190,7 @@ TEST_F(ScaleOutTest, EveryReplicaServesRequestsOfOneClient) {
 }
 
 TEST_F(ScaleOutTest, NoRequestIsLostWhenReplicasDieMidRun) {
-  ClientOptions options;
-  options.deadline = absl::Seconds(30);
-  Client client(target_, options);
+  Client client = MakeClient();
   BackgroundLoad load(client);
   // Until every replica has answered, so each one leaving below takes a share
   // of the load with it.
