@@ -1,0 +1,336 @@
+#!/usr/bin/env bash
+# Builds the container image from the Dockerfile with podman and tests it on this
+# machine (no Docker engine here; see ../shared/notes/containers.md):
+#   1. installs podman, buildah and debootstrap if missing;
+#   2. makes the debian:bookworm base image with debootstrap if missing;
+#   3. builds localhost/tensorop:test (layers cached: an unchanged tree takes seconds);
+#   4. checks the image's config (user, ports, health check, entrypoint) and that
+#      its binaries find all their libraries;
+#   5. starts the image's tensord with buildah as uid 10001, waits until the image's
+#      own HEALTHCHECK command passes, runs the public conformance cases against it
+#      with the host's tensorctl (TENSORCTL=path, default build/bin/tensorctl) on the
+#      CPU and through PoCL (unary and streamed), then stops it with SIGTERM and
+#      expects exit status 0, a failing health check, and nothing written outside
+#      /tmp (Kubernetes runs the image with a read-only root filesystem).
+# The image stays (it is the layer cache of the next run); dangling images of
+# earlier builds are pruned. Prints "container-test: ok" at the end; exits nonzero
+# on any failure.
+set -euo pipefail
+root="$(cd "$(dirname "$0")/.." && pwd)"
+shared="$root/../shared"
+image="localhost/tensorop:test"
+build_cache_image="localhost/tensorop:test-build"
+base="docker.io/library/debian:bookworm"
+tensorctl="${TENSORCTL:-$root/build/bin/tensorctl}"
+start=$SECONDS
+
+section() { echo "== container: $* ($((SECONDS - start)) s)"; }
+fail() { echo "container-test: FAILED: $*" >&2; exit 1; }
+alive() { [ -n "$1" ] && [ -d "/proc/$1" ]; }
+
+sudo=""
+if [ "$(id -u)" -ne 0 ]; then sudo="sudo"; fi
+
+# ------------------------------------------------------------------ tools
+section "tools (podman, buildah, debootstrap)"
+missing=()
+for package in podman buildah debootstrap; do
+  if ! dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "install ok installed"; then
+    missing+=("$package")
+  fi
+done
+if [ "${#missing[@]}" -gt 0 ]; then
+  echo "installing ${missing[*]}"
+  export DEBIAN_FRONTEND=noninteractive
+  # Another apt run (scripts/setup.sh) may hold the lock for a while.
+  $sudo apt-get -o DPkg::Lock::Timeout=600 update -q
+  $sudo apt-get -o DPkg::Lock::Timeout=600 install -y -q --no-install-recommends "${missing[@]}"
+fi
+if [ -n "$sudo" ]; then
+  podman() { sudo podman "$@"; }
+  buildah() { sudo buildah "$@"; }
+fi
+
+# The Debian bookworm entries apt uses on this machine, one "URI SUITE COMPONENTS..."
+# line per suite, from deb822 .sources files and one-line sources.list files.
+host_debian_sources() {
+  local files=()
+  for f in /etc/apt/sources.list.d/*.sources; do [ -f "$f" ] && files+=("$f"); done
+  if [ "${#files[@]}" -gt 0 ]; then
+    awk '
+      function flush() {
+        if (types ~ /(^| )deb( |$)/ && enabled !~ /^[Nn]o/) {
+          n = split(uris, u, " "); m = split(suites, s, " ")
+          for (i = 1; i <= n; i++) for (j = 1; j <= m; j++)
+            if (s[j] ~ /^bookworm(-updates|-security)?$/) print u[i], s[j], comps
+        }
+        types = uris = suites = comps = enabled = ""
+      }
+      /^[ \t]*#/ { next }
+      /^[ \t]*$/ { flush(); next }
+      { key = tolower($1); sub(/:$/, "", key); $1 = ""; sub(/^ +/, "")
+        if (key == "types") types = $0; else if (key == "uris") uris = $0
+        else if (key == "suites") suites = $0; else if (key == "components") comps = $0
+        else if (key == "enabled") enabled = $0 }
+      END { flush() }' "${files[@]}"
+  fi
+  files=()
+  for f in /etc/apt/sources.list /etc/apt/sources.list.d/*.list; do [ -f "$f" ] && files+=("$f"); done
+  if [ "${#files[@]}" -gt 0 ]; then
+    sed -e 's/#.*//' -e 's/\[[^]]*\]//' "${files[@]}" |
+      awk '$1 == "deb" && $3 ~ /^bookworm(-updates|-security)?$/ { $1 = ""; sub(/^ +/, ""); print }'
+  fi
+}
+
+# ------------------------------------------------------------- base image
+section "base image $base"
+if podman image exists "$base"; then
+  echo "present"
+else
+  sources="$(host_debian_sources | sort -u)"
+  mirror="$(awk '$2 == "bookworm" { print $1; exit }' <<<"$sources")"
+  if [ -z "$mirror" ]; then
+    mirror="http://deb.debian.org/debian"
+    sources="$mirror bookworm main"
+  fi
+  echo "debootstrap from $mirror; apt sources in the image:"
+  echo "$sources"
+  rootfs="$(mktemp -d /var/tmp/tensorop-rootfs.XXXXXX)"
+  trap '$sudo rm -rf "$rootfs"' EXIT
+  $sudo debootstrap --variant=minbase bookworm "$rootfs" "$mirror" >"$rootfs.log" 2>&1 ||
+    { tail -n 30 "$rootfs.log" >&2; rm -f "$rootfs.log"; fail "debootstrap"; }
+  rm -f "$rootfs.log"
+  # The same sources apt uses here (bookworm, -updates, -security), in the deb822
+  # form of the official image, instead of debootstrap's one-line sources.list.
+  {
+    while read -r uri suite components; do
+      echo "Types: deb"
+      echo "URIs: $uri"
+      echo "Suites: $suite"
+      echo "Components: ${components:-main}"
+      if [ -f "$rootfs/usr/share/keyrings/debian-archive-keyring.gpg" ]; then
+        echo "Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg"
+      fi
+      echo
+    done <<<"$sources"
+  } | $sudo tee "$rootfs/etc/apt/sources.list.d/debian.sources" >/dev/null
+  $sudo rm -f "$rootfs/etc/apt/sources.list"
+  $sudo find "$rootfs/var/cache/apt" "$rootfs/var/lib/apt/lists" -type f -delete
+  $sudo tar -C "$rootfs" -c . |
+    podman import \
+      --change 'ENV PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin' \
+      --change 'CMD ["bash"]' - localhost/debian:bookworm
+  podman tag localhost/debian:bookworm "$base"
+  $sudo rm -rf "$rootfs"
+  trap - EXIT
+fi
+
+# ------------------------------------------------------------------ build
+# --format docker: the OCI image format has no HEALTHCHECK (podman drops it).
+# The build stage gets a tag of its own so that pruning dangling images below
+# keeps its layers (the compiled binaries) as the cache of the next run.
+section "build $image"
+build_flags=(--isolation=chroot --network=host --format docker --layers -f "$root/Dockerfile")
+podman build "${build_flags[@]}" --target build -t "$build_cache_image" "$root"
+podman build "${build_flags[@]}" -t "$image" "$root"
+podman image prune -f >/dev/null
+podman images --filter reference=localhost/tensorop
+
+# --------------------------------------------------------- image config
+section "image config"
+inspect="$(podman image inspect "$image")"
+config_field() {
+  python3 -c '
+import json, sys
+image = json.loads(sys.stdin.read())[0]
+config = image.get("Config") or {}
+field = sys.argv[1]
+if field == "Healthcheck":
+    value = (image.get("Healthcheck") or image.get("HealthCheck")
+             or config.get("Healthcheck") or {})
+    print("\n".join(value.get("Test") or []))
+elif field in ("Entrypoint", "Cmd", "Env"):
+    print("\n".join(config.get(field) or []))
+elif field == "ExposedPorts":
+    print("\n".join(sorted(config.get(field) or {})))
+else:
+    print(config.get(field) or "")
+' "$1" <<<"$inspect"
+}
+user="$(config_field User)"
+mapfile -t entrypoint < <(config_field Entrypoint)
+mapfile -t healthcheck < <(config_field Healthcheck)
+mapfile -t env < <(config_field Env)
+ports="$(config_field ExposedPorts | tr '\n' ' ')"
+echo "User:         $user"
+echo "ExposedPorts: $ports"
+echo "Entrypoint:   ${entrypoint[*]}"
+echo "Cmd:          $(config_field Cmd | tr '\n' ' ')"
+echo "Healthcheck:  ${healthcheck[*]}"
+echo "Env:          ${env[*]}"
+case "$user" in 10001:10001 | tensord | tensord:tensord) ;; *) fail "image user is '$user', want 10001:10001";; esac
+for port in 50051/tcp 9464/tcp; do
+  grep -qw "$port" <<<"$ports" || fail "image does not expose $port"
+done
+[ "${#entrypoint[@]}" -gt 0 ] || fail "image has no ENTRYPOINT"
+[ "${healthcheck[0]:-}" = "CMD" ] && [ "${healthcheck[1]:-}" = "/usr/local/bin/tensorctl" ] &&
+  [ "${healthcheck[2]:-}" = "health" ] ||
+  fail "image HEALTHCHECK is '${healthcheck[*]}', want CMD /usr/local/bin/tensorctl health ..."
+grep -qx "POCL_CACHE_DIR=/tmp/pocl" < <(printf '%s\n' "${env[@]}") ||
+  fail "image does not set POCL_CACHE_DIR=/tmp/pocl"
+[ -x "$tensorctl" ] || fail "no host tensorctl at $tensorctl (build it: scripts/build.sh, or set TENSORCTL)"
+[ -d "$shared/conformance/cases" ] || fail "no conformance cases at $shared/conformance/cases"
+
+# ------------------------------------------------------------- container
+container=""
+server_pid=""
+buildah_pid=""
+log="$(mktemp)"
+cleanup() {
+  if alive "$server_pid"; then
+    $sudo kill -KILL "$server_pid" 2>/dev/null || true
+  fi
+  if [ -n "$buildah_pid" ]; then wait "$buildah_pid" 2>/dev/null || true; fi
+  if [ -n "$container" ]; then buildah rm "$container" >/dev/null 2>&1 || true; fi
+  rm -f "$log"
+}
+trap cleanup EXIT
+container="$(buildah from "$image")"
+# buildah run does not apply ENTRYPOINT/CMD (given below from the image's config);
+# it does apply the image's Env and User, but pass them too so the test does not
+# depend on that.
+run_flags=(--isolation chroot --network host --user "$user")
+for variable in "${env[@]}"; do run_flags+=(--env "$variable"); done
+in_container() { buildah run "${run_flags[@]}" "$container" -- "$@"; }
+# The health check, bounded (the image's HEALTHCHECK allows 3 s).
+health_check() { $sudo timeout 20 buildah run "${run_flags[@]}" "$container" -- "${health[@]}"; }
+
+section "libraries inside the image"
+for binary in /usr/local/bin/tensord /usr/local/bin/tensorctl; do
+  libs="$(in_container ldd "$binary")" || fail "ldd $binary"
+  if grep -q "not found" <<<"$libs"; then
+    echo "$libs" >&2
+    fail "$binary: missing libraries in the image"
+  fi
+  echo "$binary: $(grep -c '=>' <<<"$libs") libraries, none missing"
+done
+
+port_free() { ! (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
+pick_port() {
+  local p
+  for _ in $(seq 1 50); do
+    p=$(( 45000 + RANDOM % 5000 ))
+    if port_free "$p"; then echo "$p"; return; fi
+  done
+  fail "no free port"
+}
+port="$(pick_port)"
+metrics_port="$(pick_port)"
+[ "$port" != "$metrics_port" ] || metrics_port=$(( port + 1 ))
+
+section "start tensord (image entrypoint, uid ${user}) on 127.0.0.1:$port"
+in_container "${entrypoint[@]}" --address="127.0.0.1:$port" \
+  --metrics_address="127.0.0.1:$metrics_port" >"$log" 2>&1 &
+buildah_pid=$!
+server_log() { echo "-- tensord log:" >&2; cat "$log" >&2; }
+
+# The image's HEALTHCHECK, run inside the container with the test's port.
+health=()
+for arg in "${healthcheck[@]:1}"; do health+=("${arg/%:50051/:$port}"); done
+echo "health check: ${health[*]}"
+healthy=0
+out=""
+deadline=$(( SECONDS + 60 ))
+while [ "$SECONDS" -lt "$deadline" ]; do
+  if ! alive "$buildah_pid"; then
+    server_log
+    fail "tensord exited during startup"
+  fi
+  if out="$(health_check 2>&1)"; then
+    healthy=1
+    echo "$out"
+    break
+  fi
+  sleep 1
+done
+if [ "$healthy" -ne 1 ]; then
+  echo "last health check: $out" >&2
+  server_log
+  fail "tensord not healthy after 60 s"
+fi
+
+# The server process itself (buildah run may not forward signals): its command
+# line starts with the entrypoint and holds the unique port.
+server_pid="$(pgrep -f -x -- "${entrypoint[*]} --address=127\.0\.0\.1:$port .*" | head -n 1 || true)"
+[ -n "$server_pid" ] || { server_log; fail "cannot find the tensord process"; }
+server_uid="$(ps -o uid= -p "$server_pid" | tr -d ' ')"
+echo "tensord pid $server_pid runs as uid $server_uid"
+[ "$server_uid" = "10001" ] || fail "tensord runs as uid $server_uid, want 10001"
+grep -E '"event":"device"' "$log" || true
+
+# ----------------------------------------------------------- conformance
+status=0
+for run in "cpu" "cpu --stream" "opencl" "opencl --stream"; do
+  read -r backend mode <<<"$run"
+  section "conformance --backend $backend ${mode:-(unary)}"
+  # shellcheck disable=SC2086
+  if ! out="$(timeout 300 "$tensorctl" conformance --target "127.0.0.1:$port" --backend "$backend" $mode \
+                "$shared/conformance/cases" 2>&1)"; then
+    status=1
+  fi
+  echo "$out" | tail -n 20
+  grep -Eq '^conformance: [1-9][0-9]* passed, 0 failed' <<<"$out" || status=1
+done
+if [ "$status" -ne 0 ]; then
+  server_log
+  fail "conformance cases failed against the container"
+fi
+# A failing device hands its requests to the CPU, so passing cases alone do not
+# prove PoCL works in the image: the request log must show them on the device.
+on_device="$(grep -c '"backend":"opencl:' "$log" || true)"
+echo "requests run on an OpenCL device: $on_device"
+if [ "$on_device" -eq 0 ] || grep -q '"event":"device_failure"' "$log"; then
+  server_log
+  fail "the OpenCL backend did not run on PoCL in the image"
+fi
+
+# -------------------------------------------------------------- shutdown
+section "SIGTERM tensord"
+$sudo kill -TERM "$server_pid"
+exit_status=0
+deadline=$(( SECONDS + 45 ))
+while alive "$buildah_pid" && [ "$SECONDS" -lt "$deadline" ]; do sleep 0.2; done
+if alive "$buildah_pid"; then
+  server_log
+  fail "tensord still running 45 s after SIGTERM"
+fi
+wait "$buildah_pid" || exit_status=$?
+buildah_pid=""
+if [ "$exit_status" -ne 0 ]; then
+  server_log
+  fail "tensord exited with status $exit_status after SIGTERM, want 0"
+fi
+echo "tensord exited 0"
+# The HEALTHCHECK must also fail when nothing serves (exit 1 by its contract).
+health_status=0
+out="$(health_check 2>&1)" || health_status=$?
+# (buildah adds "subprocess exited with status N" and "Error: exit status N".)
+out="$(grep -Ev '^(subprocess exited|Error: exit status)' <<<"$out" || true)"
+echo "health check with the server gone: exit $health_status: $out"
+[ "$health_status" -eq 1 ] || fail "health check exits $health_status without a server, want 1"
+
+# Kubernetes runs the image with a read-only root filesystem and an emptyDir at
+# /tmp: the server (PoCL's kernel cache included) must write nowhere else.
+section "files written outside /tmp"
+changes="$(podman diff "$container")" || fail "podman diff $container"
+echo "written (allowed: /tmp, /run):"
+echo "$changes" | grep -E ' /tmp(/[^/]+){0,2}$' | head -n 5 || true
+written="$(grep -Ev ' /(tmp|run)(/.*)?$' <<<"$changes" || true)"
+if [ -n "$written" ]; then
+  echo "$written" >&2
+  fail "tensord wrote outside /tmp (the root filesystem is read-only in Kubernetes)"
+fi
+echo "nothing written outside /tmp"
+
+section "done"
+echo "container-test: ok ($((SECONDS - start)) s)"
