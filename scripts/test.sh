@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # The test command: installs what is missing, builds, and runs every test twice,
 # in the release build and under AddressSanitizer + UndefinedBehaviorSanitizer,
-# then runs the public conformance cases through a real tensord with tensorctl.
+# then runs the public conformance cases through a real tensord with tensorctl,
+# the Python client's tests, the Kubernetes manifests' validation, and the
+# container image's build and test.
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 shared="$root/../shared"
@@ -52,4 +54,13 @@ wait "$server" || status=1
 # The Python client and grpcurl against the release tensord (pytest in tests/python).
 echo "== python client and grpcurl (tests/python)"
 "$root/scripts/python-test.sh" || status=1
+
+# The Kubernetes manifests: every overlay rendered and decoded strictly.
+echo "== kubernetes manifests (deploy/k8s)"
+"$root/scripts/k8s-validate.sh" || status=1
+
+# The container image: built with podman, its tensord health-checked and run
+# against the public cases.
+echo "== container image (Dockerfile)"
+TENSORCTL="$root/build/bin/tensorctl" "$root/scripts/container-test.sh" || status=1
 exit "$status"
