@@ -404,6 +404,15 @@ TEST_F(TensorctlTest, ConformanceThroughAListOfReplicas) {
   EXPECT_EQ(result.out, absl::StrCat("conformance: ", PublicCases().size(), " passed, 0 failed\n"));
 }
 
+TEST_F(TensorctlTest, ConformanceThroughADnsName) {
+  // gRPC's DNS resolver, as with dns:///tensord-headless.NS.svc.cluster.local.
+  const std::string port = server_->target().substr(server_->target().rfind(':') + 1);
+  const CommandResult result = RunCommand({TensorctlPath(), "conformance", "--target",
+                                           "dns:///localhost:" + port, ConformanceCasesDir()});
+  EXPECT_EQ(result.exit_code, 0) << result.out << result.err;
+  EXPECT_EQ(result.out, absl::StrCat("conformance: ", PublicCases().size(), " passed, 0 failed\n"));
+}
+
 TEST(TensorctlUsageTest, HealthNotServingOrUnreachableExitsOne) {
   TensordProcess cpu_only({"--backends=cpu"});
   const CommandResult opencl = RunCommand(
