@@ -25,6 +25,7 @@
 #include "google/protobuf/util/message_differencer.h"
 #include "gtest/gtest.h"
 #include "tests/support/subprocess.h"
+#include "tests/support/temp_files.h"
 #include "tests/support/status_matchers.h"
 #include "tests/support/tensord_process.h"
 
@@ -36,6 +37,7 @@ using ::tensorop::testing::ConformanceCasesDir;
 using ::tensorop::testing::RunCommand;
 using ::tensorop::testing::StatusIs;
 using ::tensorop::testing::TensorctlPath;
+using ::tensorop::testing::TempFiles;
 using ::tensorop::testing::TensordProcess;
 using ::testing::ElementsAre;
 using ::testing::Eq;
@@ -247,17 +249,7 @@ class TensorctlTest : public ::testing::Test {
       }
     }
     EXPECT_THAT(cases, SizeIs(names.size()));
-    char path[] = "/tmp/tensorctl-cases-XXXXXX.json";
-    const int fd = mkstemps(path, 5);
-    EXPECT_GE(fd, 0);
-    const std::string text = cases.dump();
-    EXPECT_EQ(write(fd, text.data(), text.size()), static_cast<ssize_t>(text.size()));
-    close(fd);
-    files_.push_back(path);
-    return path;
-  }
-  void TearDown() override {
-    for (const std::string& file : files_) unlink(file.c_str());
+    return files_.Write(cases.dump(), "tensorctl-cases", ".json");
   }
 
   static std::vector<std::string> Lines(const std::string& text) {
@@ -265,7 +257,7 @@ class TensorctlTest : public ::testing::Test {
   }
 
   static TensordProcess* server_;
-  std::vector<std::string> files_;
+  TempFiles files_;
 };
 
 TensordProcess* TensorctlTest::server_ = nullptr;
@@ -292,16 +284,12 @@ TEST_F(TensorctlTest, ConformancePassesEveryPublicCase) {
 
 TEST_F(TensorctlTest, ConformanceReportsAFailureAndExitsOne) {
   // A case whose expectation is wrong: the server's right answer must fail it.
-  char path[] = "/tmp/tensorctl-wrong-XXXXXX.json";
-  const int fd = mkstemps(path, 5);
-  ASSERT_GE(fd, 0);
-  const std::string text = R"({"name": "split/wrong", "op": "split", "attrs": {"axis": 0},
+  const std::string path = files_.Write(
+      R"({"name": "split/wrong", "op": "split", "attrs": {"axis": 0},
     "inputs": {"input": {"dtype": "int32", "sizes": [2], "data": [1, 2]}},
     "outputs": [{"sizes": [2]}],
-    "expect": {"outputs": [{"dtype": "int32", "sizes": [2], "data": [1, 3]}]}})";
-  ASSERT_EQ(write(fd, text.data(), text.size()), static_cast<ssize_t>(text.size()));
-  close(fd);
-  files_.push_back(path);
+    "expect": {"outputs": [{"dtype": "int32", "sizes": [2], "data": [1, 3]}]}})",
+      "tensorctl-wrong", ".json");
   const CommandResult result =
       RunCommand({TensorctlPath(), "conformance", "--target", server_->target(), path});
   EXPECT_EQ(result.exit_code, 1);

@@ -17,6 +17,7 @@
 #include "tests/server/grpc_matchers.h"
 #include "tests/server/tensord_client.h"
 #include "tests/support/subprocess.h"
+#include "tests/support/temp_files.h"
 #include "tests/support/tensord_process.h"
 
 namespace tensorop::testing {
@@ -208,22 +209,11 @@ TEST(ShutdownTest, DrainReportsNotServingWhileStillServing) {
   EXPECT_TRUE(WIFEXITED(exit_status) && WEXITSTATUS(exit_status) == 0) << exit_status;
 }
 
-// A flag file as Kubernetes mounts it from a ConfigMap.
+// Flag files as Kubernetes mounts them from a ConfigMap.
 class FlagFileTest : public ::testing::Test {
  protected:
-  std::string Write(const std::string& text) {
-    char path[] = "/tmp/tensord-flags-XXXXXX";
-    const int fd = mkstemp(path);
-    EXPECT_GE(fd, 0);
-    EXPECT_EQ(write(fd, text.data(), text.size()), static_cast<ssize_t>(text.size()));
-    close(fd);
-    paths_.push_back(path);
-    return path;
-  }
-  void TearDown() override {
-    for (const std::string& path : paths_) unlink(path.c_str());
-  }
-  std::vector<std::string> paths_;
+  std::string Write(const std::string& text) { return files_.Write(text, "tensord-flags"); }
+  TempFiles files_;
 };
 
 grpc::Status RunDocSlice(const TensordProcess& server) {
