@@ -35,9 +35,11 @@ absl::StatusOr<std::string> ChannelTarget(absl::string_view target);
 absl::string_view ServiceConfigJson();
 
 // An insecure channel to `channel_target` (a ChannelTarget result) with the
-// service config and message limits in both directions.
+// service config and message limits in both directions. Without
+// `skip_unhealthy_replicas` the service config's health checking is off.
 std::shared_ptr<grpc::Channel> CreateChannel(const std::string& channel_target,
-                                             int max_message_bytes);
+                                             int max_message_bytes,
+                                             bool skip_unhealthy_replicas = true);
 
 }  // namespace tensorop::client
 

@@ -123,7 +123,7 @@ Client::Client(const std::string& target, ClientOptions options)
   // A malformed target still gets a channel (to nowhere), so the object stays
   // usable; every call then answers target_status_.
   Connect(CreateChannel(channel_target.ok() ? *channel_target : std::string(target),
-                        options_.max_message_bytes));
+                        options_.max_message_bytes, options_.skip_unhealthy_replicas));
 }
 
 Client::Client(std::shared_ptr<grpc::Channel> channel, ClientOptions options)

@@ -49,6 +49,10 @@ struct ClientOptions {
   absl::Duration deadline = absl::Minutes(10);
   // Called from the calling thread as RunStream and RunChunked move data.
   ProgressCallback progress;
+  // Send calls only to replicas whose health service says SERVING (client-side
+  // health checking). Off for a client that asks about health itself: it must
+  // reach a NOT_SERVING server to hear it say so.
+  bool skip_unhealthy_replicas = true;
 };
 
 class Client {

@@ -283,6 +283,7 @@ int Encode(const Flags& flags, const std::vector<LoadedCase>& cases) {
 int Health(const Flags& flags) {
   ClientOptions options;
   options.deadline = kHealthDeadline;
+  options.skip_unhealthy_replicas = false;
   Client client(flags.target, options);
   absl::StatusOr<std::string> status = client.CheckHealth(flags.health_service);
   if (!status.ok()) {

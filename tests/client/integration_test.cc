@@ -2,6 +2,7 @@
 // case through each of the four RPCs, compared exactly, and tensorctl's commands
 // as a user runs them.
 #include <netinet/in.h>
+#include <signal.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -412,6 +413,19 @@ TEST(TensorctlUsageTest, HealthNotServingOrUnreachableExitsOne) {
   const CommandResult gone = RunCommand({TensorctlPath(), "health", "--target", target});
   EXPECT_EQ(gone.exit_code, 1);
   EXPECT_THAT(gone.out, ::testing::StartsWith("UNAVAILABLE: "));
+}
+
+TEST(TensorctlUsageTest, HealthSaysNotServingWhileTheServerDrains) {
+  TensordProcess server({"--drain_seconds=3", "--backends=cpu"});
+  ASSERT_EQ(kill(server.pid(), SIGTERM), 0);
+  CommandResult result;
+  for (int i = 0; i < 100; ++i) {
+    result = RunCommand({TensorctlPath(), "health", "--target", server.target()});
+    if (result.out != "SERVING\n") break;
+  }
+  // Not UNAVAILABLE: tensorctl health reaches a replica its health excludes.
+  EXPECT_EQ(result.exit_code, 1);
+  EXPECT_EQ(result.out, "NOT_SERVING\n");
 }
 
 TEST(TensorctlUsageTest, MalformedTargetListIsAUsageError) {
