@@ -1,6 +1,5 @@
 // A call's life on a real tensord: deadlines, cancellation, shutdown on
 // SIGTERM, and the process's own flags.
-#include <fcntl.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -138,25 +137,12 @@ TEST(ShutdownTest, IdleServerExitsZeroOnSigint) {
   EXPECT_EQ(WEXITSTATUS(status), 0);
 }
 
-// Runs tensord with `args` (stdout and stderr discarded) and returns its exit
-// status; for flags that make it exit at once.
+// Runs tensord with `args` and returns its exit status; for flags that make it
+// exit at once.
 int ExitStatusWith(const std::vector<std::string>& args) {
-  pid_t pid = fork();
-  if (pid == 0) {
-    int null = open("/dev/null", O_WRONLY);
-    dup2(null, STDOUT_FILENO);
-    dup2(null, STDERR_FILENO);
-    std::vector<std::string> all = {TensordPath()};
-    all.insert(all.end(), args.begin(), args.end());
-    std::vector<char*> argv;
-    for (std::string& arg : all) argv.push_back(arg.data());
-    argv.push_back(nullptr);
-    execv(argv[0], argv.data());
-    _exit(127);
-  }
-  int status = 0;
-  waitpid(pid, &status, 0);
-  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  std::vector<std::string> argv = {TensordPath()};
+  argv.insert(argv.end(), args.begin(), args.end());
+  return RunCommand(argv).exit_code;
 }
 
 TEST(FlagsTest, InvalidFlagsExitWithStatusTwo) {

@@ -10,7 +10,6 @@ copied into this package at build time (setup.py).
 from __future__ import annotations
 
 import ipaddress
-import json
 from importlib import resources
 
 # Target schemes gRPC resolves.
@@ -28,15 +27,13 @@ def _ip_literal_family(entry: str) -> int | None:
     host, colon, port = entry.rpartition(":")
     if not colon or not port.isdigit() or not 1 <= int(port) <= 65535:
         return None
-    if host.startswith("[") and host.endswith("]"):
-        try:
-            return 6 if isinstance(ipaddress.ip_address(host[1:-1]), ipaddress.IPv6Address) else None
-        except ValueError:
-            return None
+    bracketed = host.startswith("[") and host.endswith("]")
     try:
-        return 4 if isinstance(ipaddress.ip_address(host), ipaddress.IPv4Address) else None
+        version = ipaddress.ip_address(host[1:-1] if bracketed else host).version
     except ValueError:
         return None
+    # IPv6 literals need their brackets, IPv4 ones must not have them.
+    return version if (version == 6) == bracketed else None
 
 
 def channel_target(target: str) -> str:
@@ -81,6 +78,5 @@ def channel_options(max_message_bytes: int) -> list[tuple[str, int | str]]:
     return [
         ("grpc.max_receive_message_length", max_message_bytes),
         ("grpc.max_send_message_length", max_message_bytes),
-        ("grpc.service_config", json.dumps(json.loads(service_config_json()))),
-        ("grpc.enable_retries", 1),
+        ("grpc.service_config", service_config_json()),
     ]
