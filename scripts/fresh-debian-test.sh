@@ -36,7 +36,16 @@ if [ -z "${KEEP_ROOT:-}" ]; then trap remove_root EXIT; fi
 if [ ! -x "$rootfs/usr/bin/apt-get" ]; then
   debootstrap_bookworm "$rootfs"
 fi
+# What a new machine on this network gets from its image, not from the project:
+# the resolver, and the local certificate authorities an egress proxy may need
+# (ca-certificates, which setup.sh installs, adds them to the system bundle) with
+# pip told to use that bundle.
 as_root cp /etc/resolv.conf "$rootfs/etc/resolv.conf"
+if compgen -G "/usr/local/share/ca-certificates/*" >/dev/null; then
+  as_root mkdir -p "$rootfs/usr/local/share/ca-certificates"
+  as_root cp -a /usr/local/share/ca-certificates/. "$rootfs/usr/local/share/ca-certificates/"
+fi
+if [ -f /etc/pip.conf ]; then as_root cp /etc/pip.conf "$rootfs/etc/pip.conf"; fi
 
 # A clean clone of what is committed (as CI sees it), with shared/ beside it.
 as_root rm -rf --one-file-system "$rootfs/work"
