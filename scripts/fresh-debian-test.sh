@@ -41,6 +41,12 @@ fi
 # (ca-certificates, which setup.sh installs, adds them to the system bundle) with
 # pip told to use that bundle.
 as_root cp /etc/resolv.conf "$rootfs/etc/resolv.conf"
+# debootstrap writes no /etc/hosts; an installed Debian has one naming localhost
+# (gRPC's c-ares resolver asks DNS for "localhost" without it).
+if [ ! -s "$rootfs/etc/hosts" ]; then
+  printf '%s\n' "127.0.0.1 localhost" "::1 localhost ip6-localhost ip6-loopback" |
+    as_root tee "$rootfs/etc/hosts" >/dev/null
+fi
 if compgen -G "/usr/local/share/ca-certificates/*" >/dev/null; then
   as_root mkdir -p "$rootfs/usr/local/share/ca-certificates"
   as_root cp -a /usr/local/share/ca-certificates/. "$rootfs/usr/local/share/ca-certificates/"
