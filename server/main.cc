@@ -21,6 +21,7 @@
 #include <limits>
 #include <memory>
 #include <mutex>
+#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -43,6 +44,7 @@
 #include "kernels/opencl/device.h"
 #include "server/device_pool.h"
 #include "server/echo_service.h"
+#include "server/flag_file.h"
 #include "server/metrics.h"
 #include "server/metrics_http.h"
 #include "server/scheduler.h"
@@ -126,31 +128,16 @@ void PrintHelp() {
                "(# comments); later flags win\n";
 }
 
-// One command-line word, and where it came from for error messages ("" for the
-// command line, "FILE:LINE: " for a line of a --flagfile).
-struct Argument {
-  std::string text;
-  std::string origin;
-};
-
 // The words of a --flagfile: one --name=value per line; blank lines and lines
 // starting with # are skipped. (Kubernetes mounts the flags from a ConfigMap.)
 std::vector<Argument> ReadFlagFile(absl::string_view path, absl::string_view origin) {
   std::ifstream file{std::string(path)};
   if (!file) UsageError(absl::StrCat(origin, "--flagfile=", path, ": cannot read the file"));
-  std::vector<Argument> arguments;
-  std::string line;
-  for (int number = 1; std::getline(file, line); ++number) {
-    absl::string_view text = absl::StripAsciiWhitespace(line);
-    if (text.empty() || absl::StartsWith(text, "#")) continue;
-    const std::string line_origin = absl::StrCat(path, ":", number, ": ");
-    if (!absl::StartsWith(text, "--") || absl::StartsWith(text, "--flagfile")) {
-      UsageError(absl::StrCat(line_origin, "expected one --name=value per line (no --flagfile), "
-                              "not \"", text, "\""));
-    }
-    arguments.push_back({std::string(text), line_origin});
-  }
-  return arguments;
+  std::stringstream text;
+  text << file.rdbuf();
+  absl::StatusOr<std::vector<Argument>> arguments = ParseFlagFile(text.str(), path);
+  if (!arguments.ok()) UsageError(arguments.status().message());
+  return *std::move(arguments);
 }
 
 // Parses --name=value and --name value, and --flagfile=PATH in place (later
