@@ -1,0 +1,276 @@
+#include "tests/fuzz/fuzz_support.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "core/operator.h"
+#include "core/plan/plan.h"
+#include "server/convert.h"
+#include "server/request_log.h"
+#include "server/scheduler.h"
+
+namespace tensorop::fuzz {
+namespace {
+
+using server::Placement;
+using server::Scheduler;
+
+// One worker, like a tensord with --worker_threads=1; the CPU only (AUTO runs
+// there, OPENCL is FAILED_PRECONDITION as on a server without devices).
+Scheduler& TheScheduler() {
+  static Scheduler* const scheduler = new Scheduler(server::SchedulerOptions{
+      .worker_threads = 1, .max_queued_requests = 4, .devices = nullptr});
+  return *scheduler;
+}
+
+[[noreturn]] void Fail(const std::string& what) {
+  std::fprintf(stderr, "fuzz invariant violated: %s\n", what.c_str());
+  std::abort();
+}
+
+// The lowest and highest byte offsets (relative to `offset`) that a walk of
+// `sizes` with byte `strides` starts an element at. 128-bit: no overflow here
+// whatever the plan says.
+struct Span128 {
+  __int128 low;
+  __int128 high;
+};
+Span128 Reach(const std::vector<int64_t>& sizes, const std::vector<int64_t>& strides,
+              int64_t offset) {
+  Span128 reach{offset, offset};
+  for (size_t d = 0; d < sizes.size(); ++d) {
+    const __int128 extent = static_cast<__int128>(sizes[d] - 1) * strides[d];
+    (extent < 0 ? reach.low : reach.high) += extent;
+  }
+  return reach;
+}
+
+void CheckInside(const Span128& reach, int element_size, int64_t buffer_bytes,
+                 const std::string& what) {
+  if (reach.low < 0 || reach.high + element_size > buffer_bytes) {
+    Fail(absl::StrCat(what, " reaches bytes [", static_cast<int64_t>(reach.low), ", ",
+                      static_cast<int64_t>(reach.high + element_size), ") of a buffer of ",
+                      buffer_bytes));
+  }
+}
+
+// Every element a plan touches lies inside the buffers it is given: the
+// guarantee validation and planning make to the kernels, checked here
+// independently of the kernels (ASan would only see an overrun past a heap
+// block, not one inside a proto string's spare capacity).
+void CheckPlan(const ExecutionPlan& plan, const std::vector<int64_t>& input_bytes) {
+  auto input = [&](int slot) -> int64_t {
+    if (slot < 0 || static_cast<size_t>(slot) >= input_bytes.size()) {
+      Fail(absl::StrCat("input slot ", slot, " of ", input_bytes.size()));
+    }
+    return input_bytes[static_cast<size_t>(slot)];
+  };
+  auto output = [&](int slot) -> int64_t {
+    if (slot < 0 || static_cast<size_t>(slot) >= plan.outputs.size()) {
+      Fail(absl::StrCat("output slot ", slot, " of ", plan.outputs.size()));
+    }
+    return plan.outputs[static_cast<size_t>(slot)].buffer_bytes();
+  };
+  for (size_t i = 0; i < plan.copies.size(); ++i) {
+    const StridedCopy& copy = plan.copies[i];
+    if (copy.sizes.size() != copy.src_strides.size() ||
+        copy.sizes.size() != copy.dst_strides.size()) {
+      Fail(absl::StrCat("copy ", i, ": ranks differ"));
+    }
+    int64_t count = 1;
+    for (int64_t size : copy.sizes) {
+      if (size < 0) Fail(absl::StrCat("copy ", i, ": negative size"));
+      count *= size;  // each size <= 2^32-1 elements in all: no overflow
+    }
+    if (copy.sizes.empty()) count = 1;
+    if (count != copy.element_count && copy.element_count != 0) {
+      Fail(absl::StrCat("copy ", i, ": element_count ", copy.element_count, " but sizes hold ",
+                        count));
+    }
+    if (copy.element_count == 0) continue;
+    CheckInside(Reach(copy.sizes, copy.src_strides, copy.src_offset), copy.element_size,
+                input(copy.input_slot), absl::StrCat("copy ", i, " source"));
+    CheckInside(Reach(copy.sizes, copy.dst_strides, copy.dst_offset), copy.element_size,
+                output(copy.output_slot), absl::StrCat("copy ", i, " destination"));
+  }
+  for (size_t i = 0; i < plan.scatters.size(); ++i) {
+    const ScatterWalk& walk = plan.scatters[i];
+    if (walk.element_count == 0) continue;
+    CheckInside(Reach(walk.sizes, walk.indices_strides, 0), walk.index_size,
+                input(walk.indices_slot), absl::StrCat("scatter ", i, " indices"));
+    CheckInside(Reach(walk.sizes, walk.updates_strides, 0), walk.element_size,
+                input(walk.updates_slot), absl::StrCat("scatter ", i, " updates"));
+    Span128 out = Reach(walk.sizes, walk.output_strides, 0);
+    const __int128 axis = static_cast<__int128>(walk.axis_size - 1) * walk.output_axis_stride;
+    (axis < 0 ? out.low : out.high) += axis;
+    CheckInside(out, walk.element_size, output(walk.output_slot),
+                absl::StrCat("scatter ", i, " output"));
+  }
+}
+
+int64_t Work(const ExecutionPlan& plan) {
+  int64_t work = 0;
+  for (const StridedCopy& copy : plan.copies) work += copy.element_count;
+  for (const ScatterWalk& walk : plan.scatters) work += walk.element_count;
+  return work;
+}
+
+absl::Status PlanAndExecute(const v1::RunRequest& request, Placement& placement,
+                            Answer answer) {
+  absl::StatusOr<OpRequest> op = server::ToOpRequest(request);
+  if (!op.ok()) return op.status();
+  absl::StatusOr<ExecutionPlan> plan = PlanOperator(*op, FuzzLimits());
+  if (!plan.ok()) return plan.status();
+
+  // The inputs in blocks of exactly their size, so that ASan sees any overrun.
+  std::vector<std::unique_ptr<std::byte[]>> inputs;
+  std::vector<std::span<const std::byte>> input_spans;
+  std::vector<int64_t> input_bytes;
+  for (absl::string_view name : plan->input_names) {
+    auto found = std::find_if(op->inputs.begin(), op->inputs.end(),
+                              [&](const NamedTensor& input) { return input.name == name; });
+    if (found == op->inputs.end()) Fail(absl::StrCat("the plan reads a missing input ", name));
+    const std::span<const std::byte> data = found->tensor.data;
+    inputs.push_back(std::make_unique<std::byte[]>(data.size()));
+    if (!data.empty()) std::memcpy(inputs.back().get(), data.data(), data.size());
+    input_spans.emplace_back(inputs.back().get(), data.size());
+    input_bytes.push_back(static_cast<int64_t>(data.size()));
+  }
+  CheckPlan(*plan, input_bytes);
+
+  int64_t output_bytes = 0;
+  for (const Layout& layout : plan->outputs) output_bytes += layout.buffer_bytes();
+  if (output_bytes > FuzzLimits().max_request_bytes) {
+    Fail(absl::StrCat("planned outputs of ", output_bytes, " bytes passed the request limit"));
+  }
+  if (answer == Answer::kInline && output_bytes > kMaxMessageBytes) {
+    return absl::ResourceExhaustedError("over the message limit");
+  }
+  if (Work(*plan) > kMaxWorkElements) return absl::OkStatus();  // see kMaxWorkElements
+
+  std::vector<std::unique_ptr<std::byte[]>> outputs;
+  std::vector<std::byte*> output_pointers;
+  for (const Layout& layout : plan->outputs) {
+    // Value-initialised: padding reads as zero, as in the server.
+    outputs.push_back(std::make_unique<std::byte[]>(static_cast<size_t>(layout.buffer_bytes())));
+    output_pointers.push_back(outputs.back().get());
+  }
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  const StopCheck stop = [deadline]() -> absl::Status {
+    if (std::chrono::steady_clock::now() >= deadline) {
+      return absl::DeadlineExceededError("deadline exceeded before the request finished");
+    }
+    return absl::OkStatus();
+  };
+  Scheduler& scheduler = TheScheduler();
+  absl::Status status;
+  absl::Status submitted = scheduler.Submit(placement, [&] {
+    status = scheduler.Execute(placement, *plan, input_spans, output_pointers, stop);
+  });
+  if (!submitted.ok()) Fail(absl::StrCat("Submit: ", submitted.ToString()));
+  scheduler.Wait();
+  if (!status.ok()) return status;
+
+  // The answer as the client would get it.
+  if (answer == Answer::kInline) {
+    v1::RunResponse response;
+    response.set_id(request.id());
+    response.set_backend(placement.label);
+    for (size_t i = 0; i < plan->outputs.size(); ++i) {
+      server::ToProtoTensor(plan->outputs[i],
+                            std::span<const std::byte>(
+                                outputs[i].get(),
+                                static_cast<size_t>(plan->outputs[i].buffer_bytes())),
+                            response.add_outputs());
+    }
+    std::string wire;
+    if (!response.SerializeToString(&wire)) Fail("the response does not serialize");
+  } else {
+    // Header and chunks per output, as RunStream and RunChunked send them.
+    for (size_t i = 0; i < plan->outputs.size(); ++i) {
+      const Layout& layout = plan->outputs[i];
+      v1::ResultPart part;
+      v1::OutputHeader* header = part.mutable_header();
+      header->set_index(static_cast<int32_t>(i));
+      header->set_dtype(server::ToProtoDType(layout.dtype));
+      header->mutable_sizes()->Assign(layout.sizes.begin(), layout.sizes.end());
+      header->mutable_strides()->Assign(layout.strides.begin(), layout.strides.end());
+      header->set_byte_length(layout.buffer_bytes());
+      header->set_backend(placement.label);
+      std::string wire;
+      if (!part.SerializeToString(&wire)) Fail("a result header does not serialize");
+      for (int64_t offset = 0; offset < layout.buffer_bytes(); offset += kChunkBytes) {
+        const int64_t length = std::min(kChunkBytes, layout.buffer_bytes() - offset);
+        part.set_chunk(reinterpret_cast<const char*>(outputs[i].get()) + offset,
+                       static_cast<size_t>(length));
+        if (!part.SerializeToString(&wire)) Fail("a result chunk does not serialize");
+      }
+    }
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+Limits FuzzLimits() {
+  Limits limits;
+  limits.max_request_bytes = kMaxRequestBytes;
+  return limits;
+}
+
+absl::Status RunRequest(const v1::RunRequest& request, std::string_view method,
+                        Answer answer) {
+  server::CallRecord record = server::DescribeRequest(method, request);
+  std::optional<int> device;
+  if (request.has_device_index()) device = request.device_index();
+  absl::Status status;
+  absl::StatusOr<Placement> placement = TheScheduler().Place(request.backend(), device);
+  if (!placement.ok()) {
+    status = placement.status();
+  } else {
+    record.backend = placement->label;
+    status = PlanAndExecute(request, *placement, answer);
+  }
+  // The log line every call ends with (formatted, not written: stderr is the
+  // fuzzer's).
+  const std::string line = server::FormatLogLine(record, status, absl::Now());
+  if (line.empty()) Fail("empty log line");
+  return status;
+}
+
+std::vector<std::string_view> SplitFrames(const uint8_t* data, size_t size) {
+  std::vector<std::string_view> frames;
+  const char* bytes = reinterpret_cast<const char*>(data);
+  while (size >= 4 && frames.size() < kMaxFrames) {
+    const size_t length = std::min<size_t>(
+        size - 4, static_cast<size_t>(data[0]) | static_cast<size_t>(data[1]) << 8 |
+                      static_cast<size_t>(data[2]) << 16 | static_cast<size_t>(data[3]) << 24);
+    frames.emplace_back(bytes + 4, length);
+    data += 4 + length;
+    bytes += 4 + length;
+    size -= 4 + length;
+  }
+  return frames;
+}
+
+std::string JoinFrames(const std::vector<std::string>& frames) {
+  std::string out;
+  for (const std::string& frame : frames) {
+    const uint32_t length = static_cast<uint32_t>(frame.size());
+    for (int i = 0; i < 4; ++i) out.push_back(static_cast<char>((length >> (8 * i)) & 0xff));
+    out += frame;
+  }
+  return out;
+}
+
+}  // namespace tensorop::fuzz
