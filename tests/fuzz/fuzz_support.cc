@@ -228,7 +228,7 @@ Limits FuzzLimits() {
   return limits;
 }
 
-absl::Status RunRequest(const v1::RunRequest& request, std::string_view method,
+absl::Status RunRequest(const v1::RunRequest& request, absl::string_view method,
                         Answer answer) {
   server::CallRecord record = server::DescribeRequest(method, request);
   std::optional<int> device;
@@ -248,8 +248,8 @@ absl::Status RunRequest(const v1::RunRequest& request, std::string_view method,
   return status;
 }
 
-std::vector<std::string_view> SplitFrames(const uint8_t* data, size_t size) {
-  std::vector<std::string_view> frames;
+std::vector<absl::string_view> SplitFrames(const uint8_t* data, size_t size) {
+  std::vector<absl::string_view> frames;
   const char* bytes = reinterpret_cast<const char*>(data);
   while (size >= 4 && frames.size() < kMaxFrames) {
     const size_t length = std::min<size_t>(

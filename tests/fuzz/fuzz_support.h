@@ -7,10 +7,11 @@
 
 #include <cstddef>
 #include <cstdint>
-#include <string_view>
+#include <string>
 #include <vector>
 
 #include "absl/status/status.h"
+#include "absl/strings/string_view.h"
 #include "core/limits.h"
 #include "tensorop/v1/tensorop.pb.h"
 
@@ -40,12 +41,12 @@ enum class Answer { kInline, kStreamed };
 // Takes `request` as tensord would for `method` ("Run", ...). Aborts (a crash
 // for libFuzzer) when a plan would read or write outside its buffers or the
 // answer disagrees with the plan; returns the status the client would see.
-absl::Status RunRequest(const v1::RunRequest& request, std::string_view method,
+absl::Status RunRequest(const v1::RunRequest& request, absl::string_view method,
                         Answer answer);
 
 // The fuzzers' stream format: frames of a 4-byte little-endian length and that
 // many bytes; a length past the end takes what is left. At most kMaxFrames.
-std::vector<std::string_view> SplitFrames(const uint8_t* data, size_t size);
+std::vector<absl::string_view> SplitFrames(const uint8_t* data, size_t size);
 
 // The inverse, for seed generation and tests.
 std::string JoinFrames(const std::vector<std::string>& frames);

@@ -28,7 +28,11 @@ std::string Slurp(const fs::path& path) {
   return text.str();
 }
 
+// The fuzzers' -max_len (scripts/fuzz.sh): a longer seed would be cut short.
+constexpr size_t kMaxSeedBytes = 64 << 10;
+
 void Write(const fs::path& dir, const std::string& name, const std::string& bytes) {
+  if (bytes.size() > kMaxSeedBytes) return;
   fs::create_directories(dir);
   std::string file = name;
   std::replace_if(file.begin(), file.end(), [](char c) { return !std::isalnum(c) && c != '_'; },

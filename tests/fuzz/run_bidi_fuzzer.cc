@@ -4,12 +4,12 @@
 // the server.
 #include <cstddef>
 #include <cstdint>
-#include <string_view>
+#include <string>
 
 #include "tests/fuzz/fuzz_support.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
-  for (std::string_view frame : tensorop::fuzz::SplitFrames(data, size)) {
+  for (absl::string_view frame : tensorop::fuzz::SplitFrames(data, size)) {
     tensorop::v1::RunRequest request;
     if (!request.ParseFromArray(frame.data(), static_cast<int>(frame.size()))) break;
     tensorop::fuzz::RunRequest(request, "RunBidi", tensorop::fuzz::Answer::kInline)

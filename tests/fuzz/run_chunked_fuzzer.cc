@@ -6,7 +6,7 @@
 // and is answered in parts.
 #include <cstddef>
 #include <cstdint>
-#include <string_view>
+#include <string>
 
 #include "tests/fuzz/fuzz_support.h"
 
@@ -20,7 +20,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   tensorop::v1::RunRequest request;
   bool have_request = false;
   int64_t bytes_in = 0;
-  for (std::string_view frame : tensorop::fuzz::SplitFrames(data, size)) {
+  for (absl::string_view frame : tensorop::fuzz::SplitFrames(data, size)) {
     RequestPart part;
     if (!part.ParseFromArray(frame.data(), static_cast<int>(frame.size()))) return 0;
     if (!have_request) {
