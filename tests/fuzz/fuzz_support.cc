@@ -11,6 +11,7 @@
 #include <string>
 
 #include "absl/status/statusor.h"
+#include "google/protobuf/stubs/logging.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "core/operator.h"
@@ -274,3 +275,11 @@ std::string JoinFrames(const std::vector<std::string>& frames) {
 }
 
 }  // namespace tensorop::fuzz
+
+// libFuzzer calls this once before the first input. Protobuf logs every string
+// field with invalid UTF-8 that it parses (gRPC answers those INVALID_ARGUMENT
+// too); a line per input would be most of the fuzzer's time.
+extern "C" int LLVMFuzzerInitialize(int* argc, char*** argv) {
+  google::protobuf::SetLogHandler(nullptr);
+  return 0;
+}
