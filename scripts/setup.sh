@@ -11,4 +11,5 @@ apt_install \
   libtbb-dev \
   opencl-headers ocl-icd-opencl-dev pocl-opencl-icd \
   libgtest-dev libgmock-dev libbenchmark-dev \
-  nlohmann-json3-dev libcpp-httplib-dev prometheus
+  nlohmann-json3-dev libcpp-httplib-dev prometheus \
+  clang libclang-rt-14-dev  # clang's sanitizer runtimes and libFuzzer: scripts/fuzz.sh

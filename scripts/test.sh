@@ -30,6 +30,17 @@ export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1"
 run_suite asan "$root/build-asan"
 unset ASAN_OPTIONS UBSAN_OPTIONS
 
+# ThreadSanitizer: the server and client suites (the concurrent ones; the TSan
+# build configures no core tests), halting on the first report. tests/tsan.supp
+# names only frames of the uninstrumented Debian libraries.
+export TSAN_OPTIONS="halt_on_error=1:second_deadlock_stack=1:suppressions=$root/tests/tsan.supp"
+run_suite tsan "$root/build-tsan"
+unset TSAN_OPTIONS
+
+# Fuzzing smoke: each libFuzzer target 30 s from its kept corpus (ASan + UBSan).
+echo "== fuzz (scripts/fuzz.sh)"
+"$root/scripts/fuzz.sh" 30
+
 # The public cases through the real server, as a user would run them.
 echo "== conformance (release tensord, both backends, unary and streamed)"
 log="$(mktemp)"
