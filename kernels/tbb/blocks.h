@@ -9,6 +9,7 @@
 
 #include "absl/status/status.h"
 #include "core/cancellation.h"
+#include "core/tsan_annotations.h"
 #include "oneapi/tbb/blocked_range.h"
 #include "oneapi/tbb/parallel_for.h"
 #include "oneapi/tbb/task_group.h"
@@ -41,20 +42,26 @@ absl::Status ForEachBlock(int64_t items, int64_t items_per_block, int64_t total_
   std::mutex mutex;
   absl::Status first_stop;
   tbb::task_group_context context;
+  // TSan only: the spawn and the join of the loop (core/tsan_annotations.h).
+  const char fork = 0, join = 0;
+  TsanRelease(&fork);
   tbb::parallel_for(
       tbb::blocked_range<int64_t>(0, blocks, 1),
       [&](const tbb::blocked_range<int64_t>& range) {
+        TsanAcquire(&fork);
         for (int64_t b = range.begin(); b != range.end(); ++b) {
           if (absl::Status status = stop(); !status.ok()) {
             std::lock_guard<std::mutex> lock(mutex);
             if (first_stop.ok()) first_stop = status;
             context.cancel_group_execution();
-            return;
+            break;
           }
           block(b * items_per_block, std::min(items, (b + 1) * items_per_block));
         }
+        TsanRelease(&join);
       },
       tbb::simple_partitioner(), context);
+  TsanAcquire(&join);
   return first_stop;
 }
 
