@@ -13,7 +13,10 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "client/case_compare.h"
 #include "client/case_format.h"
+#include "client/element_codec.h"
+#include "client/exact_json.h"
 #include "client/host_tensor.h"
 
 namespace {
