@@ -99,7 +99,9 @@ absl::StatusCode StatusCodeFromWire(int code) {
 }
 
 absl::Status FromGrpcStatus(const grpc::Status& status) {
-  return absl::Status(CodeFromGrpc(status.error_code()), status.error_message());
+  // TLS and token failures say which part failed.
+  return ExplainSecurityError(
+      absl::Status(CodeFromGrpc(status.error_code()), status.error_message()));
 }
 
 absl::StatusOr<Result> ResultFromResponse(v1::RunResponse& response) {
@@ -122,8 +124,12 @@ Client::Client(const std::string& target, ClientOptions options)
   target_status_ = channel_target.status();
   // A malformed target still gets a channel (to nowhere), so the object stays
   // usable; every call then answers target_status_.
+  absl::StatusOr<std::shared_ptr<grpc::ChannelCredentials>> credentials =
+      ChannelCredentials(options_.security);
+  if (target_status_.ok()) target_status_ = credentials.status();
   Connect(CreateChannel(channel_target.ok() ? *channel_target : std::string(target),
-                        options_.max_message_bytes, options_.skip_unhealthy_replicas));
+                        options_.max_message_bytes, options_.skip_unhealthy_replicas,
+                        credentials.ok() ? *credentials : nullptr));
 }
 
 Client::Client(std::shared_ptr<grpc::Channel> channel, ClientOptions options)
