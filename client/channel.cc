@@ -179,10 +179,9 @@ absl::Status ExplainSecurityError(const absl::Status& status) {
   auto with = [&](absl::string_view explanation) {
     return absl::Status(status.code(), absl::StrCat(explanation, ": ", message));
   };
-  if (status.code() == absl::StatusCode::kUnauthenticated) {
-    return with("authentication failed (UNAUTHENTICATED): the server wants a valid bearer token "
-                "(--token_file or TENSOROP_TOKEN_FILE)");
-  }
+  // UNAUTHENTICATED already names itself, and tensord's message says whether
+  // the token was missing or refused; TLS failures arrive as UNAVAILABLE with
+  // OpenSSL's words somewhere in gRPC's message.
   if (status.code() != absl::StatusCode::kUnavailable) return status;
   if (absl::StrContains(message, "Peer name") &&
       absl::StrContains(message, "not in peer certificate")) {

@@ -69,9 +69,10 @@ std::shared_ptr<grpc::Channel> CreateChannel(
 
 // `status` with a sentence in front saying which part of transport security
 // failed, when gRPC's message shows it: the server's certificate is not trusted
-// (--ca_file), it does not name the host dialled, the server speaks TLS to a
-// plaintext client or the other way round, or the token was missing or refused
-// (UNAUTHENTICATED). Other statuses are returned unchanged.
+// (--ca_file), it does not name the host dialled, the server does not speak
+// TLS, or it refused our client certificate. Other statuses (UNAUTHENTICATED
+// among them: tensord's message says whether the token was missing or
+// refused) are returned unchanged.
 absl::Status ExplainSecurityError(const absl::Status& status);
 
 }  // namespace tensorop::client

@@ -305,7 +305,8 @@ TEST_F(SecurityTest, TokenMissingOrWrongIsUnauthenticatedBeforeAnyHandler) {
   CommandResult tensorctl = RunCommand({TensorctlPath(), "run", "--target", server.target(),
                                         "--ca_file", P("ca.crt"), "--token_file", P("wrong.token"),
                                         ConformanceCasesDir() + "/slice.json"});
-  EXPECT_THAT(tensorctl.out, HasSubstr("authentication failed (UNAUTHENTICATED)"));
+  EXPECT_THAT(tensorctl.out, HasSubstr("\"code\":\"UNAUTHENTICATED\""));
+  EXPECT_THAT(tensorctl.out, HasSubstr("the bearer token is not accepted by this server"));
 
   grpc::Status right = RunDocSlice(SecureChannel(server.target(), {ca, "", "", kToken}));
   EXPECT_TRUE(right.ok()) << right.error_message();

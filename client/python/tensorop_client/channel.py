@@ -156,11 +156,8 @@ def explain_security_error(code: str, message: str) -> str:
     """`message` with a sentence in front saying which part of transport security
     failed, when gRPC's message shows it (the C++ client's ExplainSecurityError);
     otherwise unchanged."""
-    if code == "UNAUTHENTICATED":
-        return (
-            "authentication failed (UNAUTHENTICATED): the server wants a valid bearer token "
-            f"(token_file or TENSOROP_TOKEN_FILE): {message}"
-        )
+    # UNAUTHENTICATED names itself, and tensord's message says whether the token
+    # was missing or refused.
     if code != "UNAVAILABLE":
         return message
     lowered = message.lower()
