@@ -10,6 +10,7 @@ PACKAGES=(
   opencl-headers ocl-icd-opencl-dev pocl-opencl-icd
   libgtest-dev libgmock-dev libbenchmark-dev
   nlohmann-json3-dev libcpp-httplib-dev prometheus
+  libssl-dev openssl
 )
 
 missing=()
