@@ -208,4 +208,20 @@ absl::Status ExplainSecurityError(const absl::Status& status) {
   return status;
 }
 
+absl::Status ExplainClosedConnection(const absl::Status& status, bool tls) {
+  if (status.code() != absl::StatusCode::kUnavailable ||
+      !absl::StrContains(status.message(), "Socket closed")) {
+    return status;
+  }
+  return absl::Status(
+      status.code(),
+      absl::StrCat(tls ? "TLS: the server closed the connection during or right after the "
+                         "handshake; with mutual TLS it does so for a missing client "
+                         "certificate, one from another CA or an expired one (--cert_file, "
+                         "--key_file): "
+                       : "the server closed the connection at once; if it serves TLS, connect "
+                         "with --tls (and --ca_file): ",
+                   status.message()));
+}
+
 }  // namespace tensorop::client

@@ -75,6 +75,13 @@ std::shared_ptr<grpc::Channel> CreateChannel(
 // refused) are returned unchanged.
 absl::Status ExplainSecurityError(const absl::Status& status);
 
+// An UNAVAILABLE "Socket closed" (the server hung up at once) with what it
+// most likely means: over TLS (`tls`), that mutual TLS refused our client
+// certificate (TLS 1.3 clients learn it only when the server closes the
+// connection); in plaintext, that the server wants TLS. Other statuses are
+// returned unchanged.
+absl::Status ExplainClosedConnection(const absl::Status& status, bool tls);
+
 }  // namespace tensorop::client
 
 #endif  // TENSOROP_CLIENT_CHANNEL_H_

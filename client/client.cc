@@ -157,8 +157,12 @@ absl::StatusOr<std::string> Client::CheckHealth(const std::string& service) {
   request.set_service(service);
   grpc::health::v1::HealthCheckResponse response;
   const grpc::Status status = health_stub_->Check(&context, request, &response);
-  if (!status.ok()) return FromGrpcStatus(status);
+  if (!status.ok()) return Failed(status);
   return grpc::health::v1::HealthCheckResponse::ServingStatus_Name(response.status());
+}
+
+absl::Status Client::Failed(const grpc::Status& status) const {
+  return ExplainClosedConnection(FromGrpcStatus(status), options_.security.enabled());
 }
 
 void Client::Report(Progress::Direction direction, int64_t done, int64_t total) const {
@@ -170,7 +174,7 @@ absl::StatusOr<Result> Client::Run(const v1::RunRequest& request) {
   RETURN_IF_ERROR(Prepare(context));
   v1::RunResponse response;
   const grpc::Status status = stub_->Run(&context, request, &response);
-  if (!status.ok()) return FromGrpcStatus(status);
+  if (!status.ok()) return Failed(status);
   return ResultFromResponse(response);
 }
 
@@ -239,7 +243,7 @@ absl::StatusOr<Result> Client::ReadResultParts(grpc::ClientContext& context, Str
     return broken;
   }
   const grpc::Status status = stream.Finish();
-  if (!status.ok()) return FromGrpcStatus(status);
+  if (!status.ok()) return Failed(status);
   if (remaining != 0) {
     return ProtocolError(absl::StrCat("the stream ended ", remaining, " bytes short of output ",
                                       result.outputs.size() - 1));
@@ -364,7 +368,7 @@ std::vector<absl::StatusOr<Result>> Client::RunBidi(const std::vector<v1::RunReq
   const grpc::Status status = stream->Finish();
   if (broken.ok()) {
     broken = status.ok() ? ProtocolError("the stream ended without answering this request")
-                         : FromGrpcStatus(status);
+                         : Failed(status);
   }
   for (const auto& [id, index] : pending) results[index] = broken;
   return results;

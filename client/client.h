@@ -101,6 +101,8 @@ class Client {
   // was malformed.
   absl::Status Prepare(grpc::ClientContext& context) const;
   void Report(Progress::Direction direction, int64_t done, int64_t total) const;
+  // A failed call's status, explained for this client's transport security.
+  absl::Status Failed(const grpc::Status& status) const;
   template <typename Stream>
   absl::StatusOr<Result> ReadResultParts(grpc::ClientContext& context, Stream& stream);
 

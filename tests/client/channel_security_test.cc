@@ -92,6 +92,24 @@ TEST(ExplainSecurityErrorTest, SaysWhichPartFailed) {
                        StartsWith("TLS: the server refused our client certificate")));
 }
 
+TEST(ExplainClosedConnectionTest, DependsOnWhetherTheChannelUsesTls) {
+  const absl::Status closed = absl::UnavailableError(
+      "connections to all backends failing; last error: UNAVAILABLE: ipv4:127.0.0.1:1: "
+      "Socket closed");
+  EXPECT_THAT(ExplainClosedConnection(closed, true),
+              StatusIs(absl::StatusCode::kUnavailable,
+                       StartsWith("TLS: the server closed the connection during or right after "
+                                  "the handshake; with mutual TLS")));
+  EXPECT_THAT(ExplainClosedConnection(closed, false),
+              StatusIs(absl::StatusCode::kUnavailable,
+                       StartsWith("the server closed the connection at once; if it serves TLS, "
+                                  "connect with --tls")));
+  EXPECT_EQ(ExplainClosedConnection(absl::UnavailableError("Connection refused"), true),
+            absl::UnavailableError("Connection refused"));
+  EXPECT_EQ(ExplainClosedConnection(absl::InternalError("Socket closed"), true),
+            absl::InternalError("Socket closed"));
+}
+
 TEST(ExplainSecurityErrorTest, OtherStatusesAreUnchanged) {
   EXPECT_EQ(ExplainSecurityError(absl::UnavailableError("Connection refused")),
             absl::UnavailableError("Connection refused"));

@@ -151,6 +151,9 @@ def test_missing_client_certificate_is_refused(tls_server: Tensord, pki: Path) -
         with pytest.raises(TensorOpError) as error:
             _slice(client)
     assert error.value.code == "UNAVAILABLE"
+    assert "TLS: the server closed the connection during or right after the handshake" in (
+        error.value.message
+    )
 
 
 def test_plaintext_client_to_the_tls_port_fails(tls_server: Tensord) -> None:
@@ -158,6 +161,7 @@ def test_plaintext_client_to_the_tls_port_fails(tls_server: Tensord) -> None:
         with pytest.raises(TensorOpError) as error:
             _slice(client)
     assert error.value.code == "UNAVAILABLE"
+    assert "if it serves TLS, connect with tls" in error.value.message
 
 
 def test_an_unreadable_file_is_named(pki: Path) -> None:

@@ -196,7 +196,8 @@ TEST_F(SecurityTest, PlaintextClientToATlsPortFailsAndReachesNoHandler) {
       RunCommand({TensorctlPath(), "run", "--target", server.target(),
                   ConformanceCasesDir() + "/slice.json"});
   EXPECT_EQ(plain.exit_code, 1);
-  EXPECT_THAT(plain.out, HasSubstr("UNAVAILABLE"));
+  EXPECT_THAT(plain.out, HasSubstr("\"code\":\"UNAVAILABLE\""));
+  EXPECT_THAT(plain.out, HasSubstr("if it serves TLS, connect with --tls"));
   // The same server over TLS answers.
   EXPECT_TRUE(RunDocSlice(SecureChannel(server.target(), {pki_->Read("ca.crt")})).ok());
   EXPECT_THAT(Metrics(server), HasSubstr("tensorop_requests_total{method=\"Run\",op=\"slice\","));
@@ -254,7 +255,8 @@ TEST_F(SecurityTest, MutualTlsRefusesMissingForeignAndExpiredCertificates) {
   CommandResult no_cert = RunCommand({TensorctlPath(), "health", "--target", server.target(),
                                       "--ca_file", P("ca.crt")});
   EXPECT_EQ(no_cert.exit_code, 1);
-  EXPECT_THAT(no_cert.out, HasSubstr("UNAVAILABLE"));
+  EXPECT_THAT(no_cert.out, HasSubstr("UNAVAILABLE: TLS: the server closed the connection during "
+                                     "or right after the handshake; with mutual TLS"));
   // None reached a handler: nothing counted, nothing logged.
   EXPECT_THAT(Metrics(server), Not(HasSubstr("tensorop_requests_total{")));
   EXPECT_THAT(server.Log(), Not(HasSubstr("\"method\":\"Run\"")));

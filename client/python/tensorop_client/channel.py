@@ -152,9 +152,10 @@ def channel_credentials(
     return credentials
 
 
-def explain_security_error(code: str, message: str) -> str:
+def explain_security_error(code: str, message: str, tls: bool = False) -> str:
     """`message` with a sentence in front saying which part of transport security
-    failed, when gRPC's message shows it (the C++ client's ExplainSecurityError);
+    failed, when gRPC's message shows it (the C++ client's ExplainSecurityError
+    and ExplainClosedConnection: `tls` says whether the channel used TLS);
     otherwise unchanged."""
     # UNAUTHENTICATED names itself, and tensord's message says whether the token
     # was missing or refused.
@@ -173,6 +174,19 @@ def explain_security_error(code: str, message: str) -> str:
         )
     if "wrong_version_number" in lowered or "wrong version number" in lowered:
         return f"TLS: the server does not speak TLS on this port (drop tls): {message}"
+    if "socket closed" in lowered:
+        # TLS 1.3 clients learn that mutual TLS refused them only when the server
+        # closes the connection; a TLS server also closes a plaintext client's.
+        if tls:
+            return (
+                "TLS: the server closed the connection during or right after the handshake; "
+                "with mutual TLS it does so for a missing client certificate, one from another "
+                f"CA or an expired one (cert_file, key_file): {message}"
+            )
+        return (
+            "the server closed the connection at once; if it serves TLS, connect with tls "
+            f"(and ca_file): {message}"
+        )
     for alert in ("alert_certificate_required", "alert_handshake_failure", "alert_bad_certificate",
                   "alert_unknown_ca", "alert_certificate_expired"):
         if alert in lowered:

@@ -128,12 +128,12 @@ def make_request(
     return request
 
 
-def _status_error(error: grpc.RpcError) -> TensorOpError:
+def _status_error(error: grpc.RpcError, tls: bool = False) -> TensorOpError:
     # Calls' RpcErrors are also grpc.Call objects, with the status.
     call: grpc.Call = error  # type: ignore[assignment]
     code = call.code().name
     # TLS and token failures say which part failed.
-    return TensorOpError(code, explain_security_error(code, call.details() or ""))
+    return TensorOpError(code, explain_security_error(code, call.details() or "", tls))
 
 
 def _decode(
@@ -231,6 +231,7 @@ class Client:
             else grpc.secure_channel(target, credentials, options=options)
         )
         self._stub = pb_grpc.TensorOpStub(self._channel)
+        self._tls = credentials is not None
         self._timeout = timeout
 
     def close(self) -> None:
@@ -279,7 +280,7 @@ class Client:
         try:
             response = self._stub.Run(request, timeout=self._timeout)
         except grpc.RpcError as e:
-            raise _status_error(e) from None
+            raise _status_error(e, self._tls) from None
         outputs = [
             _decode(i, t.dtype, t.sizes, t.strides, t.data) for i, t in enumerate(response.outputs)
         ]
@@ -291,7 +292,7 @@ class Client:
         try:
             return _read_parts(call)
         except grpc.RpcError as e:
-            raise _status_error(e) from None
+            raise _status_error(e, self._tls) from None
         except TensorOpError:
             call.cancel()  # our own error is the one worth reporting
             raise
