@@ -88,9 +88,9 @@ absl::StatusOr<std::string> ChannelTarget(absl::string_view target) {
 
 absl::string_view ServiceConfigJson() { return kServiceConfigJson; }
 
-std::shared_ptr<grpc::Channel> CreateChannel(const std::string& channel_target,
-                                             int max_message_bytes, bool skip_unhealthy_replicas,
-                                             std::shared_ptr<grpc::ChannelCredentials> credentials) {
+std::shared_ptr<grpc::Channel> CreateChannel(
+    const std::string& channel_target, int max_message_bytes, bool skip_unhealthy_replicas,
+    std::shared_ptr<grpc::ChannelCredentials> credentials) {
   grpc::ChannelArguments args;
   if (!skip_unhealthy_replicas) args.SetInt(GRPC_ARG_INHIBIT_HEALTH_CHECKING, 1);
   args.SetMaxReceiveMessageSize(max_message_bytes);

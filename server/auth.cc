@@ -101,7 +101,8 @@ absl::StatusOr<std::vector<AcceptedToken>> ParseTokenFile(absl::string_view path
       }
     }
     if (!names.insert(name).second) {
-      return absl::InvalidArgumentError(absl::StrCat(where, "the name \"", name, "\" is used twice"));
+      return absl::InvalidArgumentError(
+          absl::StrCat(where, "the name \"", name, "\" is used twice"));
     }
     tokens.push_back({name, Sha256(token)});
   }
@@ -203,7 +204,8 @@ std::string PeerIdentity(const grpc::ServerContextBase& context) {
   for (const grpc::string_ref& name : auth->FindPropertyValues(kTokenNameProperty)) {
     identity = absl::StrCat("token:", absl::string_view(name.data(), name.size()));
   }
-  for (const grpc::string_ref& subject : auth->FindPropertyValues(GRPC_X509_SUBJECT_PROPERTY_NAME)) {
+  for (const grpc::string_ref& subject :
+       auth->FindPropertyValues(GRPC_X509_SUBJECT_PROPERTY_NAME)) {
     absl::StrAppend(&identity, identity.empty() ? "" : " ", "cert:",
                     absl::string_view(subject.data(), subject.size()));
     break;

@@ -74,7 +74,8 @@ class TokenStore {
   void Reload();
 
  private:
-  TokenStore(std::string path, EventSink events) : path_(std::move(path)), events_(std::move(events)) {}
+  TokenStore(std::string path, EventSink events)
+      : path_(std::move(path)), events_(std::move(events)) {}
 
   const std::string path_;
   const EventSink events_;

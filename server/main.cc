@@ -44,10 +44,10 @@
 #include "kernels/opencl/device.h"
 #include "server/device_pool.h"
 #include "server/echo_service.h"
+#include "server/health_listener.h"
 #include "server/metrics.h"
 #include "server/metrics_http.h"
 #include "server/scheduler.h"
-#include "server/health_listener.h"
 #include "server/security.h"
 #include "server/service.h"
 

@@ -56,7 +56,8 @@ class Security {
   static void AddReloadSignal(sigset_t* signals) { sigaddset(signals, SIGHUP); }
 
   // The main port's credentials, and reflection left out when it is off.
-  void Configure(grpc::ServerBuilder& builder, std::shared_ptr<grpc::ServerCredentials>* credentials);
+  void Configure(grpc::ServerBuilder& builder,
+                 std::shared_ptr<grpc::ServerCredentials>* credentials);
 
   // Starts the thread that reloads the files every second and on SIGHUP.
   void StartReloading();

@@ -49,7 +49,9 @@ absl::StatusOr<std::string> ReadWhole(absl::string_view flag, const std::string&
     return absl::InvalidArgumentError(
         absl::StrCat(FlagFile(flag, path), ": cannot read the file: ", std::strerror(error)));
   }
-  if (text.empty()) return absl::InvalidArgumentError(absl::StrCat(FlagFile(flag, path), ": the file is empty"));
+  if (text.empty()) {
+    return absl::InvalidArgumentError(absl::StrCat(FlagFile(flag, path), ": the file is empty"));
+  }
   return text;
 }
 
@@ -125,7 +127,8 @@ absl::Status WriteAtomically(const std::string& dir, const char* name, const std
   const std::string temp_path = final_path + ".new";
   const int fd = ::open(temp_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
   if (fd < 0) {
-    return absl::InternalError(absl::StrCat("cannot write ", temp_path, ": ", std::strerror(errno)));
+    return absl::InternalError(
+        absl::StrCat("cannot write ", temp_path, ": ", std::strerror(errno)));
   }
   size_t done = 0;
   while (done < text.size()) {
@@ -134,13 +137,15 @@ absl::Status WriteAtomically(const std::string& dir, const char* name, const std
       if (errno == EINTR) continue;
       const int error = errno;
       ::close(fd);
-      return absl::InternalError(absl::StrCat("cannot write ", temp_path, ": ", std::strerror(error)));
+      return absl::InternalError(
+          absl::StrCat("cannot write ", temp_path, ": ", std::strerror(error)));
     }
     done += static_cast<size_t>(wrote);
   }
   ::close(fd);
   if (std::rename(temp_path.c_str(), final_path.c_str()) != 0) {
-    return absl::InternalError(absl::StrCat("cannot rename ", temp_path, ": ", std::strerror(errno)));
+    return absl::InternalError(
+        absl::StrCat("cannot rename ", temp_path, ": ", std::strerror(errno)));
   }
   return absl::OkStatus();
 }

@@ -60,7 +60,8 @@ TEST(ChannelSecurityTest, FileErrorsNameTheOptionAndTheFile) {
   missing.ca_file = "/no/such/ca.crt";
   EXPECT_THAT(ChannelCredentials(missing),
               StatusIs(absl::StatusCode::kInvalidArgument,
-                       "--ca_file=/no/such/ca.crt: cannot read the file: No such file or directory"));
+                       "--ca_file=/no/such/ca.crt: cannot read the file: No such file or "
+                       "directory"));
   TempFiles files;
   ChannelSecurity empty;
   empty.token_file = files.Write("  \n");
@@ -71,7 +72,8 @@ TEST(ChannelSecurityTest, FileErrorsNameTheOptionAndTheFile) {
   half.cert_file = files.Write("cert");
   EXPECT_THAT(ChannelCredentials(half),
               StatusIs(absl::StatusCode::kInvalidArgument,
-                       "--cert_file and --key_file go together: a client certificate needs its key"));
+                       "--cert_file and --key_file go together: a client certificate needs "
+                       "its key"));
 }
 
 TEST(ExplainSecurityErrorTest, SaysWhichPartFailed) {

@@ -107,8 +107,9 @@ grpc::Status RunDocSlice(const std::shared_ptr<grpc::Channel>& channel,
   v1::RunResponse response;
   grpc::Status status =
       v1::TensorOp::NewStub(channel)->Run(context, DocSliceRequest("doc"), &response);
-  if (status.ok() && (response.outputs_size() != 1 ||
-                      Unpack<float>(response.outputs(0).data()) != std::vector<float>{2, 4, 10, 12})) {
+  if (status.ok() &&
+      (response.outputs_size() != 1 ||
+       Unpack<float>(response.outputs(0).data()) != std::vector<float>{2, 4, 10, 12})) {
     return grpc::Status(grpc::StatusCode::INTERNAL, "wrong outputs");
   }
   return status;
@@ -244,7 +245,8 @@ TEST_F(SecurityTest, MutualTlsRefusesMissingForeignAndExpiredCertificates) {
   };
   const Case refused[] = {
       {"no client certificate", {ca}},
-      {"a certificate from another CA", {ca, pki_->Read("stranger.crt"), pki_->Read("stranger.key")}},
+      {"a certificate from another CA",
+       {ca, pki_->Read("stranger.crt"), pki_->Read("stranger.key")}},
       {"an expired certificate", {ca, pki_->Read("expired.crt"), pki_->Read("expired.key")}},
   };
   for (const Case& c : refused) {
@@ -380,7 +382,8 @@ TEST_F(SecurityTest, ABadTokenFileIsLoggedAndTheOldTokensKept) {
   pki_->Replace("bad.tokens", "ci:a\nci:b\n");
   EXPECT_THAT(AwaitLogLine(server, {"\"event\":\"auth_tokens_reload_failed\""}),
               HasSubstr("the name \\\"ci\\\" is used twice; still accepting the previous tokens"));
-  grpc::Status old = RunDocSlice(SecureChannel(server.target(), {pki_->Read("ca.crt"), "", "", kToken}));
+  grpc::Status old =
+      RunDocSlice(SecureChannel(server.target(), {pki_->Read("ca.crt"), "", "", kToken}));
   EXPECT_TRUE(old.ok()) << old.error_message();
 }
 
