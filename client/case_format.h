@@ -1,15 +1,16 @@
-// Conformance cases (shared/conformance/FORMAT.md): reading them into requests,
-// comparing results with them bit for bit, and rendering results as JSON.
+// Conformance cases (shared/conformance/FORMAT.md) read into requests and their
+// expectations. The JSON reading is client/exact_json.h, the element values
+// client/element_codec.h, the comparison with results client/case_compare.h.
 #ifndef TENSOROP_CLIENT_CASE_FORMAT_H_
 #define TENSOROP_CLIENT_CASE_FORMAT_H_
 
 #include <optional>
 #include <string>
-#include "absl/strings/string_view.h"
 #include <vector>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 #include "client/host_tensor.h"
 #include "nlohmann/json.hpp"
 #include "tensorop/v1/tensorop.pb.h"
@@ -38,21 +39,10 @@ struct LoadedCase {
   absl::StatusOr<Case> parsed;
 };
 
-// Parses JSON text. Unlike nlohmann::json::parse it keeps the decimal text of a
-// number whose nearest double lies exactly halfway between two float32 or float16
-// values, so that such numbers round once, from the text, to the narrow type
-// (see TensorFromJson). Those numbers are held as JSON binary values, which JSON
-// text itself never produces.
-absl::StatusOr<nlohmann::json> ParseJson(absl::string_view text);
-
 // A tensor object {"dtype", "sizes", "strides"?, "data"} with its values encoded
-// as little-endian bytes of the dtype:
-// - floats: JSON numbers rounded to nearest-even from their exact decimal value
-//   (so float16 and float32 values written exactly are encoded exactly), or
-//   "nan" (the canonical quiet NaN), "inf", "-inf";
-// - integers: JSON integers, integral JSON floats below 2^53, or decimal strings
-//   (needed for 64-bit values beyond 2^53); out of range is an error.
-// The number of values is not checked here (see Case::request).
+// as little-endian bytes of the dtype by AppendElement (client/element_codec.h),
+// so float16 and float32 values written exactly are encoded exactly. The number
+// of values is not checked here (see Case::request).
 absl::StatusOr<HostTensor> TensorFromJson(const nlohmann::json& tensor);
 
 // One case object. Errors name the field: "inputs.input.data[3]: 70000 is out of
@@ -65,29 +55,6 @@ absl::StatusOr<std::vector<LoadedCase>> ParseCases(absl::string_view text);
 
 // The cases of a file, or of every *.json file in a directory (in name order).
 absl::StatusOr<std::vector<LoadedCase>> LoadCases(const std::string& path);
-
-// Compares what a request returned with what the case expects, exactly: an
-// expected error by its code; else the number of outputs and for each its dtype,
-// sizes, strides (only where the case asked for output strides), and the bytes of
-// every logical element read through the returned strides (so -0.0 and NaN
-// payloads count). Returns nullopt on a match, else what differs.
-std::optional<std::string> FindMismatch(const Case& c, const absl::StatusOr<Result>& got);
-
-// One element as JSON text: integers as numbers, except 64-bit values beyond
-// +-2^53 as decimal strings; floats as the shortest text that reads back to the
-// same value at their own precision (float16 via its exact float value), always
-// with a "." or exponent so they stay floats, and "nan", "inf", "-inf" as strings.
-std::string ElementToJson(v1::DType dtype, const char* bytes);
-
-// {"dtype":...,"sizes":[...],"strides":[...],"data":[...]} with the logical
-// values packed row-major and the strides the tensor has (packed ones when it has
-// none). INVALID_ARGUMENT when the layout reaches past the data.
-absl::StatusOr<std::string> TensorToJson(const HostTensor& tensor);
-
-// `tensorctl run`'s line for one case:
-// {"name":...,"backend":...,"outputs":[...]} or
-// {"name":...,"error":{"code":"INVALID_ARGUMENT","message":...}}.
-std::string RunLineJson(absl::string_view name, const absl::StatusOr<Result>& result);
 
 // "INVALID_ARGUMENT" -> kInvalidArgument; the gRPC code names.
 std::optional<absl::StatusCode> StatusCodeFromName(absl::string_view name);

@@ -34,6 +34,7 @@
 #include "absl/strings/match.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
+#include "client/case_compare.h"
 #include "client/case_format.h"
 #include "client/channel.h"
 #include "client/client.h"

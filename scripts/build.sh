@@ -13,7 +13,7 @@ case "$flavour" in
 esac
 shift || true
 if [ ! -f "$dir/build.ninja" ]; then
-  cmake -S "$root" -B "$dir" -G Ninja "${flags[@]}"
+  cmake -S "$root" -B "$dir" -G Ninja -DTENSOROP_WERROR=ON "${flags[@]}"
 fi
 # Two cores: one job per core keeps memory and the machine responsive.
 ninja -C "$dir" -j "${TENSOROP_JOBS:-$(nproc)}" "$@"

@@ -33,100 +33,30 @@ section() { echo "== container: $* ($((SECONDS - start)) s)"; }
 fail() { echo "container-test: FAILED: $*" >&2; exit 1; }
 alive() { [ -n "$1" ] && [ -d "/proc/$1" ]; }
 
-sudo=""
-if [ "$(id -u)" -ne 0 ]; then sudo="sudo"; fi
+. "$root/scripts/lib.sh"
 
 # ------------------------------------------------------------------ tools
-section "tools (podman, buildah, debootstrap)"
-missing=()
-for package in podman buildah debootstrap; do
-  if ! dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "install ok installed"; then
-    missing+=("$package")
-  fi
-done
-if [ "${#missing[@]}" -gt 0 ]; then
-  echo "installing ${missing[*]}"
-  export DEBIAN_FRONTEND=noninteractive
-  # Another apt run (scripts/setup.sh) may hold the lock for a while.
-  $sudo apt-get -o DPkg::Lock::Timeout=600 update -q
-  $sudo apt-get -o DPkg::Lock::Timeout=600 install -y -q --no-install-recommends "${missing[@]}"
-fi
-if [ -n "$sudo" ]; then
+section "tools (podman, buildah, debootstrap, python3)"
+apt_install podman buildah debootstrap python3
+if [ "$(id -u)" -ne 0 ]; then
   podman() { sudo podman "$@"; }
   buildah() { sudo buildah "$@"; }
 fi
-
-# The Debian bookworm entries apt uses on this machine, one "URI SUITE COMPONENTS..."
-# line per suite, from deb822 .sources files and one-line sources.list files.
-host_debian_sources() {
-  local files=()
-  for f in /etc/apt/sources.list.d/*.sources; do [ -f "$f" ] && files+=("$f"); done
-  if [ "${#files[@]}" -gt 0 ]; then
-    awk '
-      function flush() {
-        if (types ~ /(^| )deb( |$)/ && enabled !~ /^[Nn]o/) {
-          n = split(uris, u, " "); m = split(suites, s, " ")
-          for (i = 1; i <= n; i++) for (j = 1; j <= m; j++)
-            if (s[j] ~ /^bookworm(-updates|-security)?$/) print u[i], s[j], comps
-        }
-        types = uris = suites = comps = enabled = ""
-      }
-      /^[ \t]*#/ { next }
-      /^[ \t]*$/ { flush(); next }
-      { key = tolower($1); sub(/:$/, "", key); $1 = ""; sub(/^ +/, "")
-        if (key == "types") types = $0; else if (key == "uris") uris = $0
-        else if (key == "suites") suites = $0; else if (key == "components") comps = $0
-        else if (key == "enabled") enabled = $0 }
-      END { flush() }' "${files[@]}"
-  fi
-  files=()
-  for f in /etc/apt/sources.list /etc/apt/sources.list.d/*.list; do [ -f "$f" ] && files+=("$f"); done
-  if [ "${#files[@]}" -gt 0 ]; then
-    sed -e 's/#.*//' -e 's/\[[^]]*\]//' "${files[@]}" |
-      awk '$1 == "deb" && $3 ~ /^bookworm(-updates|-security)?$/ { $1 = ""; sub(/^ +/, ""); print }'
-  fi
-}
 
 # ------------------------------------------------------------- base image
 section "base image $base"
 if podman image exists "$base"; then
   echo "present"
 else
-  sources="$(host_debian_sources | sort -u)"
-  mirror="$(awk '$2 == "bookworm" { print $1; exit }' <<<"$sources")"
-  if [ -z "$mirror" ]; then
-    mirror="http://deb.debian.org/debian"
-    sources="$mirror bookworm main"
-  fi
-  echo "debootstrap from $mirror; apt sources in the image:"
-  echo "$sources"
   rootfs="$(mktemp -d /var/tmp/tensorop-rootfs.XXXXXX)"
-  trap '$sudo rm -rf "$rootfs"' EXIT
-  $sudo debootstrap --variant=minbase bookworm "$rootfs" "$mirror" >"$rootfs.log" 2>&1 ||
-    { tail -n 30 "$rootfs.log" >&2; rm -f "$rootfs.log"; fail "debootstrap"; }
-  rm -f "$rootfs.log"
-  # The same sources apt uses here (bookworm, -updates, -security), in the deb822
-  # form of the official image, instead of debootstrap's one-line sources.list.
-  {
-    while read -r uri suite components; do
-      echo "Types: deb"
-      echo "URIs: $uri"
-      echo "Suites: $suite"
-      echo "Components: ${components:-main}"
-      if [ -f "$rootfs/usr/share/keyrings/debian-archive-keyring.gpg" ]; then
-        echo "Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg"
-      fi
-      echo
-    done <<<"$sources"
-  } | $sudo tee "$rootfs/etc/apt/sources.list.d/debian.sources" >/dev/null
-  $sudo rm -f "$rootfs/etc/apt/sources.list"
-  $sudo find "$rootfs/var/cache/apt" "$rootfs/var/lib/apt/lists" -type f -delete
-  $sudo tar -C "$rootfs" -c . |
+  trap 'as_root rm -rf --one-file-system "$rootfs"' EXIT
+  debootstrap_bookworm "$rootfs" || fail "debootstrap"
+  as_root tar -C "$rootfs" -c . |
     podman import \
       --change 'ENV PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin' \
       --change 'CMD ["bash"]' - localhost/debian:bookworm
   podman tag localhost/debian:bookworm "$base"
-  $sudo rm -rf "$rootfs"
+  as_root rm -rf "$rootfs"
   trap - EXIT
 fi
 
@@ -193,7 +123,7 @@ buildah_pid=""
 log="$(mktemp)"
 cleanup() {
   if alive "$server_pid"; then
-    $sudo kill -KILL "$server_pid" 2>/dev/null || true
+    as_root kill -KILL "$server_pid" 2>/dev/null || true
   fi
   if [ -n "$buildah_pid" ]; then wait "$buildah_pid" 2>/dev/null || true; fi
   if [ -n "$container" ]; then buildah rm "$container" >/dev/null 2>&1 || true; fi
@@ -208,7 +138,7 @@ run_flags=(--isolation chroot --network host --user "$user")
 for variable in "${env[@]}"; do run_flags+=(--env "$variable"); done
 in_container() { buildah run "${run_flags[@]}" "$container" -- "$@"; }
 # The health check, bounded (the image's HEALTHCHECK allows 3 s).
-health_check() { $sudo timeout 20 buildah run "${run_flags[@]}" "$container" -- "${health[@]}"; }
+health_check() { as_root timeout 20 buildah run "${run_flags[@]}" "$container" -- "${health[@]}"; }
 
 section "libraries inside the image"
 for binary in /usr/local/bin/tensord /usr/local/bin/tensorctl; do
@@ -220,24 +150,12 @@ for binary in /usr/local/bin/tensord /usr/local/bin/tensorctl; do
   echo "$binary: $(grep -c '=>' <<<"$libs") libraries, none missing"
 done
 
-port_free() { ! (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
-pick_port() {
-  local p
-  for _ in $(seq 1 50); do
-    p=$(( 45000 + RANDOM % 5000 ))
-    if port_free "$p"; then echo "$p"; return; fi
-  done
-  fail "no free port"
-}
-port="$(pick_port)"
-metrics_port="$(pick_port)"
-[ "$port" != "$metrics_port" ] || metrics_port=$(( port + 1 ))
-
-section "start tensord (image entrypoint, uid ${user}) on 127.0.0.1:$port"
-in_container "${entrypoint[@]}" --address="127.0.0.1:$port" \
-  --metrics_address="127.0.0.1:$metrics_port" >"$log" 2>&1 &
+section "start tensord (image entrypoint, uid ${user}) on 127.0.0.1:0"
+in_container "${entrypoint[@]}" --address=127.0.0.1:0 --metrics_address=127.0.0.1:0 \
+  >"$log" 2>&1 &
 buildah_pid=$!
 server_log() { echo "-- tensord log:" >&2; cat "$log" >&2; }
+port="$(tensord_port "$log" "$buildah_pid")" || { server_log; fail "tensord did not start"; }
 
 # The image's HEALTHCHECK, run inside the container with the test's port.
 health=()
@@ -265,8 +183,9 @@ if [ "$healthy" -ne 1 ]; then
 fi
 
 # The server process itself (buildah run may not forward signals): its command
-# line starts with the entrypoint and holds the unique port.
-server_pid="$(pgrep -f -x -- "${entrypoint[*]} --address=127\.0\.0\.1:$port .*" | head -n 1 || true)"
+# line starts with the image's entrypoint (/usr/local/bin/tensord, not a host
+# tensord).
+server_pid="$(pgrep -f -x -- "${entrypoint[*]} --address=127\.0\.0\.1:0 .*" | head -n 1 || true)"
 [ -n "$server_pid" ] || { server_log; fail "cannot find the tensord process"; }
 server_uid="$(ps -o uid= -p "$server_pid" | tr -d ' ')"
 echo "tensord pid $server_pid runs as uid $server_uid"
@@ -301,7 +220,7 @@ fi
 
 # -------------------------------------------------------------- shutdown
 section "SIGTERM tensord"
-$sudo kill -TERM "$server_pid"
+as_root kill -TERM "$server_pid"
 exit_status=0
 deadline=$(( SECONDS + 45 ))
 while alive "$buildah_pid" && [ "$SECONDS" -lt "$deadline" ]; do sleep 0.2; done

@@ -17,7 +17,7 @@ gobin="$root/build/go-bin"
 grpcurl_version=v1.9.3
 
 absolute() { [[ "$1" = /* ]] && echo "$1" || echo "$PWD/$1"; }
-as_root() { if [[ "$(id -u)" -eq 0 ]]; then "$@"; else sudo "$@"; fi; }
+. "$root/scripts/lib.sh"
 
 TENSORD="$(absolute "${TENSORD:-$root/build/bin/tensord}")"
 if [[ ! -x "$TENSORD" ]]; then
@@ -27,15 +27,10 @@ fi
 export TENSORD
 
 # The venv. Debian's python3 can only make one with python3-venv (ensurepip).
+apt_install python3 python3-venv
 if ! "$venv/bin/python" -c "" 2>/dev/null; then
   rm -rf "$venv"
-  if ! python3 -m venv "$venv" 2>/dev/null; then
-    rm -rf "$venv"
-    echo "== python-test: installing python3-venv"
-    as_root apt-get update -qq
-    as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq python3-venv
-    python3 -m venv "$venv"
-  fi
+  python3 -m venv "$venv"
 fi
 
 # The package, rebuilt when anything it is built from changed. The stubs come from
@@ -65,7 +60,7 @@ if [[ -z "${GRPCURL:-}" ]]; then
   GRPCURL="$gobin/grpcurl"
   if [[ "$("$GRPCURL" -version 2>&1 || true)" != "grpcurl $grpcurl_version" ]]; then
     echo "== python-test: go install grpcurl@$grpcurl_version"
-    PATH="$PATH:/usr/local/go/bin" GOBIN="$gobin" go install \
+    GOBIN="$gobin" GOTOOLCHAIN=local "$(go_binary)" install \
       -ldflags "-X main.version=$grpcurl_version" \
       "github.com/fullstorydev/grpcurl/cmd/grpcurl@$grpcurl_version"
   fi

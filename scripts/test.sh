@@ -7,6 +7,7 @@
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 shared="$root/../shared"
+. "$root/scripts/lib.sh"
 "$root/scripts/setup.sh"
 # ghz for the load smoke test (server.GhzSmoke); a no-op once installed.
 "$root/bench/load/install-ghz.sh" >/dev/null
@@ -31,15 +32,11 @@ unset ASAN_OPTIONS UBSAN_OPTIONS
 
 # The public cases through the real server, as a user would run them.
 echo "== conformance (release tensord, both backends, unary and streamed)"
-port=$(( 43000 + RANDOM % 2000 ))
 log="$(mktemp)"
-"$root/build/bin/tensord" --address="127.0.0.1:$port" --metrics_address=127.0.0.1:0 >"$log" 2>&1 &
+"$root/build/bin/tensord" --address=127.0.0.1:0 --metrics_address=127.0.0.1:0 >"$log" 2>&1 &
 server=$!
 trap 'kill "$server" 2>/dev/null || true; rm -f "$log"' EXIT
-for _ in $(seq 1 100); do
-  grep -q "tensord listening on" "$log" && break
-  sleep 0.1
-done
+port="$(tensord_port "$log" "$server")" || { cat "$log" >&2; exit 1; }
 status=0
 for backend in cpu opencl; do
   for mode in "" "--stream"; do

@@ -3,9 +3,12 @@
 # the Go module proxy into $GHZ_BIN_DIR (default ~/.local/bin). Idempotent: when
 # that binary is already ghz v0.121.0 it does nothing. Prints the binary's path.
 #
-# Needs Go >= 1.23 (ghz's go.mod); Debian 12's golang-go (1.19) is too old, so
-# the Go on PATH is used as it is and never replaced by a downloaded toolchain.
+# Needs Go >= 1.23 (ghz's go.mod): the Go on PATH when new enough, else Debian's
+# golang-1.23-go from bookworm-backports (scripts/lib.sh go_binary), never a
+# downloaded toolchain.
 set -euo pipefail
+here="$(cd "$(dirname "$0")" && pwd)"
+. "$here/../../scripts/lib.sh"
 
 module="github.com/bojand/ghz"
 version="v0.121.0"
@@ -16,19 +19,16 @@ ghz="$bin_dir/ghz"
 # recorded in the binary's build info instead.
 installed_version() {
   [ -x "$ghz" ] || return 0
-  go version -m "$ghz" 2>/dev/null | awk -v m="$module" '$1 == "mod" && $2 == m { print $3 }'
+  "$go" version -m "$ghz" 2>/dev/null | awk -v m="$module" '$1 == "mod" && $2 == m { print $3 }'
 }
 
-if ! command -v go >/dev/null 2>&1; then
-  echo "install-ghz: go is not on PATH; ghz $version is built with go install (Go >= 1.23)" >&2
-  exit 1
-fi
+go="$(go_binary)"
 
 if [ "$(installed_version)" != "$version" ]; then
   echo "install-ghz: building $module/cmd/ghz@$version into $bin_dir" >&2
   mkdir -p "$bin_dir"
   GOBIN="$bin_dir" GOTOOLCHAIN=local GOFLAGS=-buildvcs=false \
-    go install "$module/cmd/ghz@$version" >&2
+    "$go" install "$module/cmd/ghz@$version" >&2
   if [ "$(installed_version)" != "$version" ]; then
     echo "install-ghz: $ghz is not ghz $version after go install" >&2
     exit 1

@@ -12,6 +12,7 @@
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 root="$(cd "$here/../.." && pwd)"
+. "$root/scripts/lib.sh"
 
 if [ -z "${TENSOROP_BIN:-}" ]; then
   "$root/scripts/build.sh" release tensord tensorctl >&2
@@ -20,12 +21,7 @@ else
   bin="$(cd "$TENSOROP_BIN" && pwd)"
 fi
 ghz="$("$here/install-ghz.sh")"
-if ! command -v jq >/dev/null 2>&1; then
-  echo "run: installing jq (reads ghz's JSON reports)" >&2
-  sudo=""
-  if [ "$(id -u)" -ne 0 ]; then sudo="sudo"; fi
-  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -q --no-install-recommends jq >&2
-fi
+apt_install jq  # reads ghz's JSON reports
 
 work="$(mktemp -d)"
 servers=()
@@ -46,15 +42,11 @@ start_tensord() {
   "$bin/tensord" --address=127.0.0.1:0 --metrics_address=127.0.0.1:0 "$@" \
     >"$work/$name.out" 2>"$work/$name.log" &
   servers+=("$!")
-  port=""
-  for _ in $(seq 1 200); do
-    port="$(sed -n 's/^tensord listening on 127\.0\.0\.1:\([0-9]*\)$/\1/p' "$work/$name.out")"
-    [ -n "$port" ] && return 0
-    sleep 0.05
-  done
-  echo "run: $name did not start:" >&2
-  cat "$work/$name.log" >&2
-  exit 1
+  port="$(tensord_port "$work/$name.out" "${servers[-1]}")" || {
+    echo "run: $name did not start:" >&2
+    cat "$work/$name.log" >&2
+    exit 1
+  }
 }
 
 # The scenarios' requests, serialized for ghz -B.

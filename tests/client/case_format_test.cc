@@ -8,6 +8,9 @@
 #include <set>
 #include <string>
 
+#include "client/case_compare.h"
+#include "client/element_codec.h"
+#include "client/exact_json.h"
 #include "client/float_rounding.h"
 #include "gmock/gmock.h"
 #include "google/protobuf/text_format.h"

@@ -20,6 +20,7 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
+#include "client/case_compare.h"
 #include "client/case_format.h"
 #include "client/client.h"
 #include "gmock/gmock.h"

@@ -11,11 +11,11 @@ import pytest
 
 from tensorop_client import Result, TensorOpError
 from tensorop_client._proto import tensorop_pb2 as pb
+from tensorop_client.case_compare import find_mismatch
 from tensorop_client.cases import (
     CaseError,
     FloatText,
     case_from_json,
-    find_mismatch,
     load_cases,
     parse_cases,
     parse_json,

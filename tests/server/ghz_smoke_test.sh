@@ -6,6 +6,7 @@
 # ghz comes from bench/load/install-ghz.sh (~/.local/bin/ghz, or $GHZ, or
 # PATH); without it the test fails, it does not skip.
 set -euo pipefail
+. "$(dirname "$0")/../../scripts/lib.sh"
 tensord="$1" tensorctl="$2" case_file="$3"
 
 ghz="${GHZ:-$HOME/.local/bin/ghz}"
@@ -30,13 +31,8 @@ trap cleanup EXIT
 "$tensord" --address=127.0.0.1:0 --metrics_address=127.0.0.1:0 >"$work/out" 2>"$work/log" &
 server=$!
 # Bounded: a server that never says where it listens fails the test.
-for _ in $(seq 1 200); do
-  grep -q "^tensord metrics on " "$work/out" && break
-  sleep 0.05
-done
-port="$(sed -n 's/^tensord listening on 127\.0\.0\.1:\([0-9]*\)$/\1/p' "$work/out")"
-metrics_port="$(sed -n 's/^tensord metrics on 127\.0\.0\.1:\([0-9]*\)$/\1/p' "$work/out")"
-if [ -z "$port" ] || [ -z "$metrics_port" ]; then
+if ! port="$(tensord_port "$work/out" "$server")" ||
+   ! metrics_port="$(tensord_port "$work/out" "$server" metrics)"; then
   echo "FAIL: tensord did not start:" >&2
   cat "$work/log" >&2
   exit 1

@@ -19,7 +19,8 @@ import sys
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from tensorop_client.cases import CaseError, LoadedCase, find_mismatch, load_cases, run_case
+from tensorop_client.case_compare import find_mismatch, run_case
+from tensorop_client.cases import CaseError, LoadedCase, load_cases
 from tensorop_client.channel import channel_credentials, channel_target
 from tensorop_client.client import BACKENDS, Client
 
