@@ -2,6 +2,10 @@
 
 #include <arpa/inet.h>
 
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
 #include <optional>
 #include <string>
 #include <vector>
@@ -84,15 +88,140 @@ absl::StatusOr<std::string> ChannelTarget(absl::string_view target) {
 
 absl::string_view ServiceConfigJson() { return kServiceConfigJson; }
 
-std::shared_ptr<grpc::Channel> CreateChannel(const std::string& channel_target,
-                                             int max_message_bytes,
-                                             bool skip_unhealthy_replicas) {
+std::shared_ptr<grpc::Channel> CreateChannel(
+    const std::string& channel_target, int max_message_bytes, bool skip_unhealthy_replicas,
+    std::shared_ptr<grpc::ChannelCredentials> credentials) {
   grpc::ChannelArguments args;
   if (!skip_unhealthy_replicas) args.SetInt(GRPC_ARG_INHIBIT_HEALTH_CHECKING, 1);
   args.SetMaxReceiveMessageSize(max_message_bytes);
   args.SetMaxSendMessageSize(max_message_bytes);
   args.SetServiceConfigJSON(std::string(ServiceConfigJson()));
-  return grpc::CreateCustomChannel(channel_target, grpc::InsecureChannelCredentials(), args);
+  if (credentials == nullptr) credentials = grpc::InsecureChannelCredentials();
+  return grpc::CreateCustomChannel(channel_target, credentials, args);
+}
+
+namespace {
+
+absl::StatusOr<std::string> ReadOptionFile(absl::string_view option, const std::string& path) {
+  std::FILE* file = std::fopen(path.c_str(), "rb");
+  if (file == nullptr) {
+    return absl::InvalidArgumentError(absl::StrCat("--", option, "=", path,
+                                                   ": cannot read the file: ",
+                                                   std::strerror(errno)));
+  }
+  std::string text;
+  char buffer[8192];
+  size_t got = 0;
+  while ((got = std::fread(buffer, 1, sizeof(buffer), file)) > 0) text.append(buffer, got);
+  std::fclose(file);
+  if (absl::StripAsciiWhitespace(text).empty()) {
+    return absl::InvalidArgumentError(absl::StrCat("--", option, "=", path, ": the file is empty"));
+  }
+  return text;
+}
+
+std::string Environment(const char* name) {
+  const char* value = std::getenv(name);
+  return value == nullptr ? "" : value;
+}
+
+}  // namespace
+
+ChannelSecurity WithSecurityEnvironment(ChannelSecurity security) {
+  const std::string tls = absl::AsciiStrToLower(Environment("TENSOROP_TLS"));
+  if (tls == "1" || tls == "true" || tls == "yes") security.tls = true;
+  auto fill = [](std::string& field, const char* name) {
+    if (field.empty()) field = Environment(name);
+  };
+  fill(security.ca_file, "TENSOROP_CA_FILE");
+  fill(security.cert_file, "TENSOROP_CERT_FILE");
+  fill(security.key_file, "TENSOROP_KEY_FILE");
+  fill(security.token_file, "TENSOROP_TOKEN_FILE");
+  return security;
+}
+
+absl::StatusOr<std::shared_ptr<grpc::ChannelCredentials>> ChannelCredentials(
+    const ChannelSecurity& security) {
+  if (!security.enabled()) return grpc::InsecureChannelCredentials();
+  if (security.cert_file.empty() != security.key_file.empty()) {
+    return absl::InvalidArgumentError(
+        "--cert_file and --key_file go together: a client certificate needs its key");
+  }
+  grpc::SslCredentialsOptions options;
+  if (!security.ca_file.empty()) {
+    absl::StatusOr<std::string> roots = ReadOptionFile("ca_file", security.ca_file);
+    if (!roots.ok()) return roots.status();
+    options.pem_root_certs = *std::move(roots);
+  }
+  if (!security.cert_file.empty()) {
+    absl::StatusOr<std::string> chain = ReadOptionFile("cert_file", security.cert_file);
+    if (!chain.ok()) return chain.status();
+    absl::StatusOr<std::string> key = ReadOptionFile("key_file", security.key_file);
+    if (!key.ok()) return key.status();
+    options.pem_cert_chain = *std::move(chain);
+    options.pem_private_key = *std::move(key);
+  }
+  std::shared_ptr<grpc::ChannelCredentials> credentials = grpc::SslCredentials(options);
+  if (!security.token_file.empty()) {
+    absl::StatusOr<std::string> token = ReadOptionFile("token_file", security.token_file);
+    if (!token.ok()) return token.status();
+    // gRPC sends call credentials only over a secure channel: the token never
+    // travels in plaintext.
+    credentials = grpc::CompositeChannelCredentials(
+        credentials,
+        grpc::AccessTokenCredentials(std::string(absl::StripAsciiWhitespace(*token))));
+  }
+  return credentials;
+}
+
+absl::Status ExplainSecurityError(const absl::Status& status) {
+  const absl::string_view message = status.message();
+  auto with = [&](absl::string_view explanation) {
+    return absl::Status(status.code(), absl::StrCat(explanation, ": ", message));
+  };
+  // UNAUTHENTICATED already names itself, and tensord's message says whether
+  // the token was missing or refused; TLS failures arrive as UNAVAILABLE with
+  // OpenSSL's words somewhere in gRPC's message.
+  if (status.code() != absl::StatusCode::kUnavailable) return status;
+  if (absl::StrContains(message, "Peer name") &&
+      absl::StrContains(message, "not in peer certificate")) {
+    return with("TLS hostname mismatch: the server's certificate does not name the host in "
+                "--target");
+  }
+  if (absl::StrContains(message, "CERTIFICATE_VERIFY_FAILED") ||
+      absl::StrContains(message, "certificate verify failed")) {
+    return with("TLS: the server's certificate is not trusted (not signed by --ca_file / "
+                "TENSOROP_CA_FILE, or by the system's roots without one)");
+  }
+  if (absl::StrContains(message, "WRONG_VERSION_NUMBER") ||
+      absl::StrContains(message, "wrong version number")) {
+    return with("TLS: the server does not speak TLS on this port (drop --tls)");
+  }
+  if (absl::StrContains(message, "ALERT_CERTIFICATE_REQUIRED") ||
+      absl::StrContains(message, "ALERT_HANDSHAKE_FAILURE") ||
+      absl::StrContains(message, "ALERT_BAD_CERTIFICATE") ||
+      absl::StrContains(message, "ALERT_UNKNOWN_CA") ||
+      absl::StrContains(message, "ALERT_CERTIFICATE_EXPIRED")) {
+    return with("TLS: the server refused our client certificate, or its absence (mutual TLS: "
+                "--cert_file and --key_file, signed by the server's client CA, not expired)");
+  }
+  return status;
+}
+
+absl::Status ExplainClosedConnection(const absl::Status& status, bool tls) {
+  if (status.code() != absl::StatusCode::kUnavailable ||
+      !absl::StrContains(status.message(), "Socket closed")) {
+    return status;
+  }
+  return absl::Status(
+      status.code(),
+      absl::StrCat(tls ? "TLS: the server closed the connection during or right after the "
+                         "handshake; with mutual TLS it does so for a missing client "
+                         "certificate, one from another CA or an expired one (--cert_file, "
+                         "--key_file): "
+                       : "the server closed the connection at once; if it serves TLS, connect "
+                         "with --tls (and --ca_file): ",
+                   status.message()));
 }
 
 }  // namespace tensorop::client

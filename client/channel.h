@@ -34,12 +34,53 @@ absl::StatusOr<std::string> ChannelTarget(absl::string_view target);
 // round_robin, and retries of UNAVAILABLE for every TensorOp method.
 absl::string_view ServiceConfigJson();
 
+// How a client proves who it talks to and who it is (README "Security").
+struct ChannelSecurity {
+  bool tls = false;        // TLS; implied by any file below
+  std::string ca_file;     // PEM CA certificates the server's must chain to; empty: system roots
+  std::string cert_file;   // PEM client certificate chain, for mutual TLS (with key_file)
+  std::string key_file;    // its PEM private key
+  std::string token_file;  // a file holding the bearer token (sent as "authorization: Bearer")
+
+  bool enabled() const {
+    return tls || !ca_file.empty() || !cert_file.empty() || !key_file.empty() ||
+           !token_file.empty();
+  }
+};
+
+// `security` with what it leaves empty taken from the environment, so tokens
+// and paths stay out of shell history: TENSOROP_TLS (1, true or yes),
+// TENSOROP_CA_FILE, TENSOROP_CERT_FILE, TENSOROP_KEY_FILE, TENSOROP_TOKEN_FILE.
+ChannelSecurity WithSecurityEnvironment(ChannelSecurity security);
+
+// Insecure credentials, or TLS ones with the files read now (and the token as
+// call credentials); INVALID_ARGUMENT naming the option, the file and the
+// problem (unreadable, empty, a certificate without its key).
+absl::StatusOr<std::shared_ptr<grpc::ChannelCredentials>> ChannelCredentials(
+    const ChannelSecurity& security);
+
 // An insecure channel to `channel_target` (a ChannelTarget result) with the
 // service config and message limits in both directions. Without
 // `skip_unhealthy_replicas` the service config's health checking is off.
-std::shared_ptr<grpc::Channel> CreateChannel(const std::string& channel_target,
-                                             int max_message_bytes,
-                                             bool skip_unhealthy_replicas = true);
+// `credentials` (from ChannelCredentials) replace the insecure ones.
+std::shared_ptr<grpc::Channel> CreateChannel(
+    const std::string& channel_target, int max_message_bytes, bool skip_unhealthy_replicas = true,
+    std::shared_ptr<grpc::ChannelCredentials> credentials = nullptr);
+
+// `status` with a sentence in front saying which part of transport security
+// failed, when gRPC's message shows it: the server's certificate is not trusted
+// (--ca_file), it does not name the host dialled, the server does not speak
+// TLS, or it refused our client certificate. Other statuses (UNAUTHENTICATED
+// among them: tensord's message says whether the token was missing or
+// refused) are returned unchanged.
+absl::Status ExplainSecurityError(const absl::Status& status);
+
+// An UNAVAILABLE "Socket closed" (the server hung up at once) with what it
+// most likely means: over TLS (`tls`), that mutual TLS refused our client
+// certificate (TLS 1.3 clients learn it only when the server closes the
+// connection); in plaintext, that the server wants TLS. Other statuses are
+// returned unchanged.
+absl::Status ExplainClosedConnection(const absl::Status& status, bool tls);
 
 }  // namespace tensorop::client
 

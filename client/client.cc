@@ -99,7 +99,9 @@ absl::StatusCode StatusCodeFromWire(int code) {
 }
 
 absl::Status FromGrpcStatus(const grpc::Status& status) {
-  return absl::Status(CodeFromGrpc(status.error_code()), status.error_message());
+  // TLS and token failures say which part failed.
+  return ExplainSecurityError(
+      absl::Status(CodeFromGrpc(status.error_code()), status.error_message()));
 }
 
 absl::StatusOr<Result> ResultFromResponse(v1::RunResponse& response) {
@@ -122,8 +124,12 @@ Client::Client(const std::string& target, ClientOptions options)
   target_status_ = channel_target.status();
   // A malformed target still gets a channel (to nowhere), so the object stays
   // usable; every call then answers target_status_.
+  absl::StatusOr<std::shared_ptr<grpc::ChannelCredentials>> credentials =
+      ChannelCredentials(options_.security);
+  if (target_status_.ok()) target_status_ = credentials.status();
   Connect(CreateChannel(channel_target.ok() ? *channel_target : std::string(target),
-                        options_.max_message_bytes, options_.skip_unhealthy_replicas));
+                        options_.max_message_bytes, options_.skip_unhealthy_replicas,
+                        credentials.ok() ? *credentials : nullptr));
 }
 
 Client::Client(std::shared_ptr<grpc::Channel> channel, ClientOptions options)
@@ -151,8 +157,12 @@ absl::StatusOr<std::string> Client::CheckHealth(const std::string& service) {
   request.set_service(service);
   grpc::health::v1::HealthCheckResponse response;
   const grpc::Status status = health_stub_->Check(&context, request, &response);
-  if (!status.ok()) return FromGrpcStatus(status);
+  if (!status.ok()) return Failed(status);
   return grpc::health::v1::HealthCheckResponse::ServingStatus_Name(response.status());
+}
+
+absl::Status Client::Failed(const grpc::Status& status) const {
+  return ExplainClosedConnection(FromGrpcStatus(status), options_.security.enabled());
 }
 
 void Client::Report(Progress::Direction direction, int64_t done, int64_t total) const {
@@ -164,7 +174,7 @@ absl::StatusOr<Result> Client::Run(const v1::RunRequest& request) {
   RETURN_IF_ERROR(Prepare(context));
   v1::RunResponse response;
   const grpc::Status status = stub_->Run(&context, request, &response);
-  if (!status.ok()) return FromGrpcStatus(status);
+  if (!status.ok()) return Failed(status);
   return ResultFromResponse(response);
 }
 
@@ -233,7 +243,7 @@ absl::StatusOr<Result> Client::ReadResultParts(grpc::ClientContext& context, Str
     return broken;
   }
   const grpc::Status status = stream.Finish();
-  if (!status.ok()) return FromGrpcStatus(status);
+  if (!status.ok()) return Failed(status);
   if (remaining != 0) {
     return ProtocolError(absl::StrCat("the stream ended ", remaining, " bytes short of output ",
                                       result.outputs.size() - 1));
@@ -358,7 +368,7 @@ std::vector<absl::StatusOr<Result>> Client::RunBidi(const std::vector<v1::RunReq
   const grpc::Status status = stream->Finish();
   if (broken.ok()) {
     broken = status.ok() ? ProtocolError("the stream ended without answering this request")
-                         : FromGrpcStatus(status);
+                         : Failed(status);
   }
   for (const auto& [id, index] : pending) results[index] = broken;
   return results;

@@ -19,6 +19,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
+#include "client/channel.h"
 #include "client/host_tensor.h"
 #include "grpc/health/v1/health.grpc.pb.h"
 #include "grpcpp/grpcpp.h"
@@ -53,6 +54,10 @@ struct ClientOptions {
   // health checking). Off for a client that asks about health itself: it must
   // reach a NOT_SERVING server to hear it say so.
   bool skip_unhealthy_replicas = true;
+  // TLS, mutual TLS and a bearer token (client/channel.h); the files are read
+  // when the Client is made, and a bad one makes every call INVALID_ARGUMENT
+  // naming it.
+  ChannelSecurity security;
 };
 
 class Client {
@@ -96,6 +101,8 @@ class Client {
   // was malformed.
   absl::Status Prepare(grpc::ClientContext& context) const;
   void Report(Progress::Direction direction, int64_t done, int64_t total) const;
+  // A failed call's status, explained for this client's transport security.
+  absl::Status Failed(const grpc::Status& status) const;
   template <typename Stream>
   absl::StatusOr<Result> ReadResultParts(grpc::ClientContext& context, Stream& stream);
 

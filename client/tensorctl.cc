@@ -15,6 +15,11 @@
 // (for `ghz -B`); health prints the gRPC health status of the server (or of one
 // of its services) and exits 0 only for SERVING (the container's HEALTHCHECK).
 // Usage errors exit 2.
+//
+// Transport security, for every command that connects: --tls, --ca_file,
+// --cert_file, --key_file, --token_file, or from the environment (flags win):
+// TENSOROP_TLS=1, TENSOROP_CA_FILE, TENSOROP_CERT_FILE, TENSOROP_KEY_FILE,
+// TENSOROP_TOKEN_FILE (client/channel.h).
 #include <cstdio>
 #include <iterator>
 #include <optional>
@@ -49,6 +54,9 @@ constexpr absl::string_view kUsage =
     "  tensorctl conformance --target ADDR [--backend B] [--stream|--chunked] PATH...\n"
     "  tensorctl encode FILE --case NAME [--backend B]\n"
     "  tensorctl health --target ADDR [--service NAME]\n"
+    "security (run, conformance, health): [--tls] [--ca_file PEM] [--cert_file PEM --key_file PEM]\n"
+    "  [--token_file FILE]; or TENSOROP_TLS=1, TENSOROP_CA_FILE, TENSOROP_CERT_FILE,\n"
+    "  TENSOROP_KEY_FILE, TENSOROP_TOKEN_FILE. Any file implies --tls.\n"
     "FILE/PATH: a case file, or a directory of *.json case files.\n"
     "ADDR: HOST:PORT, a list IP:PORT,IP:PORT,... of replicas, or dns:///NAME:PORT.\n";
 
@@ -65,6 +73,7 @@ struct Flags {
   std::string case_name;
   std::string health_service;
   std::vector<std::string> paths;
+  ChannelSecurity security;
 };
 
 absl::StatusOr<Flags> ParseFlags(int argc, char** argv) {
@@ -98,7 +107,18 @@ absl::StatusOr<Flags> ParseFlags(int argc, char** argv) {
       }
       return std::string(argv[++i]);
     };
-    if (name == "stream" || name == "chunked") {
+    if (name == "tls") {
+      if (value.has_value()) return absl::InvalidArgumentError("--tls takes no value");
+      flags.security.tls = true;
+    } else if (name == "ca_file") {
+      ASSIGN_OR_RETURN(flags.security.ca_file, take_value());
+    } else if (name == "cert_file") {
+      ASSIGN_OR_RETURN(flags.security.cert_file, take_value());
+    } else if (name == "key_file") {
+      ASSIGN_OR_RETURN(flags.security.key_file, take_value());
+    } else if (name == "token_file") {
+      ASSIGN_OR_RETURN(flags.security.token_file, take_value());
+    } else if (name == "stream" || name == "chunked") {
       if (value.has_value()) {
         return absl::InvalidArgumentError(absl::StrCat("--", name, " takes no value"));
       }
@@ -135,6 +155,9 @@ absl::StatusOr<Flags> ParseFlags(int argc, char** argv) {
   if (flags.command != "encode") {
     if (flags.target.empty()) return absl::InvalidArgumentError("--target ADDR is required");
     RETURN_IF_ERROR(ChannelTarget(flags.target).status());
+    flags.security = WithSecurityEnvironment(flags.security);
+    // A missing or unreadable file is a usage error, before any call.
+    RETURN_IF_ERROR(ChannelCredentials(flags.security).status());
   }
   if (flags.command == "health") {
     if (!flags.paths.empty()) return absl::InvalidArgumentError("health takes no case files");
@@ -215,6 +238,7 @@ int RunCases(const Flags& flags, const std::vector<LoadedCase>& cases) {
   ProgressLine progress;
   ClientOptions options;
   options.progress = [&progress](const Progress& p) { progress.Update(p); };
+  options.security = flags.security;
   Client client(flags.target, options);
   const bool conformance = flags.command == "conformance";
   int passed = 0;
@@ -285,6 +309,7 @@ int Health(const Flags& flags) {
   ClientOptions options;
   options.deadline = kHealthDeadline;
   options.skip_unhealthy_replicas = false;
+  options.security = flags.security;
   Client client(flags.target, options);
   absl::StatusOr<std::string> status = client.CheckHealth(flags.health_service);
   if (!status.ok()) {

@@ -11,7 +11,12 @@
 #      with the host's tensorctl (TENSORCTL=path, default build/bin/tensorctl) on the
 #      CPU and through PoCL (unary and streamed), then stops it with SIGTERM and
 #      expects exit status 0, a failing health check, and nothing written outside
-#      /tmp (Kubernetes runs the image with a read-only root filesystem).
+#      /tmp (Kubernetes runs the image with a read-only root filesystem);
+#   6. runs the TLS path once: certificates made on the host with openssl and
+#      copied into the container's /tmp, tensord with TLS, mutual TLS, a token
+#      file and the plaintext health listener (the image's HEALTHCHECK passes
+#      there), the public cases over TLS with a client certificate and a token,
+#      and SIGTERM again.
 # The image stays (it is the layer cache of the next run); dangling images of
 # earlier builds are pruned. Prints "container-test: ok" at the end; exits nonzero
 # on any failure.
@@ -250,6 +255,81 @@ if [ -n "$written" ]; then
   fail "tensord wrote outside /tmp (the root filesystem is read-only in Kubernetes)"
 fi
 echo "nothing written outside /tmp"
+
+# ------------------------------------------------------------------- TLS
+# As the tls Kubernetes overlay runs it, with the certificate files where a
+# Secret would be mounted (here copied in) and probes on the health port.
+section "TLS: certificates (openssl on the host)"
+command -v openssl >/dev/null || fail "no openssl on the host (scripts/setup.sh installs it)"
+pki="$(mktemp -d)"
+trap 'cleanup; rm -rf "$pki"' EXIT
+ossl() { openssl "$@" >/dev/null 2>&1 || fail "openssl $*"; }
+ossl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 2 \
+  -keyout "$pki/ca.key" -out "$pki/ca.crt" -subj "/CN=container-test CA"
+ossl req -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -keyout "$pki/tls.key" \
+  -out "$pki/tls.csr" -subj "/CN=tensord" -addext "subjectAltName=DNS:localhost,IP:127.0.0.1"
+ossl x509 -req -in "$pki/tls.csr" -CA "$pki/ca.crt" -CAkey "$pki/ca.key" -CAcreateserial \
+  -copy_extensions copy -days 2 -out "$pki/tls.crt"
+ossl req -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -keyout "$pki/client.key" \
+  -out "$pki/client.csr" -subj "/CN=container-test"
+ossl x509 -req -in "$pki/client.csr" -CA "$pki/ca.crt" -CAkey "$pki/ca.key" -CAcreateserial \
+  -days 2 -out "$pki/client.crt"
+openssl rand -hex 32 >"$pki/client.token"
+echo "container-test:$(cat "$pki/client.token")" >"$pki/tokens"
+mkdir "$pki/mount"
+cp "$pki/tls.crt" "$pki/tls.key" "$pki/ca.crt" "$pki/tokens" "$pki/mount/"
+buildah copy --chown 10001:10001 "$container" "$pki/mount" /tmp/tls >/dev/null
+
+port="$(pick_port)"
+health_port="$(pick_port)"
+[ "$port" != "$health_port" ] || health_port=$(( port + 1 ))
+section "TLS: start tensord on 127.0.0.1:$port (TLS only), health on 127.0.0.1:$health_port"
+in_container "${entrypoint[@]}" --address="127.0.0.1:$port" --metrics_address= \
+  --tls_cert_file=/tmp/tls/tls.crt --tls_key_file=/tmp/tls/tls.key \
+  --tls_client_ca_file=/tmp/tls/ca.crt --auth_token_file=/tmp/tls/tokens \
+  --health_address="127.0.0.1:$health_port" >"$log" 2>&1 &
+buildah_pid=$!
+health=()
+for arg in "${healthcheck[@]:1}"; do health+=("${arg/%:50051/:$health_port}"); done
+echo "health check: ${health[*]}"
+healthy=0
+deadline=$(( SECONDS + 60 ))
+while [ "$SECONDS" -lt "$deadline" ]; do
+  alive "$buildah_pid" || { server_log; fail "tensord (TLS) exited during startup"; }
+  if out="$(health_check 2>&1)"; then healthy=1; echo "$out"; break; fi
+  sleep 1
+done
+[ "$healthy" -eq 1 ] || { echo "last health check: $out" >&2; server_log; fail "tensord (TLS) not healthy after 60 s"; }
+server_pid="$(pgrep -f -x -- "${entrypoint[*]} --address=127\.0\.0\.1:$port .*" | head -n 1 || true)"
+[ -n "$server_pid" ] || { server_log; fail "cannot find the tensord (TLS) process"; }
+
+section "TLS: conformance over mutual TLS with a token"
+if ! out="$(timeout 300 "$tensorctl" conformance --target "127.0.0.1:$port" --backend cpu \
+              --ca_file "$pki/ca.crt" --cert_file "$pki/client.crt" --key_file "$pki/client.key" \
+              --token_file "$pki/client.token" "$shared/conformance/cases" 2>&1)"; then
+  echo "$out" | tail -n 20
+  server_log
+  fail "conformance over TLS failed against the container"
+fi
+echo "$out" | tail -n 1
+grep -Eq '^conformance: [1-9][0-9]* passed, 0 failed' <<<"$out" || fail "conformance over TLS"
+# Plaintext to the TLS port is refused; the token never reaches the log.
+if "$tensorctl" health --target "127.0.0.1:$port" >/dev/null 2>&1; then
+  fail "a plaintext health check passed on the TLS port"
+fi
+grep -q '"identity":"token:container-test cert:' "$log" || { server_log; fail "no authenticated identity in the request log"; }
+if grep -qF "$(cat "$pki/client.token")" "$log"; then fail "the token appears in the log"; fi
+
+section "TLS: SIGTERM tensord"
+$sudo kill -TERM "$server_pid"
+deadline=$(( SECONDS + 45 ))
+while alive "$buildah_pid" && [ "$SECONDS" -lt "$deadline" ]; do sleep 0.2; done
+alive "$buildah_pid" && { server_log; fail "tensord (TLS) still running 45 s after SIGTERM"; }
+exit_status=0
+wait "$buildah_pid" || exit_status=$?
+buildah_pid=""
+[ "$exit_status" -eq 0 ] || { server_log; fail "tensord (TLS) exited with status $exit_status after SIGTERM"; }
+echo "tensord (TLS) exited 0"
 
 section "done"
 echo "container-test: ok ($((SECONDS - start)) s)"

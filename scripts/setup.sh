@@ -12,4 +12,5 @@ apt_install \
   opencl-headers ocl-icd-opencl-dev pocl-opencl-icd \
   libgtest-dev libgmock-dev libbenchmark-dev \
   nlohmann-json3-dev libcpp-httplib-dev prometheus \
+  libssl-dev openssl \
   clang libclang-rt-14-dev  # clang's sanitizer runtimes and libFuzzer: scripts/fuzz.sh

@@ -21,6 +21,7 @@
 #include <limits>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <thread>
@@ -45,9 +46,11 @@
 #include "server/device_pool.h"
 #include "server/echo_service.h"
 #include "server/flag_file.h"
+#include "server/health_listener.h"
 #include "server/metrics.h"
 #include "server/metrics_http.h"
 #include "server/scheduler.h"
+#include "server/security.h"
 #include "server/service.h"
 
 ABSL_FLAG(std::string, address, "0.0.0.0:50051", "host:port to listen on (port 0: any free port)");
@@ -96,6 +99,22 @@ ABSL_FLAG(bool, echo, false,
           "load-test baseline: Run answers zero-filled outputs of the right shape at "
           "once, without executing; other methods are UNIMPLEMENTED");
 
+// Transport security (README "Security"; server/security.h).
+ABSL_FLAG(std::string, tls_cert_file, "",
+          "PEM certificate chain: serve TLS only on --address (reloaded when the file changes)");
+ABSL_FLAG(std::string, tls_key_file, "", "PEM private key of --tls_cert_file (unencrypted)");
+ABSL_FLAG(std::string, tls_client_ca_file, "",
+          "PEM CA certificates: require client certificates that chain to them (mutual TLS)");
+ABSL_FLAG(std::string, auth_token_file, "",
+          "accepted bearer tokens, one NAME:TOKEN (or TOKEN) a line; calls to TensorOp without "
+          "one are UNAUTHENTICATED; reread on change and on SIGHUP (needs TLS)");
+ABSL_FLAG(std::string, reflection, "auth",
+          "server reflection: on (open to all), off, or auth (needs a token when "
+          "--auth_token_file is set)");
+ABSL_FLAG(std::string, health_address, "",
+          "host:port of a second, plaintext listener serving only grpc.health.v1 (for kubelet "
+          "probes when --address is TLS); empty: none");
+
 namespace tensorop::server {
 namespace {
 
@@ -108,7 +127,9 @@ constexpr absl::string_view kFlagNames[] = {
     "max_tensor_elements", "chunk_bytes", "backend", "max_queued_requests",
     "shutdown_grace_seconds", "drain_seconds", "backends", "opencl_devices", "opencl_queue_depth",
     "auto_opencl_min_bytes", "opencl_unhealthy_seconds", "inject_opencl_failures",
-    "metrics_address", "max_connection_age_seconds", "echo"};
+    "metrics_address", "max_connection_age_seconds", "echo",
+    "tls_cert_file", "tls_key_file", "tls_client_ca_file", "auth_token_file", "reflection",
+    "health_address"};
 constexpr absl::string_view kOpenClHealthName = "tensorop.opencl";
 constexpr absl::string_view kCpuHealthName = "tensorop.cpu";
 
@@ -200,6 +221,8 @@ struct Config {
   std::chrono::seconds grace{0};
   std::chrono::seconds drain{0};
   int max_connection_age_seconds = 0;  // 0: never
+  SecurityOptions security;
+  std::string health_address;  // empty: no health listener
 };
 
 Config ValidatedConfig() {
@@ -284,6 +307,22 @@ Config ValidatedConfig() {
       config.max_connection_age_seconds > INT_MAX / 1000) {
     UsageError(absl::StrCat("--max_connection_age_seconds must be in [0, ", INT_MAX / 1000, "]"));
   }
+  config.security.tls = {absl::GetFlag(FLAGS_tls_cert_file), absl::GetFlag(FLAGS_tls_key_file),
+                         absl::GetFlag(FLAGS_tls_client_ca_file)};
+  config.security.auth_token_file = absl::GetFlag(FLAGS_auth_token_file);
+  const std::string reflection = absl::GetFlag(FLAGS_reflection);
+  std::optional<ReflectionAccess> access = ParseReflectionAccess(reflection);
+  if (!access.has_value()) {
+    UsageError(absl::StrCat("--reflection=", reflection, ": expected on, off or auth"));
+  }
+  config.security.reflection = *access;
+  if (absl::Status flags = CheckSecurityFlags(config.security); !flags.ok()) {
+    UsageError(flags.message());
+  }
+  config.health_address = absl::GetFlag(FLAGS_health_address);
+  if (!config.health_address.empty() && config.health_address.find(':') == std::string::npos) {
+    UsageError(absl::StrCat("--health_address=", config.health_address, ": expected HOST:PORT"));
+  }
   return config;
 }
 
@@ -311,6 +350,13 @@ int Main(int argc, char** argv) {
   sigaddset(&shutdown_signals, SIGTERM);
   sigaddset(&shutdown_signals, SIGINT);
   pthread_sigmask(SIG_BLOCK, &shutdown_signals, nullptr);
+  if (config.security.reloads()) {
+    // SIGHUP rereads the certificate and token files (server/security.h).
+    sigset_t reload_signals;
+    sigemptyset(&reload_signals);
+    Security::AddReloadSignal(&reload_signals);
+    pthread_sigmask(SIG_BLOCK, &reload_signals, nullptr);
+  }
 
   // Hold one gRPC initialization for the life of the process and never release
   // it: releasing the last one runs gRPC's synchronous shutdown, which joins an
@@ -341,6 +387,14 @@ int Main(int argc, char** argv) {
   TensorOpService service(effective.service, &scheduler);
   EchoService echo(config.service.max_message_bytes);
 
+  // Certificates, keys and tokens are read now: a bad file stops startup,
+  // naming the file and the problem.
+  absl::StatusOr<std::unique_ptr<Security>> security = Security::Create(config.security, &metrics);
+  if (!security.ok()) {
+    std::cerr << "tensord: " << security.status().message() << "\n";
+    return 1;
+  }
+
   // Before the gRPC port, so a taken metrics port stops startup before anyone
   // is told the server listens.
   std::unique_ptr<MetricsHttpServer> metrics_http;
@@ -358,7 +412,9 @@ int Main(int argc, char** argv) {
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();
   grpc::ServerBuilder builder;
   int port = 0;
-  builder.AddListeningPort(config.address, grpc::InsecureServerCredentials(), &port);
+  std::shared_ptr<grpc::ServerCredentials> credentials;
+  (*security)->Configure(builder, &credentials);
+  builder.AddListeningPort(config.address, credentials, &port);
   builder.SetMaxReceiveMessageSize(config.max_message_bytes);
   builder.SetMaxSendMessageSize(config.max_message_bytes);
   if (config.max_connection_age_seconds > 0) {
@@ -376,6 +432,21 @@ int Main(int argc, char** argv) {
     return 1;
   }
   grpc::HealthCheckServiceInterface* health = server->GetHealthCheckService();
+  // --health_address: every status below goes to both servers.
+  HealthListener health_listener;
+  std::unique_ptr<HealthMirror> health_mirror;
+  if (!config.health_address.empty()) {
+    absl::StatusOr<HealthListener> started = StartHealthListener(config.health_address);
+    if (!started.ok()) {
+      std::cerr << "tensord: " << started.status().message() << "\n";
+      return 1;
+    }
+    health_listener = *std::move(started);
+    health_mirror = std::make_unique<HealthMirror>(std::vector<grpc::HealthCheckServiceInterface*>{
+        health, health_listener.server->GetHealthCheckService()});
+    health = health_mirror.get();
+  }
+  (*security)->StartReloading();
   health->SetServingStatus("", true);
   health->SetServingStatus(std::string(kServiceName), true);
   health->SetServingStatus(std::string(kCpuHealthName), true);
@@ -413,9 +484,17 @@ int Main(int argc, char** argv) {
     std::cout << "tensord metrics on "
               << ListeningAddress(config.metrics_address, metrics_http->port()) << std::endl;
   }
+  if (health_listener.server != nullptr) {
+    std::cout << "tensord health on "
+              << ListeningAddress(config.health_address, health_listener.port) << std::endl;
+  }
 
   server->Wait();
   shutdown.join();
+  if (health_listener.server != nullptr) {
+    health_listener.server->Shutdown();
+    health_listener.server->Wait();
+  }
   {
     std::lock_guard<std::mutex> lock(ticker_mutex);
     stopping = true;

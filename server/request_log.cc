@@ -51,6 +51,7 @@ std::string FormatLogLine(const CallRecord& record, const absl::Status& status,
   line["latency_us"] = absl::ToInt64Microseconds(end - record.start);
   line["status"] = absl::StatusCodeToString(status.code());
   if (!status.ok()) line["message"] = status.message();
+  if (!record.identity.empty()) line["identity"] = record.identity;
   // Request ids and messages come from clients: replace invalid UTF-8 rather
   // than throw.
   return line.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);

@@ -26,6 +26,9 @@ struct CallRecord {
   std::string backend;  // where it ran, or was to run
   int64_t bytes_in = 0;   // input data bytes
   int64_t bytes_out = 0;  // output data bytes sent
+  // Who called: "token:NAME" and/or "cert:SUBJECT" (server/auth.h); empty
+  // for an anonymous call, and then left out of the line.
+  std::string identity;
   absl::Time start = absl::Now();
 };
 
@@ -36,7 +39,8 @@ CallRecord DescribeRequest(absl::string_view method, const v1::RunRequest& reque
 // {"time":"2024-05-01T12:00:00.123456Z","method":"Run","id":"a","op":"slice",
 //  "dtype":"float32","sizes":{"input":[4,4]},"backend":"cpu","bytes_in":64,
 //  "bytes_out":16,"latency_us":210,"status":"OK"}
-// plus "message" when the status is not OK. `time` is `end` in RFC 3339, UTC.
+// plus "message" when the status is not OK, and "identity" for an
+// authenticated caller. `time` is `end` in RFC 3339, UTC.
 std::string FormatLogLine(const CallRecord& record, const absl::Status& status,
                           absl::Time end);
 

@@ -22,6 +22,7 @@
 #include "core/dtype.h"
 #include "core/operator.h"
 #include "core/status_macros.h"
+#include "server/auth.h"
 #include "server/convert.h"
 #include "server/metrics.h"
 #include "server/request_log.h"
@@ -332,6 +333,7 @@ grpc::ServerUnaryReactor* TensorOpService::Run(grpc::CallbackServerContext* cont
                                                v1::RunResponse* response) {
   grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
   CallRecord record = DescribeRequest("Run", *request);
+  record.identity = PeerIdentity(*context);
   absl::Status status = Dispatch(
       *request, record,
       [this, context, request, response, reactor, record](Placement& placement) mutable {
@@ -366,6 +368,7 @@ class TensorOpService::StreamReactor final : public grpc::ServerWriteReactor<v1:
         request_(request),
         stop_(MakeStopCheck(context)),
         record_(DescribeRequest("RunStream", *request)) {
+    record_.identity = PeerIdentity(*context);
     absl::Status status = service_->Dispatch(
         *request_, record_, [this](Placement& placement) { Work(placement); });
     if (!status.ok()) Done(status);
@@ -439,7 +442,7 @@ class TensorOpService::BidiReactor final
     : public grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer> {
  public:
   BidiReactor(TensorOpService* service, grpc::CallbackServerContext* context)
-      : service_(service), stop_(MakeStopCheck(context)) {
+      : service_(service), stop_(MakeStopCheck(context)), identity_(PeerIdentity(*context)) {
     read_outstanding_ = true;
     StartRead(&read_buffer_);
   }
@@ -565,6 +568,7 @@ class TensorOpService::BidiReactor final
 
   void Submit(std::shared_ptr<v1::RunRequest> request) {
     CallRecord record = DescribeRequest("RunBidi", *request);
+    record.identity = identity_;
     absl::Status status = service_->Dispatch(
         *request, record, [this, request, record](Placement& placement) mutable {
           v1::RunResponse response;
@@ -599,6 +603,7 @@ class TensorOpService::BidiReactor final
 
   TensorOpService* const service_;
   const StopCheck stop_;
+  const std::string identity_;  // who called, for every request's log line
   int64_t messages_read_ = 0;  // only touched by reactions, never concurrently
   grpc::ByteBuffer read_buffer_;
   grpc::ByteBuffer write_buffer_;
@@ -628,6 +633,7 @@ class TensorOpService::ChunkedReactor final
   ChunkedReactor(TensorOpService* service, grpc::CallbackServerContext* context)
       : service_(service), stop_(MakeStopCheck(context)) {
     record_.method = "RunChunked";
+    record_.identity = PeerIdentity(*context);
     StartRead(&read_buffer_);
   }
 
@@ -671,8 +677,10 @@ class TensorOpService::ChunkedReactor final
       request_ = std::move(*part.mutable_request());
       have_request_ = true;
       const absl::Time start = record_.start;
+      const std::string identity = std::move(record_.identity);
       record_ = DescribeRequest("RunChunked", request_);
       record_.start = start;
+      record_.identity = identity;
       for (const auto& [name, tensor] : request_.inputs()) {
         bytes_in_ += static_cast<int64_t>(tensor.data().size());
       }

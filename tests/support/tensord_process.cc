@@ -18,10 +18,9 @@ std::string ConformanceCasesDir() { return TENSOROP_CONFORMANCE_DIR; }
 
 namespace {
 
-// The value the last --metrics_address in `args` gives (tensord lets later
+// The value the last `flag` (--metrics_address, ...) in `args` gives (tensord lets later
 // flags win), in either --name=value or --name value form.
-std::string MetricsAddressFlag(const std::vector<std::string>& args) {
-  const std::string flag = "--metrics_address";
+std::string AddressFlag(const std::vector<std::string>& args, const std::string& flag) {
   std::string value;
   for (size_t i = 0; i < args.size(); ++i) {
     if (args[i].rfind(flag + "=", 0) == 0) {
@@ -64,7 +63,8 @@ TensordProcess::TensordProcess(std::vector<std::string> extra_flags) {
   std::vector<std::string> args = {TensordPath(), "--address=127.0.0.1:0",
                                    "--metrics_address=127.0.0.1:0"};
   args.insert(args.end(), extra_flags.begin(), extra_flags.end());
-  const bool metrics = !MetricsAddressFlag(args).empty();
+  const bool metrics = !AddressFlag(args, "--metrics_address").empty();
+  const bool health = !AddressFlag(args, "--health_address").empty();
 
   pid_ = fork();
   if (pid_ < 0) std::abort();
@@ -88,7 +88,9 @@ TensordProcess::TensordProcess(std::vector<std::string> extra_flags) {
   FILE* out = fdopen(out_pipe[0], "r");
   target_ = ReadAnnouncement(out, "tensord listening on ");
   if (!target_.empty() && metrics) metrics_target_ = ReadAnnouncement(out, "tensord metrics on ");
-  if (target_.empty() || (metrics && metrics_target_.empty())) {
+  if (!target_.empty() && health) health_target_ = ReadAnnouncement(out, "tensord health on ");
+  if (target_.empty() || (metrics && metrics_target_.empty()) ||
+      (health && health_target_.empty())) {
     fprintf(stderr, "tensord did not start; its log:\n%s\n", Log().c_str());
     std::abort();
   }

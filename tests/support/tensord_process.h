@@ -28,6 +28,9 @@ class TensordProcess {
   const std::string& target() const { return target_; }
   // Where GET /metrics answers: "127.0.0.1:PORT", or "" without metrics.
   const std::string& metrics_target() const { return metrics_target_; }
+  // Where the plaintext health listener answers (--health_address, announced
+  // as "tensord health on HOST:PORT"), or "" without one.
+  const std::string& health_target() const { return health_target_; }
   // The metrics port, or -1 without metrics.
   int metrics_port() const;
   pid_t pid() const { return pid_; }
@@ -45,6 +48,7 @@ class TensordProcess {
   pid_t pid_ = -1;
   std::string target_;
   std::string metrics_target_;
+  std::string health_target_;
   std::string log_path_;
 };
 

@@ -10,7 +10,11 @@ copied into this package at build time (setup.py).
 from __future__ import annotations
 
 import ipaddress
+import os
+from collections.abc import Mapping
 from importlib import resources
+
+import grpc
 
 # Target schemes gRPC resolves.
 _SCHEMES = ("dns:", "ipv4:", "ipv6:", "unix:", "unix-abstract:")
@@ -80,3 +84,114 @@ def channel_options(max_message_bytes: int) -> list[tuple[str, int | str]]:
         ("grpc.max_send_message_length", max_message_bytes),
         ("grpc.service_config", service_config_json()),
     ]
+
+
+# Transport security (README "Security"), as the C++ client's ChannelSecurity:
+# the environment fills what the caller leaves out, so tokens stay out of shell
+# history and source code.
+ENVIRONMENT = {
+    "ca_file": "TENSOROP_CA_FILE",
+    "cert_file": "TENSOROP_CERT_FILE",
+    "key_file": "TENSOROP_KEY_FILE",
+    "token_file": "TENSOROP_TOKEN_FILE",
+}
+
+
+def _read_option_file(option: str, path: str) -> bytes:
+    try:
+        with open(path, "rb") as f:
+            data = f.read()
+    except OSError as e:
+        raise ValueError(f"--{option}={path}: cannot read the file: {e.strerror}") from None
+    if not data.strip():
+        raise ValueError(f"--{option}={path}: the file is empty")
+    return data
+
+
+def channel_credentials(
+    tls: bool = False,
+    ca_file: str | None = None,
+    cert_file: str | None = None,
+    key_file: str | None = None,
+    token_file: str | None = None,
+    environ: Mapping[str, str] | None = None,
+) -> grpc.ChannelCredentials | None:
+    """TLS credentials for a channel, or None for plaintext. Options left None
+    come from TENSOROP_TLS (1/true/yes), TENSOROP_CA_FILE, TENSOROP_CERT_FILE,
+    TENSOROP_KEY_FILE and TENSOROP_TOKEN_FILE; any file implies TLS. `ca_file`:
+    the CA the server's certificate must chain to (default: the system's
+    roots); `cert_file` and `key_file`: a client certificate (mutual TLS);
+    `token_file`: a file holding the bearer token, sent as "authorization:
+    Bearer <token>" on every call. Raises ValueError naming the option and the
+    file when one cannot be read."""
+    env = os.environ if environ is None else environ
+    files = {"ca_file": ca_file, "cert_file": cert_file, "key_file": key_file,
+             "token_file": token_file}
+    for option, variable in ENVIRONMENT.items():
+        if not files[option]:
+            files[option] = env.get(variable) or None
+    tls = tls or env.get("TENSOROP_TLS", "").lower() in ("1", "true", "yes")
+    if not tls and not any(files.values()):
+        return None
+    if bool(files["cert_file"]) != bool(files["key_file"]):
+        raise ValueError("--cert_file and --key_file go together: a client certificate needs its key")
+    roots = _read_option_file("ca_file", files["ca_file"]) if files["ca_file"] else None
+    chain = key = None
+    if files["cert_file"]:
+        chain = _read_option_file("cert_file", files["cert_file"])
+        key = _read_option_file("key_file", files["key_file"])
+    credentials = grpc.ssl_channel_credentials(
+        root_certificates=roots, private_key=key, certificate_chain=chain
+    )
+    if files["token_file"]:
+        token = _read_option_file("token_file", files["token_file"]).decode().strip()
+        # gRPC sends call credentials only over TLS: the token never travels in plaintext.
+        credentials = grpc.composite_channel_credentials(
+            credentials, grpc.access_token_call_credentials(token)
+        )
+    return credentials
+
+
+def explain_security_error(code: str, message: str, tls: bool = False) -> str:
+    """`message` with a sentence in front saying which part of transport security
+    failed, when gRPC's message shows it (the C++ client's ExplainSecurityError
+    and ExplainClosedConnection: `tls` says whether the channel used TLS);
+    otherwise unchanged."""
+    # UNAUTHENTICATED names itself, and tensord's message says whether the token
+    # was missing or refused.
+    if code != "UNAVAILABLE":
+        return message
+    lowered = message.lower()
+    if "peer name" in lowered and "not in peer certificate" in lowered:
+        return (
+            "TLS hostname mismatch: the server's certificate does not name the host in "
+            f"the target: {message}"
+        )
+    if "certificate_verify_failed" in lowered or "certificate verify failed" in lowered:
+        return (
+            "TLS: the server's certificate is not trusted (not signed by ca_file / "
+            f"TENSOROP_CA_FILE, or by the system's roots without one): {message}"
+        )
+    if "wrong_version_number" in lowered or "wrong version number" in lowered:
+        return f"TLS: the server does not speak TLS on this port (drop tls): {message}"
+    if "socket closed" in lowered:
+        # TLS 1.3 clients learn that mutual TLS refused them only when the server
+        # closes the connection; a TLS server also closes a plaintext client's.
+        if tls:
+            return (
+                "TLS: the server closed the connection during or right after the handshake; "
+                "with mutual TLS it does so for a missing client certificate, one from another "
+                f"CA or an expired one (cert_file, key_file): {message}"
+            )
+        return (
+            "the server closed the connection at once; if it serves TLS, connect with tls "
+            f"(and ca_file): {message}"
+        )
+    for alert in ("alert_certificate_required", "alert_handshake_failure", "alert_bad_certificate",
+                  "alert_unknown_ca", "alert_certificate_expired"):
+        if alert in lowered:
+            return (
+                "TLS: the server refused our client certificate, or its absence (mutual TLS: "
+                f"cert_file and key_file, signed by the server's client CA, not expired): {message}"
+            )
+    return message

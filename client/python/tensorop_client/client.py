@@ -24,7 +24,12 @@ import numpy.typing as npt
 
 from tensorop_client._proto import tensorop_pb2 as pb
 from tensorop_client._proto import tensorop_pb2_grpc as pb_grpc
-from tensorop_client.channel import channel_options, channel_target
+from tensorop_client.channel import (
+    channel_credentials,
+    channel_options,
+    channel_target,
+    explain_security_error,
+)
 from tensorop_client.tensors import LayoutError, decode_array, to_tensor
 
 BACKENDS: dict[str, int] = {"auto": pb.AUTO, "cpu": pb.CPU, "opencl": pb.OPENCL}
@@ -123,10 +128,12 @@ def make_request(
     return request
 
 
-def _status_error(error: grpc.RpcError) -> TensorOpError:
+def _status_error(error: grpc.RpcError, tls: bool = False) -> TensorOpError:
     # Calls' RpcErrors are also grpc.Call objects, with the status.
     call: grpc.Call = error  # type: ignore[assignment]
-    return TensorOpError(call.code().name, call.details() or "")
+    code = call.code().name
+    # TLS and token failures say which part failed.
+    return TensorOpError(code, explain_security_error(code, call.details() or "", tls))
 
 
 def _decode(
@@ -194,6 +201,11 @@ class Client:
         *,
         timeout: float | None = 600.0,
         max_message_bytes: int = 64 << 20,
+        tls: bool = False,
+        ca_file: str | None = None,
+        cert_file: str | None = None,
+        key_file: str | None = None,
+        token_file: str | None = None,
     ) -> None:
         """`target`: "host:port", a comma-separated list of replicas' IP
         addresses ("10.0.0.1:50051,10.0.0.2:50051") or a gRPC target such as
@@ -201,11 +213,25 @@ class Client:
         replicas and are retried on UNAVAILABLE (ValueError for a malformed
         list). `timeout`: seconds per call (None: no deadline).
         `max_message_bytes` bounds Run's answers, which carry every output
-        inline (gRPC's own default is 4 MiB)."""
-        self._channel = grpc.insecure_channel(
-            channel_target(target), options=channel_options(max_message_bytes)
+        inline (gRPC's own default is 4 MiB).
+
+        Transport security (tensorop_client.channel.channel_credentials): `tls`,
+        `ca_file` (the CA of the server's certificate; default: the system's
+        roots), `cert_file` and `key_file` (mutual TLS), `token_file` (a file
+        holding the bearer token); what is left None comes from TENSOROP_TLS,
+        TENSOROP_CA_FILE, TENSOROP_CERT_FILE, TENSOROP_KEY_FILE and
+        TENSOROP_TOKEN_FILE, and any file implies TLS. ValueError names a file
+        that cannot be read."""
+        target = channel_target(target)
+        options = channel_options(max_message_bytes)
+        credentials = channel_credentials(tls, ca_file, cert_file, key_file, token_file)
+        self._channel = (
+            grpc.insecure_channel(target, options=options)
+            if credentials is None
+            else grpc.secure_channel(target, credentials, options=options)
         )
         self._stub = pb_grpc.TensorOpStub(self._channel)
+        self._tls = credentials is not None
         self._timeout = timeout
 
     def close(self) -> None:
@@ -254,7 +280,7 @@ class Client:
         try:
             response = self._stub.Run(request, timeout=self._timeout)
         except grpc.RpcError as e:
-            raise _status_error(e) from None
+            raise _status_error(e, self._tls) from None
         outputs = [
             _decode(i, t.dtype, t.sizes, t.strides, t.data) for i, t in enumerate(response.outputs)
         ]
@@ -266,7 +292,7 @@ class Client:
         try:
             return _read_parts(call)
         except grpc.RpcError as e:
-            raise _status_error(e) from None
+            raise _status_error(e, self._tls) from None
         except TensorOpError:
             call.cancel()  # our own error is the one worth reporting
             raise

@@ -1,7 +1,11 @@
 """The conformance runner: every case through a real server, compared exactly.
 
     python -m tensorop_client conformance --target ADDR [--backend auto|cpu|opencl]
-        [--stream] PATH...
+        [--stream] [--tls] [--ca_file PEM] [--cert_file PEM --key_file PEM]
+        [--token_file FILE] PATH...
+
+The security options may come from TENSOROP_TLS, TENSOROP_CA_FILE,
+TENSOROP_CERT_FILE, TENSOROP_KEY_FILE and TENSOROP_TOKEN_FILE instead.
 
 Prints each failure ("FAIL name: what differs") and ends with
 "conformance: N passed, M failed"; exits 1 on any failure, 2 on usage errors
@@ -12,11 +16,12 @@ from __future__ import annotations
 
 import argparse
 import sys
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 from tensorop_client.case_compare import find_mismatch, run_case
 from tensorop_client.cases import CaseError, LoadedCase, load_cases
-from tensorop_client.channel import channel_target
+from tensorop_client.channel import channel_credentials, channel_target
 from tensorop_client.client import BACKENDS, Client
 
 EXIT_FAILURE = 1
@@ -24,14 +29,19 @@ EXIT_USAGE = 2
 
 
 def run_conformance(
-    target: str, paths: Sequence[str], backend: str = "auto", stream: bool = False
+    target: str,
+    paths: Sequence[str],
+    backend: str = "auto",
+    stream: bool = False,
+    security: Mapping[str, Any] | None = None,
 ) -> tuple[int, int]:
-    """Runs every case of `paths`, printing failures; returns (passed, failed)."""
+    """Runs every case of `paths`, printing failures; returns (passed, failed).
+    `security`: Client's tls, ca_file, cert_file, key_file, token_file."""
     cases: list[LoadedCase] = []
     for path in paths:
         cases.extend(load_cases(path))
     passed = failed = 0
-    with Client(target) as client:
+    with Client(target, **(security or {})) as client:
         call = client.run_stream_request if stream else client.run_request
         for loaded in cases:
             if loaded.case is None:
@@ -63,6 +73,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     conformance.add_argument("--backend", choices=list(BACKENDS), default="auto")
     conformance.add_argument("--stream", action="store_true", help="call RunStream instead of Run")
+    conformance.add_argument("--tls", action="store_true", help="connect with TLS")
+    conformance.add_argument("--ca_file", help="PEM CA of the server's certificate (implies --tls)")
+    conformance.add_argument("--cert_file", help="PEM client certificate, for mutual TLS")
+    conformance.add_argument("--key_file", help="PEM private key of --cert_file")
+    conformance.add_argument("--token_file", help="a file holding the bearer token (implies --tls)")
     conformance.add_argument(
         "paths", nargs="+", metavar="PATH", help="a case file, or a directory of *.json case files"
     )
@@ -71,8 +86,19 @@ def main(argv: Sequence[str] | None = None) -> int:
         channel_target(args.target)
     except ValueError as e:
         parser.error(f"--target: {e}")  # exits 2, like every usage error
+    security = {
+        "tls": args.tls,
+        "ca_file": args.ca_file,
+        "cert_file": args.cert_file,
+        "key_file": args.key_file,
+        "token_file": args.token_file,
+    }
     try:
-        _, failed = run_conformance(args.target, args.paths, args.backend, args.stream)
+        channel_credentials(**security)
+    except ValueError as e:
+        parser.error(str(e))
+    try:
+        _, failed = run_conformance(args.target, args.paths, args.backend, args.stream, security)
     except CaseError as e:
         print(f"tensorop_client: {e}", file=sys.stderr)
         return EXIT_USAGE

@@ -368,6 +368,13 @@ func (r *rendered) checkDeployment(p *problems, d *appsv1.Deployment) {
 		if grpcPort == 0 {
 			p.add(cid, "has no container port named grpc")
 		}
+		flags := r.checkFlags(p, cid, pod, c, volumes)
+		// Probes ask the plaintext health listener when there is one: with TLS
+		// on the grpc port it is the only port a kubelet gRPC probe can speak to.
+		probePortName, probePort := "grpc", grpcPort
+		if flags["health_address"] != "" {
+			probePortName, probePort = "health", containerPort(c, "health")
+		}
 		for _, probe := range []struct {
 			name     string
 			probe    *corev1.Probe
@@ -380,12 +387,10 @@ func (r *rendered) checkDeployment(p *problems, d *appsv1.Deployment) {
 				}
 			case probe.probe.GRPC == nil:
 				p.add(cid, "%s probe is not a gRPC health probe", probe.name)
-			case probe.probe.GRPC.Port != grpcPort:
-				p.add(cid, "%s probe asks port %d, not the grpc port %d", probe.name, probe.probe.GRPC.Port, grpcPort)
+			case probe.probe.GRPC.Port != probePort:
+				p.add(cid, "%s probe asks port %d, not the %s port %d", probe.name, probe.probe.GRPC.Port, probePortName, probePort)
 			}
 		}
-
-		r.checkFlags(p, cid, pod, c, volumes)
 	}
 }
 
@@ -397,14 +402,21 @@ var tensordFlags = map[string]bool{
 	"shutdown_grace_seconds": true, "backends": true, "opencl_devices": true, "opencl_queue_depth": true,
 	"auto_opencl_min_bytes": true, "opencl_unhealthy_seconds": true, "inject_opencl_failures": true,
 	"metrics_address": true, "max_connection_age_seconds": true, "drain_seconds": true, "echo": true,
+	"tls_cert_file": true, "tls_key_file": true, "tls_client_ca_file": true, "auth_token_file": true,
+	"reflection": true, "health_address": true,
 }
+
+// secretFlags name files that tensord rereads when they change: they must come
+// from a Secret mounted as a whole directory (Kubernetes never updates a subPath
+// mount, so a rotated certificate or token would never arrive).
+var secretFlags = []string{"tls_cert_file", "tls_key_file", "tls_client_ca_file", "auth_token_file"}
 
 // checkFlags follows each of the container's --flagfile=PATH arguments to the
 // ConfigMap key mounted there, checks the files' lines (no flag set in two
 // places: an overlay replaces a whole file, it does not shadow a flag), and
 // checks the flags that must agree with the pod: the two listening ports and
 // the drain time.
-func (r *rendered) checkFlags(p *problems, cid string, pod *corev1.PodSpec, c corev1.Container, volumes map[string]corev1.Volume) {
+func (r *rendered) checkFlags(p *problems, cid string, pod *corev1.PodSpec, c corev1.Container, volumes map[string]corev1.Volume) map[string]string {
 	var paths []string
 	for _, arg := range append(append([]string{}, c.Command...), c.Args...) {
 		if value, ok := strings.CutPrefix(arg, "--flagfile="); ok {
@@ -413,7 +425,7 @@ func (r *rendered) checkFlags(p *problems, cid string, pod *corev1.PodSpec, c co
 	}
 	if len(paths) == 0 {
 		p.add(cid, "has no --flagfile=PATH argument")
-		return
+		return nil
 	}
 	flags := map[string]string{}
 	for _, path := range paths {
@@ -425,6 +437,63 @@ func (r *rendered) checkFlags(p *problems, cid string, pod *corev1.PodSpec, c co
 		checkFlagFile(p, cid, path, text, flags)
 	}
 	checkFlagsAgainstPod(p, cid, pod, c, flags)
+	checkSecurityFlags(p, cid, c, volumes, flags)
+	return flags
+}
+
+// checkSecurityFlags checks the transport-security flags as tensord would at
+// startup (pairs, tokens only over TLS, the reflection mode), that TLS on the
+// grpc port comes with a plaintext health listener for the probes, and that
+// every certificate, key and token file is in a Secret volume mounted whole.
+func checkSecurityFlags(p *problems, cid string, c corev1.Container, volumes map[string]corev1.Volume, flags map[string]string) {
+	tls := flags["tls_cert_file"] != ""
+	if tls != (flags["tls_key_file"] != "") {
+		p.add(cid, "--tls_cert_file and --tls_key_file go together: give both, or neither")
+	}
+	if !tls && flags["tls_client_ca_file"] != "" {
+		p.add(cid, "--tls_client_ca_file needs --tls_cert_file and --tls_key_file")
+	}
+	if !tls && flags["auth_token_file"] != "" {
+		p.add(cid, "--auth_token_file needs --tls_cert_file and --tls_key_file (tokens never travel in plaintext)")
+	}
+	if mode, set := flags["reflection"]; set && mode != "on" && mode != "off" && mode != "auth" {
+		p.add(cid, "--reflection=%s: expected on, off or auth", mode)
+	}
+	if tls && flags["health_address"] == "" {
+		p.add(cid, "--tls_cert_file makes the grpc port TLS-only, which kubelet gRPC probes cannot speak: "+
+			"set --health_address to the container port named health and probe that")
+	}
+	for _, flag := range secretFlags {
+		path := flags[flag]
+		if path == "" {
+			continue
+		}
+		if problem := secretMountProblem(c, volumes, path); problem != "" {
+			p.add(cid, "--%s=%s %s", flag, path, problem)
+		}
+	}
+}
+
+// secretMountProblem says what is wrong with where path comes from, or "".
+func secretMountProblem(c corev1.Container, volumes map[string]corev1.Volume, path string) string {
+	for _, m := range c.VolumeMounts {
+		rel, err := filepath.Rel(m.MountPath, path)
+		if m.SubPath == "" && (err != nil || rel == "." || strings.HasPrefix(rel, "..")) {
+			continue
+		}
+		if m.SubPath != "" && m.MountPath != path {
+			continue
+		}
+		if m.SubPath != "" {
+			return fmt.Sprintf("is mounted with subPath %q, which Kubernetes never updates: rotation would not reach tensord", m.SubPath)
+		}
+		v := volumes[m.Name]
+		if v.Secret == nil {
+			return fmt.Sprintf("is in volume %q, which is not a Secret", m.Name)
+		}
+		return ""
+	}
+	return "is in no mounted volume"
 }
 
 // checkFlagFile checks one flag file's lines and adds its flags to `flags`.
@@ -456,6 +525,7 @@ func checkFlagsAgainstPod(p *problems, cid string, pod *corev1.PodSpec, c corev1
 	for _, listen := range []struct{ flag, fallback, port string }{
 		{"address", "0.0.0.0:50051", "grpc"},
 		{"metrics_address", "0.0.0.0:9464", "metrics"},
+		{"health_address", "", "health"},
 	} {
 		address, set := flags[listen.flag]
 		if !set {

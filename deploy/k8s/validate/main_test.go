@@ -17,7 +17,7 @@ func TestRepositoryManifests(t *testing.T) {
 	if status := run(&stdout, &stderr, []string{".."}); status != 0 {
 		t.Fatalf("validate ..: status %d\n%s%s", status, stdout.String(), stderr.String())
 	}
-	for _, dir := range []string{"base", "overlays/cpu", "overlays/gpu"} {
+	for _, dir := range []string{"base", "overlays/cpu", "overlays/gpu", "overlays/tls"} {
 		if !strings.Contains(stdout.String(), "ok "+filepath.Join("..", dir)+": ") {
 			t.Errorf("no ok line for %s in\n%s", dir, stdout.String())
 		}
@@ -94,6 +94,36 @@ func withFlags(flags string) map[string]string {
 		"kustomization.yaml": "resources: [../../base]\nconfigMapGenerator:\n  - name: tensord-flags\n    behavior: merge\n    files: [tensord.flags]\n",
 		"tensord.flags":      flags,
 	}
+}
+
+// baseFlags is the base's tensord.flags, to which a test adds lines.
+func baseFlags(t *testing.T) string {
+	t.Helper()
+	data, err := os.ReadFile("../base/tensord.flags")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(data)
+}
+
+// tlsOverlay is a copy of overlays/tls (on the real base) with one file edited;
+// the edit must change something.
+func tlsOverlay(t *testing.T, name string, edit func(string) string) map[string]string {
+	t.Helper()
+	files := map[string]string{}
+	for _, file := range []string{"kustomization.yaml", "security.flags", "deployment-tls.yaml"} {
+		data, err := os.ReadFile(filepath.Join("../overlays/tls", file))
+		if err != nil {
+			t.Fatal(err)
+		}
+		files[file] = string(data)
+	}
+	edited := edit(files[name])
+	if edited == files[name] {
+		t.Fatalf("the edit of %s changed nothing", name)
+	}
+	files[name] = edited
+	return files
 }
 
 const (
@@ -234,6 +264,52 @@ func TestProblems(t *testing.T) {
 				container + "terminationGracePeriodSeconds 45 is less than the preStop sleep (5) plus " +
 					"--drain_seconds (0) plus --shutdown_grace_seconds (60): draining calls would be killed",
 			},
+		},
+		{
+			name:  "TLS with probes on the TLS port and no health listener",
+			files: withFlags(baseFlags(t) + "--tls_cert_file=/etc/tensord/tls.crt\n--tls_key_file=/etc/tensord/tls.key\n"),
+			want: []string{
+				container + "--tls_cert_file makes the grpc port TLS-only, which kubelet gRPC probes cannot speak: " +
+					"set --health_address to the container port named health and probe that",
+				container + "--tls_cert_file=/etc/tensord/tls.crt is in volume \"flags\", which is not a Secret",
+				container + "--tls_key_file=/etc/tensord/tls.key is in volume \"flags\", which is not a Secret",
+			},
+		},
+		{
+			name:  "security flags that tensord refuses",
+			files: withFlags(baseFlags(t) + "--tls_key_file=/x/tls.key\n--auth_token_file=/x/tokens\n--reflection=maybe\n"),
+			want: []string{
+				container + "--tls_cert_file and --tls_key_file go together: give both, or neither",
+				container + "--auth_token_file needs --tls_cert_file and --tls_key_file (tokens never travel in plaintext)",
+				container + "--reflection=maybe: expected on, off or auth",
+				container + "--tls_key_file=/x/tls.key is in no mounted volume",
+				container + "--auth_token_file=/x/tokens is in no mounted volume",
+			},
+		},
+		{
+			name: "TLS overlay with probes left on the grpc port",
+			files: tlsOverlay(t, "deployment-tls.yaml", func(text string) string {
+				return strings.Replace(text, "readinessProbe:\n            grpc:\n              port: 50052",
+					"readinessProbe:\n            grpc:\n              port: 50051", 1)
+			}),
+			want: []string{container + "readiness probe asks port 50051, not the health port 50052"},
+		},
+		{
+			name: "TLS overlay with the health listener off its container port",
+			files: tlsOverlay(t, "security.flags", func(text string) string {
+				return strings.Replace(text, "--health_address=0.0.0.0:50052", "--health_address=0.0.0.0:8080", 1)
+			}),
+			want: []string{container + "--health_address=0.0.0.0:8080 does not listen on the container port named health (50052)"},
+		},
+		{
+			name: "TLS overlay mounting the certificate with subPath",
+			files: tlsOverlay(t, "deployment-tls.yaml", func(text string) string {
+				return strings.Replace(text, "            - name: tls\n              mountPath: /var/run/tensord/tls\n",
+					"            - name: tls\n              mountPath: /var/run/tensord/tls/tls.crt\n              subPath: tls.crt\n"+
+						"            - name: tls\n              mountPath: /var/run/tensord/tls\n", 1)
+			}),
+			want: []string{container + "--tls_cert_file=/var/run/tensord/tls/tls.crt is mounted with subPath \"tls.crt\", " +
+				"which Kubernetes never updates: rotation would not reach tensord"},
 		},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

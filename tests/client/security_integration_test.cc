@@ -1,0 +1,112 @@
+// The C++ Client (ClientOptions::security) against a real tensord with TLS,
+// mutual TLS and bearer tokens, with certificates made by openssl at test time.
+#include <string>
+#include <vector>
+
+#include "client/client.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "tests/support/status_matchers.h"
+#include "tests/support/tensord_process.h"
+#include "tests/support/test_pki.h"
+
+namespace tensorop::client {
+namespace {
+
+using ::tensorop::testing::StatusIs;
+using ::tensorop::testing::TensordProcess;
+using ::tensorop::testing::TestPki;
+using ::testing::HasSubstr;
+
+// uint8 [4] 1..4, slice offsets [1] size [2]: [2, 3].
+v1::RunRequest SmallSlice() {
+  v1::RunRequest request;
+  request.set_id("small");
+  request.set_backend(v1::CPU);
+  v1::Tensor& input = (*request.mutable_inputs())["input"];
+  input.set_dtype(v1::UINT8);
+  input.add_sizes(4);
+  input.set_data(std::string("\x01\x02\x03\x04", 4));
+  request.mutable_slice()->add_offsets(1);
+  request.mutable_slice()->add_window_sizes(2);
+  request.mutable_slice()->add_window_strides(1);
+  request.add_outputs()->add_sizes(2);
+  return request;
+}
+
+class ClientSecurityTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    pki_ = new TestPki();
+    pki_->MakeCa("ca", "client test CA");
+    pki_->MakeServerCert("server", "ca");
+    pki_->MakeCert("client", "ca", "cpp-client", "");
+    pki_->Replace("tokens", "cpp:cpp-token-0123456789\n");
+    pki_->Replace("client.token", "cpp-token-0123456789\n");
+    pki_->Replace("wrong.token", "wrong\n");
+  }
+  static void TearDownTestSuite() {
+    delete pki_;
+    pki_ = nullptr;
+  }
+  static TensordProcess* StartServer() {
+    return new TensordProcess({"--tls_cert_file=" + pki_->Path("server.crt"),
+                               "--tls_key_file=" + pki_->Path("server.key"),
+                               "--tls_client_ca_file=" + pki_->Path("ca.crt"),
+                               "--auth_token_file=" + pki_->Path("tokens")});
+  }
+  static ClientOptions Options(const std::string& token_file) {
+    ClientOptions options;
+    options.security.ca_file = pki_->Path("ca.crt");
+    options.security.cert_file = pki_->Path("client.crt");
+    options.security.key_file = pki_->Path("client.key");
+    options.security.token_file = token_file.empty() ? "" : pki_->Path(token_file);
+    options.deadline = absl::Seconds(30);
+    return options;
+  }
+  static TestPki* pki_;
+};
+
+TestPki* ClientSecurityTest::pki_ = nullptr;
+
+TEST_F(ClientSecurityTest, EveryCallStyleWorksOverMutualTlsWithAToken) {
+  std::unique_ptr<TensordProcess> server(StartServer());
+  Client client(server->target(), Options("client.token"));
+  for (int style = 0; style < 3; ++style) {
+    absl::StatusOr<Result> result = style == 0   ? client.Run(SmallSlice())
+                                    : style == 1 ? client.RunStream(SmallSlice())
+                                                 : client.RunChunked(SmallSlice());
+    ASSERT_TRUE(result.ok()) << style << ": " << result.status();
+    ASSERT_EQ(result->outputs.size(), 1u);
+    EXPECT_EQ(result->outputs[0].data, std::string("\x02\x03", 2)) << style;
+  }
+  std::vector<absl::StatusOr<Result>> bidi = client.RunBidi({SmallSlice()});
+  ASSERT_EQ(bidi.size(), 1u);
+  EXPECT_TRUE(bidi[0].ok()) << bidi[0].status();
+  absl::StatusOr<std::string> health = client.CheckHealth("");
+  ASSERT_TRUE(health.ok()) << health.status();
+  EXPECT_EQ(*health, "SERVING");
+}
+
+TEST_F(ClientSecurityTest, WrongOrMissingTokenIsUnauthenticatedAndSaysSo) {
+  std::unique_ptr<TensordProcess> server(StartServer());
+  Client wrong(server->target(), Options("wrong.token"));
+  EXPECT_THAT(wrong.Run(SmallSlice()),
+              StatusIs(absl::StatusCode::kUnauthenticated,
+                       HasSubstr("the bearer token is not accepted")));
+  Client none(server->target(), Options(""));
+  EXPECT_THAT(none.Run(SmallSlice()),
+              StatusIs(absl::StatusCode::kUnauthenticated, HasSubstr("needs a bearer token")));
+}
+
+TEST_F(ClientSecurityTest, AnUnreadableFileMakesEveryCallInvalidArgument) {
+  ClientOptions options = Options("missing.token");
+  Client client("127.0.0.1:1", options);
+  EXPECT_THAT(client.Run(SmallSlice()),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       "--token_file=" + pki_->Path("missing.token") +
+                           ": cannot read the file: No such file or directory"));
+}
+
+}  // namespace
+}  // namespace tensorop::client
