@@ -45,6 +45,7 @@
 #include "server/echo_service.h"
 #include "server/metrics.h"
 #include "server/metrics_http.h"
+#include "server/request_log.h"
 #include "server/scheduler.h"
 #include "server/service.h"
 #include "server/transport.h"
@@ -502,6 +503,7 @@ int Main(int argc, char** argv) {
   opencl_health.join();
   // Tasks may still be logging after their call finished.
   scheduler.Wait();
+  FlushRequestLog();
   return 0;
 }
 
