@@ -44,6 +44,7 @@ constexpr size_t kHttpThreads = 2;
 constexpr size_t kQueuedRequests = 16;
 constexpr std::chrono::milliseconds kWriteDeadline{5000};
 constexpr std::chrono::milliseconds kStopPoll{100};
+constexpr int kListenBacklog = 256;
 
 using Clock = std::chrono::steady_clock;
 
@@ -157,6 +158,11 @@ class BoundedHttpServer : public httplib::Server {
   }
 
   ~BoundedHttpServer() override { StopNow(); }
+
+  // Debian's build listens with a backlog of 5: a burst of connections (a
+  // flood, or just many scrapers) then has SYNs dropped and retried a second
+  // later. Listening again on the bound socket raises it.
+  void RaiseBacklog() { ::listen(svr_sock_, kListenBacklog); }
 
   // Stops listening, closes waiting connections and ends the answers being
   // written at their next wait; joins the threads.
@@ -377,6 +383,7 @@ absl::StatusOr<std::unique_ptr<MetricsHttpServer>> MetricsHttpServer::Start(
   if (server->port_ <= 0) {
     return absl::UnavailableError(absl::StrCat("cannot listen for metrics on ", address));
   }
+  static_cast<BoundedHttpServer&>(http).RaiseBacklog();
   auto returned = std::make_shared<std::atomic<bool>>(false);
   server->listener_ = std::thread([&http, returned] {
     http.listen_after_bind();
