@@ -397,6 +397,7 @@ var tensordFlags = map[string]bool{
 	"shutdown_grace_seconds": true, "backends": true, "opencl_devices": true, "opencl_queue_depth": true,
 	"auto_opencl_min_bytes": true, "opencl_unhealthy_seconds": true, "inject_opencl_failures": true,
 	"metrics_address": true, "max_connection_age_seconds": true, "drain_seconds": true, "echo": true,
+	"max_concurrent_streams": true, "max_connection_idle_seconds": true,
 }
 
 // checkFlags follows each of the container's --flagfile=PATH arguments to the
@@ -424,7 +425,48 @@ func (r *rendered) checkFlags(p *problems, cid string, pod *corev1.PodSpec, c co
 		}
 		checkFlagFile(p, cid, path, text, flags)
 	}
+	checkCommandLineFlags(p, cid, c, flags)
 	checkFlagsAgainstPod(p, cid, pod, c, flags)
+}
+
+// checkCommandLineFlags adds the container's own --name=value arguments (they
+// come after the flag files, so they win) to `flags`: known flags, not also
+// set in a file, and every $(VAR) they use defined in the container's env
+// (Kubernetes expands only those, and leaves an unknown one as it is written).
+// The pod IP reaches --metrics_address this way: flag files cannot expand it.
+func checkCommandLineFlags(p *problems, cid string, c corev1.Container, flags map[string]string) {
+	env := map[string]bool{}
+	for _, e := range c.Env {
+		env[e.Name] = true
+	}
+	for _, arg := range append(append([]string{}, c.Command...), c.Args...) {
+		if !strings.HasPrefix(arg, "--") || strings.HasPrefix(arg, "--flagfile=") {
+			continue
+		}
+		name, value, _ := strings.Cut(strings.TrimPrefix(arg, "--"), "=")
+		if !tensordFlags[name] {
+			p.add(cid, "command-line flag --%s: tensord has no flag --%s", name, name)
+			continue
+		}
+		if _, twice := flags[name]; twice {
+			p.add(cid, "--%s is set both in a flag file and on the command line", name)
+		}
+		for rest := value; ; {
+			start := strings.Index(rest, "$(")
+			if start < 0 {
+				break
+			}
+			end := strings.Index(rest[start:], ")")
+			if end < 0 {
+				break
+			}
+			if v := rest[start+2 : start+end]; !env[v] {
+				p.add(cid, "--%s=%s refers to $(%s), which the container's env does not define", name, value, v)
+			}
+			rest = rest[start+end:]
+		}
+		flags[name] = value
+	}
 }
 
 // checkFlagFile checks one flag file's lines and adds its flags to `flags`.
@@ -455,7 +497,7 @@ func checkFlagFile(p *problems, cid, path, text string, flags map[string]string)
 func checkFlagsAgainstPod(p *problems, cid string, pod *corev1.PodSpec, c corev1.Container, flags map[string]string) {
 	for _, listen := range []struct{ flag, fallback, port string }{
 		{"address", "0.0.0.0:50051", "grpc"},
-		{"metrics_address", "0.0.0.0:9464", "metrics"},
+		{"metrics_address", "127.0.0.1:9464", "metrics"},
 	} {
 		address, set := flags[listen.flag]
 		if !set {
