@@ -12,6 +12,7 @@
 #include <chrono>
 #include <cstdint>
 #include <fstream>
+#include <iostream>
 #include <future>
 #include <string>
 #include <thread>
@@ -172,6 +173,7 @@ TEST(HostileWorkTest, HundredThousandInputsWithAnInvalidBackendAreCheap) {
   }
   request.set_backend(static_cast<v1::Backend>(99));
   std::vector<std::future<grpc::Status>> attacks;
+  const auto start = std::chrono::steady_clock::now();
   for (int i = 0; i < 6; ++i) {
     attacks.push_back(std::async(std::launch::async, [&] {
       grpc::ClientContext context;
@@ -185,10 +187,16 @@ TEST(HostileWorkTest, HundredThousandInputsWithAnInvalidBackendAreCheap) {
     EXPECT_THAT(attack.get(), GrpcStatusIs(grpc::StatusCode::INVALID_ARGUMENT,
                                            "backend: 99 is not a backend"));
   }
+  std::cout << "figure: 6 requests of 100k inputs answered in "
+            << std::chrono::duration_cast<std::chrono::milliseconds>(
+                   std::chrono::steady_clock::now() - start).count()
+            << " ms\n";
   EXPECT_THAT(NormalRequest(server, "after-inputs"), GrpcOk());
   const std::string line = AwaitLogLine(server, {"\"id\":\"many-inputs\""});
   ASSERT_FALSE(line.empty());
   EXPECT_LT(line.size(), 4096u) << line.substr(0, 4096);
+  std::cout << "figure: log line " << line.size() << " bytes, peak RSS "
+            << PeakRssBytes(server.pid()) / (1 << 20) << " MiB\n";
   const nlohmann::json json = nlohmann::json::parse(line);
   EXPECT_EQ(json["status"], "INVALID_ARGUMENT");
   EXPECT_EQ(json["sizes"]["..."], "(100001 inputs)");
@@ -238,6 +246,7 @@ TEST(HostileWorkTest, HugeStrideZeroScatterStopsAtItsDeadline) {
     EXPECT_THAT(json["message"].get<std::string>(), HasSubstr("deadline exceeded"));
     // 2 s of deadline plus at most a second to notice and answer.
     EXPECT_LT(json["latency_us"].get<int64_t>(), 3'000'000) << json.dump();
+    std::cout << "figure: " << id << " latency_us " << json["latency_us"] << "\n";
   }
   // Both workers are free again at once.
   EXPECT_THAT(NormalRequest(server, "after-scatter"), GrpcOk());
@@ -264,6 +273,8 @@ TEST(HostileWorkTest, ShutdownGraceBoundsAHugeScatter) {
   ASSERT_TRUE(WIFEXITED(status)) << status;
   EXPECT_EQ(WEXITSTATUS(status), 0);
   EXPECT_LT(took, std::chrono::seconds(5));
+  std::cout << "figure: exit after SIGTERM with grace 1 s: "
+            << std::chrono::duration_cast<std::chrono::milliseconds>(took).count() << " ms\n";
   const grpc::Status attacked = attack.get();
   EXPECT_FALSE(attacked.ok());
   EXPECT_THAT(attacked.error_code(),
