@@ -75,6 +75,8 @@ HEALTHCHECK --interval=10s --timeout=3s --start-period=10s --retries=3 \
   CMD ["/usr/local/bin/tensorctl", "health", "--target", "127.0.0.1:50051"]
 
 ENTRYPOINT ["/usr/local/bin/tensord"]
+# Inside a container 127.0.0.1 (tensord's default for /metrics) is unreachable
+# from the published port, so the image asks for every interface explicitly.
 CMD ["--address=0.0.0.0:50051", "--metrics_address=0.0.0.0:9464"]
 
 LABEL org.opencontainers.image.title="tensord" \

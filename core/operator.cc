@@ -51,6 +51,7 @@ absl::StatusOr<std::array<const TensorView*, N>> BindInputs(
 struct Planner {
   const OpRequest& request;
   const Limits& limits;
+  const StopCheck& stop;
 
   absl::StatusOr<ExecutionPlan> operator()(const SliceAttrs& attrs) const {
     ASSIGN_OR_RETURN(auto inputs, BindInputs<1>("slice", request.inputs, {"input"}));
@@ -68,7 +69,7 @@ struct Planner {
   absl::StatusOr<ExecutionPlan> operator()(const SplitAttrs& attrs) const {
     ASSIGN_OR_RETURN(auto inputs, BindInputs<1>("split", request.inputs, {"input"}));
     ASSIGN_OR_RETURN(SplitGeometry geometry,
-                     ValidateSplit(attrs, *inputs[0], request.outputs, limits));
+                     ValidateSplit(attrs, *inputs[0], request.outputs, limits, stop));
     return PlanSplit(geometry);
   }
   absl::StatusOr<ExecutionPlan> operator()(const ScatterElementsAttrs& attrs) const {
@@ -76,7 +77,7 @@ struct Planner {
                                                 {"input", "indices", "updates"}));
     ASSIGN_OR_RETURN(ScatterElementsGeometry geometry,
                      ValidateScatterElements(attrs, *inputs[0], *inputs[1], *inputs[2],
-                                             request.outputs, limits));
+                                             request.outputs, limits, stop));
     return PlanScatterElements(geometry);
   }
 };
@@ -114,8 +115,10 @@ absl::string_view OpName(const OpAttrs& attrs) {
 }
 
 absl::StatusOr<ExecutionPlan> PlanOperator(const OpRequest& request,
-                                           const Limits& limits) {
-  ASSIGN_OR_RETURN(ExecutionPlan plan, std::visit(Planner{request, limits}, request.attrs));
+                                           const Limits& limits, const StopCheck& stop) {
+  ASSIGN_OR_RETURN(ExecutionPlan plan,
+                   std::visit(Planner{request, limits, stop}, request.attrs));
+  RETURN_IF_ERROR(stop());
   RETURN_IF_ERROR(CheckRequestBytes(request, plan, limits));
   for (const Layout& output : plan.outputs) plan.bytes_moved += output.buffer_bytes();
   return plan;

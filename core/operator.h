@@ -11,6 +11,7 @@
 
 #include "absl/status/statusor.h"
 #include "core/attrs.h"
+#include "core/cancellation.h"
 #include "core/limits.h"
 #include "core/plan/plan.h"
 #include "core/tensor.h"
@@ -35,8 +36,11 @@ struct OpRequest {
 // Validates every rule of OPERATORS.md for `request` and plans its execution.
 // INVALID_ARGUMENT names the field, index and values; RESOURCE_EXHAUSTED when a
 // limit is passed. The plan's input slots follow plan.input_names.
+// `stop` is asked at bounded intervals of the long loops (every index value,
+// every output): its first non-OK status is returned.
 absl::StatusOr<ExecutionPlan> PlanOperator(const OpRequest& request,
-                                           const Limits& limits);
+                                           const Limits& limits,
+                                           const StopCheck& stop = NeverStop);
 
 }  // namespace tensorop
 

@@ -49,9 +49,11 @@
 #include "server/health_listener.h"
 #include "server/metrics.h"
 #include "server/metrics_http.h"
+#include "server/request_log.h"
 #include "server/scheduler.h"
 #include "server/security.h"
 #include "server/service.h"
+#include "server/transport.h"
 
 ABSL_FLAG(std::string, address, "0.0.0.0:50051", "host:port to listen on (port 0: any free port)");
 ABSL_FLAG(int, worker_threads,
@@ -88,13 +90,20 @@ ABSL_FLAG(int, opencl_unhealthy_seconds, 30,
           "after a device fails, how long it is left alone before being tried again");
 ABSL_FLAG(int, inject_opencl_failures, 0,
           "testing aid: the first N device executions fail as a broken device would");
-ABSL_FLAG(std::string, metrics_address, "0.0.0.0:9464",
+ABSL_FLAG(std::string, metrics_address, "127.0.0.1:9464",
           "host:port of the Prometheus /metrics endpoint (port 0: any free port; "
-          "empty: no metrics)");
+          "empty: no metrics). Loopback by default: a bare run exposes nothing; "
+          "Kubernetes sets the pod IP");
 ABSL_FLAG(int, max_connection_age_seconds, 0,
           "close each client connection after about this long (gracefully: calls in "
           "flight finish), so clients balancing over DNS re-resolve and reach replicas "
           "added since; 0: never");
+ABSL_FLAG(int, max_concurrent_streams, 128,
+          "calls open at once on one client connection (HTTP/2 "
+          "SETTINGS_MAX_CONCURRENT_STREAMS); more wait in the client");
+ABSL_FLAG(int, max_connection_idle_seconds, 600,
+          "close a client connection with no call open for this long (gracefully); "
+          "0: never");
 ABSL_FLAG(bool, echo, false,
           "load-test baseline: Run answers zero-filled outputs of the right shape at "
           "once, without executing; other methods are UNIMPLEMENTED");
@@ -119,6 +128,24 @@ namespace tensorop::server {
 namespace {
 
 constexpr int kUsageExit = 2;
+
+// The ranges of the numeric flags (out of range: exit 2 naming flag and range).
+// Generous, but each keeps a typo from becoming a server that never answers
+// (2^31 worker threads) or one that cannot be stopped.
+constexpr int64_t kMaxPort = 65535;
+constexpr int kMaxWorkerThreads = 1024;
+constexpr int kMaxQueuedRequests = 1 << 20;
+// Health and reflection answers must fit, and a chunk plus its framing.
+constexpr int64_t kMinMessageBytes = 4096;
+constexpr int64_t kMaxRequestBytes = int64_t{1} << 50;  // 1 PiB
+constexpr int kMaxOpenClQueueDepth = 1024;
+constexpr int kMaxSeconds = 86400;  // one day
+constexpr int kMaxShutdownSeconds = 3600;
+constexpr int kMaxInjectedFailures = 1 << 20;
+constexpr int kMaxStreams = 65536;
+// How long after the shutdown grace period the process exits even if some work
+// did not stop (Kubernetes: inside terminationGracePeriodSeconds' margin).
+constexpr std::chrono::seconds kForcedExitAfter{5};
 constexpr absl::string_view kServiceName = "tensorop.v1.TensorOp";
 
 // Our flags, in --help order. Only these are accepted on the command line.
@@ -127,7 +154,8 @@ constexpr absl::string_view kFlagNames[] = {
     "max_tensor_elements", "chunk_bytes", "backend", "max_queued_requests",
     "shutdown_grace_seconds", "drain_seconds", "backends", "opencl_devices", "opencl_queue_depth",
     "auto_opencl_min_bytes", "opencl_unhealthy_seconds", "inject_opencl_failures",
-    "metrics_address", "max_connection_age_seconds", "echo",
+    "metrics_address", "max_connection_age_seconds", "max_concurrent_streams",
+    "max_connection_idle_seconds", "echo",
     "tls_cert_file", "tls_key_file", "tls_client_ca_file", "auth_token_file", "reflection",
     "health_address"};
 constexpr absl::string_view kOpenClHealthName = "tensorop.opencl";
@@ -221,34 +249,55 @@ struct Config {
   std::chrono::seconds grace{0};
   std::chrono::seconds drain{0};
   int max_connection_age_seconds = 0;  // 0: never
+  int max_concurrent_streams = 0;
+  int max_connection_idle_seconds = 0;  // 0: never
   SecurityOptions security;
   std::string health_address;  // empty: no health listener
 };
 
+// An integer flag's value, which must lie in [lo, hi]: out of range is a usage
+// error naming the flag and the range ("--worker_threads=0 must be in [1, 1024]").
+template <typename T>
+T FlagInRange(const absl::Flag<T>& flag, absl::string_view name, T lo, T hi) {
+  const T value = absl::GetFlag(flag);
+  if (value < lo || value > hi) {
+    UsageError(absl::StrCat("--", name, "=", value, " must be in [", lo, ", ", hi, "]"));
+  }
+  return value;
+}
+
+// Checks a HOST:PORT flag: a colon, and a port of digits in [0, 65535] (0: any
+// free port). gRPC and cpp-httplib would otherwise take 99999 modulo 65536 or
+// fail later with a vaguer message.
+void CheckHostPort(absl::string_view name, const std::string& address,
+                   absl::string_view empty_hint) {
+  const size_t colon = address.rfind(':');
+  if (colon == std::string::npos) {
+    UsageError(absl::StrCat("--", name, "=", address, ": expected HOST:PORT", empty_hint));
+  }
+  const std::string port_text = address.substr(colon + 1);
+  int64_t port = -1;
+  if (port_text.empty() ||
+      port_text.find_first_not_of("0123456789") != std::string::npos ||
+      port_text.size() > 6 || !absl::SimpleAtoi(port_text, &port) || port > kMaxPort) {
+    UsageError(absl::StrCat("--", name, "=", address, ": the port must be in [0, ", kMaxPort,
+                            "]"));
+  }
+}
+
 Config ValidatedConfig() {
   Config config;
   config.address = absl::GetFlag(FLAGS_address);
-  if (config.address.find(':') == std::string::npos) {
-    UsageError(absl::StrCat("--address=", config.address, ": expected HOST:PORT"));
-  }
+  CheckHostPort("address", config.address, "");
   config.metrics_address = absl::GetFlag(FLAGS_metrics_address);
   if (!config.metrics_address.empty()) {
-    const size_t colon = config.metrics_address.rfind(':');
-    int port = -1;
-    if (colon == std::string::npos ||
-        !absl::SimpleAtoi(config.metrics_address.substr(colon + 1), &port) || port < 0 ||
-        port > 65535) {
-      UsageError(absl::StrCat("--metrics_address=", config.metrics_address,
-                              ": expected HOST:PORT, or empty for no metrics"));
-    }
+    CheckHostPort("metrics_address", config.metrics_address, ", or empty for no metrics");
   }
   config.echo = absl::GetFlag(FLAGS_echo);
-  config.scheduler.worker_threads = absl::GetFlag(FLAGS_worker_threads);
-  if (config.scheduler.worker_threads < 1) UsageError("--worker_threads must be at least 1");
-  config.scheduler.max_queued_requests = absl::GetFlag(FLAGS_max_queued_requests);
-  if (config.scheduler.max_queued_requests < 1) {
-    UsageError("--max_queued_requests must be at least 1");
-  }
+  config.scheduler.worker_threads =
+      FlagInRange(FLAGS_worker_threads, "worker_threads", 1, kMaxWorkerThreads);
+  config.scheduler.max_queued_requests =
+      FlagInRange(FLAGS_max_queued_requests, "max_queued_requests", 1, kMaxQueuedRequests);
   const std::string backend = absl::GetFlag(FLAGS_backend);
   if (backend == "auto") {
     config.scheduler.default_backend = v1::AUTO;
@@ -260,26 +309,17 @@ Config ValidatedConfig() {
     UsageError(absl::StrCat("--backend=", backend, ": expected auto, cpu or opencl"));
   }
 
-  const int64_t message_bytes = absl::GetFlag(FLAGS_max_message_bytes);
-  if (message_bytes < 1 || message_bytes > INT_MAX) {
-    UsageError(absl::StrCat("--max_message_bytes must be in [1, ", INT_MAX, "]"));
-  }
+  const int64_t message_bytes = FlagInRange(FLAGS_max_message_bytes, "max_message_bytes",
+                                            kMinMessageBytes, int64_t{INT_MAX});
   config.max_message_bytes = static_cast<int>(message_bytes);
   config.service.max_message_bytes = message_bytes;
-  config.service.chunk_bytes = absl::GetFlag(FLAGS_chunk_bytes);
   // A chunk plus its few bytes of framing must fit in one message.
-  if (config.service.chunk_bytes < 1 || config.service.chunk_bytes > message_bytes - 64) {
-    UsageError("--chunk_bytes must be at least 1 and 64 less than --max_message_bytes");
-  }
-  config.service.limits.max_request_bytes = absl::GetFlag(FLAGS_max_request_bytes);
-  if (config.service.limits.max_request_bytes < 1) {
-    UsageError("--max_request_bytes must be at least 1");
-  }
-  config.service.limits.max_tensor_elements = absl::GetFlag(FLAGS_max_tensor_elements);
-  if (config.service.limits.max_tensor_elements < 1 ||
-      config.service.limits.max_tensor_elements > kMaxTensorElements) {
-    UsageError(absl::StrCat("--max_tensor_elements must be in [1, ", kMaxTensorElements, "]"));
-  }
+  config.service.chunk_bytes =
+      FlagInRange(FLAGS_chunk_bytes, "chunk_bytes", int64_t{1}, message_bytes - 64);
+  config.service.limits.max_request_bytes =
+      FlagInRange(FLAGS_max_request_bytes, "max_request_bytes", int64_t{1}, kMaxRequestBytes);
+  config.service.limits.max_tensor_elements = FlagInRange(
+      FLAGS_max_tensor_elements, "max_tensor_elements", int64_t{1}, kMaxTensorElements);
   const std::string backends = absl::GetFlag(FLAGS_backends);
   if (backends == "cpu") {
     config.opencl = false;
@@ -287,26 +327,25 @@ Config ValidatedConfig() {
     UsageError(absl::StrCat("--backends=", backends, ": expected cpu or cpu,opencl"));
   }
   config.opencl_filter = absl::GetFlag(FLAGS_opencl_devices);
-  config.devices.queue_depth = absl::GetFlag(FLAGS_opencl_queue_depth);
-  if (config.devices.queue_depth < 1) UsageError("--opencl_queue_depth must be at least 1");
-  config.devices.unhealthy_for =
-      std::chrono::seconds(absl::GetFlag(FLAGS_opencl_unhealthy_seconds));
-  if (config.devices.unhealthy_for.count() < 0) {
-    UsageError("--opencl_unhealthy_seconds must not be negative");
-  }
-  config.devices.inject_failures = absl::GetFlag(FLAGS_inject_opencl_failures);
-  config.scheduler.auto_opencl_min_bytes = absl::GetFlag(FLAGS_auto_opencl_min_bytes);
-  const int grace = absl::GetFlag(FLAGS_shutdown_grace_seconds);
-  if (grace < 0) UsageError("--shutdown_grace_seconds must not be negative");
-  config.grace = std::chrono::seconds(grace);
-  const int drain = absl::GetFlag(FLAGS_drain_seconds);
-  if (drain < 0) UsageError("--drain_seconds must not be negative");
-  config.drain = std::chrono::seconds(drain);
-  config.max_connection_age_seconds = absl::GetFlag(FLAGS_max_connection_age_seconds);
-  if (config.max_connection_age_seconds < 0 ||
-      config.max_connection_age_seconds > INT_MAX / 1000) {
-    UsageError(absl::StrCat("--max_connection_age_seconds must be in [0, ", INT_MAX / 1000, "]"));
-  }
+  config.devices.queue_depth =
+      FlagInRange(FLAGS_opencl_queue_depth, "opencl_queue_depth", 1, kMaxOpenClQueueDepth);
+  config.devices.unhealthy_for = std::chrono::seconds(
+      FlagInRange(FLAGS_opencl_unhealthy_seconds, "opencl_unhealthy_seconds", 0, kMaxSeconds));
+  config.devices.inject_failures = FlagInRange(
+      FLAGS_inject_opencl_failures, "inject_opencl_failures", 0, kMaxInjectedFailures);
+  config.scheduler.auto_opencl_min_bytes =
+      FlagInRange(FLAGS_auto_opencl_min_bytes, "auto_opencl_min_bytes", int64_t{0},
+                  std::numeric_limits<int64_t>::max());
+  config.grace = std::chrono::seconds(
+      FlagInRange(FLAGS_shutdown_grace_seconds, "shutdown_grace_seconds", 0, kMaxShutdownSeconds));
+  config.drain = std::chrono::seconds(
+      FlagInRange(FLAGS_drain_seconds, "drain_seconds", 0, kMaxShutdownSeconds));
+  config.max_connection_age_seconds = FlagInRange(
+      FLAGS_max_connection_age_seconds, "max_connection_age_seconds", 0, INT_MAX / 1000);
+  config.max_concurrent_streams = FlagInRange(FLAGS_max_concurrent_streams,
+                                              "max_concurrent_streams", 1, kMaxStreams);
+  config.max_connection_idle_seconds = FlagInRange(
+      FLAGS_max_connection_idle_seconds, "max_connection_idle_seconds", 0, kMaxSeconds);
   config.security.tls = {absl::GetFlag(FLAGS_tls_cert_file), absl::GetFlag(FLAGS_tls_key_file),
                          absl::GetFlag(FLAGS_tls_client_ca_file)};
   config.security.auth_token_file = absl::GetFlag(FLAGS_auth_token_file);
@@ -362,6 +401,14 @@ int Main(int argc, char** argv) {
   // it: releasing the last one runs gRPC's synchronous shutdown, which joins an
   // executor thread that may sit in a 10 s poll, and would delay every exit.
   grpc_init();
+
+  // Every connection (gRPC and /metrics) takes a descriptor, and gRPC stops
+  // accepting for good once accept4 fails with EMFILE: take all we may.
+  if (absl::StatusOr<uint64_t> files = RaiseOpenFileLimit(); files.ok()) {
+    LogStartupEvent("open_files", absl::StrCat("RLIMIT_NOFILE ", *files));
+  } else {
+    LogStartupEvent("open_files", files.status().message());
+  }
 
   // The device pool: every OpenCL device the ICD loader offers, or those the
   // filter names. Each is listed on stderr with its index.
@@ -421,6 +468,14 @@ int Main(int argc, char** argv) {
     builder.AddChannelArgument(GRPC_ARG_MAX_CONNECTION_AGE_MS,
                                config.max_connection_age_seconds * 1000);
   }
+  TransportOptions transport;
+  transport.max_concurrent_streams = config.max_concurrent_streams;
+  transport.max_connection_idle_seconds = config.max_connection_idle_seconds;
+  // gRPC's own buffers give way (it shrinks them, then cancels calls) before
+  // the kernel's OOM killer ends the whole process.
+  transport.quota_memory_bytes = ProcessMemoryBytes();
+  grpc::ResourceQuota quota("tensord");
+  ApplyTransportLimits(transport, quota, builder);
   if (config.echo) {
     builder.RegisterService(&echo);
   } else {
@@ -476,6 +531,17 @@ int Main(int argc, char** argv) {
     // Ends the clients' health Watch streams too, which Shutdown would otherwise
     // wait on for the whole grace period.
     health->Shutdown();
+    // The grace period is a bound: at its end gRPC cancels the calls still in
+    // flight, which our tasks notice at their next stop check (validation and
+    // every kernel loop look at bounded intervals). Whatever still has not
+    // stopped kForcedExitAfter later does not hold the process: it exits 1.
+    std::thread([grace = config.grace] {
+      std::this_thread::sleep_for(grace + kForcedExitAfter);
+      LogStartupEvent("forced_exit",
+                      absl::StrCat("work still running ", kForcedExitAfter.count(),
+                                   " s after --shutdown_grace_seconds=", grace.count()));
+      std::_Exit(1);
+    }).detach();
     server->Shutdown(std::chrono::system_clock::now() + config.grace);
   });
 
@@ -503,6 +569,7 @@ int Main(int argc, char** argv) {
   opencl_health.join();
   // Tasks may still be logging after their call finished.
   scheduler.Wait();
+  FlushRequestLog();
   return 0;
 }
 

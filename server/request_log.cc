@@ -4,7 +4,11 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <atomic>
+#include <condition_variable>
+#include <deque>
 #include <mutex>
+#include <thread>
 
 #include "absl/strings/str_cat.h"
 #include "core/dtype.h"
@@ -13,35 +17,78 @@
 
 namespace tensorop::server {
 
+namespace {
+
+// `text` cut to `limit` bytes, saying how long it was: "abc...(70 bytes)".
+std::string Cut(absl::string_view text, size_t limit) {
+  if (text.size() <= limit) return std::string(text);
+  return absl::StrCat(text.substr(0, limit), "...(", text.size(), " bytes)");
+}
+
+}  // namespace
+
 CallRecord DescribeRequest(absl::string_view method, const v1::RunRequest& request) {
   CallRecord record;
   record.method = method;
-  record.id = request.id();
+  record.id = Cut(request.id(), kMaxLoggedIdBytes);
   record.op = std::string(OpCaseName(request));
-  for (const auto& [name, tensor] : request.inputs()) {
-    if (name == "input") {
-      if (std::optional<DType> dtype = DTypeFromInt(tensor.dtype())) {
+  // Map order is unspecified; the first names in order make lines comparable.
+  std::vector<const google::protobuf::MapPair<std::string, v1::Tensor>*> inputs;
+  inputs.reserve(request.inputs().size());
+  for (const auto& entry : request.inputs()) {
+    inputs.push_back(&entry);
+    if (entry.first == "input") {
+      if (std::optional<DType> dtype = DTypeFromInt(entry.second.dtype())) {
         record.dtype = std::string(DTypeName(*dtype));
       }
     }
-    record.sizes.emplace_back(name,
-                              std::vector<int64_t>(tensor.sizes().begin(), tensor.sizes().end()));
-    record.bytes_in += static_cast<int64_t>(tensor.data().size());
+    record.bytes_in += static_cast<int64_t>(entry.second.data().size());
   }
-  // Map order is unspecified; sorted names make lines comparable.
-  std::sort(record.sizes.begin(), record.sizes.end());
+  const size_t logged = std::min(inputs.size(), kMaxLoggedInputs);
+  std::partial_sort(inputs.begin(), inputs.begin() + static_cast<std::ptrdiff_t>(logged),
+                    inputs.end(), [](const auto* a, const auto* b) { return a->first < b->first; });
+  record.input_count = static_cast<int64_t>(inputs.size());
+  for (size_t i = 0; i < logged; ++i) {
+    const auto& sizes = inputs[i]->second.sizes();
+    const size_t kept = std::min<size_t>(static_cast<size_t>(sizes.size()), kMaxLoggedEntries);
+    record.sizes.emplace_back(Cut(inputs[i]->first, kMaxLoggedIdBytes),
+                              std::vector<int64_t>(sizes.begin(), sizes.begin() + kept));
+    record.sizes_lengths.push_back(sizes.size());
+  }
   return record;
 }
 
 std::string FormatLogLine(const CallRecord& record, const absl::Status& status,
                           absl::Time end) {
   nlohmann::ordered_json sizes = nlohmann::ordered_json::object();
-  for (const auto& [name, dims] : record.sizes) sizes[name] = dims;
+  // Names are sorted and unique, so appending (not operator[], which searches
+  // an ordered_json linearly) builds the object.
+  const size_t logged = std::min(record.sizes.size(), kMaxLoggedInputs);
+  for (size_t i = 0; i < logged; ++i) {
+    const auto& [name, dims] = record.sizes[i];
+    const int64_t length =
+        i < record.sizes_lengths.size() ? record.sizes_lengths[i] : static_cast<int64_t>(dims.size());
+    if (length <= static_cast<int64_t>(kMaxLoggedEntries) &&
+        dims.size() <= kMaxLoggedEntries) {
+      sizes.emplace(Cut(name, kMaxLoggedIdBytes), dims);
+    } else {
+      // "[1,1,...(60000000 entries)]"
+      std::string cut = "[";
+      for (size_t d = 0; d < 2 && d < dims.size(); ++d) absl::StrAppend(&cut, dims[d], ",");
+      absl::StrAppend(&cut, "...(", std::max<int64_t>(length, dims.size()), " entries)]");
+      sizes.emplace(Cut(name, kMaxLoggedIdBytes), cut);
+    }
+  }
+  const int64_t inputs =
+      record.input_count >= 0 ? record.input_count : static_cast<int64_t>(record.sizes.size());
+  if (inputs > static_cast<int64_t>(logged)) {
+    sizes.emplace("...", absl::StrCat("(", inputs, " inputs)"));
+  }
 
   nlohmann::ordered_json line;
   line["time"] = absl::FormatTime("%Y-%m-%d%ET%H:%M:%E6SZ", end, absl::UTCTimeZone());
   line["method"] = record.method;
-  line["id"] = record.id;
+  line["id"] = Cut(record.id, kMaxLoggedIdBytes + 32);  // DescribeRequest cut it already
   line["op"] = record.op;
   line["dtype"] = record.dtype;
   line["sizes"] = std::move(sizes);
@@ -50,7 +97,7 @@ std::string FormatLogLine(const CallRecord& record, const absl::Status& status,
   line["bytes_out"] = record.bytes_out;
   line["latency_us"] = absl::ToInt64Microseconds(end - record.start);
   line["status"] = absl::StatusCodeToString(status.code());
-  if (!status.ok()) line["message"] = status.message();
+  if (!status.ok()) line["message"] = Cut(status.message(), kMaxLoggedMessageBytes);
   if (!record.identity.empty()) line["identity"] = record.identity;
   // Request ids and messages come from clients: replace invalid UTF-8 rather
   // than throw.
@@ -78,11 +125,92 @@ void WriteLine(std::string line) {
   }
 }
 
+// The logger thread and its bounded queue of records waiting to be formatted.
+class Logger {
+ public:
+  ~Logger() { Stop(); }
+
+  void Push(const CallRecord& record, const absl::Status& status, absl::Time end) {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      if (!stopped_) {
+        if (queue_.size() >= kLogQueueLength) {
+          dropped_.fetch_add(1, std::memory_order_relaxed);
+          return;
+        }
+        if (!thread_.joinable()) thread_ = std::thread([this] { Run(); });
+        queue_.push_back({record, status, end});
+        wake_.notify_one();
+        return;
+      }
+    }
+    WriteLine(FormatLogLine(record, status, end));  // after Stop(): at once
+  }
+
+  void Stop() {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      stopped_ = true;
+    }
+    wake_.notify_all();
+    if (thread_.joinable()) thread_.join();
+  }
+
+  int64_t dropped() const { return dropped_.load(std::memory_order_relaxed); }
+
+ private:
+  struct Entry {
+    CallRecord record;
+    absl::Status status;
+    absl::Time end;
+  };
+
+  void Run() {
+    int64_t reported = 0;
+    while (true) {
+      Entry entry;
+      {
+        std::unique_lock<std::mutex> lock(mutex_);
+        wake_.wait(lock, [this] { return stopped_ || !queue_.empty(); });
+        if (queue_.empty()) return;
+        entry = std::move(queue_.front());
+        queue_.pop_front();
+      }
+      if (const int64_t dropped = dropped_.load(std::memory_order_relaxed); dropped > reported) {
+        nlohmann::ordered_json line;
+        line["time"] = absl::FormatTime("%Y-%m-%d%ET%H:%M:%E6SZ", absl::Now(),
+                                        absl::UTCTimeZone());
+        line["event"] = "log_dropped";
+        line["lines"] = dropped - reported;
+        WriteLine(line.dump());
+        reported = dropped;
+      }
+      WriteLine(FormatLogLine(entry.record, entry.status, entry.end));
+    }
+  }
+
+  std::mutex mutex_;
+  std::condition_variable wake_;
+  std::deque<Entry> queue_;
+  bool stopped_ = false;
+  std::atomic<int64_t> dropped_{0};
+  std::thread thread_;
+};
+
+Logger& TheLogger() {
+  static Logger* logger = new Logger();  // never destroyed: FlushRequestLog stops it
+  return *logger;
+}
+
 }  // namespace
 
 void LogCall(const CallRecord& record, const absl::Status& status, absl::Time end) {
-  WriteLine(FormatLogLine(record, status, end));
+  TheLogger().Push(record, status, end);
 }
+
+void FlushRequestLog() { TheLogger().Stop(); }
+
+int64_t DroppedLogLines() { return TheLogger().dropped(); }
 
 void LogDeviceFailure(absl::string_view device, const absl::Status& status) {
   nlohmann::ordered_json line;

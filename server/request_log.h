@@ -22,7 +22,14 @@ struct CallRecord {
   std::string id;
   std::string op;     // "slice", ...; empty when the request names none
   std::string dtype;  // of the input named "input"; empty when unknown
-  std::vector<std::pair<std::string, std::vector<int64_t>>> sizes;  // by input name
+  // By input name, at most kMaxLoggedInputs of them (the first names in
+  // order), each list at most kMaxLoggedEntries long: a request with 60 M
+  // sizes or 100 k inputs must not cost a 120 MB line.
+  std::vector<std::pair<std::string, std::vector<int64_t>>> sizes;
+  // The real length of each list in `sizes` where it was cut (same index;
+  // missing or shorter: the list is whole), and the number of inputs.
+  std::vector<int64_t> sizes_lengths;
+  int64_t input_count = -1;  // -1: sizes.size()
   std::string backend;  // where it ran, or was to run
   int64_t bytes_in = 0;   // input data bytes
   int64_t bytes_out = 0;  // output data bytes sent
@@ -32,7 +39,15 @@ struct CallRecord {
   absl::Time start = absl::Now();
 };
 
-// A record for `request` arriving through `method`, started now.
+// Lists and ids are cut beyond these in log lines.
+inline constexpr size_t kMaxLoggedEntries = 16;
+inline constexpr size_t kMaxLoggedInputs = 16;
+inline constexpr size_t kMaxLoggedIdBytes = 64;
+inline constexpr size_t kMaxLoggedMessageBytes = 1024;
+
+// A record for `request` arriving through `method`, started now. Its cost is
+// bounded by the cuts above and the number of inputs (which it only counts
+// past kMaxLoggedInputs), so it may run inside a gRPC reaction.
 CallRecord DescribeRequest(absl::string_view method, const v1::RunRequest& request);
 
 // The line for `record` ending with `status` at `end`, without the newline:
@@ -44,9 +59,20 @@ CallRecord DescribeRequest(absl::string_view method, const v1::RunRequest& reque
 std::string FormatLogLine(const CallRecord& record, const absl::Status& status,
                           absl::Time end);
 
-// Writes the line for `record` ending at `end` with `status` to stderr, whole
-// (lines from concurrent calls never interleave).
+// Queues the line for `record` ending at `end` with `status`; a logger thread
+// formats it and writes it to stderr whole (lines from concurrent calls never
+// interleave), so no formatting runs in the caller (a gRPC reaction). When
+// kLogQueueLength lines wait already the line is dropped and counted; the
+// count is written as {"event":"log_dropped","lines":N} once there is room.
+inline constexpr size_t kLogQueueLength = 4096;
 void LogCall(const CallRecord& record, const absl::Status& status, absl::Time end = absl::Now());
+
+// Writes every queued line and stops the logger thread (later LogCall lines
+// are written at once). Called at exit.
+void FlushRequestLog();
+
+// Lines dropped so far because the queue was full.
+int64_t DroppedLogLines();
 
 // A line of its own for a device failure: which device, and what it said.
 // {"time":...,"event":"device_failure","device":"opencl:<name>","status":...}

@@ -72,10 +72,10 @@ struct PlannedRun {
 };
 
 absl::StatusOr<std::unique_ptr<PlannedRun>> Plan(const v1::RunRequest& request,
-                                                 const Limits& limits) {
+                                                 const Limits& limits, const StopCheck& stop) {
   auto run = std::make_unique<PlannedRun>();
   ASSIGN_OR_RETURN(run->op, ToOpRequest(request));
-  ASSIGN_OR_RETURN(run->plan, PlanOperator(run->op, limits));
+  ASSIGN_OR_RETURN(run->plan, PlanOperator(run->op, limits, stop));
   run->inputs.reserve(run->plan.input_names.size());
   for (absl::string_view name : run->plan.input_names) {
     auto found = std::find_if(run->op.inputs.begin(), run->op.inputs.end(),
@@ -105,7 +105,7 @@ absl::Status PlanAndExecute(const v1::RunRequest& request, const Limits& limits,
                             absl::string_view too_big_hint, Allocate allocate) {
   // Work that expired or was cancelled while queued is not started.
   RETURN_IF_ERROR(stop());
-  ASSIGN_OR_RETURN(std::unique_ptr<PlannedRun> run, Plan(request, limits));
+  ASSIGN_OR_RETURN(std::unique_ptr<PlannedRun> run, Plan(request, limits, stop));
   const int64_t output_bytes = TotalBytes(run->plan.outputs);
   if (output_bytes > max_output_bytes) {
     return absl::ResourceExhaustedError(absl::StrCat(

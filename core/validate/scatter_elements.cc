@@ -53,7 +53,8 @@ IndexValue ReadIndex(const std::byte* at, DType dtype) {
 
 // Row-major walk over the indices; the first out-of-range value is the error.
 absl::Status CheckIndexValues(const Layout& indices, std::span<const std::byte> data,
-                              int64_t axis, int64_t axis_size) {
+                              int64_t axis, int64_t axis_size, const StopCheck& stop) {
+  StopPoller poller(stop);
   const int64_t rank = static_cast<int64_t>(indices.sizes.size());
   const int64_t element_size = ElementSize(indices.dtype);
   std::vector<int64_t> coords(rank, 0);
@@ -68,6 +69,7 @@ absl::Status CheckIndexValues(const Layout& indices, std::span<const std::byte> 
           -axis_size, ", ", axis_size, ") for input.sizes[", axis, "] = ", axis_size,
           " (scatter_elements.axis = ", axis, ")"));
     }
+    if (poller.Tick()) return poller.status();
     for (int64_t d = rank - 1; d >= 0; --d) {
       offset += indices.strides[d];
       if (++coords[d] < indices.sizes[d]) break;
@@ -83,7 +85,7 @@ absl::Status CheckIndexValues(const Layout& indices, std::span<const std::byte> 
 absl::StatusOr<ScatterElementsGeometry> ValidateScatterElements(
     const ScatterElementsAttrs& attrs, const TensorView& input,
     const TensorView& indices, const TensorView& updates,
-    std::span<const OutputDesc> outputs, const Limits& limits) {
+    std::span<const OutputDesc> outputs, const Limits& limits, const StopCheck& stop) {
   ScatterElementsGeometry geometry;
   const RankRule rule = DmlRankRule("scatter_elements");
   ASSIGN_OR_RETURN(geometry.input, ValidateInput(input, "input", rule, limits));
@@ -146,7 +148,7 @@ absl::StatusOr<ScatterElementsGeometry> ValidateScatterElements(
   ASSIGN_OR_RETURN(geometry.output, ValidateOutputLayout(in.dtype, in.sizes, out_strides,
                                                          "outputs[0]", limits));
   geometry.axis = axis;
-  RETURN_IF_ERROR(CheckIndexValues(idx, indices.data, axis, in.sizes[axis]));
+  RETURN_IF_ERROR(CheckIndexValues(idx, indices.data, axis, in.sizes[axis], stop));
   return geometry;
 }
 

@@ -8,6 +8,7 @@
 
 #include "absl/status/statusor.h"
 #include "core/attrs.h"
+#include "core/cancellation.h"
 #include "core/limits.h"
 #include "core/tensor.h"
 
@@ -26,7 +27,8 @@ struct ScatterElementsGeometry {
 absl::StatusOr<ScatterElementsGeometry> ValidateScatterElements(
     const ScatterElementsAttrs& attrs, const TensorView& input,
     const TensorView& indices, const TensorView& updates,
-    std::span<const OutputDesc> outputs, const Limits& limits);
+    std::span<const OutputDesc> outputs, const Limits& limits,
+    const StopCheck& stop = NeverStop);  // asked while the index values are read
 
 }  // namespace tensorop
 

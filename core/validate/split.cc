@@ -10,7 +10,7 @@ namespace tensorop {
 absl::StatusOr<SplitGeometry> ValidateSplit(const SplitAttrs& attrs,
                                             const TensorView& input,
                                             std::span<const OutputDesc> outputs,
-                                            const Limits& limits) {
+                                            const Limits& limits, const StopCheck& stop) {
   SplitGeometry geometry;
   ASSIGN_OR_RETURN(geometry.input,
                    ValidateInput(input, "input", DmlRankRule("split"), limits));
@@ -26,7 +26,9 @@ absl::StatusOr<SplitGeometry> ValidateSplit(const SplitAttrs& attrs,
   }
 
   int64_t offset = 0;  // along the axis, where the next output starts
+  StopPoller poller(stop);  // millions of outputs take seconds to check
   for (size_t j = 0; j < outputs.size(); ++j) {
+    if (poller.Tick(16)) return poller.status();
     const std::string name = absl::StrCat("outputs[", j, "]");
     const std::vector<int64_t>& sizes = outputs[j].sizes;
     if (static_cast<int64_t>(sizes.size()) != rank) {

@@ -7,6 +7,7 @@
 
 #include "absl/status/statusor.h"
 #include "core/attrs.h"
+#include "core/cancellation.h"
 #include "core/limits.h"
 #include "core/plan/strided_copy.h"
 #include "core/tensor.h"
@@ -23,7 +24,8 @@ struct SplitGeometry {
 absl::StatusOr<SplitGeometry> ValidateSplit(const SplitAttrs& attrs,
                                             const TensorView& input,
                                             std::span<const OutputDesc> outputs,
-                                            const Limits& limits);
+                                            const Limits& limits,
+                                            const StopCheck& stop = NeverStop);
 
 }  // namespace tensorop
 

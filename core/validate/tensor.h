@@ -42,7 +42,7 @@ absl::StatusOr<Layout> ValidateOutputLayout(DType dtype, std::span<const int64_t
 absl::StatusOr<int64_t> CheckedElementCount(std::span<const int64_t> sizes,
                                             absl::string_view name, const Limits& limits);
 
-// "[2, 3, 4]"
+// "[2, 3, 4]"; beyond 64 entries "[1, 1, ...(60000000 entries)]".
 std::string FormatList(std::span<const int64_t> values);
 
 }  // namespace tensorop

@@ -263,17 +263,32 @@ absl::Status Device::RunScatter(const ScatterWalk& walk, cl_mem indices, cl_mem 
   for (size_t d = 0; d < walk.sizes.size(); ++d) {
     if (static_cast<int>(d) != walk.axis_dim) lines *= walk.sizes[d];
   }
-  RETURN_IF_ERROR(SetArgs(kernel.kernel, indices, updates, output, layout_buffer.mem,
-                          static_cast<cl_int>(walk.sizes.size()),
-                          static_cast<cl_int>(walk.axis_dim),
-                          static_cast<cl_long>(walk.axis_size),
-                          static_cast<cl_long>(walk.output_axis_stride / walk.element_size),
-                          lines));
-  RETURN_IF_ERROR(stop());
-  const size_t items = static_cast<size_t>(lines);
-  return ClStatus(clEnqueueNDRangeKernel(queue_, kernel.kernel, 1, nullptr, &items, nullptr,
-                                         0, nullptr, nullptr),
-                  "clEnqueueNDRangeKernel(scatter_elements)");
+  const cl_long length = walk.axis_dim >= 0 ? walk.sizes[walk.axis_dim] : 1;
+  // Launches of about kItemsPerLaunch updates: blocks of lines, and within
+  // them ranges of the axis in ascending order (the last update must win).
+  const cl_long lines_per_launch = std::min<cl_long>(lines, kItemsPerLaunch);
+  const cl_long axis_per_launch = std::max<cl_long>(1, kItemsPerLaunch / lines_per_launch);
+  bool first_launch = true;
+  for (cl_long first_line = 0; first_line < lines; first_line += lines_per_launch) {
+    const size_t offset = static_cast<size_t>(first_line);
+    const size_t items = static_cast<size_t>(std::min(lines_per_launch, lines - first_line));
+    for (cl_long begin = 0; begin < length; begin += axis_per_launch) {
+      const cl_long end = std::min(length, begin + axis_per_launch);
+      if (!first_launch) RETURN_IF_ERROR(ClStatus(clFinish(queue_), "clFinish"));
+      first_launch = false;
+      RETURN_IF_ERROR(stop());
+      RETURN_IF_ERROR(SetArgs(kernel.kernel, indices, updates, output, layout_buffer.mem,
+                              static_cast<cl_int>(walk.sizes.size()),
+                              static_cast<cl_int>(walk.axis_dim),
+                              static_cast<cl_long>(walk.axis_size),
+                              static_cast<cl_long>(walk.output_axis_stride / walk.element_size),
+                              lines, begin, end));
+      RETURN_IF_ERROR(ClStatus(clEnqueueNDRangeKernel(queue_, kernel.kernel, 1, &offset, &items,
+                                                      nullptr, 0, nullptr, nullptr),
+                               "clEnqueueNDRangeKernel(scatter_elements)"));
+    }
+  }
+  return absl::OkStatus();
 }
 
 absl::Status Device::Execute(const ExecutionPlan& plan,

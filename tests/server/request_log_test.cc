@@ -1,6 +1,7 @@
 #include "server/request_log.h"
 
 #include <string>
+#include <vector>
 
 #include "absl/time/time.h"
 #include "gmock/gmock.h"
@@ -87,6 +88,26 @@ TEST(RequestLogTest, UnknownDtypeLeavesTheFieldEmpty) {
   v1::RunRequest request = SliceRequest();
   (*request.mutable_inputs())["input"].set_dtype(static_cast<v1::DType>(42));
   EXPECT_EQ(DescribeRequest("Run", request).dtype, "");
+}
+
+TEST(RequestLogTest, LongListsManyInputsAndLongIdsAreCut) {
+  v1::RunRequest request = SliceRequest();
+  request.set_id(std::string(100, 'x'));
+  auto* sizes = (*request.mutable_inputs())["input"].mutable_sizes();
+  sizes->Clear();
+  for (int i = 0; i < 40; ++i) sizes->Add(1);
+  for (int i = 0; i < 100; ++i) (*request.mutable_inputs())["z" + std::to_string(i)];
+  const CallRecord record = DescribeRequest("Run", request);
+  EXPECT_EQ(record.sizes.size(), kMaxLoggedInputs);
+  EXPECT_EQ(record.input_count, 101);
+  const nlohmann::json json = nlohmann::json::parse(
+      FormatLogLine(record, absl::InvalidArgumentError(std::string(5000, 'm')), record.start));
+  EXPECT_EQ(json["id"], std::string(64, 'x') + "...(100 bytes)");
+  EXPECT_EQ(json["sizes"]["input"], "[1,1,...(40 entries)]");
+  EXPECT_EQ(json["sizes"]["..."], "(101 inputs)");
+  EXPECT_EQ(json["sizes"].size(), kMaxLoggedInputs + 1);
+  EXPECT_EQ(json["message"], std::string(1024, 'm') + "...(5000 bytes)");
+  EXPECT_EQ(record.bytes_in, 64);
 }
 
 }  // namespace

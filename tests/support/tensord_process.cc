@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <signal.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -9,6 +10,7 @@
 #include <cstdlib>
 #include <fstream>
 #include <sstream>
+#include <utility>
 
 namespace tensorop::testing {
 
@@ -49,7 +51,10 @@ std::string ReadAnnouncement(FILE* out, const std::string& marker) {
 
 }  // namespace
 
-TensordProcess::TensordProcess(std::vector<std::string> extra_flags) {
+TensordProcess::TensordProcess(std::vector<std::string> extra_flags)
+    : TensordProcess(std::move(extra_flags), 0) {}
+
+TensordProcess::TensordProcess(std::vector<std::string> extra_flags, int max_open_files) {
   char log_template[] = "/tmp/tensord-test-log-XXXXXX";
   int log_fd = mkstemp(log_template);
   if (log_fd < 0) std::abort();
@@ -69,6 +74,10 @@ TensordProcess::TensordProcess(std::vector<std::string> extra_flags) {
   pid_ = fork();
   if (pid_ < 0) std::abort();
   if (pid_ == 0) {
+    if (max_open_files > 0) {
+      const rlimit limit{static_cast<rlim_t>(max_open_files), static_cast<rlim_t>(max_open_files)};
+      if (setrlimit(RLIMIT_NOFILE, &limit) != 0) _exit(126);
+    }
     dup2(out_pipe[1], STDOUT_FILENO);
     dup2(log_fd, STDERR_FILENO);
     close(out_pipe[0]);

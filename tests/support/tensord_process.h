@@ -20,6 +20,10 @@ class TensordProcess {
   // (the request log) goes to a file, readable with Log(). Aborts the test
   // binary if it fails.
   explicit TensordProcess(std::vector<std::string> extra_flags = {});
+  // The same, with the child's open-file limit (soft and hard, so tensord
+  // cannot raise it) set to `max_open_files` before exec: descriptor
+  // exhaustion within a bounded test.
+  TensordProcess(std::vector<std::string> extra_flags, int max_open_files);
   ~TensordProcess();
   TensordProcess(const TensordProcess&) = delete;
   TensordProcess& operator=(const TensordProcess&) = delete;

@@ -404,6 +404,7 @@ var tensordFlags = map[string]bool{
 	"metrics_address": true, "max_connection_age_seconds": true, "drain_seconds": true, "echo": true,
 	"tls_cert_file": true, "tls_key_file": true, "tls_client_ca_file": true, "auth_token_file": true,
 	"reflection": true, "health_address": true,
+	"max_concurrent_streams": true, "max_connection_idle_seconds": true,
 }
 
 // secretFlags name files that tensord rereads when they change: they must come
@@ -436,6 +437,7 @@ func (r *rendered) checkFlags(p *problems, cid string, pod *corev1.PodSpec, c co
 		}
 		checkFlagFile(p, cid, path, text, flags)
 	}
+	checkCommandLineFlags(p, cid, c, flags)
 	checkFlagsAgainstPod(p, cid, pod, c, flags)
 	checkSecurityFlags(p, cid, c, volumes, flags)
 	return flags
@@ -496,6 +498,46 @@ func secretMountProblem(c corev1.Container, volumes map[string]corev1.Volume, pa
 	return "is in no mounted volume"
 }
 
+// checkCommandLineFlags adds the container's own --name=value arguments (they
+// come after the flag files, so they win) to `flags`: known flags, not also
+// set in a file, and every $(VAR) they use defined in the container's env
+// (Kubernetes expands only those, and leaves an unknown one as it is written).
+// The pod IP reaches --metrics_address this way: flag files cannot expand it.
+func checkCommandLineFlags(p *problems, cid string, c corev1.Container, flags map[string]string) {
+	env := map[string]bool{}
+	for _, e := range c.Env {
+		env[e.Name] = true
+	}
+	for _, arg := range append(append([]string{}, c.Command...), c.Args...) {
+		if !strings.HasPrefix(arg, "--") || strings.HasPrefix(arg, "--flagfile=") {
+			continue
+		}
+		name, value, _ := strings.Cut(strings.TrimPrefix(arg, "--"), "=")
+		if !tensordFlags[name] {
+			p.add(cid, "command-line flag --%s: tensord has no flag --%s", name, name)
+			continue
+		}
+		if _, twice := flags[name]; twice {
+			p.add(cid, "--%s is set both in a flag file and on the command line", name)
+		}
+		for rest := value; ; {
+			start := strings.Index(rest, "$(")
+			if start < 0 {
+				break
+			}
+			end := strings.Index(rest[start:], ")")
+			if end < 0 {
+				break
+			}
+			if v := rest[start+2 : start+end]; !env[v] {
+				p.add(cid, "--%s=%s refers to $(%s), which the container's env does not define", name, value, v)
+			}
+			rest = rest[start+end:]
+		}
+		flags[name] = value
+	}
+}
+
 // checkFlagFile checks one flag file's lines and adds its flags to `flags`.
 func checkFlagFile(p *problems, cid, path, text string, flags map[string]string) {
 	for i, line := range strings.Split(text, "\n") {
@@ -524,7 +566,7 @@ func checkFlagFile(p *problems, cid, path, text string, flags map[string]string)
 func checkFlagsAgainstPod(p *problems, cid string, pod *corev1.PodSpec, c corev1.Container, flags map[string]string) {
 	for _, listen := range []struct{ flag, fallback, port string }{
 		{"address", "0.0.0.0:50051", "grpc"},
-		{"metrics_address", "0.0.0.0:9464", "metrics"},
+		{"metrics_address", "127.0.0.1:9464", "metrics"},
 		{"health_address", "", "health"},
 	} {
 		address, set := flags[listen.flag]

@@ -239,6 +239,18 @@ func TestProblems(t *testing.T) {
 			},
 		},
 		{
+			name: "command-line flags",
+			files: containerPatch("command:\n  - /usr/local/bin/tensord\n  - --flagfile=/etc/tensord/tensord.flags\n" +
+				"  - --flagfile=/etc/tensord/backends.flags\n  - --metrics_address=$(NODE_IP):9465\n" +
+				"  - --no_such=1\n  - --worker_threads=3"),
+			want: []string{
+				container + "--metrics_address=$(NODE_IP):9465 refers to $(NODE_IP), which the container's env does not define",
+				container + "command-line flag --no_such: tensord has no flag --no_such",
+				container + "--worker_threads is set both in a flag file and on the command line",
+				container + "--metrics_address=$(NODE_IP):9465 does not listen on the container port named metrics (9464)",
+			},
+		},
+		{
 			name:  "probe on the metrics port",
 			files: containerPatch("readinessProbe:\n  grpc:\n    port: 9464"),
 			want:  []string{container + "readiness probe asks port 9464, not the grpc port 50051"},

@@ -394,6 +394,8 @@ TEST(OutputLayoutValidationTest, ExtentInBytesOverflowIsInvalidArgument) {
 TEST(TensorHelpersTest, FormatListJoinsWithCommas) {
   EXPECT_EQ(FormatList(std::vector<int64_t>{2, 3, 4}), "[2, 3, 4]");
   EXPECT_EQ(FormatList(std::vector<int64_t>{}), "[]");
+  EXPECT_EQ(FormatList(std::vector<int64_t>(64, 1)).size(), 2 + 64 + 63 * 2u);
+  EXPECT_EQ(FormatList(std::vector<int64_t>(60'000'000, 1)), "[1, 1, ...(60000000 entries)]");
   EXPECT_EQ(FormatList(std::vector<int64_t>{-1}), "[-1]");
 }
 
