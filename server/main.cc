@@ -43,6 +43,7 @@
 #include "kernels/opencl/device.h"
 #include "server/device_pool.h"
 #include "server/echo_service.h"
+#include "server/memory_budget.h"
 #include "server/metrics.h"
 #include "server/metrics_http.h"
 #include "server/scheduler.h"
@@ -90,6 +91,13 @@ ABSL_FLAG(int, max_connection_age_seconds, 0,
           "close each client connection after about this long (gracefully: calls in "
           "flight finish), so clients balancing over DNS re-resolve and reach replicas "
           "added since; 0: never");
+ABSL_FLAG(int64_t, max_memory_bytes, 0,
+          "bytes every call together may hold (requests, outputs, answers waiting to be "
+          "sent); past it calls are RESOURCE_EXHAUSTED (0: half the memory the process may "
+          "use: the cgroup limit, else physical RAM)");
+ABSL_FLAG(int, idle_timeout_seconds, 60,
+          "a call whose client sends nothing (RunChunked upload) or takes nothing (answers, "
+          "result parts) this long is cancelled and its memory freed; 0: never");
 ABSL_FLAG(bool, echo, false,
           "load-test baseline: Run answers zero-filled outputs of the right shape at "
           "once, without executing; other methods are UNIMPLEMENTED");
@@ -106,7 +114,8 @@ constexpr absl::string_view kFlagNames[] = {
     "max_tensor_elements", "chunk_bytes", "backend", "max_queued_requests",
     "shutdown_grace_seconds", "drain_seconds", "backends", "opencl_devices", "opencl_queue_depth",
     "auto_opencl_min_bytes", "opencl_unhealthy_seconds", "inject_opencl_failures",
-    "metrics_address", "max_connection_age_seconds", "echo"};
+    "metrics_address", "max_connection_age_seconds", "echo", "max_memory_bytes",
+    "idle_timeout_seconds"};
 constexpr absl::string_view kOpenClHealthName = "tensorop.opencl";
 constexpr absl::string_view kCpuHealthName = "tensorop.cpu";
 
@@ -213,6 +222,8 @@ struct Config {
   std::chrono::seconds grace{0};
   std::chrono::seconds drain{0};
   int max_connection_age_seconds = 0;  // 0: never
+  int64_t max_memory_bytes = 0;
+  std::string max_memory_source;  // where the default came from; "" when set
 };
 
 Config ValidatedConfig() {
@@ -297,6 +308,16 @@ Config ValidatedConfig() {
       config.max_connection_age_seconds > INT_MAX / 1000) {
     UsageError(absl::StrCat("--max_connection_age_seconds must be in [0, ", INT_MAX / 1000, "]"));
   }
+  config.max_memory_bytes = absl::GetFlag(FLAGS_max_memory_bytes);
+  if (config.max_memory_bytes < 0) UsageError("--max_memory_bytes must not be negative");
+  if (config.max_memory_bytes == 0) {
+    const MemoryLimit limit = ProcessMemoryLimit();
+    config.max_memory_bytes = std::max<int64_t>(limit.bytes / 2, 1);
+    config.max_memory_source = absl::StrCat("half of the ", limit.bytes, " bytes of ", limit.source);
+  }
+  const int idle = absl::GetFlag(FLAGS_idle_timeout_seconds);
+  if (idle < 0 || idle > 86400) UsageError("--idle_timeout_seconds must be in [0, 86400]");
+  config.service.idle_timeout = absl::Seconds(idle);
   return config;
 }
 
@@ -351,6 +372,14 @@ int Main(int argc, char** argv) {
   Metrics metrics;
   AddServerSeries(metrics, scheduler, devices);
   effective.service.metrics = &metrics;
+  MemoryBudget memory_budget(config.max_memory_bytes);
+  AddMemoryBudgetSeries(metrics, memory_budget);
+  effective.service.memory_budget = &memory_budget;
+  LogStartupEvent("memory_budget",
+                  absl::StrCat(config.max_memory_bytes, " bytes (--max_memory_bytes",
+                               config.max_memory_source.empty()
+                                   ? ")"
+                                   : absl::StrCat(": ", config.max_memory_source, ")")));
   TensorOpService service(effective.service, &scheduler);
   EchoService echo(config.service.max_message_bytes);
 
