@@ -718,6 +718,7 @@ class TensorOpService::BidiReactor final
     bool read = false;
     bool write = false;
     std::optional<absl::Status> finish;
+    bool log_finish = false;
   };
 
   Step NextStepLocked() {
@@ -745,6 +746,7 @@ class TensorOpService::BidiReactor final
         step.finish = end_status_;
       } else if (broken_) {
         step.finish = watch_->expired() ? service_->idle_.IdleStatus() : WriteFailure(stop_);
+        step.log_finish = true;
       } else {
         step.finish = absl::OkStatus();
       }
@@ -754,6 +756,13 @@ class TensorOpService::BidiReactor final
 
   void Take(Step step) {
     if (step.finish.has_value()) {
+      if (step.log_finish) {
+        // A stream the client stopped reading (or that went idle) ends with a
+        // line of its own: its requests' lines say they were answered.
+        CallRecord record;
+        record.method = "RunBidi";
+        service_->RecordOutcome(record, *step.finish);
+      }
       Finish(ToGrpcStatus(*step.finish));
       return;  // `this` may be gone
     }
