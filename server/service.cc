@@ -556,11 +556,19 @@ class TensorOpService::StreamReactor final : public grpc::ServerWriteReactor<grp
 
   // One write in flight at a time: the next starts from OnWriteDone.
   void WriteNext() {
-    v1::ResultPart part;
-    const bool more = parts_->Next(&part);
-    reservation_.Shrink(parts_->TakeFreed());
+    bool more = false;
+    const absl::Status status = Guarded([&] {
+      v1::ResultPart part;
+      more = parts_->Next(&part);
+      reservation_.Shrink(parts_->TakeFreed());
+      if (more) SerializeInto(part, &write_buffer_);
+      return absl::OkStatus();
+    });
+    if (!status.ok()) {
+      Done(status);
+      return;
+    }
     if (more) {
-      SerializeInto(part, &write_buffer_);
       watch_->Arm();
       StartWrite(&write_buffer_);
       return;
@@ -1052,11 +1060,19 @@ class TensorOpService::ChunkedReactor final
   }
 
   void WriteNext() {
-    v1::ResultPart part;
-    const bool more = parts_->Next(&part);
-    reservation_.Shrink(parts_->TakeFreed());
+    bool more = false;
+    const absl::Status status = Guarded([&] {
+      v1::ResultPart part;
+      more = parts_->Next(&part);
+      reservation_.Shrink(parts_->TakeFreed());
+      if (more) SerializeInto(part, &write_buffer_);
+      return absl::OkStatus();
+    });
+    if (!status.ok()) {
+      Done(status);
+      return;
+    }
     if (more) {
-      SerializeInto(part, &write_buffer_);
       watch_->Arm();
       StartWrite(&write_buffer_);
       return;
