@@ -6,6 +6,7 @@
 // "tensord metrics on HOST:PORT" where GET /metrics answers (unless
 // --metrics_address is empty), writes one JSON line per request on stderr, and
 // drains in-flight calls on SIGTERM/SIGINT.
+#include <malloc.h>
 #include <pthread.h>
 #include <signal.h>
 
@@ -337,6 +338,11 @@ std::string ListeningAddress(const std::string& address, int port) {
 int Main(int argc, char** argv) {
   ParseFlags(argc, argv);
   const Config config = ValidatedConfig();
+  // Blocks of 1 MiB and more (inputs, outputs, answers) are mapped on their own
+  // and unmapped when freed, so memory the budget gave back leaves the process.
+  // glibc's default raises this threshold after each such free, up to 32 MiB,
+  // and keeps freed blocks below it resident.
+  mallopt(M_MMAP_THRESHOLD, 1 << 20);
 
   // Block the shutdown signals before any thread starts, so every thread
   // inherits the mask and only the sigwait() thread below receives them.
