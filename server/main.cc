@@ -434,8 +434,18 @@ int Main(int argc, char** argv) {
   bool stopping = false;
   std::thread opencl_health([&] {
     std::unique_lock<std::mutex> lock(ticker_mutex);
+    bool trimmed = true;
     while (!stopping) {
       health->SetServingStatus(std::string(kOpenClHealthName), devices.AnyHealthy());
+      // Once no call holds memory, hand what malloc keeps of freed small blocks
+      // (per-thread arenas) back to the system: once per busy spell, so an idle
+      // server does not walk its heap every second.
+      if (memory_budget.reserved() > 0) {
+        trimmed = false;
+      } else if (!trimmed) {
+        malloc_trim(0);
+        trimmed = true;
+      }
       ticker_wake.wait_for(lock, std::chrono::seconds(1));
     }
   });
