@@ -116,7 +116,9 @@ constexpr int64_t kPartOverheadBytes = 4 << 10;
 absl::Status ParseRequest(const grpc::ByteBuffer& bytes, absl::string_view method,
                           MemoryBudget::Reservation& reservation, v1::RunRequest* request) {
   absl::StatusOr<int64_t> bound = ParsedBytesBound(bytes, *v1::RunRequest::descriptor());
-  if (!bound.ok()) return absl::InvalidArgumentError(absl::StrCat(method, ": ", bound.status().message()));
+  if (!bound.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat(method, ": ", bound.status().message()));
+  }
   RETURN_IF_ERROR(reservation.Grow(*bound + kRequestOverheadBytes,
                                    absl::StrCat(method, ": parsing a ", bytes.Length(),
                                                 "-byte request")));
@@ -152,7 +154,7 @@ absl::Status PlanAndExecute(const v1::RunRequest& request, const Limits& limits,
   ASSIGN_OR_RETURN(int64_t answer_bytes, admit(run->plan));
   const int64_t output_bytes = TotalBytes(run->plan.outputs);
   int64_t bytes = output_bytes + answer_bytes;
-  if (placement.device != Device::kCpu) {
+  if (scheduler.MayRunOnDevice(placement, run->plan)) {
     bytes += output_bytes;
     for (std::span<const std::byte> input : run->inputs) {
       bytes += static_cast<int64_t>(input.size());
