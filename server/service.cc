@@ -423,8 +423,8 @@ absl::Status TensorOpService::Dispatch(const v1::RunRequest& request, CallRecord
 //
 // The request's bytes are reserved in the reaction and parsed on a worker; the
 // answer is serialized there and its reservation held until gRPC sent it
-// (OnDone). The log line is written then, so it says what the client got: an
-// answer the client never takes ends CANCELLED after --idle_timeout_seconds.
+// (OnDone). An answer the client never takes ends CANCELLED after
+// --idle_timeout_seconds, with a log line saying so.
 
 class TensorOpService::UnaryReactor final : public grpc::ServerUnaryReactor {
  public:
@@ -447,7 +447,10 @@ class TensorOpService::UnaryReactor final : public grpc::ServerUnaryReactor {
 
   void OnDone() override {
     watch_->Done();
-    service_->RecordOutcome(record_, watch_->expired() ? service_->idle_.IdleStatus() : status_);
+    // The call was recorded when its answer was ready (so a client holding the
+    // answer finds it counted); an answer the client then never took gets a
+    // second log line, not a second count.
+    if (watch_->expired()) LogCall(record_, service_->idle_.IdleStatus());
     delete this;
   }
 
@@ -476,7 +479,7 @@ class TensorOpService::UnaryReactor final : public grpc::ServerUnaryReactor {
   }
 
   void Done(const absl::Status& status) {
-    status_ = status;
+    service_->RecordOutcome(record_, status);
     watch_->Arm();  // the answer waits for the client from here
     Finish(ToGrpcStatus(status));
   }
@@ -489,7 +492,6 @@ class TensorOpService::UnaryReactor final : public grpc::ServerUnaryReactor {
   MemoryBudget::Reservation reservation_;
   v1::RunRequest request_;
   CallRecord record_;
-  absl::Status status_;
 };
 
 grpc::ServerUnaryReactor* TensorOpService::Run(grpc::CallbackServerContext* context,
