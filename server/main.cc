@@ -6,6 +6,7 @@
 // "tensord metrics on HOST:PORT" where GET /metrics answers (unless
 // --metrics_address is empty), writes one JSON line per request on stderr, and
 // drains in-flight calls on SIGTERM/SIGINT.
+#include <malloc.h>
 #include <pthread.h>
 #include <signal.h>
 
@@ -47,6 +48,7 @@
 #include "server/echo_service.h"
 #include "server/flag_file.h"
 #include "server/health_listener.h"
+#include "server/memory_budget.h"
 #include "server/metrics.h"
 #include "server/metrics_http.h"
 #include "server/request_log.h"
@@ -104,6 +106,13 @@ ABSL_FLAG(int, max_concurrent_streams, 128,
 ABSL_FLAG(int, max_connection_idle_seconds, 600,
           "close a client connection with no call open for this long (gracefully); "
           "0: never");
+ABSL_FLAG(int64_t, max_memory_bytes, 0,
+          "bytes every call together may hold (requests, outputs, answers waiting to be "
+          "sent); past it calls are RESOURCE_EXHAUSTED (0: half the memory the process may "
+          "use: the cgroup limit, else physical RAM)");
+ABSL_FLAG(int, idle_timeout_seconds, 60,
+          "a call whose client sends nothing (RunChunked upload) or takes nothing (answers, "
+          "result parts) this long is cancelled and its memory freed; 0: never");
 ABSL_FLAG(bool, echo, false,
           "load-test baseline: Run answers zero-filled outputs of the right shape at "
           "once, without executing; other methods are UNIMPLEMENTED");
@@ -157,7 +166,7 @@ constexpr absl::string_view kFlagNames[] = {
     "metrics_address", "max_connection_age_seconds", "max_concurrent_streams",
     "max_connection_idle_seconds", "echo",
     "tls_cert_file", "tls_key_file", "tls_client_ca_file", "auth_token_file", "reflection",
-    "health_address"};
+    "health_address", "max_memory_bytes", "idle_timeout_seconds"};
 constexpr absl::string_view kOpenClHealthName = "tensorop.opencl";
 constexpr absl::string_view kCpuHealthName = "tensorop.cpu";
 
@@ -253,6 +262,8 @@ struct Config {
   int max_connection_idle_seconds = 0;  // 0: never
   SecurityOptions security;
   std::string health_address;  // empty: no health listener
+  int64_t max_memory_bytes = 0;
+  std::string max_memory_source;  // where the default came from; "" when set
 };
 
 // An integer flag's value, which must lie in [lo, hi]: out of range is a usage
@@ -362,6 +373,16 @@ Config ValidatedConfig() {
   if (!config.health_address.empty() && config.health_address.find(':') == std::string::npos) {
     UsageError(absl::StrCat("--health_address=", config.health_address, ": expected HOST:PORT"));
   }
+  config.max_memory_bytes = absl::GetFlag(FLAGS_max_memory_bytes);
+  if (config.max_memory_bytes < 0) UsageError("--max_memory_bytes must not be negative");
+  if (config.max_memory_bytes == 0) {
+    const MemoryLimit limit = ProcessMemoryLimit();
+    config.max_memory_bytes = std::max<int64_t>(limit.bytes / 2, 1);
+    config.max_memory_source = absl::StrCat("half of the ", limit.bytes, " bytes of ", limit.source);
+  }
+  const int idle = absl::GetFlag(FLAGS_idle_timeout_seconds);
+  if (idle < 0 || idle > 86400) UsageError("--idle_timeout_seconds must be in [0, 86400]");
+  config.service.idle_timeout = absl::Seconds(idle);
   return config;
 }
 
@@ -381,6 +402,11 @@ std::string ListeningAddress(const std::string& address, int port) {
 int Main(int argc, char** argv) {
   ParseFlags(argc, argv);
   const Config config = ValidatedConfig();
+  // Blocks of 1 MiB and more (inputs, outputs, answers) are mapped on their own
+  // and unmapped when freed, so memory the budget gave back leaves the process.
+  // glibc's default raises this threshold after each such free, up to 32 MiB,
+  // and keeps freed blocks below it resident.
+  mallopt(M_MMAP_THRESHOLD, 1 << 20);
 
   // Block the shutdown signals before any thread starts, so every thread
   // inherits the mask and only the sigwait() thread below receives them.
@@ -431,6 +457,14 @@ int Main(int argc, char** argv) {
   Metrics metrics;
   AddServerSeries(metrics, scheduler, devices);
   effective.service.metrics = &metrics;
+  MemoryBudget memory_budget(config.max_memory_bytes);
+  AddMemoryBudgetSeries(metrics, memory_budget);
+  effective.service.memory_budget = &memory_budget;
+  LogStartupEvent("memory_budget",
+                  absl::StrCat(config.max_memory_bytes, " bytes (--max_memory_bytes",
+                               config.max_memory_source.empty()
+                                   ? ")"
+                                   : absl::StrCat(": ", config.max_memory_source, ")")));
   TensorOpService service(effective.service, &scheduler);
   EchoService echo(config.service.max_message_bytes);
 
@@ -512,8 +546,18 @@ int Main(int argc, char** argv) {
   bool stopping = false;
   std::thread opencl_health([&] {
     std::unique_lock<std::mutex> lock(ticker_mutex);
+    bool trimmed = true;
     while (!stopping) {
       health->SetServingStatus(std::string(kOpenClHealthName), devices.AnyHealthy());
+      // Once no call holds memory, hand what malloc keeps of freed small blocks
+      // (per-thread arenas) back to the system: once per busy spell, so an idle
+      // server does not walk its heap every second.
+      if (memory_budget.reserved() > 0) {
+        trimmed = false;
+      } else if (!trimmed) {
+        malloc_trim(0);
+        trimmed = true;
+      }
       ticker_wake.wait_for(lock, std::chrono::seconds(1));
     }
   });

@@ -76,6 +76,14 @@ class Scheduler {
                        std::span<const std::span<const std::byte>> inputs,
                        std::span<std::byte* const> outputs, const StopCheck& stop);
 
+  // Whether Execute may run `plan` on a device (OPENCL, or AUTO large enough),
+  // so its device buffers count against the memory budget.
+  bool MayRunOnDevice(const Placement& placement, const ExecutionPlan& plan) const {
+    return placement.device == Device::kOpenCl ||
+           (placement.device == Device::kAuto &&
+            plan.bytes_moved >= options_.auto_opencl_min_bytes);
+  }
+
   // Blocks until every task submitted so far has finished. Used at shutdown,
   // after the gRPC server stopped handing out new work.
   void Wait();

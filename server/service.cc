@@ -5,6 +5,7 @@
 #include <cstdlib>
 #include <deque>
 #include <limits>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <new>
@@ -24,9 +25,11 @@
 #include "core/status_macros.h"
 #include "server/auth.h"
 #include "server/convert.h"
+#include "server/memory_budget.h"
 #include "server/metrics.h"
 #include "server/request_log.h"
 #include "server/status_map.h"
+#include "server/wire_bound.h"
 
 namespace tensorop::server {
 namespace {
@@ -95,23 +98,71 @@ int64_t TotalBytes(const std::vector<Layout>& layouts) {
   return total;
 }
 
-// Plans `request`, asks `allocate(layout)` for each output's zeroed buffer, and
-// executes into them. Outputs over `max_output_bytes` are RESOURCE_EXHAUSTED
-// before anything is allocated.
+// What one request holds besides its tensors, reserved before it is parsed
+// (the request, its log record) and per output before it is planned (the
+// output's layout, its plan step, its header in the answer), so that a small
+// request naming many outputs cannot amplify.
+constexpr int64_t kRequestOverheadBytes = 16 << 10;
+constexpr int64_t kOutputOverheadBytes = 4 << 10;
+// An answer's backend is known only once the request ran: device labels
+// ("opencl:<device name>") are taken to be at most this long when the answer's
+// size is checked against the message limit before running.
+constexpr int64_t kMaxDeviceLabelBytes = 256;
+// Room for one serialized ResultPart besides its chunk's bytes.
+constexpr int64_t kPartOverheadBytes = 4 << 10;
+
+// Parses `bytes` as a RunRequest into `request` for `method`, reserving what
+// parsing takes (bounded from the tags, before anything is allocated) and the
+// per-output overhead of planning it in `reservation`.
+absl::Status ParseRequest(const grpc::ByteBuffer& bytes, absl::string_view method,
+                          MemoryBudget::Reservation& reservation, v1::RunRequest* request) {
+  absl::StatusOr<int64_t> bound = ParsedBytesBound(bytes, *v1::RunRequest::descriptor());
+  if (!bound.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat(method, ": ", bound.status().message()));
+  }
+  RETURN_IF_ERROR(reservation.Grow(*bound + kRequestOverheadBytes,
+                                   absl::StrCat(method, ": parsing a ", bytes.Length(),
+                                                "-byte request")));
+  grpc::ByteBuffer copy(bytes);  // Deserialize consumes its buffer; this shares the slices
+  if (!grpc::SerializationTraits<v1::RunRequest>::Deserialize(&copy, request).ok()) {
+    return absl::InvalidArgumentError(absl::StrCat(method, ": the ", bytes.Length(),
+                                                   " bytes received are not a valid ",
+                                                   v1::RunRequest::descriptor()->full_name()));
+  }
+  return reservation.Grow(
+      kOutputOverheadBytes * std::max(1, request->outputs_size()),
+      absl::StrCat(method, ": planning the ", request->outputs_size(), " outputs of request \"",
+                   request->id(), "\""));
+}
+
+// Told a request's plan before any output is allocated: the bytes the answer
+// takes besides the output buffers (its serialized copy, a part buffer), or
+// why the request is refused (an answer over the message limit).
+using AdmitFn = std::function<absl::StatusOr<int64_t>(const ExecutionPlan& plan)>;
+
+// Plans `request`, reserves what its outputs take in `reservation` (and, on a
+// device, its device buffers: PoCL's CPU device keeps them in host memory),
+// asks `allocate(layout)` for each output's zeroed buffer, and executes into
+// them.
 template <typename Allocate>
 absl::Status PlanAndExecute(const v1::RunRequest& request, const Limits& limits,
                             Scheduler& scheduler, Placement& placement,
-                            const StopCheck& stop, int64_t max_output_bytes,
-                            absl::string_view too_big_hint, Allocate allocate) {
+                            const StopCheck& stop, MemoryBudget::Reservation& reservation,
+                            const AdmitFn& admit, Allocate allocate) {
   // Work that expired or was cancelled while queued is not started.
   RETURN_IF_ERROR(stop());
   ASSIGN_OR_RETURN(std::unique_ptr<PlannedRun> run, Plan(request, limits, stop));
+  ASSIGN_OR_RETURN(int64_t answer_bytes, admit(run->plan));
   const int64_t output_bytes = TotalBytes(run->plan.outputs);
-  if (output_bytes > max_output_bytes) {
-    return absl::ResourceExhaustedError(absl::StrCat(
-        "the outputs take ", output_bytes, " bytes, more than the server's message limit of ",
-        max_output_bytes, " bytes (--max_message_bytes); ", too_big_hint));
+  int64_t bytes = output_bytes + answer_bytes;
+  if (scheduler.MayRunOnDevice(placement, run->plan)) {
+    bytes += output_bytes;
+    for (std::span<const std::byte> input : run->inputs) {
+      bytes += static_cast<int64_t>(input.size());
+    }
   }
+  RETURN_IF_ERROR(reservation.Grow(
+      bytes, absl::StrCat("the outputs of request \"", request.id(), "\"")));
   std::vector<std::byte*> outputs;
   outputs.reserve(run->plan.outputs.size());
   for (const Layout& layout : run->plan.outputs) {
@@ -121,26 +172,45 @@ absl::Status PlanAndExecute(const v1::RunRequest& request, const Limits& limits,
   return scheduler.Execute(placement, run->plan, run->inputs, outputs, stop);
 }
 
-// Runs `work`, turning an allocation failure into RESOURCE_EXHAUSTED: a task
-// must never leave its call unfinished.
+// Runs `work`, turning an exception into a status: a task or a reaction must
+// never leave its call unfinished.
 template <typename Work>
 absl::Status Guarded(Work work) {
   try {
     return work();
   } catch (const std::bad_alloc&) {
-    return absl::ResourceExhaustedError("out of memory for the request's outputs");
+    return absl::ResourceExhaustedError("out of memory for the request");
+  } catch (const std::exception& error) {
+    return absl::InternalError(absl::StrCat("unexpected error: ", error.what()));
+  } catch (...) {
+    return absl::InternalError("unexpected error");
   }
 }
 
-// Executes `request` with its outputs inline in `response` (Run, RunBidi). On
-// error `response` holds no outputs.
+// Executes `request` with its outputs inline in `response` (Run, RunBidi),
+// refusing before any work an answer whose serialized size would pass the
+// message limit. On error `response` holds no outputs.
 absl::Status ExecuteIntoResponse(const v1::RunRequest& request, const ServiceOptions& options,
                                  Scheduler& scheduler, Placement& placement,
-                                 const StopCheck& stop, absl::string_view too_big_hint,
+                                 const StopCheck& stop, MemoryBudget::Reservation& reservation,
+                                 bool with_status, absl::string_view too_big_hint,
                                  v1::RunResponse* response) {
+  const AdmitFn admit = [&](const ExecutionPlan& plan) -> absl::StatusOr<int64_t> {
+    const std::string backend = placement.device == Device::kCpu
+                                    ? std::string("cpu")
+                                    : std::string(kMaxDeviceLabelBytes, 'x');
+    const int64_t answer_bytes =
+        RunResponseBytes(request.id(), backend, with_status, "", plan.outputs);
+    if (answer_bytes > options.max_message_bytes) {
+      return absl::ResourceExhaustedError(absl::StrCat(
+          "the answer would take ", answer_bytes, " bytes (", TotalBytes(plan.outputs),
+          " of output data), more than the server's message limit of ",
+          options.max_message_bytes, " bytes (--max_message_bytes); ", too_big_hint));
+    }
+    return answer_bytes;  // its serialized copy
+  };
   absl::Status status = Guarded([&] {
-    return PlanAndExecute(request, options.limits, scheduler, placement, stop,
-                          options.max_message_bytes, too_big_hint,
+    return PlanAndExecute(request, options.limits, scheduler, placement, stop, reservation, admit,
                           [&](const Layout& layout) -> absl::StatusOr<std::byte*> {
                             v1::Tensor* tensor = response->add_outputs();
                             SetTensorLayout(layout, tensor);
@@ -172,16 +242,20 @@ struct Outputs {
 };
 
 // Executes `request` into server-held buffers (RunStream, RunChunked). Streamed
-// results are not bounded by the message size, only by the request limits.
+// results are not bounded by the message size, only by the request limits and
+// the memory budget.
 absl::StatusOr<Outputs> ExecuteIntoBuffers(const v1::RunRequest& request,
                                            const ServiceOptions& options,
                                            Scheduler& scheduler, Placement& placement,
-                                           const StopCheck& stop) {
+                                           const StopCheck& stop,
+                                           MemoryBudget::Reservation& reservation) {
   Outputs outputs;
+  const AdmitFn admit = [&](const ExecutionPlan&) -> absl::StatusOr<int64_t> {
+    return options.chunk_bytes + kPartOverheadBytes;  // the part being written
+  };
   absl::Status status = Guarded([&] {
     return PlanAndExecute(
-        request, options.limits, scheduler, placement, stop,
-        std::numeric_limits<int64_t>::max(), "",
+        request, options.limits, scheduler, placement, stop, reservation, admit,
         [&](const Layout& layout) -> absl::StatusOr<std::byte*> {
           // calloc: large blocks come zeroed from the kernel, untouched until
           // the copy writes them.
@@ -201,7 +275,8 @@ absl::StatusOr<Outputs> ExecuteIntoBuffers(const v1::RunRequest& request,
 }
 
 // The parts of a streamed result, one at a time: per output its header, then
-// its bytes in chunks of at most chunk_bytes.
+// its bytes in chunks of at most chunk_bytes. An output's buffer is freed once
+// its last chunk was handed out.
 class ResultParts {
  public:
   ResultParts(Outputs outputs, std::string backend, int64_t chunk_bytes)
@@ -229,6 +304,8 @@ class ResultParts {
         offset_ += length;
         return true;
       }
+      outputs_.buffers[output_].reset();
+      freed_ += layout.buffer_bytes();
       ++output_;
       offset_ = -1;
     }
@@ -237,12 +314,16 @@ class ResultParts {
 
   int64_t total_bytes() const { return TotalBytes(outputs_.layouts); }
 
+  // Output bytes freed since the last call, for the memory budget.
+  int64_t TakeFreed() { return std::exchange(freed_, 0); }
+
  private:
   Outputs outputs_;
   std::string backend_;
   int64_t chunk_bytes_;
   size_t output_ = 0;
   int64_t offset_ = -1;  // -1: the current output's header is next
+  int64_t freed_ = 0;
 };
 
 // Executes `request` into server-held buffers and cuts them into parts
@@ -250,9 +331,11 @@ class ResultParts {
 absl::StatusOr<ResultParts> ExecuteIntoParts(const v1::RunRequest& request,
                                              const ServiceOptions& options,
                                              Scheduler& scheduler, Placement& placement,
-                                             const StopCheck& stop, CallRecord& record) {
+                                             const StopCheck& stop,
+                                             MemoryBudget::Reservation& reservation,
+                                             CallRecord& record) {
   absl::StatusOr<Outputs> outputs =
-      ExecuteIntoBuffers(request, options, scheduler, placement, stop);
+      ExecuteIntoBuffers(request, options, scheduler, placement, stop, reservation);
   record.backend = placement.label;
   if (!outputs.ok()) return outputs.status();
   return ResultParts(*std::move(outputs), placement.label, options.chunk_bytes);
@@ -302,7 +385,10 @@ void SerializeInto(const Message& message, grpc::ByteBuffer* buffer) {
 }  // namespace
 
 TensorOpService::TensorOpService(const ServiceOptions& options, Scheduler* scheduler)
-    : options_(options), scheduler_(scheduler) {}
+    : options_(options),
+      scheduler_(scheduler),
+      budget_(options.memory_budget != nullptr ? options.memory_budget : &unbounded_),
+      idle_(options.idle_timeout) {}
 
 void TensorOpService::RecordOutcome(const CallRecord& record, const absl::Status& status) const {
   // One clock reading, so the log's latency and the histogram's agree.
@@ -313,10 +399,18 @@ void TensorOpService::RecordOutcome(const CallRecord& record, const absl::Status
   LogCall(record, status, end);
 }
 
+absl::StatusOr<Placement> TensorOpService::Place(const v1::RunRequest& request) const {
+  return scheduler_->Place(request.backend(), RequestedDevice(request));
+}
+
+absl::Status TensorOpService::Submit(std::function<void()> work) {
+  // The scheduler queues every task alike; the placement matters to Execute.
+  return scheduler_->Submit(Placement{}, std::move(work));
+}
+
 absl::Status TensorOpService::Dispatch(const v1::RunRequest& request, CallRecord& record,
                                        std::function<void(Placement&)> work) {
-  absl::StatusOr<Placement> placement =
-      scheduler_->Place(request.backend(), RequestedDevice(request));
+  absl::StatusOr<Placement> placement = Place(request);
   if (!placement.ok()) return placement.status();
   record.backend = placement->label;
   return scheduler_->Submit(*placement,
@@ -327,86 +421,175 @@ absl::Status TensorOpService::Dispatch(const v1::RunRequest& request, CallRecord
 
 // ---------------------------------------------------------------------------
 // Run
+//
+// The request's bytes are reserved in the reaction and parsed on a worker; the
+// answer is serialized there and its reservation held until gRPC sent it
+// (OnDone). An answer the client never takes ends CANCELLED after
+// --idle_timeout_seconds, with a log line saying so.
+
+class TensorOpService::UnaryReactor final : public grpc::ServerUnaryReactor {
+ public:
+  UnaryReactor(TensorOpService* service, grpc::CallbackServerContext* context,
+               const grpc::ByteBuffer* request, grpc::ByteBuffer* response)
+      : service_(service),
+        request_bytes_(request),
+        response_bytes_(response),
+        stop_(MakeStopCheck(context)),
+        watch_(service->idle_.Watch(context)),
+        reservation_(service->budget_->Empty()) {
+    record_.method = "Run";
+    record_.identity = PeerIdentity(*context);
+    absl::Status status = Guarded([&] {
+      RETURN_IF_ERROR(reservation_.Grow(static_cast<int64_t>(request->Length()),
+                                        "Run: the request as received"));
+      return service_->Submit([this] { Done(Guarded([&] { return Work(); })); });
+    });
+    if (!status.ok()) Done(status);
+  }
+
+  void OnDone() override {
+    watch_->Done();
+    // The call was recorded when its answer was ready (so a client holding the
+    // answer finds it counted); an answer the client then never took gets a
+    // second log line, not a second count.
+    if (watch_->expired()) LogCall(record_, service_->idle_.IdleStatus());
+    delete this;
+  }
+
+ private:
+  // On a scheduler worker.
+  absl::Status Work() {
+    RETURN_IF_ERROR(ParseRequest(*request_bytes_, "Run", reservation_, &request_));
+    const absl::Time start = record_.start;
+    std::string identity = std::move(record_.identity);
+    record_ = DescribeRequest("Run", request_);
+    record_.start = start;
+    record_.identity = std::move(identity);
+    ASSIGN_OR_RETURN(Placement placement, service_->Place(request_));
+    record_.backend = placement.label;
+    v1::RunResponse response;
+    absl::Status status = ExecuteIntoResponse(
+        request_, service_->options_, *service_->scheduler_, placement, stop_, reservation_,
+        /*with_status=*/false, "use RunStream for large results", &response);
+    record_.backend = placement.label;
+    RETURN_IF_ERROR(status);
+    response.set_id(request_.id());
+    response.set_backend(placement.label);
+    record_.bytes_out = ResponseDataBytes(response);
+    SerializeInto(response, response_bytes_);
+    // The response's outputs go with it; their serialized copy stays reserved.
+    reservation_.Shrink(record_.bytes_out);
+    return absl::OkStatus();
+  }
+
+  void Done(const absl::Status& status) {
+    service_->RecordOutcome(record_, status);
+    watch_->Arm();  // the answer waits for the client from here
+    Finish(ToGrpcStatus(status));
+  }
+
+  TensorOpService* const service_;
+  const grpc::ByteBuffer* const request_bytes_;  // owned by gRPC until OnDone
+  grpc::ByteBuffer* const response_bytes_;
+  const StopCheck stop_;
+  const std::shared_ptr<IdleWatch> watch_;
+  MemoryBudget::Reservation reservation_;
+  v1::RunRequest request_;
+  CallRecord record_;
+};
 
 grpc::ServerUnaryReactor* TensorOpService::Run(grpc::CallbackServerContext* context,
-                                               const v1::RunRequest* request,
-                                               v1::RunResponse* response) {
-  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
-  CallRecord record = DescribeRequest("Run", *request);
-  record.identity = PeerIdentity(*context);
-  absl::Status status = Dispatch(
-      *request, record,
-      [this, context, request, response, reactor, record](Placement& placement) mutable {
-        const StopCheck stop = MakeStopCheck(context);
-        absl::Status status =
-            ExecuteIntoResponse(*request, options_, *scheduler_, placement, stop,
-                                "use RunStream for large results", response);
-        record.backend = placement.label;
-        if (status.ok()) {
-          response->set_id(request->id());
-          response->set_backend(placement.label);
-          record.bytes_out = ResponseDataBytes(*response);
-        }
-        RecordOutcome(record, status);
-        reactor->Finish(ToGrpcStatus(status));
-      });
-  if (!status.ok()) {
-    RecordOutcome(record, status);
-    reactor->Finish(ToGrpcStatus(status));
-  }
-  return reactor;
+                                               const grpc::ByteBuffer* request,
+                                               grpc::ByteBuffer* response) {
+  return new UnaryReactor(this, context, request, response);
 }
 
 // ---------------------------------------------------------------------------
 // RunStream
 
-class TensorOpService::StreamReactor final : public grpc::ServerWriteReactor<v1::ResultPart> {
+class TensorOpService::StreamReactor final : public grpc::ServerWriteReactor<grpc::ByteBuffer> {
  public:
   StreamReactor(TensorOpService* service, grpc::CallbackServerContext* context,
-                const v1::RunRequest* request)
+                const grpc::ByteBuffer* request)
       : service_(service),
-        request_(request),
+        request_bytes_(request),
         stop_(MakeStopCheck(context)),
-        record_(DescribeRequest("RunStream", *request)) {
+        watch_(service->idle_.Watch(context)),
+        reservation_(service->budget_->Empty()) {
+    record_.method = "RunStream";
     record_.identity = PeerIdentity(*context);
-    absl::Status status = service_->Dispatch(
-        *request_, record_, [this](Placement& placement) { Work(placement); });
+    absl::Status status = Guarded([&] {
+      RETURN_IF_ERROR(reservation_.Grow(static_cast<int64_t>(request->Length()),
+                                        "RunStream: the request as received"));
+      return service_->Submit([this] { Work(); });
+    });
     if (!status.ok()) Done(status);
   }
 
   void OnWriteDone(bool ok) override {
+    watch_->Disarm();
     if (!ok) {
-      Done(WriteFailure(stop_));
+      Done(WriteFailed());
       return;
     }
     WriteNext();
   }
 
-  void OnDone() override { delete this; }
+  void OnDone() override {
+    watch_->Done();
+    delete this;
+  }
 
  private:
   // On a scheduler worker.
-  void Work(Placement& placement) {
-    absl::StatusOr<ResultParts> parts =
-        ExecuteIntoParts(*request_, service_->options_, *service_->scheduler_, placement, stop_,
-                         record_);
-    if (!parts.ok()) {
-      Done(parts.status());
+  void Work() {
+    absl::Status status = Guarded([&]() -> absl::Status {
+      RETURN_IF_ERROR(ParseRequest(*request_bytes_, "RunStream", reservation_, &request_));
+      const absl::Time start = record_.start;
+      std::string identity = std::move(record_.identity);
+      record_ = DescribeRequest("RunStream", request_);
+      record_.start = start;
+      record_.identity = std::move(identity);
+      ASSIGN_OR_RETURN(Placement placement, service_->Place(request_));
+      record_.backend = placement.label;
+      ASSIGN_OR_RETURN(ResultParts parts,
+                       ExecuteIntoParts(request_, service_->options_, *service_->scheduler_,
+                                        placement, stop_, reservation_, record_));
+      parts_.emplace(std::move(parts));
+      return absl::OkStatus();
+    });
+    if (!status.ok()) {
+      Done(status);
       return;
     }
-    parts_.emplace(*std::move(parts));
     WriteNext();
   }
 
   // One write in flight at a time: the next starts from OnWriteDone.
   void WriteNext() {
-    part_.Clear();
-    if (parts_->Next(&part_)) {
-      StartWrite(&part_);
+    bool more = false;
+    const absl::Status status = Guarded([&] {
+      v1::ResultPart part;
+      more = parts_->Next(&part);
+      reservation_.Shrink(parts_->TakeFreed());
+      if (more) SerializeInto(part, &write_buffer_);
+      return absl::OkStatus();
+    });
+    if (!status.ok()) {
+      Done(status);
+      return;
+    }
+    if (more) {
+      watch_->Arm();
+      StartWrite(&write_buffer_);
       return;
     }
     record_.bytes_out = parts_->total_bytes();
     Done(absl::OkStatus());
+  }
+
+  absl::Status WriteFailed() const {
+    return watch_->expired() ? service_->idle_.IdleStatus() : WriteFailure(stop_);
   }
 
   void Done(const absl::Status& status) {
@@ -415,34 +598,43 @@ class TensorOpService::StreamReactor final : public grpc::ServerWriteReactor<v1:
   }
 
   TensorOpService* const service_;
-  const v1::RunRequest* const request_;  // owned by gRPC until OnDone
+  const grpc::ByteBuffer* const request_bytes_;  // owned by gRPC until OnDone
   const StopCheck stop_;
+  const std::shared_ptr<IdleWatch> watch_;
+  MemoryBudget::Reservation reservation_;
+  v1::RunRequest request_;
   CallRecord record_;
   std::optional<ResultParts> parts_;
-  v1::ResultPart part_;
+  grpc::ByteBuffer write_buffer_;
 };
 
-grpc::ServerWriteReactor<v1::ResultPart>* TensorOpService::RunStream(
-    grpc::CallbackServerContext* context, const v1::RunRequest* request) {
+grpc::ServerWriteReactor<grpc::ByteBuffer>* TensorOpService::RunStream(
+    grpc::CallbackServerContext* context, const grpc::ByteBuffer* request) {
   return new StreamReactor(this, context, request);
 }
 
 // ---------------------------------------------------------------------------
 // RunBidi
 //
-// Every request read is submitted at once and the next read started; answers
-// are queued as tasks finish and written one at a time. The stream finishes
-// when the client half-closed (or sent bytes that do not parse, or went away)
-// and every task has answered. Decisions are taken under mu_; the gRPC calls
-// they lead to (StartRead, StartWrite, Finish) are made after releasing it,
-// because gRPC may run a reaction inline inside them. Once a thread decided to
-// Finish, no one touches the reactor again: OnDone may delete it at any time.
+// Every request read is reserved, parsed and submitted at once and the next
+// read started; answers are serialized by the tasks, queued with their
+// reservations as tasks finish, and written one at a time. A request that
+// fails (over the budget, an answer over the message limit, a bad request)
+// gets its own error answer and the stream goes on. The stream finishes when
+// the client half-closed (or sent bytes that do not parse, or went away) and
+// every task has answered. Decisions are taken under mu_; the gRPC calls they
+// lead to (StartRead, StartWrite, Finish) are made after releasing it, because
+// gRPC may run a reaction inline inside them. Once a thread decided to Finish,
+// no one touches the reactor again: OnDone may delete it at any time.
 
 class TensorOpService::BidiReactor final
     : public grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer> {
  public:
   BidiReactor(TensorOpService* service, grpc::CallbackServerContext* context)
-      : service_(service), stop_(MakeStopCheck(context)), identity_(PeerIdentity(*context)) {
+      : service_(service),
+        stop_(MakeStopCheck(context)),
+        identity_(PeerIdentity(*context)),
+        watch_(service->idle_.Watch(context)) {
     read_outstanding_ = true;
     StartRead(&read_buffer_);
   }
@@ -461,8 +653,13 @@ class TensorOpService::BidiReactor final
     }
     ++messages_read_;
     auto request = std::make_shared<v1::RunRequest>();
-    if (!grpc::SerializationTraits<v1::RunRequest>::Deserialize(&read_buffer_, request.get())
-             .ok()) {
+    MemoryBudget::Reservation reservation = service_->budget_->Empty();
+    const absl::Status parsed = Guarded([&] {
+      return ParseRequest(read_buffer_, absl::StrCat("RunBidi: message ", messages_read_),
+                          reservation, request.get());
+    });
+    read_buffer_.Clear();
+    if (parsed.code() == absl::StatusCode::kInvalidArgument) {
       const absl::Status status = absl::InvalidArgumentError(
           absl::StrCat("RunBidi: message ", messages_read_,
                        " is not a valid tensorop.v1.RunRequest; the stream ends here"));
@@ -484,7 +681,14 @@ class TensorOpService::BidiReactor final
       std::lock_guard<std::mutex> lock(mu_);
       ++pending_;  // answered exactly once, by Answer()
     }
-    Submit(std::move(request));
+    if (parsed.ok()) {
+      Submit(std::move(request), std::move(reservation));
+    } else {
+      // Over the budget: answered at once, without its request (not parsed).
+      CallRecord record;
+      record.method = "RunBidi";
+      Answer(*request, std::move(record), parsed, v1::RunResponse(), std::move(reservation));
+    }
     Step step;
     {
       // The read counts as outstanding until here, so no other thread can
@@ -497,10 +701,12 @@ class TensorOpService::BidiReactor final
   }
 
   void OnWriteDone(bool ok) override {
+    watch_->Disarm();
     Step step;
     {
       std::lock_guard<std::mutex> lock(mu_);
       writing_ = false;
+      writing_reservation_.Release();
       if (!ok) {
         // The client is gone: answers still to come are dropped.
         broken_ = true;
@@ -511,18 +717,28 @@ class TensorOpService::BidiReactor final
     Take(std::move(step));
   }
 
-  void OnDone() override { delete this; }
+  void OnDone() override {
+    watch_->Done();
+    delete this;
+  }
 
  private:
   // Answers and reads kept in flight per stream; past it reading pauses until
   // the client takes answers (flow control instead of an unbounded queue).
   static constexpr int kWindow = 64;
 
+  // A serialized answer and the memory it holds.
+  struct Queued {
+    grpc::ByteBuffer bytes;
+    MemoryBudget::Reservation reservation;
+  };
+
   // What to do once mu_ is released.
   struct Step {
     bool read = false;
-    std::optional<v1::RunResponse> write;
+    bool write = false;
     std::optional<absl::Status> finish;
+    bool log_finish = false;
   };
 
   Step NextStepLocked() {
@@ -530,8 +746,12 @@ class TensorOpService::BidiReactor final
     if (finished_) return step;
     if (!writing_ && !broken_ && !queue_.empty()) {
       writing_ = true;
-      step.write = std::move(queue_.front());
+      // Only the thread that set writing_ touches write_buffer_ until the
+      // write is done.
+      write_buffer_ = std::move(queue_.front().bytes);
+      writing_reservation_ = std::move(queue_.front().reservation);
       queue_.pop_front();
+      step.write = true;
     }
     const int in_flight = pending_ + static_cast<int>(queue_.size()) + (writing_ ? 1 : 0);
     if (!reads_done_ && !read_outstanding_ && !broken_ && in_flight < kWindow) {
@@ -545,7 +765,8 @@ class TensorOpService::BidiReactor final
       if (!end_status_.ok()) {
         step.finish = end_status_;
       } else if (broken_) {
-        step.finish = WriteFailure(stop_);
+        step.finish = watch_->expired() ? service_->idle_.IdleStatus() : WriteFailure(stop_);
+        step.log_finish = true;
       } else {
         step.finish = absl::OkStatus();
       }
@@ -555,47 +776,66 @@ class TensorOpService::BidiReactor final
 
   void Take(Step step) {
     if (step.finish.has_value()) {
+      if (step.log_finish) {
+        // A stream the client stopped reading (or that went idle) ends with a
+        // line of its own: its requests' lines say they were answered.
+        CallRecord record;
+        record.method = "RunBidi";
+        service_->RecordOutcome(record, *step.finish);
+      }
       Finish(ToGrpcStatus(*step.finish));
       return;  // `this` may be gone
     }
-    if (step.write.has_value()) {
-      // Only the thread that set writing_ touches write_buffer_.
-      SerializeInto(*step.write, &write_buffer_);
+    if (step.write) {
+      watch_->Arm();
       StartWrite(&write_buffer_);
     }
     if (step.read) StartRead(&read_buffer_);
   }
 
-  void Submit(std::shared_ptr<v1::RunRequest> request) {
+  void Submit(std::shared_ptr<v1::RunRequest> request, MemoryBudget::Reservation reservation) {
     CallRecord record = DescribeRequest("RunBidi", *request);
     record.identity = identity_;
+    auto held = std::make_shared<MemoryBudget::Reservation>(std::move(reservation));
     absl::Status status = service_->Dispatch(
-        *request, record, [this, request, record](Placement& placement) mutable {
+        *request, record, [this, request, record, held](Placement& placement) mutable {
           v1::RunResponse response;
           absl::Status status = ExecuteIntoResponse(
-              *request, service_->options_, *service_->scheduler_, placement, stop_,
-              "use RunStream or RunChunked for large results", &response);
+              *request, service_->options_, *service_->scheduler_, placement, stop_, *held,
+              /*with_status=*/true, "use RunStream or RunChunked for large results", &response);
           record.backend = placement.label;
           if (status.ok()) response.set_backend(placement.label);
-          Answer(*request, std::move(record), status, std::move(response));
+          Answer(*request, std::move(record), status, std::move(response), std::move(*held));
         });
-    if (!status.ok()) Answer(*request, std::move(record), status, v1::RunResponse());
+    if (!status.ok()) {
+      Answer(*request, std::move(record), status, v1::RunResponse(), std::move(*held));
+    }
   }
 
   // Queues the answer to `request`; from a worker, or from OnReadDone when the
-  // request never reached one.
+  // request never reached one. `reservation` holds the request and its
+  // outputs; the request's part is given back once the answer is serialized.
   void Answer(const v1::RunRequest& request, CallRecord record, const absl::Status& status,
-              v1::RunResponse response) {
+              v1::RunResponse response, MemoryBudget::Reservation reservation) {
     response.set_id(request.id());
     response.mutable_status()->set_code(static_cast<int32_t>(ToGrpcCode(status.code())));
     response.mutable_status()->set_message(std::string(status.message()));
     if (status.ok()) record.bytes_out = ResponseDataBytes(response);
     service_->RecordOutcome(record, status);
+    Queued queued;
+    const absl::Status serialized = Guarded([&] {
+      SerializeInto(response, &queued.bytes);
+      return absl::OkStatus();
+    });
+    // An error answer is small and not reserved: refusing it would lose it.
+    const int64_t answer_bytes = status.ok() ? static_cast<int64_t>(queued.bytes.Length()) : 0;
+    reservation.Shrink(reservation.bytes() - answer_bytes);
+    queued.reservation = std::move(reservation);
     Step step;
     {
       std::lock_guard<std::mutex> lock(mu_);
       --pending_;
-      if (!broken_) queue_.push_back(std::move(response));
+      if (!broken_ && serialized.ok()) queue_.push_back(std::move(queued));
       step = NextStepLocked();
     }
     Take(std::move(step));
@@ -604,6 +844,7 @@ class TensorOpService::BidiReactor final
   TensorOpService* const service_;
   const StopCheck stop_;
   const std::string identity_;  // who called, for every request's log line
+  const std::shared_ptr<IdleWatch> watch_;
   int64_t messages_read_ = 0;  // only touched by reactions, never concurrently
   grpc::ByteBuffer read_buffer_;
   grpc::ByteBuffer write_buffer_;
@@ -612,7 +853,8 @@ class TensorOpService::BidiReactor final
   bool read_outstanding_ = false;
   bool reads_done_ = false;
   int pending_ = 0;  // submitted requests not yet answered
-  std::deque<v1::RunResponse> queue_;
+  std::deque<Queued> queue_;
+  MemoryBudget::Reservation writing_reservation_;  // of the answer being written
   bool writing_ = false;
   bool broken_ = false;
   bool finished_ = false;
@@ -626,30 +868,37 @@ grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>* TensorOpService::Ru
 
 // ---------------------------------------------------------------------------
 // RunChunked
+//
+// The request part is reserved before it is parsed and each chunk before it is
+// stored, as the upload grows (never the total the request declares); the
+// upload is cancelled when no part arrives for --idle_timeout_seconds.
 
 class TensorOpService::ChunkedReactor final
     : public grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer> {
  public:
   ChunkedReactor(TensorOpService* service, grpc::CallbackServerContext* context)
-      : service_(service), stop_(MakeStopCheck(context)) {
+      : service_(service),
+        stop_(MakeStopCheck(context)),
+        watch_(service->idle_.Watch(context)),
+        reservation_(service->budget_->Empty()) {
     record_.method = "RunChunked";
     record_.identity = PeerIdentity(*context);
+    watch_->Arm();
     StartRead(&read_buffer_);
   }
 
   void OnReadDone(bool ok) override {
+    watch_->Touch();
     if (!ok) {
+      watch_->Disarm();
       HalfClosed();
       return;
     }
     ++parts_read_;
-    v1::RequestPart part;
-    absl::Status status =
-        grpc::SerializationTraits<v1::RequestPart>::Deserialize(&read_buffer_, &part).ok()
-            ? Accept(part)
-            : absl::InvalidArgumentError(absl::StrCat(
-                  "RunChunked: part ", parts_read_, " is not a valid tensorop.v1.RequestPart"));
+    absl::Status status = Guarded([&] { return Read(); });
+    read_buffer_.Clear();
     if (!status.ok()) {
+      watch_->Disarm();
       Done(status);
       return;
     }
@@ -657,16 +906,40 @@ class TensorOpService::ChunkedReactor final
   }
 
   void OnWriteDone(bool ok) override {
+    watch_->Disarm();
     if (!ok) {
-      Done(WriteFailure(stop_));
+      Done(watch_->expired() ? service_->idle_.IdleStatus() : WriteFailure(stop_));
       return;
     }
     WriteNext();
   }
 
-  void OnDone() override { delete this; }
+  void OnDone() override {
+    watch_->Done();
+    delete this;
+  }
 
  private:
+  // Parses the part in read_buffer_ and takes it in.
+  absl::Status Read() {
+    v1::RequestPart part;
+    if (!have_request_) {
+      // The request part: reserved (bounded from its tags) before parsing, and
+      // kept, since the request is held until the call ends.
+      absl::StatusOr<int64_t> bound =
+          ParsedBytesBound(read_buffer_, *v1::RequestPart::descriptor());
+      if (bound.ok()) {
+        RETURN_IF_ERROR(reservation_.Grow(*bound + kRequestOverheadBytes,
+                                          "RunChunked: parsing the request part"));
+      }
+    }
+    if (!grpc::SerializationTraits<v1::RequestPart>::Deserialize(&read_buffer_, &part).ok()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "RunChunked: part ", parts_read_, " is not a valid tensorop.v1.RequestPart"));
+    }
+    return Accept(part);
+  }
+
   // Takes one part in; a non-OK status ends the call with it.
   absl::Status Accept(v1::RequestPart& part) {
     if (!have_request_) {
@@ -683,9 +956,14 @@ class TensorOpService::ChunkedReactor final
       record_.identity = identity;
       for (const auto& [name, tensor] : request_.inputs()) {
         bytes_in_ += static_cast<int64_t>(tensor.data().size());
+        charged_[name] = static_cast<int64_t>(tensor.data().size());
       }
       RETURN_IF_ERROR(CheckBytes());
-      Reserve();
+      RETURN_IF_ERROR(reservation_.Grow(
+          kOutputOverheadBytes * std::max(1, request_.outputs_size()),
+          absl::StrCat("RunChunked: planning the ", request_.outputs_size(),
+                       " outputs of request \"", request_.id(), "\"")));
+      ReserveAddressSpace();
       return absl::OkStatus();
     }
     switch (part.part_case()) {
@@ -698,8 +976,7 @@ class TensorOpService::ChunkedReactor final
         }
         bytes_in_ += static_cast<int64_t>(chunk.data().size());
         RETURN_IF_ERROR(CheckBytes());
-        input->second.mutable_data()->append(chunk.data());
-        return absl::OkStatus();
+        return Append(chunk, input->second.mutable_data());
       }
       case v1::RequestPart::kRequest:
         return absl::InvalidArgumentError(absl::StrCat(
@@ -709,6 +986,31 @@ class TensorOpService::ChunkedReactor final
     }
     return absl::InvalidArgumentError(
         absl::StrCat("RunChunked: part ", parts_read_, " has neither a request nor a chunk"));
+  }
+
+  // Appends `chunk` to `data`, reserving first what the input's buffer comes
+  // to hold: its bytes as they arrive while they fit the capacity reserved
+  // ahead (address space whose pages only the bytes touch), else the doubled
+  // capacity, with the old buffer for the moment of the copy.
+  absl::Status Append(const v1::InputChunk& chunk, std::string* data) {
+    int64_t& charged = charged_[chunk.input()];
+    const int64_t size = static_cast<int64_t>(data->size());
+    const int64_t needed = size + static_cast<int64_t>(chunk.data().size());
+    const int64_t capacity = static_cast<int64_t>(data->capacity());
+    const std::string what = absl::StrCat("RunChunked: input \"", chunk.input(), "\" of request \"",
+                                          request_.id(), "\" at ", needed, " bytes");
+    if (needed > capacity) {
+      const int64_t target = std::max(needed, 2 * capacity);
+      RETURN_IF_ERROR(reservation_.Grow(target + capacity - charged, what));
+      data->reserve(static_cast<size_t>(target));
+      reservation_.Shrink(capacity);
+      charged = target;
+    } else if (needed > charged) {
+      RETURN_IF_ERROR(reservation_.Grow(needed - charged, what));
+      charged = needed;
+    }
+    data->append(chunk.data());
+    return absl::OkStatus();
   }
 
   // Refused as soon as the uploaded bytes pass the limit, not after storing them.
@@ -722,15 +1024,19 @@ class TensorOpService::ChunkedReactor final
   }
 
   // Sizes each input's buffer for the bytes its description declares, so the
-  // chunks append without reallocating. Within the request limit only: the
-  // reservation is address space, pages are touched as chunks arrive.
-  void Reserve() {
+  // chunks append without reallocating: address space only (pages are
+  // touched, and reserved in the budget, as chunks arrive), and only when the
+  // declared total fits both the request limit and the memory budget, so a
+  // declaration alone never allocates what the server could not hold.
+  void ReserveAddressSpace() {
+    const int64_t room = std::min(service_->options_.limits.max_request_bytes,
+                                  service_->budget_->limit());
     int64_t total = 0;
     for (auto& [name, tensor] : *request_.mutable_inputs()) {
       std::optional<int64_t> bytes = DeclaredBytes(tensor);
       if (!bytes.has_value()) continue;
       std::optional<int64_t> sum = CheckedAdd(total, *bytes);
-      if (!sum.has_value() || *sum > service_->options_.limits.max_request_bytes) return;
+      if (!sum.has_value() || *sum > room) return;
       total = *sum;
     }
     for (auto& [name, tensor] : *request_.mutable_inputs()) {
@@ -742,7 +1048,7 @@ class TensorOpService::ChunkedReactor final
 
   void HalfClosed() {
     if (absl::Status stop = stop_(); !stop.ok()) {
-      Done(stop);
+      Done(watch_->expired() ? service_->idle_.IdleStatus() : stop);
       return;
     }
     if (!have_request_) {
@@ -756,21 +1062,35 @@ class TensorOpService::ChunkedReactor final
 
   // On a scheduler worker.
   void Work(Placement& placement) {
-    absl::StatusOr<ResultParts> parts =
-        ExecuteIntoParts(request_, service_->options_, *service_->scheduler_, placement, stop_,
-                         record_);
-    if (!parts.ok()) {
-      Done(parts.status());
+    absl::Status status = Guarded([&]() -> absl::Status {
+      ASSIGN_OR_RETURN(ResultParts parts,
+                       ExecuteIntoParts(request_, service_->options_, *service_->scheduler_,
+                                        placement, stop_, reservation_, record_));
+      parts_.emplace(std::move(parts));
+      return absl::OkStatus();
+    });
+    if (!status.ok()) {
+      Done(status);
       return;
     }
-    parts_.emplace(*std::move(parts));
     WriteNext();
   }
 
   void WriteNext() {
-    v1::ResultPart part;
-    if (parts_->Next(&part)) {
-      SerializeInto(part, &write_buffer_);
+    bool more = false;
+    const absl::Status status = Guarded([&] {
+      v1::ResultPart part;
+      more = parts_->Next(&part);
+      reservation_.Shrink(parts_->TakeFreed());
+      if (more) SerializeInto(part, &write_buffer_);
+      return absl::OkStatus();
+    });
+    if (!status.ok()) {
+      Done(status);
+      return;
+    }
+    if (more) {
+      watch_->Arm();
       StartWrite(&write_buffer_);
       return;
     }
@@ -786,11 +1106,14 @@ class TensorOpService::ChunkedReactor final
 
   TensorOpService* const service_;
   const StopCheck stop_;
+  const std::shared_ptr<IdleWatch> watch_;
+  MemoryBudget::Reservation reservation_;
   CallRecord record_;
   int64_t parts_read_ = 0;
   bool have_request_ = false;
   v1::RunRequest request_;  // owns the inputs while the task runs
   int64_t bytes_in_ = 0;
+  std::map<std::string, int64_t> charged_;  // per input: bytes of its buffer reserved
   std::optional<ResultParts> parts_;
   grpc::ByteBuffer read_buffer_;
   grpc::ByteBuffer write_buffer_;

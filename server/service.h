@@ -6,12 +6,16 @@
 
 #include <cstdint>
 #include <functional>
+#include <limits>
 
 #include <grpcpp/grpcpp.h>
 #include <grpcpp/support/byte_buffer.h>
 
 #include "absl/status/status.h"
+#include "absl/time/time.h"
 #include "core/limits.h"
+#include "server/idle_watchdog.h"
+#include "server/memory_budget.h"
 #include "server/request_log.h"
 #include "server/scheduler.h"
 #include "tensorop/v1/tensorop.grpc.pb.h"
@@ -30,13 +34,21 @@ struct ServiceOptions {
   // Where finished calls are counted besides the request log; null: nowhere.
   // Not owned; must outlive the service.
   Metrics* metrics = nullptr;
+  // What every call's memory is reserved against (--max_memory_bytes); null:
+  // no budget. Not owned; must outlive the service.
+  MemoryBudget* memory_budget = nullptr;
+  // A call whose client sends nothing (a RunChunked upload) or takes nothing
+  // (a result part, a RunBidi answer, a unary answer) this long is cancelled
+  // (--idle_timeout_seconds); zero: never.
+  absl::Duration idle_timeout = absl::ZeroDuration();
 };
 
-// RunBidi and RunChunked read raw bytes and parse them here: with typed reads
-// gRPC reports a message that does not parse exactly like the client's
-// half-close, and garbage would pass for the end of the stream.
-using ServiceBase = v1::TensorOp::WithCallbackMethod_Run<
-    v1::TensorOp::WithCallbackMethod_RunStream<v1::TensorOp::WithRawCallbackMethod_RunBidi<
+// Every method reads raw bytes and parses them here: with typed reads gRPC
+// reports a message that does not parse exactly like the client's half-close
+// (streams), or answers UNIMPLEMENTED with no message (unary), and it parses
+// before the memory budget can be asked.
+using ServiceBase = v1::TensorOp::WithRawCallbackMethod_Run<
+    v1::TensorOp::WithRawCallbackMethod_RunStream<v1::TensorOp::WithRawCallbackMethod_RunBidi<
         v1::TensorOp::WithRawCallbackMethod_RunChunked<v1::TensorOp::Service>>>>;
 
 class TensorOpService final : public ServiceBase {
@@ -46,11 +58,11 @@ class TensorOpService final : public ServiceBase {
 
   // One request, every output inline.
   grpc::ServerUnaryReactor* Run(grpc::CallbackServerContext* context,
-                                const v1::RunRequest* request,
-                                v1::RunResponse* response) override;
+                                const grpc::ByteBuffer* request,
+                                grpc::ByteBuffer* response) override;
   // One request, each output as a header then data chunks.
-  grpc::ServerWriteReactor<v1::ResultPart>* RunStream(
-      grpc::CallbackServerContext* context, const v1::RunRequest* request) override;
+  grpc::ServerWriteReactor<grpc::ByteBuffer>* RunStream(
+      grpc::CallbackServerContext* context, const grpc::ByteBuffer* request) override;
   // RunRequests in, RunResponses out in completion order.
   grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>* RunBidi(
       grpc::CallbackServerContext* context) override;
@@ -59,6 +71,7 @@ class TensorOpService final : public ServiceBase {
       grpc::CallbackServerContext* context) override;
 
  private:
+  class UnaryReactor;
   class StreamReactor;
   class BidiReactor;
   class ChunkedReactor;
@@ -68,6 +81,10 @@ class TensorOpService final : public ServiceBase {
   // why nothing was queued.
   absl::Status Dispatch(const v1::RunRequest& request, CallRecord& record,
                         std::function<void(Placement&)> work);
+  // Queues `work` on a scheduler worker before the request is parsed (Run,
+  // RunStream parse there); it places the request itself with Place().
+  absl::Status Submit(std::function<void()> work);
+  absl::StatusOr<Placement> Place(const v1::RunRequest& request) const;
 
   // The one place a call's outcome is recorded: its request log line and, when
   // the server has them, its metrics.
@@ -75,6 +92,10 @@ class TensorOpService final : public ServiceBase {
 
   const ServiceOptions options_;
   Scheduler* const scheduler_;
+  // options_.memory_budget, or an unbounded one.
+  MemoryBudget unbounded_{std::numeric_limits<int64_t>::max()};
+  MemoryBudget* const budget_;
+  IdleWatchdog idle_;
 };
 
 }  // namespace tensorop::server

@@ -1,0 +1,101 @@
+// The server-wide memory budget (--max_memory_bytes): every byte tensord holds
+// for a call (the request as received and parsed, output buffers, answers
+// waiting to be sent, streamed results) is reserved here before it is
+// allocated and given back when it is freed. A reservation that does not fit
+// is refused at once with RESOURCE_EXHAUSTED naming the flag: the caller never
+// waits for memory (a reaction must not block, and a worker waiting for bytes
+// held by calls that wait for workers could wait forever); clients retry with
+// backoff as they do for --max_queued_requests.
+#ifndef TENSOROP_SERVER_MEMORY_BUDGET_H_
+#define TENSOROP_SERVER_MEMORY_BUDGET_H_
+
+#include <atomic>
+#include <cstdint>
+#include <string>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+
+namespace tensorop::server {
+
+class MemoryBudget {
+ public:
+  // Bytes held against a budget, given back when it is destroyed. Movable; a
+  // default-constructed one belongs to no budget and holds nothing.
+  class Reservation {
+   public:
+    Reservation() = default;
+    Reservation(Reservation&& other) noexcept;
+    Reservation& operator=(Reservation&& other) noexcept;
+    Reservation(const Reservation&) = delete;
+    Reservation& operator=(const Reservation&) = delete;
+    ~Reservation() { Release(); }
+
+    // Reserves `bytes` more for `what` (e.g. "the outputs of request \"a\"").
+    // RESOURCE_EXHAUSTED naming --max_memory_bytes, holding what it held
+    // before, when they do not fit. Without a budget: always OK.
+    absl::Status Grow(int64_t bytes, absl::string_view what);
+    // Gives back `bytes` (at most what is held), as a part is written or freed.
+    void Shrink(int64_t bytes);
+    // Gives back everything.
+    void Release();
+    int64_t bytes() const { return bytes_; }
+
+   private:
+    friend class MemoryBudget;
+    Reservation(MemoryBudget* budget, int64_t bytes) : budget_(budget), bytes_(bytes) {}
+
+    MemoryBudget* budget_ = nullptr;
+    int64_t bytes_ = 0;
+  };
+
+  // A budget of `limit_bytes` (at least 1).
+  explicit MemoryBudget(int64_t limit_bytes);
+  MemoryBudget(const MemoryBudget&) = delete;
+  MemoryBudget& operator=(const MemoryBudget&) = delete;
+
+  // Reserves `bytes` for `what`, or RESOURCE_EXHAUSTED when they do not fit.
+  absl::StatusOr<Reservation> TryReserve(int64_t bytes, absl::string_view what);
+  // A reservation of 0 bytes on this budget, to Grow later.
+  Reservation Empty() { return Reservation(this, 0); }
+
+  int64_t limit() const { return limit_; }
+  // Bytes reserved now.
+  int64_t reserved() const { return reserved_.load(std::memory_order_relaxed); }
+  // Reservations refused so far.
+  int64_t refusals() const { return refusals_.load(std::memory_order_relaxed); }
+
+ private:
+  absl::Status Take(int64_t bytes, absl::string_view what);
+  void Give(int64_t bytes);
+
+  const int64_t limit_;
+  std::atomic<int64_t> reserved_{0};
+  std::atomic<int64_t> refusals_{0};
+};
+
+// The memory this process may use: the cgroup's limit (v2 memory.max, or v1
+// memory.limit_in_bytes) when there is one below the physical RAM, else the
+// physical RAM; `source` says which ("cgroup memory.max", "physical RAM").
+struct MemoryLimit {
+  int64_t bytes = 0;
+  std::string source;
+};
+MemoryLimit ProcessMemoryLimit();
+
+class Metrics;
+// Adds the budget's series to `metrics`, sampled at each scrape:
+//   tensorop_memory_budget_bytes    the budget (--max_memory_bytes)
+//   tensorop_memory_reserved_bytes  bytes reserved by calls now
+//   tensorop_memory_refusals_total  reservations refused (RESOURCE_EXHAUSTED)
+// `budget` must outlive every scrape.
+void AddMemoryBudgetSeries(Metrics& metrics, const MemoryBudget& budget);
+
+// The limit a cgroup v2 "memory.max" or v1 "memory.limit_in_bytes" file's
+// `text` sets, or -1 for none ("max", empty, unparsable).
+int64_t ParseCgroupLimit(absl::string_view text);
+
+}  // namespace tensorop::server
+
+#endif  // TENSOROP_SERVER_MEMORY_BUDGET_H_

@@ -1,0 +1,36 @@
+// Sizes of messages without building them, so the memory budget is asked
+// before protobuf allocates: a bound on what parsing a received message takes
+// (a packed field of N one-byte entries becomes N int64s, eight times its wire
+// size), and the exact serialized size of a RunResponse from its outputs'
+// layouts (the message limit is checked before any work).
+#ifndef TENSOROP_SERVER_WIRE_BOUND_H_
+#define TENSOROP_SERVER_WIRE_BOUND_H_
+
+#include <cstdint>
+#include <vector>
+
+#include <google/protobuf/descriptor.h>
+#include <grpcpp/support/byte_buffer.h>
+
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "core/tensor.h"
+
+namespace tensorop::server {
+
+// An upper bound on the heap bytes parsing `bytes` as a `type` message takes,
+// found by reading its tags and lengths only (bytes fields and packed fields
+// are skipped, not read). INVALID_ARGUMENT naming the type when the bytes are
+// not a well-formed message of it.
+absl::StatusOr<int64_t> ParsedBytesBound(const grpc::ByteBuffer& bytes,
+                                         const google::protobuf::Descriptor& type);
+
+// The serialized size of a RunResponse with `id`, `backend`, the given status
+// message (when `with_status`) and one output per layout, each with its
+// layout's buffer_bytes() of data.
+int64_t RunResponseBytes(absl::string_view id, absl::string_view backend, bool with_status,
+                         absl::string_view status_message, const std::vector<Layout>& outputs);
+
+}  // namespace tensorop::server
+
+#endif  // TENSOROP_SERVER_WIRE_BOUND_H_

@@ -1,0 +1,106 @@
+#include "server/memory_budget.h"
+
+#include <utility>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "server/metrics.h"
+#include "tests/support/status_matchers.h"
+
+namespace tensorop::server {
+namespace {
+
+using ::testing::AllOf;
+using ::testing::HasSubstr;
+
+TEST(MemoryBudgetTest, ReservesUpToTheLimitAndRefusesPastIt) {
+  MemoryBudget budget(100);
+  absl::StatusOr<MemoryBudget::Reservation> first = budget.TryReserve(60, "first");
+  ASSERT_TRUE(first.ok());
+  EXPECT_EQ(first->bytes(), 60);
+  EXPECT_EQ(budget.reserved(), 60);
+  absl::StatusOr<MemoryBudget::Reservation> second = budget.TryReserve(41, "the outputs of \"b\"");
+  EXPECT_EQ(second.status().code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_THAT(std::string(second.status().message()),
+              AllOf(HasSubstr("41 more bytes for the outputs of \"b\""),
+                    HasSubstr("60 of the budget's 100 bytes reserved"),
+                    HasSubstr("--max_memory_bytes")));
+  EXPECT_EQ(budget.refusals(), 1);
+  EXPECT_EQ(budget.reserved(), 60);
+  absl::StatusOr<MemoryBudget::Reservation> exact = budget.TryReserve(40, "exact");
+  ASSERT_TRUE(exact.ok());
+  EXPECT_EQ(budget.reserved(), 100);
+}
+
+TEST(MemoryBudgetTest, GivesBackOnDestructionShrinkAndRelease) {
+  MemoryBudget budget(100);
+  {
+    MemoryBudget::Reservation reservation = budget.Empty();
+    ASSERT_TRUE(reservation.Grow(30, "a").ok());
+    ASSERT_TRUE(reservation.Grow(20, "b").ok());
+    EXPECT_EQ(budget.reserved(), 50);
+    reservation.Shrink(15);
+    EXPECT_EQ(reservation.bytes(), 35);
+    EXPECT_EQ(budget.reserved(), 35);
+    reservation.Shrink(1000);  // at most what it holds
+    EXPECT_EQ(reservation.bytes(), 0);
+    EXPECT_EQ(budget.reserved(), 0);
+    ASSERT_TRUE(reservation.Grow(70, "c").ok());
+    EXPECT_FALSE(reservation.Grow(31, "d").ok());  // a failed Grow keeps what was held
+    EXPECT_EQ(reservation.bytes(), 70);
+  }
+  EXPECT_EQ(budget.reserved(), 0);
+  MemoryBudget::Reservation released = *budget.TryReserve(10, "e");
+  released.Release();
+  EXPECT_EQ(budget.reserved(), 0);
+  EXPECT_EQ(released.bytes(), 0);
+}
+
+TEST(MemoryBudgetTest, AMovedReservationIsGivenBackOnce) {
+  MemoryBudget budget(100);
+  MemoryBudget::Reservation a = *budget.TryReserve(40, "a");
+  MemoryBudget::Reservation b = std::move(a);
+  EXPECT_EQ(a.bytes(), 0);  // NOLINT(bugprone-use-after-move): moved-from is empty
+  EXPECT_EQ(b.bytes(), 40);
+  MemoryBudget::Reservation c = *budget.TryReserve(10, "c");
+  c = std::move(b);  // gives back c's 10
+  EXPECT_EQ(budget.reserved(), 40);
+  { MemoryBudget::Reservation d = std::move(c); }
+  EXPECT_EQ(budget.reserved(), 0);
+}
+
+TEST(MemoryBudgetTest, AReservationWithoutABudgetAlwaysGrows) {
+  MemoryBudget::Reservation none;
+  EXPECT_TRUE(none.Grow(int64_t{1} << 60, "anything").ok());
+  EXPECT_EQ(none.bytes(), int64_t{1} << 60);
+  none.Release();
+}
+
+TEST(MemoryBudgetTest, ParsesCgroupLimits) {
+  EXPECT_EQ(ParseCgroupLimit("4294967296\n"), int64_t{4294967296});
+  EXPECT_EQ(ParseCgroupLimit("max\n"), -1);
+  EXPECT_EQ(ParseCgroupLimit(""), -1);
+  EXPECT_EQ(ParseCgroupLimit("garbage"), -1);
+}
+
+TEST(MemoryBudgetTest, TheProcessLimitIsPositive) {
+  const MemoryLimit limit = ProcessMemoryLimit();
+  EXPECT_GT(limit.bytes, 0);
+  EXPECT_FALSE(limit.source.empty());
+}
+
+TEST(MemoryBudgetTest, SeriesShowTheBudgetUseAndRefusals) {
+  MemoryBudget budget(100);
+  Metrics metrics;
+  AddMemoryBudgetSeries(metrics, budget);
+  MemoryBudget::Reservation held = *budget.TryReserve(25, "a");
+  EXPECT_FALSE(budget.TryReserve(90, "b").ok());
+  const std::string text = metrics.Exposition();
+  EXPECT_THAT(text, HasSubstr("\ntensorop_memory_budget_bytes 100\n"));
+  EXPECT_THAT(text, HasSubstr("\ntensorop_memory_reserved_bytes 25\n"));
+  EXPECT_THAT(text, HasSubstr("# TYPE tensorop_memory_refusals_total counter\n"
+                              "tensorop_memory_refusals_total 1\n"));
+}
+
+}  // namespace
+}  // namespace tensorop::server

@@ -1,0 +1,22 @@
+// Memory figures of a running process from /proc/<pid>/status, for tests that
+// bound a server's resident memory.
+#ifndef TENSOROP_TESTS_SUPPORT_PROC_STATUS_H_
+#define TENSOROP_TESTS_SUPPORT_PROC_STATUS_H_
+
+#include <sys/types.h>
+
+#include <cstdint>
+#include <string_view>
+
+namespace tensorop::testing {
+
+// The value of a "kB" line of /proc/<pid>/status in bytes ("VmRSS": resident
+// now, "VmHWM": the peak resident so far), or -1 when it cannot be read.
+int64_t ProcStatusBytes(pid_t pid, std::string_view field);
+
+inline int64_t ResidentBytes(pid_t pid) { return ProcStatusBytes(pid, "VmRSS"); }
+inline int64_t PeakResidentBytes(pid_t pid) { return ProcStatusBytes(pid, "VmHWM"); }
+
+}  // namespace tensorop::testing
+
+#endif  // TENSOROP_TESTS_SUPPORT_PROC_STATUS_H_
