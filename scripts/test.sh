@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The test command: installs what is missing, builds, and runs every test twice,
 # in the release build and under AddressSanitizer + UndefinedBehaviorSanitizer,
-# then runs the public conformance cases through a real tensord with tensorctl,
+# the server's unit tests under ThreadSanitizer, each fuzz target for a bounded
+# time, then the public conformance cases through a real tensord with tensorctl,
 # the Python client's tests, the Kubernetes manifests' validation, and the
 # container image's build and test.
 set -euo pipefail
