@@ -65,6 +65,8 @@ status=0
 as_root unshare --mount --pid --fork --propagation private \
   env -i TERM=dumb bash -euo pipefail -c '
     rootfs="$1"; shift
+    # The root a mount point of its own, as / is on a machine: podman remounts it.
+    mount --bind "$rootfs" "$rootfs"
     mount -t proc proc "$rootfs/proc"
     mount --rbind /dev "$rootfs/dev"
     mount --rbind /sys "$rootfs/sys"
