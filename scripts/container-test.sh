@@ -280,15 +280,16 @@ mkdir "$pki/mount"
 cp "$pki/tls.crt" "$pki/tls.key" "$pki/ca.crt" "$pki/tokens" "$pki/mount/"
 buildah copy --chown 10001:10001 "$container" "$pki/mount" /tmp/tls >/dev/null
 
-port="$(pick_port)"
-health_port="$(pick_port)"
-[ "$port" != "$health_port" ] || health_port=$(( port + 1 ))
-section "TLS: start tensord on 127.0.0.1:$port (TLS only), health on 127.0.0.1:$health_port"
-in_container "${entrypoint[@]}" --address="127.0.0.1:$port" --metrics_address= \
+section "TLS: start tensord on 127.0.0.1:0 (TLS only), health on 127.0.0.1:0"
+in_container "${entrypoint[@]}" --address=127.0.0.1:0 --metrics_address= \
   --tls_cert_file=/tmp/tls/tls.crt --tls_key_file=/tmp/tls/tls.key \
   --tls_client_ca_file=/tmp/tls/ca.crt --auth_token_file=/tmp/tls/tokens \
-  --health_address="127.0.0.1:$health_port" >"$log" 2>&1 &
+  --health_address=127.0.0.1:0 >"$log" 2>&1 &
 buildah_pid=$!
+port="$(tensord_port "$log" "$buildah_pid")" || { server_log; fail "tensord (TLS) did not start"; }
+health_port="$(tensord_port "$log" "$buildah_pid" health)" ||
+  { server_log; fail "tensord (TLS) did not start its health listener"; }
+echo "TLS port $port, health port $health_port"
 health=()
 for arg in "${healthcheck[@]:1}"; do health+=("${arg/%:50051/:$health_port}"); done
 echo "health check: ${health[*]}"
@@ -300,7 +301,7 @@ while [ "$SECONDS" -lt "$deadline" ]; do
   sleep 1
 done
 [ "$healthy" -eq 1 ] || { echo "last health check: $out" >&2; server_log; fail "tensord (TLS) not healthy after 60 s"; }
-server_pid="$(pgrep -f -x -- "${entrypoint[*]} --address=127\.0\.0\.1:$port .*" | head -n 1 || true)"
+server_pid="$(pgrep -f -x -- "${entrypoint[*]} --address=127\.0\.0\.1:0 .*" | head -n 1 || true)"
 [ -n "$server_pid" ] || { server_log; fail "cannot find the tensord (TLS) process"; }
 
 section "TLS: conformance over mutual TLS with a token"
@@ -321,7 +322,7 @@ grep -q '"identity":"token:container-test cert:' "$log" || { server_log; fail "n
 if grep -qF "$(cat "$pki/client.token")" "$log"; then fail "the token appears in the log"; fi
 
 section "TLS: SIGTERM tensord"
-$sudo kill -TERM "$server_pid"
+as_root kill -TERM "$server_pid"
 deadline=$(( SECONDS + 45 ))
 while alive "$buildah_pid" && [ "$SECONDS" -lt "$deadline" ]; do sleep 0.2; done
 alive "$buildah_pid" && { server_log; fail "tensord (TLS) still running 45 s after SIGTERM"; }
