@@ -16,6 +16,7 @@ set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 root="$(cd "$here/../.." && pwd)"
 load_dir="$root/bench/load"
+. "$root/scripts/lib.sh"
 seconds="${SOAK_SECONDS:-60}"
 budget="${SOAK_MAX_MEMORY_BYTES:-536870912}"
 
@@ -26,7 +27,7 @@ else
   bin="$(cd "$TENSOROP_BIN" && pwd)"
 fi
 ghz="$("$load_dir/install-ghz.sh")"
-command -v jq >/dev/null 2>&1 || { echo "soak: needs jq" >&2; exit 1; }
+apt_install jq curl  # jq reads ghz's reports; curl scrapes /metrics
 
 work="$(mktemp -d)"
 server_pid=""
@@ -48,14 +49,12 @@ awk -f "$load_dir/make_scatter_case.awk" >"$work/scatter_elements_1mib.json"
   --max_memory_bytes="$budget" --idle_timeout_seconds=10 \
   >"$work/tensord.out" 2>"$work/tensord.log" &
 server_pid="$!"
-port=""
-for _ in $(seq 1 200); do
-  port="$(sed -n 's/^tensord listening on 127\.0\.0\.1:\([0-9]*\)$/\1/p' "$work/tensord.out")"
-  [ -n "$port" ] && break
-  sleep 0.05
-done
-[ -n "$port" ] || { echo "soak: tensord did not start" >&2; cat "$work/tensord.log" >&2; exit 1; }
-metrics_port="$(sed -n 's/^tensord metrics on 127\.0\.0\.1:\([0-9]*\)$/\1/p' "$work/tensord.out")"
+if ! port="$(tensord_port "$work/tensord.out" "$server_pid")" ||
+   ! metrics_port="$(tensord_port "$work/tensord.out" "$server_pid" metrics)"; then
+  echo "soak: tensord did not start" >&2
+  cat "$work/tensord.log" >&2
+  exit 1
+fi
 
 rss_mib() { awk -v f="$2:" '$1 == f { print int($2 / 1024) }' "/proc/$1/status"; }
 metric() {
