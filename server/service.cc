@@ -274,6 +274,17 @@ absl::StatusOr<Outputs> ExecuteIntoBuffers(const v1::RunRequest& request,
   return outputs;
 }
 
+// Serializes `message` into `buffer` for a raw write, replacing what the
+// previous (completed) write left there.
+template <typename Message>
+void SerializeInto(const Message& message, grpc::ByteBuffer* buffer) {
+  buffer->Clear();
+  bool own_buffer = false;
+  // Fails only past 2 GiB; every message here is bounded by
+  // --max_message_bytes (answers) or --chunk_bytes (parts).
+  grpc::SerializationTraits<Message>::Serialize(message, buffer, &own_buffer).IgnoreError();
+}
+
 // The parts of a streamed result, one at a time: per output its header, then
 // its bytes in chunks of at most chunk_bytes. An output's buffer is freed once
 // its last chunk was handed out.
@@ -316,6 +327,22 @@ class ResultParts {
 
   // Output bytes freed since the last call, for the memory budget.
   int64_t TakeFreed() { return std::exchange(freed_, 0); }
+
+  // Serializes the next part into `buffer` and gives the output bytes freed so
+  // far back to `reservation`; false after the last part. Whatever throws ends
+  // as the status (the reactors call this from reactions).
+  absl::StatusOr<bool> SerializeNext(grpc::ByteBuffer* buffer,
+                                     MemoryBudget::Reservation& reservation) {
+    bool more = false;
+    RETURN_IF_ERROR(Guarded([&] {
+      v1::ResultPart part;
+      more = Next(&part);
+      reservation.Shrink(TakeFreed());
+      if (more) SerializeInto(part, buffer);
+      return absl::OkStatus();
+    }));
+    return more;
+  }
 
  private:
   Outputs outputs_;
@@ -369,17 +396,6 @@ std::optional<int64_t> DeclaredBytes(const v1::Tensor& tensor) {
   }
   if (!elements.has_value()) return std::nullopt;
   return CheckedMul(*elements, ElementSize(*dtype));
-}
-
-// Serializes `message` into `buffer` for a raw write, replacing what the
-// previous (completed) write left there.
-template <typename Message>
-void SerializeInto(const Message& message, grpc::ByteBuffer* buffer) {
-  buffer->Clear();
-  bool own_buffer = false;
-  // Fails only past 2 GiB; every message here is bounded by
-  // --max_message_bytes (answers) or --chunk_bytes (parts).
-  grpc::SerializationTraits<Message>::Serialize(message, buffer, &own_buffer).IgnoreError();
 }
 
 }  // namespace
@@ -567,19 +583,12 @@ class TensorOpService::StreamReactor final : public grpc::ServerWriteReactor<grp
 
   // One write in flight at a time: the next starts from OnWriteDone.
   void WriteNext() {
-    bool more = false;
-    const absl::Status status = Guarded([&] {
-      v1::ResultPart part;
-      more = parts_->Next(&part);
-      reservation_.Shrink(parts_->TakeFreed());
-      if (more) SerializeInto(part, &write_buffer_);
-      return absl::OkStatus();
-    });
-    if (!status.ok()) {
-      Done(status);
+    const absl::StatusOr<bool> more = parts_->SerializeNext(&write_buffer_, reservation_);
+    if (!more.ok()) {
+      Done(more.status());
       return;
     }
-    if (more) {
+    if (*more) {
       watch_->Arm();
       StartWrite(&write_buffer_);
       return;
@@ -1077,19 +1086,12 @@ class TensorOpService::ChunkedReactor final
   }
 
   void WriteNext() {
-    bool more = false;
-    const absl::Status status = Guarded([&] {
-      v1::ResultPart part;
-      more = parts_->Next(&part);
-      reservation_.Shrink(parts_->TakeFreed());
-      if (more) SerializeInto(part, &write_buffer_);
-      return absl::OkStatus();
-    });
-    if (!status.ok()) {
-      Done(status);
+    const absl::StatusOr<bool> more = parts_->SerializeNext(&write_buffer_, reservation_);
+    if (!more.ok()) {
+      Done(more.status());
       return;
     }
-    if (more) {
+    if (*more) {
       watch_->Arm();
       StartWrite(&write_buffer_);
       return;
