@@ -257,9 +257,11 @@ TEST(ServerSeriesTest, CpuQueueDepthFollowsTheScheduler) {
   EXPECT_THAT(LinesStartingWith(metrics.Exposition(), "tensorop_device_failures_total"),
               IsEmpty());
 
+  // Both tasks wait at the gate: TBB's enqueue is not FIFO, so an ungated
+  // second task could run (and leave the count) before the gated first one.
   Gate gate;
   ASSERT_TRUE(scheduler.Submit(Placement{}, [&gate] { gate.Wait(); }).ok());
-  ASSERT_TRUE(scheduler.Submit(Placement{}, [] {}).ok());
+  ASSERT_TRUE(scheduler.Submit(Placement{}, [&gate] { gate.Wait(); }).ok());
   EXPECT_THAT(LinesStartingWith(metrics.Exposition(), "tensorop_queue_depth"),
               ElementsAre("tensorop_queue_depth{backend=\"cpu\"} 2"));
   gate.Open();
