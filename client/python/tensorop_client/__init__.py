@@ -11,6 +11,7 @@ with Client("127.0.0.1:50051") as client:
 result.outputs[0]  # array([[ 1.,  3.], [ 9., 11.]], dtype=float32)
 """
 
+from tensorop_client.aio import AsyncClient
 from tensorop_client.client import (
     BACKENDS,
     OPS,
@@ -30,6 +31,7 @@ from tensorop_client.tensors import (
 )
 
 __all__ = [
+    "AsyncClient",
     "BACKENDS",
     "OPS",
     "Client",

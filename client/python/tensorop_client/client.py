@@ -1,4 +1,4 @@
-"""tensorop_client.Client: tensord's Run and RunStream with numpy arrays.
+"""tensorop_client.Client: tensord's calls with numpy arrays, any size.
 
     with Client("127.0.0.1:50051") as client:
         result = client.run("slice", {"input": x},
@@ -10,13 +10,27 @@ Every failure is a TensorOpError carrying the gRPC status code name and message
 (INVALID_ARGUMENT naming the field, RESOURCE_EXHAUSTED, UNAVAILABLE, ...), or
 INTERNAL when what the server sent cannot be a valid answer, so the arrays of a
 Result are always safe to read.
+
+`run` picks the call: Run while the request and its answer fit in one message
+(max_message_bytes), RunChunked for inputs larger than that and the streamed
+answer for outputs that may be. Tensor bytes never pass through protobuf
+messages (tensorop_client.wire): inputs go from the arrays' memory into the one
+`bytes` gRPC sends, and outputs are read-only arrays over the received bytes
+(unary) or over one buffer per output that the chunks are copied into.
+`run_many` pipelines many requests over RunBidi. AsyncClient
+(tensorop_client.aio) has the same calls for asyncio.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping, Sequence
+import enum
+import math
+import re
+import threading
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from types import TracebackType
+from typing import Any
 
 import grpc
 import numpy as np
@@ -30,12 +44,30 @@ from tensorop_client.channel import (
     channel_target,
     explain_security_error,
 )
-from tensorop_client.tensors import LayoutError, decode_array, to_tensor
+from tensorop_client.tensors import (
+    LayoutError,
+    check_layout,
+    decode_array,
+    encode_array,
+    numpy_dtype,
+    span_elements,
+    to_tensor,
+)
+from tensorop_client.wire import (
+    WireError,
+    encode_request,
+    input_chunk_prefix,
+    parse_result_part,
+    parse_run_response,
+    request_meta,
+)
 
 BACKENDS: dict[str, int] = {"auto": pb.AUTO, "cpu": pb.CPU, "opencl": pb.OPENCL}
 OPS: tuple[str, ...] = tuple(f.name for f in pb.RunRequest.DESCRIPTOR.oneofs_by_name["op"].fields)
 
 Attrs = Mapping[str, int | Sequence[int]]
+# What received tensors are read from: the answer's bytes or a chunk buffer.
+Buffer = bytes | bytearray | memoryview | np.ndarray
 
 
 class TensorOpError(Exception):
@@ -107,6 +139,23 @@ def set_attrs(request: pb.RunRequest, op: str, attrs: Attrs | None) -> None:
             setattr(message, name, int(value))
 
 
+def _request_header(
+    op: str,
+    attrs: Attrs | None,
+    outputs: Sequence[OutputLike] | None,
+    backend: str,
+    device_index: int | None,
+) -> pb.RunRequest:
+    if backend not in BACKENDS:
+        raise ValueError(f"backend is one of {', '.join(BACKENDS)}, not {backend!r}")
+    request = pb.RunRequest(backend=BACKENDS[backend])  # type: ignore[arg-type]
+    set_attrs(request, op, attrs)
+    request.outputs.extend(_output_desc(o) for o in outputs or ())
+    if device_index is not None:
+        request.device_index = device_index
+    return request
+
+
 def make_request(
     op: str,
     inputs: Mapping[str, npt.ArrayLike],
@@ -115,29 +164,29 @@ def make_request(
     backend: str = "auto",
     device_index: int | None = None,
 ) -> pb.RunRequest:
-    """A RunRequest from numpy inputs (strided views travel with their strides)."""
-    if backend not in BACKENDS:
-        raise ValueError(f"backend is one of {', '.join(BACKENDS)}, not {backend!r}")
-    request = pb.RunRequest(backend=BACKENDS[backend])  # type: ignore[arg-type]
-    set_attrs(request, op, attrs)
+    """A RunRequest from numpy inputs (strided views travel with their strides).
+    Its tensors hold copies of the inputs' bytes (protobuf's bytes fields copy);
+    Client.run sends numpy inputs without building one."""
+    request = _request_header(op, attrs, outputs, backend, device_index)
     for name, array in inputs.items():
         request.inputs[name].CopyFrom(to_tensor(array))
-    request.outputs.extend(_output_desc(o) for o in outputs or ())
-    if device_index is not None:
-        request.device_index = device_index
     return request
 
 
 def _status_error(error: grpc.RpcError, tls: bool = False) -> TensorOpError:
-    # Calls' RpcErrors are also grpc.Call objects, with the status.
+    # Calls' RpcErrors are also grpc.Call objects (grpc.aio's AioRpcError alike).
     call: grpc.Call = error  # type: ignore[assignment]
     code = call.code().name
     # TLS and token failures say which part failed.
     return TensorOpError(code, explain_security_error(code, call.details() or "", tls))
 
 
+# google.rpc.Code values -> names, for the statuses RunBidi answers carry.
+_CODE_NAMES: dict[int, str] = {c.value[0]: c.name for c in grpc.StatusCode}
+
+
 def _decode(
-    index: int, dtype: int, sizes: Sequence[int], strides: Sequence[int], data: bytes | bytearray
+    index: int, dtype: int, sizes: Sequence[int], strides: Sequence[int], data: Buffer
 ) -> np.ndarray:
     try:
         return decode_array(dtype, sizes, strides, data)
@@ -145,55 +194,477 @@ def _decode(
         raise protocol_error(f"output {index}: {e}") from None
 
 
-def _read_parts(parts: Iterator[pb.ResultPart]) -> Result:
+# ---- progress ---------------------------------------------------------------
+
+# progress(done, total): bytes of tensor data moved so far and in all, counting
+# the inputs sent and the outputs received.
+ProgressFn = Callable[[int, int], None]
+
+
+class _Progress:
+    """Counts the bytes of one call for its progress callback. `total` starts
+    with the inputs and grows by each output's byte_length as its header
+    arrives, so both numbers only grow and the last call has done == total."""
+
+    def __init__(self, callback: ProgressFn | None, total: int = 0, done: int = 0) -> None:
+        self.callback = callback
+        self.total = total
+        self.done = done
+
+    def add(self, done: int = 0, total: int = 0) -> None:
+        self.done += done
+        self.total += total
+        if self.callback is not None:
+            self.callback(self.done, self.total)
+
+
+# ---- streamed results -------------------------------------------------------
+
+
+class _Assembler:
     """Reassembles ResultParts: per output in order, a header and then exactly
-    byte_length bytes of chunks (the C++ client's checks)."""
-    headers: list[pb.OutputHeader] = []
-    buffers: list[bytearray] = []
-    remaining = 0  # bytes still due for the last output
-    for part in parts:
-        kind = part.WhichOneof("part")
-        if kind == "header":
-            header = part.header
-            if remaining:
-                raise protocol_error(
-                    f"header of output {header.index} arrived {remaining} bytes before "
-                    f"output {len(headers) - 1} was complete"
-                )
-            if header.index != len(headers):
-                raise protocol_error(
-                    f"expected the header of output {len(headers)}, got output {header.index}"
-                )
-            if header.byte_length < 0:
-                raise protocol_error(f"output {header.index} has byte_length {header.byte_length}")
-            headers.append(header)
-            buffers.append(bytearray())
-            remaining = header.byte_length
-        elif kind == "chunk":
-            size = len(part.chunk)
-            if not headers or size > remaining:
-                raise protocol_error(
-                    f"a chunk of {size} bytes exceeds what the headers announced by "
-                    f"{size - remaining}"
-                )
-            buffers[-1] += part.chunk
-            remaining -= size
+    byte_length bytes of chunks (the C++ client's checks), each output's chunks
+    copied into one buffer allocated when its header arrives."""
+
+    def __init__(self, progress: _Progress | None = None) -> None:
+        self._progress = progress or _Progress(None)
+        self._headers: list[pb.OutputHeader] = []
+        self._buffers: list[np.ndarray] = []
+        self._filled = 0  # bytes of the last output received
+        self._remaining = 0  # bytes still due for the last output
+
+    def feed(self, part: bytes | pb.ResultPart) -> None:
+        """One part, serialized (as the client receives them) or parsed."""
+        if isinstance(part, pb.ResultPart):
+            kind = part.WhichOneof("part")
+            parsed = (
+                part.header if kind == "header" else memoryview(part.chunk) if kind else None
+            )
+        else:
+            try:
+                parsed = parse_result_part(part)
+            except WireError as e:
+                raise protocol_error(f"a ResultPart that does not parse: {e}") from None
+        if isinstance(parsed, pb.OutputHeader):
+            self._header(parsed)
+        elif parsed is not None:
+            self._chunk(parsed)
         else:
             raise protocol_error("an empty ResultPart")
-    if remaining:
-        raise protocol_error(
-            f"the stream ended {remaining} bytes short of output {len(headers) - 1}"
-        )
+
+    def _header(self, header: pb.OutputHeader) -> None:
+        index = len(self._headers)
+        if self._remaining:
+            raise protocol_error(
+                f"header of output {header.index} arrived {self._remaining} bytes before "
+                f"output {index - 1} was complete"
+            )
+        if header.index != index:
+            raise protocol_error(f"expected the header of output {index}, got output {header.index}")
+        if header.byte_length < 0:
+            raise protocol_error(f"output {header.index} has byte_length {header.byte_length}")
+        # Checked before allocating, so a bogus header costs no memory.
+        try:
+            check_layout(header.dtype, header.sizes, header.strides, header.byte_length)
+        except LayoutError as e:
+            raise protocol_error(f"output {index}: {e}") from None
+        try:
+            # Uninitialized: the chunks overwrite every byte (pages are touched
+            # as they arrive, not zeroed first).
+            buffer = np.empty(header.byte_length, dtype=np.uint8)
+        except MemoryError:
+            raise TensorOpError(
+                "RESOURCE_EXHAUSTED",
+                f"cannot allocate {header.byte_length} bytes for output {index}",
+            ) from None
+        self._headers.append(header)
+        self._buffers.append(buffer)
+        self._filled = 0
+        self._remaining = header.byte_length
+        self._progress.add(total=header.byte_length)
+
+    def _chunk(self, chunk: memoryview) -> None:
+        size = chunk.nbytes
+        if not self._headers or size > self._remaining:
+            raise protocol_error(
+                f"a chunk of {size} bytes exceeds what the headers announced by "
+                f"{size - self._remaining}"
+            )
+        self._buffers[-1].data[self._filled : self._filled + size] = chunk
+        self._filled += size
+        self._remaining -= size
+        self._progress.add(done=size)
+
+    def result(self) -> Result:
+        if self._remaining:
+            raise protocol_error(
+                f"the stream ended {self._remaining} bytes short of output {len(self._headers) - 1}"
+            )
+        outputs = [
+            _decode(i, h.dtype, h.sizes, h.strides, data)
+            for i, (h, data) in enumerate(zip(self._headers, self._buffers, strict=True))
+        ]
+        return Result(outputs, self._headers[0].backend if self._headers else "")
+
+
+def _read_parts(parts: Iterable[bytes | pb.ResultPart]) -> Result:
+    """Reassembles a RunStream or RunChunked answer (see _Assembler)."""
+    assembler = _Assembler()
+    for part in parts:
+        assembler.feed(part)
+    return assembler.result()
+
+
+def _result_from_response(data: bytes) -> tuple[pb.RunResponse, Result, int]:
+    """A serialized RunResponse: its small fields, its outputs as read-only
+    arrays over `data` itself (no copy), and their bytes."""
+    try:
+        meta, tensors = parse_run_response(data)
+    except WireError as e:
+        raise protocol_error(f"a RunResponse that does not parse: {e}") from None
     outputs = [
-        _decode(i, h.dtype, h.sizes, h.strides, data)
-        for i, (h, data) in enumerate(zip(headers, buffers, strict=True))
+        _decode(i, t.dtype, t.sizes, t.strides, payload) for i, (t, payload) in enumerate(tensors)
     ]
-    return Result(outputs, headers[0].backend if headers else "")
+    return meta, Result(outputs, meta.backend), sum(payload.nbytes for _, payload in tensors)
 
 
-class Client:
+# ---- requests ---------------------------------------------------------------
+
+# Room left in a message for what surrounds an answer's data (ids, backend,
+# layouts): an answer whose data is within this of the limit streams back.
+_ANSWER_SLACK_BYTES = 64 << 10
+
+
+@dataclass
+class _Prepared:
+    """A request ready to send: the RunRequest without its inputs' bytes, and
+    those bytes (memoryviews of the callers' arrays where the layout allows)."""
+
+    header: pb.RunRequest
+    data: dict[str, memoryview]
+
+    def pieces(self) -> tuple[list[bytes | memoryview], int]:
+        """The serialized RunRequest in pieces for one join, and its size."""
+        pieces = encode_request(self.header, self.data)
+        return pieces, sum(p.nbytes if isinstance(p, memoryview) else len(p) for p in pieces)
+
+    @property
+    def data_bytes(self) -> int:
+        return sum(view.nbytes for view in self.data.values())
+
+
+def _prepare(
+    op: str,
+    inputs: Mapping[str, npt.ArrayLike],
+    attrs: Attrs | None,
+    outputs: Sequence[OutputLike] | None,
+    backend: str,
+    device_index: int | None,
+) -> _Prepared:
+    header = _request_header(op, attrs, outputs, backend, device_index)
+    data: dict[str, memoryview] = {}
+    for name, array in inputs.items():
+        wire = encode_array(array)
+        tensor = header.inputs[name]
+        tensor.dtype = wire.dtype  # type: ignore[assignment]
+        tensor.sizes.extend(wire.sizes)
+        tensor.strides.extend(wire.strides or ())
+        data[name] = wire.data
+    return _Prepared(header, data)
+
+
+def _prepare_request(request: pb.RunRequest) -> _Prepared:
+    return _Prepared(*request_meta(request))
+
+
+RequestLike = pb.RunRequest | Mapping[str, Any] | Sequence[Any]
+
+
+def _prepare_any(request: RequestLike) -> _Prepared:
+    """run_many's requests: a RunRequest, a mapping of run's keyword arguments
+    or a tuple of its positional ones."""
+    if isinstance(request, pb.RunRequest):
+        return _prepare_request(request)
+    if isinstance(request, Mapping):
+        return _prepare(**_run_arguments(**request))
+    return _prepare(**_run_arguments(*request))
+
+
+def _run_arguments(
+    op: str,
+    inputs: Mapping[str, npt.ArrayLike],
+    attrs: Attrs | None = None,
+    outputs: Sequence[OutputLike] | None = None,
+    backend: str = "auto",
+    device_index: int | None = None,
+) -> dict[str, Any]:
+    return {
+        "op": op,
+        "inputs": inputs,
+        "attrs": attrs,
+        "outputs": outputs,
+        "backend": backend,
+        "device_index": device_index,
+    }
+
+
+def _span_bytes(sizes: Sequence[int], strides: Sequence[int], itemsize: int) -> int:
+    if strides and len(strides) == len(sizes):
+        return span_elements(sizes, strides) * itemsize
+    return math.prod(sizes) * itemsize
+
+
+def answer_bytes_bound(request: pb.RunRequest) -> int:
+    """At least the bytes of output data `request` can produce: exact where the
+    caller gave the output sizes (slice, split, and the others when given), and
+    an upper bound from the input otherwise (a strided slice reads each input
+    element at most once). 0 for requests the server will refuse anyway, which
+    then go unary and come back with its error."""
+    try:
+        source = request.inputs.get("input")
+        if source is None:
+            return 0
+        itemsize = numpy_dtype(source.dtype).itemsize
+        if any(n < 0 for n in source.sizes) or any(
+            n < 0 for o in request.outputs for n in (*o.sizes, *o.strides)
+        ):
+            return 0
+        op = request.WhichOneof("op")
+        if op in ("slice", "split"):
+            return sum(_span_bytes(o.sizes, o.strides, itemsize) for o in request.outputs)
+        wanted = request.outputs[0] if request.outputs else pb.OutputDesc()
+        if op == "scatter_elements":
+            return _span_bytes(wanted.sizes or source.sizes, wanted.strides, itemsize)
+        if wanted.sizes:
+            return _span_bytes(wanted.sizes, wanted.strides, itemsize)
+        elements = math.prod(source.sizes)
+        # Strides without sizes: each size is at most `elements`.
+        return elements * itemsize * (1 + sum(wanted.strides))
+    except LayoutError:
+        return 0
+
+
+def _too_big(error: TensorOpError) -> bool:
+    """A message over a limit: the server's or gRPC's refusal of one message,
+    which the streaming calls avoid."""
+    message = error.message.lower()
+    return error.code == "RESOURCE_EXHAUSTED" and (
+        "--max_message_bytes" in message or "larger than max" in message
+    )
+
+
+# ---- many requests over RunBidi ---------------------------------------------
+
+
+@dataclass
+class _Slot:
+    """One request's place in run_many's order: its outcome, or the prepared
+    request when it goes through run (too large for one message)."""
+
+    value: Result | TensorOpError | None = None
+    local: _Prepared | None = None
+
+    def outcome(self) -> Result | TensorOpError:
+        assert self.value is not None
+        return self.value
+
+
+class _Window:
+    """run_many's bookkeeping, shared by Client and AsyncClient: which requests
+    were taken from the caller's iterable and sent (each with its index as its
+    id), which were answered, and the outcomes in request order. Not
+    thread-safe: Client holds a lock around every call."""
+
+    def __init__(self, client: _ClientBase, requests: Iterable[RequestLike]) -> None:
+        self._client = client
+        self._requests = iter(requests)
+        self._taken = 0  # requests taken from the iterable
+        self._next = 0  # the next index to hand out
+        self._slots: dict[int, _Slot] = {}
+        self._pending: dict[str, int] = {}  # id -> index: sent, not answered
+        self._exhausted = False
+        self._ended = False
+        self._stream_error: TensorOpError | None = None
+        self._request_error: BaseException | None = None  # raised in its turn
+
+    def next_to_send(self) -> bytes | None:
+        """The next request for the stream, serialized; None when there is none.
+        Requests too large for one message are set aside for run."""
+        while not (self._exhausted or self._ended):
+            try:
+                item = next(self._requests)
+                index = self._taken
+                self._taken += 1
+                prepared = _prepare_any(item)
+            except StopIteration:
+                self._exhausted = True
+                return None
+            except Exception as e:  # a request that cannot be built: raised in its turn
+                self._request_error = e
+                self._exhausted = True
+                return None
+            prepared.header.id = str(index)
+            pieces, size = prepared.pieces()
+            if self._client._route(prepared, size, stream=False) is not _Route.UNARY:
+                self._slots[index] = _Slot(local=prepared)
+                continue
+            self._pending[prepared.header.id] = index
+            return b"".join(pieces)
+        return None
+
+    def answer(self, raw: bytes) -> bool:
+        """Files one answer; False when it breaks the protocol (the stream is
+        then over)."""
+        try:
+            meta, tensors = parse_run_response(raw)
+        except WireError as e:
+            self.fail(protocol_error(f"a RunResponse that does not parse: {e}"))
+            return False
+        index = self._pending.pop(meta.id, None)
+        if index is None:
+            self.fail(
+                protocol_error(f'an answer for id "{meta.id}", which no unanswered request has')
+            )
+            return False
+        outcome: Result | TensorOpError
+        if meta.status.code != 0:
+            name = _CODE_NAMES.get(meta.status.code, "UNKNOWN")
+            outcome = TensorOpError(name, meta.status.message)
+        else:
+            try:
+                outcome = Result(
+                    [
+                        _decode(i, t.dtype, t.sizes, t.strides, data)
+                        for i, (t, data) in enumerate(tensors)
+                    ],
+                    meta.backend,
+                )
+            except TensorOpError as e:
+                outcome = e
+        self._slots[index] = _Slot(outcome)
+        return True
+
+    def fail(self, error: TensorOpError) -> None:
+        if self._stream_error is None:
+            self._stream_error = error
+
+    def end(self) -> None:
+        """The stream is over: requests sent and unanswered get its error."""
+        self._ended = True
+        error = self._stream_error or protocol_error(
+            "the stream ended without answering this request"
+        )
+        for index in self._pending.values():
+            self._slots[index] = _Slot(error)
+        self._pending.clear()
+
+    def pop_ready(self) -> _Slot | None:
+        """The next outcome in request order, if it is known."""
+        slot = self._slots.pop(self._next, None)
+        if slot is not None:
+            self._next += 1
+        return slot
+
+    def raise_if_unfinished(self) -> None:
+        """After the last outcome: the reason requests were left unsent."""
+        if self._request_error is not None:
+            raise self._request_error
+        if not self._exhausted:
+            raise self._stream_error or protocol_error(
+                "the stream ended before every request was sent"
+            )
+
+
+def _fallback_chunk_bytes(error: TensorOpError, chunk_bytes: int) -> int:
+    """Chunks that fit the limit a refusal names: gRPC's "(SIZE vs. LIMIT)" or
+    tensord's "message limit of LIMIT bytes"."""
+    match = re.search(r"vs\. (\d+)\)|message limit of (\d+) bytes", error.message)
+    if match is None:
+        return chunk_bytes
+    limit = int(match.group(1) or match.group(2))
+    return max(1, min(chunk_bytes, limit - 1024))
+
+
+class _Route(enum.Enum):
+    UNARY = "Run"
+    STREAM = "RunStream"
+    CHUNKED = "RunChunked"
+
+
+_METHOD = "/tensorop.v1.TensorOp/"
+
+
+class _ClientBase:
+    """What Client and AsyncClient share: options, channel arguments and the
+    choice of call."""
+
+    def __init__(
+        self,
+        target: str,
+        timeout: float | None,
+        max_message_bytes: int,
+        chunk_bytes: int,
+        security: Mapping[str, Any],
+    ) -> None:
+        if max_message_bytes < 4096:
+            raise ValueError(f"max_message_bytes must be at least 4096, got {max_message_bytes}")
+        if not 0 < chunk_bytes <= max_message_bytes - 1024:
+            raise ValueError(
+                f"chunk_bytes must be in [1, max_message_bytes - 1024 = {max_message_bytes - 1024}], "
+                f"got {chunk_bytes}"
+            )
+        self._target = channel_target(target)
+        self._options = channel_options(max_message_bytes)
+        self._credentials = channel_credentials(**security)
+        self._tls = self._credentials is not None
+        self._timeout = timeout
+        self._max_message_bytes = max_message_bytes
+        self._chunk_bytes = chunk_bytes
+
+    def _route(self, prepared: _Prepared, request_bytes: int, stream: bool) -> _Route:
+        """Unary while the request and its answer fit in one message; inputs over
+        the limit upload in chunks (RunChunked, which streams the answer too);
+        answers over it stream back (RunStream)."""
+        if request_bytes > self._max_message_bytes:
+            return _Route.CHUNKED
+        if stream or answer_bytes_bound(prepared.header) > (
+            self._max_message_bytes - _ANSWER_SLACK_BYTES
+        ):
+            return _Route.STREAM
+        return _Route.UNARY
+
+    def _chunk_parts(
+        self, prepared: _Prepared, chunk_bytes: int | None
+    ) -> Iterator[tuple[bytes, int]]:
+        """RunChunked's parts: the request without its inputs' bytes, then the
+        bytes in chunks, input by input in name order (as the C++ client)."""
+        size = self._chunk_bytes if chunk_bytes is None else chunk_bytes
+        # Checked here, not in the generator, which runs on gRPC's side.
+        if not 0 < size <= self._max_message_bytes - 1024:
+            raise ValueError(
+                f"chunk_bytes must be in [1, max_message_bytes - 1024 = "
+                f"{self._max_message_bytes - 1024}], got {size}"
+            )
+
+        def parts() -> Iterator[tuple[bytes, int]]:
+            yield pb.RequestPart(request=prepared.header).SerializeToString(), 0
+            for name in sorted(prepared.data):
+                view = prepared.data[name]
+                for at in range(0, view.nbytes, size):
+                    piece = view[at : at + size]
+                    # The one copy of the bytes on our side: gRPC sends only `bytes`.
+                    yield b"".join((input_chunk_prefix(name, piece.nbytes), piece)), piece.nbytes
+
+        return parts()
+
+
+class Client(_ClientBase):
     """A connection to tensord. Connects lazily: an unreachable target shows up as
-    TensorOpError("UNAVAILABLE", ...) from the first call."""
+    TensorOpError("UNAVAILABLE", ...) from the first call.
+
+    Results are read-only numpy arrays with the strides the server returned,
+    over the received bytes (unary answers) or over one buffer per output that
+    the streamed chunks are copied into; `np.array(a)` makes a writable copy."""
 
     def __init__(
         self,
@@ -201,6 +672,7 @@ class Client:
         *,
         timeout: float | None = 600.0,
         max_message_bytes: int = 64 << 20,
+        chunk_bytes: int = 1 << 20,
         tls: bool = False,
         ca_file: str | None = None,
         cert_file: str | None = None,
@@ -209,11 +681,17 @@ class Client:
     ) -> None:
         """`target`: "host:port", a comma-separated list of replicas' IP
         addresses ("10.0.0.1:50051,10.0.0.2:50051") or a gRPC target such as
-        "dns:///tensord-headless:50051"; calls go round-robin over the healthy
-        replicas and are retried on UNAVAILABLE (ValueError for a malformed
-        list). `timeout`: seconds per call (None: no deadline).
-        `max_message_bytes` bounds Run's answers, which carry every output
-        inline (gRPC's own default is 4 MiB).
+        "dns:///tensord-headless:50051" or "unix:///run/tensord/tensord.sock";
+        calls go round-robin over the healthy replicas and are retried on
+        UNAVAILABLE (ValueError for a malformed list). `timeout`: seconds per
+        call (None: no deadline).
+
+        `max_message_bytes`: the largest message sent or received, which
+        should be tensord's --max_message_bytes (both default to 64 MiB).
+        `run` sends a request larger than that with RunChunked in pieces of
+        `chunk_bytes`, and takes an answer that may be larger through the
+        streamed path, so any size works; if the server's limit is lower
+        than ours and it refuses a message, the call is repeated that way.
 
         Transport security (tensorop_client.channel.channel_credentials): `tls`,
         `ca_file` (the CA of the server's certificate; default: the system's
@@ -222,17 +700,31 @@ class Client:
         TENSOROP_CA_FILE, TENSOROP_CERT_FILE, TENSOROP_KEY_FILE and
         TENSOROP_TOKEN_FILE, and any file implies TLS. ValueError names a file
         that cannot be read."""
-        target = channel_target(target)
-        options = channel_options(max_message_bytes)
-        credentials = channel_credentials(tls, ca_file, cert_file, key_file, token_file)
+        super().__init__(
+            target,
+            timeout,
+            max_message_bytes,
+            chunk_bytes,
+            {
+                "tls": tls,
+                "ca_file": ca_file,
+                "cert_file": cert_file,
+                "key_file": key_file,
+                "token_file": token_file,
+            },
+        )
         self._channel = (
-            grpc.insecure_channel(target, options=options)
-            if credentials is None
-            else grpc.secure_channel(target, credentials, options=options)
+            grpc.insecure_channel(self._target, options=self._options)
+            if self._credentials is None
+            else grpc.secure_channel(self._target, self._credentials, options=self._options)
         )
         self._stub = pb_grpc.TensorOpStub(self._channel)
-        self._tls = credentials is not None
-        self._timeout = timeout
+        # Raw-bytes calls: requests framed by tensorop_client.wire, answers
+        # parsed there, without protobuf copying the tensors' bytes.
+        self._run = self._channel.unary_unary(_METHOD + "Run")
+        self._run_stream = self._channel.unary_stream(_METHOD + "RunStream")
+        self._run_chunked = self._channel.stream_stream(_METHOD + "RunChunked")
+        self._run_bidi = self._channel.stream_stream(_METHOD + "RunBidi")
 
     def close(self) -> None:
         self._channel.close()
@@ -256,9 +748,20 @@ class Client:
         outputs: Sequence[OutputLike] | None = None,
         backend: str = "auto",
         device_index: int | None = None,
+        *,
+        progress: ProgressFn | None = None,
     ) -> Result:
-        """Unary Run: one response with every output inline."""
-        return self.run_request(make_request(op, inputs, attrs, outputs, backend, device_index))
+        """Runs one operator, any size: Run when the request and its answer
+        fit in one message, else RunChunked for the inputs and the streamed
+        answer (RunStream) for the outputs. The inputs' bytes are sent from
+        the arrays' own memory (strided views keep their strides).
+
+        `progress(done, total)`, if given, is called as bytes move in chunks
+        (and once at the end of a unary call): the bytes of input and output
+        data moved so far and in all; `total` grows by each output's size as
+        its header arrives, and the last call has done == total. During a
+        chunked upload it is called from a gRPC thread."""
+        return self._call(_prepare(op, inputs, attrs, outputs, backend, device_index), progress)
 
     def run_stream(
         self,
@@ -268,31 +771,177 @@ class Client:
         outputs: Sequence[OutputLike] | None = None,
         backend: str = "auto",
         device_index: int | None = None,
+        *,
+        progress: ProgressFn | None = None,
     ) -> Result:
         """RunStream: each output arrives as a header and chunks, reassembled here,
-        so results larger than one message come back."""
-        return self.run_stream_request(
-            make_request(op, inputs, attrs, outputs, backend, device_index)
-        )
+        so results larger than one message come back (inputs over the limit go
+        through RunChunked, which streams too)."""
+        prepared = _prepare(op, inputs, attrs, outputs, backend, device_index)
+        return self._call(prepared, progress, stream=True)
 
-    def run_request(self, request: pb.RunRequest) -> Result:
-        """Run with a ready RunRequest."""
-        try:
-            response = self._stub.Run(request, timeout=self._timeout)
-        except grpc.RpcError as e:
-            raise _status_error(e, self._tls) from None
-        outputs = [
-            _decode(i, t.dtype, t.sizes, t.strides, t.data) for i, t in enumerate(response.outputs)
-        ]
-        return Result(outputs, response.backend)
+    def run_chunked(
+        self,
+        op: str,
+        inputs: Mapping[str, npt.ArrayLike],
+        attrs: Attrs | None = None,
+        outputs: Sequence[OutputLike] | None = None,
+        backend: str = "auto",
+        device_index: int | None = None,
+        *,
+        progress: ProgressFn | None = None,
+        chunk_bytes: int | None = None,
+    ) -> Result:
+        """RunChunked whatever the size: inputs uploaded in chunks of
+        `chunk_bytes` (default: the client's), the answer streamed back."""
+        prepared = _prepare(op, inputs, attrs, outputs, backend, device_index)
+        return self._chunked(prepared, _Progress(progress, prepared.data_bytes), chunk_bytes)
 
-    def run_stream_request(self, request: pb.RunRequest) -> Result:
-        """RunStream with a ready RunRequest."""
-        call = self._stub.RunStream(request, timeout=self._timeout)
+    def run_request(self, request: pb.RunRequest, *, progress: ProgressFn | None = None) -> Result:
+        """`run` with a ready RunRequest (any size, as `run`)."""
+        return self._call(_prepare_request(request), progress)
+
+    def run_stream_request(
+        self, request: pb.RunRequest, *, progress: ProgressFn | None = None
+    ) -> Result:
+        """`run_stream` with a ready RunRequest."""
+        return self._call(_prepare_request(request), progress, stream=True)
+
+    def run_chunked_request(
+        self,
+        request: pb.RunRequest,
+        *,
+        progress: ProgressFn | None = None,
+        chunk_bytes: int | None = None,
+    ) -> Result:
+        """`run_chunked` with a ready RunRequest."""
+        prepared = _prepare_request(request)
+        return self._chunked(prepared, _Progress(progress, prepared.data_bytes), chunk_bytes)
+
+    def _call(self, prepared: _Prepared, progress: ProgressFn | None, stream: bool = False) -> Result:
+        pieces, request_bytes = prepared.pieces()
+        route = self._route(prepared, request_bytes, stream)
+        counter = _Progress(progress, prepared.data_bytes)
+        if route is _Route.CHUNKED:
+            del pieces
+            return self._chunked(prepared, counter, None)
+        payload = b"".join(pieces)  # the one copy of the inputs' bytes on our side
+        del pieces
         try:
-            return _read_parts(call)
+            if route is _Route.STREAM:
+                counter.done = prepared.data_bytes  # sent in one message
+                return self._read(self._run_stream(payload, timeout=self._timeout), counter)
+            try:
+                response = self._run(payload, timeout=self._timeout)
+            except grpc.RpcError as e:
+                raise _status_error(e, self._tls) from None
+            _, result, out = _result_from_response(response)
+            counter.add(done=prepared.data_bytes + out, total=out)
+            return result
+        except TensorOpError as e:
+            if not _too_big(e):
+                raise
+            chunk_bytes = _fallback_chunk_bytes(e, self._chunk_bytes)
+        # The server's limit is lower than ours: the streaming calls avoid it,
+        # in chunks that fit its limit.
+        del payload
+        return self._chunked(prepared, _Progress(progress, prepared.data_bytes), chunk_bytes)
+
+    def _chunked(
+        self, prepared: _Prepared, counter: _Progress, chunk_bytes: int | None
+    ) -> Result:
+        chunks = self._chunk_parts(prepared, chunk_bytes)
+
+        def parts() -> Iterator[bytes]:
+            # gRPC takes the next part once the last one was written, so the
+            # memory in flight stays a chunk or two.
+            counter.add()
+            for part, data_bytes in chunks:
+                yield part
+                if data_bytes:
+                    counter.add(done=data_bytes)
+
+        return self._read(self._run_chunked(parts(), timeout=self._timeout), counter)
+
+    def _read(self, call: Any, counter: _Progress) -> Result:
+        assembler = _Assembler(counter)
+        try:
+            for part in call:
+                assembler.feed(part)
         except grpc.RpcError as e:
             raise _status_error(e, self._tls) from None
         except TensorOpError:
             call.cancel()  # our own error is the one worth reporting
             raise
+        return assembler.result()
+
+    def run_many(
+        self, requests: Iterable[RequestLike], *, window: int = 16
+    ) -> Iterator[Result | TensorOpError]:
+        """Many requests over one RunBidi stream, at most `window` of them in
+        flight, yielding each one's outcome in the order of `requests`: its
+        Result, or its TensorOpError (a bad request fails alone; the others
+        still run). `requests` is read lazily; each is a RunRequest, a mapping
+        of `run`'s keyword arguments or a tuple of its positional ones (a
+        request that cannot be built raises ValueError or TypeError from the
+        iteration). A request or answer too large for one message runs through
+        `run` instead, in its turn. If the stream fails, the requests sent and
+        unanswered get its error, and the iteration then raises it when
+        requests remain unsent. `timeout` bounds the whole stream."""
+        if window < 1:
+            raise ValueError(f"window must be at least 1, got {window}")
+        window_state = _Window(self, requests)
+        slots = threading.Semaphore(window)
+        closed = threading.Event()
+        lock = threading.Lock()
+
+        def outgoing() -> Iterator[bytes]:
+            # Runs on a gRPC thread, which takes each request once it may go.
+            while not closed.is_set():
+                with lock:
+                    item = window_state.next_to_send()
+                if item is None:
+                    return
+                while not slots.acquire(timeout=0.1):
+                    if closed.is_set():
+                        return
+                yield item
+
+        call = self._run_bidi(outgoing(), timeout=self._timeout)
+        try:
+            while True:
+                while True:
+                    with lock:
+                        ready = window_state.pop_ready()
+                    if ready is None:
+                        break
+                    yield ready.outcome() if ready.local is None else self._local(ready.local)
+                try:
+                    raw = next(call)
+                except StopIteration:
+                    break
+                except grpc.RpcError as e:
+                    with lock:
+                        window_state.fail(_status_error(e, self._tls))
+                    break
+                with lock:
+                    answered = window_state.answer(raw)
+                if not answered:
+                    call.cancel()
+                    break
+                slots.release()
+            closed.set()
+            with lock:
+                window_state.end()
+            while (ready := window_state.pop_ready()) is not None:
+                yield ready.outcome() if ready.local is None else self._local(ready.local)
+            window_state.raise_if_unfinished()
+        finally:
+            closed.set()
+            call.cancel()
+
+    def _local(self, prepared: _Prepared) -> Result | TensorOpError:
+        try:
+            return self._call(prepared, None)
+        except TensorOpError as e:
+            return e

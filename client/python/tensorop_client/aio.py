@@ -1,0 +1,281 @@
+"""tensorop_client.aio.AsyncClient: Client's calls for asyncio (grpc.aio).
+
+    async with AsyncClient("127.0.0.1:50051") as client:
+        result = await client.run("slice", {"input": x}, attrs, outputs=[(2, 2)])
+        async for outcome in client.run_many(requests, window=32):
+            ...
+
+The same choice of call (Run, RunStream, RunChunked), the same results and
+errors as Client; progress callbacks run on the event loop.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
+from types import TracebackType
+from typing import Any
+
+import grpc
+import numpy.typing as npt
+
+from tensorop_client._proto import tensorop_pb2 as pb
+from tensorop_client.client import (
+    _METHOD,
+    Attrs,
+    OutputLike,
+    ProgressFn,
+    RequestLike,
+    Result,
+    TensorOpError,
+    _Assembler,
+    _ClientBase,
+    _Prepared,
+    _prepare,
+    _prepare_request,
+    _Progress,
+    _result_from_response,
+    _Route,
+    _status_error,
+    _too_big,
+    _fallback_chunk_bytes,
+    _Window,
+)
+
+
+class AsyncClient(_ClientBase):
+    """Client (tensorop_client.Client) for asyncio: the same options and calls,
+    as coroutines; `run_many` is an async iterator. Create it inside a running
+    event loop; close it with `await client.close()` or `async with`."""
+
+    def __init__(
+        self,
+        target: str,
+        *,
+        timeout: float | None = 600.0,
+        max_message_bytes: int = 64 << 20,
+        chunk_bytes: int = 1 << 20,
+        tls: bool = False,
+        ca_file: str | None = None,
+        cert_file: str | None = None,
+        key_file: str | None = None,
+        token_file: str | None = None,
+    ) -> None:
+        super().__init__(
+            target,
+            timeout,
+            max_message_bytes,
+            chunk_bytes,
+            {
+                "tls": tls,
+                "ca_file": ca_file,
+                "cert_file": cert_file,
+                "key_file": key_file,
+                "token_file": token_file,
+            },
+        )
+        self._channel = (
+            grpc.aio.insecure_channel(self._target, options=self._options)
+            if self._credentials is None
+            else grpc.aio.secure_channel(self._target, self._credentials, options=self._options)
+        )
+        self._run = self._channel.unary_unary(_METHOD + "Run")
+        self._run_stream = self._channel.unary_stream(_METHOD + "RunStream")
+        self._run_chunked = self._channel.stream_stream(_METHOD + "RunChunked")
+        self._run_bidi = self._channel.stream_stream(_METHOD + "RunBidi")
+
+    async def close(self) -> None:
+        await self._channel.close()
+
+    async def __aenter__(self) -> AsyncClient:
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        await self.close()
+
+    async def run(
+        self,
+        op: str,
+        inputs: Mapping[str, npt.ArrayLike],
+        attrs: Attrs | None = None,
+        outputs: Sequence[OutputLike] | None = None,
+        backend: str = "auto",
+        device_index: int | None = None,
+        *,
+        progress: ProgressFn | None = None,
+    ) -> Result:
+        """Client.run."""
+        prepared = _prepare(op, inputs, attrs, outputs, backend, device_index)
+        return await self._call(prepared, progress)
+
+    async def run_stream(
+        self,
+        op: str,
+        inputs: Mapping[str, npt.ArrayLike],
+        attrs: Attrs | None = None,
+        outputs: Sequence[OutputLike] | None = None,
+        backend: str = "auto",
+        device_index: int | None = None,
+        *,
+        progress: ProgressFn | None = None,
+    ) -> Result:
+        """Client.run_stream."""
+        prepared = _prepare(op, inputs, attrs, outputs, backend, device_index)
+        return await self._call(prepared, progress, stream=True)
+
+    async def run_chunked(
+        self,
+        op: str,
+        inputs: Mapping[str, npt.ArrayLike],
+        attrs: Attrs | None = None,
+        outputs: Sequence[OutputLike] | None = None,
+        backend: str = "auto",
+        device_index: int | None = None,
+        *,
+        progress: ProgressFn | None = None,
+        chunk_bytes: int | None = None,
+    ) -> Result:
+        """Client.run_chunked."""
+        prepared = _prepare(op, inputs, attrs, outputs, backend, device_index)
+        return await self._chunked(prepared, _Progress(progress, prepared.data_bytes), chunk_bytes)
+
+    async def run_request(
+        self, request: pb.RunRequest, *, progress: ProgressFn | None = None
+    ) -> Result:
+        """Client.run_request."""
+        return await self._call(_prepare_request(request), progress)
+
+    async def run_stream_request(
+        self, request: pb.RunRequest, *, progress: ProgressFn | None = None
+    ) -> Result:
+        """Client.run_stream_request."""
+        return await self._call(_prepare_request(request), progress, stream=True)
+
+    async def run_chunked_request(
+        self,
+        request: pb.RunRequest,
+        *,
+        progress: ProgressFn | None = None,
+        chunk_bytes: int | None = None,
+    ) -> Result:
+        """Client.run_chunked_request."""
+        prepared = _prepare_request(request)
+        return await self._chunked(prepared, _Progress(progress, prepared.data_bytes), chunk_bytes)
+
+    async def run_many(
+        self, requests: Iterable[RequestLike], *, window: int = 16
+    ) -> AsyncIterator[Result | TensorOpError]:
+        """Client.run_many: outcomes in request order, at most `window`
+        requests in flight. `requests` is a plain iterable, read on the loop."""
+        if window < 1:
+            raise ValueError(f"window must be at least 1, got {window}")
+        state = _Window(self, requests)
+        slots = asyncio.Semaphore(window)
+        call = self._run_bidi(timeout=self._timeout)
+
+        async def write() -> None:
+            try:
+                while (item := state.next_to_send()) is not None:
+                    await slots.acquire()
+                    await call.write(item)
+                await call.done_writing()
+            except (grpc.RpcError, asyncio.InvalidStateError):
+                pass  # the call is over; reading says why
+
+        writer = asyncio.create_task(write())
+        try:
+            while True:
+                while (ready := state.pop_ready()) is not None:
+                    yield ready.outcome() if ready.local is None else await self._local(ready.local)
+                try:
+                    raw = await call.read()
+                except grpc.RpcError as e:
+                    state.fail(_status_error(e, self._tls))
+                    break
+                if raw is grpc.aio.EOF:
+                    break
+                if not state.answer(raw):
+                    call.cancel()
+                    break
+                slots.release()
+            if not writer.done():
+                writer.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await writer
+            state.end()
+            while (ready := state.pop_ready()) is not None:
+                yield ready.outcome() if ready.local is None else await self._local(ready.local)
+            state.raise_if_unfinished()
+        finally:
+            writer.cancel()
+            call.cancel()
+
+    async def _local(self, prepared: _Prepared) -> Result | TensorOpError:
+        try:
+            return await self._call(prepared, None)
+        except TensorOpError as e:
+            return e
+
+    async def _call(
+        self, prepared: _Prepared, progress: ProgressFn | None, stream: bool = False
+    ) -> Result:
+        pieces, request_bytes = prepared.pieces()
+        route = self._route(prepared, request_bytes, stream)
+        counter = _Progress(progress, prepared.data_bytes)
+        if route is _Route.CHUNKED:
+            del pieces
+            return await self._chunked(prepared, counter, None)
+        payload = b"".join(pieces)  # the one copy of the inputs' bytes on our side
+        del pieces
+        try:
+            if route is _Route.STREAM:
+                counter.done = prepared.data_bytes  # sent in one message
+                return await self._read(self._run_stream(payload, timeout=self._timeout), counter)
+            try:
+                response = await self._run(payload, timeout=self._timeout)
+            except grpc.RpcError as e:
+                raise _status_error(e, self._tls) from None
+            _, result, out = _result_from_response(response)
+            counter.add(done=prepared.data_bytes + out, total=out)
+            return result
+        except TensorOpError as e:
+            if not _too_big(e):
+                raise
+            chunk_bytes = _fallback_chunk_bytes(e, self._chunk_bytes)
+        # The server's limit is lower than ours: the streaming calls avoid it,
+        # in chunks that fit its limit.
+        del payload
+        return await self._chunked(prepared, _Progress(progress, prepared.data_bytes), chunk_bytes)
+
+    async def _chunked(
+        self, prepared: _Prepared, counter: _Progress, chunk_bytes: int | None
+    ) -> Result:
+        parts = self._chunk_parts(prepared, chunk_bytes)  # checks chunk_bytes first
+
+        async def send() -> AsyncIterator[bytes]:
+            # grpc.aio takes the next part once the last one was written.
+            counter.add()
+            for part, data_bytes in parts:
+                yield part
+                if data_bytes:
+                    counter.add(done=data_bytes)
+
+        return await self._read(self._run_chunked(send(), timeout=self._timeout), counter)
+
+    async def _read(self, call: Any, counter: _Progress) -> Result:
+        assembler = _Assembler(counter)
+        try:
+            async for part in call:
+                assembler.feed(part)
+        except grpc.RpcError as e:
+            raise _status_error(e, self._tls) from None
+        except TensorOpError:
+            call.cancel()  # our own error is the one worth reporting
+            raise
+        return assembler.result()
