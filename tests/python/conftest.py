@@ -135,6 +135,27 @@ def tensord_small_chunks(
     yield from _serve(tensord_binary, tmp_path_factory, "tensord-chunks", "--chunk_bytes=64")
 
 
+# A message limit small enough that the tests of the chunked and streamed paths
+# stay small: tensord's --max_message_bytes and the client's max_message_bytes.
+SMALL_MESSAGE_BYTES = 64 << 10
+SMALL_CHUNK_BYTES = 16 << 10
+
+
+@pytest.fixture(scope="session")
+def tensord_small_messages(
+    tensord_binary: str, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[Tensord]:
+    """tensord refusing messages over 64 KiB (streaming 16 KiB chunks), so any
+    tensor over that has to go through RunChunked or the streamed answer."""
+    yield from _serve(
+        tensord_binary,
+        tmp_path_factory,
+        "tensord-small-messages",
+        f"--max_message_bytes={SMALL_MESSAGE_BYTES}",
+        f"--chunk_bytes={SMALL_CHUNK_BYTES}",
+    )
+
+
 @pytest.fixture
 def client(tensord: Tensord) -> Iterator[Client]:
     with Client(tensord.address, timeout=60) as c:

@@ -56,6 +56,7 @@ class AsyncClient(_ClientBase):
         timeout: float | None = 600.0,
         max_message_bytes: int = 64 << 20,
         chunk_bytes: int = 1 << 20,
+        stream_threshold_bytes: int = 8 << 20,
         tls: bool = False,
         ca_file: str | None = None,
         cert_file: str | None = None,
@@ -67,6 +68,7 @@ class AsyncClient(_ClientBase):
             timeout,
             max_message_bytes,
             chunk_bytes,
+            stream_threshold_bytes,
             {
                 "tls": tls,
                 "ca_file": ca_file,

@@ -604,6 +604,7 @@ class _ClientBase:
         timeout: float | None,
         max_message_bytes: int,
         chunk_bytes: int,
+        stream_threshold_bytes: int,
         security: Mapping[str, Any],
     ) -> None:
         if max_message_bytes < 4096:
@@ -620,15 +621,24 @@ class _ClientBase:
         self._timeout = timeout
         self._max_message_bytes = max_message_bytes
         self._chunk_bytes = chunk_bytes
+        self._stream_threshold_bytes = stream_threshold_bytes
 
     def _route(self, prepared: _Prepared, request_bytes: int, stream: bool) -> _Route:
-        """Unary while the request and its answer fit in one message; inputs over
-        the limit upload in chunks (RunChunked, which streams the answer too);
-        answers over it stream back (RunStream)."""
-        if request_bytes > self._max_message_bytes:
+        """Unary while the request and its answer fit in one message and are
+        small; larger inputs upload in chunks (RunChunked, which streams the
+        answer too), larger answers stream back (RunStream). Past a few MiB
+        gRPC moves one large message much slower than the same bytes in
+        chunks (bench/python_client.py), hence stream_threshold_bytes."""
+        if (
+            request_bytes > self._max_message_bytes
+            or prepared.data_bytes > self._stream_threshold_bytes
+        ):
             return _Route.CHUNKED
-        if stream or answer_bytes_bound(prepared.header) > (
-            self._max_message_bytes - _ANSWER_SLACK_BYTES
+        answer_bytes = answer_bytes_bound(prepared.header)
+        if (
+            stream
+            or answer_bytes > self._max_message_bytes - _ANSWER_SLACK_BYTES
+            or answer_bytes > self._stream_threshold_bytes
         ):
             return _Route.STREAM
         return _Route.UNARY
@@ -673,6 +683,7 @@ class Client(_ClientBase):
         timeout: float | None = 600.0,
         max_message_bytes: int = 64 << 20,
         chunk_bytes: int = 1 << 20,
+        stream_threshold_bytes: int = 8 << 20,
         tls: bool = False,
         ca_file: str | None = None,
         cert_file: str | None = None,
@@ -692,6 +703,8 @@ class Client(_ClientBase):
         `chunk_bytes`, and takes an answer that may be larger through the
         streamed path, so any size works; if the server's limit is lower
         than ours and it refuses a message, the call is repeated that way.
+        Inputs or answers over `stream_threshold_bytes` take those paths too,
+        being faster there than in one message.
 
         Transport security (tensorop_client.channel.channel_credentials): `tls`,
         `ca_file` (the CA of the server's certificate; default: the system's
@@ -705,6 +718,7 @@ class Client(_ClientBase):
             timeout,
             max_message_bytes,
             chunk_bytes,
+            stream_threshold_bytes,
             {
                 "tls": tls,
                 "ca_file": ca_file,

@@ -1,0 +1,210 @@
+#!/usr/bin/env python3
+"""The Python client against raw grpcio, and its peak memory on 1 GiB tensors.
+
+    # the 32 MiB round trip: Client.run against grpcio sending the request
+    # pre-serialized and taking the answer's bytes unparsed, same tensord
+    build/python-venv/bin/python bench/python_client.py [--tensord build/bin/tensord]
+        [--target HOST:PORT] [--mib 32] [--rounds 5] [--calls 4]
+
+    # peak client RSS (ru_maxrss of a child process) for a GiB-sized input,
+    # result, or both, against the payload
+    build/python-venv/bin/python bench/python_client.py --rss input|output|both [--gib 1]
+
+Rounds alternate raw and client calls on the same server: grpcio sending the
+request pre-serialized to Run (one message each way), grpcio sending it
+pre-serialized as RunChunked parts (1 MiB chunks; the answer's parts taken as
+bytes, unassembled), and Client.run (which picks RunChunked for inputs this
+large). Each round prints the median seconds per call; the summary gives the
+client's throughput relative to each raw call (1.0: as fast as grpcio's floor). Run it with the tensorop-client package importable
+(scripts/python-test.sh installs it into build/python-venv).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import resource
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import grpc
+import numpy as np
+
+from tensorop_client import Client, make_request
+from tensorop_client._proto import tensorop_pb2 as pb
+
+REPO = Path(__file__).resolve().parents[1]
+LISTENING = re.compile(r"tensord listening on (\S+:\d+)")
+RUN = "/tensorop.v1.TensorOp/Run"
+RUN_CHUNKED = "/tensorop.v1.TensorOp/RunChunked"
+
+
+def start_tensord(binary: str, *flags: str) -> tuple[subprocess.Popen[str], str]:
+    process = subprocess.Popen(
+        [binary, "--address=127.0.0.1:0", "--metrics_address=", *flags],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+    )
+    assert process.stdout is not None
+    for line in process.stdout:
+        if match := LISTENING.search(line):
+            return process, match.group(1)
+    raise SystemExit(f"{binary} did not print its address")
+
+
+def slice_all(n: int) -> tuple[str, dict, dict, list]:
+    """A slice copying all n float32 elements: n*4 bytes in, n*4 bytes out."""
+    return "slice", {"offsets": [0], "window_sizes": [n], "window_strides": [1]}, {}, [(n,)]
+
+
+def round_trip(target: str, mib: int, rounds: int, calls: int) -> None:
+    n = (mib << 20) // 4
+    x = np.arange(n, dtype=np.float32)
+    op, attrs, _, outputs = slice_all(n)
+    limit = 2 * (mib << 20) + (1 << 20)
+    options = [
+        ("grpc.max_send_message_length", limit),
+        ("grpc.max_receive_message_length", limit),
+    ]
+    request = make_request(op, {"input": x}, attrs, outputs, backend="cpu")
+    serialized = request.SerializeToString()
+    # The same request as RunChunked's parts, pre-serialized too: the header,
+    # then 1 MiB chunks (what Client.run sends for inputs this large).
+    header = pb.RunRequest()
+    header.CopyFrom(request)
+    header.inputs["input"].ClearField("data")
+    data = request.inputs["input"].data
+    parts = [pb.RequestPart(request=header).SerializeToString()] + [
+        pb.RequestPart(chunk=pb.InputChunk(input="input", data=data[at : at + (1 << 20)]))
+        .SerializeToString()
+        for at in range(0, len(data), 1 << 20)
+    ]
+    del request, header, data
+    with grpc.insecure_channel(target, options=options) as channel, Client(
+        target, max_message_bytes=limit
+    ) as client:
+        raw = channel.unary_unary(RUN)  # bytes in, bytes out: grpcio's floor
+        raw_chunked = channel.stream_stream(RUN_CHUNKED)
+
+        def raw_call() -> None:
+            answer = raw(serialized, timeout=60)
+            assert len(answer) > mib << 20
+
+        def raw_chunked_call() -> None:
+            received = sum(len(part) for part in raw_chunked(iter(parts), timeout=60))
+            assert received > mib << 20
+
+        def client_call() -> None:
+            out = client.run(op, {"input": x}, attrs, outputs, backend="cpu").outputs[0]
+            assert out.shape == (n,)
+
+        calls_by_name = {"raw": raw_call, "raw_chunked": raw_chunked_call, "client": client_call}
+        times: dict[str, list[float]] = {name: [] for name in calls_by_name}
+        for call in calls_by_name.values():
+            call()  # warm the channels and the server
+        for r in range(rounds):
+            for name, call in calls_by_name.items():
+                for _ in range(calls):
+                    start = time.perf_counter()
+                    call()
+                    times[name].append(time.perf_counter() - start)
+            medians = {name: statistics.median(t[-calls:]) for name, t in times.items()}
+            print(
+                f"round {r + 1}: "
+                + ", ".join(f"{name} {m * 1e3:.1f} ms" for name, m in medians.items())
+                + f"; raw / client {medians['raw'] / medians['client']:.2f}",
+                flush=True,
+            )
+        medians = {name: statistics.median(t) for name, t in times.items()}
+        print(
+            f"{mib} MiB in + {mib} MiB out, median of {len(times['raw'])} calls each: "
+            f"raw grpcio Run {medians['raw'] * 1e3:.1f} ms, "
+            f"raw grpcio RunChunked {medians['raw_chunked'] * 1e3:.1f} ms, "
+            f"Client.run {medians['client'] * 1e3:.1f} ms; "
+            f"client throughput / raw Run {medians['raw'] / medians['client']:.2f}, "
+            f"/ raw RunChunked {medians['raw_chunked'] / medians['client']:.2f}"
+        )
+        # Check the answer once, byte for byte.
+        out = client.run(op, {"input": x}, attrs, outputs, backend="cpu").outputs[0]
+        assert np.array_equal(out.view(np.uint32), x.view(np.uint32))
+
+
+def rss_child(target: str, kind: str, gib: int) -> None:
+    """In a child process: one GiB-sized call, then prints ru_maxrss in bytes."""
+    base = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss << 10
+    n = (gib << 30) // 4
+    with Client(target, timeout=600) as client:
+        if kind == "output":
+            # A broadcast input (stride 0) sends 4 bytes; the answer is n floats.
+            x = np.broadcast_to(np.float32(7.0), (n,))
+        else:
+            x = np.arange(n, dtype=np.float32)
+        window = 1024 if kind == "input" else n
+        start = time.perf_counter()
+        out = client.run(
+            "slice",
+            {"input": x},
+            {"offsets": [0], "window_sizes": [window], "window_strides": [1]},
+            outputs=[(window,)],
+            backend="cpu",
+        ).outputs[0]
+        seconds = time.perf_counter() - start
+        assert out.shape == (window,) and np.array_equal(out, x[:window])
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss << 10
+    print(f"{base} {peak} {seconds}")
+
+
+def rss(target: str, kind: str, gib: int) -> None:
+    child = subprocess.run(
+        [sys.executable, __file__, "--target", target, "--rss-child", kind, "--gib", str(gib)],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    base, peak, seconds = child.stdout.split()
+    payload = gib << 30
+    print(
+        f"{gib} GiB {kind}: {float(seconds):.2f} s, peak client RSS {int(peak) / 2**30:.2f} GiB "
+        f"= {int(peak) / payload:.2f}x the payload ({int(base) / 2**20:.0f} MiB before the call; "
+        f"for 'both' the process holds the input and the result, 2x by themselves)"
+    )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--tensord", default=os.environ.get("TENSORD", str(REPO / "build/bin/tensord")))
+    parser.add_argument("--target", help="a running tensord (default: start --tensord)")
+    parser.add_argument("--mib", type=int, default=32)
+    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--calls", type=int, default=4)
+    parser.add_argument("--rss", choices=["input", "output", "both"])
+    parser.add_argument("--rss-child", choices=["input", "output", "both"], help=argparse.SUPPRESS)
+    parser.add_argument("--gib", type=int, default=1)
+    args = parser.parse_args()
+    if args.rss_child:
+        rss_child(args.target, args.rss_child, args.gib)
+        return
+    process = None
+    target = args.target
+    if target is None:
+        # A message limit that fits the unary round trip; chunked and streamed
+        # calls are not bounded by it.
+        process, target = start_tensord(args.tensord, f"--max_message_bytes={(2 * args.mib + 2) << 20}")
+    try:
+        if args.rss:
+            rss(target, args.rss, args.gib)
+        else:
+            round_trip(target, args.mib, args.rounds, args.calls)
+    finally:
+        if process is not None:
+            process.terminate()
+            process.wait(timeout=60)
+
+
+if __name__ == "__main__":
+    main()
