@@ -1,5 +1,5 @@
 """`python -m tensorop_client conformance` against the real tensord: every public case
-passes on both backends, unary and streamed; failures are reported and exit 1."""
+passes on both backends, unary, streamed and chunked; failures are reported and exit 1."""
 
 from __future__ import annotations
 
@@ -22,12 +22,12 @@ def conformance(address: str, *args: str) -> subprocess.CompletedProcess[str]:
     )
 
 
-@pytest.mark.parametrize("stream", [False, True], ids=["unary", "stream"])
+@pytest.mark.parametrize("style", [[], ["--stream"], ["--chunked"]], ids=["unary", "stream", "chunked"])
 @pytest.mark.parametrize("backend", ["cpu", "opencl"])
 def test_every_public_case_passes(
-    tensord: Tensord, cases_dir: Path, case_count: int, backend: str, stream: bool
+    tensord: Tensord, cases_dir: Path, case_count: int, backend: str, style: list[str]
 ) -> None:
-    args = ["--backend", backend, *(["--stream"] if stream else []), str(cases_dir)]
+    args = ["--backend", backend, *style, str(cases_dir)]
     run = conformance(tensord.address, *args)
     assert run.stdout.splitlines()[-1] == f"conformance: {case_count} passed, 0 failed", run.stdout
     assert (run.returncode, run.stderr) == (0, "")

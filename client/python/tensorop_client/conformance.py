@@ -1,7 +1,7 @@
 """The conformance runner: every case through a real server, compared exactly.
 
     python -m tensorop_client conformance --target ADDR [--backend auto|cpu|opencl]
-        [--stream] [--tls] [--ca_file PEM] [--cert_file PEM --key_file PEM]
+        [--stream | --chunked] [--tls] [--ca_file PEM] [--cert_file PEM --key_file PEM]
         [--token_file FILE] PATH...
 
 The security options may come from TENSOROP_TLS, TENSOROP_CA_FILE,
@@ -34,15 +34,24 @@ def run_conformance(
     backend: str = "auto",
     stream: bool = False,
     security: Mapping[str, Any] | None = None,
+    chunked: bool = False,
 ) -> tuple[int, int]:
     """Runs every case of `paths`, printing failures; returns (passed, failed).
-    `security`: Client's tls, ca_file, cert_file, key_file, token_file."""
+    `stream`: through RunStream; `chunked`: through RunChunked (inputs
+    uploaded in chunks). `security`: Client's tls, ca_file, cert_file,
+    key_file, token_file."""
     cases: list[LoadedCase] = []
     for path in paths:
         cases.extend(load_cases(path))
     passed = failed = 0
     with Client(target, **(security or {})) as client:
-        call = client.run_stream_request if stream else client.run_request
+        call = (
+            client.run_chunked_request
+            if chunked
+            else client.run_stream_request
+            if stream
+            else client.run_request
+        )
         for loaded in cases:
             if loaded.case is None:
                 mismatch: str | None = f"invalid case: {loaded.error}"
@@ -72,7 +81,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         "or dns:///name:port",
     )
     conformance.add_argument("--backend", choices=list(BACKENDS), default="auto")
-    conformance.add_argument("--stream", action="store_true", help="call RunStream instead of Run")
+    style = conformance.add_mutually_exclusive_group()
+    style.add_argument("--stream", action="store_true", help="call RunStream instead of Run")
+    style.add_argument(
+        "--chunked", action="store_true", help="call RunChunked (inputs uploaded in chunks)"
+    )
     conformance.add_argument("--tls", action="store_true", help="connect with TLS")
     conformance.add_argument("--ca_file", help="PEM CA of the server's certificate (implies --tls)")
     conformance.add_argument("--cert_file", help="PEM client certificate, for mutual TLS")
@@ -98,7 +111,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except ValueError as e:
         parser.error(str(e))
     try:
-        _, failed = run_conformance(args.target, args.paths, args.backend, args.stream, security)
+        _, failed = run_conformance(
+            args.target, args.paths, args.backend, args.stream, security, args.chunked
+        )
     except CaseError as e:
         print(f"tensorop_client: {e}", file=sys.stderr)
         return EXIT_USAGE
