@@ -15,8 +15,9 @@ request pre-serialized to Run (one message each way), grpcio sending it
 pre-serialized as RunChunked parts (1 MiB chunks; the answer's parts taken as
 bytes, unassembled), and Client.run (which picks RunChunked for inputs this
 large). Each round prints the median seconds per call; the summary gives the
-client's throughput relative to each raw call (1.0: as fast as grpcio's floor). Run it with the tensorop-client package importable
-(scripts/python-test.sh installs it into build/python-venv).
+client's throughput relative to each raw call (1.0: as fast as grpcio's floor).
+Run it with the tensorop-client package importable (scripts/python-test.sh
+installs it into build/python-venv).
 """
 
 from __future__ import annotations
@@ -182,7 +183,9 @@ def rss(target: str, kind: str, gib: int) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--tensord", default=os.environ.get("TENSORD", str(REPO / "build/bin/tensord")))
+    parser.add_argument(
+        "--tensord", default=os.environ.get("TENSORD", str(REPO / "build/bin/tensord"))
+    )
     parser.add_argument("--target", help="a running tensord (default: start --tensord)")
     parser.add_argument("--mib", type=int, default=32)
     parser.add_argument("--rounds", type=int, default=5)
@@ -199,7 +202,8 @@ def main() -> None:
     if target is None:
         # A message limit that fits the unary round trip; chunked and streamed
         # calls are not bounded by it.
-        process, target = start_tensord(args.tensord, f"--max_message_bytes={(2 * args.mib + 2) << 20}")
+        limit = (2 * args.mib + 2) << 20
+        process, target = start_tensord(args.tensord, f"--max_message_bytes={limit}")
     try:
         if args.rss:
             rss(target, args.rss, args.gib)

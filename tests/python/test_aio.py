@@ -90,7 +90,8 @@ def test_errors_and_concurrent_calls(tensord: Tensord) -> None:
                     for i in range(20)
                 )
             )
-            assert [r.outputs[0].tolist() for r in results] == [[i, i + 1, i + 2] for i in range(20)]
+            got = [r.outputs[0].tolist() for r in results]
+            assert got == [[i, i + 1, i + 2] for i in range(20)]
             for call in (client.run, client.run_stream, client.run_chunked):
                 with pytest.raises(TensorOpError) as error:
                     await call(

@@ -22,7 +22,9 @@ def conformance(address: str, *args: str) -> subprocess.CompletedProcess[str]:
     )
 
 
-@pytest.mark.parametrize("style", [[], ["--stream"], ["--chunked"]], ids=["unary", "stream", "chunked"])
+@pytest.mark.parametrize(
+    "style", [[], ["--stream"], ["--chunked"]], ids=["unary", "stream", "chunked"]
+)
 @pytest.mark.parametrize("backend", ["cpu", "opencl"])
 def test_every_public_case_passes(
     tensord: Tensord, cases_dir: Path, case_count: int, backend: str, style: list[str]

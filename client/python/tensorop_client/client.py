@@ -260,7 +260,9 @@ class _Assembler:
                 f"output {index - 1} was complete"
             )
         if header.index != index:
-            raise protocol_error(f"expected the header of output {index}, got output {header.index}")
+            raise protocol_error(
+                f"expected the header of output {index}, got output {header.index}"
+            )
         if header.byte_length < 0:
             raise protocol_error(f"output {header.index} has byte_length {header.byte_length}")
         # Checked before allocating, so a bogus header costs no memory.
@@ -611,8 +613,8 @@ class _ClientBase:
             raise ValueError(f"max_message_bytes must be at least 4096, got {max_message_bytes}")
         if not 0 < chunk_bytes <= max_message_bytes - 1024:
             raise ValueError(
-                f"chunk_bytes must be in [1, max_message_bytes - 1024 = {max_message_bytes - 1024}], "
-                f"got {chunk_bytes}"
+                "chunk_bytes must be in [1, max_message_bytes - 1024 = "
+                f"{max_message_bytes - 1024}], got {chunk_bytes}"
             )
         self._target = channel_target(target)
         self._options = channel_options(max_message_bytes)
@@ -832,7 +834,9 @@ class Client(_ClientBase):
         prepared = _prepare_request(request)
         return self._chunked(prepared, _Progress(progress, prepared.data_bytes), chunk_bytes)
 
-    def _call(self, prepared: _Prepared, progress: ProgressFn | None, stream: bool = False) -> Result:
+    def _call(
+        self, prepared: _Prepared, progress: ProgressFn | None, stream: bool = False
+    ) -> Result:
         pieces, request_bytes = prepared.pieces()
         route = self._route(prepared, request_bytes, stream)
         counter = _Progress(progress, prepared.data_bytes)

@@ -157,9 +157,8 @@ def parse_result_part(data: bytes) -> pb.OutputHeader | memoryview | None:
 def _copy_all_fields_except(source: object, skip: str, destination: object) -> None:
     """Copies every field of `source` but `skip` (the C++ client's
     CopyAllFieldsExcept), so fields added to the proto later travel too."""
-    mask = field_mask_pb2.FieldMask(
-        paths=[f.name for f in source.DESCRIPTOR.fields if f.name != skip]  # type: ignore[attr-defined]
-    )
+    descriptor = source.DESCRIPTOR  # type: ignore[attr-defined]
+    mask = field_mask_pb2.FieldMask(paths=[f.name for f in descriptor.fields if f.name != skip])
     mask.MergeMessage(source, destination)
 
 
@@ -174,7 +173,9 @@ def request_meta(request: pb.RunRequest) -> tuple[pb.RunRequest, dict[str, memor
     return header, data
 
 
-def encode_request(header: pb.RunRequest, data: Mapping[str, memoryview]) -> list[bytes | memoryview]:
+def encode_request(
+    header: pb.RunRequest, data: Mapping[str, memoryview]
+) -> list[bytes | memoryview]:
     """The pieces of the serialized RunRequest `header` with `data` as its
     inputs' bytes, for one b"".join (the one copy of the data)."""
     base = pb.RunRequest()
