@@ -63,11 +63,11 @@ def slice_all(n: int) -> tuple[str, dict, dict, list]:
     return "slice", {"offsets": [0], "window_sizes": [n], "window_strides": [1]}, {}, [(n,)]
 
 
-def round_trip(target: str, mib: int, rounds: int, calls: int) -> None:
-    n = (mib << 20) // 4
+def round_trip(target: str, mib: float, rounds: int, calls: int) -> None:
+    n = int(mib * (1 << 20)) // 4
     x = np.arange(n, dtype=np.float32)
     op, attrs, _, outputs = slice_all(n)
-    limit = 2 * (mib << 20) + (1 << 20)
+    limit = 2 * n * 4 + (1 << 20)
     options = [
         ("grpc.max_send_message_length", limit),
         ("grpc.max_receive_message_length", limit),
@@ -94,11 +94,11 @@ def round_trip(target: str, mib: int, rounds: int, calls: int) -> None:
 
         def raw_call() -> None:
             answer = raw(serialized, timeout=60)
-            assert len(answer) > mib << 20
+            assert len(answer) > n * 4
 
         def raw_chunked_call() -> None:
             received = sum(len(part) for part in raw_chunked(iter(parts), timeout=60))
-            assert received > mib << 20
+            assert received > n * 4
 
         def client_call() -> None:
             out = client.run(op, {"input": x}, attrs, outputs, backend="cpu").outputs[0]
@@ -123,7 +123,7 @@ def round_trip(target: str, mib: int, rounds: int, calls: int) -> None:
             )
         medians = {name: statistics.median(t) for name, t in times.items()}
         print(
-            f"{mib} MiB in + {mib} MiB out, median of {len(times['raw'])} calls each: "
+            f"{mib:g} MiB in + {mib:g} MiB out, median of {len(times['raw'])} calls each: "
             f"raw grpcio Run {medians['raw'] * 1e3:.1f} ms, "
             f"raw grpcio RunChunked {medians['raw_chunked'] * 1e3:.1f} ms, "
             f"Client.run {medians['client'] * 1e3:.1f} ms; "
@@ -187,7 +187,7 @@ def main() -> None:
         "--tensord", default=os.environ.get("TENSORD", str(REPO / "build/bin/tensord"))
     )
     parser.add_argument("--target", help="a running tensord (default: start --tensord)")
-    parser.add_argument("--mib", type=int, default=32)
+    parser.add_argument("--mib", type=float, default=32)
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--calls", type=int, default=4)
     parser.add_argument("--rss", choices=["input", "output", "both"])
@@ -202,7 +202,7 @@ def main() -> None:
     if target is None:
         # A message limit that fits the unary round trip; chunked and streamed
         # calls are not bounded by it.
-        limit = (2 * args.mib + 2) << 20
+        limit = int((2 * args.mib + 2) * (1 << 20))
         process, target = start_tensord(args.tensord, f"--max_message_bytes={limit}")
     try:
         if args.rss:
