@@ -19,7 +19,7 @@ import pytest
 from conftest import SMALL_CHUNK_BYTES, SMALL_MESSAGE_BYTES, Tensord
 from tensorop_client import Client, Output, TensorOpError, make_request
 from tensorop_client._proto import tensorop_pb2 as pb
-from tensorop_client.client import answer_bytes_bound
+from tensorop_client.client import _prepare, answer_bytes_bound
 from tensorop_client.wire import encode_request, parse_run_response, request_meta
 
 RNG = np.random.default_rng(11)
@@ -205,7 +205,8 @@ def test_explicit_calls_and_ready_requests(small: Client) -> None:
         small.run_chunked("strided_slice", {"input": x}, attrs, chunk_bytes=0)
 
 
-def test_requests_are_framed_as_protobuf_would() -> None:
+@pytest.mark.parametrize("device_index", [None, 0, 2])
+def test_requests_are_framed_as_protobuf_would(device_index: int | None) -> None:
     x = np.arange(12, dtype=np.int16).reshape(3, 4)[:, ::2]
     request = make_request(
         "scatter_elements",
@@ -213,13 +214,32 @@ def test_requests_are_framed_as_protobuf_would() -> None:
         {"axis": 1},
         outputs=[{"strides": [3, 1]}],
         backend="opencl",
-        device_index=2,
+        device_index=device_index,
     )
     request.id = "r1"
     header, data = request_meta(request)
     assert not any(t.data for t in header.inputs.values())
     framed = b"".join(encode_request(header, data))
+    parsed = pb.RunRequest.FromString(framed)
+    assert parsed == request
+    assert parsed.HasField("device_index") == (device_index is not None)
+    # What run sends for numpy inputs, built without a RunRequest holding them.
+    pieces, size = _prepare(
+        "scatter_elements",
+        {"input": x, "indices": np.zeros((1, 1), np.int32), "updates": np.ones((1, 1), np.int16)},
+        {"axis": 1},
+        [{"strides": [3, 1]}],
+        "opencl",
+        device_index,
+    ).pieces()
+    framed = b"".join(pieces)
+    assert len(framed) == size
+    request.id = ""
     assert pb.RunRequest.FromString(framed) == request
+    # An operator chosen without attributes (split's axis 0) stays chosen.
+    split = make_request("split", {"input": x}, {"axis": 0}, outputs=[(3, 2)])
+    framed = b"".join(encode_request(*request_meta(split)))
+    assert pb.RunRequest.FromString(framed).WhichOneof("op") == "split"
 
 
 def test_answers_are_read_in_place_whatever_the_field_order() -> None:
