@@ -14,7 +14,7 @@ Rounds alternate raw and client calls on the same server: grpcio sending the
 request pre-serialized to Run (one message each way), grpcio sending it
 pre-serialized as RunChunked parts (1 MiB chunks; the answer's parts taken as
 bytes, unassembled), and Client.run (which picks RunChunked for inputs this
-large). Each round prints the median seconds per call; the summary gives the
+large), and AsyncClient.run likewise. Each round prints the median seconds per call; the summary gives the
 client's throughput relative to each raw call (1.0: as fast as grpcio's floor).
 Run it with the tensorop-client package importable (scripts/python-test.sh
 installs it into build/python-venv).
@@ -23,6 +23,7 @@ installs it into build/python-venv).
 from __future__ import annotations
 
 import argparse
+import asyncio
 import os
 import re
 import resource
@@ -35,7 +36,7 @@ from pathlib import Path
 import grpc
 import numpy as np
 
-from tensorop_client import Client, make_request
+from tensorop_client import AsyncClient, Client, make_request
 from tensorop_client._proto import tensorop_pb2 as pb
 
 REPO = Path(__file__).resolve().parents[1]
@@ -104,7 +105,24 @@ def round_trip(target: str, mib: float, rounds: int, calls: int) -> None:
             out = client.run(op, {"input": x}, attrs, outputs, backend="cpu").outputs[0]
             assert out.shape == (n,)
 
-        calls_by_name = {"raw": raw_call, "raw_chunked": raw_chunked_call, "client": client_call}
+        # AsyncClient on a loop of its own, driven call by call.
+        loop = asyncio.new_event_loop()
+
+        async def connect() -> AsyncClient:
+            return AsyncClient(target, max_message_bytes=limit)
+
+        async_client = loop.run_until_complete(connect())
+
+        def async_call() -> None:
+            coroutine = async_client.run(op, {"input": x}, attrs, outputs, backend="cpu")
+            assert loop.run_until_complete(coroutine).outputs[0].shape == (n,)
+
+        calls_by_name = {
+            "raw": raw_call,
+            "raw_chunked": raw_chunked_call,
+            "client": client_call,
+            "async_client": async_call,
+        }
         times: dict[str, list[float]] = {name: [] for name in calls_by_name}
         for call in calls_by_name.values():
             call()  # warm the channels and the server
@@ -126,10 +144,14 @@ def round_trip(target: str, mib: float, rounds: int, calls: int) -> None:
             f"{mib:g} MiB in + {mib:g} MiB out, median of {len(times['raw'])} calls each: "
             f"raw grpcio Run {medians['raw'] * 1e3:.1f} ms, "
             f"raw grpcio RunChunked {medians['raw_chunked'] * 1e3:.1f} ms, "
-            f"Client.run {medians['client'] * 1e3:.1f} ms; "
+            f"Client.run {medians['client'] * 1e3:.1f} ms, "
+            f"AsyncClient.run {medians['async_client'] * 1e3:.1f} ms; "
             f"client throughput / raw Run {medians['raw'] / medians['client']:.2f}, "
-            f"/ raw RunChunked {medians['raw_chunked'] / medians['client']:.2f}"
+            f"/ raw RunChunked {medians['raw_chunked'] / medians['client']:.2f}; "
+            f"async client / raw Run {medians['raw'] / medians['async_client']:.2f}"
         )
+        loop.run_until_complete(async_client.close())
+        loop.close()
         # Check the answer once, byte for byte.
         out = client.run(op, {"input": x}, attrs, outputs, backend="cpu").outputs[0]
         assert np.array_equal(out.view(np.uint32), x.view(np.uint32))
