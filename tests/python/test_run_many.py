@@ -161,3 +161,36 @@ def test_an_unreachable_server_fails_the_sent_requests_and_raises(asynchronous: 
     # (the window held it back), so the iteration raises the error after them.
     assert error.value.code == "UNAVAILABLE"
     assert all(isinstance(o, TensorOpError) and o.code == "UNAVAILABLE" for o in got)
+
+
+@pytest.mark.parametrize("asynchronous", [False, True], ids=["sync", "async"])
+def test_the_window_bounds_the_requests_taken_ahead(tensord: Tensord, asynchronous: bool) -> None:
+    x = np.arange(300, dtype=np.uint16)
+    window = 2
+    taken = 0
+
+    def requests() -> Iterator[RequestLike]:
+        nonlocal taken
+        for i in range(300):
+            taken += 1
+            yield window_of(x, i, 1)
+
+    ahead: list[int] = []  # requests taken when outcome i came out, minus i
+
+    async def consume_async() -> None:
+        async with AsyncClient(tensord.address, timeout=60) as client:
+            async for outcome in client.run_many(requests(), window=window):
+                ahead.append(taken - len(ahead))
+                assert isinstance(outcome, Result)
+
+    if asynchronous:
+        asyncio.run(consume_async())
+    else:
+        with Client(tensord.address, timeout=60) as client:
+            for outcome in client.run_many(requests(), window=window):
+                ahead.append(taken - len(ahead))
+                assert isinstance(outcome, Result)
+    assert len(ahead) == 300
+    # In flight: `window` sent, one more taken and waiting for a slot, and up to
+    # `window` answered out of order but not yet handed out.
+    assert max(ahead) <= 2 * window + 2
