@@ -5,6 +5,7 @@ tensors stay small (the 1 GiB round trip is opt-in: TENSOROP_TEST_GIB=1)."""
 
 from __future__ import annotations
 
+import asyncio
 import os
 import re
 import subprocess
@@ -17,7 +18,7 @@ import numpy as np
 import pytest
 
 from conftest import SMALL_CHUNK_BYTES, SMALL_MESSAGE_BYTES, Tensord
-from tensorop_client import Client, Output, TensorOpError, make_request
+from tensorop_client import AsyncClient, Client, Output, TensorOpError, make_request
 from tensorop_client._proto import tensorop_pb2 as pb
 from tensorop_client.client import _prepare, answer_bytes_bound
 from tensorop_client.wire import encode_request, parse_run_response, request_meta
@@ -141,6 +142,52 @@ def test_progress_counts_every_byte_in_order(small: Client) -> None:
     # Uploaded in 16 KiB chunks, downloaded in the server's 16 KiB chunks.
     steps = {b - a for a, b in zip(dones, dones[1:], strict=False)} - {0}
     assert max(steps) == SMALL_CHUNK_BYTES
+
+
+class Stop(Exception):
+    pass
+
+
+@pytest.mark.parametrize("phase", ["upload", "download"])
+@pytest.mark.parametrize("asynchronous", [False, True], ids=["sync", "async"])
+def test_a_progress_callback_that_raises_stops_the_call_with_its_exception(
+    tensord_small_messages: Tensord, phase: str, asynchronous: bool
+) -> None:
+    # Upload: a 400 KB input in chunks. Download: a 4-byte broadcast input, a
+    # 400 KB answer.
+    x = (
+        np.arange(100_000, dtype=np.int32)
+        if phase == "upload"
+        else np.broadcast_to(np.int32(3), (100_000,))
+    )
+    attrs = {"offsets": [0], "window_sizes": [50_000], "window_strides": [1]}
+
+    def progress(done: int, total: int) -> None:
+        if done > 60_000:
+            raise Stop(f"{phase} stopped at {done} of {total}")
+
+    options = {
+        "timeout": 60,
+        "max_message_bytes": SMALL_MESSAGE_BYTES,
+        "chunk_bytes": SMALL_CHUNK_BYTES,
+    }
+    if asynchronous:
+
+        async def main() -> None:
+            async with AsyncClient(tensord_small_messages.address, **options) as c:
+                with pytest.raises(Stop, match=f"{phase} stopped at"):
+                    await c.run("slice", {"input": x}, attrs, [(50_000,)], progress=progress)
+                # The client is still good.
+                got = await c.run("slice", {"input": x}, attrs, [(50_000,)])
+                np.testing.assert_array_equal(got.outputs[0], x[:50_000])
+
+        asyncio.run(main())
+    else:
+        with Client(tensord_small_messages.address, **options) as c:
+            with pytest.raises(Stop, match=f"{phase} stopped at"):
+                c.run("slice", {"input": x}, attrs, [(50_000,)], progress=progress)
+            got = c.run("slice", {"input": x}, attrs, [(50_000,)])
+            np.testing.assert_array_equal(got.outputs[0], x[:50_000])
 
 
 def test_progress_of_a_unary_call_is_one_report(client: Client) -> None:

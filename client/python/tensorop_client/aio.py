@@ -258,17 +258,29 @@ class AsyncClient(_ClientBase):
     async def _chunked(
         self, prepared: _Prepared, counter: _Progress, chunk_bytes: int | None
     ) -> Result:
-        parts = self._chunk_parts(prepared, chunk_bytes)  # checks chunk_bytes first
+        parts = self._chunk_parts(prepared, chunk_bytes)  # checks chunk_bytes now
+
+        failed: list[Exception] = []  # the progress callback's, raised to the caller
 
         async def send() -> AsyncIterator[bytes]:
             # grpc.aio takes the next part once the last one was written.
-            counter.add()
-            for part, data_bytes in parts:
-                yield part
-                if data_bytes:
-                    counter.add(done=data_bytes)
+            try:
+                counter.add()
+                for part, data_bytes in parts:
+                    yield part
+                    if data_bytes:
+                        counter.add(done=data_bytes)
+            except Exception as e:
+                failed.append(e)
+                raise  # grpc.aio ends the call
 
-        return await self._read(self._run_chunked(send(), timeout=self._timeout), counter)
+        try:
+            return await self._read(self._run_chunked(send(), timeout=self._timeout), counter)
+        except (TensorOpError, asyncio.CancelledError):
+            # grpc.aio ends a call whose request iterator raised as cancelled.
+            if failed:
+                raise failed[0] from None
+            raise
 
     async def _read(self, call: Any, counter: _Progress) -> Result:
         assembler = _Assembler(counter)
@@ -277,7 +289,9 @@ class AsyncClient(_ClientBase):
                 assembler.feed(part)
         except grpc.RpcError as e:
             raise _status_error(e, self._tls) from None
-        except TensorOpError:
-            call.cancel()  # our own error is the one worth reporting
+        except BaseException:
+            # Ours (a broken stream, a failed progress callback, a cancelled
+            # task) is the error worth reporting; the call ends here.
+            call.cancel()
             raise
         return assembler.result()

@@ -776,7 +776,8 @@ class Client(_ClientBase):
         (and once at the end of a unary call): the bytes of input and output
         data moved so far and in all; `total` grows by each output's size as
         its header arrives, and the last call has done == total. During a
-        chunked upload it is called from a gRPC thread."""
+        chunked upload it is called from a gRPC thread. An exception it raises
+        cancels the call and comes out of `run`."""
         return self._call(_prepare(op, inputs, attrs, outputs, backend, device_index), progress)
 
     def run_stream(
@@ -870,16 +871,27 @@ class Client(_ClientBase):
     ) -> Result:
         chunks = self._chunk_parts(prepared, chunk_bytes)
 
+        failed: list[Exception] = []  # the progress callback's, raised to the caller
+
         def parts() -> Iterator[bytes]:
             # gRPC takes the next part once the last one was written, so the
             # memory in flight stays a chunk or two.
-            counter.add()
-            for part, data_bytes in chunks:
-                yield part
-                if data_bytes:
-                    counter.add(done=data_bytes)
+            try:
+                counter.add()
+                for part, data_bytes in chunks:
+                    yield part
+                    if data_bytes:
+                        counter.add(done=data_bytes)
+            except Exception as e:
+                failed.append(e)
+                raise  # gRPC cancels the call
 
-        return self._read(self._run_chunked(parts(), timeout=self._timeout), counter)
+        try:
+            return self._read(self._run_chunked(parts(), timeout=self._timeout), counter)
+        except TensorOpError:
+            if failed:
+                raise failed[0] from None
+            raise
 
     def _read(self, call: Any, counter: _Progress) -> Result:
         assembler = _Assembler(counter)
@@ -888,8 +900,10 @@ class Client(_ClientBase):
                 assembler.feed(part)
         except grpc.RpcError as e:
             raise _status_error(e, self._tls) from None
-        except TensorOpError:
-            call.cancel()  # our own error is the one worth reporting
+        except BaseException:
+            # Ours (a broken stream, a failed progress callback, a cancelled
+            # task) is the error worth reporting; the call ends here.
+            call.cancel()
             raise
         return assembler.result()
 
