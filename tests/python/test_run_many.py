@@ -4,6 +4,7 @@ order, a bad request failing alone; Client's and AsyncClient's alike."""
 from __future__ import annotations
 
 import asyncio
+import queue
 from collections.abc import Iterable, Iterator
 
 import numpy as np
@@ -194,3 +195,23 @@ def test_the_window_bounds_the_requests_taken_ahead(tensord: Tensord, asynchrono
     # In flight: `window` sent, one more taken and waiting for a slot, and up to
     # `window` answered out of order but not yet handed out.
     assert max(ahead) <= 2 * window + 2
+
+
+def test_requests_may_wait_for_earlier_outcomes(tensord: Tensord) -> None:
+    # Each request is made from the previous outcome: the iterable is read on
+    # gRPC's thread while outcomes are handed out here, neither waiting on the other.
+    x = np.arange(10, dtype=np.int8)
+    feedback: queue.Queue[int] = queue.Queue()
+    feedback.put(0)
+
+    def requests() -> Iterator[RequestLike]:
+        for _ in range(5):
+            yield window_of(x, feedback.get(timeout=30), 1)
+
+    got = []
+    with Client(tensord.address, timeout=60) as client:
+        for outcome in client.run_many(requests(), window=4):
+            assert isinstance(outcome, Result)
+            got.append(int(outcome.outputs[0][0]))
+            feedback.put(got[-1] + 2)
+    assert got == [0, 2, 4, 6, 8]

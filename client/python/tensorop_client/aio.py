@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+from contextlib import nullcontext
 from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
 from types import TracebackType
 from typing import Any
@@ -183,7 +184,7 @@ class AsyncClient(_ClientBase):
 
         async def write() -> None:
             try:
-                while (item := state.next_to_send()) is not None:
+                while (item := state.next_to_send(nullcontext())) is not None:
                     await slots.acquire()
                     await call.write(item)
                 await call.done_writing()

@@ -12,8 +12,8 @@ INTERNAL when what the server sent cannot be a valid answer, so the arrays of a
 Result are always safe to read.
 
 `run` picks the call: Run while the request and its answer fit in one message
-(max_message_bytes), RunChunked for inputs larger than that and the streamed
-answer for outputs that may be. Tensor bytes never pass through protobuf
+(max_message_bytes) and are small (stream_threshold_bytes), RunChunked for
+larger inputs and the streamed answer for outputs that may be larger. Tensor bytes never pass through protobuf
 messages (tensorop_client.wire): inputs go from the arrays' memory into the one
 `bytes` gRPC sends, and outputs are read-only arrays over the received bytes
 (unary) or over one buffer per output that the chunks are copied into.
@@ -28,6 +28,7 @@ import math
 import re
 import threading
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from types import TracebackType
 from typing import Any
@@ -475,7 +476,8 @@ class _Window:
     """run_many's bookkeeping, shared by Client and AsyncClient: which requests
     were taken from the caller's iterable and sent (each with its index as its
     id), which were answered, and the outcomes in request order. Not
-    thread-safe: Client holds a lock around every call."""
+    thread-safe: Client holds a lock around the other calls, and passes it to
+    next_to_send."""
 
     def __init__(self, client: _ClientBase, requests: Iterable[RequestLike]) -> None:
         self._client = client
@@ -489,30 +491,40 @@ class _Window:
         self._stream_error: TensorOpError | None = None
         self._request_error: BaseException | None = None  # raised in its turn
 
-    def next_to_send(self) -> bytes | None:
+    def next_to_send(self, lock: AbstractContextManager[Any]) -> bytes | None:
         """The next request for the stream, serialized; None when there is none.
-        Requests too large for one message are set aside for run."""
-        while not (self._exhausted or self._ended):
+        Requests too large for one message are set aside for run. Only the
+        sender calls this; it reads the caller's iterable outside `lock`, so
+        an iterable that waits for earlier outcomes does not stall them."""
+        while True:
+            with lock:
+                if self._exhausted or self._ended:
+                    return None
             try:
                 item = next(self._requests)
                 index = self._taken
                 self._taken += 1
                 prepared = _prepare_any(item)
             except StopIteration:
-                self._exhausted = True
+                with lock:
+                    self._exhausted = True
                 return None
             except Exception as e:  # a request that cannot be built: raised in its turn
-                self._request_error = e
-                self._exhausted = True
+                with lock:
+                    self._request_error = e
+                    self._exhausted = True
                 return None
             prepared.header.id = str(index)
             pieces, size = prepared.pieces()
-            if self._client._route(prepared, size, stream=False) is not _Route.UNARY:
-                self._slots[index] = _Slot(local=prepared)
-                continue
-            self._pending[prepared.header.id] = index
+            local = self._client._route(prepared, size, stream=False) is not _Route.UNARY
+            with lock:
+                if self._ended:
+                    return None
+                if local:
+                    self._slots[index] = _Slot(local=prepared)
+                    continue
+                self._pending[prepared.header.id] = index
             return b"".join(pieces)
-        return None
 
     def answer(self, raw: bytes) -> bool:
         """Files one answer; False when it breaks the protocol (the stream is
@@ -930,8 +942,7 @@ class Client(_ClientBase):
         def outgoing() -> Iterator[bytes]:
             # Runs on a gRPC thread, which takes each request once it may go.
             while not closed.is_set():
-                with lock:
-                    item = window_state.next_to_send()
+                item = window_state.next_to_send(lock)
                 if item is None:
                     return
                 while not slots.acquire(timeout=0.1):
