@@ -13,12 +13,12 @@ Result are always safe to read.
 
 `run` picks the call: Run while the request and its answer fit in one message
 (max_message_bytes) and are small (stream_threshold_bytes), RunChunked for
-larger inputs and the streamed answer for outputs that may be larger. Tensor bytes never pass through protobuf
-messages (tensorop_client.wire): inputs go from the arrays' memory into the one
-`bytes` gRPC sends, and outputs are read-only arrays over the received bytes
-(unary) or over one buffer per output that the chunks are copied into.
-`run_many` pipelines many requests over RunBidi. AsyncClient
-(tensorop_client.aio) has the same calls for asyncio.
+larger inputs and the streamed answer for outputs that may be larger. Tensor
+bytes never pass through protobuf messages (tensorop_client.wire): inputs go
+from the arrays' memory into the one `bytes` gRPC sends, and outputs are
+read-only arrays over the received bytes (unary) or over one buffer per output
+that the chunks are copied into. `run_many` pipelines many requests over
+RunBidi. AsyncClient (tensorop_client.aio) has the same calls for asyncio.
 """
 
 from __future__ import annotations

@@ -182,7 +182,10 @@ def check_layout(dtype: int, sizes: Sequence[int], strides: Sequence[int], nbyte
 
 
 def decode_array(
-    dtype: int, sizes: Sequence[int], strides: Sequence[int], data: bytes | bytearray
+    dtype: int,
+    sizes: Sequence[int],
+    strides: Sequence[int],
+    data: bytes | bytearray | memoryview | np.ndarray,
 ) -> np.ndarray:
     """A read-only numpy view of a received tensor, with its strides (no copy).
 
