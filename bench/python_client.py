@@ -10,6 +10,9 @@
     # result, or both, against the payload
     build/python-venv/bin/python bench/python_client.py --rss input|output|both [--gib 1]
 
+    # many small requests: Client.run one by one against run_many over RunBidi
+    build/python-venv/bin/python bench/python_client.py --many 2000 [--window 32]
+
 Rounds alternate raw and client calls on the same server: grpcio sending the
 request pre-serialized to Run (one message each way), grpcio sending it
 pre-serialized as RunChunked parts (1 MiB chunks; the answer's parts taken as
@@ -36,7 +39,7 @@ from pathlib import Path
 import grpc
 import numpy as np
 
-from tensorop_client import AsyncClient, Client, make_request
+from tensorop_client import AsyncClient, Client, Result, make_request
 from tensorop_client._proto import tensorop_pb2 as pb
 
 REPO = Path(__file__).resolve().parents[1]
@@ -157,6 +160,44 @@ def round_trip(target: str, mib: float, rounds: int, calls: int) -> None:
         assert np.array_equal(out.view(np.uint32), x.view(np.uint32))
 
 
+def many(target: str, count: int, window: int) -> None:
+    """`count` small slices (4 KiB in, 64 bytes out): one Client.run after
+    another, against run_many over RunBidi (sync and async)."""
+    x = np.arange(1024, dtype=np.float32)
+    requests = [
+        ("slice", {"input": x}, {"offsets": [i % 1000], "window_sizes": [16],
+                                 "window_strides": [1]}, [(16,)], "cpu")
+        for i in range(count)
+    ]
+    with Client(target) as client:
+        client.run(*requests[0])  # warm the channel
+        start = time.perf_counter()
+        for request in requests:
+            client.run(*request)
+        sequential = time.perf_counter() - start
+        start = time.perf_counter()
+        outcomes = list(client.run_many(requests, window=window))
+        pipelined = time.perf_counter() - start
+        assert all(isinstance(o, Result) for o in outcomes)
+
+    async def run_async() -> float:
+        async with AsyncClient(target) as aclient:
+            await aclient.run(*requests[0])
+            start = time.perf_counter()
+            got = [o async for o in aclient.run_many(requests, window=window)]
+            seconds = time.perf_counter() - start
+            assert all(isinstance(o, Result) for o in got)
+            return seconds
+
+    pipelined_async = asyncio.run(run_async())
+    print(
+        f"{count} small slices: Client.run one by one {count / sequential:.0f}/s, "
+        f"run_many(window={window}) {count / pipelined:.0f}/s "
+        f"({sequential / pipelined:.2f}x), AsyncClient.run_many {count / pipelined_async:.0f}/s "
+        f"({sequential / pipelined_async:.2f}x)"
+    )
+
+
 def rss_child(target: str, kind: str, gib: int) -> None:
     """In a child process: one GiB-sized call, then prints ru_maxrss in bytes."""
     base = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss << 10
@@ -216,6 +257,8 @@ def main() -> None:
     parser.add_argument("--rss", choices=["input", "output", "both"])
     parser.add_argument("--rss-child", choices=["input", "output", "both"], help=argparse.SUPPRESS)
     parser.add_argument("--gib", type=int, default=1)
+    parser.add_argument("--many", type=int, help="time this many small requests instead")
+    parser.add_argument("--window", type=int, default=32, help="run_many's window (--many)")
     args = parser.parse_args()
     if args.rss_child:
         rss_child(args.target, args.rss_child, args.gib)
@@ -228,7 +271,9 @@ def main() -> None:
         limit = int((2 * args.mib + 2) * (1 << 20))
         process, target = start_tensord(args.tensord, f"--max_message_bytes={limit}")
     try:
-        if args.rss:
+        if args.many:
+            many(target, args.many, args.window)
+        elif args.rss:
             rss(target, args.rss, args.gib)
         else:
             round_trip(target, args.mib, args.rounds, args.calls)
