@@ -23,6 +23,13 @@ constexpr int64_t kUploadAlignment = 256;
 // in flight overlap copy and DMA), at most this: big enough that a DMA's fixed
 // cost is small next to its bytes.
 constexpr int64_t kMaxStagingChunkBytes = int64_t{8} << 20;
+// A transfer moves in pieces of half its size (two, so the host copy of one
+// overlaps the DMA of the other), at least this (a DMA's fixed cost, a few
+// microseconds on a GPU, stays small next to its bytes) and at most a chunk.
+constexpr int64_t kMinPieceBytes = int64_t{512} << 10;
+// Requests moving fewer bytes (inputs read plus outputs) than this run on the
+// compute queue alone.
+constexpr int64_t kOneQueueBytes = int64_t{64} << 10;
 
 // Releases a cl_event when it goes out of scope.
 struct ScopedEvent {
@@ -259,44 +266,49 @@ void Device::ReturnStaging(StagingChunk* chunk, cl_event busy) {
   staging_returned_.notify_one();
 }
 
-absl::Status Device::UploadBytes(const std::byte* host, int64_t bytes, cl_mem dst,
-                                 const StopCheck& stop) {
+int64_t Device::PieceBytes(int64_t bytes) const {
+  return std::min(staging_chunk_bytes_, std::max(bytes / 2, kMinPieceBytes));
+}
+
+absl::Status Device::UploadBytes(cl_command_queue queue, const std::byte* host, int64_t bytes,
+                                 cl_mem dst, const StopCheck& stop) {
   if (bytes <= 0) return absl::OkStatus();
   if (staging_chunk_bytes_ == 0) {
-    return ClStatus(clEnqueueWriteBuffer(upload_queue_, dst, CL_TRUE, 0,
+    return ClStatus(clEnqueueWriteBuffer(queue, dst, CL_TRUE, 0,
                                          static_cast<size_t>(bytes), host, 0, nullptr, nullptr),
                     "clEnqueueWriteBuffer");
   }
-  // Each chunk: copied into staging, then its DMA queued and flushed, so the
-  // copy of the next chunk (into another staging chunk) overlaps it.
-  for (int64_t done = 0; done < bytes; done += staging_chunk_bytes_) {
+  // Each piece: copied into a staging chunk, then its DMA queued and flushed,
+  // so the copy of the next piece (into another chunk) overlaps it.
+  const int64_t piece = PieceBytes(bytes);
+  for (int64_t done = 0; done < bytes; done += piece) {
     RETURN_IF_ERROR(stop());
-    const size_t n = static_cast<size_t>(std::min(staging_chunk_bytes_, bytes - done));
+    const size_t n = static_cast<size_t>(std::min(piece, bytes - done));
     ASSIGN_OR_RETURN(StagingChunk * chunk, TakeStaging(/*wait=*/true, stop));
     std::memcpy(chunk->host, host + done, n);
     cl_event written = nullptr;
     const cl_int error =
-        clEnqueueWriteBuffer(upload_queue_, dst, CL_FALSE, static_cast<size_t>(done), n,
-                             chunk->host, 0, nullptr, &written);
-    if (error == CL_SUCCESS) clFlush(upload_queue_);
+        clEnqueueWriteBuffer(queue, dst, CL_FALSE, static_cast<size_t>(done), n, chunk->host, 0,
+                             nullptr, &written);
+    if (error == CL_SUCCESS) clFlush(queue);
     ReturnStaging(chunk, error == CL_SUCCESS ? written : nullptr);
     RETURN_IF_ERROR(ClStatus(error, "clEnqueueWriteBuffer"));
   }
   return absl::OkStatus();
 }
 
-absl::Status Device::DownloadBytes(cl_mem src, int64_t bytes, std::byte* host, cl_event ready,
-                                   const StopCheck& stop) {
+absl::Status Device::DownloadBytes(cl_command_queue queue, cl_mem src, int64_t bytes,
+                                   std::byte* host, cl_event ready, const StopCheck& stop) {
   if (bytes <= 0) return absl::OkStatus();
   const cl_uint waits = ready != nullptr ? 1 : 0;
   const cl_event* wait_list = ready != nullptr ? &ready : nullptr;
   if (staging_chunk_bytes_ == 0) {
-    return ClStatus(clEnqueueReadBuffer(download_queue_, src, CL_TRUE, 0,
+    return ClStatus(clEnqueueReadBuffer(queue, src, CL_TRUE, 0,
                                         static_cast<size_t>(bytes), host, waits, wait_list,
                                         nullptr),
                     "clEnqueueReadBuffer");
   }
-  // Two chunks in flight: the DMA of chunk i+1 runs while chunk i is copied
+  // Two pieces in flight: the DMA of piece i+1 runs while piece i is copied
   // out of staging into `host`.
   struct Pending {
     StagingChunk* chunk;
@@ -305,6 +317,7 @@ absl::Status Device::DownloadBytes(cl_mem src, int64_t bytes, std::byte* host, c
     size_t size;
   };
   std::deque<Pending> pending;
+  const int64_t piece = PieceBytes(bytes);
   const auto finish_oldest = [&]() -> absl::Status {
     const Pending oldest = pending.front();
     pending.pop_front();
@@ -328,17 +341,17 @@ absl::Status Device::DownloadBytes(cl_mem src, int64_t bytes, std::byte* host, c
       status = finish_oldest();
       continue;
     }
-    const size_t n = static_cast<size_t>(std::min(staging_chunk_bytes_, bytes - done));
+    const size_t n = static_cast<size_t>(std::min(piece, bytes - done));
     cl_event read = nullptr;
     const cl_int error =
-        clEnqueueReadBuffer(download_queue_, src, CL_FALSE, static_cast<size_t>(done), n,
-                            (*chunk)->host, waits, wait_list, &read);
+        clEnqueueReadBuffer(queue, src, CL_FALSE, static_cast<size_t>(done), n, (*chunk)->host,
+                            waits, wait_list, &read);
     if (error != CL_SUCCESS) {
       ReturnStaging(*chunk, nullptr);
       status = ClStatus(error, "clEnqueueReadBuffer");
       break;
     }
-    clFlush(download_queue_);
+    clFlush(queue);
     pending.push_back({*chunk, read, done, n});
     done += static_cast<int64_t>(n);
     if (pending.size() >= 2) status = finish_oldest();
@@ -542,6 +555,8 @@ absl::Status Device::Execute(const ExecutionPlan& plan,
   // from `upload_begin`.
   const std::vector<ByteRange> ranges = InputReadRanges(plan);
   std::vector<int64_t> upload_begin(inputs.size(), 0);
+  std::vector<int64_t> upload_bytes(inputs.size(), 0);
+  int64_t moved = 0;
   for (size_t i = 0; i < inputs.size(); ++i) {
     const ByteRange range = i < ranges.size() ? ranges[i] : ByteRange{};
     const int64_t size = static_cast<int64_t>(inputs[i].size());
@@ -550,13 +565,22 @@ absl::Status Device::Execute(const ExecutionPlan& plan,
                                               ", ", range.end, ") of input ",
                                               plan.input_names[i], " of ", size, " bytes"));
     }
-    const int64_t begin = range.empty() ? 0 : range.begin - range.begin % kUploadAlignment;
-    const int64_t bytes = range.empty() ? 0 : range.end - begin;
-    upload_begin[i] = begin;
+    upload_begin[i] = range.empty() ? 0 : range.begin - range.begin % kUploadAlignment;
+    upload_bytes[i] = range.empty() ? 0 : range.end - upload_begin[i];
+    moved += upload_bytes[i];
+  }
+  for (const Layout& layout : plan.outputs) moved += layout.buffer_bytes();
+  // A small request stays on the compute queue: for it the events joining
+  // three queues cost more than any overlap gains.
+  const bool one_queue = moved < kOneQueueBytes;
+  cl_command_queue up = one_queue ? queue_ : upload_queue_;
+  cl_command_queue down = one_queue ? queue_ : download_queue_;
+  for (size_t i = 0; i < inputs.size(); ++i) {
     ASSIGN_OR_RETURN(PooledBuffer buffer,
-                     TakeBuffer(bytes, absl::StrCat("input ", plan.input_names[i])));
-    RETURN_IF_ERROR(UploadBytes(inputs[i].data() + begin, bytes, buffer.mem(), stop));
-    uploaded_bytes_.fetch_add(bytes, std::memory_order_relaxed);
+                     TakeBuffer(upload_bytes[i], absl::StrCat("input ", plan.input_names[i])));
+    RETURN_IF_ERROR(
+        UploadBytes(up, inputs[i].data() + upload_begin[i], upload_bytes[i], buffer.mem(), stop));
+    uploaded_bytes_.fetch_add(upload_bytes[i], std::memory_order_relaxed);
     input_buffers.push_back(std::move(buffer));
   }
   for (size_t j = 0; j < plan.outputs.size(); ++j) {
@@ -567,22 +591,23 @@ absl::Status Device::Execute(const ExecutionPlan& plan,
     if (layout.buffer_elements > layout.element_count) {
       const cl_uchar zero = 0;
       RETURN_IF_ERROR(ClStatus(
-          clEnqueueFillBuffer(upload_queue_, buffer.mem(), &zero, 1, 0,
+          clEnqueueFillBuffer(up, buffer.mem(), &zero, 1, 0,
                               static_cast<size_t>(layout.buffer_bytes()), 0, nullptr, nullptr),
           "clEnqueueFillBuffer"));
     }
     output_buffers.push_back(std::move(buffer));
   }
   // In-order queues: a marker completes after everything queued before it.
-  RETURN_IF_ERROR(ClStatus(clEnqueueMarkerWithWaitList(upload_queue_, 0, nullptr,
-                                                       &uploaded.event),
+  RETURN_IF_ERROR(ClStatus(clEnqueueMarkerWithWaitList(up, 0, nullptr, &uploaded.event),
                            "clEnqueueMarkerWithWaitList(upload)"));
-  RETURN_IF_ERROR(ClStatus(clFlush(upload_queue_), "clFlush(upload)"));
+  RETURN_IF_ERROR(ClStatus(clFlush(up), "clFlush(upload)"));
   RETURN_IF_ERROR(end_phase(&DeviceTimings::upload_ns, uploaded.event));
 
   // Kernels wait for this request's uploads, not for the host.
-  RETURN_IF_ERROR(ClStatus(clEnqueueBarrierWithWaitList(queue_, 1, &uploaded.event, nullptr),
-                           "clEnqueueBarrierWithWaitList"));
+  if (!one_queue) {
+    RETURN_IF_ERROR(ClStatus(clEnqueueBarrierWithWaitList(queue_, 1, &uploaded.event, nullptr),
+                             "clEnqueueBarrierWithWaitList"));
+  }
   for (const StridedCopy& copy : plan.copies) {
     StridedCopy rebased = copy;
     rebased.src_offset -= upload_begin[copy.input_slot];
@@ -604,8 +629,8 @@ absl::Status Device::Execute(const ExecutionPlan& plan,
   RETURN_IF_ERROR(end_phase(&DeviceTimings::kernel_ns, computed.event));
 
   for (size_t j = 0; j < plan.outputs.size(); ++j) {
-    RETURN_IF_ERROR(DownloadBytes(output_buffers[j].mem(), plan.outputs[j].buffer_bytes(),
-                                  outputs[j], computed.event, stop));
+    RETURN_IF_ERROR(DownloadBytes(down, output_buffers[j].mem(), plan.outputs[j].buffer_bytes(),
+                                  outputs[j], one_queue ? nullptr : computed.event, stop));
   }
   // With every download done (or none to do), this request's kernels, and so
   // its uploads, completed too: the buffers may go back to the pool.
@@ -622,7 +647,8 @@ absl::Status Device::StagingDma(int64_t bytes, bool to_device) {
   // As many chunks as the transfer spans and the pool gives at once (the
   // first waited for, the rest only if free); DMAs cycle through them.
   std::vector<StagingChunk*> held;
-  const int64_t wanted = (bytes + staging_chunk_bytes_ - 1) / staging_chunk_bytes_;
+  const int64_t piece = PieceBytes(bytes);
+  const int64_t wanted = (bytes + piece - 1) / piece;
   while (static_cast<int64_t>(held.size()) < std::max<int64_t>(wanted, 1)) {
     absl::StatusOr<StagingChunk*> chunk = TakeStaging(held.empty(), NeverStop);
     if (!chunk.ok() || *chunk == nullptr) break;
@@ -631,8 +657,8 @@ absl::Status Device::StagingDma(int64_t bytes, bool to_device) {
   if (held.empty()) return absl::UnavailableError("no staging chunk for the probe");
   cl_command_queue queue = to_device ? upload_queue_ : download_queue_;
   absl::Status status;
-  for (int64_t done = 0, k = 0; status.ok() && done < bytes; done += staging_chunk_bytes_, ++k) {
-    const size_t n = static_cast<size_t>(std::min(staging_chunk_bytes_, bytes - done));
+  for (int64_t done = 0, k = 0; status.ok() && done < bytes; done += piece, ++k) {
+    const size_t n = static_cast<size_t>(std::min(piece, bytes - done));
     std::byte* host = held[static_cast<size_t>(k) % held.size()]->host;
     status = to_device
                  ? ClStatus(clEnqueueWriteBuffer(queue, buffer.mem(), CL_FALSE,
@@ -652,7 +678,8 @@ absl::Status Device::StagingDma(int64_t bytes, bool to_device) {
 absl::Status Device::Upload(std::span<const std::byte> host) {
   const int64_t bytes = static_cast<int64_t>(host.size());
   ASSIGN_OR_RETURN(PooledBuffer buffer, TakeBuffer(bytes, "upload probe"));
-  const absl::Status status = UploadBytes(host.data(), bytes, buffer.mem(), NeverStop);
+  const absl::Status status =
+      UploadBytes(upload_queue_, host.data(), bytes, buffer.mem(), NeverStop);
   const absl::Status finished = ClStatus(clFinish(upload_queue_), "clFinish");
   return status.ok() ? finished : status;
 }
@@ -660,7 +687,8 @@ absl::Status Device::Upload(std::span<const std::byte> host) {
 absl::Status Device::Download(std::span<std::byte> host) {
   const int64_t bytes = static_cast<int64_t>(host.size());
   ASSIGN_OR_RETURN(PooledBuffer buffer, TakeBuffer(bytes, "download probe"));
-  const absl::Status status = DownloadBytes(buffer.mem(), bytes, host.data(), nullptr, NeverStop);
+  const absl::Status status =
+      DownloadBytes(download_queue_, buffer.mem(), bytes, host.data(), nullptr, NeverStop);
   if (!status.ok()) clFinish(download_queue_);
   return status;
 }

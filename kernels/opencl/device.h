@@ -153,15 +153,17 @@ class Device {
   // Back to the pool; `busy` (owned, may be null) is the DMA still reading or
   // writing it.
   void ReturnStaging(StagingChunk* chunk, cl_event busy);
+  // The piece a transfer of `bytes` moves per staging chunk.
+  int64_t PieceBytes(int64_t bytes) const;
   // Enqueues the upload of `bytes` from `host` into `dst` (from its byte 0) on
-  // the upload queue, through staging when there is some; returns once `host`
-  // is no longer read.
-  absl::Status UploadBytes(const std::byte* host, int64_t bytes, cl_mem dst,
-                           const StopCheck& stop);
-  // Downloads `bytes` of `src` into `host` on the download queue once `ready`
-  // (may be null) completed; returns when they are in `host`.
-  absl::Status DownloadBytes(cl_mem src, int64_t bytes, std::byte* host, cl_event ready,
-                             const StopCheck& stop);
+  // `queue`, through staging when there is some; returns once `host` is no
+  // longer read.
+  absl::Status UploadBytes(cl_command_queue queue, const std::byte* host, int64_t bytes,
+                           cl_mem dst, const StopCheck& stop);
+  // Downloads `bytes` of `src` into `host` on `queue` once `ready` (may be
+  // null) completed; returns when they are in `host`.
+  absl::Status DownloadBytes(cl_command_queue queue, cl_mem src, int64_t bytes, std::byte* host,
+                             cl_event ready, const StopCheck& stop);
   // Waits for every command queued on any queue (error paths).
   void Drain();
   enum class Source { kStridedCopy, kScatterElements };

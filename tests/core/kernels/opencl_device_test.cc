@@ -176,7 +176,7 @@ TEST_F(OpenClDeviceTest, OnlyTheRowsASliceReadsAreUploaded) {
 }
 
 TEST_F(OpenClDeviceTest, ConcurrentExecutesOnOneDeviceAreByteExact) {
-  // 64 KiB of staging shared by 8 threads, each moving more than that.
+  // 64 KiB of staging shared by 8 threads, most moving more than that.
   Open(64 << 10);
   constexpr int kThreads = 8;
   constexpr int kRounds = 6;
@@ -189,7 +189,7 @@ TEST_F(OpenClDeviceTest, ConcurrentExecutesOnOneDeviceAreByteExact) {
         const uint32_t seed = static_cast<uint32_t>(t * 100 + round);
         std::vector<Owned> tensors;
         OpRequest request;
-        switch ((t + round) % 3) {
+        switch ((t + round) % 4) {
           case 0:
             tensors.push_back(Pattern(DType::kUint16, {128, 300 + t}, seed));
             request = {SliceAttrs{{1, 2}, {120, 290}, {-3, 2}},
@@ -201,6 +201,12 @@ TEST_F(OpenClDeviceTest, ConcurrentExecutesOnOneDeviceAreByteExact) {
             request = {SplitAttrs{1},
                        {{"input", tensors[0].view()}},
                        {OutputDesc{{60, 100}, {}}, OutputDesc{{60, 150}, {210, 1}}}};
+            break;
+          case 2:  // small: stays on the compute queue
+            tensors.push_back(Pattern(DType::kFloat32, {16, 33}, seed));
+            request = {SliceAttrs{{1, 0}, {15, 33}, {2, -4}},
+                       {{"input", tensors[0].view()}},
+                       {OutputDesc{{8, 9}, {}}}};
             break;
           default:
             tensors.push_back(Pattern(DType::kInt8, {50, 400}, seed));
