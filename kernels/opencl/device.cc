@@ -598,9 +598,12 @@ absl::Status Device::Execute(const ExecutionPlan& plan,
     output_buffers.push_back(std::move(buffer));
   }
   // In-order queues: a marker completes after everything queued before it.
-  RETURN_IF_ERROR(ClStatus(clEnqueueMarkerWithWaitList(up, 0, nullptr, &uploaded.event),
-                           "clEnqueueMarkerWithWaitList(upload)"));
-  RETURN_IF_ERROR(ClStatus(clFlush(up), "clFlush(upload)"));
+  // On one queue only a timing needs it.
+  if (!one_queue || timings != nullptr) {
+    RETURN_IF_ERROR(ClStatus(clEnqueueMarkerWithWaitList(up, 0, nullptr, &uploaded.event),
+                             "clEnqueueMarkerWithWaitList(upload)"));
+    RETURN_IF_ERROR(ClStatus(clFlush(up), "clFlush(upload)"));
+  }
   RETURN_IF_ERROR(end_phase(&DeviceTimings::upload_ns, uploaded.event));
 
   // Kernels wait for this request's uploads, not for the host.

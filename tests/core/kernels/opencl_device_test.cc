@@ -76,7 +76,8 @@ struct Result {
   std::vector<std::vector<std::byte>> outputs;
 };
 
-Result RunRequest(const OpRequest& request, Device* device, const StopCheck& stop = NeverStop) {
+Result RunRequest(const OpRequest& request, Device* device, const StopCheck& stop = NeverStop,
+                  DeviceTimings* timings = nullptr) {
   Result result;
   absl::StatusOr<ExecutionPlan> plan = PlanOperator(request, Limits{});
   if (!plan.ok()) {
@@ -99,7 +100,7 @@ Result RunRequest(const OpRequest& request, Device* device, const StopCheck& sto
   }
   for (std::vector<std::byte>& output : result.outputs) outputs.push_back(output.data());
   result.status = device == nullptr ? tbb_backend::Execute(*plan, pointers, outputs)
-                                    : device->Execute(*plan, inputs, outputs, stop);
+                                    : device->Execute(*plan, inputs, outputs, stop, timings);
   return result;
 }
 
@@ -250,6 +251,27 @@ TEST_F(OpenClDeviceTest, StopDuringTheUploadReturnsItsStatusAndTheDeviceStaysUsa
   EXPECT_THAT(stopped.status, StatusIs(absl::StatusCode::kCancelled, HasSubstr("by the test")));
   EXPECT_GT(asked, 20);
   ExpectSameAsTbb(request, device_.get());
+}
+
+TEST_F(OpenClDeviceTest, TimingsAreFilledOnOneQueueAndOnThree) {
+  Open(64 << 10);
+  // 1 KiB moved (the compute queue alone) and 512 KiB moved (three queues).
+  for (const int64_t rows : {1, 256}) {
+    SCOPED_TRACE(rows);
+    const Owned input = Pattern(DType::kFloat32, {rows, 256}, 8);
+    OpRequest request{SliceAttrs{{0, 0}, {rows, 256}, {1, 1}},
+                      {{"input", input.view()}},
+                      {OutputDesc{{rows, 256}, {}}}};
+    DeviceTimings timings;
+    const Result expected = RunRequest(request, nullptr);
+    const Result actual = RunRequest(request, device_.get(), NeverStop, &timings);
+    ASSERT_OK(actual.status);
+    EXPECT_TRUE(actual.outputs == expected.outputs);
+    EXPECT_GE(timings.upload_ns, 0);
+    EXPECT_GE(timings.kernel_ns, 0);
+    EXPECT_GE(timings.download_ns, 0);
+    EXPECT_GT(timings.upload_ns + timings.kernel_ns + timings.download_ns, 0);
+  }
 }
 
 TEST_F(OpenClDeviceTest, WithoutStagingTransfersGoStraightAndStayByteExact) {
