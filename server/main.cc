@@ -84,6 +84,9 @@ ABSL_FLAG(std::string, backends, "cpu,opencl",
 ABSL_FLAG(std::string, opencl_devices, "",
           "use only OpenCL devices whose name contains this text (empty: all)");
 ABSL_FLAG(int, opencl_queue_depth, 8, "requests queued or running per OpenCL device");
+ABSL_FLAG(int64_t, opencl_staging_bytes, int64_t{64} << 20,
+          "pinned host staging per OpenCL device for uploads and downloads, counted in "
+          "--max_memory_bytes from startup (0: none, transfers from pageable memory)");
 ABSL_FLAG(int64_t, auto_opencl_min_bytes, std::numeric_limits<int64_t>::max(),
           "AUTO requests moving at least this many output bytes go to a device "
           "(default: never; on the measured CPU-only hosts the CPU is faster at "
@@ -148,6 +151,7 @@ constexpr int kMaxQueuedRequests = 1 << 20;
 constexpr int64_t kMinMessageBytes = 4096;
 constexpr int64_t kMaxRequestBytes = int64_t{1} << 50;  // 1 PiB
 constexpr int kMaxOpenClQueueDepth = 1024;
+constexpr int64_t kMaxStagingBytes = int64_t{1} << 40;  // 1 TiB
 constexpr int kMaxSeconds = 86400;  // one day
 constexpr int kMaxShutdownSeconds = 3600;
 constexpr int kMaxInjectedFailures = 1 << 20;
@@ -162,7 +166,7 @@ constexpr absl::string_view kFlagNames[] = {
     "address",     "worker_threads", "max_message_bytes",   "max_request_bytes",
     "max_tensor_elements", "chunk_bytes", "backend", "max_queued_requests",
     "shutdown_grace_seconds", "drain_seconds", "backends", "opencl_devices", "opencl_queue_depth",
-    "auto_opencl_min_bytes", "opencl_unhealthy_seconds", "inject_opencl_failures",
+    "opencl_staging_bytes", "auto_opencl_min_bytes", "opencl_unhealthy_seconds", "inject_opencl_failures",
     "metrics_address", "max_connection_age_seconds", "max_concurrent_streams",
     "max_connection_idle_seconds", "echo",
     "tls_cert_file", "tls_key_file", "tls_client_ca_file", "auth_token_file", "reflection",
@@ -251,6 +255,7 @@ struct Config {
   bool echo = false;
   bool opencl = true;
   std::string opencl_filter;
+  opencl_backend::DeviceOptions device;
   DevicePoolOptions devices;
   SchedulerOptions scheduler;
   ServiceOptions service;
@@ -340,6 +345,8 @@ Config ValidatedConfig() {
   config.opencl_filter = absl::GetFlag(FLAGS_opencl_devices);
   config.devices.queue_depth =
       FlagInRange(FLAGS_opencl_queue_depth, "opencl_queue_depth", 1, kMaxOpenClQueueDepth);
+  config.device.staging_bytes = FlagInRange(FLAGS_opencl_staging_bytes, "opencl_staging_bytes",
+                                            int64_t{0}, kMaxStagingBytes);
   config.devices.unhealthy_for = std::chrono::seconds(
       FlagInRange(FLAGS_opencl_unhealthy_seconds, "opencl_unhealthy_seconds", 0, kMaxSeconds));
   config.devices.inject_failures = FlagInRange(
@@ -441,7 +448,7 @@ int Main(int argc, char** argv) {
   std::vector<std::unique_ptr<opencl_backend::Device>> opened;
   if (config.opencl) {
     std::vector<std::string> skipped;
-    for (auto& device : opencl_backend::OpenAllDevices(&skipped)) {
+    for (auto& device : opencl_backend::OpenAllDevices(&skipped, config.device)) {
       if (device->name().find(config.opencl_filter) == std::string::npos) continue;
       opened.push_back(std::move(device));
     }
@@ -460,6 +467,25 @@ int Main(int argc, char** argv) {
   MemoryBudget memory_budget(config.max_memory_bytes);
   AddMemoryBudgetSeries(metrics, memory_budget);
   effective.service.memory_budget = &memory_budget;
+  // Each device's staging may grow to --opencl_staging_bytes: charged here,
+  // once, for that bound and the process's life, so no request waits on the
+  // budget for staging and the figure is fixed from startup.
+  MemoryBudget::Reservation staging_reservation;
+  if (devices.size() > 0 && config.device.staging_bytes > 0) {
+    const int64_t staging = static_cast<int64_t>(devices.size()) * config.device.staging_bytes;
+    absl::StatusOr<MemoryBudget::Reservation> reserved =
+        memory_budget.TryReserve(staging, "OpenCL staging (--opencl_staging_bytes)");
+    if (!reserved.ok()) {
+      UsageError(absl::StrCat("--opencl_staging_bytes=", config.device.staging_bytes, " for ",
+                              devices.size(), " OpenCL device(s) does not fit --max_memory_bytes=",
+                              config.max_memory_bytes));
+    }
+    staging_reservation = *std::move(reserved);
+    LogStartupEvent("opencl_staging",
+                    absl::StrCat(staging, " bytes reserved (--opencl_staging_bytes=",
+                                 config.device.staging_bytes, " for ", devices.size(),
+                                 " device(s))"));
+  }
   LogStartupEvent("memory_budget",
                   absl::StrCat(config.max_memory_bytes, " bytes (--max_memory_bytes",
                                config.max_memory_source.empty()

@@ -1,9 +1,13 @@
-// One OpenCL device: its context, command queue and program cache, and the
-// execution of plans on it. Devices are found through the ICD loader.
+// One OpenCL device: its context, command queues, staging memory and program
+// cache, and the execution of plans on it. Devices are found through the ICD
+// loader.
 #ifndef TENSOROP_KERNELS_OPENCL_DEVICE_H_
 #define TENSOROP_KERNELS_OPENCL_DEVICE_H_
 
+#include <atomic>
+#include <condition_variable>
 #include <cstddef>
+#include <deque>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -39,11 +43,22 @@ struct ScopedKernel {
   }
 };
 
+// How a device is opened.
+struct DeviceOptions {
+  // Bytes of pinned host staging (CL_MEM_ALLOC_HOST_PTR buffers, mapped once)
+  // the device may hold; it grows in chunks up to this bound as transfers need
+  // it. 0: no staging, transfers go straight from the caller's memory.
+  int64_t staging_bytes = int64_t{64} << 20;
+};
+
 class Device;
 
 // A device buffer on loan from its device's pool; back to the pool when it goes
-// out of scope. Requests share one in-order queue, so a returned buffer's
-// pending commands complete before the next borrower's.
+// out of scope. Commands on a buffer run on three queues (upload, compute,
+// download), so the order of one queue no longer protects the next borrower:
+// Execute gives its buffers back only after every command of its request has
+// completed (it waits for its last event, or drains the queues on an error
+// path), so a returned buffer has nothing pending.
 class PooledBuffer {
  public:
   PooledBuffer(Device* owner, cl_mem mem, size_t size) : owner_(owner), mem_(mem), size_(size) {}
@@ -63,9 +78,10 @@ class PooledBuffer {
 
 class Device {
  public:
-  // Creates the context and queue for `device`.
+  // Creates the context and queues for `device`.
   static absl::StatusOr<std::unique_ptr<Device>> Open(cl_platform_id platform,
-                                                      cl_device_id device);
+                                                      cl_device_id device,
+                                                      const DeviceOptions& options = {});
   ~Device();
   Device(const Device&) = delete;
   Device& operator=(const Device&) = delete;
@@ -81,14 +97,39 @@ class Device {
     return pooled_bytes_;
   }
 
-  // Uploads the inputs, runs the plan's kernels in order and downloads the
-  // outputs into `outputs` (each plan.outputs[i].buffer_bytes(), zeroed by the
-  // caller). `stop` is asked between launches. Device errors are UNAVAILABLE
-  // naming the OpenCL call and code.
+  // The bound on staging memory (DeviceOptions::staging_bytes), and what of it
+  // is allocated now.
+  int64_t staging_bytes() const { return staging_limit_; }
+  int64_t staging_allocated_bytes() {
+    std::lock_guard<std::mutex> lock(staging_mutex_);
+    return staging_allocated_;
+  }
+  // Input bytes uploaded so far (only the ranges plans read).
+  int64_t uploaded_bytes() const { return uploaded_bytes_.load(std::memory_order_relaxed); }
+
+  // Uploads the byte range of each input the plan reads, runs the plan's
+  // kernels in order and downloads the outputs into `outputs` (each
+  // plan.outputs[i].buffer_bytes(), zeroed by the caller). Uploads, kernels
+  // and downloads go to three queues joined by events, so those of concurrent
+  // calls overlap. `stop` is asked between chunks and launches. Device errors
+  // are UNAVAILABLE naming the OpenCL call and code.
   absl::Status Execute(const ExecutionPlan& plan,
                        std::span<const std::span<const std::byte>> inputs,
                        std::span<std::byte* const> outputs, const StopCheck& stop,
                        DeviceTimings* timings = nullptr);
+
+  // Transfer probes, for benchmarks and calibration; each waits for its end.
+  // `bytes` by DMA between staging and a device buffer, chunked as Execute
+  // chunks them (no host copy): the rate of the PCIe link itself.
+  absl::Status StagingDma(int64_t bytes, bool to_device);
+  // An upload of `host` as Execute does it: copies into staging overlapping
+  // the DMA of the previous chunk.
+  absl::Status Upload(std::span<const std::byte> host);
+  // A download into `host` as Execute does it.
+  absl::Status Download(std::span<std::byte> host);
+  // For benchmarks that measure OpenCL itself next to this device.
+  cl_context context() const { return context_; }
+  cl_device_id id() const { return device_; }
 
  private:
   friend class PooledBuffer;
@@ -97,6 +138,34 @@ class Device {
   // free. Sizes round up to powers of two so buffers are reused across requests.
   absl::StatusOr<PooledBuffer> TakeBuffer(int64_t bytes, absl::string_view what);
   void ReturnBuffer(cl_mem mem, size_t size);
+
+  // Pinned staging, in chunks of staging_chunk_bytes_.
+  struct StagingChunk {
+    cl_mem mem = nullptr;
+    std::byte* host = nullptr;  // mapped for the chunk's life
+    cl_event busy = nullptr;    // the last DMA using it; wait before reuse
+  };
+  // A chunk for this caller alone, waited free of its last DMA. With `wait`,
+  // blocks (asking `stop`) while every chunk is lent and the bound is reached;
+  // without, nullptr then. A caller holding chunks must not wait: others may
+  // wait for those.
+  absl::StatusOr<StagingChunk*> TakeStaging(bool wait, const StopCheck& stop);
+  // Back to the pool; `busy` (owned, may be null) is the DMA still reading or
+  // writing it.
+  void ReturnStaging(StagingChunk* chunk, cl_event busy);
+  // The piece a transfer of `bytes` moves per staging chunk.
+  int64_t PieceBytes(int64_t bytes) const;
+  // Enqueues the upload of `bytes` from `host` into `dst` (from its byte 0) on
+  // `queue`, through staging when there is some; returns once `host` is no
+  // longer read.
+  absl::Status UploadBytes(cl_command_queue queue, const std::byte* host, int64_t bytes,
+                           cl_mem dst, const StopCheck& stop);
+  // Downloads `bytes` of `src` into `host` on `queue` once `ready` (may be
+  // null) completed; returns when they are in `host`.
+  absl::Status DownloadBytes(cl_command_queue queue, cl_mem src, int64_t bytes, std::byte* host,
+                             cl_event ready, const StopCheck& stop);
+  // Waits for every command queued on any queue (error paths).
+  void Drain();
   enum class Source { kStridedCopy, kScatterElements };
   // Built once per (source, word size, index size) and reused.
   absl::StatusOr<cl_program> Program(Source source, int word_size, int index_size);
@@ -110,7 +179,11 @@ class Device {
 
   cl_device_id device_ = nullptr;
   cl_context context_ = nullptr;
+  // The compute queue (kernels and fills); uploads and downloads have their
+  // own. Each is in order; a request joins them with markers and events.
   cl_command_queue queue_ = nullptr;
+  cl_command_queue upload_queue_ = nullptr;
+  cl_command_queue download_queue_ = nullptr;
   std::string name_;
   std::string platform_name_;
   int64_t max_buffer_bytes_ = 0;
@@ -119,6 +192,14 @@ class Device {
   std::mutex pool_mutex_;
   std::multimap<size_t, cl_mem> free_buffers_;
   int64_t pooled_bytes_ = 0;
+  int64_t staging_limit_ = 0;
+  int64_t staging_chunk_bytes_ = 0;
+  std::mutex staging_mutex_;
+  std::condition_variable staging_returned_;
+  std::vector<std::unique_ptr<StagingChunk>> staging_chunks_;  // every one allocated
+  std::deque<StagingChunk*> staging_free_;  // oldest returned first
+  int64_t staging_allocated_ = 0;
+  std::atomic<int64_t> uploaded_bytes_{0};
   std::mutex programs_mutex_;
   std::map<std::tuple<Source, int, int>, cl_program> programs_;
 };
@@ -126,7 +207,8 @@ class Device {
 // Every device of every platform the ICD loader knows. No platform is an empty
 // list, not an error; a device that fails to open is skipped with its reason in
 // `skipped`.
-std::vector<std::unique_ptr<Device>> OpenAllDevices(std::vector<std::string>* skipped);
+std::vector<std::unique_ptr<Device>> OpenAllDevices(std::vector<std::string>* skipped,
+                                                    const DeviceOptions& options = {});
 
 }  // namespace tensorop::opencl_backend
 

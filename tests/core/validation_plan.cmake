@@ -17,7 +17,7 @@ foreach(stem tensor limits slice strided_slice split scatter_elements)
                                 ${CMAKE_CURRENT_LIST_DIR}/validation/${stem}_test.cc)
 endforeach()
 
-foreach(stem strided_copy slice strided_slice split scatter_elements operator)
+foreach(stem strided_copy byte_range slice strided_slice split scatter_elements operator)
   tensorop_validation_plan_test(plan_${stem}_test
                                 ${CMAKE_CURRENT_LIST_DIR}/plan/${stem}_test.cc)
 endforeach()

@@ -33,6 +33,8 @@ TEST(FlagBoundsTest, OutOfRangeValuesExitTwoNamingFlagAndRange) {
       {"--opencl_queue_depth=1025", "--opencl_queue_depth=1025 must be in [1, 1024]"},
       {"--opencl_unhealthy_seconds=-1", "--opencl_unhealthy_seconds=-1 must be in [0, 86400]"},
       {"--inject_opencl_failures=-1", "--inject_opencl_failures=-1 must be in [0, 1048576]"},
+      {"--opencl_staging_bytes=-1",
+       "--opencl_staging_bytes=-1 must be in [0, 1099511627776]"},
       {"--auto_opencl_min_bytes=-1",
        "--auto_opencl_min_bytes=-1 must be in [0, 9223372036854775807]"},
       {"--shutdown_grace_seconds=3601", "--shutdown_grace_seconds=3601 must be in [0, 3600]"},

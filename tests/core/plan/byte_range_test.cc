@@ -1,0 +1,143 @@
+// The bytes a plan reads from each input (core/plan/byte_range.h): what the
+// OpenCL device uploads. Hand-made copies for the arithmetic, planned
+// operators for the hull over several copies and walks.
+#include "core/plan/byte_range.h"
+
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+#include "core/attrs.h"
+#include "core/dtype.h"
+#include "core/limits.h"
+#include "core/operator.h"
+#include "core/plan/plan.h"
+#include "core/tensor.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "tests/support/status_matchers.h"
+
+namespace tensorop {
+namespace {
+
+using ::testing::ElementsAre;
+
+StridedCopy Copy(int element_size, std::vector<int64_t> sizes, std::vector<int64_t> src_strides,
+                 int64_t src_offset) {
+  StridedCopy copy;
+  copy.element_size = element_size;
+  copy.element_count = 1;
+  for (int64_t size : sizes) copy.element_count *= size;
+  copy.sizes = std::move(sizes);
+  copy.src_strides = std::move(src_strides);
+  copy.src_offset = src_offset;
+  return copy;
+}
+
+TEST(ReadByteRangeTest, ContiguousRunFromItsOffset) {
+  // 10 float32 from byte 12: bytes [12, 52).
+  EXPECT_EQ(ReadByteRange(Copy(4, {10}, {4}, 12)), (ByteRange{12, 52}));
+}
+
+TEST(ReadByteRangeTest, StridedDimensionsEndAtTheLastElementPlusItsWidth) {
+  // [3, 4] uint16 with strides 40 and 4 bytes from byte 6: last element at
+  // 6 + 2*40 + 3*4 = 98, so [6, 100).
+  EXPECT_EQ(ReadByteRange(Copy(2, {3, 4}, {40, 4}, 6)), (ByteRange{6, 100}));
+}
+
+TEST(ReadByteRangeTest, NegativeStridesReachBelowTheOffset) {
+  // A reversed window: 5 int64 read from byte 80 down by 16: [80 - 64, 88).
+  EXPECT_EQ(ReadByteRange(Copy(8, {5}, {-16}, 80)), (ByteRange{16, 88}));
+  // Mixed signs: rows go down by 100, columns up by 1.
+  EXPECT_EQ(ReadByteRange(Copy(1, {3, 7}, {-100, 1}, 250)), (ByteRange{50, 257}));
+}
+
+TEST(ReadByteRangeTest, BroadcastStridesReadOneElement) {
+  EXPECT_EQ(ReadByteRange(Copy(4, {1000, 3}, {0, 0}, 20)), (ByteRange{20, 24}));
+  EXPECT_EQ(ReadByteRange(Copy(4, {1000, 3}, {0, 4}, 20)), (ByteRange{20, 32}));
+}
+
+TEST(ReadByteRangeTest, OneElementAndEmptyCopies) {
+  // Rank 0 after merging: one element at the offset.
+  EXPECT_EQ(ReadByteRange(Copy(8, {}, {}, 24)), (ByteRange{24, 32}));
+  StridedCopy empty = Copy(4, {0, 5}, {20, 4}, 8);
+  ASSERT_EQ(empty.element_count, 0);
+  EXPECT_TRUE(ReadByteRange(empty).empty());
+  EXPECT_EQ(ReadByteRange(empty).size(), 0);
+}
+
+class InputReadRangesTest : public ::testing::Test {
+ protected:
+  TensorView Tensor(DType dtype, std::vector<int64_t> sizes, std::vector<int64_t> strides = {}) {
+    int64_t elements = 1;
+    for (size_t d = 0; d < sizes.size(); ++d) {
+      elements += (sizes[d] - 1) * (strides.empty() ? 0 : strides[d]);
+    }
+    if (strides.empty()) {
+      elements = 1;
+      for (int64_t size : sizes) elements *= size;
+    }
+    buffers_.emplace_back(static_cast<size_t>(elements * ElementSize(dtype)), std::byte{0});
+    return TensorView{TensorDesc{dtype, std::move(sizes), std::move(strides)}, buffers_.back()};
+  }
+  std::vector<std::vector<std::byte>> buffers_;
+};
+
+TEST_F(InputReadRangesTest, SliceReadsOnlyItsWindowRows) {
+  // Rows 2..4 of a packed float32 [10, 6], columns 1..3: bytes of rows 2-4,
+  // from column 1 of row 2 to column 3 of row 4.
+  OpRequest request{SliceAttrs{{2, 1}, {3, 3}, {1, 1}},
+                    {{"input", Tensor(DType::kFloat32, {10, 6})}},
+                    {OutputDesc{{3, 3}, {}}}};
+  ASSERT_OK_AND_ASSIGN(ExecutionPlan plan, PlanOperator(request, Limits{}));
+  EXPECT_THAT(InputReadRanges(plan), ElementsAre(ByteRange{(2 * 6 + 1) * 4, (4 * 6 + 4) * 4}));
+}
+
+TEST_F(InputReadRangesTest, ReversedSliceCoversTheSameWindow) {
+  OpRequest request{SliceAttrs{{2, 1}, {3, 3}, {-1, -1}},
+                    {{"input", Tensor(DType::kFloat32, {10, 6})}},
+                    {OutputDesc{{3, 3}, {}}}};
+  ASSERT_OK_AND_ASSIGN(ExecutionPlan plan, PlanOperator(request, Limits{}));
+  EXPECT_THAT(InputReadRanges(plan), ElementsAre(ByteRange{(2 * 6 + 1) * 4, (4 * 6 + 4) * 4}));
+}
+
+TEST_F(InputReadRangesTest, SplitOutputsTogetherReadTheWholeInput) {
+  // Outputs of 2 and 3 rows of a [5, 4] int16: the hull of both copies.
+  OpRequest request{SplitAttrs{0},
+                    {{"input", Tensor(DType::kInt16, {5, 4})}},
+                    {OutputDesc{{2, 4}, {}}, OutputDesc{{3, 4}, {}}}};
+  ASSERT_OK_AND_ASSIGN(ExecutionPlan plan, PlanOperator(request, Limits{}));
+  EXPECT_THAT(InputReadRanges(plan), ElementsAre(ByteRange{0, 5 * 4 * 2}));
+}
+
+TEST_F(InputReadRangesTest, BroadcastInputOfAScatterIsOneRow) {
+  // Input broadcast along dimension 0 (stride 0): only its one row is read.
+  // Indices and updates are read from byte 0 to their last element.
+  OpRequest request{ScatterElementsAttrs{1},
+                    {{"input", Tensor(DType::kFloat32, {4, 5}, {0, 1})},
+                     {"indices", Tensor(DType::kInt64, {4, 2})},
+                     {"updates", Tensor(DType::kFloat32, {4, 2})}},
+                    {}};
+  ASSERT_OK_AND_ASSIGN(ExecutionPlan plan, PlanOperator(request, Limits{}));
+  ASSERT_EQ(plan.input_names.size(), 3u);
+  const std::vector<ByteRange> ranges = InputReadRanges(plan);
+  ASSERT_EQ(ranges.size(), 3u);
+  for (size_t i = 0; i < 3; ++i) {
+    SCOPED_TRACE(plan.input_names[i]);
+    const ByteRange expected = plan.input_names[i] == "input"     ? ByteRange{0, 5 * 4}
+                               : plan.input_names[i] == "indices" ? ByteRange{0, 8 * 8}
+                                                                  : ByteRange{0, 8 * 4};
+    EXPECT_EQ(ranges[i], expected);
+  }
+}
+
+TEST(InputReadRangesPlainTest, SlotsNothingReadsAreEmpty) {
+  ExecutionPlan plan;
+  plan.input_names = {"a", "b"};
+  plan.copies.push_back(Copy(4, {2}, {4}, 0));
+  plan.copies[0].input_slot = 1;
+  EXPECT_THAT(InputReadRanges(plan), ElementsAre(ByteRange{}, ByteRange{0, 8}));
+}
+
+}  // namespace
+}  // namespace tensorop
