@@ -261,11 +261,21 @@ absl::Status ForEachLaunch(int64_t rows, int64_t columns, Fn&& fn) {
 }
 
 // The 2-D range of a launch: ITEMS columns per work-item, one row per line.
+// The first dimension is rounded up (to a power of two below 64, else to a
+// multiple of 64; the kernel skips columns past the end) so that a runtime
+// choosing the work-group size itself finds one of full warps, whatever the
+// row length.
 std::array<size_t, 2> LaunchRange(int64_t row_count, int64_t column_begin,
                                   int64_t column_end) {
-  return {static_cast<size_t>((column_end - column_begin + kItemsPerWorkItem - 1) /
-                              kItemsPerWorkItem),
-          static_cast<size_t>(row_count)};
+  int64_t items = (column_end - column_begin + kItemsPerWorkItem - 1) / kItemsPerWorkItem;
+  if (items < 64) {
+    int64_t power = 1;
+    while (power < items) power *= 2;
+    items = power;
+  } else {
+    items = (items + 63) / 64 * 64;
+  }
+  return {static_cast<size_t>(items), static_cast<size_t>(row_count)};
 }
 
 // |offset| + sum((size - 1) * |stride|): no partial sum of an address is larger.
@@ -279,9 +289,10 @@ int64_t Extent(int64_t offset, const std::vector<int64_t>& sizes,
 }
 
 // The largest index a launch over rows × columns computes besides addresses:
-// the row, and a column past the end by up to ITEMS strides.
+// the row, and a column past the end by up to ITEMS strides of LaunchRange's
+// rounded-up width.
 int64_t LaunchExtent(int64_t rows, int64_t columns) {
-  return std::max(rows, 2 * columns + 2 * kItemsPerWorkItem);
+  return std::max(rows, 4 * columns + 1024);
 }
 
 // clEnqueueCopyBufferRect's origin of byte `offset` for these pitches.
