@@ -1,9 +1,12 @@
 #include "kernels/opencl/device.h"
 
 #include <algorithm>
+#include <array>
 #include <chrono>
+#include <cstdlib>
 #include <cstring>
 #include <deque>
+#include <optional>
 
 #include "absl/strings/str_cat.h"
 #include "core/plan/byte_range.h"
@@ -42,22 +45,6 @@ struct ScopedEvent {
   }
 };
 
-// Releases a cl_mem when it goes out of scope.
-struct Buffer {
-  cl_mem mem = nullptr;
-  Buffer() = default;
-  explicit Buffer(cl_mem m) : mem(m) {}
-  Buffer(Buffer&& other) noexcept : mem(other.mem) { other.mem = nullptr; }
-  Buffer& operator=(Buffer&& other) noexcept {
-    std::swap(mem, other.mem);
-    return *this;
-  }
-  ~Buffer() {
-    if (mem != nullptr) clReleaseMemObject(mem);
-  }
-};
-
-
 std::string DeviceString(cl_device_id device, cl_device_info what) {
   size_t size = 0;
   if (clGetDeviceInfo(device, what, 0, nullptr, &size) != CL_SUCCESS || size == 0) return "";
@@ -83,18 +70,9 @@ const char* WordType(int size) {
     case 1: return "uchar";
     case 2: return "ushort";
     case 4: return "uint";
-    default: return "ulong";
+    case 8: return "ulong";
+    default: return "uint4";
   }
-}
-
-absl::StatusOr<Buffer> CreateBuffer(cl_context context, cl_mem_flags flags, int64_t bytes,
-                                    void* host, absl::string_view what) {
-  cl_int error = CL_SUCCESS;
-  // OpenCL has no empty buffers; an empty tensor gets one unused byte.
-  cl_mem mem = clCreateBuffer(context, flags, static_cast<size_t>(std::max<int64_t>(bytes, 1)),
-                              host, &error);
-  RETURN_IF_ERROR(ClStatus(error, absl::StrCat("clCreateBuffer(", what, ")")));
-  return Buffer(mem);
 }
 
 template <typename T>
@@ -103,30 +81,19 @@ absl::Status SetArg(cl_kernel kernel, cl_uint index, const T& value) {
                   absl::StrCat("clSetKernelArg(", index, ")"));
 }
 
-// Sets the kernel's arguments in order; the first failure is returned.
+// Sets the kernel's arguments in order from `first`; the first failure is
+// returned.
 template <typename... Args>
-absl::Status SetArgs(cl_kernel kernel, const Args&... args) {
+absl::Status SetArgsAt(cl_kernel kernel, cl_uint first, const Args&... args) {
   absl::Status status;
-  cl_uint index = 0;
+  cl_uint index = first;
   ((status.ok() ? (status = SetArg(kernel, index++, args), 0) : 0), ...);
   return status;
 }
 
-// The `layout` argument of a kernel: dimension sizes and strides as longs.
-// Never empty, so rank 0 still gets a buffer.
-absl::StatusOr<Buffer> LayoutBuffer(cl_context context, std::vector<cl_long> layout,
-                                    absl::string_view kernel) {
-  layout.push_back(0);
-  return CreateBuffer(context, CL_MEM_READ_ONLY | CL_MEM_COPY_HOST_PTR,
-                      static_cast<int64_t>(layout.size() * sizeof(cl_long)), layout.data(),
-                      absl::StrCat(kernel, " layout"));
-}
-
-// Byte strides → element strides (exact: every stride is a multiple).
-std::vector<cl_long> InElements(const std::vector<int64_t>& bytes, int64_t width) {
-  std::vector<cl_long> elements;
-  for (int64_t b : bytes) elements.push_back(b / width);
-  return elements;
+template <typename... Args>
+absl::Status SetArgs(cl_kernel kernel, const Args&... args) {
+  return SetArgsAt(kernel, 0, args...);
 }
 
 }  // namespace
@@ -382,6 +349,9 @@ Device::~Device() {
     clReleaseMemObject(chunk->mem);
   }
   for (auto& [size, mem] : free_buffers_) clReleaseMemObject(mem);
+  for (auto& [key, kernels] : free_kernels_) {
+    for (cl_kernel kernel : kernels) clReleaseKernel(kernel);
+  }
   for (auto& [key, program] : programs_) clReleaseProgram(program);
   for (cl_command_queue queue : {queue_, upload_queue_, download_queue_}) {
     if (queue != nullptr) clReleaseCommandQueue(queue);
@@ -399,14 +369,9 @@ absl::StatusOr<cl_program> Device::Program(Source source, int word_size, int ind
   cl_int error = CL_SUCCESS;
   cl_program program = clCreateProgramWithSource(context_, 1, &text, nullptr, &error);
   RETURN_IF_ERROR(ClStatus(error, "clCreateProgramWithSource"));
-  // index_size < 0 marks a signed index type: int/long; > 0 unsigned: uint/ulong.
-  std::string options = absl::StrCat("-cl-std=CL1.2 -DWORD=", WordType(word_size));
-  if (index_size != 0) {
-    const bool is_signed = index_size < 0;
-    const int width = is_signed ? -index_size : index_size;
-    absl::StrAppend(&options, " -DINDEX=",
-                    width == 4 ? (is_signed ? "int" : "uint") : (is_signed ? "long" : "ulong"));
-  }
+  std::string options =
+      absl::StrCat("-cl-std=CL1.2 -DWORD=", WordType(word_size),
+                   index_size == 4 ? " -DIDX=int -DIDX8=int8" : " -DIDX=long -DIDX8=long8");
   error = clBuildProgram(program, 1, &device_, options.c_str(), nullptr, nullptr);
   if (error != CL_SUCCESS) {
     size_t log_size = 0;
@@ -422,93 +387,479 @@ absl::StatusOr<cl_program> Device::Program(Source source, int word_size, int ind
   return program;
 }
 
-absl::StatusOr<ScopedKernel> Device::MakeKernel(Source source, int word_size, int index_size,
-                                          const char* name) {
+namespace {
+
+// Words (or updates) per work-item: ITEMS in the .cl files.
+constexpr int64_t kItemsPerWorkItem = 4;
+// Rows per launch at most: a runtime built on CUDA may map the range's second
+// dimension to a grid dimension, which CUDA caps at 65535 blocks.
+constexpr int64_t kMaxRowsPerLaunch = 65535;
+// Runs shorter than this go to the kernel rather than clEnqueueCopyBufferRect,
+// whose per-row cost would dominate short rows.
+constexpr int64_t kRectMinRunBytes = 256;
+// Bytes per clEnqueueCopyBuffer(Rect) command: the stop check runs between.
+constexpr int64_t kBytesPerCommand = kItemsPerLaunch * 16;
+
+template <typename Index>
+struct IndexVector;
+template <>
+struct IndexVector<cl_int> {
+  using type = cl_int8;
+};
+template <>
+struct IndexVector<cl_long> {
+  using type = cl_long8;
+};
+
+// The commands of one walk, at most two queued at a time: after each enqueue it
+// waits for the one before, so the device stays busy while a stop condition is
+// still noticed within about one launch. The last command is not waited for
+// (the caller's next command queues behind it) unless `wait_on_exit`: then,
+// declared after the pooled buffers its commands use, it waits for them even
+// on an early return, before those buffers go back to the pool.
+class LaunchPipeline {
+ public:
+  explicit LaunchPipeline(bool wait_on_exit) : wait_on_exit_(wait_on_exit) {}
+  LaunchPipeline(const LaunchPipeline&) = delete;
+  LaunchPipeline& operator=(const LaunchPipeline&) = delete;
+  ~LaunchPipeline() {
+    for (cl_event event : {previous_, fresh_}) {
+      if (event == nullptr) continue;
+      if (wait_on_exit_) clWaitForEvents(1, &event);
+      clReleaseEvent(event);
+    }
+  }
+  // Where the next enqueue writes its event.
+  cl_event* event() { return &fresh_; }
+  absl::Status Launched(cl_command_queue queue) {
+    cl_event wait = previous_;
+    previous_ = fresh_;
+    fresh_ = nullptr;
+    if (wait == nullptr) return absl::OkStatus();
+    const cl_int error = clFlush(queue);
+    if (error != CL_SUCCESS) clReleaseEvent(wait);
+    RETURN_IF_ERROR(ClStatus(error, "clFlush"));
+    return Wait(wait);
+  }
+  // Waits for every command so far.
+  absl::Status Drain() {
+    cl_event wait = previous_;
+    previous_ = nullptr;
+    return Wait(wait);
+  }
+
+ private:
+  static absl::Status Wait(cl_event event) {
+    if (event == nullptr) return absl::OkStatus();
+    const cl_int error = clWaitForEvents(1, &event);
+    clReleaseEvent(event);
+    return ClStatus(error, "clWaitForEvents");
+  }
+  bool wait_on_exit_;
+  cl_event previous_ = nullptr;
+  cl_event fresh_ = nullptr;
+};
+
+// Splits rows × columns into launches of at most kItemsPerLaunch items: whole
+// rows when rows are shorter, else pieces of one row. fn(row_begin, row_count,
+// column_begin, column_end).
+template <typename Fn>
+absl::Status ForEachLaunch(int64_t rows, int64_t columns, Fn&& fn) {
+  if (columns >= kItemsPerLaunch) {
+    for (int64_t row = 0; row < rows; ++row) {
+      for (int64_t column = 0; column < columns; column += kItemsPerLaunch) {
+        RETURN_IF_ERROR(fn(row, 1, column, std::min(columns, column + kItemsPerLaunch)));
+      }
+    }
+    return absl::OkStatus();
+  }
+  const int64_t rows_per_launch = std::min(kMaxRowsPerLaunch, kItemsPerLaunch / columns);
+  for (int64_t row = 0; row < rows; row += rows_per_launch) {
+    RETURN_IF_ERROR(fn(row, std::min(rows_per_launch, rows - row), 0, columns));
+  }
+  return absl::OkStatus();
+}
+
+// The 2-D range of a launch: ITEMS columns per work-item, one row per line.
+// The first dimension is rounded up (to a power of two below 64, else to a
+// multiple of 64; the kernel skips columns past the end) so that a runtime
+// choosing the work-group size itself finds one of full warps, whatever the
+// row length.
+std::array<size_t, 2> LaunchRange(int64_t row_count, int64_t column_begin,
+                                  int64_t column_end) {
+  int64_t items = (column_end - column_begin + kItemsPerWorkItem - 1) / kItemsPerWorkItem;
+  if (items < 64) {
+    int64_t power = 1;
+    while (power < items) power *= 2;
+    items = power;
+  } else {
+    items = (items + 63) / 64 * 64;
+  }
+  return {static_cast<size_t>(items), static_cast<size_t>(row_count)};
+}
+
+// |offset| + sum((size - 1) * |stride|): no partial sum of an address is larger.
+int64_t Extent(int64_t offset, const std::vector<int64_t>& sizes,
+               const std::vector<int64_t>& strides, int64_t unit) {
+  int64_t extent = std::abs(offset / unit);
+  for (size_t d = 0; d < sizes.size(); ++d) {
+    extent += (sizes[d] - 1) * std::abs(strides[d] / unit);
+  }
+  return extent;
+}
+
+// The largest index a launch over rows × columns computes besides addresses:
+// the row, and a column past the end by up to ITEMS strides of LaunchRange's
+// rounded-up width.
+int64_t LaunchExtent(int64_t rows, int64_t columns) {
+  return std::max(rows, 4 * columns + 1024);
+}
+
+// clEnqueueCopyBufferRect's origin of byte `offset` for these pitches.
+std::array<size_t, 3> RectOrigin(int64_t offset, int64_t row_pitch, int64_t slice_pitch) {
+  if (slice_pitch == 0) {
+    return {static_cast<size_t>(offset % row_pitch), static_cast<size_t>(offset / row_pitch), 0};
+  }
+  const int64_t in_slice = offset % slice_pitch;
+  return {static_cast<size_t>(in_slice % row_pitch), static_cast<size_t>(in_slice / row_pitch),
+          static_cast<size_t>(offset / slice_pitch)};
+}
+
+// Whether clEnqueueCopyBufferRect can take strides of a copy of 2 or 3
+// dimensions whose runs are `run` bytes: positive pitches that do not overlap
+// the run, slices a whole number of rows.
+bool RectFits(const std::vector<int64_t>& sizes, const std::vector<int64_t>& strides,
+              int64_t run) {
+  if (sizes.size() == 2) return strides[0] >= run;
+  return strides[1] >= run && strides[0] >= sizes[1] * strides[1] &&
+         strides[0] % strides[1] == 0;
+}
+
+}  // namespace
+
+KernelLease::~KernelLease() {
+  if (kernel_ != nullptr) owner_->ReturnKernel(key_, kernel_);
+}
+
+absl::StatusOr<KernelLease> Device::MakeKernel(Source source, int word_size, int index_size,
+                                               const char* name) {
+  const int key = (static_cast<int>(source) << 16) | (word_size << 8) | index_size;
+  {
+    std::lock_guard<std::mutex> lock(kernels_mutex_);
+    std::vector<cl_kernel>& free = free_kernels_[key];
+    if (!free.empty()) {
+      cl_kernel kernel = free.back();
+      free.pop_back();
+      return KernelLease(this, key, kernel);
+    }
+  }
   ASSIGN_OR_RETURN(cl_program program, Program(source, word_size, index_size));
-  ScopedKernel kernel;
   cl_int error = CL_SUCCESS;
-  kernel.kernel = clCreateKernel(program, name, &error);
+  cl_kernel kernel = clCreateKernel(program, name, &error);
   RETURN_IF_ERROR(ClStatus(error, absl::StrCat("clCreateKernel(", name, ")")));
-  return kernel;
+  return KernelLease(this, key, kernel);
+}
+
+void Device::ReturnKernel(int key, cl_kernel kernel) {
+  std::lock_guard<std::mutex> lock(kernels_mutex_);
+  free_kernels_[key].push_back(kernel);
+}
+
+absl::Status Device::CopyRun(cl_mem src, cl_mem dst, int64_t src_offset, int64_t dst_offset,
+                             int64_t bytes, const StopCheck& stop) {
+  LaunchPipeline pipeline(/*wait_on_exit=*/false);
+  for (int64_t first = 0; first < bytes; first += kBytesPerCommand) {
+    RETURN_IF_ERROR(stop());
+    RETURN_IF_ERROR(ClStatus(
+        clEnqueueCopyBuffer(queue_, src, dst, static_cast<size_t>(src_offset + first),
+                            static_cast<size_t>(dst_offset + first),
+                            static_cast<size_t>(std::min(kBytesPerCommand, bytes - first)), 0,
+                            nullptr, pipeline.event()),
+        "clEnqueueCopyBuffer"));
+    RETURN_IF_ERROR(pipeline.Launched(queue_));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status Device::CopyRect(const StridedCopy& copy, cl_mem src, cl_mem dst,
+                              const StopCheck& stop) {
+  const bool three = copy.sizes.size() == 3;
+  const int64_t run = copy.sizes.back() * copy.element_size;
+  const int64_t rows = three ? copy.sizes[1] : 1;  // per step of the outermost dimension
+  const int64_t outer = copy.sizes[0];
+  const int64_t per_command = std::max<int64_t>(1, kBytesPerCommand / (run * rows));
+  // Pitches: rows and slices; a 2-D copy's slice pitch 0 lets OpenCL compute it.
+  const int64_t src_row = copy.src_strides[three ? 1 : 0];
+  const int64_t dst_row = copy.dst_strides[three ? 1 : 0];
+  const int64_t src_slice = three ? copy.src_strides[0] : 0;
+  const int64_t dst_slice = three ? copy.dst_strides[0] : 0;
+  LaunchPipeline pipeline(/*wait_on_exit=*/false);
+  for (int64_t first = 0; first < outer; first += per_command) {
+    RETURN_IF_ERROR(stop());
+    const int64_t count = std::min(per_command, outer - first);
+    const std::array<size_t, 3> src_origin =
+        RectOrigin(copy.src_offset + first * copy.src_strides[0], src_row, src_slice);
+    const std::array<size_t, 3> dst_origin =
+        RectOrigin(copy.dst_offset + first * copy.dst_strides[0], dst_row, dst_slice);
+    const std::array<size_t, 3> region = {static_cast<size_t>(run),
+                                          static_cast<size_t>(three ? rows : count),
+                                          static_cast<size_t>(three ? count : 1)};
+    RETURN_IF_ERROR(ClStatus(
+        clEnqueueCopyBufferRect(queue_, src, dst, src_origin.data(), dst_origin.data(),
+                                region.data(), static_cast<size_t>(src_row),
+                                static_cast<size_t>(src_slice), static_cast<size_t>(dst_row),
+                                static_cast<size_t>(dst_slice), 0, nullptr, pipeline.event()),
+        "clEnqueueCopyBufferRect"));
+    RETURN_IF_ERROR(pipeline.Launched(queue_));
+  }
+  return absl::OkStatus();
+}
+
+template <typename Index>
+absl::Status Device::CopyKernel(const StridedCopy& words, cl_mem src, cl_mem dst,
+                                const StopCheck& stop) {
+  using Vector = typename IndexVector<Index>::type;
+  ASSIGN_OR_RETURN(KernelLease kernel, MakeKernel(Source::kStridedCopy, words.element_size,
+                                                  sizeof(Index), "strided_copy"));
+  const int rank = static_cast<int>(words.sizes.size());
+  const int64_t columns = words.sizes.back();
+  const int64_t rows = words.element_count / columns;
+  // Dimensions outside the row, innermost first: 8 as vector components, the
+  // rest (rare: only size-1 dimensions are dropped) in a small pooled buffer.
+  const int outer = rank - 1;
+  const int vector_rank = std::min(outer, 8);
+  const int more_rank = outer - vector_rank;
+  Vector sizes{}, src_strides{}, dst_strides{};
+  std::vector<Index> more(3 * static_cast<size_t>(more_rank));
+  for (int c = 0; c < outer; ++c) {
+    const int d = rank - 2 - c;
+    const Index values[] = {static_cast<Index>(words.sizes[d]),
+                            static_cast<Index>(words.src_strides[d]),
+                            static_cast<Index>(words.dst_strides[d])};
+    if (c < 8) {
+      sizes.s[c] = values[0];
+      src_strides.s[c] = values[1];
+      dst_strides.s[c] = values[2];
+    } else {
+      for (int k = 0; k < 3; ++k) more[k * more_rank + c - 8] = values[k];
+    }
+  }
+  std::optional<PooledBuffer> more_buffer;
+  cl_mem more_mem = nullptr;
+  if (more_rank > 0) {
+    const int64_t bytes = static_cast<int64_t>(more.size() * sizeof(Index));
+    ASSIGN_OR_RETURN(PooledBuffer buffer, TakeBuffer(bytes, "strided_copy dimensions"));
+    RETURN_IF_ERROR(ClStatus(clEnqueueWriteBuffer(queue_, buffer.mem(), CL_TRUE, 0,
+                                                  static_cast<size_t>(bytes), more.data(), 0,
+                                                  nullptr, nullptr),
+                             "clEnqueueWriteBuffer(strided_copy dimensions)"));
+    more_mem = buffer.mem();
+    more_buffer.emplace(std::move(buffer));
+  }
+  RETURN_IF_ERROR(SetArgs(kernel.get(), src, dst, sizes, src_strides, dst_strides,
+                          static_cast<cl_int>(vector_rank), more_mem,
+                          static_cast<cl_int>(more_rank),
+                          static_cast<Index>(words.src_strides.back()),
+                          static_cast<Index>(words.dst_strides.back()),
+                          static_cast<Index>(words.src_offset),
+                          static_cast<Index>(words.dst_offset)));
+  LaunchPipeline pipeline(/*wait_on_exit=*/more_buffer.has_value());
+  RETURN_IF_ERROR(ForEachLaunch(
+      rows, columns,
+      [&](int64_t row, int64_t row_count, int64_t column_begin,
+          int64_t column_end) -> absl::Status {
+        RETURN_IF_ERROR(stop());
+        RETURN_IF_ERROR(SetArgsAt(kernel.get(), 12, static_cast<Index>(row),
+                                  static_cast<Index>(column_begin),
+                                  static_cast<Index>(column_end)));
+        const std::array<size_t, 2> range = LaunchRange(row_count, column_begin, column_end);
+        RETURN_IF_ERROR(ClStatus(clEnqueueNDRangeKernel(queue_, kernel.get(), 2, nullptr,
+                                                        range.data(), nullptr, 0, nullptr,
+                                                        pipeline.event()),
+                                 "clEnqueueNDRangeKernel(strided_copy)"));
+        return pipeline.Launched(queue_);
+      }));
+  return more_buffer.has_value() ? pipeline.Drain() : absl::OkStatus();
 }
 
 absl::Status Device::RunCopy(const StridedCopy& copy, cl_mem src, cl_mem dst,
                              const StopCheck& stop) {
   if (copy.element_count == 0) return absl::OkStatus();
-  ASSIGN_OR_RETURN(ScopedKernel kernel,
-                   MakeKernel(Source::kStridedCopy, copy.element_size, 0, "strided_copy"));
   const int64_t width = copy.element_size;
-  std::vector<cl_long> layout(copy.sizes.begin(), copy.sizes.end());
-  for (const std::vector<int64_t>* strides : {&copy.src_strides, &copy.dst_strides}) {
-    std::vector<cl_long> elements = InElements(*strides, width);
-    layout.insert(layout.end(), elements.begin(), elements.end());
+  const size_t rank = copy.sizes.size();
+  // The plan merged every dimension it could, so a contiguous innermost
+  // dimension is as long a run as the copy has.
+  const bool contiguous =
+      rank == 0 || (copy.src_strides.back() == width && copy.dst_strides.back() == width);
+  if (contiguous && rank <= 1) {
+    return CopyRun(src, dst, copy.src_offset, copy.dst_offset, copy.element_count * width,
+                   stop);
   }
-  ASSIGN_OR_RETURN(Buffer layout_buffer, LayoutBuffer(context_, std::move(layout),
-                                                      "strided_copy"));
-  const cl_long count = copy.element_count;
-  RETURN_IF_ERROR(SetArgs(kernel.kernel, src, dst, layout_buffer.mem,
-                          static_cast<cl_int>(copy.sizes.size()),
-                          static_cast<cl_long>(copy.src_offset / width),
-                          static_cast<cl_long>(copy.dst_offset / width), count));
-  for (int64_t first = 0; first < count; first += kItemsPerLaunch) {
-    RETURN_IF_ERROR(stop());
-    const size_t offset = static_cast<size_t>(first);
-    const size_t items = static_cast<size_t>(std::min(kItemsPerLaunch, count - first));
-    RETURN_IF_ERROR(ClStatus(clEnqueueNDRangeKernel(queue_, kernel.kernel, 1, &offset,
-                                                    &items, nullptr, 0, nullptr, nullptr),
-                             "clEnqueueNDRangeKernel(strided_copy)"));
-    if (first + kItemsPerLaunch < count) {
-      RETURN_IF_ERROR(ClStatus(clFinish(queue_), "clFinish"));
+  if (contiguous && rank <= 3 && copy.sizes.back() * width >= kRectMinRunBytes &&
+      RectFits(copy.sizes, copy.src_strides, copy.sizes.back() * width) &&
+      RectFits(copy.sizes, copy.dst_strides, copy.sizes.back() * width)) {
+    return CopyRect(copy, src, dst, stop);
+  }
+  // The kernel moves words: contiguous runs as the widest of 16, 8, 4 or 2
+  // bytes that divides the run, both offsets and every outer stride.
+  int64_t word = width;
+  if (contiguous) {
+    for (int64_t wide : {16, 8, 4, 2}) {
+      if (wide <= width) break;
+      bool fits = (copy.sizes.back() * width) % wide == 0 && copy.src_offset % wide == 0 &&
+                  copy.dst_offset % wide == 0;
+      for (size_t d = 0; d + 1 < rank; ++d) {
+        fits = fits && copy.src_strides[d] % wide == 0 && copy.dst_strides[d] % wide == 0;
+      }
+      if (fits) {
+        word = wide;
+        break;
+      }
     }
   }
-  return absl::OkStatus();
+  StridedCopy words = copy;
+  words.element_size = static_cast<int>(word);
+  words.element_count = copy.element_count * width / word;
+  words.sizes.back() = copy.sizes.back() * width / word;
+  for (int64_t& stride : words.src_strides) stride /= word;
+  for (int64_t& stride : words.dst_strides) stride /= word;
+  if (contiguous) words.src_strides.back() = words.dst_strides.back() = 1;  // was one element
+  words.src_offset /= word;
+  words.dst_offset /= word;
+  const int64_t extent = std::max(
+      {Extent(words.src_offset, words.sizes, words.src_strides, 1),
+       Extent(words.dst_offset, words.sizes, words.dst_strides, 1),
+       LaunchExtent(words.element_count / words.sizes.back(), words.sizes.back())});
+  if (extent <= index32_limit_.load(std::memory_order_relaxed)) {
+    return CopyKernel<cl_int>(words, src, dst, stop);
+  }
+  return CopyKernel<cl_long>(words, src, dst, stop);
+}
+
+template <typename Index>
+absl::Status Device::ScatterKernel(const ScatterWalk& walk, cl_mem indices, cl_mem updates,
+                                   cl_mem output, const StopCheck& stop) {
+  using Vector = typename IndexVector<Index>::type;
+  const int64_t width = walk.element_size;
+  ASSIGN_OR_RETURN(KernelLease kernel, MakeKernel(Source::kScatterElements, walk.element_size,
+                                                  sizeof(Index), "scatter_elements"));
+  const int rank = static_cast<int>(walk.sizes.size());
+  const int64_t columns = rank > 0 ? walk.sizes.back() : 1;
+  const int64_t rows = walk.element_count / columns;
+  // Strides in the kernel's units: uints for indices, elements for the rest.
+  const auto step = [&](int d, int k) -> int64_t {
+    const std::vector<int64_t>* strides[] = {&walk.indices_strides, &walk.updates_strides,
+                                             &walk.output_strides};
+    return (*strides[k])[d] / (k == 0 ? 4 : width);
+  };
+  const int outer = std::max(rank - 1, 0);
+  const int vector_rank = std::min(outer, 8);
+  const int more_rank = outer - vector_rank;
+  Vector sizes{}, strides[3] = {};
+  std::vector<Index> more(4 * static_cast<size_t>(more_rank));
+  for (int c = 0; c < outer; ++c) {
+    const int d = rank - 2 - c;
+    if (c < 8) {
+      sizes.s[c] = static_cast<Index>(walk.sizes[d]);
+      for (int k = 0; k < 3; ++k) strides[k].s[c] = static_cast<Index>(step(d, k));
+    } else {
+      more[c - 8] = static_cast<Index>(walk.sizes[d]);
+      for (int k = 0; k < 3; ++k) {
+        more[(k + 1) * more_rank + c - 8] = static_cast<Index>(step(d, k));
+      }
+    }
+  }
+  const cl_int axis_at = walk.axis_dim < 0            ? -2
+                         : walk.axis_dim == rank - 1 ? -1
+                                                      : rank - 2 - walk.axis_dim;
+  // Every output element an update can reach is below `targets`.
+  const int64_t axis_stride = walk.output_axis_stride / width;
+  const int64_t targets =
+      Extent(0, walk.sizes, walk.output_strides, width) + (walk.axis_size - 1) * axis_stride + 1;
+  const int64_t map_bytes = 4 * (1 + (targets + 31) / 32);
+  ASSIGN_OR_RETURN(PooledBuffer map, TakeBuffer(map_bytes, "scatter_elements map"));
+  std::optional<PooledBuffer> ranks;
+  std::optional<PooledBuffer> more_buffer;
+  cl_mem more_mem = nullptr;
+  if (more_rank > 0) {
+    const int64_t bytes = static_cast<int64_t>(more.size() * sizeof(Index));
+    ASSIGN_OR_RETURN(PooledBuffer buffer, TakeBuffer(bytes, "scatter_elements dimensions"));
+    RETURN_IF_ERROR(ClStatus(clEnqueueWriteBuffer(queue_, buffer.mem(), CL_TRUE, 0,
+                                                  static_cast<size_t>(bytes), more.data(), 0,
+                                                  nullptr, nullptr),
+                             "clEnqueueWriteBuffer(scatter_elements dimensions)"));
+    more_mem = buffer.mem();
+    more_buffer.emplace(std::move(buffer));
+  }
+  const cl_uint zero = 0;
+  RETURN_IF_ERROR(ClStatus(clEnqueueFillBuffer(queue_, map.mem(), &zero, sizeof zero, 0,
+                                               static_cast<size_t>(map_bytes), 0, nullptr,
+                                               nullptr),
+                           "clEnqueueFillBuffer(scatter_elements map)"));
+  const cl_int index_mode = (walk.index_size == 8 ? 1 : 0) | (walk.index_signed ? 2 : 0);
+  RETURN_IF_ERROR(SetArgs(
+      kernel.get(), indices, updates, output, map.mem(), cl_int{0}, sizes, strides[0],
+      strides[1], strides[2], static_cast<cl_int>(vector_rank), more_mem,
+      static_cast<cl_int>(more_rank), axis_at, static_cast<Index>(rank > 0 ? step(rank - 1, 0) : 0),
+      static_cast<Index>(rank > 0 ? step(rank - 1, 1) : 0),
+      static_cast<Index>(rank > 0 ? step(rank - 1, 2) : 0), static_cast<Index>(axis_stride),
+      static_cast<Index>(walk.axis_size), index_mode));
+  LaunchPipeline pipeline(/*wait_on_exit=*/true);
+  const auto run_phase = [&](cl_int phase, cl_mem phase_map) -> absl::Status {
+    RETURN_IF_ERROR(SetArgsAt(kernel.get(), 3, phase_map, phase));
+    return ForEachLaunch(rows, columns,
+                         [&](int64_t row, int64_t row_count, int64_t column_begin,
+                             int64_t column_end) -> absl::Status {
+                           RETURN_IF_ERROR(stop());
+                           RETURN_IF_ERROR(SetArgsAt(kernel.get(), 19, static_cast<Index>(row),
+                                                     static_cast<Index>(column_begin),
+                                                     static_cast<Index>(column_end)));
+                           const std::array<size_t, 2> range =
+                               LaunchRange(row_count, column_begin, column_end);
+                           RETURN_IF_ERROR(ClStatus(
+                               clEnqueueNDRangeKernel(queue_, kernel.get(), 2, nullptr,
+                                                      range.data(), nullptr, 0, nullptr,
+                                                      pipeline.event()),
+                               "clEnqueueNDRangeKernel(scatter_elements)"));
+                           return pipeline.Launched(queue_);
+                         });
+  };
+  RETURN_IF_ERROR(run_phase(0, map.mem()));
+  cl_uint collided = 0;
+  RETURN_IF_ERROR(ClStatus(clEnqueueReadBuffer(queue_, map.mem(), CL_TRUE, 0, sizeof collided,
+                                               &collided, 0, nullptr, nullptr),
+                           "clEnqueueReadBuffer(scatter_elements map)"));
+  RETURN_IF_ERROR(pipeline.Drain());
+  if (collided == 0) return absl::OkStatus();
+  // Two updates met: rank every target's updates by axis position and let the
+  // last one write again.
+  ASSIGN_OR_RETURN(PooledBuffer rank_buffer, TakeBuffer(4 * targets, "scatter_elements ranks"));
+  ranks.emplace(std::move(rank_buffer));
+  RETURN_IF_ERROR(ClStatus(clEnqueueFillBuffer(queue_, ranks->mem(), &zero, sizeof zero, 0,
+                                               static_cast<size_t>(4 * targets), 0, nullptr,
+                                               nullptr),
+                           "clEnqueueFillBuffer(scatter_elements ranks)"));
+  RETURN_IF_ERROR(run_phase(1, ranks->mem()));
+  RETURN_IF_ERROR(run_phase(2, ranks->mem()));
+  return pipeline.Drain();
 }
 
 absl::Status Device::RunScatter(const ScatterWalk& walk, cl_mem indices, cl_mem updates,
                                 cl_mem output, const StopCheck& stop) {
-  const int index_key = walk.index_signed ? -walk.index_size : walk.index_size;
-  ASSIGN_OR_RETURN(ScopedKernel kernel, MakeKernel(Source::kScatterElements, walk.element_size,
-                                             index_key, "scatter_elements"));
-  std::vector<cl_long> layout(walk.sizes.begin(), walk.sizes.end());
-  for (const auto& [strides, width] :
-       {std::pair{&walk.indices_strides, walk.index_size},
-        std::pair{&walk.updates_strides, walk.element_size},
-        std::pair{&walk.output_strides, walk.element_size}}) {
-    std::vector<cl_long> elements = InElements(*strides, width);
-    layout.insert(layout.end(), elements.begin(), elements.end());
+  if (walk.element_count == 0) return absl::OkStatus();
+  const int64_t width = walk.element_size;
+  const int64_t columns = walk.sizes.empty() ? 1 : walk.sizes.back();
+  // The largest offset the kernel computes, in its units (uints for indices).
+  const int64_t extent = std::max(
+      {Extent(0, walk.sizes, walk.indices_strides, 4) + 1,
+       Extent(0, walk.sizes, walk.updates_strides, width),
+       Extent(0, walk.sizes, walk.output_strides, width) +
+           (walk.axis_size - 1) * (walk.output_axis_stride / width) + 1,
+       walk.axis_size, LaunchExtent(walk.element_count / columns, columns)});
+  if (extent <= index32_limit_.load(std::memory_order_relaxed)) {
+    return ScatterKernel<cl_int>(walk, indices, updates, output, stop);
   }
-  ASSIGN_OR_RETURN(Buffer layout_buffer,
-                   LayoutBuffer(context_, std::move(layout), "scatter_elements"));
-  cl_long lines = 1;
-  for (size_t d = 0; d < walk.sizes.size(); ++d) {
-    if (static_cast<int>(d) != walk.axis_dim) lines *= walk.sizes[d];
-  }
-  const cl_long length = walk.axis_dim >= 0 ? walk.sizes[walk.axis_dim] : 1;
-  // Launches of about kItemsPerLaunch updates: blocks of lines, and within
-  // them ranges of the axis in ascending order (the last update must win).
-  const cl_long lines_per_launch = std::min<cl_long>(lines, kItemsPerLaunch);
-  const cl_long axis_per_launch = std::max<cl_long>(1, kItemsPerLaunch / lines_per_launch);
-  bool first_launch = true;
-  for (cl_long first_line = 0; first_line < lines; first_line += lines_per_launch) {
-    const size_t offset = static_cast<size_t>(first_line);
-    const size_t items = static_cast<size_t>(std::min(lines_per_launch, lines - first_line));
-    for (cl_long begin = 0; begin < length; begin += axis_per_launch) {
-      const cl_long end = std::min(length, begin + axis_per_launch);
-      if (!first_launch) RETURN_IF_ERROR(ClStatus(clFinish(queue_), "clFinish"));
-      first_launch = false;
-      RETURN_IF_ERROR(stop());
-      RETURN_IF_ERROR(SetArgs(kernel.kernel, indices, updates, output, layout_buffer.mem,
-                              static_cast<cl_int>(walk.sizes.size()),
-                              static_cast<cl_int>(walk.axis_dim),
-                              static_cast<cl_long>(walk.axis_size),
-                              static_cast<cl_long>(walk.output_axis_stride / walk.element_size),
-                              lines, begin, end));
-      RETURN_IF_ERROR(ClStatus(clEnqueueNDRangeKernel(queue_, kernel.kernel, 1, &offset, &items,
-                                                      nullptr, 0, nullptr, nullptr),
-                               "clEnqueueNDRangeKernel(scatter_elements)"));
-    }
-  }
-  return absl::OkStatus();
+  return ScatterKernel<cl_long>(walk, indices, updates, output, stop);
 }
 
 absl::Status Device::Execute(const ExecutionPlan& plan,

@@ -31,18 +31,6 @@ struct DeviceTimings {
   int64_t download_ns = 0;
 };
 
-// Releases a cl_kernel when it goes out of scope. One per launch sequence:
-// clSetKernelArg on a kernel shared between requests would race.
-struct ScopedKernel {
-  cl_kernel kernel = nullptr;
-  ScopedKernel() = default;
-  ScopedKernel(ScopedKernel&& other) noexcept : kernel(other.kernel) { other.kernel = nullptr; }
-  ScopedKernel& operator=(ScopedKernel&&) = delete;
-  ~ScopedKernel() {
-    if (kernel != nullptr) clReleaseKernel(kernel);
-  }
-};
-
 // How a device is opened.
 struct DeviceOptions {
   // Bytes of pinned host staging (CL_MEM_ALLOC_HOST_PTR buffers, mapped once)
@@ -52,6 +40,29 @@ struct DeviceOptions {
 };
 
 class Device;
+
+// A kernel object on loan from its device's cache; back to the cache when it
+// goes out of scope. One borrower at a time sets its arguments and enqueues:
+// clSetKernelArg on a kernel shared between requests would race, and an
+// enqueued launch keeps the arguments it was given, so the object is free to
+// lend again once the borrower's launches are enqueued.
+class KernelLease {
+ public:
+  KernelLease(Device* owner, int key, cl_kernel kernel)
+      : owner_(owner), key_(key), kernel_(kernel) {}
+  KernelLease(KernelLease&& other) noexcept
+      : owner_(other.owner_), key_(other.key_), kernel_(other.kernel_) {
+    other.kernel_ = nullptr;
+  }
+  KernelLease& operator=(KernelLease&&) = delete;
+  ~KernelLease();
+  cl_kernel get() const { return kernel_; }
+
+ private:
+  Device* owner_;
+  int key_;
+  cl_kernel kernel_;
+};
 
 // A device buffer on loan from its device's pool; back to the pool when it goes
 // out of scope. Commands on a buffer run on three queues (upload, compute,
@@ -131,8 +142,15 @@ class Device {
   cl_context context() const { return context_; }
   cl_device_id id() const { return device_; }
 
+  // Kernels index with 32-bit math when every offset a launch computes is at
+  // most this (in words); above it they take the 64-bit variant. Tests lower it
+  // to run the 64-bit kernels on small tensors.
+  static constexpr int64_t kDefaultIndex32Limit = (int64_t{1} << 31) - (int64_t{1} << 20);
+  void set_index32_limit(int64_t limit) { index32_limit_ = limit; }
+
  private:
   friend class PooledBuffer;
+  friend class KernelLease;
   Device() = default;
   // A buffer of at least `bytes`, from the pool when one of its size class is
   // free. Sizes round up to powers of two so buffers are reused across requests.
@@ -167,15 +185,28 @@ class Device {
   // Waits for every command queued on any queue (error paths).
   void Drain();
   enum class Source { kStridedCopy, kScatterElements };
-  // Built once per (source, word size, index size) and reused.
+  // Built once per (source, word size, index math size: 4 or 8) and reused.
   absl::StatusOr<cl_program> Program(Source source, int word_size, int index_size);
-  // A fresh kernel object of a cached program.
-  absl::StatusOr<ScopedKernel> MakeKernel(Source source, int word_size, int index_size,
-                                          const char* name);
+  // A kernel object of a cached program, from the cache when one is free.
+  absl::StatusOr<KernelLease> MakeKernel(Source source, int word_size, int index_size,
+                                         const char* name);
+  void ReturnKernel(int key, cl_kernel kernel);
   absl::Status RunCopy(const StridedCopy& copy, cl_mem src, cl_mem dst,
                        const StopCheck& stop);
+  // RunCopy's cases: one contiguous run, runs of at most three dimensions with
+  // positive pitches (both clEnqueueCopyBuffer*), anything else (the kernel).
+  absl::Status CopyRun(cl_mem src, cl_mem dst, int64_t src_offset, int64_t dst_offset,
+                       int64_t bytes, const StopCheck& stop);
+  absl::Status CopyRect(const StridedCopy& copy, cl_mem src, cl_mem dst,
+                        const StopCheck& stop);
+  template <typename Index>
+  absl::Status CopyKernel(const StridedCopy& words, cl_mem src, cl_mem dst,
+                          const StopCheck& stop);
   absl::Status RunScatter(const ScatterWalk& walk, cl_mem indices, cl_mem updates,
                           cl_mem output, const StopCheck& stop);
+  template <typename Index>
+  absl::Status ScatterKernel(const ScatterWalk& walk, cl_mem indices, cl_mem updates,
+                             cl_mem output, const StopCheck& stop);
 
   cl_device_id device_ = nullptr;
   cl_context context_ = nullptr;
@@ -202,6 +233,11 @@ class Device {
   std::atomic<int64_t> uploaded_bytes_{0};
   std::mutex programs_mutex_;
   std::map<std::tuple<Source, int, int>, cl_program> programs_;
+  // Free kernel objects by program (key: Source, word size, index size packed
+  // in an int); a few per program at most, one per concurrent launcher.
+  std::mutex kernels_mutex_;
+  std::map<int, std::vector<cl_kernel>> free_kernels_;
+  std::atomic<int64_t> index32_limit_{kDefaultIndex32Limit};
 };
 
 // Every device of every platform the ICD loader knows. No platform is an empty
