@@ -47,10 +47,22 @@ class HandOff {
   F f_;
 };
 
-// ThreadSanitizer cannot follow oneTBB's switch of stacks when a task is
-// suspended (Debian's libtbb is not instrumented, and its shadow call stacks
-// would end on another thread): its builds hold the worker while waiting.
+// The sanitizers cannot follow oneTBB's switch of stacks when a task is
+// suspended (Debian's libtbb is not instrumented: TSan's shadow call stack
+// would end on another thread, ASan's stack bookkeeping misses the switch;
+// oneTBB itself uses threads instead of coroutines when built with them):
+// their builds hold the worker while waiting.
+#if defined(__SANITIZE_ADDRESS__)
+#define TENSOROP_SCHEDULER_SANITIZED 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define TENSOROP_SCHEDULER_SANITIZED 1
+#endif
+#endif
 #ifdef TENSOROP_TSAN_ENABLED
+#define TENSOROP_SCHEDULER_SANITIZED 1
+#endif
+#ifdef TENSOROP_SCHEDULER_SANITIZED
 constexpr bool kSuspendToWait = false;
 #else
 constexpr bool kSuspendToWait = true;
