@@ -2,6 +2,7 @@
 
 #include <cstring>
 #include <future>
+#include <memory>
 #include <utility>
 #include <vector>
 
@@ -244,10 +245,12 @@ absl::StatusOr<int> Scheduler::AcquireDevice(int index, const StopCheck& stop) {
     });
     TsanAcquire(&granted);
   } else {
-    std::promise<absl::StatusOr<int>> result;
-    std::future<absl::StatusOr<int>> ready = result.get_future();
+    // Not one of our tasks (a caller of Execute outside Submit): this thread
+    // waits. The promise is shared so that setting it never races its end.
+    auto result = std::make_shared<std::promise<absl::StatusOr<int>>>();
+    std::future<absl::StatusOr<int>> ready = result->get_future();
     devices.Wait(index, stop,
-                 [&result](absl::StatusOr<int> outcome) { result.set_value(std::move(outcome)); });
+                 [result](absl::StatusOr<int> outcome) { result->set_value(std::move(outcome)); });
     granted = ready.get();
   }
   if (granted.ok() && !devices.Healthy(*granted)) {
