@@ -1,5 +1,9 @@
 #include "server/device_pool.h"
 
+#include <algorithm>
+#include <optional>
+#include <utility>
+
 #include "absl/strings/str_cat.h"
 
 namespace tensorop::server {
@@ -9,7 +13,26 @@ DevicePool::DevicePool(std::vector<std::unique_ptr<opencl_backend::Device>> devi
     : options_(options),
       devices_(std::move(devices)),
       states_(new State[devices_.size()]),
-      injected_left_(options.inject_failures) {}
+      injected_left_(options.inject_failures) {
+  for (size_t i = 0; i < devices_.size(); ++i) {
+    states_[i].queue = std::make_unique<DeviceQueue>(
+        options_.queue_depth,
+        absl::StrCat("OpenCL device ", i, " (", Name(static_cast<int>(i)), ")"), options_.max_wait);
+  }
+  if (!devices_.empty()) sweeper_ = std::thread([this] { SweepLoop(); });
+}
+
+DevicePool::~DevicePool() {
+  CancelWaiters(absl::CancelledError("the server is shutting down"));
+  if (sweeper_.joinable()) {
+    {
+      std::lock_guard<std::mutex> lock(sweep_mutex_);
+      stopping_ = true;
+    }
+    sweep_wake_.notify_all();
+    sweeper_.join();
+  }
+}
 
 std::string DevicePool::Label(int index) const {
   return absl::StrCat("opencl:", devices_[index]->name());
@@ -37,22 +60,95 @@ absl::StatusOr<int> DevicePool::Acquire(int index) {
   } else {
     for (size_t i = 0; i < devices_.size(); ++i) {
       if (!HealthyLocked(i, now)) continue;
-      if (chosen < 0 || states_[i].in_flight.load() < states_[chosen].in_flight.load()) {
+      if (chosen < 0 || states_[i].queue->in_flight() < states_[chosen].queue->in_flight()) {
         chosen = static_cast<int>(i);
       }
     }
     if (chosen < 0) return absl::UnavailableError("no OpenCL device is healthy");
   }
-  if (states_[chosen].in_flight.load() >= options_.queue_depth) {
+  if (!states_[chosen].queue->TryAcquire()) {
     return absl::ResourceExhaustedError(
         absl::StrCat("OpenCL device ", chosen, " (", Name(chosen), ") has ",
                      options_.queue_depth, " requests queued (--opencl_queue_depth)"));
   }
-  states_[chosen].in_flight.fetch_add(1);
   return chosen;
 }
 
-void DevicePool::Release(int index) { states_[index].in_flight.fetch_sub(1); }
+void DevicePool::Release(int index) { states_[index].queue->Release(); }
+
+void DevicePool::Wait(int index, StopCheck stop, WaitDone done) {
+  int chosen = -1;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    const auto now = std::chrono::steady_clock::now();
+    if (index >= 0) {
+      if (static_cast<size_t>(index) >= devices_.size()) {
+        done(absl::InvalidArgumentError(absl::StrCat(
+            "device_index = ", index, " is outside [0, ", devices_.size(), ")")));
+        return;
+      }
+      if (HealthyLocked(index, now)) chosen = index;
+    } else {
+      // The healthy device with the least work, counting its waiters.
+      int best_load = 0;
+      for (size_t i = 0; i < devices_.size(); ++i) {
+        if (!HealthyLocked(i, now)) continue;
+        const int load = states_[i].queue->in_flight() + states_[i].queue->waiting();
+        if (chosen < 0 || load < best_load) {
+          chosen = static_cast<int>(i);
+          best_load = load;
+        }
+      }
+    }
+  }
+  if (chosen < 0) {
+    done(absl::UnavailableError(
+        index >= 0 ? absl::StrCat("OpenCL device ", index, " (", Name(index), ") is unhealthy")
+                   : std::string("no OpenCL device is healthy")));
+    return;
+  }
+  states_[chosen].queue->Wait(std::move(stop), [chosen, done = std::move(done)](
+                                                   absl::Status status) {
+    if (status.ok()) {
+      done(chosen);
+    } else {
+      done(std::move(status));
+    }
+  });
+  {
+    std::lock_guard<std::mutex> lock(sweep_mutex_);
+    sweep_pending_ = true;
+  }
+  sweep_wake_.notify_one();
+}
+
+void DevicePool::CancelWaiters(const absl::Status& status) {
+  for (size_t i = 0; i < devices_.size(); ++i) states_[i].queue->CancelAll(status);
+}
+
+void DevicePool::SweepLoop() {
+  std::unique_lock<std::mutex> lock(sweep_mutex_);
+  while (!stopping_) {
+    sweep_pending_ = false;
+    lock.unlock();
+    const auto now = std::chrono::steady_clock::now();
+    std::optional<std::chrono::steady_clock::time_point> next;
+    for (size_t i = 0; i < devices_.size(); ++i) {
+      std::optional<std::chrono::steady_clock::time_point> expires = states_[i].queue->Sweep(now);
+      if (expires.has_value() && (!next.has_value() || *expires < *next)) next = expires;
+    }
+    lock.lock();
+    if (stopping_ || sweep_pending_) continue;
+    if (!next.has_value()) {
+      // Nobody waits: sleep until a wait begins.
+      sweep_wake_.wait(lock, [this] { return stopping_ || sweep_pending_; });
+      continue;
+    }
+    // Someone waits: look again at its expiry or after stop_poll.
+    sweep_wake_.wait_until(lock, std::min(*next, now + options_.stop_poll),
+                           [this] { return stopping_; });
+  }
+}
 
 absl::Status DevicePool::Execute(int index, const ExecutionPlan& plan,
                                  std::span<const std::span<const std::byte>> inputs,
@@ -72,6 +168,11 @@ void DevicePool::MarkFailed(int index) {
   states_[index].unhealthy_until = std::chrono::steady_clock::now() + options_.unhealthy_for;
 }
 
+bool DevicePool::Healthy(int index) const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return HealthyLocked(static_cast<size_t>(index), std::chrono::steady_clock::now());
+}
+
 bool DevicePool::AnyHealthy() const {
   std::lock_guard<std::mutex> lock(mutex_);
   const auto now = std::chrono::steady_clock::now();
@@ -81,7 +182,13 @@ bool DevicePool::AnyHealthy() const {
   return false;
 }
 
-int DevicePool::in_flight(int index) const { return states_[index].in_flight.load(); }
+int DevicePool::in_flight(int index) const { return states_[index].queue->in_flight(); }
+
+int DevicePool::waiting(int index) const { return states_[index].queue->waiting(); }
+
+WaitHistogram DevicePool::wait_histogram(int index) const {
+  return states_[index].queue->wait_histogram();
+}
 
 int64_t DevicePool::failures(int index) const {
   return states_[index].failures.load(std::memory_order_relaxed);

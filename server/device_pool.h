@@ -1,5 +1,6 @@
 // The OpenCL device pool: which devices are healthy, how loaded each is, and a
-// bounded queue per device. Failures mark a device unhealthy for a while.
+// bounded queue per device with a FIFO of requests waiting for a slot
+// (server/device_queue.h). Failures mark a device unhealthy for a while.
 #ifndef TENSOROP_SERVER_DEVICE_POOL_H_
 #define TENSOROP_SERVER_DEVICE_POOL_H_
 
@@ -10,7 +11,9 @@
 #include <memory>
 #include <mutex>
 #include <span>
+#include <condition_variable>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -18,6 +21,7 @@
 #include "core/cancellation.h"
 #include "core/plan/plan.h"
 #include "kernels/opencl/device.h"
+#include "server/device_queue.h"
 
 namespace tensorop::server {
 
@@ -29,12 +33,22 @@ struct DevicePoolOptions {
   // Testing aid: the first N executions fail as a device would (UNAVAILABLE),
   // to exercise the fallback to the CPU in a real server.
   int inject_failures = 0;
+  // How long an OPENCL request waits for a slot of a busy device before it
+  // ends DEADLINE_EXCEEDED (--opencl_max_wait_seconds; 0: it does not wait).
+  std::chrono::milliseconds max_wait{30'000};
+  // How often waiting requests are asked whether they should stop (deadline,
+  // cancel): a cancelled waiter leaves its FIFO within about this long.
+  std::chrono::milliseconds stop_poll{10};
 };
 
 class DevicePool {
  public:
   DevicePool(std::vector<std::unique_ptr<opencl_backend::Device>> devices,
              const DevicePoolOptions& options);
+  // Ends the waits still pending (CANCELLED) and stops the sweeping thread.
+  ~DevicePool();
+  DevicePool(const DevicePool&) = delete;
+  DevicePool& operator=(const DevicePool&) = delete;
 
   size_t size() const { return devices_.size(); }
   // "opencl:<device name>", what responses report.
@@ -44,8 +58,25 @@ class DevicePool {
   // Takes a queue slot on device `index`, or on the healthy device with the
   // fewest requests when `index` < 0. UNAVAILABLE when no (such) device is
   // healthy, RESOURCE_EXHAUSTED when its queue is full. Release() gives it back.
+  // Never waits; waiters keep their turn (a full queue or one with waiters is
+  // RESOURCE_EXHAUSTED here).
   absl::StatusOr<int> Acquire(int index);
   void Release(int index);
+
+  // Acquire that waits: takes a slot on device `index` (< 0: the healthy
+  // device with the fewest requests running and waiting), at once or when one
+  // frees, and tells `done` which device (exactly once, possibly on this
+  // thread before Wait returns, else on the thread that freed the slot or
+  // swept the FIFO). Errors: as Acquire's, but never RESOURCE_EXHAUSTED for a
+  // full queue; DEADLINE_EXCEEDED past options' max_wait; `stop`'s status when
+  // it says stop while waiting (asked every stop_poll); CANCELLED when the
+  // pool is destroyed first. UNAVAILABLE (no healthy device) is the CPU's to
+  // answer, so a wait never ends with it. `stop` must stay callable until `done` runs.
+  using WaitDone = std::function<void(absl::StatusOr<int>)>;
+  void Wait(int index, StopCheck stop, WaitDone done);
+
+  // Ends every pending wait with `status` (server shutdown).
+  void CancelWaiters(const absl::Status& status);
 
   // Runs `plan` on device `index` (which the caller acquired).
   absl::Status Execute(int index, const ExecutionPlan& plan,
@@ -56,18 +87,26 @@ class DevicePool {
   void MarkFailed(int index);
 
   bool AnyHealthy() const;
+  bool Healthy(int index) const;
   int64_t failures() const { return failures_.load(std::memory_order_relaxed); }
   // Failures of device `index` (for its metrics series).
   int64_t failures(int index) const;
   int in_flight(int index) const;
+  // Requests waiting for a slot of device `index`, and how long the finished
+  // waits took (for tensorop_opencl_waiting and tensorop_opencl_wait_seconds).
+  int waiting(int index) const;
+  WaitHistogram wait_histogram(int index) const;
 
  private:
   struct State {
-    std::atomic<int> in_flight{0};
+    std::unique_ptr<DeviceQueue> queue;
     std::atomic<int64_t> failures{0};
     std::chrono::steady_clock::time_point unhealthy_until{};
   };
   bool HealthyLocked(size_t index, std::chrono::steady_clock::time_point now) const;
+  // Asks the waiters of every device whether their wait is over, until the
+  // pool goes away: at least every stop_poll while any waits.
+  void SweepLoop();
 
   const DevicePoolOptions options_;
   std::vector<std::unique_ptr<opencl_backend::Device>> devices_;
@@ -75,6 +114,12 @@ class DevicePool {
   mutable std::mutex mutex_;  // guards unhealthy_until and slot choices
   std::atomic<int64_t> failures_{0};
   std::atomic<int> injected_left_;
+
+  std::mutex sweep_mutex_;
+  std::condition_variable sweep_wake_;
+  bool sweep_pending_ = false;  // guarded by sweep_mutex_: a wait began
+  bool stopping_ = false;       // guarded by sweep_mutex_
+  std::thread sweeper_;         // started with the first device
 };
 
 }  // namespace tensorop::server

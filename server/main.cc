@@ -87,6 +87,9 @@ ABSL_FLAG(int, opencl_queue_depth, 8, "requests queued or running per OpenCL dev
 ABSL_FLAG(int64_t, opencl_staging_bytes, int64_t{64} << 20,
           "pinned host staging per OpenCL device for uploads and downloads, counted in "
           "--max_memory_bytes from startup (0: none, transfers from pageable memory)");
+ABSL_FLAG(int, opencl_max_wait_seconds, 30,
+          "how long an OPENCL request waits for a slot of a busy device before it ends "
+          "DEADLINE_EXCEEDED (0: it does not wait)");
 ABSL_FLAG(int64_t, auto_opencl_min_bytes, std::numeric_limits<int64_t>::max(),
           "AUTO requests moving at least this many output bytes go to a device "
           "(default: never; on the measured CPU-only hosts the CPU is faster at "
@@ -170,7 +173,8 @@ constexpr absl::string_view kFlagNames[] = {
     "metrics_address", "max_connection_age_seconds", "max_concurrent_streams",
     "max_connection_idle_seconds", "echo",
     "tls_cert_file", "tls_key_file", "tls_client_ca_file", "auth_token_file", "reflection",
-    "health_address", "max_memory_bytes", "idle_timeout_seconds"};
+    "health_address", "max_memory_bytes", "idle_timeout_seconds",
+    "opencl_max_wait_seconds"};
 constexpr absl::string_view kOpenClHealthName = "tensorop.opencl";
 constexpr absl::string_view kCpuHealthName = "tensorop.cpu";
 
@@ -347,6 +351,8 @@ Config ValidatedConfig() {
       FlagInRange(FLAGS_opencl_queue_depth, "opencl_queue_depth", 1, kMaxOpenClQueueDepth);
   config.device.staging_bytes = FlagInRange(FLAGS_opencl_staging_bytes, "opencl_staging_bytes",
                                             int64_t{0}, kMaxStagingBytes);
+  config.devices.max_wait = std::chrono::seconds(
+      FlagInRange(FLAGS_opencl_max_wait_seconds, "opencl_max_wait_seconds", 0, kMaxSeconds));
   config.devices.unhealthy_for = std::chrono::seconds(
       FlagInRange(FLAGS_opencl_unhealthy_seconds, "opencl_unhealthy_seconds", 0, kMaxSeconds));
   config.devices.inject_failures = FlagInRange(
@@ -637,6 +643,9 @@ int Main(int argc, char** argv) {
   }
   ticker_wake.notify_all();
   opencl_health.join();
+  // No call is left to wait for a device slot; should one be, it ends rather
+  // than hold the scheduler's wait.
+  devices.CancelWaiters(absl::CancelledError("the server is shutting down"));
   // Tasks may still be logging after their call finished.
   scheduler.Wait();
   FlushRequestLog();

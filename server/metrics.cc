@@ -158,6 +158,19 @@ void Metrics::AddSampled(const std::string& name, const std::string& help,
   family->series.push_back(SampledSeries{std::move(labels), std::move(sample)});
 }
 
+void Metrics::AddSampledHistogram(const std::string& name, const std::string& help,
+                                  Labels labels, std::vector<int64_t> bounds_us,
+                                  std::function<HistogramSample()> sample) {
+  auto family = std::find_if(sampled_histograms_.begin(), sampled_histograms_.end(),
+                             [&](const SampledHistogramFamily& f) { return f.name == name; });
+  if (family == sampled_histograms_.end()) {
+    sampled_histograms_.push_back(SampledHistogramFamily{.name = name, .help = help, .series = {}});
+    family = std::prev(sampled_histograms_.end());
+  }
+  family->series.push_back(
+      SampledHistogram{std::move(labels), std::move(bounds_us), std::move(sample)});
+}
+
 std::string Metrics::Exposition() const {
   std::string text;
 
@@ -233,6 +246,27 @@ std::string Metrics::Exposition() const {
                       "\n");
     }
   }
+
+  // Printed like the latency histogram, every series even when empty.
+  for (const SampledHistogramFamily& family : sampled_histograms_) {
+    AppendFamilyHeader(&text, family.name, family.help, "histogram");
+    for (const SampledHistogram& series : family.series) {
+      const HistogramSample sample = series.sample();
+      uint64_t cumulative = 0;
+      for (size_t i = 0; i <= series.bounds_us.size(); ++i) {
+        if (i < sample.buckets.size()) cumulative += sample.buckets[i];
+        Labels bucket_labels = series.labels;
+        bucket_labels.emplace_back(
+            "le", i < series.bounds_us.size() ? MicrosAsSeconds(series.bounds_us[i]) : "+Inf");
+        absl::StrAppend(&text, family.name, "_bucket", FormatLabels(bucket_labels), " ",
+                        cumulative, "\n");
+      }
+      absl::StrAppend(&text, family.name, "_sum", FormatLabels(series.labels), " ",
+                      MicrosAsSeconds(static_cast<int64_t>(sample.sum_us)), "\n");
+      absl::StrAppend(&text, family.name, "_count", FormatLabels(series.labels), " ",
+                      cumulative, "\n");
+    }
+  }
   return text;
 }
 
@@ -259,6 +293,29 @@ void AddServerSeries(Metrics& metrics, const Scheduler& scheduler, const DeviceP
                        "counter",
                        {{"device", devices.Name(index)}, {"index", absl::StrCat(index)}},
                        [&devices, index] { return devices.failures(index); });
+  }
+  for (size_t i = 0; i < devices.size(); ++i) {
+    const int index = static_cast<int>(i);
+    metrics.AddSampled("tensorop_opencl_waiting",
+                       "OPENCL requests waiting for a slot of a busy device, by device "
+                       "(--opencl_max_wait_seconds bounds each wait).",
+                       "gauge",
+                       {{"device", devices.Name(index)}, {"index", absl::StrCat(index)}},
+                       [&devices, index] { return devices.waiting(index); });
+  }
+  for (size_t i = 0; i < devices.size(); ++i) {
+    const int index = static_cast<int>(i);
+    metrics.AddSampledHistogram(
+        "tensorop_opencl_wait_seconds",
+        "How long OPENCL requests that found their device busy waited for a slot, by device "
+        "(waits that ended without one too).",
+        {{"device", devices.Name(index)}, {"index", absl::StrCat(index)}},
+        std::vector<int64_t>(std::begin(kWaitBucketsUs), std::end(kWaitBucketsUs)),
+        [&devices, index] {
+          WaitHistogram waits = devices.wait_histogram(index);
+          return Metrics::HistogramSample{.buckets = std::move(waits.buckets),
+                                          .sum_us = waits.sum_us};
+        });
   }
 }
 

@@ -11,6 +11,8 @@
 //   tensorop_queue_depth{backend="cpu"}
 //   tensorop_queue_depth{backend="opencl",device="<name>",index="0"}
 //   tensorop_device_failures_total{device="<name>",index="0"}
+//   tensorop_opencl_waiting{device="<name>",index="0"}
+//   tensorop_opencl_wait_seconds_{bucket,sum,count}{device="<name>",index="0"}
 #ifndef TENSOROP_SERVER_METRICS_H_
 #define TENSOROP_SERVER_METRICS_H_
 
@@ -68,6 +70,19 @@ class Metrics {
   void AddSampled(const std::string& name, const std::string& help, const std::string& type,
                   Labels labels, std::function<int64_t()> sample);
 
+  // Adds a histogram whose buckets `sample` returns at each scrape: counts per
+  // bucket of `bounds_us` (upper bounds in microseconds, printed as seconds)
+  // plus +Inf, not cumulative, and their sum in microseconds. Histograms of one
+  // `name` are printed together, after the sampled series. Call before scrapes
+  // start, as AddSampled.
+  struct HistogramSample {
+    std::vector<uint64_t> buckets;
+    uint64_t sum_us = 0;
+  };
+  void AddSampledHistogram(const std::string& name, const std::string& help, Labels labels,
+                           std::vector<int64_t> bounds_us,
+                           std::function<HistogramSample()> sample);
+
   // Every series in the text exposition format, each family with its HELP and
   // TYPE lines. Call series appear once counted (a zero count is not printed);
   // sampled ones always. Thread-safe with RecordCall.
@@ -90,6 +105,17 @@ class Metrics {
     std::vector<SampledSeries> series;
   };
 
+  struct SampledHistogram {
+    Labels labels;
+    std::vector<int64_t> bounds_us;
+    std::function<HistogramSample()> sample;
+  };
+  struct SampledHistogramFamily {
+    std::string name;
+    std::string help;
+    std::vector<SampledHistogram> series;
+  };
+
   size_t RequestSlot(size_t method, size_t op, size_t backend, size_t code) const;
 
   // Label values by index; index 0 of each is "none" (a record naming none,
@@ -104,12 +130,14 @@ class Metrics {
   std::atomic<uint64_t> bytes_in_{0};
   std::atomic<uint64_t> bytes_out_{0};
   std::vector<SampledFamily> sampled_;
+  std::vector<SampledHistogramFamily> sampled_histograms_;
 };
 
 // Adds the scheduler's and the device pool's series to `metrics`: the queue
 // depth (requests queued or running) of the CPU workers, which plan every
-// request, and of each device, and each device's failures. Both must outlive
-// every scrape.
+// request, and of each device, each device's failures, the OPENCL requests
+// waiting for a slot of each device and how long their waits took. Both must
+// outlive every scrape.
 void AddServerSeries(Metrics& metrics, const Scheduler& scheduler, const DevicePool& devices);
 
 // `value` escaped for a label value: backslash, double quote and newline.

@@ -1,8 +1,12 @@
 #include "server/scheduler.h"
 
 #include <cstring>
+#include <future>
+#include <memory>
 #include <utility>
 #include <vector>
+
+#include <oneapi/tbb/task.h>
 
 #include "absl/strings/str_cat.h"
 #include "core/tsan_annotations.h"
@@ -42,6 +46,47 @@ class HandOff {
 
  private:
   F f_;
+};
+
+// The sanitizers cannot follow oneTBB's switch of stacks when a task is
+// suspended (Debian's libtbb is not instrumented: TSan's shadow call stack
+// would end on another thread, ASan's stack bookkeeping misses the switch;
+// oneTBB itself uses threads instead of coroutines when built with them):
+// their builds hold the worker while waiting.
+#if defined(__SANITIZE_ADDRESS__)
+#define TENSOROP_SCHEDULER_SANITIZED 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define TENSOROP_SCHEDULER_SANITIZED 1
+#endif
+#endif
+#ifdef TENSOROP_TSAN_ENABLED
+#define TENSOROP_SCHEDULER_SANITIZED 1
+#endif
+#ifdef TENSOROP_SCHEDULER_SANITIZED
+constexpr bool kSuspendToWait = false;
+#else
+constexpr bool kSuspendToWait = true;
+#endif
+
+// The scheduler whose submitted task this thread is running, if any: only
+// such a task may suspend itself to wait for a device slot.
+thread_local const Scheduler* running_task_of = nullptr;
+
+// Marks the running task's scheduler for its duration. A task resumed after a
+// wait ends on whichever worker took it up, which was then between tasks, as
+// the thread that started it was: restoring the saved value keeps both right.
+class RunningTask {
+ public:
+  explicit RunningTask(const Scheduler* scheduler) : saved_(running_task_of) {
+    running_task_of = scheduler;
+  }
+  ~RunningTask() { running_task_of = saved_; }
+  RunningTask(const RunningTask&) = delete;
+  RunningTask& operator=(const RunningTask&) = delete;
+
+ private:
+  const Scheduler* const saved_;
 };
 
 }  // namespace
@@ -104,7 +149,10 @@ absl::Status Scheduler::Submit(const Placement& placement, std::function<void()>
   // arena slot is taken; enqueueing a deferred task of the group never blocks,
   // and the group still lets Wait() see every task.
   arena_.enqueue(group_.defer(HandOff([this, task = std::move(task)] {
-    task();
+    {
+      RunningTask running(this);
+      task();
+    }
     TsanRelease(&group_);  // TSan only: every task's end happens before Wait()
     in_flight_.fetch_sub(1, std::memory_order_relaxed);
   })));
@@ -157,9 +205,9 @@ absl::Status Scheduler::Execute(Placement& placement, const ExecutionPlan& plan,
       return RunOnDevice(*index, placement, plan, inputs, outputs, stop);
     }
     case Device::kOpenCl: {
-      absl::StatusOr<int> index = options_.devices->Acquire(placement.device_index);
-      // No healthy device: the CPU answers, as after a failure. A full queue or
-      // a bad index is the caller's to see.
+      absl::StatusOr<int> index = AcquireDevice(placement.device_index, stop);
+      // No healthy device: the CPU answers, as after a failure. A wait that
+      // ended (max wait, deadline, cancel) or a bad index is the caller's to see.
       if (!index.ok() && index.status().code() != absl::StatusCode::kUnavailable) {
         return index.status();
       }
@@ -168,6 +216,52 @@ absl::Status Scheduler::Execute(Placement& placement, const ExecutionPlan& plan,
     }
   }
   return RunOnCpu(placement, plan, inputs, outputs, stop);
+}
+
+absl::StatusOr<int> Scheduler::AcquireDevice(int index, const StopCheck& stop) {
+  DevicePool& devices = *options_.devices;
+  absl::StatusOr<int> slot = devices.Acquire(index);
+  if (slot.ok() || slot.status().code() != absl::StatusCode::kResourceExhausted) return slot;
+  // The device is busy: wait for a slot in its FIFO.
+  absl::StatusOr<int> granted = absl::InternalError("the wait for an OpenCL slot never ended");
+  if (kSuspendToWait && running_task_of == this) {
+    // Suspend this task: its worker goes on with other tasks, and oneTBB
+    // enqueues the task again once resumed, when the FIFO hands it a slot or
+    // its wait ends. The callback runs after the switch, so an immediate
+    // resume is safe.
+    tbb::task::suspend([&](tbb::task::suspend_point tag) {
+      try {
+        devices.Wait(index, stop, [&granted, tag](absl::StatusOr<int> result) {
+          granted = std::move(result);
+          TsanRelease(&granted);  // TSan only: oneTBB's resume is not instrumented
+          tbb::task::resume(tag);
+        });
+      } catch (...) {
+        // Only allocating can throw, before the FIFO holds the waiter: nothing
+        // else will resume this task.
+        granted = absl::ResourceExhaustedError("out of memory queueing for an OpenCL device");
+        tbb::task::resume(tag);
+      }
+    });
+    TsanAcquire(&granted);
+  } else {
+    // Not one of our tasks (a caller of Execute outside Submit): this thread
+    // waits. The promise is shared so that setting it never races its end.
+    auto result = std::make_shared<std::promise<absl::StatusOr<int>>>();
+    std::future<absl::StatusOr<int>> ready = result->get_future();
+    devices.Wait(index, stop,
+                 [result](absl::StatusOr<int> outcome) { result->set_value(std::move(outcome)); });
+    granted = ready.get();
+  }
+  if (granted.ok() && !devices.Healthy(*granted)) {
+    // The device failed while this request waited: the CPU answers, as when
+    // no device is healthy.
+    const int failed = *granted;
+    devices.Release(failed);
+    return absl::UnavailableError(
+        absl::StrCat("OpenCL device ", failed, " (", devices.Name(failed), ") is unhealthy"));
+  }
+  return granted;
 }
 
 void Scheduler::Wait() {

@@ -72,6 +72,10 @@ class Scheduler {
   // the devices' health; a device failure marks the device unhealthy and the
   // plan runs again on the CPU. `placement.label` tells where it ran. Call from
   // inside a submitted task: the CPU kernels' parallel loops use its arena.
+  // OPENCL on a busy device waits for a slot in the device's FIFO with its task
+  // suspended (the worker takes other tasks meanwhile), until a slot frees, the
+  // pool's max wait passes (DEADLINE_EXCEEDED) or `stop` says stop; called
+  // from outside a submitted task, the calling thread waits instead.
   absl::Status Execute(Placement& placement, const ExecutionPlan& plan,
                        std::span<const std::span<const std::byte>> inputs,
                        std::span<std::byte* const> outputs, const StopCheck& stop);
@@ -95,6 +99,9 @@ class Scheduler {
   absl::Status RunOnCpu(Placement& placement, const ExecutionPlan& plan,
                         std::span<const std::span<const std::byte>> inputs,
                         std::span<std::byte* const> outputs, const StopCheck& stop);
+  // A slot on device `index` (< 0: any) for an OPENCL request: at once, or
+  // after waiting in the device's FIFO without holding a worker.
+  absl::StatusOr<int> AcquireDevice(int index, const StopCheck& stop);
   absl::Status RunOnDevice(int index, Placement& placement, const ExecutionPlan& plan,
                            std::span<const std::span<const std::byte>> inputs,
                            std::span<std::byte* const> outputs, const StopCheck& stop);

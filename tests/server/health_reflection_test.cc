@@ -5,6 +5,7 @@
 #include <thread>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/server/tensord_client.h"
@@ -15,6 +16,7 @@ namespace {
 
 using ::testing::Contains;
 using ::testing::ElementsAre;
+using ::testing::HasSubstr;
 
 constexpr char kHealthCheck[] = "/grpc.health.v1.Health/Check";
 constexpr uint64_t kServing = 1;     // grpc.health.v1.HealthCheckResponse.SERVING
@@ -53,14 +55,29 @@ TEST(HealthTest, BackendsHaveTheirOwnServiceNames) {
 }
 
 TEST(HealthTest, OpenClIsNotServingWhileNoDeviceWorksAndTheServerStillIs) {
-  TensordProcess server({"--inject_opencl_failures=1", "--opencl_unhealthy_seconds=600",
-                         "--opencl_devices=pthread"});
+  // Every device execution fails, whatever the devices are called and however
+  // many there are: one OPENCL request per device index breaks each (the CPU
+  // answers it), until the server says the index is past the last device.
+  TensordProcess server({"--inject_opencl_failures=1024", "--opencl_unhealthy_seconds=600"});
   auto stub = v1::TensorOp::NewStub(Connect(server.target()));
-  v1::RunRequest request = DocSliceRequest("breaks-the-device");
-  request.set_backend(v1::OPENCL);
-  grpc::ClientContext context;
-  v1::RunResponse response;
-  ASSERT_TRUE(stub->Run(&context, request, &response).ok()) << server.Log();
+  int devices = 0;
+  for (; devices < 1024; ++devices) {
+    v1::RunRequest request = DocSliceRequest(absl::StrCat("breaks-device-", devices));
+    request.set_backend(v1::OPENCL);
+    request.set_device_index(devices);
+    grpc::ClientContext context;
+    v1::RunResponse response;
+    const grpc::Status status = stub->Run(&context, request, &response);
+    if (status.error_code() == grpc::StatusCode::INVALID_ARGUMENT) {
+      EXPECT_THAT(status.error_message(),
+                  HasSubstr(absl::StrCat("device_index = ", devices, " is outside [0, ",
+                                         devices, ")")));
+      break;
+    }
+    ASSERT_TRUE(status.ok()) << status.error_message() << "\n" << server.Log();
+    EXPECT_EQ(response.backend(), "cpu");
+  }
+  ASSERT_GT(devices, 0) << "no OpenCL device: is pocl-opencl-icd installed?";
   // The health ticker looks once a second; give it a few.
   std::vector<uint64_t> statuses;
   for (int attempt = 0; attempt < 50; ++attempt) {

@@ -300,5 +300,48 @@ TEST(ServerSeriesTest, EachDeviceHasItsQueueDepthAndFailures) {
             "tensorop_queue_depth{backend=\"opencl\",device=\"" + name + "\",index=\"0\"} 0");
 }
 
+TEST(ServerSeriesTest, EachDeviceHasItsWaitingRequestsAndWaitHistogram) {
+  std::vector<std::string> skipped;
+  auto opened = opencl_backend::OpenAllDevices(&skipped);
+  ASSERT_FALSE(opened.empty()) << "no OpenCL device: is pocl-opencl-icd installed?";
+  DevicePool devices(std::move(opened), {.queue_depth = 1});
+  Scheduler scheduler({.worker_threads = 1, .devices = &devices});
+  Metrics metrics;
+  AddServerSeries(metrics, scheduler, devices);
+  const std::string name = EscapeLabelValue(devices.Name(0));
+  const std::string labels = "device=\"" + name + "\",index=\"0\"";
+
+  absl::StatusOr<int> slot = devices.Acquire(0);
+  ASSERT_TRUE(slot.ok()) << slot.status();
+  absl::StatusOr<int> granted = absl::UnknownError("not yet");
+  devices.Wait(0, NeverStop, [&granted](absl::StatusOr<int> result) { granted = result; });
+  std::string text = metrics.Exposition();
+  EXPECT_THAT(text, ::testing::HasSubstr(
+                        "# TYPE tensorop_opencl_waiting gauge\ntensorop_opencl_waiting{" +
+                        labels + "} 1\n"));
+  EXPECT_THAT(text, ::testing::HasSubstr("# TYPE tensorop_opencl_wait_seconds histogram\n"));
+  EXPECT_THAT(LinesStartingWith(text, "tensorop_opencl_wait_seconds_count{" + labels),
+              ElementsAre("tensorop_opencl_wait_seconds_count{" + labels + "} 0"));
+
+  devices.Release(0);  // the waiter takes the slot
+  ASSERT_TRUE(granted.ok()) << granted.status();
+  EXPECT_EQ(*granted, 0);
+  text = metrics.Exposition();
+  EXPECT_THAT(LinesStartingWith(text, "tensorop_opencl_waiting{" + labels),
+              ElementsAre("tensorop_opencl_waiting{" + labels + "} 0"));
+  // One wait counted, in some bucket (its length is the machine's); +Inf has it.
+  EXPECT_THAT(LinesStartingWith(text, "tensorop_opencl_wait_seconds_count{" + labels),
+              ElementsAre("tensorop_opencl_wait_seconds_count{" + labels + "} 1"));
+  EXPECT_THAT(
+      LinesStartingWith(text, "tensorop_opencl_wait_seconds_bucket{" + labels + ",le=\"+Inf\"}"),
+      ElementsAre("tensorop_opencl_wait_seconds_bucket{" + labels + ",le=\"+Inf\"} 1"));
+  EXPECT_THAT(LinesStartingWith(text, "tensorop_opencl_wait_seconds_bucket{" + labels),
+              ::testing::SizeIs(std::size(kWaitBucketsUs) + 1));
+  EXPECT_THAT(LinesStartingWith(text, "tensorop_opencl_wait_seconds_bucket{" + labels)[0],
+              ::testing::StartsWith("tensorop_opencl_wait_seconds_bucket{" + labels +
+                                    ",le=\"0.0001\"} "));
+  devices.Release(0);
+}
+
 }  // namespace
 }  // namespace tensorop::server

@@ -7,12 +7,17 @@
 #include <vector>
 
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
+#include <future>
 #include <mutex>
+#include <span>
+#include <thread>
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "core/operator.h"
+#include "core/tsan_annotations.h"
 #include "kernels/opencl/device.h"
 #include "server/device_pool.h"
 #include "tests/support/status_matchers.h"
@@ -235,6 +240,185 @@ TEST(SchedulerDeviceTest, AutoSendsWorkAtTheThresholdToADevice) {
   ASSERT_OK(second.RunOn(above, small));
   EXPECT_EQ(small.label, "cpu");
   EXPECT_TRUE(second.Reversed());
+}
+
+// --- OPENCL requests that find their device busy ---------------------------
+
+// Polls `condition` until it holds (a state the test waits for, never a speed:
+// the bound only keeps a broken build from hanging).
+template <typename Condition>
+bool Eventually(Condition condition) {
+  for (int i = 0; i < 60'000; ++i) {
+    if (condition()) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  return condition();
+}
+
+// Submits `job` as an OPENCL request for device 0 and returns its outcome.
+std::future<absl::Status> SubmitOpenCl(Scheduler& scheduler, SliceJob& job,
+                                       Placement& placement,
+                                       StopCheck stop = NeverStop) {
+  auto promise = std::make_shared<std::promise<absl::Status>>();
+  std::future<absl::Status> outcome = promise->get_future();
+  absl::Status submitted = scheduler.Submit(placement, [&job, &placement, promise, &scheduler,
+                                                       stop = std::move(stop)] {
+    const std::span<const std::byte> inputs[] = {job.input};
+    std::byte* outputs[] = {job.output.data()};
+    promise->set_value(scheduler.Execute(placement, job.plan, inputs, outputs, stop));
+  });
+  if (!submitted.ok()) promise->set_value(submitted);
+  return outcome;
+}
+
+TEST(SchedulerDeviceTest, BusyDeviceIsWaitedForWithoutHoldingAWorker) {
+#if defined(TENSOROP_TSAN_ENABLED) || defined(__SANITIZE_ADDRESS__)
+  GTEST_SKIP() << "sanitizer builds hold the worker while waiting (server/scheduler.cc)";
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+  GTEST_SKIP() << "sanitizer builds hold the worker while waiting (server/scheduler.cc)";
+#endif
+#endif
+  std::unique_ptr<DevicePool> pool = OpenPool({.queue_depth = 1});
+  // One worker: the CPU task below runs only if the waiting request let go of it.
+  Scheduler scheduler({.worker_threads = 1, .devices = pool.get()});
+  ASSERT_OK_AND_ASSIGN(int held, pool->Acquire(0));  // the test holds the only slot
+  ASSERT_OK_AND_ASSIGN(Placement placement, scheduler.Place(v1::OPENCL, 0));
+  SliceJob job;
+  std::future<absl::Status> waiting = SubmitOpenCl(scheduler, job, placement);
+  ASSERT_TRUE(Eventually([&] { return pool->waiting(0) == 1; }));
+
+  std::promise<void> cpu_ran;
+  ASSERT_TRUE(scheduler.Submit(Placement{}, [&] { cpu_ran.set_value(); }).ok());
+  cpu_ran.get_future().get();
+  EXPECT_EQ(pool->waiting(0), 1);  // still waiting: the slot is held
+  // The CPU task counts itself out just after it ran; the waiter stays counted.
+  EXPECT_TRUE(Eventually([&] { return scheduler.in_flight() == 1; }));
+
+  pool->Release(held);  // handed to the waiter, which runs on the device
+  ASSERT_OK(waiting.get());
+  EXPECT_EQ(placement.label, "opencl:" + pool->Name(0));
+  EXPECT_TRUE(job.Reversed());
+  scheduler.Wait();
+  EXPECT_EQ(pool->in_flight(0), 0);
+  EXPECT_EQ(pool->waiting(0), 0);
+  EXPECT_EQ(pool->wait_histogram(0).buckets.size(), std::size(kWaitBucketsUs) + 1);
+}
+
+TEST(SchedulerDeviceTest, WaitPastTheMaxWaitIsDeadlineExceeded) {
+  std::unique_ptr<DevicePool> pool =
+      OpenPool({.queue_depth = 1, .max_wait = std::chrono::milliseconds(20)});
+  Scheduler scheduler({.worker_threads = 2, .devices = pool.get()});
+  ASSERT_OK_AND_ASSIGN(int held, pool->Acquire(0));
+  ASSERT_OK_AND_ASSIGN(Placement placement, scheduler.Place(v1::OPENCL, 0));
+  SliceJob job;
+  std::future<absl::Status> late = SubmitOpenCl(scheduler, job, placement);
+  EXPECT_THAT(late.get(),
+              StatusIs(absl::StatusCode::kDeadlineExceeded,
+                       HasSubstr("waited 0.02 s for a slot on OpenCL device 0 (" +
+                                 pool->Name(0) + "): its 1 slots (--opencl_queue_depth) stayed "
+                                 "busy for the longest wait allowed "
+                                 "(--opencl_max_wait_seconds=0.02)")));
+  EXPECT_EQ(pool->in_flight(0), 1);  // the test's slot, untouched
+  EXPECT_EQ(pool->waiting(0), 0);
+  const WaitHistogram waits = pool->wait_histogram(0);
+  uint64_t count = 0;
+  for (uint64_t bucket : waits.buckets) count += bucket;
+  EXPECT_EQ(count, 1u);
+  EXPECT_GE(waits.sum_us, 20'000u);
+  pool->Release(held);
+  scheduler.Wait();
+}
+
+TEST(SchedulerDeviceTest, CancelledWaiterEndsWithItsStatus) {
+  std::unique_ptr<DevicePool> pool = OpenPool({.queue_depth = 1});
+  Scheduler scheduler({.worker_threads = 1, .devices = pool.get()});
+  ASSERT_OK_AND_ASSIGN(int held, pool->Acquire(0));
+  ASSERT_OK_AND_ASSIGN(Placement placement, scheduler.Place(v1::OPENCL, 0));
+  auto cancelled = std::make_shared<std::atomic<bool>>(false);
+  SliceJob job;
+  std::future<absl::Status> outcome =
+      SubmitOpenCl(scheduler, job, placement, [cancelled]() -> absl::Status {
+        if (cancelled->load()) return absl::CancelledError("the client cancelled the call");
+        return absl::OkStatus();
+      });
+  ASSERT_TRUE(Eventually([&] { return pool->waiting(0) == 1; }));
+  *cancelled = true;
+  EXPECT_THAT(outcome.get(),
+              StatusIs(absl::StatusCode::kCancelled,
+                       "the client cancelled the call (while waiting for a slot on OpenCL "
+                       "device 0 (" + pool->Name(0) + "))"));
+  EXPECT_EQ(pool->waiting(0), 0);
+  pool->Release(held);
+  scheduler.Wait();
+  EXPECT_EQ(pool->in_flight(0), 0);
+}
+
+TEST(SchedulerDeviceTest, ServerShutdownEndsTheWaitsCancelled) {
+  std::unique_ptr<DevicePool> pool = OpenPool({.queue_depth = 1});
+  Scheduler scheduler({.worker_threads = 1, .devices = pool.get()});
+  ASSERT_OK_AND_ASSIGN(int held, pool->Acquire(0));
+  ASSERT_OK_AND_ASSIGN(Placement placement, scheduler.Place(v1::OPENCL, 0));
+  SliceJob job;
+  std::future<absl::Status> outcome = SubmitOpenCl(scheduler, job, placement);
+  ASSERT_TRUE(Eventually([&] { return pool->waiting(0) == 1; }));
+  pool->CancelWaiters(absl::CancelledError("the server is shutting down"));
+  EXPECT_THAT(outcome.get(),
+              StatusIs(absl::StatusCode::kCancelled, "the server is shutting down"));
+  pool->Release(held);
+  scheduler.Wait();
+}
+
+TEST(SchedulerDeviceTest, MoreOpenClRequestsThanTheQueueDepthAllRunOnTheDevice) {
+  constexpr int kRequests = 24;
+  std::unique_ptr<DevicePool> pool = OpenPool({.queue_depth = 1});
+  Scheduler scheduler({.worker_threads = 4, .devices = pool.get()});
+  std::vector<std::unique_ptr<SliceJob>> jobs;
+  std::vector<Placement> placements(kRequests);
+  std::vector<std::future<absl::Status>> outcomes;
+  for (int i = 0; i < kRequests; ++i) {
+    jobs.push_back(std::make_unique<SliceJob>());
+    ASSERT_OK_AND_ASSIGN(placements[i], scheduler.Place(v1::OPENCL, std::nullopt));
+    outcomes.push_back(SubmitOpenCl(scheduler, *jobs[i], placements[i]));
+  }
+  for (int i = 0; i < kRequests; ++i) {
+    ASSERT_OK(outcomes[i].get());
+    EXPECT_EQ(placements[i].label, "opencl:" + pool->Name(0)) << i;
+    EXPECT_TRUE(jobs[i]->Reversed()) << i;
+  }
+  scheduler.Wait();
+  EXPECT_EQ(pool->in_flight(0), 0);
+  EXPECT_EQ(pool->waiting(0), 0);
+}
+
+TEST(SchedulerDeviceTest, AutoDoesNotWaitForABusyDevice) {
+  std::unique_ptr<DevicePool> pool = OpenPool({.queue_depth = 1});
+  SliceJob job;
+  Scheduler scheduler({.worker_threads = 1, .devices = pool.get(), .auto_opencl_min_bytes = 0});
+  ASSERT_OK_AND_ASSIGN(int held, pool->Acquire(0));
+  ASSERT_OK_AND_ASSIGN(Placement placement, scheduler.Place(v1::AUTO, std::nullopt));
+  ASSERT_OK(job.RunOn(scheduler, placement));
+  EXPECT_EQ(placement.label, "cpu");
+  EXPECT_TRUE(job.Reversed());
+  EXPECT_EQ(pool->waiting(0), 0);
+  pool->Release(held);
+}
+
+TEST(SchedulerDeviceTest, CallerOutsideATaskWaitsOnItsOwnThread) {
+  std::unique_ptr<DevicePool> pool = OpenPool({.queue_depth = 1});
+  Scheduler scheduler({.worker_threads = 1, .devices = pool.get()});
+  ASSERT_OK_AND_ASSIGN(int held, pool->Acquire(0));
+  std::thread releaser([&] {
+    EXPECT_TRUE(Eventually([&] { return pool->waiting(0) == 1; }));
+    pool->Release(held);
+  });
+  ASSERT_OK_AND_ASSIGN(Placement placement, scheduler.Place(v1::OPENCL, 0));
+  SliceJob job;
+  ASSERT_OK(job.RunOn(scheduler, placement));  // Execute from this (non-worker) thread
+  releaser.join();
+  EXPECT_EQ(placement.label, "opencl:" + pool->Name(0));
+  EXPECT_TRUE(job.Reversed());
+  EXPECT_EQ(pool->in_flight(0), 0);
 }
 
 }  // namespace

@@ -325,11 +325,13 @@ TEST_F(StreamingTest, RunBidiAnswersEveryIdOnceWithItsOwnStatus) {
   }
   EXPECT_EQ(answers["bad"].status().code(), static_cast<int>(grpc::StatusCode::INVALID_ARGUMENT));
   EXPECT_EQ(answers["bad"].status().message(), "slice.window_strides[3] must not be 0");
-  EXPECT_THAT(answers["bad"].outputs(), IsEmpty());
+  // A count, not the repeated field: GCC 12 at -O3 warns (-Wrestrict, a false
+  // positive) inside gtest's printer of protobuf messages.
+  EXPECT_EQ(answers["bad"].outputs_size(), 0);
   EXPECT_EQ(answers["gpu"].status().code(),
             static_cast<int>(grpc::StatusCode::INVALID_ARGUMENT));
   EXPECT_THAT(answers["gpu"].status().message(), HasSubstr("device_index = 99 is outside"));
-  EXPECT_THAT(answers["gpu"].outputs(), IsEmpty());
+  EXPECT_EQ(answers["gpu"].outputs_size(), 0);
 
   std::string line = AwaitLogLine(server_, {"\"id\":\"bad\""});
   EXPECT_THAT(line, HasSubstr("\"method\":\"RunBidi\""));

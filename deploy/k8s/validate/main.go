@@ -405,6 +405,7 @@ var tensordFlags = map[string]bool{
 	"tls_cert_file": true, "tls_key_file": true, "tls_client_ca_file": true, "auth_token_file": true,
 	"reflection": true, "health_address": true,
 	"max_concurrent_streams": true, "max_connection_idle_seconds": true,
+	"opencl_max_wait_seconds": true,
 }
 
 // secretFlags name files that tensord rereads when they change: they must come
