@@ -357,21 +357,25 @@ BENCHMARK(BM_AutoBestSlice)
     ->ArgsProduct({kSizes, {kContiguous, kStrided, kReversed, kBroadcast}})
     ->ArgNames({"bytes", "window"})
     ->Iterations(1)
+    ->Repetitions(1)  // each run already takes medians of 5
     ->UseManualTime();
 BENCHMARK(BM_AutoBestStridedSlice)
     ->ArgsProduct({kSizes, {kContiguous, kStrided, kReversed}})
     ->ArgNames({"bytes", "window"})
     ->Iterations(1)
+    ->Repetitions(1)  // each run already takes medians of 5
     ->UseManualTime();
 BENCHMARK(BM_AutoBestSplit)
     ->ArgsProduct({kSizes, {kContiguous, kStrided}})
     ->ArgNames({"bytes", "window"})
     ->Iterations(1)
+    ->Repetitions(1)  // each run already takes medians of 5
     ->UseManualTime();
 BENCHMARK(BM_AutoBestScatterElements)
     ->ArgsProduct({kSizes})
     ->ArgNames({"bytes"})
     ->Iterations(1)
+    ->Repetitions(1)  // each run already takes medians of 5
     ->UseManualTime();
 
 }  // namespace
