@@ -154,7 +154,7 @@ absl::Status Scheduler::Execute(Placement& placement, const ExecutionPlan& plan,
       break;
     case Device::kAuto: {
       if (!options_.auto_opencl_min_bytes.has_value()) {
-        std::optional<int> index = AcquireForAuto(placement, plan, inputs);
+        std::optional<int> index = AcquireForAuto(placement, plan);
         if (!index.has_value()) break;
         return RunOnDevice(*index, placement, plan, inputs, outputs, stop);
       }
@@ -192,8 +192,7 @@ bool Scheduler::MayRunOnDevice(const Placement& placement, const ExecutionPlan& 
 }
 
 std::optional<int> Scheduler::AcquireForAuto(const Placement& placement,
-                                             const ExecutionPlan& plan,
-                                             std::span<const std::span<const std::byte>> inputs) {
+                                             const ExecutionPlan& plan) {
   if (placement.cost_model == nullptr) return std::nullopt;  // not calibrated (yet)
   DevicePool& devices = *options_.devices;
   std::vector<DeviceLoad> loads(devices.size());
@@ -201,8 +200,10 @@ std::optional<int> Scheduler::AcquireForAuto(const Placement& placement,
     loads[i].in_flight = devices.in_flight(static_cast<int>(i));
   }
   // Fastest first; a device that is unhealthy or full now is passed over
-  // (Acquire never waits), and the CPU answers when none is left.
-  for (int index : FasterThanCpu(*placement.cost_model, FootprintOf(plan, inputs), loads)) {
+  // (Acquire never waits), and the CPU answers when none is left. The
+  // footprint is MayRunOnDevice's (a valid plan reads inside its inputs), so
+  // no device is taken that the memory reservation did not count.
+  for (int index : FasterThanCpu(*placement.cost_model, FootprintOf(plan), loads)) {
     if (absl::StatusOr<int> acquired = devices.Acquire(index); acquired.ok()) return *acquired;
   }
   return std::nullopt;

@@ -83,8 +83,9 @@ class Scheduler {
                        std::span<const std::span<const std::byte>> inputs,
                        std::span<std::byte* const> outputs, const StopCheck& stop);
 
-  // Whether Execute may run `plan` on a device (OPENCL, or AUTO large enough),
-  // so its device buffers count against the memory budget.
+  // Whether Execute may run `plan` on a device (OPENCL; AUTO at or above the
+  // threshold, or predicted faster on an idle device by the placement's cost
+  // model), so its device buffers count against the memory budget.
   bool MayRunOnDevice(const Placement& placement, const ExecutionPlan& plan) const;
 
   // AUTO's cost model from now on (the calibration's figures). Requests
@@ -109,8 +110,7 @@ class Scheduler {
                            std::span<std::byte* const> outputs, const StopCheck& stop);
   // AUTO by the cost model: a queue slot on the device predicted fastest, if
   // it beats the CPU and has room now (never waits); nullopt: the CPU.
-  std::optional<int> AcquireForAuto(const Placement& placement, const ExecutionPlan& plan,
-                                    std::span<const std::span<const std::byte>> inputs);
+  std::optional<int> AcquireForAuto(const Placement& placement, const ExecutionPlan& plan);
 
   const SchedulerOptions options_;
   mutable std::mutex model_mutex_;  // guards model_
