@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Turns operators_bench JSON into the BENCHMARKS.md tables (medians of the
 repetitions): oneTBB against memcpy of the same bytes, and OpenCL against oneTBB
-with the transfers broken out and what AUTO picks."""
+with the transfers broken out and what AUTO picks: tensord's cost model from the
+AutoBest rows (the benchmark's own calibration), or a given threshold."""
 import json
 import sys
 
@@ -18,7 +19,7 @@ def human(n):
 
 def load(path):
     runs = json.load(open(path))
-    rows = {}
+    rows, auto = {}, {}
     for b in runs["benchmarks"]:
         if b.get("aggregate_name", "median") != "median":
             continue
@@ -26,9 +27,12 @@ def load(path):
         parts = dict(p.split(":") for p in name.split("/")[1:] if ":" in p)
         op = name.split("/")[0].removeprefix("BM_")
         case = WINDOWS.get(parts.get("window"), "permuted rows") if op != "Memcpy" else ""
+        if op.startswith("AutoBest"):
+            auto[(op.removeprefix("AutoBest"), case, int(parts["bytes"]))] = b
+            continue
         key = (op, case, int(parts["bytes"]), int(parts.get("backend", 0)))
         rows[key] = b
-    return rows
+    return rows, auto
 
 
 def gbps(b):
@@ -36,7 +40,7 @@ def gbps(b):
 
 
 def main(path, auto_min_bytes):
-    rows = load(path)
+    rows, auto = load(path)
     memcpy = {size: gbps(b) for (op, _, size, _), b in rows.items() if op == "Memcpy"}
     cases = sorted({k[:3] for k in rows if k[0] != "Memcpy"},
                    key=lambda k: (["Slice", "StridedSlice", "Split", "ScatterElements"].index(k[0]),
@@ -62,13 +66,22 @@ def main(path, auto_min_bytes):
             continue
         tbb_us = tbb["real_time"] / 1e3 if tbb["time_unit"] == "ns" else tbb["real_time"]
         cl_us = cl["real_time"] / 1e3 if cl["time_unit"] == "ns" else cl["real_time"]
-        auto_on = "OpenCL" if size >= auto_min_bytes else "oneTBB"
-        auto_us = cl_us if auto_on == "OpenCL" else tbb_us
+        picked = auto.get((op, case, size))
+        if auto_min_bytes is None and picked is not None:
+            # The model's choice and AUTO / best over that row's own medians of 5.
+            auto_on = "OpenCL" if picked["auto_opencl"] >= 0.5 else "oneTBB"
+            ratio = picked["auto_over_best"]
+        else:
+            threshold = (1 << 62) if auto_min_bytes is None else auto_min_bytes
+            auto_on = "OpenCL" if size >= threshold else "oneTBB"
+            auto_us = cl_us if auto_on == "OpenCL" else tbb_us
+            ratio = auto_us / min(tbb_us, cl_us)
         print(f"| {op} | {case} | {human(size)} | {tbb_us:.3g} | {cl_us:.3g} | "
               f"{cl['upload_ms'] * 1e3:.3g} | {cl['kernel_ms'] * 1e3:.3g} | "
               f"{cl['download_ms'] * 1e3:.3g} | {cl_us / tbb_us:.3g} | {auto_on} | "
-              f"{auto_us / min(tbb_us, cl_us):.2f} |")
+              f"{ratio:.2f} |")
 
 
 if __name__ == "__main__":
-    main(sys.argv[1], int(sys.argv[2]) if len(sys.argv) > 2 else 1 << 62)
+    # A threshold (AUTO_OPENCL_MIN_BYTES) replaces the model, as in tensord.
+    main(sys.argv[1], int(sys.argv[2]) if len(sys.argv) > 2 and sys.argv[2] else None)

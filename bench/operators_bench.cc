@@ -3,17 +3,28 @@
 // bytes in the same run. bytes_per_second counts output bytes. Planning happens
 // once, outside the timed loop. OpenCL figures include the transfers; the
 // counters upload_ms, kernel_ms and download_ms break them out.
+//
+// AutoBest/<op>: per case, the median of 5 runs on oneTBB and on the device,
+// the backend tensord's AUTO picks for it (server/cost_model.h's decision,
+// from this process's calibration, server/calibration.h) and AUTO / best.
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
 #include <cstring>
 #include <memory>
 #include <span>
 #include <numeric>
 #include <random>
+#include <string>
 #include <vector>
 
 #include "benchmark/benchmark.h"
 #include "core/operator.h"
 #include "kernels/opencl/device.h"
 #include "kernels/tbb/execute.h"
+#include "oneapi/tbb/task_arena.h"
+#include "server/calibration.h"
+#include "server/cost_model.h"
 
 namespace tensorop {
 namespace {
@@ -232,6 +243,96 @@ void BM_ScatterElements(benchmark::State& state) {
   RunPrepared(state, p, static_cast<Backend>(state.range(1)));
 }
 
+// The calibration tensord would run on this host at oneTBB's default
+// concurrency (the cores this process may use), once per process.
+const server::CalibrationReport& Calibration() {
+  static const server::CalibrationReport* report = [] {
+    std::vector<opencl_backend::Device*> devices;
+    std::vector<std::string> labels;
+    if (FirstDevice() != nullptr) {
+      devices.push_back(FirstDevice());
+      labels.push_back("opencl:" + FirstDevice()->name());
+    }
+    auto* calibrated = new server::CalibrationReport(server::Calibrate(
+        devices, {.worker_threads = tbb::this_task_arena::max_concurrency()}));
+    fprintf(stderr, "%s\n", server::DescribeCalibration(*calibrated, labels).c_str());
+    return calibrated;
+  }();
+  return *report;
+}
+
+// The median wall time of `runs` calls of `run`.
+template <typename Run>
+double MedianSeconds(int runs, Run run) {
+  std::vector<double> seconds;
+  for (int i = 0; i < runs; ++i) {
+    const auto start = std::chrono::steady_clock::now();
+    run();
+    seconds.push_back(
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+  }
+  std::sort(seconds.begin(), seconds.end());
+  return seconds[seconds.size() / 2];
+}
+
+// Counters: cpu_ms and opencl_ms (medians of 5), auto_opencl (1 when AUTO
+// picks the device), auto_over_best; the reported time is AUTO's.
+void AutoBest(benchmark::State& state, Prepared& p) {
+  constexpr int kRuns = 5;
+  opencl_backend::Device* device = FirstDevice();
+  if (device == nullptr) {
+    state.SkipWithError("no OpenCL device");
+    return;
+  }
+  const server::CalibrationReport& calibration = Calibration();
+  std::vector<const std::byte*> inputs;
+  std::vector<std::span<const std::byte>> input_spans;
+  for (auto& input : p.inputs) {
+    inputs.push_back(input.data());
+    input_spans.push_back(input);
+  }
+  std::vector<std::byte*> outputs;
+  for (auto& output : p.outputs) outputs.push_back(output.data());
+  const int choice = server::ChooseBackend(
+      calibration.model, server::FootprintOf(p.plan, input_spans), {});
+  absl::Status status = device->Execute(p.plan, input_spans, outputs, NeverStop);  // builds
+  double cpu = 0, opencl = 0;
+  for (auto _ : state) {
+    cpu = MedianSeconds(kRuns, [&] {
+      if (absl::Status s = tbb_backend::Execute(p.plan, inputs, outputs); !s.ok()) status = s;
+    });
+    opencl = MedianSeconds(kRuns, [&] {
+      if (absl::Status s = device->Execute(p.plan, input_spans, outputs, NeverStop); !s.ok()) {
+        status = s;
+      }
+    });
+    state.SetIterationTime(choice == server::kCpuBackend ? cpu : opencl);
+  }
+  if (!status.ok()) state.SkipWithError(std::string(status.message()).c_str());
+  const double chosen = choice == server::kCpuBackend ? cpu : opencl;
+  state.counters["cpu_ms"] = cpu * 1e3;
+  state.counters["opencl_ms"] = opencl * 1e3;
+  state.counters["auto_opencl"] = choice == server::kCpuBackend ? 0 : 1;
+  state.counters["auto_over_best"] = chosen / std::min(cpu, opencl);
+}
+
+void BM_AutoBestSlice(benchmark::State& state) {
+  Prepared p = MakeSlice(state.range(0), static_cast<Window>(state.range(1)));
+  AutoBest(state, p);
+}
+void BM_AutoBestStridedSlice(benchmark::State& state) {
+  Prepared p = MakeStridedSlice(state.range(0), static_cast<Window>(state.range(1)));
+  AutoBest(state, p);
+}
+void BM_AutoBestSplit(benchmark::State& state) {
+  Prepared p = MakeSplit(state.range(0), static_cast<Window>(state.range(1)));
+  AutoBest(state, p);
+}
+void BM_AutoBestScatterElements(benchmark::State& state) {
+  Prepared p = MakeScatter(state.range(0));
+  AutoBest(state, p);
+}
+
 const std::vector<int64_t> kSizes = {kKiB, kKiB * kKiB, 64 * kKiB * kKiB};
 
 BENCHMARK(BM_Memcpy)->ArgsProduct({kSizes})->ArgNames({"bytes"})->UseRealTime();
@@ -251,6 +352,31 @@ BENCHMARK(BM_ScatterElements)
     ->ArgsProduct({kSizes, {kTbb, kOpenCl}})
     ->ArgNames({"bytes", "backend"})
     ->UseRealTime();
+
+BENCHMARK(BM_AutoBestSlice)
+    ->ArgsProduct({kSizes, {kContiguous, kStrided, kReversed, kBroadcast}})
+    ->ArgNames({"bytes", "window"})
+    ->Iterations(1)
+    ->Repetitions(1)  // each run already takes medians of 5
+    ->UseManualTime();
+BENCHMARK(BM_AutoBestStridedSlice)
+    ->ArgsProduct({kSizes, {kContiguous, kStrided, kReversed}})
+    ->ArgNames({"bytes", "window"})
+    ->Iterations(1)
+    ->Repetitions(1)  // each run already takes medians of 5
+    ->UseManualTime();
+BENCHMARK(BM_AutoBestSplit)
+    ->ArgsProduct({kSizes, {kContiguous, kStrided}})
+    ->ArgNames({"bytes", "window"})
+    ->Iterations(1)
+    ->Repetitions(1)  // each run already takes medians of 5
+    ->UseManualTime();
+BENCHMARK(BM_AutoBestScatterElements)
+    ->ArgsProduct({kSizes})
+    ->ArgNames({"bytes"})
+    ->Iterations(1)
+    ->Repetitions(1)  // each run already takes medians of 5
+    ->UseManualTime();
 
 }  // namespace
 }  // namespace tensorop

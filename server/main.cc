@@ -23,7 +23,9 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <sstream>
+#include <stop_token>
 #include <string>
 #include <thread>
 #include <vector>
@@ -44,6 +46,7 @@
 #include "absl/strings/string_view.h"
 #include "core/limits.h"
 #include "kernels/opencl/device.h"
+#include "server/calibration.h"
 #include "server/device_pool.h"
 #include "server/echo_service.h"
 #include "server/flag_file.h"
@@ -91,9 +94,12 @@ ABSL_FLAG(int, opencl_max_wait_seconds, 30,
           "how long an OPENCL request waits for a slot of a busy device before it ends "
           "DEADLINE_EXCEEDED (0: it does not wait)");
 ABSL_FLAG(int64_t, auto_opencl_min_bytes, std::numeric_limits<int64_t>::max(),
-          "AUTO requests moving at least this many output bytes go to a device "
-          "(default: never; on the measured CPU-only hosts the CPU is faster at "
-          "every size, see BENCHMARKS.md)");
+          "when given, AUTO requests moving at least this many output bytes go to a "
+          "device, instead of where the calibrated cost model predicts them fastest");
+ABSL_FLAG(std::string, calibrate, "on",
+          "on: right after startup, measure the CPU's and each OpenCL device's rates in "
+          "the background (at most 2 s of measuring) for AUTO's cost model; until then, "
+          "and with off, AUTO runs on the CPU unless --auto_opencl_min_bytes is given");
 ABSL_FLAG(int, opencl_unhealthy_seconds, 30,
           "after a device fails, how long it is left alone before being tried again");
 ABSL_FLAG(int, inject_opencl_failures, 0,
@@ -169,7 +175,7 @@ constexpr absl::string_view kFlagNames[] = {
     "address",     "worker_threads", "max_message_bytes",   "max_request_bytes",
     "max_tensor_elements", "chunk_bytes", "backend", "max_queued_requests",
     "shutdown_grace_seconds", "drain_seconds", "backends", "opencl_devices", "opencl_queue_depth",
-    "opencl_staging_bytes", "auto_opencl_min_bytes", "opencl_unhealthy_seconds", "inject_opencl_failures",
+    "opencl_staging_bytes", "auto_opencl_min_bytes", "calibrate", "opencl_unhealthy_seconds", "inject_opencl_failures",
     "metrics_address", "max_connection_age_seconds", "max_concurrent_streams",
     "max_connection_idle_seconds", "echo",
     "tls_cert_file", "tls_key_file", "tls_client_ca_file", "auth_token_file", "reflection",
@@ -204,6 +210,13 @@ std::vector<Argument> ReadFlagFile(absl::string_view path, absl::string_view ori
   absl::StatusOr<std::vector<Argument>> arguments = ParseFlagFile(text.str(), path);
   if (!arguments.ok()) UsageError(arguments.status().message());
   return *std::move(arguments);
+}
+
+// The flags given on the command line or in a flag file (a value equal to the
+// default still counts as given: --auto_opencl_min_bytes replaces the model).
+std::set<std::string>& GivenFlags() {
+  static std::set<std::string>* given = new std::set<std::string>();
+  return *given;
 }
 
 // Parses --name=value and --name value, and --flagfile=PATH in place (later
@@ -250,6 +263,7 @@ void ParseFlags(int argc, char** argv) {
     if (flag == nullptr || !flag->ParseFrom(value, &error)) {
       UsageError(absl::StrCat(origin, "--", name, "=", value, ": ", error));
     }
+    GivenFlags().insert(std::string(name));
   }
 }
 
@@ -258,6 +272,7 @@ struct Config {
   std::string metrics_address;  // empty: no metrics endpoint
   bool echo = false;
   bool opencl = true;
+  bool calibrate = true;
   std::string opencl_filter;
   opencl_backend::DeviceOptions device;
   DevicePoolOptions devices;
@@ -357,9 +372,17 @@ Config ValidatedConfig() {
       FlagInRange(FLAGS_opencl_unhealthy_seconds, "opencl_unhealthy_seconds", 0, kMaxSeconds));
   config.devices.inject_failures = FlagInRange(
       FLAGS_inject_opencl_failures, "inject_opencl_failures", 0, kMaxInjectedFailures);
-  config.scheduler.auto_opencl_min_bytes =
+  const int64_t auto_min_bytes =
       FlagInRange(FLAGS_auto_opencl_min_bytes, "auto_opencl_min_bytes", int64_t{0},
                   std::numeric_limits<int64_t>::max());
+  if (GivenFlags().count("auto_opencl_min_bytes") > 0) {
+    config.scheduler.auto_opencl_min_bytes = auto_min_bytes;
+  }
+  const std::string calibrate = absl::GetFlag(FLAGS_calibrate);
+  if (calibrate != "on" && calibrate != "off") {
+    UsageError(absl::StrCat("--calibrate=", calibrate, ": expected on or off"));
+  }
+  config.calibrate = calibrate == "on";
   config.grace = std::chrono::seconds(
       FlagInRange(FLAGS_shutdown_grace_seconds, "shutdown_grace_seconds", 0, kMaxShutdownSeconds));
   config.drain = std::chrono::seconds(
@@ -452,10 +475,12 @@ int Main(int argc, char** argv) {
   // The device pool: every OpenCL device the ICD loader offers, or those the
   // filter names. Each is listed on stderr with its index.
   std::vector<std::unique_ptr<opencl_backend::Device>> opened;
+  std::vector<opencl_backend::Device*> to_calibrate;  // owned by the pool below
   if (config.opencl) {
     std::vector<std::string> skipped;
     for (auto& device : opencl_backend::OpenAllDevices(&skipped, config.device)) {
       if (device->name().find(config.opencl_filter) == std::string::npos) continue;
+      to_calibrate.push_back(device.get());
       opened.push_back(std::move(device));
     }
     for (const std::string& reason : skipped) LogStartupEvent("device_skipped", reason);
@@ -499,6 +524,31 @@ int Main(int argc, char** argv) {
                                    : absl::StrCat(": ", config.max_memory_source, ")")));
   TensorOpService service(effective.service, &scheduler);
   EchoService echo(config.service.max_message_bytes);
+  AddCalibrationSeries(metrics, scheduler, devices);
+  // AUTO's cost model, measured in the background while the server starts
+  // and serves (AUTO runs on the CPU until it is set). Declared after what it
+  // uses: leaving Main early stops and joins it first.
+  std::jthread calibration;
+  if (config.calibrate && !config.echo) {
+    calibration = std::jthread([&scheduler, &devices, to_calibrate,
+                                threshold = config.scheduler.auto_opencl_min_bytes,
+                                workers = config.scheduler.worker_threads](std::stop_token stop) {
+      CalibrationOptions options;
+      options.worker_threads = workers;
+      CalibrationReport report = Calibrate(to_calibrate, options, stop);
+      std::vector<std::string> labels;
+      for (size_t i = 0; i < devices.size(); ++i) {
+        labels.push_back(devices.Label(static_cast<int>(i)));
+      }
+      std::string line = DescribeCalibration(report, labels);
+      if (threshold.has_value()) {
+        absl::StrAppend(&line, "; AUTO follows --auto_opencl_min_bytes=", *threshold,
+                        " instead");
+      }
+      scheduler.SetCostModel(std::move(report.model));
+      LogEvent("calibration", line);
+    });
+  }
 
   // Certificates, keys and tokens are read now: a bad file stops startup,
   // naming the file and the problem.
@@ -643,6 +693,10 @@ int Main(int argc, char** argv) {
   }
   ticker_wake.notify_all();
   opencl_health.join();
+  if (calibration.joinable()) {
+    calibration.request_stop();
+    calibration.join();
+  }
   // No call is left to wait for a device slot; should one be, it ends rather
   // than hold the scheduler's wait.
   devices.CancelWaiters(absl::CancelledError("the server is shutting down"));

@@ -2,9 +2,11 @@
 
 #include <algorithm>
 #include <iterator>
+#include <tuple>
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "google/protobuf/descriptor.h"
 #include "tensorop/v1/tensorop.pb.h"
 
@@ -155,7 +157,16 @@ void Metrics::AddSampled(const std::string& name, const std::string& help,
     sampled_.push_back(SampledFamily{.name = name, .help = help, .type = type, .series = {}});
     family = std::prev(sampled_.end());
   }
-  family->series.push_back(SampledSeries{std::move(labels), std::move(sample)});
+  family->series.push_back(SampledSeries{std::move(labels), std::move(sample), nullptr});
+}
+
+void Metrics::AddSampledReal(const std::string& name, const std::string& help,
+                             const std::string& type, Labels labels,
+                             std::function<double()> sample) {
+  AddSampled(name, help, type, std::move(labels), nullptr);
+  for (SampledFamily& family : sampled_) {
+    if (family.name == name) family.series.back().real = std::move(sample);
+  }
 }
 
 void Metrics::AddSampledHistogram(const std::string& name, const std::string& help,
@@ -242,7 +253,9 @@ std::string Metrics::Exposition() const {
   for (const SampledFamily& family : sampled_) {
     AppendFamilyHeader(&text, family.name, family.help, family.type);
     for (const SampledSeries& series : family.series) {
-      absl::StrAppend(&text, family.name, FormatLabels(series.labels), " ", series.sample(),
+      absl::StrAppend(&text, family.name, FormatLabels(series.labels), " ",
+                      series.real ? absl::StrFormat("%.9g", series.real()) :
+                                    absl::StrCat(series.sample()),
                       "\n");
     }
   }
@@ -316,6 +329,68 @@ void AddServerSeries(Metrics& metrics, const Scheduler& scheduler, const DeviceP
           return Metrics::HistogramSample{.buckets = std::move(waits.buckets),
                                           .sum_us = waits.sum_us};
         });
+  }
+}
+
+void AddCalibrationSeries(Metrics& metrics, const Scheduler& scheduler,
+                          const DevicePool& devices) {
+  constexpr absl::string_view kRateHelp =
+      "Rates AUTO's cost model measured at startup (--calibrate): the CPU's copy and scatter "
+      "kernels at --worker_threads, and each OpenCL device's upload, download, copy and "
+      "scatter; 0 until measured.";
+  constexpr absl::string_view kFixedHelp =
+      "The fixed cost of one request AUTO's cost model measured at startup (--calibrate), "
+      "per backend; 0 until measured.";
+  // Each sample reads the model the scheduler holds now.
+  const auto cpu = [&scheduler](double CpuRates::*field) {
+    return [&scheduler, field] {
+      std::shared_ptr<const CostModel> model = scheduler.cost_model();
+      return model == nullptr ? 0.0 : model->cpu.*field;
+    };
+  };
+  const auto device = [&scheduler](int index, double DeviceRates::*field) {
+    return [&scheduler, index, field] {
+      std::shared_ptr<const CostModel> model = scheduler.cost_model();
+      if (model == nullptr || static_cast<size_t>(index) >= model->devices.size()) return 0.0;
+      return model->devices[index].*field;
+    };
+  };
+  const auto whole = [](std::function<double()> sample) {
+    return [sample = std::move(sample)] { return static_cast<int64_t>(sample()); };
+  };
+  const std::string rates = "tensorop_calibration_bytes_per_second";
+  const std::string fixed = "tensorop_calibration_fixed_seconds";
+  metrics.AddSampled(rates, std::string(kRateHelp), "gauge",
+                     {{"backend", "cpu"}, {"kernel", "copy"}},
+                     whole(cpu(&CpuRates::copy_bytes_per_second)));
+  metrics.AddSampled(rates, std::string(kRateHelp), "gauge",
+                     {{"backend", "cpu"}, {"kernel", "scatter"}},
+                     whole(cpu(&CpuRates::scatter_bytes_per_second)));
+  for (size_t i = 0; i < devices.size(); ++i) {
+    const int index = static_cast<int>(i);
+    const Labels labels = {{"backend", "opencl"},
+                           {"device", devices.Name(index)},
+                           {"index", absl::StrCat(index)}};
+    for (const auto& [label, value, field] :
+         {std::tuple{"direction", "upload", &DeviceRates::upload_bytes_per_second},
+          std::tuple{"direction", "download", &DeviceRates::download_bytes_per_second},
+          std::tuple{"kernel", "copy", &DeviceRates::copy_bytes_per_second},
+          std::tuple{"kernel", "scatter", &DeviceRates::scatter_bytes_per_second}}) {
+      Labels series = labels;
+      series.emplace_back(label, value);
+      metrics.AddSampled(rates, std::string(kRateHelp), "gauge", std::move(series),
+                         whole(device(index, field)));
+    }
+  }
+  metrics.AddSampledReal(fixed, std::string(kFixedHelp), "gauge", {{"backend", "cpu"}},
+                         cpu(&CpuRates::fixed_seconds));
+  for (size_t i = 0; i < devices.size(); ++i) {
+    const int index = static_cast<int>(i);
+    metrics.AddSampledReal(fixed, std::string(kFixedHelp), "gauge",
+                           {{"backend", "opencl"},
+                            {"device", devices.Name(index)},
+                            {"index", absl::StrCat(index)}},
+                           device(index, &DeviceRates::fixed_seconds));
   }
 }
 

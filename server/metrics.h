@@ -13,6 +13,10 @@
 //   tensorop_device_failures_total{device="<name>",index="0"}
 //   tensorop_opencl_waiting{device="<name>",index="0"}
 //   tensorop_opencl_wait_seconds_{bucket,sum,count}{device="<name>",index="0"}
+//   tensorop_calibration_bytes_per_second{backend="cpu",kernel="copy"}
+//   tensorop_calibration_bytes_per_second{backend="opencl",device="<name>",index="0",
+//                                         direction="upload"}
+//   tensorop_calibration_fixed_seconds{backend="cpu"}
 #ifndef TENSOROP_SERVER_METRICS_H_
 #define TENSOROP_SERVER_METRICS_H_
 
@@ -69,6 +73,9 @@ class Metrics {
   // before scrapes start: adding is not synchronised with Exposition().
   void AddSampled(const std::string& name, const std::string& help, const std::string& type,
                   Labels labels, std::function<int64_t()> sample);
+  // The same for a value that need not be whole (seconds).
+  void AddSampledReal(const std::string& name, const std::string& help, const std::string& type,
+                      Labels labels, std::function<double()> sample);
 
   // Adds a histogram whose buckets `sample` returns at each scrape: counts per
   // bucket of `bounds_us` (upper bounds in microseconds, printed as seconds)
@@ -97,6 +104,7 @@ class Metrics {
   struct SampledSeries {
     Labels labels;
     std::function<int64_t()> sample;
+    std::function<double()> real;  // instead of `sample` when set
   };
   struct SampledFamily {
     std::string name;
@@ -139,6 +147,13 @@ class Metrics {
 // waiting for a slot of each device and how long their waits took. Both must
 // outlive every scrape.
 void AddServerSeries(Metrics& metrics, const Scheduler& scheduler, const DevicePool& devices);
+
+// The calibration's figures (server/calibration.h), as AUTO's cost model holds
+// them: bytes per second of the CPU's copy and scatter kernels and of each
+// device's upload, download, copy and scatter, and each backend's fixed cost
+// per request. 0 until the calibration ended, and for what it did not measure.
+void AddCalibrationSeries(Metrics& metrics, const Scheduler& scheduler,
+                          const DevicePool& devices);
 
 // `value` escaped for a label value: backslash, double quote and newline.
 std::string EscapeLabelValue(absl::string_view value);

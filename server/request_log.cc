@@ -223,4 +223,12 @@ void LogDeviceFailure(absl::string_view device, const absl::Status& status) {
   WriteLine(line.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
 }
 
+void LogEvent(absl::string_view event, absl::string_view detail) {
+  nlohmann::ordered_json line;
+  line["time"] = absl::FormatTime("%Y-%m-%d%ET%H:%M:%E6SZ", absl::Now(), absl::UTCTimeZone());
+  line["event"] = event;
+  line["detail"] = detail;
+  WriteLine(line.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
+}
+
 }  // namespace tensorop::server

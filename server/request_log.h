@@ -78,6 +78,10 @@ int64_t DroppedLogLines();
 // {"time":...,"event":"device_failure","device":"opencl:<name>","status":...}
 void LogDeviceFailure(absl::string_view device, const absl::Status& status);
 
+// A line of its own for a server event, written whole like the others:
+// {"time":...,"event":"<event>","detail":"<detail>"}
+void LogEvent(absl::string_view event, absl::string_view detail);
+
 }  // namespace tensorop::server
 
 #endif  // TENSOROP_SERVER_REQUEST_LOG_H_

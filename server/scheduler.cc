@@ -115,7 +115,11 @@ absl::StatusOr<Placement> Scheduler::Place(int requested,
   const size_t device_count = options_.devices == nullptr ? 0 : options_.devices->size();
   switch (backend) {
     case v1::AUTO:
-      return Placement{.device = device_count > 0 ? Device::kAuto : Device::kCpu};
+      if (device_count == 0) return Placement{.device = Device::kCpu};
+      return Placement{.device = Device::kAuto,
+                       .cost_model = options_.auto_opencl_min_bytes.has_value()
+                                         ? nullptr
+                                         : cost_model()};
     case v1::CPU:
       return Placement{.device = Device::kCpu};
     case v1::OPENCL:
@@ -197,9 +201,14 @@ absl::Status Scheduler::Execute(Placement& placement, const ExecutionPlan& plan,
     case Device::kCpu:
       break;
     case Device::kAuto: {
-      // Small work stays on the CPU; large work takes the least-loaded healthy
-      // device with room, else the CPU.
-      if (plan.bytes_moved < options_.auto_opencl_min_bytes) break;
+      if (!options_.auto_opencl_min_bytes.has_value()) {
+        std::optional<int> index = AcquireForAuto(placement, plan);
+        if (!index.has_value()) break;
+        return RunOnDevice(*index, placement, plan, inputs, outputs, stop);
+      }
+      // --auto_opencl_min_bytes: small work stays on the CPU; large work takes
+      // the least-loaded healthy device with room, else the CPU.
+      if (plan.bytes_moved < *options_.auto_opencl_min_bytes) break;
       absl::StatusOr<int> index = options_.devices->Acquire(-1);
       if (!index.ok()) break;
       return RunOnDevice(*index, placement, plan, inputs, outputs, stop);
@@ -262,6 +271,47 @@ absl::StatusOr<int> Scheduler::AcquireDevice(int index, const StopCheck& stop) {
         absl::StrCat("OpenCL device ", failed, " (", devices.Name(failed), ") is unhealthy"));
   }
   return granted;
+}
+
+bool Scheduler::MayRunOnDevice(const Placement& placement, const ExecutionPlan& plan) const {
+  if (placement.device == Device::kOpenCl) return true;
+  if (placement.device != Device::kAuto) return false;
+  if (options_.auto_opencl_min_bytes.has_value()) {
+    return plan.bytes_moved >= *options_.auto_opencl_min_bytes;
+  }
+  // Idle devices: load only makes a device slower, so Execute never picks a
+  // device this did not.
+  return placement.cost_model != nullptr &&
+         !FasterThanCpu(*placement.cost_model, FootprintOf(plan), {}).empty();
+}
+
+std::optional<int> Scheduler::AcquireForAuto(const Placement& placement,
+                                             const ExecutionPlan& plan) {
+  if (placement.cost_model == nullptr) return std::nullopt;  // not calibrated (yet)
+  DevicePool& devices = *options_.devices;
+  std::vector<DeviceLoad> loads(devices.size());
+  for (size_t i = 0; i < devices.size(); ++i) {
+    loads[i].in_flight = devices.in_flight(static_cast<int>(i));
+  }
+  // Fastest first; a device that is unhealthy or full now is passed over
+  // (Acquire never waits), and the CPU answers when none is left. The
+  // footprint is MayRunOnDevice's (a valid plan reads inside its inputs), so
+  // no device is taken that the memory reservation did not count.
+  for (int index : FasterThanCpu(*placement.cost_model, FootprintOf(plan), loads)) {
+    if (absl::StatusOr<int> acquired = devices.Acquire(index); acquired.ok()) return *acquired;
+  }
+  return std::nullopt;
+}
+
+void Scheduler::SetCostModel(CostModel model) {
+  auto shared = std::make_shared<const CostModel>(std::move(model));
+  std::lock_guard<std::mutex> lock(model_mutex_);
+  model_ = std::move(shared);
+}
+
+std::shared_ptr<const CostModel> Scheduler::cost_model() const {
+  std::lock_guard<std::mutex> lock(model_mutex_);
+  return model_;
 }
 
 void Scheduler::Wait() {

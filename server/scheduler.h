@@ -10,6 +10,7 @@
 #include <limits>
 #include <optional>
 #include <memory>
+#include <mutex>
 #include <span>
 #include <string>
 
@@ -21,6 +22,7 @@
 #include "absl/status/statusor.h"
 #include "core/cancellation.h"
 #include "core/plan/plan.h"
+#include "server/cost_model.h"
 #include "server/device_pool.h"
 #include "tensorop/v1/tensorop.pb.h"
 
@@ -35,6 +37,10 @@ struct Placement {
   int device_index = -1;  // kOpenCl: the pool index asked for; -1: any
   // What responses report as `backend`: "cpu" or "opencl:<device>".
   std::string label = "cpu";
+  // kAuto: the cost model in force when the request was placed, so that the
+  // memory reserved for it (MayRunOnDevice) and where it runs (Execute) agree
+  // even if the calibration ends in between. Null: AUTO runs on the CPU.
+  std::shared_ptr<const CostModel> cost_model = nullptr;
 };
 
 struct SchedulerOptions {
@@ -45,9 +51,10 @@ struct SchedulerOptions {
   v1::Backend default_backend = v1::AUTO;
   // The OpenCL devices; null or empty: the CPU only. Not owned.
   DevicePool* devices = nullptr;
-  // AUTO sends a request to a device when it moves at least this many output
-  // bytes (BENCHMARKS.md says where the figure comes from).
-  int64_t auto_opencl_min_bytes = std::numeric_limits<int64_t>::max();
+  // --auto_opencl_min_bytes: when set, AUTO sends a request to a device when
+  // it moves at least this many output bytes, instead of asking the cost model
+  // (SetCostModel). Unset and without a model, AUTO runs on the CPU.
+  std::optional<int64_t> auto_opencl_min_bytes = std::nullopt;
 };
 
 class Scheduler {
@@ -80,13 +87,16 @@ class Scheduler {
                        std::span<const std::span<const std::byte>> inputs,
                        std::span<std::byte* const> outputs, const StopCheck& stop);
 
-  // Whether Execute may run `plan` on a device (OPENCL, or AUTO large enough),
-  // so its device buffers count against the memory budget.
-  bool MayRunOnDevice(const Placement& placement, const ExecutionPlan& plan) const {
-    return placement.device == Device::kOpenCl ||
-           (placement.device == Device::kAuto &&
-            plan.bytes_moved >= options_.auto_opencl_min_bytes);
-  }
+  // Whether Execute may run `plan` on a device (OPENCL; AUTO at or above the
+  // threshold, or predicted faster on an idle device by the placement's cost
+  // model), so its device buffers count against the memory budget.
+  bool MayRunOnDevice(const Placement& placement, const ExecutionPlan& plan) const;
+
+  // AUTO's cost model from now on (the calibration's figures). Requests
+  // placed before keep the model they were placed with.
+  void SetCostModel(CostModel model);
+  // The model in force, or null before the calibration ended.
+  std::shared_ptr<const CostModel> cost_model() const;
 
   // Blocks until every task submitted so far has finished. Used at shutdown,
   // after the gRPC server stopped handing out new work.
@@ -105,8 +115,13 @@ class Scheduler {
   absl::Status RunOnDevice(int index, Placement& placement, const ExecutionPlan& plan,
                            std::span<const std::span<const std::byte>> inputs,
                            std::span<std::byte* const> outputs, const StopCheck& stop);
+  // AUTO by the cost model: a queue slot on the device predicted fastest, if
+  // it beats the CPU and has room now (never waits); nullopt: the CPU.
+  std::optional<int> AcquireForAuto(const Placement& placement, const ExecutionPlan& plan);
 
   const SchedulerOptions options_;
+  mutable std::mutex model_mutex_;  // guards model_
+  std::shared_ptr<const CostModel> model_;
   // Present when --worker_threads asks for more threads than TBB allows by
   // default (the hardware concurrency).
   std::unique_ptr<tbb::global_control> parallelism_;

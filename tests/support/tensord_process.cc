@@ -65,8 +65,11 @@ TensordProcess::TensordProcess(std::vector<std::string> extra_flags, int max_ope
 
   // Metrics on a port of their own too: tests run in parallel, and the default
   // port would be taken by the first server.
+  // No calibration unless a test asks for it (--calibrate=on): AUTO then runs on
+  // the CPU whatever the host measures, and dozens of servers started by the
+  // suite do not each spend their first seconds measuring.
   std::vector<std::string> args = {TensordPath(), "--address=127.0.0.1:0",
-                                   "--metrics_address=127.0.0.1:0"};
+                                   "--metrics_address=127.0.0.1:0", "--calibrate=off"};
   args.insert(args.end(), extra_flags.begin(), extra_flags.end());
   const bool metrics = !AddressFlag(args, "--metrics_address").empty();
   const bool health = !AddressFlag(args, "--health_address").empty();

@@ -14,7 +14,7 @@ namespace tensorop::testing {
 class TensordProcess {
  public:
   // Runs `tensord --address=127.0.0.1:0 --metrics_address=127.0.0.1:0
-  // <extra_flags...>` (later flags win) and waits for the line "tensord
+  // --calibrate=off <extra_flags...>` (later flags win) and waits for the line "tensord
   // listening on HOST:PORT" on its stdout, then, unless the flags leave
   // --metrics_address empty, for "tensord metrics on HOST:PORT". Its stderr
   // (the request log) goes to a file, readable with Log(). Aborts the test

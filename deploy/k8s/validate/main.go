@@ -400,7 +400,7 @@ var tensordFlags = map[string]bool{
 	"address": true, "worker_threads": true, "max_message_bytes": true, "max_request_bytes": true,
 	"max_tensor_elements": true, "chunk_bytes": true, "backend": true, "max_queued_requests": true,
 	"shutdown_grace_seconds": true, "backends": true, "opencl_devices": true, "opencl_queue_depth": true,
-	"auto_opencl_min_bytes": true, "opencl_unhealthy_seconds": true, "inject_opencl_failures": true,
+	"auto_opencl_min_bytes": true, "calibrate": true, "opencl_unhealthy_seconds": true, "inject_opencl_failures": true,
 	"metrics_address": true, "max_connection_age_seconds": true, "drain_seconds": true, "echo": true,
 	"tls_cert_file": true, "tls_key_file": true, "tls_client_ca_file": true, "auth_token_file": true,
 	"reflection": true, "health_address": true,
