@@ -56,6 +56,7 @@
 #include "server/scheduler.h"
 #include "server/security.h"
 #include "server/service.h"
+#include "server/shared_memory.h"
 #include "server/transport.h"
 
 ABSL_FLAG(std::string, address, "0.0.0.0:50051",
@@ -116,6 +117,9 @@ ABSL_FLAG(int64_t, max_memory_bytes, 0,
 ABSL_FLAG(int, idle_timeout_seconds, 60,
           "a call whose client sends nothing (RunChunked upload) or takes nothing (answers, "
           "result parts) this long is cancelled and its memory freed; 0: never");
+ABSL_FLAG(int, shared_memory_idle_seconds, 300,
+          "a shared memory region no request used for this long is unmapped, so a client "
+          "that died leaves no mapping behind; 0: never");
 ABSL_FLAG(bool, echo, false,
           "load-test baseline: Run answers zero-filled outputs of the right shape at "
           "once, without executing; other methods are UNIMPLEMENTED");
@@ -169,7 +173,7 @@ constexpr absl::string_view kFlagNames[] = {
     "metrics_address", "max_connection_age_seconds", "max_concurrent_streams",
     "max_connection_idle_seconds", "echo",
     "tls_cert_file", "tls_key_file", "tls_client_ca_file", "auth_token_file", "reflection",
-    "health_address", "max_memory_bytes", "idle_timeout_seconds"};
+    "health_address", "max_memory_bytes", "idle_timeout_seconds", "shared_memory_idle_seconds"};
 constexpr absl::string_view kOpenClHealthName = "tensorop.opencl";
 constexpr absl::string_view kCpuHealthName = "tensorop.cpu";
 
@@ -280,6 +284,7 @@ struct Config {
   std::string health_address;  // empty: no health listener
   int64_t max_memory_bytes = 0;
   std::string max_memory_source;  // where the default came from; "" when set
+  int shared_memory_idle_seconds = 0;
 };
 
 // An integer flag's value, which must lie in [lo, hi]: out of range is a usage
@@ -441,6 +446,8 @@ Config ValidatedConfig() {
   const int idle = absl::GetFlag(FLAGS_idle_timeout_seconds);
   if (idle < 0 || idle > 86400) UsageError("--idle_timeout_seconds must be in [0, 86400]");
   config.service.idle_timeout = absl::Seconds(idle);
+  config.shared_memory_idle_seconds =
+      FlagInRange(FLAGS_shared_memory_idle_seconds, "shared_memory_idle_seconds", 0, kMaxSeconds);
   return config;
 }
 
@@ -524,6 +531,13 @@ int Main(int argc, char** argv) {
                                config.max_memory_source.empty()
                                    ? ")"
                                    : absl::StrCat(": ", config.max_memory_source, ")")));
+  // Regions map client memory: counted in the budget, so declared after it
+  // and before the service, which must not outlive it.
+  SharedMemoryRegistry shared_memory(SharedMemoryOptions{
+      .idle_timeout = absl::Seconds(config.shared_memory_idle_seconds),
+      .budget = &memory_budget});
+  AddSharedMemorySeries(metrics, shared_memory);
+  effective.service.shared_memory = &shared_memory;
   TensorOpService service(effective.service, &scheduler);
   EchoService echo(config.service.max_message_bytes);
 
