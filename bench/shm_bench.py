@@ -39,6 +39,20 @@ def median_seconds(fn, rounds: int) -> float:  # type: ignore[no-untyped-def]
     return statistics.median(times)
 
 
+def alternating(fns, rounds: int) -> list[float]:  # type: ignore[no-untyped-def]
+    """Medians of `fns` timed in turn, round after round (a load that comes and
+    goes on a shared machine hits them alike)."""
+    for fn in fns:
+        fn()  # warm-up
+    times: list[list[float]] = [[] for _ in fns]
+    for _ in range(rounds):
+        for fn, samples in zip(fns, times):
+            start = time.perf_counter()
+            fn()
+            samples.append(time.perf_counter() - start)
+    return [statistics.median(samples) for samples in times]
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--tensord", default=str(REPO / "build/bin/tensord"))
@@ -76,8 +90,6 @@ def run(args: argparse.Namespace, socket: str, tcp: str) -> None:
     source = np.arange(n, dtype=np.float32).reshape(rows, cols)
     local_out = np.empty_like(source)
 
-    numpy_copyto = median_seconds(lambda: np.copyto(local_out, source), args.rounds)
-    numpy_copy = median_seconds(lambda: source.copy(), args.rounds)
     attrs = {"offsets": [0, 0], "window_sizes": [rows, cols], "window_strides": [1, 1]}
 
     with Client(socket, timeout=60) as client, \
@@ -85,8 +97,10 @@ def run(args: argparse.Namespace, socket: str, tcp: str) -> None:
         x = region.ndarray(source.shape, np.float32)
         y = region.ndarray(source.shape, np.float32, offset=source.nbytes)
         x[...] = source
-        shm = median_seconds(lambda: region.run("slice", {"input": x}, attrs, outputs=[y]),
-                             args.rounds)
+        numpy_copyto, numpy_copy, shm = alternating(
+            [lambda: np.copyto(local_out, source), lambda: source.copy(),
+             lambda: region.run("slice", {"input": x}, attrs, outputs=[y])],
+            args.rounds)
         assert np.array_equal(y, source)
         del x, y
         inline_uds = median_seconds(
@@ -96,27 +110,24 @@ def run(args: argparse.Namespace, socket: str, tcp: str) -> None:
     small = np.arange(256, dtype=np.float32)
     small_attrs = {"offsets": [0], "window_sizes": [256], "window_strides": [1]}
     small_rounds = args.rounds * 20
-    with Client(socket, timeout=60) as client:
-        small_uds = median_seconds(
-            lambda: client.run("slice", {"input": small}, small_attrs, outputs=[(256,)]),
-            small_rounds)
-    with Client(tcp, timeout=60) as client:
-        small_tcp = median_seconds(
-            lambda: client.run("slice", {"input": small}, small_attrs, outputs=[(256,)]),
+    with Client(socket, timeout=60) as uds_client, Client(tcp, timeout=60) as client:
+        small_uds, small_tcp = alternating(
+            [lambda: uds_client.run("slice", {"input": small}, small_attrs, outputs=[(256,)]),
+             lambda: client.run("slice", {"input": small}, small_attrs, outputs=[(256,)])],
             small_rounds)
         inline_tcp = median_seconds(
             lambda: client.run("slice", {"input": source}, attrs, outputs=[(rows, cols)]),
             max(3, args.rounds // 3))
 
     ms = 1e3
-    print(f"{args.mib} MiB float32 [{rows}x{cols}], medians of {args.rounds} rounds:")
+    print(f"{args.mib} MiB float32 [{rows}x{cols}], medians of {args.rounds} alternating rounds:")
     print(f"  numpy np.copyto (preallocated)        {numpy_copyto * ms:8.2f} ms")
     print(f"  numpy .copy() (allocates)             {numpy_copy * ms:8.2f} ms")
     print(f"  tensord Run, in+out in shared memory  {shm * ms:8.2f} ms   "
           f"{shm / numpy_copyto:.2f}x np.copyto, {shm / numpy_copy:.2f}x .copy()")
     print(f"  tensord Run, inline bytes, Unix       {inline_uds * ms:8.2f} ms")
     print(f"  tensord Run, inline bytes, TCP        {inline_tcp * ms:8.2f} ms")
-    print(f"1 KiB Run, medians of {small_rounds}:")
+    print(f"1 KiB Run, medians of {small_rounds} alternating rounds:")
     print(f"  Unix socket                           {small_uds * ms:8.3f} ms   "
           f"{small_tcp / small_uds:.2f}x the calls/s of TCP loopback")
     print(f"  TCP loopback                          {small_tcp * ms:8.3f} ms")
