@@ -91,14 +91,14 @@ TEST(UnixSocketTest, PublicConformanceCasesPassOverTheSocket) {
 TEST(UnixSocketTest, EveryAddressIsAnnouncedTcpFirst) {
   SocketDir dir;
   const std::string address = dir.Address("a.sock");
-  // tensord serves until killed; run it through a shell that reads its first lines.
+  // tensord serves until killed: a shell waits (bounded) for its two lines, then stops it.
   const CommandResult result = RunCommand(
       {"/bin/bash", "-c",
-       "\"$0\" --address=\"$1\" --address=127.0.0.1:0 --metrics_address= --backends=cpu & "
-       "pid=$!; "
-       "for i in $(seq 300); do [ -S \"$2\" ] && break; sleep 0.05; done; sleep 0.2; "
-       "kill $pid; wait $pid",
-       TensordPath(), address, dir.Path("a.sock")});
+       "\"$0\" --address=\"$1\" --address=127.0.0.1:0 --metrics_address= --backends=cpu "
+       ">\"$2\" & pid=$!; "
+       "for i in $(seq 600); do [ \"$(wc -l <\"$2\")\" -ge 2 ] && break; sleep 0.05; done; "
+       "kill $pid; wait $pid; cat \"$2\"",
+       TensordPath(), address, dir.Path("out")});
   EXPECT_THAT(result.out, ::testing::MatchesRegex("tensord listening on 127\\.0\\.0\\.1:[0-9]+\n"
                                                   "tensord listening on " + address + "\n"));
 }
