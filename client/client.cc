@@ -104,13 +104,21 @@ absl::Status FromGrpcStatus(const grpc::Status& status) {
       absl::Status(CodeFromGrpc(status.error_code()), status.error_message()));
 }
 
-absl::StatusOr<Result> ResultFromResponse(v1::RunResponse& response) {
+absl::StatusOr<Result> ResultFromResponse(v1::RunResponse& response,
+                                          const v1::RunRequest* request) {
   Result result;
   result.backend = response.backend();
   result.outputs.reserve(response.outputs_size());
   for (int i = 0; i < response.outputs_size(); ++i) {
     HostTensor tensor = HostTensorFromProto(*response.mutable_outputs(i));
-    if (absl::StatusOr<int64_t> checked = CheckLayout(tensor); !checked.ok()) {
+    const bool in_region = request != nullptr && i < request->outputs_size() &&
+                           request->outputs(i).has_shared_memory();
+    if (in_region) {
+      if (!tensor.data.empty()) {
+        return ProtocolError(absl::StrCat("output ", i, " was sent to shared memory, yet the "
+                                          "answer carries ", tensor.data.size(), " bytes"));
+      }
+    } else if (absl::StatusOr<int64_t> checked = CheckLayout(tensor); !checked.ok()) {
       return ProtocolError(absl::StrCat("output ", i, ": ", checked.status().message()));
     }
     result.outputs.push_back(std::move(tensor));
@@ -175,7 +183,45 @@ absl::StatusOr<Result> Client::Run(const v1::RunRequest& request) {
   v1::RunResponse response;
   const grpc::Status status = stub_->Run(&context, request, &response);
   if (!status.ok()) return Failed(status);
-  return ResultFromResponse(response);
+  return ResultFromResponse(response, &request);
+}
+
+absl::StatusOr<v1::SharedMemoryRegion> Client::RegisterSharedMemory(const std::string& region,
+                                                                    const std::string& key,
+                                                                    int64_t byte_size) {
+  grpc::ClientContext context;
+  RETURN_IF_ERROR(Prepare(context));
+  v1::RegisterSharedMemoryRequest request;
+  request.set_region(region);
+  request.set_key(key);
+  request.set_byte_size(byte_size);
+  v1::RegisterSharedMemoryResponse response;
+  const grpc::Status status = stub_->RegisterSharedMemory(&context, request, &response);
+  if (!status.ok()) return Failed(status);
+  return response.region();
+}
+
+absl::Status Client::UnregisterSharedMemory(const std::string& region) {
+  grpc::ClientContext context;
+  RETURN_IF_ERROR(Prepare(context));
+  v1::UnregisterSharedMemoryRequest request;
+  request.set_region(region);
+  v1::UnregisterSharedMemoryResponse response;
+  const grpc::Status status = stub_->UnregisterSharedMemory(&context, request, &response);
+  if (!status.ok()) return Failed(status);
+  return absl::OkStatus();
+}
+
+absl::StatusOr<v1::SharedMemoryStatusResponse> Client::SharedMemoryStatus(
+    const std::string& region) {
+  grpc::ClientContext context;
+  RETURN_IF_ERROR(Prepare(context));
+  v1::SharedMemoryStatusRequest request;
+  request.set_region(region);
+  v1::SharedMemoryStatusResponse response;
+  const grpc::Status status = stub_->SharedMemoryStatus(&context, request, &response);
+  if (!status.ok()) return Failed(status);
+  return response;
 }
 
 // Reassembles ResultParts: for each output in order, a header and then exactly
@@ -357,7 +403,7 @@ std::vector<absl::StatusOr<Result>> Client::RunBidi(const std::vector<v1::RunReq
       results[index] = absl::Status(StatusCodeFromWire(response.status().code()),
                                     response.status().message());
     } else {
-      results[index] = ResultFromResponse(response);
+      results[index] = ResultFromResponse(response, &requests[index]);
     }
   }
   if (!broken.ok()) {

@@ -95,6 +95,18 @@ class Client {
   // the status's name ("SERVING", "NOT_SERVING", ...), or the call's error.
   absl::StatusOr<std::string> CheckHealth(const std::string& service);
 
+  // Shared memory (README "Shared memory"; client/shared_memory.h makes
+  // regions): maps the POSIX shared memory object `key` in the server under
+  // the name `region` (byte_size 0: the whole object). Requests then reference
+  // it with SharedMemoryRef; Run's outputs written into a region come back as
+  // layout-only tensors (no data): read them from the region.
+  absl::StatusOr<v1::SharedMemoryRegion> RegisterSharedMemory(const std::string& region,
+                                                              const std::string& key,
+                                                              int64_t byte_size = 0);
+  absl::Status UnregisterSharedMemory(const std::string& region);
+  // Every region ("" ) or the one named.
+  absl::StatusOr<v1::SharedMemoryStatusResponse> SharedMemoryStatus(const std::string& region = "");
+
  private:
   void Connect(std::shared_ptr<grpc::Channel> channel);
   // Starts a context with the configured deadline; the target's error if it
@@ -120,7 +132,10 @@ absl::StatusCode StatusCodeFromWire(int code);
 
 // A RunResponse's outputs as a Result, each checked with CheckLayout; INTERNAL
 // naming the output when the server sent one that cannot be read safely.
-absl::StatusOr<Result> ResultFromResponse(v1::RunResponse& response);
+// With `request`, outputs it sends to a shared memory region are taken as
+// layouts only (their data is in the region).
+absl::StatusOr<Result> ResultFromResponse(v1::RunResponse& response,
+                                          const v1::RunRequest* request = nullptr);
 
 }  // namespace tensorop::client
 

@@ -4,6 +4,14 @@
 //   tensorctl conformance --target ADDR [--backend B] [--stream|--chunked] PATH...
 //   tensorctl encode FILE --case NAME [--backend B]
 //   tensorctl health --target ADDR [--service NAME]
+//   tensorctl shm-register --target ADDR --region NAME --key KEY [--byte_size N]
+//   tensorctl shm-unregister --target ADDR --region NAME
+//   tensorctl shm-status --target ADDR [--region NAME]
+//
+// run and conformance with --shared_memory send every case through a shared
+// memory region tensorctl creates: inputs read by the server in place, outputs
+// written by it into the region (unary Run; client/shared_memory.h).
+// A target may be a Unix socket: unix:///run/tensord/tensord.sock.
 //
 // ADDR is one address, a comma-separated list of replicas' IP addresses, or a
 // gRPC target such as dns:///NAME:PORT; calls go round-robin over the replicas
@@ -20,6 +28,8 @@
 // --cert_file, --key_file, --token_file, or from the environment (flags win):
 // TENSOROP_TLS=1, TENSOROP_CA_FILE, TENSOROP_CERT_FILE, TENSOROP_KEY_FILE,
 // TENSOROP_TOKEN_FILE (client/channel.h).
+#include <unistd.h>
+
 #include <cstdio>
 #include <iterator>
 #include <optional>
@@ -32,12 +42,14 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "client/case_compare.h"
 #include "client/case_format.h"
 #include "client/channel.h"
 #include "client/client.h"
+#include "client/shared_memory.h"
 #include "client/status_macros.h"
 #include "google/protobuf/io/coded_stream.h"
 #include "google/protobuf/io/zero_copy_stream_impl_lite.h"
@@ -54,16 +66,21 @@ constexpr absl::string_view kUsage =
     "  tensorctl conformance --target ADDR [--backend B] [--stream|--chunked] PATH...\n"
     "  tensorctl encode FILE --case NAME [--backend B]\n"
     "  tensorctl health --target ADDR [--service NAME]\n"
+    "  tensorctl shm-register --target ADDR --region NAME --key KEY [--byte_size N]\n"
+    "  tensorctl shm-unregister --target ADDR --region NAME\n"
+    "  tensorctl shm-status --target ADDR [--region NAME]\n"
+    "run, conformance: --shared_memory sends inputs and outputs through a shared memory region\n"
     "security (run, conformance, health): [--tls] [--ca_file PEM] [--cert_file PEM --key_file PEM]\n"
     "  [--token_file FILE]; or TENSOROP_TLS=1, TENSOROP_CA_FILE, TENSOROP_CERT_FILE,\n"
     "  TENSOROP_KEY_FILE, TENSOROP_TOKEN_FILE. Any file implies --tls.\n"
     "FILE/PATH: a case file, or a directory of *.json case files.\n"
-    "ADDR: HOST:PORT, a list IP:PORT,IP:PORT,... of replicas, or dns:///NAME:PORT.\n";
+    "ADDR: HOST:PORT, a list IP:PORT,IP:PORT,... of replicas, dns:///NAME:PORT, or\n"
+    "  unix:///PATH (a Unix domain socket).\n";
 
 // A health check answers at once or not at all; Docker's HEALTHCHECK gives 3 s.
 constexpr absl::Duration kHealthDeadline = absl::Seconds(2);
 
-enum class CallStyle { kUnary, kStream, kChunked };
+enum class CallStyle { kUnary, kStream, kChunked, kSharedMemory };
 
 struct Flags {
   std::string command;
@@ -74,19 +91,27 @@ struct Flags {
   std::string health_service;
   std::vector<std::string> paths;
   ChannelSecurity security;
+  std::string region;  // shm-*
+  std::string key;
+  int64_t byte_size = 0;
 };
+
+bool IsSharedMemoryCommand(absl::string_view command) {
+  return command == "shm-register" || command == "shm-unregister" || command == "shm-status";
+}
 
 absl::StatusOr<Flags> ParseFlags(int argc, char** argv) {
   if (argc < 2) return absl::InvalidArgumentError("no command");
   Flags flags;
   flags.command = argv[1];
   if (flags.command != "run" && flags.command != "conformance" && flags.command != "encode" &&
-      flags.command != "health") {
+      flags.command != "health" && !IsSharedMemoryCommand(flags.command)) {
     return absl::InvalidArgumentError(absl::StrCat("unknown command \"", flags.command, "\""));
   }
   std::optional<std::string> backend;
   bool stream = false;
   bool chunked = false;
+  bool shared_memory = false;
   for (int i = 2; i < argc; ++i) {
     absl::string_view arg = argv[i];
     if (!absl::StartsWith(arg, "--")) {
@@ -118,11 +143,24 @@ absl::StatusOr<Flags> ParseFlags(int argc, char** argv) {
       ASSIGN_OR_RETURN(flags.security.key_file, take_value());
     } else if (name == "token_file") {
       ASSIGN_OR_RETURN(flags.security.token_file, take_value());
-    } else if (name == "stream" || name == "chunked") {
+    } else if (name == "stream" || name == "chunked" || name == "shared_memory") {
       if (value.has_value()) {
         return absl::InvalidArgumentError(absl::StrCat("--", name, " takes no value"));
       }
-      (name == "stream" ? stream : chunked) = true;
+      (name == "stream" ? stream : name == "chunked" ? chunked : shared_memory) = true;
+    } else if (name == "region" || name == "key" || name == "byte_size") {
+      if (!IsSharedMemoryCommand(flags.command)) {
+        return absl::InvalidArgumentError(absl::StrCat("--", name, " is for shm-* commands"));
+      }
+      ASSIGN_OR_RETURN(std::string text, take_value());
+      if (name == "region") {
+        flags.region = text;
+      } else if (name == "key") {
+        flags.key = text;
+      } else if (!absl::SimpleAtoi(text, &flags.byte_size) || flags.byte_size < 0) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("--byte_size is a byte count >= 0, not \"", text, "\""));
+      }
     } else if (name == "target") {
       ASSIGN_OR_RETURN(flags.target, take_value());
     } else if (name == "backend") {
@@ -148,10 +186,13 @@ absl::StatusOr<Flags> ParseFlags(int argc, char** argv) {
           absl::StrCat("--backend is auto, cpu or opencl, not \"", *backend, "\""));
     }
   }
-  if (stream && chunked) {
-    return absl::InvalidArgumentError("--stream and --chunked exclude each other");
+  if (static_cast<int>(stream) + static_cast<int>(chunked) + static_cast<int>(shared_memory) > 1) {
+    return absl::InvalidArgumentError("--stream, --chunked and --shared_memory exclude each other");
   }
-  flags.style = stream ? CallStyle::kStream : chunked ? CallStyle::kChunked : CallStyle::kUnary;
+  flags.style = stream          ? CallStyle::kStream
+                : chunked       ? CallStyle::kChunked
+                : shared_memory ? CallStyle::kSharedMemory
+                                : CallStyle::kUnary;
   if (flags.command != "encode") {
     if (flags.target.empty()) return absl::InvalidArgumentError("--target ADDR is required");
     RETURN_IF_ERROR(ChannelTarget(flags.target).status());
@@ -161,6 +202,18 @@ absl::StatusOr<Flags> ParseFlags(int argc, char** argv) {
   }
   if (flags.command == "health") {
     if (!flags.paths.empty()) return absl::InvalidArgumentError("health takes no case files");
+    return flags;
+  }
+  if (IsSharedMemoryCommand(flags.command)) {
+    if (!flags.paths.empty()) {
+      return absl::InvalidArgumentError(absl::StrCat(flags.command, " takes no case files"));
+    }
+    if (flags.command != "shm-status" && flags.region.empty()) {
+      return absl::InvalidArgumentError(absl::StrCat(flags.command, " needs --region NAME"));
+    }
+    if (flags.command == "shm-register" && flags.key.empty()) {
+      return absl::InvalidArgumentError("shm-register needs --key KEY");
+    }
     return flags;
   }
   if (flags.paths.empty()) return absl::InvalidArgumentError("no case files given");
@@ -228,6 +281,9 @@ absl::StatusOr<Result> Call(Client& client, ProgressLine& progress, CallStyle st
       break;
     case CallStyle::kChunked:
       result = client.RunChunked(request);
+      break;
+    case CallStyle::kSharedMemory:
+      result = RunInSharedMemory(client, request, absl::StrCat("tensorctl-", getpid()));
       break;
   }
   progress.Stop();
@@ -321,6 +377,45 @@ int Health(const Flags& flags) {
   return *status == "SERVING" ? 0 : kExitFailure;
 }
 
+// shm-register, shm-unregister, shm-status: prints the region(s) as JSON-ish
+// lines, or the error; exits 1 on an error.
+int SharedMemoryCommand(const Flags& flags) {
+  ClientOptions options;
+  options.security = flags.security;
+  Client client(flags.target, options);
+  absl::Status status;
+  if (flags.command == "shm-register") {
+    absl::StatusOr<v1::SharedMemoryRegion> region =
+        client.RegisterSharedMemory(flags.region, flags.key, flags.byte_size);
+    status = region.status();
+    if (region.ok()) {
+      std::printf("registered %s: key %s, %lld bytes\n", region->region().c_str(),
+                  region->key().c_str(), static_cast<long long>(region->byte_size()));
+    }
+  } else if (flags.command == "shm-unregister") {
+    status = client.UnregisterSharedMemory(flags.region);
+    if (status.ok()) std::printf("unregistered %s\n", flags.region.c_str());
+  } else {
+    absl::StatusOr<v1::SharedMemoryStatusResponse> regions =
+        client.SharedMemoryStatus(flags.region);
+    status = regions.status();
+    if (regions.ok()) {
+      for (const v1::SharedMemoryRegion& region : regions->regions()) {
+        std::printf("%s: key %s, %lld bytes, in use by %d\n", region.region().c_str(),
+                    region.key().c_str(), static_cast<long long>(region.byte_size()),
+                    region.in_use());
+      }
+      std::printf("mapped: %lld bytes\n", static_cast<long long>(regions->mapped_bytes()));
+    }
+  }
+  if (!status.ok()) {
+    std::printf("%s: %s\n", absl::StatusCodeToString(status.code()).c_str(),
+                std::string(status.message()).c_str());
+    return kExitFailure;
+  }
+  return 0;
+}
+
 int Main(int argc, char** argv) {
   absl::StatusOr<Flags> flags = ParseFlags(argc, argv);
   if (!flags.ok()) {
@@ -329,6 +424,7 @@ int Main(int argc, char** argv) {
     return kExitUsage;
   }
   if (flags->command == "health") return Health(*flags);
+  if (IsSharedMemoryCommand(flags->command)) return SharedMemoryCommand(*flags);
   absl::StatusOr<std::vector<LoadedCase>> cases = LoadAll(flags->paths);
   if (!cases.ok()) {
     std::fprintf(stderr, "tensorctl: %s\n", std::string(cases.status().message()).c_str());

@@ -9,6 +9,7 @@
 #include <malloc.h>
 #include <pthread.h>
 #include <signal.h>
+#include <sys/stat.h>
 
 #include <algorithm>
 #include <chrono>
@@ -58,9 +59,12 @@
 #include "server/scheduler.h"
 #include "server/security.h"
 #include "server/service.h"
+#include "server/shared_memory.h"
 #include "server/transport.h"
 
-ABSL_FLAG(std::string, address, "0.0.0.0:50051", "host:port to listen on (port 0: any free port)");
+ABSL_FLAG(std::string, address, "0.0.0.0:50051",
+          "host:port to listen on (port 0: any free port), or unix:PATH (a Unix domain "
+          "socket); may repeat to listen on several");
 ABSL_FLAG(int, worker_threads,
           static_cast<int>(std::max(1u, std::thread::hardware_concurrency())),
           "CPU worker threads (default: the hardware concurrency)");
@@ -125,6 +129,9 @@ ABSL_FLAG(int64_t, max_memory_bytes, 0,
 ABSL_FLAG(int, idle_timeout_seconds, 60,
           "a call whose client sends nothing (RunChunked upload) or takes nothing (answers, "
           "result parts) this long is cancelled and its memory freed; 0: never");
+ABSL_FLAG(int, shared_memory_idle_seconds, 300,
+          "a shared memory region no request used for this long is unmapped, so a client "
+          "that died leaves no mapping behind; 0: never");
 ABSL_FLAG(bool, echo, false,
           "load-test baseline: Run answers zero-filled outputs of the right shape at "
           "once, without executing; other methods are UNIMPLEMENTED");
@@ -180,13 +187,20 @@ constexpr absl::string_view kFlagNames[] = {
     "max_connection_idle_seconds", "echo",
     "tls_cert_file", "tls_key_file", "tls_client_ca_file", "auth_token_file", "reflection",
     "health_address", "max_memory_bytes", "idle_timeout_seconds",
-    "opencl_max_wait_seconds"};
+    "opencl_max_wait_seconds", "shared_memory_idle_seconds"};
 constexpr absl::string_view kOpenClHealthName = "tensorop.opencl";
 constexpr absl::string_view kCpuHealthName = "tensorop.cpu";
 
 [[noreturn]] void UsageError(absl::string_view message) {
   std::cerr << "tensord: " << message << "\n(tensord --help lists the flags)\n";
   std::exit(kUsageExit);
+}
+
+// Every --address given, in order (the flag keeps only the last): tensord
+// listens on each.
+std::vector<std::string>& RepeatedAddresses() {
+  static std::vector<std::string> addresses;
+  return addresses;
 }
 
 void PrintHelp() {
@@ -258,6 +272,11 @@ void ParseFlags(int argc, char** argv) {
     if (std::find(std::begin(kFlagNames), std::end(kFlagNames), name) == std::end(kFlagNames)) {
       UsageError(absl::StrCat(origin, "unknown flag --", name));
     }
+    if (name == "address" &&
+        std::find(RepeatedAddresses().begin(), RepeatedAddresses().end(), value) ==
+            RepeatedAddresses().end()) {
+      RepeatedAddresses().push_back(value);
+    }
     absl::CommandLineFlag* flag = absl::FindCommandLineFlag(name);
     std::string error;
     if (flag == nullptr || !flag->ParseFrom(value, &error)) {
@@ -268,7 +287,8 @@ void ParseFlags(int argc, char** argv) {
 }
 
 struct Config {
-  std::string address;
+  std::string address;  // the first of `addresses`
+  std::vector<std::string> addresses;  // TCP ones first, in the order given
   std::string metrics_address;  // empty: no metrics endpoint
   bool echo = false;
   bool opencl = true;
@@ -288,6 +308,7 @@ struct Config {
   std::string health_address;  // empty: no health listener
   int64_t max_memory_bytes = 0;
   std::string max_memory_source;  // where the default came from; "" when set
+  int shared_memory_idle_seconds = 0;
 };
 
 // An integer flag's value, which must lie in [lo, hi]: out of range is a usage
@@ -320,10 +341,52 @@ void CheckHostPort(absl::string_view name, const std::string& address,
   }
 }
 
+bool IsUnixAddress(absl::string_view address) {
+  return absl::StartsWith(address, "unix:") || absl::StartsWith(address, "unix-abstract:");
+}
+
+// Checks a unix:PATH (or unix:///PATH) address before gRPC sees it: gRPC
+// reports a missing directory or a path that is not a socket only as "cannot
+// listen". A socket left by an earlier run is replaced (gRPC unlinks it).
+void CheckUnixAddress(const std::string& address) {
+  if (absl::StartsWith(address, "unix-abstract:")) return;
+  absl::string_view path = absl::string_view(address).substr(5);
+  if (absl::StartsWith(path, "//")) path.remove_prefix(2);  // unix:///abs -> /abs
+  const std::string where = absl::StrCat("--address=", address, ": ");
+  if (path.empty()) UsageError(absl::StrCat(where, "expected unix:PATH or unix:///ABSOLUTE_PATH"));
+  // sockaddr_un.sun_path holds 108 bytes with the terminating NUL.
+  if (path.size() > 107) {
+    UsageError(absl::StrCat(where, "the socket path has ", path.size(),
+                            " bytes; a Unix socket path may have at most 107"));
+  }
+  const size_t slash = path.rfind('/');
+  const std::string directory =
+      slash == absl::string_view::npos ? "." : std::string(slash == 0 ? "/" : path.substr(0, slash));
+  struct stat info {};
+  if (stat(directory.c_str(), &info) != 0 || !S_ISDIR(info.st_mode)) {
+    UsageError(absl::StrCat(where, "the directory ", directory, " does not exist"));
+  }
+  if (lstat(std::string(path).c_str(), &info) == 0 && !S_ISSOCK(info.st_mode)) {
+    UsageError(absl::StrCat(where, std::string(path),
+                            " exists and is not a socket; tensord replaces only a stale socket"));
+  }
+}
+
 Config ValidatedConfig() {
   Config config;
-  config.address = absl::GetFlag(FLAGS_address);
-  CheckHostPort("address", config.address, "");
+  std::vector<std::string> given = RepeatedAddresses();
+  if (given.empty()) given.push_back(absl::GetFlag(FLAGS_address));
+  for (const std::string& address : given) {
+    if (IsUnixAddress(address)) continue;
+    CheckHostPort("address", address, ", or unix:PATH");
+    config.addresses.push_back(address);
+  }
+  for (const std::string& address : given) {
+    if (!IsUnixAddress(address)) continue;
+    CheckUnixAddress(address);
+    config.addresses.push_back(address);
+  }
+  config.address = config.addresses.front();
   config.metrics_address = absl::GetFlag(FLAGS_metrics_address);
   if (!config.metrics_address.empty()) {
     CheckHostPort("metrics_address", config.metrics_address, ", or empty for no metrics");
@@ -419,6 +482,8 @@ Config ValidatedConfig() {
   const int idle = absl::GetFlag(FLAGS_idle_timeout_seconds);
   if (idle < 0 || idle > 86400) UsageError("--idle_timeout_seconds must be in [0, 86400]");
   config.service.idle_timeout = absl::Seconds(idle);
+  config.shared_memory_idle_seconds =
+      FlagInRange(FLAGS_shared_memory_idle_seconds, "shared_memory_idle_seconds", 0, kMaxSeconds);
   return config;
 }
 
@@ -432,6 +497,7 @@ void LogStartupEvent(absl::string_view event, absl::string_view detail) {
 
 // "HOST:PORT" with the port the server actually bound.
 std::string ListeningAddress(const std::string& address, int port) {
+  if (IsUnixAddress(address)) return address;
   return absl::StrCat(address.substr(0, address.rfind(':')), ":", port);
 }
 
@@ -522,6 +588,13 @@ int Main(int argc, char** argv) {
                                config.max_memory_source.empty()
                                    ? ")"
                                    : absl::StrCat(": ", config.max_memory_source, ")")));
+  // Regions map client memory: counted in the budget, so declared after it
+  // and before the service, which must not outlive it.
+  SharedMemoryRegistry shared_memory(SharedMemoryOptions{
+      .idle_timeout = absl::Seconds(config.shared_memory_idle_seconds),
+      .budget = &memory_budget});
+  AddSharedMemorySeries(metrics, shared_memory);
+  effective.service.shared_memory = &shared_memory;
   TensorOpService service(effective.service, &scheduler);
   EchoService echo(config.service.max_message_bytes);
   AddCalibrationSeries(metrics, scheduler, devices);
@@ -574,10 +647,12 @@ int Main(int argc, char** argv) {
   grpc::EnableDefaultHealthCheckService(true);
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();
   grpc::ServerBuilder builder;
-  int port = 0;
+  std::vector<int> ports(config.addresses.size(), 0);
   std::shared_ptr<grpc::ServerCredentials> credentials;
   (*security)->Configure(builder, &credentials);
-  builder.AddListeningPort(config.address, credentials, &port);
+  for (size_t i = 0; i < config.addresses.size(); ++i) {
+    builder.AddListeningPort(config.addresses[i], credentials, &ports[i]);
+  }
   builder.SetMaxReceiveMessageSize(config.max_message_bytes);
   builder.SetMaxSendMessageSize(config.max_message_bytes);
   if (config.max_connection_age_seconds > 0) {
@@ -598,9 +673,11 @@ int Main(int argc, char** argv) {
     builder.RegisterService(&service);
   }
   std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
-  if (server == nullptr || port == 0) {
-    std::cerr << "tensord: cannot listen on " << config.address << "\n";
-    return 1;
+  for (size_t i = 0; i < config.addresses.size(); ++i) {
+    if (server == nullptr || ports[i] == 0) {
+      std::cerr << "tensord: cannot listen on " << config.addresses[i] << "\n";
+      return 1;
+    }
   }
   grpc::HealthCheckServiceInterface* health = server->GetHealthCheckService();
   // --health_address: every status below goes to both servers.
@@ -671,7 +748,11 @@ int Main(int argc, char** argv) {
     server->Shutdown(std::chrono::system_clock::now() + config.grace);
   });
 
-  std::cout << "tensord listening on " << ListeningAddress(config.address, port) << std::endl;
+  // One line per address, TCP first: scripts and tests read the first line's port.
+  for (size_t i = 0; i < config.addresses.size(); ++i) {
+    std::cout << "tensord listening on " << ListeningAddress(config.addresses[i], ports[i])
+              << std::endl;
+  }
   if (metrics_http != nullptr) {
     std::cout << "tensord metrics on "
               << ListeningAddress(config.metrics_address, metrics_http->port()) << std::endl;

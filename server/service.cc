@@ -72,12 +72,16 @@ struct PlannedRun {
   OpRequest op;
   ExecutionPlan plan;
   std::vector<std::span<const std::byte>> inputs;  // by plan slot
+  SharedMemoryPins shared_memory;  // regions the request reads or writes
 };
 
 absl::StatusOr<std::unique_ptr<PlannedRun>> Plan(const v1::RunRequest& request,
-                                                 const Limits& limits, const StopCheck& stop) {
+                                                 const Limits& limits,
+                                                 SharedMemoryRegistry* shared_memory,
+                                                 const StopCheck& stop) {
   auto run = std::make_unique<PlannedRun>();
   ASSIGN_OR_RETURN(run->op, ToOpRequest(request));
+  RETURN_IF_ERROR(ResolveSharedMemoryInputs(request, shared_memory, run->op, run->shared_memory));
   ASSIGN_OR_RETURN(run->plan, PlanOperator(run->op, limits, stop));
   run->inputs.reserve(run->plan.input_names.size());
   for (absl::string_view name : run->plan.input_names) {
@@ -142,18 +146,21 @@ using AdmitFn = std::function<absl::StatusOr<int64_t>(const ExecutionPlan& plan)
 
 // Plans `request`, reserves what its outputs take in `reservation` (and, on a
 // device, its device buffers: PoCL's CPU device keeps them in host memory),
-// asks `allocate(layout)` for each output's zeroed buffer, and executes into
-// them.
+// asks `allocate(layout, shared)` for each output's zeroed buffer (`shared`:
+// where in a shared memory region the output goes, else null), and executes
+// into them.
 template <typename Allocate>
 absl::Status PlanAndExecute(const v1::RunRequest& request, const Limits& limits,
+                            SharedMemoryRegistry* shared_memory,
                             Scheduler& scheduler, Placement& placement,
                             const StopCheck& stop, MemoryBudget::Reservation& reservation,
                             const AdmitFn& admit, Allocate allocate) {
   // Work that expired or was cancelled while queued is not started.
   RETURN_IF_ERROR(stop());
-  ASSIGN_OR_RETURN(std::unique_ptr<PlannedRun> run, Plan(request, limits, stop));
+  ASSIGN_OR_RETURN(std::unique_ptr<PlannedRun> run, Plan(request, limits, shared_memory, stop));
   ASSIGN_OR_RETURN(int64_t answer_bytes, admit(run->plan));
-  const int64_t output_bytes = TotalBytes(run->plan.outputs);
+  const int64_t output_bytes =
+      TotalBytes(run->plan.outputs) - SharedMemoryOutputBytes(request, run->plan.outputs);
   int64_t bytes = output_bytes + answer_bytes;
   if (scheduler.MayRunOnDevice(placement, run->plan)) {
     bytes += output_bytes;
@@ -166,7 +173,10 @@ absl::Status PlanAndExecute(const v1::RunRequest& request, const Limits& limits,
   std::vector<std::byte*> outputs;
   outputs.reserve(run->plan.outputs.size());
   for (const Layout& layout : run->plan.outputs) {
-    ASSIGN_OR_RETURN(std::byte * output, allocate(layout));
+    ASSIGN_OR_RETURN(std::byte * shared,
+                     SharedMemoryOutput(request, static_cast<int>(outputs.size()), layout,
+                                        shared_memory, run->shared_memory));
+    ASSIGN_OR_RETURN(std::byte * output, allocate(layout, shared));
     outputs.push_back(output);
   }
   return scheduler.Execute(placement, run->plan, run->inputs, outputs, stop);
@@ -199,8 +209,10 @@ absl::Status ExecuteIntoResponse(const v1::RunRequest& request, const ServiceOpt
     const std::string backend = placement.device == Device::kCpu
                                     ? std::string("cpu")
                                     : std::string(kMaxDeviceLabelBytes, 'x');
+    // Outputs written into shared memory carry no data in the answer.
     const int64_t answer_bytes =
-        RunResponseBytes(request.id(), backend, with_status, "", plan.outputs);
+        RunResponseBytes(request.id(), backend, with_status, "", plan.outputs) -
+        SharedMemoryOutputBytes(request, plan.outputs);
     if (answer_bytes > options.max_message_bytes) {
       return absl::ResourceExhaustedError(absl::StrCat(
           "the answer would take ", answer_bytes, " bytes (", TotalBytes(plan.outputs),
@@ -210,10 +222,13 @@ absl::Status ExecuteIntoResponse(const v1::RunRequest& request, const ServiceOpt
     return answer_bytes;  // its serialized copy
   };
   absl::Status status = Guarded([&] {
-    return PlanAndExecute(request, options.limits, scheduler, placement, stop, reservation, admit,
-                          [&](const Layout& layout) -> absl::StatusOr<std::byte*> {
+    return PlanAndExecute(request, options.limits, options.shared_memory, scheduler, placement,
+                          stop, reservation, admit,
+                          [&](const Layout& layout,
+                              std::byte* shared) -> absl::StatusOr<std::byte*> {
                             v1::Tensor* tensor = response->add_outputs();
                             SetTensorLayout(layout, tensor);
+                            if (shared != nullptr) return shared;  // the layout only
                             // resize() zeroes: padding reads as zero.
                             std::string* data = tensor->mutable_data();
                             data->resize(static_cast<size_t>(layout.buffer_bytes()));
@@ -254,9 +269,10 @@ absl::StatusOr<Outputs> ExecuteIntoBuffers(const v1::RunRequest& request,
     return options.chunk_bytes + kPartOverheadBytes;  // the part being written
   };
   absl::Status status = Guarded([&] {
+    RETURN_IF_ERROR(CheckNoSharedMemoryOutputs(request, "a streamed call"));
     return PlanAndExecute(
-        request, options.limits, scheduler, placement, stop, reservation, admit,
-        [&](const Layout& layout) -> absl::StatusOr<std::byte*> {
+        request, options.limits, options.shared_memory, scheduler, placement, stop, reservation,
+        admit, [&](const Layout& layout, std::byte*) -> absl::StatusOr<std::byte*> {
           // calloc: large blocks come zeroed from the kernel, untouched until
           // the copy writes them.
           const size_t bytes = static_cast<size_t>(std::max<int64_t>(layout.buffer_bytes(), 1));
@@ -1124,6 +1140,28 @@ class TensorOpService::ChunkedReactor final
 grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>* TensorOpService::RunChunked(
     grpc::CallbackServerContext* context) {
   return new ChunkedReactor(this, context);
+}
+
+}  // namespace tensorop::server
+
+namespace tensorop::server {
+
+grpc::ServerUnaryReactor* TensorOpService::RegisterSharedMemory(
+    grpc::CallbackServerContext* context, const v1::RegisterSharedMemoryRequest* request,
+    v1::RegisterSharedMemoryResponse* response) {
+  return server::RegisterSharedMemory(options_.shared_memory, context, request, response);
+}
+
+grpc::ServerUnaryReactor* TensorOpService::UnregisterSharedMemory(
+    grpc::CallbackServerContext* context, const v1::UnregisterSharedMemoryRequest* request,
+    v1::UnregisterSharedMemoryResponse* response) {
+  return server::UnregisterSharedMemory(options_.shared_memory, context, request, response);
+}
+
+grpc::ServerUnaryReactor* TensorOpService::SharedMemoryStatus(
+    grpc::CallbackServerContext* context, const v1::SharedMemoryStatusRequest* request,
+    v1::SharedMemoryStatusResponse* response) {
+  return server::SharedMemoryStatus(options_.shared_memory, context, request, response);
 }
 
 }  // namespace tensorop::server

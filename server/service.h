@@ -18,6 +18,7 @@
 #include "server/memory_budget.h"
 #include "server/request_log.h"
 #include "server/scheduler.h"
+#include "server/shared_memory.h"
 #include "tensorop/v1/tensorop.grpc.pb.h"
 #include "tensorop/v1/tensorop.pb.h"
 
@@ -41,6 +42,10 @@ struct ServiceOptions {
   // (a result part, a RunBidi answer, a unary answer) this long is cancelled
   // (--idle_timeout_seconds); zero: never.
   absl::Duration idle_timeout = absl::ZeroDuration();
+  // Registered shared memory regions (server/shared_memory.h); null: the
+  // shared memory calls are FAILED_PRECONDITION. Not owned; must outlive the
+  // service.
+  SharedMemoryRegistry* shared_memory = nullptr;
 };
 
 // Every method reads raw bytes and parses them here: with typed reads gRPC
@@ -49,7 +54,11 @@ struct ServiceOptions {
 // before the memory budget can be asked.
 using ServiceBase = v1::TensorOp::WithRawCallbackMethod_Run<
     v1::TensorOp::WithRawCallbackMethod_RunStream<v1::TensorOp::WithRawCallbackMethod_RunBidi<
-        v1::TensorOp::WithRawCallbackMethod_RunChunked<v1::TensorOp::Service>>>>;
+        v1::TensorOp::WithRawCallbackMethod_RunChunked<
+            v1::TensorOp::WithCallbackMethod_RegisterSharedMemory<
+                v1::TensorOp::WithCallbackMethod_UnregisterSharedMemory<
+                    v1::TensorOp::WithCallbackMethod_SharedMemoryStatus<
+                        v1::TensorOp::Service>>>>>>>;
 
 class TensorOpService final : public ServiceBase {
  public:
@@ -69,6 +78,16 @@ class TensorOpService final : public ServiceBase {
   // A RequestPart stream (request, then input chunks) answered like RunStream.
   grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>* RunChunked(
       grpc::CallbackServerContext* context) override;
+  // Shared memory regions (server/shared_memory.h), answered at once.
+  grpc::ServerUnaryReactor* RegisterSharedMemory(
+      grpc::CallbackServerContext* context, const v1::RegisterSharedMemoryRequest* request,
+      v1::RegisterSharedMemoryResponse* response) override;
+  grpc::ServerUnaryReactor* UnregisterSharedMemory(
+      grpc::CallbackServerContext* context, const v1::UnregisterSharedMemoryRequest* request,
+      v1::UnregisterSharedMemoryResponse* response) override;
+  grpc::ServerUnaryReactor* SharedMemoryStatus(grpc::CallbackServerContext* context,
+                                               const v1::SharedMemoryStatusRequest* request,
+                                               v1::SharedMemoryStatusResponse* response) override;
 
  private:
   class UnaryReactor;

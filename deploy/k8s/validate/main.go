@@ -364,6 +364,12 @@ func (r *rendered) checkDeployment(p *problems, d *appsv1.Deployment) {
 			p.add(cid, "securityContext.capabilities.drop does not include ALL")
 		}
 
+		if !isTensord(c) {
+			// A co-located client (overlays/sidecar): the pod's security rules
+			// above, and the memory it shares with tensord.
+			checkCompanion(p, cid, pod, c, volumes)
+			continue
+		}
 		grpcPort := containerPort(c, "grpc")
 		if grpcPort == 0 {
 			p.add(cid, "has no container port named grpc")
@@ -394,6 +400,110 @@ func (r *rendered) checkDeployment(p *problems, d *appsv1.Deployment) {
 	}
 }
 
+// isTensord says whether a container runs tensord (its command is tensord or it
+// reads flag files) rather than a co-located client.
+func isTensord(c corev1.Container) bool {
+	if len(c.Command) > 0 && filepath.Base(c.Command[0]) == "tensord" {
+		return true
+	}
+	for _, arg := range append(append([]string{}, c.Command...), c.Args...) {
+		if strings.HasPrefix(arg, "--flagfile=") {
+			return true
+		}
+	}
+	return false
+}
+
+// unixAddressKey is where a --address=unix:PATH goes in a flags map: --address
+// may repeat for its Unix sockets, and a key with a space is no flag's name.
+func unixAddressKey(value string) string { return "address " + value }
+
+// mountOf returns the container's mount whose path holds `path`, and whether
+// there is one.
+func mountOf(c corev1.Container, path string) (corev1.VolumeMount, bool) {
+	var best corev1.VolumeMount
+	found := false
+	for _, m := range c.VolumeMounts {
+		dir := strings.TrimSuffix(m.MountPath, "/")
+		if (path == dir || strings.HasPrefix(path, dir+"/")) && len(dir) >= len(best.MountPath) {
+			best, found = m, true
+		}
+	}
+	return best, found
+}
+
+// memoryEmptyDir says whether volume `name` is an emptyDir in memory (tmpfs).
+func memoryEmptyDir(volumes map[string]corev1.Volume, name string) bool {
+	v, ok := volumes[name]
+	return ok && v.EmptyDir != nil && v.EmptyDir.Medium == corev1.StorageMediumMemory
+}
+
+// checkUnixSockets checks each --address=unix:PATH of a tensord container: the
+// socket's directory is a writable emptyDir mount (the root filesystem is
+// read-only, and a client container must see the same directory).
+func checkUnixSockets(p *problems, cid string, c corev1.Container, volumes map[string]corev1.Volume, flags map[string]string) {
+	for key, value := range flags {
+		if !strings.HasPrefix(key, "address ") || strings.HasPrefix(value, "unix-abstract:") {
+			continue
+		}
+		path := strings.TrimPrefix(strings.TrimPrefix(value, "unix:"), "//")
+		if !strings.HasPrefix(path, "/") {
+			p.add(cid, "--address=%s: the socket path must be absolute", value)
+			continue
+		}
+		m, ok := mountOf(c, filepath.Dir(path))
+		switch {
+		case !ok:
+			p.add(cid, "--address=%s: %s is in no mounted volume (the root filesystem is read-only)", value, filepath.Dir(path))
+		case m.ReadOnly:
+			p.add(cid, "--address=%s: volume %q is mounted read-only", value, m.Name)
+		case volumes[m.Name].EmptyDir == nil:
+			p.add(cid, "--address=%s: volume %q is not an emptyDir, which the pod's containers share", value, m.Name)
+		}
+	}
+}
+
+// checkCompanion checks a client container beside tensord: a Unix socket it
+// is told to use (TENSOROP_TARGET=unix:PATH) lies in a volume tensord mounts
+// at the same place, and its /dev/shm, if it mounts one, is the in-memory
+// emptyDir tensord mounts at /dev/shm (else tensord maps other objects).
+func checkCompanion(p *problems, cid string, pod *corev1.PodSpec, c corev1.Container, volumes map[string]corev1.Volume) {
+	var tensord *corev1.Container
+	for i := range pod.Containers {
+		if isTensord(pod.Containers[i]) {
+			tensord = &pod.Containers[i]
+		}
+	}
+	if tensord == nil {
+		p.add(cid, "runs beside no tensord container")
+		return
+	}
+	same := func(path string) (string, bool) {
+		mine, ok := mountOf(c, path)
+		if !ok {
+			return "", false
+		}
+		theirs, ok := mountOf(*tensord, path)
+		return mine.Name, ok && theirs.Name == mine.Name && theirs.MountPath == mine.MountPath
+	}
+	if m, ok := mountOf(c, "/dev/shm"); ok {
+		if !memoryEmptyDir(volumes, m.Name) {
+			p.add(cid, "mounts volume %q at /dev/shm, which is not an emptyDir with medium: Memory", m.Name)
+		} else if _, shared := same("/dev/shm"); !shared {
+			p.add(cid, "mounts volume %q at /dev/shm, but container %q does not mount it there", m.Name, tensord.Name)
+		}
+	}
+	for _, e := range c.Env {
+		if e.Name != "TENSOROP_TARGET" || !strings.HasPrefix(e.Value, "unix:") {
+			continue
+		}
+		path := strings.TrimPrefix(strings.TrimPrefix(e.Value, "unix:"), "//")
+		if name, shared := same(filepath.Dir(path)); !shared {
+			p.add(cid, "TENSOROP_TARGET=%s: %s is not in a volume (%q) that container %q mounts at the same place", e.Value, filepath.Dir(path), name, tensord.Name)
+		}
+	}
+}
+
 // tensordFlags are the flags tensord accepts (server/main.cc, kFlagNames): an
 // unknown one in the flag file stops tensord at startup. Keep them in step.
 var tensordFlags = map[string]bool{
@@ -405,7 +515,8 @@ var tensordFlags = map[string]bool{
 	"tls_cert_file": true, "tls_key_file": true, "tls_client_ca_file": true, "auth_token_file": true,
 	"reflection": true, "health_address": true,
 	"max_concurrent_streams": true, "max_connection_idle_seconds": true,
-	"opencl_max_wait_seconds": true,
+	"opencl_max_wait_seconds": true, "opencl_staging_bytes": true,
+	"max_memory_bytes": true, "idle_timeout_seconds": true, "shared_memory_idle_seconds": true,
 }
 
 // secretFlags name files that tensord rereads when they change: they must come
@@ -440,6 +551,7 @@ func (r *rendered) checkFlags(p *problems, cid string, pod *corev1.PodSpec, c co
 	}
 	checkCommandLineFlags(p, cid, c, flags)
 	checkFlagsAgainstPod(p, cid, pod, c, flags)
+	checkUnixSockets(p, cid, c, volumes, flags)
 	checkSecurityFlags(p, cid, c, volumes, flags)
 	return flags
 }
@@ -518,6 +630,10 @@ func checkCommandLineFlags(p *problems, cid string, c corev1.Container, flags ma
 			p.add(cid, "command-line flag --%s: tensord has no flag --%s", name, name)
 			continue
 		}
+		if name == "address" && strings.HasPrefix(value, "unix") {
+			flags[unixAddressKey(value)] = value // --address repeats for sockets
+			continue
+		}
 		if _, twice := flags[name]; twice {
 			p.add(cid, "--%s is set both in a flag file and on the command line", name)
 		}
@@ -554,6 +670,8 @@ func checkFlagFile(p *problems, cid, path, text string, flags map[string]string)
 			p.add(cid, "%s line %d: tensord has no flag --%s", path, i+1, name)
 		case strings.Contains(value, " #"):
 			p.add(cid, "%s line %d: a comment must have a line of its own", path, i+1)
+		case name == "address" && strings.HasPrefix(value, "unix"):
+			flags[unixAddressKey(value)] = value // --address repeats for sockets
 		default:
 			if _, twice := flags[name]; twice {
 				p.add(cid, "%s line %d: --%s is set twice", path, i+1, name)

@@ -17,7 +17,7 @@ func TestRepositoryManifests(t *testing.T) {
 	if status := run(&stdout, &stderr, []string{".."}); status != 0 {
 		t.Fatalf("validate ..: status %d\n%s%s", status, stdout.String(), stderr.String())
 	}
-	for _, dir := range []string{"base", "overlays/cpu", "overlays/gpu", "overlays/tls"} {
+	for _, dir := range []string{"base", "overlays/cpu", "overlays/gpu", "overlays/tls", "overlays/sidecar"} {
 		if !strings.Contains(stdout.String(), "ok "+filepath.Join("..", dir)+": ") {
 			t.Errorf("no ok line for %s in\n%s", dir, stdout.String())
 		}
@@ -126,6 +126,21 @@ func tlsOverlay(t *testing.T, name string, edit func(string) string) map[string]
 	return files
 }
 
+// sidecarOverlay is overlays/sidecar (on the real base) with its kustomization
+// edited; the edit must change something.
+func sidecarOverlay(t *testing.T, edit func(string) string) map[string]string {
+	t.Helper()
+	data, err := os.ReadFile("../overlays/sidecar/kustomization.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	edited := edit(string(data))
+	if edited == string(data) {
+		t.Fatal("the edit of overlays/sidecar changed nothing")
+	}
+	return map[string]string{"kustomization.yaml": edited}
+}
+
 const (
 	deployment = "Deployment/tensord: "
 	container  = `Deployment/tensord container "tensord": `
@@ -137,6 +152,25 @@ func TestProblems(t *testing.T) {
 		files map[string]string
 		want  []string
 	}{
+		{
+			name:  "unix socket outside any volume",
+			files: jsonPatch("Deployment", "tensord", "add", "/spec/template/spec/containers/0/command/-", "--address=unix:///run/tensord/tensord.sock"),
+			want:  []string{container + "--address=unix:///run/tensord/tensord.sock: /run/tensord is in no mounted volume (the root filesystem is read-only)"},
+		},
+		{
+			name: "sidecar sharing another /dev/shm",
+			files: sidecarOverlay(t, func(s string) string {
+				return strings.Replace(s, "          name: dshm\n          mountPath: /dev/shm\n      - op: add", "          name: tmp\n          mountPath: /dev/shm\n      - op: add", 1)
+			}),
+			want: []string{`Deployment/tensord container "app": mounts volume "dshm" at /dev/shm, but container "tensord" does not mount it there`},
+		},
+		{
+			name: "sidecar told a socket tensord does not share",
+			files: sidecarOverlay(t, func(s string) string {
+				return strings.Replace(s, "value: unix:///run/tensord/tensord.sock", "value: unix:///tmp/tensord.sock", 1)
+			}),
+			want: []string{`Deployment/tensord container "app": TENSOROP_TARGET=unix:///tmp/tensord.sock: /tmp is not in a volume ("") that container "tensord" mounts at the same place`},
+		},
 		{
 			name:  "unknown field",
 			files: deploymentPatch("replicass: 2"),

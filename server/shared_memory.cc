@@ -1,0 +1,550 @@
+#include "server/shared_memory.h"
+
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cerrno>
+#include <cstring>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "core/checked_math.h"
+#include "core/dtype.h"
+#include "server/metrics.h"
+#include "server/status_map.h"
+
+namespace tensorop::server {
+
+namespace {
+
+bool IsNameByte(char c) {
+  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+         c == '_' || c == '.' || c == '-';
+}
+
+std::string Quoted(absl::string_view text) {
+  // Names reach messages only after validation, or cut and escaped here.
+  std::string out = "\"";
+  for (char c : text.substr(0, 80)) {
+    if (c == '"' || c == '\\') out += '\\';
+    out += (c >= 0x20 && c < 0x7f) ? c : '?';
+  }
+  if (text.size() > 80) out += "...";
+  return out + "\"";
+}
+
+absl::string_view WithoutSlash(absl::string_view key) {
+  if (!key.empty() && key.front() == '/') key.remove_prefix(1);
+  return key;
+}
+
+}  // namespace
+
+absl::Status CheckRegionName(absl::string_view name, absl::string_view field) {
+  if (name.empty() || name.size() > kMaxRegionNameBytes ||
+      !std::all_of(name.begin(), name.end(), IsNameByte)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(field, ": ", Quoted(name), " is not a region name (1..",
+                     kMaxRegionNameBytes, " bytes of A-Z a-z 0-9 _ . -)"));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status CheckSharedMemoryKey(absl::string_view key, absl::string_view field) {
+  const absl::string_view bare = WithoutSlash(key);
+  if (bare.empty() || bare.size() > kMaxKeyBytes || bare == "." || bare == ".." ||
+      !std::all_of(bare.begin(), bare.end(), IsNameByte)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        field, ": ", Quoted(key), " is not a shared memory key (an optional leading '/', then 1..",
+        kMaxKeyBytes, " bytes of A-Z a-z 0-9 _ . -, not \".\" or \"..\")"));
+  }
+  return absl::OkStatus();
+}
+
+// One mapped object. Destroyed (unmapped, its reservation given back) when the
+// registry has dropped it and the last pin is gone.
+class SharedMemoryRegistry::Region {
+ public:
+  Region(std::string name, std::string key, int64_t byte_size, int fd, void* base,
+         MemoryBudget::Reservation reservation)
+      : name_(std::move(name)), key_(std::move(key)), byte_size_(byte_size), fd_(fd),
+        base_(base), reservation_(std::move(reservation)) {}
+  ~Region() {
+    munmap(base_, static_cast<size_t>(byte_size_));
+    close(fd_);
+  }
+  Region(const Region&) = delete;
+  Region& operator=(const Region&) = delete;
+
+  const std::string& name() const { return name_; }
+  const std::string& key() const { return key_; }
+  int64_t byte_size() const { return byte_size_; }
+  std::span<std::byte> bytes() const {
+    return {static_cast<std::byte*>(base_), static_cast<size_t>(byte_size_)};
+  }
+  int in_use() const { return in_use_.load(std::memory_order_acquire); }
+  void Use() { in_use_.fetch_add(1, std::memory_order_acq_rel); Touch(); }
+  void Release() {
+    Touch();
+    in_use_.fetch_sub(1, std::memory_order_acq_rel);
+  }
+  void Touch() { last_used_ns_.store(absl::ToUnixNanos(absl::Now()), std::memory_order_release); }
+  absl::Time last_used() const {
+    return absl::FromUnixNanos(last_used_ns_.load(std::memory_order_acquire));
+  }
+  // Whether the object still holds every mapped byte: a client that shrank it
+  // would make our reads fault (SIGBUS) past its new end.
+  bool StillCovered() const {
+    struct stat info {};
+    return fstat(fd_, &info) == 0 && info.st_size >= byte_size_;
+  }
+
+ private:
+  const std::string name_;
+  const std::string key_;
+  const int64_t byte_size_;
+  const int fd_;
+  void* const base_;
+  MemoryBudget::Reservation reservation_;
+  std::atomic<int> in_use_{0};
+  std::atomic<int64_t> last_used_ns_{absl::ToUnixNanos(absl::Now())};
+};
+
+SharedMemoryRegistry::Pin& SharedMemoryRegistry::Pin::operator=(Pin&& other) noexcept {
+  if (this != &other) {
+    Reset();
+    region_ = std::move(other.region_);
+  }
+  return *this;
+}
+
+SharedMemoryRegistry::Pin::~Pin() { Reset(); }
+
+void SharedMemoryRegistry::Pin::Reset() {
+  if (region_ != nullptr) region_->Release();
+  region_.reset();
+}
+
+const std::string& SharedMemoryRegistry::Pin::name() const { return region_->name(); }
+std::span<std::byte> SharedMemoryRegistry::Pin::bytes() const { return region_->bytes(); }
+
+SharedMemoryRegistry::SharedMemoryRegistry(SharedMemoryOptions options)
+    : options_(std::move(options)) {
+  if (options_.idle_timeout > absl::ZeroDuration()) {
+    sweeper_ = std::thread([this] { Sweep(); });
+  }
+}
+
+SharedMemoryRegistry::~SharedMemoryRegistry() {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    stopping_ = true;
+  }
+  wake_.notify_all();
+  if (sweeper_.joinable()) sweeper_.join();
+}
+
+void SharedMemoryRegistry::Sweep() {
+  const absl::Duration interval =
+      std::max(std::min(options_.sweep_interval, options_.idle_timeout / 4), absl::Milliseconds(10));
+  std::unique_lock<std::mutex> lock(mutex_);
+  while (!stopping_) {
+    wake_.wait_for(lock, absl::ToChronoNanoseconds(interval));
+    if (stopping_) break;
+    lock.unlock();
+    ExpireIdle(absl::Now());
+    lock.lock();
+  }
+}
+
+absl::StatusOr<SharedMemoryRegistry::RegionInfo> SharedMemoryRegistry::Register(
+    absl::string_view name, absl::string_view key, int64_t byte_size) {
+  if (absl::Status status = CheckRegionName(name, "region"); !status.ok()) return status;
+  if (absl::Status status = CheckSharedMemoryKey(key, "key"); !status.ok()) return status;
+  if (byte_size < 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("byte_size: ", byte_size, " must not be negative (0: the whole object)"));
+  }
+  const std::string bare(WithoutSlash(key));
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (auto found = regions_.find(name); found != regions_.end()) {
+      Region& region = *found->second;
+      if (region.key() == bare && (byte_size == 0 || byte_size == region.byte_size())) {
+        region.Touch();
+        return RegionInfo{region.name(), region.key(), region.byte_size(), region.in_use()};
+      }
+      return absl::AlreadyExistsError(absl::StrCat(
+          "shared memory region ", Quoted(name), " is already registered with key ",
+          Quoted(region.key()), " and byte_size ", region.byte_size(),
+          "; unregister it first"));
+    }
+    if (static_cast<int>(regions_.size()) >= kMaxSharedMemoryRegions) {
+      return absl::ResourceExhaustedError(
+          absl::StrCat("at most ", kMaxSharedMemoryRegions,
+                       " shared memory regions may be registered at once; unregister some"));
+    }
+  }
+
+  const std::string path = absl::StrCat(options_.directory, "/", bare);
+  // O_NOFOLLOW: a symbolic link in /dev/shm cannot point us elsewhere.
+  const int fd = open(path.c_str(), O_RDWR | O_CLOEXEC | O_NOFOLLOW);
+  if (fd < 0) {
+    const int error = errno;
+    const std::string what = absl::StrCat("key: cannot open shared memory object ", Quoted(key),
+                                          " (", path, "): ", std::strerror(error));
+    if (error == ENOENT) return absl::NotFoundError(what);
+    if (error == EACCES || error == EPERM) return absl::PermissionDeniedError(what);
+    return absl::InvalidArgumentError(what);
+  }
+  struct stat info {};
+  if (fstat(fd, &info) != 0 || !S_ISREG(info.st_mode)) {
+    close(fd);
+    return absl::InvalidArgumentError(
+        absl::StrCat("key: ", Quoted(key), " (", path, ") is not a shared memory object"));
+  }
+  const int64_t size = byte_size == 0 ? static_cast<int64_t>(info.st_size) : byte_size;
+  if (size == 0 || size > info.st_size) {
+    close(fd);
+    return absl::InvalidArgumentError(absl::StrCat(
+        "byte_size: ", size, " bytes of shared memory object ", Quoted(key), " requested; it has ",
+        info.st_size, size == 0 ? " (an empty object cannot be mapped)" : ""));
+  }
+  MemoryBudget::Reservation reservation;
+  if (options_.budget != nullptr) {
+    absl::StatusOr<MemoryBudget::Reservation> reserved = options_.budget->TryReserve(
+        size, absl::StrCat("mapping shared memory region ", Quoted(name)));
+    if (!reserved.ok()) {
+      close(fd);
+      return reserved.status();
+    }
+    reservation = *std::move(reserved);
+  }
+  void* base = mmap(nullptr, static_cast<size_t>(size), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  if (base == MAP_FAILED) {
+    const int error = errno;
+    close(fd);
+    return absl::ResourceExhaustedError(absl::StrCat(
+        "cannot map ", size, " bytes of shared memory object ", Quoted(key), ": ",
+        std::strerror(error)));
+  }
+  auto region = std::make_shared<Region>(std::string(name), bare, size, fd, base,
+                                         std::move(reservation));
+  std::lock_guard<std::mutex> lock(mutex_);
+  // Another call may have registered the name meanwhile: the first one wins.
+  auto [at, inserted] = regions_.emplace(std::string(name), region);
+  if (!inserted) {
+    return absl::AlreadyExistsError(absl::StrCat("shared memory region ", Quoted(name),
+                                                 " was registered meanwhile; unregister it first"));
+  }
+  mapped_bytes_ += size;
+  return RegionInfo{region->name(), region->key(), size, 0};
+}
+
+absl::Status SharedMemoryRegistry::Unregister(absl::string_view name) {
+  std::shared_ptr<Region> dropped;  // unmapped outside the lock
+  std::lock_guard<std::mutex> lock(mutex_);
+  auto found = regions_.find(name);
+  if (found == regions_.end()) {
+    return absl::NotFoundError(
+        absl::StrCat("shared memory region ", Quoted(name), " is not registered"));
+  }
+  if (const int in_use = found->second->in_use(); in_use > 0) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("shared memory region ", Quoted(name), " is in use by ", in_use,
+                     in_use == 1 ? " request" : " requests", "; unregister it once they finish"));
+  }
+  dropped = std::move(found->second);
+  mapped_bytes_ -= dropped->byte_size();
+  regions_.erase(found);
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::vector<SharedMemoryRegistry::RegionInfo>> SharedMemoryRegistry::Status(
+    absl::string_view name) {
+  std::vector<RegionInfo> infos;
+  std::lock_guard<std::mutex> lock(mutex_);
+  for (const auto& [key, region] : regions_) {
+    if (!name.empty() && key != name) continue;
+    if (!name.empty()) region->Touch();
+    infos.push_back({region->name(), region->key(), region->byte_size(), region->in_use()});
+  }
+  if (!name.empty() && infos.empty()) {
+    return absl::NotFoundError(
+        absl::StrCat("shared memory region ", Quoted(name), " is not registered"));
+  }
+  return infos;
+}
+
+absl::StatusOr<SharedMemoryRegistry::Pin> SharedMemoryRegistry::Acquire(absl::string_view name,
+                                                                         absl::string_view field) {
+  std::shared_ptr<Region> region;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    auto found = regions_.find(name);
+    if (found == regions_.end()) {
+      return absl::NotFoundError(absl::StrCat(field, ": shared memory region ", Quoted(name),
+                                              " is not registered"));
+    }
+    region = found->second;
+    region->Use();  // under the lock: the sweeper sees it pinned
+  }
+  Pin pin(std::move(region));
+  if (!pin.region_->StillCovered()) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        field, ": shared memory object ", Quoted(pin.region_->key()), " of region ",
+        Quoted(name), " is now smaller than the ", pin.region_->byte_size(),
+        " bytes registered; register it again"));
+  }
+  return pin;
+}
+
+int SharedMemoryRegistry::ExpireIdle(absl::Time now) {
+  std::vector<std::shared_ptr<Region>> dropped;  // unmapped outside the lock
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    for (auto it = regions_.begin(); it != regions_.end();) {
+      Region& region = *it->second;
+      if (region.in_use() == 0 && now - region.last_used() >= options_.idle_timeout) {
+        mapped_bytes_ -= region.byte_size();
+        ++expired_total_;
+        dropped.push_back(std::move(it->second));
+        it = regions_.erase(it);
+      } else {
+        ++it;
+      }
+    }
+  }
+  return static_cast<int>(dropped.size());
+}
+
+int64_t SharedMemoryRegistry::mapped_bytes() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return mapped_bytes_;
+}
+
+int SharedMemoryRegistry::regions() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return static_cast<int>(regions_.size());
+}
+
+int64_t SharedMemoryRegistry::expired_total() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return expired_total_;
+}
+
+namespace {
+
+// The span [offset, offset + length) of `pin`'s region, checked: INVALID_ARGUMENT
+// naming `field` when it leaves the region or is not aligned to `alignment`.
+absl::StatusOr<std::span<std::byte>> CheckedSpan(const SharedMemoryRegistry::Pin& pin,
+                                                 const v1::SharedMemoryRef& ref, int64_t length,
+                                                 int64_t alignment, absl::string_view field) {
+  const int64_t size = static_cast<int64_t>(pin.bytes().size());
+  if (ref.offset() < 0 || ref.byte_length() < 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        field, ": offset ", ref.offset(), " and byte_length ", ref.byte_length(),
+        " must not be negative (region ", Quoted(pin.name()), ")"));
+  }
+  const std::optional<int64_t> end = CheckedAdd(ref.offset(), length);
+  if (!end.has_value() || *end > size) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        field, ": offset ", ref.offset(), " + ", length, " bytes passes the end of region ",
+        Quoted(pin.name()), " (", size, " bytes)"));
+  }
+  if (ref.offset() % alignment != 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        field, ": offset ", ref.offset(), " in region ", Quoted(pin.name()),
+        " is not a multiple of the element size ", alignment));
+  }
+  return pin.bytes().subspan(static_cast<size_t>(ref.offset()), static_cast<size_t>(length));
+}
+
+// The pin of `name` in `pins`, acquiring it the first time.
+absl::StatusOr<const SharedMemoryRegistry::Pin*> PinFor(SharedMemoryRegistry* registry,
+                                                        const std::string& name,
+                                                        absl::string_view field,
+                                                        SharedMemoryPins& pins) {
+  if (registry == nullptr) {
+    return absl::FailedPreconditionError(
+        absl::StrCat(field, ": this server has no shared memory"));
+  }
+  for (const SharedMemoryRegistry::Pin& pin : pins.pins) {
+    if (pin.name() == name) return &pin;
+  }
+  if (absl::Status status = CheckRegionName(name, absl::StrCat(field, ".region")); !status.ok()) {
+    return status;
+  }
+  absl::StatusOr<SharedMemoryRegistry::Pin> pin = registry->Acquire(name, field);
+  if (!pin.ok()) return pin.status();
+  pins.pins.push_back(*std::move(pin));
+  return &pins.pins.back();
+}
+
+}  // namespace
+
+absl::Status ResolveSharedMemoryInputs(const v1::RunRequest& request,
+                                       SharedMemoryRegistry* registry, OpRequest& op,
+                                       SharedMemoryPins& pins) {
+  // pins.pins must not reallocate while spans point at its regions: they point
+  // at the mappings, not at the pins, so it may.
+  for (NamedTensor& input : op.inputs) {
+    auto found = request.inputs().find(input.name);
+    if (found == request.inputs().end() || !found->second.has_shared_memory()) continue;
+    const v1::Tensor& tensor = found->second;
+    const std::string field = absl::StrCat("inputs[\"", input.name, "\"].shared_memory");
+    if (!tensor.data().empty()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "inputs[\"", input.name, "\"]: data (", tensor.data().size(),
+          " bytes) and shared_memory are both set; send one"));
+    }
+    const v1::SharedMemoryRef& ref = tensor.shared_memory();
+    absl::StatusOr<const SharedMemoryRegistry::Pin*> pin =
+        PinFor(registry, ref.region(), field, pins);
+    if (!pin.ok()) return pin.status();
+    absl::StatusOr<std::span<std::byte>> span =
+        CheckedSpan(**pin, ref, ref.byte_length(), ElementSize(input.tensor.desc.dtype), field);
+    if (!span.ok()) return span.status();
+    input.tensor.data = *span;
+    pins.spans.push_back({(*pin)->bytes().data(), ref.offset(), ref.offset() + ref.byte_length(),
+                          field});
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::byte*> SharedMemoryOutput(const v1::RunRequest& request, int index,
+                                              const Layout& layout,
+                                              SharedMemoryRegistry* registry,
+                                              SharedMemoryPins& pins) {
+  if (index >= request.outputs_size() || !request.outputs(index).has_shared_memory()) {
+    return nullptr;
+  }
+  const v1::SharedMemoryRef& ref = request.outputs(index).shared_memory();
+  const std::string field = absl::StrCat("outputs[", index, "].shared_memory");
+  absl::StatusOr<const SharedMemoryRegistry::Pin*> pin =
+      PinFor(registry, ref.region(), field, pins);
+  if (!pin.ok()) return pin.status();
+  const int64_t needed = layout.buffer_bytes();
+  if (ref.byte_length() < needed) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        field, ": byte_length ", ref.byte_length(), " is less than the ", needed,
+        " bytes the output takes (sizes [", absl::StrJoin(layout.sizes, ","), "], strides [",
+        absl::StrJoin(layout.strides, ","), "]) in region ", Quoted(ref.region())));
+  }
+  absl::StatusOr<std::span<std::byte>> span =
+      CheckedSpan(**pin, ref, needed, ElementSize(layout.dtype), field);
+  if (!span.ok()) return span.status();
+  const void* identity = (*pin)->bytes().data();
+  const int64_t begin = ref.offset();
+  const int64_t end = ref.offset() + needed;
+  for (const SharedMemoryPins::Span& other : pins.spans) {
+    if (other.region == identity && begin < other.end && other.begin < end && needed > 0) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          field, ": bytes [", begin, ", ", end, ") of region ", Quoted(ref.region()),
+          " overlap those of ", other.field, " [", other.begin, ", ", other.end, ")"));
+    }
+  }
+  pins.spans.push_back({identity, begin, end, field});
+  // Padding reads as zero, as in an answer; a packed output overwrites every byte.
+  if (layout.element_count * ElementSize(layout.dtype) != needed) {
+    std::memset(span->data(), 0, span->size());
+  }
+  return span->data();
+}
+
+int64_t SharedMemoryOutputBytes(const v1::RunRequest& request,
+                                const std::vector<Layout>& layouts) {
+  int64_t total = 0;
+  for (size_t i = 0; i < layouts.size() && static_cast<int>(i) < request.outputs_size(); ++i) {
+    if (request.outputs(static_cast<int>(i)).has_shared_memory()) {
+      total += layouts[i].buffer_bytes();
+    }
+  }
+  return total;
+}
+
+absl::Status CheckNoSharedMemoryOutputs(const v1::RunRequest& request, absl::string_view method) {
+  for (int i = 0; i < request.outputs_size(); ++i) {
+    if (request.outputs(i).has_shared_memory()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "outputs[", i, "].shared_memory: ", method,
+          " streams its results back; write outputs into shared memory with Run or RunBidi"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+namespace {
+
+grpc::ServerUnaryReactor* Answer(grpc::CallbackServerContext* context,
+                                 const absl::Status& status) {
+  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  reactor->Finish(ToGrpcStatus(status));
+  return reactor;
+}
+
+void ToProto(const SharedMemoryRegistry::RegionInfo& info, v1::SharedMemoryRegion* region) {
+  region->set_region(info.name);
+  region->set_key(info.key);
+  region->set_byte_size(info.byte_size);
+  region->set_in_use(info.in_use);
+}
+
+absl::Status NoRegistry() {
+  return absl::FailedPreconditionError("this server has no shared memory");
+}
+
+}  // namespace
+
+grpc::ServerUnaryReactor* RegisterSharedMemory(SharedMemoryRegistry* registry,
+                                               grpc::CallbackServerContext* context,
+                                               const v1::RegisterSharedMemoryRequest* request,
+                                               v1::RegisterSharedMemoryResponse* response) {
+  if (registry == nullptr) return Answer(context, NoRegistry());
+  absl::StatusOr<SharedMemoryRegistry::RegionInfo> info =
+      registry->Register(request->region(), request->key(), request->byte_size());
+  if (info.ok()) ToProto(*info, response->mutable_region());
+  return Answer(context, info.status());
+}
+
+grpc::ServerUnaryReactor* UnregisterSharedMemory(SharedMemoryRegistry* registry,
+                                                 grpc::CallbackServerContext* context,
+                                                 const v1::UnregisterSharedMemoryRequest* request,
+                                                 v1::UnregisterSharedMemoryResponse*) {
+  if (registry == nullptr) return Answer(context, NoRegistry());
+  return Answer(context, registry->Unregister(request->region()));
+}
+
+grpc::ServerUnaryReactor* SharedMemoryStatus(SharedMemoryRegistry* registry,
+                                             grpc::CallbackServerContext* context,
+                                             const v1::SharedMemoryStatusRequest* request,
+                                             v1::SharedMemoryStatusResponse* response) {
+  if (registry == nullptr) return Answer(context, NoRegistry());
+  absl::StatusOr<std::vector<SharedMemoryRegistry::RegionInfo>> infos =
+      registry->Status(request->region());
+  if (infos.ok()) {
+    for (const auto& info : *infos) ToProto(info, response->add_regions());
+    response->set_mapped_bytes(registry->mapped_bytes());
+  }
+  return Answer(context, infos.status());
+}
+
+void AddSharedMemorySeries(Metrics& metrics, const SharedMemoryRegistry& registry) {
+  metrics.AddSampled("tensorop_shared_memory_regions",
+                     "Shared memory regions registered now.", "gauge", {},
+                     [&registry] { return static_cast<int64_t>(registry.regions()); });
+  metrics.AddSampled("tensorop_shared_memory_mapped_bytes",
+                     "Bytes of shared memory mapped now (counted in --max_memory_bytes).",
+                     "gauge", {}, [&registry] { return registry.mapped_bytes(); });
+  metrics.AddSampled("tensorop_shared_memory_expired_total",
+                     "Regions unmapped because no request used them for "
+                     "--shared_memory_idle_seconds.",
+                     "counter", {}, [&registry] { return registry.expired_total(); });
+}
+
+}  // namespace tensorop::server

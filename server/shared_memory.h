@@ -1,0 +1,208 @@
+// Shared memory for co-located clients (README "Shared memory"): a registry of
+// POSIX shared memory objects mapped from /dev/shm under client-chosen names,
+// and the two points where a request meets it — its inputs read in place from a
+// region (ResolveSharedMemoryInputs) and its outputs written straight into one
+// (SharedMemoryOutput).
+//
+// Ownership and cleanup: a region belongs to whoever knows its name, as in
+// Triton's system shared memory extension, and lives on a lease. Any use (a
+// request reading or writing it, a renewing RegisterSharedMemory, a
+// SharedMemoryStatus naming it) renews the lease; a region unused for
+// --shared_memory_idle_seconds is unmapped by the registry's sweeper, so a
+// client that dies (killed, its pod gone) leaves no mapping behind. gRPC gives
+// a server no reliable "this client is gone" event (peers over a Unix socket
+// all read "unix:", connections are pooled and re-made), while a lease needs
+// nothing from the client beyond using what it registered.
+//
+// A request holds a Pin on every region it uses from resolution until its
+// outputs are written: a pinned region is never unmapped (the sweeper skips it,
+// UnregisterSharedMemory is FAILED_PRECONDITION naming it).
+#ifndef TENSOROP_SERVER_SHARED_MEMORY_H_
+#define TENSOROP_SERVER_SHARED_MEMORY_H_
+
+#include <condition_variable>
+#include <cstddef>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <span>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <grpcpp/grpcpp.h>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "absl/time/time.h"
+#include "core/operator.h"
+#include "core/tensor.h"
+#include "server/memory_budget.h"
+#include "tensorop/v1/tensorop.pb.h"
+
+namespace tensorop::server {
+
+struct SharedMemoryOptions {
+  // Where keys are looked up (tests use a private directory).
+  std::string directory = "/dev/shm";
+  // A region no request used for this long is unmapped; zero: never.
+  absl::Duration idle_timeout = absl::Minutes(5);
+  // How often the sweeper looks (at most; it also looks at idle_timeout / 4).
+  absl::Duration sweep_interval = absl::Seconds(1);
+  // Mapped bytes are reserved here (--max_memory_bytes); null: unbounded.
+  // Not owned.
+  MemoryBudget* budget = nullptr;
+};
+
+// The most regions mapped at once (RESOURCE_EXHAUSTED beyond): each holds a
+// descriptor and a mapping.
+inline constexpr int kMaxSharedMemoryRegions = 1024;
+inline constexpr size_t kMaxRegionNameBytes = 64;
+inline constexpr size_t kMaxKeyBytes = 255;  // NAME_MAX
+
+// INVALID_ARGUMENT naming `field` unless `name` is 1..64 bytes of [A-Za-z0-9_.-].
+absl::Status CheckRegionName(absl::string_view name, absl::string_view field);
+// INVALID_ARGUMENT naming `field` unless `key` (an optional leading '/' aside)
+// is 1..255 bytes of [A-Za-z0-9_.-], neither "." nor "..": no path can leave
+// the directory.
+absl::Status CheckSharedMemoryKey(absl::string_view key, absl::string_view field);
+
+class SharedMemoryRegistry {
+ public:
+  struct RegionInfo {
+    std::string name;
+    std::string key;  // without a leading '/'
+    int64_t byte_size = 0;
+    int in_use = 0;
+  };
+
+  class Region;
+  // Keeps a region mapped (and counted in_use) while a request uses it.
+  class Pin {
+   public:
+    Pin() = default;
+    Pin(Pin&& other) noexcept = default;
+    Pin& operator=(Pin&& other) noexcept;
+    Pin(const Pin&) = delete;
+    Pin& operator=(const Pin&) = delete;
+    ~Pin();
+
+    const std::string& name() const;
+    // The mapped bytes, byte_size of them.
+    std::span<std::byte> bytes() const;
+
+   private:
+    friend class SharedMemoryRegistry;
+    explicit Pin(std::shared_ptr<Region> region) : region_(std::move(region)) {}
+    void Reset();
+    std::shared_ptr<Region> region_;
+  };
+
+  explicit SharedMemoryRegistry(SharedMemoryOptions options);
+  ~SharedMemoryRegistry();
+  SharedMemoryRegistry(const SharedMemoryRegistry&) = delete;
+  SharedMemoryRegistry& operator=(const SharedMemoryRegistry&) = delete;
+
+  // Maps `key` (byte_size 0: the whole object) as `name`. Registering a name
+  // again with the same key and size renews it; with another, ALREADY_EXISTS.
+  // INVALID_ARGUMENT for a bad name, key or size (naming the field and value),
+  // NOT_FOUND when the object does not exist, RESOURCE_EXHAUSTED past the
+  // memory budget or kMaxSharedMemoryRegions.
+  absl::StatusOr<RegionInfo> Register(absl::string_view name, absl::string_view key,
+                                      int64_t byte_size);
+  // Unmaps `name`: NOT_FOUND naming it when none, FAILED_PRECONDITION naming it
+  // while a request uses it.
+  absl::Status Unregister(absl::string_view name);
+  // Every region by name, or the one named (NOT_FOUND naming it), which renews it.
+  absl::StatusOr<std::vector<RegionInfo>> Status(absl::string_view name);
+  // Pins `name` for a request; NOT_FOUND naming `field` and the region.
+  absl::StatusOr<Pin> Acquire(absl::string_view name, absl::string_view field);
+
+  // Unmaps the regions not pinned and unused since `now - idle_timeout`;
+  // returns how many. The sweeper calls it; tests call it with a later `now`.
+  int ExpireIdle(absl::Time now);
+
+  int64_t mapped_bytes() const;
+  int regions() const;
+  // Regions unmapped because their lease ran out, so far.
+  int64_t expired_total() const;
+
+ private:
+  void Sweep();
+
+  const SharedMemoryOptions options_;
+  mutable std::mutex mutex_;
+  std::map<std::string, std::shared_ptr<Region>, std::less<>> regions_;
+  int64_t mapped_bytes_ = 0;
+  int64_t expired_total_ = 0;
+  bool stopping_ = false;
+  std::condition_variable wake_;
+  std::thread sweeper_;
+};
+
+// The regions one request uses, held from input resolution until its outputs
+// are written, and the spans it reads (so no output overlaps one).
+struct SharedMemoryPins {
+  struct Span {
+    const void* region = nullptr;  // the Region, by identity
+    int64_t begin = 0;
+    int64_t end = 0;
+    std::string field;
+  };
+  std::vector<SharedMemoryRegistry::Pin> pins;
+  std::vector<Span> spans;
+};
+
+// Points every input of `request` whose tensor references a region at that
+// region's bytes in `op` (from ToOpRequest of the same request), pinning the
+// regions in `pins`. INVALID_ARGUMENT naming the field for data and a
+// reference both set, a span outside the region or one not aligned to the
+// dtype; NOT_FOUND naming the region; FAILED_PRECONDITION without a registry.
+absl::Status ResolveSharedMemoryInputs(const v1::RunRequest& request,
+                                       SharedMemoryRegistry* registry, OpRequest& op,
+                                       SharedMemoryPins& pins);
+
+// Where output `index` of `request`, of `layout`, is to be written: the region's
+// bytes at its reference's offset (padding inside the output's extent zeroed),
+// or null when the output does not reference a region. INVALID_ARGUMENT naming
+// the field for a span too small, outside the region, misaligned, or
+// overlapping an input's or an earlier output's span.
+absl::StatusOr<std::byte*> SharedMemoryOutput(const v1::RunRequest& request, int index,
+                                              const Layout& layout,
+                                              SharedMemoryRegistry* registry,
+                                              SharedMemoryPins& pins);
+
+// The data bytes of the outputs of `request` that go to regions: an answer
+// does not carry them.
+int64_t SharedMemoryOutputBytes(const v1::RunRequest& request,
+                                const std::vector<Layout>& layouts);
+
+// INVALID_ARGUMENT when `request` writes an output to a region: streamed
+// results (RunStream, RunChunked) carry their bytes; `method` names the call.
+absl::Status CheckNoSharedMemoryOutputs(const v1::RunRequest& request, absl::string_view method);
+
+// The three RPCs, answered at once on `context`'s default reactor. A null
+// registry answers FAILED_PRECONDITION.
+grpc::ServerUnaryReactor* RegisterSharedMemory(SharedMemoryRegistry* registry,
+                                               grpc::CallbackServerContext* context,
+                                               const v1::RegisterSharedMemoryRequest* request,
+                                               v1::RegisterSharedMemoryResponse* response);
+grpc::ServerUnaryReactor* UnregisterSharedMemory(SharedMemoryRegistry* registry,
+                                                 grpc::CallbackServerContext* context,
+                                                 const v1::UnregisterSharedMemoryRequest* request,
+                                                 v1::UnregisterSharedMemoryResponse* response);
+grpc::ServerUnaryReactor* SharedMemoryStatus(SharedMemoryRegistry* registry,
+                                             grpc::CallbackServerContext* context,
+                                             const v1::SharedMemoryStatusRequest* request,
+                                             v1::SharedMemoryStatusResponse* response);
+
+class Metrics;
+// tensorop_shared_memory_regions, tensorop_shared_memory_mapped_bytes and
+// tensorop_shared_memory_expired_total, sampled at each scrape.
+void AddSharedMemorySeries(Metrics& metrics, const SharedMemoryRegistry& registry);
+
+}  // namespace tensorop::server
+
+#endif  // TENSOROP_SERVER_SHARED_MEMORY_H_

@@ -1,0 +1,280 @@
+// The shared memory registry and the request/region meeting points, on a
+// private directory standing in for /dev/shm.
+#include "server/shared_memory.h"
+
+#include <fcntl.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cstring>
+#include <filesystem>
+#include <string>
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "server/convert.h"
+#include "tests/support/status_matchers.h"
+
+namespace tensorop::server {
+namespace {
+
+using ::tensorop::testing::StatusIs;
+using ::testing::HasSubstr;
+
+class SharedMemoryTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    char dir[] = "/tmp/tensorop-shm-test-XXXXXX";
+    ASSERT_NE(mkdtemp(dir), nullptr);
+    dir_ = dir;
+  }
+  void TearDown() override { std::filesystem::remove_all(dir_); }
+
+  // A file of `bytes` bytes (values 0, 1, 2, ... mod 256) named `key` in the directory.
+  void MakeObject(const std::string& key, int64_t bytes) {
+    const std::string path = dir_ + "/" + key;
+    const int fd = open(path.c_str(), O_CREAT | O_RDWR | O_TRUNC, 0600);
+    ASSERT_GE(fd, 0);
+    std::string data(static_cast<size_t>(bytes), '\0');
+    for (size_t i = 0; i < data.size(); ++i) data[i] = static_cast<char>(i % 256);
+    ASSERT_EQ(write(fd, data.data(), data.size()), static_cast<ssize_t>(data.size()));
+    close(fd);
+  }
+
+  SharedMemoryOptions Options(MemoryBudget* budget = nullptr) {
+    return SharedMemoryOptions{.directory = dir_, .idle_timeout = absl::ZeroDuration(),
+                               .budget = budget};
+  }
+
+  std::string dir_;
+};
+
+TEST(SharedMemoryNamesTest, RegionNamesAndKeysAreChecked) {
+  ASSERT_OK(CheckRegionName("in-0_a.b", "region"));
+  EXPECT_THAT(CheckRegionName("", "region"),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("region: \"\" is not")));
+  EXPECT_THAT(CheckRegionName("a/b", "region"),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("\"a/b\" is not a region")));
+  EXPECT_THAT(CheckRegionName(std::string(65, 'a'), "region"),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("1..64 bytes")));
+  ASSERT_OK(CheckSharedMemoryKey("/psm_1a2b", "key"));
+  ASSERT_OK(CheckSharedMemoryKey("psm_1a2b", "key"));
+  for (const char* bad : {"", "/", "..", "/..", ".", "../etc/passwd", "a/b", "//a", "a\\nb"}) {
+    EXPECT_THAT(CheckSharedMemoryKey(bad, "key"),
+                StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("is not a shared memory key")))
+        << bad;
+  }
+  EXPECT_THAT(CheckSharedMemoryKey(std::string(256, 'k'), "key"),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("1..255 bytes")));
+}
+
+TEST_F(SharedMemoryTest, RegisterMapsCountsAndUnregisters) {
+  MakeObject("obj", 4096);
+  MemoryBudget budget(1 << 20);
+  SharedMemoryRegistry registry(Options(&budget));
+  ASSERT_OK_AND_ASSIGN(SharedMemoryRegistry::RegionInfo info, registry.Register("r", "/obj", 0));
+  EXPECT_EQ(info.name, "r");
+  EXPECT_EQ(info.key, "obj");
+  EXPECT_EQ(info.byte_size, 4096);
+  EXPECT_EQ(registry.mapped_bytes(), 4096);
+  EXPECT_EQ(budget.reserved(), 4096);
+  // The same again renews; another size or key is ALREADY_EXISTS naming the region.
+  ASSERT_OK(registry.Register("r", "obj", 4096).status());
+  EXPECT_THAT(registry.Register("r", "obj", 100).status(),
+              StatusIs(absl::StatusCode::kAlreadyExists,
+                       HasSubstr("region \"r\" is already registered with key \"obj\"")));
+  ASSERT_OK_AND_ASSIGN(auto all, registry.Status(""));
+  ASSERT_EQ(all.size(), 1u);
+  EXPECT_EQ(all[0].in_use, 0);
+  ASSERT_OK(registry.Unregister("r"));
+  EXPECT_EQ(registry.mapped_bytes(), 0);
+  EXPECT_EQ(budget.reserved(), 0);
+  EXPECT_THAT(registry.Unregister("r"),
+              StatusIs(absl::StatusCode::kNotFound, HasSubstr("region \"r\" is not registered")));
+  EXPECT_THAT(registry.Status("r").status(),
+              StatusIs(absl::StatusCode::kNotFound, HasSubstr("region \"r\" is not registered")));
+}
+
+TEST_F(SharedMemoryTest, RegisterRefusesMissingTooLargeAndOverBudget) {
+  MakeObject("small", 100);
+  MemoryBudget budget(50);
+  SharedMemoryRegistry registry(Options(&budget));
+  EXPECT_THAT(registry.Register("r", "missing", 0).status(),
+              StatusIs(absl::StatusCode::kNotFound,
+                       HasSubstr("key: cannot open shared memory object \"missing\"")));
+  EXPECT_THAT(registry.Register("r", "small", 101).status(),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("byte_size: 101 bytes of shared memory object \"small\" "
+                                 "requested; it has 100")));
+  EXPECT_THAT(registry.Register("r", "small", 0).status(),
+              StatusIs(absl::StatusCode::kResourceExhausted, HasSubstr("--max_memory_bytes")));
+  ASSERT_OK(registry.Register("r", "small", 50).status());
+  EXPECT_EQ(registry.regions(), 1);
+}
+
+TEST_F(SharedMemoryTest, SymlinksAndDirectoriesAreNotMapped) {
+  MakeObject("target", 64);
+  ASSERT_EQ(symlink((dir_ + "/target").c_str(), (dir_ + "/link").c_str()), 0);
+  ASSERT_EQ(mkdir((dir_ + "/dir").c_str(), 0700), 0);
+  SharedMemoryRegistry registry(Options());
+  EXPECT_THAT(registry.Register("r", "link", 0).status(),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("\"link\"")));
+  EXPECT_THAT(registry.Register("r", "dir", 0).status(),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("\"dir\"")));
+  EXPECT_EQ(registry.regions(), 0);
+}
+
+TEST_F(SharedMemoryTest, PinnedRegionIsNotUnregisteredNorExpired) {
+  MakeObject("obj", 256);
+  SharedMemoryRegistry registry(Options());
+  ASSERT_OK(registry.Register("busy", "obj", 0).status());
+  {
+    ASSERT_OK_AND_ASSIGN(SharedMemoryRegistry::Pin pin, registry.Acquire("busy", "inputs"));
+    EXPECT_EQ(pin.bytes().size(), 256u);
+    EXPECT_EQ(static_cast<int>(pin.bytes()[7]), 7);
+    EXPECT_THAT(registry.Unregister("busy"),
+                StatusIs(absl::StatusCode::kFailedPrecondition,
+                         HasSubstr("region \"busy\" is in use by 1 request")));
+    EXPECT_EQ(registry.ExpireIdle(absl::Now() + absl::Hours(1)), 0);
+  }
+  EXPECT_THAT(registry.Acquire("other", "outputs[0].shared_memory").status(),
+              StatusIs(absl::StatusCode::kNotFound,
+                       HasSubstr("outputs[0].shared_memory: shared memory region \"other\" is "
+                                 "not registered")));
+  EXPECT_EQ(registry.ExpireIdle(absl::Now() + absl::Hours(1)), 1);
+  EXPECT_EQ(registry.regions(), 0);
+  EXPECT_EQ(registry.mapped_bytes(), 0);
+  EXPECT_EQ(registry.expired_total(), 1);
+}
+
+TEST_F(SharedMemoryTest, SweeperUnmapsIdleRegions) {
+  MakeObject("obj", 64);
+  SharedMemoryOptions options = Options();
+  options.idle_timeout = absl::Milliseconds(50);
+  options.sweep_interval = absl::Milliseconds(10);
+  SharedMemoryRegistry registry(options);
+  ASSERT_OK(registry.Register("r", "obj", 0).status());
+  // No timing assertion: wait (bounded) for the sweeper to act.
+  for (int i = 0; i < 1000 && registry.regions() != 0; ++i) absl::SleepFor(absl::Milliseconds(10));
+  EXPECT_EQ(registry.regions(), 0);
+  EXPECT_EQ(registry.expired_total(), 1);
+}
+
+v1::RunRequest SliceOf(int64_t offset, int64_t length) {
+  v1::RunRequest request;
+  request.mutable_slice()->add_offsets(0);
+  request.mutable_slice()->add_window_sizes(4);
+  request.mutable_slice()->add_window_strides(1);
+  v1::Tensor& input = (*request.mutable_inputs())["input"];
+  input.set_dtype(v1::INT32);
+  input.add_sizes(4);
+  input.mutable_shared_memory()->set_region("r");
+  input.mutable_shared_memory()->set_offset(offset);
+  input.mutable_shared_memory()->set_byte_length(length);
+  request.add_outputs()->add_sizes(4);
+  return request;
+}
+
+TEST_F(SharedMemoryTest, InputsResolveInsideTheRegionOnly) {
+  MakeObject("obj", 64);
+  SharedMemoryRegistry registry(Options());
+  ASSERT_OK(registry.Register("r", "obj", 0).status());
+  {
+    v1::RunRequest request = SliceOf(16, 16);
+    ASSERT_OK_AND_ASSIGN(OpRequest op, ToOpRequest(request));
+    SharedMemoryPins pins;
+    ASSERT_OK(ResolveSharedMemoryInputs(request, &registry, op, pins));
+    ASSERT_EQ(op.inputs[0].tensor.data.size(), 16u);
+    EXPECT_EQ(static_cast<int>(op.inputs[0].tensor.data[0]), 16);
+    ASSERT_OK_AND_ASSIGN(auto status, registry.Status("r"));
+    EXPECT_EQ(status[0].in_use, 1);
+  }
+  struct Bad {
+    int64_t offset, length;
+    const char* message;
+  };
+  for (const Bad& bad :
+       {Bad{56, 16, "inputs[\"input\"].shared_memory: offset 56 + 16 bytes passes the end of "
+                    "region \"r\" (64 bytes)"},
+        Bad{-4, 16, "inputs[\"input\"].shared_memory: offset -4 and byte_length 16 must not be "
+                    "negative (region \"r\")"},
+        Bad{2, 16, "inputs[\"input\"].shared_memory: offset 2 in region \"r\" is not a multiple "
+                   "of the element size 4"},
+        Bad{8, int64_t{1} << 62 | (int64_t{1} << 61) | 1,
+            "inputs[\"input\"].shared_memory: offset 8 + "}}) {
+    v1::RunRequest request = SliceOf(bad.offset, bad.length);
+    ASSERT_OK_AND_ASSIGN(OpRequest op, ToOpRequest(request));
+    SharedMemoryPins pins;
+    EXPECT_THAT(ResolveSharedMemoryInputs(request, &registry, op, pins),
+                StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr(bad.message)));
+  }
+  v1::RunRequest both = SliceOf(0, 16);
+  (*both.mutable_inputs())["input"].set_data(std::string(16, '\0'));
+  ASSERT_OK_AND_ASSIGN(OpRequest op, ToOpRequest(both));
+  SharedMemoryPins pins;
+  EXPECT_THAT(ResolveSharedMemoryInputs(both, &registry, op, pins),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("inputs[\"input\"]: data (16 bytes) and shared_memory are both "
+                                 "set")));
+  v1::RunRequest missing = SliceOf(0, 16);
+  (*missing.mutable_inputs())["input"].mutable_shared_memory()->set_region("nope");
+  ASSERT_OK_AND_ASSIGN(OpRequest op2, ToOpRequest(missing));
+  EXPECT_THAT(ResolveSharedMemoryInputs(missing, &registry, op2, pins),
+              StatusIs(absl::StatusCode::kNotFound,
+                       HasSubstr("inputs[\"input\"].shared_memory: shared memory region \"nope\" "
+                                 "is not registered")));
+  EXPECT_THAT(ResolveSharedMemoryInputs(missing, nullptr, op2, pins),
+              StatusIs(absl::StatusCode::kFailedPrecondition, HasSubstr("no shared memory")));
+}
+
+TEST_F(SharedMemoryTest, OutputsAreBoundsCheckedPaddedAndDoNotOverlapInputs) {
+  MakeObject("obj", 128);
+  SharedMemoryRegistry registry(Options());
+  ASSERT_OK(registry.Register("r", "obj", 0).status());
+  v1::RunRequest request = SliceOf(0, 16);
+  Layout padded{.dtype = DType::kInt32, .sizes = {2, 2}, .strides = {4, 1},
+                .element_count = 4, .buffer_elements = 6};
+  auto output_at = [&](int64_t offset, int64_t length) {
+    v1::SharedMemoryRef* ref = request.mutable_outputs(0)->mutable_shared_memory();
+    ref->set_region("r");
+    ref->set_offset(offset);
+    ref->set_byte_length(length);
+  };
+  ASSERT_OK_AND_ASSIGN(OpRequest op, ToOpRequest(request));
+  SharedMemoryPins pins;
+  ASSERT_OK(ResolveSharedMemoryInputs(request, &registry, op, pins));
+  output_at(8, 24);
+  EXPECT_THAT(SharedMemoryOutput(request, 0, padded, &registry, pins).status(),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("outputs[0].shared_memory: bytes [8, 32) of region \"r\" overlap "
+                                 "those of inputs[\"input\"].shared_memory [0, 16)")));
+  output_at(64, 20);
+  EXPECT_THAT(SharedMemoryOutput(request, 0, padded, &registry, pins).status(),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("outputs[0].shared_memory: byte_length 20 is less than the 24 "
+                                 "bytes the output takes (sizes [2,2], strides [4,1]) in region "
+                                 "\"r\"")));
+  output_at(112, 24);
+  EXPECT_THAT(SharedMemoryOutput(request, 0, padded, &registry, pins).status(),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("outputs[0].shared_memory: offset 112 + 24 bytes passes the end "
+                                 "of region \"r\" (128 bytes)")));
+  output_at(64, 24);
+  ASSERT_OK_AND_ASSIGN(std::byte * out, SharedMemoryOutput(request, 0, padded, &registry, pins));
+  // Padded: the extent is zeroed for the kernel to fill; bytes past it are untouched.
+  for (int i = 0; i < 24; ++i) EXPECT_EQ(static_cast<int>(out[i]), 0) << i;
+  EXPECT_EQ(static_cast<int>(out[24]), 88);
+  EXPECT_EQ(SharedMemoryOutputBytes(request, {padded}), 24);
+  EXPECT_THAT(CheckNoSharedMemoryOutputs(request, "RunStream"),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("outputs[0].shared_memory: RunStream streams its results")));
+  // An output without a reference is the server's to allocate.
+  request.mutable_outputs(0)->clear_shared_memory();
+  ASSERT_OK_AND_ASSIGN(std::byte * none, SharedMemoryOutput(request, 0, padded, &registry, pins));
+  EXPECT_EQ(none, nullptr);
+}
+
+}  // namespace
+}  // namespace tensorop::server
