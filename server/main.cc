@@ -48,6 +48,7 @@
 #include "server/echo_service.h"
 #include "server/flag_file.h"
 #include "server/health_listener.h"
+#include "server/malloc_tuning.h"
 #include "server/memory_budget.h"
 #include "server/metrics.h"
 #include "server/metrics_http.h"
@@ -400,6 +401,7 @@ std::string ListeningAddress(const std::string& address, int port) {
 }
 
 int Main(int argc, char** argv) {
+  ExecWithHugePageMalloc(argv);  // first: no thread may exist yet
   ParseFlags(argc, argv);
   const Config config = ValidatedConfig();
   // Blocks of 1 MiB and more (inputs, outputs, answers) are mapped on their own
