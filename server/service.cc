@@ -24,10 +24,12 @@
 #include "core/operator.h"
 #include "core/status_macros.h"
 #include "server/auth.h"
+#include "server/chunk_part.h"
 #include "server/convert.h"
 #include "server/memory_budget.h"
 #include "server/metrics.h"
 #include "server/request_log.h"
+#include "server/response_writer.h"
 #include "server/status_map.h"
 #include "server/wire_bound.h"
 
@@ -239,21 +241,63 @@ absl::Status ExecuteIntoResponse(const v1::RunRequest& request, const ServiceOpt
   return status;
 }
 
+// Executes `request` into output buffers that become its answer (Run):
+// SerializeRunResponse hands them to gRPC without a copy, so what the answer
+// takes besides them is only its other fields. Refused before any work, like
+// ExecuteIntoResponse, when the serialized answer would pass the message limit.
+absl::StatusOr<OutputBuffers> ExecuteIntoAnswerBuffers(
+    const v1::RunRequest& request, const ServiceOptions& options, Scheduler& scheduler,
+    Placement& placement, const StopCheck& stop, MemoryBudget::Reservation& reservation,
+    absl::string_view too_big_hint) {
+  const AdmitFn admit = [&](const ExecutionPlan& plan) -> absl::StatusOr<int64_t> {
+    const std::string backend = placement.device == Device::kCpu
+                                    ? std::string("cpu")
+                                    : std::string(kMaxDeviceLabelBytes, 'x');
+    const int64_t answer_bytes =
+        RunResponseBytes(request.id(), backend, /*with_status=*/false, "", plan.outputs);
+    if (answer_bytes > options.max_message_bytes) {
+      return absl::ResourceExhaustedError(absl::StrCat(
+          "the answer would take ", answer_bytes, " bytes (", TotalBytes(plan.outputs),
+          " of output data), more than the server's message limit of ",
+          options.max_message_bytes, " bytes (--max_message_bytes); ", too_big_hint));
+    }
+    return answer_bytes - TotalBytes(plan.outputs);  // the outputs are the answer
+  };
+  OutputBuffers outputs;
+  absl::Status status = Guarded([&] {
+    return PlanAndExecute(request, options.limits, options.shared_memory, scheduler, placement,
+                          stop, reservation, admit,
+                          [&](const Layout& layout, std::byte*) -> absl::StatusOr<std::byte*> {
+                            ASSIGN_OR_RETURN(OutputBuffer buffer, AllocateOutput(layout));
+                            outputs.layouts.push_back(layout);
+                            outputs.buffers.push_back(std::move(buffer));
+                            return outputs.buffers.back().get();
+                          });
+  });
+  if (!status.ok()) return status;
+  return outputs;
+}
+
+// Drops the slices of a request's bytes once it is parsed (gRPC keeps the
+// ByteBuffer object, now empty, until the call ends) and gives their
+// reservation back: the parsed copy is what the call holds from here.
+void ReleaseRequestBytes(const grpc::ByteBuffer* bytes, MemoryBudget::Reservation& reservation) {
+  const int64_t length = static_cast<int64_t>(bytes->Length());
+  const_cast<grpc::ByteBuffer*>(bytes)->Clear();
+  reservation.Shrink(length);
+}
+
 int64_t ResponseDataBytes(const v1::RunResponse& response) {
   int64_t total = 0;
   for (const v1::Tensor& tensor : response.outputs()) total += tensor.data().size();
   return total;
 }
 
-struct FreeDeleter {
-  void operator()(std::byte* bytes) const { std::free(bytes); }
-};
-using Buffer = std::unique_ptr<std::byte[], FreeDeleter>;
-
-// Outputs held by the server while they stream back.
+// Outputs held by the server while they stream back; each output's chunks go
+// to gRPC as slices of its buffer (server/response_writer.h).
 struct Outputs {
   std::vector<Layout> layouts;
-  std::vector<Buffer> buffers;
+  std::vector<SharedOutput> buffers;
 };
 
 // Executes `request` into server-held buffers (RunStream, RunChunked). Streamed
@@ -273,16 +317,9 @@ absl::StatusOr<Outputs> ExecuteIntoBuffers(const v1::RunRequest& request,
     return PlanAndExecute(
         request, options.limits, options.shared_memory, scheduler, placement, stop, reservation,
         admit, [&](const Layout& layout, std::byte*) -> absl::StatusOr<std::byte*> {
-          // calloc: large blocks come zeroed from the kernel, untouched until
-          // the copy writes them.
-          const size_t bytes = static_cast<size_t>(std::max<int64_t>(layout.buffer_bytes(), 1));
-          Buffer buffer(static_cast<std::byte*>(std::calloc(bytes, 1)));
-          if (buffer == nullptr) {
-            return absl::ResourceExhaustedError(
-                absl::StrCat("out of memory for an output of ", layout.buffer_bytes(), " bytes"));
-          }
+          ASSIGN_OR_RETURN(OutputBuffer buffer, AllocateOutput(layout));
           outputs.layouts.push_back(layout);
-          outputs.buffers.push_back(std::move(buffer));
+          outputs.buffers.push_back(Share(std::move(buffer)));
           return outputs.buffers.back().get();
         });
   });
@@ -309,8 +346,14 @@ class ResultParts {
   ResultParts(Outputs outputs, std::string backend, int64_t chunk_bytes)
       : outputs_(std::move(outputs)), backend_(std::move(backend)), chunk_bytes_(chunk_bytes) {}
 
-  // Fills `part` with the next part; false after the last.
-  bool Next(v1::ResultPart* part) {
+  // Fills `part` with the next part, or (a chunk) `chunk` with where its bytes
+  // are; false after the last.
+  struct Chunk {
+    size_t output = 0;
+    int64_t offset = 0;
+    int64_t length = 0;  // 0: the part is a header
+  };
+  bool Next(v1::ResultPart* part, Chunk* chunk) {
     while (output_ < outputs_.layouts.size()) {
       const Layout& layout = outputs_.layouts[output_];
       if (offset_ < 0) {
@@ -326,8 +369,7 @@ class ResultParts {
       }
       if (offset_ < layout.buffer_bytes()) {
         const int64_t length = std::min(chunk_bytes_, layout.buffer_bytes() - offset_);
-        part->set_chunk(reinterpret_cast<const char*>(outputs_.buffers[output_].get()) + offset_,
-                        static_cast<size_t>(length));
+        *chunk = Chunk{.output = output_, .offset = offset_, .length = length};
         offset_ += length;
         return true;
       }
@@ -352,9 +394,15 @@ class ResultParts {
     bool more = false;
     RETURN_IF_ERROR(Guarded([&] {
       v1::ResultPart part;
-      more = Next(&part);
+      Chunk chunk;
+      more = Next(&part, &chunk);
       reservation.Shrink(TakeFreed());
-      if (more) SerializeInto(part, buffer);
+      if (more && chunk.length > 0) {
+        // The chunk's bytes go out as a slice of the output: no copy.
+        SerializeChunkPart(outputs_.buffers[chunk.output], chunk.offset, chunk.length, buffer);
+      } else if (more) {
+        SerializeInto(part, buffer);
+      }
       return absl::OkStatus();
     }));
     return more;
@@ -492,6 +540,7 @@ class TensorOpService::UnaryReactor final : public grpc::ServerUnaryReactor {
   // On a scheduler worker.
   absl::Status Work() {
     RETURN_IF_ERROR(ParseRequest(*request_bytes_, "Run", reservation_, &request_));
+    ReleaseRequestBytes(request_bytes_, reservation_);
     const absl::Time start = record_.start;
     std::string identity = std::move(record_.identity);
     record_ = DescribeRequest("Run", request_);
@@ -499,6 +548,25 @@ class TensorOpService::UnaryReactor final : public grpc::ServerUnaryReactor {
     record_.identity = std::move(identity);
     ASSIGN_OR_RETURN(Placement placement, service_->Place(request_));
     record_.backend = placement.label;
+    if (WritesToSharedMemory(request_)) return WorkIntoSharedMemory(placement);
+    absl::StatusOr<OutputBuffers> outputs = ExecuteIntoAnswerBuffers(
+        request_, service_->options_, *service_->scheduler_, placement, stop_, reservation_,
+        "use RunStream for large results");
+    record_.backend = placement.label;
+    RETURN_IF_ERROR(outputs.status());
+    record_.bytes_out = TotalBytes(outputs->layouts);
+    // The outputs go to gRPC as they are; they stay reserved until OnDone.
+    SerializeRunResponse(request_.id(), *outputs, placement.label, /*status=*/nullptr,
+                         response_bytes_);
+    // The inputs are done with: freed now rather than when the client took the
+    // answer, so a client's next call does not find this one's bytes still held.
+    request_.Clear();
+    return absl::OkStatus();
+  }
+
+  // Outputs in shared memory: the answer carries their layouts only, so it is
+  // a small protobuf serialized as usual.
+  absl::Status WorkIntoSharedMemory(Placement& placement) {
     v1::RunResponse response;
     absl::Status status = ExecuteIntoResponse(
         request_, service_->options_, *service_->scheduler_, placement, stop_, reservation_,
@@ -511,6 +579,7 @@ class TensorOpService::UnaryReactor final : public grpc::ServerUnaryReactor {
     SerializeInto(response, response_bytes_);
     // The response's outputs go with it; their serialized copy stays reserved.
     reservation_.Shrink(record_.bytes_out);
+    request_.Clear();
     return absl::OkStatus();
   }
 
@@ -577,6 +646,7 @@ class TensorOpService::StreamReactor final : public grpc::ServerWriteReactor<grp
   void Work() {
     absl::Status status = Guarded([&]() -> absl::Status {
       RETURN_IF_ERROR(ParseRequest(*request_bytes_, "RunStream", reservation_, &request_));
+      ReleaseRequestBytes(request_bytes_, reservation_);
       const absl::Time start = record_.start;
       std::string identity = std::move(record_.identity);
       record_ = DescribeRequest("RunStream", request_);
@@ -588,6 +658,7 @@ class TensorOpService::StreamReactor final : public grpc::ServerWriteReactor<grp
                        ExecuteIntoParts(request_, service_->options_, *service_->scheduler_,
                                         placement, stop_, reservation_, record_));
       parts_.emplace(std::move(parts));
+      request_.Clear();  // the inputs are done with; only the outputs stream
       return absl::OkStatus();
     });
     if (!status.ok()) {
@@ -947,6 +1018,20 @@ class TensorOpService::ChunkedReactor final
  private:
   // Parses the part in read_buffer_ and takes it in.
   absl::Status Read() {
+    if (have_request_) {
+      // The common chunk, appended from the received slices (no parse copy);
+      // any other part, or a name that is no input, goes through the parser.
+      if (std::optional<ChunkPartView> chunk = ChunkPartView::Of(read_buffer_)) {
+        auto input = request_.mutable_inputs()->find(chunk->input());
+        if (input != request_.mutable_inputs()->end()) {
+          bytes_in_ += chunk->data_bytes();
+          RETURN_IF_ERROR(CheckBytes());
+          RETURN_IF_ERROR(Reserve(chunk->input(), chunk->data_bytes(), input->second.mutable_data()));
+          chunk->AppendDataTo(input->second.mutable_data());
+          return absl::OkStatus();
+        }
+      }
+    }
     v1::RequestPart part;
     if (!have_request_) {
       // The request part: reserved (bounded from its tags) before parsing, and
@@ -1018,23 +1103,31 @@ class TensorOpService::ChunkedReactor final
   // ahead (address space whose pages only the bytes touch), else the doubled
   // capacity, with the old buffer for the moment of the copy.
   absl::Status Append(const v1::InputChunk& chunk, std::string* data) {
-    int64_t& charged = charged_[chunk.input()];
+    RETURN_IF_ERROR(Reserve(chunk.input(), static_cast<int64_t>(chunk.data().size()), data));
+    data->append(chunk.data());
+    return absl::OkStatus();
+  }
+
+  // Append's reservation and capacity for `chunk_bytes` more bytes of input
+  // `name`, whose buffer is `data`.
+  absl::Status Reserve(const std::string& name, int64_t chunk_bytes, std::string* data) {
+    int64_t& charged = charged_[name];
     const int64_t size = static_cast<int64_t>(data->size());
-    const int64_t needed = size + static_cast<int64_t>(chunk.data().size());
+    const int64_t needed = size + chunk_bytes;
     const int64_t capacity = static_cast<int64_t>(data->capacity());
-    const std::string what = absl::StrCat("RunChunked: input \"", chunk.input(), "\" of request \"",
+    const std::string what = absl::StrCat("RunChunked: input \"", name, "\" of request \"",
                                           request_.id(), "\" at ", needed, " bytes");
     if (needed > capacity) {
       const int64_t target = std::max(needed, 2 * capacity);
       RETURN_IF_ERROR(reservation_.Grow(target + capacity - charged, what));
       data->reserve(static_cast<size_t>(target));
+      AdviseHugePages(data->data(), data->capacity());
       reservation_.Shrink(capacity);
       charged = target;
     } else if (needed > charged) {
       RETURN_IF_ERROR(reservation_.Grow(needed - charged, what));
       charged = needed;
     }
-    data->append(chunk.data());
     return absl::OkStatus();
   }
 
@@ -1067,6 +1160,7 @@ class TensorOpService::ChunkedReactor final
     for (auto& [name, tensor] : *request_.mutable_inputs()) {
       if (std::optional<int64_t> bytes = DeclaredBytes(tensor)) {
         tensor.mutable_data()->reserve(static_cast<size_t>(*bytes));
+        AdviseHugePages(tensor.mutable_data()->data(), tensor.mutable_data()->capacity());
       }
     }
   }
@@ -1092,6 +1186,10 @@ class TensorOpService::ChunkedReactor final
                        ExecuteIntoParts(request_, service_->options_, *service_->scheduler_,
                                         placement, stop_, reservation_, record_));
       parts_.emplace(std::move(parts));
+      // The uploaded inputs are done with: freed, and their reservation given
+      // back, before the result streams.
+      request_.Clear();
+      for (auto& [name, charged] : charged_) reservation_.Shrink(std::exchange(charged, 0));
       return absl::OkStatus();
     });
     if (!status.ok()) {

@@ -468,6 +468,13 @@ int64_t SharedMemoryOutputBytes(const v1::RunRequest& request,
   return total;
 }
 
+bool WritesToSharedMemory(const v1::RunRequest& request) {
+  for (const v1::OutputDesc& output : request.outputs()) {
+    if (output.has_shared_memory()) return true;
+  }
+  return false;
+}
+
 absl::Status CheckNoSharedMemoryOutputs(const v1::RunRequest& request, absl::string_view method) {
   for (int i = 0; i < request.outputs_size(); ++i) {
     if (request.outputs(i).has_shared_memory()) {

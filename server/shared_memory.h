@@ -179,6 +179,9 @@ absl::StatusOr<std::byte*> SharedMemoryOutput(const v1::RunRequest& request, int
 int64_t SharedMemoryOutputBytes(const v1::RunRequest& request,
                                 const std::vector<Layout>& layouts);
 
+// Whether any output of `request` goes to a region.
+bool WritesToSharedMemory(const v1::RunRequest& request);
+
 // INVALID_ARGUMENT when `request` writes an output to a region: streamed
 // results (RunStream, RunChunked) carry their bytes; `method` names the call.
 absl::Status CheckNoSharedMemoryOutputs(const v1::RunRequest& request, absl::string_view method);

@@ -1,0 +1,265 @@
+#!/usr/bin/env bash
+# Bulk data: tensord against the bare baseline (bench/bulk/bare_server.cc: the
+# same wire format answered with pre-serialized bytes, no parsing, no work),
+# both on loopback, in one run, rounds alternating between the two servers:
+#   - Run round trips of each --unary-mib size (a 1-D uint8 Slice copying all
+#     of it: N in, N out) under ghz at -c 1 and -c 2;
+#   - a RunStream result of --stream-mib (1 MiB parts) and a RunChunked upload
+#     of --upload-mib (1 MiB chunks, a 4 KiB result), driven by bulk_driver
+#     (raw bytes both ways, so the client costs the same against both);
+#   - the Python client's run of --python-mib against raw grpcio sending
+#     pre-serialized bytes to the bare server (bench/bulk/python_bench.py).
+# tensord's peak RSS is read from /proc/PID/status (VmHWM, reset through
+# /proc/PID/clear_refs before each scenario) and given per request in flight,
+# as a multiple of its payload (inputs + outputs).
+#
+#   bench/bulk/run.sh [--unary-mib "1 32"] [--stream-mib 256] [--upload-mib 1024]
+#                     [--python-mib 32] [--rounds 3] [--no-python]
+#   TENSOROP_BIN=build-x/bin bench/bulk/run.sh    uses binaries already built there
+#
+# Prints the BENCHMARKS.md table on stdout; progress goes to stderr. Takes a
+# few minutes with the defaults on two cores.
+set -euo pipefail
+here="$(cd "$(dirname "$0")" && pwd)"
+root="$(cd "$here/../.." && pwd)"
+. "$root/scripts/lib.sh"
+
+unary_mib="1 32"
+stream_mib=256
+upload_mib=1024
+python_mib=32
+rounds=3
+python=1
+while [ "$#" -gt 0 ]; do
+  case "$1" in
+    --unary-mib) unary_mib="$2"; shift 2 ;;
+    --stream-mib) stream_mib="$2"; shift 2 ;;
+    --upload-mib) upload_mib="$2"; shift 2 ;;
+    --python-mib) python_mib="$2"; shift 2 ;;
+    --rounds) rounds="$2"; shift 2 ;;
+    --no-python) python=0; shift ;;
+    *) echo "usage: $0 [--unary-mib \"1 32\"] [--stream-mib N] [--upload-mib N]" \
+            "[--python-mib N] [--rounds N] [--no-python]" >&2; exit 2 ;;
+  esac
+done
+mib=$((1 << 20))
+
+if [ -z "${TENSOROP_BIN:-}" ]; then
+  "$root/scripts/build.sh" release tensord bulk_bare_server bulk_driver >&2
+  bin="$root/build/bin"
+else
+  bin="$(cd "$TENSOROP_BIN" && pwd)"
+fi
+ghz="$("$root/bench/load/install-ghz.sh")"
+apt_install jq
+
+work="$(mktemp -d)"
+servers=()
+cleanup() {
+  for pid in "${servers[@]}"; do
+    kill -TERM "$pid" 2>/dev/null || true
+    wait "$pid" 2>/dev/null || true
+  done
+  rm -rf "$work"
+}
+trap cleanup EXIT
+
+# The largest message either way: the largest unary size plus room for its
+# fields; never below tensord's default.
+largest=0
+for s in $unary_mib $python_mib; do [ "$s" -gt "$largest" ] && largest="$s"; done
+message_mib=$(( largest + 1 > 64 ? largest + 1 : 64 ))
+message_bytes=$(( message_mib * mib ))
+
+# Waits for "$2 listening on HOST:PORT" in file $1 (from pid $3); prints PORT.
+listening_port() {
+  local i port
+  for ((i = 0; i < 600; i++)); do
+    port="$(sed -n "s/^$2 listening on .*:\([0-9][0-9]*\)\$/\1/p" "$1" | head -n 1)"
+    if [ -n "$port" ]; then echo "$port"; return 0; fi
+    kill -0 "$3" 2>/dev/null || break
+    sleep 0.05
+  done
+  echo "run: $2 did not start:" >&2
+  cat "$1" "$1.log" >&2 2>/dev/null || true
+  return 1
+}
+
+# tensord as a user starts it (its request log goes to a file: part of the
+# work measured), with the message limit raised only when a size needs it.
+"$bin/tensord" --address=127.0.0.1:0 --metrics_address= \
+  --max_message_bytes="$message_bytes" >"$work/tensord" 2>"$work/tensord.log" &
+servers+=("$!")
+tensord_pid="$!"
+tensord_port="$(listening_port "$work/tensord" tensord "$tensord_pid")"
+unary_bytes="$(for s in $unary_mib $python_mib; do echo $((s * mib)); done | sort -un | paste -sd,)"
+# The baseline runs with the malloc tunable tensord sets for itself
+# (server/malloc_tuning.h: large blocks on transparent huge pages), so the
+# ratio is tensord's own work, not a difference in page faults.
+GLIBC_TUNABLES=glibc.malloc.hugetlb=1 "$bin/bulk_bare_server" --address=127.0.0.1:0 --unary_bytes="$unary_bytes" \
+  --stream_bytes=$((stream_mib * mib)) --max_message_bytes="$message_bytes" \
+  >"$work/bare" 2>"$work/bare.log" &
+servers+=("$!")
+bare_pid="$!"
+bare_port="$(listening_port "$work/bare" bare "$bare_pid")"
+
+cpu_ticks() { awk '{ print $14 + $15 }' "/proc/$1/stat"; }
+status_kb() { awk -v k="$2:" '$1 == k { print $2 }' "/proc/$1/status"; }
+ticks_per_second="$(getconf CLK_TCK)"
+
+# Runs "$@" against server $1 (tensord|bare) as measurement $2: the server's
+# CPU ticks go to $work/$2.cpu; for tensord, its RSS growth at the peak (kB)
+# over the run to $work/$2.hwm.
+measure() {
+  local server="$1" label="$2" pid_var="${1}_pid" before rss
+  shift 2
+  local pid="${!pid_var}"
+  if [ "$server" = tensord ]; then
+    echo 5 >"/proc/$pid/clear_refs"  # VmHWM := VmRSS
+    rss="$(status_kb "$pid" VmRSS)"
+  fi
+  before="$(cpu_ticks "$pid")"
+  "$@"
+  echo $(( $(cpu_ticks "$pid") - before )) >"$work/$label.cpu"
+  if [ "$server" = tensord ]; then
+    echo $(( $(status_kb "$pid" VmHWM) - rss )) >"$work/$label.hwm"
+  fi
+}
+
+proto=(--proto "$root/proto/tensorop/v1/tensorop.proto" --import-paths "$root/proto")
+ghz_run() {  # server label payload calls concurrency
+  local port_var="${1}_port"
+  echo "run: $2: ghz -n $4 -c $5 ($1)" >&2
+  measure "$1" "$2" "$ghz" --insecure "${proto[@]}" --call tensorop.v1.TensorOp/Run \
+    -B "$work/$3.bin" -n "$4" -c "$5" \
+    --max-recv-message-size="${message_mib}MiB" --max-send-message-size="${message_mib}MiB" \
+    -O json -o "$work/$2.json" "127.0.0.1:${!port_var}"
+}
+driver_run() {  # server label mode bytes calls
+  local port_var="${1}_port"
+  echo "run: $2: bulk_driver $3 --bytes=$4 --calls=$5 ($1)" >&2
+  measure "$1" "$2" sh -c '"$@" >"$0"' "$work/$2.jsonl" "$bin/bulk_driver" "$3" \
+    --target="127.0.0.1:${!port_var}" --bytes="$4" --calls="$5"
+}
+
+# The median of the numbers on stdin.
+median() { sort -g | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
+
+rows=()
+row() { local line="|" cell; for cell in "$@"; do line+=" $cell |"; done; rows+=("$line"); }
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", a / b }'; }
+cpu_ms() {  # label calls
+  awk -v t="$(cat "$work/$1.cpu")" -v c="$2" -v hz="$ticks_per_second" \
+    'BEGIN { printf "%.1f", t * 1000 / hz / c }'
+}
+rss_per_payload() {  # label in_flight payload_bytes
+  awk -v kb="$(cat "$work/$1.hwm")" -v n="$2" -v p="$3" \
+    'BEGIN { printf "%.2f", kb * 1024 / n / p }'
+}
+
+# Warm both servers up (connections, allocator, oneTBB's threads).
+"$bin/bulk_driver" encode --bytes=$mib >"$work/warm.bin"
+for server in tensord bare; do ghz_run "$server" "warm_$server" warm 50 2; done
+
+# Unary round trips.
+for size in $unary_mib; do
+  bytes=$((size * mib))
+  "$bin/bulk_driver" encode --bytes="$bytes" >"$work/u$size.bin"
+  calls=$(( 1024 / size )); [ "$calls" -lt 30 ] && calls=30; [ "$calls" -gt 500 ] && calls=500
+  for c in 1 2; do
+    for r in $(seq 1 "$rounds"); do
+      ghz_run tensord "u$size.c$c.tensord.$r" "u$size" "$calls" "$c"
+      ghz_run bare "u$size.c$c.bare.$r" "u$size" "$calls" "$c"
+    done
+    for server in tensord bare; do
+      best="$(for r in $(seq 1 "$rounds"); do
+                echo "$(jq -r .rps "$work/u$size.c$c.$server.$r.json") $r"; done |
+              sort -g | sed -n "$(( (rounds + 1) / 2 ))p" | cut -d' ' -f2)"
+      eval "${server}_round=$best"
+      eval "${server}_rps=$(jq -r .rps "$work/u$size.c$c.$server.$best.json")"
+      errors="$(jq -r '[.statusCodeDistribution | to_entries[] | select(.key != "OK") | .value] | add // 0' \
+        "$work/u$size.c$c.$server.$best.json")"
+      [ "$errors" = 0 ] || { echo "run: $errors failed calls against $server:" >&2;
+        jq -r '.errorDistribution' "$work/u$size.c$c.$server.$best.json" >&2; exit 1; }
+    done
+    hwm_max="$(for r in $(seq 1 "$rounds"); do cat "$work/u$size.c$c.tensord.$r.hwm"; done | sort -g | tail -n 1)"
+    echo "$hwm_max" >"$work/u$size.c$c.hwm"
+    target=""
+    [ "$size" -ge 32 ] && [ "$c" = 2 ] && target="≥ 0.85"
+    [ "$size" -le 1 ] && target="≥ 0.9"
+    row "Run, $size MiB in + $size MiB out (ghz -c $c, $calls calls)" \
+      "$(printf '%.1f' "$tensord_rps") calls/s" "$(printf '%.1f' "$bare_rps") calls/s" \
+      "**$(ratio "$tensord_rps" "$bare_rps")**" "$target" \
+      "$(cpu_ms "u$size.c$c.tensord.$tensord_round" "$calls")" \
+      "$(cpu_ms "u$size.c$c.bare.$bare_round" "$calls")" \
+      "$(rss_per_payload "u$size.c$c" "$c" $((2 * bytes)))"
+  done
+done
+
+# A streamed result and a chunked upload: GB/s of the median call.
+streamed() {  # what label mode mib calls target payload_factor
+  local bytes=$(( $4 * mib )) server r s
+  for r in $(seq 1 "$rounds"); do
+    driver_run tensord "$2.tensord.$r" "$3" "$bytes" "$5"
+    driver_run bare "$2.bare.$r" "$3" "$bytes" "$5"
+  done
+  for server in tensord bare; do
+    s="$(cat "$work/$2.$server".*.jsonl | jq -r .seconds | median)"
+    eval "${server}_s=$s"
+    eval "${server}_cpu=$(for r in $(seq 1 "$rounds"); do cat "$work/$2.$server.$r.cpu"; done | median)"
+  done
+  echo "$(for r in $(seq 1 "$rounds"); do cat "$work/$2.tensord.$r.hwm"; done | sort -g | tail -n 1)" \
+    >"$work/$2.hwm"
+  echo "$tensord_cpu" >"$work/$2.tensord.cpu"
+  echo "$bare_cpu" >"$work/$2.bare.cpu"
+  row "$1 ($5 calls a round)" \
+    "$(awk -v b="$bytes" -v s="$tensord_s" 'BEGIN { printf "%.2f GB/s", b / s / 1e9 }')" \
+    "$(awk -v b="$bytes" -v s="$bare_s" 'BEGIN { printf "%.2f GB/s", b / s / 1e9 }')" \
+    "**$(ratio "$bare_s" "$tensord_s")**" "$6" \
+    "$(cpu_ms "$2.tensord" "$5")" "$(cpu_ms "$2.bare" "$5")" \
+    "$(rss_per_payload "$2" 1 "$bytes")"
+}
+streamed "RunStream, a $stream_mib MiB result in 1 MiB parts" stream stream "$stream_mib" 3 "≥ 0.85"
+streamed "RunChunked, a $upload_mib MiB upload in 1 MiB chunks, 4 KiB result" upload chunked \
+  "$upload_mib" 2 "≥ 0.85"
+
+echo "tensord $(git -C "$root" rev-parse --short HEAD 2>/dev/null || echo '?') against the bare" \
+  "baseline, loopback, $(nproc) cores shared by the clients and both servers; each row is the" \
+  "median of $rounds rounds alternating between the two servers. Ratio: tensord's throughput" \
+  "over the baseline's. Server CPU: user + system time of the server process per call." \
+  "Peak RSS: tensord's VmHWM growth over the run per request in flight, as a multiple of its" \
+  "payload (inputs + outputs)."
+echo
+echo "| scenario | tensord | bare baseline | ratio | target | tensord CPU ms/call | bare CPU ms/call | tensord peak RSS / payload |"
+echo "| --- | --- | --- | --- | --- | --- | --- | --- |"
+printf '%s\n' "${rows[@]}"
+
+if [ "$python" = 1 ]; then
+  # The client's venv, as scripts/python-test.sh makes it (same place, same stamp).
+  venv="$root/build/python-venv"
+  apt_install python3 python3-venv
+  "$venv/bin/python" -c "" 2>/dev/null || { rm -rf "$venv"; python3 -m venv "$venv"; }
+  if ! "$venv/bin/python" -c "import tensorop_client, numpy" 2>/dev/null; then
+    read -r -a build_requires < <("$venv/bin/python" -c '
+import sys, tomllib
+print(" ".join(tomllib.load(open(sys.argv[1], "rb"))["build-system"]["requires"]))
+' "$root/client/python/pyproject.toml")
+    "$venv/bin/python" -m pip --disable-pip-version-check --quiet install "${build_requires[@]}" >&2
+    "$venv/bin/python" -m pip --disable-pip-version-check --quiet install --no-build-isolation \
+      "$root/client/python" >&2
+    rm -rf "$root/client/python/build" "$root/client/python/"*.egg-info
+  fi
+  echo "run: python_bench.py --bytes=$((python_mib * mib))" >&2
+  "$venv/bin/python" "$here/python_bench.py" --tensord "127.0.0.1:$tensord_port" \
+    --bare "127.0.0.1:$bare_port" --bytes $((python_mib * mib)) --rounds "$rounds" >"$work/python.json"
+  echo
+  jq -r '"Python, a \(.bytes / 1048576) MiB round trip (median of \(.rounds) rounds of \(.calls) calls, ms per call):",
+    "Client.run against tensord \(.seconds.client_tensord * 1000 | round) ms;" +
+    " raw grpcio against tensord \(.seconds.raw_tensord * 1000 | round) ms;" +
+    " raw grpcio against the bare baseline \(.seconds.raw_bare * 1000 | round) ms;" +
+    " numpy copy \(.seconds.numpy_copy * 1000 * 10 | round / 10) ms.",
+    "- Client.run / raw grpcio on the bare baseline: **\(.client_vs_raw_bare * 100 | round / 100)×** the time" +
+    " (as a throughput ratio: \(1 / .client_vs_raw_bare * 100 | round / 100); target ≥ 0.8)",
+    "- raw grpcio, tensord / bare baseline: \(.raw_tensord_vs_raw_bare * 100 | round / 100)× the time",
+    "- Client.run / numpy copy: \(.client_vs_numpy * 10 | round / 10)× the time"' "$work/python.json"
+fi

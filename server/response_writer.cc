@@ -1,0 +1,143 @@
+#include "server/response_writer.h"
+
+#include <algorithm>
+#include <cstdint>
+#include <cstdlib>
+#include <string>
+#include <utility>
+
+#include <sys/mman.h>
+
+#include <google/protobuf/io/coded_stream.h>
+#include <grpcpp/support/slice.h>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "server/convert.h"
+
+namespace tensorop::server {
+namespace {
+
+using google::protobuf::io::CodedOutputStream;
+
+// Wire tags (field number << 3 | 2, length-delimited) used here.
+constexpr uint8_t kRunResponseOutputsTag = (2 << 3) | 2;
+constexpr uint8_t kTensorDataTag = (4 << 3) | 2;
+constexpr uint8_t kResultPartChunkTag = (2 << 3) | 2;
+
+void AppendVarint(uint64_t value, std::string* out) {
+  uint8_t bytes[10];
+  const uint8_t* end = CodedOutputStream::WriteVarint64ToArray(value, bytes);
+  out->append(reinterpret_cast<const char*>(bytes), static_cast<size_t>(end - bytes));
+}
+
+size_t VarintSize(uint64_t value) { return CodedOutputStream::VarintSize64(value); }
+
+void FreeBuffer(void* bytes) { std::free(bytes); }
+
+constexpr uintptr_t kHugePage = uintptr_t{2} << 20;
+// Outputs from this size on are allocated 2 MiB-aligned with huge pages.
+constexpr size_t kHugeBufferBytes = size_t{4} << 20;
+
+// The slice's user data: one reference to a shared output.
+void DropReference(void* holder) { delete static_cast<SharedOutput*>(holder); }
+
+}  // namespace
+
+void FreeDeleter::operator()(std::byte* bytes) const { std::free(bytes); }
+
+bool CoversBuffer(const Layout& layout) {
+  // Validated outputs never place two elements at one address, so as many
+  // elements as the buffer has element slots means every slot is an element.
+  return layout.element_count == layout.buffer_elements;
+}
+
+void AdviseHugePages(void* data, size_t bytes) {
+  const uintptr_t begin = reinterpret_cast<uintptr_t>(data);
+  const uintptr_t first = (begin + kHugePage - 1) & ~(kHugePage - 1);
+  const uintptr_t last = (begin + bytes) & ~(kHugePage - 1);
+  if (last <= first) return;
+  madvise(reinterpret_cast<void*>(first), last - first, MADV_HUGEPAGE);
+}
+
+absl::StatusOr<OutputBuffer> AllocateOutput(const Layout& layout) {
+  const size_t bytes = static_cast<size_t>(std::max<int64_t>(layout.buffer_bytes(), 1));
+  void* memory = nullptr;
+  if (!CoversBuffer(layout)) {
+    // calloc for padding: large blocks come zeroed from the kernel,
+    // untouched until written.
+    memory = std::calloc(bytes, 1);
+  } else if (bytes >= kHugeBufferBytes) {
+    const size_t rounded = (bytes + kHugePage - 1) & ~(kHugePage - 1);
+    memory = std::aligned_alloc(kHugePage, rounded);
+    if (memory != nullptr) AdviseHugePages(memory, rounded);
+  } else {
+    memory = std::malloc(bytes);
+  }
+  if (memory == nullptr) {
+    return absl::ResourceExhaustedError(
+        absl::StrCat("out of memory for an output of ", layout.buffer_bytes(), " bytes"));
+  }
+  return OutputBuffer(static_cast<std::byte*>(memory));
+}
+
+void SerializeRunResponse(absl::string_view id, OutputBuffers& outputs,
+                          absl::string_view backend, const v1::Status* status,
+                          grpc::ByteBuffer* out) {
+  std::vector<grpc::Slice> slices;
+  slices.reserve(2 * outputs.layouts.size() + 2);
+  std::string pending;  // bytes of the next small slice
+  {
+    v1::RunResponse head;
+    head.set_id(std::string(id));
+    head.AppendToString(&pending);
+  }
+  v1::Tensor tensor;
+  for (size_t i = 0; i < outputs.layouts.size(); ++i) {
+    const Layout& layout = outputs.layouts[i];
+    tensor.Clear();
+    SetTensorLayout(layout, &tensor);
+    const std::string fields = tensor.SerializeAsString();
+    const uint64_t data_bytes = static_cast<uint64_t>(layout.buffer_bytes());
+    uint64_t tensor_bytes = fields.size();
+    if (data_bytes > 0) tensor_bytes += 1 + VarintSize(data_bytes) + data_bytes;
+    pending.push_back(static_cast<char>(kRunResponseOutputsTag));
+    AppendVarint(tensor_bytes, &pending);
+    pending += fields;
+    if (data_bytes == 0) continue;  // proto3 leaves an empty bytes field out
+    pending.push_back(static_cast<char>(kTensorDataTag));
+    AppendVarint(data_bytes, &pending);
+    slices.emplace_back(pending.data(), pending.size());
+    pending.clear();
+    std::byte* data = outputs.buffers[i].release();
+    slices.emplace_back(data, static_cast<size_t>(data_bytes), &FreeBuffer);
+  }
+  {
+    v1::RunResponse tail;
+    tail.set_backend(std::string(backend));
+    if (status != nullptr) *tail.mutable_status() = *status;
+    tail.AppendToString(&pending);
+  }
+  if (!pending.empty()) slices.emplace_back(pending.data(), pending.size());
+  outputs.layouts.clear();
+  outputs.buffers.clear();
+  *out = grpc::ByteBuffer(slices.data(), slices.size());
+}
+
+SharedOutput Share(OutputBuffer buffer) {
+  return SharedOutput(buffer.release(), [](std::byte* bytes) { std::free(bytes); });
+}
+
+void SerializeChunkPart(const SharedOutput& buffer, int64_t offset, int64_t length,
+                        grpc::ByteBuffer* out) {
+  std::string head;
+  head.push_back(static_cast<char>(kResultPartChunkTag));
+  AppendVarint(static_cast<uint64_t>(length), &head);
+  grpc::Slice slices[2] = {
+      grpc::Slice(head.data(), head.size()),
+      grpc::Slice(buffer.get() + offset, static_cast<size_t>(length), &DropReference,
+                  new SharedOutput(buffer))};
+  *out = grpc::ByteBuffer(slices, length > 0 ? 2 : 1);
+}
+
+}  // namespace tensorop::server

@@ -1,0 +1,70 @@
+// Answers serialized without copying their tensor bytes: the output buffers the
+// kernels wrote go to gRPC as slices that gRPC frees (grpc::Slice with a
+// destroy callback), between small slices holding the messages' other fields.
+// The bytes on the wire are exactly what protobuf's serializer writes for the
+// same message (fields in number order, empty bytes fields left out).
+#ifndef TENSOROP_SERVER_RESPONSE_WRITER_H_
+#define TENSOROP_SERVER_RESPONSE_WRITER_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include <grpcpp/support/byte_buffer.h>
+
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "core/tensor.h"
+#include "tensorop/v1/tensorop.pb.h"
+
+namespace tensorop::server {
+
+struct FreeDeleter {
+  void operator()(std::byte* bytes) const;
+};
+// A malloc'd output buffer.
+using OutputBuffer = std::unique_ptr<std::byte[], FreeDeleter>;
+
+// A buffer for `layout`'s buffer_bytes() (at least one byte). Only a layout
+// with padding (bytes no element covers) is zeroed; every other byte is
+// written by the kernel, which covers each element of an output exactly once.
+// RESOURCE_EXHAUSTED when there is no memory for it.
+absl::StatusOr<OutputBuffer> AllocateOutput(const Layout& layout);
+
+// Asks the kernel to back the 2 MiB-aligned pages inside [data, data + bytes)
+// with transparent huge pages: a large buffer written once then takes one
+// page fault per 2 MiB instead of per 4 KiB (those faults, the zeroing of the
+// pages and their unmapping were most of tensord's CPU on bulk calls). A hint:
+// nothing happens where THP is off.
+void AdviseHugePages(void* data, size_t bytes);
+
+// Whether `layout`'s elements cover every byte of its buffer.
+bool CoversBuffer(const Layout& layout);
+
+// Outputs written into their own buffers, not yet answered.
+struct OutputBuffers {
+  std::vector<Layout> layouts;
+  std::vector<OutputBuffer> buffers;  // one per layout
+};
+
+// Serializes RunResponse{id, outputs, backend, status} into `out`, handing
+// every output buffer to gRPC (they are freed when gRPC drops the slices);
+// `status` is left out when null. `outputs` is emptied.
+void SerializeRunResponse(absl::string_view id, OutputBuffers& outputs,
+                          absl::string_view backend, const v1::Status* status,
+                          grpc::ByteBuffer* out);
+
+// A buffer shared by the slices of a streamed output: freed when the last
+// slice (and the holder) let go.
+using SharedOutput = std::shared_ptr<std::byte>;
+SharedOutput Share(OutputBuffer buffer);
+
+// Serializes ResultPart{chunk: bytes [offset, offset + length) of `buffer`}
+// into `out` without copying them: the slice holds a reference to `buffer`.
+void SerializeChunkPart(const SharedOutput& buffer, int64_t offset, int64_t length,
+                        grpc::ByteBuffer* out);
+
+}  // namespace tensorop::server
+
+#endif  // TENSOROP_SERVER_RESPONSE_WRITER_H_

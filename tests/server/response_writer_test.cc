@@ -1,0 +1,183 @@
+// The copy-free answers and chunk reads (server/response_writer.h,
+// server/chunk_part.h) against protobuf's own serializer and parser, byte for
+// byte.
+#include "server/response_writer.h"
+
+#include <algorithm>
+#include <cstring>
+#include <optional>
+#include <span>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <grpcpp/support/byte_buffer.h>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "server/chunk_part.h"
+#include "server/convert.h"
+#include "tensorop/v1/tensorop.pb.h"
+
+namespace tensorop::server {
+namespace {
+
+std::string Flatten(const grpc::ByteBuffer& buffer) {
+  std::vector<grpc::Slice> slices;
+  EXPECT_TRUE(buffer.Dump(&slices).ok());
+  std::string out;
+  for (const grpc::Slice& slice : slices) {
+    out.append(reinterpret_cast<const char*>(slice.begin()), slice.size());
+  }
+  return out;
+}
+
+// A buffer of `layout` with bytes 1, 2, 3, ... (wrapping), zero where padding.
+OutputBuffer Filled(const Layout& layout, std::string* bytes) {
+  absl::StatusOr<OutputBuffer> buffer = AllocateOutput(layout);
+  EXPECT_TRUE(buffer.ok());
+  bytes->assign(static_cast<size_t>(layout.buffer_bytes()), '\0');
+  for (size_t i = 0; i < bytes->size(); ++i) (*bytes)[i] = static_cast<char>(i % 251 + 1);
+  std::memcpy(buffer->get(), bytes->data(), bytes->size());
+  return *std::move(buffer);
+}
+
+Layout MakeLayout(DType dtype, std::vector<int64_t> sizes, std::vector<int64_t> strides) {
+  Layout layout;
+  layout.dtype = dtype;
+  layout.element_count = 1;
+  layout.buffer_elements = 1;
+  for (size_t i = 0; i < sizes.size(); ++i) {
+    layout.element_count *= sizes[i];
+    layout.buffer_elements += (sizes[i] - 1) * strides[i];
+  }
+  if (layout.element_count == 0) layout.buffer_elements = 0;
+  layout.sizes = std::move(sizes);
+  layout.strides = std::move(strides);
+  return layout;
+}
+
+void ExpectSameAsProtobuf(const std::vector<Layout>& layouts, const std::string& id,
+                          const std::string& backend, const v1::Status* status) {
+  OutputBuffers outputs;
+  v1::RunResponse expected;
+  expected.set_id(id);
+  for (const Layout& layout : layouts) {
+    std::string bytes;
+    outputs.layouts.push_back(layout);
+    outputs.buffers.push_back(Filled(layout, &bytes));
+    ToProtoTensor(layout, std::as_bytes(std::span(bytes)), expected.add_outputs());
+  }
+  expected.set_backend(backend);
+  if (status != nullptr) *expected.mutable_status() = *status;
+  grpc::ByteBuffer out;
+  SerializeRunResponse(id, outputs, backend, status, &out);
+  EXPECT_EQ(Flatten(out), expected.SerializeAsString());
+  EXPECT_TRUE(outputs.layouts.empty());
+  EXPECT_TRUE(outputs.buffers.empty());
+}
+
+TEST(ResponseWriterTest, RunResponsesAreByteExactWithProtobuf) {
+  const Layout big = MakeLayout(DType::kUint8, {3, 100000}, {100000, 1});
+  const Layout padded = MakeLayout(DType::kFloat32, {2, 3}, {8, 2});
+  const Layout scalar = MakeLayout(DType::kInt64, {}, {});
+  const Layout empty = MakeLayout(DType::kFloat16, {0, 4}, {4, 1});
+  ExpectSameAsProtobuf({big}, "req-1", "cpu", nullptr);
+  ExpectSameAsProtobuf({padded, scalar, empty, big}, "", "opencl:pthread-x", nullptr);
+  ExpectSameAsProtobuf({}, "none", "cpu", nullptr);
+  v1::Status ok;
+  ExpectSameAsProtobuf({scalar, padded}, std::string(300, 'i'), "cpu", &ok);
+  v1::Status error;
+  error.set_code(3);
+  error.set_message("input.sizes[0] must be ...");
+  ExpectSameAsProtobuf({}, "bad", "", &error);
+}
+
+TEST(ResponseWriterTest, OnlyLayoutsWithPaddingAreZeroed) {
+  EXPECT_TRUE(CoversBuffer(MakeLayout(DType::kUint8, {4, 5}, {5, 1})));
+  EXPECT_TRUE(CoversBuffer(MakeLayout(DType::kUint8, {4, 5}, {1, 4})));  // transposed
+  EXPECT_FALSE(CoversBuffer(MakeLayout(DType::kUint8, {4, 5}, {6, 1})));
+  const Layout padded = MakeLayout(DType::kInt32, {3, 3}, {5, 1});
+  absl::StatusOr<OutputBuffer> buffer = AllocateOutput(padded);
+  ASSERT_TRUE(buffer.ok());
+  for (int64_t i = 0; i < padded.buffer_bytes(); ++i) {
+    ASSERT_EQ(static_cast<int>(buffer->get()[i]), 0) << "byte " << i;
+  }
+}
+
+TEST(ResponseWriterTest, ChunkPartsAreByteExactWithProtobuf) {
+  const Layout layout = MakeLayout(DType::kUint8, {300000}, {1});
+  std::string bytes;
+  SharedOutput shared = Share(Filled(layout, &bytes));
+  for (const auto& [offset, length] : std::vector<std::pair<int64_t, int64_t>>{
+           {0, 1}, {0, 127}, {5, 128}, {1000, 100000}, {0, 300000}}) {
+    v1::ResultPart expected;
+    expected.set_chunk(bytes.substr(static_cast<size_t>(offset), static_cast<size_t>(length)));
+    grpc::ByteBuffer out;
+    SerializeChunkPart(shared, offset, length, &out);
+    EXPECT_EQ(Flatten(out), expected.SerializeAsString()) << offset << "+" << length;
+  }
+  // The slices keep the buffer alive after its owner let go.
+  grpc::ByteBuffer held;
+  SerializeChunkPart(shared, 10, 20, &held);
+  shared.reset();
+  EXPECT_EQ(Flatten(held).substr(2), bytes.substr(10, 20));
+}
+
+// `text` cut into slices of `piece` bytes, as gRPC hands received messages over.
+grpc::ByteBuffer Sliced(const std::string& text, size_t piece) {
+  std::vector<grpc::Slice> slices;
+  for (size_t at = 0; at < text.size(); at += piece) {
+    slices.emplace_back(text.data() + at, std::min(piece, text.size() - at));
+  }
+  return grpc::ByteBuffer(slices.data(), slices.size());
+}
+
+TEST(ChunkPartViewTest, ReadsTheChunksProtobufWritesFromAnySlicing) {
+  v1::RequestPart part;
+  part.mutable_chunk()->set_input("updates");
+  std::string data(70000, '\0');
+  for (size_t i = 0; i < data.size(); ++i) data[i] = static_cast<char>(i * 13);
+  part.mutable_chunk()->set_data(data);
+  const std::string wire = part.SerializeAsString();
+  for (size_t piece : {size_t{1}, size_t{2}, size_t{3}, size_t{7}, size_t{4096}, wire.size()}) {
+    std::optional<ChunkPartView> view = ChunkPartView::Of(Sliced(wire, piece));
+    ASSERT_TRUE(view.has_value()) << piece;
+    EXPECT_EQ(view->input(), "updates");
+    EXPECT_EQ(view->data_bytes(), 70000);
+    std::string appended = "prefix";
+    view->AppendDataTo(&appended);
+    EXPECT_EQ(appended, "prefix" + data);
+  }
+}
+
+TEST(ChunkPartViewTest, LeavesEveryOtherFormToProtobuf) {
+  v1::RequestPart request_part;
+  request_part.mutable_request()->set_id("x");
+  v1::RequestPart chunk;
+  chunk.mutable_chunk()->set_input("input");
+  chunk.mutable_chunk()->set_data("abc");
+  const std::string wire = chunk.SerializeAsString();
+  const std::vector<std::string> others = {
+      request_part.SerializeAsString(),
+      wire + wire,                              // the chunk field twice (protobuf merges)
+      wire.substr(0, wire.size() - 1),          // cut short
+      wire + "\x08\x01",                        // a trailing unknown field
+      std::string("\x12\x0c\x12\x03" "abc" "\x0a\x05" "input", 14),  // fields out of order
+      "",
+  };
+  for (const std::string& bytes : others) {
+    EXPECT_FALSE(ChunkPartView::Of(Sliced(bytes, 5)).has_value())
+        << testing::PrintToString(bytes);
+  }
+  // Data without a name, and an empty chunk: recognised, named "".
+  v1::RequestPart unnamed;
+  unnamed.mutable_chunk()->set_data("zz");
+  std::optional<ChunkPartView> view = ChunkPartView::Of(Sliced(unnamed.SerializeAsString(), 1));
+  ASSERT_TRUE(view.has_value());
+  EXPECT_EQ(view->input(), "");
+  EXPECT_EQ(view->data_bytes(), 2);
+}
+
+}  // namespace
+}  // namespace tensorop::server
