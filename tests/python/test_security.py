@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -91,6 +92,12 @@ def _slice(client: Client) -> np.ndarray:
 def test_run_over_mutual_tls_with_a_token(tls_server: Tensord, pki: Path) -> None:
     with Client(tls_server.address, timeout=60, **_secure(pki)) as client:
         np.testing.assert_array_equal(_slice(client), [[1, 3], [9, 11]])
+    # The request log is written by its own thread, after the answer: wait for
+    # the line (bounded) rather than read the file once.
+    deadline = time.monotonic() + 30
+    while ('"identity":"token:python cert:' not in tls_server.log.read_text()
+           and time.monotonic() < deadline):
+        time.sleep(0.05)
     assert '"identity":"token:python cert:' in tls_server.log.read_text()
     assert TOKEN not in tls_server.log.read_text()
 
