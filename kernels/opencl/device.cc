@@ -9,6 +9,7 @@
 #include <optional>
 
 #include "absl/strings/str_cat.h"
+#include "oneapi/tbb/parallel_for.h"
 #include "core/plan/byte_range.h"
 #include "core/status_macros.h"
 #include "kernels/opencl/sources.h"
@@ -44,6 +45,21 @@ struct ScopedEvent {
     if (event != nullptr) clReleaseEvent(event);
   }
 };
+
+// Host bytes to or from pinned staging. One thread's memcpy reaches a fifth of
+// what PCIe moves (about 10 GB/s against 54 on an H100 host), so a piece is
+// copied in blocks across oneTBB's threads; small pieces stay on this one.
+void CopyHostBytes(std::byte* dst, const std::byte* src, size_t bytes) {
+  constexpr size_t kBlock = size_t{256} << 10;
+  if (bytes < 2 * kBlock) {
+    std::memcpy(dst, src, bytes);
+    return;
+  }
+  tbb::parallel_for(size_t{0}, (bytes + kBlock - 1) / kBlock, [&](size_t block) {
+    const size_t at = block * kBlock;
+    std::memcpy(dst + at, src + at, std::min(kBlock, bytes - at));
+  });
+}
 
 std::string DeviceString(cl_device_id device, cl_device_info what) {
   size_t size = 0;
@@ -252,7 +268,7 @@ absl::Status Device::UploadBytes(cl_command_queue queue, const std::byte* host, 
     RETURN_IF_ERROR(stop());
     const size_t n = static_cast<size_t>(std::min(piece, bytes - done));
     ASSIGN_OR_RETURN(StagingChunk * chunk, TakeStaging(/*wait=*/true, stop));
-    std::memcpy(chunk->host, host + done, n);
+    CopyHostBytes(chunk->host, host + done, n);
     cl_event written = nullptr;
     const cl_int error =
         clEnqueueWriteBuffer(queue, dst, CL_FALSE, static_cast<size_t>(done), n, chunk->host, 0,
@@ -289,7 +305,7 @@ absl::Status Device::DownloadBytes(cl_command_queue queue, cl_mem src, int64_t b
     const Pending oldest = pending.front();
     pending.pop_front();
     const cl_int error = clWaitForEvents(1, &oldest.read);
-    if (error == CL_SUCCESS) std::memcpy(host + oldest.offset, oldest.chunk->host, oldest.size);
+    if (error == CL_SUCCESS) CopyHostBytes(host + oldest.offset, oldest.chunk->host, oldest.size);
     clReleaseEvent(oldest.read);
     ReturnStaging(oldest.chunk, nullptr);
     return ClStatus(error, "clEnqueueReadBuffer");

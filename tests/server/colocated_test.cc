@@ -162,7 +162,8 @@ TEST(UnixSocketTest, TlsWorksOverTheSocket) {
 
 TEST(SharedMemoryIntegrationTest, PublicConformanceCasesPassThroughRegions) {
   SocketDir dir;
-  TensordProcess server({"--address=" + dir.Address("tensord.sock")});
+  // No staging reserved at startup: the budget then counts what calls hold.
+  TensordProcess server({"--address=" + dir.Address("tensord.sock"), "--opencl_staging_bytes=0"});
   for (const std::string& target : {dir.Address("tensord.sock"), server.target()}) {
     const CommandResult result = RunCommand({TensorctlPath(), "conformance", "--target", target,
                                              "--shared_memory", ConformanceCasesDir()});
@@ -221,7 +222,7 @@ class SharedMemoryRegionTest : public ::testing::Test {
 };
 
 TEST_F(SharedMemoryRegionTest, StridedPaddedOutputIsWrittenIntoTheRegion) {
-  TensordProcess server({"--address=" + dir_.Address("s.sock")});
+  TensordProcess server({"--address=" + dir_.Address("s.sock"), "--opencl_staging_bytes=0"});
   client::Client client(dir_.Address("s.sock"));
   ASSERT_OK(client.RegisterSharedMemory("fixture", "/" + region_->key()).status());
   v1::RunRequest request = Slice();
@@ -259,7 +260,7 @@ TEST_F(SharedMemoryRegionTest, StridedPaddedOutputIsWrittenIntoTheRegion) {
 }
 
 TEST_F(SharedMemoryRegionTest, BadReferencesNameTheRegion) {
-  TensordProcess server({"--address=" + dir_.Address("s.sock")});
+  TensordProcess server({"--address=" + dir_.Address("s.sock"), "--opencl_staging_bytes=0"});
   client::Client client(dir_.Address("s.sock"));
   ASSERT_OK(client.RegisterSharedMemory("fixture", region_->key(), 1024).status());
   v1::RunRequest outside = Slice();
@@ -302,14 +303,14 @@ TEST_F(SharedMemoryRegionTest, BadReferencesNameTheRegion) {
 }
 
 TEST_F(SharedMemoryRegionTest, RegionsPastTheMemoryBudgetAreRefused) {
-  TensordProcess server({"--max_memory_bytes=2048"});
+  TensordProcess server({"--max_memory_bytes=2048", "--opencl_staging_bytes=0"});
   client::Client client(server.target());
   EXPECT_THAT(client.RegisterSharedMemory("fixture", region_->key()).status(),
               StatusIs(absl::StatusCode::kResourceExhausted, HasSubstr("--max_memory_bytes")));
 }
 
 TEST_F(SharedMemoryRegionTest, AClientThatDiedLeavesNoMappingBehind) {
-  TensordProcess server({"--shared_memory_idle_seconds=1"});
+  TensordProcess server({"--shared_memory_idle_seconds=1", "--opencl_staging_bytes=0"});
   // Another process registers the region and is gone without unregistering it.
   const CommandResult registered =
       RunCommand({TensorctlPath(), "shm-register", "--target", server.target(), "--region",
