@@ -37,9 +37,13 @@ unset ASAN_OPTIONS UBSAN_OPTIONS
 # instrumented (RELIABILITY.md). tests/tsan.supp names only library frames.
 echo "== tsan: build and ctest (server unit tests)"
 "$root/scripts/build.sh" tsan server_unit_tests
+# CalibrationTest is left out: its CPU phase forks tbb::parallel_for from a
+# thread outside oneTBB, a hand-off synchronised only inside the uninstrumented
+# libtbb.so.12 (TSan reports the kernel's reads of the job's bytes); it runs in
+# the release and ASan suites.
 TSAN_OPTIONS="halt_on_error=1:second_deadlock_stack=1:suppressions=$root/tests/tsan.supp" \
-  ctest --test-dir "$root/build-tsan" -R '^server\.' -LE integration --output-on-failure \
-        -j "$(nproc)" --timeout 300
+  ctest --test-dir "$root/build-tsan" -R '^server\.' -E '^server\.CalibrationTest\.' \
+        -LE integration --output-on-failure -j "$(nproc)" --timeout 300
 
 # Fuzzing smoke: each libFuzzer target 30 s from its kept corpus (ASan + UBSan).
 echo "== fuzz (scripts/fuzz.sh)"
