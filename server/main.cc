@@ -173,6 +173,21 @@ constexpr int kMaxSeconds = 86400;  // one day
 constexpr int kMaxShutdownSeconds = 3600;
 constexpr int kMaxInjectedFailures = 1 << 20;
 constexpr int kMaxStreams = 65536;
+
+// Before GOAWAY: waits until no Run call is open and the kernel has handed
+// every byte written to the clients, or until `until`. gRPC closes a
+// connection as soon as its last call ends after GOAWAY, and Linux resets a
+// connection closed with unread input (the client's flow-control updates),
+// dropping what it still held for the client: the tail of a large answer.
+// Calls keep being served meanwhile; the bound (half the grace period) leaves
+// the rest of it to calls that clients which ignore health keep sending.
+void WaitForQuiet(const TensorOpService& service, std::chrono::system_clock::time_point until) {
+  while (std::chrono::system_clock::now() < until &&
+         (service.open_calls() > 0 || UnsentSocketBytes() > 0)) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+}
+
 // How long after the shutdown grace period the process exits even if some work
 // did not stop (Kubernetes: inside terminationGracePeriodSeconds' margin).
 constexpr std::chrono::seconds kForcedExitAfter{5};
@@ -753,7 +768,10 @@ int Main(int argc, char** argv) {
                                    " s after --shutdown_grace_seconds=", grace.count()));
       std::_Exit(1);
     }).detach();
-    server->Shutdown(std::chrono::system_clock::now() + config.grace);
+    const auto grace_end = std::chrono::system_clock::now() + config.grace;
+    WaitForQuiet(service, std::chrono::system_clock::now() +
+                              std::chrono::duration_cast<std::chrono::milliseconds>(config.grace) / 2);
+    server->Shutdown(grace_end);
   });
 
   // One line per address, TCP first: scripts and tests read the first line's port.

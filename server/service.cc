@@ -590,6 +590,7 @@ class TensorOpService::UnaryReactor final : public grpc::ServerUnaryReactor {
   }
 
   TensorOpService* const service_;
+  const OpenCall open_call_{service_->open_calls_};
   const grpc::ByteBuffer* const request_bytes_;  // owned by gRPC until OnDone
   grpc::ByteBuffer* const response_bytes_;
   const StopCheck stop_;
@@ -694,6 +695,7 @@ class TensorOpService::StreamReactor final : public grpc::ServerWriteReactor<grp
   }
 
   TensorOpService* const service_;
+  const OpenCall open_call_{service_->open_calls_};
   const grpc::ByteBuffer* const request_bytes_;  // owned by gRPC until OnDone
   const StopCheck stop_;
   const std::shared_ptr<IdleWatch> watch_;
@@ -938,6 +940,7 @@ class TensorOpService::BidiReactor final
   }
 
   TensorOpService* const service_;
+  const OpenCall open_call_{service_->open_calls_};
   const StopCheck stop_;
   const std::string identity_;  // who called, for every request's log line
   const std::shared_ptr<IdleWatch> watch_;
@@ -1221,6 +1224,7 @@ class TensorOpService::ChunkedReactor final
   }
 
   TensorOpService* const service_;
+  const OpenCall open_call_{service_->open_calls_};
   const StopCheck stop_;
   const std::shared_ptr<IdleWatch> watch_;
   MemoryBudget::Reservation reservation_;

@@ -4,6 +4,7 @@
 #ifndef TENSOROP_SERVER_SERVICE_H_
 #define TENSOROP_SERVER_SERVICE_H_
 
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <limits>
@@ -89,7 +90,25 @@ class TensorOpService final : public ServiceBase {
                                                const v1::SharedMemoryStatusRequest* request,
                                                v1::SharedMemoryStatusResponse* response) override;
 
+  // Calls of the four Run methods open now (reactor made, OnDone not yet run):
+  // a shutdown waits for them before it sends GOAWAY, since gRPC closes a
+  // connection as soon as its last call ends after one.
+  int open_calls() const { return open_calls_.load(std::memory_order_acquire); }
+
  private:
+  // Counts one reactor's life in open_calls_.
+  class OpenCall {
+   public:
+    explicit OpenCall(std::atomic<int>& count) : count_(count) {
+      count_.fetch_add(1, std::memory_order_acq_rel);
+    }
+    ~OpenCall() { count_.fetch_sub(1, std::memory_order_acq_rel); }
+    OpenCall(const OpenCall&) = delete;
+    OpenCall& operator=(const OpenCall&) = delete;
+
+   private:
+    std::atomic<int>& count_;
+  };
   class UnaryReactor;
   class StreamReactor;
   class BidiReactor;
@@ -115,6 +134,7 @@ class TensorOpService final : public ServiceBase {
   MemoryBudget unbounded_{std::numeric_limits<int64_t>::max()};
   MemoryBudget* const budget_;
   IdleWatchdog idle_;
+  std::atomic<int> open_calls_{0};
 };
 
 }  // namespace tensorop::server

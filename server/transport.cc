@@ -1,6 +1,11 @@
 #include "server/transport.h"
 
+#include <dirent.h>
+#include <linux/sockios.h>
+#include <sys/ioctl.h>
 #include <sys/resource.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -72,6 +77,30 @@ absl::StatusOr<uint64_t> RaiseOpenFileLimit() {
     limit = raised;
   }
   return static_cast<uint64_t>(limit.rlim_cur);
+}
+
+int64_t UnsentSocketBytes() {
+  DIR* fds = opendir("/proc/self/fd");
+  if (fds == nullptr) return 0;
+  int64_t unsent = 0;
+  while (const dirent* entry = readdir(fds)) {
+    int fd = 0;
+    if (!absl::SimpleAtoi(entry->d_name, &fd) || fd == dirfd(fds)) continue;
+    // Only stream sockets: SIOCOUTQ shares its number with TIOCOUTQ, and other
+    // descriptors (a GPU driver's device files) must not get foreign ioctls.
+    struct stat info;
+    int type = 0;
+    socklen_t type_size = sizeof(type);
+    if (fstat(fd, &info) != 0 || !S_ISSOCK(info.st_mode) ||
+        getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &type_size) != 0 || type != SOCK_STREAM) {
+      continue;
+    }
+    int queued = 0;
+    // Listening sockets answer EINVAL: nothing queued.
+    if (ioctl(fd, SIOCOUTQ, &queued) == 0 && queued > 0) unsent += queued;
+  }
+  closedir(fds);
+  return unsent;
 }
 
 int64_t ProcessMemoryBytes() {

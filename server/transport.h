@@ -37,6 +37,14 @@ void ApplyTransportLimits(const TransportOptions& options, grpc::ResourceQuota& 
 // unprivileged process may have) and returns the limit now in force.
 absl::StatusOr<uint64_t> RaiseOpenFileLimit();
 
+// Bytes this process's stream sockets have written that their peers have not
+// yet taken, summed: for TCP what the peer's kernel has not acknowledged, for
+// Unix sockets what the peer has not read (with the kernel's bookkeeping). A
+// connection
+// closed while it still holds some (with unread input, Linux then resets it)
+// loses them, so a shutdown waits for zero before gRPC closes connections.
+int64_t UnsentSocketBytes();
+
 // The memory this process may use: the cgroup's limit when there is one (v2,
 // then v1), else physical RAM.
 int64_t ProcessMemoryBytes();
