@@ -168,3 +168,34 @@ tensord_port() {
   echo "tensord did not say where it is $what (stdout: $out)" >&2
   return 1
 }
+
+# For bench scripts: the directory holding tensord and tensorctl (and any other
+# `targets`): $TENSOROP_BIN when set, else a release build of them made now.
+# `root` is the repository root.
+bench_bin_dir() {
+  local root="$1"
+  shift
+  if [ -z "${TENSOROP_BIN:-}" ]; then
+    "$root/scripts/build.sh" release "$@" >&2
+    echo "$root/build/bin"
+  else
+    (cd "$TENSOROP_BIN" && pwd)
+  fi
+}
+
+# For bench scripts: sets $work to a scratch directory and $servers to an empty
+# list of PIDs; on exit the servers get SIGTERM (and are waited for) and the
+# directory goes.
+bench_scratch() {
+  work="$(mktemp -d)"
+  servers=()
+  trap bench_cleanup EXIT
+}
+bench_cleanup() {
+  local pid
+  for pid in "${servers[@]}"; do
+    kill -TERM "$pid" 2>/dev/null || true
+    wait "$pid" 2>/dev/null || true
+  done
+  rm -rf "$work"
+}

@@ -44,25 +44,11 @@ while [ "$#" -gt 0 ]; do
 done
 mib=$((1 << 20))
 
-if [ -z "${TENSOROP_BIN:-}" ]; then
-  "$root/scripts/build.sh" release tensord bulk_bare_server bulk_driver >&2
-  bin="$root/build/bin"
-else
-  bin="$(cd "$TENSOROP_BIN" && pwd)"
-fi
+bin="$(bench_bin_dir "$root" tensord bulk_bare_server bulk_driver)"
 ghz="$("$root/bench/load/install-ghz.sh")"
 apt_install jq
 
-work="$(mktemp -d)"
-servers=()
-cleanup() {
-  for pid in "${servers[@]}"; do
-    kill -TERM "$pid" 2>/dev/null || true
-    wait "$pid" 2>/dev/null || true
-  done
-  rm -rf "$work"
-}
-trap cleanup EXIT
+bench_scratch
 
 # The largest message either way: the largest unary size plus room for its
 # fields; never below tensord's default.

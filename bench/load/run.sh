@@ -14,25 +14,11 @@ here="$(cd "$(dirname "$0")" && pwd)"
 root="$(cd "$here/../.." && pwd)"
 . "$root/scripts/lib.sh"
 
-if [ -z "${TENSOROP_BIN:-}" ]; then
-  "$root/scripts/build.sh" release tensord tensorctl >&2
-  bin="$root/build/bin"
-else
-  bin="$(cd "$TENSOROP_BIN" && pwd)"
-fi
+bin="$(bench_bin_dir "$root" tensord tensorctl)"
 ghz="$("$here/install-ghz.sh")"
 apt_install jq  # reads ghz's JSON reports
 
-work="$(mktemp -d)"
-servers=()
-cleanup() {
-  for pid in "${servers[@]}"; do
-    kill -TERM "$pid" 2>/dev/null || true
-    wait "$pid" 2>/dev/null || true
-  done
-  rm -rf "$work"
-}
-trap cleanup EXIT
+bench_scratch
 
 # Starts tensord with `$@` on a free loopback port; sets $port. Its request log
 # goes to a file: writing it is part of the work measured, as in production.

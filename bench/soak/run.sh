@@ -20,12 +20,7 @@ load_dir="$root/bench/load"
 seconds="${SOAK_SECONDS:-60}"
 budget="${SOAK_MAX_MEMORY_BYTES:-536870912}"
 
-if [ -z "${TENSOROP_BIN:-}" ]; then
-  "$root/scripts/build.sh" release tensord tensorctl >&2
-  bin="$root/build/bin"
-else
-  bin="$(cd "$TENSOROP_BIN" && pwd)"
-fi
+bin="$(bench_bin_dir "$root" tensord tensorctl)"
 ghz="$("$load_dir/install-ghz.sh")"
 apt_install jq curl  # jq reads ghz's reports; curl scrapes /metrics
 
