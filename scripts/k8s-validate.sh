@@ -3,6 +3,8 @@
 # then renders deploy/k8s/base and every deploy/k8s/overlays/* with kustomize's
 # Go API and checks them strictly (deploy/k8s/validate/main.go). Prints one line
 # per kustomization; exits nonzero on any problem. No kubectl, no cluster.
+# Then checks the KServe manifests in deploy/kserve against the CRD schema of a
+# pinned KServe release (deploy/k8s/validate/kserve.go).
 #
 # Needs Go >= 1.23 (the validator's go.mod): the Go on PATH or in
 # /usr/local/go/bin when new enough, else Debian's golang-1.23-go from
@@ -21,8 +23,25 @@ export GOTOOLCHAIN=local
 export GOFLAGS="-buildvcs=false -mod=readonly"
 
 echo "k8s-validate: $("$go" version)"
+
+# KServe's published CRDs (config/crd/full of the github.com/kserve/kserve
+# module source, no Go code of it built): from the Go module proxy the first
+# time, the module cache after that. The sum pins the release's content.
+kserve_module=github.com/kserve/kserve@v0.15.2
+kserve_sum="h1:uph7Umk331fvBMrHHpTJNDt6+lf3IAuyiskaQw8wIAk="
+# Outside the validator's module: a download must not touch its go.mod.
+kserve_json="$(cd / && GOFLAGS= "$go" mod download -json "$kserve_module")"
+if ! grep -qF "\"Sum\": \"$kserve_sum\"" <<<"$kserve_json"; then
+  echo "k8s-validate: $kserve_module does not have the pinned sum $kserve_sum:" >&2
+  echo "$kserve_json" >&2
+  exit 1
+fi
+kserve_dir="$(sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$/\1/p' <<<"$kserve_json")"
+export KSERVE_CRD_DIR="$kserve_dir/config/crd/full"
+
 (cd "$module" && "$go" test ./...)
 mkdir -p "$repo/build/k8s"
 (cd "$module" && "$go" build -o "$repo/build/k8s/validate" .)
 cd "$repo"
 build/k8s/validate deploy/k8s
+build/k8s/validate kserve deploy/kserve "$KSERVE_CRD_DIR"

@@ -39,8 +39,12 @@ func main() {
 }
 
 func run(stdout, stderr io.Writer, args []string) int {
+	if len(args) == 3 && args[0] == "kserve" {
+		return runKServe(stdout, stderr, args[1], args[2]) // kserve.go
+	}
 	if len(args) != 1 {
-		fmt.Fprintln(stderr, "usage: validate DIR   (DIR holds base/ and overlays/*/, e.g. deploy/k8s)")
+		fmt.Fprintln(stderr, "usage: validate DIR   (DIR holds base/ and overlays/*/, e.g. deploy/k8s)\n"+
+			"       validate kserve DIR CRDDIR   (DIR holds KServe manifests, e.g. deploy/kserve; CRDDIR KServe's config/crd/full)")
 		return 2
 	}
 	dirs, err := kustomizations(args[0])
