@@ -30,7 +30,6 @@ import (
 	"k8s.io/kube-openapi/pkg/validation/strfmt"
 	openapivalidate "k8s.io/kube-openapi/pkg/validation/validate"
 	kjson "sigs.k8s.io/json"
-	"sigs.k8s.io/kustomize/kyaml/yaml"
 	sigsyaml "sigs.k8s.io/yaml"
 )
 
@@ -161,23 +160,30 @@ func validateKServe(dir string, schemas crdSchemas) (int, []string, error) {
 	return len(objects), p, nil
 }
 
-// splitDocuments splits a YAML stream on "---" lines, dropping empty documents.
+// splitDocuments splits a YAML stream on its "---" lines, dropping documents
+// of only comments and blank lines. The text is kept as written, so the line
+// numbers of errors count from the document's first line.
 func splitDocuments(data []byte) [][]byte {
 	var docs [][]byte
-	for decoder := yaml.NewDecoder(bytes.NewReader(data)); ; {
-		var node yaml.Node
-		if err := decoder.Decode(&node); err != nil {
-			if err != io.EOF {
-				docs = append(docs, data) // decodeKServe reports the error
+	var doc []string
+	flush := func() {
+		for _, line := range doc {
+			if t := strings.TrimSpace(line); t != "" && !strings.HasPrefix(t, "#") {
+				docs = append(docs, []byte(strings.Join(doc, "\n")))
+				break
 			}
-			return docs
 		}
-		out, err := yaml.Marshal(&node)
-		if err != nil {
-			return append(docs, data)
-		}
-		docs = append(docs, out)
+		doc = nil
 	}
+	for _, line := range strings.Split(string(data), "\n") {
+		if strings.TrimRight(line, " \t\r") == "---" {
+			flush()
+			continue
+		}
+		doc = append(doc, line)
+	}
+	flush()
+	return docs
 }
 
 // decodeKServe decodes one document and validates it against its CRD schema.

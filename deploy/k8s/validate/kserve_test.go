@@ -221,3 +221,26 @@ func TestKServeUsage(t *testing.T) {
 		t.Errorf("empty CRD directory: status %d, stderr %q", status, stderr.String())
 	}
 }
+
+// Both objects in one file, "---" between them and a document of only a
+// comment, pass as two objects.
+func TestKServeOneFile(t *testing.T) {
+	_, schemas := kserveCRDs(t)
+	var text []string
+	for _, name := range []string{"servingruntime.yaml", "inferenceservice.yaml"} {
+		data, err := os.ReadFile(filepath.Join("../../kserve", name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		text = append(text, string(data))
+	}
+	dir := t.TempDir()
+	all := text[0] + "---\n# nothing here\n---\n" + text[1] + "---\n"
+	if err := os.WriteFile(filepath.Join(dir, "all.yaml"), []byte(all), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	n, problems, err := validateKServe(dir, schemas)
+	if err != nil || n != 2 || len(problems) != 0 {
+		t.Errorf("%d objects, problems %q, error %v; want 2 objects, no problems", n, problems, err)
+	}
+}

@@ -4,6 +4,7 @@
 // and checks the references between objects that schema validation cannot see.
 //
 //	validate deploy/k8s
+//	validate kserve deploy/kserve CRDDIR   (kserve.go: KServe's CRD schema)
 //
 // It prints "ok DIR: N objects" for each kustomization that passes and
 // "FAIL DIR: problem" for each problem, and exits 1 if there was any (2 for a
