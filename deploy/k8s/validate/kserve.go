@@ -452,8 +452,8 @@ func checkKServe(p *problems, objects []kserveObject) {
 
 // checkRuntimeContainer checks the tensord container of a runtime: real
 // tensord flags only (no flag file: a ServingRuntime has no ConfigMap to hold
-// one), one gRPC port named h2c that --address listens on, and the probes on
-// that port.
+// one), the security context of deploy/k8s, one gRPC port named h2c that
+// --address listens on, and the probes on that port.
 func checkRuntimeContainer(p *problems, cid string, c corev1.Container) {
 	flags := map[string]string{}
 	for _, arg := range append(append([]string{}, c.Command...), c.Args...) {
@@ -462,6 +462,24 @@ func checkRuntimeContainer(p *problems, cid string, c corev1.Container) {
 		}
 	}
 	checkCommandLineFlags(p, cid, c, flags)
+	// As deploy/k8s: a ServingRuntime has no pod security context, so the
+	// container's own must say it all.
+	sc := c.SecurityContext
+	if sc == nil {
+		sc = &corev1.SecurityContext{}
+	}
+	if sc.RunAsNonRoot == nil || !*sc.RunAsNonRoot || (sc.RunAsUser != nil && *sc.RunAsUser == 0) {
+		p.add(cid, "does not run as non-root (securityContext.runAsNonRoot: true, runAsUser not 0)")
+	}
+	if sc.ReadOnlyRootFilesystem == nil || !*sc.ReadOnlyRootFilesystem {
+		p.add(cid, "securityContext.readOnlyRootFilesystem is not true")
+	}
+	if sc.AllowPrivilegeEscalation == nil || *sc.AllowPrivilegeEscalation || (sc.Privileged != nil && *sc.Privileged) {
+		p.add(cid, "securityContext allows privilege escalation (allowPrivilegeEscalation must be false, privileged not true)")
+	}
+	if sc.Capabilities == nil || !containsCapability(sc.Capabilities.Drop, "ALL") {
+		p.add(cid, "securityContext.capabilities.drop does not include ALL")
+	}
 	if len(c.Ports) != 1 || c.Ports[0].Name != "h2c" {
 		var names []string
 		for _, port := range c.Ports {

@@ -167,6 +167,19 @@ func TestKServeProblems(t *testing.T) {
 			want:  []string{ctr + "readiness probe asks port 50052, not the h2c port 50051"},
 		},
 		{
+			name:  "writable root filesystem, privilege escalation",
+			edits: runtime("readOnlyRootFilesystem: true\n        allowPrivilegeEscalation: false", "readOnlyRootFilesystem: false\n        allowPrivilegeEscalation: true"),
+			want: []string{
+				ctr + "securityContext.readOnlyRootFilesystem is not true",
+				ctr + "securityContext allows privilege escalation (allowPrivilegeEscalation must be false, privileged not true)",
+			},
+		},
+		{
+			name:  "root",
+			edits: runtime("runAsUser: 10001\n        runAsGroup: 10001\n        readOnly", "runAsUser: 0\n        runAsGroup: 10001\n        readOnly"),
+			want:  []string{ctr + "does not run as non-root (securityContext.runAsNonRoot: true, runAsUser not 0)"},
+		},
+		{
 			name:  "no runtime container",
 			edits: runtime("- name: kserve-container", "- name: tensord"),
 			want:  []string{sr + "has no container named kserve-container (KServe merges the model into it)"},
