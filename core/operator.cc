@@ -2,10 +2,12 @@
 
 #include <algorithm>
 #include <array>
+#include <span>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "core/checked_math.h"
+#include "core/operator_info.h"
 #include "core/plan/scatter_elements.h"
 #include "core/plan/slice.h"
 #include "core/plan/split.h"
@@ -15,12 +17,12 @@
 namespace tensorop {
 namespace {
 
-// Finds each named input once; unknown or repeated names are errors.
-template <size_t N>
-absl::StatusOr<std::array<const TensorView*, N>> BindInputs(
-    absl::string_view op, const std::vector<NamedTensor>& inputs,
-    const std::array<absl::string_view, N>& names) {
-  std::array<const TensorView*, N> bound{};
+// Finds each of `op`'s inputs once, in slot order; unknown or repeated names
+// are errors.
+absl::StatusOr<std::array<const TensorView*, kMaxOperatorInputs>> BindInputs(
+    const OperatorInfo& op, const std::vector<NamedTensor>& inputs) {
+  const std::span<const absl::string_view> names = op.input_names;
+  std::array<const TensorView*, kMaxOperatorInputs> bound{};
   const auto quoted = [&] {
     return absl::StrJoin(names, ", ", [](std::string* out, absl::string_view name) {
       absl::StrAppend(out, "\"", name, "\"");
@@ -30,7 +32,7 @@ absl::StatusOr<std::array<const TensorView*, N>> BindInputs(
     auto at = std::find(names.begin(), names.end(), input.name);
     if (at == names.end()) {
       return absl::InvalidArgumentError(absl::StrCat(
-          "inputs has \"", input.name, "\"; ", op, " takes ", quoted()));
+          "inputs has \"", input.name, "\"; ", op.name, " takes ", quoted()));
     }
     const TensorView*& slot = bound[at - names.begin()];
     if (slot != nullptr) {
@@ -39,10 +41,10 @@ absl::StatusOr<std::array<const TensorView*, N>> BindInputs(
     }
     slot = &input.tensor;
   }
-  for (size_t i = 0; i < N; ++i) {
+  for (size_t i = 0; i < names.size(); ++i) {
     if (bound[i] == nullptr) {
       return absl::InvalidArgumentError(absl::StrCat("inputs is missing \"", names[i],
-                                                     "\"; ", op, " takes ", quoted()));
+                                                     "\"; ", op.name, " takes ", quoted()));
     }
   }
   return bound;
@@ -54,27 +56,26 @@ struct Planner {
   const StopCheck& stop;
 
   absl::StatusOr<ExecutionPlan> operator()(const SliceAttrs& attrs) const {
-    ASSIGN_OR_RETURN(auto inputs, BindInputs<1>("slice", request.inputs, {"input"}));
+    ASSIGN_OR_RETURN(auto inputs, BindInputs(InfoOf<SliceAttrs>(), request.inputs));
     ASSIGN_OR_RETURN(SliceGeometry geometry,
                      ValidateSlice(attrs, *inputs[0], request.outputs, limits));
     return PlanSlice(geometry);
   }
   absl::StatusOr<ExecutionPlan> operator()(const StridedSliceAttrs& attrs) const {
-    ASSIGN_OR_RETURN(auto inputs,
-                     BindInputs<1>("strided_slice", request.inputs, {"input"}));
+    ASSIGN_OR_RETURN(auto inputs, BindInputs(InfoOf<StridedSliceAttrs>(), request.inputs));
     ASSIGN_OR_RETURN(StridedSliceGeometry geometry,
                      ValidateStridedSlice(attrs, *inputs[0], request.outputs, limits));
     return PlanStridedSlice(geometry);
   }
   absl::StatusOr<ExecutionPlan> operator()(const SplitAttrs& attrs) const {
-    ASSIGN_OR_RETURN(auto inputs, BindInputs<1>("split", request.inputs, {"input"}));
+    ASSIGN_OR_RETURN(auto inputs, BindInputs(InfoOf<SplitAttrs>(), request.inputs));
     ASSIGN_OR_RETURN(SplitGeometry geometry,
                      ValidateSplit(attrs, *inputs[0], request.outputs, limits, stop));
     return PlanSplit(geometry);
   }
   absl::StatusOr<ExecutionPlan> operator()(const ScatterElementsAttrs& attrs) const {
-    ASSIGN_OR_RETURN(auto inputs, BindInputs<3>("scatter_elements", request.inputs,
-                                                {"input", "indices", "updates"}));
+    ASSIGN_OR_RETURN(auto inputs,
+                     BindInputs(InfoOf<ScatterElementsAttrs>(), request.inputs));
     ASSIGN_OR_RETURN(ScatterElementsGeometry geometry,
                      ValidateScatterElements(attrs, *inputs[0], *inputs[1], *inputs[2],
                                              request.outputs, limits, stop));
@@ -108,11 +109,7 @@ absl::Status CheckRequestBytes(const OpRequest& request, const ExecutionPlan& pl
 
 }  // namespace
 
-absl::string_view OpName(const OpAttrs& attrs) {
-  static constexpr absl::string_view kNames[] = {"slice", "strided_slice", "split",
-                                                "scatter_elements"};
-  return kNames[attrs.index()];
-}
+absl::string_view OpName(const OpAttrs& attrs) { return InfoOf(attrs).name; }
 
 absl::StatusOr<ExecutionPlan> PlanOperator(const OpRequest& request,
                                            const Limits& limits, const StopCheck& stop) {

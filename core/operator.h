@@ -13,13 +13,14 @@
 #include "core/attrs.h"
 #include "core/cancellation.h"
 #include "core/limits.h"
+#include "core/operator_info.h"
 #include "core/plan/plan.h"
 #include "core/tensor.h"
 
 namespace tensorop {
 
 // "slice", "strided_slice", "split", "scatter_elements": the names used in the
-// conformance format, in error messages and in logs.
+// conformance format, in error messages and in logs (kOperators' names).
 absl::string_view OpName(const OpAttrs& attrs);
 
 struct NamedTensor {

@@ -8,6 +8,8 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "core/operator_info.h"
 
 namespace tensorop::server {
 namespace {
@@ -51,13 +53,13 @@ v1::DType ToProtoDType(DType dtype) { return static_cast<v1::DType>(dtype); }
 absl::string_view OpCaseName(const v1::RunRequest& request) {
   switch (request.op_case()) {
     case v1::RunRequest::kSlice:
-      return "slice";
+      return InfoOf<SliceAttrs>().name;
     case v1::RunRequest::kStridedSlice:
-      return "strided_slice";
+      return InfoOf<StridedSliceAttrs>().name;
     case v1::RunRequest::kSplit:
-      return "split";
+      return InfoOf<SplitAttrs>().name;
     case v1::RunRequest::kScatterElements:
-      return "scatter_elements";
+      return InfoOf<ScatterElementsAttrs>().name;
     case v1::RunRequest::OP_NOT_SET:
       break;
   }
@@ -80,8 +82,13 @@ absl::StatusOr<OpRequest> ToOpRequest(const v1::RunRequest& request) {
       op.attrs = ScatterElementsAttrs{.axis = request.scatter_elements().axis()};
       break;
     case v1::RunRequest::OP_NOT_SET:
-      return absl::InvalidArgumentError(
-          "op: none of slice, strided_slice, split, scatter_elements is set");
+      return absl::InvalidArgumentError(absl::StrCat(
+          "op: none of ",
+          absl::StrJoin(kOperators, ", ",
+                        [](std::string* out, const OperatorInfo& info) {
+                          absl::StrAppend(out, info.name);
+                        }),
+          " is set"));
   }
 
   // The proto map's order is unspecified; name order keeps the error for "the

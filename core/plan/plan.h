@@ -8,6 +8,7 @@
 #include "absl/strings/string_view.h"
 #include <vector>
 
+#include "core/operator_info.h"
 #include "core/tensor.h"
 
 namespace tensorop {
@@ -63,6 +64,14 @@ struct ExecutionPlan {
   std::vector<ScatterWalk> scatters;         // after every copy
   int64_t bytes_moved = 0;                   // for scheduling decisions
 };
+
+// A plan named for `op` with its input slots, nothing to move yet.
+inline ExecutionPlan EmptyPlan(const OperatorInfo& op) {
+  ExecutionPlan plan;
+  plan.op = op.name;
+  plan.input_names.assign(op.input_names.begin(), op.input_names.end());
+  return plan;
+}
 
 }  // namespace tensorop
 

@@ -13,9 +13,7 @@ ExecutionPlan PlanScatterElements(const ScatterElementsGeometry& geometry) {
   const int64_t element_size = ElementSize(output.dtype);
   const int64_t index_size = ElementSize(indices.dtype);
 
-  ExecutionPlan plan;
-  plan.op = "scatter_elements";
-  plan.input_names = {"input", "indices", "updates"};
+  ExecutionPlan plan = EmptyPlan(InfoOf<ScatterElementsAttrs>());
   plan.outputs = {output};
   InputWindow whole_input;
   whole_input.strides = input.strides;

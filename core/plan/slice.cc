@@ -5,7 +5,7 @@
 namespace tensorop {
 
 ExecutionPlan PlanSlice(const SliceGeometry& geometry) {
-  return PlanWindowCopy("slice", geometry.output, geometry.window);
+  return PlanWindowCopy(InfoOf<SliceAttrs>(), geometry.output, geometry.window);
 }
 
 }  // namespace tensorop

@@ -5,9 +5,7 @@
 namespace tensorop {
 
 ExecutionPlan PlanSplit(const SplitGeometry& geometry) {
-  ExecutionPlan plan;
-  plan.op = "split";
-  plan.input_names = {"input"};
+  ExecutionPlan plan = EmptyPlan(InfoOf<SplitAttrs>());
   plan.outputs = geometry.outputs;
   for (size_t j = 0; j < geometry.outputs.size(); ++j) {
     plan.copies.push_back(PlanStridedCopy(geometry.outputs[j], geometry.windows[j], 0,

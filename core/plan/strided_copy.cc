@@ -50,11 +50,9 @@ StridedCopy PlanStridedCopy(const Layout& output, const InputWindow& window,
   return copy;
 }
 
-ExecutionPlan PlanWindowCopy(absl::string_view op, const Layout& output,
+ExecutionPlan PlanWindowCopy(const OperatorInfo& op, const Layout& output,
                              const InputWindow& window) {
-  ExecutionPlan plan;
-  plan.op = op;
-  plan.input_names = {"input"};
+  ExecutionPlan plan = EmptyPlan(op);
   plan.outputs = {output};
   plan.copies = {PlanStridedCopy(output, window, 0, 0)};
   return plan;

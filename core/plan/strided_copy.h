@@ -4,27 +4,21 @@
 #define TENSOROP_CORE_PLAN_STRIDED_COPY_H_
 
 #include <cstdint>
-#include "absl/strings/string_view.h"
 #include <vector>
 
+#include "core/operator_info.h"
 #include "core/plan/plan.h"
 #include "core/tensor.h"
+#include "core/window.h"
 
 namespace tensorop {
-
-// output[c] = input[base + dot(c, strides)] for c over the output's sizes;
-// counted in elements. Validation guarantees every address is in the input.
-struct InputWindow {
-  int64_t base = 0;
-  std::vector<int64_t> strides;
-};
 
 StridedCopy PlanStridedCopy(const Layout& output, const InputWindow& window,
                             int input_slot, int output_slot);
 
 // The plan of an operator whose one output is a window on its one input
 // (slice, strided_slice).
-ExecutionPlan PlanWindowCopy(absl::string_view op, const Layout& output,
+ExecutionPlan PlanWindowCopy(const OperatorInfo& op, const Layout& output,
                              const InputWindow& window);
 
 }  // namespace tensorop

@@ -5,7 +5,7 @@
 namespace tensorop {
 
 ExecutionPlan PlanStridedSlice(const StridedSliceGeometry& geometry) {
-  return PlanWindowCopy("strided_slice", geometry.output, geometry.window);
+  return PlanWindowCopy(InfoOf<StridedSliceAttrs>(), geometry.output, geometry.window);
 }
 
 }  // namespace tensorop

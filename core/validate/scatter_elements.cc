@@ -6,6 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "core/operator_info.h"
 #include "core/status_macros.h"
 #include "core/validate/tensor.h"
 
@@ -86,18 +87,20 @@ absl::StatusOr<ScatterElementsGeometry> ValidateScatterElements(
     const ScatterElementsAttrs& attrs, const TensorView& input,
     const TensorView& indices, const TensorView& updates,
     std::span<const OutputDesc> outputs, const Limits& limits, const StopCheck& stop) {
+  const OperatorInfo& op = InfoOf<ScatterElementsAttrs>();
   ScatterElementsGeometry geometry;
-  const RankRule rule = DmlRankRule("scatter_elements");
-  ASSIGN_OR_RETURN(geometry.input, ValidateInput(input, "input", rule, limits));
-  ASSIGN_OR_RETURN(geometry.indices, ValidateInput(indices, "indices", rule, limits));
-  ASSIGN_OR_RETURN(geometry.updates, ValidateInput(updates, "updates", rule, limits));
+  const RankRule& rule = op.input_rank;
+  ASSIGN_OR_RETURN(geometry.input, ValidateInput(input, op.input_names[0], rule, limits));
+  ASSIGN_OR_RETURN(geometry.indices, ValidateInput(indices, op.input_names[1], rule, limits));
+  ASSIGN_OR_RETURN(geometry.updates, ValidateInput(updates, op.input_names[2], rule, limits));
   const Layout& in = geometry.input;
   const Layout& idx = geometry.indices;
   const Layout& upd = geometry.updates;
   const int64_t rank = static_cast<int64_t>(in.sizes.size());
 
-  for (const auto& [name, layout] : {std::pair<absl::string_view, const Layout*>{"indices", &idx},
-                                     {"updates", &upd}}) {
+  for (const auto& [name, layout] :
+       {std::pair<absl::string_view, const Layout*>{op.input_names[1], &idx},
+        {op.input_names[2], &upd}}) {
     if (static_cast<int64_t>(layout->sizes.size()) != rank) {
       return absl::InvalidArgumentError(absl::StrCat(name, " has rank ",
                                                      layout->sizes.size(),
@@ -134,10 +137,7 @@ absl::StatusOr<ScatterElementsGeometry> ValidateScatterElements(
 
   std::span<const int64_t> out_strides;
   if (!outputs.empty()) {
-    if (outputs.size() != 1) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "outputs has ", outputs.size(), " entries; scatter_elements has exactly one output"));
-    }
+    RETURN_IF_ERROR(CheckOutputCount(op, outputs.size()));
     if (outputs[0].sizes != in.sizes) {
       return absl::InvalidArgumentError(
           absl::StrCat("outputs[0].sizes is ", FormatList(outputs[0].sizes),
@@ -146,7 +146,7 @@ absl::StatusOr<ScatterElementsGeometry> ValidateScatterElements(
     out_strides = outputs[0].strides;
   }
   ASSIGN_OR_RETURN(geometry.output, ValidateOutputLayout(in.dtype, in.sizes, out_strides,
-                                                         "outputs[0]", limits));
+                                                         OutputName(0), limits));
   geometry.axis = axis;
   RETURN_IF_ERROR(CheckIndexValues(idx, indices.data, axis, in.sizes[axis], stop));
   return geometry;

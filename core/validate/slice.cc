@@ -4,6 +4,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "core/checked_math.h"
+#include "core/operator_info.h"
 #include "core/status_macros.h"
 #include "core/validate/tensor.h"
 
@@ -25,17 +26,15 @@ absl::StatusOr<SliceGeometry> ValidateSlice(const SliceAttrs& attrs,
                                             const TensorView& input,
                                             std::span<const OutputDesc> outputs,
                                             const Limits& limits) {
+  const OperatorInfo& op = InfoOf<SliceAttrs>();
   SliceGeometry geometry;
   ASSIGN_OR_RETURN(geometry.input,
-                   ValidateInput(input, "input", DmlRankRule("slice"), limits));
+                   ValidateInput(input, op.input_names[0], op.input_rank, limits));
   const int64_t rank = static_cast<int64_t>(geometry.input.sizes.size());
   RETURN_IF_ERROR(CheckLength(attrs.offsets, "slice.offsets", rank));
   RETURN_IF_ERROR(CheckLength(attrs.window_sizes, "slice.window_sizes", rank));
   RETURN_IF_ERROR(CheckLength(attrs.window_strides, "slice.window_strides", rank));
-  if (outputs.size() != 1) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "outputs has ", outputs.size(), " entries; slice has exactly one output"));
-  }
+  RETURN_IF_ERROR(CheckOutputCount(op, outputs.size()));
   const OutputDesc& output = outputs[0];
   RETURN_IF_ERROR(CheckLength(output.sizes, "outputs[0].sizes", rank));
 
@@ -83,7 +82,7 @@ absl::StatusOr<SliceGeometry> ValidateSlice(const SliceAttrs& attrs,
   }
   ASSIGN_OR_RETURN(geometry.output,
                    ValidateOutputLayout(geometry.input.dtype, output.sizes,
-                                        output.strides, "outputs[0]", limits));
+                                        output.strides, OutputName(0), limits));
   return geometry;
 }
 

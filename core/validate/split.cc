@@ -2,6 +2,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "core/checked_math.h"
+#include "core/operator_info.h"
 #include "core/status_macros.h"
 #include "core/validate/tensor.h"
 
@@ -11,14 +12,13 @@ absl::StatusOr<SplitGeometry> ValidateSplit(const SplitAttrs& attrs,
                                             const TensorView& input,
                                             std::span<const OutputDesc> outputs,
                                             const Limits& limits, const StopCheck& stop) {
+  const OperatorInfo& op = InfoOf<SplitAttrs>();
   SplitGeometry geometry;
   ASSIGN_OR_RETURN(geometry.input,
-                   ValidateInput(input, "input", DmlRankRule("split"), limits));
+                   ValidateInput(input, op.input_names[0], op.input_rank, limits));
   const Layout& in = geometry.input;
   const int64_t rank = static_cast<int64_t>(in.sizes.size());
-  if (outputs.empty()) {
-    return absl::InvalidArgumentError("outputs is empty; split needs at least one output");
-  }
+  RETURN_IF_ERROR(CheckOutputCount(op, outputs.size()));
   const int64_t axis = attrs.axis;
   if (axis < 0 || axis >= rank) {
     return absl::InvalidArgumentError(absl::StrCat("split.axis = ", axis,
@@ -29,7 +29,7 @@ absl::StatusOr<SplitGeometry> ValidateSplit(const SplitAttrs& attrs,
   StopPoller poller(stop);  // millions of outputs take seconds to check
   for (size_t j = 0; j < outputs.size(); ++j) {
     if (poller.Tick(16)) return poller.status();
-    const std::string name = absl::StrCat("outputs[", j, "]");
+    const std::string name = OutputName(j);
     const std::vector<int64_t>& sizes = outputs[j].sizes;
     if (static_cast<int64_t>(sizes.size()) != rank) {
       return absl::InvalidArgumentError(absl::StrCat(

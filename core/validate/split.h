@@ -9,8 +9,8 @@
 #include "core/attrs.h"
 #include "core/cancellation.h"
 #include "core/limits.h"
-#include "core/plan/strided_copy.h"
 #include "core/tensor.h"
+#include "core/window.h"
 
 namespace tensorop {
 

@@ -5,6 +5,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "core/checked_math.h"
+#include "core/operator_info.h"
 #include "core/status_macros.h"
 #include "core/validate/tensor.h"
 
@@ -56,9 +57,10 @@ int64_t FromEnd(int64_t value, int64_t n) { return value < 0 ? value + n : value
 absl::StatusOr<StridedSliceGeometry> ValidateStridedSlice(
     const StridedSliceAttrs& attrs, const TensorView& input,
     std::span<const OutputDesc> outputs, const Limits& limits) {
+  const OperatorInfo& op = InfoOf<StridedSliceAttrs>();
   StridedSliceGeometry geometry;
   ASSIGN_OR_RETURN(geometry.input,
-                   ValidateInput(input, "input", kStridedSliceInputRule, limits));
+                   ValidateInput(input, op.input_names[0], op.input_rank, limits));
   const Layout& in = geometry.input;
   const int64_t rank = static_cast<int64_t>(in.sizes.size());
   const size_t steps = attrs.begin.size();
@@ -181,10 +183,7 @@ absl::StatusOr<StridedSliceGeometry> ValidateStridedSlice(
 
   std::span<const int64_t> out_strides;
   if (!outputs.empty()) {
-    if (outputs.size() != 1) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "outputs has ", outputs.size(), " entries; strided_slice has exactly one output"));
-    }
+    RETURN_IF_ERROR(CheckOutputCount(op, outputs.size()));
     if (outputs[0].sizes != out_sizes) {
       return absl::InvalidArgumentError(
           absl::StrCat("outputs[0].sizes is ", FormatList(outputs[0].sizes),
@@ -193,7 +192,7 @@ absl::StatusOr<StridedSliceGeometry> ValidateStridedSlice(
     out_strides = outputs[0].strides;
   }
   ASSIGN_OR_RETURN(geometry.output, ValidateOutputLayout(in.dtype, out_sizes, out_strides,
-                                                         "outputs[0]", limits));
+                                                         OutputName(0), limits));
   return geometry;
 }
 

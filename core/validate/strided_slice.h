@@ -8,8 +8,8 @@
 #include "absl/status/statusor.h"
 #include "core/attrs.h"
 #include "core/limits.h"
-#include "core/plan/strided_copy.h"
 #include "core/tensor.h"
+#include "core/window.h"
 
 namespace tensorop {
 

@@ -59,6 +59,23 @@ std::string FormatList(std::span<const int64_t> values) {
   return absl::StrCat("[", absl::StrJoin(values, ", "), "]");
 }
 
+absl::Status CheckOutputCount(const OperatorInfo& op, size_t count) {
+  switch (op.outputs) {
+    case OutputRule::kOneGiven:
+      if (count == 1) return absl::OkStatus();
+      break;
+    case OutputRule::kOneDerived:
+      if (count <= 1) return absl::OkStatus();
+      break;
+    case OutputRule::kOneOrMoreGiven:
+      if (count >= 1) return absl::OkStatus();
+      return absl::InvalidArgumentError(
+          absl::StrCat("outputs is empty; ", op.name, " needs at least one output"));
+  }
+  return absl::InvalidArgumentError(
+      absl::StrCat("outputs has ", count, " entries; ", op.name, " has exactly one output"));
+}
+
 absl::StatusOr<int64_t> CheckedElementCount(std::span<const int64_t> sizes,
                                             absl::string_view name, const Limits& limits) {
   // The product of the non-zero sizes must fit even when a zero makes the count

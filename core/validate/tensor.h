@@ -10,20 +10,10 @@
 
 #include "absl/status/statusor.h"
 #include "core/limits.h"
+#include "core/operator_info.h"
 #include "core/tensor.h"
 
 namespace tensorop {
-
-// Which ranks and sizes an operator accepts for its tensors.
-struct RankRule {
-  int min_rank;
-  int max_rank;
-  bool allow_zero_sizes;
-  absl::string_view op;  // for messages: "slice takes rank 1..8"
-};
-
-inline constexpr RankRule DmlRankRule(absl::string_view op) { return {1, 8, false, op}; }
-inline constexpr RankRule kStridedSliceInputRule{1, 32, true, "strided_slice"};
 
 // Checks dtype size, rank, sizes, strides, element count and that `data` holds
 // the buffer the layout addresses. `name` prefixes every message ("input").
@@ -36,6 +26,10 @@ absl::StatusOr<Layout> ValidateInput(const TensorView& tensor, absl::string_view
 absl::StatusOr<Layout> ValidateOutputLayout(DType dtype, std::span<const int64_t> sizes,
                                             std::span<const int64_t> strides,
                                             absl::string_view name, const Limits& limits);
+
+// The request's `outputs` has `count` entries: INVALID_ARGUMENT when `op`'s
+// OutputRule does not allow that many.
+absl::Status CheckOutputCount(const OperatorInfo& op, size_t count);
 
 // The element count of `sizes` (each >= 0): INVALID_ARGUMENT when it overflows,
 // RESOURCE_EXHAUSTED over the limit.

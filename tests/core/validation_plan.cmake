@@ -21,3 +21,6 @@ foreach(stem strided_copy byte_range slice strided_slice split scatter_elements 
   tensorop_validation_plan_test(plan_${stem}_test
                                 ${CMAKE_CURRENT_LIST_DIR}/plan/${stem}_test.cc)
 endforeach()
+
+# The per-operator descriptions in core/operator_info.h.
+tensorop_validation_plan_test(operator_info_test ${CMAKE_CURRENT_LIST_DIR}/operator_info_test.cc)

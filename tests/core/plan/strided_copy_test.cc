@@ -207,7 +207,7 @@ TEST(StridedCopyPlanTest, PaddedDestinationKeepsItsPitch) {
 
 TEST(WindowCopyPlanTest, PlanHasOneCopyFromTheInputSlot) {
   const Layout output = OutputLayout(DType::kFloat32, {2, 3});
-  const ExecutionPlan plan = PlanWindowCopy("strided_slice", output, Window(4, {6, 1}));
+  const ExecutionPlan plan = PlanWindowCopy(InfoOf<StridedSliceAttrs>(), output, Window(4, {6, 1}));
   EXPECT_EQ(plan.op, "strided_slice");
   EXPECT_THAT(plan.input_names, ElementsAre("input"));
   ASSERT_EQ(plan.outputs.size(), 1u);

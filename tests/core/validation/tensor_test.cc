@@ -11,6 +11,7 @@
 #include "absl/status/status.h"
 #include "core/dtype.h"
 #include "core/limits.h"
+#include "core/operator_info.h"
 #include "core/tensor.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -29,7 +30,7 @@ constexpr int64_t kInt64Max = std::numeric_limits<int64_t>::max();
 // Validates a tensor over `bytes` zero bytes. The buffer outlives the call.
 absl::StatusOr<Layout> Validate(DType dtype, std::vector<int64_t> sizes,
                                 std::vector<int64_t> strides, size_t bytes,
-                                const RankRule& rule = DmlRankRule("slice"),
+                                const RankRule& rule = InfoOf<SliceAttrs>().input_rank,
                                 const Limits& limits = Limits{}) {
   const std::vector<std::byte> data(bytes);
   const TensorView view{TensorDesc{dtype, std::move(sizes), std::move(strides)}, data};
@@ -52,7 +53,7 @@ TEST(TensorValidationTest, DmlRankZeroIsRejected) {
 
 TEST(TensorValidationTest, DmlRankNineIsRejectedAndNamesTheOperator) {
   EXPECT_THAT(Validate(DType::kUint8, std::vector<int64_t>(9, 1), {}, 1,
-                       DmlRankRule("scatter_elements")),
+                       InfoOf<ScatterElementsAttrs>().input_rank),
               StatusIs(absl::StatusCode::kInvalidArgument,
                        Eq("input.sizes has 9 dimensions; scatter_elements takes rank 1..8")));
 }
@@ -67,19 +68,19 @@ TEST(TensorValidationTest, DmlRankOneAndEightAreAccepted) {
 
 TEST(TensorValidationTest, StridedSliceRankThirtyThreeIsRejected) {
   EXPECT_THAT(Validate(DType::kUint8, std::vector<int64_t>(33, 1), {}, 1,
-                       kStridedSliceInputRule),
+                       InfoOf<StridedSliceAttrs>().input_rank),
               StatusIs(absl::StatusCode::kInvalidArgument,
                        Eq("input.sizes has 33 dimensions; strided_slice takes rank 1..32")));
 }
 
 TEST(TensorValidationTest, StridedSliceRankThirtyTwoIsAccepted) {
   ASSERT_OK_AND_ASSIGN(Layout layout, Validate(DType::kUint8, std::vector<int64_t>(32, 1),
-                                               {}, 1, kStridedSliceInputRule));
+                                               {}, 1, InfoOf<StridedSliceAttrs>().input_rank));
   EXPECT_EQ(layout.sizes.size(), 32u);
 }
 
 TEST(TensorValidationTest, StridedSliceRankZeroIsRejected) {
-  EXPECT_THAT(Validate(DType::kUint8, {}, {}, 1, kStridedSliceInputRule),
+  EXPECT_THAT(Validate(DType::kUint8, {}, {}, 1, InfoOf<StridedSliceAttrs>().input_rank),
               StatusIs(absl::StatusCode::kInvalidArgument,
                        Eq("input.sizes has 0 dimensions; strided_slice takes rank 1..32")));
 }
@@ -99,14 +100,14 @@ TEST(TensorValidationTest, DmlNegativeSizeIsRejected) {
 }
 
 TEST(TensorValidationTest, StridedSliceNegativeSizeIsRejected) {
-  EXPECT_THAT(Validate(DType::kFloat32, {2, -1}, {}, 0, kStridedSliceInputRule),
+  EXPECT_THAT(Validate(DType::kFloat32, {2, -1}, {}, 0, InfoOf<StridedSliceAttrs>().input_rank),
               StatusIs(absl::StatusCode::kInvalidArgument,
                        Eq("input.sizes[1] must be >= 0, got -1")));
 }
 
 TEST(TensorValidationTest, StridedSliceZeroSizeIsAnEmptyTensor) {
   ASSERT_OK_AND_ASSIGN(Layout layout,
-                       Validate(DType::kFloat32, {2, 0, 3}, {}, 0, kStridedSliceInputRule));
+                       Validate(DType::kFloat32, {2, 0, 3}, {}, 0, InfoOf<StridedSliceAttrs>().input_rank));
   EXPECT_EQ(layout.element_count, 0);
   EXPECT_EQ(layout.buffer_elements, 0);
   EXPECT_EQ(layout.buffer_bytes(), 0);
@@ -114,7 +115,7 @@ TEST(TensorValidationTest, StridedSliceZeroSizeIsAnEmptyTensor) {
 
 TEST(TensorValidationTest, StridedSliceZeroSizeWithStridesNeedsNoData) {
   ASSERT_OK_AND_ASSIGN(Layout layout, Validate(DType::kFloat32, {2, 0}, {100, 1}, 0,
-                                               kStridedSliceInputRule));
+                                               InfoOf<StridedSliceAttrs>().input_rank));
   EXPECT_EQ(layout.element_count, 0);
   EXPECT_EQ(layout.buffer_elements, 0);
 }
@@ -208,7 +209,7 @@ TEST(TensorValidationTest, ElementCountOfExactlyTwoToThe32MinusOneIsAccepted) {
 TEST(TensorValidationTest, LowerMaxTensorElementsIsResourceExhausted) {
   Limits limits;
   limits.max_tensor_elements = 5;
-  EXPECT_THAT(Validate(DType::kFloat32, {2, 3}, {}, 24, DmlRankRule("slice"), limits),
+  EXPECT_THAT(Validate(DType::kFloat32, {2, 3}, {}, 24, InfoOf<SliceAttrs>().input_rank, limits),
               StatusIs(absl::StatusCode::kResourceExhausted,
                        Eq("input.sizes [2, 3] hold 6 elements; the limit is 5")));
 }
@@ -216,7 +217,7 @@ TEST(TensorValidationTest, LowerMaxTensorElementsIsResourceExhausted) {
 TEST(TensorValidationTest, MaxTensorElementsAboveTheSpecCeilingIsCapped) {
   Limits limits;
   limits.max_tensor_elements = int64_t{1} << 40;
-  EXPECT_THAT(Validate(DType::kUint8, {65536, 65536}, {}, 0, DmlRankRule("slice"), limits),
+  EXPECT_THAT(Validate(DType::kUint8, {65536, 65536}, {}, 0, InfoOf<SliceAttrs>().input_rank, limits),
               StatusIs(absl::StatusCode::kResourceExhausted,
                        Eq("input.sizes [65536, 65536] hold 4294967296 elements; "
                           "the limit is 4294967295")));
@@ -263,7 +264,7 @@ TEST(TensorValidationTest, ExtentInBytesOverflowingIsInvalidArgument) {
 
 TEST(TensorValidationTest, EmptyTensorStillNeedsStridesThatFit) {
   // No element is addressed, but (3 - 1) * INT64_MAX still does not fit.
-  EXPECT_THAT(Validate(DType::kUint8, {0, 3}, {1, kInt64Max}, 0, kStridedSliceInputRule),
+  EXPECT_THAT(Validate(DType::kUint8, {0, 3}, {1, kInt64Max}, 0, InfoOf<StridedSliceAttrs>().input_rank),
               StatusIs(absl::StatusCode::kInvalidArgument,
                        Eq("input: sizes [0, 3] with strides [1, 9223372036854775807] reach "
                           "past 2^63 - 1 elements")));
@@ -273,7 +274,7 @@ TEST(TensorValidationTest, ZeroSizeDoesNotHideAnOverflowingSizeProduct) {
   const int64_t big = int64_t{1} << 40;
   for (std::vector<int64_t> sizes : {std::vector<int64_t>{0, big, big},
                                      std::vector<int64_t>{big, big, 0}}) {
-    EXPECT_THAT(Validate(DType::kUint8, sizes, {}, 0, kStridedSliceInputRule),
+    EXPECT_THAT(Validate(DType::kUint8, sizes, {}, 0, InfoOf<StridedSliceAttrs>().input_rank),
                 StatusIs(absl::StatusCode::kInvalidArgument,
                          ::testing::EndsWith(": the element count overflows 64 bits")));
   }

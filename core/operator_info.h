@@ -1,0 +1,107 @@
+// One description per operator: its name, its inputs' names in slot order, how
+// many outputs a request lists and the ranks its inputs take. Validation,
+// planning, the request binding and the server's conversion read these instead
+// of spelling them, so adding an operator means one more row here.
+#ifndef TENSOROP_CORE_OPERATOR_INFO_H_
+#define TENSOROP_CORE_OPERATOR_INFO_H_
+
+#include <array>
+#include <cstddef>
+#include <span>
+#include <string>
+#include <type_traits>
+#include <variant>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/string_view.h"
+#include "core/attrs.h"
+
+namespace tensorop {
+
+// Which ranks and sizes an operator accepts for its input tensors.
+struct RankRule {
+  int min_rank;
+  int max_rank;
+  bool allow_zero_sizes;
+  absl::string_view op;  // for messages: "slice takes rank 1..8"
+};
+
+// The request's `outputs` list, per operator.
+enum class OutputRule {
+  kOneGiven,         // exactly one entry; the caller gives its sizes (slice)
+  kOneDerived,       // none or one; the operator derives the sizes
+  kOneOrMoreGiven,   // at least one; the caller gives each one's sizes (split)
+};
+
+struct OperatorInfo {
+  // OPERATORS.md's name: the conformance cases' "op", messages, logs, metrics.
+  absl::string_view name;
+  // Slot order: the plan's input slot i binds the input named input_names[i].
+  std::span<const absl::string_view> input_names;
+  OutputRule outputs;
+  RankRule input_rank;  // every input
+};
+
+inline constexpr size_t kMaxOperatorInputs = 3;
+
+namespace operator_info_internal {
+
+inline constexpr absl::string_view kInput[] = {"input"};
+inline constexpr absl::string_view kScatterInputs[] = {"input", "indices", "updates"};
+
+constexpr OperatorInfo Describe(absl::string_view name,
+                                std::span<const absl::string_view> inputs,
+                                OutputRule outputs, int max_rank, bool allow_zero_sizes) {
+  return {name, inputs, outputs, RankRule{1, max_rank, allow_zero_sizes, name}};
+}
+
+// The position of T among the alternatives of OpAttrs.
+template <typename T, typename... Ts>
+constexpr size_t IndexIn(const std::variant<Ts...>*) {
+  size_t index = 0;
+  (void)((std::is_same_v<T, Ts> ? false : (++index, true)) && ...);
+  return index;
+}
+
+}  // namespace operator_info_internal
+
+// Indexed like OpAttrs: kOperators[attrs.index()] describes `attrs`' operator.
+// DirectML's operators take ranks 1..8 with no zero sizes; OpenVINO's
+// StridedSlice takes up to 32 and empty dimensions (OPERATORS.md).
+inline constexpr std::array<OperatorInfo, std::variant_size_v<OpAttrs>> kOperators = {{
+    operator_info_internal::Describe("slice", operator_info_internal::kInput,
+                                     OutputRule::kOneGiven, 8, false),
+    operator_info_internal::Describe("strided_slice", operator_info_internal::kInput,
+                                     OutputRule::kOneDerived, 32, true),
+    operator_info_internal::Describe("split", operator_info_internal::kInput,
+                                     OutputRule::kOneOrMoreGiven, 8, false),
+    operator_info_internal::Describe("scatter_elements",
+                                     operator_info_internal::kScatterInputs,
+                                     OutputRule::kOneDerived, 8, false),
+}};
+static_assert(
+    [] {
+      for (const OperatorInfo& op : kOperators) {
+        if (op.input_names.size() > kMaxOperatorInputs) return false;
+      }
+      return true;
+    }(),
+    "raise kMaxOperatorInputs");
+
+// The description of the operator whose attributes are `Attrs` (SliceAttrs, ...).
+template <typename Attrs>
+constexpr const OperatorInfo& InfoOf() {
+  constexpr size_t index =
+      operator_info_internal::IndexIn<Attrs>(static_cast<const OpAttrs*>(nullptr));
+  static_assert(index < kOperators.size(), "not an alternative of OpAttrs");
+  return kOperators[index];
+}
+
+inline const OperatorInfo& InfoOf(const OpAttrs& attrs) { return kOperators[attrs.index()]; }
+
+// Output j's name in messages: "outputs[0]", ...
+inline std::string OutputName(size_t j) { return absl::StrCat("outputs[", j, "]"); }
+
+}  // namespace tensorop
+
+#endif  // TENSOROP_CORE_OPERATOR_INFO_H_
