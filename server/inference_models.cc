@@ -478,8 +478,11 @@ absl::StatusOr<inference::ModelInferResponse> ToModelInferResponse(
     v1::Tensor& tensor = *response.mutable_outputs(k);
     // Packed row-major: the native pipeline writes outputs so when the request
     // asks for no strides, as ToRunRequest's never do.
+    // (An empty output has no elements to place.)
+    const bool empty = std::find(tensor.sizes().begin(), tensor.sizes().end(), 0) !=
+                       tensor.sizes().end();
     int64_t expected = 1;
-    for (int d = tensor.sizes_size() - 1; d >= 0; --d) {
+    for (int d = tensor.sizes_size() - 1; d >= 0 && !empty; --d) {
       if (tensor.sizes(d) > 1 && tensor.strides_size() == tensor.sizes_size() &&
           tensor.strides(d) != expected) {
         return absl::InternalError(absl::StrCat(request.model_name(), ": output ", names[k],

@@ -116,6 +116,24 @@ TEST(InferenceModelsTest, SliceRawBecomesANativeRequestWithTheWholeWindow) {
   EXPECT_EQ(run.inputs().size(), 1u);  // the parameters are attributes
 }
 
+TEST(InferenceModelsTest, StridedSliceTakesOptionalMasksAndLeavesOutputSizesToTheOperator) {
+  inference::ModelInferRequest request;
+  request.set_model_name("strided_slice");
+  AddRaw(request, "input", "FP16", {4}, std::string(8, '\0'));
+  AddInt64(request, "begin", {1});
+  AddInt64(request, "end", {3});
+  AddInt64(request, "shrink_axis_mask", {0});
+  (*request.mutable_parameters())["backend"].set_string_param("OpenCL");
+  ASSERT_OK_AND_ASSIGN(v1::RunRequest run, ToRunRequest(request));
+  EXPECT_EQ(run.backend(), v1::OPENCL);
+  EXPECT_EQ(run.inputs().at("input").dtype(), v1::FLOAT16);
+  EXPECT_THAT(run.strided_slice().begin(), ElementsAre(1));
+  EXPECT_THAT(run.strided_slice().end(), ElementsAre(3));
+  EXPECT_TRUE(run.strided_slice().stride().empty());
+  EXPECT_THAT(run.strided_slice().shrink_axis_mask(), ElementsAre(0));
+  EXPECT_EQ(run.outputs_size(), 0);
+}
+
 TEST(InferenceModelsTest, TypedContentsAreConvertedPerDatatype) {
   inference::ModelInferRequest request;
   request.set_model_name("split");
