@@ -232,3 +232,49 @@ def test_typed_contents_and_bool(v2_client: triton.InferenceServerClient) -> Non
             tensor.contents.int64_contents.extend(values)
     response = v2_client._client_stub.ModelInfer(request)
     assert np.frombuffer(response.raw_output_contents[0], dtype=np.int32).tolist() == [-8, 7, -6]
+
+
+def test_proto_matches_tritonclients(tmp_path: Path) -> None:
+    """Every message, field (number, type, label) and rpc of proto/inference/
+    grpc_service.proto is the same in tritonclient's generated grpc_service
+    (a superset: Triton's extensions are absent from ours)."""
+    from google.protobuf import descriptor_pb2
+    from grpc_tools import protoc
+
+    proto_dir = Path(__file__).resolve().parents[2] / "proto"
+    out = tmp_path / "ours.pb"
+    assert protoc.main(["protoc", f"--proto_path={proto_dir}", f"--descriptor_set_out={out}",
+                        str(proto_dir / "inference/grpc_service.proto")]) == 0
+    ours = descriptor_pb2.FileDescriptorSet.FromString(out.read_bytes()).file[0]
+    theirs = descriptor_pb2.FileDescriptorProto.FromString(service_pb2.DESCRIPTOR.serialized_pb)
+    assert (ours.package, ours.service[0].name) == (theirs.package, theirs.service[0].name)
+
+    def messages(types, prefix=""):
+        for m in types:
+            yield prefix + m.name, m
+            yield from messages(m.nested_type, prefix + m.name + ".")
+
+    their_messages = dict(messages(theirs.message_type))
+    differences = []
+    fields = 0
+    for name, message in messages(ours.message_type):
+        if name not in their_messages:
+            differences.append(f"{name}: not in tritonclient's")
+            continue
+        their_fields = {f.name: f for f in their_messages[name].field}
+        for f in message.field:
+            fields += 1
+            t = their_fields.get(f.name)
+            if t is None or (t.number, t.type, t.label, t.type_name) != (
+                f.number, f.type, f.label, f.type_name
+            ):
+                differences.append(f"{name}.{f.name} = {f.number}: tritonclient has {t}")
+    their_rpcs = {m.name: m for m in theirs.service[0].method}
+    for rpc in ours.service[0].method:
+        t = their_rpcs[rpc.name]
+        if (t.input_type, t.output_type, t.client_streaming, t.server_streaming) != (
+            rpc.input_type, rpc.output_type, rpc.client_streaming, rpc.server_streaming
+        ):
+            differences.append(f"rpc {rpc.name}")
+    assert differences == []
+    assert fields >= 80 and len(ours.service[0].method) == 9
