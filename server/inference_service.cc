@@ -206,6 +206,7 @@ class InferenceService::InferReactor final : public grpc::ServerUnaryReactor {
         response_bytes_(response),
         stop_(CallStopCheck(context)),
         reservation_(service->native_->budget().Empty()) {
+    service_->native_->BeginOpenCall();
     record_.method = "ModelInfer";
     record_.identity = PeerIdentity(*context);
     absl::Status status = Guarded([&] {
@@ -216,7 +217,10 @@ class InferenceService::InferReactor final : public grpc::ServerUnaryReactor {
     if (!status.ok()) Done(status);
   }
 
-  void OnDone() override { delete this; }
+  void OnDone() override {
+    service_->native_->EndOpenCall();
+    delete this;
+  }
 
  private:
   // On a scheduler worker.
@@ -263,6 +267,7 @@ class InferenceService::StreamReactor final
         stop_(CallStopCheck(context)),
         identity_(PeerIdentity(*context)),
         reservation_(service->native_->budget().Empty()) {
+    service_->native_->BeginOpenCall();
     StartRead(&read_buffer_);
   }
 
@@ -295,7 +300,10 @@ class InferenceService::StreamReactor final
     StartRead(&read_buffer_);
   }
 
-  void OnDone() override { delete this; }
+  void OnDone() override {
+    service_->native_->EndOpenCall();
+    delete this;
+  }
 
  private:
   // On a scheduler worker.

@@ -113,6 +113,10 @@ class TensorOpService final : public ServiceBase {
   absl::Status ExecuteOnWorker(const v1::RunRequest& request, CallRecord& record,
                                const StopCheck& stop, MemoryBudget::Reservation& reservation,
                                absl::string_view too_big_hint, v1::RunResponse* response);
+  // Another front end's call counts in open_calls() from BeginOpenCall until
+  // EndOpenCall (its reactor's OnDone), so a shutdown waits for it too.
+  void BeginOpenCall() { open_calls_.fetch_add(1, std::memory_order_acq_rel); }
+  void EndOpenCall() { open_calls_.fetch_sub(1, std::memory_order_acq_rel); }
   // The one place a call's outcome is recorded: its request log line and, when
   // the server has them, its metrics.
   void RecordOutcome(const CallRecord& record, const absl::Status& status) const;
