@@ -52,6 +52,7 @@
 #include "server/echo_service.h"
 #include "server/flag_file.h"
 #include "server/health_listener.h"
+#include "server/inference_service.h"
 #include "server/malloc_tuning.h"
 #include "server/memory_budget.h"
 #include "server/metrics.h"
@@ -619,6 +620,8 @@ int Main(int argc, char** argv) {
   AddSharedMemorySeries(metrics, shared_memory);
   effective.service.shared_memory = &shared_memory;
   TensorOpService service(effective.service, &scheduler);
+  // The Open Inference Protocol (KServe v2) on the same port(s), run by `service`.
+  InferenceService inference(&service, &metrics);
   EchoService echo(config.service.max_message_bytes);
   AddCalibrationSeries(metrics, scheduler, devices);
   // AUTO's cost model, measured in the background while the server starts
@@ -694,6 +697,7 @@ int Main(int argc, char** argv) {
     builder.RegisterService(&echo);
   } else {
     builder.RegisterService(&service);
+    builder.RegisterService(&inference);
   }
   std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
   for (size_t i = 0; i < config.addresses.size(); ++i) {
@@ -720,6 +724,7 @@ int Main(int argc, char** argv) {
   (*security)->StartReloading();
   health->SetServingStatus("", true);
   health->SetServingStatus(std::string(kServiceName), true);
+  inference.SetReady(true);
   health->SetServingStatus(std::string(kCpuHealthName), true);
   // tensorop.opencl follows the pool: NOT_SERVING while no device works. A
   // failed device recovers by time alone, so look once a second.
@@ -753,6 +758,7 @@ int Main(int argc, char** argv) {
     // calls and let in-flight ones finish within the grace period (after it
     // gRPC cancels them, which our tasks notice at their next stop check).
     health->SetServingStatus(false);
+    inference.SetReady(false);
     std::this_thread::sleep_for(config.drain);
     // Ends the clients' health Watch streams too, which Shutdown would otherwise
     // wait on for the whole grace period.

@@ -22,6 +22,9 @@ std::vector<std::string> MethodNames() {
   const google::protobuf::ServiceDescriptor* service =
       v1::RunRequest::descriptor()->file()->FindServiceByName("TensorOp");
   for (int i = 0; i < service->method_count(); ++i) names.push_back(service->method(i)->name());
+  // inference.GRPCInferenceService's inferences (server/inference_service.h).
+  names.push_back("ModelInfer");
+  names.push_back("ModelStreamInfer");
   return names;
 }
 
@@ -392,6 +395,22 @@ void AddCalibrationSeries(Metrics& metrics, const Scheduler& scheduler,
                             {"index", absl::StrCat(index)}},
                            device(index, &DeviceRates::fixed_seconds));
   }
+}
+
+Metrics::OpCounts Metrics::CallCounts(absl::string_view op) const {
+  OpCounts counts;
+  const size_t op_index = IndexOf(ops_, op);
+  if (op_index == 0) return counts;
+  for (size_t method = 0; method < methods_.size(); ++method) {
+    for (size_t backend = 0; backend < backends_.size(); ++backend) {
+      for (size_t code = 0; code < codes_.size(); ++code) {
+        const uint64_t n =
+            requests_[RequestSlot(method, op_index, backend, code)].load(std::memory_order_relaxed);
+        (code == 0 ? counts.success : counts.fail) += n;
+      }
+    }
+  }
+  return counts;
 }
 
 }  // namespace tensorop::server

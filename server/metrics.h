@@ -67,6 +67,14 @@ class Metrics {
   // bytes in and out. Thread-safe.
   void RecordCall(const CallRecord& record, absl::StatusCode code, absl::Duration latency);
 
+  // Calls of operator `op` ("slice", ...) counted so far, through any method
+  // and backend: those that ended OK and the others (ModelStatistics).
+  struct OpCounts {
+    uint64_t success = 0;
+    uint64_t fail = 0;
+  };
+  OpCounts CallCounts(absl::string_view op) const;
+
   // Adds a series whose value `sample` returns at each scrape (a gauge, or a
   // counter kept elsewhere). Series of one `name` are printed together, under
   // the HELP and TYPE of the first added; `type` is "gauge" or "counter". Call

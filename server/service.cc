@@ -1267,3 +1267,30 @@ grpc::ServerUnaryReactor* TensorOpService::SharedMemoryStatus(
 }
 
 }  // namespace tensorop::server
+
+// ---------------------------------------------------------------------------
+// The pipeline for other front ends (server/inference_service.h).
+
+namespace tensorop::server {
+
+StopCheck CallStopCheck(grpc::CallbackServerContext* context) { return MakeStopCheck(context); }
+
+absl::Status TensorOpService::ExecuteOnWorker(const v1::RunRequest& request,
+                                              CallRecord& record, const StopCheck& stop,
+                                              MemoryBudget::Reservation& reservation,
+                                              absl::string_view too_big_hint,
+                                              v1::RunResponse* response) {
+  ASSIGN_OR_RETURN(Placement placement, Place(request));
+  record.backend = placement.label;
+  absl::Status status = ExecuteIntoResponse(request, options_, *scheduler_, placement, stop,
+                                            reservation, /*with_status=*/false, too_big_hint,
+                                            response);
+  record.backend = placement.label;
+  RETURN_IF_ERROR(status);
+  response->set_id(request.id());
+  response->set_backend(placement.label);
+  record.bytes_out = ResponseDataBytes(*response);
+  return absl::OkStatus();
+}
+
+}  // namespace tensorop::server

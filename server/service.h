@@ -13,6 +13,7 @@
 #include <grpcpp/support/byte_buffer.h>
 
 #include "absl/status/status.h"
+#include "absl/strings/string_view.h"
 #include "absl/time/time.h"
 #include "core/limits.h"
 #include "server/idle_watchdog.h"
@@ -61,6 +62,10 @@ using ServiceBase = v1::TensorOp::WithRawCallbackMethod_Run<
                     v1::TensorOp::WithCallbackMethod_SharedMemoryStatus<
                         v1::TensorOp::Service>>>>>>>;
 
+// DEADLINE_EXCEEDED once the call's deadline passed, CANCELLED once the client
+// cancelled. `context` must outlive every use: until the call finished.
+StopCheck CallStopCheck(grpc::CallbackServerContext* context);
+
 class TensorOpService final : public ServiceBase {
  public:
   // `scheduler` must outlive the service and every call it started.
@@ -95,6 +100,30 @@ class TensorOpService final : public ServiceBase {
   // connection as soon as its last call ends after one.
   int open_calls() const { return open_calls_.load(std::memory_order_acquire); }
 
+  // The native pipeline for another front end (server/inference_service.h).
+  // SubmitTask queues `work` on a scheduler worker (a non-OK status says why
+  // nothing was queued). From such a task, ExecuteOnWorker places `request`
+  // (parsed, its bytes reserved in `reservation`) and executes it like a
+  // RunBidi request, its outputs inline in `response` (packed unless the
+  // request asks for strides), refused before any work when the answer would
+  // pass --max_message_bytes (`too_big_hint` says what to do instead).
+  // `record` learns where it ran and the bytes out; the caller records the
+  // outcome (RecordOutcome).
+  absl::Status SubmitTask(std::function<void()> work) { return Submit(std::move(work)); }
+  absl::Status ExecuteOnWorker(const v1::RunRequest& request, CallRecord& record,
+                               const StopCheck& stop, MemoryBudget::Reservation& reservation,
+                               absl::string_view too_big_hint, v1::RunResponse* response);
+  // Another front end's call counts in open_calls() from BeginOpenCall until
+  // EndOpenCall (its reactor's OnDone), so a shutdown waits for it too.
+  void BeginOpenCall() { open_calls_.fetch_add(1, std::memory_order_acq_rel); }
+  void EndOpenCall() { open_calls_.fetch_sub(1, std::memory_order_acq_rel); }
+  // The one place a call's outcome is recorded: its request log line and, when
+  // the server has them, its metrics.
+  void RecordOutcome(const CallRecord& record, const absl::Status& status) const;
+  const ServiceOptions& options() const { return options_; }
+  // options().memory_budget, or an unbounded one.
+  MemoryBudget& budget() const { return *budget_; }
+
  private:
   // Counts one reactor's life in open_calls_.
   class OpenCall {
@@ -123,10 +152,6 @@ class TensorOpService final : public ServiceBase {
   // RunStream parse there); it places the request itself with Place().
   absl::Status Submit(std::function<void()> work);
   absl::StatusOr<Placement> Place(const v1::RunRequest& request) const;
-
-  // The one place a call's outcome is recorded: its request log line and, when
-  // the server has them, its metrics.
-  void RecordOutcome(const CallRecord& record, const absl::Status& status) const;
 
   const ServiceOptions options_;
   Scheduler* const scheduler_;

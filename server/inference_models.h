@@ -1,0 +1,76 @@
+// tensorop's operators as Open Inference Protocol (KServe v2) models: one model
+// per operator, version "1", with fixed tensor names (README "Open Inference
+// Protocol"). Pure functions: a ModelInferRequest becomes a v1::RunRequest for
+// the native pipeline, and its RunResponse becomes a ModelInferResponse.
+//
+//   slice             input, offsets, window_sizes, window_strides -> output
+//   strided_slice     input, begin, end, [stride, begin_mask, end_mask,
+//                     new_axis_mask, shrink_axis_mask, ellipsis_mask] -> output
+//   split             input, axis ([1]), split -> output_0 ... output_{k-1}
+//   scatter_elements  input, indices, updates, axis ([1]) -> output
+//
+// Parameter tensors are INT64 (1-D; axis has shape [1]). Tensors are row-major
+// contiguous; their bytes come from raw_input_contents or typed contents.
+#ifndef TENSOROP_SERVER_INFERENCE_MODELS_H_
+#define TENSOROP_SERVER_INFERENCE_MODELS_H_
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "core/dtype.h"
+#include "inference/grpc_service.pb.h"
+#include "tensorop/v1/tensorop.pb.h"
+
+namespace tensorop::server {
+
+// The one version every model has.
+inline constexpr absl::string_view kModelVersion = "1";
+// The request and response parameter naming the backend.
+inline constexpr absl::string_view kBackendParameter = "backend";
+
+// The models, in the order RepositoryIndex lists them.
+const std::vector<std::string>& InferenceModelNames();
+
+// OK when `name` is a model and `version` is empty or "1"; else NOT_FOUND
+// naming the model (and version).
+absl::Status CheckModel(absl::string_view name, absl::string_view version);
+
+// ModelMetadata's answer for a model (NOT_FOUND as CheckModel). The input's
+// datatype is listed as "FP32" for lack of a way to say "any" (the protocol
+// has one datatype per tensor); every v2 datatype below is accepted.
+absl::StatusOr<inference::ModelMetadataResponse> ModelMetadata(absl::string_view name,
+                                                               absl::string_view version);
+
+// The v2 datatype name of a core dtype ("FP32", "INT64", ...), and back
+// (BOOL reads as UINT8, one byte per element; nullopt: not a datatype tensord
+// takes).
+absl::string_view V2DatatypeName(DType dtype);
+std::optional<DType> DTypeFromV2Datatype(absl::string_view datatype);
+
+// At most the bytes ToRunRequest makes from `request`'s typed contents (8 per
+// element), to reserve before converting them.
+int64_t TypedContentsBound(const inference::ModelInferRequest& request);
+
+// `request` as a native RunRequest: its tensors' bytes are moved out of
+// `request`'s raw_input_contents (typed contents are converted). Errors are
+// INVALID_ARGUMENT naming the model, tensor, index and values, NOT_FOUND for
+// an unknown model. The operator's own rules are left to the native
+// validation, whose messages name the native fields
+// ("slice.window_strides[2] must not be 0").
+absl::StatusOr<v1::RunRequest> ToRunRequest(inference::ModelInferRequest& request);
+
+// The answer to `request` (as ToRunRequest left it) from the native
+// `response` (packed outputs, as the native pipeline writes them when no
+// strides are asked for): the outputs, moved into raw_output_contents, in
+// order, restricted to those `request` asks for, and parameter "backend".
+absl::StatusOr<inference::ModelInferResponse> ToModelInferResponse(
+    const inference::ModelInferRequest& request, v1::RunResponse& response);
+
+}  // namespace tensorop::server
+
+#endif  // TENSOROP_SERVER_INFERENCE_MODELS_H_

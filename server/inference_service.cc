@@ -1,0 +1,390 @@
+#include "server/inference_service.h"
+
+#include <algorithm>
+#include <cstdint>
+#include <exception>
+#include <memory>
+#include <new>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "core/status_macros.h"
+#include "server/auth.h"
+#include "server/inference_models.h"
+#include "server/memory_budget.h"
+#include "server/metrics.h"
+#include "server/request_log.h"
+#include "server/status_map.h"
+#include "server/wire_bound.h"
+
+namespace tensorop::server {
+namespace {
+
+constexpr absl::string_view kServerName = "tensord";
+constexpr absl::string_view kServerVersion = "0.1.0";
+// What a request holds besides its tensors (its parsed form, the converted
+// native request, its log record), as Run reserves for its own.
+constexpr int64_t kRequestOverheadBytes = 16 << 10;
+constexpr absl::string_view kTooBigHint =
+    "tensorop.v1.TensorOp/RunStream streams results of any size";
+
+// Runs `work`, turning an exception into a status: a task or a reaction must
+// never leave its call unfinished.
+template <typename Work>
+absl::Status Guarded(Work work) {
+  try {
+    return work();
+  } catch (const std::bad_alloc&) {
+    return absl::ResourceExhaustedError("out of memory for the request");
+  } catch (const std::exception& error) {
+    return absl::InternalError(absl::StrCat("unexpected error: ", error.what()));
+  } catch (...) {
+    return absl::InternalError("unexpected error");
+  }
+}
+
+// A unary reaction answered at once.
+grpc::ServerUnaryReactor* Answer(grpc::CallbackServerContext* context,
+                                 const absl::Status& status) {
+  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  reactor->Finish(ToGrpcStatus(status));
+  return reactor;
+}
+
+// One inference, from its bytes to its serialized answer, on a scheduler
+// worker: parsed with its bytes reserved (bounded from the tags before
+// anything is allocated), converted, executed by the native pipeline and
+// serialized into `out`. `record` is filled as it goes; `reservation` holds
+// the serialized answer when it returns OK.
+absl::Status Infer(TensorOpService& native, const grpc::ByteBuffer& bytes,
+                   absl::string_view method, const StopCheck& stop, CallRecord& record,
+                   MemoryBudget::Reservation& reservation, std::string* model,
+                   grpc::ByteBuffer* out) {
+  RETURN_IF_ERROR(stop());
+  absl::StatusOr<int64_t> bound =
+      ParsedBytesBound(bytes, *inference::ModelInferRequest::descriptor());
+  if (!bound.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat(method, ": ", bound.status().message()));
+  }
+  RETURN_IF_ERROR(reservation.Grow(
+      *bound + kRequestOverheadBytes,
+      absl::StrCat(method, ": parsing a ", bytes.Length(), "-byte request")));
+  inference::ModelInferRequest request;
+  grpc::ByteBuffer copy(bytes);  // Deserialize consumes its buffer; this shares the slices
+  if (!grpc::SerializationTraits<inference::ModelInferRequest>::Deserialize(&copy, &request)
+           .ok()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(method, ": the ", bytes.Length(), " bytes received are not a valid ",
+                     inference::ModelInferRequest::descriptor()->full_name()));
+  }
+  *model = request.model_name();
+  RETURN_IF_ERROR(reservation.Grow(TypedContentsBound(request),
+                                   absl::StrCat(method, ": the typed contents of request \"",
+                                                request.id(), "\"")));
+  ASSIGN_OR_RETURN(v1::RunRequest run, ToRunRequest(request));
+  const absl::Time start = record.start;
+  std::string identity = std::move(record.identity);
+  record = DescribeRequest(method, run);
+  record.start = start;
+  record.identity = std::move(identity);
+  v1::RunResponse response;
+  RETURN_IF_ERROR(native.ExecuteOnWorker(run, record, stop, reservation, kTooBigHint,
+                                         &response));
+  run.Clear();  // the inputs are done with
+  ASSIGN_OR_RETURN(inference::ModelInferResponse answer, ToModelInferResponse(request, response));
+  response.Clear();
+  out->Clear();
+  bool own_buffer = false;
+  // Fails only past 2 GiB; the answer was checked against --max_message_bytes.
+  grpc::SerializationTraits<inference::ModelInferResponse>::Serialize(answer, out, &own_buffer)
+      .IgnoreError();
+  // What stays held until gRPC sent it: the serialized answer.
+  reservation.Shrink(
+      std::max<int64_t>(0, reservation.bytes() - static_cast<int64_t>(out->Length())));
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------------------
+// Health and metadata: small, answered in the reaction.
+
+grpc::ServerUnaryReactor* InferenceService::ServerLive(grpc::CallbackServerContext* context,
+                                                       const inference::ServerLiveRequest*,
+                                                       inference::ServerLiveResponse* response) {
+  response->set_live(true);
+  return Answer(context, absl::OkStatus());
+}
+
+grpc::ServerUnaryReactor* InferenceService::ServerReady(
+    grpc::CallbackServerContext* context, const inference::ServerReadyRequest*,
+    inference::ServerReadyResponse* response) {
+  response->set_ready(ready_.load(std::memory_order_acquire));
+  return Answer(context, absl::OkStatus());
+}
+
+grpc::ServerUnaryReactor* InferenceService::ModelReady(grpc::CallbackServerContext* context,
+                                                       const inference::ModelReadyRequest* request,
+                                                       inference::ModelReadyResponse* response) {
+  absl::Status status = CheckModel(request->name(), request->version());
+  if (status.ok()) response->set_ready(ready_.load(std::memory_order_acquire));
+  return Answer(context, status);
+}
+
+grpc::ServerUnaryReactor* InferenceService::ServerMetadata(
+    grpc::CallbackServerContext* context, const inference::ServerMetadataRequest*,
+    inference::ServerMetadataResponse* response) {
+  response->set_name(std::string(kServerName));
+  response->set_version(std::string(kServerVersion));
+  // None of the protocol's optional extensions yet (model_repository,
+  // statistics as Triton defines them, shared memory, ...).
+  return Answer(context, absl::OkStatus());
+}
+
+grpc::ServerUnaryReactor* InferenceService::ModelMetadata(
+    grpc::CallbackServerContext* context, const inference::ModelMetadataRequest* request,
+    inference::ModelMetadataResponse* response) {
+  absl::StatusOr<inference::ModelMetadataResponse> metadata =
+      server::ModelMetadata(request->name(), request->version());
+  if (metadata.ok()) *response = *std::move(metadata);
+  return Answer(context, metadata.status());
+}
+
+grpc::ServerUnaryReactor* InferenceService::ModelStatistics(
+    grpc::CallbackServerContext* context, const inference::ModelStatisticsRequest* request,
+    inference::ModelStatisticsResponse* response) {
+  if (!request->name().empty()) {
+    if (absl::Status status = CheckModel(request->name(), request->version()); !status.ok()) {
+      return Answer(context, status);
+    }
+  }
+  for (const std::string& name : InferenceModelNames()) {
+    if (!request->name().empty() && request->name() != name) continue;
+    inference::ModelStatistics* stats = response->add_model_stats();
+    stats->set_name(name);
+    stats->set_version(std::string(kModelVersion));
+    // The counts tensord keeps (server/metrics.h): calls of the operator
+    // through either API that ended OK or not. Durations are not kept per
+    // outcome, so every `ns` stays 0.
+    const Metrics::OpCounts counts =
+        metrics_ != nullptr ? metrics_->CallCounts(name) : Metrics::OpCounts{};
+    stats->set_inference_count(counts.success);
+    stats->set_execution_count(counts.success);
+    stats->mutable_inference_stats()->mutable_success()->set_count(counts.success);
+    stats->mutable_inference_stats()->mutable_fail()->set_count(counts.fail);
+  }
+  return Answer(context, absl::OkStatus());
+}
+
+grpc::ServerUnaryReactor* InferenceService::RepositoryIndex(
+    grpc::CallbackServerContext* context, const inference::RepositoryIndexRequest*,
+    inference::RepositoryIndexResponse* response) {
+  for (const std::string& name : InferenceModelNames()) {
+    auto* model = response->add_models();
+    model->set_name(name);
+    model->set_version(std::string(kModelVersion));
+    model->set_state("READY");
+  }
+  return Answer(context, absl::OkStatus());
+}
+
+// ---------------------------------------------------------------------------
+// ModelInfer: reserved in the reaction, parsed and run on a worker, answered
+// from there (as TensorOpService's Run).
+
+class InferenceService::InferReactor final : public grpc::ServerUnaryReactor {
+ public:
+  InferReactor(InferenceService* service, grpc::CallbackServerContext* context,
+               const grpc::ByteBuffer* request, grpc::ByteBuffer* response)
+      : service_(service),
+        request_bytes_(request),
+        response_bytes_(response),
+        stop_(CallStopCheck(context)),
+        reservation_(service->native_->budget().Empty()) {
+    service_->native_->BeginOpenCall();
+    record_.method = "ModelInfer";
+    record_.identity = PeerIdentity(*context);
+    absl::Status status = Guarded([&] {
+      RETURN_IF_ERROR(reservation_.Grow(static_cast<int64_t>(request->Length()),
+                                        "ModelInfer: the request as received"));
+      return service_->native_->SubmitTask([this] { Work(); });
+    });
+    if (!status.ok()) Done(status);
+  }
+
+  void OnDone() override {
+    service_->native_->EndOpenCall();
+    delete this;
+  }
+
+ private:
+  // On a scheduler worker.
+  void Work() {
+    std::string model;
+    absl::Status status = Guarded([&] {
+      return Infer(*service_->native_, *request_bytes_, "ModelInfer", stop_, record_,
+                   reservation_, &model, response_bytes_);
+    });
+    Done(status);
+  }
+
+  void Done(const absl::Status& status) {
+    service_->native_->RecordOutcome(record_, status);
+    Finish(ToGrpcStatus(status));
+  }
+
+  InferenceService* const service_;
+  const grpc::ByteBuffer* const request_bytes_;  // owned by gRPC until OnDone
+  grpc::ByteBuffer* const response_bytes_;
+  const StopCheck stop_;
+  MemoryBudget::Reservation reservation_;  // held until the answer was sent
+  CallRecord record_;
+};
+
+grpc::ServerUnaryReactor* InferenceService::ModelInfer(grpc::CallbackServerContext* context,
+                                                       const grpc::ByteBuffer* request,
+                                                       grpc::ByteBuffer* response) {
+  return new InferReactor(this, context, request, response);
+}
+
+// ---------------------------------------------------------------------------
+// ModelStreamInfer: one request at a time, answered in order (read, run on a
+// worker, write, read the next). A request that fails is answered with its
+// error_message and the stream goes on; bytes that are no ModelInferRequest
+// end it INVALID_ARGUMENT, as RunBidi. Only one operation is outstanding at any
+// moment, so the reactor needs no lock.
+
+class InferenceService::StreamReactor final
+    : public grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer> {
+ public:
+  StreamReactor(InferenceService* service, grpc::CallbackServerContext* context)
+      : service_(service),
+        stop_(CallStopCheck(context)),
+        identity_(PeerIdentity(*context)),
+        reservation_(service->native_->budget().Empty()) {
+    service_->native_->BeginOpenCall();
+    StartRead(&read_buffer_);
+  }
+
+  void OnReadDone(bool ok) override {
+    if (!ok) {
+      Finish(ToGrpcStatus(stop_()));
+      return;
+    }
+    ++messages_read_;
+    absl::Status status = Guarded([&] {
+      RETURN_IF_ERROR(reservation_.Grow(static_cast<int64_t>(read_buffer_.Length()),
+                                        "ModelStreamInfer: the request as received"));
+      return service_->native_->SubmitTask([this] { Work(); });
+    });
+    if (!status.ok()) {
+      CallRecord record;
+      record.method = "ModelStreamInfer";
+      record.identity = identity_;
+      Answer(record, status, "");
+    }
+  }
+
+  void OnWriteDone(bool ok) override {
+    reservation_.Release();
+    if (!ok) {
+      Finish(ToGrpcStatus(stop_().ok() ? absl::CancelledError("the client stopped receiving")
+                                       : stop_()));
+      return;
+    }
+    StartRead(&read_buffer_);
+  }
+
+  void OnDone() override {
+    service_->native_->EndOpenCall();
+    delete this;
+  }
+
+ private:
+  // On a scheduler worker.
+  void Work() {
+    CallRecord record;
+    record.method = "ModelStreamInfer";
+    record.identity = identity_;
+    std::string model;
+    grpc::ByteBuffer answer;
+    absl::Status status = Guarded([&] {
+      return Infer(*service_->native_, read_buffer_, "ModelStreamInfer", stop_, record,
+                   reservation_, &model, &answer);
+    });
+    read_buffer_.Clear();
+    if (status.code() == absl::StatusCode::kInvalidArgument &&
+        absl::StrContains(status.message(), "are not a valid inference.ModelInferRequest")) {
+      service_->native_->RecordOutcome(record, status);
+      Finish(ToGrpcStatus(absl::InvalidArgumentError(absl::StrCat(
+          "ModelStreamInfer: message ", messages_read_,
+          " is not a valid inference.ModelInferRequest; the stream ends here"))));
+      return;
+    }
+    if (status.ok()) {
+      // The answer is a ModelInferResponse; wrapped as field 2 of a
+      // ModelStreamInferResponse without parsing it again.
+      service_->native_->RecordOutcome(record, status);
+      Wrap(answer);
+      StartWrite(&write_buffer_);
+      return;
+    }
+    Answer(record, status, model);
+  }
+
+  // Writes the error answer for a request that failed.
+  void Answer(const CallRecord& record, const absl::Status& status, const std::string& model) {
+    service_->native_->RecordOutcome(record, status);
+    inference::ModelStreamInferResponse response;
+    response.set_error_message(
+        absl::StrCat(absl::StatusCodeToString(status.code()), ": ", status.message()));
+    response.mutable_infer_response()->set_model_name(model);
+    reservation_.Release();  // an error answer is small and not reserved
+    write_buffer_.Clear();
+    bool own_buffer = false;
+    grpc::SerializationTraits<inference::ModelStreamInferResponse>::Serialize(
+        response, &write_buffer_, &own_buffer)
+        .IgnoreError();
+    StartWrite(&write_buffer_);
+  }
+
+  // write_buffer_ = tag of field 2 (length-delimited), the length, `answer`.
+  void Wrap(grpc::ByteBuffer& answer) {
+    std::string header;
+    header.push_back(static_cast<char>((2 << 3) | 2));
+    uint64_t length = answer.Length();
+    do {
+      uint8_t byte = length & 0x7f;
+      length >>= 7;
+      if (length != 0) byte |= 0x80;
+      header.push_back(static_cast<char>(byte));
+    } while (length != 0);
+    std::vector<grpc::Slice> slices;
+    slices.emplace_back(header);
+    std::vector<grpc::Slice> body;
+    if (answer.Dump(&body).ok()) {
+      for (grpc::Slice& slice : body) slices.push_back(std::move(slice));
+    }
+    write_buffer_ = grpc::ByteBuffer(slices.data(), slices.size());
+  }
+
+  InferenceService* const service_;
+  const StopCheck stop_;
+  const std::string identity_;
+  MemoryBudget::Reservation reservation_;  // of the request or answer in flight
+  int64_t messages_read_ = 0;
+  grpc::ByteBuffer read_buffer_;
+  grpc::ByteBuffer write_buffer_;
+};
+
+grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>* InferenceService::ModelStreamInfer(
+    grpc::CallbackServerContext* context) {
+  return new StreamReactor(this, context);
+}
+
+}  // namespace tensorop::server

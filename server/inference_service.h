@@ -1,0 +1,86 @@
+// inference.GRPCInferenceService, the Open Inference Protocol (KServe v2) over
+// gRPC, on the callback API next to tensorop.v1.TensorOp. The operators are
+// models (server/inference_models.h); every inference goes through the native
+// pipeline (TensorOpService::ExecuteOnWorker): the same budgeted parse, limits,
+// validation, placement, request log and metrics.
+#ifndef TENSOROP_SERVER_INFERENCE_SERVICE_H_
+#define TENSOROP_SERVER_INFERENCE_SERVICE_H_
+
+#include <atomic>
+#include <string>
+
+#include <grpcpp/grpcpp.h>
+#include <grpcpp/support/byte_buffer.h>
+
+#include "inference/grpc_service.grpc.pb.h"
+#include "inference/grpc_service.pb.h"
+#include "server/service.h"
+
+namespace tensorop::server {
+
+class Metrics;
+
+// ModelInfer and ModelStreamInfer read raw bytes, like TensorOpService's Run:
+// the request is reserved in the memory budget before it is parsed.
+using InferenceServiceBase = inference::GRPCInferenceService::WithRawCallbackMethod_ModelInfer<
+    inference::GRPCInferenceService::WithRawCallbackMethod_ModelStreamInfer<
+        inference::GRPCInferenceService::WithCallbackMethod_ServerLive<
+            inference::GRPCInferenceService::WithCallbackMethod_ServerReady<
+                inference::GRPCInferenceService::WithCallbackMethod_ModelReady<
+                    inference::GRPCInferenceService::WithCallbackMethod_ServerMetadata<
+                        inference::GRPCInferenceService::WithCallbackMethod_ModelMetadata<
+                            inference::GRPCInferenceService::WithCallbackMethod_ModelStatistics<
+                                inference::GRPCInferenceService::
+                                    WithCallbackMethod_RepositoryIndex<
+                                        inference::GRPCInferenceService::Service>>>>>>>>>;
+
+class InferenceService final : public InferenceServiceBase {
+ public:
+  // `native` runs every inference and must outlive the service; `metrics`
+  // (may be null) gives ModelStatistics its counts.
+  InferenceService(TensorOpService* native, const Metrics* metrics)
+      : native_(native), metrics_(metrics) {}
+
+  // ServerReady's answer: true once the server serves, false from the moment
+  // it starts draining (as the health service's status).
+  void SetReady(bool ready) { ready_.store(ready, std::memory_order_release); }
+
+  grpc::ServerUnaryReactor* ServerLive(grpc::CallbackServerContext* context,
+                                       const inference::ServerLiveRequest* request,
+                                       inference::ServerLiveResponse* response) override;
+  grpc::ServerUnaryReactor* ServerReady(grpc::CallbackServerContext* context,
+                                        const inference::ServerReadyRequest* request,
+                                        inference::ServerReadyResponse* response) override;
+  grpc::ServerUnaryReactor* ModelReady(grpc::CallbackServerContext* context,
+                                       const inference::ModelReadyRequest* request,
+                                       inference::ModelReadyResponse* response) override;
+  grpc::ServerUnaryReactor* ServerMetadata(grpc::CallbackServerContext* context,
+                                           const inference::ServerMetadataRequest* request,
+                                           inference::ServerMetadataResponse* response) override;
+  grpc::ServerUnaryReactor* ModelMetadata(grpc::CallbackServerContext* context,
+                                          const inference::ModelMetadataRequest* request,
+                                          inference::ModelMetadataResponse* response) override;
+  grpc::ServerUnaryReactor* ModelStatistics(
+      grpc::CallbackServerContext* context, const inference::ModelStatisticsRequest* request,
+      inference::ModelStatisticsResponse* response) override;
+  grpc::ServerUnaryReactor* RepositoryIndex(
+      grpc::CallbackServerContext* context, const inference::RepositoryIndexRequest* request,
+      inference::RepositoryIndexResponse* response) override;
+  grpc::ServerUnaryReactor* ModelInfer(grpc::CallbackServerContext* context,
+                                       const grpc::ByteBuffer* request,
+                                       grpc::ByteBuffer* response) override;
+  grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>* ModelStreamInfer(
+      grpc::CallbackServerContext* context) override;
+
+ private:
+  class InferReactor;
+  class StreamReactor;
+
+  TensorOpService* const native_;
+  const Metrics* const metrics_;
+  std::atomic<bool> ready_{false};
+};
+
+}  // namespace tensorop::server
+
+#endif  // TENSOROP_SERVER_INFERENCE_SERVICE_H_

@@ -1,0 +1,280 @@
+"""The Open Inference Protocol (KServe v2) over gRPC, through a third-party client:
+tritonclient's InferenceServerClient runs every contiguous public conformance case
+against the real tensord and compares the outputs byte for byte.
+
+A case is run unless a stated rule excludes it (the excluded are counted, and the
+count is asserted, so none is skipped silently):
+  - strided: an input or an output has explicit strides (v2 tensors are row-major
+    contiguous);
+  - output sizes: the case chooses output sizes the v2 model derives itself and
+    differ from them (slice: the whole window, 1 + (window_size - 1) / |stride|
+    per dimension; split: the input's sizes with the axis replaced), or, for
+    strided_slice and scatter_elements, an error case that gives output sizes
+    (a v2 request cannot carry them).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pytest
+import tritonclient.grpc as triton
+from tritonclient.grpc import service_pb2
+from tritonclient.utils import InferenceServerException
+
+from conftest import Tensord
+from tensorop_client.cases import Case, HostTensor, load_cases
+from tensorop_client.tensors import numpy_dtype
+
+PARAMETERS = {
+    "slice": ["offsets", "window_sizes", "window_strides"],
+    "strided_slice": [
+        "begin", "end", "stride", "begin_mask", "end_mask", "new_axis_mask",
+        "shrink_axis_mask", "ellipsis_mask",
+    ],
+    "split": ["axis"],
+    "scatter_elements": ["axis"],
+}
+DATA_INPUTS = {"slice": ["input"], "strided_slice": ["input"], "split": ["input"],
+               "scatter_elements": ["input", "indices", "updates"]}
+# The public cases excluded by the rules above, by rule; a change in the public
+# cases shows up here rather than as silently skipped cases.
+EXPECTED_EXCLUDED = {"strided": 5, "output sizes": 2}
+
+
+@dataclass
+class V2Case:
+    case: Case
+    op: str
+    excluded: str | None  # the rule that excludes it, or None
+
+
+def _derived_sizes_match(case: Case, op: str) -> bool:
+    request = case.request
+    outputs = [list(o.sizes) for o in request.outputs]
+    if op == "slice":
+        attrs = request.slice
+        derived = []
+        for i, size in enumerate(attrs.window_sizes):
+            stride = attrs.window_strides[i] if i < len(attrs.window_strides) else 1
+            derived.append(1 + (size - 1) // abs(stride) if size >= 1 and stride != 0 else size)
+        return outputs == [derived]
+    if op == "split":
+        sizes = list(request.inputs["input"].sizes)
+        axis = request.split.axis + (len(sizes) if request.split.axis < 0 else 0)
+        if not 0 <= axis < len(sizes):
+            return all(o == sizes for o in outputs)
+        return all(o[:axis] + o[axis + 1:] == sizes[:axis] + sizes[axis + 1:]
+                   and len(o) == len(sizes) for o in outputs)
+    return not outputs or case.expected_error is None
+
+
+def _classify(case: Case) -> V2Case:
+    op = case.request.WhichOneof("op")
+    request = case.request
+    if any(t.strides for t in request.inputs.values()) or any(o.strides for o in request.outputs):
+        return V2Case(case, op, "strided")
+    if not _derived_sizes_match(case, op):
+        return V2Case(case, op, "output sizes")
+    return V2Case(case, op, None)
+
+
+def _public_cases(cases_dir: Path) -> list[V2Case]:
+    cases = []
+    for file in sorted(cases_dir.glob("*.json")):
+        for loaded in load_cases(file):
+            assert loaded.case is not None, f"{loaded.name}: {loaded.error}"
+            cases.append(_classify(loaded.case))
+    return cases
+
+
+def _inputs(v2: V2Case) -> list[triton.InferInput]:
+    request = v2.case.request
+    inputs = []
+    for name in DATA_INPUTS[v2.op]:
+        if name not in request.inputs:
+            continue
+        tensor = request.inputs[name]
+        array = np.frombuffer(tensor.data, dtype=numpy_dtype(tensor.dtype))
+        array = array.reshape(list(tensor.sizes)) if array.size == np.prod(tensor.sizes) else array
+        datatype = triton.np_to_triton_dtype(array.dtype)
+        item = triton.InferInput(name, list(tensor.sizes), datatype)
+        # Raw bytes as the case has them, even a count that does not match the
+        # shape (the server must say so).
+        item._raw_content = tensor.data
+        item._input.ClearField("contents")
+        inputs.append(item)
+    attrs = getattr(request, v2.op)
+    for name in PARAMETERS[v2.op]:
+        value = getattr(attrs, name)
+        values = [value] if isinstance(value, int) else list(value)
+        if not values and name not in ("begin", "end"):
+            continue  # optional: absent reads as the default
+        item = triton.InferInput(name, [len(values)], "INT64")
+        item.set_data_from_numpy(np.array(values, dtype=np.int64))
+        inputs.append(item)
+    if v2.op == "split":
+        # Each output's size along the axis: the rest of its sizes are the input's.
+        rank = len(request.inputs["input"].sizes)
+        axis = request.split.axis + (rank if request.split.axis < 0 else 0)
+        split = [o.sizes[axis] if 0 <= axis < len(o.sizes) else 1 for o in request.outputs]
+        item = triton.InferInput("split", [len(split)], "INT64")
+        item.set_data_from_numpy(np.array(split, dtype=np.int64))
+        inputs.append(item)
+    return inputs
+
+
+def _compare(expected: list[HostTensor], result: triton.InferResult, op: str) -> None:
+    response = result.get_response()
+    assert len(response.outputs) == len(expected)
+    for k, (want, got) in enumerate(zip(expected, response.outputs)):
+        assert got.name == ("output_%d" % k if op == "split" else "output")
+        assert got.datatype == triton.np_to_triton_dtype(numpy_dtype(want.dtype))
+        assert list(got.shape) == want.sizes
+        assert response.raw_output_contents[k] == want.data
+
+
+@pytest.fixture(scope="module")
+def v2_client(tensord: Tensord) -> triton.InferenceServerClient:
+    client = triton.InferenceServerClient(tensord.address)
+    yield client
+    client.close()
+
+
+@pytest.mark.parametrize("backend", ["cpu", "opencl"])
+def test_every_contiguous_public_case_passes(
+    v2_client: triton.InferenceServerClient, cases_dir: Path, case_count: int, backend: str
+) -> None:
+    cases = _public_cases(cases_dir)
+    assert len(cases) == case_count
+    excluded = {rule: sum(c.excluded == rule for c in cases) for rule in EXPECTED_EXCLUDED}
+    assert excluded == EXPECTED_EXCLUDED
+    failures = []
+    ran = 0
+    for v2 in cases:
+        if v2.excluded:
+            continue
+        ran += 1
+        name = v2.case.name
+        try:
+            result = v2_client.infer(v2.op, _inputs(v2), model_version="1", request_id=name,
+                                     parameters={"backend": backend})
+        except InferenceServerException as error:
+            if v2.case.expected_error is None:
+                failures.append(f"{name}: {error.status()} {error.message()}")
+            elif error.status() != f"StatusCode.{v2.case.expected_error}":
+                failures.append(f"{name}: expected {v2.case.expected_error}, got "
+                                f"{error.status()} {error.message()}")
+            continue
+        if v2.case.expected_error is not None:
+            failures.append(f"{name}: expected {v2.case.expected_error}, got outputs")
+            continue
+        try:
+            _compare(v2.case.expected_outputs, result, v2.op)
+            assert result.get_response().parameters["backend"].string_param.startswith(backend)
+        except AssertionError as error:
+            failures.append(f"{name}: {error}")
+    assert failures == [], "\n".join(failures)
+    assert ran == case_count - sum(EXPECTED_EXCLUDED.values())
+
+
+def test_health_metadata_and_repository(v2_client: triton.InferenceServerClient) -> None:
+    assert v2_client.is_server_live()
+    assert v2_client.is_server_ready()
+    assert v2_client.is_model_ready("strided_slice", "1")
+    metadata = v2_client.get_server_metadata()
+    assert metadata.name == "tensord"
+    model = v2_client.get_model_metadata("scatter_elements")
+    assert [t.name for t in model.inputs] == ["input", "indices", "updates", "axis"]
+    assert [t.name for t in model.outputs] == ["output"]
+    index = v2_client.get_model_repository_index()
+    assert [(m.name, m.version, m.state) for m in index.models] == [
+        ("slice", "1", "READY"), ("strided_slice", "1", "READY"), ("split", "1", "READY"),
+        ("scatter_elements", "1", "READY"),
+    ]
+
+
+def test_unknown_model_is_not_found(v2_client: triton.InferenceServerClient) -> None:
+    item = triton.InferInput("input", [1], "FP32")
+    item.set_data_from_numpy(np.zeros(1, dtype=np.float32))
+    with pytest.raises(InferenceServerException) as error:
+        v2_client.infer("resnet50", [item])
+    assert error.value.status() == "StatusCode.NOT_FOUND"
+    assert 'model "resnet50" is not served here' in error.value.message()
+
+
+def test_typed_contents_and_bool(v2_client: triton.InferenceServerClient) -> None:
+    """tritonclient sends BOOL as raw bytes; typed contents go through a hand-built
+    request on the same stub."""
+    data = triton.InferInput("input", [2, 2], "BOOL")
+    data.set_data_from_numpy(np.array([[True, False], [False, True]]))
+    axis = triton.InferInput("axis", [1], "INT64")
+    axis.set_data_from_numpy(np.array([1], dtype=np.int64))
+    split = triton.InferInput("split", [2], "INT64")
+    split.set_data_from_numpy(np.array([1, 1], dtype=np.int64))
+    result = v2_client.infer("split", [data, axis, split])
+    assert result.as_numpy("output_0").tolist() == [[True], [False]]
+    assert result.as_numpy("output_1").tolist() == [[False], [True]]
+
+    request = service_pb2.ModelInferRequest(model_name="slice")
+    for name, datatype, shape, values in [
+        ("input", "INT32", [4], [5, -6, 7, -8]),
+        ("offsets", "INT64", [1], [1]),
+        ("window_sizes", "INT64", [1], [3]),
+        ("window_strides", "INT64", [1], [-1]),
+    ]:
+        tensor = request.inputs.add(name=name, datatype=datatype, shape=shape)
+        if datatype == "INT32":
+            tensor.contents.int_contents.extend(values)
+        else:
+            tensor.contents.int64_contents.extend(values)
+    response = v2_client._client_stub.ModelInfer(request)
+    assert np.frombuffer(response.raw_output_contents[0], dtype=np.int32).tolist() == [-8, 7, -6]
+
+
+def test_proto_matches_tritonclients(tmp_path: Path) -> None:
+    """Every message, field (number, type, label) and rpc of proto/inference/
+    grpc_service.proto is the same in tritonclient's generated grpc_service
+    (a superset: Triton's extensions are absent from ours)."""
+    from google.protobuf import descriptor_pb2
+    from grpc_tools import protoc
+
+    proto_dir = Path(__file__).resolve().parents[2] / "proto"
+    out = tmp_path / "ours.pb"
+    assert protoc.main(["protoc", f"--proto_path={proto_dir}", f"--descriptor_set_out={out}",
+                        str(proto_dir / "inference/grpc_service.proto")]) == 0
+    ours = descriptor_pb2.FileDescriptorSet.FromString(out.read_bytes()).file[0]
+    theirs = descriptor_pb2.FileDescriptorProto.FromString(service_pb2.DESCRIPTOR.serialized_pb)
+    assert (ours.package, ours.service[0].name) == (theirs.package, theirs.service[0].name)
+
+    def messages(types, prefix=""):
+        for m in types:
+            yield prefix + m.name, m
+            yield from messages(m.nested_type, prefix + m.name + ".")
+
+    their_messages = dict(messages(theirs.message_type))
+    differences = []
+    fields = 0
+    for name, message in messages(ours.message_type):
+        if name not in their_messages:
+            differences.append(f"{name}: not in tritonclient's")
+            continue
+        their_fields = {f.name: f for f in their_messages[name].field}
+        for f in message.field:
+            fields += 1
+            t = their_fields.get(f.name)
+            if t is None or (t.number, t.type, t.label, t.type_name) != (
+                f.number, f.type, f.label, f.type_name
+            ):
+                differences.append(f"{name}.{f.name} = {f.number}: tritonclient has {t}")
+    their_rpcs = {m.name: m for m in theirs.service[0].method}
+    for rpc in ours.service[0].method:
+        t = their_rpcs[rpc.name]
+        if (t.input_type, t.output_type, t.client_streaming, t.server_streaming) != (
+            rpc.input_type, rpc.output_type, rpc.client_streaming, rpc.server_streaming
+        ):
+            differences.append(f"rpc {rpc.name}")
+    assert differences == []
+    assert fields >= 80 and len(ours.service[0].method) == 9

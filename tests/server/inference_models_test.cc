@@ -1,0 +1,302 @@
+#include "server/inference_models.h"
+
+#include <cstdint>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "tests/support/status_matchers.h"
+
+namespace tensorop::server {
+namespace {
+
+using ::tensorop::testing::StatusIs;
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+
+template <typename T>
+std::string Bytes(const std::vector<T>& values) {
+  std::string bytes(values.size() * sizeof(T), '\0');
+  std::memcpy(bytes.data(), values.data(), bytes.size());
+  return bytes;
+}
+
+// Adds input `name` with its bytes in raw_input_contents.
+void AddRaw(inference::ModelInferRequest& request, const std::string& name,
+            const std::string& datatype, std::vector<int64_t> shape, std::string bytes) {
+  auto* input = request.add_inputs();
+  input->set_name(name);
+  input->set_datatype(datatype);
+  input->mutable_shape()->Assign(shape.begin(), shape.end());
+  request.add_raw_input_contents(std::move(bytes));
+}
+
+void AddInt64(inference::ModelInferRequest& request, const std::string& name,
+              std::vector<int64_t> values) {
+  const int64_t n = static_cast<int64_t>(values.size());
+  AddRaw(request, name, "INT64", {name == "axis" ? 1 : n}, Bytes(values));
+}
+
+inference::ModelInferRequest SliceRequest() {
+  inference::ModelInferRequest request;
+  request.set_model_name("slice");
+  request.set_id("r1");
+  AddRaw(request, "input", "FP32", {2, 3}, Bytes<float>({0, 1, 2, 3, 4, 5}));
+  AddInt64(request, "offsets", {0, 0});
+  AddInt64(request, "window_sizes", {2, 3});
+  AddInt64(request, "window_strides", {1, 2});
+  return request;
+}
+
+TEST(InferenceModelsTest, ModelsAreTheFourOperators) {
+  EXPECT_THAT(InferenceModelNames(),
+              ElementsAre("slice", "strided_slice", "split", "scatter_elements"));
+}
+
+TEST(InferenceModelsTest, UnknownModelOrVersionIsNotFound) {
+  EXPECT_THAT(CheckModel("resnet", ""),
+              StatusIs(absl::StatusCode::kNotFound, HasSubstr("model \"resnet\" is not served")));
+  EXPECT_THAT(CheckModel("slice", "2"),
+              StatusIs(absl::StatusCode::kNotFound,
+                       HasSubstr("model \"slice\" has no version \"2\"")));
+  EXPECT_TRUE(CheckModel("slice", "1").ok());
+  EXPECT_TRUE(CheckModel("split", "").ok());
+}
+
+TEST(InferenceModelsTest, EveryDatatypeNameMapsBothWays) {
+  const std::vector<std::pair<std::string, DType>> names = {
+      {"UINT8", DType::kUint8},   {"UINT16", DType::kUint16}, {"UINT32", DType::kUint32},
+      {"UINT64", DType::kUint64}, {"INT8", DType::kInt8},     {"INT16", DType::kInt16},
+      {"INT32", DType::kInt32},   {"INT64", DType::kInt64},   {"FP16", DType::kFloat16},
+      {"FP32", DType::kFloat32},  {"FP64", DType::kFloat64}};
+  for (const auto& [name, dtype] : names) {
+    EXPECT_EQ(DTypeFromV2Datatype(name), dtype) << name;
+    EXPECT_EQ(V2DatatypeName(dtype), name) << name;
+  }
+  EXPECT_EQ(DTypeFromV2Datatype("BOOL"), DType::kUint8);
+  EXPECT_EQ(DTypeFromV2Datatype("BYTES"), std::nullopt);
+  EXPECT_EQ(DTypeFromV2Datatype("BF16"), std::nullopt);
+}
+
+TEST(InferenceModelsTest, MetadataListsEveryInputAndOutput) {
+  ASSERT_OK_AND_ASSIGN(inference::ModelMetadataResponse split, ModelMetadata("split", ""));
+  EXPECT_EQ(split.name(), "split");
+  EXPECT_THAT(split.versions(), ElementsAre("1"));
+  ASSERT_EQ(split.inputs_size(), 3);
+  EXPECT_EQ(split.inputs(1).name(), "axis");
+  EXPECT_EQ(split.inputs(1).datatype(), "INT64");
+  EXPECT_THAT(split.inputs(1).shape(), ElementsAre(1));
+  EXPECT_EQ(split.inputs(2).name(), "split");
+  EXPECT_THAT(split.inputs(2).shape(), ElementsAre(-1));
+  EXPECT_EQ(split.outputs(0).name(), "output_0");
+  ASSERT_OK_AND_ASSIGN(inference::ModelMetadataResponse strided,
+                       ModelMetadata("strided_slice", "1"));
+  EXPECT_EQ(strided.inputs_size(), 9);
+  EXPECT_EQ(strided.inputs(8).name(), "ellipsis_mask");
+  EXPECT_THAT(ModelMetadata("nope", ""), StatusIs(absl::StatusCode::kNotFound, HasSubstr("nope")));
+}
+
+TEST(InferenceModelsTest, SliceRawBecomesANativeRequestWithTheWholeWindow) {
+  inference::ModelInferRequest request = SliceRequest();
+  ASSERT_OK_AND_ASSIGN(v1::RunRequest run, ToRunRequest(request));
+  EXPECT_EQ(run.id(), "r1");
+  EXPECT_EQ(run.backend(), v1::AUTO);
+  ASSERT_TRUE(run.has_slice());
+  EXPECT_THAT(run.slice().offsets(), ElementsAre(0, 0));
+  EXPECT_THAT(run.slice().window_sizes(), ElementsAre(2, 3));
+  EXPECT_THAT(run.slice().window_strides(), ElementsAre(1, 2));
+  ASSERT_EQ(run.outputs_size(), 1);
+  EXPECT_THAT(run.outputs(0).sizes(), ElementsAre(2, 2));  // 1 + (3 - 1) / 2
+  const v1::Tensor& input = run.inputs().at("input");
+  EXPECT_EQ(input.dtype(), v1::FLOAT32);
+  EXPECT_THAT(input.sizes(), ElementsAre(2, 3));
+  EXPECT_EQ(input.data(), Bytes<float>({0, 1, 2, 3, 4, 5}));
+  EXPECT_EQ(run.inputs().size(), 1u);  // the parameters are attributes
+}
+
+TEST(InferenceModelsTest, StridedSliceTakesOptionalMasksAndLeavesOutputSizesToTheOperator) {
+  inference::ModelInferRequest request;
+  request.set_model_name("strided_slice");
+  AddRaw(request, "input", "FP16", {4}, std::string(8, '\0'));
+  AddInt64(request, "begin", {1});
+  AddInt64(request, "end", {3});
+  AddInt64(request, "shrink_axis_mask", {0});
+  (*request.mutable_parameters())["backend"].set_string_param("OpenCL");
+  ASSERT_OK_AND_ASSIGN(v1::RunRequest run, ToRunRequest(request));
+  EXPECT_EQ(run.backend(), v1::OPENCL);
+  EXPECT_EQ(run.inputs().at("input").dtype(), v1::FLOAT16);
+  EXPECT_THAT(run.strided_slice().begin(), ElementsAre(1));
+  EXPECT_THAT(run.strided_slice().end(), ElementsAre(3));
+  EXPECT_TRUE(run.strided_slice().stride().empty());
+  EXPECT_THAT(run.strided_slice().shrink_axis_mask(), ElementsAre(0));
+  EXPECT_EQ(run.outputs_size(), 0);
+}
+
+TEST(InferenceModelsTest, TypedContentsAreConvertedPerDatatype) {
+  inference::ModelInferRequest request;
+  request.set_model_name("split");
+  auto* input = request.add_inputs();
+  input->set_name("input");
+  input->set_datatype("INT16");
+  input->add_shape(4);
+  for (int v : {-3, 7, 300, -32768}) input->mutable_contents()->add_int_contents(v);
+  auto* axis = request.add_inputs();
+  axis->set_name("axis");
+  axis->set_datatype("INT64");
+  axis->add_shape(1);
+  axis->mutable_contents()->add_int64_contents(0);
+  auto* split = request.add_inputs();
+  split->set_name("split");
+  split->set_datatype("INT64");
+  split->add_shape(2);
+  split->mutable_contents()->add_int64_contents(1);
+  split->mutable_contents()->add_int64_contents(3);
+  (*request.mutable_parameters())["backend"].set_string_param("cpu");
+  ASSERT_OK_AND_ASSIGN(v1::RunRequest run, ToRunRequest(request));
+  EXPECT_EQ(run.backend(), v1::CPU);
+  EXPECT_EQ(run.inputs().at("input").dtype(), v1::INT16);
+  EXPECT_EQ(run.inputs().at("input").data(), Bytes<int16_t>({-3, 7, 300, -32768}));
+  EXPECT_EQ(run.split().axis(), 0);
+  ASSERT_EQ(run.outputs_size(), 2);
+  EXPECT_THAT(run.outputs(0).sizes(), ElementsAre(1));
+  EXPECT_THAT(run.outputs(1).sizes(), ElementsAre(3));
+}
+
+TEST(InferenceModelsTest, TypedContentsOutOfRangeAreNamed) {
+  inference::ModelInferRequest request = SliceRequest();
+  request.clear_raw_input_contents();
+  request.mutable_inputs(0)->set_datatype("INT8");
+  request.mutable_inputs(0)->clear_shape();
+  request.mutable_inputs(0)->add_shape(2);
+  request.mutable_inputs(0)->mutable_contents()->add_int_contents(1);
+  request.mutable_inputs(0)->mutable_contents()->add_int_contents(200);
+  EXPECT_THAT(ToRunRequest(request),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       "slice: input \"input\" contents.int_contents[1] = 200 is out of range "
+                       "for the datatype"));
+}
+
+TEST(InferenceModelsTest, ErrorsNameTheModelTensorAndValues) {
+  {
+    inference::ModelInferRequest request = SliceRequest();
+    request.mutable_raw_input_contents(0)->resize(20);
+    EXPECT_THAT(ToRunRequest(request),
+                StatusIs(absl::StatusCode::kInvalidArgument,
+                         "slice: input \"input\" has 5 elements (20 bytes) but its shape [2,3] "
+                         "of FP32 holds 6 (24 bytes)"));
+  }
+  {
+    inference::ModelInferRequest request = SliceRequest();
+    request.mutable_inputs(1)->set_datatype("INT32");
+    request.mutable_inputs(1)->set_shape(0, 4);
+    EXPECT_THAT(ToRunRequest(request),
+                StatusIs(absl::StatusCode::kInvalidArgument,
+                         "slice: input \"offsets\" has datatype INT32; it must be INT64"));
+  }
+  {
+    inference::ModelInferRequest request = SliceRequest();
+    request.mutable_inputs(0)->set_datatype("BYTES");
+    EXPECT_THAT(ToRunRequest(request),
+                StatusIs(absl::StatusCode::kInvalidArgument,
+                         HasSubstr("slice: input \"input\" has datatype \"BYTES\", which is not "
+                                   "one of BOOL, UINT8")));
+  }
+  {
+    inference::ModelInferRequest request = SliceRequest();
+    request.mutable_inputs(3)->set_name("strides");
+    EXPECT_THAT(ToRunRequest(request),
+                StatusIs(absl::StatusCode::kInvalidArgument,
+                         "slice: inputs[3] \"strides\" is not an input of slice; its inputs are "
+                         "input, offsets, window_sizes, window_strides"));
+  }
+  {
+    inference::ModelInferRequest request = SliceRequest();
+    request.mutable_inputs()->RemoveLast();
+    request.mutable_raw_input_contents()->RemoveLast();
+    EXPECT_THAT(ToRunRequest(request),
+                StatusIs(absl::StatusCode::kInvalidArgument,
+                         HasSubstr("slice: input \"window_strides\" is missing")));
+  }
+  {
+    inference::ModelInferRequest request = SliceRequest();
+    request.mutable_raw_input_contents()->RemoveLast();
+    EXPECT_THAT(ToRunRequest(request),
+                StatusIs(absl::StatusCode::kInvalidArgument,
+                         HasSubstr("slice: raw_input_contents has 3 entries for 4 inputs")));
+  }
+  {
+    inference::ModelInferRequest request = SliceRequest();
+    (*request.mutable_parameters())["backend"].set_string_param("gpu");
+    EXPECT_THAT(ToRunRequest(request),
+                StatusIs(absl::StatusCode::kInvalidArgument,
+                         "slice: parameter \"backend\" is \"gpu\"; use \"auto\", \"cpu\" or "
+                         "\"opencl\""));
+  }
+  {
+    inference::ModelInferRequest request = SliceRequest();
+    request.set_model_name("conv");
+    EXPECT_THAT(ToRunRequest(request), StatusIs(absl::StatusCode::kNotFound, HasSubstr("conv")));
+  }
+  {
+    inference::ModelInferRequest request;
+    request.set_model_name("scatter_elements");
+    AddRaw(request, "input", "FP32", {2}, Bytes<float>({1, 2}));
+    AddRaw(request, "indices", "INT64", {1}, Bytes<int64_t>({0}));
+    AddRaw(request, "updates", "FP32", {1}, Bytes<float>({9}));
+    AddRaw(request, "axis", "INT64", {2}, Bytes<int64_t>({0, 0}));
+    EXPECT_THAT(ToRunRequest(request),
+                StatusIs(absl::StatusCode::kInvalidArgument,
+                         "scatter_elements: input \"axis\" has shape [2]; it must be [1]"));
+  }
+}
+
+TEST(InferenceModelsTest, ResponseCarriesRawOutputsNamesAndBackend) {
+  inference::ModelInferRequest request;
+  request.set_model_name("split");
+  request.set_id("s");
+  AddRaw(request, "input", "BOOL", {3}, std::string("\x01\x00\x01", 3));
+  AddInt64(request, "axis", {0});
+  AddInt64(request, "split", {1, 2});
+  ASSERT_OK_AND_ASSIGN(v1::RunRequest run, ToRunRequest(request));
+  EXPECT_EQ(run.inputs().at("input").dtype(), v1::UINT8);
+  v1::RunResponse response;
+  response.set_backend("cpu");
+  for (const auto& [sizes, data] :
+       std::vector<std::pair<int64_t, std::string>>{{1, "\x01"}, {2, std::string("\x00\x01", 2)}}) {
+    v1::Tensor* tensor = response.add_outputs();
+    tensor->set_dtype(v1::UINT8);
+    tensor->add_sizes(sizes);
+    tensor->add_strides(1);
+    tensor->set_data(data);
+  }
+  ASSERT_OK_AND_ASSIGN(inference::ModelInferResponse answer,
+                       ToModelInferResponse(request, response));
+  EXPECT_EQ(answer.model_name(), "split");
+  EXPECT_EQ(answer.model_version(), "1");
+  EXPECT_EQ(answer.id(), "s");
+  EXPECT_EQ(answer.parameters().at("backend").string_param(), "cpu");
+  ASSERT_EQ(answer.outputs_size(), 2);
+  EXPECT_EQ(answer.outputs(0).name(), "output_0");
+  EXPECT_EQ(answer.outputs(1).name(), "output_1");
+  EXPECT_EQ(answer.outputs(1).datatype(), "BOOL");
+  EXPECT_THAT(answer.outputs(1).shape(), ElementsAre(2));
+  EXPECT_THAT(answer.raw_output_contents(), ElementsAre("\x01", std::string("\x00\x01", 2)));
+
+  // Only the outputs asked for, in the order asked.
+  v1::RunResponse again = response;
+  request.add_outputs()->set_name("output_1");
+  ASSERT_OK_AND_ASSIGN(answer, ToModelInferResponse(request, again));
+  ASSERT_EQ(answer.outputs_size(), 1);
+  EXPECT_EQ(answer.outputs(0).name(), "output_1");
+  request.add_outputs()->set_name("output_7");
+  again = response;
+  EXPECT_THAT(ToModelInferResponse(request, again),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       "split: outputs[1] \"output_7\" is not an output; the outputs are "
+                       "output_0, output_1"));
+}
+
+}  // namespace
+}  // namespace tensorop::server

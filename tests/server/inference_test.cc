@@ -1,0 +1,229 @@
+// inference.GRPCInferenceService (the Open Inference Protocol) on a real
+// tensord, through its generated stub.
+#include <cstdint>
+#include <cstring>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <grpcpp/grpcpp.h>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "inference/grpc_service.grpc.pb.h"
+#include "tests/server/grpc_matchers.h"
+#include "tests/server/tensord_client.h"
+#include "tests/support/tensord_process.h"
+
+namespace tensorop::testing {
+namespace {
+
+using ::testing::Contains;
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+
+template <typename T>
+std::string Bytes(const std::vector<T>& values) {
+  std::string bytes(values.size() * sizeof(T), '\0');
+  std::memcpy(bytes.data(), values.data(), bytes.size());
+  return bytes;
+}
+
+void AddRaw(inference::ModelInferRequest& request, const std::string& name,
+            const std::string& datatype, std::vector<int64_t> shape, std::string bytes) {
+  auto* input = request.add_inputs();
+  input->set_name(name);
+  input->set_datatype(datatype);
+  input->mutable_shape()->Assign(shape.begin(), shape.end());
+  request.add_raw_input_contents(std::move(bytes));
+}
+
+// slice of a 2x3 FP32 [0..5]: rows 0..1, every other column.
+inference::ModelInferRequest InferSliceRequest(const std::string& backend = "cpu") {
+  inference::ModelInferRequest request;
+  request.set_model_name("slice");
+  request.set_id("q");
+  AddRaw(request, "input", "FP32", {2, 3}, Bytes<float>({0, 1, 2, 3, 4, 5}));
+  AddRaw(request, "offsets", "INT64", {2}, Bytes<int64_t>({0, 0}));
+  AddRaw(request, "window_sizes", "INT64", {2}, Bytes<int64_t>({2, 3}));
+  AddRaw(request, "window_strides", "INT64", {2}, Bytes<int64_t>({1, 2}));
+  (*request.mutable_parameters())["backend"].set_string_param(backend);
+  return request;
+}
+
+class InferenceTest : public ::testing::Test {
+ protected:
+  InferenceTest() : stub_(inference::GRPCInferenceService::NewStub(Connect(server_.target()))) {}
+
+  TensordProcess server_;
+  std::unique_ptr<inference::GRPCInferenceService::Stub> stub_;
+};
+
+TEST_F(InferenceTest, LiveReadyAndServerMetadata) {
+  grpc::ClientContext live_context;
+  inference::ServerLiveResponse live;
+  ASSERT_THAT(stub_->ServerLive(&live_context, {}, &live), GrpcOk());
+  EXPECT_TRUE(live.live());
+  grpc::ClientContext ready_context;
+  inference::ServerReadyResponse ready;
+  ASSERT_THAT(stub_->ServerReady(&ready_context, {}, &ready), GrpcOk());
+  EXPECT_TRUE(ready.ready());
+  grpc::ClientContext metadata_context;
+  inference::ServerMetadataResponse metadata;
+  ASSERT_THAT(stub_->ServerMetadata(&metadata_context, {}, &metadata), GrpcOk());
+  EXPECT_EQ(metadata.name(), "tensord");
+  EXPECT_FALSE(metadata.version().empty());
+}
+
+TEST_F(InferenceTest, ModelReadyAndMetadata) {
+  inference::ModelReadyRequest request;
+  request.set_name("scatter_elements");
+  request.set_version("1");
+  {
+    grpc::ClientContext context;
+    inference::ModelReadyResponse response;
+    ASSERT_THAT(stub_->ModelReady(&context, request, &response), GrpcOk());
+    EXPECT_TRUE(response.ready());
+  }
+  {
+    request.set_name("resnet50");
+    grpc::ClientContext context;
+    inference::ModelReadyResponse response;
+    EXPECT_THAT(stub_->ModelReady(&context, request, &response),
+                GrpcStatusIs(grpc::StatusCode::NOT_FOUND, HasSubstr("model \"resnet50\"")));
+  }
+  inference::ModelMetadataRequest metadata_request;
+  metadata_request.set_name("slice");
+  grpc::ClientContext context;
+  inference::ModelMetadataResponse metadata;
+  ASSERT_THAT(stub_->ModelMetadata(&context, metadata_request, &metadata), GrpcOk());
+  std::vector<std::string> inputs;
+  for (const auto& input : metadata.inputs()) inputs.push_back(input.name());
+  EXPECT_THAT(inputs, ElementsAre("input", "offsets", "window_sizes", "window_strides"));
+  EXPECT_EQ(metadata.outputs(0).name(), "output");
+  EXPECT_THAT(metadata.versions(), ElementsAre("1"));
+}
+
+TEST_F(InferenceTest, ModelInferSlices) {
+  grpc::ClientContext context;
+  inference::ModelInferResponse response;
+  ASSERT_THAT(stub_->ModelInfer(&context, InferSliceRequest(), &response), GrpcOk());
+  EXPECT_EQ(response.model_name(), "slice");
+  EXPECT_EQ(response.model_version(), "1");
+  EXPECT_EQ(response.id(), "q");
+  EXPECT_EQ(response.parameters().at("backend").string_param(), "cpu");
+  ASSERT_EQ(response.outputs_size(), 1);
+  EXPECT_EQ(response.outputs(0).name(), "output");
+  EXPECT_EQ(response.outputs(0).datatype(), "FP32");
+  EXPECT_THAT(response.outputs(0).shape(), ElementsAre(2, 2));
+  EXPECT_THAT(response.raw_output_contents(), ElementsAre(Bytes<float>({0, 2, 3, 5})));
+  EXPECT_THAT(AwaitLogLine(server_, {"\"method\":\"ModelInfer\"", "\"op\":\"slice\""}),
+              HasSubstr("\"status\":\"OK\""));
+}
+
+TEST_F(InferenceTest, ModelInferOnOpenClReportsTheDevice) {
+  grpc::ClientContext context;
+  inference::ModelInferResponse response;
+  ASSERT_THAT(stub_->ModelInfer(&context, InferSliceRequest("opencl"), &response), GrpcOk());
+  EXPECT_THAT(response.parameters().at("backend").string_param(), HasSubstr("opencl:"));
+  EXPECT_THAT(response.raw_output_contents(), ElementsAre(Bytes<float>({0, 2, 3, 5})));
+}
+
+TEST_F(InferenceTest, NativeValidationErrorsAreInvalidArgument) {
+  inference::ModelInferRequest request = InferSliceRequest();
+  *request.mutable_raw_input_contents(3) = Bytes<int64_t>({1, 0});
+  grpc::ClientContext context;
+  inference::ModelInferResponse response;
+  EXPECT_THAT(stub_->ModelInfer(&context, request, &response),
+              GrpcStatusIs(grpc::StatusCode::INVALID_ARGUMENT,
+                           HasSubstr("slice.window_strides[1] must not be 0")));
+  request.set_model_name("conv");
+  grpc::ClientContext unknown_context;
+  EXPECT_THAT(stub_->ModelInfer(&unknown_context, request, &response),
+              GrpcStatusIs(grpc::StatusCode::NOT_FOUND, HasSubstr("model \"conv\"")));
+}
+
+TEST_F(InferenceTest, StreamAnswersEveryRequestAndGoesOnAfterAnError) {
+  grpc::ClientContext context;
+  auto stream = stub_->ModelStreamInfer(&context);
+  inference::ModelInferRequest bad = InferSliceRequest();
+  *bad.mutable_raw_input_contents(3) = Bytes<int64_t>({1, 0});
+  ASSERT_TRUE(stream->Write(InferSliceRequest()));
+  ASSERT_TRUE(stream->Write(bad));
+  ASSERT_TRUE(stream->Write(InferSliceRequest()));
+  stream->WritesDone();
+  std::vector<inference::ModelStreamInferResponse> answers;
+  inference::ModelStreamInferResponse answer;
+  while (stream->Read(&answer)) answers.push_back(answer);
+  ASSERT_THAT(stream->Finish(), GrpcOk());
+  ASSERT_EQ(answers.size(), 3u);
+  EXPECT_EQ(answers[0].error_message(), "");
+  EXPECT_THAT(answers[0].infer_response().raw_output_contents(),
+              ElementsAre(Bytes<float>({0, 2, 3, 5})));
+  EXPECT_THAT(answers[1].error_message(),
+              HasSubstr("INVALID_ARGUMENT: slice.window_strides[1] must not be 0"));
+  EXPECT_EQ(answers[2].error_message(), "");
+  EXPECT_THAT(answers[2].infer_response().raw_output_contents(),
+              ElementsAre(Bytes<float>({0, 2, 3, 5})));
+  EXPECT_THAT(AwaitLogLine(server_, {"\"method\":\"ModelStreamInfer\"", "INVALID_ARGUMENT"}),
+              HasSubstr("window_strides"));
+}
+
+TEST_F(InferenceTest, RepositoryIndexAndStatistics) {
+  {
+    grpc::ClientContext context;
+    inference::RepositoryIndexResponse index;
+    ASSERT_THAT(stub_->RepositoryIndex(&context, {}, &index), GrpcOk());
+    std::vector<std::string> names;
+    for (const auto& model : index.models()) {
+      names.push_back(model.name());
+      EXPECT_EQ(model.state(), "READY");
+      EXPECT_EQ(model.version(), "1");
+    }
+    EXPECT_THAT(names, ElementsAre("slice", "strided_slice", "split", "scatter_elements"));
+  }
+  inference::ModelInferRequest bad = InferSliceRequest();
+  *bad.mutable_raw_input_contents(3) = Bytes<int64_t>({1, 0});
+  for (const inference::ModelInferRequest& request : {InferSliceRequest(), InferSliceRequest(), bad}) {
+    grpc::ClientContext context;
+    inference::ModelInferResponse response;
+    (void)stub_->ModelInfer(&context, request, &response);
+  }
+  inference::ModelStatisticsRequest request;
+  request.set_name("slice");
+  grpc::ClientContext context;
+  inference::ModelStatisticsResponse stats;
+  ASSERT_THAT(stub_->ModelStatistics(&context, request, &stats), GrpcOk());
+  ASSERT_EQ(stats.model_stats_size(), 1);
+  EXPECT_EQ(stats.model_stats(0).name(), "slice");
+  EXPECT_EQ(stats.model_stats(0).inference_stats().success().count(), 2u);
+  EXPECT_EQ(stats.model_stats(0).inference_stats().fail().count(), 1u);
+  EXPECT_EQ(stats.model_stats(0).inference_count(), 2u);
+}
+
+TEST_F(InferenceTest, ReflectionListsTheService) {
+  grpc::ClientContext context;
+  RawCall call(Connect(server_.target()),
+               "/grpc.reflection.v1alpha.ServerReflection/ServerReflectionInfo", &context);
+  // ServerReflectionRequest{list_services: "*"} (field 7); the answer's
+  // list_services_response (6) holds ServiceResponse (1) names (1).
+  ASSERT_TRUE(call.Write(WireString(7, "*")));
+  ASSERT_TRUE(call.WritesDone());
+  std::optional<std::string> response = call.Read();
+  ASSERT_TRUE(response.has_value());
+  std::vector<std::string> names;
+  for (const std::string& list : WireStrings(*response, 6)) {
+    for (const std::string& service : WireStrings(list, 1)) {
+      for (const std::string& name : WireStrings(service, 1)) names.push_back(name);
+    }
+  }
+  EXPECT_THAT(names, Contains("inference.GRPCInferenceService"));
+  EXPECT_THAT(names, Contains("tensorop.v1.TensorOp"));
+  while (call.Read().has_value()) {
+  }
+  EXPECT_THAT(call.Finish(), GrpcOk());
+}
+
+}  // namespace
+}  // namespace tensorop::testing
