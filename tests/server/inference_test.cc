@@ -185,7 +185,9 @@ TEST_F(InferenceTest, RepositoryIndexAndStatistics) {
   }
   inference::ModelInferRequest bad = InferSliceRequest();
   *bad.mutable_raw_input_contents(3) = Bytes<int64_t>({1, 0});
-  for (const inference::ModelInferRequest& request : {InferSliceRequest(), InferSliceRequest(), bad}) {
+  const std::vector<inference::ModelInferRequest> requests = {InferSliceRequest(),
+                                                              InferSliceRequest(), bad};
+  for (const inference::ModelInferRequest& request : requests) {
     grpc::ClientContext context;
     inference::ModelInferResponse response;
     (void)stub_->ModelInfer(&context, request, &response);
