@@ -1,3 +1,4 @@
+#include "server/guarded.h"
 #include "server/inference_service.h"
 
 #include <algorithm>
@@ -33,21 +34,6 @@ constexpr int64_t kRequestOverheadBytes = 16 << 10;
 constexpr absl::string_view kTooBigHint =
     "tensorop.v1.TensorOp/RunStream streams results of any size";
 
-// Runs `work`, turning an exception into a status: a task or a reaction must
-// never leave its call unfinished.
-template <typename Work>
-absl::Status Guarded(Work work) {
-  try {
-    return work();
-  } catch (const std::bad_alloc&) {
-    return absl::ResourceExhaustedError("out of memory for the request");
-  } catch (const std::exception& error) {
-    return absl::InternalError(absl::StrCat("unexpected error: ", error.what()));
-  } catch (...) {
-    return absl::InternalError("unexpected error");
-  }
-}
-
 // A unary reaction answered at once.
 grpc::ServerUnaryReactor* Answer(grpc::CallbackServerContext* context,
                                  const absl::Status& status) {
@@ -82,6 +68,7 @@ absl::Status Infer(TensorOpService& native, const grpc::ByteBuffer& bytes,
         absl::StrCat(method, ": the ", bytes.Length(), " bytes received are not a valid ",
                      inference::ModelInferRequest::descriptor()->full_name()));
   }
+  ReleaseRequestBytes(&bytes, reservation);
   *model = request.model_name();
   RETURN_IF_ERROR(reservation.Grow(TypedContentsBound(request),
                                    absl::StrCat(method, ": the typed contents of request \"",
@@ -205,6 +192,7 @@ class InferenceService::InferReactor final : public grpc::ServerUnaryReactor {
         request_bytes_(request),
         response_bytes_(response),
         stop_(CallStopCheck(context)),
+        watch_(service->native_->idle().Watch(context)),
         reservation_(service->native_->budget().Empty()) {
     service_->native_->BeginOpenCall();
     record_.method = "ModelInfer";
@@ -218,6 +206,10 @@ class InferenceService::InferReactor final : public grpc::ServerUnaryReactor {
   }
 
   void OnDone() override {
+    watch_->Done();
+    // Recorded when the answer was ready; an answer the client then never
+    // took gets a second log line, not a second count (as Run).
+    if (watch_->expired()) LogCall(record_, service_->native_->idle().IdleStatus());
     service_->native_->EndOpenCall();
     delete this;
   }
@@ -235,6 +227,7 @@ class InferenceService::InferReactor final : public grpc::ServerUnaryReactor {
 
   void Done(const absl::Status& status) {
     service_->native_->RecordOutcome(record_, status);
+    watch_->Arm();  // the answer waits for the client from here
     Finish(ToGrpcStatus(status));
   }
 
@@ -242,6 +235,7 @@ class InferenceService::InferReactor final : public grpc::ServerUnaryReactor {
   const grpc::ByteBuffer* const request_bytes_;  // owned by gRPC until OnDone
   grpc::ByteBuffer* const response_bytes_;
   const StopCheck stop_;
+  const std::shared_ptr<IdleWatch> watch_;
   MemoryBudget::Reservation reservation_;  // held until the answer was sent
   CallRecord record_;
 };
@@ -266,6 +260,7 @@ class InferenceService::StreamReactor final
       : service_(service),
         stop_(CallStopCheck(context)),
         identity_(PeerIdentity(*context)),
+        watch_(service->native_->idle().Watch(context)),
         reservation_(service->native_->budget().Empty()) {
     service_->native_->BeginOpenCall();
     StartRead(&read_buffer_);
@@ -291,16 +286,19 @@ class InferenceService::StreamReactor final
   }
 
   void OnWriteDone(bool ok) override {
+    watch_->Disarm();
     reservation_.Release();
     if (!ok) {
-      Finish(ToGrpcStatus(stop_().ok() ? absl::CancelledError("the client stopped receiving")
-                                       : stop_()));
+      Finish(ToGrpcStatus(watch_->expired() ? service_->native_->idle().IdleStatus()
+                          : stop_().ok()    ? absl::CancelledError("the client stopped receiving")
+                                            : stop_()));
       return;
     }
     StartRead(&read_buffer_);
   }
 
   void OnDone() override {
+    watch_->Done();
     service_->native_->EndOpenCall();
     delete this;
   }
@@ -331,7 +329,8 @@ class InferenceService::StreamReactor final
       // ModelStreamInferResponse without parsing it again.
       service_->native_->RecordOutcome(record, status);
       Wrap(answer);
-      StartWrite(&write_buffer_);
+      watch_->Arm();  // the answer waits for the client from here
+    StartWrite(&write_buffer_);
       return;
     }
     Answer(record, status, model);
@@ -350,6 +349,7 @@ class InferenceService::StreamReactor final
     grpc::SerializationTraits<inference::ModelStreamInferResponse>::Serialize(
         response, &write_buffer_, &own_buffer)
         .IgnoreError();
+    watch_->Arm();  // the answer waits for the client from here
     StartWrite(&write_buffer_);
   }
 
@@ -376,6 +376,7 @@ class InferenceService::StreamReactor final
   InferenceService* const service_;
   const StopCheck stop_;
   const std::string identity_;
+  const std::shared_ptr<IdleWatch> watch_;
   MemoryBudget::Reservation reservation_;  // of the request or answer in flight
   int64_t messages_read_ = 0;
   grpc::ByteBuffer read_buffer_;

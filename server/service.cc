@@ -1,3 +1,4 @@
+#include "server/guarded.h"
 #include "server/service.h"
 
 #include <algorithm>
@@ -184,21 +185,6 @@ absl::Status PlanAndExecute(const v1::RunRequest& request, const Limits& limits,
   return scheduler.Execute(placement, run->plan, run->inputs, outputs, stop);
 }
 
-// Runs `work`, turning an exception into a status: a task or a reaction must
-// never leave its call unfinished.
-template <typename Work>
-absl::Status Guarded(Work work) {
-  try {
-    return work();
-  } catch (const std::bad_alloc&) {
-    return absl::ResourceExhaustedError("out of memory for the request");
-  } catch (const std::exception& error) {
-    return absl::InternalError(absl::StrCat("unexpected error: ", error.what()));
-  } catch (...) {
-    return absl::InternalError("unexpected error");
-  }
-}
-
 // Executes `request` with its outputs inline in `response` (Run, RunBidi),
 // refusing before any work an answer whose serialized size would pass the
 // message limit. On error `response` holds no outputs.
@@ -276,15 +262,6 @@ absl::StatusOr<OutputBuffers> ExecuteIntoAnswerBuffers(
   });
   if (!status.ok()) return status;
   return outputs;
-}
-
-// Drops the slices of a request's bytes once it is parsed (gRPC keeps the
-// ByteBuffer object, now empty, until the call ends) and gives their
-// reservation back: the parsed copy is what the call holds from here.
-void ReleaseRequestBytes(const grpc::ByteBuffer* bytes, MemoryBudget::Reservation& reservation) {
-  const int64_t length = static_cast<int64_t>(bytes->Length());
-  const_cast<grpc::ByteBuffer*>(bytes)->Clear();
-  reservation.Shrink(length);
 }
 
 int64_t ResponseDataBytes(const v1::RunResponse& response) {
@@ -1291,6 +1268,12 @@ absl::Status TensorOpService::ExecuteOnWorker(const v1::RunRequest& request,
   response->set_backend(placement.label);
   record.bytes_out = ResponseDataBytes(*response);
   return absl::OkStatus();
+}
+
+void ReleaseRequestBytes(const grpc::ByteBuffer* bytes, MemoryBudget::Reservation& reservation) {
+  const int64_t length = static_cast<int64_t>(bytes->Length());
+  const_cast<grpc::ByteBuffer*>(bytes)->Clear();
+  reservation.Shrink(length);
 }
 
 }  // namespace tensorop::server

@@ -66,6 +66,11 @@ using ServiceBase = v1::TensorOp::WithRawCallbackMethod_Run<
 // cancelled. `context` must outlive every use: until the call finished.
 StopCheck CallStopCheck(grpc::CallbackServerContext* context);
 
+// Drops the slices of a request's bytes once it is parsed (gRPC keeps the
+// ByteBuffer object, now empty, until the call ends) and gives their
+// reservation back: the parsed copy is what the call holds from here.
+void ReleaseRequestBytes(const grpc::ByteBuffer* bytes, MemoryBudget::Reservation& reservation);
+
 class TensorOpService final : public ServiceBase {
  public:
   // `scheduler` must outlive the service and every call it started.
@@ -123,6 +128,8 @@ class TensorOpService final : public ServiceBase {
   const ServiceOptions& options() const { return options_; }
   // options().memory_budget, or an unbounded one.
   MemoryBudget& budget() const { return *budget_; }
+  // Cancels calls whose client stops taking answers (--idle_timeout_seconds).
+  IdleWatchdog& idle() { return idle_; }
 
  private:
   // Counts one reactor's life in open_calls_.

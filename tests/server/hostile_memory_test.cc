@@ -19,6 +19,7 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "inference/grpc_service.pb.h"
 #include "tests/server/grpc_matchers.h"
 #include "tests/server/tensord_client.h"
 #include "tests/support/proc_status.h"
@@ -43,6 +44,7 @@ constexpr int64_t kRssMargin = 64 * kMiB;
 constexpr char kRun[] = "/tensorop.v1.TensorOp/Run";
 constexpr char kRunStream[] = "/tensorop.v1.TensorOp/RunStream";
 constexpr char kRunBidi[] = "/tensorop.v1.TensorOp/RunBidi";
+constexpr char kModelInfer[] = "/inference.GRPCInferenceService/ModelInfer";
 constexpr char kRunChunked[] = "/tensorop.v1.TensorOp/RunChunked";
 
 // A channel of its own connection that reads only what the caller asks for:
@@ -202,6 +204,58 @@ TEST(HostileMemoryTest, UnaryAnswersNeverReadAreRefusedOrCancelled) {
   ASSERT_THAT(AwaitLogLine(server, {"\"method\":\"Run\"", "CANCELLED"}),
               HasSubstr("--idle_timeout_seconds"));
   // Every held call was cancelled before the attackers read anything.
+  ASSERT_EQ(AwaitReservedZero(server), 0);
+  const std::vector<grpc::Status>& statuses = attack.Join();
+  for (const grpc::Status& status : statuses) {
+    EXPECT_THAT(status, AnyOf(kBudgetRefusal, GrpcStatusIs(grpc::StatusCode::CANCELLED, _)));
+  }
+  EXPECT_GE(Count(statuses, grpc::StatusCode::RESOURCE_EXHAUSTED), 1);
+  EXPECT_GE(Count(statuses, grpc::StatusCode::CANCELLED), 1);
+  EXPECT_EQ(AwaitReservedZero(server), 0);
+  ExpectNormalAnswer(server);
+  ExpectPeakWithin(server, baseline, budget);
+}
+
+// Row 1 through the v2 API: ModelInfer calls (the whole of a 4 MiB input
+// sliced) whose answers the client never reads, held by the same budget and
+// cancelled by the same idle timeout as Run.
+// A v2 answer is never larger than its request, so the attack sends what it
+// holds: fewer attackers than row 1, as gRPC keeps each 4 MiB request in its
+// own buffers before the budget can be asked.
+TEST(HostileMemoryTest, ModelInferAnswersNeverReadAreRefusedOrCancelled) {
+  const int64_t budget = 32 * kMiB;
+  TensordProcess server(Flags(budget));
+  const int64_t baseline = Baseline(server);
+  inference::ModelInferRequest infer;
+  infer.set_model_name("slice");
+  auto add = [&infer](const std::string& name, const std::string& datatype,
+                      std::vector<int64_t> shape, std::string bytes) {
+    auto* input = infer.add_inputs();
+    input->set_name(name);
+    input->set_datatype(datatype);
+    input->mutable_shape()->Assign(shape.begin(), shape.end());
+    infer.add_raw_input_contents(std::move(bytes));
+  };
+  auto int64s = [](std::vector<int64_t> values) {
+    return std::string(reinterpret_cast<const char*>(values.data()), values.size() * 8);
+  };
+  add("input", "UINT8", {1024, 4096}, std::string(4 * kMiB, '\x5a'));
+  add("offsets", "INT64", {2}, int64s({0, 0}));
+  add("window_sizes", "INT64", {2}, int64s({1024, 4096}));
+  add("window_strides", "INT64", {2}, int64s({1, 1}));
+  const std::string request = infer.SerializeAsString();
+  Attack attack(12, [&](int, const Attack& self) {
+    grpc::ClientContext context;
+    RawCall call(AttackerChannel(server.target()), kModelInfer, &context);
+    call.Write(request);
+    call.WritesDone();
+    return DrainAfterRelease(self, call);
+  });
+  ASSERT_THAT(AwaitLogLine(server, {"\"method\":\"ModelInfer\"", "RESOURCE_EXHAUSTED"}),
+              HasSubstr("--max_memory_bytes"));
+  ExpectNormalAnswer(server);  // during: the held answers leave room
+  ASSERT_THAT(AwaitLogLine(server, {"\"method\":\"ModelInfer\"", "CANCELLED"}),
+              HasSubstr("--idle_timeout_seconds"));
   ASSERT_EQ(AwaitReservedZero(server), 0);
   const std::vector<grpc::Status>& statuses = attack.Join();
   for (const grpc::Status& status : statuses) {
