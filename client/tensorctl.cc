@@ -53,6 +53,7 @@
 #include "client/status_macros.h"
 #include "google/protobuf/io/coded_stream.h"
 #include "google/protobuf/io/zero_copy_stream_impl_lite.h"
+#include "proto/backend_name.h"
 
 namespace tensorop::client {
 namespace {
@@ -175,16 +176,12 @@ absl::StatusOr<Flags> ParseFlags(int argc, char** argv) {
     }
   }
   if (backend.has_value()) {
-    if (*backend == "auto") {
-      flags.backend = v1::AUTO;
-    } else if (*backend == "cpu") {
-      flags.backend = v1::CPU;
-    } else if (*backend == "opencl") {
-      flags.backend = v1::OPENCL;
-    } else {
+    std::optional<v1::Backend> parsed = ParseBackendName(*backend);
+    if (!parsed.has_value()) {
       return absl::InvalidArgumentError(
-          absl::StrCat("--backend is auto, cpu or opencl, not \"", *backend, "\""));
+          absl::StrCat("--backend is ", kBackendNames, ", not \"", *backend, "\""));
     }
+    flags.backend = *parsed;
   }
   if (static_cast<int>(stream) + static_cast<int>(chunked) + static_cast<int>(shared_memory) > 1) {
     return absl::InvalidArgumentError("--stream, --chunked and --shared_memory exclude each other");

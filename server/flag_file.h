@@ -1,6 +1,6 @@
 // The text of a --flagfile, as words for tensord's flag parser. Pure (no I/O,
-// no exit) so that it can be unit-tested and fuzzed; server/main.cc reads the
-// file and turns an error into its usage exit.
+// no exit) so that it can be unit-tested and fuzzed; server/config.cc reads the
+// file and returns an error as its status (tensord exits 2).
 #ifndef TENSOROP_SERVER_FLAG_FILE_H_
 #define TENSOROP_SERVER_FLAG_FILE_H_
 

@@ -1,4 +1,4 @@
-// The pieces main.cc puts together for transport security: a plaintext
+// The pieces server/server.cc puts together for transport security: a plaintext
 // listener that serves only grpc.health.v1 (--health_address: kubelet gRPC
 // probes cannot do TLS), a health service that mirrors every status into it,
 // and a builder option that leaves server reflection out (--reflection=off, and

@@ -1,4 +1,4 @@
-// tensord's transport security, as main.cc wires it: the credentials of the
+// tensord's transport security, as server/server.cc wires it: the credentials of the
 // main port (plaintext, or TLS / mutual TLS from server/tls_credentials.h, with
 // bearer tokens from server/auth.h), whether reflection is served, and a thread
 // that rereads the certificate, key, CA and token files every second and on

@@ -1,0 +1,283 @@
+// ConfigFromFlags in-process: defaults, every range and format error (naming
+// the flag and the value), flag files, later flags winning, unknown flags, and
+// --help's order. tests/server/flag_bounds_test.cc and lifecycle_test.cc check
+// the same through the binary's exit status.
+#include "server/config.h"
+
+#include <algorithm>
+#include <chrono>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "proto/backend_name.h"
+#include "tests/support/status_matchers.h"
+#include "tests/support/temp_files.h"
+
+namespace tensorop::server {
+namespace {
+
+using ::tensorop::testing::StatusIs;
+using ::tensorop::testing::TempFiles;
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+using ::testing::StartsWith;
+
+TEST(ConfigTest, DefaultsWithoutFlags) {
+  ASSERT_OK_AND_ASSIGN(const ServerConfig config, ConfigFromFlags({}));
+  EXPECT_FALSE(config.help);
+  EXPECT_THAT(config.addresses, ElementsAre("0.0.0.0:50051"));
+  EXPECT_EQ(config.address, "0.0.0.0:50051");
+  EXPECT_EQ(config.metrics_address, "127.0.0.1:9464");
+  EXPECT_EQ(config.health_address, "");
+  EXPECT_FALSE(config.echo);
+  EXPECT_TRUE(config.opencl);
+  EXPECT_TRUE(config.calibrate);
+  EXPECT_EQ(config.opencl_filter, "");
+  EXPECT_EQ(config.scheduler.worker_threads,
+            static_cast<int>(std::max(1u, std::thread::hardware_concurrency())));
+  EXPECT_EQ(config.scheduler.max_queued_requests, 256);
+  EXPECT_EQ(config.scheduler.default_backend, v1::AUTO);
+  EXPECT_FALSE(config.scheduler.auto_opencl_min_bytes.has_value());
+  EXPECT_EQ(config.max_message_bytes, 64 << 20);
+  EXPECT_EQ(config.service.max_message_bytes, int64_t{64} << 20);
+  EXPECT_EQ(config.service.chunk_bytes, int64_t{1} << 20);
+  EXPECT_EQ(config.service.limits.max_request_bytes, int64_t{4} << 30);
+  EXPECT_EQ(config.service.limits.max_tensor_elements, int64_t{4294967295});
+  EXPECT_EQ(config.service.idle_timeout, absl::Seconds(60));
+  EXPECT_EQ(config.devices.queue_depth, 8);
+  EXPECT_EQ(config.devices.max_wait, std::chrono::seconds(30));
+  EXPECT_EQ(config.devices.unhealthy_for, std::chrono::seconds(30));
+  EXPECT_EQ(config.devices.inject_failures, 0);
+  EXPECT_EQ(config.device.staging_bytes, int64_t{64} << 20);
+  EXPECT_EQ(config.grace, std::chrono::seconds(30));
+  EXPECT_EQ(config.drain, std::chrono::seconds(0));
+  EXPECT_EQ(config.max_connection_age_seconds, 0);
+  EXPECT_EQ(config.max_concurrent_streams, 128);
+  EXPECT_EQ(config.max_connection_idle_seconds, 600);
+  EXPECT_EQ(config.shared_memory_idle_seconds, 300);
+  EXPECT_EQ(config.security.reflection, ReflectionAccess::kAuth);
+  EXPECT_EQ(config.security.auth_token_file, "");
+  // 0: half of what the process may use, and where that figure came from.
+  EXPECT_GT(config.max_memory_bytes, 0);
+  EXPECT_THAT(config.max_memory_source, StartsWith("half of the "));
+}
+
+TEST(ConfigTest, FlagsSetTheirFields) {
+  ASSERT_OK_AND_ASSIGN(
+      const ServerConfig config,
+      ConfigFromFlags({"--address=127.0.0.1:0", "--worker_threads", "3", "--backend=opencl",
+                       "--backends=cpu", "--echo", "--calibrate=off", "--drain_seconds=2",
+                       "--max_memory_bytes=1000000", "--metrics_address=",
+                       "--opencl_devices=pthread", "--auto_opencl_min_bytes=4096"}));
+  EXPECT_THAT(config.addresses, ElementsAre("127.0.0.1:0"));
+  EXPECT_EQ(config.scheduler.worker_threads, 3);
+  EXPECT_EQ(config.scheduler.default_backend, v1::OPENCL);
+  EXPECT_FALSE(config.opencl);
+  EXPECT_TRUE(config.echo);
+  EXPECT_FALSE(config.calibrate);
+  EXPECT_EQ(config.drain, std::chrono::seconds(2));
+  EXPECT_EQ(config.max_memory_bytes, 1000000);
+  EXPECT_EQ(config.max_memory_source, "");
+  EXPECT_EQ(config.metrics_address, "");
+  EXPECT_EQ(config.opencl_filter, "pthread");
+  EXPECT_EQ(config.scheduler.auto_opencl_min_bytes, 4096);
+}
+
+TEST(ConfigTest, EachCallStartsFromTheDefaults) {
+  ASSERT_OK(ConfigFromFlags({"--worker_threads=3", "--echo"}).status());
+  ASSERT_OK_AND_ASSIGN(const ServerConfig config, ConfigFromFlags({}));
+  EXPECT_EQ(config.scheduler.worker_threads,
+            static_cast<int>(std::max(1u, std::thread::hardware_concurrency())));
+  EXPECT_FALSE(config.echo);
+}
+
+TEST(ConfigTest, AutoOpenClMinBytesGivenAtItsDefaultStillReplacesTheModel) {
+  ASSERT_OK_AND_ASSIGN(const ServerConfig config,
+                       ConfigFromFlags({"--auto_opencl_min_bytes=9223372036854775807"}));
+  EXPECT_EQ(config.scheduler.auto_opencl_min_bytes, int64_t{9223372036854775807});
+}
+
+TEST(ConfigTest, RepeatedAddressesListenOnEachTcpFirst) {
+  ASSERT_OK_AND_ASSIGN(
+      const ServerConfig config,
+      ConfigFromFlags({"--address=unix:/tmp/tensord-config-test.sock", "--address=127.0.0.1:0",
+                       "--address=[::1]:0", "--address=127.0.0.1:0"}));
+  EXPECT_THAT(config.addresses,
+              ElementsAre("127.0.0.1:0", "[::1]:0", "unix:/tmp/tensord-config-test.sock"));
+  EXPECT_EQ(config.address, "127.0.0.1:0");
+}
+
+TEST(ConfigTest, LaterFlagsWin) {
+  ASSERT_OK_AND_ASSIGN(const ServerConfig config,
+                       ConfigFromFlags({"--worker_threads=3", "--worker_threads=5",
+                                        "--backend=cpu", "--backend=auto"}));
+  EXPECT_EQ(config.scheduler.worker_threads, 5);
+  EXPECT_EQ(config.scheduler.default_backend, v1::AUTO);
+}
+
+TEST(ConfigTest, AFlagFileIsReadInPlace) {
+  TempFiles files;
+  const std::string path = files.Write(
+      "# tensord flags\n--worker_threads=4\n\n--max_queued_requests=9\n--backends=cpu\n",
+      "tensord-flags");
+  // The file's --worker_threads replaces the one before it; the one after wins.
+  ASSERT_OK_AND_ASSIGN(const ServerConfig config,
+                       ConfigFromFlags({"--worker_threads=2", "--max_queued_requests=7",
+                                        "--flagfile=" + path, "--max_queued_requests=11"}));
+  EXPECT_EQ(config.scheduler.worker_threads, 4);
+  EXPECT_EQ(config.scheduler.max_queued_requests, 11);
+  EXPECT_FALSE(config.opencl);
+  ASSERT_OK_AND_ASSIGN(const ServerConfig spaced, ConfigFromFlags({"--flagfile", path}));
+  EXPECT_EQ(spaced.scheduler.max_queued_requests, 9);
+}
+
+TEST(ConfigTest, AFlagFileErrorNamesTheFileAndLine) {
+  TempFiles files;
+  const std::string path = files.Write("--echo\n--no_such_flag=1\n", "tensord-flags");
+  EXPECT_THAT(ConfigFromFlags({"--flagfile=" + path}),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       absl::StrCat(path, ":2: unknown flag --no_such_flag")));
+  const std::string bad_value = files.Write("--worker_threads=many\n", "tensord-flags");
+  EXPECT_THAT(ConfigFromFlags({"--flagfile=" + bad_value}),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       StartsWith(absl::StrCat(bad_value, ":1: --worker_threads=many: "))));
+  const std::string not_a_flag = files.Write("worker_threads=2\n", "tensord-flags");
+  EXPECT_THAT(ConfigFromFlags({"--flagfile=" + not_a_flag}),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       absl::StrCat(not_a_flag, ":1: expected one --name=value per line (no "
+                                                "--flagfile), not \"worker_threads=2\"")));
+  EXPECT_THAT(ConfigFromFlags({"--flagfile=/nonexistent/tensord.flags"}),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       "--flagfile=/nonexistent/tensord.flags: cannot read the file"));
+}
+
+TEST(ConfigTest, UnknownFlagsAndStrayWordsAreRefused) {
+  EXPECT_THAT(ConfigFromFlags({"--no_such_flag=1"}),
+              StatusIs(absl::StatusCode::kInvalidArgument, "unknown flag --no_such_flag"));
+  EXPECT_THAT(ConfigFromFlags({"stray"}),
+              StatusIs(absl::StatusCode::kInvalidArgument, "unexpected argument \"stray\""));
+  EXPECT_THAT(ConfigFromFlags({"--address"}),
+              StatusIs(absl::StatusCode::kInvalidArgument, "--address needs a value"));
+  EXPECT_THAT(ConfigFromFlags({"--echo=maybe"}),
+              StatusIs(absl::StatusCode::kInvalidArgument, StartsWith("--echo=maybe: ")));
+  EXPECT_THAT(ConfigFromFlags({"--worker_threads=many"}),
+              StatusIs(absl::StatusCode::kInvalidArgument, StartsWith("--worker_threads=many: ")));
+}
+
+struct RangeCase {
+  std::string flag;
+  std::string message;
+};
+
+TEST(ConfigTest, EveryRangeErrorNamesTheFlagAndValue) {
+  const std::vector<RangeCase> cases = {
+      {"--worker_threads=0", "--worker_threads=0 must be in [1, 1024]"},
+      {"--worker_threads=1025", "--worker_threads=1025 must be in [1, 1024]"},
+      {"--max_queued_requests=0", "--max_queued_requests=0 must be in [1, 1048576]"},
+      {"--max_message_bytes=4095", "--max_message_bytes=4095 must be in [4096, 2147483647]"},
+      {"--max_message_bytes=2147483648",
+       "--max_message_bytes=2147483648 must be in [4096, 2147483647]"},
+      {"--chunk_bytes=0", "--chunk_bytes=0 must be in [1, 67108800]"},
+      {"--chunk_bytes=67108801", "--chunk_bytes=67108801 must be in [1, 67108800]"},
+      {"--max_request_bytes=0", "--max_request_bytes=0 must be in [1, 1125899906842624]"},
+      {"--max_tensor_elements=4294967296",
+       "--max_tensor_elements=4294967296 must be in [1, 4294967295]"},
+      {"--opencl_queue_depth=1025", "--opencl_queue_depth=1025 must be in [1, 1024]"},
+      {"--opencl_staging_bytes=-1", "--opencl_staging_bytes=-1 must be in [0, 1099511627776]"},
+      {"--opencl_max_wait_seconds=86401",
+       "--opencl_max_wait_seconds=86401 must be in [0, 86400]"},
+      {"--opencl_unhealthy_seconds=-1", "--opencl_unhealthy_seconds=-1 must be in [0, 86400]"},
+      {"--inject_opencl_failures=-1", "--inject_opencl_failures=-1 must be in [0, 1048576]"},
+      {"--auto_opencl_min_bytes=-1",
+       "--auto_opencl_min_bytes=-1 must be in [0, 9223372036854775807]"},
+      {"--shutdown_grace_seconds=3601", "--shutdown_grace_seconds=3601 must be in [0, 3600]"},
+      {"--drain_seconds=-1", "--drain_seconds=-1 must be in [0, 3600]"},
+      {"--max_connection_age_seconds=2147484",
+       "--max_connection_age_seconds=2147484 must be in [0, 2147483]"},
+      {"--max_concurrent_streams=0", "--max_concurrent_streams=0 must be in [1, 65536]"},
+      {"--max_connection_idle_seconds=86401",
+       "--max_connection_idle_seconds=86401 must be in [0, 86400]"},
+      {"--idle_timeout_seconds=86401", "--idle_timeout_seconds=86401 must be in [0, 86400]"},
+      {"--shared_memory_idle_seconds=-1",
+       "--shared_memory_idle_seconds=-1 must be in [0, 86400]"},
+      {"--max_memory_bytes=-1", "--max_memory_bytes=-1: must not be negative"},
+      {"--address=127.0.0.1:65536", "--address=127.0.0.1:65536: the port must be in [0, 65535]"},
+      {"--address=localhost", "--address=localhost: expected HOST:PORT, or unix:PATH"},
+      {"--address=unix:", "--address=unix:: expected unix:PATH or unix:///ABSOLUTE_PATH"},
+      {"--address=unix:/nonexistent-dir/s.sock",
+       "--address=unix:/nonexistent-dir/s.sock: the directory /nonexistent-dir does not exist"},
+      {"--metrics_address=127.0.0.1:http",
+       "--metrics_address=127.0.0.1:http: the port must be in [0, 65535]"},
+      {"--metrics_address=no-port",
+       "--metrics_address=no-port: expected HOST:PORT, or empty for no metrics"},
+      {"--health_address=no-port", "--health_address=no-port: expected HOST:PORT"},
+      {"--backend=gpu", "--backend=gpu: expected auto, cpu or opencl"},
+      {"--backends=opencl", "--backends=opencl: expected cpu or cpu,opencl"},
+      {"--calibrate=maybe", "--calibrate=maybe: expected on or off"},
+      {"--reflection=maybe", "--reflection=maybe: expected on, off or auth"},
+  };
+  for (const RangeCase& c : cases) {
+    EXPECT_THAT(ConfigFromFlags({c.flag}), StatusIs(absl::StatusCode::kInvalidArgument, c.message))
+        << c.flag;
+  }
+}
+
+TEST(ConfigTest, TheEdgesOfEachRangeAreAccepted) {
+  ASSERT_OK_AND_ASSIGN(
+      const ServerConfig config,
+      ConfigFromFlags({"--worker_threads=1024", "--max_message_bytes=4096", "--chunk_bytes=4032",
+                       "--opencl_staging_bytes=0", "--shutdown_grace_seconds=0",
+                       "--idle_timeout_seconds=86400", "--address=127.0.0.1:65535"}));
+  EXPECT_EQ(config.scheduler.worker_threads, 1024);
+  EXPECT_EQ(config.service.chunk_bytes, 4032);
+  EXPECT_EQ(config.service.idle_timeout, absl::Seconds(86400));
+}
+
+TEST(ConfigTest, HelpStopsParsing) {
+  ASSERT_OK_AND_ASSIGN(const ServerConfig config, ConfigFromFlags({"--help", "--no_such_flag"}));
+  EXPECT_TRUE(config.help);
+  EXPECT_THAT(ConfigFromFlags({"--no_such_flag", "--help"}),
+              StatusIs(absl::StatusCode::kInvalidArgument, "unknown flag --no_such_flag"));
+}
+
+// The names come from the flag definitions, in the order --help has always
+// printed them.
+TEST(ConfigTest, FlagNamesAreTheDefinitionsInHelpOrder) {
+  EXPECT_THAT(
+      TensordFlagNames(),
+      ElementsAre("address", "worker_threads", "max_message_bytes", "max_request_bytes",
+                  "max_tensor_elements", "chunk_bytes", "backend", "max_queued_requests",
+                  "shutdown_grace_seconds", "drain_seconds", "backends", "opencl_devices",
+                  "opencl_queue_depth", "opencl_staging_bytes", "auto_opencl_min_bytes",
+                  "calibrate", "opencl_unhealthy_seconds", "inject_opencl_failures",
+                  "metrics_address", "max_connection_age_seconds", "max_concurrent_streams",
+                  "max_connection_idle_seconds", "echo", "tls_cert_file", "tls_key_file",
+                  "tls_client_ca_file", "auth_token_file", "reflection", "health_address",
+                  "max_memory_bytes", "idle_timeout_seconds", "opencl_max_wait_seconds",
+                  "shared_memory_idle_seconds"));
+  const std::string help = FlagsHelp();
+  EXPECT_THAT(help, StartsWith("usage: tensord [--flag=value ...]\n\n  --address (default "
+                               "0.0.0.0:50051)\n      host:port to listen on"));
+  EXPECT_THAT(help, HasSubstr("  --metrics_address (default 127.0.0.1:9464)\n"));
+  EXPECT_LT(help.find("--echo (default false)"), help.find("--tls_cert_file"));
+  EXPECT_THAT(help, ::testing::EndsWith(
+                        "  --flagfile=PATH\n      reads flags from PATH, one --name=value per "
+                        "line (# comments); later flags win\n"));
+}
+
+TEST(BackendNameTest, AcceptsTheThreeNamesExactly) {
+  EXPECT_EQ(ParseBackendName("auto"), v1::AUTO);
+  EXPECT_EQ(ParseBackendName("cpu"), v1::CPU);
+  EXPECT_EQ(ParseBackendName("opencl"), v1::OPENCL);
+  EXPECT_EQ(ParseBackendName("CPU"), std::nullopt);
+  EXPECT_EQ(ParseBackendName("opencl:0"), std::nullopt);
+  EXPECT_EQ(ParseBackendName(""), std::nullopt);
+  EXPECT_EQ(kBackendNames, "auto, cpu or opencl");
+}
+
+}  // namespace
+}  // namespace tensorop::server
