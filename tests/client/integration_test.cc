@@ -450,6 +450,21 @@ TEST(TensorctlUsageTest, MissingTargetIsAUsageError) {
   EXPECT_THAT(unknown.err, HasSubstr("tensorctl: unknown command \"frobnicate\""));
 }
 
+// The same names as tensord's --backend (proto/backend_name.h).
+TEST(TensorctlUsageTest, UnknownBackendIsAUsageError) {
+  for (const std::string backend : {"gpu", "CPU", "opencl:0", ""}) {
+    const CommandResult result =
+        RunCommand({TensorctlPath(), "run", "--target", "127.0.0.1:1", "--backend", backend,
+                    ConformanceCasesDir()});
+    EXPECT_EQ(result.exit_code, 2) << backend;
+    EXPECT_THAT(result.err, HasSubstr("tensorctl: --backend is auto, cpu or opencl, not \"" +
+                                      backend + "\""));
+  }
+  const CommandResult tensord = RunCommand({::tensorop::testing::TensordPath(), "--backend=gpu"});
+  EXPECT_EQ(tensord.exit_code, 2);
+  EXPECT_THAT(tensord.err, HasSubstr("tensord: --backend=gpu: expected auto, cpu or opencl"));
+}
+
 TEST(TensorctlUsageTest, RunExitsNonZeroWhenNothingListens) {
   // Bound but never listening: connections are refused.
   const int fd = socket(AF_INET, SOCK_STREAM, 0);
