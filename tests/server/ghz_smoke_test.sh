@@ -1,13 +1,17 @@
 #!/usr/bin/env bash
 # ghz against a real tensord: 50 small Slice calls through server reflection
-# with a `tensorctl encode` payload, every one OK, as ghz and as tensord's own
-# /metrics count them.
-#   ghz_smoke_test.sh TENSORD TENSORCTL CASE_FILE
+# (no .proto), every one OK, as ghz and as tensord's own /metrics count them.
+#   ghz_smoke_test.sh TENSORD native TENSORCTL CASE_FILE
+#     tensorop.v1.TensorOp/Run with a `tensorctl encode` payload of CASE_FILE;
+#   ghz_smoke_test.sh TENSORD v2 REQUEST_JSON
+#     inference.GRPCInferenceService/ModelInfer (the Open Inference Protocol)
+#     with REQUEST_JSON, a ModelInferRequest in protobuf's JSON mapping
+#     (bench/load/cases/v2_slice_small.json).
 # ghz comes from bench/load/install-ghz.sh (~/.local/bin/ghz, or $GHZ, or
 # PATH); without it the test fails, it does not skip.
 set -euo pipefail
 . "$(dirname "$0")/../../scripts/lib.sh"
-tensord="$1" tensorctl="$2" case_file="$3"
+tensord="$1" api="$2"
 
 ghz="${GHZ:-$HOME/.local/bin/ghz}"
 if [ ! -x "$ghz" ]; then ghz="$(command -v ghz || true)"; fi
@@ -27,7 +31,16 @@ cleanup() {
 }
 trap cleanup EXIT
 
-"$tensorctl" encode "$case_file" --case load/slice_small >"$work/slice.bin"
+case "$api" in
+  native)
+    "$3" encode "$4" --case load/slice_small >"$work/slice.bin"
+    call=(--call tensorop.v1.TensorOp/Run -B "$work/slice.bin")
+    method=Run ;;
+  v2)
+    call=(--call inference.GRPCInferenceService/ModelInfer -D "$3")
+    method=ModelInfer ;;
+  *) echo "usage: $0 TENSORD native TENSORCTL CASE_FILE | TENSORD v2 REQUEST_JSON" >&2; exit 2 ;;
+esac
 "$tensord" --address=127.0.0.1:0 --metrics_address=127.0.0.1:0 >"$work/out" 2>"$work/log" &
 server=$!
 # Bounded: a server that never says where it listens fails the test.
@@ -38,7 +51,7 @@ if ! port="$(tensord_port "$work/out" "$server")" ||
   exit 1
 fi
 
-"$ghz" --insecure --call tensorop.v1.TensorOp/Run -B "$work/slice.bin" -n 50 -c 4 \
+"$ghz" --insecure "${call[@]}" -n 50 -c 4 \
   -O json -o "$work/report.json" "127.0.0.1:$port"
 
 status=0
@@ -56,7 +69,7 @@ printf 'GET /metrics HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n' >&3
 scrape="$(cat <&3)"
 exec 3<&-
 counted="$(printf '%s\n' "$scrape" | grep '^tensorop_requests_total{' || true)"
-expected='tensorop_requests_total{method="Run",op="slice",backend="cpu",code="OK"} 50'
+expected="tensorop_requests_total{method=\"$method\",op=\"slice\",backend=\"cpu\",code=\"OK\"} 50"
 if [ "$counted" != "$expected" ]; then
   echo "FAIL: tensord counted:" >&2
   printf '%s\n' "$counted" >&2
@@ -64,5 +77,5 @@ if [ "$counted" != "$expected" ]; then
   status=1
 fi
 
-if [ "$status" -eq 0 ]; then echo "ghz smoke: 50 calls, 50 OK"; fi
+if [ "$status" -eq 0 ]; then echo "ghz smoke: 50 $method calls, 50 OK"; fi
 exit "$status"

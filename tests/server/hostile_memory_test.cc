@@ -21,6 +21,7 @@
 #include "gtest/gtest.h"
 #include "inference/grpc_service.pb.h"
 #include "tests/server/grpc_matchers.h"
+#include "tests/server/inference_requests.h"
 #include "tests/server/tensord_client.h"
 #include "tests/support/proc_status.h"
 #include "tests/support/subprocess.h"
@@ -228,21 +229,10 @@ TEST(HostileMemoryTest, ModelInferAnswersNeverReadAreRefusedOrCancelled) {
   const int64_t baseline = Baseline(server);
   inference::ModelInferRequest infer;
   infer.set_model_name("slice");
-  auto add = [&infer](const std::string& name, const std::string& datatype,
-                      std::vector<int64_t> shape, std::string bytes) {
-    auto* input = infer.add_inputs();
-    input->set_name(name);
-    input->set_datatype(datatype);
-    input->mutable_shape()->Assign(shape.begin(), shape.end());
-    infer.add_raw_input_contents(std::move(bytes));
-  };
-  auto int64s = [](std::vector<int64_t> values) {
-    return std::string(reinterpret_cast<const char*>(values.data()), values.size() * 8);
-  };
-  add("input", "UINT8", {1024, 4096}, std::string(4 * kMiB, '\x5a'));
-  add("offsets", "INT64", {2}, int64s({0, 0}));
-  add("window_sizes", "INT64", {2}, int64s({1024, 4096}));
-  add("window_strides", "INT64", {2}, int64s({1, 1}));
+  AddRaw(infer, "input", "UINT8", {1024, 4096}, std::string(4 * kMiB, '\x5a'));
+  AddRaw(infer, "offsets", "INT64", {2}, Bytes<int64_t>({0, 0}));
+  AddRaw(infer, "window_sizes", "INT64", {2}, Bytes<int64_t>({1024, 4096}));
+  AddRaw(infer, "window_strides", "INT64", {2}, Bytes<int64_t>({1, 1}));
   const std::string request = infer.SerializeAsString();
   Attack attack(12, [&](int, const Attack& self) {
     grpc::ClientContext context;

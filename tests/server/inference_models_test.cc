@@ -7,6 +7,7 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "tests/server/inference_requests.h"
 #include "tests/support/status_matchers.h"
 
 namespace tensorop::server {
@@ -16,22 +17,8 @@ using ::tensorop::testing::StatusIs;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 
-template <typename T>
-std::string Bytes(const std::vector<T>& values) {
-  std::string bytes(values.size() * sizeof(T), '\0');
-  std::memcpy(bytes.data(), values.data(), bytes.size());
-  return bytes;
-}
-
-// Adds input `name` with its bytes in raw_input_contents.
-void AddRaw(inference::ModelInferRequest& request, const std::string& name,
-            const std::string& datatype, std::vector<int64_t> shape, std::string bytes) {
-  auto* input = request.add_inputs();
-  input->set_name(name);
-  input->set_datatype(datatype);
-  input->mutable_shape()->Assign(shape.begin(), shape.end());
-  request.add_raw_input_contents(std::move(bytes));
-}
+using ::tensorop::testing::AddRaw;
+using ::tensorop::testing::Bytes;
 
 void AddInt64(inference::ModelInferRequest& request, const std::string& name,
               std::vector<int64_t> values) {

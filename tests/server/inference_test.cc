@@ -13,6 +13,7 @@
 #include "gtest/gtest.h"
 #include "inference/grpc_service.grpc.pb.h"
 #include "tests/server/grpc_matchers.h"
+#include "tests/server/inference_requests.h"
 #include "tests/server/tensord_client.h"
 #include "tests/support/tensord_process.h"
 
@@ -22,22 +23,6 @@ namespace {
 using ::testing::Contains;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
-
-template <typename T>
-std::string Bytes(const std::vector<T>& values) {
-  std::string bytes(values.size() * sizeof(T), '\0');
-  std::memcpy(bytes.data(), values.data(), bytes.size());
-  return bytes;
-}
-
-void AddRaw(inference::ModelInferRequest& request, const std::string& name,
-            const std::string& datatype, std::vector<int64_t> shape, std::string bytes) {
-  auto* input = request.add_inputs();
-  input->set_name(name);
-  input->set_datatype(datatype);
-  input->mutable_shape()->Assign(shape.begin(), shape.end());
-  request.add_raw_input_contents(std::move(bytes));
-}
 
 // slice of a 2x3 FP32 [0..5]: rows 0..1, every other column.
 inference::ModelInferRequest InferSliceRequest(const std::string& backend = "cpu") {
