@@ -185,6 +185,32 @@ const auto kBudgetRefusal = GrpcStatusIs(
     grpc::StatusCode::RESOURCE_EXHAUSTED,
     AllOf(HasSubstr("server memory budget exhausted"), HasSubstr("--max_memory_bytes")));
 
+// Rows 1 (Run and ModelInfer): while `attack` holds answers it never reads,
+// calls past the budget are refused and a normal call is still answered; the
+// held calls are cancelled after the idle timeout, every attacker got one of
+// the two, and nothing stays reserved.
+void ExpectAnswersNeverReadRefusedOrCancelled(const TensordProcess& server,
+                                              const std::string& method, Attack& attack,
+                                              int64_t baseline, int64_t budget) {
+  const std::string method_field = "\"method\":\"" + method + "\"";
+  ASSERT_THAT(AwaitLogLine(server, {method_field, "RESOURCE_EXHAUSTED"}),
+              HasSubstr("--max_memory_bytes"));
+  ExpectNormalAnswer(server);  // during: the held answers leave room
+  ASSERT_THAT(AwaitLogLine(server, {method_field, "CANCELLED"}),
+              HasSubstr("--idle_timeout_seconds"));
+  // Every held call was cancelled before the attackers read anything.
+  ASSERT_EQ(AwaitReservedZero(server), 0);
+  const std::vector<grpc::Status>& statuses = attack.Join();
+  for (const grpc::Status& status : statuses) {
+    EXPECT_THAT(status, AnyOf(kBudgetRefusal, GrpcStatusIs(grpc::StatusCode::CANCELLED, _)));
+  }
+  EXPECT_GE(Count(statuses, grpc::StatusCode::RESOURCE_EXHAUSTED), 1);
+  EXPECT_GE(Count(statuses, grpc::StatusCode::CANCELLED), 1);
+  EXPECT_EQ(AwaitReservedZero(server), 0);
+  ExpectNormalAnswer(server);
+  ExpectPeakWithin(server, baseline, budget);
+}
+
 // Row 1: unary Runs whose (4 MiB) answers the client never reads. Those the
 // budget admits are cancelled after the idle timeout; the rest are refused.
 TEST(HostileMemoryTest, UnaryAnswersNeverReadAreRefusedOrCancelled) {
@@ -199,22 +225,7 @@ TEST(HostileMemoryTest, UnaryAnswersNeverReadAreRefusedOrCancelled) {
     call.WritesDone();
     return DrainAfterRelease(self, call);
   });
-  ASSERT_THAT(AwaitLogLine(server, {"\"method\":\"Run\"", "RESOURCE_EXHAUSTED"}),
-              HasSubstr("--max_memory_bytes"));
-  ExpectNormalAnswer(server);  // during: the held answers leave room
-  ASSERT_THAT(AwaitLogLine(server, {"\"method\":\"Run\"", "CANCELLED"}),
-              HasSubstr("--idle_timeout_seconds"));
-  // Every held call was cancelled before the attackers read anything.
-  ASSERT_EQ(AwaitReservedZero(server), 0);
-  const std::vector<grpc::Status>& statuses = attack.Join();
-  for (const grpc::Status& status : statuses) {
-    EXPECT_THAT(status, AnyOf(kBudgetRefusal, GrpcStatusIs(grpc::StatusCode::CANCELLED, _)));
-  }
-  EXPECT_GE(Count(statuses, grpc::StatusCode::RESOURCE_EXHAUSTED), 1);
-  EXPECT_GE(Count(statuses, grpc::StatusCode::CANCELLED), 1);
-  EXPECT_EQ(AwaitReservedZero(server), 0);
-  ExpectNormalAnswer(server);
-  ExpectPeakWithin(server, baseline, budget);
+  ExpectAnswersNeverReadRefusedOrCancelled(server, "Run", attack, baseline, budget);
 }
 
 // Row 1 through the v2 API: ModelInfer calls (the whole of a 4 MiB input
@@ -241,21 +252,7 @@ TEST(HostileMemoryTest, ModelInferAnswersNeverReadAreRefusedOrCancelled) {
     call.WritesDone();
     return DrainAfterRelease(self, call);
   });
-  ASSERT_THAT(AwaitLogLine(server, {"\"method\":\"ModelInfer\"", "RESOURCE_EXHAUSTED"}),
-              HasSubstr("--max_memory_bytes"));
-  ExpectNormalAnswer(server);  // during: the held answers leave room
-  ASSERT_THAT(AwaitLogLine(server, {"\"method\":\"ModelInfer\"", "CANCELLED"}),
-              HasSubstr("--idle_timeout_seconds"));
-  ASSERT_EQ(AwaitReservedZero(server), 0);
-  const std::vector<grpc::Status>& statuses = attack.Join();
-  for (const grpc::Status& status : statuses) {
-    EXPECT_THAT(status, AnyOf(kBudgetRefusal, GrpcStatusIs(grpc::StatusCode::CANCELLED, _)));
-  }
-  EXPECT_GE(Count(statuses, grpc::StatusCode::RESOURCE_EXHAUSTED), 1);
-  EXPECT_GE(Count(statuses, grpc::StatusCode::CANCELLED), 1);
-  EXPECT_EQ(AwaitReservedZero(server), 0);
-  ExpectNormalAnswer(server);
-  ExpectPeakWithin(server, baseline, budget);
+  ExpectAnswersNeverReadRefusedOrCancelled(server, "ModelInfer", attack, baseline, budget);
 }
 
 // Row 2: RunStreams of a 24-byte-wide stride-0 input giving 32 MiB each, read
