@@ -17,6 +17,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 
@@ -40,6 +41,10 @@ func main() {
 }
 
 func run(stdout, stderr io.Writer, args []string) int {
+	if tensordFlagsErr != nil {
+		fmt.Fprintf(stderr, "validate: %v\n", tensordFlagsErr)
+		return 2
+	}
 	if len(args) == 3 && args[0] == "kserve" {
 		return runKServe(stdout, stderr, args[1], args[2]) // kserve.go
 	}
@@ -509,19 +514,40 @@ func checkCompanion(p *problems, cid string, pod *corev1.PodSpec, c corev1.Conta
 	}
 }
 
-// tensordFlags are the flags tensord accepts (server/main.cc, kFlagNames): an
-// unknown one in the flag file stops tensord at startup. Keep them in step.
-var tensordFlags = map[string]bool{
-	"address": true, "worker_threads": true, "max_message_bytes": true, "max_request_bytes": true,
-	"max_tensor_elements": true, "chunk_bytes": true, "backend": true, "max_queued_requests": true,
-	"shutdown_grace_seconds": true, "backends": true, "opencl_devices": true, "opencl_queue_depth": true,
-	"auto_opencl_min_bytes": true, "calibrate": true, "opencl_unhealthy_seconds": true, "inject_opencl_failures": true,
-	"metrics_address": true, "max_connection_age_seconds": true, "drain_seconds": true, "echo": true,
-	"tls_cert_file": true, "tls_key_file": true, "tls_client_ca_file": true, "auth_token_file": true,
-	"reflection": true, "health_address": true,
-	"max_concurrent_streams": true, "max_connection_idle_seconds": true,
-	"opencl_max_wait_seconds": true, "opencl_staging_bytes": true,
-	"max_memory_bytes": true, "idle_timeout_seconds": true, "shared_memory_idle_seconds": true,
+// tensordFlags are the flags tensord accepts, read from their definitions
+// (the TENSORD_FLAG lines of server/config.cc) so they cannot drift: an
+// unknown one in the flag file stops tensord at startup.
+var tensordFlags, tensordFlagsErr = readTensordFlags()
+
+var tensordFlagLine = regexp.MustCompile(`(?m)^TENSORD_FLAG\(\s*[\w:]+\s*,\s*(\w+)\s*,`)
+
+// readTensordFlags finds server/config.cc in the working directory or the
+// nearest one above it (the repository root, or the module inside it under
+// `go test`) and returns the flag names it defines.
+func readTensordFlags() (map[string]bool, error) {
+	dir, err := os.Getwd()
+	if err != nil {
+		return nil, err
+	}
+	for {
+		path := filepath.Join(dir, "server", "config.cc")
+		text, err := os.ReadFile(path)
+		if err == nil {
+			flags := map[string]bool{}
+			for _, m := range tensordFlagLine.FindAllStringSubmatch(string(text), -1) {
+				flags[m[1]] = true
+			}
+			if len(flags) == 0 {
+				return nil, fmt.Errorf("%s defines no TENSORD_FLAG", path)
+			}
+			return flags, nil
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return nil, fmt.Errorf("no server/config.cc in the working directory or above it: run from the repository")
+		}
+		dir = parent
+	}
 }
 
 // secretFlags name files that tensord rereads when they change: they must come

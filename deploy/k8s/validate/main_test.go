@@ -395,3 +395,21 @@ func TestUsage(t *testing.T) {
 		t.Errorf("no arguments: status %d, stderr %q", status, stderr.String())
 	}
 }
+
+// The flag names come from server/config.cc's TENSORD_FLAG lines: the macro's
+// own definition is not a flag.
+func TestTensordFlagsAreReadFromTheirDefinitions(t *testing.T) {
+	if tensordFlagsErr != nil {
+		t.Fatal(tensordFlagsErr)
+	}
+	for _, name := range []string{"address", "metrics_address", "tls_cert_file", "shared_memory_idle_seconds"} {
+		if !tensordFlags[name] {
+			t.Errorf("tensordFlags lacks %q", name)
+		}
+	}
+	for _, name := range []string{"name", "Type", "flagfile"} {
+		if tensordFlags[name] {
+			t.Errorf("tensordFlags has %q, which is not a TENSORD_FLAG", name)
+		}
+	}
+}
