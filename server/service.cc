@@ -25,6 +25,7 @@
 #include "core/operator.h"
 #include "core/status_macros.h"
 #include "server/auth.h"
+#include "server/bidi_flow.h"
 #include "server/chunk_part.h"
 #include "server/convert.h"
 #include "server/memory_budget.h"
@@ -697,10 +698,11 @@ grpc::ServerWriteReactor<grpc::ByteBuffer>* TensorOpService::RunStream(
 // fails (over the budget, an answer over the message limit, a bad request)
 // gets its own error answer and the stream goes on. The stream finishes when
 // the client half-closed (or sent bytes that do not parse, or went away) and
-// every task has answered. Decisions are taken under mu_; the gRPC calls they
-// lead to (StartRead, StartWrite, Finish) are made after releasing it, because
-// gRPC may run a reaction inline inside them. Once a thread decided to Finish,
-// no one touches the reactor again: OnDone may delete it at any time.
+// every task has answered. The decisions are flow_'s (server/bidi_flow.h, its
+// states and transitions), fed under mu_; the gRPC calls they lead to
+// (StartRead, StartWrite, Finish) are made after releasing it, because gRPC
+// may run a reaction inline inside them. Once a thread decided to Finish, no
+// one touches the reactor again: OnDone may delete it at any time.
 
 class TensorOpService::BidiReactor final
     : public grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer> {
@@ -710,8 +712,12 @@ class TensorOpService::BidiReactor final
         stop_(MakeStopCheck(context)),
         identity_(PeerIdentity(*context)),
         watch_(service->idle_.Watch(context)) {
-    read_outstanding_ = true;
-    StartRead(&read_buffer_);
+    Step step;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      step = StepsLocked(flow_.Start());
+    }
+    Take(std::move(step));
   }
 
   void OnReadDone(bool ok) override {
@@ -719,9 +725,7 @@ class TensorOpService::BidiReactor final
       Step step;
       {
         std::lock_guard<std::mutex> lock(mu_);
-        read_outstanding_ = false;
-        reads_done_ = true;
-        step = NextStepLocked();
+        step = StepsLocked(flow_.ReadDone(false));
       }
       Take(std::move(step));
       return;
@@ -744,17 +748,14 @@ class TensorOpService::BidiReactor final
       Step step;
       {
         std::lock_guard<std::mutex> lock(mu_);
-        read_outstanding_ = false;
-        reads_done_ = true;
-        end_status_ = status;
-        step = NextStepLocked();
+        step = StepsLocked(flow_.BadMessage(status));
       }
       Take(std::move(step));
       return;
     }
     {
       std::lock_guard<std::mutex> lock(mu_);
-      ++pending_;  // answered exactly once, by Answer()
+      flow_.RequestRead();  // answered exactly once, by Answer()
     }
     if (parsed.ok()) {
       Submit(std::move(request), std::move(reservation));
@@ -769,8 +770,7 @@ class TensorOpService::BidiReactor final
       // The read counts as outstanding until here, so no other thread can
       // finish (and free) the reactor while this reaction still runs.
       std::lock_guard<std::mutex> lock(mu_);
-      read_outstanding_ = false;
-      step = NextStepLocked();
+      step = StepsLocked(flow_.ReadDone(true));
     }
     Take(std::move(step));
   }
@@ -780,14 +780,8 @@ class TensorOpService::BidiReactor final
     Step step;
     {
       std::lock_guard<std::mutex> lock(mu_);
-      writing_ = false;
       writing_reservation_.Release();
-      if (!ok) {
-        // The client is gone: answers still to come are dropped.
-        broken_ = true;
-        queue_.clear();
-      }
-      step = NextStepLocked();
+      step = StepsLocked(flow_.WriteDone(ok));
     }
     Take(std::move(step));
   }
@@ -798,10 +792,6 @@ class TensorOpService::BidiReactor final
   }
 
  private:
-  // Answers and reads kept in flight per stream; past it reading pauses until
-  // the client takes answers (flow control instead of an unbounded queue).
-  static constexpr int kWindow = 64;
-
   // A serialized answer and the memory it holds.
   struct Queued {
     grpc::ByteBuffer bytes;
@@ -816,35 +806,34 @@ class TensorOpService::BidiReactor final
     bool log_finish = false;
   };
 
-  Step NextStepLocked() {
+  // Performs `steps`' queue edits (mirroring flow_'s count) and takes the
+  // next answer to write into write_buffer_; the gRPC calls wait for Take.
+  Step StepsLocked(const BidiFlow::Steps& steps, Queued* answer = nullptr) {
     Step step;
-    if (finished_) return step;
-    if (!writing_ && !broken_ && !queue_.empty()) {
-      writing_ = true;
-      // Only the thread that set writing_ touches write_buffer_ until the
+    if (steps.enqueue_answer) queue_.push_back(std::move(*answer));
+    if (steps.drop_queued) queue_.clear();
+    if (steps.start_write) {
+      // Only the thread that took this step touches write_buffer_ until the
       // write is done.
       write_buffer_ = std::move(queue_.front().bytes);
       writing_reservation_ = std::move(queue_.front().reservation);
       queue_.pop_front();
       step.write = true;
     }
-    const int in_flight = pending_ + static_cast<int>(queue_.size()) + (writing_ ? 1 : 0);
-    if (!reads_done_ && !read_outstanding_ && !broken_ && in_flight < kWindow) {
-      read_outstanding_ = true;
-      step.read = true;
-    }
-    // A paused read (no read outstanding) does not hold up a broken stream.
-    const bool reading_over = reads_done_ || (broken_ && !read_outstanding_);
-    if (reading_over && pending_ == 0 && !writing_ && queue_.empty()) {
-      finished_ = true;
-      if (!end_status_.ok()) {
-        step.finish = end_status_;
-      } else if (broken_) {
+    step.read = steps.start_read;
+    switch (steps.finish) {
+      case BidiFlow::FinishKind::kNone:
+        break;
+      case BidiFlow::FinishKind::kOk:
+        step.finish = absl::OkStatus();
+        break;
+      case BidiFlow::FinishKind::kBadMessage:
+        step.finish = steps.end_status;
+        break;
+      case BidiFlow::FinishKind::kWriteFailed:
         step.finish = watch_->expired() ? service_->idle_.IdleStatus() : WriteFailure(stop_);
         step.log_finish = true;
-      } else {
-        step.finish = absl::OkStatus();
-      }
+        break;
     }
     return step;
   }
@@ -909,9 +898,7 @@ class TensorOpService::BidiReactor final
     Step step;
     {
       std::lock_guard<std::mutex> lock(mu_);
-      --pending_;
-      if (!broken_ && serialized.ok()) queue_.push_back(std::move(queued));
-      step = NextStepLocked();
+      step = StepsLocked(flow_.AnswerReady(serialized.ok()), &queued);
     }
     Take(std::move(step));
   }
@@ -926,15 +913,9 @@ class TensorOpService::BidiReactor final
   grpc::ByteBuffer write_buffer_;
 
   std::mutex mu_;
-  bool read_outstanding_ = false;
-  bool reads_done_ = false;
-  int pending_ = 0;  // submitted requests not yet answered
-  std::deque<Queued> queue_;
+  BidiFlow flow_;
+  std::deque<Queued> queue_;  // the answers flow_ counts as queued, in order
   MemoryBudget::Reservation writing_reservation_;  // of the answer being written
-  bool writing_ = false;
-  bool broken_ = false;
-  bool finished_ = false;
-  absl::Status end_status_;
 };
 
 grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>* TensorOpService::RunBidi(
