@@ -1,0 +1,253 @@
+#include "server/pipeline.h"
+
+#include <algorithm>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/string_view.h"
+#include "core/operator.h"
+#include "core/status_macros.h"
+#include "server/convert.h"
+#include "server/guarded.h"
+#include "server/shared_memory.h"
+#include "server/wire_bound.h"
+
+namespace tensorop::server {
+namespace {
+
+// A request's plan and its input bytes. Built in place and never moved: the plan
+// may hold views of names inside `op`, whose views point into the request.
+struct PlannedRun {
+  OpRequest op;
+  ExecutionPlan plan;
+  std::vector<std::span<const std::byte>> inputs;  // by plan slot
+  SharedMemoryPins shared_memory;  // regions the request reads or writes
+};
+
+absl::StatusOr<std::unique_ptr<PlannedRun>> Plan(const v1::RunRequest& request,
+                                                 const Limits& limits,
+                                                 SharedMemoryRegistry* shared_memory,
+                                                 const StopCheck& stop) {
+  auto run = std::make_unique<PlannedRun>();
+  ASSIGN_OR_RETURN(run->op, ToOpRequest(request));
+  RETURN_IF_ERROR(ResolveSharedMemoryInputs(request, shared_memory, run->op, run->shared_memory));
+  ASSIGN_OR_RETURN(run->plan, PlanOperator(run->op, limits, stop));
+  run->inputs.reserve(run->plan.input_names.size());
+  for (absl::string_view name : run->plan.input_names) {
+    auto found = std::find_if(run->op.inputs.begin(), run->op.inputs.end(),
+                              [&](const NamedTensor& input) { return input.name == name; });
+    if (found == run->op.inputs.end()) {
+      return absl::InternalError(absl::StrCat("the plan reads input \"", name,
+                                              "\", which the request does not have"));
+    }
+    run->inputs.push_back(found->tensor.data);
+  }
+  return run;
+}
+
+// Told a request's plan before any output is allocated: the bytes the answer
+// takes besides the output buffers (its serialized copy, a part buffer), or
+// why the request is refused (an answer over the message limit).
+using AdmitFn = std::function<absl::StatusOr<int64_t>(const ExecutionPlan& plan)>;
+
+// Plans `request`, reserves what its outputs take in `reservation` (and, on a
+// device, its device buffers: PoCL's CPU device keeps them in host memory),
+// asks `allocate(layout, shared)` for each output's zeroed buffer (`shared`:
+// where in a shared memory region the output goes, else null), and executes
+// into them.
+template <typename Allocate>
+absl::Status PlanAndExecute(const v1::RunRequest& request, const Limits& limits,
+                            SharedMemoryRegistry* shared_memory,
+                            Scheduler& scheduler, Placement& placement,
+                            const StopCheck& stop, MemoryBudget::Reservation& reservation,
+                            const AdmitFn& admit, Allocate allocate) {
+  // Work that expired or was cancelled while queued is not started.
+  RETURN_IF_ERROR(stop());
+  ASSIGN_OR_RETURN(std::unique_ptr<PlannedRun> run, Plan(request, limits, shared_memory, stop));
+  ASSIGN_OR_RETURN(int64_t answer_bytes, admit(run->plan));
+  const int64_t output_bytes =
+      TotalBytes(run->plan.outputs) - SharedMemoryOutputBytes(request, run->plan.outputs);
+  int64_t bytes = output_bytes + answer_bytes;
+  if (scheduler.MayRunOnDevice(placement, run->plan)) {
+    bytes += output_bytes;
+    for (std::span<const std::byte> input : run->inputs) {
+      bytes += static_cast<int64_t>(input.size());
+    }
+  }
+  RETURN_IF_ERROR(reservation.Grow(
+      bytes, absl::StrCat("the outputs of request \"", request.id(), "\"")));
+  std::vector<std::byte*> outputs;
+  outputs.reserve(run->plan.outputs.size());
+  for (const Layout& layout : run->plan.outputs) {
+    ASSIGN_OR_RETURN(std::byte * shared,
+                     SharedMemoryOutput(request, static_cast<int>(outputs.size()), layout,
+                                        shared_memory, run->shared_memory));
+    ASSIGN_OR_RETURN(std::byte * output, allocate(layout, shared));
+    outputs.push_back(output);
+  }
+  return scheduler.Execute(placement, run->plan, run->inputs, outputs, stop);
+}
+
+}  // namespace
+
+std::optional<int> RequestedDevice(const v1::RunRequest& request) {
+  if (!request.has_device_index()) return std::nullopt;
+  return request.device_index();
+}
+
+int64_t TotalBytes(const std::vector<Layout>& layouts) {
+  int64_t total = 0;
+  for (const Layout& layout : layouts) total += layout.buffer_bytes();
+  return total;
+}
+
+absl::Status ParseRequest(const grpc::ByteBuffer& bytes, absl::string_view method,
+                          MemoryBudget::Reservation& reservation, v1::RunRequest* request) {
+  absl::StatusOr<int64_t> bound = ParsedBytesBound(bytes, *v1::RunRequest::descriptor());
+  if (!bound.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat(method, ": ", bound.status().message()));
+  }
+  RETURN_IF_ERROR(reservation.Grow(*bound + kRequestOverheadBytes,
+                                   absl::StrCat(method, ": parsing a ", bytes.Length(),
+                                                "-byte request")));
+  grpc::ByteBuffer copy(bytes);  // Deserialize consumes its buffer; this shares the slices
+  if (!grpc::SerializationTraits<v1::RunRequest>::Deserialize(&copy, request).ok()) {
+    return absl::InvalidArgumentError(absl::StrCat(method, ": the ", bytes.Length(),
+                                                   " bytes received are not a valid ",
+                                                   v1::RunRequest::descriptor()->full_name()));
+  }
+  return reservation.Grow(
+      kOutputOverheadBytes * std::max(1, request->outputs_size()),
+      absl::StrCat(method, ": planning the ", request->outputs_size(), " outputs of request \"",
+                   request->id(), "\""));
+}
+
+absl::Status ExecuteIntoResponse(const v1::RunRequest& request, const ServiceOptions& options,
+                                 Scheduler& scheduler, Placement& placement,
+                                 const StopCheck& stop, MemoryBudget::Reservation& reservation,
+                                 bool with_status, absl::string_view too_big_hint,
+                                 v1::RunResponse* response) {
+  const AdmitFn admit = [&](const ExecutionPlan& plan) -> absl::StatusOr<int64_t> {
+    const std::string backend = placement.device == Device::kCpu
+                                    ? std::string("cpu")
+                                    : std::string(kMaxDeviceLabelBytes, 'x');
+    // Outputs written into shared memory carry no data in the answer.
+    const int64_t answer_bytes =
+        RunResponseBytes(request.id(), backend, with_status, "", plan.outputs) -
+        SharedMemoryOutputBytes(request, plan.outputs);
+    if (answer_bytes > options.max_message_bytes) {
+      return absl::ResourceExhaustedError(absl::StrCat(
+          "the answer would take ", answer_bytes, " bytes (", TotalBytes(plan.outputs),
+          " of output data), more than the server's message limit of ",
+          options.max_message_bytes, " bytes (--max_message_bytes); ", too_big_hint));
+    }
+    return answer_bytes;  // its serialized copy
+  };
+  absl::Status status = Guarded([&] {
+    return PlanAndExecute(request, options.limits, options.shared_memory, scheduler, placement,
+                          stop, reservation, admit,
+                          [&](const Layout& layout,
+                              std::byte* shared) -> absl::StatusOr<std::byte*> {
+                            v1::Tensor* tensor = response->add_outputs();
+                            SetTensorLayout(layout, tensor);
+                            if (shared != nullptr) return shared;  // the layout only
+                            // resize() zeroes: padding reads as zero.
+                            std::string* data = tensor->mutable_data();
+                            data->resize(static_cast<size_t>(layout.buffer_bytes()));
+                            return reinterpret_cast<std::byte*>(data->data());
+                          });
+  });
+  if (!status.ok()) response->clear_outputs();
+  return status;
+}
+
+absl::StatusOr<OutputBuffers> ExecuteIntoAnswerBuffers(
+    const v1::RunRequest& request, const ServiceOptions& options, Scheduler& scheduler,
+    Placement& placement, const StopCheck& stop, MemoryBudget::Reservation& reservation,
+    absl::string_view too_big_hint) {
+  const AdmitFn admit = [&](const ExecutionPlan& plan) -> absl::StatusOr<int64_t> {
+    const std::string backend = placement.device == Device::kCpu
+                                    ? std::string("cpu")
+                                    : std::string(kMaxDeviceLabelBytes, 'x');
+    const int64_t answer_bytes =
+        RunResponseBytes(request.id(), backend, /*with_status=*/false, "", plan.outputs);
+    if (answer_bytes > options.max_message_bytes) {
+      return absl::ResourceExhaustedError(absl::StrCat(
+          "the answer would take ", answer_bytes, " bytes (", TotalBytes(plan.outputs),
+          " of output data), more than the server's message limit of ",
+          options.max_message_bytes, " bytes (--max_message_bytes); ", too_big_hint));
+    }
+    return answer_bytes - TotalBytes(plan.outputs);  // the outputs are the answer
+  };
+  OutputBuffers outputs;
+  absl::Status status = Guarded([&] {
+    return PlanAndExecute(request, options.limits, options.shared_memory, scheduler, placement,
+                          stop, reservation, admit,
+                          [&](const Layout& layout, std::byte*) -> absl::StatusOr<std::byte*> {
+                            ASSIGN_OR_RETURN(OutputBuffer buffer, AllocateOutput(layout));
+                            outputs.layouts.push_back(layout);
+                            outputs.buffers.push_back(std::move(buffer));
+                            return outputs.buffers.back().get();
+                          });
+  });
+  if (!status.ok()) return status;
+  return outputs;
+}
+
+int64_t ResponseDataBytes(const v1::RunResponse& response) {
+  int64_t total = 0;
+  for (const v1::Tensor& tensor : response.outputs()) total += tensor.data().size();
+  return total;
+}
+
+absl::StatusOr<Outputs> ExecuteIntoBuffers(const v1::RunRequest& request,
+                                           const ServiceOptions& options,
+                                           Scheduler& scheduler, Placement& placement,
+                                           const StopCheck& stop,
+                                           MemoryBudget::Reservation& reservation) {
+  Outputs outputs;
+  const AdmitFn admit = [&](const ExecutionPlan&) -> absl::StatusOr<int64_t> {
+    return options.chunk_bytes + kPartOverheadBytes;  // the part being written
+  };
+  absl::Status status = Guarded([&] {
+    RETURN_IF_ERROR(CheckNoSharedMemoryOutputs(request, "a streamed call"));
+    return PlanAndExecute(
+        request, options.limits, options.shared_memory, scheduler, placement, stop, reservation,
+        admit, [&](const Layout& layout, std::byte*) -> absl::StatusOr<std::byte*> {
+          ASSIGN_OR_RETURN(OutputBuffer buffer, AllocateOutput(layout));
+          outputs.layouts.push_back(layout);
+          outputs.buffers.push_back(Share(std::move(buffer)));
+          return outputs.buffers.back().get();
+        });
+  });
+  if (!status.ok()) return status;
+  return outputs;
+}
+
+absl::StatusOr<ResultParts> ExecuteIntoParts(const v1::RunRequest& request,
+                                             const ServiceOptions& options,
+                                             Scheduler& scheduler, Placement& placement,
+                                             const StopCheck& stop,
+                                             MemoryBudget::Reservation& reservation,
+                                             CallRecord& record) {
+  absl::StatusOr<Outputs> outputs =
+      ExecuteIntoBuffers(request, options, scheduler, placement, stop, reservation);
+  record.backend = placement.label;
+  if (!outputs.ok()) return outputs.status();
+  return ResultParts(*std::move(outputs), placement.label, options.chunk_bytes);
+}
+
+absl::Status WriteFailure(const StopCheck& stop) {
+  absl::Status status = stop();
+  if (!status.ok()) return status;
+  return absl::CancelledError("the client stopped receiving");
+}
+
+}  // namespace tensorop::server

@@ -1,0 +1,205 @@
+// The request pipeline behind the tensorop.v1 reactors (server/run_*_reactor.cc)
+// and TensorOpService::ExecuteOnWorker: a request's bytes parsed against the
+// memory budget, planned, its outputs reserved and allocated, executed by the
+// scheduler, and shaped as an inline answer, answer buffers, or streamed
+// result parts. No reactor and no call: tests/server/pipeline_test.cc drives
+// it with a Scheduler and a MemoryBudget alone.
+#ifndef TENSOROP_SERVER_PIPELINE_H_
+#define TENSOROP_SERVER_PIPELINE_H_
+
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <grpcpp/support/byte_buffer.h>
+// SerializationTraits for protobuf messages.
+#include <grpcpp/impl/codegen/proto_utils.h>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "core/cancellation.h"
+#include "core/status_macros.h"
+#include "core/tensor.h"
+#include "server/convert.h"
+#include "server/guarded.h"
+#include "server/memory_budget.h"
+#include "server/request_log.h"
+#include "server/response_writer.h"
+#include "server/scheduler.h"
+#include "server/service_options.h"
+#include "tensorop/v1/tensorop.pb.h"
+
+namespace tensorop::server {
+
+// What one request holds besides its tensors, reserved before it is parsed
+// (the request, its log record) and per output before it is planned (the
+// output's layout, its plan step, its header in the answer), so that a small
+// request naming many outputs cannot amplify.
+constexpr int64_t kRequestOverheadBytes = 16 << 10;
+constexpr int64_t kOutputOverheadBytes = 4 << 10;
+// An answer's backend is known only once the request ran: device labels
+// ("opencl:<device name>") are taken to be at most this long when the answer's
+// size is checked against the message limit before running.
+constexpr int64_t kMaxDeviceLabelBytes = 256;
+// Room for one serialized ResultPart besides its chunk's bytes.
+constexpr int64_t kPartOverheadBytes = 4 << 10;
+
+// The device a request names, if any (proto3 `optional`).
+std::optional<int> RequestedDevice(const v1::RunRequest& request);
+
+// The bytes of every output buffer of `layouts`.
+int64_t TotalBytes(const std::vector<Layout>& layouts);
+
+// Parses `bytes` as a RunRequest into `request` for `method`, reserving what
+// parsing takes (bounded from the tags, before anything is allocated) and the
+// per-output overhead of planning it in `reservation`.
+absl::Status ParseRequest(const grpc::ByteBuffer& bytes, absl::string_view method,
+                          MemoryBudget::Reservation& reservation, v1::RunRequest* request);
+
+// Executes `request` with its outputs inline in `response` (Run, RunBidi),
+// refusing before any work an answer whose serialized size would pass the
+// message limit. On error `response` holds no outputs.
+absl::Status ExecuteIntoResponse(const v1::RunRequest& request, const ServiceOptions& options,
+                                 Scheduler& scheduler, Placement& placement,
+                                 const StopCheck& stop, MemoryBudget::Reservation& reservation,
+                                 bool with_status, absl::string_view too_big_hint,
+                                 v1::RunResponse* response);
+
+// Executes `request` into output buffers that become its answer (Run):
+// SerializeRunResponse hands them to gRPC without a copy, so what the answer
+// takes besides them is only its other fields. Refused before any work, like
+// ExecuteIntoResponse, when the serialized answer would pass the message limit.
+absl::StatusOr<OutputBuffers> ExecuteIntoAnswerBuffers(
+    const v1::RunRequest& request, const ServiceOptions& options, Scheduler& scheduler,
+    Placement& placement, const StopCheck& stop, MemoryBudget::Reservation& reservation,
+    absl::string_view too_big_hint);
+
+// The data bytes of `response`'s outputs.
+int64_t ResponseDataBytes(const v1::RunResponse& response);
+
+// Outputs held by the server while they stream back; each output's chunks go
+// to gRPC as slices of its buffer (server/response_writer.h).
+struct Outputs {
+  std::vector<Layout> layouts;
+  std::vector<SharedOutput> buffers;
+};
+
+// Executes `request` into server-held buffers (RunStream, RunChunked). Streamed
+// results are not bounded by the message size, only by the request limits and
+// the memory budget.
+absl::StatusOr<Outputs> ExecuteIntoBuffers(const v1::RunRequest& request,
+                                           const ServiceOptions& options,
+                                           Scheduler& scheduler, Placement& placement,
+                                           const StopCheck& stop,
+                                           MemoryBudget::Reservation& reservation);
+
+// Serializes `message` into `buffer` for a raw write, replacing what the
+// previous (completed) write left there.
+template <typename Message>
+void SerializeInto(const Message& message, grpc::ByteBuffer* buffer) {
+  buffer->Clear();
+  bool own_buffer = false;
+  // Fails only past 2 GiB; every message here is bounded by
+  // --max_message_bytes (answers) or --chunk_bytes (parts).
+  grpc::SerializationTraits<Message>::Serialize(message, buffer, &own_buffer).IgnoreError();
+}
+
+// The parts of a streamed result, one at a time: per output its header, then
+// its bytes in chunks of at most chunk_bytes. An output's buffer is freed once
+// its last chunk was handed out.
+class ResultParts {
+ public:
+  ResultParts(Outputs outputs, std::string backend, int64_t chunk_bytes)
+      : outputs_(std::move(outputs)), backend_(std::move(backend)), chunk_bytes_(chunk_bytes) {}
+
+  // Fills `part` with the next part, or (a chunk) `chunk` with where its bytes
+  // are; false after the last.
+  struct Chunk {
+    size_t output = 0;
+    int64_t offset = 0;
+    int64_t length = 0;  // 0: the part is a header
+  };
+  bool Next(v1::ResultPart* part, Chunk* chunk) {
+    while (output_ < outputs_.layouts.size()) {
+      const Layout& layout = outputs_.layouts[output_];
+      if (offset_ < 0) {
+        v1::OutputHeader* header = part->mutable_header();
+        header->set_index(static_cast<int32_t>(output_));
+        header->set_dtype(ToProtoDType(layout.dtype));
+        header->mutable_sizes()->Assign(layout.sizes.begin(), layout.sizes.end());
+        header->mutable_strides()->Assign(layout.strides.begin(), layout.strides.end());
+        header->set_byte_length(layout.buffer_bytes());
+        header->set_backend(backend_);
+        offset_ = 0;
+        return true;
+      }
+      if (offset_ < layout.buffer_bytes()) {
+        const int64_t length = std::min(chunk_bytes_, layout.buffer_bytes() - offset_);
+        *chunk = Chunk{.output = output_, .offset = offset_, .length = length};
+        offset_ += length;
+        return true;
+      }
+      outputs_.buffers[output_].reset();
+      freed_ += layout.buffer_bytes();
+      ++output_;
+      offset_ = -1;
+    }
+    return false;
+  }
+
+  int64_t total_bytes() const { return TotalBytes(outputs_.layouts); }
+
+  // Output bytes freed since the last call, for the memory budget.
+  int64_t TakeFreed() { return std::exchange(freed_, 0); }
+
+  // Serializes the next part into `buffer` and gives the output bytes freed so
+  // far back to `reservation`; false after the last part. Whatever throws ends
+  // as the status (the reactors call this from reactions).
+  absl::StatusOr<bool> SerializeNext(grpc::ByteBuffer* buffer,
+                                     MemoryBudget::Reservation& reservation) {
+    bool more = false;
+    RETURN_IF_ERROR(Guarded([&] {
+      v1::ResultPart part;
+      Chunk chunk;
+      more = Next(&part, &chunk);
+      reservation.Shrink(TakeFreed());
+      if (more && chunk.length > 0) {
+        // The chunk's bytes go out as a slice of the output: no copy.
+        SerializeChunkPart(outputs_.buffers[chunk.output], chunk.offset, chunk.length, buffer);
+      } else if (more) {
+        SerializeInto(part, buffer);
+      }
+      return absl::OkStatus();
+    }));
+    return more;
+  }
+
+ private:
+  Outputs outputs_;
+  std::string backend_;
+  int64_t chunk_bytes_;
+  size_t output_ = 0;
+  int64_t offset_ = -1;  // -1: the current output's header is next
+  int64_t freed_ = 0;
+};
+
+// Executes `request` into server-held buffers and cuts them into parts
+// (RunStream, RunChunked); `record` learns where it ran.
+absl::StatusOr<ResultParts> ExecuteIntoParts(const v1::RunRequest& request,
+                                             const ServiceOptions& options,
+                                             Scheduler& scheduler, Placement& placement,
+                                             const StopCheck& stop,
+                                             MemoryBudget::Reservation& reservation,
+                                             CallRecord& record);
+
+// The status to finish a stream with when a write failed.
+absl::Status WriteFailure(const StopCheck& stop);
+
+}  // namespace tensorop::server
+
+#endif  // TENSOROP_SERVER_PIPELINE_H_

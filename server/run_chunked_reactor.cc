@@ -1,0 +1,338 @@
+// TensorOp.RunChunked: a RequestPart stream (the request, then input chunks)
+// answered like RunStream.
+#include "server/service.h"
+
+#include <algorithm>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <utility>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/str_cat.h"
+#include "absl/time/time.h"
+#include "core/checked_math.h"
+#include "core/dtype.h"
+#include "core/status_macros.h"
+#include "server/auth.h"
+#include "server/chunk_part.h"
+#include "server/guarded.h"
+#include "server/idle_watchdog.h"
+#include "server/memory_budget.h"
+#include "server/pipeline.h"
+#include "server/request_log.h"
+#include "server/response_writer.h"
+#include "server/scheduler.h"
+#include "server/status_map.h"
+#include "server/wire_bound.h"
+
+namespace tensorop::server {
+namespace {
+
+// The data bytes `tensor` declares (packed, or spanned by its strides), when
+// that is computable; used only to size buffers ahead.
+std::optional<int64_t> DeclaredBytes(const v1::Tensor& tensor) {
+  std::optional<DType> dtype = DTypeFromInt(tensor.dtype());
+  if (!dtype.has_value()) return std::nullopt;
+  const bool packed = tensor.strides_size() == 0;
+  if (!packed && tensor.strides_size() != tensor.sizes_size()) return std::nullopt;
+  std::optional<int64_t> elements = 1;
+  for (int i = 0; i < tensor.sizes_size() && elements.has_value(); ++i) {
+    const int64_t size = tensor.sizes(i);
+    if (size <= 0) return std::nullopt;
+    if (packed) {
+      elements = CheckedMul(*elements, size);
+    } else {
+      if (tensor.strides(i) < 0) return std::nullopt;
+      std::optional<int64_t> span = CheckedMul(size - 1, tensor.strides(i));
+      elements = span.has_value() ? CheckedAdd(*elements, *span) : std::nullopt;
+    }
+  }
+  if (!elements.has_value()) return std::nullopt;
+  return CheckedMul(*elements, ElementSize(*dtype));
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------------------
+// RunChunked
+//
+// The request part is reserved before it is parsed and each chunk before it is
+// stored, as the upload grows (never the total the request declares); the
+// upload is cancelled when no part arrives for --idle_timeout_seconds.
+
+class TensorOpService::ChunkedReactor final
+    : public grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer> {
+ public:
+  ChunkedReactor(TensorOpService* service, grpc::CallbackServerContext* context)
+      : service_(service),
+        stop_(CallStopCheck(context)),
+        watch_(service->idle_.Watch(context)),
+        reservation_(service->budget_->Empty()) {
+    record_.method = "RunChunked";
+    record_.identity = PeerIdentity(*context);
+    watch_->Arm();
+    StartRead(&read_buffer_);
+  }
+
+  void OnReadDone(bool ok) override {
+    watch_->Touch();
+    if (!ok) {
+      watch_->Disarm();
+      HalfClosed();
+      return;
+    }
+    ++parts_read_;
+    absl::Status status = Guarded([&] { return Read(); });
+    read_buffer_.Clear();
+    if (!status.ok()) {
+      watch_->Disarm();
+      Done(status);
+      return;
+    }
+    StartRead(&read_buffer_);
+  }
+
+  void OnWriteDone(bool ok) override {
+    watch_->Disarm();
+    if (!ok) {
+      Done(watch_->expired() ? service_->idle_.IdleStatus() : WriteFailure(stop_));
+      return;
+    }
+    WriteNext();
+  }
+
+  void OnDone() override {
+    watch_->Done();
+    delete this;
+  }
+
+ private:
+  // Parses the part in read_buffer_ and takes it in.
+  absl::Status Read() {
+    if (have_request_) {
+      // The common chunk, appended from the received slices (no parse copy);
+      // any other part, or a name that is no input, goes through the parser.
+      if (std::optional<ChunkPartView> chunk = ChunkPartView::Of(read_buffer_)) {
+        auto input = request_.mutable_inputs()->find(chunk->input());
+        if (input != request_.mutable_inputs()->end()) {
+          bytes_in_ += chunk->data_bytes();
+          RETURN_IF_ERROR(CheckBytes());
+          RETURN_IF_ERROR(Reserve(chunk->input(), chunk->data_bytes(), input->second.mutable_data()));
+          chunk->AppendDataTo(input->second.mutable_data());
+          return absl::OkStatus();
+        }
+      }
+    }
+    v1::RequestPart part;
+    if (!have_request_) {
+      // The request part: reserved (bounded from its tags) before parsing, and
+      // kept, since the request is held until the call ends.
+      absl::StatusOr<int64_t> bound =
+          ParsedBytesBound(read_buffer_, *v1::RequestPart::descriptor());
+      if (bound.ok()) {
+        RETURN_IF_ERROR(reservation_.Grow(*bound + kRequestOverheadBytes,
+                                          "RunChunked: parsing the request part"));
+      }
+    }
+    if (!grpc::SerializationTraits<v1::RequestPart>::Deserialize(&read_buffer_, &part).ok()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "RunChunked: part ", parts_read_, " is not a valid tensorop.v1.RequestPart"));
+    }
+    return Accept(part);
+  }
+
+  // Takes one part in; a non-OK status ends the call with it.
+  absl::Status Accept(v1::RequestPart& part) {
+    if (!have_request_) {
+      if (!part.has_request()) {
+        return absl::InvalidArgumentError(
+            "RunChunked: the first part must be a request, not a chunk");
+      }
+      request_ = std::move(*part.mutable_request());
+      have_request_ = true;
+      const absl::Time start = record_.start;
+      const std::string identity = std::move(record_.identity);
+      record_ = DescribeRequest("RunChunked", request_);
+      record_.start = start;
+      record_.identity = identity;
+      for (const auto& [name, tensor] : request_.inputs()) {
+        bytes_in_ += static_cast<int64_t>(tensor.data().size());
+        charged_[name] = static_cast<int64_t>(tensor.data().size());
+      }
+      RETURN_IF_ERROR(CheckBytes());
+      RETURN_IF_ERROR(reservation_.Grow(
+          kOutputOverheadBytes * std::max(1, request_.outputs_size()),
+          absl::StrCat("RunChunked: planning the ", request_.outputs_size(),
+                       " outputs of request \"", request_.id(), "\"")));
+      ReserveAddressSpace();
+      return absl::OkStatus();
+    }
+    switch (part.part_case()) {
+      case v1::RequestPart::kChunk: {
+        const v1::InputChunk& chunk = part.chunk();
+        auto input = request_.mutable_inputs()->find(chunk.input());
+        if (input == request_.mutable_inputs()->end()) {
+          return absl::InvalidArgumentError(absl::StrCat(
+              "chunk.input: \"", chunk.input(), "\" is not an input of the request"));
+        }
+        bytes_in_ += static_cast<int64_t>(chunk.data().size());
+        RETURN_IF_ERROR(CheckBytes());
+        return Append(chunk, input->second.mutable_data());
+      }
+      case v1::RequestPart::kRequest:
+        return absl::InvalidArgumentError(absl::StrCat(
+            "RunChunked: part ", parts_read_, " is a second request; only the first part is one"));
+      case v1::RequestPart::PART_NOT_SET:
+        break;
+    }
+    return absl::InvalidArgumentError(
+        absl::StrCat("RunChunked: part ", parts_read_, " has neither a request nor a chunk"));
+  }
+
+  // Appends `chunk` to `data`, reserving first what the input's buffer comes
+  // to hold: its bytes as they arrive while they fit the capacity reserved
+  // ahead (address space whose pages only the bytes touch), else the doubled
+  // capacity, with the old buffer for the moment of the copy.
+  absl::Status Append(const v1::InputChunk& chunk, std::string* data) {
+    RETURN_IF_ERROR(Reserve(chunk.input(), static_cast<int64_t>(chunk.data().size()), data));
+    data->append(chunk.data());
+    return absl::OkStatus();
+  }
+
+  // Append's reservation and capacity for `chunk_bytes` more bytes of input
+  // `name`, whose buffer is `data`.
+  absl::Status Reserve(const std::string& name, int64_t chunk_bytes, std::string* data) {
+    int64_t& charged = charged_[name];
+    const int64_t size = static_cast<int64_t>(data->size());
+    const int64_t needed = size + chunk_bytes;
+    const int64_t capacity = static_cast<int64_t>(data->capacity());
+    const std::string what = absl::StrCat("RunChunked: input \"", name, "\" of request \"",
+                                          request_.id(), "\" at ", needed, " bytes");
+    if (needed > capacity) {
+      const int64_t target = std::max(needed, 2 * capacity);
+      RETURN_IF_ERROR(reservation_.Grow(target + capacity - charged, what));
+      data->reserve(static_cast<size_t>(target));
+      AdviseHugePages(data->data(), data->capacity());
+      reservation_.Shrink(capacity);
+      charged = target;
+    } else if (needed > charged) {
+      RETURN_IF_ERROR(reservation_.Grow(needed - charged, what));
+      charged = needed;
+    }
+    return absl::OkStatus();
+  }
+
+  // Refused as soon as the uploaded bytes pass the limit, not after storing them.
+  absl::Status CheckBytes() const {
+    const int64_t limit = service_->options_.limits.max_request_bytes;
+    if (bytes_in_ <= limit) return absl::OkStatus();
+    return absl::ResourceExhaustedError(
+        absl::StrCat("RunChunked: the inputs reached ", bytes_in_,
+                     " bytes, more than the server's limit of ", limit,
+                     " bytes (--max_request_bytes)"));
+  }
+
+  // Sizes each input's buffer for the bytes its description declares, so the
+  // chunks append without reallocating: address space only (pages are
+  // touched, and reserved in the budget, as chunks arrive), and only when the
+  // declared total fits both the request limit and the memory budget, so a
+  // declaration alone never allocates what the server could not hold.
+  void ReserveAddressSpace() {
+    const int64_t room = std::min(service_->options_.limits.max_request_bytes,
+                                  service_->budget_->limit());
+    int64_t total = 0;
+    for (auto& [name, tensor] : *request_.mutable_inputs()) {
+      std::optional<int64_t> bytes = DeclaredBytes(tensor);
+      if (!bytes.has_value()) continue;
+      std::optional<int64_t> sum = CheckedAdd(total, *bytes);
+      if (!sum.has_value() || *sum > room) return;
+      total = *sum;
+    }
+    for (auto& [name, tensor] : *request_.mutable_inputs()) {
+      if (std::optional<int64_t> bytes = DeclaredBytes(tensor)) {
+        tensor.mutable_data()->reserve(static_cast<size_t>(*bytes));
+        AdviseHugePages(tensor.mutable_data()->data(), tensor.mutable_data()->capacity());
+      }
+    }
+  }
+
+  void HalfClosed() {
+    if (absl::Status stop = stop_(); !stop.ok()) {
+      Done(watch_->expired() ? service_->idle_.IdleStatus() : stop);
+      return;
+    }
+    if (!have_request_) {
+      Done(absl::InvalidArgumentError("RunChunked: the stream ended before a request part"));
+      return;
+    }
+    absl::Status status = service_->Dispatch(
+        request_, record_, [this](Placement& placement) { Work(placement); });
+    if (!status.ok()) Done(status);
+  }
+
+  // On a scheduler worker.
+  void Work(Placement& placement) {
+    absl::Status status = Guarded([&]() -> absl::Status {
+      ASSIGN_OR_RETURN(ResultParts parts,
+                       ExecuteIntoParts(request_, service_->options_, *service_->scheduler_,
+                                        placement, stop_, reservation_, record_));
+      parts_.emplace(std::move(parts));
+      // The uploaded inputs are done with: freed, and their reservation given
+      // back, before the result streams.
+      request_.Clear();
+      for (auto& [name, charged] : charged_) reservation_.Shrink(std::exchange(charged, 0));
+      return absl::OkStatus();
+    });
+    if (!status.ok()) {
+      Done(status);
+      return;
+    }
+    WriteNext();
+  }
+
+  void WriteNext() {
+    const absl::StatusOr<bool> more = parts_->SerializeNext(&write_buffer_, reservation_);
+    if (!more.ok()) {
+      Done(more.status());
+      return;
+    }
+    if (*more) {
+      watch_->Arm();
+      StartWrite(&write_buffer_);
+      return;
+    }
+    record_.bytes_out = parts_->total_bytes();
+    Done(absl::OkStatus());
+  }
+
+  void Done(const absl::Status& status) {
+    record_.bytes_in = bytes_in_;
+    service_->RecordOutcome(record_, status);
+    Finish(ToGrpcStatus(status));
+  }
+
+  TensorOpService* const service_;
+  const OpenCall open_call_{service_->open_calls_};
+  const StopCheck stop_;
+  const std::shared_ptr<IdleWatch> watch_;
+  MemoryBudget::Reservation reservation_;
+  CallRecord record_;
+  int64_t parts_read_ = 0;
+  bool have_request_ = false;
+  v1::RunRequest request_;  // owns the inputs while the task runs
+  int64_t bytes_in_ = 0;
+  std::map<std::string, int64_t> charged_;  // per input: bytes of its buffer reserved
+  std::optional<ResultParts> parts_;
+  grpc::ByteBuffer read_buffer_;
+  grpc::ByteBuffer write_buffer_;
+};
+
+grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>* TensorOpService::RunChunked(
+    grpc::CallbackServerContext* context) {
+  return new ChunkedReactor(this, context);
+}
+
+}  // namespace tensorop::server

@@ -1,0 +1,134 @@
+// TensorOp.Run: one request, every output inline (a unary reactor).
+#include "server/service.h"
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <utility>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/str_cat.h"
+#include "absl/time/time.h"
+#include "core/status_macros.h"
+#include "server/auth.h"
+#include "server/guarded.h"
+#include "server/idle_watchdog.h"
+#include "server/memory_budget.h"
+#include "server/pipeline.h"
+#include "server/request_log.h"
+#include "server/response_writer.h"
+#include "server/scheduler.h"
+#include "server/shared_memory.h"
+#include "server/status_map.h"
+
+namespace tensorop::server {
+
+// ---------------------------------------------------------------------------
+// Run
+//
+// The request's bytes are reserved in the reaction and parsed on a worker; the
+// answer is serialized there and its reservation held until gRPC sent it
+// (OnDone). An answer the client never takes ends CANCELLED after
+// --idle_timeout_seconds, with a log line saying so.
+
+class TensorOpService::UnaryReactor final : public grpc::ServerUnaryReactor {
+ public:
+  UnaryReactor(TensorOpService* service, grpc::CallbackServerContext* context,
+               const grpc::ByteBuffer* request, grpc::ByteBuffer* response)
+      : service_(service),
+        request_bytes_(request),
+        response_bytes_(response),
+        stop_(CallStopCheck(context)),
+        watch_(service->idle_.Watch(context)),
+        reservation_(service->budget_->Empty()) {
+    record_.method = "Run";
+    record_.identity = PeerIdentity(*context);
+    absl::Status status = Guarded([&] {
+      RETURN_IF_ERROR(reservation_.Grow(static_cast<int64_t>(request->Length()),
+                                        "Run: the request as received"));
+      return service_->Submit([this] { Done(Guarded([&] { return Work(); })); });
+    });
+    if (!status.ok()) Done(status);
+  }
+
+  void OnDone() override {
+    watch_->Done();
+    // The call was recorded when its answer was ready (so a client holding the
+    // answer finds it counted); an answer the client then never took gets a
+    // second log line, not a second count.
+    if (watch_->expired()) LogCall(record_, service_->idle_.IdleStatus());
+    delete this;
+  }
+
+ private:
+  // On a scheduler worker.
+  absl::Status Work() {
+    RETURN_IF_ERROR(ParseRequest(*request_bytes_, "Run", reservation_, &request_));
+    ReleaseRequestBytes(request_bytes_, reservation_);
+    const absl::Time start = record_.start;
+    std::string identity = std::move(record_.identity);
+    record_ = DescribeRequest("Run", request_);
+    record_.start = start;
+    record_.identity = std::move(identity);
+    ASSIGN_OR_RETURN(Placement placement, service_->Place(request_));
+    record_.backend = placement.label;
+    if (WritesToSharedMemory(request_)) return WorkIntoSharedMemory(placement);
+    absl::StatusOr<OutputBuffers> outputs = ExecuteIntoAnswerBuffers(
+        request_, service_->options_, *service_->scheduler_, placement, stop_, reservation_,
+        "use RunStream for large results");
+    record_.backend = placement.label;
+    RETURN_IF_ERROR(outputs.status());
+    record_.bytes_out = TotalBytes(outputs->layouts);
+    // The outputs go to gRPC as they are; they stay reserved until OnDone.
+    SerializeRunResponse(request_.id(), *outputs, placement.label, /*status=*/nullptr,
+                         response_bytes_);
+    // The inputs are done with: freed now rather than when the client took the
+    // answer, so a client's next call does not find this one's bytes still held.
+    request_.Clear();
+    return absl::OkStatus();
+  }
+
+  // Outputs in shared memory: the answer carries their layouts only, so it is
+  // a small protobuf serialized as usual.
+  absl::Status WorkIntoSharedMemory(Placement& placement) {
+    v1::RunResponse response;
+    absl::Status status = ExecuteIntoResponse(
+        request_, service_->options_, *service_->scheduler_, placement, stop_, reservation_,
+        /*with_status=*/false, "use RunStream for large results", &response);
+    record_.backend = placement.label;
+    RETURN_IF_ERROR(status);
+    response.set_id(request_.id());
+    response.set_backend(placement.label);
+    record_.bytes_out = ResponseDataBytes(response);
+    SerializeInto(response, response_bytes_);
+    // The response's outputs go with it; their serialized copy stays reserved.
+    reservation_.Shrink(record_.bytes_out);
+    request_.Clear();
+    return absl::OkStatus();
+  }
+
+  void Done(const absl::Status& status) {
+    service_->RecordOutcome(record_, status);
+    watch_->Arm();  // the answer waits for the client from here
+    Finish(ToGrpcStatus(status));
+  }
+
+  TensorOpService* const service_;
+  const OpenCall open_call_{service_->open_calls_};
+  const grpc::ByteBuffer* const request_bytes_;  // owned by gRPC until OnDone
+  grpc::ByteBuffer* const response_bytes_;
+  const StopCheck stop_;
+  const std::shared_ptr<IdleWatch> watch_;
+  MemoryBudget::Reservation reservation_;
+  v1::RunRequest request_;
+  CallRecord record_;
+};
+
+grpc::ServerUnaryReactor* TensorOpService::Run(grpc::CallbackServerContext* context,
+                                               const grpc::ByteBuffer* request,
+                                               grpc::ByteBuffer* response) {
+  return new UnaryReactor(this, context, request, response);
+}
+
+}  // namespace tensorop::server

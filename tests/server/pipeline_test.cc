@@ -1,0 +1,290 @@
+// The request pipeline (server/pipeline.h) without a gRPC server: parsing
+// against the memory budget, plan + execute on the CPU backend into an inline
+// answer and into streamed result parts, and the limits that refuse a request
+// before any work.
+#include "server/pipeline.h"
+
+#include <cstdint>
+#include <cstring>
+#include <functional>
+#include <future>
+#include <memory>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <grpcpp/support/byte_buffer.h>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "server/memory_budget.h"
+#include "server/scheduler.h"
+#include "server/service_options.h"
+#include "tests/server/set_ints.h"
+#include "tests/support/status_matchers.h"
+
+namespace tensorop::server {
+namespace {
+
+using ::tensorop::testing::SetInts;
+using ::tensorop::testing::StatusIs;
+using ::testing::AllOf;
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+
+// int32 values 0..5 as a 2x3 tensor, little-endian like the wire.
+std::string Int32Bytes(std::initializer_list<int32_t> values) {
+  std::string bytes;
+  for (int32_t value : values) {
+    char word[4];
+    std::memcpy(word, &value, sizeof(word));
+    bytes.append(word, sizeof(word));
+  }
+  return bytes;
+}
+
+// input[0:2, 1:3] of [[0 1 2] [3 4 5]]: [[1 2] [4 5]].
+v1::RunRequest SliceRequest() {
+  v1::RunRequest request;
+  request.set_id("slice-1");
+  request.set_backend(v1::CPU);
+  v1::SliceAttrs* slice = request.mutable_slice();
+  SetInts(slice->mutable_offsets(), {0, 1});
+  SetInts(slice->mutable_window_sizes(), {2, 2});
+  SetInts(slice->mutable_window_strides(), {1, 1});
+  v1::Tensor& input = (*request.mutable_inputs())["input"];
+  input.set_dtype(v1::INT32);
+  SetInts(input.mutable_sizes(), {2, 3});
+  input.set_data(Int32Bytes({0, 1, 2, 3, 4, 5}));
+  SetInts(request.add_outputs()->mutable_sizes(), {2, 2});
+  return request;
+}
+
+grpc::ByteBuffer Serialized(const v1::RunRequest& request) {
+  grpc::ByteBuffer bytes;
+  bool own = false;
+  EXPECT_TRUE(grpc::SerializationTraits<v1::RunRequest>::Serialize(request, &bytes, &own).ok());
+  return bytes;
+}
+
+grpc::ByteBuffer RawBytes(const std::string& text) {
+  grpc::Slice slice(text);
+  return grpc::ByteBuffer(&slice, 1);
+}
+
+StopCheck NeverStop() {
+  return [] { return absl::OkStatus(); };
+}
+
+class PipelineTest : public ::testing::Test {
+ protected:
+  // Runs `work` on a scheduler worker (where the CPU kernels expect to run)
+  // and waits for it.
+  absl::Status OnWorker(std::function<absl::Status()> work) {
+    std::promise<absl::Status> done;
+    const absl::Status submitted =
+        scheduler_.Submit(Placement{}, [&] { done.set_value(work()); });
+    if (!submitted.ok()) return submitted;
+    return done.get_future().get();
+  }
+
+  Placement CpuPlacement() {
+    absl::StatusOr<Placement> placement = scheduler_.Place(v1::CPU, std::nullopt);
+    EXPECT_TRUE(placement.ok()) << placement.status();
+    return *placement;
+  }
+
+  ServiceOptions options_;
+  // Held by pointer: ~Scheduler may throw (its task group's destructor), and
+  // a fixture's destructor may not.
+  std::unique_ptr<Scheduler> scheduler_holder_ =
+      std::make_unique<Scheduler>(SchedulerOptions{.worker_threads = 1});
+  Scheduler& scheduler_ = *scheduler_holder_;
+  MemoryBudget budget_{int64_t{1} << 30};
+};
+
+TEST_F(PipelineTest, ParseRequestParsesAndReservesTheRequestAndItsOutputs) {
+  const v1::RunRequest sent = SliceRequest();
+  MemoryBudget::Reservation reservation = budget_.Empty();
+  v1::RunRequest parsed;
+  ASSERT_OK(ParseRequest(Serialized(sent), "Run", reservation, &parsed));
+  EXPECT_EQ(parsed.id(), "slice-1");
+  EXPECT_EQ(parsed.inputs().at("input").data(), sent.inputs().at("input").data());
+  // At least the fixed overheads: the request's and one output's.
+  EXPECT_GE(reservation.bytes(), kRequestOverheadBytes + kOutputOverheadBytes);
+  EXPECT_EQ(budget_.reserved(), reservation.bytes());
+}
+
+TEST_F(PipelineTest, ParseRequestRefusesBytesThatAreNoRunRequest) {
+  MemoryBudget::Reservation reservation = budget_.Empty();
+  v1::RunRequest parsed;
+  // Field 1 (id) declared 5 bytes long with 1 byte present.
+  EXPECT_THAT(ParseRequest(RawBytes(std::string("\x0a\x05", 2) + "a"), "RunBidi: message 3",
+                           reservation, &parsed),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("RunBidi: message 3: ")));
+  EXPECT_EQ(budget_.reserved(), 0);
+}
+
+TEST_F(PipelineTest, ParseRequestOverTheBudgetNamesTheFlagBeforeParsing) {
+  MemoryBudget small(1024);
+  MemoryBudget::Reservation reservation = small.Empty();
+  v1::RunRequest parsed;
+  const grpc::ByteBuffer bytes = Serialized(SliceRequest());
+  EXPECT_THAT(ParseRequest(bytes, "Run", reservation, &parsed),
+              StatusIs(absl::StatusCode::kResourceExhausted,
+                       AllOf(HasSubstr(absl::StrCat("Run: parsing a ", bytes.Length(),
+                                                    "-byte request")),
+                             HasSubstr("--max_memory_bytes"))));
+  EXPECT_EQ(parsed.id(), "");  // refused before parsing
+  EXPECT_EQ(small.reserved(), 0);
+}
+
+TEST_F(PipelineTest, ExecuteIntoResponseSlicesOnTheCpuWithExactBytes) {
+  const v1::RunRequest request = SliceRequest();
+  Placement placement = CpuPlacement();
+  MemoryBudget::Reservation reservation = budget_.Empty();
+  v1::RunResponse response;
+  ASSERT_OK(OnWorker([&] {
+    return ExecuteIntoResponse(request, options_, scheduler_, placement, NeverStop(),
+                               reservation, /*with_status=*/false, "hint", &response);
+  }));
+  EXPECT_EQ(placement.label, "cpu");
+  ASSERT_EQ(response.outputs_size(), 1);
+  const v1::Tensor& output = response.outputs(0);
+  EXPECT_EQ(output.dtype(), v1::INT32);
+  EXPECT_THAT(output.sizes(), ElementsAre(2, 2));
+  EXPECT_THAT(output.strides(), ElementsAre(2, 1));
+  EXPECT_EQ(output.data(), Int32Bytes({1, 2, 4, 5}));
+  EXPECT_EQ(ResponseDataBytes(response), 16);
+  // The output and the answer's serialized copy are reserved.
+  EXPECT_GE(reservation.bytes(), 16);
+}
+
+TEST_F(PipelineTest, ExecuteIntoResponseOverTheMessageLimitIsRefusedBeforeAnyWork) {
+  options_.max_message_bytes = 32;
+  const v1::RunRequest request = SliceRequest();
+  Placement placement = CpuPlacement();
+  MemoryBudget::Reservation reservation = budget_.Empty();
+  v1::RunResponse response;
+  const absl::Status status = OnWorker([&] {
+    return ExecuteIntoResponse(request, options_, scheduler_, placement, NeverStop(),
+                               reservation, /*with_status=*/true,
+                               "use RunStream or RunChunked for large results", &response);
+  });
+  EXPECT_THAT(status,
+              StatusIs(absl::StatusCode::kResourceExhausted,
+                       AllOf(HasSubstr("(16 of output data), more than the server's message "
+                                       "limit of 32 bytes (--max_message_bytes); use RunStream "
+                                       "or RunChunked for large results"),
+                             HasSubstr("the answer would take "))));
+  EXPECT_EQ(response.outputs_size(), 0);
+  EXPECT_EQ(reservation.bytes(), 0);  // refused before the outputs were reserved
+}
+
+TEST_F(PipelineTest, ExecuteIntoResponseOverTheBudgetNamesTheRequestsOutputs) {
+  MemoryBudget small(16);
+  const v1::RunRequest request = SliceRequest();
+  Placement placement = CpuPlacement();
+  MemoryBudget::Reservation reservation = small.Empty();
+  v1::RunResponse response;
+  EXPECT_THAT(OnWorker([&] {
+                return ExecuteIntoResponse(request, options_, scheduler_, placement,
+                                           NeverStop(), reservation, false, "hint", &response);
+              }),
+              StatusIs(absl::StatusCode::kResourceExhausted,
+                       AllOf(HasSubstr("the outputs of request \"slice-1\""),
+                             HasSubstr("--max_memory_bytes"))));
+  EXPECT_EQ(response.outputs_size(), 0);
+}
+
+TEST_F(PipelineTest, ExecuteIntoResponseReportsTheValidatorsError) {
+  v1::RunRequest request = SliceRequest();
+  request.mutable_slice()->set_offsets(1, 2);  // 2 + 2 > 3
+  Placement placement = CpuPlacement();
+  MemoryBudget::Reservation reservation = budget_.Empty();
+  v1::RunResponse response;
+  EXPECT_THAT(OnWorker([&] {
+                return ExecuteIntoResponse(request, options_, scheduler_, placement,
+                                           NeverStop(), reservation, false, "hint", &response);
+              }),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("offsets[1]")));
+  EXPECT_EQ(response.outputs_size(), 0);
+}
+
+TEST_F(PipelineTest, AStoppedCallIsNotStarted) {
+  const v1::RunRequest request = SliceRequest();
+  Placement placement = CpuPlacement();
+  MemoryBudget::Reservation reservation = budget_.Empty();
+  v1::RunResponse response;
+  const StopCheck cancelled = [] { return absl::CancelledError("the client cancelled the call"); };
+  EXPECT_THAT(OnWorker([&] {
+                return ExecuteIntoResponse(request, options_, scheduler_, placement, cancelled,
+                                           reservation, false, "hint", &response);
+              }),
+              StatusIs(absl::StatusCode::kCancelled, "the client cancelled the call"));
+  EXPECT_EQ(reservation.bytes(), 0);
+}
+
+TEST_F(PipelineTest, ExecuteIntoPartsCutsTheOutputIntoAHeaderAndChunks) {
+  options_.chunk_bytes = 6;
+  const v1::RunRequest request = SliceRequest();
+  Placement placement = CpuPlacement();
+  MemoryBudget::Reservation reservation = budget_.Empty();
+  CallRecord record;
+  std::optional<ResultParts> parts;
+  ASSERT_OK(OnWorker([&]() -> absl::Status {
+    absl::StatusOr<ResultParts> made = ExecuteIntoParts(request, options_, scheduler_,
+                                                        placement, NeverStop(), reservation,
+                                                        record);
+    if (!made.ok()) return made.status();
+    parts.emplace(*std::move(made));
+    return absl::OkStatus();
+  }));
+  EXPECT_EQ(record.backend, "cpu");
+  EXPECT_EQ(parts->total_bytes(), 16);
+  std::vector<v1::ResultPart> read;
+  for (;;) {
+    grpc::ByteBuffer buffer;
+    absl::StatusOr<bool> more = parts->SerializeNext(&buffer, reservation);
+    ASSERT_OK(more.status());
+    if (!*more) break;
+    v1::ResultPart part;
+    ASSERT_TRUE(grpc::SerializationTraits<v1::ResultPart>::Deserialize(&buffer, &part).ok());
+    read.push_back(std::move(part));
+  }
+  ASSERT_EQ(read.size(), 4u);  // the header, then 6 + 6 + 4 bytes
+  ASSERT_TRUE(read[0].has_header());
+  EXPECT_EQ(read[0].header().index(), 0);
+  EXPECT_EQ(read[0].header().dtype(), v1::INT32);
+  EXPECT_THAT(read[0].header().sizes(), ElementsAre(2, 2));
+  EXPECT_EQ(read[0].header().byte_length(), 16);
+  EXPECT_EQ(read[0].header().backend(), "cpu");
+  const std::string expected = Int32Bytes({1, 2, 4, 5});
+  EXPECT_EQ(read[1].chunk(), expected.substr(0, 6));
+  EXPECT_EQ(read[2].chunk(), expected.substr(6, 6));
+  EXPECT_EQ(read[3].chunk(), expected.substr(12, 4));
+}
+
+TEST_F(PipelineTest, WriteFailureSaysWhyTheStreamEnded) {
+  EXPECT_THAT(WriteFailure(NeverStop()),
+              StatusIs(absl::StatusCode::kCancelled, "the client stopped receiving"));
+  EXPECT_THAT(WriteFailure([] { return absl::DeadlineExceededError("late"); }),
+              StatusIs(absl::StatusCode::kDeadlineExceeded, "late"));
+}
+
+TEST(PipelineBytesTest, TotalBytesSumsEveryBuffer) {
+  Layout a;
+  a.dtype = DType::kInt32;
+  a.buffer_elements = 3;
+  Layout b;
+  b.dtype = DType::kInt64;
+  b.buffer_elements = 2;
+  EXPECT_EQ(TotalBytes({a, b}), 28);
+  EXPECT_EQ(TotalBytes({}), 0);
+}
+
+}  // namespace
+}  // namespace tensorop::server
