@@ -207,8 +207,8 @@ absl::StatusOr<std::optional<int64_t>> Int64Parameter(const Parameters& paramete
 // The shared memory span `parameters` give ("shared_memory_region",
 // "shared_memory_byte_size", optional "shared_memory_offset"); nullopt when
 // they name no region.
-absl::StatusOr<std::optional<SharedMemorySpan>> SharedMemoryParameters(
-    const Parameters& parameters, absl::string_view what) {
+absl::StatusOr<std::optional<SharedMemorySpan>> SharedMemoryParameters(const Parameters& parameters,
+                                                                       absl::string_view what) {
   ASSIGN_OR_RETURN(std::optional<int64_t> offset,
                    Int64Parameter(parameters, kSharedMemoryOffsetParameter, what));
   ASSIGN_OR_RETURN(std::optional<int64_t> byte_size,
@@ -217,15 +217,15 @@ absl::StatusOr<std::optional<SharedMemorySpan>> SharedMemoryParameters(
   if (region == parameters.end()) {
     if (offset.has_value() || byte_size.has_value()) {
       return absl::InvalidArgumentError(absl::StrCat(
-          what, ": parameter \"", offset.has_value() ? kSharedMemoryOffsetParameter
-                                                     : kSharedMemoryByteSizeParameter,
+          what, ": parameter \"",
+          offset.has_value() ? kSharedMemoryOffsetParameter : kSharedMemoryByteSizeParameter,
           "\" is given without \"", kSharedMemoryRegionParameter, "\""));
     }
     return std::nullopt;
   }
   if (region->second.parameter_choice_case() != inference::InferParameter::kStringParam) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        what, ": parameter \"", kSharedMemoryRegionParameter, "\" must be a string"));
+    return absl::InvalidArgumentError(
+        absl::StrCat(what, ": parameter \"", kSharedMemoryRegionParameter, "\" must be a string"));
   }
   if (!byte_size.has_value()) {
     return absl::InvalidArgumentError(
@@ -326,8 +326,7 @@ absl::StatusOr<std::vector<int64_t>> StridedSliceSizes(const v1::RunRequest& run
   view.desc.sizes = input.shape;
   if (!input.shape.empty()) view.desc.strides.assign(input.shape.size(), 0);
   view.data = std::span<const std::byte>(kElement, static_cast<size_t>(ElementSize(input.dtype)));
-  ASSIGN_OR_RETURN(StridedSliceGeometry geometry,
-                   ValidateStridedSlice(attrs, view, {}, Limits{}));
+  ASSIGN_OR_RETURN(StridedSliceGeometry geometry, ValidateStridedSlice(attrs, view, {}, Limits{}));
   return geometry.output.sizes;
 }
 
@@ -337,8 +336,8 @@ absl::StatusOr<std::vector<int64_t>> StridedSliceSizes(const v1::RunRequest& run
 // chooses them; strided_slice and scatter_elements get theirs here. The native
 // pipeline writes them there (SharedMemoryOutput): bounds, alignment and
 // overlap with the inputs are checked once, natively.
-absl::Status AddSharedMemoryOutputs(const inference::ModelInferRequest& request,
-                                    const Input& input, v1::RunRequest& run) {
+absl::Status AddSharedMemoryOutputs(const inference::ModelInferRequest& request, const Input& input,
+                                    v1::RunRequest& run) {
   const absl::string_view model = request.model_name();
   const std::vector<std::string> names =
       OutputNames(model, model == "split" ? run.outputs_size() : 1);
@@ -351,9 +350,9 @@ absl::Status AddSharedMemoryOutputs(const inference::ModelInferRequest& request,
     if (!span.has_value()) continue;
     auto found = std::find(names.begin(), names.end(), output.name());
     if (found == names.end()) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          model, ": outputs[", i, "] \"", output.name(), "\" is not an output; ",
-          "the outputs are ", absl::StrJoin(names, ", ")));
+      return absl::InvalidArgumentError(absl::StrCat(model, ": outputs[", i, "] \"", output.name(),
+                                                     "\" is not an output; ", "the outputs are ",
+                                                     absl::StrJoin(names, ", ")));
     }
     const int k = static_cast<int>(found - names.begin());
     if (placed[static_cast<size_t>(k)]) {
@@ -475,9 +474,8 @@ absl::StatusOr<v1::RunRequest> ToRunRequest(inference::ModelInferRequest& reques
   }
   if (raw && request.raw_input_contents_size() != in_request) {
     return absl::InvalidArgumentError(absl::StrCat(
-        model.name, ": raw_input_contents has ", request.raw_input_contents_size(),
-        " entries for ", in_request, " inputs",
-        in_request != request.inputs_size() ? " not in shared memory" : "",
+        model.name, ": raw_input_contents has ", request.raw_input_contents_size(), " entries for ",
+        in_request, " inputs", in_request != request.inputs_size() ? " not in shared memory" : "",
         "; give every input's bytes there or none"));
   }
   int next_raw = 0;
@@ -523,13 +521,15 @@ absl::StatusOr<v1::RunRequest> ToRunRequest(inference::ModelInferRequest& reques
       // conversion needs parameter tensors' values, so those come inline.
       if (!spec->data) {
         return absl::InvalidArgumentError(absl::StrCat(
-            what, " is a parameter tensor: send its values in the request, not in shared memory "
-                  "region \"", input.shared_memory->region, "\""));
+            what,
+            " is a parameter tensor: send its values in the request, not in shared memory "
+            "region \"",
+            input.shared_memory->region, "\""));
       }
       if (HasContents(tensor.contents())) {
-        return absl::InvalidArgumentError(absl::StrCat(
-            what, ": contents and parameter \"", kSharedMemoryRegionParameter,
-            "\" are both set; send one"));
+        return absl::InvalidArgumentError(absl::StrCat(what, ": contents and parameter \"",
+                                                       kSharedMemoryRegionParameter,
+                                                       "\" are both set; send one"));
       }
       if (!expected.has_value() || input.shared_memory->byte_size != *expected) {
         return absl::InvalidArgumentError(absl::StrCat(
@@ -725,14 +725,14 @@ absl::Status NameSharedMemoryOutput(const inference::ModelInferRequest& request,
   if (status.ok() || !absl::StartsWith(message, "outputs[")) return status;
   const size_t close = message.find("].shared_memory");
   int k = 0;
-  if (close == absl::string_view::npos ||
-      !absl::SimpleAtoi(message.substr(8, close - 8), &k) || k < 0) {
+  if (close == absl::string_view::npos || !absl::SimpleAtoi(message.substr(8, close - 8), &k) ||
+      k < 0) {
     return status;
   }
-  const std::string name = request.model_name() == "split" ? absl::StrCat("output_", k)
-                                                           : std::string("output");
-  return absl::Status(status.code(), absl::StrCat(request.model_name(), ": output \"", name,
-                                                  "\": ", message));
+  const std::string name =
+      request.model_name() == "split" ? absl::StrCat("output_", k) : std::string("output");
+  return absl::Status(status.code(),
+                      absl::StrCat(request.model_name(), ": output \"", name, "\": ", message));
 }
 
 }  // namespace tensorop::server

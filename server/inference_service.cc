@@ -1,4 +1,3 @@
-#include "server/guarded.h"
 #include "server/inference_service.h"
 
 #include <algorithm>
@@ -18,6 +17,7 @@
 #include "absl/strings/str_join.h"
 #include "core/status_macros.h"
 #include "server/auth.h"
+#include "server/guarded.h"
 #include "server/inference_models.h"
 #include "server/memory_budget.h"
 #include "server/metrics.h"
@@ -207,9 +207,10 @@ absl::StatusOr<int64_t> ToInt64(uint64_t value, absl::string_view field) {
 }
 
 absl::Status CudaUnimplemented(absl::string_view method) {
-  return absl::UnimplementedError(absl::StrCat(
-      method, ": tensord serves no CUDA shared memory; only system shared memory "
-              "(SystemSharedMemoryRegister)"));
+  return absl::UnimplementedError(
+      absl::StrCat(method,
+                   ": tensord serves no CUDA shared memory; only system shared memory "
+                   "(SystemSharedMemoryRegister)"));
 }
 
 }  // namespace

@@ -41,9 +41,8 @@ using InferenceServiceBase = inference::GRPCInferenceService::WithRawCallbackMet
                     inference::GRPCInferenceService::WithCallbackMethod_ServerMetadata<
                         inference::GRPCInferenceService::WithCallbackMethod_ModelMetadata<
                             inference::GRPCInferenceService::WithCallbackMethod_ModelStatistics<
-                                inference::GRPCInferenceService::
-                                    WithCallbackMethod_RepositoryIndex<
-                                        InferenceSharedMemoryBase>>>>>>>>>;
+                                inference::GRPCInferenceService::WithCallbackMethod_RepositoryIndex<
+                                    InferenceSharedMemoryBase>>>>>>>>>;
 
 class InferenceService final : public InferenceServiceBase {
  public:
@@ -100,8 +99,7 @@ class InferenceService final : public InferenceServiceBase {
       inference::SystemSharedMemoryUnregisterResponse* response) override;
   // UNIMPLEMENTED: only system shared memory is served.
   grpc::ServerUnaryReactor* CudaSharedMemoryStatus(
-      grpc::CallbackServerContext* context,
-      const inference::CudaSharedMemoryStatusRequest* request,
+      grpc::CallbackServerContext* context, const inference::CudaSharedMemoryStatusRequest* request,
       inference::CudaSharedMemoryStatusResponse* response) override;
   grpc::ServerUnaryReactor* CudaSharedMemoryRegister(
       grpc::CallbackServerContext* context,

@@ -74,8 +74,13 @@ class SharedMemoryRegistry::Region {
   // byte `offset`, where the region starts.
   Region(std::string name, std::string key, int64_t offset, int64_t byte_size, int fd,
          void* mapping, int64_t mapped_bytes, MemoryBudget::Reservation reservation)
-      : name_(std::move(name)), key_(std::move(key)), offset_(offset), byte_size_(byte_size),
-        fd_(fd), mapping_(mapping), mapped_bytes_(mapped_bytes),
+      : name_(std::move(name)),
+        key_(std::move(key)),
+        offset_(offset),
+        byte_size_(byte_size),
+        fd_(fd),
+        mapping_(mapping),
+        mapped_bytes_(mapped_bytes),
         base_(static_cast<std::byte*>(mapping) + (mapped_bytes - byte_size)),
         reservation_(std::move(reservation)) {}
   ~Region() {
@@ -178,8 +183,7 @@ absl::StatusOr<SharedMemoryRegistry::RegionInfo> SharedMemoryRegistry::Register(
         absl::StrCat("byte_size: ", byte_size, " must not be negative (0: the whole object)"));
   }
   if (offset < 0) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("offset: ", offset, " must not be negative"));
+    return absl::InvalidArgumentError(absl::StrCat("offset: ", offset, " must not be negative"));
   }
   const std::string bare(WithoutSlash(key));
   {
@@ -193,8 +197,8 @@ absl::StatusOr<SharedMemoryRegistry::RegionInfo> SharedMemoryRegistry::Register(
       }
       return absl::AlreadyExistsError(absl::StrCat(
           "shared memory region ", Quoted(name), " is already registered with key ",
-          Quoted(region.key()), region.offset() != 0 ? absl::StrCat(", offset ", region.offset())
-                                                     : std::string(),
+          Quoted(region.key()),
+          region.offset() != 0 ? absl::StrCat(", offset ", region.offset()) : std::string(),
           " and byte_size ", region.byte_size(), "; unregister it first"));
     }
     if (static_cast<int>(regions_.size()) >= kMaxSharedMemoryRegions) {
@@ -224,9 +228,9 @@ absl::StatusOr<SharedMemoryRegistry::RegionInfo> SharedMemoryRegistry::Register(
   const int64_t object_size = static_cast<int64_t>(info.st_size);
   if (offset > 0 && offset >= object_size) {
     close(fd);
-    return absl::InvalidArgumentError(absl::StrCat(
-        "offset: ", offset, " is not inside shared memory object ", Quoted(key), " of ",
-        object_size, " bytes"));
+    return absl::InvalidArgumentError(absl::StrCat("offset: ", offset,
+                                                   " is not inside shared memory object ",
+                                                   Quoted(key), " of ", object_size, " bytes"));
   }
   const int64_t size = byte_size == 0 ? object_size - offset : byte_size;
   if (size == 0 || size > object_size - offset) {
@@ -251,8 +255,8 @@ absl::StatusOr<SharedMemoryRegistry::RegionInfo> SharedMemoryRegistry::Register(
     }
     reservation = *std::move(reserved);
   }
-  void* base = mmap(nullptr, static_cast<size_t>(map_bytes), PROT_READ | PROT_WRITE, MAP_SHARED,
-                    fd, static_cast<off_t>(map_offset));
+  void* base = mmap(nullptr, static_cast<size_t>(map_bytes), PROT_READ | PROT_WRITE, MAP_SHARED, fd,
+                    static_cast<off_t>(map_offset));
   if (base == MAP_FAILED) {
     const int error = errno;
     close(fd);
@@ -260,8 +264,8 @@ absl::StatusOr<SharedMemoryRegistry::RegionInfo> SharedMemoryRegistry::Register(
         "cannot map ", size, " bytes of shared memory object ", Quoted(key), ": ",
         std::strerror(error)));
   }
-  auto region = std::make_shared<Region>(std::string(name), bare, offset, size, fd, base,
-                                         map_bytes, std::move(reservation));
+  auto region = std::make_shared<Region>(std::string(name), bare, offset, size, fd, base, map_bytes,
+                                         std::move(reservation));
   std::lock_guard<std::mutex> lock(mutex_);
   // Another call may have registered the name meanwhile: the first one wins.
   auto [at, inserted] = regions_.emplace(std::string(name), region);

@@ -333,8 +333,8 @@ TEST(InferenceModelsTest, SharedMemoryParametersBecomeNativeReferences) {
   EXPECT_EQ(answer->outputs(0).parameters().at("shared_memory_offset").uint64_param(), 128u);
 
   // An error about that output, from the native pipeline, names it.
-  EXPECT_THAT(NameSharedMemoryOutput(request, absl::InvalidArgumentError(
-                                                  "outputs[0].shared_memory: byte_length 8")),
+  EXPECT_THAT(NameSharedMemoryOutput(
+                  request, absl::InvalidArgumentError("outputs[0].shared_memory: byte_length 8")),
               StatusIs(absl::StatusCode::kInvalidArgument,
                        HasSubstr("strided_slice: output \"output\": outputs[0].shared_memory")));
   EXPECT_THAT(NameSharedMemoryOutput(request, absl::InvalidArgumentError("slice.x bad")),

@@ -3,6 +3,7 @@
 // tensorop.v1's RegisterSharedMemory, and ModelInfer tensors whose
 // parameters ("shared_memory_region", "shared_memory_offset",
 // "shared_memory_byte_size") place them in a region.
+#include <grpcpp/grpcpp.h>
 #include <unistd.h>
 
 #include <cstdint>
@@ -10,8 +11,6 @@
 #include <memory>
 #include <string>
 #include <vector>
-
-#include <grpcpp/grpcpp.h>
 
 #include "absl/strings/str_cat.h"
 #include "client/shared_memory.h"
@@ -40,8 +39,8 @@ constexpr int64_t kRegionBytes = 4096;
 
 // Adds input `name` read from `region` at `offset`, `byte_size` bytes.
 void AddShared(inference::ModelInferRequest& request, const std::string& name,
-               const std::string& datatype, std::vector<int64_t> shape,
-               const std::string& region, int64_t offset, int64_t byte_size) {
+               const std::string& datatype, std::vector<int64_t> shape, const std::string& region,
+               int64_t offset, int64_t byte_size) {
   auto* input = request.add_inputs();
   input->set_name(name);
   input->set_datatype(datatype);
@@ -118,9 +117,9 @@ class InferenceSharedMemoryTest : public ::testing::Test {
 
   // Region "data"'s bytes [offset, offset + size).
   std::string RegionBytes(int64_t offset, int64_t size) const {
-    return std::string(reinterpret_cast<const char*>(object_->bytes().data()) + kRegionOffset +
-                           offset,
-                       static_cast<size_t>(size));
+    return std::string(
+        reinterpret_cast<const char*>(object_->bytes().data()) + kRegionOffset + offset,
+        static_cast<size_t>(size));
   }
   void WriteRegion(int64_t offset, const std::string& bytes) {
     std::memcpy(object_->bytes().data() + kRegionOffset + offset, bytes.data(), bytes.size());
@@ -198,7 +197,9 @@ TEST_F(InferenceSharedMemoryTest, RegisterErrorsNameTheField) {
   EXPECT_THAT(Register("data", object_->key(), 0, 4096),
               GrpcStatusIs(grpc::StatusCode::ALREADY_EXISTS,
                            HasSubstr("shared memory region \"data\" is already registered with "
-                                     "key \"" + object_->key() + "\", offset 4096 and byte_size "
+                                     "key \"" +
+                                     object_->key() +
+                                     "\", offset 4096 and byte_size "
                                      "4096")));
   EXPECT_THAT(Register("a/b", object_->key(), 0, 16),
               GrpcStatusIs(grpc::StatusCode::INVALID_ARGUMENT,
@@ -206,18 +207,19 @@ TEST_F(InferenceSharedMemoryTest, RegisterErrorsNameTheField) {
   EXPECT_THAT(Register("x", "../etc/passwd", 0, 16),
               GrpcStatusIs(grpc::StatusCode::INVALID_ARGUMENT,
                            HasSubstr("key: \"../etc/passwd\" is not a shared memory key")));
-  EXPECT_THAT(Register("x", "tensorop-v2shm-no-such-object", 0, 16),
-              GrpcStatusIs(grpc::StatusCode::NOT_FOUND,
-                           HasSubstr("cannot open shared memory object "
-                                     "\"tensorop-v2shm-no-such-object\"")));
+  EXPECT_THAT(
+      Register("x", "tensorop-v2shm-no-such-object", 0, 16),
+      GrpcStatusIs(grpc::StatusCode::NOT_FOUND, HasSubstr("cannot open shared memory object "
+                                                          "\"tensorop-v2shm-no-such-object\"")));
   EXPECT_THAT(Register("x", object_->key(), 8192, 16),
               GrpcStatusIs(grpc::StatusCode::INVALID_ARGUMENT,
                            HasSubstr("offset: 8192 is not inside shared memory object")));
-  EXPECT_THAT(Register("x", object_->key(), 8000, 200),
-              GrpcStatusIs(grpc::StatusCode::INVALID_ARGUMENT,
-                           HasSubstr("byte_size: 200 bytes of shared memory object \"" +
-                                     object_->key() + "\" requested from offset 8000; it has "
-                                     "8192")));
+  EXPECT_THAT(
+      Register("x", object_->key(), 8000, 200),
+      GrpcStatusIs(grpc::StatusCode::INVALID_ARGUMENT,
+                   HasSubstr("byte_size: 200 bytes of shared memory object \"" + object_->key() +
+                             "\" requested from offset 8000; it has "
+                             "8192")));
   EXPECT_THAT(Register("x", object_->key(), uint64_t{1} << 63, 16),
               GrpcStatusIs(grpc::StatusCode::INVALID_ARGUMENT,
                            HasSubstr("offset: 9223372036854775808 is more than 2^63 - 1")));
@@ -317,8 +319,8 @@ TEST_F(InferenceSharedMemoryTest, BadReferencesAreRefusedNamingTheTensor) {
   inference::ModelInferResponse response;
   {
     inference::ModelInferRequest request = SliceFromRegion();
-    (*request.mutable_inputs(0)->mutable_parameters())["shared_memory_byte_size"]
-        .set_int64_param(20);
+    (*request.mutable_inputs(0)->mutable_parameters())["shared_memory_byte_size"].set_int64_param(
+        20);
     EXPECT_THAT(Infer(request, &response),
                 GrpcStatusIs(grpc::StatusCode::INVALID_ARGUMENT,
                              HasSubstr("slice: input \"input\": parameter "
@@ -327,8 +329,8 @@ TEST_F(InferenceSharedMemoryTest, BadReferencesAreRefusedNamingTheTensor) {
   }
   {
     inference::ModelInferRequest request = SliceFromRegion();
-    (*request.mutable_inputs(0)->mutable_parameters())["shared_memory_region"]
-        .set_string_param("ghost");
+    (*request.mutable_inputs(0)->mutable_parameters())["shared_memory_region"].set_string_param(
+        "ghost");
     EXPECT_THAT(Infer(request, &response),
                 GrpcStatusIs(grpc::StatusCode::NOT_FOUND,
                              HasSubstr("inputs[\"input\"].shared_memory: shared memory region "
@@ -336,8 +338,8 @@ TEST_F(InferenceSharedMemoryTest, BadReferencesAreRefusedNamingTheTensor) {
   }
   {
     inference::ModelInferRequest request = SliceFromRegion();
-    (*request.mutable_inputs(0)->mutable_parameters())["shared_memory_offset"]
-        .set_int64_param(4080);
+    (*request.mutable_inputs(0)->mutable_parameters())["shared_memory_offset"].set_int64_param(
+        4080);
     EXPECT_THAT(Infer(request, &response),
                 GrpcStatusIs(grpc::StatusCode::INVALID_ARGUMENT,
                              HasSubstr("inputs[\"input\"].shared_memory: offset 4080 + 24 bytes "

@@ -143,9 +143,9 @@ TEST_F(SharedMemoryTest, RegionAtAnOffsetMapsThoseBytes) {
   EXPECT_THAT(registry.Register("x", "obj", 0, 8192).status(),
               StatusIs(absl::StatusCode::kInvalidArgument,
                        HasSubstr("offset: 8192 is not inside shared memory object \"obj\"")));
-  EXPECT_THAT(registry.Register("x", "obj", 0, -1).status(),
-              StatusIs(absl::StatusCode::kInvalidArgument,
-                       HasSubstr("offset: -1 must not be negative")));
+  EXPECT_THAT(
+      registry.Register("x", "obj", 0, -1).status(),
+      StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("offset: -1 must not be negative")));
   EXPECT_THAT(registry.Register("x", "obj", 200, 8000).status(),
               StatusIs(absl::StatusCode::kInvalidArgument,
                        HasSubstr("byte_size: 200 bytes of shared memory object \"obj\" "
