@@ -5,16 +5,24 @@
 #include <cstring>
 #include <limits>
 #include <map>
+#include <optional>
+#include <span>
 #include <string>
 #include <type_traits>
 #include <utility>
 #include <vector>
 
 #include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "core/attrs.h"
 #include "core/checked_math.h"
+#include "core/limits.h"
 #include "core/status_macros.h"
+#include "core/tensor.h"
+#include "core/validate/strided_slice.h"
 #include "server/convert.h"
 
 namespace tensorop::server {
@@ -167,12 +175,88 @@ absl::StatusOr<std::string> ContentsBytes(const inference::InferTensorContents& 
   return out;
 }
 
-// A decoded input: its datatype, shape and bytes.
+// A tensor's place in a registered shared memory region, from its parameters
+// (Triton's system shared memory extension).
+struct SharedMemorySpan {
+  std::string region;
+  int64_t offset = 0;
+  int64_t byte_size = 0;
+};
+
+using Parameters = google::protobuf::Map<std::string, inference::InferParameter>;
+
+// Parameter `name` of `parameters` as an int64 (int64_param, or uint64_param up
+// to 2^63 - 1); nullopt when absent. `what` names the tensor in errors.
+absl::StatusOr<std::optional<int64_t>> Int64Parameter(const Parameters& parameters,
+                                                      absl::string_view name,
+                                                      absl::string_view what) {
+  auto found = parameters.find(std::string(name));
+  if (found == parameters.end()) return std::nullopt;
+  const inference::InferParameter& parameter = found->second;
+  if (parameter.parameter_choice_case() == inference::InferParameter::kInt64Param) {
+    return parameter.int64_param();
+  }
+  if (parameter.parameter_choice_case() == inference::InferParameter::kUint64Param &&
+      std::in_range<int64_t>(parameter.uint64_param())) {
+    return static_cast<int64_t>(parameter.uint64_param());
+  }
+  return absl::InvalidArgumentError(
+      absl::StrCat(what, ": parameter \"", name, "\" must be an int64 (int64_param)"));
+}
+
+// The shared memory span `parameters` give ("shared_memory_region",
+// "shared_memory_byte_size", optional "shared_memory_offset"); nullopt when
+// they name no region.
+absl::StatusOr<std::optional<SharedMemorySpan>> SharedMemoryParameters(const Parameters& parameters,
+                                                                       absl::string_view what) {
+  ASSIGN_OR_RETURN(std::optional<int64_t> offset,
+                   Int64Parameter(parameters, kSharedMemoryOffsetParameter, what));
+  ASSIGN_OR_RETURN(std::optional<int64_t> byte_size,
+                   Int64Parameter(parameters, kSharedMemoryByteSizeParameter, what));
+  auto region = parameters.find(std::string(kSharedMemoryRegionParameter));
+  if (region == parameters.end()) {
+    if (offset.has_value() || byte_size.has_value()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          what, ": parameter \"",
+          offset.has_value() ? kSharedMemoryOffsetParameter : kSharedMemoryByteSizeParameter,
+          "\" is given without \"", kSharedMemoryRegionParameter, "\""));
+    }
+    return std::nullopt;
+  }
+  if (region->second.parameter_choice_case() != inference::InferParameter::kStringParam) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(what, ": parameter \"", kSharedMemoryRegionParameter, "\" must be a string"));
+  }
+  if (!byte_size.has_value()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(what, ": parameter \"", kSharedMemoryRegionParameter, "\" needs \"",
+                     kSharedMemoryByteSizeParameter, "\" (the tensor's bytes in the region)"));
+  }
+  return SharedMemorySpan{region->second.string_param(), offset.value_or(0), *byte_size};
+}
+
+void SetReference(const SharedMemorySpan& span, v1::SharedMemoryRef* ref) {
+  ref->set_region(span.region);
+  ref->set_offset(span.offset);
+  ref->set_byte_length(span.byte_size);
+}
+
+// Whether typed `contents` hold any element.
+bool HasContents(const inference::InferTensorContents& c) {
+  return c.bool_contents_size() + c.int_contents_size() + c.int64_contents_size() +
+             c.uint_contents_size() + c.uint64_contents_size() + c.fp32_contents_size() +
+             c.fp64_contents_size() + c.bytes_contents_size() >
+         0;
+}
+
+// A decoded input: its datatype, shape and bytes, or where they are in shared
+// memory.
 struct Input {
   std::string datatype;
   DType dtype;
   std::vector<int64_t> shape;
   std::string bytes;
+  std::optional<SharedMemorySpan> shared_memory;
 };
 
 // An INT64 parameter tensor's values.
@@ -218,6 +302,78 @@ std::vector<std::string> OutputNames(absl::string_view model, int split_count) {
   std::vector<std::string> names;
   for (int k = 0; k < split_count; ++k) names.push_back(absl::StrCat("output_", k));
   return names;
+}
+
+// The sizes strided_slice derives for the output of `run` on `input`,
+// validated as the native pipeline will (same messages).
+absl::StatusOr<std::vector<int64_t>> StridedSliceSizes(const v1::RunRequest& run,
+                                                       const Input& input) {
+  const v1::StridedSliceAttrs& from = run.strided_slice();
+  StridedSliceAttrs attrs;
+  attrs.begin.assign(from.begin().begin(), from.begin().end());
+  attrs.end.assign(from.end().begin(), from.end().end());
+  attrs.stride.assign(from.stride().begin(), from.stride().end());
+  attrs.begin_mask.assign(from.begin_mask().begin(), from.begin_mask().end());
+  attrs.end_mask.assign(from.end_mask().begin(), from.end_mask().end());
+  attrs.new_axis_mask.assign(from.new_axis_mask().begin(), from.new_axis_mask().end());
+  attrs.shrink_axis_mask.assign(from.shrink_axis_mask().begin(), from.shrink_axis_mask().end());
+  attrs.ellipsis_mask.assign(from.ellipsis_mask().begin(), from.ellipsis_mask().end());
+  // The sizes follow from the input's shape alone: it is described here over
+  // one element, broadcast (stride 0), as its bytes may be in shared memory.
+  static constexpr std::byte kElement[8] = {};
+  TensorView view;
+  view.desc.dtype = input.dtype;
+  view.desc.sizes = input.shape;
+  if (!input.shape.empty()) view.desc.strides.assign(input.shape.size(), 0);
+  view.data = std::span<const std::byte>(kElement, static_cast<size_t>(ElementSize(input.dtype)));
+  ASSIGN_OR_RETURN(StridedSliceGeometry geometry, ValidateStridedSlice(attrs, view, {}, Limits{}));
+  return geometry.output.sizes;
+}
+
+// Points the outputs `request` asks for in shared memory (parameters
+// "shared_memory_region", "shared_memory_byte_size", "shared_memory_offset")
+// at their regions in `run`, whose outputs are described as far as the model
+// chooses them; strided_slice and scatter_elements get theirs here. The native
+// pipeline writes them there (SharedMemoryOutput): bounds, alignment and
+// overlap with the inputs are checked once, natively.
+absl::Status AddSharedMemoryOutputs(const inference::ModelInferRequest& request, const Input& input,
+                                    v1::RunRequest& run) {
+  const absl::string_view model = request.model_name();
+  const std::vector<std::string> names =
+      OutputNames(model, model == "split" ? run.outputs_size() : 1);
+  std::vector<bool> placed(names.size(), false);
+  for (int i = 0; i < request.outputs_size(); ++i) {
+    const auto& output = request.outputs(i);
+    const std::string what = absl::StrCat(model, ": output \"", output.name(), "\"");
+    ASSIGN_OR_RETURN(std::optional<SharedMemorySpan> span,
+                     SharedMemoryParameters(output.parameters(), what));
+    if (!span.has_value()) continue;
+    auto found = std::find(names.begin(), names.end(), output.name());
+    if (found == names.end()) {
+      return absl::InvalidArgumentError(absl::StrCat(model, ": outputs[", i, "] \"", output.name(),
+                                                     "\" is not an output; ", "the outputs are ",
+                                                     absl::StrJoin(names, ", ")));
+    }
+    const int k = static_cast<int>(found - names.begin());
+    if (placed[static_cast<size_t>(k)]) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(what, " is asked for twice (outputs[", i, "]) with shared memory"));
+    }
+    placed[static_cast<size_t>(k)] = true;
+    if (run.outputs_size() == 0) {
+      // One output, whose sizes the operator derives: described here, as the
+      // native request must then carry them.
+      v1::OutputDesc* desc = run.add_outputs();
+      if (model == "strided_slice") {
+        ASSIGN_OR_RETURN(std::vector<int64_t> sizes, StridedSliceSizes(run, input));
+        desc->mutable_sizes()->Assign(sizes.begin(), sizes.end());
+      } else {
+        desc->mutable_sizes()->Assign(input.shape.begin(), input.shape.end());
+      }
+    }
+    SetReference(*span, run.mutable_outputs(k)->mutable_shared_memory());
+  }
+  return absl::OkStatus();
 }
 
 }  // namespace
@@ -311,11 +467,18 @@ absl::StatusOr<v1::RunRequest> ToRunRequest(inference::ModelInferRequest& reques
   RETURN_IF_ERROR(CheckModel(request.model_name(), request.model_version()));
   const ModelSpec& model = *FindModel(request.model_name());
   const bool raw = request.raw_input_contents_size() > 0;
-  if (raw && request.raw_input_contents_size() != request.inputs_size()) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        model.name, ": raw_input_contents has ", request.raw_input_contents_size(),
-        " entries for ", request.inputs_size(), " inputs; give every input's bytes there or none"));
+  // Inputs in shared memory have no entry in raw_input_contents (as Triton).
+  int in_request = 0;
+  for (const auto& tensor : request.inputs()) {
+    in_request += tensor.parameters().contains(std::string(kSharedMemoryRegionParameter)) ? 0 : 1;
   }
+  if (raw && request.raw_input_contents_size() != in_request) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        model.name, ": raw_input_contents has ", request.raw_input_contents_size(), " entries for ",
+        in_request, " inputs", in_request != request.inputs_size() ? " not in shared memory" : "",
+        "; give every input's bytes there or none"));
+  }
+  int next_raw = 0;
   std::map<std::string, Input, std::less<>> inputs;
   for (int i = 0; i < request.inputs_size(); ++i) {
     inference::ModelInferRequest::InferInputTensor& tensor = *request.mutable_inputs(i);
@@ -351,14 +514,39 @@ absl::StatusOr<v1::RunRequest> ToRunRequest(inference::ModelInferRequest& reques
       elements = *product;
       input.shape.push_back(size);
     }
+    ASSIGN_OR_RETURN(input.shared_memory, SharedMemoryParameters(tensor.parameters(), what));
+    const std::optional<int64_t> expected = CheckedMul(elements, ElementSize(*dtype));
+    if (input.shared_memory.has_value()) {
+      // The native pipeline reads the region (ResolveSharedMemoryInputs); the
+      // conversion needs parameter tensors' values, so those come inline.
+      if (!spec->data) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            what,
+            " is a parameter tensor: send its values in the request, not in shared memory "
+            "region \"",
+            input.shared_memory->region, "\""));
+      }
+      if (HasContents(tensor.contents())) {
+        return absl::InvalidArgumentError(absl::StrCat(what, ": contents and parameter \"",
+                                                       kSharedMemoryRegionParameter,
+                                                       "\" are both set; send one"));
+      }
+      if (!expected.has_value() || input.shared_memory->byte_size != *expected) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            what, ": parameter \"", kSharedMemoryByteSizeParameter, "\" is ",
+            input.shared_memory->byte_size, " but its shape [", absl::StrJoin(tensor.shape(), ","),
+            "] of ", tensor.datatype(), " takes ", expected.value_or(-1), " bytes"));
+      }
+      inputs.emplace(tensor.name(), std::move(input));
+      continue;
+    }
     if (raw) {
-      input.bytes = std::move(*request.mutable_raw_input_contents(i));
+      input.bytes = std::move(*request.mutable_raw_input_contents(next_raw++));
     } else {
       ASSIGN_OR_RETURN(input.bytes, ContentsBytes(tensor.contents(), tensor.datatype(), *dtype,
                                                   absl::StrCat(what, " contents")));
       tensor.clear_contents();
     }
-    const std::optional<int64_t> expected = CheckedMul(elements, ElementSize(*dtype));
     if (!expected.has_value() || static_cast<int64_t>(input.bytes.size()) != *expected) {
       return absl::InvalidArgumentError(absl::StrCat(
           what, " has ", input.bytes.size() / static_cast<size_t>(ElementSize(*dtype)),
@@ -393,7 +581,11 @@ absl::StatusOr<v1::RunRequest> ToRunRequest(inference::ModelInferRequest& reques
     v1::Tensor& tensor = (*run.mutable_inputs())[name];
     tensor.set_dtype(ToProtoDType(input.dtype));
     tensor.mutable_sizes()->Assign(input.shape.begin(), input.shape.end());
-    *tensor.mutable_data() = std::move(input.bytes);
+    if (input.shared_memory.has_value()) {
+      SetReference(*input.shared_memory, tensor.mutable_shared_memory());
+    } else {
+      *tensor.mutable_data() = std::move(input.bytes);
+    }
   }
   const std::vector<int64_t>& input_shape = inputs.find("input")->second.shape;
   if (model.name == "slice") {
@@ -437,6 +629,7 @@ absl::StatusOr<v1::RunRequest> ToRunRequest(inference::ModelInferRequest& reques
   } else {
     run.mutable_scatter_elements()->set_axis(values("axis")[0]);
   }
+  RETURN_IF_ERROR(AddSharedMemoryOutputs(request, inputs.find("input")->second, run));
   return run;
 }
 
@@ -497,6 +690,23 @@ absl::StatusOr<inference::ModelInferResponse> ToModelInferResponse(
                              ? std::string("BOOL")
                              : std::string(dtype.has_value() ? V2DatatypeName(*dtype) : ""));
     output->mutable_shape()->Assign(tensor.sizes().begin(), tensor.sizes().end());
+    // An output written into shared memory says where, as Triton's do; its
+    // raw_output_contents entry stays empty (keeping the entries in step with
+    // `outputs`).
+    for (const auto& asked : request.outputs()) {
+      if (asked.name() != output->name() ||
+          !asked.parameters().contains(std::string(kSharedMemoryRegionParameter))) {
+        continue;
+      }
+      for (absl::string_view name : {kSharedMemoryRegionParameter, kSharedMemoryByteSizeParameter,
+                                     kSharedMemoryOffsetParameter}) {
+        auto found = asked.parameters().find(std::string(name));
+        if (found != asked.parameters().end()) {
+          (*output->mutable_parameters())[std::string(name)] = found->second;
+        }
+      }
+      break;
+    }
     // Moved, not copied: `order` names each output at most once per request
     // unless the client repeats a name, which then gets a copy.
     if (std::count(order.begin(), order.end(), k) > 1) {
@@ -506,6 +716,23 @@ absl::StatusOr<inference::ModelInferResponse> ToModelInferResponse(
     }
   }
   return answer;
+}
+
+absl::Status NameSharedMemoryOutput(const inference::ModelInferRequest& request,
+                                    const absl::Status& status) {
+  // The native messages start "outputs[<k>].shared_memory: ".
+  const absl::string_view message = status.message();
+  if (status.ok() || !absl::StartsWith(message, "outputs[")) return status;
+  const size_t close = message.find("].shared_memory");
+  int k = 0;
+  if (close == absl::string_view::npos || !absl::SimpleAtoi(message.substr(8, close - 8), &k) ||
+      k < 0) {
+    return status;
+  }
+  const std::string name =
+      request.model_name() == "split" ? absl::StrCat("output_", k) : std::string("output");
+  return absl::Status(status.code(),
+                      absl::StrCat(request.model_name(), ": output \"", name, "\": ", message));
 }
 
 }  // namespace tensorop::server

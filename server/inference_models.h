@@ -33,6 +33,14 @@ inline constexpr absl::string_view kModelVersion = "1";
 // The request and response parameter naming the backend.
 inline constexpr absl::string_view kBackendParameter = "backend";
 
+// Tensor parameters of the system shared memory extension: an input's bytes,
+// or where an output is written, in a region registered with
+// SystemSharedMemoryRegister (or tensorop.v1's RegisterSharedMemory).
+// byte_size is an input's exact bytes, the room an output may take.
+inline constexpr absl::string_view kSharedMemoryRegionParameter = "shared_memory_region";
+inline constexpr absl::string_view kSharedMemoryOffsetParameter = "shared_memory_offset";
+inline constexpr absl::string_view kSharedMemoryByteSizeParameter = "shared_memory_byte_size";
+
 // The models, in the order RepositoryIndex lists them.
 const std::vector<std::string>& InferenceModelNames();
 
@@ -57,7 +65,12 @@ std::optional<DType> DTypeFromV2Datatype(absl::string_view datatype);
 int64_t TypedContentsBound(const inference::ModelInferRequest& request);
 
 // `request` as a native RunRequest: its tensors' bytes are moved out of
-// `request`'s raw_input_contents (typed contents are converted). Errors are
+// `request`'s raw_input_contents (typed contents are converted). Data inputs
+// and outputs with the shared memory parameters become the native
+// shared-memory references (v1::SharedMemoryRef), which the native pipeline
+// resolves (regions pinned, spans checked against the region, outputs
+// against the inputs); parameter tensors (offsets, axis, ...) must come
+// inline. An input's shared_memory_byte_size must be its shape's bytes. Errors are
 // INVALID_ARGUMENT naming the model, tensor, index and values, NOT_FOUND for
 // an unknown model. The operator's own rules are left to the native
 // validation, whose messages name the native fields
@@ -68,8 +81,16 @@ absl::StatusOr<v1::RunRequest> ToRunRequest(inference::ModelInferRequest& reques
 // `response` (packed outputs, as the native pipeline writes them when no
 // strides are asked for): the outputs, moved into raw_output_contents, in
 // order, restricted to those `request` asks for, and parameter "backend".
+// An output written into shared memory carries its request's shared memory
+// parameters and an empty raw_output_contents entry.
 absl::StatusOr<inference::ModelInferResponse> ToModelInferResponse(
     const inference::ModelInferRequest& request, v1::RunResponse& response);
+
+// `status`, from the native pipeline running `request`, in the protocol's
+// terms: an error about a shared memory output ("outputs[0].shared_memory:
+// ...") also names the output ("slice: output \"output\": outputs[0]...").
+absl::Status NameSharedMemoryOutput(const inference::ModelInferRequest& request,
+                                    const absl::Status& status);
 
 }  // namespace tensorop::server
 

@@ -1,9 +1,9 @@
-#include "server/guarded.h"
 #include "server/inference_service.h"
 
 #include <algorithm>
 #include <cstdint>
 #include <exception>
+#include <limits>
 #include <memory>
 #include <new>
 #include <string>
@@ -14,12 +14,15 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "core/status_macros.h"
 #include "server/auth.h"
+#include "server/guarded.h"
 #include "server/inference_models.h"
 #include "server/memory_budget.h"
 #include "server/metrics.h"
 #include "server/request_log.h"
+#include "server/shared_memory.h"
 #include "server/status_map.h"
 #include "server/wire_bound.h"
 
@@ -80,8 +83,8 @@ absl::Status Infer(TensorOpService& native, const grpc::ByteBuffer& bytes,
   record.start = start;
   record.identity = std::move(identity);
   v1::RunResponse response;
-  RETURN_IF_ERROR(native.ExecuteOnWorker(run, record, stop, reservation, kTooBigHint,
-                                         &response));
+  RETURN_IF_ERROR(NameSharedMemoryOutput(
+      request, native.ExecuteOnWorker(run, record, stop, reservation, kTooBigHint, &response)));
   run.Clear();  // the inputs are done with
   ASSIGN_OR_RETURN(inference::ModelInferResponse answer, ToModelInferResponse(request, response));
   response.Clear();
@@ -128,8 +131,12 @@ grpc::ServerUnaryReactor* InferenceService::ServerMetadata(
     inference::ServerMetadataResponse* response) {
   response->set_name(std::string(kServerName));
   response->set_version(std::string(kServerVersion));
-  // None of the protocol's optional extensions yet (model_repository,
-  // statistics as Triton defines them, shared memory, ...).
+  // Of the protocol's optional extensions, system shared memory (when the
+  // server has a registry); not model_repository, statistics as Triton
+  // defines them, CUDA shared memory, ...
+  if (native_->options().shared_memory != nullptr) {
+    response->add_extensions("system_shared_memory");
+  }
   return Answer(context, absl::OkStatus());
 }
 
@@ -178,6 +185,109 @@ grpc::ServerUnaryReactor* InferenceService::RepositoryIndex(
     model->set_state("READY");
   }
   return Answer(context, absl::OkStatus());
+}
+
+// ---------------------------------------------------------------------------
+// The shared memory extension: small, answered in the reaction.
+
+namespace {
+
+absl::Status NoSharedMemory() {
+  return absl::FailedPreconditionError("this server has no shared memory");
+}
+
+// `value` (a uint64 field of the protocol) as an int64; INVALID_ARGUMENT
+// naming `field` past 2^63 - 1.
+absl::StatusOr<int64_t> ToInt64(uint64_t value, absl::string_view field) {
+  if (value > static_cast<uint64_t>(std::numeric_limits<int64_t>::max())) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(field, ": ", value, " is more than 2^63 - 1 bytes"));
+  }
+  return static_cast<int64_t>(value);
+}
+
+absl::Status CudaUnimplemented(absl::string_view method) {
+  return absl::UnimplementedError(
+      absl::StrCat(method,
+                   ": tensord serves no CUDA shared memory; only system shared memory "
+                   "(SystemSharedMemoryRegister)"));
+}
+
+}  // namespace
+
+grpc::ServerUnaryReactor* InferenceService::SystemSharedMemoryStatus(
+    grpc::CallbackServerContext* context, const inference::SystemSharedMemoryStatusRequest* request,
+    inference::SystemSharedMemoryStatusResponse* response) {
+  SharedMemoryRegistry* registry = native_->options().shared_memory;
+  if (registry == nullptr) return Answer(context, NoSharedMemory());
+  absl::StatusOr<std::vector<SharedMemoryRegistry::RegionInfo>> infos =
+      registry->Status(request->name());
+  if (infos.ok()) {
+    for (const SharedMemoryRegistry::RegionInfo& info : *infos) {
+      auto& region = (*response->mutable_regions())[info.name];
+      region.set_name(info.name);
+      region.set_key(info.key);
+      region.set_offset(static_cast<uint64_t>(info.offset));
+      region.set_byte_size(static_cast<uint64_t>(info.byte_size));
+    }
+  }
+  return Answer(context, infos.status());
+}
+
+grpc::ServerUnaryReactor* InferenceService::SystemSharedMemoryRegister(
+    grpc::CallbackServerContext* context,
+    const inference::SystemSharedMemoryRegisterRequest* request,
+    inference::SystemSharedMemoryRegisterResponse*) {
+  SharedMemoryRegistry* registry = native_->options().shared_memory;
+  if (registry == nullptr) return Answer(context, NoSharedMemory());
+  absl::Status status = [&]() -> absl::Status {
+    // The protocol calls the region's name `name` (tensorop.v1: `region`).
+    RETURN_IF_ERROR(CheckRegionName(request->name(), "name"));
+    ASSIGN_OR_RETURN(const int64_t offset, ToInt64(request->offset(), "offset"));
+    ASSIGN_OR_RETURN(const int64_t byte_size, ToInt64(request->byte_size(), "byte_size"));
+    return registry->Register(request->name(), request->key(), byte_size, offset).status();
+  }();
+  return Answer(context, status);
+}
+
+grpc::ServerUnaryReactor* InferenceService::SystemSharedMemoryUnregister(
+    grpc::CallbackServerContext* context,
+    const inference::SystemSharedMemoryUnregisterRequest* request,
+    inference::SystemSharedMemoryUnregisterResponse*) {
+  SharedMemoryRegistry* registry = native_->options().shared_memory;
+  if (registry == nullptr) return Answer(context, NoSharedMemory());
+  if (!request->name().empty()) return Answer(context, registry->Unregister(request->name()));
+  // Every region: those in use stay (FAILED_PRECONDITION naming them), the
+  // rest go; one gone meanwhile is not an error.
+  absl::StatusOr<std::vector<SharedMemoryRegistry::RegionInfo>> infos = registry->Status("");
+  if (!infos.ok()) return Answer(context, infos.status());
+  std::vector<std::string> busy;
+  for (const SharedMemoryRegistry::RegionInfo& info : *infos) {
+    absl::Status status = registry->Unregister(info.name);
+    if (status.code() == absl::StatusCode::kFailedPrecondition) busy.push_back(info.name);
+  }
+  if (busy.empty()) return Answer(context, absl::OkStatus());
+  return Answer(context, absl::FailedPreconditionError(absl::StrCat(
+                             "shared memory regions in use by requests were not unregistered: ",
+                             absl::StrJoin(busy, ", "), "; unregister them once they finish")));
+}
+
+grpc::ServerUnaryReactor* InferenceService::CudaSharedMemoryStatus(
+    grpc::CallbackServerContext* context, const inference::CudaSharedMemoryStatusRequest*,
+    inference::CudaSharedMemoryStatusResponse*) {
+  return Answer(context, CudaUnimplemented("CudaSharedMemoryStatus"));
+}
+
+grpc::ServerUnaryReactor* InferenceService::CudaSharedMemoryRegister(
+    grpc::CallbackServerContext* context, const inference::CudaSharedMemoryRegisterRequest*,
+    inference::CudaSharedMemoryRegisterResponse*) {
+  return Answer(context, CudaUnimplemented("CudaSharedMemoryRegister"));
+}
+
+grpc::ServerUnaryReactor* InferenceService::CudaSharedMemoryUnregister(
+    grpc::CallbackServerContext* context, const inference::CudaSharedMemoryUnregisterRequest*,
+    inference::CudaSharedMemoryUnregisterResponse*) {
+  return Answer(context, CudaUnimplemented("CudaSharedMemoryUnregister"));
 }
 
 // ---------------------------------------------------------------------------

@@ -20,6 +20,17 @@ namespace tensorop::server {
 
 class Metrics;
 
+// The shared memory extension's six calls (system and CUDA).
+using InferenceSharedMemoryBase =
+    inference::GRPCInferenceService::WithCallbackMethod_SystemSharedMemoryStatus<
+        inference::GRPCInferenceService::WithCallbackMethod_SystemSharedMemoryRegister<
+            inference::GRPCInferenceService::WithCallbackMethod_SystemSharedMemoryUnregister<
+                inference::GRPCInferenceService::WithCallbackMethod_CudaSharedMemoryStatus<
+                    inference::GRPCInferenceService::WithCallbackMethod_CudaSharedMemoryRegister<
+                        inference::GRPCInferenceService::
+                            WithCallbackMethod_CudaSharedMemoryUnregister<
+                                inference::GRPCInferenceService::Service>>>>>>;
+
 // ModelInfer and ModelStreamInfer read raw bytes, like TensorOpService's Run:
 // the request is reserved in the memory budget before it is parsed.
 using InferenceServiceBase = inference::GRPCInferenceService::WithRawCallbackMethod_ModelInfer<
@@ -30,9 +41,8 @@ using InferenceServiceBase = inference::GRPCInferenceService::WithRawCallbackMet
                     inference::GRPCInferenceService::WithCallbackMethod_ServerMetadata<
                         inference::GRPCInferenceService::WithCallbackMethod_ModelMetadata<
                             inference::GRPCInferenceService::WithCallbackMethod_ModelStatistics<
-                                inference::GRPCInferenceService::
-                                    WithCallbackMethod_RepositoryIndex<
-                                        inference::GRPCInferenceService::Service>>>>>>>>>;
+                                inference::GRPCInferenceService::WithCallbackMethod_RepositoryIndex<
+                                    InferenceSharedMemoryBase>>>>>>>>>;
 
 class InferenceService final : public InferenceServiceBase {
  public:
@@ -71,6 +81,34 @@ class InferenceService final : public InferenceServiceBase {
                                        grpc::ByteBuffer* response) override;
   grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>* ModelStreamInfer(
       grpc::CallbackServerContext* context) override;
+
+  // The system shared memory extension, on the registry of tensorop.v1's
+  // RegisterSharedMemory (the same regions, leases and budget): answered at
+  // once. Without a registry, FAILED_PRECONDITION.
+  grpc::ServerUnaryReactor* SystemSharedMemoryStatus(
+      grpc::CallbackServerContext* context,
+      const inference::SystemSharedMemoryStatusRequest* request,
+      inference::SystemSharedMemoryStatusResponse* response) override;
+  grpc::ServerUnaryReactor* SystemSharedMemoryRegister(
+      grpc::CallbackServerContext* context,
+      const inference::SystemSharedMemoryRegisterRequest* request,
+      inference::SystemSharedMemoryRegisterResponse* response) override;
+  grpc::ServerUnaryReactor* SystemSharedMemoryUnregister(
+      grpc::CallbackServerContext* context,
+      const inference::SystemSharedMemoryUnregisterRequest* request,
+      inference::SystemSharedMemoryUnregisterResponse* response) override;
+  // UNIMPLEMENTED: only system shared memory is served.
+  grpc::ServerUnaryReactor* CudaSharedMemoryStatus(
+      grpc::CallbackServerContext* context, const inference::CudaSharedMemoryStatusRequest* request,
+      inference::CudaSharedMemoryStatusResponse* response) override;
+  grpc::ServerUnaryReactor* CudaSharedMemoryRegister(
+      grpc::CallbackServerContext* context,
+      const inference::CudaSharedMemoryRegisterRequest* request,
+      inference::CudaSharedMemoryRegisterResponse* response) override;
+  grpc::ServerUnaryReactor* CudaSharedMemoryUnregister(
+      grpc::CallbackServerContext* context,
+      const inference::CudaSharedMemoryUnregisterRequest* request,
+      inference::CudaSharedMemoryUnregisterResponse* response) override;
 
  private:
   class InferReactor;

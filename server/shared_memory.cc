@@ -70,12 +70,21 @@ absl::Status CheckSharedMemoryKey(absl::string_view key, absl::string_view field
 // registry has dropped it and the last pin is gone.
 class SharedMemoryRegistry::Region {
  public:
-  Region(std::string name, std::string key, int64_t byte_size, int fd, void* base,
-         MemoryBudget::Reservation reservation)
-      : name_(std::move(name)), key_(std::move(key)), byte_size_(byte_size), fd_(fd),
-        base_(base), reservation_(std::move(reservation)) {}
+  // `mapping` (of `mapped_bytes`) starts at the page holding the object's
+  // byte `offset`, where the region starts.
+  Region(std::string name, std::string key, int64_t offset, int64_t byte_size, int fd,
+         void* mapping, int64_t mapped_bytes, MemoryBudget::Reservation reservation)
+      : name_(std::move(name)),
+        key_(std::move(key)),
+        offset_(offset),
+        byte_size_(byte_size),
+        fd_(fd),
+        mapping_(mapping),
+        mapped_bytes_(mapped_bytes),
+        base_(static_cast<std::byte*>(mapping) + (mapped_bytes - byte_size)),
+        reservation_(std::move(reservation)) {}
   ~Region() {
-    munmap(base_, static_cast<size_t>(byte_size_));
+    munmap(mapping_, static_cast<size_t>(mapped_bytes_));
     close(fd_);
   }
   Region(const Region&) = delete;
@@ -83,10 +92,10 @@ class SharedMemoryRegistry::Region {
 
   const std::string& name() const { return name_; }
   const std::string& key() const { return key_; }
+  int64_t offset() const { return offset_; }
   int64_t byte_size() const { return byte_size_; }
-  std::span<std::byte> bytes() const {
-    return {static_cast<std::byte*>(base_), static_cast<size_t>(byte_size_)};
-  }
+  std::span<std::byte> bytes() const { return {base_, static_cast<size_t>(byte_size_)}; }
+  RegionInfo Info() const { return RegionInfo{name_, key_, offset_, byte_size_, in_use()}; }
   int in_use() const { return in_use_.load(std::memory_order_acquire); }
   void Use() { in_use_.fetch_add(1, std::memory_order_acq_rel); Touch(); }
   void Release() {
@@ -101,15 +110,18 @@ class SharedMemoryRegistry::Region {
   // would make our reads fault (SIGBUS) past its new end.
   bool StillCovered() const {
     struct stat info {};
-    return fstat(fd_, &info) == 0 && info.st_size >= byte_size_;
+    return fstat(fd_, &info) == 0 && info.st_size - offset_ >= byte_size_;
   }
 
  private:
   const std::string name_;
   const std::string key_;
+  const int64_t offset_;
   const int64_t byte_size_;
   const int fd_;
-  void* const base_;
+  void* const mapping_;
+  const int64_t mapped_bytes_;
+  std::byte* const base_;
   MemoryBudget::Reservation reservation_;
   std::atomic<int> in_use_{0};
   std::atomic<int64_t> last_used_ns_{absl::ToUnixNanos(absl::Now())};
@@ -163,26 +175,31 @@ void SharedMemoryRegistry::Sweep() {
 }
 
 absl::StatusOr<SharedMemoryRegistry::RegionInfo> SharedMemoryRegistry::Register(
-    absl::string_view name, absl::string_view key, int64_t byte_size) {
+    absl::string_view name, absl::string_view key, int64_t byte_size, int64_t offset) {
   if (absl::Status status = CheckRegionName(name, "region"); !status.ok()) return status;
   if (absl::Status status = CheckSharedMemoryKey(key, "key"); !status.ok()) return status;
   if (byte_size < 0) {
     return absl::InvalidArgumentError(
         absl::StrCat("byte_size: ", byte_size, " must not be negative (0: the whole object)"));
   }
+  if (offset < 0) {
+    return absl::InvalidArgumentError(absl::StrCat("offset: ", offset, " must not be negative"));
+  }
   const std::string bare(WithoutSlash(key));
   {
     std::lock_guard<std::mutex> lock(mutex_);
     if (auto found = regions_.find(name); found != regions_.end()) {
       Region& region = *found->second;
-      if (region.key() == bare && (byte_size == 0 || byte_size == region.byte_size())) {
+      if (region.key() == bare && offset == region.offset() &&
+          (byte_size == 0 || byte_size == region.byte_size())) {
         region.Touch();
-        return RegionInfo{region.name(), region.key(), region.byte_size(), region.in_use()};
+        return region.Info();
       }
       return absl::AlreadyExistsError(absl::StrCat(
           "shared memory region ", Quoted(name), " is already registered with key ",
-          Quoted(region.key()), " and byte_size ", region.byte_size(),
-          "; unregister it first"));
+          Quoted(region.key()),
+          region.offset() != 0 ? absl::StrCat(", offset ", region.offset()) : std::string(),
+          " and byte_size ", region.byte_size(), "; unregister it first"));
     }
     if (static_cast<int>(regions_.size()) >= kMaxSharedMemoryRegions) {
       return absl::ResourceExhaustedError(
@@ -208,13 +225,26 @@ absl::StatusOr<SharedMemoryRegistry::RegionInfo> SharedMemoryRegistry::Register(
     return absl::InvalidArgumentError(
         absl::StrCat("key: ", Quoted(key), " (", path, ") is not a shared memory object"));
   }
-  const int64_t size = byte_size == 0 ? static_cast<int64_t>(info.st_size) : byte_size;
-  if (size == 0 || size > info.st_size) {
+  const int64_t object_size = static_cast<int64_t>(info.st_size);
+  if (offset > 0 && offset >= object_size) {
+    close(fd);
+    return absl::InvalidArgumentError(absl::StrCat("offset: ", offset,
+                                                   " is not inside shared memory object ",
+                                                   Quoted(key), " of ", object_size, " bytes"));
+  }
+  const int64_t size = byte_size == 0 ? object_size - offset : byte_size;
+  if (size == 0 || size > object_size - offset) {
     close(fd);
     return absl::InvalidArgumentError(absl::StrCat(
-        "byte_size: ", size, " bytes of shared memory object ", Quoted(key), " requested; it has ",
-        info.st_size, size == 0 ? " (an empty object cannot be mapped)" : ""));
+        "byte_size: ", size, " bytes of shared memory object ", Quoted(key), " requested",
+        offset != 0 ? absl::StrCat(" from offset ", offset) : std::string(), "; it has ",
+        object_size, size == 0 ? " (an empty object cannot be mapped)" : ""));
   }
+  // mmap's offset must be a multiple of the page size: map from the page
+  // holding `offset`.
+  const int64_t page = static_cast<int64_t>(sysconf(_SC_PAGESIZE));
+  const int64_t map_offset = offset - offset % page;
+  const int64_t map_bytes = size + (offset - map_offset);
   MemoryBudget::Reservation reservation;
   if (options_.budget != nullptr) {
     absl::StatusOr<MemoryBudget::Reservation> reserved = options_.budget->TryReserve(
@@ -225,7 +255,8 @@ absl::StatusOr<SharedMemoryRegistry::RegionInfo> SharedMemoryRegistry::Register(
     }
     reservation = *std::move(reserved);
   }
-  void* base = mmap(nullptr, static_cast<size_t>(size), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  void* base = mmap(nullptr, static_cast<size_t>(map_bytes), PROT_READ | PROT_WRITE, MAP_SHARED, fd,
+                    static_cast<off_t>(map_offset));
   if (base == MAP_FAILED) {
     const int error = errno;
     close(fd);
@@ -233,7 +264,7 @@ absl::StatusOr<SharedMemoryRegistry::RegionInfo> SharedMemoryRegistry::Register(
         "cannot map ", size, " bytes of shared memory object ", Quoted(key), ": ",
         std::strerror(error)));
   }
-  auto region = std::make_shared<Region>(std::string(name), bare, size, fd, base,
+  auto region = std::make_shared<Region>(std::string(name), bare, offset, size, fd, base, map_bytes,
                                          std::move(reservation));
   std::lock_guard<std::mutex> lock(mutex_);
   // Another call may have registered the name meanwhile: the first one wins.
@@ -243,7 +274,7 @@ absl::StatusOr<SharedMemoryRegistry::RegionInfo> SharedMemoryRegistry::Register(
                                                  " was registered meanwhile; unregister it first"));
   }
   mapped_bytes_ += size;
-  return RegionInfo{region->name(), region->key(), size, 0};
+  return region->Info();
 }
 
 absl::Status SharedMemoryRegistry::Unregister(absl::string_view name) {
@@ -272,7 +303,7 @@ absl::StatusOr<std::vector<SharedMemoryRegistry::RegionInfo>> SharedMemoryRegist
   for (const auto& [key, region] : regions_) {
     if (!name.empty() && key != name) continue;
     if (!name.empty()) region->Touch();
-    infos.push_back({region->name(), region->key(), region->byte_size(), region->in_use()});
+    infos.push_back(region->Info());
   }
   if (!name.empty() && infos.empty()) {
     return absl::NotFoundError(

@@ -74,6 +74,7 @@ class SharedMemoryRegistry {
   struct RegionInfo {
     std::string name;
     std::string key;  // without a leading '/'
+    int64_t offset = 0;  // where the region starts in the object
     int64_t byte_size = 0;
     int in_use = 0;
   };
@@ -105,13 +106,16 @@ class SharedMemoryRegistry {
   SharedMemoryRegistry(const SharedMemoryRegistry&) = delete;
   SharedMemoryRegistry& operator=(const SharedMemoryRegistry&) = delete;
 
-  // Maps `key` (byte_size 0: the whole object) as `name`. Registering a name
-  // again with the same key and size renews it; with another, ALREADY_EXISTS.
-  // INVALID_ARGUMENT for a bad name, key or size (naming the field and value),
-  // NOT_FOUND when the object does not exist, RESOURCE_EXHAUSTED past the
-  // memory budget or kMaxSharedMemoryRegions.
+  // Maps bytes [offset, offset + byte_size) of `key` (byte_size 0: the rest
+  // of the object) as `name`; the region's byte 0 is the object's byte
+  // `offset` (Triton's system shared memory registers such sub-ranges; the
+  // native API always maps from 0). Registering a name again with the same
+  // key, offset and size renews it; with another, ALREADY_EXISTS.
+  // INVALID_ARGUMENT for a bad name, key, offset or size (naming the field and
+  // value), NOT_FOUND when the object does not exist, RESOURCE_EXHAUSTED past
+  // the memory budget or kMaxSharedMemoryRegions.
   absl::StatusOr<RegionInfo> Register(absl::string_view name, absl::string_view key,
-                                      int64_t byte_size);
+                                      int64_t byte_size, int64_t offset = 0);
   // Unmaps `name`: NOT_FOUND naming it when none, FAILED_PRECONDITION naming it
   // while a request uses it.
   absl::Status Unregister(absl::string_view name);

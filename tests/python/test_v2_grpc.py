@@ -277,4 +277,4 @@ def test_proto_matches_tritonclients(tmp_path: Path) -> None:
         ):
             differences.append(f"rpc {rpc.name}")
     assert differences == []
-    assert fields >= 80 and len(ours.service[0].method) == 9
+    assert fields >= 80 and len(ours.service[0].method) == 15

@@ -285,5 +285,85 @@ TEST(InferenceModelsTest, ResponseCarriesRawOutputsNamesAndBackend) {
                        "output_0, output_1"));
 }
 
+TEST(InferenceModelsTest, SharedMemoryParametersBecomeNativeReferences) {
+  // strided_slice's input from region "r" at 64; its output (sizes derived
+  // here, [2]) to "r" at 128.
+  inference::ModelInferRequest request;
+  request.set_model_name("strided_slice");
+  auto* input = request.add_inputs();
+  input->set_name("input");
+  input->set_datatype("INT32");
+  input->add_shape(4);
+  (*input->mutable_parameters())["shared_memory_region"].set_string_param("r");
+  (*input->mutable_parameters())["shared_memory_offset"].set_int64_param(64);
+  (*input->mutable_parameters())["shared_memory_byte_size"].set_int64_param(16);
+  AddInt64(request, "begin", {0});
+  AddInt64(request, "end", {4});
+  AddInt64(request, "stride", {2});
+  auto* output = request.add_outputs();
+  output->set_name("output");
+  (*output->mutable_parameters())["shared_memory_region"].set_string_param("r");
+  (*output->mutable_parameters())["shared_memory_offset"].set_uint64_param(128);
+  (*output->mutable_parameters())["shared_memory_byte_size"].set_int64_param(8);
+  absl::StatusOr<v1::RunRequest> run = ToRunRequest(request);
+  ASSERT_TRUE(run.ok()) << run.status();
+  const v1::Tensor& tensor = run->inputs().at("input");
+  EXPECT_TRUE(tensor.data().empty());
+  EXPECT_EQ(tensor.shared_memory().region(), "r");
+  EXPECT_EQ(tensor.shared_memory().offset(), 64);
+  EXPECT_EQ(tensor.shared_memory().byte_length(), 16);
+  ASSERT_EQ(run->outputs_size(), 1);
+  EXPECT_THAT(run->outputs(0).sizes(), ElementsAre(2));
+  EXPECT_EQ(run->outputs(0).shared_memory().region(), "r");
+  EXPECT_EQ(run->outputs(0).shared_memory().offset(), 128);
+  EXPECT_EQ(run->outputs(0).shared_memory().byte_length(), 8);
+
+  // The answer: the layout, the request's parameters, an empty entry.
+  v1::RunResponse response;
+  response.set_backend("cpu");
+  v1::Tensor* written = response.add_outputs();
+  written->set_dtype(v1::INT32);
+  written->add_sizes(2);
+  written->add_strides(1);
+  absl::StatusOr<inference::ModelInferResponse> answer = ToModelInferResponse(request, response);
+  ASSERT_TRUE(answer.ok()) << answer.status();
+  ASSERT_EQ(answer->raw_output_contents_size(), 1);
+  EXPECT_TRUE(answer->raw_output_contents(0).empty());
+  EXPECT_EQ(answer->outputs(0).parameters().at("shared_memory_region").string_param(), "r");
+  EXPECT_EQ(answer->outputs(0).parameters().at("shared_memory_offset").uint64_param(), 128u);
+
+  // An error about that output, from the native pipeline, names it.
+  EXPECT_THAT(NameSharedMemoryOutput(
+                  request, absl::InvalidArgumentError("outputs[0].shared_memory: byte_length 8")),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("strided_slice: output \"output\": outputs[0].shared_memory")));
+  EXPECT_THAT(NameSharedMemoryOutput(request, absl::InvalidArgumentError("slice.x bad")),
+              StatusIs(absl::StatusCode::kInvalidArgument, "slice.x bad"));
+}
+
+TEST(InferenceModelsTest, SharedMemoryParameterErrorsNameTheTensor) {
+  inference::ModelInferRequest request = SliceRequest();
+  (*request.mutable_inputs(0)->mutable_parameters())["shared_memory_offset"].set_int64_param(8);
+  EXPECT_THAT(ToRunRequest(request).status(),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("slice: input \"input\": parameter \"shared_memory_offset\" "
+                                 "is given without \"shared_memory_region\"")));
+  request = SliceRequest();
+  (*request.mutable_inputs(0)->mutable_parameters())["shared_memory_region"].set_int64_param(1);
+  request.mutable_raw_input_contents()->DeleteSubrange(0, 1);  // in shared memory: no entry
+  EXPECT_THAT(ToRunRequest(request).status(),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("parameter \"shared_memory_region\" must be a string")));
+  request = SliceRequest();
+  auto* output = request.add_outputs();
+  output->set_name("output");
+  (*output->mutable_parameters())["shared_memory_region"].set_string_param("r");
+  (*output->mutable_parameters())["shared_memory_byte_size"].set_string_param("8");
+  EXPECT_THAT(ToRunRequest(request).status(),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("slice: output \"output\": parameter "
+                                 "\"shared_memory_byte_size\" must be an int64")));
+}
+
 }  // namespace
 }  // namespace tensorop::server

@@ -114,6 +114,49 @@ TEST_F(SharedMemoryTest, RegisterRefusesMissingTooLargeAndOverBudget) {
   EXPECT_EQ(registry.regions(), 1);
 }
 
+TEST_F(SharedMemoryTest, RegionAtAnOffsetMapsThoseBytes) {
+  // Triton's system shared memory registers sub-ranges of an object; 5000 is
+  // not a page boundary.
+  MakeObject("obj", 8192);
+  MemoryBudget budget(1 << 20);
+  SharedMemoryRegistry registry(Options(&budget));
+  ASSERT_OK_AND_ASSIGN(SharedMemoryRegistry::RegionInfo info,
+                       registry.Register("r", "obj", 100, 5000));
+  EXPECT_EQ(info.offset, 5000);
+  EXPECT_EQ(info.byte_size, 100);
+  EXPECT_EQ(registry.mapped_bytes(), 100);
+  EXPECT_EQ(budget.reserved(), 100);
+  {
+    ASSERT_OK_AND_ASSIGN(SharedMemoryRegistry::Pin pin, registry.Acquire("r", "input"));
+    ASSERT_EQ(pin.bytes().size(), 100u);
+    EXPECT_EQ(static_cast<uint8_t>(pin.bytes()[0]), 5000 % 256);
+    EXPECT_EQ(static_cast<uint8_t>(pin.bytes()[99]), 5099 % 256);
+  }
+  // byte_size 0: the rest of the object from the offset.
+  ASSERT_OK_AND_ASSIGN(info, registry.Register("rest", "obj", 0, 8000));
+  EXPECT_EQ(info.byte_size, 192);
+  // Renewing needs the same offset.
+  ASSERT_OK(registry.Register("r", "obj", 100, 5000).status());
+  EXPECT_THAT(registry.Register("r", "obj", 100, 0).status(),
+              StatusIs(absl::StatusCode::kAlreadyExists,
+                       HasSubstr("with key \"obj\", offset 5000 and byte_size 100")));
+  EXPECT_THAT(registry.Register("x", "obj", 0, 8192).status(),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("offset: 8192 is not inside shared memory object \"obj\"")));
+  EXPECT_THAT(
+      registry.Register("x", "obj", 0, -1).status(),
+      StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("offset: -1 must not be negative")));
+  EXPECT_THAT(registry.Register("x", "obj", 200, 8000).status(),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("byte_size: 200 bytes of shared memory object \"obj\" "
+                                 "requested from offset 8000; it has 8192")));
+  // A client that shrinks the object below the region's end is caught at use.
+  ASSERT_EQ(truncate((dir_ + "/obj").c_str(), 5050), 0);
+  EXPECT_THAT(registry.Acquire("r", "input").status(),
+              StatusIs(absl::StatusCode::kFailedPrecondition,
+                       HasSubstr("is now smaller than the 100 bytes registered")));
+}
+
 TEST_F(SharedMemoryTest, SymlinksAndDirectoriesAreNotMapped) {
   MakeObject("target", 64);
   ASSERT_EQ(symlink((dir_ + "/target").c_str(), (dir_ + "/link").c_str()), 0);

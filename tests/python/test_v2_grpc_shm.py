@@ -1,0 +1,154 @@
+"""The Open Inference Protocol's system shared memory extension through a
+third-party client: tritonclient's shared memory utilities make and fill a POSIX
+shared memory region, tritonclient.grpc registers it with the real tensord, and
+public conformance cases run with their data inputs read from the region and
+their outputs written into it, compared byte for byte; then it is unregistered.
+
+The cases and their v2 inputs come from test_v2_grpc (the contiguous public
+cases, the same classification).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import sys
+import types
+from pathlib import Path
+
+import numpy as np
+import pytest
+import tritonclient.grpc as triton
+
+# tritonclient 2.41's shared memory utilities find their C library with
+# pkg_resources.resource_filename, and pkg_resources is gone from the pinned
+# setuptools (84): that one function, as it behaves for an installed package.
+if importlib.util.find_spec("pkg_resources") is None:
+    _shim = types.ModuleType("pkg_resources")
+    _shim.resource_filename = lambda package, name: os.path.join(  # type: ignore[attr-defined]
+        os.path.dirname(importlib.util.find_spec(package).origin), name)
+    sys.modules["pkg_resources"] = _shim
+import tritonclient.utils.shared_memory as shm  # noqa: E402
+from tritonclient.utils import InferenceServerException
+
+from conftest import Tensord
+from tensorop_client.tensors import numpy_dtype
+from test_v2_grpc import DATA_INPUTS, _inputs, _public_cases
+
+REGION_BYTES = 1 << 20
+ALIGN = 64  # every tensor starts on a multiple of this (and so of its element size)
+CASES_PER_OPERATOR = 3
+
+
+def _aligned(offset: int) -> int:
+    return (offset + ALIGN - 1) // ALIGN * ALIGN
+
+
+@pytest.fixture
+def v2_client(tensord: Tensord) -> triton.InferenceServerClient:
+    client = triton.InferenceServerClient(tensord.address)
+    yield client
+    client.close()
+
+
+@pytest.fixture
+def region(v2_client: triton.InferenceServerClient):
+    """A 1 MiB region "v2shm" (object /tensorop-v2shm-<pid>), registered; unregistered
+    and destroyed afterwards."""
+    key = f"/tensorop-v2shm-{os.getpid()}"
+    handle = shm.create_shared_memory_region("v2shm", key, REGION_BYTES)
+    try:
+        v2_client.register_system_shared_memory("v2shm", key, REGION_BYTES)
+        yield handle
+    finally:
+        try:
+            v2_client.unregister_system_shared_memory("v2shm")
+        except InferenceServerException:
+            pass  # the test unregistered it already
+        shm.destroy_shared_memory_region(handle)
+
+
+def _cases(cases_dir: Path) -> list:
+    """The first few passing contiguous public cases of each operator."""
+    chosen: dict[str, list] = {}
+    for v2 in _public_cases(cases_dir):
+        if v2.excluded or v2.case.expected_error is not None:
+            continue
+        if len(chosen.setdefault(v2.op, [])) < CASES_PER_OPERATOR:
+            chosen[v2.op].append(v2)
+    assert sorted(chosen) == ["scatter_elements", "slice", "split", "strided_slice"]
+    return [v2 for op in sorted(chosen) for v2 in chosen[op]]
+
+
+def test_public_cases_through_system_shared_memory(
+    v2_client: triton.InferenceServerClient, region, cases_dir: Path
+) -> None:
+    cases = _cases(cases_dir)
+    assert len(cases) == 4 * CASES_PER_OPERATOR
+    for v2 in cases:
+        name = v2.case.name
+        offset = 0
+        inputs = _inputs(v2)
+        for item in inputs:
+            if item.name() not in DATA_INPUTS[v2.op]:
+                continue  # parameter tensors travel in the request
+            tensor = v2.case.request.inputs[item.name()]
+            array = np.frombuffer(tensor.data, dtype=numpy_dtype(tensor.dtype))
+            shm.set_shared_memory_region(region, [array], offset=offset)
+            item.set_shared_memory("v2shm", len(tensor.data), offset=offset)
+            offset = _aligned(offset + len(tensor.data))
+        outputs = []
+        placed = []
+        for k, want in enumerate(v2.case.expected_outputs):
+            output = triton.InferRequestedOutput("output_%d" % k if v2.op == "split" else "output")
+            output.set_shared_memory("v2shm", len(want.data), offset=offset)
+            outputs.append(output)
+            placed.append(offset)
+            offset = _aligned(offset + len(want.data))
+        assert offset <= REGION_BYTES, name
+        result = v2_client.infer(v2.op, inputs, outputs=outputs, request_id=name,
+                                 parameters={"backend": "cpu"})
+        response = result.get_response()
+        assert len(response.outputs) == len(v2.case.expected_outputs), name
+        for k, (want, got) in enumerate(zip(v2.case.expected_outputs, response.outputs)):
+            assert got.name == outputs[k].name(), name
+            assert list(got.shape) == want.sizes, name
+            assert got.parameters["shared_memory_region"].string_param == "v2shm", name
+            assert got.parameters["shared_memory_byte_size"].int64_param == len(want.data), name
+            assert response.raw_output_contents[k] == b"", name
+            dtype = numpy_dtype(want.dtype)
+            contents = shm.get_contents_as_numpy(region, dtype, want.sizes, offset=placed[k])
+            assert contents.tobytes() == want.data, name
+
+
+def test_register_status_and_unregister(
+    v2_client: triton.InferenceServerClient, region
+) -> None:
+    key = f"/tensorop-v2shm-{os.getpid()}"
+    status = v2_client.get_system_shared_memory_status("v2shm")
+    assert list(status.regions) == ["v2shm"]
+    assert status.regions["v2shm"].key == key.lstrip("/")
+    assert status.regions["v2shm"].byte_size == REGION_BYTES
+    # A second region on the same object, from an offset.
+    v2_client.register_system_shared_memory("v2shm-tail", key, 4096, offset=REGION_BYTES - 4096)
+    status = v2_client.get_system_shared_memory_status()
+    assert sorted(status.regions) == ["v2shm", "v2shm-tail"]
+    assert status.regions["v2shm-tail"].offset == REGION_BYTES - 4096
+    v2_client.unregister_system_shared_memory("v2shm-tail")
+
+    with pytest.raises(InferenceServerException) as error:
+        v2_client.register_system_shared_memory("v2shm", key, 16)
+    assert error.value.status() == "StatusCode.ALREADY_EXISTS"
+    assert 'shared memory region "v2shm" is already registered' in error.value.message()
+
+    v2_client.unregister_system_shared_memory("v2shm")
+    assert list(v2_client.get_system_shared_memory_status().regions) == []
+    inputs = [triton.InferInput("input", [4], "FP32")]
+    inputs[0].set_shared_memory("v2shm", 16)
+    for name in ("offsets", "window_sizes", "window_strides"):
+        inputs.append(triton.InferInput(name, [1], "INT64"))
+        inputs[-1].set_data_from_numpy(np.array([0 if name == "offsets" else 1], np.int64))
+    with pytest.raises(InferenceServerException) as error:
+        v2_client.infer("slice", inputs)
+    assert error.value.status() == "StatusCode.NOT_FOUND"
+    assert 'shared memory region "v2shm" is not registered' in error.value.message()
