@@ -9,6 +9,9 @@
 #include <atomic>
 #include <string>
 
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+
 #include <grpcpp/grpcpp.h>
 #include <grpcpp/support/byte_buffer.h>
 
@@ -33,6 +36,14 @@ using InferenceServiceBase = inference::GRPCInferenceService::WithRawCallbackMet
                                 inference::GRPCInferenceService::
                                     WithCallbackMethod_RepositoryIndex<
                                         inference::GRPCInferenceService::Service>>>>>>>>>;
+
+// The answers of ServerMetadata, RepositoryIndex and ModelStatistics (from
+// `metrics`' counts; may be null), shared with the HTTP front end
+// (server/inference_http.h).
+inference::ServerMetadataResponse ServerMetadataAnswer();
+inference::RepositoryIndexResponse RepositoryIndexAnswer();
+absl::StatusOr<inference::ModelStatisticsResponse> ModelStatisticsAnswer(
+    const Metrics* metrics, absl::string_view name, absl::string_view version);
 
 class InferenceService final : public InferenceServiceBase {
  public:

@@ -62,6 +62,11 @@ class Security {
   // Starts the thread that reloads the files every second and on SIGHUP.
   void StartReloading();
 
+  // For the v2 HTTP API's bearer tokens (server/inference_http.h): the tokens
+  // (null without --auth_token_file) and the counters gRPC's refusals go to.
+  const TokenStore* tokens() const { return tokens_.get(); }
+  AuthCounters* auth_counters() { return &counters_; }
+
  private:
   explicit Security(const SecurityOptions& options) : options_(options) {}
   void ReloadLoop();

@@ -174,6 +174,17 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Create(const ServerConfig& confi
     if (!started.ok()) return started.status();
     server->metrics_http_ = *std::move(started);
   }
+  // Likewise the v2 HTTP port (not in echo mode, which serves no models).
+  if (!config.http_address.empty() && !config.echo) {
+    InferenceHttpOptions http;
+    http.max_body_bytes = config.max_message_bytes;
+    http.tokens = server->security_->tokens();
+    http.auth_counters = server->security_->auth_counters();
+    absl::StatusOr<std::unique_ptr<InferenceHttpServer>> started = InferenceHttpServer::Start(
+        config.http_address, server->service_.get(), &metrics, std::move(http));
+    if (!started.ok()) return started.status();
+    server->inference_http_ = *std::move(started);
+  }
   return server;
 }
 
@@ -232,6 +243,7 @@ absl::Status Server::Start() {
   health_->SetServingStatus("", true);
   health_->SetServingStatus(std::string(kServiceName), true);
   inference_->SetReady(true);
+  if (inference_http_ != nullptr) inference_http_->SetReady(true);
   health_->SetServingStatus(std::string(kCpuHealthName), true);
   ticker_ = std::thread([this] { RunTicker(); });
 
@@ -243,6 +255,10 @@ absl::Status Server::Start() {
   if (metrics_http_ != nullptr) {
     std::cout << "tensord metrics on "
               << ListeningAddress(config.metrics_address, metrics_http_->port()) << std::endl;
+  }
+  if (inference_http_ != nullptr) {
+    std::cout << "tensord http on "
+              << ListeningAddress(config.http_address, inference_http_->port()) << std::endl;
   }
   if (health_listener_.server != nullptr) {
     std::cout << "tensord health on "
@@ -279,6 +295,7 @@ void Server::Shutdown() {
   // gRPC cancels them, which our tasks notice at their next stop check).
   health_->SetServingStatus(false);
   inference_->SetReady(false);
+  if (inference_http_ != nullptr) inference_http_->SetReady(false);
   std::this_thread::sleep_for(config_.drain);
   // Ends the clients' health Watch streams too, which Shutdown would otherwise
   // wait on for the whole grace period.
@@ -302,6 +319,8 @@ void Server::Shutdown() {
 
 void Server::Wait() {
   server_->Wait();
+  // No HTTP inference may queue work once the scheduler is waited for.
+  inference_http_.reset();
   if (health_listener_.server != nullptr) {
     health_listener_.server->Shutdown();
     health_listener_.server->Wait();
