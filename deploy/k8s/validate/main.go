@@ -518,7 +518,7 @@ var tensordFlags = map[string]bool{
 	"auto_opencl_min_bytes": true, "calibrate": true, "opencl_unhealthy_seconds": true, "inject_opencl_failures": true,
 	"metrics_address": true, "max_connection_age_seconds": true, "drain_seconds": true, "echo": true,
 	"tls_cert_file": true, "tls_key_file": true, "tls_client_ca_file": true, "auth_token_file": true,
-	"reflection": true, "health_address": true,
+	"reflection": true, "health_address": true, "http_address": true,
 	"max_concurrent_streams": true, "max_connection_idle_seconds": true,
 	"opencl_max_wait_seconds": true, "opencl_staging_bytes": true,
 	"max_memory_bytes": true, "idle_timeout_seconds": true, "shared_memory_idle_seconds": true,
@@ -578,6 +578,12 @@ func checkSecurityFlags(p *problems, cid string, c corev1.Container, volumes map
 	}
 	if mode, set := flags["reflection"]; set && mode != "on" && mode != "off" && mode != "auth" {
 		p.add(cid, "--reflection=%s: expected on, off or auth", mode)
+	}
+	// The v2 HTTP API has no TLS yet: tensord refuses to serve it in plaintext
+	// next to a TLS grpc port (its default is 0.0.0.0:8000).
+	if httpAddress, set := flags["http_address"]; tls && (!set || httpAddress != "") {
+		p.add(cid, "--tls_cert_file with the v2 HTTP API on (--http_address, default 0.0.0.0:8000): "+
+			"it has no TLS yet and tensord refuses to start; set --http_address= (empty)")
 	}
 	if tls && flags["health_address"] == "" {
 		p.add(cid, "--tls_cert_file makes the grpc port TLS-only, which kubelet gRPC probes cannot speak: "+
