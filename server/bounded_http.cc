@@ -320,9 +320,13 @@ class BoundedHttpServer::Impl : public httplib::Server {
         Refuse(w, 400, absl::StrCat("Content-Length \"", length->second, "\" is not a size"));
         return;
       }
-    } else if (head.method == "POST" || head.method == "PUT") {
-      Refuse(w, 411, absl::StrCat(head.method, " needs a Content-Length"));
-      return;
+    } else {
+      // None: no body (RFC 9112 6.3; tritonclient POSTs bodiless requests so).
+      // Said explicitly for httplib, which would read a POST's body until
+      // the connection closes.
+      constexpr absl::string_view kNoBody = "Content-Length: 0\r\n";
+      w.request.insert(end - 2, kNoBody.data(), kNoBody.size());
+      end += kNoBody.size();
     }
     if (head.content_length > options_.max_body_bytes) {
       Refuse(w, 413,

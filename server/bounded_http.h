@@ -8,9 +8,9 @@
 // cannot keep others out), each closed when its request is not complete
 // `request_deadline` after it connected (idle or trickling clients) or its
 // headers pass `max_header_bytes`. With `admit` set, once the headers are in
-// the request is admitted or refused before its body is read: the body must
-// have a Content-Length (411 otherwise; chunked bodies are refused) of at most
-// `max_body_bytes` (413), and `admit` may refuse it (401, 429, ...) or hand
+// the request is admitted or refused before its body is read: its body is
+// what Content-Length says (none: no body; chunked bodies are refused with
+// 411) and at most `max_body_bytes` (413), and `admit` may refuse it (401, 429, ...) or hand
 // back what it reserved for it (a memory budget reservation) before a byte of
 // the body is buffered. Only complete requests reach the `worker_threads`
 // workers (at most `queued_requests` wait for one), whose answer must be

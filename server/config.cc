@@ -101,8 +101,8 @@ TENSORD_FLAG(std::string, metrics_address, "127.0.0.1:9464",
              "Kubernetes sets the pod IP");
 TENSORD_FLAG(std::string, http_address, "0.0.0.0:8000",
              "host:port of the Open Inference Protocol's (KServe v2) HTTP/REST API, as "
-             "Triton's (port 0: any free port; empty: none). No TLS yet: with --tls_cert_file "
-             "it must be empty");
+             "Triton's (port 0: any free port; empty: none). No TLS yet: it must be empty when "
+             "the gRPC port has TLS");
 TENSORD_FLAG(int, max_connection_age_seconds, 0,
              "close each client connection after about this long (gracefully: calls in "
              "flight finish), so clients balancing over DNS re-resolve and reach replicas "

@@ -8,8 +8,12 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include "server/auth.h"
+#include "server/config.h"
+#include "server/inference_http.h"
 #include "server/inference_models.h"
 #include "server/status_map.h"
+#include "tests/support/temp_files.h"
 
 namespace tensorop::server {
 namespace {
@@ -194,6 +198,62 @@ TEST(InferenceHttpJson, HttpStatusFollowsTheCode) {
   EXPECT_EQ(ToHttpStatus(absl::StatusCode::kUnauthenticated), 401);
   EXPECT_EQ(ToHttpStatus(absl::StatusCode::kInternal), 500);
   EXPECT_EQ(ToHttpStatus(absl::StatusCode::kDeadlineExceeded), 504);
+}
+
+}  // namespace
+}  // namespace tensorop::server
+
+namespace tensorop::server {
+namespace {
+
+TEST(InferenceHttpAuth, BearerTokensAreCheckedAndCountedAsForGrpc) {
+  testing::TempFiles files;
+  const std::string path = files.Write("alice:s3cret\n");
+  absl::StatusOr<std::unique_ptr<TokenStore>> tokens =
+      TokenStore::Load(path, [](absl::string_view, absl::string_view) {});
+  ASSERT_TRUE(tokens.ok()) << tokens.status();
+  AuthCounters counters;
+  absl::StatusOr<std::string> missing = CheckHttpBearer(nullptr, **tokens, counters);
+  EXPECT_EQ(missing.status().code(), absl::StatusCode::kUnauthenticated);
+  EXPECT_THAT(missing.status().message(),
+              ::testing::HasSubstr("send the header \"Authorization: Bearer <token>\""));
+  const std::string basic = "Basic abc";
+  EXPECT_EQ(CheckHttpBearer(&basic, **tokens, counters).status().code(),
+            absl::StatusCode::kUnauthenticated);
+  const std::string wrong = "Bearer nope";
+  absl::StatusOr<std::string> invalid = CheckHttpBearer(&wrong, **tokens, counters);
+  EXPECT_THAT(invalid.status().message(),
+              ::testing::HasSubstr("the bearer token is not accepted by this server"));
+  const std::string right = "Bearer s3cret";
+  absl::StatusOr<std::string> name = CheckHttpBearer(&right, **tokens, counters);
+  ASSERT_TRUE(name.ok());
+  EXPECT_EQ(*name, "alice");
+  EXPECT_EQ(counters.missing.load(), 2u);
+  EXPECT_EQ(counters.invalid.load(), 1u);
+  EXPECT_EQ(ToHttpStatus(missing.status().code()), 401);
+}
+
+TEST(InferenceHttpConfig, HttpAddressFlag) {
+  absl::StatusOr<ServerConfig> config = ConfigFromFlags({});
+  ASSERT_TRUE(config.ok());
+  EXPECT_EQ(config->http_address, "0.0.0.0:8000");
+  config = ConfigFromFlags({"--http_address="});
+  ASSERT_TRUE(config.ok());
+  EXPECT_EQ(config->http_address, "");
+  EXPECT_THAT(ConfigFromFlags({"--http_address=localhost:99999"}).status().message(),
+              ::testing::HasSubstr("--http_address=localhost:99999: the port must be in"));
+  EXPECT_THAT(ConfigFromFlags({"--http_address=nohost"}).status().message(),
+              ::testing::HasSubstr("--http_address=nohost: expected HOST:PORT"));
+  // No TLS for HTTP yet: never plaintext next to a TLS gRPC port.
+  const absl::Status tls =
+      ConfigFromFlags({"--tls_cert_file=/x/c.pem", "--tls_key_file=/x/k.pem"}).status();
+  EXPECT_EQ(tls.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(tls.message(),
+              ::testing::HasSubstr("--http_address=0.0.0.0:8000: the v2 HTTP API has no TLS yet "
+                                   "and --tls_cert_file is set; pass --http_address= (empty)"));
+  EXPECT_TRUE(ConfigFromFlags({"--tls_cert_file=/x/c.pem", "--tls_key_file=/x/k.pem",
+                               "--http_address="})
+                  .ok());
 }
 
 }  // namespace

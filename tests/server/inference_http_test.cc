@@ -205,9 +205,11 @@ TEST(InferenceHttpTest, ErrorsHaveTheGrpcMessagesAndHttpStatuses) {
       "POST /v2/models/slice/infer HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n");
   EXPECT_THAT(chunked, HasSubstr("HTTP/1.1 411 Length Required"));
   EXPECT_THAT(chunked, HasSubstr("send the body with a Content-Length"));
+  // No Content-Length: no body.
   const std::string no_length = RawExchange(
       server.http_port(), "POST /v2/models/slice/infer HTTP/1.1\r\nHost: x\r\n\r\n");
-  EXPECT_THAT(no_length, HasSubstr("HTTP/1.1 411 Length Required"));
+  EXPECT_THAT(no_length, HasSubstr("HTTP/1.1 400 Bad Request"));
+  EXPECT_THAT(no_length, HasSubstr("slice: the request is not valid JSON"));
 }
 
 TEST(InferenceHttpTest, ABodyBeyondTheMemoryBudgetIsRefusedBeforeItIsRead) {
