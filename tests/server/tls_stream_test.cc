@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <functional>
 #include <future>
 #include <memory>
 #include <string>
@@ -487,6 +488,65 @@ TEST_F(TlsStreamTest, ContextRefusesAKeyThatIsNotPem) {
   ASSERT_FALSE(context.ok());
   EXPECT_EQ(context.status().code(), absl::StatusCode::kInternal);
   EXPECT_THAT(context.status().message(), HasSubstr("OpenSSL refused the private key"));
+}
+
+// httplib's request handling, reachable the way BoundedHttpServer reaches it.
+class AnsweringServer : public httplib::Server {
+ public:
+  bool Answer(httplib::Stream& stream, const std::function<void(httplib::Request&)>& setup) {
+    bool closed = false;
+    return process_request(stream, /*close_connection=*/true, closed, setup);
+  }
+};
+
+// The recipe of server/tls_stream.h end to end: the handshake and the request
+// read by a poll() loop, the answer by httplib through TlsDeadlineStream, to
+// httplib's own HTTPS client presenting a client certificate.
+TEST_F(TlsStreamTest, HttplibAnswersAnHttpsClientThroughTheRecipe) {
+  Listener listener;
+  AnsweringServer http;
+  std::string identity_seen;
+  http.Get("/hello", [&](const httplib::Request& request, httplib::Response& response) {
+    identity_seen = request.get_header_value("X-Test-Identity");
+    response.set_content("hello over TLS", "text/plain");
+  });
+  auto client = std::async(std::launch::async, [&] {
+    httplib::SSLClient https("localhost", listener.port(), pki_->Path("client.crt"),
+                             pki_->Path("client.key"));
+    https.set_ca_cert_path(pki_->Path("ca.crt"));
+    https.enable_server_certificate_verification(true);
+    httplib::Result result = https.Get("/hello");
+    return result ? std::to_string(result->status) + " " + result->body
+                  : "error " + httplib::to_string(result.error());
+  });
+  std::unique_ptr<ServerSide> server =
+      AcceptSession(listener, Context(Material("server", "clients")));
+  TlsSession* session = server->session.get();
+  ASSERT_NE(session, nullptr);
+  ASSERT_EQ(DriveHandshake(*session), TlsStep::kDone) << session->error();
+  // Read until the head is complete, polling only when Read wants to.
+  std::string request;
+  const Clock::time_point deadline = Clock::now() + kBudget;
+  char buffer[2048];
+  while (request.find("\r\n\r\n") == std::string::npos) {
+    const ssize_t got = session->Read(buffer, sizeof buffer);
+    if (got > 0) {
+      request.append(buffer, static_cast<size_t>(got));
+      continue;
+    }
+    ASSERT_TRUE(got < 0 && Waiting(session->last()) && WaitFor(*session, deadline))
+        << "got " << got << ", " << session->error();
+  }
+  EXPECT_THAT(request, StartsWith("GET /hello HTTP/1.1\r\n"));
+  std::atomic<bool> stopping{false};
+  TlsDeadlineStream stream(session, std::move(request), Clock::now() + kBudget, &stopping);
+  const std::string identity = session->PeerIdentity();
+  EXPECT_TRUE(http.Answer(stream, [&](httplib::Request& r) {
+    r.set_header("X-Test-Identity", identity);
+  }));
+  session->Shutdown();
+  EXPECT_EQ(client.get(), "200 hello over TLS");
+  EXPECT_EQ(identity_seen, "cert:CN=client-a,O=tensorop test");
 }
 
 // A handshake on `listener` with `holder`'s current context: the client's
