@@ -14,9 +14,11 @@
 //   2. On accept: session = TlsSession::Accept(fd, holder->Current()).
 //   3. In the poll loop, poll fd for session->PollEvents(); when ready (or at
 //      once after Accept), call Handshake() until kDone; then Read() until it
-//      returns -1 with last() == kWantRead (decrypted bytes may wait inside
-//      OpenSSL where poll() cannot see them: never poll before Read says it
-//      wants to). kClosed/kError: close. Deadline passed: close.
+//      returns -1 with last() kWantRead or kWantWrite, and poll for
+//      PollEvents() again (decrypted bytes may wait inside OpenSSL where
+//      poll() cannot see them: never poll before a call says what it wants).
+//      Read() 0, kClosed or kError: close. Deadline passed: close. The peer
+//      for the request log: PeerIdentity() once the handshake is done.
 //   4. Complete request: hand the session and the bytes read to a worker,
 //      which answers through TlsDeadlineStream, then calls Shutdown() (best
 //      effort close_notify), destroys the session and closes the socket.
