@@ -104,7 +104,9 @@ class DeadlineStream : public httplib::Stream {
         deadline_(deadline),
         stopping_(stopping) {}
 
-  bool is_readable() const override { return consumed_ < prefix_.size() || Wait(POLLIN); }
+  bool is_readable() const override {
+    return consumed_ < prefix_.size() || connection_.Pending() || Wait(POLLIN);
+  }
   bool is_writable() const override { return Wait(POLLOUT); }
 
   ssize_t read(char* ptr, size_t size) override {
@@ -119,7 +121,7 @@ class DeadlineStream : public httplib::Stream {
     while (true) {
       const ssize_t got = connection_.Read(ptr, size);
       if (got >= 0 || !WouldBlock()) return got;
-      if (!Wait(POLLIN)) return -1;
+      if (!Wait(connection_.PollEvents(POLLIN))) return -1;
     }
   }
 
@@ -127,7 +129,7 @@ class DeadlineStream : public httplib::Stream {
     while (true) {
       const ssize_t sent = connection_.Write(ptr, size);
       if (sent >= 0 || !WouldBlock()) return sent;
-      if (!Wait(POLLOUT)) return -1;
+      if (!Wait(connection_.PollEvents(POLLOUT))) return -1;
     }
   }
 
@@ -208,6 +210,8 @@ std::shared_ptr<void>& ThreadHold() {
 }
 
 }  // namespace
+
+void Connection::ShutdownWrite() { ::shutdown(fd(), SHUT_WR); }
 
 std::unique_ptr<Connection> PlainConnection(int fd) { return std::make_unique<PlainSocket>(fd); }
 
@@ -354,7 +358,7 @@ class BoundedHttpServer::Impl : public httplib::Server {
         const ssize_t sent = w.connection->Write(w.answer.data(), w.answer.size());
         if (sent < 0 && !WouldBlock()) return false;
         if (sent > 0) w.answer.erase(0, static_cast<size_t>(sent));
-        if (w.answer.empty()) ::shutdown(w.connection->fd(), SHUT_WR);
+        if (w.answer.empty()) w.connection->ShutdownWrite();
         return true;
       }
       // Drain what the client still sends, so closing does not reset the
@@ -410,12 +414,14 @@ class BoundedHttpServer::Impl : public httplib::Server {
         waiting_count_ = waiting.size();
       }
       polled.assign(1, pollfd{wake_[0], POLLIN, 0});
+      bool pending = false;  // bytes inside a connection: do not wait in poll()
       for (const Waiting& w : waiting) {
-        const short events =
-            w.state == State::kRefusing && !w.answer.empty() ? POLLOUT : POLLIN;
+        const short events = w.connection->PollEvents(
+            w.state == State::kRefusing && !w.answer.empty() ? POLLOUT : POLLIN);
         polled.push_back(pollfd{w.connection->fd(), events, 0});
+        pending = pending || w.connection->Pending();
       }
-      ::poll(polled.data(), polled.size(), static_cast<int>(kStopPoll.count()));
+      ::poll(polled.data(), polled.size(), pending ? 0 : static_cast<int>(kStopPoll.count()));
       if (polled[0].revents != 0) {
         char drain[64];
         while (::read(wake_[0], drain, sizeof drain) > 0) {
@@ -426,7 +432,7 @@ class BoundedHttpServer::Impl : public httplib::Server {
       for (size_t i = 0; i < waiting.size(); ++i) {
         Waiting& w = waiting[i];
         bool keep = true;
-        if (polled[i + 1].revents != 0) keep = ReadMore(w);
+        if (polled[i + 1].revents != 0 || w.connection->Pending()) keep = ReadMore(w);
         if (keep && now < w.deadline) still.push_back(std::move(w));
         // Otherwise the connection (if still ours) closes and its hold is
         // given back as `w` goes.
@@ -468,6 +474,7 @@ class BoundedHttpServer::Impl : public httplib::Server {
         process_request(stream, /*close_connection=*/true, closed, [](httplib::Request&) {});
       }
       ThreadHold().reset();
+      next.connection->ShutdownWrite();
       ::shutdown(next.connection->fd(), SHUT_RDWR);
     }
   }

@@ -51,6 +51,16 @@ class Connection {
   virtual int fd() const = 0;
   virtual ssize_t Read(char* buffer, size_t size) = 0;
   virtual ssize_t Write(const char* data, size_t size) = 0;
+  // What to poll() for before the next call, given what the caller means to
+  // do next (`next`: POLLIN to read, POLLOUT to write): a TLS session may need
+  // the other direction first.
+  virtual short PollEvents(short next) const { return next; }
+  // True when bytes already received wait inside the connection, where
+  // poll() cannot see them (TLS records): read before polling again.
+  virtual bool Pending() const { return false; }
+  // Ends the writing side once the answer is written (TLS: close_notify,
+  // best effort, then FIN).
+  virtual void ShutdownWrite();
 };
 
 // A plaintext socket (owned: closed when destroyed).

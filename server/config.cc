@@ -101,8 +101,8 @@ TENSORD_FLAG(std::string, metrics_address, "127.0.0.1:9464",
              "Kubernetes sets the pod IP");
 TENSORD_FLAG(std::string, http_address, "0.0.0.0:8000",
              "host:port of the Open Inference Protocol's (KServe v2) HTTP/REST API, as "
-             "Triton's (port 0: any free port; empty: none). No TLS yet: it must be empty when "
-             "the gRPC port has TLS");
+             "Triton's (port 0: any free port; empty: none). HTTPS when --tls_cert_file is set, "
+             "with the gRPC port's certificate, key and client CA");
 TENSORD_FLAG(int, max_connection_age_seconds, 0,
              "close each client connection after about this long (gracefully: calls in "
              "flight finish), so clients balancing over DNS re-resolve and reach replicas "
@@ -443,14 +443,6 @@ absl::StatusOr<ServerConfig> ValidatedConfig(const Parsed& parsed) {
   config.security.reflection = *access;
   if (absl::Status flags = CheckSecurityFlags(config.security); !flags.ok()) {
     return absl::InvalidArgumentError(flags.message());
-  }
-  // The v2 HTTP API speaks plaintext only (until it gets TLS): it must not
-  // serve next to a TLS gRPC port, where tokens and tensors would leak.
-  if (config.security.tls_enabled() && !config.http_address.empty()) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "--http_address=", config.http_address,
-        ": the v2 HTTP API has no TLS yet and --tls_cert_file is set; pass --http_address= "
-        "(empty) so that nothing is served in plaintext"));
   }
   config.health_address = absl::GetFlag(FLAGS_health_address);
   if (!config.health_address.empty() && config.health_address.find(':') == std::string::npos) {

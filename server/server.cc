@@ -19,6 +19,7 @@
 #include "kernels/opencl/device.h"
 #include "server/calibration.h"
 #include "server/request_log.h"
+#include "server/tls_stream.h"
 #include "server/transport.h"
 
 namespace tensorop::server {
@@ -180,6 +181,13 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Create(const ServerConfig& confi
     http.max_body_bytes = config.max_message_bytes;
     http.tokens = server->security_->tokens();
     http.auth_counters = server->security_->auth_counters();
+    // With --tls_cert_file: HTTPS with gRPC's certificate, key and client CA,
+    // following their reloads.
+    if (TlsCredentials* tls = server->security_->tls_credentials(); tls != nullptr) {
+      absl::StatusOr<std::shared_ptr<TlsContextHolder>> holder = FollowTlsCredentials(*tls);
+      if (!holder.ok()) return holder.status();
+      http.make_connection = TlsConnections(*std::move(holder));
+    }
     absl::StatusOr<std::unique_ptr<InferenceHttpServer>> started = InferenceHttpServer::Start(
         config.http_address, server->service_.get(), &metrics, std::move(http));
     if (!started.ok()) return started.status();

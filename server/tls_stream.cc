@@ -4,6 +4,7 @@
 #include <netinet/in.h>
 #include <poll.h>
 #include <sys/socket.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -482,6 +483,81 @@ bool TlsDeadlineStream::Wait(short events) const {
     return ready > 0 && (entry.revents & (events | POLLHUP | POLLERR)) != 0;
   }
   return false;
+}
+
+namespace {
+
+// One HTTPS connection for bounded_http (owns the socket).
+class TlsConnection final : public Connection {
+ public:
+  // A null `session` (OpenSSL could not make one) fails every call.
+  TlsConnection(int fd, std::unique_ptr<TlsSession> session)
+      : fd_(fd), session_(std::move(session)) {}
+  ~TlsConnection() override {
+    if (session_ != nullptr) session_->Shutdown();
+    session_.reset();  // before the socket it writes to
+    ::close(fd_);
+  }
+
+  int fd() const override { return fd_; }
+
+  ssize_t Read(char* buffer, size_t size) override {
+    if (session_ == nullptr) return Failed();
+    const ssize_t got = session_->Read(buffer, size);
+    return got >= 0 ? got : Unmoved();
+  }
+
+  ssize_t Write(const char* data, size_t size) override {
+    if (session_ == nullptr) return Failed();
+    const ssize_t sent = session_->Write(data, size);
+    return sent >= 0 ? sent : Unmoved();
+  }
+
+  short PollEvents(short next) const override {
+    if (session_ == nullptr) return next;
+    switch (session_->last()) {
+      case TlsStep::kWantRead: return POLLIN;
+      case TlsStep::kWantWrite: return POLLOUT;
+      default: return next;
+    }
+  }
+
+  bool Pending() const override { return session_ != nullptr && session_->Buffered(); }
+
+  void ShutdownWrite() override {
+    if (session_ != nullptr) session_->Shutdown();
+    ::shutdown(fd_, SHUT_WR);
+  }
+
+ private:
+  static ssize_t Failed() {
+    errno = EPROTO;
+    return -1;
+  }
+  // A call that moved nothing: EAGAIN while the session waits for the
+  // socket, EPIPE once the peer closed, EPROTO when the session failed.
+  ssize_t Unmoved() const {
+    switch (session_->last()) {
+      case TlsStep::kWantRead:
+      case TlsStep::kWantWrite: errno = EAGAIN; return -1;
+      case TlsStep::kClosed: errno = EPIPE; return -1;
+      default: return Failed();
+    }
+  }
+
+  const int fd_;
+  std::unique_ptr<TlsSession> session_;
+};
+
+}  // namespace
+
+std::function<std::unique_ptr<Connection>(int fd)> TlsConnections(
+    std::shared_ptr<TlsContextHolder> holder) {
+  return [holder = std::move(holder)](int fd) -> std::unique_ptr<Connection> {
+    absl::StatusOr<std::unique_ptr<TlsSession>> session = TlsSession::Accept(fd, holder->Current());
+    return std::make_unique<TlsConnection>(
+        fd, session.ok() ? *std::move(session) : std::unique_ptr<TlsSession>());
+  };
 }
 
 }  // namespace tensorop::server

@@ -29,6 +29,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -38,6 +39,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "server/bounded_http.h"
 #include "server/tls_credentials.h"
 
 namespace tensorop::server {
@@ -198,6 +200,16 @@ class TlsDeadlineStream : public httplib::Stream {
   const std::chrono::steady_clock::time_point deadline_;
   const std::atomic<bool>* stopping_;
 };
+
+// BoundedHttpOptions::make_connection for HTTPS: each accepted socket becomes
+// a TlsSession on `holder`'s current context, driven by the waiting room and
+// the workers through the Connection calls (the recipe above): Read and Write
+// advance the handshake first and return -1/EAGAIN while it waits for the
+// socket (PollEvents says which way), -1/EPROTO when it failed (a plaintext
+// client, a missing or untrusted client certificate) and 0 on close; the
+// socket is closed (after close_notify, best effort) when it is destroyed.
+std::function<std::unique_ptr<Connection>(int fd)> TlsConnections(
+    std::shared_ptr<TlsContextHolder> holder);
 
 }  // namespace tensorop::server
 

@@ -42,8 +42,8 @@ class Tensord:
         self.log = log
         self._log_file = log.open("w")
         # Metrics and the v2 HTTP API on free ports too, so servers never fight
-        # over the defaults; with TLS the HTTP API is off (it has no TLS yet, and
-        # tensord refuses to serve it in plaintext then) unless the flags set it.
+        # over the defaults; with TLS the HTTP API (then HTTPS) is off unless the
+        # flags set it, as most TLS tests are about gRPC.
         http_flags = ["--http_address=127.0.0.1:0"]
         if any(f.startswith("--tls_cert_file=") for f in flags) and not any(
             f.startswith("--http_address") for f in flags

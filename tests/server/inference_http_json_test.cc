@@ -244,16 +244,11 @@ TEST(InferenceHttpConfig, HttpAddressFlag) {
               ::testing::HasSubstr("--http_address=localhost:99999: the port must be in"));
   EXPECT_THAT(ConfigFromFlags({"--http_address=nohost"}).status().message(),
               ::testing::HasSubstr("--http_address=nohost: expected HOST:PORT"));
-  // No TLS for HTTP yet: never plaintext next to a TLS gRPC port.
-  const absl::Status tls =
-      ConfigFromFlags({"--tls_cert_file=/x/c.pem", "--tls_key_file=/x/k.pem"}).status();
-  EXPECT_EQ(tls.code(), absl::StatusCode::kInvalidArgument);
-  EXPECT_THAT(tls.message(),
-              ::testing::HasSubstr("--http_address=0.0.0.0:8000: the v2 HTTP API has no TLS yet "
-                                   "and --tls_cert_file is set; pass --http_address= (empty)"));
-  EXPECT_TRUE(ConfigFromFlags({"--tls_cert_file=/x/c.pem", "--tls_key_file=/x/k.pem",
-                               "--http_address="})
-                  .ok());
+  // With TLS the v2 HTTP API serves HTTPS on its address (no longer refused).
+  config = ConfigFromFlags({"--tls_cert_file=/x/c.pem", "--tls_key_file=/x/k.pem"});
+  ASSERT_TRUE(config.ok()) << config.status();
+  EXPECT_EQ(config->http_address, "0.0.0.0:8000");
+  EXPECT_EQ(config->security.tls.cert_file, "/x/c.pem");
 }
 
 }  // namespace

@@ -69,8 +69,8 @@ TensordProcess::TensordProcess(std::vector<std::string> extra_flags, int max_ope
   // No calibration unless a test asks for it (--calibrate=on): AUTO then runs on
   // the CPU whatever the host measures, and dozens of servers started by the
   // suite do not each spend their first seconds measuring.
-  // The v2 HTTP API likewise; with TLS it must be off unless the test sets it
-  // (it has no TLS yet, and tensord refuses to serve it in plaintext then).
+  // The v2 HTTP API likewise; with TLS (then HTTPS) it is off unless the test
+  // sets it, as most TLS tests are about gRPC.
   std::vector<std::string> args = {TensordPath(), "--address=127.0.0.1:0",
                                    "--metrics_address=127.0.0.1:0", "--http_address=127.0.0.1:0",
                                    "--calibrate=off"};

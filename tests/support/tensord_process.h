@@ -16,7 +16,7 @@ class TensordProcess {
   // Runs `tensord --address=127.0.0.1:0 --metrics_address=127.0.0.1:0
   // --http_address=127.0.0.1:0 --calibrate=off <extra_flags...>` (later flags
   // win; with --tls_cert_file and no --http_address, --http_address= is
-  // passed, as tensord has no TLS for HTTP yet) and waits for the line
+  // passed: TLS tests that want HTTPS name --http_address) and waits for the line
   // "tensord listening on HOST:PORT" on its stdout, then, unless the flags
   // leave --metrics_address empty, for "tensord metrics on HOST:PORT", and
   // likewise "tensord http on HOST:PORT". Its stderr

@@ -579,12 +579,6 @@ func checkSecurityFlags(p *problems, cid string, c corev1.Container, volumes map
 	if mode, set := flags["reflection"]; set && mode != "on" && mode != "off" && mode != "auth" {
 		p.add(cid, "--reflection=%s: expected on, off or auth", mode)
 	}
-	// The v2 HTTP API has no TLS yet: tensord refuses to serve it in plaintext
-	// next to a TLS grpc port (its default is 0.0.0.0:8000).
-	if httpAddress, set := flags["http_address"]; tls && (!set || httpAddress != "") {
-		p.add(cid, "--tls_cert_file with the v2 HTTP API on (--http_address, default 0.0.0.0:8000): "+
-			"it has no TLS yet and tensord refuses to start; set --http_address= (empty)")
-	}
 	if tls && flags["health_address"] == "" {
 		p.add(cid, "--tls_cert_file makes the grpc port TLS-only, which kubelet gRPC probes cannot speak: "+
 			"set --health_address to the container port named health and probe that")
