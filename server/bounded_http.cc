@@ -416,10 +416,10 @@ class BoundedHttpServer::Impl : public httplib::Server {
       polled.assign(1, pollfd{wake_[0], POLLIN, 0});
       bool pending = false;  // bytes inside a connection: do not wait in poll()
       for (const Waiting& w : waiting) {
-        const short events = w.connection->PollEvents(
-            w.state == State::kRefusing && !w.answer.empty() ? POLLOUT : POLLIN);
+        const bool writes = w.state == State::kRefusing && !w.answer.empty();
+        const short events = w.connection->PollEvents(writes ? POLLOUT : POLLIN);
         polled.push_back(pollfd{w.connection->fd(), events, 0});
-        pending = pending || w.connection->Pending();
+        pending = pending || (!writes && w.connection->Pending());
       }
       ::poll(polled.data(), polled.size(), pending ? 0 : static_cast<int>(kStopPoll.count()));
       if (polled[0].revents != 0) {
@@ -432,7 +432,8 @@ class BoundedHttpServer::Impl : public httplib::Server {
       for (size_t i = 0; i < waiting.size(); ++i) {
         Waiting& w = waiting[i];
         bool keep = true;
-        if (polled[i + 1].revents != 0 || w.connection->Pending()) keep = ReadMore(w);
+        const bool reads = !(w.state == State::kRefusing && !w.answer.empty());
+        if (polled[i + 1].revents != 0 || (reads && w.connection->Pending())) keep = ReadMore(w);
         if (keep && now < w.deadline) still.push_back(std::move(w));
         // Otherwise the connection (if still ours) closes and its hold is
         // given back as `w` goes.

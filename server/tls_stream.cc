@@ -522,7 +522,11 @@ class TlsConnection final : public Connection {
     }
   }
 
-  bool Pending() const override { return session_ != nullptr && session_->Buffered(); }
+  // Only after a call that moved bytes: after a want, what OpenSSL holds is
+  // part of a record still arriving, which poll() announces.
+  bool Pending() const override {
+    return session_ != nullptr && session_->last() == TlsStep::kDone && session_->Buffered();
+  }
 
   void ShutdownWrite() override {
     if (session_ != nullptr) session_->Shutdown();
