@@ -104,7 +104,7 @@ echo "Cmd:          $(config_field Cmd | tr '\n' ' ')"
 echo "Healthcheck:  ${healthcheck[*]}"
 echo "Env:          ${env[*]}"
 case "$user" in 10001:10001 | tensord | tensord:tensord) ;; *) fail "image user is '$user', want 10001:10001";; esac
-for port in 50051/tcp 9464/tcp; do
+for port in 50051/tcp 9464/tcp 8000/tcp; do
   grep -qw "$port" <<<"$ports" || fail "image does not expose $port"
 done
 [ "${#entrypoint[@]}" -gt 0 ] || fail "image has no ENTRYPOINT"

@@ -93,9 +93,10 @@ void Infer(State& state, const httplib::Request& http, httplib::Response& out) {
   CallRecord record;
   record.method = kMethod;
   record.identity = hold->identity;
-  record.op = http.matches[1];
   const std::string model = http.matches[1];
   const std::string version = http.matches.size() > 2 ? std::string(http.matches[2]) : "";
+  // A model's name is its operator's; anything else stays out of the log.
+  if (CheckModel(model, version).ok()) record.op = model;
 
   native.BeginOpenCall();
   HttpBody answered;

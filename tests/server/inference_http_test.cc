@@ -5,8 +5,10 @@
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
+#include <signal.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <cstring>
 #include <fstream>
 #include <memory>
@@ -245,6 +247,29 @@ TEST(InferenceHttpTest, SlowClientsDoNotHoldUpOthers) {
     EXPECT_EQ(answer->status, 200);
   }
   for (int fd : slow) ::close(fd);
+}
+
+TEST(InferenceHttpTest, ReadyTurnsFalseWhileDraining) {
+  TensordProcess server({"--backends=cpu", "--drain_seconds=3"});
+  auto client = Client(server);
+  auto ready = client->Get("/v2/health/ready");
+  ASSERT_TRUE(ready);
+  EXPECT_EQ(ready->status, 200);
+  ASSERT_EQ(::kill(server.pid(), SIGTERM), 0);
+  // Draining starts at once and lasts --drain_seconds, while tensord still serves.
+  int status = 0;
+  for (int i = 0; i < 100 && status != 400; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    auto answer = client->Get("/v2/health/ready");
+    if (answer) status = answer->status;
+  }
+  EXPECT_EQ(status, 400);
+  auto model = client->Get("/v2/models/slice/ready");
+  ASSERT_TRUE(model);
+  EXPECT_EQ(model->status, 400);
+  auto live = client->Get("/v2/health/live");
+  ASSERT_TRUE(live);
+  EXPECT_EQ(live->status, 200);
 }
 
 TEST(InferenceHttpTest, TheReadmeCurlExampleAnswers) {
