@@ -36,7 +36,7 @@ constexpr char kSliceJson[] = R"({"id":"t","parameters":{"backend":"cpu"},"input
   {"name":"window_sizes","shape":[2],"datatype":"INT64","data":[2,2]},
   {"name":"window_strides","shape":[2],"datatype":"INT64","data":[1,1]}]})";
 constexpr char kSliceOutput[] =
-    R"("outputs":[{"name":"output","datatype":"FP32","shape":[2,2],"data":[2.0,3.0,5.0,6.0]}])";
+    R"("outputs":[{"data":[2.0,3.0,5.0,6.0],"datatype":"FP32","name":"output","shape":[2,2]}])";
 
 class InferenceHttpTlsTest : public ::testing::Test {
  protected:
