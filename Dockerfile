@@ -1,7 +1,7 @@
 # tensord (gRPC server) and tensorctl (CLI) on Debian 12.
 #
 #   docker build -t tensorop .
-#   docker run --rm -p 50051:50051 -p 9464:9464 tensorop
+#   docker run --rm -p 50051:50051 -p 9464:9464 -p 8000:8000 tensorop
 #
 # Two stages: the build stage has the -dev packages and builds only tensord and
 # tensorctl (no tests, no benchmarks); the runtime stage has only the shared
@@ -68,7 +68,7 @@ COPY --from=build /build/bin/tensord /build/bin/tensorctl /usr/local/bin/
 ENV POCL_CACHE_DIR=/tmp/pocl
 
 USER 10001:10001
-EXPOSE 50051 9464
+EXPOSE 50051 9464 8000
 
 # grpc.health.v1.Health/Check on the server (""): exit 0 when SERVING.
 HEALTHCHECK --interval=10s --timeout=3s --start-period=10s --retries=3 \

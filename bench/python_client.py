@@ -50,7 +50,7 @@ RUN_CHUNKED = "/tensorop.v1.TensorOp/RunChunked"
 
 def start_tensord(binary: str, *flags: str) -> tuple[subprocess.Popen[str], str]:
     process = subprocess.Popen(
-        [binary, "--address=127.0.0.1:0", "--metrics_address=", *flags],
+        [binary, "--address=127.0.0.1:0", "--metrics_address=", "--http_address=", *flags],
         stdout=subprocess.PIPE,
         stderr=subprocess.DEVNULL,
         text=True,

@@ -64,7 +64,7 @@ def main() -> None:
         socket = f"unix://{tmp}/tensord.sock"
         server = subprocess.Popen(
             [args.tensord, "--address=127.0.0.1:0", f"--address={socket}",
-             "--metrics_address=", "--backends=cpu"],
+             "--metrics_address=", "--http_address=", "--backends=cpu"],
             stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
         )
         try:

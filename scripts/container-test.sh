@@ -104,7 +104,7 @@ echo "Cmd:          $(config_field Cmd | tr '\n' ' ')"
 echo "Healthcheck:  ${healthcheck[*]}"
 echo "Env:          ${env[*]}"
 case "$user" in 10001:10001 | tensord | tensord:tensord) ;; *) fail "image user is '$user', want 10001:10001";; esac
-for port in 50051/tcp 9464/tcp; do
+for port in 50051/tcp 9464/tcp 8000/tcp; do
   grep -qw "$port" <<<"$ports" || fail "image does not expose $port"
 done
 [ "${#entrypoint[@]}" -gt 0 ] || fail "image has no ENTRYPOINT"
@@ -151,7 +151,7 @@ for binary in /usr/local/bin/tensord /usr/local/bin/tensorctl; do
 done
 
 section "start tensord (image entrypoint, uid ${user}) on 127.0.0.1:0"
-in_container "${entrypoint[@]}" --address=127.0.0.1:0 --metrics_address=127.0.0.1:0 \
+in_container "${entrypoint[@]}" --address=127.0.0.1:0 --metrics_address=127.0.0.1:0 --http_address= \
   >"$log" 2>&1 &
 buildah_pid=$!
 server_log() { echo "-- tensord log:" >&2; cat "$log" >&2; }
@@ -281,7 +281,7 @@ cp "$pki/tls.crt" "$pki/tls.key" "$pki/ca.crt" "$pki/tokens" "$pki/mount/"
 buildah copy --chown 10001:10001 "$container" "$pki/mount" /tmp/tls >/dev/null
 
 section "TLS: start tensord on 127.0.0.1:0 (TLS only), health on 127.0.0.1:0"
-in_container "${entrypoint[@]}" --address=127.0.0.1:0 --metrics_address= \
+in_container "${entrypoint[@]}" --address=127.0.0.1:0 --metrics_address= --http_address= \
   --tls_cert_file=/tmp/tls/tls.crt --tls_key_file=/tmp/tls/tls.key \
   --tls_client_ca_file=/tmp/tls/ca.crt --auth_token_file=/tmp/tls/tokens \
   --health_address=127.0.0.1:0 >"$log" 2>&1 &

@@ -52,7 +52,7 @@ echo "== fuzz (scripts/fuzz.sh)"
 # The public cases through the real server, as a user would run them.
 echo "== conformance (release tensord, both backends, unary and streamed)"
 log="$(mktemp)"
-"$root/build/bin/tensord" --address=127.0.0.1:0 --metrics_address=127.0.0.1:0 >"$log" 2>&1 &
+"$root/build/bin/tensord" --address=127.0.0.1:0 --metrics_address=127.0.0.1:0 --http_address= >"$log" 2>&1 &
 server=$!
 trap 'kill "$server" 2>/dev/null || true; rm -f "$log"' EXIT
 port="$(tensord_port "$log" "$server")" || { cat "$log" >&2; exit 1; }

@@ -99,6 +99,10 @@ TENSORD_FLAG(std::string, metrics_address, "127.0.0.1:9464",
              "host:port of the Prometheus /metrics endpoint (port 0: any free port; "
              "empty: no metrics). Loopback by default: a bare run exposes nothing; "
              "Kubernetes sets the pod IP");
+TENSORD_FLAG(std::string, http_address, "0.0.0.0:8000",
+             "host:port of the Open Inference Protocol's (KServe v2) HTTP/REST API, as "
+             "Triton's (port 0: any free port; empty: none). HTTPS when --tls_cert_file is set, "
+             "with the gRPC port's certificate, key and client CA");
 TENSORD_FLAG(int, max_connection_age_seconds, 0,
              "close each client connection after about this long (gracefully: calls in "
              "flight finish), so clients balancing over DNS re-resolve and reach replicas "
@@ -341,6 +345,11 @@ absl::StatusOr<ServerConfig> ValidatedConfig(const Parsed& parsed) {
   if (!config.metrics_address.empty()) {
     RETURN_IF_ERROR(
         CheckHostPort("metrics_address", config.metrics_address, ", or empty for no metrics"));
+  }
+  config.http_address = absl::GetFlag(FLAGS_http_address);
+  if (!config.http_address.empty()) {
+    RETURN_IF_ERROR(
+        CheckHostPort("http_address", config.http_address, ", or empty for no HTTP API"));
   }
   config.echo = absl::GetFlag(FLAGS_echo);
   ASSIGN_OR_RETURN(config.scheduler.worker_threads,

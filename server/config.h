@@ -27,6 +27,7 @@ struct ServerConfig {
   std::string address;  // the first of `addresses`
   std::vector<std::string> addresses;  // TCP ones first, in the order given
   std::string metrics_address;  // empty: no metrics endpoint
+  std::string http_address;  // empty: no v2 HTTP/REST API
   bool echo = false;
   bool opencl = true;
   bool calibrate = true;

@@ -101,6 +101,50 @@ absl::Status Infer(TensorOpService& native, const grpc::ByteBuffer& bytes,
 
 }  // namespace
 
+inference::ServerMetadataResponse ServerMetadataAnswer(bool system_shared_memory) {
+  inference::ServerMetadataResponse response;
+  response.set_name(std::string(kServerName));
+  response.set_version(std::string(kServerVersion));
+  // Of the protocol's optional extensions, system shared memory where it is
+  // served; not model_repository, statistics as Triton defines them, CUDA
+  // shared memory, ...
+  if (system_shared_memory) response.add_extensions("system_shared_memory");
+  return response;
+}
+
+inference::RepositoryIndexResponse RepositoryIndexAnswer() {
+  inference::RepositoryIndexResponse response;
+  for (const std::string& name : InferenceModelNames()) {
+    auto* model = response.add_models();
+    model->set_name(name);
+    model->set_version(std::string(kModelVersion));
+    model->set_state("READY");
+  }
+  return response;
+}
+
+absl::StatusOr<inference::ModelStatisticsResponse> ModelStatisticsAnswer(
+    const Metrics* metrics, absl::string_view name, absl::string_view version) {
+  inference::ModelStatisticsResponse response;
+  if (!name.empty()) RETURN_IF_ERROR(CheckModel(name, version));
+  for (const std::string& model : InferenceModelNames()) {
+    if (!name.empty() && name != model) continue;
+    inference::ModelStatistics* stats = response.add_model_stats();
+    stats->set_name(model);
+    stats->set_version(std::string(kModelVersion));
+    // The counts tensord keeps (server/metrics.h): calls of the operator
+    // through either API that ended OK or not. Durations are not kept per
+    // outcome, so every `ns` stays 0.
+    const Metrics::OpCounts counts =
+        metrics != nullptr ? metrics->CallCounts(model) : Metrics::OpCounts{};
+    stats->set_inference_count(counts.success);
+    stats->set_execution_count(counts.success);
+    stats->mutable_inference_stats()->mutable_success()->set_count(counts.success);
+    stats->mutable_inference_stats()->mutable_fail()->set_count(counts.fail);
+  }
+  return response;
+}
+
 // ---------------------------------------------------------------------------
 // Health and metadata: small, answered in the reaction.
 
@@ -129,14 +173,8 @@ grpc::ServerUnaryReactor* InferenceService::ModelReady(grpc::CallbackServerConte
 grpc::ServerUnaryReactor* InferenceService::ServerMetadata(
     grpc::CallbackServerContext* context, const inference::ServerMetadataRequest*,
     inference::ServerMetadataResponse* response) {
-  response->set_name(std::string(kServerName));
-  response->set_version(std::string(kServerVersion));
-  // Of the protocol's optional extensions, system shared memory (when the
-  // server has a registry); not model_repository, statistics as Triton
-  // defines them, CUDA shared memory, ...
-  if (native_->options().shared_memory != nullptr) {
-    response->add_extensions("system_shared_memory");
-  }
+  *response = ServerMetadataAnswer(
+      /*system_shared_memory=*/native_->options().shared_memory != nullptr);
   return Answer(context, absl::OkStatus());
 }
 
@@ -152,38 +190,16 @@ grpc::ServerUnaryReactor* InferenceService::ModelMetadata(
 grpc::ServerUnaryReactor* InferenceService::ModelStatistics(
     grpc::CallbackServerContext* context, const inference::ModelStatisticsRequest* request,
     inference::ModelStatisticsResponse* response) {
-  if (!request->name().empty()) {
-    if (absl::Status status = CheckModel(request->name(), request->version()); !status.ok()) {
-      return Answer(context, status);
-    }
-  }
-  for (const std::string& name : InferenceModelNames()) {
-    if (!request->name().empty() && request->name() != name) continue;
-    inference::ModelStatistics* stats = response->add_model_stats();
-    stats->set_name(name);
-    stats->set_version(std::string(kModelVersion));
-    // The counts tensord keeps (server/metrics.h): calls of the operator
-    // through either API that ended OK or not. Durations are not kept per
-    // outcome, so every `ns` stays 0.
-    const Metrics::OpCounts counts =
-        metrics_ != nullptr ? metrics_->CallCounts(name) : Metrics::OpCounts{};
-    stats->set_inference_count(counts.success);
-    stats->set_execution_count(counts.success);
-    stats->mutable_inference_stats()->mutable_success()->set_count(counts.success);
-    stats->mutable_inference_stats()->mutable_fail()->set_count(counts.fail);
-  }
-  return Answer(context, absl::OkStatus());
+  absl::StatusOr<inference::ModelStatisticsResponse> statistics =
+      ModelStatisticsAnswer(metrics_, request->name(), request->version());
+  if (statistics.ok()) *response = *std::move(statistics);
+  return Answer(context, statistics.status());
 }
 
 grpc::ServerUnaryReactor* InferenceService::RepositoryIndex(
     grpc::CallbackServerContext* context, const inference::RepositoryIndexRequest*,
     inference::RepositoryIndexResponse* response) {
-  for (const std::string& name : InferenceModelNames()) {
-    auto* model = response->add_models();
-    model->set_name(name);
-    model->set_version(std::string(kModelVersion));
-    model->set_state("READY");
-  }
+  *response = RepositoryIndexAnswer();
   return Answer(context, absl::OkStatus());
 }
 

@@ -9,6 +9,9 @@
 #include <atomic>
 #include <string>
 
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+
 #include <grpcpp/grpcpp.h>
 #include <grpcpp/support/byte_buffer.h>
 
@@ -43,6 +46,15 @@ using InferenceServiceBase = inference::GRPCInferenceService::WithRawCallbackMet
                             inference::GRPCInferenceService::WithCallbackMethod_ModelStatistics<
                                 inference::GRPCInferenceService::WithCallbackMethod_RepositoryIndex<
                                     InferenceSharedMemoryBase>>>>>>>>>;
+
+// The answers of ServerMetadata, RepositoryIndex and ModelStatistics (from
+// `metrics`' counts; may be null), shared with the HTTP front end
+// (server/inference_http.h). `system_shared_memory`: whether the caller's
+// protocol binding serves the system shared memory extension's calls.
+inference::ServerMetadataResponse ServerMetadataAnswer(bool system_shared_memory);
+inference::RepositoryIndexResponse RepositoryIndexAnswer();
+absl::StatusOr<inference::ModelStatisticsResponse> ModelStatisticsAnswer(
+    const Metrics* metrics, absl::string_view name, absl::string_view version);
 
 class InferenceService final : public InferenceServiceBase {
  public:

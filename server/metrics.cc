@@ -25,6 +25,8 @@ std::vector<std::string> MethodNames() {
   // inference.GRPCInferenceService's inferences (server/inference_service.h).
   names.push_back("ModelInfer");
   names.push_back("ModelStreamInfer");
+  // POST /v2/models/{name}/infer (server/inference_http.h).
+  names.push_back("HttpInfer");
   return names;
 }
 

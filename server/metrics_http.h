@@ -1,19 +1,15 @@
 // The HTTP side of the metrics: GET /metrics answers Metrics::Exposition() on a
-// port of its own, served by cpp-httplib (Debian's libcpp-httplib-dev) on its
-// own threads, apart from the gRPC server.
+// port of its own, served by a BoundedHttpServer (server/bounded_http.h) on
+// its own threads, apart from the gRPC server.
 #ifndef TENSOROP_SERVER_METRICS_HTTP_H_
 #define TENSOROP_SERVER_METRICS_HTTP_H_
 
 #include <memory>
 #include <string>
-#include <thread>
 
 #include "absl/status/statusor.h"
+#include "server/bounded_http.h"
 #include "server/metrics.h"
-
-namespace httplib {
-class Server;
-}
 
 namespace tensorop::server {
 
@@ -26,19 +22,17 @@ class MetricsHttpServer {
   static absl::StatusOr<std::unique_ptr<MetricsHttpServer>> Start(const std::string& address,
                                                                   const Metrics* metrics);
   // Stops listening, finishes the scrapes being answered and joins.
-  ~MetricsHttpServer();
+  ~MetricsHttpServer() = default;
   MetricsHttpServer(const MetricsHttpServer&) = delete;
   MetricsHttpServer& operator=(const MetricsHttpServer&) = delete;
 
   // The port bound.
-  int port() const { return port_; }
+  int port() const { return http_->port(); }
 
  private:
   MetricsHttpServer() = default;
 
-  std::unique_ptr<httplib::Server> http_;
-  std::thread listener_;
-  int port_ = 0;
+  std::unique_ptr<BoundedHttpServer> http_;
 };
 
 }  // namespace tensorop::server

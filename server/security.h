@@ -62,6 +62,14 @@ class Security {
   // Starts the thread that reloads the files every second and on SIGHUP.
   void StartReloading();
 
+  // For the v2 HTTP API's bearer tokens (server/inference_http.h): the tokens
+  // (null without --auth_token_file) and the counters gRPC's refusals go to.
+  const TokenStore* tokens() const { return tokens_.get(); }
+  AuthCounters* auth_counters() { return &counters_; }
+  // The main port's certificate, key and client CA (reloaded with them), for
+  // HTTPS on the v2 HTTP API; null without --tls_cert_file.
+  TlsCredentials* tls_credentials() { return tls_.get(); }
+
  private:
   explicit Security(const SecurityOptions& options) : options_(options) {}
   void ReloadLoop();

@@ -19,6 +19,7 @@
 #include "kernels/opencl/device.h"
 #include "server/calibration.h"
 #include "server/request_log.h"
+#include "server/tls_stream.h"
 #include "server/transport.h"
 
 namespace tensorop::server {
@@ -174,6 +175,24 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Create(const ServerConfig& confi
     if (!started.ok()) return started.status();
     server->metrics_http_ = *std::move(started);
   }
+  // Likewise the v2 HTTP port (not in echo mode, which serves no models).
+  if (!config.http_address.empty() && !config.echo) {
+    InferenceHttpOptions http;
+    http.max_body_bytes = config.max_message_bytes;
+    http.tokens = server->security_->tokens();
+    http.auth_counters = server->security_->auth_counters();
+    // With --tls_cert_file: HTTPS with gRPC's certificate, key and client CA,
+    // following their reloads.
+    if (TlsCredentials* tls = server->security_->tls_credentials(); tls != nullptr) {
+      absl::StatusOr<std::shared_ptr<TlsContextHolder>> holder = FollowTlsCredentials(*tls);
+      if (!holder.ok()) return holder.status();
+      http.make_connection = TlsConnections(*std::move(holder));
+    }
+    absl::StatusOr<std::unique_ptr<InferenceHttpServer>> started = InferenceHttpServer::Start(
+        config.http_address, server->service_.get(), &metrics, std::move(http));
+    if (!started.ok()) return started.status();
+    server->inference_http_ = *std::move(started);
+  }
   return server;
 }
 
@@ -232,6 +251,7 @@ absl::Status Server::Start() {
   health_->SetServingStatus("", true);
   health_->SetServingStatus(std::string(kServiceName), true);
   inference_->SetReady(true);
+  if (inference_http_ != nullptr) inference_http_->SetReady(true);
   health_->SetServingStatus(std::string(kCpuHealthName), true);
   ticker_ = std::thread([this] { RunTicker(); });
 
@@ -243,6 +263,10 @@ absl::Status Server::Start() {
   if (metrics_http_ != nullptr) {
     std::cout << "tensord metrics on "
               << ListeningAddress(config.metrics_address, metrics_http_->port()) << std::endl;
+  }
+  if (inference_http_ != nullptr) {
+    std::cout << "tensord http on "
+              << ListeningAddress(config.http_address, inference_http_->port()) << std::endl;
   }
   if (health_listener_.server != nullptr) {
     std::cout << "tensord health on "
@@ -279,6 +303,7 @@ void Server::Shutdown() {
   // gRPC cancels them, which our tasks notice at their next stop check).
   health_->SetServingStatus(false);
   inference_->SetReady(false);
+  if (inference_http_ != nullptr) inference_http_->SetReady(false);
   std::this_thread::sleep_for(config_.drain);
   // Ends the clients' health Watch streams too, which Shutdown would otherwise
   // wait on for the whole grace period.
@@ -302,6 +327,8 @@ void Server::Shutdown() {
 
 void Server::Wait() {
   server_->Wait();
+  // No HTTP inference may queue work once the scheduler is waited for.
+  inference_http_.reset();
   if (health_listener_.server != nullptr) {
     health_listener_.server->Shutdown();
     health_listener_.server->Wait();

@@ -25,6 +25,7 @@
 #include "server/device_pool.h"
 #include "server/echo_service.h"
 #include "server/health_listener.h"
+#include "server/inference_http.h"
 #include "server/inference_service.h"
 #include "server/memory_budget.h"
 #include "server/metrics.h"
@@ -90,6 +91,8 @@ class Server {
   std::jthread calibration_;
   std::unique_ptr<Security> security_;
   std::unique_ptr<MetricsHttpServer> metrics_http_;
+  // The v2 HTTP/REST API (--http_address), run by service_.
+  std::unique_ptr<InferenceHttpServer> inference_http_;
   std::unique_ptr<grpc::ResourceQuota> quota_;
   std::vector<int> ports_;
   std::unique_ptr<grpc::Server> server_;

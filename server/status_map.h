@@ -1,4 +1,4 @@
-// absl::Status -> grpc::Status at the service boundary.
+// absl::Status -> grpc::Status (and HTTP status) at the service boundary.
 #ifndef TENSOROP_SERVER_STATUS_MAP_H_
 #define TENSOROP_SERVER_STATUS_MAP_H_
 
@@ -15,6 +15,10 @@ grpc::StatusCode ToGrpcCode(absl::StatusCode code);
 
 // The same status for gRPC, message preserved.
 grpc::Status ToGrpcStatus(const absl::Status& status);
+
+// The HTTP status for an absl code, for the v2 REST API (server/inference_http.h),
+// spelled out as Triton's HTTP front end maps its errors.
+int ToHttpStatus(absl::StatusCode code);
 
 }  // namespace tensorop::server
 

@@ -292,6 +292,21 @@ void TlsCredentials::Reload() {
                                            ? ""
                                            : absl::StrCat(" and client CA from ",
                                                           files_.client_ca_file)));
+  for (const ReloadListener& listener : listeners_) {
+    if (absl::Status taken = listener(current_); !taken.ok()) {
+      events_("tls_reload_failed", taken.message());
+    }
+  }
+}
+
+TlsMaterial TlsCredentials::CurrentMaterial() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return current_;
+}
+
+void TlsCredentials::AddReloadListener(ReloadListener listener) {
+  std::lock_guard<std::mutex> lock(mu_);
+  listeners_.push_back(std::move(listener));
 }
 
 }  // namespace tensorop::server

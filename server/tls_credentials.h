@@ -18,6 +18,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <vector>
 
 #include <grpcpp/security/server_credentials.h>
 #include <grpcpp/security/tls_certificate_provider.h>
@@ -70,6 +71,18 @@ class TlsCredentials {
   // Thread-safe.
   void Reload();
 
+  // The material now served: what Create or the last successful Reload
+  // accepted. Thread-safe. (Servers that do their own TLS, such as the HTTP
+  // ones of server/tls_stream.h, start from it.)
+  TlsMaterial CurrentMaterial() const;
+
+  // Called by Reload, on its thread and under its lock (so in order, and not
+  // to call back into this object), with each newly accepted material once
+  // gRPC has it. A non-OK status is reported as "tls_reload_failed" with its
+  // message (that listener keeps what it had). Thread-safe.
+  using ReloadListener = std::function<absl::Status(const TlsMaterial&)>;
+  void AddReloadListener(ReloadListener listener);
+
  private:
   TlsCredentials(TlsFiles files, TlsEventSink events, std::string dir);
   absl::Status Install(const TlsMaterial& material);
@@ -78,9 +91,10 @@ class TlsCredentials {
   const TlsEventSink events_;
   const std::string dir_;  // the private copy
   std::shared_ptr<grpc::experimental::CertificateProviderInterface> provider_;
-  std::mutex mu_;
+  mutable std::mutex mu_;
   TlsMaterial current_;       // what gRPC serves
   std::string last_rejected_;  // the contents last reported as bad
+  std::vector<ReloadListener> listeners_;
 };
 
 }  // namespace tensorop::server

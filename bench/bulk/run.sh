@@ -73,7 +73,7 @@ listening_port() {
 
 # tensord as a user starts it (its request log goes to a file: part of the
 # work measured), with the message limit raised only when a size needs it.
-"$bin/tensord" --address=127.0.0.1:0 --metrics_address= \
+"$bin/tensord" --address=127.0.0.1:0 --metrics_address= --http_address= \
   --max_message_bytes="$message_bytes" >"$work/tensord" 2>"$work/tensord.log" &
 servers+=("$!")
 tensord_pid="$!"

@@ -25,7 +25,7 @@ bench_scratch
 start_tensord() {
   local name="$1"
   shift
-  "$bin/tensord" --address=127.0.0.1:0 --metrics_address=127.0.0.1:0 "$@" \
+  "$bin/tensord" --address=127.0.0.1:0 --metrics_address=127.0.0.1:0 --http_address= "$@" \
     >"$work/$name.out" 2>"$work/$name.log" &
   servers+=("$!")
   port="$(tensord_port "$work/$name.out" "${servers[-1]}")" || {

@@ -55,7 +55,7 @@ pair("1mib", pb.UINT8, "UINT8", (np.arange(1 << 20) % 251).astype(np.uint8).toby
      [1024, 1024], [0, 0], [1024, 1024], [1, 1])
 PY
 
-"$bin/tensord" --address=127.0.0.1:0 --metrics_address=127.0.0.1:0 \
+"$bin/tensord" --address=127.0.0.1:0 --metrics_address=127.0.0.1:0 --http_address= \
   >"$work/tensord.out" 2>"$work/tensord.log" &
 servers+=("$!")
 port="$(tensord_port "$work/tensord.out" "${servers[-1]}")"

@@ -40,7 +40,7 @@ awk -f "$load_dir/make_scatter_case.awk" >"$work/scatter_elements_1mib.json"
 "$bin/tensorctl" encode "$load_dir/cases/stream_64mib.json" --case load/stream_64mib \
   >"$work/stream_64mib.bin"
 
-"$bin/tensord" --address=127.0.0.1:0 --metrics_address=127.0.0.1:0 --backends=cpu \
+"$bin/tensord" --address=127.0.0.1:0 --metrics_address=127.0.0.1:0 --http_address= --backends=cpu \
   --max_memory_bytes="$budget" --idle_timeout_seconds=10 \
   >"$work/tensord.out" 2>"$work/tensord.log" &
 server_pid="$!"

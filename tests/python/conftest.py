@@ -26,6 +26,7 @@ from tensorop_client import Client
 REPO = Path(__file__).resolve().parents[2]
 LISTENING = re.compile(r"tensord listening on (\S+:\d+)")
 METRICS = re.compile(r"tensord metrics on (\S+:\d+)")
+HTTP = re.compile(r"tensord http on (\S+:\d+)")
 
 
 def _existing_file(path: str, what: str) -> str:
@@ -40,9 +41,19 @@ class Tensord:
     def __init__(self, binary: str, log: Path, *flags: str) -> None:
         self.log = log
         self._log_file = log.open("w")
+        # Metrics and the v2 HTTP API on free ports too, so servers never fight
+        # over the defaults; with TLS the HTTP API (then HTTPS) is off unless the
+        # flags set it, as most TLS tests are about gRPC.
+        http_flags = ["--http_address=127.0.0.1:0"]
+        if any(f.startswith("--tls_cert_file=") for f in flags) and not any(
+            f.startswith("--http_address") for f in flags
+        ):
+            http_flags.append("--http_address=")
+        http_last = [f for f in [*http_flags, *flags] if f.startswith("--http_address=")][-1]
+        http_wanted = http_last != "--http_address=" and "--echo" not in flags
         self.process = subprocess.Popen(
-            # Metrics on a free port too, so servers never fight over the default.
-            [binary, "--address=127.0.0.1:0", "--metrics_address=127.0.0.1:0", *flags],
+            [binary, "--address=127.0.0.1:0", "--metrics_address=127.0.0.1:0", *http_flags,
+             *flags],
             stdout=subprocess.PIPE,
             stderr=self._log_file,
             text=True,
@@ -59,7 +70,8 @@ class Tensord:
         threading.Thread(target=read, daemon=True).start()
         self.address = ""
         self.metrics_address = ""  # where GET /metrics answers
-        while not (self.address and self.metrics_address):
+        self.http_address = ""  # where the v2 HTTP/REST API answers, or "" without it
+        while not (self.address and self.metrics_address and (self.http_address or not http_wanted)):
             try:
                 line = lines.get(timeout=30)
             except queue.Empty:
@@ -71,6 +83,8 @@ class Tensord:
                 self.address = match.group(1)
             elif match := METRICS.search(line):
                 self.metrics_address = match.group(1)
+            elif match := HTTP.search(line):
+                self.http_address = match.group(1)
 
     def stop(self) -> int:
         """SIGTERM (the documented graceful shutdown); the exit code."""

@@ -175,3 +175,51 @@ def test_an_unreadable_file_is_named(pki: Path) -> None:
     missing = str(pki / "missing.token")
     with pytest.raises(ValueError, match=f"--token_file={missing}: cannot read the file"):
         Client("127.0.0.1:1", token_file=missing)
+
+
+@pytest.fixture(scope="module")
+def https_server(
+    tensord_binary: str, tmp_path_factory: pytest.TempPathFactory, pki: Path
+) -> Iterator[Tensord]:
+    """tls_server's settings with the v2 HTTP API on: HTTPS, mutual TLS, tokens."""
+    yield from _serve(
+        tensord_binary, tmp_path_factory, "tensord-https",
+        f"--tls_cert_file={pki / 'server.crt'}", f"--tls_key_file={pki / 'server.key'}",
+        f"--tls_client_ca_file={pki / 'ca.crt'}", f"--auth_token_file={pki / 'tokens'}",
+        "--http_address=127.0.0.1:0",
+    )
+
+
+def _http_slice(url: str, ssl_options: dict[str, str]) -> np.ndarray:
+    import tritonclient.http as triton
+
+    x = np.arange(16, dtype=np.float32).reshape(4, 4)
+    inputs = [triton.InferInput("input", [4, 4], "FP32")]
+    inputs[0].set_data_from_numpy(x, binary_data=False)
+    for name, values in (("offsets", [0, 1]), ("window_sizes", [4, 3]),
+                         ("window_strides", [2, 2])):
+        item = triton.InferInput(name, [2], "INT64")
+        item.set_data_from_numpy(np.array(values, dtype=np.int64), binary_data=False)
+        inputs.append(item)
+    client = triton.InferenceServerClient(url, ssl=True, ssl_options=ssl_options,
+                                          network_timeout=60)
+    try:
+        result = client.infer("slice", inputs, headers={"Authorization": f"Bearer {TOKEN}"},
+                              parameters={"backend": "cpu"})
+        return result.as_numpy("output")
+    finally:
+        client.close()
+
+
+def test_tritonclient_http_over_https_with_mutual_tls(https_server: Tensord, pki: Path) -> None:
+    options = {"ca_certs": str(pki / "ca.crt"), "certfile": str(pki / "client.crt"),
+               "keyfile": str(pki / "client.key")}
+    np.testing.assert_array_equal(_http_slice(https_server.http_address, options),
+                                  [[1, 3], [9, 11]])
+    # Without a client certificate the handshake is refused: a transport error
+    # (the server closed the connection), not an HTTP answer.
+    from tritonclient.utils import InferenceServerException
+
+    with pytest.raises(Exception) as error:
+        _http_slice(https_server.http_address, {"ca_certs": str(pki / "ca.crt")})
+    assert not isinstance(error.value, InferenceServerException) or error.value.status() is None

@@ -15,7 +15,6 @@ count is asserted, so none is skipped silently):
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -25,70 +24,9 @@ from tritonclient.grpc import service_pb2
 from tritonclient.utils import InferenceServerException
 
 from conftest import Tensord
-from tensorop_client.cases import Case, HostTensor, load_cases
+from tensorop_client.cases import HostTensor
 from tensorop_client.tensors import numpy_dtype
-
-PARAMETERS = {
-    "slice": ["offsets", "window_sizes", "window_strides"],
-    "strided_slice": [
-        "begin", "end", "stride", "begin_mask", "end_mask", "new_axis_mask",
-        "shrink_axis_mask", "ellipsis_mask",
-    ],
-    "split": ["axis"],
-    "scatter_elements": ["axis"],
-}
-DATA_INPUTS = {"slice": ["input"], "strided_slice": ["input"], "split": ["input"],
-               "scatter_elements": ["input", "indices", "updates"]}
-# The public cases excluded by the rules above, by rule; a change in the public
-# cases shows up here rather than as silently skipped cases.
-EXPECTED_EXCLUDED = {"strided": 5, "output sizes": 2}
-
-
-@dataclass
-class V2Case:
-    case: Case
-    op: str
-    excluded: str | None  # the rule that excludes it, or None
-
-
-def _derived_sizes_match(case: Case, op: str) -> bool:
-    request = case.request
-    outputs = [list(o.sizes) for o in request.outputs]
-    if op == "slice":
-        attrs = request.slice
-        derived = []
-        for i, size in enumerate(attrs.window_sizes):
-            stride = attrs.window_strides[i] if i < len(attrs.window_strides) else 1
-            derived.append(1 + (size - 1) // abs(stride) if size >= 1 and stride != 0 else size)
-        return outputs == [derived]
-    if op == "split":
-        sizes = list(request.inputs["input"].sizes)
-        axis = request.split.axis + (len(sizes) if request.split.axis < 0 else 0)
-        if not 0 <= axis < len(sizes):
-            return all(o == sizes for o in outputs)
-        return all(o[:axis] + o[axis + 1:] == sizes[:axis] + sizes[axis + 1:]
-                   and len(o) == len(sizes) for o in outputs)
-    return not outputs or case.expected_error is None
-
-
-def _classify(case: Case) -> V2Case:
-    op = case.request.WhichOneof("op")
-    request = case.request
-    if any(t.strides for t in request.inputs.values()) or any(o.strides for o in request.outputs):
-        return V2Case(case, op, "strided")
-    if not _derived_sizes_match(case, op):
-        return V2Case(case, op, "output sizes")
-    return V2Case(case, op, None)
-
-
-def _public_cases(cases_dir: Path) -> list[V2Case]:
-    cases = []
-    for file in sorted(cases_dir.glob("*.json")):
-        for loaded in load_cases(file):
-            assert loaded.case is not None, f"{loaded.name}: {loaded.error}"
-            cases.append(_classify(loaded.case))
-    return cases
-
+from v2_cases import DATA_INPUTS, EXPECTED_EXCLUDED, PARAMETERS, V2Case, public_cases, split_sizes
 
 def _inputs(v2: V2Case) -> list[triton.InferInput]:
     request = v2.case.request
@@ -117,9 +55,7 @@ def _inputs(v2: V2Case) -> list[triton.InferInput]:
         inputs.append(item)
     if v2.op == "split":
         # Each output's size along the axis: the rest of its sizes are the input's.
-        rank = len(request.inputs["input"].sizes)
-        axis = request.split.axis + (rank if request.split.axis < 0 else 0)
-        split = [o.sizes[axis] if 0 <= axis < len(o.sizes) else 1 for o in request.outputs]
+        split = split_sizes(request)
         item = triton.InferInput("split", [len(split)], "INT64")
         item.set_data_from_numpy(np.array(split, dtype=np.int64))
         inputs.append(item)
@@ -147,7 +83,7 @@ def v2_client(tensord: Tensord) -> triton.InferenceServerClient:
 def test_every_contiguous_public_case_passes(
     v2_client: triton.InferenceServerClient, cases_dir: Path, case_count: int, backend: str
 ) -> None:
-    cases = _public_cases(cases_dir)
+    cases = public_cases(cases_dir)
     assert len(cases) == case_count
     excluded = {rule: sum(c.excluded == rule for c in cases) for rule in EXPECTED_EXCLUDED}
     assert excluded == EXPECTED_EXCLUDED

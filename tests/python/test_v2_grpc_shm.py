@@ -33,7 +33,8 @@ from tritonclient.utils import InferenceServerException
 
 from conftest import Tensord
 from tensorop_client.tensors import numpy_dtype
-from test_v2_grpc import DATA_INPUTS, _inputs, _public_cases
+from test_v2_grpc import _inputs
+from v2_cases import DATA_INPUTS, public_cases
 
 REGION_BYTES = 1 << 20
 ALIGN = 64  # every tensor starts on a multiple of this (and so of its element size)
@@ -71,7 +72,7 @@ def region(v2_client: triton.InferenceServerClient):
 def _cases(cases_dir: Path) -> list:
     """The first few passing contiguous public cases of each operator."""
     chosen: dict[str, list] = {}
-    for v2 in _public_cases(cases_dir):
+    for v2 in public_cases(cases_dir):
         if v2.excluded or v2.case.expected_error is not None:
             continue
         if len(chosen.setdefault(v2.op, [])) < CASES_PER_OPERATOR:

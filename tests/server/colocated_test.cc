@@ -109,7 +109,7 @@ TEST(UnixSocketTest, EveryAddressIsAnnouncedTcpFirst) {
   // tensord serves until killed: a shell waits (bounded) for its two lines, then stops it.
   const CommandResult result = RunCommand(
       {"/bin/bash", "-c",
-       "\"$0\" --address=\"$1\" --address=127.0.0.1:0 --metrics_address= --backends=cpu "
+       "\"$0\" --address=\"$1\" --address=127.0.0.1:0 --metrics_address= --http_address= --backends=cpu "
        ">\"$2\" & pid=$!; "
        "for i in $(seq 600); do [ \"$(wc -l <\"$2\")\" -ge 2 ] && break; sleep 0.05; done; "
        "kill $pid; wait $pid; cat \"$2\"",

@@ -41,7 +41,7 @@ case "$api" in
     method=ModelInfer ;;
   *) echo "usage: $0 TENSORD native TENSORCTL CASE_FILE | TENSORD v2 REQUEST_JSON" >&2; exit 2 ;;
 esac
-"$tensord" --address=127.0.0.1:0 --metrics_address=127.0.0.1:0 >"$work/out" 2>"$work/log" &
+"$tensord" --address=127.0.0.1:0 --metrics_address=127.0.0.1:0 --http_address= >"$work/out" 2>"$work/log" &
 server=$!
 # Bounded: a server that never says where it listens fails the test.
 if ! port="$(tensord_port "$work/out" "$server")" ||

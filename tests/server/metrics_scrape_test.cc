@@ -215,7 +215,8 @@ TEST(MetricsScrapeTest, TakenMetricsPortStopsStartupWithStatusOne) {
     int null = open("/dev/null", O_WRONLY);
     dup2(null, STDOUT_FILENO);
     dup2(null, STDERR_FILENO);
-    std::vector<std::string> args = {TensordPath(), "--address=127.0.0.1:0", taken};
+    std::vector<std::string> args = {TensordPath(), "--address=127.0.0.1:0",
+                                     "--http_address=", taken};
     std::vector<char*> argv;
     for (std::string& arg : args) argv.push_back(arg.data());
     argv.push_back(nullptr);

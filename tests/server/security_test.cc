@@ -533,7 +533,7 @@ TEST_F(SecurityTest, ABadNewCertificateIsLoggedAndTheOldOneKept) {
 
 CommandResult StartTensord(std::vector<std::string> flags) {
   std::vector<std::string> argv = {TensordPath(), "--address=127.0.0.1:0",
-                                   "--metrics_address="};
+                                   "--metrics_address=", "--http_address="};
   argv.insert(argv.end(), flags.begin(), flags.end());
   return RunCommand(argv);
 }

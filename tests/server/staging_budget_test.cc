@@ -74,7 +74,7 @@ TEST(StagingBudgetTest, StagingThatDoesNotFitTheBudgetStopsStartup) {
   }
   if (devices == 0) GTEST_SKIP() << "no OpenCL device: nothing to stage";
   const CommandResult result =
-      RunCommand({TensordPath(), "--address=127.0.0.1:0", "--metrics_address=",
+      RunCommand({TensordPath(), "--address=127.0.0.1:0", "--metrics_address=", "--http_address=",
                   "--max_memory_bytes=1000000", "--opencl_staging_bytes=1048576"});
   EXPECT_EQ(result.exit_code, 2);
   EXPECT_THAT(result.err, HasSubstr(absl::StrCat("tensord: --opencl_staging_bytes=1048576 for ",

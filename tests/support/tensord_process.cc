@@ -6,6 +6,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
@@ -68,11 +69,21 @@ TensordProcess::TensordProcess(std::vector<std::string> extra_flags, int max_ope
   // No calibration unless a test asks for it (--calibrate=on): AUTO then runs on
   // the CPU whatever the host measures, and dozens of servers started by the
   // suite do not each spend their first seconds measuring.
+  // The v2 HTTP API likewise; with TLS (then HTTPS) it is off unless the test
+  // sets it, as most TLS tests are about gRPC.
   std::vector<std::string> args = {TensordPath(), "--address=127.0.0.1:0",
-                                   "--metrics_address=127.0.0.1:0", "--calibrate=off"};
+                                   "--metrics_address=127.0.0.1:0", "--http_address=127.0.0.1:0",
+                                   "--calibrate=off"};
+  if (!AddressFlag(extra_flags, "--tls_cert_file").empty() &&
+      AddressFlag(extra_flags, "--http_address").empty()) {
+    args.push_back("--http_address=");
+  }
   args.insert(args.end(), extra_flags.begin(), extra_flags.end());
   const bool metrics = !AddressFlag(args, "--metrics_address").empty();
   const bool health = !AddressFlag(args, "--health_address").empty();
+  const bool http = !AddressFlag(args, "--http_address").empty() &&
+                    AddressFlag(args, "--echo") != "true" &&
+                    std::find(args.begin(), args.end(), std::string("--echo")) == args.end();
 
   pid_ = fork();
   if (pid_ < 0) std::abort();
@@ -100,8 +111,10 @@ TensordProcess::TensordProcess(std::vector<std::string> extra_flags, int max_ope
   FILE* out = fdopen(out_pipe[0], "r");
   target_ = ReadAnnouncement(out, "tensord listening on ");
   if (!target_.empty() && metrics) metrics_target_ = ReadAnnouncement(out, "tensord metrics on ");
+  if (!target_.empty() && http) http_target_ = ReadAnnouncement(out, "tensord http on ");
   if (!target_.empty() && health) health_target_ = ReadAnnouncement(out, "tensord health on ");
   if (target_.empty() || (metrics && metrics_target_.empty()) ||
+      (http && http_target_.empty()) ||
       (health && health_target_.empty())) {
     fprintf(stderr, "tensord did not start; its log:\n%s\n", Log().c_str());
     std::abort();
@@ -109,6 +122,11 @@ TensordProcess::TensordProcess(std::vector<std::string> extra_flags, int max_ope
   // tensord prints nothing more on stdout after these lines, so closing our end
   // cannot SIGPIPE it.
   fclose(out);
+}
+
+int TensordProcess::http_port() const {
+  if (http_target_.empty()) return -1;
+  return std::atoi(http_target_.substr(http_target_.rfind(':') + 1).c_str());
 }
 
 int TensordProcess::metrics_port() const {

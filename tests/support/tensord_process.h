@@ -14,9 +14,12 @@ namespace tensorop::testing {
 class TensordProcess {
  public:
   // Runs `tensord --address=127.0.0.1:0 --metrics_address=127.0.0.1:0
-  // --calibrate=off <extra_flags...>` (later flags win) and waits for the line "tensord
-  // listening on HOST:PORT" on its stdout, then, unless the flags leave
-  // --metrics_address empty, for "tensord metrics on HOST:PORT". Its stderr
+  // --http_address=127.0.0.1:0 --calibrate=off <extra_flags...>` (later flags
+  // win; with --tls_cert_file and no --http_address, --http_address= is
+  // passed: TLS tests that want HTTPS name --http_address) and waits for the line
+  // "tensord listening on HOST:PORT" on its stdout, then, unless the flags
+  // leave --metrics_address empty, for "tensord metrics on HOST:PORT", and
+  // likewise "tensord http on HOST:PORT". Its stderr
   // (the request log) goes to a file, readable with Log(). Aborts the test
   // binary if it fails.
   explicit TensordProcess(std::vector<std::string> extra_flags = {});
@@ -37,6 +40,10 @@ class TensordProcess {
   const std::string& health_target() const { return health_target_; }
   // The metrics port, or -1 without metrics.
   int metrics_port() const;
+  // Where the v2 HTTP/REST API answers: "127.0.0.1:PORT", or "" without it;
+  // and its port, or -1.
+  const std::string& http_target() const { return http_target_; }
+  int http_port() const;
   pid_t pid() const { return pid_; }
   // Everything the server wrote to stderr so far.
   std::string Log() const;
@@ -53,6 +60,7 @@ class TensordProcess {
   std::string target_;
   std::string metrics_target_;
   std::string health_target_;
+  std::string http_target_;
   std::string log_path_;
 };
 

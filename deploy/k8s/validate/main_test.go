@@ -312,8 +312,19 @@ func TestProblems(t *testing.T) {
 			},
 		},
 		{
-			name:  "TLS with probes on the TLS port and no health listener",
+			// The v2 HTTP API may stay on: it serves HTTPS with the same certificate.
+			name:  "TLS with the v2 HTTP API left on",
 			files: withFlags(baseFlags(t) + "--tls_cert_file=/etc/tensord/tls.crt\n--tls_key_file=/etc/tensord/tls.key\n"),
+			want: []string{
+				container + "--tls_cert_file makes the grpc port TLS-only, which kubelet gRPC probes cannot speak: " +
+					"set --health_address to the container port named health and probe that",
+				container + "--tls_cert_file=/etc/tensord/tls.crt is in volume \"flags\", which is not a Secret",
+				container + "--tls_key_file=/etc/tensord/tls.key is in volume \"flags\", which is not a Secret",
+			},
+		},
+		{
+			name:  "TLS with probes on the TLS port and no health listener",
+			files: withFlags(baseFlags(t) + "--tls_cert_file=/etc/tensord/tls.crt\n--tls_key_file=/etc/tensord/tls.key\n--http_address=\n"),
 			want: []string{
 				container + "--tls_cert_file makes the grpc port TLS-only, which kubelet gRPC probes cannot speak: " +
 					"set --health_address to the container port named health and probe that",

@@ -1,0 +1,543 @@
+#include "server/inference_http_json.h"
+
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "absl/strings/str_cat.h"
+#include "core/status_macros.h"
+
+namespace tensorop::server {
+namespace {
+
+using Json = nlohmann::json;
+
+// nlohmann's error text names the byte offset: useful as it is.
+absl::Status JsonError(absl::string_view model, absl::string_view what) {
+  return absl::InvalidArgumentError(absl::StrCat(model, ": ", what));
+}
+
+template <typename T>
+void Append(T value, std::string& out) {
+  char bytes[sizeof(T)];
+  std::memcpy(bytes, &value, sizeof(T));
+  out.append(bytes, sizeof(T));
+}
+
+// Appends JSON value `v` (element `index` of `what`) as `datatype`.
+absl::Status AppendElement(const Json& v, absl::string_view datatype, absl::string_view what,
+                           int64_t index, std::string& out) {
+  auto refuse = [&](absl::string_view expected) {
+    return absl::InvalidArgumentError(absl::StrCat(what, " data[", index, "] = ", v.dump(),
+                                                   " is not ", expected));
+  };
+  auto integer = [&]<typename T>(T*) -> absl::Status {
+    if (v.is_number_unsigned()) {
+      const uint64_t x = v.get<uint64_t>();
+      if (!std::in_range<T>(x)) return refuse(absl::StrCat("a ", datatype));
+      Append(static_cast<T>(x), out);
+    } else if (v.is_number_integer()) {
+      const int64_t x = v.get<int64_t>();
+      if (!std::in_range<T>(x)) return refuse(absl::StrCat("a ", datatype));
+      Append(static_cast<T>(x), out);
+    } else {
+      return refuse(absl::StrCat("an integer (", datatype, ")"));
+    }
+    return absl::OkStatus();
+  };
+  if (datatype == "BOOL") {
+    if (!v.is_boolean()) return refuse("true or false (BOOL)");
+    out.push_back(v.get<bool>() ? 1 : 0);
+    return absl::OkStatus();
+  }
+  if (datatype == "INT8") return integer(static_cast<int8_t*>(nullptr));
+  if (datatype == "INT16") return integer(static_cast<int16_t*>(nullptr));
+  if (datatype == "INT32") return integer(static_cast<int32_t*>(nullptr));
+  if (datatype == "INT64") return integer(static_cast<int64_t*>(nullptr));
+  if (datatype == "UINT8") return integer(static_cast<uint8_t*>(nullptr));
+  if (datatype == "UINT16") return integer(static_cast<uint16_t*>(nullptr));
+  if (datatype == "UINT32") return integer(static_cast<uint32_t*>(nullptr));
+  if (datatype == "UINT64") return integer(static_cast<uint64_t*>(nullptr));
+  if (!v.is_number()) return refuse(absl::StrCat("a number (", datatype, ")"));
+  const double x = v.get<double>();
+  if (datatype == "FP64") {
+    Append(x, out);
+  } else if (datatype == "FP32") {
+    if (std::isfinite(x) && std::fabs(x) > std::numeric_limits<float>::max()) {
+      return refuse("within FP32's range");
+    }
+    Append(static_cast<float>(x), out);
+  } else {  // FP16
+    const uint16_t half = DoubleToHalf(x);
+    if (std::isfinite(x) && (half & 0x7c00) == 0x7c00) return refuse("within FP16's range");
+    Append(half, out);
+  }
+  return absl::OkStatus();
+}
+
+// Every element of `data` (flat or nested arrays, at most kMaxNesting deep:
+// a hostile body must not recurse without end), row-major.
+constexpr int kMaxNesting = 64;
+absl::Status AppendData(const Json& data, absl::string_view datatype, absl::string_view what,
+                        int depth, int64_t& index, std::string& out) {
+  if (data.is_array()) {
+    if (depth >= kMaxNesting) {
+      return absl::InvalidArgumentError(absl::StrCat(what, " data nests arrays more than ",
+                                                     kMaxNesting, " deep"));
+    }
+    for (const Json& item : data) {
+      RETURN_IF_ERROR(AppendData(item, datatype, what, depth + 1, index, out));
+    }
+    return absl::OkStatus();
+  }
+  RETURN_IF_ERROR(AppendElement(data, datatype, what, index, out));
+  ++index;
+  return absl::OkStatus();
+}
+
+bool Known(absl::string_view datatype) {
+  for (absl::string_view name : {"BOOL", "UINT8", "UINT16", "UINT32", "UINT64", "INT8", "INT16",
+                                 "INT32", "INT64", "FP16", "FP32", "FP64"}) {
+    if (datatype == name) return true;
+  }
+  return false;
+}
+
+// A JSON parameters object into a protobuf parameter map; binary extension
+// keys (`skip`) stay out.
+absl::Status ToParameters(const Json& parameters, absl::string_view what,
+                          google::protobuf::Map<std::string, inference::InferParameter>& out) {
+  if (!parameters.is_object()) {
+    return absl::InvalidArgumentError(absl::StrCat(what, " parameters is not a JSON object"));
+  }
+  for (const auto& [key, value] : parameters.items()) {
+    if (key == "binary_data_output" || key == "binary_data" || key == "binary_data_size") {
+      continue;
+    }
+    inference::InferParameter& p = out[key];
+    if (value.is_boolean()) {
+      p.set_bool_param(value.get<bool>());
+    } else if (value.is_number_integer() && !value.is_number_unsigned()) {
+      p.set_int64_param(value.get<int64_t>());
+    } else if (value.is_number_unsigned()) {
+      p.set_uint64_param(value.get<uint64_t>());
+    } else if (value.is_number_float()) {
+      p.set_double_param(value.get<double>());
+    } else if (value.is_string()) {
+      p.set_string_param(value.get<std::string>());
+    } else {
+      return absl::InvalidArgumentError(absl::StrCat(what, " parameter \"", key, "\" = ",
+                                                     value.dump(),
+                                                     " is not a bool, number or string"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+Json FromParameters(const google::protobuf::Map<std::string, inference::InferParameter>& map) {
+  Json out = Json::object();
+  for (const auto& [key, p] : map) {
+    switch (p.parameter_choice_case()) {
+      case inference::InferParameter::kBoolParam:
+        out[key] = p.bool_param();
+        break;
+      case inference::InferParameter::kInt64Param:
+        out[key] = p.int64_param();
+        break;
+      case inference::InferParameter::kStringParam:
+        out[key] = p.string_param();
+        break;
+      case inference::InferParameter::kDoubleParam:
+        out[key] = p.double_param();
+        break;
+      case inference::InferParameter::kUint64Param:
+        out[key] = p.uint64_param();
+        break;
+      default:
+        break;
+    }
+  }
+  return out;
+}
+
+template <typename T>
+T Load(const char* p) {
+  T value;
+  std::memcpy(&value, p, sizeof(T));
+  return value;
+}
+
+// `bytes` as a flat JSON array of `datatype` elements.
+absl::StatusOr<Json> DataJson(absl::string_view bytes, absl::string_view datatype,
+                              absl::string_view what) {
+  Json data = Json::array();
+  auto each = [&]<typename T>(T*) {
+    for (size_t i = 0; i + sizeof(T) <= bytes.size(); i += sizeof(T)) {
+      data.push_back(Load<T>(bytes.data() + i));
+    }
+  };
+  if (datatype == "BOOL") {
+    for (char c : bytes) data.push_back(c != 0);
+  } else if (datatype == "INT8") {
+    each(static_cast<int8_t*>(nullptr));
+  } else if (datatype == "INT16") {
+    each(static_cast<int16_t*>(nullptr));
+  } else if (datatype == "INT32") {
+    each(static_cast<int32_t*>(nullptr));
+  } else if (datatype == "INT64") {
+    each(static_cast<int64_t*>(nullptr));
+  } else if (datatype == "UINT8") {
+    each(static_cast<uint8_t*>(nullptr));
+  } else if (datatype == "UINT16") {
+    each(static_cast<uint16_t*>(nullptr));
+  } else if (datatype == "UINT32") {
+    each(static_cast<uint32_t*>(nullptr));
+  } else if (datatype == "UINT64") {
+    each(static_cast<uint64_t*>(nullptr));
+  } else if (datatype == "FP32") {
+    each(static_cast<float*>(nullptr));
+  } else if (datatype == "FP64") {
+    each(static_cast<double*>(nullptr));
+  } else if (datatype == "FP16") {
+    for (size_t i = 0; i + 2 <= bytes.size(); i += 2) {
+      data.push_back(HalfToDouble(Load<uint16_t>(bytes.data() + i)));
+    }
+  } else {
+    return absl::InternalError(absl::StrCat(what, " has datatype \"", datatype,
+                                            "\", which has no JSON form here"));
+  }
+  return data;
+}
+
+std::string Dump(const Json& json) {
+  return json.dump(-1, ' ', false, Json::error_handler_t::replace);
+}
+
+}  // namespace
+
+uint16_t DoubleToHalf(double value) {
+  uint64_t bits;
+  std::memcpy(&bits, &value, sizeof bits);
+  const uint16_t sign = static_cast<uint16_t>((bits >> 48) & 0x8000);
+  const int exponent = static_cast<int>((bits >> 52) & 0x7ff);
+  const uint64_t mantissa = bits & ((uint64_t{1} << 52) - 1);
+  if (exponent == 0x7ff) return sign | 0x7c00 | (mantissa != 0 ? 0x200 : 0);  // inf, NaN
+  if (exponent == 0) return sign;  // zero or a double subnormal: far below FP16's
+  const int e = exponent - 1023 + 15;  // FP16's biased exponent
+  if (e >= 31) return sign | 0x7c00;
+  const uint64_t significand = mantissa | (uint64_t{1} << 52);
+  // Normal halves keep 11 significant bits; subnormal ones fewer.
+  const int shift = 42 + (e >= 1 ? 0 : 1 - e);
+  if (shift > 53) return sign;  // below half the smallest subnormal
+  uint64_t rounded = significand >> shift;
+  const uint64_t rest = significand & ((uint64_t{1} << shift) - 1);
+  const uint64_t halfway = uint64_t{1} << (shift - 1);
+  if (rest > halfway || (rest == halfway && (rounded & 1) != 0)) ++rounded;
+  // The implicit bit carries into the exponent field, as does a rounding
+  // overflow of the mantissa.
+  uint64_t half = e >= 1 ? (static_cast<uint64_t>(e - 1) << 10) + rounded : rounded;
+  if (half >= 0x7c00) half = 0x7c00;
+  return static_cast<uint16_t>(sign | half);
+}
+
+double HalfToDouble(uint16_t half) {
+  const double sign = (half & 0x8000) != 0 ? -1.0 : 1.0;
+  const int exponent = (half >> 10) & 0x1f;
+  const int mantissa = half & 0x3ff;
+  if (exponent == 0) return sign * std::ldexp(mantissa, -24);
+  if (exponent == 31) {
+    return mantissa == 0 ? sign * std::numeric_limits<double>::infinity()
+                         : std::numeric_limits<double>::quiet_NaN();
+  }
+  return sign * std::ldexp(mantissa + 1024, exponent - 25);
+}
+
+int64_t HttpJsonParseBound(int64_t json_bytes) {
+  // An element takes at least 2 bytes of JSON ("1,") and becomes a 16-byte
+  // nlohmann value in a vector that may hold twice its size, plus at most 8
+  // raw bytes: 16 bytes of memory per byte of JSON bounds it.
+  return json_bytes * 16;
+}
+
+absl::StatusOr<HttpInferRequest> ParseHttpInferRequest(absl::string_view model,
+                                                       absl::string_view version,
+                                                       absl::string_view body,
+                                                       std::optional<int64_t> header_length) {
+  absl::string_view json_text = body;
+  absl::string_view binary;
+  if (header_length.has_value()) {
+    if (*header_length < 0 || static_cast<uint64_t>(*header_length) > body.size()) {
+      return JsonError(model, absl::StrCat(kInferenceHeaderContentLength, " ", *header_length,
+                                           " is not within the body's ", body.size(), " bytes"));
+    }
+    json_text = body.substr(0, static_cast<size_t>(*header_length));
+    binary = body.substr(static_cast<size_t>(*header_length));
+  }
+  Json json = Json::parse(json_text, nullptr, /*allow_exceptions=*/false);
+  if (json.is_discarded()) {
+    // Parse again for nlohmann's message, which says where.
+    try {
+      Json ignored = Json::parse(json_text);
+    } catch (const Json::exception& e) {
+      return JsonError(model, absl::StrCat("the request is not valid JSON: ", e.what()));
+    }
+    return JsonError(model, "the request is not valid JSON");
+  }
+  if (!json.is_object()) return JsonError(model, "the request is not a JSON object");
+
+  HttpInferRequest parsed;
+  inference::ModelInferRequest& request = parsed.request;
+  request.set_model_name(std::string(model));
+  request.set_model_version(std::string(version));
+  if (json.contains("id")) {
+    if (!json["id"].is_string()) return JsonError(model, "\"id\" is not a string");
+    request.set_id(json["id"].get<std::string>());
+  }
+  if (json.contains("parameters")) {
+    const Json& parameters = json["parameters"];
+    RETURN_IF_ERROR(ToParameters(parameters, absl::StrCat(model, ": the request's"),
+                                 *request.mutable_parameters()));
+    if (parameters.contains("binary_data_output")) {
+      if (!parameters["binary_data_output"].is_boolean()) {
+        return JsonError(model, "parameters.binary_data_output is not true or false");
+      }
+      parsed.binary_default = parameters["binary_data_output"].get<bool>();
+    }
+  }
+  if (!json.contains("inputs") || !json["inputs"].is_array()) {
+    return JsonError(model, "the request has no \"inputs\" array");
+  }
+  size_t binary_offset = 0;
+  int i = 0;
+  for (const Json& input : json["inputs"]) {
+    const std::string at = absl::StrCat(model, ": inputs[", i, "]");
+    if (!input.is_object()) return JsonError(model, absl::StrCat("inputs[", i, "] is not an object"));
+    if (!input.contains("name") || !input["name"].is_string()) {
+      return absl::InvalidArgumentError(absl::StrCat(at, " has no \"name\" string"));
+    }
+    const std::string name = input["name"].get<std::string>();
+    const std::string what = absl::StrCat(model, ": input \"", name, "\"");
+    if (!input.contains("datatype") || !input["datatype"].is_string()) {
+      return absl::InvalidArgumentError(absl::StrCat(what, " has no \"datatype\" string"));
+    }
+    if (!input.contains("shape") || !input["shape"].is_array()) {
+      return absl::InvalidArgumentError(absl::StrCat(what, " has no \"shape\" array"));
+    }
+    auto& tensor = *request.add_inputs();
+    tensor.set_name(name);
+    tensor.set_datatype(input["datatype"].get<std::string>());
+    int d = 0;
+    for (const Json& size : input["shape"]) {
+      if (!size.is_number_integer()) {
+        return absl::InvalidArgumentError(
+            absl::StrCat(what, ": shape[", d, "] = ", size.dump(), " is not an integer"));
+      }
+      tensor.add_shape(size.get<int64_t>());
+      ++d;
+    }
+    std::string& bytes = *request.add_raw_input_contents();
+    std::optional<int64_t> binary_size;
+    if (input.contains("parameters")) {
+      const Json& parameters = input["parameters"];
+      RETURN_IF_ERROR(ToParameters(parameters, what, *tensor.mutable_parameters()));
+      if (parameters.contains("binary_data_size")) {
+        if (!parameters["binary_data_size"].is_number_integer() ||
+            parameters["binary_data_size"].get<int64_t>() < 0) {
+          return absl::InvalidArgumentError(
+              absl::StrCat(what, ": parameters.binary_data_size = ",
+                           parameters["binary_data_size"].dump(), " is not a size"));
+        }
+        binary_size = parameters["binary_data_size"].get<int64_t>();
+      }
+    }
+    if (binary_size.has_value()) {
+      if (input.contains("data")) {
+        return absl::InvalidArgumentError(
+            absl::StrCat(what, " has both \"data\" and parameters.binary_data_size"));
+      }
+      if (!header_length.has_value()) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            what, " has parameters.binary_data_size but the request has no ",
+            kInferenceHeaderContentLength, " header"));
+      }
+      if (static_cast<uint64_t>(*binary_size) > binary.size() - binary_offset) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            what, ": parameters.binary_data_size = ", *binary_size, " but only ",
+            binary.size() - binary_offset, " binary bytes are left in the request"));
+      }
+      const absl::string_view part = binary.substr(binary_offset, static_cast<size_t>(*binary_size));
+      bytes.assign(part.data(), part.size());
+      binary_offset += static_cast<size_t>(*binary_size);
+    } else if (input.contains("data")) {
+      // An unknown datatype keeps no bytes: the model conversion refuses it
+      // by name, as for gRPC.
+      if (Known(tensor.datatype())) {
+        int64_t index = 0;
+        RETURN_IF_ERROR(AppendData(input["data"], tensor.datatype(), what, 0, index, bytes));
+      }
+    } else {
+      return absl::InvalidArgumentError(
+          absl::StrCat(what, " has neither \"data\" nor parameters.binary_data_size"));
+    }
+    ++i;
+  }
+  if (binary_offset != binary.size()) {
+    return JsonError(model, absl::StrCat("the request has ", binary.size() - binary_offset,
+                                         " binary bytes that no input's binary_data_size claims"));
+  }
+  if (json.contains("outputs")) {
+    if (!json["outputs"].is_array()) return JsonError(model, "\"outputs\" is not an array");
+    int k = 0;
+    for (const Json& output : json["outputs"]) {
+      if (!output.is_object() || !output.contains("name") || !output["name"].is_string()) {
+        return JsonError(model, absl::StrCat("outputs[", k, "] has no \"name\" string"));
+      }
+      auto& asked = *request.add_outputs();
+      asked.set_name(output["name"].get<std::string>());
+      if (output.contains("parameters")) {
+        const Json& parameters = output["parameters"];
+        RETURN_IF_ERROR(ToParameters(parameters,
+                                     absl::StrCat(model, ": output \"", asked.name(), "\""),
+                                     *asked.mutable_parameters()));
+        if (parameters.contains("binary_data")) {
+          if (!parameters["binary_data"].is_boolean()) {
+            return JsonError(model, absl::StrCat("output \"", asked.name(),
+                                                 "\": parameters.binary_data is not true or "
+                                                 "false"));
+          }
+          parsed.binary_outputs[asked.name()] = parameters["binary_data"].get<bool>();
+        }
+      }
+      ++k;
+    }
+  }
+  return parsed;
+}
+
+absl::StatusOr<HttpBody> RenderHttpInferResponse(const HttpInferRequest& asked,
+                                                 const inference::ModelInferResponse& response) {
+  Json json = Json::object();
+  json["model_name"] = response.model_name();
+  json["model_version"] = response.model_version();
+  if (!response.id().empty()) json["id"] = response.id();
+  if (!response.parameters().empty()) json["parameters"] = FromParameters(response.parameters());
+  json["outputs"] = Json::array();
+  std::string binary;
+  bool any_binary = false;
+  for (int k = 0; k < response.outputs_size(); ++k) {
+    const auto& output = response.outputs(k);
+    absl::string_view bytes;
+    if (k < response.raw_output_contents_size()) bytes = response.raw_output_contents(k);
+    Json entry = Json::object();
+    entry["name"] = output.name();
+    entry["datatype"] = output.datatype();
+    entry["shape"] = Json::array();
+    for (int64_t size : output.shape()) entry["shape"].push_back(size);
+    auto flag = asked.binary_outputs.find(output.name());
+    const bool as_binary =
+        flag != asked.binary_outputs.end() ? flag->second : asked.binary_default;
+    if (as_binary) {
+      entry["parameters"] = Json::object({{"binary_data_size", bytes.size()}});
+      binary.append(bytes.data(), bytes.size());
+      any_binary = true;
+    } else {
+      ASSIGN_OR_RETURN(entry["data"],
+                       DataJson(bytes, output.datatype(),
+                                absl::StrCat(response.model_name(), ": output \"",
+                                             output.name(), "\"")));
+    }
+    json["outputs"].push_back(std::move(entry));
+  }
+  HttpBody out;
+  out.body = Dump(json);
+  if (any_binary) {
+    out.header_length = out.body.size();
+    out.body.append(binary);
+    out.content_type = "application/octet-stream";
+  } else {
+    out.content_type = "application/json";
+  }
+  return out;
+}
+
+std::string HttpErrorJson(const absl::Status& status) {
+  return Dump(Json::object({{"error", std::string(status.message())}}));
+}
+
+std::string ServerMetadataJson(const inference::ServerMetadataResponse& metadata) {
+  Json json = Json::object();
+  json["name"] = metadata.name();
+  json["version"] = metadata.version();
+  json["extensions"] = Json::array();
+  for (const std::string& extension : metadata.extensions()) json["extensions"].push_back(extension);
+  return Dump(json);
+}
+
+namespace {
+Json TensorsJson(const google::protobuf::RepeatedPtrField<
+                 inference::ModelMetadataResponse::TensorMetadata>& tensors) {
+  Json out = Json::array();
+  for (const auto& tensor : tensors) {
+    Json entry = Json::object();
+    entry["name"] = tensor.name();
+    entry["datatype"] = tensor.datatype();
+    entry["shape"] = Json::array();
+    for (int64_t size : tensor.shape()) entry["shape"].push_back(size);
+    out.push_back(std::move(entry));
+  }
+  return out;
+}
+}  // namespace
+
+std::string ModelMetadataJson(const inference::ModelMetadataResponse& metadata) {
+  Json json = Json::object();
+  json["name"] = metadata.name();
+  json["versions"] = Json::array();
+  for (const std::string& version : metadata.versions()) json["versions"].push_back(version);
+  json["platform"] = metadata.platform();
+  json["inputs"] = TensorsJson(metadata.inputs());
+  json["outputs"] = TensorsJson(metadata.outputs());
+  return Dump(json);
+}
+
+std::string RepositoryIndexJson(const inference::RepositoryIndexResponse& index) {
+  Json json = Json::array();
+  for (const auto& model : index.models()) {
+    json.push_back(Json::object({{"name", model.name()},
+                                 {"version", model.version()},
+                                 {"state", model.state()},
+                                 {"reason", model.reason()}}));
+  }
+  return Dump(json);
+}
+
+std::string ModelStatisticsJson(const inference::ModelStatisticsResponse& statistics) {
+  Json models = Json::array();
+  for (const auto& stats : statistics.model_stats()) {
+    const auto& inference = stats.inference_stats();
+    auto duration = [](const inference::StatisticDuration& d) {
+      return Json::object({{"count", d.count()}, {"ns", d.ns()}});
+    };
+    models.push_back(Json::object(
+        {{"name", stats.name()},
+         {"version", stats.version()},
+         {"last_inference", stats.last_inference()},
+         {"inference_count", stats.inference_count()},
+         {"execution_count", stats.execution_count()},
+         {"inference_stats", Json::object({{"success", duration(inference.success())},
+                                           {"fail", duration(inference.fail())},
+                                           {"queue", duration(inference.queue())},
+                                           {"compute_input", duration(inference.compute_input())},
+                                           {"compute_infer", duration(inference.compute_infer())},
+                                           {"compute_output",
+                                            duration(inference.compute_output())}})}}));
+  }
+  return Dump(Json::object({{"model_stats", models}}));
+}
+
+}  // namespace tensorop::server

@@ -1,0 +1,179 @@
+"""The Open Inference Protocol (KServe v2) over HTTP/REST, through a third-party
+client: tritonclient.http runs every contiguous public conformance case against the
+real tensord, with tensors as binary parts (the binary tensor data extension) and as
+JSON data, and compares the outputs byte for byte. The cases run and the rules that
+exclude the others are test_v2_grpc.py's (v2_cases.py)."""
+
+from __future__ import annotations
+
+import json
+import urllib.request
+from pathlib import Path
+
+import numpy as np
+import pytest
+import tritonclient.http as triton
+from tritonclient.utils import InferenceServerException
+
+from conftest import Tensord
+from tensorop_client.cases import HostTensor
+from tensorop_client.tensors import numpy_dtype
+from v2_cases import DATA_INPUTS, EXPECTED_EXCLUDED, PARAMETERS, V2Case, public_cases, split_sizes
+
+# The HTTP status of each gRPC code a case expects (server/status_map.cc ToHttpStatus).
+HTTP_STATUS = {"INVALID_ARGUMENT": "400", "NOT_FOUND": "404", "RESOURCE_EXHAUSTED": "429",
+               "UNAVAILABLE": "503", "UNIMPLEMENTED": "501", "OUT_OF_RANGE": "400",
+               "FAILED_PRECONDITION": "400"}
+
+
+def _inputs(v2: V2Case, binary: bool) -> list[triton.InferInput]:
+    request = v2.case.request
+    inputs = []
+    for name in DATA_INPUTS[v2.op]:
+        if name not in request.inputs:
+            continue
+        tensor = request.inputs[name]
+        array = np.frombuffer(tensor.data, dtype=numpy_dtype(tensor.dtype))
+        item = triton.InferInput(name, list(tensor.sizes), triton.np_to_triton_dtype(array.dtype))
+        # The case's elements as they are, even a count that does not match the
+        # shape (the server must say so): set behind tritonclient's shape check.
+        if binary:
+            item._raw_data = tensor.data
+            item._parameters["binary_data_size"] = len(tensor.data)
+        else:
+            item._data = [v.item() for v in array]
+        inputs.append(item)
+    attrs = getattr(request, v2.op)
+    parameters = [(name, getattr(attrs, name)) for name in PARAMETERS[v2.op]]
+    if v2.op == "split":
+        parameters.append(("split", split_sizes(request)))
+    for name, value in parameters:
+        values = [value] if isinstance(value, int) else list(value)
+        if not values and name not in ("begin", "end", "split"):
+            continue  # optional: absent reads as the default
+        item = triton.InferInput(name, [len(values)], "INT64")
+        item.set_data_from_numpy(np.array(values, dtype=np.int64), binary_data=binary)
+        inputs.append(item)
+    return inputs
+
+
+def _outputs(v2: V2Case, binary: bool) -> list[triton.InferRequestedOutput]:
+    count = len(v2.case.request.outputs) if v2.op == "split" else 1
+    names = [f"output_{k}" for k in range(count)] if v2.op == "split" else ["output"]
+    return [triton.InferRequestedOutput(name, binary_data=binary) for name in names]
+
+
+def _compare(expected: list[HostTensor], result: triton.InferResult, op: str) -> None:
+    outputs = result.get_response()["outputs"]
+    assert len(outputs) == len(expected)
+    for k, (want, got) in enumerate(zip(expected, outputs)):
+        assert got["name"] == ("output_%d" % k if op == "split" else "output")
+        assert got["datatype"] == triton.np_to_triton_dtype(numpy_dtype(want.dtype))
+        assert list(got["shape"]) == want.sizes
+        array = result.as_numpy(got["name"])
+        assert array.astype(numpy_dtype(want.dtype), copy=False).tobytes() == want.data
+
+
+@pytest.fixture(scope="module")
+def http_client(tensord: Tensord) -> triton.InferenceServerClient:
+    client = triton.InferenceServerClient(tensord.http_address)
+    yield client
+    client.close()
+
+
+@pytest.mark.parametrize("binary", [True, False], ids=["binary", "json"])
+@pytest.mark.parametrize("backend", ["cpu", "opencl"])
+def test_every_contiguous_public_case_passes(
+    http_client: triton.InferenceServerClient, cases_dir: Path, case_count: int, backend: str,
+    binary: bool,
+) -> None:
+    cases = public_cases(cases_dir)
+    assert len(cases) == case_count
+    excluded = {rule: sum(c.excluded == rule for c in cases) for rule in EXPECTED_EXCLUDED}
+    assert excluded == EXPECTED_EXCLUDED
+    failures = []
+    ran = 0
+    for v2 in cases:
+        if v2.excluded:
+            continue
+        ran += 1
+        name = v2.case.name
+        try:
+            result = http_client.infer(
+                v2.op, _inputs(v2, binary), model_version="1", request_id=name,
+                outputs=_outputs(v2, binary), parameters={"backend": backend})
+        except InferenceServerException as error:
+            if v2.case.expected_error is None:
+                failures.append(f"{name}: {error.status()} {error.message()}")
+            elif error.status() != HTTP_STATUS[v2.case.expected_error]:
+                failures.append(f"{name}: expected {v2.case.expected_error}, got "
+                                f"{error.status()} {error.message()}")
+            continue
+        if v2.case.expected_error is not None:
+            failures.append(f"{name}: expected {v2.case.expected_error}, got outputs")
+            continue
+        try:
+            _compare(v2.case.expected_outputs, result, v2.op)
+            assert result.get_response()["parameters"]["backend"].startswith(backend)
+        except AssertionError as error:
+            failures.append(f"{name}: {error}")
+    assert failures == [], "\n".join(failures)
+    assert ran == case_count - sum(EXPECTED_EXCLUDED.values())
+
+
+def test_health_metadata_and_repository(http_client: triton.InferenceServerClient) -> None:
+    assert http_client.is_server_live()
+    assert http_client.is_server_ready()
+    assert http_client.is_model_ready("strided_slice", "1")
+    assert http_client.get_server_metadata()["name"] == "tensord"
+    model = http_client.get_model_metadata("scatter_elements")
+    assert [t["name"] for t in model["inputs"]] == ["input", "indices", "updates", "axis"]
+    assert [t["name"] for t in model["outputs"]] == ["output"]
+    index = http_client.get_model_repository_index()
+    assert [(m["name"], m["version"], m["state"]) for m in index] == [
+        ("slice", "1", "READY"), ("strided_slice", "1", "READY"), ("split", "1", "READY"),
+        ("scatter_elements", "1", "READY"),
+    ]
+
+
+def test_errors_have_the_expected_status(http_client: triton.InferenceServerClient) -> None:
+    item = triton.InferInput("input", [1], "FP32")
+    item.set_data_from_numpy(np.zeros(1, dtype=np.float32))
+    with pytest.raises(InferenceServerException) as error:
+        http_client.infer("resnet50", [item])
+    assert error.value.status() == "404"
+    assert 'model "resnet50" is not served here' in error.value.message()
+
+    offsets = triton.InferInput("offsets", [1], "INT64")
+    offsets.set_data_from_numpy(np.array([0], dtype=np.int64))
+    with pytest.raises(InferenceServerException) as error:
+        http_client.infer("slice", [item, offsets])
+    assert error.value.status() == "400"
+    assert 'slice: input "window_sizes" is missing' in error.value.message()
+
+
+def test_bool_and_fp16_as_json(tensord: Tensord) -> None:
+    """JSON data as curl would send it: BOOL as true/false, FP16 as numbers."""
+    body = {"inputs": [
+        {"name": "input", "datatype": "BOOL", "shape": [2, 2], "data": [[True, False], [False, True]]},
+        {"name": "axis", "datatype": "INT64", "shape": [1], "data": [1]},
+        {"name": "split", "datatype": "INT64", "shape": [2], "data": [1, 1]},
+    ]}
+    request = urllib.request.Request(
+        f"http://{tensord.http_address}/v2/models/split/infer", data=json.dumps(body).encode(),
+        headers={"Content-Type": "application/json"})
+    with urllib.request.urlopen(request, timeout=30) as r:
+        answer = json.loads(r.read())
+    assert [o["data"] for o in answer["outputs"]] == [[True, False], [False, True]]
+    assert answer["outputs"][0]["datatype"] == "BOOL"
+
+    body["inputs"][0] = {"name": "input", "datatype": "FP16", "shape": [2, 2],
+                         "data": [0.1, 1.0, 65504, -2.5]}
+    request = urllib.request.Request(
+        f"http://{tensord.http_address}/v2/models/split/infer", data=json.dumps(body).encode(),
+        headers={"Content-Type": "application/json"})
+    with urllib.request.urlopen(request, timeout=30) as r:
+        answer = json.loads(r.read())
+    # 0.1 rounds to the nearest half, 0.0999755859375.
+    assert answer["outputs"][0]["data"] == [0.0999755859375, 65504.0]
+    assert answer["outputs"][1]["data"] == [1.0, -2.5]

@@ -1,0 +1,79 @@
+"""The public conformance cases as Open Inference Protocol (KServe v2) requests:
+which are run and which a stated rule excludes (test_v2_grpc.py's docstring),
+shared by the gRPC and HTTP tritonclient tests."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from tensorop_client.cases import Case, load_cases
+
+PARAMETERS = {
+    "slice": ["offsets", "window_sizes", "window_strides"],
+    "strided_slice": [
+        "begin", "end", "stride", "begin_mask", "end_mask", "new_axis_mask",
+        "shrink_axis_mask", "ellipsis_mask",
+    ],
+    "split": ["axis"],
+    "scatter_elements": ["axis"],
+}
+DATA_INPUTS = {"slice": ["input"], "strided_slice": ["input"], "split": ["input"],
+               "scatter_elements": ["input", "indices", "updates"]}
+# The public cases excluded by the rules above, by rule; a change in the public
+# cases shows up here rather than as silently skipped cases.
+EXPECTED_EXCLUDED = {"strided": 5, "output sizes": 2}
+
+
+@dataclass
+class V2Case:
+    case: Case
+    op: str
+    excluded: str | None  # the rule that excludes it, or None
+
+
+def _derived_sizes_match(case: Case, op: str) -> bool:
+    request = case.request
+    outputs = [list(o.sizes) for o in request.outputs]
+    if op == "slice":
+        attrs = request.slice
+        derived = []
+        for i, size in enumerate(attrs.window_sizes):
+            stride = attrs.window_strides[i] if i < len(attrs.window_strides) else 1
+            derived.append(1 + (size - 1) // abs(stride) if size >= 1 and stride != 0 else size)
+        return outputs == [derived]
+    if op == "split":
+        sizes = list(request.inputs["input"].sizes)
+        axis = request.split.axis + (len(sizes) if request.split.axis < 0 else 0)
+        if not 0 <= axis < len(sizes):
+            return all(o == sizes for o in outputs)
+        return all(o[:axis] + o[axis + 1:] == sizes[:axis] + sizes[axis + 1:]
+                   and len(o) == len(sizes) for o in outputs)
+    return not outputs or case.expected_error is None
+
+
+def classify(case: Case) -> V2Case:
+    op = case.request.WhichOneof("op")
+    request = case.request
+    if any(t.strides for t in request.inputs.values()) or any(o.strides for o in request.outputs):
+        return V2Case(case, op, "strided")
+    if not _derived_sizes_match(case, op):
+        return V2Case(case, op, "output sizes")
+    return V2Case(case, op, None)
+
+
+def public_cases(cases_dir: Path) -> list[V2Case]:
+    cases = []
+    for file in sorted(cases_dir.glob("*.json")):
+        for loaded in load_cases(file):
+            assert loaded.case is not None, f"{loaded.name}: {loaded.error}"
+            cases.append(classify(loaded.case))
+    return cases
+
+
+def split_sizes(request) -> list[int]:
+    """split's "split" input: each output's size along the axis (the rest of its
+    sizes are the input's)."""
+    rank = len(request.inputs["input"].sizes)
+    axis = request.split.axis + (rank if request.split.axis < 0 else 0)
+    return [o.sizes[axis] if 0 <= axis < len(o.sizes) else 1 for o in request.outputs]

@@ -1,0 +1,255 @@
+#include "server/inference_http_json.h"
+
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "server/auth.h"
+#include "server/config.h"
+#include "server/inference_http.h"
+#include "server/inference_models.h"
+#include "server/status_map.h"
+#include "tests/support/temp_files.h"
+
+namespace tensorop::server {
+namespace {
+
+using ::testing::HasSubstr;
+
+template <typename T>
+std::vector<T> Values(const std::string& bytes) {
+  std::vector<T> out(bytes.size() / sizeof(T));
+  std::memcpy(out.data(), bytes.data(), out.size() * sizeof(T));
+  return out;
+}
+
+constexpr char kSliceJson[] = R"({"id":"a","parameters":{"backend":"cpu"},"inputs":[
+  {"name":"input","shape":[2,3],"datatype":"FP32","data":[[1,2,3],[4,5,6]]},
+  {"name":"offsets","shape":[2],"datatype":"INT64","data":[0,1]},
+  {"name":"window_sizes","shape":[2],"datatype":"INT64","data":[2,2]},
+  {"name":"window_strides","shape":[2],"datatype":"INT64","data":[1,1]}]})";
+
+TEST(InferenceHttpJson, JsonDataBecomesRawInputContents) {
+  absl::StatusOr<HttpInferRequest> parsed =
+      ParseHttpInferRequest("slice", "", kSliceJson, std::nullopt);
+  ASSERT_TRUE(parsed.ok()) << parsed.status();
+  const inference::ModelInferRequest& request = parsed->request;
+  EXPECT_EQ(request.model_name(), "slice");
+  EXPECT_EQ(request.id(), "a");
+  EXPECT_EQ(request.parameters().at("backend").string_param(), "cpu");
+  ASSERT_EQ(request.inputs_size(), 4);
+  ASSERT_EQ(request.raw_input_contents_size(), 4);
+  EXPECT_EQ(request.inputs(0).datatype(), "FP32");
+  EXPECT_THAT(request.inputs(0).shape(), ::testing::ElementsAre(2, 3));
+  EXPECT_THAT(Values<float>(request.raw_input_contents(0)),
+              ::testing::ElementsAre(1, 2, 3, 4, 5, 6));
+  EXPECT_THAT(Values<int64_t>(request.raw_input_contents(1)), ::testing::ElementsAre(0, 1));
+  EXPECT_FALSE(parsed->binary_default);
+}
+
+TEST(InferenceHttpJson, BinaryPartsFollowTheJsonInInputOrder) {
+  const std::string json =
+      R"({"inputs":[{"name":"input","shape":[3],"datatype":"UINT8","parameters":{"binary_data_size":3}},)"
+      R"({"name":"offsets","shape":[1],"datatype":"INT64","data":[1]}],)"
+      R"("parameters":{"binary_data_output":true}})";
+  const std::string body = json + std::string("\x07\x08\x09", 3);
+  absl::StatusOr<HttpInferRequest> parsed =
+      ParseHttpInferRequest("slice", "1", body, static_cast<int64_t>(json.size()));
+  ASSERT_TRUE(parsed.ok()) << parsed.status();
+  EXPECT_EQ(parsed->request.raw_input_contents(0), std::string("\x07\x08\x09", 3));
+  EXPECT_THAT(Values<int64_t>(parsed->request.raw_input_contents(1)), ::testing::ElementsAre(1));
+  EXPECT_TRUE(parsed->binary_default);
+  EXPECT_FALSE(parsed->request.parameters().contains("binary_data_output"));
+
+  absl::StatusOr<HttpInferRequest> short_body =
+      ParseHttpInferRequest("slice", "1", body.substr(0, body.size() - 1),
+                            static_cast<int64_t>(json.size()));
+  EXPECT_EQ(short_body.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(short_body.status().message(),
+              HasSubstr("slice: input \"input\": parameters.binary_data_size = 3 but only 2 "
+                        "binary bytes are left"));
+  absl::StatusOr<HttpInferRequest> extra = ParseHttpInferRequest(
+      "slice", "1", body + "z", static_cast<int64_t>(json.size()));
+  EXPECT_THAT(extra.status().message(),
+              HasSubstr("1 binary bytes that no input's binary_data_size claims"));
+  absl::StatusOr<HttpInferRequest> no_header =
+      ParseHttpInferRequest("slice", "1", json, std::nullopt);
+  EXPECT_THAT(no_header.status().message(),
+              HasSubstr("has parameters.binary_data_size but the request has no "
+                        "Inference-Header-Content-Length header"));
+}
+
+TEST(InferenceHttpJson, ElementsOfTheWrongTypeAreRefusedByTensorAndIndex) {
+  auto parse = [](const std::string& input) {
+    return ParseHttpInferRequest("slice", "", R"({"inputs":[)" + input + "]}", std::nullopt)
+        .status();
+  };
+  absl::Status status =
+      parse(R"({"name":"offsets","shape":[2],"datatype":"INT64","data":[1,"x"]})");
+  EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(status.message(),
+              HasSubstr("slice: input \"offsets\" data[1] = \"x\" is not an integer (INT64)"));
+  status = parse(R"({"name":"input","shape":[1],"datatype":"UINT8","data":[256]})");
+  EXPECT_THAT(status.message(), HasSubstr("input \"input\" data[0] = 256 is not a UINT8"));
+  status = parse(R"({"name":"input","shape":[1],"datatype":"INT8","data":[1.5]})");
+  EXPECT_THAT(status.message(), HasSubstr("data[0] = 1.5 is not an integer (INT8)"));
+  status = parse(R"({"name":"input","shape":[2],"datatype":"BOOL","data":[true,1]})");
+  EXPECT_THAT(status.message(), HasSubstr("data[1] = 1 is not true or false (BOOL)"));
+  status = parse(R"({"name":"input","shape":[1],"datatype":"FP16","data":[70000]})");
+  EXPECT_THAT(status.message(), HasSubstr("data[0] = 70000 is not within FP16's range"));
+  status = parse(R"({"name":"input","shape":[1],"datatype":"FP32"})");
+  EXPECT_THAT(status.message(),
+              HasSubstr("input \"input\" has neither \"data\" nor parameters.binary_data_size"));
+  status = ParseHttpInferRequest("slice", "", "{\"inputs\": [", std::nullopt).status();
+  EXPECT_THAT(status.message(), HasSubstr("slice: the request is not valid JSON"));
+  std::string deep = std::string(100, '[') + "1" + std::string(100, ']');
+  status = parse(R"({"name":"input","shape":[1],"datatype":"FP32","data":)" + deep + "}");
+  EXPECT_THAT(status.message(), HasSubstr("data nests arrays more than 64 deep"));
+}
+
+TEST(InferenceHttpJson, AnUnknownDatatypeIsLeftToTheModelConversion) {
+  absl::StatusOr<HttpInferRequest> parsed = ParseHttpInferRequest(
+      "slice", "",
+      R"({"inputs":[{"name":"input","shape":[1],"datatype":"BYTES","data":["a"]}]})",
+      std::nullopt);
+  ASSERT_TRUE(parsed.ok()) << parsed.status();
+  absl::StatusOr<v1::RunRequest> run = ToRunRequest(parsed->request);
+  EXPECT_EQ(run.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(run.status().message(),
+              HasSubstr("slice: input \"input\" has datatype \"BYTES\", which is not one of"));
+}
+
+TEST(InferenceHttpJson, Fp16RoundsToNearestEven) {
+  EXPECT_EQ(DoubleToHalf(1.0), 0x3c00);
+  EXPECT_EQ(DoubleToHalf(-2.0), 0xc000);
+  EXPECT_EQ(DoubleToHalf(65504.0), 0x7bff);
+  EXPECT_EQ(DoubleToHalf(65520.0), 0x7c00);  // halfway to the next: rounds to even, inf
+  EXPECT_EQ(DoubleToHalf(1.0 + 1.0 / 2048), 0x3c00);      // tie: to even (down)
+  EXPECT_EQ(DoubleToHalf(1.0 + 3.0 / 2048), 0x3c02);      // tie: to even (up)
+  EXPECT_EQ(DoubleToHalf(5.960464477539063e-08), 0x0001);  // smallest subnormal
+  EXPECT_EQ(DoubleToHalf(2.9802322387695312e-08), 0x0000);  // its half: tie to even 0
+  EXPECT_EQ(DoubleToHalf(0.1), 0x2e66);
+  for (uint16_t bits : {0x0001, 0x03ff, 0x0400, 0x3c00, 0x7bff, 0xbc00}) {
+    EXPECT_EQ(DoubleToHalf(HalfToDouble(bits)), bits) << bits;
+  }
+}
+
+TEST(InferenceHttpJson, AnswersAsJsonDataOrBinaryParts) {
+  inference::ModelInferResponse response;
+  response.set_model_name("split");
+  response.set_model_version("1");
+  response.set_id("r");
+  (*response.mutable_parameters())["backend"].set_string_param("cpu");
+  for (const char* name : {"output_0", "output_1"}) {
+    auto* output = response.add_outputs();
+    output->set_name(name);
+    output->set_datatype("INT16");
+    output->add_shape(2);
+  }
+  const int16_t a[] = {-1, 2}, b[] = {3, 4};
+  response.add_raw_output_contents(std::string(reinterpret_cast<const char*>(a), 4));
+  response.add_raw_output_contents(std::string(reinterpret_cast<const char*>(b), 4));
+
+  HttpInferRequest asked;
+  absl::StatusOr<HttpBody> json = RenderHttpInferResponse(asked, response);
+  ASSERT_TRUE(json.ok());
+  EXPECT_EQ(json->content_type, "application/json");
+  EXPECT_FALSE(json->header_length.has_value());
+  EXPECT_EQ(nlohmann::json::parse(json->body),
+            nlohmann::json::parse(R"({"model_name":"split","model_version":"1","id":"r",
+              "parameters":{"backend":"cpu"},"outputs":[
+              {"name":"output_0","datatype":"INT16","shape":[2],"data":[-1,2]},
+              {"name":"output_1","datatype":"INT16","shape":[2],"data":[3,4]}]})"));
+
+  asked.binary_default = true;
+  asked.binary_outputs["output_0"] = false;
+  absl::StatusOr<HttpBody> binary = RenderHttpInferResponse(asked, response);
+  ASSERT_TRUE(binary.ok());
+  ASSERT_TRUE(binary->header_length.has_value());
+  const nlohmann::json header =
+      nlohmann::json::parse(binary->body.substr(0, *binary->header_length));
+  EXPECT_EQ(header["outputs"][0]["data"], nlohmann::json::parse("[-1,2]"));
+  EXPECT_EQ(header["outputs"][1]["parameters"]["binary_data_size"], 4);
+  EXPECT_EQ(binary->body.substr(*binary->header_length),
+            std::string(reinterpret_cast<const char*>(b), 4));
+}
+
+TEST(InferenceHttpJson, ErrorsAndMetadata) {
+  EXPECT_EQ(HttpErrorJson(absl::NotFoundError("model \"x\" is not served here")),
+            R"({"error":"model \"x\" is not served here"})");
+  absl::StatusOr<inference::ModelMetadataResponse> metadata = ModelMetadata("split", "");
+  ASSERT_TRUE(metadata.ok());
+  const nlohmann::json json = nlohmann::json::parse(ModelMetadataJson(*metadata));
+  EXPECT_EQ(json["name"], "split");
+  EXPECT_EQ(json["versions"], nlohmann::json::parse(R"(["1"])"));
+  EXPECT_EQ(json["inputs"][1]["name"], "axis");
+  EXPECT_EQ(json["inputs"][1]["datatype"], "INT64");
+}
+
+TEST(InferenceHttpJson, HttpStatusFollowsTheCode) {
+  EXPECT_EQ(ToHttpStatus(absl::StatusCode::kInvalidArgument), 400);
+  EXPECT_EQ(ToHttpStatus(absl::StatusCode::kNotFound), 404);
+  EXPECT_EQ(ToHttpStatus(absl::StatusCode::kResourceExhausted), 429);
+  EXPECT_EQ(ToHttpStatus(absl::StatusCode::kUnavailable), 503);
+  EXPECT_EQ(ToHttpStatus(absl::StatusCode::kUnauthenticated), 401);
+  EXPECT_EQ(ToHttpStatus(absl::StatusCode::kInternal), 500);
+  EXPECT_EQ(ToHttpStatus(absl::StatusCode::kDeadlineExceeded), 504);
+}
+
+}  // namespace
+}  // namespace tensorop::server
+
+namespace tensorop::server {
+namespace {
+
+TEST(InferenceHttpAuth, BearerTokensAreCheckedAndCountedAsForGrpc) {
+  testing::TempFiles files;
+  const std::string path = files.Write("alice:s3cret\n");
+  absl::StatusOr<std::unique_ptr<TokenStore>> tokens =
+      TokenStore::Load(path, [](absl::string_view, absl::string_view) {});
+  ASSERT_TRUE(tokens.ok()) << tokens.status();
+  AuthCounters counters;
+  absl::StatusOr<std::string> missing = CheckHttpBearer(nullptr, **tokens, counters);
+  EXPECT_EQ(missing.status().code(), absl::StatusCode::kUnauthenticated);
+  EXPECT_THAT(missing.status().message(),
+              ::testing::HasSubstr("send the header \"Authorization: Bearer <token>\""));
+  const std::string basic = "Basic abc";
+  EXPECT_EQ(CheckHttpBearer(&basic, **tokens, counters).status().code(),
+            absl::StatusCode::kUnauthenticated);
+  const std::string wrong = "Bearer nope";
+  absl::StatusOr<std::string> invalid = CheckHttpBearer(&wrong, **tokens, counters);
+  EXPECT_THAT(invalid.status().message(),
+              ::testing::HasSubstr("the bearer token is not accepted by this server"));
+  const std::string right = "Bearer s3cret";
+  absl::StatusOr<std::string> name = CheckHttpBearer(&right, **tokens, counters);
+  ASSERT_TRUE(name.ok());
+  EXPECT_EQ(*name, "alice");
+  EXPECT_EQ(counters.missing.load(), 2u);
+  EXPECT_EQ(counters.invalid.load(), 1u);
+  EXPECT_EQ(ToHttpStatus(missing.status().code()), 401);
+}
+
+TEST(InferenceHttpConfig, HttpAddressFlag) {
+  absl::StatusOr<ServerConfig> config = ConfigFromFlags({});
+  ASSERT_TRUE(config.ok());
+  EXPECT_EQ(config->http_address, "0.0.0.0:8000");
+  config = ConfigFromFlags({"--http_address="});
+  ASSERT_TRUE(config.ok());
+  EXPECT_EQ(config->http_address, "");
+  EXPECT_THAT(ConfigFromFlags({"--http_address=localhost:99999"}).status().message(),
+              ::testing::HasSubstr("--http_address=localhost:99999: the port must be in"));
+  EXPECT_THAT(ConfigFromFlags({"--http_address=nohost"}).status().message(),
+              ::testing::HasSubstr("--http_address=nohost: expected HOST:PORT"));
+  // With TLS the v2 HTTP API serves HTTPS on its address (no longer refused).
+  config = ConfigFromFlags({"--tls_cert_file=/x/c.pem", "--tls_key_file=/x/k.pem"});
+  ASSERT_TRUE(config.ok()) << config.status();
+  EXPECT_EQ(config->http_address, "0.0.0.0:8000");
+  EXPECT_EQ(config->security.tls.cert_file, "/x/c.pem");
+}
+
+}  // namespace
+}  // namespace tensorop::server

@@ -1,0 +1,300 @@
+// The v2 HTTP/REST API (server/inference_http.h) against a real tensord on
+// loopback: health, metadata, infer with JSON and binary tensors, the error
+// statuses and messages, the limits on bodies and memory, slow clients, and
+// README.md's curl example run exactly as written.
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstring>
+#include <fstream>
+#include <memory>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <httplib.h>
+#include <nlohmann/json.hpp>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_replace.h"
+#include "tests/support/subprocess.h"
+#include "tests/support/tensord_process.h"
+
+namespace tensorop::testing {
+namespace {
+
+using ::testing::HasSubstr;
+using Json = nlohmann::json;
+
+constexpr char kSliceJson[] = R"({"id":"t","parameters":{"backend":"cpu"},"inputs":[
+  {"name":"input","shape":[2,3],"datatype":"FP32","data":[[1,2,3],[4,5,6]]},
+  {"name":"offsets","shape":[2],"datatype":"INT64","data":[0,1]},
+  {"name":"window_sizes","shape":[2],"datatype":"INT64","data":[2,2]},
+  {"name":"window_strides","shape":[2],"datatype":"INT64","data":[1,1]}]})";
+
+std::unique_ptr<httplib::Client> Client(const TensordProcess& server) {
+  auto client = std::make_unique<httplib::Client>("127.0.0.1", server.http_port());
+  client->set_read_timeout(30, 0);
+  return client;
+}
+
+// A connected loopback socket to `port`, or -1.
+int Connect(int port) {
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in address{};
+  address.sin_family = AF_INET;
+  address.sin_port = htons(static_cast<uint16_t>(port));
+  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  if (::connect(fd, reinterpret_cast<sockaddr*>(&address), sizeof address) != 0) {
+    ::close(fd);
+    return -1;
+  }
+  timeval timeout{10, 0};
+  setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, sizeof timeout);
+  return fd;
+}
+
+// Sends `request` on a fresh connection and reads until the server closes it.
+std::string RawExchange(int port, const std::string& request) {
+  const int fd = Connect(port);
+  if (fd < 0) return "";
+  ::send(fd, request.data(), request.size(), MSG_NOSIGNAL);
+  std::string answer;
+  char buffer[4096];
+  ssize_t got;
+  while ((got = ::recv(fd, buffer, sizeof buffer, 0)) > 0) answer.append(buffer, got);
+  ::close(fd);
+  return answer;
+}
+
+TEST(InferenceHttpTest, HealthMetadataAndIndex) {
+  TensordProcess server({"--backends=cpu"});
+  auto client = Client(server);
+  auto live = client->Get("/v2/health/live");
+  ASSERT_TRUE(live);
+  EXPECT_EQ(live->status, 200);
+  auto ready = client->Get("/v2/health/ready");
+  ASSERT_TRUE(ready);
+  EXPECT_EQ(ready->status, 200);
+
+  auto metadata = client->Get("/v2");
+  ASSERT_TRUE(metadata);
+  EXPECT_EQ(metadata->status, 200);
+  EXPECT_EQ(Json::parse(metadata->body)["name"], "tensord");
+
+  auto model = client->Get("/v2/models/split/versions/1");
+  ASSERT_TRUE(model);
+  EXPECT_EQ(model->status, 200);
+  const Json split = Json::parse(model->body);
+  EXPECT_EQ(split["name"], "split");
+  EXPECT_EQ(split["inputs"][1], Json::parse(R"({"name":"axis","datatype":"INT64","shape":[1]})"));
+
+  auto model_ready = client->Get("/v2/models/slice/ready");
+  ASSERT_TRUE(model_ready);
+  EXPECT_EQ(model_ready->status, 200);
+
+  auto unknown = client->Get("/v2/models/nope");
+  ASSERT_TRUE(unknown);
+  EXPECT_EQ(unknown->status, 404);
+  EXPECT_THAT(Json::parse(unknown->body)["error"].get<std::string>(),
+              HasSubstr("model \"nope\" is not served here"));
+  auto version = client->Get("/v2/models/slice/versions/2/ready");
+  ASSERT_TRUE(version);
+  EXPECT_EQ(version->status, 404);
+  EXPECT_THAT(version->body, HasSubstr("has no version \\\"2\\\""));
+
+  auto index = client->Post("/v2/repository/index", "", "application/json");
+  ASSERT_TRUE(index);
+  EXPECT_EQ(index->status, 200);
+  EXPECT_EQ(Json::parse(index->body).size(), 4u);
+  EXPECT_EQ(Json::parse(index->body)[0]["name"], "slice");
+
+  auto route = client->Get("/v2/nothing");
+  ASSERT_TRUE(route);
+  EXPECT_EQ(route->status, 404);
+  EXPECT_THAT(route->body, HasSubstr("no such route: GET /v2/nothing"));
+}
+
+TEST(InferenceHttpTest, InfersWithJsonTensors) {
+  TensordProcess server({"--backends=cpu"});
+  auto answer = Client(server)->Post("/v2/models/slice/infer", kSliceJson, "application/json");
+  ASSERT_TRUE(answer);
+  ASSERT_EQ(answer->status, 200) << answer->body;
+  EXPECT_EQ(answer->get_header_value("Content-Type"), "application/json");
+  EXPECT_EQ(Json::parse(answer->body), Json::parse(R"({"model_name":"slice","model_version":"1",
+      "id":"t","parameters":{"backend":"cpu"},
+      "outputs":[{"name":"output","datatype":"FP32","shape":[2,2],"data":[2.0,3.0,5.0,6.0]}]})"));
+
+  // The same call counts in the statistics.
+  auto stats = Client(server)->Get("/v2/models/slice/stats");
+  ASSERT_TRUE(stats);
+  EXPECT_EQ(Json::parse(stats->body)["model_stats"][0]["inference_stats"]["success"]["count"], 1);
+}
+
+TEST(InferenceHttpTest, InfersWithBinaryTensors) {
+  TensordProcess server({"--backends=cpu"});
+  const int16_t input[] = {10, 11, 12, 13, 14, 15};
+  const int64_t axis[] = {0};
+  const int64_t sizes[] = {1, 1};
+  const std::string json =
+      R"({"inputs":[{"name":"input","shape":[2,3],"datatype":"INT16","parameters":{"binary_data_size":12}},)"
+      R"({"name":"axis","shape":[1],"datatype":"INT64","parameters":{"binary_data_size":8}},)"
+      R"({"name":"split","shape":[2],"datatype":"INT64","parameters":{"binary_data_size":16}}],)"
+      R"("outputs":[{"name":"output_1","parameters":{"binary_data":true}}]})";
+  std::string body = json;
+  body.append(reinterpret_cast<const char*>(input), sizeof input);
+  body.append(reinterpret_cast<const char*>(axis), sizeof axis);
+  body.append(reinterpret_cast<const char*>(sizes), sizeof sizes);
+  httplib::Headers headers = {{"Inference-Header-Content-Length", std::to_string(json.size())}};
+  auto answer =
+      Client(server)->Post("/v2/models/split/infer", headers, body, "application/octet-stream");
+  ASSERT_TRUE(answer);
+  ASSERT_EQ(answer->status, 200) << answer->body;
+  const size_t header_length = std::stoul(answer->get_header_value("Inference-Header-Content-Length"));
+  const Json header = Json::parse(answer->body.substr(0, header_length));
+  ASSERT_EQ(header["outputs"].size(), 1u);
+  EXPECT_EQ(header["outputs"][0]["name"], "output_1");
+  EXPECT_EQ(header["outputs"][0]["shape"], Json::parse("[1,3]"));
+  EXPECT_EQ(header["outputs"][0]["parameters"]["binary_data_size"], 6);
+  EXPECT_EQ(answer->body.substr(header_length),
+            std::string(reinterpret_cast<const char*>(input + 3), 6));
+}
+
+TEST(InferenceHttpTest, ErrorsHaveTheGrpcMessagesAndHttpStatuses) {
+  TensordProcess server({"--backends=cpu", "--max_message_bytes=65536", "--chunk_bytes=32768"});
+  auto client = Client(server);
+  std::string bad_datatype = absl::StrReplaceAll(kSliceJson, {{"\"FP32\"", "\"FP99\""}});
+  auto answer = client->Post("/v2/models/slice/infer", bad_datatype, "application/json");
+  ASSERT_TRUE(answer);
+  EXPECT_EQ(answer->status, 400);
+  EXPECT_THAT(Json::parse(answer->body)["error"].get<std::string>(),
+              HasSubstr("slice: input \"input\" has datatype \"FP99\", which is not one of"));
+
+  answer = client->Post("/v2/models/nope/infer", kSliceJson, "application/json");
+  ASSERT_TRUE(answer);
+  EXPECT_EQ(answer->status, 404);
+  EXPECT_THAT(answer->body, HasSubstr("model \\\"nope\\\" is not served here"));
+
+  std::string bad_stride = absl::StrReplaceAll(
+      kSliceJson, {{R"("window_strides","shape":[2],"datatype":"INT64","data":[1,1])",
+                    R"("window_strides","shape":[2],"datatype":"INT64","data":[1,0])"}});
+  answer = client->Post("/v2/models/slice/infer", bad_stride, "application/json");
+  ASSERT_TRUE(answer);
+  EXPECT_EQ(answer->status, 400);
+  EXPECT_THAT(answer->body, HasSubstr("window_strides[1]"));
+
+  answer = client->Post("/v2/models/slice/infer", "{\"inputs\": 3}", "application/json");
+  ASSERT_TRUE(answer);
+  EXPECT_EQ(answer->status, 400);
+  EXPECT_THAT(answer->body, HasSubstr("slice: the request has no \\\"inputs\\\" array"));
+
+  // Over --max_message_bytes: refused from the headers, before any body.
+  const std::string huge = RawExchange(
+      server.http_port(),
+      "POST /v2/models/slice/infer HTTP/1.1\r\nHost: x\r\nContent-Length: 1000000000000\r\n\r\n");
+  EXPECT_THAT(huge, HasSubstr("HTTP/1.1 413 Payload Too Large"));
+  EXPECT_THAT(huge, HasSubstr("{\"error\":\"the request body of 1000000000000 bytes is larger "
+                              "than the limit of 65536 bytes (--max_message_bytes)\"}"));
+  const std::string chunked = RawExchange(
+      server.http_port(),
+      "POST /v2/models/slice/infer HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n");
+  EXPECT_THAT(chunked, HasSubstr("HTTP/1.1 411 Length Required"));
+  EXPECT_THAT(chunked, HasSubstr("send the body with a Content-Length"));
+  // No Content-Length: no body.
+  const std::string no_length = RawExchange(
+      server.http_port(), "POST /v2/models/slice/infer HTTP/1.1\r\nHost: x\r\n\r\n");
+  EXPECT_THAT(no_length, HasSubstr("HTTP/1.1 400 Bad Request"));
+  EXPECT_THAT(no_length, HasSubstr("slice: the request is not valid JSON"));
+}
+
+TEST(InferenceHttpTest, ABodyBeyondTheMemoryBudgetIsRefusedBeforeItIsRead) {
+  TensordProcess server({"--backends=cpu", "--max_memory_bytes=1000000"});
+  // Declared, within --max_message_bytes, never sent: refused from the headers.
+  const std::string answer = RawExchange(
+      server.http_port(),
+      "POST /v2/models/slice/infer HTTP/1.1\r\nHost: x\r\nContent-Length: 10000000\r\n\r\n");
+  EXPECT_THAT(answer, HasSubstr("HTTP/1.1 429 Too Many Requests"));
+  EXPECT_THAT(answer, HasSubstr("(--max_memory_bytes); retry later"));
+}
+
+TEST(InferenceHttpTest, SlowClientsDoNotHoldUpOthers) {
+  TensordProcess server({"--backends=cpu"});
+  // Clients that never finish their headers, and one that never sends its body.
+  std::vector<int> slow;
+  for (int i = 0; i < 40; ++i) {
+    const int fd = Connect(server.http_port());
+    ASSERT_GE(fd, 0);
+    const std::string partial = "POST /v2/models/slice/infer HTTP/1.1\r\nHost: x\r\n";
+    ::send(fd, partial.data(), partial.size(), MSG_NOSIGNAL);
+    slow.push_back(fd);
+  }
+  const int no_body = Connect(server.http_port());
+  const std::string head =
+      "POST /v2/models/slice/infer HTTP/1.1\r\nHost: x\r\nContent-Length: 5000\r\n\r\n{";
+  ::send(no_body, head.data(), head.size(), MSG_NOSIGNAL);
+  slow.push_back(no_body);
+
+  for (int i = 0; i < 3; ++i) {
+    auto answer = Client(server)->Post("/v2/models/slice/infer", kSliceJson, "application/json");
+    ASSERT_TRUE(answer);
+    EXPECT_EQ(answer->status, 200);
+  }
+  for (int fd : slow) ::close(fd);
+}
+
+TEST(InferenceHttpTest, ReadyTurnsFalseWhileDraining) {
+  TensordProcess server({"--backends=cpu", "--drain_seconds=3"});
+  auto client = Client(server);
+  auto ready = client->Get("/v2/health/ready");
+  ASSERT_TRUE(ready);
+  EXPECT_EQ(ready->status, 200);
+  ASSERT_EQ(::kill(server.pid(), SIGTERM), 0);
+  // Draining starts at once and lasts --drain_seconds, while tensord still serves.
+  int status = 0;
+  for (int i = 0; i < 100 && status != 400; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    auto answer = client->Get("/v2/health/ready");
+    if (answer) status = answer->status;
+  }
+  EXPECT_EQ(status, 400);
+  auto model = client->Get("/v2/models/slice/ready");
+  ASSERT_TRUE(model);
+  EXPECT_EQ(model->status, 400);
+  auto live = client->Get("/v2/health/live");
+  ASSERT_TRUE(live);
+  EXPECT_EQ(live->status, 200);
+}
+
+TEST(InferenceHttpTest, TheReadmeCurlExampleAnswers) {
+  std::ifstream readme(std::string(TENSOROP_SOURCE_DIR) + "/README.md");
+  std::stringstream text;
+  text << readme.rdbuf();
+  const std::string all = text.str();
+  const std::string begin = "<!-- v2-http-curl-begin -->\n```bash\n";
+  const size_t start = all.find(begin);
+  ASSERT_NE(start, std::string::npos) << "README.md has no v2-http-curl marker";
+  const size_t end = all.find("```\n<!-- v2-http-curl-end -->", start);
+  ASSERT_NE(end, std::string::npos);
+  std::string command = all.substr(start + begin.size(), end - start - begin.size());
+  ASSERT_THAT(command, HasSubstr("localhost:8000/v2/models/slice/infer"));
+
+  TensordProcess server({"--backends=cpu"});
+  command = absl::StrReplaceAll(
+      command, {{"localhost:8000", absl::StrCat("127.0.0.1:", server.http_port())}});
+  const CommandResult result = RunCommand({"/bin/bash", "-c", command});
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  const Json answer = Json::parse(result.out);
+  EXPECT_EQ(answer["model_name"], "slice");
+  EXPECT_EQ(answer["outputs"][0]["shape"], Json::parse("[2,2]"));
+  EXPECT_EQ(answer["outputs"][0]["data"], Json::parse("[2.0,3.0,5.0,6.0]"));
+}
+
+}  // namespace
+}  // namespace tensorop::testing
