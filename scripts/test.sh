@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# The test command: installs what is missing, builds, and runs every test twice,
-# in the release build and under AddressSanitizer + UndefinedBehaviorSanitizer,
+# The test command: installs what is missing, checks the formatting, builds, and
+# runs every test twice, in the release build and under AddressSanitizer +
+# UndefinedBehaviorSanitizer,
 # the server's unit tests under ThreadSanitizer, each fuzz target for a bounded
 # time, then the public conformance cases through a real tensord with tensorctl,
 # the Python client's tests, the Kubernetes manifests' validation, and the
@@ -10,6 +11,9 @@ root="$(cd "$(dirname "$0")/.." && pwd)"
 shared="$root/../shared"
 . "$root/scripts/lib.sh"
 "$root/scripts/setup.sh"
+# The sources as .clang-format writes them (include order too): seconds, so first.
+echo "== format (scripts/format.sh --check)"
+"$root/scripts/format.sh" --check
 # ghz for the load smoke test (server.GhzSmoke); a no-op once installed.
 "$root/bench/load/install-ghz.sh" >/dev/null
 
