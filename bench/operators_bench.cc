@@ -12,9 +12,9 @@
 #include <cstdio>
 #include <cstring>
 #include <memory>
-#include <span>
 #include <numeric>
 #include <random>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -30,6 +30,7 @@ namespace tensorop {
 namespace {
 
 constexpr int64_t kKiB = 1024;
+constexpr int64_t kMiB = kKiB * kKiB;
 constexpr int64_t kRowElements = 1024;  // 4 KiB rows of float32
 
 // Output shape [rows, columns] of float32 holding `bytes`.
@@ -78,10 +79,9 @@ void RunPrepared(benchmark::State& state, Prepared& p, Backend backend) {
     (void)device->Execute(p.plan, input_spans, outputs, NeverStop);
   }
   for (auto _ : state) {
-    absl::Status status =
-        device == nullptr
-            ? tbb_backend::Execute(p.plan, inputs, outputs)
-            : device->Execute(p.plan, input_spans, outputs, NeverStop, &timings);
+    absl::Status status = device == nullptr
+                              ? tbb_backend::Execute(p.plan, inputs, outputs)
+                              : device->Execute(p.plan, input_spans, outputs, NeverStop, &timings);
     if (!status.ok()) state.SkipWithError(std::string(status.message()).c_str());
     benchmark::ClobberMemory();
   }
@@ -253,8 +253,8 @@ const server::CalibrationReport& Calibration() {
       devices.push_back(FirstDevice());
       labels.push_back("opencl:" + FirstDevice()->name());
     }
-    auto* calibrated = new server::CalibrationReport(server::Calibrate(
-        devices, {.worker_threads = tbb::this_task_arena::max_concurrency()}));
+    auto* calibrated = new server::CalibrationReport(
+        server::Calibrate(devices, {.worker_threads = tbb::this_task_arena::max_concurrency()}));
     fprintf(stderr, "%s\n", server::DescribeCalibration(*calibrated, labels).c_str());
     return calibrated;
   }();
@@ -293,8 +293,8 @@ void AutoBest(benchmark::State& state, Prepared& p) {
   }
   std::vector<std::byte*> outputs;
   for (auto& output : p.outputs) outputs.push_back(output.data());
-  const int choice = server::ChooseBackend(
-      calibration.model, server::FootprintOf(p.plan, input_spans), {});
+  const int choice =
+      server::ChooseBackend(calibration.model, server::FootprintOf(p.plan, input_spans), {});
   absl::Status status = device->Execute(p.plan, input_spans, outputs, NeverStop);  // builds
   double cpu = 0, opencl = 0;
   for (auto _ : state) {
@@ -333,7 +333,7 @@ void BM_AutoBestScatterElements(benchmark::State& state) {
   AutoBest(state, p);
 }
 
-const std::vector<int64_t> kSizes = {kKiB, kKiB * kKiB, 64 * kKiB * kKiB};
+const std::vector<int64_t> kSizes = {kKiB, kMiB, 64 * kMiB};
 
 BENCHMARK(BM_Memcpy)->ArgsProduct({kSizes})->ArgNames({"bytes"})->UseRealTime();
 BENCHMARK(BM_Slice)

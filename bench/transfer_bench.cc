@@ -50,9 +50,8 @@ void BM_OpenClCopy(benchmark::State& state, bool pinned, bool to_device) {
   std::byte* host = nullptr;
   if (pinned) {
     pin = clCreateBuffer(device->context(), CL_MEM_ALLOC_HOST_PTR, bytes, nullptr, &error);
-    host = static_cast<std::byte*>(clEnqueueMapBuffer(queue, pin, CL_TRUE,
-                                                      CL_MAP_READ | CL_MAP_WRITE, 0, bytes, 0,
-                                                      nullptr, nullptr, &error));
+    host = static_cast<std::byte*>(clEnqueueMapBuffer(
+        queue, pin, CL_TRUE, CL_MAP_READ | CL_MAP_WRITE, 0, bytes, 0, nullptr, nullptr, &error));
   } else {
     pageable.assign(bytes, std::byte{1});
     host = pageable.data();
@@ -62,10 +61,10 @@ void BM_OpenClCopy(benchmark::State& state, bool pinned, bool to_device) {
   } else {
     std::memset(host, 2, bytes);
     const auto copy = [&] {
-      return to_device ? clEnqueueWriteBuffer(queue, buffer, CL_FALSE, 0, bytes, host, 0,
-                                              nullptr, nullptr)
-                       : clEnqueueReadBuffer(queue, buffer, CL_FALSE, 0, bytes, host, 0,
-                                             nullptr, nullptr);
+      return to_device ? clEnqueueWriteBuffer(queue, buffer, CL_FALSE, 0, bytes, host, 0, nullptr,
+                                              nullptr)
+                       : clEnqueueReadBuffer(queue, buffer, CL_FALSE, 0, bytes, host, 0, nullptr,
+                                             nullptr);
     };
     copy();
     clFinish(queue);

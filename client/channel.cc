@@ -50,8 +50,9 @@ std::optional<Family> IpLiteralFamily(absl::string_view entry) {
 
 absl::StatusOr<std::string> ChannelTarget(absl::string_view target) {
   if (absl::StripAsciiWhitespace(target).empty()) {
-    return absl::InvalidArgumentError("target is empty: expected HOST:PORT, a list of them, "
-                                      "or a gRPC target such as dns:///NAME:PORT");
+    return absl::InvalidArgumentError(
+        "target is empty: expected HOST:PORT, a list of them, "
+        "or a gRPC target such as dns:///NAME:PORT");
   }
   for (absl::string_view scheme : kSchemes) {
     if (absl::StartsWith(target, scheme)) return std::string(target);
@@ -82,8 +83,7 @@ absl::StatusOr<std::string> ChannelTarget(absl::string_view target) {
     family = entry_family;
     entries.emplace_back(entry);
   }
-  return absl::StrCat(*family == Family::kIpv4 ? "ipv4:" : "ipv6:",
-                      absl::StrJoin(entries, ","));
+  return absl::StrCat(*family == Family::kIpv4 ? "ipv4:" : "ipv6:", absl::StrJoin(entries, ","));
 }
 
 absl::string_view ServiceConfigJson() { return kServiceConfigJson; }
@@ -105,9 +105,8 @@ namespace {
 absl::StatusOr<std::string> ReadOptionFile(absl::string_view option, const std::string& path) {
   std::FILE* file = std::fopen(path.c_str(), "rb");
   if (file == nullptr) {
-    return absl::InvalidArgumentError(absl::StrCat("--", option, "=", path,
-                                                   ": cannot read the file: ",
-                                                   std::strerror(errno)));
+    return absl::InvalidArgumentError(
+        absl::StrCat("--", option, "=", path, ": cannot read the file: ", std::strerror(errno)));
   }
   std::string text;
   char buffer[8192];
@@ -168,8 +167,7 @@ absl::StatusOr<std::shared_ptr<grpc::ChannelCredentials>> ChannelCredentials(
     // gRPC sends call credentials only over a secure channel: the token never
     // travels in plaintext.
     credentials = grpc::CompositeChannelCredentials(
-        credentials,
-        grpc::AccessTokenCredentials(std::string(absl::StripAsciiWhitespace(*token))));
+        credentials, grpc::AccessTokenCredentials(std::string(absl::StripAsciiWhitespace(*token))));
   }
   return credentials;
 }
@@ -185,13 +183,15 @@ absl::Status ExplainSecurityError(const absl::Status& status) {
   if (status.code() != absl::StatusCode::kUnavailable) return status;
   if (absl::StrContains(message, "Peer name") &&
       absl::StrContains(message, "not in peer certificate")) {
-    return with("TLS hostname mismatch: the server's certificate does not name the host in "
-                "--target");
+    return with(
+        "TLS hostname mismatch: the server's certificate does not name the host in "
+        "--target");
   }
   if (absl::StrContains(message, "CERTIFICATE_VERIFY_FAILED") ||
       absl::StrContains(message, "certificate verify failed")) {
-    return with("TLS: the server's certificate is not trusted (not signed by --ca_file / "
-                "TENSOROP_CA_FILE, or by the system's roots without one)");
+    return with(
+        "TLS: the server's certificate is not trusted (not signed by --ca_file / "
+        "TENSOROP_CA_FILE, or by the system's roots without one)");
   }
   if (absl::StrContains(message, "WRONG_VERSION_NUMBER") ||
       absl::StrContains(message, "wrong version number")) {
@@ -202,8 +202,9 @@ absl::Status ExplainSecurityError(const absl::Status& status) {
       absl::StrContains(message, "ALERT_BAD_CERTIFICATE") ||
       absl::StrContains(message, "ALERT_UNKNOWN_CA") ||
       absl::StrContains(message, "ALERT_CERTIFICATE_EXPIRED")) {
-    return with("TLS: the server refused our client certificate, or its absence (mutual TLS: "
-                "--cert_file and --key_file, signed by the server's client CA, not expired)");
+    return with(
+        "TLS: the server refused our client certificate, or its absence (mutual TLS: "
+        "--cert_file and --key_file, signed by the server's client CA, not expired)");
   }
   return status;
 }

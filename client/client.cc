@@ -115,8 +115,10 @@ absl::StatusOr<Result> ResultFromResponse(v1::RunResponse& response,
                            request->outputs(i).has_shared_memory();
     if (in_region) {
       if (!tensor.data.empty()) {
-        return ProtocolError(absl::StrCat("output ", i, " was sent to shared memory, yet the "
-                                          "answer carries ", tensor.data.size(), " bytes"));
+        return ProtocolError(absl::StrCat("output ", i,
+                                          " was sent to shared memory, yet the "
+                                          "answer carries ",
+                                          tensor.data.size(), " bytes"));
       }
     } else if (absl::StatusOr<int64_t> checked = CheckLayout(tensor); !checked.ok()) {
       return ProtocolError(absl::StrCat("output ", i, ": ", checked.status().message()));
@@ -126,8 +128,7 @@ absl::StatusOr<Result> ResultFromResponse(v1::RunResponse& response,
   return result;
 }
 
-Client::Client(const std::string& target, ClientOptions options)
-    : options_(std::move(options)) {
+Client::Client(const std::string& target, ClientOptions options) : options_(std::move(options)) {
   absl::StatusOr<std::string> channel_target = ChannelTarget(target);
   target_status_ = channel_target.status();
   // A malformed target still gets a channel (to nowhere), so the object stays
@@ -243,13 +244,13 @@ absl::StatusOr<Result> Client::ReadResultParts(grpc::ClientContext& context, Str
                                               remaining, " bytes before output ",
                                               result.outputs.size() - 1, " was complete"));
         } else if (header.index() != static_cast<int64_t>(result.outputs.size())) {
-          broken = ProtocolError(absl::StrCat("expected the header of output ",
-                                              result.outputs.size(), ", got output ",
-                                              header.index()));
+          broken =
+              ProtocolError(absl::StrCat("expected the header of output ", result.outputs.size(),
+                                         ", got output ", header.index()));
         } else if (header.byte_length() < 0 ||
                    __builtin_add_overflow(total, header.byte_length(), &total)) {
-          broken = ProtocolError(absl::StrCat("output ", header.index(), " has byte_length ",
-                                              header.byte_length()));
+          broken = ProtocolError(
+              absl::StrCat("output ", header.index(), " has byte_length ", header.byte_length()));
         } else {
           if (result.outputs.empty()) result.backend = header.backend();
           HostTensor& tensor = result.outputs.emplace_back();
@@ -305,16 +306,15 @@ absl::StatusOr<Result> Client::ReadResultParts(grpc::ClientContext& context, Str
 absl::StatusOr<Result> Client::RunStream(const v1::RunRequest& request) {
   grpc::ClientContext context;
   RETURN_IF_ERROR(Prepare(context));
-  std::unique_ptr<grpc::ClientReader<v1::ResultPart>> reader =
-      stub_->RunStream(&context, request);
+  std::unique_ptr<grpc::ClientReader<v1::ResultPart>> reader = stub_->RunStream(&context, request);
   return ReadResultParts(context, *reader);
 }
 
 absl::StatusOr<Result> Client::RunChunked(const v1::RunRequest& request, int64_t chunk_bytes) {
   if (chunk_bytes <= 0) chunk_bytes = options_.chunk_bytes;
   if (chunk_bytes <= 0) {
-    return absl::InvalidArgumentError(absl::StrCat("chunk_bytes must be positive, got ",
-                                                   chunk_bytes));
+    return absl::InvalidArgumentError(
+        absl::StrCat("chunk_bytes must be positive, got ", chunk_bytes));
   }
   // The header: the request with each input's data left out. Inputs go in name
   // order so the upload is deterministic (map order is not).
@@ -359,7 +359,7 @@ absl::StatusOr<Result> Client::RunChunked(const v1::RunRequest& request, int64_t
 std::vector<absl::StatusOr<Result>> Client::RunBidi(const std::vector<v1::RunRequest>& requests) {
   // Every element is overwritten: by its answer, or by the reason it has none.
   std::vector<absl::StatusOr<Result>> results(requests.size(), absl::UnknownError(""));
-  std::map<std::string, size_t, std::less<>> pending;       // id -> index of the request
+  std::map<std::string, size_t, std::less<>> pending;  // id -> index of the request
   for (size_t i = 0; i < requests.size(); ++i) {
     auto [it, inserted] = pending.emplace(requests[i].id(), i);
     if (!inserted) {
@@ -400,8 +400,8 @@ std::vector<absl::StatusOr<Result>> Client::RunBidi(const std::vector<v1::RunReq
     const size_t index = it->second;
     pending.erase(it);
     if (response.status().code() != 0) {
-      results[index] = absl::Status(StatusCodeFromWire(response.status().code()),
-                                    response.status().message());
+      results[index] =
+          absl::Status(StatusCodeFromWire(response.status().code()), response.status().message());
     } else {
       results[index] = ResultFromResponse(response, &requests[index]);
     }

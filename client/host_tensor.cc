@@ -73,9 +73,8 @@ absl::StatusOr<int64_t> ElementCount(absl::Span<const int64_t> sizes) {
     if (__builtin_mul_overflow(elements, sizes[i], &elements)) elements = kMaxElements + 1;
   }
   if (elements > kMaxElements) {
-    return absl::InvalidArgumentError(absl::StrCat("sizes ", FormatDims(sizes),
-                                                   " hold more than ", kMaxElements,
-                                                   " elements"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("sizes ", FormatDims(sizes), " hold more than ", kMaxElements, " elements"));
   }
   return elements;
 }
@@ -87,9 +86,8 @@ absl::StatusOr<int64_t> CheckLayout(const HostTensor& tensor) {
         absl::StrCat("dtype ", static_cast<int>(tensor.dtype), " is not an element type"));
   }
   if (!tensor.strides.empty() && tensor.strides.size() != tensor.sizes.size()) {
-    return absl::InvalidArgumentError(absl::StrCat("strides ", FormatDims(tensor.strides),
-                                                   " do not match sizes ",
-                                                   FormatDims(tensor.sizes)));
+    return absl::InvalidArgumentError(absl::StrCat(
+        "strides ", FormatDims(tensor.strides), " do not match sizes ", FormatDims(tensor.sizes)));
   }
   ASSIGN_OR_RETURN(const int64_t elements, ElementCount(tensor.sizes));
   const int64_t bytes = static_cast<int64_t>(tensor.data.size());
@@ -125,9 +123,9 @@ absl::StatusOr<int64_t> CheckLayout(const HostTensor& tensor) {
                                                    " overflow 64 bits"));
   }
   if (bytes < span_bytes) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "data holds ", bytes, " bytes but strides ", FormatDims(tensor.strides), " over sizes ",
-        FormatDims(tensor.sizes), " reach ", span_bytes));
+    return absl::InvalidArgumentError(
+        absl::StrCat("data holds ", bytes, " bytes but strides ", FormatDims(tensor.strides),
+                     " over sizes ", FormatDims(tensor.sizes), " reach ", span_bytes));
   }
   return elements;
 }

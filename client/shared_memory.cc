@@ -36,8 +36,9 @@ int64_t OutputRoom(const v1::OutputDesc& desc, int element_size) {
     if (size <= 0) return 0;
     if (__builtin_mul_overflow(packed, size, &packed)) return 0;
     int64_t span = 0;
-    if (strided && (__builtin_mul_overflow(size - 1, std::max<int64_t>(desc.strides(i), 0), &span) ||
-                    __builtin_add_overflow(extent, span, &extent))) {
+    if (strided &&
+        (__builtin_mul_overflow(size - 1, std::max<int64_t>(desc.strides(i), 0), &span) ||
+         __builtin_add_overflow(extent, span, &extent))) {
       return 0;
     }
   }
@@ -61,8 +62,8 @@ absl::StatusOr<std::unique_ptr<SharedMemoryRegion>> SharedMemoryRegion::Create(
     const int error = errno;
     close(fd);
     shm_unlink(name.c_str());
-    return absl::ResourceExhaustedError(absl::StrCat("cannot size shared memory object ", name,
-                                                     " to ", size, " bytes: ", std::strerror(error)));
+    return absl::ResourceExhaustedError(absl::StrCat(
+        "cannot size shared memory object ", name, " to ", size, " bytes: ", std::strerror(error)));
   }
   void* base = mmap(nullptr, static_cast<size_t>(size), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
   close(fd);
@@ -157,8 +158,8 @@ absl::StatusOr<Result> RunInSharedMemory(Client& client, const v1::RunRequest& r
     const int64_t bytes = elements * ElementSize(tensor.dtype);
     const int64_t room = shared.outputs(static_cast<int>(i)).shared_memory().byte_length();
     if (bytes < 0 || bytes > room) {
-      return absl::InternalError(absl::StrCat("output ", i, " takes ", bytes,
-                                              " bytes, more than the ", room, " sent"));
+      return absl::InternalError(
+          absl::StrCat("output ", i, " takes ", bytes, " bytes, more than the ", room, " sent"));
     }
     tensor.data.assign(reinterpret_cast<const char*>(region->bytes().data() + output_offsets[i]),
                        static_cast<size_t>(bytes));

@@ -34,15 +34,15 @@
 #include <iterator>
 #include <optional>
 #include <string>
-#include "absl/strings/string_view.h"
 #include <vector>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
-#include "absl/strings/str_cat.h"
-#include "absl/strings/str_format.h"
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/string_view.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "client/case_compare.h"
@@ -71,7 +71,8 @@ constexpr absl::string_view kUsage =
     "  tensorctl shm-unregister --target ADDR --region NAME\n"
     "  tensorctl shm-status --target ADDR [--region NAME]\n"
     "run, conformance: --shared_memory sends inputs and outputs through a shared memory region\n"
-    "security (run, conformance, health): [--tls] [--ca_file PEM] [--cert_file PEM --key_file PEM]\n"
+    "security (run, conformance, health): [--tls] [--ca_file PEM] [--cert_file PEM --key_file "
+    "PEM]\n"
     "  [--token_file FILE]; or TENSOROP_TLS=1, TENSOROP_CA_FILE, TENSOROP_CERT_FILE,\n"
     "  TENSOROP_KEY_FILE, TENSOROP_TOKEN_FILE. Any file implies --tls.\n"
     "FILE/PATH: a case file, or a directory of *.json case files.\n"

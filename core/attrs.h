@@ -37,8 +37,7 @@ struct ScatterElementsAttrs {
   int64_t axis = 0;
 };
 
-using OpAttrs =
-    std::variant<SliceAttrs, StridedSliceAttrs, SplitAttrs, ScatterElementsAttrs>;
+using OpAttrs = std::variant<SliceAttrs, StridedSliceAttrs, SplitAttrs, ScatterElementsAttrs>;
 
 }  // namespace tensorop
 

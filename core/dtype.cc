@@ -25,17 +25,28 @@ int ElementSize(DType dtype) {
 
 absl::string_view DTypeName(DType dtype) {
   switch (dtype) {
-    case DType::kFloat64: return "float64";
-    case DType::kFloat32: return "float32";
-    case DType::kFloat16: return "float16";
-    case DType::kInt64: return "int64";
-    case DType::kInt32: return "int32";
-    case DType::kInt16: return "int16";
-    case DType::kInt8: return "int8";
-    case DType::kUint64: return "uint64";
-    case DType::kUint32: return "uint32";
-    case DType::kUint16: return "uint16";
-    case DType::kUint8: return "uint8";
+    case DType::kFloat64:
+      return "float64";
+    case DType::kFloat32:
+      return "float32";
+    case DType::kFloat16:
+      return "float16";
+    case DType::kInt64:
+      return "int64";
+    case DType::kInt32:
+      return "int32";
+    case DType::kInt16:
+      return "int16";
+    case DType::kInt8:
+      return "int8";
+    case DType::kUint64:
+      return "uint64";
+    case DType::kUint32:
+      return "uint32";
+    case DType::kUint16:
+      return "uint16";
+    case DType::kUint8:
+      return "uint8";
   }
   return "unknown";
 }
@@ -56,8 +67,7 @@ std::optional<DType> DTypeFromInt(int64_t value) {
 }
 
 bool IsFloat(DType dtype) {
-  return dtype == DType::kFloat64 || dtype == DType::kFloat32 ||
-         dtype == DType::kFloat16;
+  return dtype == DType::kFloat64 || dtype == DType::kFloat32 || dtype == DType::kFloat16;
 }
 
 bool IsSigned(DType dtype) {

@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <optional>
+
 #include "absl/strings/string_view.h"
 
 namespace tensorop {
@@ -24,9 +25,8 @@ enum class DType : uint8_t {
 };
 
 inline constexpr DType kAllDTypes[] = {
-    DType::kFloat64, DType::kFloat32, DType::kFloat16, DType::kInt64,
-    DType::kInt32,   DType::kInt16,   DType::kInt8,    DType::kUint64,
-    DType::kUint32,  DType::kUint16,  DType::kUint8};
+    DType::kFloat64, DType::kFloat32, DType::kFloat16, DType::kInt64,  DType::kInt32, DType::kInt16,
+    DType::kInt8,    DType::kUint64,  DType::kUint32,  DType::kUint16, DType::kUint8};
 
 // Bytes per element: 1, 2, 4 or 8.
 int ElementSize(DType dtype);

@@ -31,8 +31,8 @@ absl::StatusOr<std::array<const TensorView*, kMaxOperatorInputs>> BindInputs(
   for (const NamedTensor& input : inputs) {
     auto at = std::find(names.begin(), names.end(), input.name);
     if (at == names.end()) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "inputs has \"", input.name, "\"; ", op.name, " takes ", quoted()));
+      return absl::InvalidArgumentError(
+          absl::StrCat("inputs has \"", input.name, "\"; ", op.name, " takes ", quoted()));
     }
     const TensorView*& slot = bound[at - names.begin()];
     if (slot != nullptr) {
@@ -43,8 +43,8 @@ absl::StatusOr<std::array<const TensorView*, kMaxOperatorInputs>> BindInputs(
   }
   for (size_t i = 0; i < names.size(); ++i) {
     if (bound[i] == nullptr) {
-      return absl::InvalidArgumentError(absl::StrCat("inputs is missing \"", names[i],
-                                                     "\"; ", op.name, " takes ", quoted()));
+      return absl::InvalidArgumentError(
+          absl::StrCat("inputs is missing \"", names[i], "\"; ", op.name, " takes ", quoted()));
     }
   }
   return bound;
@@ -74,8 +74,7 @@ struct Planner {
     return PlanSplit(geometry);
   }
   absl::StatusOr<ExecutionPlan> operator()(const ScatterElementsAttrs& attrs) const {
-    ASSIGN_OR_RETURN(auto inputs,
-                     BindInputs(InfoOf<ScatterElementsAttrs>(), request.inputs));
+    ASSIGN_OR_RETURN(auto inputs, BindInputs(InfoOf<ScatterElementsAttrs>(), request.inputs));
     ASSIGN_OR_RETURN(ScatterElementsGeometry geometry,
                      ValidateScatterElements(attrs, *inputs[0], *inputs[1], *inputs[2],
                                              request.outputs, limits, stop));
@@ -100,9 +99,9 @@ absl::Status CheckRequestBytes(const OpRequest& request, const ExecutionPlan& pl
   }
   std::optional<int64_t> total = CheckedAdd(input_bytes, output_bytes);
   if (!total || *total > limits.max_request_bytes) {
-    return absl::ResourceExhaustedError(absl::StrCat(
-        "the request needs ", input_bytes, " bytes of inputs and ", output_bytes,
-        " bytes of outputs; the limit is ", limits.max_request_bytes, " in all"));
+    return absl::ResourceExhaustedError(
+        absl::StrCat("the request needs ", input_bytes, " bytes of inputs and ", output_bytes,
+                     " bytes of outputs; the limit is ", limits.max_request_bytes, " in all"));
   }
   return absl::OkStatus();
 }
@@ -111,10 +110,9 @@ absl::Status CheckRequestBytes(const OpRequest& request, const ExecutionPlan& pl
 
 absl::string_view OpName(const OpAttrs& attrs) { return InfoOf(attrs).name; }
 
-absl::StatusOr<ExecutionPlan> PlanOperator(const OpRequest& request,
-                                           const Limits& limits, const StopCheck& stop) {
-  ASSIGN_OR_RETURN(ExecutionPlan plan,
-                   std::visit(Planner{request, limits, stop}, request.attrs));
+absl::StatusOr<ExecutionPlan> PlanOperator(const OpRequest& request, const Limits& limits,
+                                           const StopCheck& stop) {
+  ASSIGN_OR_RETURN(ExecutionPlan plan, std::visit(Planner{request, limits, stop}, request.attrs));
   RETURN_IF_ERROR(stop());
   RETURN_IF_ERROR(CheckRequestBytes(request, plan, limits));
   for (const Layout& output : plan.outputs) plan.bytes_moved += output.buffer_bytes();

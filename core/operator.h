@@ -5,11 +5,11 @@
 
 #include <cstdint>
 #include <string>
-#include "absl/strings/string_view.h"
 #include <variant>
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 #include "core/attrs.h"
 #include "core/cancellation.h"
 #include "core/limits.h"
@@ -30,8 +30,8 @@ struct NamedTensor {
 
 struct OpRequest {
   OpAttrs attrs;
-  std::vector<NamedTensor> inputs;   // any order; names per operator
-  std::vector<OutputDesc> outputs;   // one per output, where the op needs them
+  std::vector<NamedTensor> inputs;  // any order; names per operator
+  std::vector<OutputDesc> outputs;  // one per output, where the op needs them
 };
 
 // Validates every rule of OPERATORS.md for `request` and plans its execution.
@@ -39,8 +39,7 @@ struct OpRequest {
 // limit is passed. The plan's input slots follow plan.input_names.
 // `stop` is asked at bounded intervals of the long loops (every index value,
 // every output): its first non-OK status is returned.
-absl::StatusOr<ExecutionPlan> PlanOperator(const OpRequest& request,
-                                           const Limits& limits,
+absl::StatusOr<ExecutionPlan> PlanOperator(const OpRequest& request, const Limits& limits,
                                            const StopCheck& stop = NeverStop);
 
 }  // namespace tensorop

@@ -28,9 +28,9 @@ struct RankRule {
 
 // The request's `outputs` list, per operator.
 enum class OutputRule {
-  kOneGiven,         // exactly one entry; the caller gives its sizes (slice)
-  kOneDerived,       // none or one; the operator derives the sizes
-  kOneOrMoreGiven,   // at least one; the caller gives each one's sizes (split)
+  kOneGiven,        // exactly one entry; the caller gives its sizes (slice)
+  kOneDerived,      // none or one; the operator derives the sizes
+  kOneOrMoreGiven,  // at least one; the caller gives each one's sizes (split)
 };
 
 struct OperatorInfo {
@@ -49,8 +49,7 @@ namespace operator_info_internal {
 inline constexpr absl::string_view kInput[] = {"input"};
 inline constexpr absl::string_view kScatterInputs[] = {"input", "indices", "updates"};
 
-constexpr OperatorInfo Describe(absl::string_view name,
-                                std::span<const absl::string_view> inputs,
+constexpr OperatorInfo Describe(absl::string_view name, std::span<const absl::string_view> inputs,
                                 OutputRule outputs, int max_rank, bool allow_zero_sizes) {
   return {name, inputs, outputs, RankRule{1, max_rank, allow_zero_sizes, name}};
 }
@@ -69,14 +68,13 @@ constexpr size_t IndexIn(const std::variant<Ts...>*) {
 // DirectML's operators take ranks 1..8 with no zero sizes; OpenVINO's
 // StridedSlice takes up to 32 and empty dimensions (OPERATORS.md).
 inline constexpr std::array<OperatorInfo, std::variant_size_v<OpAttrs>> kOperators = {{
-    operator_info_internal::Describe("slice", operator_info_internal::kInput,
-                                     OutputRule::kOneGiven, 8, false),
+    operator_info_internal::Describe("slice", operator_info_internal::kInput, OutputRule::kOneGiven,
+                                     8, false),
     operator_info_internal::Describe("strided_slice", operator_info_internal::kInput,
                                      OutputRule::kOneDerived, 32, true),
     operator_info_internal::Describe("split", operator_info_internal::kInput,
                                      OutputRule::kOneOrMoreGiven, 8, false),
-    operator_info_internal::Describe("scatter_elements",
-                                     operator_info_internal::kScatterInputs,
+    operator_info_internal::Describe("scatter_elements", operator_info_internal::kScatterInputs,
                                      OutputRule::kOneDerived, 8, false),
 }};
 static_assert(

@@ -10,11 +10,11 @@
 #define TENSOROP_CONCAT(a, b) TENSOROP_CONCAT_INNER(a, b)
 
 // Returns the status of `expr` from the enclosing function unless it is OK.
-#define RETURN_IF_ERROR(expr)                                  \
-  do {                                                         \
-    if (absl::Status status_ = (expr); !status_.ok()) {        \
-      return status_;                                          \
-    }                                                          \
+#define RETURN_IF_ERROR(expr)                           \
+  do {                                                  \
+    if (absl::Status status_ = (expr); !status_.ok()) { \
+      return status_;                                   \
+    }                                                   \
   } while (false)
 
 // ASSIGN_OR_RETURN(lhs, expr): evaluates the StatusOr `expr`; returns its status
@@ -22,8 +22,8 @@
 #define ASSIGN_OR_RETURN(lhs, expr) \
   ASSIGN_OR_RETURN_IMPL(TENSOROP_CONCAT(status_or_, __LINE__), lhs, expr)
 
-#define ASSIGN_OR_RETURN_IMPL(tmp, lhs, expr) \
-  auto tmp = (expr);                          \
+#define ASSIGN_OR_RETURN_IMPL(tmp, lhs, expr)    \
+  auto tmp = (expr);                             \
   if (!tmp.ok()) return std::move(tmp).status(); \
   lhs = std::move(tmp).value()
 

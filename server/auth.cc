@@ -43,9 +43,8 @@ bool ValidName(absl::string_view name) {
 absl::StatusOr<std::string> ReadTokenFile(const std::string& path) {
   std::FILE* file = std::fopen(path.c_str(), "rb");
   if (file == nullptr) {
-    return absl::InvalidArgumentError(absl::StrCat("--auth_token_file=", path,
-                                                   ": cannot read the file: ",
-                                                   std::strerror(errno)));
+    return absl::InvalidArgumentError(
+        absl::StrCat("--auth_token_file=", path, ": cannot read the file: ", std::strerror(errno)));
   }
   std::string text;
   char buffer[4096];
@@ -206,8 +205,8 @@ std::string PeerIdentity(const grpc::ServerContextBase& context) {
   }
   for (const grpc::string_ref& subject :
        auth->FindPropertyValues(GRPC_X509_SUBJECT_PROPERTY_NAME)) {
-    absl::StrAppend(&identity, identity.empty() ? "" : " ", "cert:",
-                    absl::string_view(subject.data(), subject.size()));
+    absl::StrAppend(&identity, identity.empty() ? "" : " ",
+                    "cert:", absl::string_view(subject.data(), subject.size()));
     break;
   }
   return identity;

@@ -92,8 +92,7 @@ struct AuthCounters {
 
 class TokenAuthProcessor : public grpc::AuthMetadataProcessor {
  public:
-  TokenAuthProcessor(const TokenStore* tokens, ReflectionAccess reflection,
-                     AuthCounters* counters)
+  TokenAuthProcessor(const TokenStore* tokens, ReflectionAccess reflection, AuthCounters* counters)
       : tokens_(tokens), reflection_(reflection), counters_(counters) {}
 
   // The check is a hash and a few compares in memory: run it on gRPC's thread.

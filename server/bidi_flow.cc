@@ -51,7 +51,7 @@ BidiFlow::Steps BidiFlow::WriteDone(bool ok) {
 }
 
 BidiFlow::Steps BidiFlow::Next(Steps steps) {
-  if (finished_) return steps;  // N0
+  if (finished_) return steps;                 // N0
   if (!writing_ && !broken_ && queued_ > 0) {  // N1
     writing_ = true;
     --queued_;

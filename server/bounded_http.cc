@@ -66,20 +66,34 @@ bool WouldBlock() { return errno == EAGAIN || errno == EWOULDBLOCK; }
 
 absl::string_view ReasonPhrase(int status) {
   switch (status) {
-    case 200: return "OK";
-    case 400: return "Bad Request";
-    case 401: return "Unauthorized";
-    case 403: return "Forbidden";
-    case 404: return "Not Found";
-    case 408: return "Request Timeout";
-    case 411: return "Length Required";
-    case 413: return "Payload Too Large";
-    case 429: return "Too Many Requests";
-    case 500: return "Internal Server Error";
-    case 501: return "Not Implemented";
-    case 503: return "Service Unavailable";
-    case 504: return "Gateway Timeout";
-    default: return "Error";
+    case 200:
+      return "OK";
+    case 400:
+      return "Bad Request";
+    case 401:
+      return "Unauthorized";
+    case 403:
+      return "Forbidden";
+    case 404:
+      return "Not Found";
+    case 408:
+      return "Request Timeout";
+    case 411:
+      return "Length Required";
+    case 413:
+      return "Payload Too Large";
+    case 429:
+      return "Too Many Requests";
+    case 500:
+      return "Internal Server Error";
+    case 501:
+      return "Not Implemented";
+    case 503:
+      return "Service Unavailable";
+    case 504:
+      return "Gateway Timeout";
+    default:
+      return "Error";
   }
 }
 
@@ -289,9 +303,8 @@ class BoundedHttpServer::Impl : public httplib::Server {
   }
 
   void Refuse(Waiting& w, int status, const std::string& message) {
-    HttpRefusal refusal = options_.render_refusal
-                              ? options_.render_refusal(status, message)
-                              : HttpRefusal{status, "text/plain", message};
+    HttpRefusal refusal = options_.render_refusal ? options_.render_refusal(status, message)
+                                                  : HttpRefusal{status, "text/plain", message};
     StartRefusal(w, refusal);
   }
 
@@ -511,8 +524,7 @@ absl::StatusOr<HttpHostPort> SplitHttpHostPort(const std::string& address,
   HttpHostPort split;
   if (colon == std::string::npos || !absl::SimpleAtoi(address.substr(colon + 1), &split.port) ||
       split.port < 0 || split.port > 65535) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(what, " \"", address, "\": expected HOST:PORT"));
+    return absl::InvalidArgumentError(absl::StrCat(what, " \"", address, "\": expected HOST:PORT"));
   }
   split.host = address.substr(0, colon);
   // [::1] -> ::1, as getaddrinfo wants it.
@@ -529,8 +541,8 @@ absl::StatusOr<std::unique_ptr<BoundedHttpServer>> BoundedHttpServer::Start(
   if (!host_port.ok()) return host_port.status();
 
   std::unique_ptr<BoundedHttpServer> server(new BoundedHttpServer());
-  const size_t payload = options.admit ? static_cast<size_t>(options.max_body_bytes)
-                                       : options.max_header_bytes;
+  const size_t payload =
+      options.admit ? static_cast<size_t>(options.max_body_bytes) : options.max_header_bytes;
   server->http_ = std::make_unique<Impl>(std::move(options));
   Impl& http = *server->http_;
   http.set_socket_options(ExclusiveSocketOptions);

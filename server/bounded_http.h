@@ -69,9 +69,9 @@ std::unique_ptr<Connection> PlainConnection(int fd);
 // A request's line and headers, as the waiting room read them.
 struct HttpRequestHead {
   std::string method;
-  std::string target;  // path and query
+  std::string target;                          // path and query
   std::map<std::string, std::string> headers;  // names lowercased
-  int64_t content_length = 0;  // 0 when none was given
+  int64_t content_length = 0;                  // 0 when none was given
 };
 
 // The answer to a request refused before its body is read.
@@ -116,8 +116,7 @@ struct HttpHostPort {
   std::string host;
   int port = 0;
 };
-absl::StatusOr<HttpHostPort> SplitHttpHostPort(const std::string& address,
-                                               const std::string& what);
+absl::StatusOr<HttpHostPort> SplitHttpHostPort(const std::string& address, const std::string& what);
 
 class BoundedHttpServer {
  public:

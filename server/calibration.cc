@@ -61,8 +61,8 @@ absl::StatusOr<std::unique_ptr<Job>> Planned(std::unique_ptr<Job> job, const OpR
     job->outputs.emplace_back(static_cast<size_t>(layout.buffer_bytes()));
     job->output_pointers.push_back(job->outputs.back().data());
   }
-  job->footprint = FootprintOf(job->plan, std::span<const std::span<const std::byte>>(
-                                              job->input_spans));
+  job->footprint =
+      FootprintOf(job->plan, std::span<const std::span<const std::byte>>(job->input_spans));
   return job;
 }
 
@@ -72,8 +72,7 @@ absl::StatusOr<std::unique_ptr<Job>> CopyJob(int64_t rows, int64_t columns) {
   const int64_t width = columns + kPadElements;
   job->inputs.emplace_back(static_cast<size_t>(rows * width * 4), std::byte{1});
   OpRequest request{SliceAttrs{{0, kPadElements / 2}, {rows, columns}, {1, 1}},
-                    {{"input", {TensorDesc{DType::kFloat32, {rows, width}, {}},
-                                job->inputs[0]}}},
+                    {{"input", {TensorDesc{DType::kFloat32, {rows, width}, {}}, job->inputs[0]}}},
                     {{{rows, columns}, {}}}};
   return Planned(std::move(job), request);
 }
@@ -95,8 +94,7 @@ absl::StatusOr<std::unique_ptr<Job>> ScatterJob(int64_t rows, int64_t columns) {
   const TensorDesc data{DType::kFloat32, {rows, columns}, {}};
   OpRequest request{ScatterElementsAttrs{0},
                     {{"input", {data, job->inputs[0]}},
-                     {"indices", {TensorDesc{DType::kInt32, {rows, columns}, {}},
-                                  job->inputs[1]}},
+                     {"indices", {TensorDesc{DType::kInt32, {rows, columns}, {}}, job->inputs[1]}},
                      {"updates", {data, job->inputs[2]}}},
                     {}};
   return Planned(std::move(job), request);
@@ -122,8 +120,8 @@ struct Point {
 
 Sample Median(std::vector<Sample> samples) {
   Sample median;
-  for (double Sample::*field : {&Sample::total, &Sample::upload, &Sample::kernel,
-                                &Sample::download}) {
+  for (double Sample::*field :
+       {&Sample::total, &Sample::upload, &Sample::kernel, &Sample::download}) {
     std::vector<double> values;
     for (const Sample& s : samples) values.push_back(s.*field);
     std::nth_element(values.begin(), values.begin() + values.size() / 2, values.end());
@@ -253,9 +251,8 @@ absl::Status CalibrateCpu(Meter& meter, const CalibrationOptions& options, int p
   tbb::task_arena arena(std::max(1, options.worker_threads));
   const auto run = [&arena](Job& job, Sample&) {
     absl::Status status;
-    arena.execute([&] {
-      status = tbb_backend::Execute(job.plan, job.input_pointers, job.output_pointers);
-    });
+    arena.execute(
+        [&] { status = tbb_backend::Execute(job.plan, job.input_pointers, job.output_pointers); });
     return status;
   };
   const Clock::time_point setup = Clock::now();
@@ -265,21 +262,21 @@ absl::Status CalibrateCpu(Meter& meter, const CalibrationOptions& options, int p
   report.setup_seconds += SecondsSince(setup);
 
   meter.BeginPhase(phases--);
-  ASSIGN_OR_RETURN(cpu.fixed_seconds, FixedSeconds(meter, kCpuFixedRuns,
-                                                   [&](Sample& s) { return run(*tiny, s); }));
+  ASSIGN_OR_RETURN(cpu.fixed_seconds,
+                   FixedSeconds(meter, kCpuFixedRuns, [&](Sample& s) { return run(*tiny, s); }));
   meter.BeginPhase(phases--);
-  ASSIGN_OR_RETURN(std::vector<Point> copies,
-                   Ladder(meter, options.max_bytes,
-                          [](int64_t rows) { return CopyJob(rows, kRowElements); }, run));
-  cpu.copy_bytes_per_second =
-      RateOf(SecondsPerByte(copies, &Point::output_bytes, &Sample::total));
+  ASSIGN_OR_RETURN(
+      std::vector<Point> copies,
+      Ladder(
+          meter, options.max_bytes, [](int64_t rows) { return CopyJob(rows, kRowElements); }, run));
+  cpu.copy_bytes_per_second = RateOf(SecondsPerByte(copies, &Point::output_bytes, &Sample::total));
   meter.BeginPhase(phases--);
   ASSIGN_OR_RETURN(std::vector<Point> scatters,
-                   Ladder(meter, options.max_bytes,
-                          [](int64_t rows) { return ScatterJob(rows, kRowElements); }, run));
-  cpu.scatter_bytes_per_second =
-      ScatterRate(SecondsPerByte(scatters, &Point::output_bytes, &Sample::total),
-                  cpu.copy_bytes_per_second);
+                   Ladder(
+                       meter, options.max_bytes,
+                       [](int64_t rows) { return ScatterJob(rows, kRowElements); }, run));
+  cpu.scatter_bytes_per_second = ScatterRate(
+      SecondsPerByte(scatters, &Point::output_bytes, &Sample::total), cpu.copy_bytes_per_second);
   return absl::OkStatus();
 }
 
@@ -292,8 +289,8 @@ absl::Status CalibrateDevice(Meter& meter, opencl_backend::Device& device,
   // Phases timed apart (each waited for), as DeviceTimings measures them.
   const auto run_timed = [&device](Job& job, Sample& sample) {
     opencl_backend::DeviceTimings timings;
-    RETURN_IF_ERROR(device.Execute(job.plan, job.input_spans, job.output_pointers, NeverStop,
-                                   &timings));
+    RETURN_IF_ERROR(
+        device.Execute(job.plan, job.input_spans, job.output_pointers, NeverStop, &timings));
     sample.upload = static_cast<double>(timings.upload_ns) * 1e-9;
     sample.kernel = static_cast<double>(timings.kernel_ns) * 1e-9;
     sample.download = static_cast<double>(timings.download_ns) * 1e-9;
@@ -309,12 +306,13 @@ absl::Status CalibrateDevice(Meter& meter, opencl_backend::Device& device,
   report.setup_seconds += SecondsSince(setup);
 
   meter.BeginPhase(phases--);
-  ASSIGN_OR_RETURN(rates.fixed_seconds, FixedSeconds(meter, kDeviceFixedRuns,
-                                                     [&](Sample& s) { return run(*tiny, s); }));
+  ASSIGN_OR_RETURN(rates.fixed_seconds,
+                   FixedSeconds(meter, kDeviceFixedRuns, [&](Sample& s) { return run(*tiny, s); }));
   meter.BeginPhase(phases--);
   ASSIGN_OR_RETURN(std::vector<Point> copies,
-                   Ladder(meter, options.max_bytes,
-                          [](int64_t rows) { return CopyJob(rows, kRowElements); }, run_timed));
+                   Ladder(
+                       meter, options.max_bytes,
+                       [](int64_t rows) { return CopyJob(rows, kRowElements); }, run_timed));
   rates.upload_bytes_per_second =
       RateOf(SecondsPerByte(copies, &Point::input_bytes, &Sample::upload));
   rates.download_bytes_per_second =
@@ -323,12 +321,11 @@ absl::Status CalibrateDevice(Meter& meter, opencl_backend::Device& device,
       RateOf(SecondsPerByte(copies, &Point::output_bytes, &Sample::kernel));
   meter.BeginPhase(phases--);
   ASSIGN_OR_RETURN(std::vector<Point> scatters,
-                   Ladder(meter, options.max_bytes,
-                          [](int64_t rows) { return ScatterJob(rows, kRowElements); },
-                          run_timed));
-  rates.scatter_bytes_per_second =
-      ScatterRate(SecondsPerByte(scatters, &Point::output_bytes, &Sample::kernel),
-                  rates.copy_bytes_per_second);
+                   Ladder(
+                       meter, options.max_bytes,
+                       [](int64_t rows) { return ScatterJob(rows, kRowElements); }, run_timed));
+  rates.scatter_bytes_per_second = ScatterRate(
+      SecondsPerByte(scatters, &Point::output_bytes, &Sample::kernel), rates.copy_bytes_per_second);
   return absl::OkStatus();
 }
 
@@ -381,22 +378,19 @@ CalibrationReport Calibrate(std::span<opencl_backend::Device* const> devices,
 std::string DescribeCalibration(const CalibrationReport& report,
                                 std::span<const std::string> labels) {
   const CpuRates& cpu = report.model.cpu;
-  std::string text = absl::StrCat("calibration: cpu (", cpu.workers, " workers): fixed ",
-                                  Micros(cpu.fixed_seconds), ", copy ",
-                                  Rate(cpu.copy_bytes_per_second), ", scatter ",
-                                  Rate(cpu.scatter_bytes_per_second));
+  std::string text = absl::StrCat(
+      "calibration: cpu (", cpu.workers, " workers): fixed ", Micros(cpu.fixed_seconds), ", copy ",
+      Rate(cpu.copy_bytes_per_second), ", scatter ", Rate(cpu.scatter_bytes_per_second));
   for (size_t i = 0; i < report.model.devices.size(); ++i) {
     const DeviceRates& rates = report.model.devices[i];
     absl::StrAppend(&text, "; ", i, " ", i < labels.size() ? labels[i] : "opencl", ": fixed ",
-                    Micros(rates.fixed_seconds), ", upload ",
-                    Rate(rates.upload_bytes_per_second), ", download ",
-                    Rate(rates.download_bytes_per_second), ", copy ",
+                    Micros(rates.fixed_seconds), ", upload ", Rate(rates.upload_bytes_per_second),
+                    ", download ", Rate(rates.download_bytes_per_second), ", copy ",
                     Rate(rates.copy_bytes_per_second), ", scatter ",
                     Rate(rates.scatter_bytes_per_second));
   }
-  absl::StrAppend(&text,
-                  absl::StrFormat("; %.3g s measuring, %.3g s building programs",
-                                  report.measuring_seconds, report.setup_seconds));
+  absl::StrAppend(&text, absl::StrFormat("; %.3g s measuring, %.3g s building programs",
+                                         report.measuring_seconds, report.setup_seconds));
   if (!report.complete) absl::StrAppend(&text, " (incomplete)");
   for (const std::string& problem : report.problems) absl::StrAppend(&text, "; ", problem);
   return text;

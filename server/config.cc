@@ -64,8 +64,7 @@ TENSORD_FLAG(int64_t, max_request_bytes, int64_t{4} << 30,
              "largest request: bytes of all inputs plus all outputs");
 TENSORD_FLAG(int64_t, max_tensor_elements, tensorop::kMaxTensorElements,
              "most elements in one tensor (at most 2^32-1)");
-TENSORD_FLAG(int64_t, chunk_bytes, int64_t{1} << 20,
-             "data bytes per streamed ResultPart chunk");
+TENSORD_FLAG(int64_t, chunk_bytes, int64_t{1} << 20, "data bytes per streamed ResultPart chunk");
 TENSORD_FLAG(std::string, backend, "auto",
              "where requests asking for AUTO run: auto, cpu or opencl");
 TENSORD_FLAG(int, max_queued_requests, 256,
@@ -159,7 +158,7 @@ constexpr int64_t kMinMessageBytes = 4096;
 constexpr int64_t kMaxRequestBytes = int64_t{1} << 50;  // 1 PiB
 constexpr int kMaxOpenClQueueDepth = 1024;
 constexpr int64_t kMaxStagingBytes = int64_t{1} << 40;  // 1 TiB
-constexpr int kMaxSeconds = 86400;  // one day
+constexpr int kMaxSeconds = 86400;                      // one day
 constexpr int kMaxShutdownSeconds = 3600;
 constexpr int kMaxInjectedFailures = 1 << 20;
 constexpr int kMaxStreams = 65536;
@@ -237,8 +236,8 @@ absl::StatusOr<Parsed> ParseFlags(const std::vector<std::string>& args) {
     }
     if (name == "flagfile") {
       ASSIGN_OR_RETURN(std::vector<Argument> from_file, ReadFlagFile(value, origin));
-      arguments.insert(arguments.begin() + static_cast<std::ptrdiff_t>(i) + 1,
-                       from_file.begin(), from_file.end());
+      arguments.insert(arguments.begin() + static_cast<std::ptrdiff_t>(i) + 1, from_file.begin(),
+                       from_file.end());
       continue;
     }
     if (!IsTensordFlag(name)) {
@@ -282,8 +281,7 @@ absl::Status CheckHostPort(absl::string_view name, const std::string& address,
   }
   const std::string port_text = address.substr(colon + 1);
   int64_t port = -1;
-  if (port_text.empty() ||
-      port_text.find_first_not_of("0123456789") != std::string::npos ||
+  if (port_text.empty() || port_text.find_first_not_of("0123456789") != std::string::npos ||
       port_text.size() > 6 || !absl::SimpleAtoi(port_text, &port) || port > kMaxPort) {
     return absl::InvalidArgumentError(
         absl::StrCat("--", name, "=", address, ": the port must be in [0, ", kMaxPort, "]"));
@@ -310,8 +308,9 @@ absl::Status CheckUnixAddress(const std::string& address) {
                      " bytes; a Unix socket path may have at most 107"));
   }
   const size_t slash = path.rfind('/');
-  const std::string directory =
-      slash == absl::string_view::npos ? "." : std::string(slash == 0 ? "/" : path.substr(0, slash));
+  const std::string directory = slash == absl::string_view::npos
+                                    ? "."
+                                    : std::string(slash == 0 ? "/" : path.substr(0, slash));
   struct stat info {};
   if (stat(directory.c_str(), &info) != 0 || !S_ISDIR(info.st_mode)) {
     return absl::InvalidArgumentError(
@@ -393,17 +392,15 @@ absl::StatusOr<ServerConfig> ValidatedConfig(const Parsed& parsed) {
   ASSIGN_OR_RETURN(config.device.staging_bytes,
                    FlagInRange(FLAGS_opencl_staging_bytes, "opencl_staging_bytes", int64_t{0},
                                kMaxStagingBytes));
-  ASSIGN_OR_RETURN(
-      const int max_wait,
-      FlagInRange(FLAGS_opencl_max_wait_seconds, "opencl_max_wait_seconds", 0, kMaxSeconds));
+  ASSIGN_OR_RETURN(const int max_wait, FlagInRange(FLAGS_opencl_max_wait_seconds,
+                                                   "opencl_max_wait_seconds", 0, kMaxSeconds));
   config.devices.max_wait = std::chrono::seconds(max_wait);
-  ASSIGN_OR_RETURN(
-      const int unhealthy,
-      FlagInRange(FLAGS_opencl_unhealthy_seconds, "opencl_unhealthy_seconds", 0, kMaxSeconds));
+  ASSIGN_OR_RETURN(const int unhealthy, FlagInRange(FLAGS_opencl_unhealthy_seconds,
+                                                    "opencl_unhealthy_seconds", 0, kMaxSeconds));
   config.devices.unhealthy_for = std::chrono::seconds(unhealthy);
-  ASSIGN_OR_RETURN(config.devices.inject_failures,
-                   FlagInRange(FLAGS_inject_opencl_failures, "inject_opencl_failures", 0,
-                               kMaxInjectedFailures));
+  ASSIGN_OR_RETURN(
+      config.devices.inject_failures,
+      FlagInRange(FLAGS_inject_opencl_failures, "inject_opencl_failures", 0, kMaxInjectedFailures));
   ASSIGN_OR_RETURN(const int64_t auto_min_bytes,
                    FlagInRange(FLAGS_auto_opencl_min_bytes, "auto_opencl_min_bytes", int64_t{0},
                                std::numeric_limits<int64_t>::max()));
@@ -429,8 +426,8 @@ absl::StatusOr<ServerConfig> ValidatedConfig(const Parsed& parsed) {
       config.max_concurrent_streams,
       FlagInRange(FLAGS_max_concurrent_streams, "max_concurrent_streams", 1, kMaxStreams));
   ASSIGN_OR_RETURN(config.max_connection_idle_seconds,
-                   FlagInRange(FLAGS_max_connection_idle_seconds, "max_connection_idle_seconds",
-                               0, kMaxSeconds));
+                   FlagInRange(FLAGS_max_connection_idle_seconds, "max_connection_idle_seconds", 0,
+                               kMaxSeconds));
   config.security.tls = {absl::GetFlag(FLAGS_tls_cert_file), absl::GetFlag(FLAGS_tls_key_file),
                          absl::GetFlag(FLAGS_tls_client_ca_file)};
   config.security.auth_token_file = absl::GetFlag(FLAGS_auth_token_file);
@@ -451,20 +448,21 @@ absl::StatusOr<ServerConfig> ValidatedConfig(const Parsed& parsed) {
   }
   config.max_memory_bytes = absl::GetFlag(FLAGS_max_memory_bytes);
   if (config.max_memory_bytes < 0) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "--max_memory_bytes=", config.max_memory_bytes, ": must not be negative"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("--max_memory_bytes=", config.max_memory_bytes, ": must not be negative"));
   }
   if (config.max_memory_bytes == 0) {
     const MemoryLimit limit = ProcessMemoryLimit();
     config.max_memory_bytes = std::max<int64_t>(limit.bytes / 2, 1);
-    config.max_memory_source = absl::StrCat("half of the ", limit.bytes, " bytes of ", limit.source);
+    config.max_memory_source =
+        absl::StrCat("half of the ", limit.bytes, " bytes of ", limit.source);
   }
-  ASSIGN_OR_RETURN(const int idle, FlagInRange(FLAGS_idle_timeout_seconds, "idle_timeout_seconds",
-                                               0, kMaxSeconds));
+  ASSIGN_OR_RETURN(const int idle,
+                   FlagInRange(FLAGS_idle_timeout_seconds, "idle_timeout_seconds", 0, kMaxSeconds));
   config.service.idle_timeout = absl::Seconds(idle);
-  ASSIGN_OR_RETURN(config.shared_memory_idle_seconds,
-                   FlagInRange(FLAGS_shared_memory_idle_seconds, "shared_memory_idle_seconds", 0,
-                               kMaxSeconds));
+  ASSIGN_OR_RETURN(
+      config.shared_memory_idle_seconds,
+      FlagInRange(FLAGS_shared_memory_idle_seconds, "shared_memory_idle_seconds", 0, kMaxSeconds));
   return config;
 }
 

@@ -24,10 +24,10 @@ struct ServerConfig {
   // --help was given (before any error): print FlagsHelp(), exit 0. Nothing
   // else below is set then.
   bool help = false;
-  std::string address;  // the first of `addresses`
+  std::string address;                 // the first of `addresses`
   std::vector<std::string> addresses;  // TCP ones first, in the order given
-  std::string metrics_address;  // empty: no metrics endpoint
-  std::string http_address;  // empty: no v2 HTTP/REST API
+  std::string metrics_address;         // empty: no metrics endpoint
+  std::string http_address;            // empty: no v2 HTTP/REST API
   bool echo = false;
   bool opencl = true;
   bool calibrate = true;
@@ -35,7 +35,7 @@ struct ServerConfig {
   opencl_backend::DeviceOptions device;
   DevicePoolOptions devices;
   SchedulerOptions scheduler;  // `devices` is set by the Server
-  ServiceOptions service;  // metrics, budget and regions are set by the Server
+  ServiceOptions service;      // metrics, budget and regions are set by the Server
   int max_message_bytes = 0;
   std::chrono::seconds grace{0};
   std::chrono::seconds drain{0};

@@ -41,9 +41,9 @@ absl::StatusOr<DType> ToDType(int value, absl::string_view field) {
   if (std::optional<DType> dtype = DTypeFromInt(value)) return *dtype;
   if (v1::DType_IsValid(value)) {
     // Only DTYPE_UNSPECIFIED is a named value without a core dtype.
-    return absl::InvalidArgumentError(absl::StrCat(
-        field, ": ", value, " (", v1::DType_Name(static_cast<v1::DType>(value)),
-        ") is not a dtype"));
+    return absl::InvalidArgumentError(absl::StrCat(field, ": ", value, " (",
+                                                   v1::DType_Name(static_cast<v1::DType>(value)),
+                                                   ") is not a dtype"));
   }
   return absl::InvalidArgumentError(absl::StrCat(field, ": ", value, " is not a dtype"));
 }
@@ -84,10 +84,9 @@ absl::StatusOr<OpRequest> ToOpRequest(const v1::RunRequest& request) {
     case v1::RunRequest::OP_NOT_SET:
       return absl::InvalidArgumentError(absl::StrCat(
           "op: none of ",
-          absl::StrJoin(kOperators, ", ",
-                        [](std::string* out, const OperatorInfo& info) {
-                          absl::StrAppend(out, info.name);
-                        }),
+          absl::StrJoin(
+              kOperators, ", ",
+              [](std::string* out, const OperatorInfo& info) { absl::StrAppend(out, info.name); }),
           " is set"));
   }
 
@@ -108,18 +107,17 @@ absl::StatusOr<OpRequest> ToOpRequest(const v1::RunRequest& request) {
     const std::string& data = tensor.data();
     op.inputs.push_back(NamedTensor{
         .name = name,
-        .tensor = TensorView{
-            .desc = TensorDesc{.dtype = *dtype,
-                               .sizes = ToVector(tensor.sizes()),
-                               .strides = ToVector(tensor.strides())},
-            .data = std::span<const std::byte>(
-                reinterpret_cast<const std::byte*>(data.data()), data.size())}});
+        .tensor = TensorView{.desc = TensorDesc{.dtype = *dtype,
+                                                .sizes = ToVector(tensor.sizes()),
+                                                .strides = ToVector(tensor.strides())},
+                             .data = std::span<const std::byte>(
+                                 reinterpret_cast<const std::byte*>(data.data()), data.size())}});
   }
 
   op.outputs.reserve(request.outputs_size());
   for (const v1::OutputDesc& output : request.outputs()) {
-    op.outputs.push_back(OutputDesc{.sizes = ToVector(output.sizes()),
-                                    .strides = ToVector(output.strides())});
+    op.outputs.push_back(
+        OutputDesc{.sizes = ToVector(output.sizes()), .strides = ToVector(output.strides())});
   }
   return op;
 }
@@ -130,8 +128,7 @@ void SetTensorLayout(const Layout& layout, v1::Tensor* tensor) {
   tensor->mutable_strides()->Assign(layout.strides.begin(), layout.strides.end());
 }
 
-void ToProtoTensor(const Layout& layout, std::span<const std::byte> bytes,
-                   v1::Tensor* tensor) {
+void ToProtoTensor(const Layout& layout, std::span<const std::byte> bytes, v1::Tensor* tensor) {
   SetTensorLayout(layout, tensor);
   tensor->set_data(reinterpret_cast<const char*>(bytes.data()), bytes.size());
 }

@@ -38,8 +38,7 @@ absl::StatusOr<OpRequest> ToOpRequest(const v1::RunRequest& request);
 void SetTensorLayout(const Layout& layout, v1::Tensor* tensor);
 
 // `layout` and its `bytes` (layout.buffer_bytes() of them) as a proto Tensor.
-void ToProtoTensor(const Layout& layout, std::span<const std::byte> bytes,
-                   v1::Tensor* tensor);
+void ToProtoTensor(const Layout& layout, std::span<const std::byte> bytes, v1::Tensor* tensor);
 
 }  // namespace tensorop::server
 

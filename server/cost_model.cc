@@ -87,7 +87,8 @@ RequestFootprint FootprintOf(const ExecutionPlan& plan,
                              std::span<const std::span<const std::byte>> inputs) {
   std::vector<int64_t> bytes;
   bytes.reserve(inputs.size());
-  for (std::span<const std::byte> input : inputs) bytes.push_back(static_cast<int64_t>(input.size()));
+  for (std::span<const std::byte> input : inputs)
+    bytes.push_back(static_cast<int64_t>(input.size()));
   return FootprintOf(plan, bytes);
 }
 
@@ -139,8 +140,7 @@ std::vector<int> FasterThanCpu(const CostModel& model, const RequestFootprint& f
   for (size_t i = 0; i < model.devices.size(); ++i) {
     const DeviceLoad load = i < loads.size() ? loads[i] : DeviceLoad{};
     if (!load.available) continue;
-    const double seconds =
-        PredictSeconds(model, static_cast<int>(i), footprint, load.in_flight);
+    const double seconds = PredictSeconds(model, static_cast<int>(i), footprint, load.in_flight);
     if (seconds < cpu) faster.emplace_back(seconds, static_cast<int>(i));
   }
   std::stable_sort(faster.begin(), faster.end());

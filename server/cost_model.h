@@ -18,8 +18,8 @@ namespace tensorop::server {
 // server's worker count. A rate of 0 means "not measured".
 struct CpuRates {
   int workers = 0;
-  double fixed_seconds = 0;           // a tiny request, start to end
-  double copy_bytes_per_second = 0;   // output bytes of strided copies
+  double fixed_seconds = 0;             // a tiny request, start to end
+  double copy_bytes_per_second = 0;     // output bytes of strided copies
   double scatter_bytes_per_second = 0;  // update bytes of ScatterElements
 };
 
@@ -33,9 +33,8 @@ struct DeviceRates {
   // Every rate above was measured (a failed or cut-short calibration leaves
   // the device out of AUTO's choice).
   bool Complete() const {
-    return fixed_seconds > 0 && upload_bytes_per_second > 0 &&
-           download_bytes_per_second > 0 && copy_bytes_per_second > 0 &&
-           scatter_bytes_per_second > 0;
+    return fixed_seconds > 0 && upload_bytes_per_second > 0 && download_bytes_per_second > 0 &&
+           copy_bytes_per_second > 0 && scatter_bytes_per_second > 0;
   }
 };
 
@@ -54,8 +53,8 @@ struct CostModel {
 inline constexpr int kOnHost = -1;
 
 struct InputFootprint {
-  int64_t bytes = 0;         // the byte range the plan reads
-  int location = kOnHost;    // kOnHost or a device pool index
+  int64_t bytes = 0;       // the byte range the plan reads
+  int location = kOnHost;  // kOnHost or a device pool index
 };
 
 // What a request moves, independent of where it runs.

@@ -38,8 +38,7 @@ std::string DevicePool::Label(int index) const {
   return absl::StrCat("opencl:", devices_[index]->name());
 }
 
-bool DevicePool::HealthyLocked(size_t index,
-                               std::chrono::steady_clock::time_point now) const {
+bool DevicePool::HealthyLocked(size_t index, std::chrono::steady_clock::time_point now) const {
   return now >= states_[index].unhealthy_until;
 }
 
@@ -49,8 +48,8 @@ absl::StatusOr<int> DevicePool::Acquire(int index) {
   int chosen = -1;
   if (index >= 0) {
     if (static_cast<size_t>(index) >= devices_.size()) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "device_index = ", index, " is outside [0, ", devices_.size(), ")"));
+      return absl::InvalidArgumentError(
+          absl::StrCat("device_index = ", index, " is outside [0, ", devices_.size(), ")"));
     }
     if (!HealthyLocked(index, now)) {
       return absl::UnavailableError(
@@ -67,9 +66,9 @@ absl::StatusOr<int> DevicePool::Acquire(int index) {
     if (chosen < 0) return absl::UnavailableError("no OpenCL device is healthy");
   }
   if (!states_[chosen].queue->TryAcquire()) {
-    return absl::ResourceExhaustedError(
-        absl::StrCat("OpenCL device ", chosen, " (", Name(chosen), ") has ",
-                     options_.queue_depth, " requests queued (--opencl_queue_depth)"));
+    return absl::ResourceExhaustedError(absl::StrCat("OpenCL device ", chosen, " (", Name(chosen),
+                                                     ") has ", options_.queue_depth,
+                                                     " requests queued (--opencl_queue_depth)"));
   }
   return chosen;
 }
@@ -83,8 +82,8 @@ void DevicePool::Wait(int index, StopCheck stop, WaitDone done) {
     const auto now = std::chrono::steady_clock::now();
     if (index >= 0) {
       if (static_cast<size_t>(index) >= devices_.size()) {
-        done(absl::InvalidArgumentError(absl::StrCat(
-            "device_index = ", index, " is outside [0, ", devices_.size(), ")")));
+        done(absl::InvalidArgumentError(
+            absl::StrCat("device_index = ", index, " is outside [0, ", devices_.size(), ")")));
         return;
       }
       if (HealthyLocked(index, now)) chosen = index;
@@ -107,14 +106,14 @@ void DevicePool::Wait(int index, StopCheck stop, WaitDone done) {
                    : std::string("no OpenCL device is healthy")));
     return;
   }
-  states_[chosen].queue->Wait(std::move(stop), [chosen, done = std::move(done)](
-                                                   absl::Status status) {
-    if (status.ok()) {
-      done(chosen);
-    } else {
-      done(std::move(status));
-    }
-  });
+  states_[chosen].queue->Wait(std::move(stop),
+                              [chosen, done = std::move(done)](absl::Status status) {
+                                if (status.ok()) {
+                                  done(chosen);
+                                } else {
+                                  done(std::move(status));
+                                }
+                              });
   {
     std::lock_guard<std::mutex> lock(sweep_mutex_);
     sweep_pending_ = true;
@@ -153,8 +152,7 @@ void DevicePool::SweepLoop() {
 absl::Status DevicePool::Execute(int index, const ExecutionPlan& plan,
                                  std::span<const std::span<const std::byte>> inputs,
                                  std::span<std::byte* const> outputs, const StopCheck& stop) {
-  if (injected_left_.load(std::memory_order_relaxed) > 0 &&
-      injected_left_.fetch_sub(1) > 0) {
+  if (injected_left_.load(std::memory_order_relaxed) > 0 && injected_left_.fetch_sub(1) > 0) {
     return absl::UnavailableError(
         absl::StrCat("OpenCL device ", index, " failed: injected (--inject_opencl_failures)"));
   }

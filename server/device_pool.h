@@ -6,12 +6,12 @@
 
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <cstddef>
 #include <functional>
 #include <memory>
 #include <mutex>
 #include <span>
-#include <condition_variable>
 #include <string>
 #include <thread>
 #include <vector>

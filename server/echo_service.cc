@@ -58,12 +58,11 @@ absl::Status FillEchoResponse(const v1::RunRequest& request, int64_t max_output_
     const v1::OutputDesc* desc = i < request.outputs_size() ? &request.outputs(i) : nullptr;
     v1::Tensor* tensor = response->add_outputs();
     tensor->set_dtype(input->second.dtype());
-    *tensor->mutable_sizes() = desc != nullptr && desc->sizes_size() > 0 ? desc->sizes()
-                                                                         : input->second.sizes();
-    *tensor->mutable_strides() =
-        desc != nullptr && desc->strides_size() == tensor->sizes_size()
-            ? desc->strides()
-            : PackedStrides(tensor->sizes());
+    *tensor->mutable_sizes() =
+        desc != nullptr && desc->sizes_size() > 0 ? desc->sizes() : input->second.sizes();
+    *tensor->mutable_strides() = desc != nullptr && desc->strides_size() == tensor->sizes_size()
+                                     ? desc->strides()
+                                     : PackedStrides(tensor->sizes());
     std::optional<int64_t> elements = SpannedElements(tensor->sizes(), tensor->strides());
     std::optional<int64_t> bytes =
         elements.has_value() ? CheckedMul(*elements, ElementSize(*dtype)) : std::nullopt;

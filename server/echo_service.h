@@ -31,8 +31,7 @@ class EchoService final : public v1::TensorOp::CallbackService {
   // `max_output_bytes`: the server's message limit, which an answer must fit.
   explicit EchoService(int64_t max_output_bytes) : max_output_bytes_(max_output_bytes) {}
 
-  grpc::ServerUnaryReactor* Run(grpc::CallbackServerContext* context,
-                                const v1::RunRequest* request,
+  grpc::ServerUnaryReactor* Run(grpc::CallbackServerContext* context, const v1::RunRequest* request,
                                 v1::RunResponse* response) override;
 
  private:

@@ -20,9 +20,8 @@ absl::StatusOr<std::vector<Argument>> ParseFlagFile(absl::string_view text,
     if (word.empty() || absl::StartsWith(word, "#")) continue;
     std::string origin = absl::StrCat(path, ":", number, ": ");
     if (!absl::StartsWith(word, "--") || absl::StartsWith(word, "--flagfile")) {
-      return absl::InvalidArgumentError(
-          absl::StrCat(origin, "expected one --name=value per line (no --flagfile), not \"",
-                       word, "\""));
+      return absl::InvalidArgumentError(absl::StrCat(
+          origin, "expected one --name=value per line (no --flagfile), not \"", word, "\""));
     }
     arguments.push_back({std::string(word), std::move(origin)});
   }

@@ -23,8 +23,7 @@ struct Argument {
 // blank lines and lines starting with # are skipped, surrounding whitespace is
 // stripped. INVALID_ARGUMENT "PATH:LINE: expected one --name=value per line (no
 // --flagfile), not "..."" for any other line.
-absl::StatusOr<std::vector<Argument>> ParseFlagFile(absl::string_view text,
-                                                    absl::string_view path);
+absl::StatusOr<std::vector<Argument>> ParseFlagFile(absl::string_view text, absl::string_view path);
 
 }  // namespace tensorop::server
 

@@ -10,8 +10,8 @@
 #include <string>
 #include <vector>
 
-#include <grpcpp/health_check_service_interface.h>
 #include <grpcpp/generic/async_generic_service.h>
+#include <grpcpp/health_check_service_interface.h>
 #include <grpcpp/impl/server_builder_option.h>
 #include <grpcpp/server.h>
 

@@ -25,7 +25,8 @@ void IdleWatch::Arm() {
 
 void IdleWatch::Touch() {
   int64_t since = armed_since_ns_.load(std::memory_order_relaxed);
-  if (since != 0) armed_since_ns_.compare_exchange_strong(since, NowNs(), std::memory_order_relaxed);
+  if (since != 0)
+    armed_since_ns_.compare_exchange_strong(since, NowNs(), std::memory_order_relaxed);
 }
 
 void IdleWatch::Done() {
@@ -66,9 +67,9 @@ std::shared_ptr<IdleWatch> IdleWatchdog::Watch(grpc::CallbackServerContext* cont
 }
 
 absl::Status IdleWatchdog::IdleStatus() const {
-  return absl::CancelledError(absl::StrCat(
-      "the client took or sent nothing for ", absl::FormatDuration(timeout_),
-      " (--idle_timeout_seconds); the call was cancelled and its memory freed"));
+  return absl::CancelledError(
+      absl::StrCat("the client took or sent nothing for ", absl::FormatDuration(timeout_),
+                   " (--idle_timeout_seconds); the call was cancelled and its memory freed"));
 }
 
 void IdleWatchdog::Loop() {

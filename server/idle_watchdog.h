@@ -50,7 +50,7 @@ class IdleWatch {
   // for it; recursive because TryCancel may run the call's reactions, OnDone
   // included, inline on the watchdog's thread.
   std::recursive_mutex mu_;
-  grpc::CallbackServerContext* context_;  // null once Done
+  grpc::CallbackServerContext* context_;    // null once Done
   std::atomic<int64_t> armed_since_ns_{0};  // steady clock; 0: not armed
   std::atomic<bool> expired_{false};
 };

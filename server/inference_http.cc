@@ -67,10 +67,10 @@ HttpAdmission Admit(State& state, const HttpRequestHead& head) {
     hold->identity = absl::StrCat("token:", *name);
   }
   if (head.content_length > 0) {
-    absl::Status reserved = hold->reservation.Grow(
-        kBodyCopies * head.content_length,
-        absl::StrCat(head.method, " ", head.target, ": a ", head.content_length,
-                     "-byte request body as received"));
+    absl::Status reserved =
+        hold->reservation.Grow(kBodyCopies * head.content_length,
+                               absl::StrCat(head.method, " ", head.target, ": a ",
+                                            head.content_length, "-byte request body as received"));
     if (!reserved.ok()) return HttpAdmission{Refusal(reserved), nullptr};
   }
   return HttpAdmission{{}, std::move(hold)};
@@ -107,8 +107,8 @@ void Infer(State& state, const httplib::Request& http, httplib::Response& out) {
           http.get_header_value(std::string(kInferenceHeaderContentLength).c_str());
       int64_t value = -1;
       if (!absl::SimpleAtoi(text, &value) || value < 0) {
-        return absl::InvalidArgumentError(absl::StrCat(
-            model, ": ", kInferenceHeaderContentLength, " \"", text, "\" is not a size"));
+        return absl::InvalidArgumentError(absl::StrCat(model, ": ", kInferenceHeaderContentLength,
+                                                       " \"", text, "\" is not a size"));
       }
       header_length = value;
     }
@@ -130,8 +130,7 @@ void Infer(State& state, const httplib::Request& http, httplib::Response& out) {
       }
       if (std::chrono::steady_clock::now() > deadline) {
         return absl::DeadlineExceededError(absl::StrCat(
-            "the inference did not finish within the HTTP API's ", limit.count() / 1000,
-            " s"));
+            "the inference did not finish within the HTTP API's ", limit.count() / 1000, " s"));
       }
       return absl::OkStatus();
     };
@@ -149,8 +148,8 @@ void Infer(State& state, const httplib::Request& http, httplib::Response& out) {
         record.start = start;
         record.identity = std::move(identity);
         v1::RunResponse native_response;
-        RETURN_IF_ERROR(native.ExecuteOnWorker(run, record, stop, reservation, kTooBigHint,
-                                               &native_response));
+        RETURN_IF_ERROR(
+            native.ExecuteOnWorker(run, record, stop, reservation, kTooBigHint, &native_response));
         run.Clear();  // the inputs are done with
         ASSIGN_OR_RETURN(response, ToModelInferResponse(parsed.request, native_response));
         return absl::OkStatus();
@@ -192,17 +191,17 @@ void Infer(State& state, const httplib::Request& http, httplib::Response& out) {
 
 void Routes(const std::shared_ptr<State>& shared, httplib::Server& http) {
   State* state = shared.get();
-  http.Get("/v2/health/live", [](const httplib::Request&, httplib::Response& out) {
-    out.status = 200;
-  });
+  http.Get("/v2/health/live",
+           [](const httplib::Request&, httplib::Response& out) { out.status = 200; });
   http.Get("/v2/health/ready", [state](const httplib::Request&, httplib::Response& out) {
     out.status = state->ready.load(std::memory_order_acquire) ? 200 : 400;
   });
   http.Get("/v2", [](const httplib::Request&, httplib::Response& out) {
     out.set_content(ServerMetadataJson(
-        // The extension's registration routes (/v2/systemsharedmemory/...) are
-        // not served over HTTP yet.
-        ServerMetadataAnswer(/*system_shared_memory=*/false)), kJson);
+                        // The extension's registration routes (/v2/systemsharedmemory/...) are
+                        // not served over HTTP yet.
+                        ServerMetadataAnswer(/*system_shared_memory=*/false)),
+                    kJson);
   });
   http.Post("/v2/repository/index", [](const httplib::Request&, httplib::Response& out) {
     out.set_content(RepositoryIndexJson(RepositoryIndexAnswer()), kJson);
@@ -217,12 +216,12 @@ void Routes(const std::shared_ptr<State>& shared, httplib::Server& http) {
   };
   http.Get("/v2/models/stats", stats);
   http.Get(R"(/v2/models/([^/]+)(?:/versions/([^/]+))?/stats)", stats);
-  http.Get(R"(/v2/models/([^/]+)(?:/versions/([^/]+))?/ready)",
-           [state](const httplib::Request& in, httplib::Response& out) {
-             absl::Status known = CheckModel(std::string(in.matches[1]), std::string(in.matches[2]));
-             if (!known.ok()) return Reply(out, known);
-             out.status = state->ready.load(std::memory_order_acquire) ? 200 : 400;
-           });
+  http.Get(R"(/v2/models/([^/]+)(?:/versions/([^/]+))?/ready)", [state](const httplib::Request& in,
+                                                                        httplib::Response& out) {
+    absl::Status known = CheckModel(std::string(in.matches[1]), std::string(in.matches[2]));
+    if (!known.ok()) return Reply(out, known);
+    out.status = state->ready.load(std::memory_order_acquire) ? 200 : 400;
+  });
   http.Get(R"(/v2/models/([^/]+)(?:/versions/([^/]+))?)",
            [](const httplib::Request& in, httplib::Response& out) {
              absl::StatusOr<inference::ModelMetadataResponse> metadata =
@@ -230,8 +229,9 @@ void Routes(const std::shared_ptr<State>& shared, httplib::Server& http) {
              if (!metadata.ok()) return Reply(out, metadata.status());
              out.set_content(ModelMetadataJson(*metadata), kJson);
            });
-  http.Post(R"(/v2/models/([^/]+)(?:/versions/([^/]+))?/infer)",
-            [state](const httplib::Request& in, httplib::Response& out) { Infer(*state, in, out); });
+  http.Post(
+      R"(/v2/models/([^/]+)(?:/versions/([^/]+))?/infer)",
+      [state](const httplib::Request& in, httplib::Response& out) { Infer(*state, in, out); });
   // Unknown routes (httplib answers 404 or 400 with no body): the JSON error.
   http.set_error_handler([](const httplib::Request& in, httplib::Response& out) {
     if (!out.body.empty()) return;
@@ -288,9 +288,9 @@ absl::StatusOr<std::unique_ptr<InferenceHttpServer>> InferenceHttpServer::Start(
   };
   bounded.make_connection = state->options.make_connection;
 
-  absl::StatusOr<std::unique_ptr<BoundedHttpServer>> http = BoundedHttpServer::Start(
-      address, "v2 HTTP address (--http_address)", std::move(bounded),
-      [&state](httplib::Server& routes) { Routes(state, routes); });
+  absl::StatusOr<std::unique_ptr<BoundedHttpServer>> http =
+      BoundedHttpServer::Start(address, "v2 HTTP address (--http_address)", std::move(bounded),
+                               [&state](httplib::Server& routes) { Routes(state, routes); });
   if (!http.ok()) return http.status();
   std::unique_ptr<InferenceHttpServer> server(new InferenceHttpServer());
   server->state_ = std::move(state);

@@ -55,9 +55,10 @@ class InferenceHttpServer {
   // Serves on `address` (HOST:PORT; port 0: a free one). `native` runs every
   // inference and `metrics` (may be null) gives statistics; both must outlive
   // the server.
-  static absl::StatusOr<std::unique_ptr<InferenceHttpServer>> Start(
-      const std::string& address, TensorOpService* native, const Metrics* metrics,
-      InferenceHttpOptions options);
+  static absl::StatusOr<std::unique_ptr<InferenceHttpServer>> Start(const std::string& address,
+                                                                    TensorOpService* native,
+                                                                    const Metrics* metrics,
+                                                                    InferenceHttpOptions options);
   // Stops serving; answers being written end at their next wait.
   ~InferenceHttpServer();
   InferenceHttpServer(const InferenceHttpServer&) = delete;

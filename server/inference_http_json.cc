@@ -33,8 +33,8 @@ void Append(T value, std::string& out) {
 absl::Status AppendElement(const Json& v, absl::string_view datatype, absl::string_view what,
                            int64_t index, std::string& out) {
   auto refuse = [&](absl::string_view expected) {
-    return absl::InvalidArgumentError(absl::StrCat(what, " data[", index, "] = ", v.dump(),
-                                                   " is not ", expected));
+    return absl::InvalidArgumentError(
+        absl::StrCat(what, " data[", index, "] = ", v.dump(), " is not ", expected));
   };
   auto integer = [&]<typename T>(T*) -> absl::Status {
     if (v.is_number_unsigned()) {
@@ -87,8 +87,8 @@ absl::Status AppendData(const Json& data, absl::string_view datatype, absl::stri
                         int depth, int64_t& index, std::string& out) {
   if (data.is_array()) {
     if (depth >= kMaxNesting) {
-      return absl::InvalidArgumentError(absl::StrCat(what, " data nests arrays more than ",
-                                                     kMaxNesting, " deep"));
+      return absl::InvalidArgumentError(
+          absl::StrCat(what, " data nests arrays more than ", kMaxNesting, " deep"));
     }
     for (const Json& item : data) {
       RETURN_IF_ERROR(AppendData(item, datatype, what, depth + 1, index, out));
@@ -131,9 +131,8 @@ absl::Status ToParameters(const Json& parameters, absl::string_view what,
     } else if (value.is_string()) {
       p.set_string_param(value.get<std::string>());
     } else {
-      return absl::InvalidArgumentError(absl::StrCat(what, " parameter \"", key, "\" = ",
-                                                     value.dump(),
-                                                     " is not a bool, number or string"));
+      return absl::InvalidArgumentError(absl::StrCat(
+          what, " parameter \"", key, "\" = ", value.dump(), " is not a bool, number or string"));
     }
   }
   return absl::OkStatus();
@@ -208,8 +207,8 @@ absl::StatusOr<Json> DataJson(absl::string_view bytes, absl::string_view datatyp
       data.push_back(HalfToDouble(Load<uint16_t>(bytes.data() + i)));
     }
   } else {
-    return absl::InternalError(absl::StrCat(what, " has datatype \"", datatype,
-                                            "\", which has no JSON form here"));
+    return absl::InternalError(
+        absl::StrCat(what, " has datatype \"", datatype, "\", which has no JSON form here"));
   }
   return data;
 }
@@ -227,7 +226,7 @@ uint16_t DoubleToHalf(double value) {
   const int exponent = static_cast<int>((bits >> 52) & 0x7ff);
   const uint64_t mantissa = bits & ((uint64_t{1} << 52) - 1);
   if (exponent == 0x7ff) return sign | 0x7c00 | (mantissa != 0 ? 0x200 : 0);  // inf, NaN
-  if (exponent == 0) return sign;  // zero or a double subnormal: far below FP16's
+  if (exponent == 0) return sign;      // zero or a double subnormal: far below FP16's
   const int e = exponent - 1023 + 15;  // FP16's biased exponent
   if (e >= 31) return sign | 0x7c00;
   const uint64_t significand = mantissa | (uint64_t{1} << 52);
@@ -316,7 +315,8 @@ absl::StatusOr<HttpInferRequest> ParseHttpInferRequest(absl::string_view model,
   int i = 0;
   for (const Json& input : json["inputs"]) {
     const std::string at = absl::StrCat(model, ": inputs[", i, "]");
-    if (!input.is_object()) return JsonError(model, absl::StrCat("inputs[", i, "] is not an object"));
+    if (!input.is_object())
+      return JsonError(model, absl::StrCat("inputs[", i, "] is not an object"));
     if (!input.contains("name") || !input["name"].is_string()) {
       return absl::InvalidArgumentError(absl::StrCat(at, " has no \"name\" string"));
     }
@@ -348,9 +348,9 @@ absl::StatusOr<HttpInferRequest> ParseHttpInferRequest(absl::string_view model,
       if (parameters.contains("binary_data_size")) {
         if (!parameters["binary_data_size"].is_number_integer() ||
             parameters["binary_data_size"].get<int64_t>() < 0) {
-          return absl::InvalidArgumentError(
-              absl::StrCat(what, ": parameters.binary_data_size = ",
-                           parameters["binary_data_size"].dump(), " is not a size"));
+          return absl::InvalidArgumentError(absl::StrCat(
+              what, ": parameters.binary_data_size = ", parameters["binary_data_size"].dump(),
+              " is not a size"));
         }
         binary_size = parameters["binary_data_size"].get<int64_t>();
       }
@@ -361,16 +361,17 @@ absl::StatusOr<HttpInferRequest> ParseHttpInferRequest(absl::string_view model,
             absl::StrCat(what, " has both \"data\" and parameters.binary_data_size"));
       }
       if (!header_length.has_value()) {
-        return absl::InvalidArgumentError(absl::StrCat(
-            what, " has parameters.binary_data_size but the request has no ",
-            kInferenceHeaderContentLength, " header"));
+        return absl::InvalidArgumentError(
+            absl::StrCat(what, " has parameters.binary_data_size but the request has no ",
+                         kInferenceHeaderContentLength, " header"));
       }
       if (static_cast<uint64_t>(*binary_size) > binary.size() - binary_offset) {
-        return absl::InvalidArgumentError(absl::StrCat(
-            what, ": parameters.binary_data_size = ", *binary_size, " but only ",
-            binary.size() - binary_offset, " binary bytes are left in the request"));
+        return absl::InvalidArgumentError(
+            absl::StrCat(what, ": parameters.binary_data_size = ", *binary_size, " but only ",
+                         binary.size() - binary_offset, " binary bytes are left in the request"));
       }
-      const absl::string_view part = binary.substr(binary_offset, static_cast<size_t>(*binary_size));
+      const absl::string_view part =
+          binary.substr(binary_offset, static_cast<size_t>(*binary_size));
       bytes.assign(part.data(), part.size());
       binary_offset += static_cast<size_t>(*binary_size);
     } else if (input.contains("data")) {
@@ -439,17 +440,15 @@ absl::StatusOr<HttpBody> RenderHttpInferResponse(const HttpInferRequest& asked,
     entry["shape"] = Json::array();
     for (int64_t size : output.shape()) entry["shape"].push_back(size);
     auto flag = asked.binary_outputs.find(output.name());
-    const bool as_binary =
-        flag != asked.binary_outputs.end() ? flag->second : asked.binary_default;
+    const bool as_binary = flag != asked.binary_outputs.end() ? flag->second : asked.binary_default;
     if (as_binary) {
       entry["parameters"] = Json::object({{"binary_data_size", bytes.size()}});
       binary.append(bytes.data(), bytes.size());
       any_binary = true;
     } else {
-      ASSIGN_OR_RETURN(entry["data"],
-                       DataJson(bytes, output.datatype(),
-                                absl::StrCat(response.model_name(), ": output \"",
-                                             output.name(), "\"")));
+      ASSIGN_OR_RETURN(entry["data"], DataJson(bytes, output.datatype(),
+                                               absl::StrCat(response.model_name(), ": output \"",
+                                                            output.name(), "\"")));
     }
     json["outputs"].push_back(std::move(entry));
   }
@@ -474,13 +473,15 @@ std::string ServerMetadataJson(const inference::ServerMetadataResponse& metadata
   json["name"] = metadata.name();
   json["version"] = metadata.version();
   json["extensions"] = Json::array();
-  for (const std::string& extension : metadata.extensions()) json["extensions"].push_back(extension);
+  for (const std::string& extension : metadata.extensions())
+    json["extensions"].push_back(extension);
   return Dump(json);
 }
 
 namespace {
-Json TensorsJson(const google::protobuf::RepeatedPtrField<
-                 inference::ModelMetadataResponse::TensorMetadata>& tensors) {
+Json TensorsJson(
+    const google::protobuf::RepeatedPtrField<inference::ModelMetadataResponse::TensorMetadata>&
+        tensors) {
   Json out = Json::array();
   for (const auto& tensor : tensors) {
     Json entry = Json::object();
@@ -523,19 +524,19 @@ std::string ModelStatisticsJson(const inference::ModelStatisticsResponse& statis
     auto duration = [](const inference::StatisticDuration& d) {
       return Json::object({{"count", d.count()}, {"ns", d.ns()}});
     };
-    models.push_back(Json::object(
-        {{"name", stats.name()},
-         {"version", stats.version()},
-         {"last_inference", stats.last_inference()},
-         {"inference_count", stats.inference_count()},
-         {"execution_count", stats.execution_count()},
-         {"inference_stats", Json::object({{"success", duration(inference.success())},
-                                           {"fail", duration(inference.fail())},
-                                           {"queue", duration(inference.queue())},
-                                           {"compute_input", duration(inference.compute_input())},
-                                           {"compute_infer", duration(inference.compute_infer())},
-                                           {"compute_output",
-                                            duration(inference.compute_output())}})}}));
+    models.push_back(
+        Json::object({{"name", stats.name()},
+                      {"version", stats.version()},
+                      {"last_inference", stats.last_inference()},
+                      {"inference_count", stats.inference_count()},
+                      {"execution_count", stats.execution_count()},
+                      {"inference_stats",
+                       Json::object({{"success", duration(inference.success())},
+                                     {"fail", duration(inference.fail())},
+                                     {"queue", duration(inference.queue())},
+                                     {"compute_input", duration(inference.compute_input())},
+                                     {"compute_infer", duration(inference.compute_infer())},
+                                     {"compute_output", duration(inference.compute_output())}})}}));
   }
   return Dump(Json::object({{"model_stats", models}}));
 }

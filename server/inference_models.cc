@@ -88,8 +88,9 @@ std::string InputNames(const ModelSpec& model) {
   return absl::StrJoin(names, ", ");
 }
 
-constexpr absl::string_view kDatatypes = "BOOL, UINT8, UINT16, UINT32, UINT64, INT8, INT16, "
-                                         "INT32, INT64, FP16, FP32, FP64";
+constexpr absl::string_view kDatatypes =
+    "BOOL, UINT8, UINT16, UINT32, UINT64, INT8, INT16, "
+    "INT32, INT64, FP16, FP32, FP64";
 
 // Appends `value` to `out` as a T, little-endian; false when it does not fit.
 template <typename T, typename V>
@@ -143,19 +144,16 @@ absl::StatusOr<std::string> ContentsBytes(const inference::InferTensorContents& 
       RETURN_IF_ERROR(AppendList<int32_t>(contents.int_contents(), list + "int_contents", out));
       break;
     case DType::kInt64:
-      RETURN_IF_ERROR(
-          AppendList<int64_t>(contents.int64_contents(), list + "int64_contents", out));
+      RETURN_IF_ERROR(AppendList<int64_t>(contents.int64_contents(), list + "int64_contents", out));
       break;
     case DType::kUint8:
       RETURN_IF_ERROR(AppendList<uint8_t>(contents.uint_contents(), list + "uint_contents", out));
       break;
     case DType::kUint16:
-      RETURN_IF_ERROR(
-          AppendList<uint16_t>(contents.uint_contents(), list + "uint_contents", out));
+      RETURN_IF_ERROR(AppendList<uint16_t>(contents.uint_contents(), list + "uint_contents", out));
       break;
     case DType::kUint32:
-      RETURN_IF_ERROR(
-          AppendList<uint32_t>(contents.uint_contents(), list + "uint_contents", out));
+      RETURN_IF_ERROR(AppendList<uint32_t>(contents.uint_contents(), list + "uint_contents", out));
       break;
     case DType::kUint64:
       RETURN_IF_ERROR(
@@ -263,15 +261,14 @@ struct Input {
 absl::StatusOr<std::vector<int64_t>> Int64Values(const ModelSpec& model, absl::string_view name,
                                                  const Input& input) {
   if (input.datatype != "INT64") {
-    return absl::InvalidArgumentError(absl::StrCat(model.name, ": input \"", name,
-                                                   "\" has datatype ", input.datatype,
-                                                   "; it must be INT64"));
+    return absl::InvalidArgumentError(absl::StrCat(
+        model.name, ": input \"", name, "\" has datatype ", input.datatype, "; it must be INT64"));
   }
   const bool scalar = name == "axis";
   if (scalar ? (input.shape != std::vector<int64_t>{1}) : input.shape.size() != 1) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        model.name, ": input \"", name, "\" has shape [", absl::StrJoin(input.shape, ","),
-        "]; it must be ", scalar ? "[1]" : "1-D"));
+    return absl::InvalidArgumentError(absl::StrCat(model.name, ": input \"", name, "\" has shape [",
+                                                   absl::StrJoin(input.shape, ","),
+                                                   "]; it must be ", scalar ? "[1]" : "1-D"));
   }
   std::vector<int64_t> values(input.bytes.size() / sizeof(int64_t));
   std::memcpy(values.data(), input.bytes.data(), values.size() * sizeof(int64_t));
@@ -292,8 +289,8 @@ absl::StatusOr<v1::Backend> BackendOf(const inference::ModelInferRequest& reques
   if (value == "cpu") return v1::CPU;
   if (value == "opencl") return v1::OPENCL;
   return absl::InvalidArgumentError(
-      absl::StrCat(request.model_name(), ": parameter \"backend\" is \"",
-                   parameter.string_param(), "\"; use \"auto\", \"cpu\" or \"opencl\""));
+      absl::StrCat(request.model_name(), ": parameter \"backend\" is \"", parameter.string_param(),
+                   "\"; use \"auto\", \"cpu\" or \"opencl\""));
 }
 
 // The output names of `model` for `request` (split: one per entry of `split`).
@@ -394,8 +391,7 @@ absl::Status CheckModel(absl::string_view name, absl::string_view version) {
   }
   if (!version.empty() && version != kModelVersion) {
     return absl::NotFoundError(absl::StrCat("model \"", name, "\" has no version \"", version,
-                                            "\"; its only version is \"", kModelVersion,
-                                            "\""));
+                                            "\"; its only version is \"", kModelVersion, "\""));
   }
   return absl::OkStatus();
 }
@@ -427,17 +423,28 @@ absl::StatusOr<inference::ModelMetadataResponse> ModelMetadata(absl::string_view
 
 absl::string_view V2DatatypeName(DType dtype) {
   switch (dtype) {
-    case DType::kFloat64: return "FP64";
-    case DType::kFloat32: return "FP32";
-    case DType::kFloat16: return "FP16";
-    case DType::kInt64: return "INT64";
-    case DType::kInt32: return "INT32";
-    case DType::kInt16: return "INT16";
-    case DType::kInt8: return "INT8";
-    case DType::kUint64: return "UINT64";
-    case DType::kUint32: return "UINT32";
-    case DType::kUint16: return "UINT16";
-    case DType::kUint8: return "UINT8";
+    case DType::kFloat64:
+      return "FP64";
+    case DType::kFloat32:
+      return "FP32";
+    case DType::kFloat16:
+      return "FP16";
+    case DType::kInt64:
+      return "INT64";
+    case DType::kInt32:
+      return "INT32";
+    case DType::kInt16:
+      return "INT16";
+    case DType::kInt8:
+      return "INT8";
+    case DType::kUint64:
+      return "UINT64";
+    case DType::kUint32:
+      return "UINT32";
+    case DType::kUint16:
+      return "UINT16";
+    case DType::kUint8:
+      return "UINT8";
   }
   return "";
 }
@@ -485,14 +492,12 @@ absl::StatusOr<v1::RunRequest> ToRunRequest(inference::ModelInferRequest& reques
     const std::string what = absl::StrCat(model.name, ": input \"", tensor.name(), "\"");
     const TensorSpec* spec = FindInput(model, tensor.name());
     if (spec == nullptr) {
-      return absl::InvalidArgumentError(absl::StrCat(model.name, ": inputs[", i, "] \"",
-                                                     tensor.name(), "\" is not an input of ",
-                                                     model.name, "; its inputs are ",
-                                                     InputNames(model)));
+      return absl::InvalidArgumentError(
+          absl::StrCat(model.name, ": inputs[", i, "] \"", tensor.name(), "\" is not an input of ",
+                       model.name, "; its inputs are ", InputNames(model)));
     }
     if (inputs.contains(tensor.name())) {
-      return absl::InvalidArgumentError(
-          absl::StrCat(what, " is given twice (inputs[", i, "])"));
+      return absl::InvalidArgumentError(absl::StrCat(what, " is given twice (inputs[", i, "])"));
     }
     Input input;
     input.datatype = tensor.datatype();
@@ -507,9 +512,9 @@ absl::StatusOr<v1::RunRequest> ToRunRequest(inference::ModelInferRequest& reques
       const int64_t size = tensor.shape(d);
       std::optional<int64_t> product = CheckedMul(elements, size);
       if (size < 0 || !product.has_value()) {
-        return absl::InvalidArgumentError(absl::StrCat(
-            what, ": shape[", d, "] = ", size, " is not a size (shape [",
-            absl::StrJoin(tensor.shape(), ","), "])"));
+        return absl::InvalidArgumentError(absl::StrCat(what, ": shape[", d, "] = ", size,
+                                                       " is not a size (shape [",
+                                                       absl::StrJoin(tensor.shape(), ","), "])"));
       }
       elements = *product;
       input.shape.push_back(size);
@@ -548,11 +553,11 @@ absl::StatusOr<v1::RunRequest> ToRunRequest(inference::ModelInferRequest& reques
       tensor.clear_contents();
     }
     if (!expected.has_value() || static_cast<int64_t>(input.bytes.size()) != *expected) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          what, " has ", input.bytes.size() / static_cast<size_t>(ElementSize(*dtype)),
-          " elements (", input.bytes.size(), " bytes) but its shape [",
-          absl::StrJoin(tensor.shape(), ","), "] of ", tensor.datatype(), " holds ", elements,
-          " (", expected.value_or(-1), " bytes)"));
+      return absl::InvalidArgumentError(
+          absl::StrCat(what, " has ", input.bytes.size() / static_cast<size_t>(ElementSize(*dtype)),
+                       " elements (", input.bytes.size(), " bytes) but its shape [",
+                       absl::StrJoin(tensor.shape(), ","), "] of ", tensor.datatype(), " holds ",
+                       elements, " (", expected.value_or(-1), " bytes)"));
     }
     if (!spec->data) RETURN_IF_ERROR(Int64Values(model, spec->name, input).status());
     inputs.emplace(tensor.name(), std::move(input));
@@ -646,8 +651,7 @@ absl::StatusOr<inference::ModelInferResponse> ToModelInferResponse(
   for (const auto& input : request.inputs()) {
     if (input.name() == "input") input_datatype = input.datatype();
   }
-  const std::vector<std::string> names =
-      OutputNames(request.model_name(), response.outputs_size());
+  const std::vector<std::string> names = OutputNames(request.model_name(), response.outputs_size());
   if (names.size() != static_cast<size_t>(response.outputs_size())) {
     return absl::InternalError(absl::StrCat(request.model_name(), ": the run gave ",
                                             response.outputs_size(), " outputs, expected ",
@@ -661,9 +665,9 @@ absl::StatusOr<inference::ModelInferResponse> ToModelInferResponse(
     const std::string& name = request.outputs(i).name();
     auto found = std::find(names.begin(), names.end(), name);
     if (found == names.end()) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          request.model_name(), ": outputs[", i, "] \"", name, "\" is not an output; ",
-          "the outputs are ", absl::StrJoin(names, ", ")));
+      return absl::InvalidArgumentError(
+          absl::StrCat(request.model_name(), ": outputs[", i, "] \"", name, "\" is not an output; ",
+                       "the outputs are ", absl::StrJoin(names, ", ")));
     }
     order.push_back(static_cast<int>(found - names.begin()));
   }
@@ -672,14 +676,14 @@ absl::StatusOr<inference::ModelInferResponse> ToModelInferResponse(
     // Packed row-major: the native pipeline writes outputs so when the request
     // asks for no strides, as ToRunRequest's never do.
     // (An empty output has no elements to place.)
-    const bool empty = std::find(tensor.sizes().begin(), tensor.sizes().end(), 0) !=
-                       tensor.sizes().end();
+    const bool empty =
+        std::find(tensor.sizes().begin(), tensor.sizes().end(), 0) != tensor.sizes().end();
     int64_t expected = 1;
     for (int d = tensor.sizes_size() - 1; d >= 0 && !empty; --d) {
       if (tensor.sizes(d) > 1 && tensor.strides_size() == tensor.sizes_size() &&
           tensor.strides(d) != expected) {
-        return absl::InternalError(absl::StrCat(request.model_name(), ": output ", names[k],
-                                                " is not packed row-major"));
+        return absl::InternalError(
+            absl::StrCat(request.model_name(), ": output ", names[k], " is not packed row-major"));
       }
       expected *= tensor.sizes(d);
     }

@@ -38,8 +38,7 @@ constexpr absl::string_view kTooBigHint =
     "tensorop.v1.TensorOp/RunStream streams results of any size";
 
 // A unary reaction answered at once.
-grpc::ServerUnaryReactor* Answer(grpc::CallbackServerContext* context,
-                                 const absl::Status& status) {
+grpc::ServerUnaryReactor* Answer(grpc::CallbackServerContext* context, const absl::Status& status) {
   grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
   reactor->Finish(ToGrpcStatus(status));
   return reactor;
@@ -50,8 +49,8 @@ grpc::ServerUnaryReactor* Answer(grpc::CallbackServerContext* context,
 // anything is allocated), converted, executed by the native pipeline and
 // serialized into `out`. `record` is filled as it goes; `reservation` holds
 // the serialized answer when it returns OK.
-absl::Status Infer(TensorOpService& native, const grpc::ByteBuffer& bytes,
-                   absl::string_view method, const StopCheck& stop, CallRecord& record,
+absl::Status Infer(TensorOpService& native, const grpc::ByteBuffer& bytes, absl::string_view method,
+                   const StopCheck& stop, CallRecord& record,
                    MemoryBudget::Reservation& reservation, std::string* model,
                    grpc::ByteBuffer* out) {
   RETURN_IF_ERROR(stop());
@@ -60,22 +59,21 @@ absl::Status Infer(TensorOpService& native, const grpc::ByteBuffer& bytes,
   if (!bound.ok()) {
     return absl::InvalidArgumentError(absl::StrCat(method, ": ", bound.status().message()));
   }
-  RETURN_IF_ERROR(reservation.Grow(
-      *bound + kRequestOverheadBytes,
-      absl::StrCat(method, ": parsing a ", bytes.Length(), "-byte request")));
+  RETURN_IF_ERROR(
+      reservation.Grow(*bound + kRequestOverheadBytes,
+                       absl::StrCat(method, ": parsing a ", bytes.Length(), "-byte request")));
   inference::ModelInferRequest request;
   grpc::ByteBuffer copy(bytes);  // Deserialize consumes its buffer; this shares the slices
-  if (!grpc::SerializationTraits<inference::ModelInferRequest>::Deserialize(&copy, &request)
-           .ok()) {
+  if (!grpc::SerializationTraits<inference::ModelInferRequest>::Deserialize(&copy, &request).ok()) {
     return absl::InvalidArgumentError(
         absl::StrCat(method, ": the ", bytes.Length(), " bytes received are not a valid ",
                      inference::ModelInferRequest::descriptor()->full_name()));
   }
   ReleaseRequestBytes(&bytes, reservation);
   *model = request.model_name();
-  RETURN_IF_ERROR(reservation.Grow(TypedContentsBound(request),
-                                   absl::StrCat(method, ": the typed contents of request \"",
-                                                request.id(), "\"")));
+  RETURN_IF_ERROR(reservation.Grow(
+      TypedContentsBound(request),
+      absl::StrCat(method, ": the typed contents of request \"", request.id(), "\"")));
   ASSIGN_OR_RETURN(v1::RunRequest run, ToRunRequest(request));
   const absl::Time start = record.start;
   std::string identity = std::move(record.identity);
@@ -155,9 +153,9 @@ grpc::ServerUnaryReactor* InferenceService::ServerLive(grpc::CallbackServerConte
   return Answer(context, absl::OkStatus());
 }
 
-grpc::ServerUnaryReactor* InferenceService::ServerReady(
-    grpc::CallbackServerContext* context, const inference::ServerReadyRequest*,
-    inference::ServerReadyResponse* response) {
+grpc::ServerUnaryReactor* InferenceService::ServerReady(grpc::CallbackServerContext* context,
+                                                        const inference::ServerReadyRequest*,
+                                                        inference::ServerReadyResponse* response) {
   response->set_ready(ready_.load(std::memory_order_acquire));
   return Answer(context, absl::OkStatus());
 }
@@ -345,8 +343,8 @@ class InferenceService::InferReactor final : public grpc::ServerUnaryReactor {
   void Work() {
     std::string model;
     absl::Status status = Guarded([&] {
-      return Infer(*service_->native_, *request_bytes_, "ModelInfer", stop_, record_,
-                   reservation_, &model, response_bytes_);
+      return Infer(*service_->native_, *request_bytes_, "ModelInfer", stop_, record_, reservation_,
+                   &model, response_bytes_);
     });
     Done(status);
   }
@@ -445,9 +443,9 @@ class InferenceService::StreamReactor final
     if (status.code() == absl::StatusCode::kInvalidArgument &&
         absl::StrContains(status.message(), "are not a valid inference.ModelInferRequest")) {
       service_->native_->RecordOutcome(record, status);
-      Finish(ToGrpcStatus(absl::InvalidArgumentError(absl::StrCat(
-          "ModelStreamInfer: message ", messages_read_,
-          " is not a valid inference.ModelInferRequest; the stream ends here"))));
+      Finish(ToGrpcStatus(absl::InvalidArgumentError(
+          absl::StrCat("ModelStreamInfer: message ", messages_read_,
+                       " is not a valid inference.ModelInferRequest; the stream ends here"))));
       return;
     }
     if (status.ok()) {
@@ -456,7 +454,7 @@ class InferenceService::StreamReactor final
       service_->native_->RecordOutcome(record, status);
       Wrap(answer);
       watch_->Arm();  // the answer waits for the client from here
-    StartWrite(&write_buffer_);
+      StartWrite(&write_buffer_);
       return;
     }
     Answer(record, status, model);

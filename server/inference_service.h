@@ -9,12 +9,11 @@
 #include <atomic>
 #include <string>
 
-#include "absl/status/statusor.h"
-#include "absl/strings/string_view.h"
-
 #include <grpcpp/grpcpp.h>
 #include <grpcpp/support/byte_buffer.h>
 
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 #include "inference/grpc_service.grpc.pb.h"
 #include "inference/grpc_service.pb.h"
 #include "server/service.h"
@@ -53,8 +52,9 @@ using InferenceServiceBase = inference::GRPCInferenceService::WithRawCallbackMet
 // protocol binding serves the system shared memory extension's calls.
 inference::ServerMetadataResponse ServerMetadataAnswer(bool system_shared_memory);
 inference::RepositoryIndexResponse RepositoryIndexAnswer();
-absl::StatusOr<inference::ModelStatisticsResponse> ModelStatisticsAnswer(
-    const Metrics* metrics, absl::string_view name, absl::string_view version);
+absl::StatusOr<inference::ModelStatisticsResponse> ModelStatisticsAnswer(const Metrics* metrics,
+                                                                         absl::string_view name,
+                                                                         absl::string_view version);
 
 class InferenceService final : public InferenceServiceBase {
  public:
@@ -82,12 +82,12 @@ class InferenceService final : public InferenceServiceBase {
   grpc::ServerUnaryReactor* ModelMetadata(grpc::CallbackServerContext* context,
                                           const inference::ModelMetadataRequest* request,
                                           inference::ModelMetadataResponse* response) override;
-  grpc::ServerUnaryReactor* ModelStatistics(
-      grpc::CallbackServerContext* context, const inference::ModelStatisticsRequest* request,
-      inference::ModelStatisticsResponse* response) override;
-  grpc::ServerUnaryReactor* RepositoryIndex(
-      grpc::CallbackServerContext* context, const inference::RepositoryIndexRequest* request,
-      inference::RepositoryIndexResponse* response) override;
+  grpc::ServerUnaryReactor* ModelStatistics(grpc::CallbackServerContext* context,
+                                            const inference::ModelStatisticsRequest* request,
+                                            inference::ModelStatisticsResponse* response) override;
+  grpc::ServerUnaryReactor* RepositoryIndex(grpc::CallbackServerContext* context,
+                                            const inference::RepositoryIndexRequest* request,
+                                            inference::RepositoryIndexResponse* response) override;
   grpc::ServerUnaryReactor* ModelInfer(grpc::CallbackServerContext* context,
                                        const grpc::ByteBuffer* request,
                                        grpc::ByteBuffer* response) override;

@@ -27,8 +27,7 @@ void ExecWithHugePageMalloc(char** argv) {
   // Set by the caller (either way) or by our own exec: leave it.
   if (tunables.find(kTunable) != std::string::npos) return;
   if (!HugePagesAvailable()) return;
-  tunables = tunables.empty() ? std::string(kTunable) + "=1"
-                              : tunables + ":" + kTunable + "=1";
+  tunables = tunables.empty() ? std::string(kTunable) + "=1" : tunables + ":" + kTunable + "=1";
   if (setenv("GLIBC_TUNABLES", tunables.c_str(), 1) != 0) return;
   execv("/proc/self/exe", argv);
   // The exec failed (no /proc?): run as we are, without the tunable.

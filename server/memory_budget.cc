@@ -83,12 +83,10 @@ absl::Status MemoryBudget::Take(int64_t bytes, absl::string_view what) {
     if (bytes > limit_ - reserved) {
       refusals_.fetch_add(1, std::memory_order_relaxed);
       return absl::ResourceExhaustedError(absl::StrCat(
-          "server memory budget exhausted: ", bytes, " more bytes for ", what, ", with ",
-          reserved, " of the budget's ", limit_,
-          " bytes reserved (--max_memory_bytes); retry later"));
+          "server memory budget exhausted: ", bytes, " more bytes for ", what, ", with ", reserved,
+          " of the budget's ", limit_, " bytes reserved (--max_memory_bytes); retry later"));
     }
-  } while (!reserved_.compare_exchange_weak(reserved, reserved + bytes,
-                                            std::memory_order_relaxed));
+  } while (!reserved_.compare_exchange_weak(reserved, reserved + bytes, std::memory_order_relaxed));
   return absl::OkStatus();
 }
 
@@ -97,7 +95,7 @@ void MemoryBudget::Give(int64_t bytes) {
 }
 
 absl::StatusOr<MemoryBudget::Reservation> MemoryBudget::TryReserve(int64_t bytes,
-                                                                    absl::string_view what) {
+                                                                   absl::string_view what) {
   Reservation reservation = Empty();
   absl::Status status = reservation.Grow(bytes, what);
   if (!status.ok()) return status;

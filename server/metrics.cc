@@ -62,8 +62,8 @@ size_t BackendIndex(absl::string_view backend) {
 }
 
 size_t LatencyBucket(int64_t micros) {
-  const auto bound = std::lower_bound(std::begin(kLatencyBucketsUs), std::end(kLatencyBucketsUs),
-                                      micros);
+  const auto bound =
+      std::lower_bound(std::begin(kLatencyBucketsUs), std::end(kLatencyBucketsUs), micros);
   return static_cast<size_t>(bound - std::begin(kLatencyBucketsUs));
 }
 
@@ -133,8 +133,7 @@ size_t Metrics::RequestSlot(size_t method, size_t op, size_t backend, size_t cod
   return ((method * ops_.size() + op) * backends_.size() + backend) * codes_.size() + code;
 }
 
-void Metrics::RecordCall(const CallRecord& record, absl::StatusCode code,
-                         absl::Duration latency) {
+void Metrics::RecordCall(const CallRecord& record, absl::StatusCode code, absl::Duration latency) {
   const size_t method = IndexOf(methods_, record.method);
   const size_t op = IndexOf(ops_, record.op);
   size_t code_index = static_cast<size_t>(code);
@@ -153,9 +152,8 @@ void Metrics::RecordCall(const CallRecord& record, absl::StatusCode code,
                        std::memory_order_relaxed);
 }
 
-void Metrics::AddSampled(const std::string& name, const std::string& help,
-                         const std::string& type, Labels labels,
-                         std::function<int64_t()> sample) {
+void Metrics::AddSampled(const std::string& name, const std::string& help, const std::string& type,
+                         Labels labels, std::function<int64_t()> sample) {
   auto family = std::find_if(sampled_.begin(), sampled_.end(),
                              [&](const SampledFamily& f) { return f.name == name; });
   if (family == sampled_.end()) {
@@ -174,8 +172,8 @@ void Metrics::AddSampledReal(const std::string& name, const std::string& help,
   }
 }
 
-void Metrics::AddSampledHistogram(const std::string& name, const std::string& help,
-                                  Labels labels, std::vector<int64_t> bounds_us,
+void Metrics::AddSampledHistogram(const std::string& name, const std::string& help, Labels labels,
+                                  std::vector<int64_t> bounds_us,
                                   std::function<HistogramSample()> sample) {
   auto family = std::find_if(sampled_histograms_.begin(), sampled_histograms_.end(),
                              [&](const SampledHistogramFamily& f) { return f.name == name; });
@@ -246,22 +244,22 @@ std::string Metrics::Exposition() const {
     }
   }
 
-  AppendFamilyHeader(&text, "tensorop_bytes_in_total",
-                     "Input data bytes received in requests.", "counter");
+  AppendFamilyHeader(&text, "tensorop_bytes_in_total", "Input data bytes received in requests.",
+                     "counter");
   absl::StrAppend(&text, "tensorop_bytes_in_total ", bytes_in_.load(std::memory_order_relaxed),
                   "\n");
-  AppendFamilyHeader(&text, "tensorop_bytes_out_total",
-                     "Output data bytes sent in answers.", "counter");
-  absl::StrAppend(&text, "tensorop_bytes_out_total ",
-                  bytes_out_.load(std::memory_order_relaxed), "\n");
+  AppendFamilyHeader(&text, "tensorop_bytes_out_total", "Output data bytes sent in answers.",
+                     "counter");
+  absl::StrAppend(&text, "tensorop_bytes_out_total ", bytes_out_.load(std::memory_order_relaxed),
+                  "\n");
 
   for (const SampledFamily& family : sampled_) {
     AppendFamilyHeader(&text, family.name, family.help, family.type);
     for (const SampledSeries& series : family.series) {
-      absl::StrAppend(&text, family.name, FormatLabels(series.labels), " ",
-                      series.real ? absl::StrFormat("%.9g", series.real()) :
-                                    absl::StrCat(series.sample()),
-                      "\n");
+      absl::StrAppend(
+          &text, family.name, FormatLabels(series.labels), " ",
+          series.real ? absl::StrFormat("%.9g", series.real()) : absl::StrCat(series.sample()),
+          "\n");
     }
   }
 
@@ -276,13 +274,13 @@ std::string Metrics::Exposition() const {
         Labels bucket_labels = series.labels;
         bucket_labels.emplace_back(
             "le", i < series.bounds_us.size() ? MicrosAsSeconds(series.bounds_us[i]) : "+Inf");
-        absl::StrAppend(&text, family.name, "_bucket", FormatLabels(bucket_labels), " ",
-                        cumulative, "\n");
+        absl::StrAppend(&text, family.name, "_bucket", FormatLabels(bucket_labels), " ", cumulative,
+                        "\n");
       }
       absl::StrAppend(&text, family.name, "_sum", FormatLabels(series.labels), " ",
                       MicrosAsSeconds(static_cast<int64_t>(sample.sum_us)), "\n");
-      absl::StrAppend(&text, family.name, "_count", FormatLabels(series.labels), " ",
-                      cumulative, "\n");
+      absl::StrAppend(&text, family.name, "_count", FormatLabels(series.labels), " ", cumulative,
+                      "\n");
     }
   }
   return text;
@@ -293,23 +291,21 @@ void AddServerSeries(Metrics& metrics, const Scheduler& scheduler, const DeviceP
       "Requests queued or running: on the CPU workers, which plan every request "
       "(--max_queued_requests bounds it), and on each OpenCL device "
       "(--opencl_queue_depth bounds it).";
-  metrics.AddSampled("tensorop_queue_depth", std::string(kQueueHelp), "gauge",
-                     {{"backend", "cpu"}}, [&scheduler] { return scheduler.in_flight(); });
+  metrics.AddSampled("tensorop_queue_depth", std::string(kQueueHelp), "gauge", {{"backend", "cpu"}},
+                     [&scheduler] { return scheduler.in_flight(); });
   for (size_t i = 0; i < devices.size(); ++i) {
     const int index = static_cast<int>(i);
-    metrics.AddSampled("tensorop_queue_depth", std::string(kQueueHelp), "gauge",
-                       {{"backend", "opencl"},
-                        {"device", devices.Name(index)},
-                        {"index", absl::StrCat(index)}},
-                       [&devices, index] { return devices.in_flight(index); });
+    metrics.AddSampled(
+        "tensorop_queue_depth", std::string(kQueueHelp), "gauge",
+        {{"backend", "opencl"}, {"device", devices.Name(index)}, {"index", absl::StrCat(index)}},
+        [&devices, index] { return devices.in_flight(index); });
   }
   for (size_t i = 0; i < devices.size(); ++i) {
     const int index = static_cast<int>(i);
     metrics.AddSampled("tensorop_device_failures_total",
                        "OpenCL device executions that failed (the request was retried on the "
                        "CPU and the device marked unhealthy), by device.",
-                       "counter",
-                       {{"device", devices.Name(index)}, {"index", absl::StrCat(index)}},
+                       "counter", {{"device", devices.Name(index)}, {"index", absl::StrCat(index)}},
                        [&devices, index] { return devices.failures(index); });
   }
   for (size_t i = 0; i < devices.size(); ++i) {
@@ -317,8 +313,7 @@ void AddServerSeries(Metrics& metrics, const Scheduler& scheduler, const DeviceP
     metrics.AddSampled("tensorop_opencl_waiting",
                        "OPENCL requests waiting for a slot of a busy device, by device "
                        "(--opencl_max_wait_seconds bounds each wait).",
-                       "gauge",
-                       {{"device", devices.Name(index)}, {"index", absl::StrCat(index)}},
+                       "gauge", {{"device", devices.Name(index)}, {"index", absl::StrCat(index)}},
                        [&devices, index] { return devices.waiting(index); });
   }
   for (size_t i = 0; i < devices.size(); ++i) {
@@ -337,8 +332,7 @@ void AddServerSeries(Metrics& metrics, const Scheduler& scheduler, const DeviceP
   }
 }
 
-void AddCalibrationSeries(Metrics& metrics, const Scheduler& scheduler,
-                          const DevicePool& devices) {
+void AddCalibrationSeries(Metrics& metrics, const Scheduler& scheduler, const DevicePool& devices) {
   constexpr absl::string_view kRateHelp =
       "Rates AUTO's cost model measured at startup (--calibrate): the CPU's copy and scatter "
       "kernels at --worker_threads, and each OpenCL device's upload, download, copy and "
@@ -373,9 +367,8 @@ void AddCalibrationSeries(Metrics& metrics, const Scheduler& scheduler,
                      whole(cpu(&CpuRates::scatter_bytes_per_second)));
   for (size_t i = 0; i < devices.size(); ++i) {
     const int index = static_cast<int>(i);
-    const Labels labels = {{"backend", "opencl"},
-                           {"device", devices.Name(index)},
-                           {"index", absl::StrCat(index)}};
+    const Labels labels = {
+        {"backend", "opencl"}, {"device", devices.Name(index)}, {"index", absl::StrCat(index)}};
     for (const auto& [label, value, field] :
          {std::tuple{"direction", "upload", &DeviceRates::upload_bytes_per_second},
           std::tuple{"direction", "download", &DeviceRates::download_bytes_per_second},
@@ -391,11 +384,10 @@ void AddCalibrationSeries(Metrics& metrics, const Scheduler& scheduler,
                          cpu(&CpuRates::fixed_seconds));
   for (size_t i = 0; i < devices.size(); ++i) {
     const int index = static_cast<int>(i);
-    metrics.AddSampledReal(fixed, std::string(kFixedHelp), "gauge",
-                           {{"backend", "opencl"},
-                            {"device", devices.Name(index)},
-                            {"index", absl::StrCat(index)}},
-                           device(index, &DeviceRates::fixed_seconds));
+    metrics.AddSampledReal(
+        fixed, std::string(kFixedHelp), "gauge",
+        {{"backend", "opencl"}, {"device", devices.Name(index)}, {"index", absl::StrCat(index)}},
+        device(index, &DeviceRates::fixed_seconds));
   }
 }
 

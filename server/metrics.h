@@ -48,8 +48,8 @@ inline constexpr absl::string_view kExpositionContentType =
 // so a latency falls into a bucket exactly; printed as seconds). From a small
 // unary call on loopback to a multi-GiB stream.
 inline constexpr int64_t kLatencyBucketsUs[] = {
-    50,      100,     250,     500,       1'000,     2'500,     5'000,     10'000,   25'000,
-    50'000,  100'000, 250'000, 500'000, 1'000'000, 2'500'000, 5'000'000, 10'000'000, 30'000'000};
+    50,     100,     250,     500,     1'000,     2'500,     5'000,     10'000,     25'000,
+    50'000, 100'000, 250'000, 500'000, 1'000'000, 2'500'000, 5'000'000, 10'000'000, 30'000'000};
 
 class Metrics {
  public:
@@ -95,8 +95,7 @@ class Metrics {
     uint64_t sum_us = 0;
   };
   void AddSampledHistogram(const std::string& name, const std::string& help, Labels labels,
-                           std::vector<int64_t> bounds_us,
-                           std::function<HistogramSample()> sample);
+                           std::vector<int64_t> bounds_us, std::function<HistogramSample()> sample);
 
   // Every series in the text exposition format, each family with its HELP and
   // TYPE lines. Call series appear once counted (a zero count is not printed);
@@ -160,8 +159,7 @@ void AddServerSeries(Metrics& metrics, const Scheduler& scheduler, const DeviceP
 // them: bytes per second of the CPU's copy and scatter kernels and of each
 // device's upload, download, copy and scatter, and each backend's fixed cost
 // per request. 0 until the calibration ended, and for what it did not measure.
-void AddCalibrationSeries(Metrics& metrics, const Scheduler& scheduler,
-                          const DevicePool& devices);
+void AddCalibrationSeries(Metrics& metrics, const Scheduler& scheduler, const DevicePool& devices);
 
 // `value` escaped for a label value: backslash, double quote and newline.
 std::string EscapeLabelValue(absl::string_view value);

@@ -28,7 +28,7 @@ struct PlannedRun {
   OpRequest op;
   ExecutionPlan plan;
   std::vector<std::span<const std::byte>> inputs;  // by plan slot
-  SharedMemoryPins shared_memory;  // regions the request reads or writes
+  SharedMemoryPins shared_memory;                  // regions the request reads or writes
 };
 
 absl::StatusOr<std::unique_ptr<PlannedRun>> Plan(const v1::RunRequest& request,
@@ -44,8 +44,8 @@ absl::StatusOr<std::unique_ptr<PlannedRun>> Plan(const v1::RunRequest& request,
     auto found = std::find_if(run->op.inputs.begin(), run->op.inputs.end(),
                               [&](const NamedTensor& input) { return input.name == name; });
     if (found == run->op.inputs.end()) {
-      return absl::InternalError(absl::StrCat("the plan reads input \"", name,
-                                              "\", which the request does not have"));
+      return absl::InternalError(
+          absl::StrCat("the plan reads input \"", name, "\", which the request does not have"));
     }
     run->inputs.push_back(found->tensor.data);
   }
@@ -64,10 +64,10 @@ using AdmitFn = std::function<absl::StatusOr<int64_t>(const ExecutionPlan& plan)
 // into them.
 template <typename Allocate>
 absl::Status PlanAndExecute(const v1::RunRequest& request, const Limits& limits,
-                            SharedMemoryRegistry* shared_memory,
-                            Scheduler& scheduler, Placement& placement,
-                            const StopCheck& stop, MemoryBudget::Reservation& reservation,
-                            const AdmitFn& admit, Allocate allocate) {
+                            SharedMemoryRegistry* shared_memory, Scheduler& scheduler,
+                            Placement& placement, const StopCheck& stop,
+                            MemoryBudget::Reservation& reservation, const AdmitFn& admit,
+                            Allocate allocate) {
   // Work that expired or was cancelled while queued is not started.
   RETURN_IF_ERROR(stop());
   ASSIGN_OR_RETURN(std::unique_ptr<PlannedRun> run, Plan(request, limits, shared_memory, stop));
@@ -81,8 +81,8 @@ absl::Status PlanAndExecute(const v1::RunRequest& request, const Limits& limits,
       bytes += static_cast<int64_t>(input.size());
     }
   }
-  RETURN_IF_ERROR(reservation.Grow(
-      bytes, absl::StrCat("the outputs of request \"", request.id(), "\"")));
+  RETURN_IF_ERROR(
+      reservation.Grow(bytes, absl::StrCat("the outputs of request \"", request.id(), "\"")));
   std::vector<std::byte*> outputs;
   outputs.reserve(run->plan.outputs.size());
   for (const Layout& layout : run->plan.outputs) {
@@ -114,26 +114,24 @@ absl::Status ParseRequest(const grpc::ByteBuffer& bytes, absl::string_view metho
   if (!bound.ok()) {
     return absl::InvalidArgumentError(absl::StrCat(method, ": ", bound.status().message()));
   }
-  RETURN_IF_ERROR(reservation.Grow(*bound + kRequestOverheadBytes,
-                                   absl::StrCat(method, ": parsing a ", bytes.Length(),
-                                                "-byte request")));
+  RETURN_IF_ERROR(
+      reservation.Grow(*bound + kRequestOverheadBytes,
+                       absl::StrCat(method, ": parsing a ", bytes.Length(), "-byte request")));
   grpc::ByteBuffer copy(bytes);  // Deserialize consumes its buffer; this shares the slices
   if (!grpc::SerializationTraits<v1::RunRequest>::Deserialize(&copy, request).ok()) {
     return absl::InvalidArgumentError(absl::StrCat(method, ": the ", bytes.Length(),
                                                    " bytes received are not a valid ",
                                                    v1::RunRequest::descriptor()->full_name()));
   }
-  return reservation.Grow(
-      kOutputOverheadBytes * std::max(1, request->outputs_size()),
-      absl::StrCat(method, ": planning the ", request->outputs_size(), " outputs of request \"",
-                   request->id(), "\""));
+  return reservation.Grow(kOutputOverheadBytes * std::max(1, request->outputs_size()),
+                          absl::StrCat(method, ": planning the ", request->outputs_size(),
+                                       " outputs of request \"", request->id(), "\""));
 }
 
 absl::Status ExecuteIntoResponse(const v1::RunRequest& request, const ServiceOptions& options,
-                                 Scheduler& scheduler, Placement& placement,
-                                 const StopCheck& stop, MemoryBudget::Reservation& reservation,
-                                 bool with_status, absl::string_view too_big_hint,
-                                 v1::RunResponse* response) {
+                                 Scheduler& scheduler, Placement& placement, const StopCheck& stop,
+                                 MemoryBudget::Reservation& reservation, bool with_status,
+                                 absl::string_view too_big_hint, v1::RunResponse* response) {
   const AdmitFn admit = [&](const ExecutionPlan& plan) -> absl::StatusOr<int64_t> {
     const std::string backend = placement.device == Device::kCpu
                                     ? std::string("cpu")
@@ -143,35 +141,36 @@ absl::Status ExecuteIntoResponse(const v1::RunRequest& request, const ServiceOpt
         RunResponseBytes(request.id(), backend, with_status, "", plan.outputs) -
         SharedMemoryOutputBytes(request, plan.outputs);
     if (answer_bytes > options.max_message_bytes) {
-      return absl::ResourceExhaustedError(absl::StrCat(
-          "the answer would take ", answer_bytes, " bytes (", TotalBytes(plan.outputs),
-          " of output data), more than the server's message limit of ",
-          options.max_message_bytes, " bytes (--max_message_bytes); ", too_big_hint));
+      return absl::ResourceExhaustedError(
+          absl::StrCat("the answer would take ", answer_bytes, " bytes (", TotalBytes(plan.outputs),
+                       " of output data), more than the server's message limit of ",
+                       options.max_message_bytes, " bytes (--max_message_bytes); ", too_big_hint));
     }
     return answer_bytes;  // its serialized copy
   };
   absl::Status status = Guarded([&] {
-    return PlanAndExecute(request, options.limits, options.shared_memory, scheduler, placement,
-                          stop, reservation, admit,
-                          [&](const Layout& layout,
-                              std::byte* shared) -> absl::StatusOr<std::byte*> {
-                            v1::Tensor* tensor = response->add_outputs();
-                            SetTensorLayout(layout, tensor);
-                            if (shared != nullptr) return shared;  // the layout only
-                            // resize() zeroes: padding reads as zero.
-                            std::string* data = tensor->mutable_data();
-                            data->resize(static_cast<size_t>(layout.buffer_bytes()));
-                            return reinterpret_cast<std::byte*>(data->data());
-                          });
+    return PlanAndExecute(
+        request, options.limits, options.shared_memory, scheduler, placement, stop, reservation,
+        admit, [&](const Layout& layout, std::byte* shared) -> absl::StatusOr<std::byte*> {
+          v1::Tensor* tensor = response->add_outputs();
+          SetTensorLayout(layout, tensor);
+          if (shared != nullptr) return shared;  // the layout only
+          // resize() zeroes: padding reads as zero.
+          std::string* data = tensor->mutable_data();
+          data->resize(static_cast<size_t>(layout.buffer_bytes()));
+          return reinterpret_cast<std::byte*>(data->data());
+        });
   });
   if (!status.ok()) response->clear_outputs();
   return status;
 }
 
-absl::StatusOr<OutputBuffers> ExecuteIntoAnswerBuffers(
-    const v1::RunRequest& request, const ServiceOptions& options, Scheduler& scheduler,
-    Placement& placement, const StopCheck& stop, MemoryBudget::Reservation& reservation,
-    absl::string_view too_big_hint) {
+absl::StatusOr<OutputBuffers> ExecuteIntoAnswerBuffers(const v1::RunRequest& request,
+                                                       const ServiceOptions& options,
+                                                       Scheduler& scheduler, Placement& placement,
+                                                       const StopCheck& stop,
+                                                       MemoryBudget::Reservation& reservation,
+                                                       absl::string_view too_big_hint) {
   const AdmitFn admit = [&](const ExecutionPlan& plan) -> absl::StatusOr<int64_t> {
     const std::string backend = placement.device == Device::kCpu
                                     ? std::string("cpu")
@@ -179,10 +178,10 @@ absl::StatusOr<OutputBuffers> ExecuteIntoAnswerBuffers(
     const int64_t answer_bytes =
         RunResponseBytes(request.id(), backend, /*with_status=*/false, "", plan.outputs);
     if (answer_bytes > options.max_message_bytes) {
-      return absl::ResourceExhaustedError(absl::StrCat(
-          "the answer would take ", answer_bytes, " bytes (", TotalBytes(plan.outputs),
-          " of output data), more than the server's message limit of ",
-          options.max_message_bytes, " bytes (--max_message_bytes); ", too_big_hint));
+      return absl::ResourceExhaustedError(
+          absl::StrCat("the answer would take ", answer_bytes, " bytes (", TotalBytes(plan.outputs),
+                       " of output data), more than the server's message limit of ",
+                       options.max_message_bytes, " bytes (--max_message_bytes); ", too_big_hint));
     }
     return answer_bytes - TotalBytes(plan.outputs);  // the outputs are the answer
   };
@@ -208,9 +207,8 @@ int64_t ResponseDataBytes(const v1::RunResponse& response) {
 }
 
 absl::StatusOr<Outputs> ExecuteIntoBuffers(const v1::RunRequest& request,
-                                           const ServiceOptions& options,
-                                           Scheduler& scheduler, Placement& placement,
-                                           const StopCheck& stop,
+                                           const ServiceOptions& options, Scheduler& scheduler,
+                                           Placement& placement, const StopCheck& stop,
                                            MemoryBudget::Reservation& reservation) {
   Outputs outputs;
   const AdmitFn admit = [&](const ExecutionPlan&) -> absl::StatusOr<int64_t> {
@@ -218,23 +216,22 @@ absl::StatusOr<Outputs> ExecuteIntoBuffers(const v1::RunRequest& request,
   };
   absl::Status status = Guarded([&] {
     RETURN_IF_ERROR(CheckNoSharedMemoryOutputs(request, "a streamed call"));
-    return PlanAndExecute(
-        request, options.limits, options.shared_memory, scheduler, placement, stop, reservation,
-        admit, [&](const Layout& layout, std::byte*) -> absl::StatusOr<std::byte*> {
-          ASSIGN_OR_RETURN(OutputBuffer buffer, AllocateOutput(layout));
-          outputs.layouts.push_back(layout);
-          outputs.buffers.push_back(Share(std::move(buffer)));
-          return outputs.buffers.back().get();
-        });
+    return PlanAndExecute(request, options.limits, options.shared_memory, scheduler, placement,
+                          stop, reservation, admit,
+                          [&](const Layout& layout, std::byte*) -> absl::StatusOr<std::byte*> {
+                            ASSIGN_OR_RETURN(OutputBuffer buffer, AllocateOutput(layout));
+                            outputs.layouts.push_back(layout);
+                            outputs.buffers.push_back(Share(std::move(buffer)));
+                            return outputs.buffers.back().get();
+                          });
   });
   if (!status.ok()) return status;
   return outputs;
 }
 
 absl::StatusOr<ResultParts> ExecuteIntoParts(const v1::RunRequest& request,
-                                             const ServiceOptions& options,
-                                             Scheduler& scheduler, Placement& placement,
-                                             const StopCheck& stop,
+                                             const ServiceOptions& options, Scheduler& scheduler,
+                                             Placement& placement, const StopCheck& stop,
                                              MemoryBudget::Reservation& reservation,
                                              CallRecord& record) {
   absl::StatusOr<Outputs> outputs =

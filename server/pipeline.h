@@ -65,19 +65,20 @@ absl::Status ParseRequest(const grpc::ByteBuffer& bytes, absl::string_view metho
 // refusing before any work an answer whose serialized size would pass the
 // message limit. On error `response` holds no outputs.
 absl::Status ExecuteIntoResponse(const v1::RunRequest& request, const ServiceOptions& options,
-                                 Scheduler& scheduler, Placement& placement,
-                                 const StopCheck& stop, MemoryBudget::Reservation& reservation,
-                                 bool with_status, absl::string_view too_big_hint,
-                                 v1::RunResponse* response);
+                                 Scheduler& scheduler, Placement& placement, const StopCheck& stop,
+                                 MemoryBudget::Reservation& reservation, bool with_status,
+                                 absl::string_view too_big_hint, v1::RunResponse* response);
 
 // Executes `request` into output buffers that become its answer (Run):
 // SerializeRunResponse hands them to gRPC without a copy, so what the answer
 // takes besides them is only its other fields. Refused before any work, like
 // ExecuteIntoResponse, when the serialized answer would pass the message limit.
-absl::StatusOr<OutputBuffers> ExecuteIntoAnswerBuffers(
-    const v1::RunRequest& request, const ServiceOptions& options, Scheduler& scheduler,
-    Placement& placement, const StopCheck& stop, MemoryBudget::Reservation& reservation,
-    absl::string_view too_big_hint);
+absl::StatusOr<OutputBuffers> ExecuteIntoAnswerBuffers(const v1::RunRequest& request,
+                                                       const ServiceOptions& options,
+                                                       Scheduler& scheduler, Placement& placement,
+                                                       const StopCheck& stop,
+                                                       MemoryBudget::Reservation& reservation,
+                                                       absl::string_view too_big_hint);
 
 // The data bytes of `response`'s outputs.
 int64_t ResponseDataBytes(const v1::RunResponse& response);
@@ -93,9 +94,8 @@ struct Outputs {
 // results are not bounded by the message size, only by the request limits and
 // the memory budget.
 absl::StatusOr<Outputs> ExecuteIntoBuffers(const v1::RunRequest& request,
-                                           const ServiceOptions& options,
-                                           Scheduler& scheduler, Placement& placement,
-                                           const StopCheck& stop,
+                                           const ServiceOptions& options, Scheduler& scheduler,
+                                           Placement& placement, const StopCheck& stop,
                                            MemoryBudget::Reservation& reservation);
 
 // Serializes `message` into `buffer` for a raw write, replacing what the
@@ -191,9 +191,8 @@ class ResultParts {
 // Executes `request` into server-held buffers and cuts them into parts
 // (RunStream, RunChunked); `record` learns where it ran.
 absl::StatusOr<ResultParts> ExecuteIntoParts(const v1::RunRequest& request,
-                                             const ServiceOptions& options,
-                                             Scheduler& scheduler, Placement& placement,
-                                             const StopCheck& stop,
+                                             const ServiceOptions& options, Scheduler& scheduler,
+                                             Placement& placement, const StopCheck& stop,
                                              MemoryBudget::Reservation& reservation,
                                              CallRecord& record);
 

@@ -3,8 +3,8 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <cerrno>
 #include <atomic>
+#include <cerrno>
 #include <condition_variable>
 #include <deque>
 #include <mutex>
@@ -58,18 +58,16 @@ CallRecord DescribeRequest(absl::string_view method, const v1::RunRequest& reque
   return record;
 }
 
-std::string FormatLogLine(const CallRecord& record, const absl::Status& status,
-                          absl::Time end) {
+std::string FormatLogLine(const CallRecord& record, const absl::Status& status, absl::Time end) {
   nlohmann::ordered_json sizes = nlohmann::ordered_json::object();
   // Names are sorted and unique, so appending (not operator[], which searches
   // an ordered_json linearly) builds the object.
   const size_t logged = std::min(record.sizes.size(), kMaxLoggedInputs);
   for (size_t i = 0; i < logged; ++i) {
     const auto& [name, dims] = record.sizes[i];
-    const int64_t length =
-        i < record.sizes_lengths.size() ? record.sizes_lengths[i] : static_cast<int64_t>(dims.size());
-    if (length <= static_cast<int64_t>(kMaxLoggedEntries) &&
-        dims.size() <= kMaxLoggedEntries) {
+    const int64_t length = i < record.sizes_lengths.size() ? record.sizes_lengths[i]
+                                                           : static_cast<int64_t>(dims.size());
+    if (length <= static_cast<int64_t>(kMaxLoggedEntries) && dims.size() <= kMaxLoggedEntries) {
       sizes.emplace(Cut(name, kMaxLoggedIdBytes), dims);
     } else {
       // "[1,1,...(60000000 entries)]"
@@ -178,8 +176,7 @@ class Logger {
       }
       if (const int64_t dropped = dropped_.load(std::memory_order_relaxed); dropped > reported) {
         nlohmann::ordered_json line;
-        line["time"] = absl::FormatTime("%Y-%m-%d%ET%H:%M:%E6SZ", absl::Now(),
-                                        absl::UTCTimeZone());
+        line["time"] = absl::FormatTime("%Y-%m-%d%ET%H:%M:%E6SZ", absl::Now(), absl::UTCTimeZone());
         line["event"] = "log_dropped";
         line["lines"] = dropped - reported;
         WriteLine(line.dump());

@@ -30,9 +30,9 @@ struct CallRecord {
   // missing or shorter: the list is whole), and the number of inputs.
   std::vector<int64_t> sizes_lengths;
   int64_t input_count = -1;  // -1: sizes.size()
-  std::string backend;  // where it ran, or was to run
-  int64_t bytes_in = 0;   // input data bytes
-  int64_t bytes_out = 0;  // output data bytes sent
+  std::string backend;       // where it ran, or was to run
+  int64_t bytes_in = 0;      // input data bytes
+  int64_t bytes_out = 0;     // output data bytes sent
   // Who called: "token:NAME" and/or "cert:SUBJECT" (server/auth.h); empty
   // for an anonymous call, and then left out of the line.
   std::string identity;
@@ -56,8 +56,7 @@ CallRecord DescribeRequest(absl::string_view method, const v1::RunRequest& reque
 //  "bytes_out":16,"latency_us":210,"status":"OK"}
 // plus "message" when the status is not OK, and "identity" for an
 // authenticated caller. `time` is `end` in RFC 3339, UTC.
-std::string FormatLogLine(const CallRecord& record, const absl::Status& status,
-                          absl::Time end);
+std::string FormatLogLine(const CallRecord& record, const absl::Status& status, absl::Time end);
 
 // Queues the line for `record` ending at `end` with `status`; a logger thread
 // formats it and writes it to stderr whole (lines from concurrent calls never

@@ -1,12 +1,12 @@
 #include "server/response_writer.h"
 
+#include <sys/mman.h>
+
 #include <algorithm>
 #include <cstdint>
 #include <cstdlib>
 #include <string>
 #include <utility>
-
-#include <sys/mman.h>
 
 #include <google/protobuf/io/coded_stream.h>
 #include <grpcpp/support/slice.h>
@@ -81,9 +81,8 @@ absl::StatusOr<OutputBuffer> AllocateOutput(const Layout& layout) {
   return OutputBuffer(static_cast<std::byte*>(memory));
 }
 
-void SerializeRunResponse(absl::string_view id, OutputBuffers& outputs,
-                          absl::string_view backend, const v1::Status* status,
-                          grpc::ByteBuffer* out) {
+void SerializeRunResponse(absl::string_view id, OutputBuffers& outputs, absl::string_view backend,
+                          const v1::Status* status, grpc::ByteBuffer* out) {
   std::vector<grpc::Slice> slices;
   slices.reserve(2 * outputs.layouts.size() + 2);
   std::string pending;  // bytes of the next small slice
@@ -133,10 +132,9 @@ void SerializeChunkPart(const SharedOutput& buffer, int64_t offset, int64_t leng
   std::string head;
   head.push_back(static_cast<char>(kResultPartChunkTag));
   AppendVarint(static_cast<uint64_t>(length), &head);
-  grpc::Slice slices[2] = {
-      grpc::Slice(head.data(), head.size()),
-      grpc::Slice(buffer.get() + offset, static_cast<size_t>(length), &DropReference,
-                  new SharedOutput(buffer))};
+  grpc::Slice slices[2] = {grpc::Slice(head.data(), head.size()),
+                           grpc::Slice(buffer.get() + offset, static_cast<size_t>(length),
+                                       &DropReference, new SharedOutput(buffer))};
   *out = grpc::ByteBuffer(slices, length > 0 ? 2 : 1);
 }
 

@@ -51,9 +51,8 @@ struct OutputBuffers {
 // Serializes RunResponse{id, outputs, backend, status} into `out`, handing
 // every output buffer to gRPC (they are freed when gRPC drops the slices);
 // `status` is left out when null. `outputs` is emptied.
-void SerializeRunResponse(absl::string_view id, OutputBuffers& outputs,
-                          absl::string_view backend, const v1::Status* status,
-                          grpc::ByteBuffer* out);
+void SerializeRunResponse(absl::string_view id, OutputBuffers& outputs, absl::string_view backend,
+                          const v1::Status* status, grpc::ByteBuffer* out);
 
 // A buffer shared by the slices of a streamed output: freed when the last
 // slice (and the holder) let go.

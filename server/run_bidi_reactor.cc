@@ -1,7 +1,5 @@
 // TensorOp.RunBidi: RunRequests in, RunResponses out in completion order, the
 // flow control decided by server/bidi_flow.h.
-#include "server/service.h"
-
 #include <deque>
 #include <memory>
 #include <mutex>
@@ -23,6 +21,7 @@
 #include "server/request_log.h"
 #include "server/response_writer.h"
 #include "server/scheduler.h"
+#include "server/service.h"
 #include "server/status_map.h"
 
 namespace tensorop::server {
@@ -252,7 +251,7 @@ class TensorOpService::BidiReactor final
 
   std::mutex mu_;
   BidiFlow flow_;
-  std::deque<Queued> queue_;  // the answers flow_ counts as queued, in order
+  std::deque<Queued> queue_;                       // the answers flow_ counts as queued, in order
   MemoryBudget::Reservation writing_reservation_;  // of the answer being written
 };
 

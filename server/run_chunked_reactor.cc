@@ -1,7 +1,5 @@
 // TensorOp.RunChunked: a RequestPart stream (the request, then input chunks)
 // answered like RunStream.
-#include "server/service.h"
-
 #include <algorithm>
 #include <map>
 #include <memory>
@@ -25,6 +23,7 @@
 #include "server/request_log.h"
 #include "server/response_writer.h"
 #include "server/scheduler.h"
+#include "server/service.h"
 #include "server/status_map.h"
 #include "server/wire_bound.h"
 
@@ -120,7 +119,8 @@ class TensorOpService::ChunkedReactor final
         if (input != request_.mutable_inputs()->end()) {
           bytes_in_ += chunk->data_bytes();
           RETURN_IF_ERROR(CheckBytes());
-          RETURN_IF_ERROR(Reserve(chunk->input(), chunk->data_bytes(), input->second.mutable_data()));
+          RETURN_IF_ERROR(
+              Reserve(chunk->input(), chunk->data_bytes(), input->second.mutable_data()));
           chunk->AppendDataTo(input->second.mutable_data());
           return absl::OkStatus();
         }
@@ -138,8 +138,8 @@ class TensorOpService::ChunkedReactor final
       }
     }
     if (!grpc::SerializationTraits<v1::RequestPart>::Deserialize(&read_buffer_, &part).ok()) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "RunChunked: part ", parts_read_, " is not a valid tensorop.v1.RequestPart"));
+      return absl::InvalidArgumentError(absl::StrCat("RunChunked: part ", parts_read_,
+                                                     " is not a valid tensorop.v1.RequestPart"));
     }
     return Accept(part);
   }
@@ -163,10 +163,10 @@ class TensorOpService::ChunkedReactor final
         charged_[name] = static_cast<int64_t>(tensor.data().size());
       }
       RETURN_IF_ERROR(CheckBytes());
-      RETURN_IF_ERROR(reservation_.Grow(
-          kOutputOverheadBytes * std::max(1, request_.outputs_size()),
-          absl::StrCat("RunChunked: planning the ", request_.outputs_size(),
-                       " outputs of request \"", request_.id(), "\"")));
+      RETURN_IF_ERROR(
+          reservation_.Grow(kOutputOverheadBytes * std::max(1, request_.outputs_size()),
+                            absl::StrCat("RunChunked: planning the ", request_.outputs_size(),
+                                         " outputs of request \"", request_.id(), "\"")));
       ReserveAddressSpace();
       return absl::OkStatus();
     }
@@ -175,8 +175,8 @@ class TensorOpService::ChunkedReactor final
         const v1::InputChunk& chunk = part.chunk();
         auto input = request_.mutable_inputs()->find(chunk.input());
         if (input == request_.mutable_inputs()->end()) {
-          return absl::InvalidArgumentError(absl::StrCat(
-              "chunk.input: \"", chunk.input(), "\" is not an input of the request"));
+          return absl::InvalidArgumentError(
+              absl::StrCat("chunk.input: \"", chunk.input(), "\" is not an input of the request"));
         }
         bytes_in_ += static_cast<int64_t>(chunk.data().size());
         RETURN_IF_ERROR(CheckBytes());
@@ -229,10 +229,9 @@ class TensorOpService::ChunkedReactor final
   absl::Status CheckBytes() const {
     const int64_t limit = service_->options_.limits.max_request_bytes;
     if (bytes_in_ <= limit) return absl::OkStatus();
-    return absl::ResourceExhaustedError(
-        absl::StrCat("RunChunked: the inputs reached ", bytes_in_,
-                     " bytes, more than the server's limit of ", limit,
-                     " bytes (--max_request_bytes)"));
+    return absl::ResourceExhaustedError(absl::StrCat("RunChunked: the inputs reached ", bytes_in_,
+                                                     " bytes, more than the server's limit of ",
+                                                     limit, " bytes (--max_request_bytes)"));
   }
 
   // Sizes each input's buffer for the bytes its description declares, so the
@@ -241,8 +240,8 @@ class TensorOpService::ChunkedReactor final
   // declared total fits both the request limit and the memory budget, so a
   // declaration alone never allocates what the server could not hold.
   void ReserveAddressSpace() {
-    const int64_t room = std::min(service_->options_.limits.max_request_bytes,
-                                  service_->budget_->limit());
+    const int64_t room =
+        std::min(service_->options_.limits.max_request_bytes, service_->budget_->limit());
     int64_t total = 0;
     for (auto& [name, tensor] : *request_.mutable_inputs()) {
       std::optional<int64_t> bytes = DeclaredBytes(tensor);
@@ -268,8 +267,8 @@ class TensorOpService::ChunkedReactor final
       Done(absl::InvalidArgumentError("RunChunked: the stream ended before a request part"));
       return;
     }
-    absl::Status status = service_->Dispatch(
-        request_, record_, [this](Placement& placement) { Work(placement); });
+    absl::Status status =
+        service_->Dispatch(request_, record_, [this](Placement& placement) { Work(placement); });
     if (!status.ok()) Done(status);
   }
 

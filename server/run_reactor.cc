@@ -1,6 +1,4 @@
 // TensorOp.Run: one request, every output inline (a unary reactor).
-#include "server/service.h"
-
 #include <memory>
 #include <optional>
 #include <string>
@@ -19,6 +17,7 @@
 #include "server/request_log.h"
 #include "server/response_writer.h"
 #include "server/scheduler.h"
+#include "server/service.h"
 #include "server/shared_memory.h"
 #include "server/status_map.h"
 
@@ -74,9 +73,9 @@ class TensorOpService::UnaryReactor final : public grpc::ServerUnaryReactor {
     ASSIGN_OR_RETURN(Placement placement, service_->Place(request_));
     record_.backend = placement.label;
     if (WritesToSharedMemory(request_)) return WorkIntoSharedMemory(placement);
-    absl::StatusOr<OutputBuffers> outputs = ExecuteIntoAnswerBuffers(
-        request_, service_->options_, *service_->scheduler_, placement, stop_, reservation_,
-        "use RunStream for large results");
+    absl::StatusOr<OutputBuffers> outputs =
+        ExecuteIntoAnswerBuffers(request_, service_->options_, *service_->scheduler_, placement,
+                                 stop_, reservation_, "use RunStream for large results");
     record_.backend = placement.label;
     RETURN_IF_ERROR(outputs.status());
     record_.bytes_out = TotalBytes(outputs->layouts);

@@ -1,6 +1,4 @@
 // TensorOp.RunStream: one request, each output as a header then data chunks.
-#include "server/service.h"
-
 #include <memory>
 #include <optional>
 #include <string>
@@ -19,6 +17,7 @@
 #include "server/request_log.h"
 #include "server/response_writer.h"
 #include "server/scheduler.h"
+#include "server/service.h"
 #include "server/status_map.h"
 
 namespace tensorop::server {

@@ -21,12 +21,11 @@ std::unique_ptr<tbb::global_control> RaiseParallelism(int worker_threads) {
   // thread less than the hardware concurrency (it counts a caller thread). We
   // never join the arena from a caller, so ask for one more.
   const size_t wanted = static_cast<size_t>(worker_threads) + 1;
-  if (tbb::global_control::active_value(tbb::global_control::max_allowed_parallelism) >=
-      wanted) {
+  if (tbb::global_control::active_value(tbb::global_control::max_allowed_parallelism) >= wanted) {
     return nullptr;
   }
-  return std::make_unique<tbb::global_control>(
-      tbb::global_control::max_allowed_parallelism, wanted);
+  return std::make_unique<tbb::global_control>(tbb::global_control::max_allowed_parallelism,
+                                               wanted);
 }
 
 // `f` as the arena runs it. Debian's libtbb is not built with TSan, so the
@@ -99,27 +98,24 @@ Scheduler::Scheduler(const SchedulerOptions& options)
 
 Scheduler::~Scheduler() { Wait(); }
 
-absl::StatusOr<Placement> Scheduler::Place(int requested,
-                                           std::optional<int> device_index) const {
+absl::StatusOr<Placement> Scheduler::Place(int requested, std::optional<int> device_index) const {
   if (!v1::Backend_IsValid(requested)) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("backend: ", requested, " is not a backend"));
+    return absl::InvalidArgumentError(absl::StrCat("backend: ", requested, " is not a backend"));
   }
   v1::Backend backend = static_cast<v1::Backend>(requested);
   if (device_index.has_value() && backend != v1::OPENCL) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "device_index = ", *device_index, " needs backend OPENCL, not ",
-        v1::Backend_Name(backend)));
+    return absl::InvalidArgumentError(absl::StrCat("device_index = ", *device_index,
+                                                   " needs backend OPENCL, not ",
+                                                   v1::Backend_Name(backend)));
   }
   if (backend == v1::AUTO) backend = options_.default_backend;
   const size_t device_count = options_.devices == nullptr ? 0 : options_.devices->size();
   switch (backend) {
     case v1::AUTO:
       if (device_count == 0) return Placement{.device = Device::kCpu};
-      return Placement{.device = Device::kAuto,
-                       .cost_model = options_.auto_opencl_min_bytes.has_value()
-                                         ? nullptr
-                                         : cost_model()};
+      return Placement{
+          .device = Device::kAuto,
+          .cost_model = options_.auto_opencl_min_bytes.has_value() ? nullptr : cost_model()};
     case v1::CPU:
       return Placement{.device = Device::kCpu};
     case v1::OPENCL:
@@ -129,25 +125,23 @@ absl::StatusOr<Placement> Scheduler::Place(int requested,
       }
       if (device_index.has_value() &&
           (*device_index < 0 || static_cast<size_t>(*device_index) >= device_count)) {
-        return absl::InvalidArgumentError(absl::StrCat(
-            "device_index = ", *device_index, " is outside [0, ", device_count, ")"));
+        return absl::InvalidArgumentError(
+            absl::StrCat("device_index = ", *device_index, " is outside [0, ", device_count, ")"));
       }
-      return Placement{.device = Device::kOpenCl,
-                       .device_index = device_index.value_or(-1),
-                       .label = "opencl"};
+      return Placement{
+          .device = Device::kOpenCl, .device_index = device_index.value_or(-1), .label = "opencl"};
     default:
       break;
   }
-  return absl::InvalidArgumentError(
-      absl::StrCat("backend: ", requested, " is not a backend"));
+  return absl::InvalidArgumentError(absl::StrCat("backend: ", requested, " is not a backend"));
 }
 
 absl::Status Scheduler::Submit(const Placement& placement, std::function<void()> task) {
   if (in_flight_.fetch_add(1, std::memory_order_relaxed) >= options_.max_queued_requests) {
     in_flight_.fetch_sub(1, std::memory_order_relaxed);
-    return absl::ResourceExhaustedError(absl::StrCat(
-        "server busy: ", options_.max_queued_requests,
-        " requests are queued or running (--max_queued_requests); retry later"));
+    return absl::ResourceExhaustedError(
+        absl::StrCat("server busy: ", options_.max_queued_requests,
+                     " requests are queued or running (--max_queued_requests); retry later"));
   }
   // arena.execute([&]{ group.run(f); }) would block this thread whenever every
   // arena slot is taken; enqueueing a deferred task of the group never blocks,
@@ -176,8 +170,7 @@ absl::Status Scheduler::RunOnCpu(Placement& placement, const ExecutionPlan& plan
 
 absl::Status Scheduler::RunOnDevice(int index, Placement& placement, const ExecutionPlan& plan,
                                     std::span<const std::span<const std::byte>> inputs,
-                                    std::span<std::byte* const> outputs,
-                                    const StopCheck& stop) {
+                                    std::span<std::byte* const> outputs, const StopCheck& stop) {
   DevicePool& devices = *options_.devices;
   placement.device = Device::kOpenCl;
   placement.label = devices.Label(index);

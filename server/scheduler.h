@@ -8,9 +8,9 @@
 #include <cstddef>
 #include <functional>
 #include <limits>
-#include <optional>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <span>
 #include <string>
 

@@ -102,8 +102,9 @@ void Security::Configure(grpc::ServerBuilder& builder,
   }
   *credentials = tls_->ServerCredentials();
   if (tokens_ != nullptr) {
-    (*credentials)->SetAuthMetadataProcessor(
-        std::make_shared<TokenAuthProcessor>(tokens_.get(), options_.reflection, &counters_));
+    (*credentials)
+        ->SetAuthMetadataProcessor(
+            std::make_shared<TokenAuthProcessor>(tokens_.get(), options_.reflection, &counters_));
   }
 }
 

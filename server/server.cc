@@ -11,7 +11,6 @@
 
 #include <grpc/grpc.h>
 #include <grpcpp/ext/proto_server_reflection_plugin.h>
-
 #include <nlohmann/json.hpp>
 
 #include "absl/strings/str_cat.h"
@@ -112,16 +111,15 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Create(const ServerConfig& confi
     absl::StatusOr<MemoryBudget::Reservation> reserved =
         memory_budget.TryReserve(staging, "OpenCL staging (--opencl_staging_bytes)");
     if (!reserved.ok()) {
-      return absl::ResourceExhaustedError(
-          absl::StrCat("--opencl_staging_bytes=", config.device.staging_bytes, " for ",
-                       devices.size(), " OpenCL device(s) does not fit --max_memory_bytes=",
-                       config.max_memory_bytes));
+      return absl::ResourceExhaustedError(absl::StrCat(
+          "--opencl_staging_bytes=", config.device.staging_bytes, " for ", devices.size(),
+          " OpenCL device(s) does not fit --max_memory_bytes=", config.max_memory_bytes));
     }
     server->staging_reservation_ = *std::move(reserved);
-    LogStartupEvent("opencl_staging",
-                    absl::StrCat(staging, " bytes reserved (--opencl_staging_bytes=",
-                                 config.device.staging_bytes, " for ", devices.size(),
-                                 " device(s))"));
+    LogStartupEvent(
+        "opencl_staging",
+        absl::StrCat(staging, " bytes reserved (--opencl_staging_bytes=",
+                     config.device.staging_bytes, " for ", devices.size(), " device(s))"));
   }
   LogStartupEvent("memory_budget",
                   absl::StrCat(config.max_memory_bytes, " bytes (--max_memory_bytes",
@@ -129,8 +127,7 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Create(const ServerConfig& confi
                                    ? ")"
                                    : absl::StrCat(": ", config.max_memory_source, ")")));
   server->shared_memory_ = std::make_unique<SharedMemoryRegistry>(SharedMemoryOptions{
-      .idle_timeout = absl::Seconds(config.shared_memory_idle_seconds),
-      .budget = &memory_budget});
+      .idle_timeout = absl::Seconds(config.shared_memory_idle_seconds), .budget = &memory_budget});
   AddSharedMemorySeries(metrics, *server->shared_memory_);
   effective.service.shared_memory = server->shared_memory_.get();
   server->service_ = std::make_unique<TensorOpService>(effective.service, &scheduler);
@@ -140,25 +137,24 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Create(const ServerConfig& confi
   // AUTO's cost model, measured in the background while the server starts
   // and serves (AUTO runs on the CPU until it is set).
   if (config.calibrate && !config.echo) {
-    server->calibration_ = std::jthread([&scheduler, &devices, to_calibrate,
-                                         threshold = config.scheduler.auto_opencl_min_bytes,
-                                         workers = config.scheduler.worker_threads](
-                                            std::stop_token stop) {
-      CalibrationOptions options;
-      options.worker_threads = workers;
-      CalibrationReport report = Calibrate(to_calibrate, options, stop);
-      std::vector<std::string> labels;
-      for (size_t i = 0; i < devices.size(); ++i) {
-        labels.push_back(devices.Label(static_cast<int>(i)));
-      }
-      std::string line = DescribeCalibration(report, labels);
-      if (threshold.has_value()) {
-        absl::StrAppend(&line, "; AUTO follows --auto_opencl_min_bytes=", *threshold,
-                        " instead");
-      }
-      scheduler.SetCostModel(std::move(report.model));
-      LogEvent("calibration", line);
-    });
+    server->calibration_ = std::jthread(
+        [&scheduler, &devices, to_calibrate, threshold = config.scheduler.auto_opencl_min_bytes,
+         workers = config.scheduler.worker_threads](std::stop_token stop) {
+          CalibrationOptions options;
+          options.worker_threads = workers;
+          CalibrationReport report = Calibrate(to_calibrate, options, stop);
+          std::vector<std::string> labels;
+          for (size_t i = 0; i < devices.size(); ++i) {
+            labels.push_back(devices.Label(static_cast<int>(i)));
+          }
+          std::string line = DescribeCalibration(report, labels);
+          if (threshold.has_value()) {
+            absl::StrAppend(&line, "; AUTO follows --auto_opencl_min_bytes=", *threshold,
+                            " instead");
+          }
+          scheduler.SetCostModel(std::move(report.model));
+          LogEvent("calibration", line);
+        });
   }
 
   // Certificates, keys and tokens are read now: a bad file stops startup,
@@ -320,8 +316,9 @@ void Server::Shutdown() {
     std::_Exit(1);
   }).detach();
   const auto grace_end = std::chrono::system_clock::now() + config_.grace;
-  WaitForQuiet(*service_, std::chrono::system_clock::now() +
-                              std::chrono::duration_cast<std::chrono::milliseconds>(config_.grace) / 2);
+  WaitForQuiet(*service_,
+               std::chrono::system_clock::now() +
+                   std::chrono::duration_cast<std::chrono::milliseconds>(config_.grace) / 2);
   server_->Shutdown(grace_end);
 }
 

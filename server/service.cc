@@ -80,10 +80,8 @@ absl::Status TensorOpService::Dispatch(const v1::RunRequest& request, CallRecord
   absl::StatusOr<Placement> placement = Place(request);
   if (!placement.ok()) return placement.status();
   record.backend = placement->label;
-  return scheduler_->Submit(*placement,
-                            [work = std::move(work), placement = *placement]() mutable {
-                              work(placement);
-                            });
+  return scheduler_->Submit(
+      *placement, [work = std::move(work), placement = *placement]() mutable { work(placement); });
 }
 
 }  // namespace tensorop::server
@@ -117,16 +115,16 @@ namespace tensorop::server {
 
 StopCheck CallStopCheck(grpc::CallbackServerContext* context) { return MakeStopCheck(context); }
 
-absl::Status TensorOpService::ExecuteOnWorker(const v1::RunRequest& request,
-                                              CallRecord& record, const StopCheck& stop,
+absl::Status TensorOpService::ExecuteOnWorker(const v1::RunRequest& request, CallRecord& record,
+                                              const StopCheck& stop,
                                               MemoryBudget::Reservation& reservation,
                                               absl::string_view too_big_hint,
                                               v1::RunResponse* response) {
   ASSIGN_OR_RETURN(Placement placement, Place(request));
   record.backend = placement.label;
-  absl::Status status = ExecuteIntoResponse(request, options_, *scheduler_, placement, stop,
-                                            reservation, /*with_status=*/false, too_big_hint,
-                                            response);
+  absl::Status status =
+      ExecuteIntoResponse(request, options_, *scheduler_, placement, stop, reservation,
+                          /*with_status=*/false, too_big_hint, response);
   record.backend = placement.label;
   RETURN_IF_ERROR(status);
   response->set_id(request.id());

@@ -31,9 +31,9 @@ namespace tensorop::server {
 // reports a message that does not parse exactly like the client's half-close
 // (streams), or answers UNIMPLEMENTED with no message (unary), and it parses
 // before the memory budget can be asked.
-using ServiceBase = v1::TensorOp::WithRawCallbackMethod_Run<
-    v1::TensorOp::WithRawCallbackMethod_RunStream<v1::TensorOp::WithRawCallbackMethod_RunBidi<
-        v1::TensorOp::WithRawCallbackMethod_RunChunked<
+using ServiceBase =
+    v1::TensorOp::WithRawCallbackMethod_Run<v1::TensorOp::WithRawCallbackMethod_RunStream<
+        v1::TensorOp::WithRawCallbackMethod_RunBidi<v1::TensorOp::WithRawCallbackMethod_RunChunked<
             v1::TensorOp::WithCallbackMethod_RegisterSharedMemory<
                 v1::TensorOp::WithCallbackMethod_UnregisterSharedMemory<
                     v1::TensorOp::WithCallbackMethod_SharedMemoryStatus<
@@ -58,8 +58,8 @@ class TensorOpService final : public ServiceBase {
                                 const grpc::ByteBuffer* request,
                                 grpc::ByteBuffer* response) override;
   // One request, each output as a header then data chunks.
-  grpc::ServerWriteReactor<grpc::ByteBuffer>* RunStream(
-      grpc::CallbackServerContext* context, const grpc::ByteBuffer* request) override;
+  grpc::ServerWriteReactor<grpc::ByteBuffer>* RunStream(grpc::CallbackServerContext* context,
+                                                        const grpc::ByteBuffer* request) override;
   // RunRequests in, RunResponses out in completion order.
   grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>* RunBidi(
       grpc::CallbackServerContext* context) override;

@@ -23,8 +23,8 @@ namespace tensorop::server {
 namespace {
 
 bool IsNameByte(char c) {
-  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-         c == '_' || c == '.' || c == '-';
+  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' ||
+         c == '.' || c == '-';
 }
 
 std::string Quoted(absl::string_view text) {
@@ -49,8 +49,8 @@ absl::Status CheckRegionName(absl::string_view name, absl::string_view field) {
   if (name.empty() || name.size() > kMaxRegionNameBytes ||
       !std::all_of(name.begin(), name.end(), IsNameByte)) {
     return absl::InvalidArgumentError(
-        absl::StrCat(field, ": ", Quoted(name), " is not a region name (1..",
-                     kMaxRegionNameBytes, " bytes of A-Z a-z 0-9 _ . -)"));
+        absl::StrCat(field, ": ", Quoted(name), " is not a region name (1..", kMaxRegionNameBytes,
+                     " bytes of A-Z a-z 0-9 _ . -)"));
   }
   return absl::OkStatus();
 }
@@ -97,7 +97,10 @@ class SharedMemoryRegistry::Region {
   std::span<std::byte> bytes() const { return {base_, static_cast<size_t>(byte_size_)}; }
   RegionInfo Info() const { return RegionInfo{name_, key_, offset_, byte_size_, in_use()}; }
   int in_use() const { return in_use_.load(std::memory_order_acquire); }
-  void Use() { in_use_.fetch_add(1, std::memory_order_acq_rel); Touch(); }
+  void Use() {
+    in_use_.fetch_add(1, std::memory_order_acq_rel);
+    Touch();
+  }
   void Release() {
     Touch();
     in_use_.fetch_sub(1, std::memory_order_acq_rel);
@@ -162,8 +165,8 @@ SharedMemoryRegistry::~SharedMemoryRegistry() {
 }
 
 void SharedMemoryRegistry::Sweep() {
-  const absl::Duration interval =
-      std::max(std::min(options_.sweep_interval, options_.idle_timeout / 4), absl::Milliseconds(10));
+  const absl::Duration interval = std::max(
+      std::min(options_.sweep_interval, options_.idle_timeout / 4), absl::Milliseconds(10));
   std::unique_lock<std::mutex> lock(mutex_);
   while (!stopping_) {
     wake_.wait_for(lock, absl::ToChronoNanoseconds(interval));
@@ -260,9 +263,9 @@ absl::StatusOr<SharedMemoryRegistry::RegionInfo> SharedMemoryRegistry::Register(
   if (base == MAP_FAILED) {
     const int error = errno;
     close(fd);
-    return absl::ResourceExhaustedError(absl::StrCat(
-        "cannot map ", size, " bytes of shared memory object ", Quoted(key), ": ",
-        std::strerror(error)));
+    return absl::ResourceExhaustedError(absl::StrCat("cannot map ", size,
+                                                     " bytes of shared memory object ", Quoted(key),
+                                                     ": ", std::strerror(error)));
   }
   auto region = std::make_shared<Region>(std::string(name), bare, offset, size, fd, base, map_bytes,
                                          std::move(reservation));
@@ -313,24 +316,24 @@ absl::StatusOr<std::vector<SharedMemoryRegistry::RegionInfo>> SharedMemoryRegist
 }
 
 absl::StatusOr<SharedMemoryRegistry::Pin> SharedMemoryRegistry::Acquire(absl::string_view name,
-                                                                         absl::string_view field) {
+                                                                        absl::string_view field) {
   std::shared_ptr<Region> region;
   {
     std::lock_guard<std::mutex> lock(mutex_);
     auto found = regions_.find(name);
     if (found == regions_.end()) {
-      return absl::NotFoundError(absl::StrCat(field, ": shared memory region ", Quoted(name),
-                                              " is not registered"));
+      return absl::NotFoundError(
+          absl::StrCat(field, ": shared memory region ", Quoted(name), " is not registered"));
     }
     region = found->second;
     region->Use();  // under the lock: the sweeper sees it pinned
   }
   Pin pin(std::move(region));
   if (!pin.region_->StillCovered()) {
-    return absl::FailedPreconditionError(absl::StrCat(
-        field, ": shared memory object ", Quoted(pin.region_->key()), " of region ",
-        Quoted(name), " is now smaller than the ", pin.region_->byte_size(),
-        " bytes registered; register it again"));
+    return absl::FailedPreconditionError(
+        absl::StrCat(field, ": shared memory object ", Quoted(pin.region_->key()), " of region ",
+                     Quoted(name), " is now smaller than the ", pin.region_->byte_size(),
+                     " bytes registered; register it again"));
   }
   return pin;
 }
@@ -378,20 +381,20 @@ absl::StatusOr<std::span<std::byte>> CheckedSpan(const SharedMemoryRegistry::Pin
                                                  int64_t alignment, absl::string_view field) {
   const int64_t size = static_cast<int64_t>(pin.bytes().size());
   if (ref.offset() < 0 || ref.byte_length() < 0) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        field, ": offset ", ref.offset(), " and byte_length ", ref.byte_length(),
-        " must not be negative (region ", Quoted(pin.name()), ")"));
+    return absl::InvalidArgumentError(
+        absl::StrCat(field, ": offset ", ref.offset(), " and byte_length ", ref.byte_length(),
+                     " must not be negative (region ", Quoted(pin.name()), ")"));
   }
   const std::optional<int64_t> end = CheckedAdd(ref.offset(), length);
   if (!end.has_value() || *end > size) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        field, ": offset ", ref.offset(), " + ", length, " bytes passes the end of region ",
-        Quoted(pin.name()), " (", size, " bytes)"));
+    return absl::InvalidArgumentError(absl::StrCat(field, ": offset ", ref.offset(), " + ", length,
+                                                   " bytes passes the end of region ",
+                                                   Quoted(pin.name()), " (", size, " bytes)"));
   }
   if (ref.offset() % alignment != 0) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        field, ": offset ", ref.offset(), " in region ", Quoted(pin.name()),
-        " is not a multiple of the element size ", alignment));
+    return absl::InvalidArgumentError(
+        absl::StrCat(field, ": offset ", ref.offset(), " in region ", Quoted(pin.name()),
+                     " is not a multiple of the element size ", alignment));
   }
   return pin.bytes().subspan(static_cast<size_t>(ref.offset()), static_cast<size_t>(length));
 }
@@ -402,8 +405,7 @@ absl::StatusOr<const SharedMemoryRegistry::Pin*> PinFor(SharedMemoryRegistry* re
                                                         absl::string_view field,
                                                         SharedMemoryPins& pins) {
   if (registry == nullptr) {
-    return absl::FailedPreconditionError(
-        absl::StrCat(field, ": this server has no shared memory"));
+    return absl::FailedPreconditionError(absl::StrCat(field, ": this server has no shared memory"));
   }
   for (const SharedMemoryRegistry::Pin& pin : pins.pins) {
     if (pin.name() == name) return &pin;
@@ -430,9 +432,9 @@ absl::Status ResolveSharedMemoryInputs(const v1::RunRequest& request,
     const v1::Tensor& tensor = found->second;
     const std::string field = absl::StrCat("inputs[\"", input.name, "\"].shared_memory");
     if (!tensor.data().empty()) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "inputs[\"", input.name, "\"]: data (", tensor.data().size(),
-          " bytes) and shared_memory are both set; send one"));
+      return absl::InvalidArgumentError(
+          absl::StrCat("inputs[\"", input.name, "\"]: data (", tensor.data().size(),
+                       " bytes) and shared_memory are both set; send one"));
     }
     const v1::SharedMemoryRef& ref = tensor.shared_memory();
     absl::StatusOr<const SharedMemoryRegistry::Pin*> pin =
@@ -442,15 +444,14 @@ absl::Status ResolveSharedMemoryInputs(const v1::RunRequest& request,
         CheckedSpan(**pin, ref, ref.byte_length(), ElementSize(input.tensor.desc.dtype), field);
     if (!span.ok()) return span.status();
     input.tensor.data = *span;
-    pins.spans.push_back({(*pin)->bytes().data(), ref.offset(), ref.offset() + ref.byte_length(),
-                          field});
+    pins.spans.push_back(
+        {(*pin)->bytes().data(), ref.offset(), ref.offset() + ref.byte_length(), field});
   }
   return absl::OkStatus();
 }
 
 absl::StatusOr<std::byte*> SharedMemoryOutput(const v1::RunRequest& request, int index,
-                                              const Layout& layout,
-                                              SharedMemoryRegistry* registry,
+                                              const Layout& layout, SharedMemoryRegistry* registry,
                                               SharedMemoryPins& pins) {
   if (index >= request.outputs_size() || !request.outputs(index).has_shared_memory()) {
     return nullptr;
@@ -475,9 +476,9 @@ absl::StatusOr<std::byte*> SharedMemoryOutput(const v1::RunRequest& request, int
   const int64_t end = ref.offset() + needed;
   for (const SharedMemoryPins::Span& other : pins.spans) {
     if (other.region == identity && begin < other.end && other.begin < end && needed > 0) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          field, ": bytes [", begin, ", ", end, ") of region ", Quoted(ref.region()),
-          " overlap those of ", other.field, " [", other.begin, ", ", other.end, ")"));
+      return absl::InvalidArgumentError(
+          absl::StrCat(field, ": bytes [", begin, ", ", end, ") of region ", Quoted(ref.region()),
+                       " overlap those of ", other.field, " [", other.begin, ", ", other.end, ")"));
     }
   }
   pins.spans.push_back({identity, begin, end, field});
@@ -488,8 +489,7 @@ absl::StatusOr<std::byte*> SharedMemoryOutput(const v1::RunRequest& request, int
   return span->data();
 }
 
-int64_t SharedMemoryOutputBytes(const v1::RunRequest& request,
-                                const std::vector<Layout>& layouts) {
+int64_t SharedMemoryOutputBytes(const v1::RunRequest& request, const std::vector<Layout>& layouts) {
   int64_t total = 0;
   for (size_t i = 0; i < layouts.size() && static_cast<int>(i) < request.outputs_size(); ++i) {
     if (request.outputs(static_cast<int>(i)).has_shared_memory()) {
@@ -519,8 +519,7 @@ absl::Status CheckNoSharedMemoryOutputs(const v1::RunRequest& request, absl::str
 
 namespace {
 
-grpc::ServerUnaryReactor* Answer(grpc::CallbackServerContext* context,
-                                 const absl::Status& status) {
+grpc::ServerUnaryReactor* Answer(grpc::CallbackServerContext* context, const absl::Status& status) {
   grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
   reactor->Finish(ToGrpcStatus(status));
   return reactor;
@@ -573,12 +572,11 @@ grpc::ServerUnaryReactor* SharedMemoryStatus(SharedMemoryRegistry* registry,
 }
 
 void AddSharedMemorySeries(Metrics& metrics, const SharedMemoryRegistry& registry) {
-  metrics.AddSampled("tensorop_shared_memory_regions",
-                     "Shared memory regions registered now.", "gauge", {},
-                     [&registry] { return static_cast<int64_t>(registry.regions()); });
+  metrics.AddSampled("tensorop_shared_memory_regions", "Shared memory regions registered now.",
+                     "gauge", {}, [&registry] { return static_cast<int64_t>(registry.regions()); });
   metrics.AddSampled("tensorop_shared_memory_mapped_bytes",
-                     "Bytes of shared memory mapped now (counted in --max_memory_bytes).",
-                     "gauge", {}, [&registry] { return registry.mapped_bytes(); });
+                     "Bytes of shared memory mapped now (counted in --max_memory_bytes).", "gauge",
+                     {}, [&registry] { return registry.mapped_bytes(); });
   metrics.AddSampled("tensorop_shared_memory_expired_total",
                      "Regions unmapped because no request used them for "
                      "--shared_memory_idle_seconds.",

@@ -73,7 +73,7 @@ class SharedMemoryRegistry {
  public:
   struct RegionInfo {
     std::string name;
-    std::string key;  // without a leading '/'
+    std::string key;     // without a leading '/'
     int64_t offset = 0;  // where the region starts in the object
     int64_t byte_size = 0;
     int in_use = 0;
@@ -174,14 +174,12 @@ absl::Status ResolveSharedMemoryInputs(const v1::RunRequest& request,
 // the field for a span too small, outside the region, misaligned, or
 // overlapping an input's or an earlier output's span.
 absl::StatusOr<std::byte*> SharedMemoryOutput(const v1::RunRequest& request, int index,
-                                              const Layout& layout,
-                                              SharedMemoryRegistry* registry,
+                                              const Layout& layout, SharedMemoryRegistry* registry,
                                               SharedMemoryPins& pins);
 
 // The data bytes of the outputs of `request` that go to regions: an answer
 // does not carry them.
-int64_t SharedMemoryOutputBytes(const v1::RunRequest& request,
-                                const std::vector<Layout>& layouts);
+int64_t SharedMemoryOutputBytes(const v1::RunRequest& request, const std::vector<Layout>& layouts);
 
 // Whether any output of `request` goes to a region.
 bool WritesToSharedMemory(const v1::RunRequest& request);

@@ -179,16 +179,16 @@ absl::StatusOr<TlsMaterial> CheckTlsFiles(const TlsFiles& files) {
   BioPtr key_bio = MemoryBio(material.private_key);
   KeyPtr pkey(PEM_read_bio_PrivateKey(key_bio.get(), nullptr, NoPassphrase, nullptr));
   if (pkey == nullptr) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        FlagFile("tls_key_file", files.key_file),
-        ": no unencrypted PEM private key (-----BEGIN PRIVATE KEY-----) in the file",
-        OpenSslError()));
+    return absl::InvalidArgumentError(
+        absl::StrCat(FlagFile("tls_key_file", files.key_file),
+                     ": no unencrypted PEM private key (-----BEGIN PRIVATE KEY-----) in the file",
+                     OpenSslError()));
   }
   if (X509_check_private_key(cert, pkey.get()) != 1) {
     ERR_clear_error();
-    return absl::InvalidArgumentError(absl::StrCat(
-        FlagFile("tls_key_file", files.key_file), ": the key does not match the certificate in ",
-        FlagFile("tls_cert_file", files.cert_file)));
+    return absl::InvalidArgumentError(absl::StrCat(FlagFile("tls_key_file", files.key_file),
+                                                   ": the key does not match the certificate in ",
+                                                   FlagFile("tls_cert_file", files.cert_file)));
   }
   if (!files.client_ca_file.empty()) {
     absl::StatusOr<std::string> ca = ReadWhole("tls_client_ca_file", files.client_ca_file);
@@ -209,11 +209,13 @@ absl::StatusOr<std::unique_ptr<TlsCredentials>> TlsCredentials::Create(const Tls
   absl::StatusOr<TlsMaterial> material = CheckTlsFiles(files);
   if (!material.ok()) return material.status();
   const char* tmp = std::getenv("TMPDIR");
-  std::string pattern = absl::StrCat(tmp != nullptr && *tmp != '\0' ? tmp : "/tmp",
-                                     "/tensord-tls-XXXXXX");
+  std::string pattern =
+      absl::StrCat(tmp != nullptr && *tmp != '\0' ? tmp : "/tmp", "/tensord-tls-XXXXXX");
   if (::mkdtemp(pattern.data()) == nullptr) {
-    return absl::InternalError(absl::StrCat("cannot create a private directory for the TLS "
-                                            "files (", pattern, "): ", std::strerror(errno)));
+    return absl::InternalError(
+        absl::StrCat("cannot create a private directory for the TLS "
+                     "files (",
+                     pattern, "): ", std::strerror(errno)));
   }
   std::unique_ptr<TlsCredentials> credentials(
       new TlsCredentials(files, std::move(events), pattern));
@@ -287,11 +289,11 @@ void TlsCredentials::Reload() {
   }
   current_ = *std::move(material);
   last_rejected_.clear();
-  events_("tls_reloaded", absl::StrCat("new certificate from ", files_.cert_file,
-                                       files_.client_ca_file.empty()
-                                           ? ""
-                                           : absl::StrCat(" and client CA from ",
-                                                          files_.client_ca_file)));
+  events_("tls_reloaded",
+          absl::StrCat("new certificate from ", files_.cert_file,
+                       files_.client_ca_file.empty()
+                           ? ""
+                           : absl::StrCat(" and client CA from ", files_.client_ca_file)));
   for (const ReloadListener& listener : listeners_) {
     if (absl::Status taken = listener(current_); !taken.ok()) {
       events_("tls_reload_failed", taken.message());

@@ -92,7 +92,7 @@ class TlsCredentials {
   const std::string dir_;  // the private copy
   std::shared_ptr<grpc::experimental::CertificateProviderInterface> provider_;
   mutable std::mutex mu_;
-  TlsMaterial current_;       // what gRPC serves
+  TlsMaterial current_;        // what gRPC serves
   std::string last_rejected_;  // the contents last reported as bad
   std::vector<ReloadListener> listeners_;
 };

@@ -45,9 +45,7 @@ std::string OpenSslError() {
 // socket BIO writes with write(2), which raises SIGPIPE on a connection the
 // peer reset, and tensord does not ignore the signal. The socket is kept in
 // the BIO's data pointer.
-int SocketOf(BIO* bio) {
-  return static_cast<int>(reinterpret_cast<intptr_t>(BIO_get_data(bio)));
-}
+int SocketOf(BIO* bio) { return static_cast<int>(reinterpret_cast<intptr_t>(BIO_get_data(bio))); }
 
 int BioWrite(BIO* bio, const char* data, int size) {
   BIO_clear_retry_flags(bio);
@@ -228,8 +226,7 @@ absl::StatusOr<std::shared_ptr<const TlsServerContext>> TlsServerContext::Create
                                      SSL_OP_CIPHER_SERVER_PREFERENCE);
   SSL_CTX_set_session_cache_mode(ctx.get(), SSL_SESS_CACHE_OFF);
   SSL_CTX_set_num_tickets(ctx.get(), 0);
-  SSL_CTX_set_mode(ctx.get(), SSL_MODE_ENABLE_PARTIAL_WRITE |
-                                  SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER);
+  SSL_CTX_set_mode(ctx.get(), SSL_MODE_ENABLE_PARTIAL_WRITE | SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER);
   SSL_CTX_set_alpn_select_cb(ctx.get(), SelectAlpn, nullptr);
   if (absl::Status chain = UseChain(ctx.get(), material.cert_chain); !chain.ok()) return chain;
   if (absl::Status key = UseKey(ctx.get(), material.private_key); !key.ok()) return key;
@@ -250,8 +247,7 @@ std::shared_ptr<const TlsServerContext> TlsContextHolder::Current() const {
 }
 
 absl::Status TlsContextHolder::Update(const TlsMaterial& material) {
-  absl::StatusOr<std::shared_ptr<const TlsServerContext>> made =
-      TlsServerContext::Create(material);
+  absl::StatusOr<std::shared_ptr<const TlsServerContext>> made = TlsServerContext::Create(material);
   if (!made.ok()) return made.status();
   std::lock_guard<std::mutex> lock(mu_);
   current_ = *std::move(made);
@@ -267,8 +263,8 @@ absl::StatusOr<std::shared_ptr<TlsContextHolder>> FollowTlsCredentials(
   credentials.AddReloadListener([holder](const TlsMaterial& material) {
     absl::Status updated = holder->Update(material);
     if (updated.ok()) return updated;
-    return absl::Status(updated.code(), absl::StrCat(updated.message(),
-                                                     "; HTTP keeps the previous certificate"));
+    return absl::Status(updated.code(),
+                        absl::StrCat(updated.message(), "; HTTP keeps the previous certificate"));
   });
   return holder;
 }
@@ -324,8 +320,8 @@ TlsStep TlsSession::Settle(int result) {
       error_ = OpenSslError();
       const long verified = SSL_get_verify_result(ssl_);
       if (verified != X509_V_OK) {
-        absl::StrAppend(&error_, error_.empty() ? "" : "; ", "client certificate: ",
-                        X509_verify_cert_error_string(verified));
+        absl::StrAppend(&error_, error_.empty() ? "" : "; ",
+                        "client certificate: ", X509_verify_cert_error_string(verified));
       }
       if (error_.empty()) error_ = absl::StrCat("SSL error ", error);
       break;
@@ -388,9 +384,7 @@ bool TlsSession::Shutdown() {
   return result >= 0;
 }
 
-short TlsSession::PollEvents() const {
-  return last_ == TlsStep::kWantWrite ? POLLOUT : POLLIN;
-}
+short TlsSession::PollEvents() const { return last_ == TlsStep::kWantWrite ? POLLOUT : POLLIN; }
 
 bool TlsSession::Buffered() const { return SSL_has_pending(ssl_) == 1; }
 
@@ -419,8 +413,7 @@ std::string TlsSession::Alpn() const {
 }
 
 TlsDeadlineStream::TlsDeadlineStream(TlsSession* session, std::string prefix,
-                                     Clock::time_point deadline,
-                                     const std::atomic<bool>* stopping)
+                                     Clock::time_point deadline, const std::atomic<bool>* stopping)
     : session_(session), prefix_(std::move(prefix)), deadline_(deadline), stopping_(stopping) {}
 
 bool TlsDeadlineStream::is_readable() const {
@@ -516,9 +509,12 @@ class TlsConnection final : public Connection {
   short PollEvents(short next) const override {
     if (session_ == nullptr) return next;
     switch (session_->last()) {
-      case TlsStep::kWantRead: return POLLIN;
-      case TlsStep::kWantWrite: return POLLOUT;
-      default: return next;
+      case TlsStep::kWantRead:
+        return POLLIN;
+      case TlsStep::kWantWrite:
+        return POLLOUT;
+      default:
+        return next;
     }
   }
 
@@ -543,9 +539,14 @@ class TlsConnection final : public Connection {
   ssize_t Unmoved() const {
     switch (session_->last()) {
       case TlsStep::kWantRead:
-      case TlsStep::kWantWrite: errno = EAGAIN; return -1;
-      case TlsStep::kClosed: errno = EPIPE; return -1;
-      default: return Failed();
+      case TlsStep::kWantWrite:
+        errno = EAGAIN;
+        return -1;
+      case TlsStep::kClosed:
+        errno = EPIPE;
+        return -1;
+      default:
+        return Failed();
     }
   }
 

@@ -91,8 +91,7 @@ class TlsContextHolder {
 // reloads (a context OpenSSL refuses is reported as "tls_reload_failed" and
 // the previous one kept). The listener shares the holder, so it lives as long
 // as the longer of `credentials` and the caller's pointer.
-absl::StatusOr<std::shared_ptr<TlsContextHolder>> FollowTlsCredentials(
-    TlsCredentials& credentials);
+absl::StatusOr<std::shared_ptr<TlsContextHolder>> FollowTlsCredentials(TlsCredentials& credentials);
 
 // What a TlsSession call is waiting for, or how it ended.
 enum class TlsStep {

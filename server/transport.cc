@@ -71,8 +71,8 @@ absl::StatusOr<uint64_t> RaiseOpenFileLimit() {
     rlimit raised = limit;
     raised.rlim_cur = limit.rlim_max;
     if (setrlimit(RLIMIT_NOFILE, &raised) != 0) {
-      return absl::InternalError(absl::StrCat("setrlimit(RLIMIT_NOFILE, ", limit.rlim_max,
-                                              "): ", std::strerror(errno)));
+      return absl::InternalError(
+          absl::StrCat("setrlimit(RLIMIT_NOFILE, ", limit.rlim_max, "): ", std::strerror(errno)));
     }
     limit = raised;
   }
@@ -107,8 +107,8 @@ int64_t ProcessMemoryBytes() {
   const int64_t pages = sysconf(_SC_PHYS_PAGES);
   const int64_t page_size = sysconf(_SC_PAGE_SIZE);
   int64_t memory = pages > 0 && page_size > 0 ? pages * page_size : int64_t{1} << 30;
-  for (const char* path : {"/sys/fs/cgroup/memory.max",
-                           "/sys/fs/cgroup/memory/memory.limit_in_bytes"}) {
+  for (const char* path :
+       {"/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory/memory.limit_in_bytes"}) {
     if (std::optional<int64_t> limit = ReadLimit(path)) {
       memory = std::min(memory, *limit);
       break;

@@ -16,9 +16,9 @@ namespace {
 
 using google::protobuf::Descriptor;
 using google::protobuf::FieldDescriptor;
+using google::protobuf::internal::WireFormatLite;
 using google::protobuf::io::CodedInputStream;
 using google::protobuf::io::CodedOutputStream;
-using google::protobuf::internal::WireFormatLite;
 
 // A parsed message object (or map node) and its bookkeeping; generous.
 constexpr int64_t kMessageBytes = 256;

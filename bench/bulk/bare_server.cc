@@ -15,6 +15,8 @@
 //
 // It prints "bare listening on HOST:PORT" once it listens (--address=HOST:0
 // lets the kernel pick the port).
+#include <pthread.h>
+
 #include <algorithm>
 #include <csignal>
 #include <cstdint>
@@ -25,8 +27,6 @@
 #include <string>
 #include <utility>
 #include <vector>
-
-#include <pthread.h>
 
 #include <grpcpp/generic/async_generic_service.h>
 #include <grpcpp/grpcpp.h>
@@ -100,8 +100,7 @@ struct Answers {
 
 class Reactor final : public grpc::ServerGenericBidiReactor {
  public:
-  Reactor(grpc::GenericCallbackServerContext* context, const Answers& answers)
-      : answers_(answers) {
+  Reactor(grpc::GenericCallbackServerContext* context, const Answers& answers) : answers_(answers) {
     const std::string& method = context->method();
     if (method == "/tensorop.v1.TensorOp/Run") {
       kind_ = Kind::kUnary;
@@ -229,7 +228,8 @@ int main(int argc, char** argv) {
       size_t start = 0;
       while (start <= list.size()) {
         const size_t comma = std::min(list.find(',', start), list.size());
-        unary_bytes.push_back(ParseBytes(list.substr(start, comma - start).c_str(), "--unary_bytes"));
+        unary_bytes.push_back(
+            ParseBytes(list.substr(start, comma - start).c_str(), "--unary_bytes"));
         start = comma + 1;
       }
     } else if (const char* v = Flag(arg, "--stream_bytes")) {

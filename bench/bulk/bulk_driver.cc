@@ -232,7 +232,8 @@ int main(int argc, char** argv) {
     order.push_back(0);
     RequestPart chunk;
     chunk.mutable_chunk()->set_input("input");
-    chunk.mutable_chunk()->set_data(std::string(static_cast<size_t>(std::min(bytes, part_bytes)), '\x05'));
+    chunk.mutable_chunk()->set_data(
+        std::string(static_cast<size_t>(std::min(bytes, part_bytes)), '\x05'));
     storage.push_back(ToByteBuffer(chunk.SerializeAsString()));
     const int64_t remainder = bytes % part_bytes;
     if (remainder != 0) {

@@ -36,8 +36,7 @@ void Widen(std::vector<ByteRange>& ranges, int slot, const ByteRange& range) {
 }  // namespace
 
 ByteRange ReadByteRange(const StridedCopy& copy) {
-  return Span(copy.src_offset, copy.sizes, copy.src_strides, copy.element_size,
-              copy.element_count);
+  return Span(copy.src_offset, copy.sizes, copy.src_strides, copy.element_size, copy.element_count);
 }
 
 ByteRange IndicesByteRange(const ScatterWalk& walk) {

@@ -5,9 +5,9 @@
 #define TENSOROP_CORE_PLAN_PLAN_H_
 
 #include <cstdint>
-#include "absl/strings/string_view.h"
 #include <vector>
 
+#include "absl/strings/string_view.h"
 #include "core/operator_info.h"
 #include "core/tensor.h"
 
@@ -20,13 +20,13 @@ namespace tensorop {
 struct StridedCopy {
   int input_slot = 0;
   int output_slot = 0;
-  int element_size = 1;               // 1, 2, 4 or 8
-  std::vector<int64_t> sizes;         // outermost first; empty: one element
-  std::vector<int64_t> src_strides;   // bytes, any sign
-  std::vector<int64_t> dst_strides;   // bytes, > 0
-  int64_t src_offset = 0;             // bytes
-  int64_t dst_offset = 0;             // bytes
-  int64_t element_count = 0;          // product(sizes); 0: nothing to copy
+  int element_size = 1;              // 1, 2, 4 or 8
+  std::vector<int64_t> sizes;        // outermost first; empty: one element
+  std::vector<int64_t> src_strides;  // bytes, any sign
+  std::vector<int64_t> dst_strides;  // bytes, > 0
+  int64_t src_offset = 0;            // bytes
+  int64_t dst_offset = 0;            // bytes
+  int64_t element_count = 0;         // product(sizes); 0: nothing to copy
 };
 
 // After the copy of `input` into the output: for every coordinate c of indices,
@@ -42,10 +42,10 @@ struct ScatterWalk {
   int indices_slot = 1;
   int updates_slot = 2;
   int output_slot = 0;
-  int element_size = 1;   // of updates/output
-  int index_size = 4;     // 4 or 8
+  int element_size = 1;  // of updates/output
+  int index_size = 4;    // 4 or 8
   bool index_signed = true;
-  int64_t axis_size = 1;  // input.sizes[axis]
+  int64_t axis_size = 1;                 // input.sizes[axis]
   std::vector<int64_t> sizes;            // outermost first
   std::vector<int64_t> indices_strides;  // bytes
   std::vector<int64_t> updates_strides;  // bytes
@@ -57,12 +57,12 @@ struct ScatterWalk {
 };
 
 struct ExecutionPlan {
-  absl::string_view op;                       // "slice", ...
-  std::vector<absl::string_view> input_names; // slot i binds the input named so
-  std::vector<Layout> outputs;               // the buffers the caller provides
-  std::vector<StridedCopy> copies;           // disjoint outputs: any order
-  std::vector<ScatterWalk> scatters;         // after every copy
-  int64_t bytes_moved = 0;                   // for scheduling decisions
+  absl::string_view op;                        // "slice", ...
+  std::vector<absl::string_view> input_names;  // slot i binds the input named so
+  std::vector<Layout> outputs;                 // the buffers the caller provides
+  std::vector<StridedCopy> copies;             // disjoint outputs: any order
+  std::vector<ScatterWalk> scatters;           // after every copy
+  int64_t bytes_moved = 0;                     // for scheduling decisions
 };
 
 // A plan named for `op` with its input slots, nothing to move yet.

@@ -26,8 +26,7 @@ ExecutionPlan PlanScatterElements(const ScatterElementsGeometry& geometry) {
   walk.axis_size = input.sizes[axis];
   walk.element_count = indices.element_count;
   // Along a size-1 axis every index is 0: the stride (maybe huge) never counts.
-  walk.output_axis_stride =
-      output.sizes[axis] > 1 ? output.strides[axis] * element_size : 0;
+  walk.output_axis_stride = output.sizes[axis] > 1 ? output.strides[axis] * element_size : 0;
   for (size_t d = 0; d < indices.sizes.size(); ++d) {
     if (indices.sizes[d] == 1) continue;
     const bool is_axis = static_cast<int64_t>(d) == axis;

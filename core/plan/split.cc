@@ -8,8 +8,8 @@ ExecutionPlan PlanSplit(const SplitGeometry& geometry) {
   ExecutionPlan plan = EmptyPlan(InfoOf<SplitAttrs>());
   plan.outputs = geometry.outputs;
   for (size_t j = 0; j < geometry.outputs.size(); ++j) {
-    plan.copies.push_back(PlanStridedCopy(geometry.outputs[j], geometry.windows[j], 0,
-                                          static_cast<int>(j)));
+    plan.copies.push_back(
+        PlanStridedCopy(geometry.outputs[j], geometry.windows[j], 0, static_cast<int>(j)));
   }
   return plan;
 }

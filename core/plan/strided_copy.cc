@@ -4,8 +4,8 @@
 
 namespace tensorop {
 
-StridedCopy PlanStridedCopy(const Layout& output, const InputWindow& window,
-                            int input_slot, int output_slot) {
+StridedCopy PlanStridedCopy(const Layout& output, const InputWindow& window, int input_slot,
+                            int output_slot) {
   const int64_t element_size = ElementSize(output.dtype);
   StridedCopy copy;
   copy.input_slot = input_slot;

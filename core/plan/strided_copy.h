@@ -13,8 +13,8 @@
 
 namespace tensorop {
 
-StridedCopy PlanStridedCopy(const Layout& output, const InputWindow& window,
-                            int input_slot, int output_slot);
+StridedCopy PlanStridedCopy(const Layout& output, const InputWindow& window, int input_slot,
+                            int output_slot);
 
 // The plan of an operator whose one output is a window on its one input
 // (slice, strided_slice).

@@ -53,8 +53,8 @@ IndexValue ReadIndex(const std::byte* at, DType dtype) {
 }
 
 // Row-major walk over the indices; the first out-of-range value is the error.
-absl::Status CheckIndexValues(const Layout& indices, std::span<const std::byte> data,
-                              int64_t axis, int64_t axis_size, const StopCheck& stop) {
+absl::Status CheckIndexValues(const Layout& indices, std::span<const std::byte> data, int64_t axis,
+                              int64_t axis_size, const StopCheck& stop) {
   StopPoller poller(stop);
   const int64_t rank = static_cast<int64_t>(indices.sizes.size());
   const int64_t element_size = ElementSize(indices.dtype);
@@ -64,11 +64,11 @@ absl::Status CheckIndexValues(const Layout& indices, std::span<const std::byte> 
     IndexValue index = ReadIndex(data.data() + offset * element_size, indices.dtype);
     const int64_t adjusted = index.value < 0 ? index.value + axis_size : index.value;
     if (index.too_large || adjusted < 0 || adjusted >= axis_size) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "indices[", absl::StrJoin(coords, ", "), "] = ",
-          index.too_large ? index.text : absl::StrCat(index.value), " is outside [",
-          -axis_size, ", ", axis_size, ") for input.sizes[", axis, "] = ", axis_size,
-          " (scatter_elements.axis = ", axis, ")"));
+      return absl::InvalidArgumentError(
+          absl::StrCat("indices[", absl::StrJoin(coords, ", "),
+                       "] = ", index.too_large ? index.text : absl::StrCat(index.value),
+                       " is outside [", -axis_size, ", ", axis_size, ") for input.sizes[", axis,
+                       "] = ", axis_size, " (scatter_elements.axis = ", axis, ")"));
     }
     if (poller.Tick()) return poller.status();
     for (int64_t d = rank - 1; d >= 0; --d) {
@@ -84,9 +84,9 @@ absl::Status CheckIndexValues(const Layout& indices, std::span<const std::byte> 
 }  // namespace
 
 absl::StatusOr<ScatterElementsGeometry> ValidateScatterElements(
-    const ScatterElementsAttrs& attrs, const TensorView& input,
-    const TensorView& indices, const TensorView& updates,
-    std::span<const OutputDesc> outputs, const Limits& limits, const StopCheck& stop) {
+    const ScatterElementsAttrs& attrs, const TensorView& input, const TensorView& indices,
+    const TensorView& updates, std::span<const OutputDesc> outputs, const Limits& limits,
+    const StopCheck& stop) {
   const OperatorInfo& op = InfoOf<ScatterElementsAttrs>();
   ScatterElementsGeometry geometry;
   const RankRule& rule = op.input_rank;
@@ -102,31 +102,28 @@ absl::StatusOr<ScatterElementsGeometry> ValidateScatterElements(
        {std::pair<absl::string_view, const Layout*>{op.input_names[1], &idx},
         {op.input_names[2], &upd}}) {
     if (static_cast<int64_t>(layout->sizes.size()) != rank) {
-      return absl::InvalidArgumentError(absl::StrCat(name, " has rank ",
-                                                     layout->sizes.size(),
-                                                     "; input has rank ", rank));
+      return absl::InvalidArgumentError(
+          absl::StrCat(name, " has rank ", layout->sizes.size(), "; input has rank ", rank));
     }
   }
   const int64_t axis = attrs.axis;
   if (axis < 0 || axis >= rank) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "scatter_elements.axis = ", axis, " is outside [0, ", rank, ")"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("scatter_elements.axis = ", axis, " is outside [0, ", rank, ")"));
   }
   if (!IsIndexType(idx.dtype)) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "indices.dtype is ", DTypeName(idx.dtype),
-        "; it must be int32, int64, uint32 or uint64"));
+    return absl::InvalidArgumentError(absl::StrCat("indices.dtype is ", DTypeName(idx.dtype),
+                                                   "; it must be int32, int64, uint32 or uint64"));
   }
   if (upd.dtype != in.dtype) {
     return absl::InvalidArgumentError(absl::StrCat("updates.dtype is ", DTypeName(upd.dtype),
-                                                   "; input.dtype is ",
-                                                   DTypeName(in.dtype)));
+                                                   "; input.dtype is ", DTypeName(in.dtype)));
   }
   for (int64_t d = 0; d < rank; ++d) {
     if (upd.sizes[d] != idx.sizes[d]) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("updates.sizes[", d, "] = ", upd.sizes[d],
-                       " must equal indices.sizes[", d, "] = ", idx.sizes[d]));
+      return absl::InvalidArgumentError(absl::StrCat("updates.sizes[", d, "] = ", upd.sizes[d],
+                                                     " must equal indices.sizes[", d,
+                                                     "] = ", idx.sizes[d]));
     }
     if (d != axis && idx.sizes[d] != in.sizes[d]) {
       return absl::InvalidArgumentError(absl::StrCat(
@@ -145,8 +142,8 @@ absl::StatusOr<ScatterElementsGeometry> ValidateScatterElements(
     }
     out_strides = outputs[0].strides;
   }
-  ASSIGN_OR_RETURN(geometry.output, ValidateOutputLayout(in.dtype, in.sizes, out_strides,
-                                                         OutputName(0), limits));
+  ASSIGN_OR_RETURN(geometry.output,
+                   ValidateOutputLayout(in.dtype, in.sizes, out_strides, OutputName(0), limits));
   geometry.axis = axis;
   RETURN_IF_ERROR(CheckIndexValues(idx, indices.data, axis, in.sizes[axis], stop));
   return geometry;

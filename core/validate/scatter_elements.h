@@ -25,9 +25,8 @@ struct ScatterElementsGeometry {
 // Reads every index (through its strides) to check its range, so `indices.data`
 // must stay valid for the call only.
 absl::StatusOr<ScatterElementsGeometry> ValidateScatterElements(
-    const ScatterElementsAttrs& attrs, const TensorView& input,
-    const TensorView& indices, const TensorView& updates,
-    std::span<const OutputDesc> outputs, const Limits& limits,
+    const ScatterElementsAttrs& attrs, const TensorView& input, const TensorView& indices,
+    const TensorView& updates, std::span<const OutputDesc> outputs, const Limits& limits,
     const StopCheck& stop = NeverStop);  // asked while the index values are read
 
 }  // namespace tensorop

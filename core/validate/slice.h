@@ -19,8 +19,7 @@ struct SliceGeometry {
   InputWindow window;
 };
 
-absl::StatusOr<SliceGeometry> ValidateSlice(const SliceAttrs& attrs,
-                                            const TensorView& input,
+absl::StatusOr<SliceGeometry> ValidateSlice(const SliceAttrs& attrs, const TensorView& input,
                                             std::span<const OutputDesc> outputs,
                                             const Limits& limits);
 

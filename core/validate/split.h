@@ -21,8 +21,7 @@ struct SplitGeometry {
   std::vector<InputWindow> windows;
 };
 
-absl::StatusOr<SplitGeometry> ValidateSplit(const SplitAttrs& attrs,
-                                            const TensorView& input,
+absl::StatusOr<SplitGeometry> ValidateSplit(const SplitAttrs& attrs, const TensorView& input,
                                             std::span<const OutputDesc> outputs,
                                             const Limits& limits,
                                             const StopCheck& stop = NeverStop);

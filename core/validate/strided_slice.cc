@@ -25,8 +25,8 @@ absl::Status CheckMask(const Mask& mask, size_t steps) {
   for (size_t i = 0; i < checked; ++i) {
     const int64_t bit = (*mask.bits)[i];
     if (bit != 0 && bit != 1) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "strided_slice.", mask.name, "[", i, "] must be 0 or 1, got ", bit));
+      return absl::InvalidArgumentError(
+          absl::StrCat("strided_slice.", mask.name, "[", i, "] must be 0 or 1, got ", bit));
     }
   }
   return absl::OkStatus();
@@ -54,26 +54,24 @@ int64_t FromEnd(int64_t value, int64_t n) { return value < 0 ? value + n : value
 
 }  // namespace
 
-absl::StatusOr<StridedSliceGeometry> ValidateStridedSlice(
-    const StridedSliceAttrs& attrs, const TensorView& input,
-    std::span<const OutputDesc> outputs, const Limits& limits) {
+absl::StatusOr<StridedSliceGeometry> ValidateStridedSlice(const StridedSliceAttrs& attrs,
+                                                          const TensorView& input,
+                                                          std::span<const OutputDesc> outputs,
+                                                          const Limits& limits) {
   const OperatorInfo& op = InfoOf<StridedSliceAttrs>();
   StridedSliceGeometry geometry;
-  ASSIGN_OR_RETURN(geometry.input,
-                   ValidateInput(input, op.input_names[0], op.input_rank, limits));
+  ASSIGN_OR_RETURN(geometry.input, ValidateInput(input, op.input_names[0], op.input_rank, limits));
   const Layout& in = geometry.input;
   const int64_t rank = static_cast<int64_t>(in.sizes.size());
   const size_t steps = attrs.begin.size();
 
   if (attrs.end.size() != steps) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("strided_slice.end has ", attrs.end.size(),
-                     " entries; strided_slice.begin has ", steps));
+    return absl::InvalidArgumentError(absl::StrCat("strided_slice.end has ", attrs.end.size(),
+                                                   " entries; strided_slice.begin has ", steps));
   }
   if (!attrs.stride.empty() && attrs.stride.size() != steps) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("strided_slice.stride has ", attrs.stride.size(),
-                     " entries; strided_slice.begin has ", steps));
+    return absl::InvalidArgumentError(absl::StrCat("strided_slice.stride has ", attrs.stride.size(),
+                                                   " entries; strided_slice.begin has ", steps));
   }
   const Mask begin_mask{"begin_mask", &attrs.begin_mask};
   const Mask end_mask{"end_mask", &attrs.end_mask};
@@ -88,15 +86,15 @@ absl::StatusOr<StridedSliceGeometry> ValidateStridedSlice(
   int64_t ellipsis_step = -1;
   for (size_t i = 0; i < steps; ++i) {
     if (new_axis[i] + shrink[i] + ellipsis[i] > 1) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "strided_slice step ", i,
-          " sets more than one of ellipsis_mask, new_axis_mask, shrink_axis_mask"));
+      return absl::InvalidArgumentError(
+          absl::StrCat("strided_slice step ", i,
+                       " sets more than one of ellipsis_mask, new_axis_mask, shrink_axis_mask"));
     }
     if (ellipsis[i]) {
       if (ellipsis_step >= 0) {
-        return absl::InvalidArgumentError(absl::StrCat(
-            "strided_slice.ellipsis_mask has more than one bit set (steps ", ellipsis_step,
-            " and ", i, ")"));
+        return absl::InvalidArgumentError(
+            absl::StrCat("strided_slice.ellipsis_mask has more than one bit set (steps ",
+                         ellipsis_step, " and ", i, ")"));
       }
       ellipsis_step = static_cast<int64_t>(i);
     }
@@ -105,15 +103,15 @@ absl::StatusOr<StridedSliceGeometry> ValidateStridedSlice(
   const int64_t consuming =
       static_cast<int64_t>(steps) - new_axis_count - (ellipsis_step >= 0 ? 1 : 0);
   if (consuming > rank) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "strided_slice consumes ", consuming, " input dimensions; input has rank ", rank));
+    return absl::InvalidArgumentError(absl::StrCat("strided_slice consumes ", consuming,
+                                                   " input dimensions; input has rank ", rank));
   }
   // Every new axis adds an output dimension: refuse absurd step lists before
   // building anything for them.
   if (new_axis_count > limits.max_output_rank) {
-    return absl::ResourceExhaustedError(absl::StrCat(
-        "strided_slice.new_axis_mask adds ", new_axis_count,
-        " dimensions; the output rank limit is ", limits.max_output_rank));
+    return absl::ResourceExhaustedError(
+        absl::StrCat("strided_slice.new_axis_mask adds ", new_axis_count,
+                     " dimensions; the output rank limit is ", limits.max_output_rank));
   }
 
   std::vector<int64_t> out_sizes;
@@ -138,8 +136,8 @@ absl::StatusOr<StridedSliceGeometry> ValidateStridedSlice(
       const int64_t index = FromEnd(attrs.begin[i], n);
       if (index < 0 || index >= n) {
         return absl::InvalidArgumentError(absl::StrCat(
-            "strided_slice.begin[", i, "] = ", attrs.begin[i], " is outside [", -n, ", ",
-            n, ") of input.sizes[", dim, "] = ", n, " (shrink_axis_mask[", i, "] is 1)"));
+            "strided_slice.begin[", i, "] = ", attrs.begin[i], " is outside [", -n, ", ", n,
+            ") of input.sizes[", dim, "] = ", n, " (shrink_axis_mask[", i, "] is 1)"));
       }
       window.base += index * in.strides[dim];
       ++dim;
@@ -155,9 +153,9 @@ absl::StatusOr<StridedSliceGeometry> ValidateStridedSlice(
       begin = begin_mask[i] ? 0 : std::clamp<int64_t>(FromEnd(attrs.begin[i], n), 0, n);
       end = end_mask[i] ? n : std::clamp<int64_t>(FromEnd(attrs.end[i], n), 0, n);
     } else {
-      begin = begin_mask[i] ? n - 1
-                            : std::clamp<int64_t>(FromEnd(attrs.begin[i], n), 0,
-                                                  std::max<int64_t>(n - 1, 0));
+      begin = begin_mask[i]
+                  ? n - 1
+                  : std::clamp<int64_t>(FromEnd(attrs.begin[i], n), 0, std::max<int64_t>(n - 1, 0));
       end = end_mask[i] ? -1 : std::clamp<int64_t>(FromEnd(attrs.end[i], n), -1, n);
     }
     const int64_t count = n == 0 ? 0 : RangeCount(begin, end, step);
@@ -172,9 +170,8 @@ absl::StatusOr<StridedSliceGeometry> ValidateStridedSlice(
 
   const int64_t output_rank = static_cast<int64_t>(out_sizes.size());
   if (output_rank > limits.max_output_rank) {
-    return absl::ResourceExhaustedError(absl::StrCat(
-        "strided_slice output has rank ", output_rank, "; the limit is ",
-        limits.max_output_rank));
+    return absl::ResourceExhaustedError(absl::StrCat("strided_slice output has rank ", output_rank,
+                                                     "; the limit is ", limits.max_output_rank));
   }
   // An empty output reads nothing; keep its window trivially in bounds.
   if (std::find(out_sizes.begin(), out_sizes.end(), 0) != out_sizes.end()) {
@@ -191,8 +188,8 @@ absl::StatusOr<StridedSliceGeometry> ValidateStridedSlice(
     }
     out_strides = outputs[0].strides;
   }
-  ASSIGN_OR_RETURN(geometry.output, ValidateOutputLayout(in.dtype, out_sizes, out_strides,
-                                                         OutputName(0), limits));
+  ASSIGN_OR_RETURN(geometry.output,
+                   ValidateOutputLayout(in.dtype, out_sizes, out_strides, OutputName(0), limits));
   return geometry;
 }
 

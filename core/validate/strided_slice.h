@@ -21,9 +21,10 @@ struct StridedSliceGeometry {
   InputWindow window;
 };
 
-absl::StatusOr<StridedSliceGeometry> ValidateStridedSlice(
-    const StridedSliceAttrs& attrs, const TensorView& input,
-    std::span<const OutputDesc> outputs, const Limits& limits);
+absl::StatusOr<StridedSliceGeometry> ValidateStridedSlice(const StridedSliceAttrs& attrs,
+                                                          const TensorView& input,
+                                                          std::span<const OutputDesc> outputs,
+                                                          const Limits& limits);
 
 }  // namespace tensorop
 

@@ -16,8 +16,7 @@ namespace {
 // 1 + sum((sizes[i]-1) * strides[i]) elements, or 0 for an empty tensor. The
 // sum is checked even for an empty tensor: its strides still must fit 64 bits.
 absl::StatusOr<int64_t> BufferExtent(std::span<const int64_t> sizes,
-                                     std::span<const int64_t> strides,
-                                     absl::string_view name) {
+                                     std::span<const int64_t> strides, absl::string_view name) {
   int64_t last = 0;
   bool empty = false;
   for (size_t i = 0; i < sizes.size(); ++i) {
@@ -28,9 +27,9 @@ absl::StatusOr<int64_t> BufferExtent(std::span<const int64_t> sizes,
     std::optional<int64_t> reach = CheckedMul(sizes[i] - 1, strides[i]);
     std::optional<int64_t> sum = reach ? CheckedAdd(last, *reach) : std::nullopt;
     if (!sum || !CheckedAdd(*sum, 1)) {
-      return absl::InvalidArgumentError(
-          absl::StrCat(name, ": sizes ", FormatList(sizes), " with strides ",
-                       FormatList(strides), " reach past 2^63 - 1 elements"));
+      return absl::InvalidArgumentError(absl::StrCat(name, ": sizes ", FormatList(sizes),
+                                                     " with strides ", FormatList(strides),
+                                                     " reach past 2^63 - 1 elements"));
     }
     last = *sum;
   }
@@ -40,8 +39,8 @@ absl::StatusOr<int64_t> BufferExtent(std::span<const int64_t> sizes,
 absl::Status CheckBufferBytes(int64_t elements, DType dtype, absl::string_view name,
                               const Limits& limits) {
   if (!CheckedMul(elements, ElementSize(dtype))) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        name, ": ", elements, " elements of ", DTypeName(dtype), " overflow 64 bits"));
+    return absl::InvalidArgumentError(
+        absl::StrCat(name, ": ", elements, " elements of ", DTypeName(dtype), " overflow 64 bits"));
   }
   return absl::OkStatus();
 }
@@ -53,8 +52,8 @@ std::string FormatList(std::span<const int64_t> values) {
   // the message names the length instead of carrying them all.
   constexpr size_t kMaxListed = 64;
   if (values.size() > kMaxListed) {
-    return absl::StrCat("[", absl::StrJoin(values.subspan(0, 2), ", "), ", ...(",
-                        values.size(), " entries)]");
+    return absl::StrCat("[", absl::StrJoin(values.subspan(0, 2), ", "), ", ...(", values.size(),
+                        " entries)]");
   }
   return absl::StrCat("[", absl::StrJoin(values, ", "), "]");
 }
@@ -76,8 +75,8 @@ absl::Status CheckOutputCount(const OperatorInfo& op, size_t count) {
       absl::StrCat("outputs has ", count, " entries; ", op.name, " has exactly one output"));
 }
 
-absl::StatusOr<int64_t> CheckedElementCount(std::span<const int64_t> sizes,
-                                            absl::string_view name, const Limits& limits) {
+absl::StatusOr<int64_t> CheckedElementCount(std::span<const int64_t> sizes, absl::string_view name,
+                                            const Limits& limits) {
   // The product of the non-zero sizes must fit even when a zero makes the count
   // 0: packed strides are built from it, and the answer must not depend on
   // where the zero stands.
@@ -87,17 +86,16 @@ absl::StatusOr<int64_t> CheckedElementCount(std::span<const int64_t> sizes,
     empty = empty || size == 0;
     std::optional<int64_t> next = CheckedMul(product, size == 0 ? 1 : size);
     if (!next) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          name, ".sizes ", FormatList(sizes), ": the element count overflows 64 bits"));
+      return absl::InvalidArgumentError(absl::StrCat(name, ".sizes ", FormatList(sizes),
+                                                     ": the element count overflows 64 bits"));
     }
     product = *next;
   }
   const int64_t count = empty ? 0 : product;
   const int64_t limit = std::min(limits.max_tensor_elements, kMaxTensorElements);
   if (count > limit) {
-    return absl::ResourceExhaustedError(absl::StrCat(
-        name, ".sizes ", FormatList(sizes), " hold ", count,
-        " elements; the limit is ", limit));
+    return absl::ResourceExhaustedError(absl::StrCat(name, ".sizes ", FormatList(sizes), " hold ",
+                                                     count, " elements; the limit is ", limit));
   }
   return count;
 }
@@ -107,26 +105,25 @@ absl::StatusOr<Layout> ValidateInput(const TensorView& tensor, absl::string_view
   const TensorDesc& desc = tensor.desc;
   const int64_t rank = static_cast<int64_t>(desc.sizes.size());
   if (rank < rule.min_rank || rank > rule.max_rank) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(name, ".sizes has ", rank, " dimensions; ", rule.op,
-                     " takes rank ", rule.min_rank, "..", rule.max_rank));
+    return absl::InvalidArgumentError(absl::StrCat(name, ".sizes has ", rank, " dimensions; ",
+                                                   rule.op, " takes rank ", rule.min_rank, "..",
+                                                   rule.max_rank));
   }
   const int64_t min_size = rule.allow_zero_sizes ? 0 : 1;
   for (int64_t i = 0; i < rank; ++i) {
     if (desc.sizes[i] < min_size) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          name, ".sizes[", i, "] must be >= ", min_size, ", got ", desc.sizes[i]));
+      return absl::InvalidArgumentError(
+          absl::StrCat(name, ".sizes[", i, "] must be >= ", min_size, ", got ", desc.sizes[i]));
     }
   }
   if (!desc.strides.empty() && static_cast<int64_t>(desc.strides.size()) != rank) {
-    return absl::InvalidArgumentError(absl::StrCat(name, ".strides has ",
-                                                   desc.strides.size(), " entries; ", name,
-                                                   ".sizes has ", rank));
+    return absl::InvalidArgumentError(absl::StrCat(name, ".strides has ", desc.strides.size(),
+                                                   " entries; ", name, ".sizes has ", rank));
   }
   for (size_t i = 0; i < desc.strides.size(); ++i) {
     if (desc.strides[i] < 0) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          name, ".strides[", i, "] must be >= 0, got ", desc.strides[i]));
+      return absl::InvalidArgumentError(
+          absl::StrCat(name, ".strides[", i, "] must be >= 0, got ", desc.strides[i]));
     }
   }
 
@@ -156,10 +153,10 @@ absl::StatusOr<Layout> ValidateInput(const TensorView& tensor, absl::string_view
                      DTypeName(desc.dtype), " element size ", element_size));
   }
   if (bytes < layout.buffer_elements * element_size) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        name, ".data has ", bytes / element_size, " elements; ", DTypeName(desc.dtype),
-        " ", FormatList(desc.sizes), " with strides ", FormatList(desc.strides),
-        " needs at least ", layout.buffer_elements));
+    return absl::InvalidArgumentError(
+        absl::StrCat(name, ".data has ", bytes / element_size, " elements; ", DTypeName(desc.dtype),
+                     " ", FormatList(desc.sizes), " with strides ", FormatList(desc.strides),
+                     " needs at least ", layout.buffer_elements));
   }
   return layout;
 }
@@ -177,9 +174,8 @@ absl::StatusOr<Layout> ValidateOutputLayout(DType dtype, std::span<const int64_t
     return layout;
   }
   if (strides.size() != sizes.size()) {
-    return absl::InvalidArgumentError(absl::StrCat(name, ".strides has ", strides.size(),
-                                                   " entries; ", name, ".sizes has ",
-                                                   sizes.size()));
+    return absl::InvalidArgumentError(absl::StrCat(
+        name, ".strides has ", strides.size(), " entries; ", name, ".sizes has ", sizes.size()));
   }
   for (size_t i = 0; i < strides.size(); ++i) {
     if (strides[i] < 1) {
@@ -203,10 +199,10 @@ absl::StatusOr<Layout> ValidateOutputLayout(DType dtype, std::span<const int64_t
   for (size_t i : order) {
     if (sizes[i] <= 1) continue;
     if (reach > 0 && strides[i] <= reach) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          name, ".strides ", FormatList(strides), " overlap: dimension ", i, " (stride ",
-          strides[i], ") steps inside offsets 0..", reach,
-          ", which the dimensions with smaller strides already address"));
+      return absl::InvalidArgumentError(
+          absl::StrCat(name, ".strides ", FormatList(strides), " overlap: dimension ", i,
+                       " (stride ", strides[i], ") steps inside offsets 0..", reach,
+                       ", which the dimensions with smaller strides already address"));
     }
     reach += (sizes[i] - 1) * strides[i];  // bounded by BufferExtent
   }

@@ -6,9 +6,9 @@
 #include <cstdint>
 #include <span>
 #include <string>
-#include "absl/strings/string_view.h"
 
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 #include "core/limits.h"
 #include "core/operator_info.h"
 #include "core/tensor.h"
@@ -33,8 +33,8 @@ absl::Status CheckOutputCount(const OperatorInfo& op, size_t count);
 
 // The element count of `sizes` (each >= 0): INVALID_ARGUMENT when it overflows,
 // RESOURCE_EXHAUSTED over the limit.
-absl::StatusOr<int64_t> CheckedElementCount(std::span<const int64_t> sizes,
-                                            absl::string_view name, const Limits& limits);
+absl::StatusOr<int64_t> CheckedElementCount(std::span<const int64_t> sizes, absl::string_view name,
+                                            const Limits& limits);
 
 // "[2, 3, 4]"; beyond 64 entries "[1, 1, ...(60000000 entries)]".
 std::string FormatList(std::span<const int64_t> values);

@@ -67,9 +67,8 @@ const char* ClErrorName(cl_int code) {
 absl::Status ClStatus(cl_int code, absl::string_view call) {
   if (code == CL_SUCCESS) return absl::OkStatus();
   const char* name = ClErrorName(code);
-  return absl::UnavailableError(absl::StrCat(call, " failed: ",
-                                             name ? name : "unknown CL error", " (",
-                                             code, ")"));
+  return absl::UnavailableError(
+      absl::StrCat(call, " failed: ", name ? name : "unknown CL error", " (", code, ")"));
 }
 
 }  // namespace tensorop::opencl_backend

@@ -9,10 +9,10 @@
 #include <optional>
 
 #include "absl/strings/str_cat.h"
-#include "oneapi/tbb/parallel_for.h"
 #include "core/plan/byte_range.h"
 #include "core/status_macros.h"
 #include "kernels/opencl/sources.h"
+#include "oneapi/tbb/parallel_for.h"
 
 namespace tensorop::opencl_backend {
 namespace {
@@ -83,11 +83,16 @@ std::string PlatformString(cl_platform_id platform, cl_platform_info what) {
 
 const char* WordType(int size) {
   switch (size) {
-    case 1: return "uchar";
-    case 2: return "ushort";
-    case 4: return "uint";
-    case 8: return "ulong";
-    default: return "uint4";
+    case 1:
+      return "uchar";
+    case 2:
+      return "ushort";
+    case 4:
+      return "uint";
+    case 8:
+      return "ulong";
+    default:
+      return "uint4";
   }
 }
 
@@ -114,20 +119,19 @@ absl::Status SetArgs(cl_kernel kernel, const Args&... args) {
 
 }  // namespace
 
-absl::StatusOr<std::unique_ptr<Device>> Device::Open(cl_platform_id platform,
-                                                     cl_device_id device,
+absl::StatusOr<std::unique_ptr<Device>> Device::Open(cl_platform_id platform, cl_device_id device,
                                                      const DeviceOptions& options) {
   std::unique_ptr<Device> self(new Device());
   self->device_ = device;
   self->name_ = DeviceString(device, CL_DEVICE_NAME);
   self->platform_name_ = PlatformString(platform, CL_PLATFORM_NAME);
   cl_ulong max_alloc = 0;
-  RETURN_IF_ERROR(ClStatus(clGetDeviceInfo(device, CL_DEVICE_MAX_MEM_ALLOC_SIZE,
-                                           sizeof max_alloc, &max_alloc, nullptr),
-                           "clGetDeviceInfo(CL_DEVICE_MAX_MEM_ALLOC_SIZE)"));
+  RETURN_IF_ERROR(ClStatus(
+      clGetDeviceInfo(device, CL_DEVICE_MAX_MEM_ALLOC_SIZE, sizeof max_alloc, &max_alloc, nullptr),
+      "clGetDeviceInfo(CL_DEVICE_MAX_MEM_ALLOC_SIZE)"));
   self->max_buffer_bytes_ = static_cast<int64_t>(max_alloc);
-  const cl_context_properties properties[] = {
-      CL_CONTEXT_PLATFORM, reinterpret_cast<cl_context_properties>(platform), 0};
+  const cl_context_properties properties[] = {CL_CONTEXT_PLATFORM,
+                                              reinterpret_cast<cl_context_properties>(platform), 0};
   cl_int error = CL_SUCCESS;
   self->context_ = clCreateContext(properties, 1, &device, nullptr, nullptr, &error);
   RETURN_IF_ERROR(ClStatus(error, "clCreateContext"));
@@ -210,15 +214,15 @@ absl::StatusOr<Device::StagingChunk*> Device::TakeStaging(bool wait, const StopC
     const size_t size = static_cast<size_t>(staging_chunk_bytes_);
     auto fresh = std::make_unique<StagingChunk>();
     cl_int error = CL_SUCCESS;
-    fresh->mem = clCreateBuffer(context_, CL_MEM_READ_WRITE | CL_MEM_ALLOC_HOST_PTR, size,
-                                nullptr, &error);
+    fresh->mem =
+        clCreateBuffer(context_, CL_MEM_READ_WRITE | CL_MEM_ALLOC_HOST_PTR, size, nullptr, &error);
     absl::Status status = ClStatus(error, "clCreateBuffer(staging)");
     if (status.ok()) {
       // Mapped once, for the chunk's life: its pointer is pinned memory the
       // DMA engine reads and writes directly.
-      fresh->host = static_cast<std::byte*>(
-          clEnqueueMapBuffer(upload_queue_, fresh->mem, CL_TRUE, CL_MAP_READ | CL_MAP_WRITE, 0,
-                             size, 0, nullptr, nullptr, &error));
+      fresh->host = static_cast<std::byte*>(clEnqueueMapBuffer(upload_queue_, fresh->mem, CL_TRUE,
+                                                               CL_MAP_READ | CL_MAP_WRITE, 0, size,
+                                                               0, nullptr, nullptr, &error));
       status = ClStatus(error, "clEnqueueMapBuffer(staging)");
       if (!status.ok()) clReleaseMemObject(fresh->mem);
     }
@@ -257,8 +261,8 @@ absl::Status Device::UploadBytes(cl_command_queue queue, const std::byte* host, 
                                  cl_mem dst, const StopCheck& stop) {
   if (bytes <= 0) return absl::OkStatus();
   if (staging_chunk_bytes_ == 0) {
-    return ClStatus(clEnqueueWriteBuffer(queue, dst, CL_TRUE, 0,
-                                         static_cast<size_t>(bytes), host, 0, nullptr, nullptr),
+    return ClStatus(clEnqueueWriteBuffer(queue, dst, CL_TRUE, 0, static_cast<size_t>(bytes), host,
+                                         0, nullptr, nullptr),
                     "clEnqueueWriteBuffer");
   }
   // Each piece: copied into a staging chunk, then its DMA queued and flushed,
@@ -270,9 +274,8 @@ absl::Status Device::UploadBytes(cl_command_queue queue, const std::byte* host, 
     ASSIGN_OR_RETURN(StagingChunk * chunk, TakeStaging(/*wait=*/true, stop));
     CopyHostBytes(chunk->host, host + done, n);
     cl_event written = nullptr;
-    const cl_int error =
-        clEnqueueWriteBuffer(queue, dst, CL_FALSE, static_cast<size_t>(done), n, chunk->host, 0,
-                             nullptr, &written);
+    const cl_int error = clEnqueueWriteBuffer(queue, dst, CL_FALSE, static_cast<size_t>(done), n,
+                                              chunk->host, 0, nullptr, &written);
     if (error == CL_SUCCESS) clFlush(queue);
     ReturnStaging(chunk, error == CL_SUCCESS ? written : nullptr);
     RETURN_IF_ERROR(ClStatus(error, "clEnqueueWriteBuffer"));
@@ -286,9 +289,8 @@ absl::Status Device::DownloadBytes(cl_command_queue queue, cl_mem src, int64_t b
   const cl_uint waits = ready != nullptr ? 1 : 0;
   const cl_event* wait_list = ready != nullptr ? &ready : nullptr;
   if (staging_chunk_bytes_ == 0) {
-    return ClStatus(clEnqueueReadBuffer(queue, src, CL_TRUE, 0,
-                                        static_cast<size_t>(bytes), host, waits, wait_list,
-                                        nullptr),
+    return ClStatus(clEnqueueReadBuffer(queue, src, CL_TRUE, 0, static_cast<size_t>(bytes), host,
+                                        waits, wait_list, nullptr),
                     "clEnqueueReadBuffer");
   }
   // Two pieces in flight: the DMA of piece i+1 runs while piece i is copied
@@ -326,9 +328,8 @@ absl::Status Device::DownloadBytes(cl_command_queue queue, cl_mem src, int64_t b
     }
     const size_t n = static_cast<size_t>(std::min(piece, bytes - done));
     cl_event read = nullptr;
-    const cl_int error =
-        clEnqueueReadBuffer(queue, src, CL_FALSE, static_cast<size_t>(done), n, (*chunk)->host,
-                            waits, wait_list, &read);
+    const cl_int error = clEnqueueReadBuffer(queue, src, CL_FALSE, static_cast<size_t>(done), n,
+                                             (*chunk)->host, waits, wait_list, &read);
     if (error != CL_SUCCESS) {
       ReturnStaging(*chunk, nullptr);
       status = ClStatus(error, "clEnqueueReadBuffer");
@@ -393,11 +394,10 @@ absl::StatusOr<cl_program> Device::Program(Source source, int word_size, int ind
     size_t log_size = 0;
     clGetProgramBuildInfo(program, device_, CL_PROGRAM_BUILD_LOG, 0, nullptr, &log_size);
     std::string log(log_size, '\0');
-    clGetProgramBuildInfo(program, device_, CL_PROGRAM_BUILD_LOG, log_size, log.data(),
-                          nullptr);
+    clGetProgramBuildInfo(program, device_, CL_PROGRAM_BUILD_LOG, log_size, log.data(), nullptr);
     clReleaseProgram(program);
-    return absl::UnavailableError(absl::StrCat("clBuildProgram(", options, ") failed: ",
-                                               ClErrorName(error), " (", error, "): ", log));
+    return absl::UnavailableError(absl::StrCat(
+        "clBuildProgram(", options, ") failed: ", ClErrorName(error), " (", error, "): ", log));
   }
   programs_.emplace(key, program);
   return program;
@@ -501,8 +501,7 @@ absl::Status ForEachLaunch(int64_t rows, int64_t columns, Fn&& fn) {
 // multiple of 64; the kernel skips columns past the end) so that a runtime
 // choosing the work-group size itself finds one of full warps, whatever the
 // row length.
-std::array<size_t, 2> LaunchRange(int64_t row_count, int64_t column_begin,
-                                  int64_t column_end) {
+std::array<size_t, 2> LaunchRange(int64_t row_count, int64_t column_begin, int64_t column_end) {
   int64_t items = (column_end - column_begin + kItemsPerWorkItem - 1) / kItemsPerWorkItem;
   if (items < 64) {
     int64_t power = 1;
@@ -527,9 +526,7 @@ int64_t Extent(int64_t offset, const std::vector<int64_t>& sizes,
 // The largest index a launch over rows × columns computes besides addresses:
 // the row, and a column past the end by up to ITEMS strides of LaunchRange's
 // rounded-up width.
-int64_t LaunchExtent(int64_t rows, int64_t columns) {
-  return std::max(rows, 4 * columns + 1024);
-}
+int64_t LaunchExtent(int64_t rows, int64_t columns) { return std::max(rows, 4 * columns + 1024); }
 
 // clEnqueueCopyBufferRect's origin of byte `offset` for these pitches.
 std::array<size_t, 3> RectOrigin(int64_t offset, int64_t row_pitch, int64_t slice_pitch) {
@@ -544,11 +541,9 @@ std::array<size_t, 3> RectOrigin(int64_t offset, int64_t row_pitch, int64_t slic
 // Whether clEnqueueCopyBufferRect can take strides of a copy of 2 or 3
 // dimensions whose runs are `run` bytes: positive pitches that do not overlap
 // the run, slices a whole number of rows.
-bool RectFits(const std::vector<int64_t>& sizes, const std::vector<int64_t>& strides,
-              int64_t run) {
+bool RectFits(const std::vector<int64_t>& sizes, const std::vector<int64_t>& strides, int64_t run) {
   if (sizes.size() == 2) return strides[0] >= run;
-  return strides[1] >= run && strides[0] >= sizes[1] * strides[1] &&
-         strides[0] % strides[1] == 0;
+  return strides[1] >= run && strides[0] >= sizes[1] * strides[1] && strides[0] % strides[1] == 0;
 }
 
 }  // namespace
@@ -586,12 +581,12 @@ absl::Status Device::CopyRun(cl_mem src, cl_mem dst, int64_t src_offset, int64_t
   LaunchPipeline pipeline(/*wait_on_exit=*/false);
   for (int64_t first = 0; first < bytes; first += kBytesPerCommand) {
     RETURN_IF_ERROR(stop());
-    RETURN_IF_ERROR(ClStatus(
-        clEnqueueCopyBuffer(queue_, src, dst, static_cast<size_t>(src_offset + first),
-                            static_cast<size_t>(dst_offset + first),
-                            static_cast<size_t>(std::min(kBytesPerCommand, bytes - first)), 0,
-                            nullptr, pipeline.event()),
-        "clEnqueueCopyBuffer"));
+    RETURN_IF_ERROR(
+        ClStatus(clEnqueueCopyBuffer(queue_, src, dst, static_cast<size_t>(src_offset + first),
+                                     static_cast<size_t>(dst_offset + first),
+                                     static_cast<size_t>(std::min(kBytesPerCommand, bytes - first)),
+                                     0, nullptr, pipeline.event()),
+                 "clEnqueueCopyBuffer"));
     RETURN_IF_ERROR(pipeline.Launched(queue_));
   }
   return absl::OkStatus();
@@ -665,20 +660,18 @@ absl::Status Device::CopyKernel(const StridedCopy& words, cl_mem src, cl_mem dst
   if (more_rank > 0) {
     const int64_t bytes = static_cast<int64_t>(more.size() * sizeof(Index));
     ASSIGN_OR_RETURN(PooledBuffer buffer, TakeBuffer(bytes, "strided_copy dimensions"));
-    RETURN_IF_ERROR(ClStatus(clEnqueueWriteBuffer(queue_, buffer.mem(), CL_TRUE, 0,
-                                                  static_cast<size_t>(bytes), more.data(), 0,
-                                                  nullptr, nullptr),
-                             "clEnqueueWriteBuffer(strided_copy dimensions)"));
+    RETURN_IF_ERROR(
+        ClStatus(clEnqueueWriteBuffer(queue_, buffer.mem(), CL_TRUE, 0, static_cast<size_t>(bytes),
+                                      more.data(), 0, nullptr, nullptr),
+                 "clEnqueueWriteBuffer(strided_copy dimensions)"));
     more_mem = buffer.mem();
     more_buffer.emplace(std::move(buffer));
   }
-  RETURN_IF_ERROR(SetArgs(kernel.get(), src, dst, sizes, src_strides, dst_strides,
-                          static_cast<cl_int>(vector_rank), more_mem,
-                          static_cast<cl_int>(more_rank),
-                          static_cast<Index>(words.src_strides.back()),
-                          static_cast<Index>(words.dst_strides.back()),
-                          static_cast<Index>(words.src_offset),
-                          static_cast<Index>(words.dst_offset)));
+  RETURN_IF_ERROR(SetArgs(
+      kernel.get(), src, dst, sizes, src_strides, dst_strides, static_cast<cl_int>(vector_rank),
+      more_mem, static_cast<cl_int>(more_rank), static_cast<Index>(words.src_strides.back()),
+      static_cast<Index>(words.dst_strides.back()), static_cast<Index>(words.src_offset),
+      static_cast<Index>(words.dst_offset)));
   LaunchPipeline pipeline(/*wait_on_exit=*/more_buffer.has_value());
   RETURN_IF_ERROR(ForEachLaunch(
       rows, columns,
@@ -689,10 +682,10 @@ absl::Status Device::CopyKernel(const StridedCopy& words, cl_mem src, cl_mem dst
                                   static_cast<Index>(column_begin),
                                   static_cast<Index>(column_end)));
         const std::array<size_t, 2> range = LaunchRange(row_count, column_begin, column_end);
-        RETURN_IF_ERROR(ClStatus(clEnqueueNDRangeKernel(queue_, kernel.get(), 2, nullptr,
-                                                        range.data(), nullptr, 0, nullptr,
-                                                        pipeline.event()),
-                                 "clEnqueueNDRangeKernel(strided_copy)"));
+        RETURN_IF_ERROR(
+            ClStatus(clEnqueueNDRangeKernel(queue_, kernel.get(), 2, nullptr, range.data(), nullptr,
+                                            0, nullptr, pipeline.event()),
+                     "clEnqueueNDRangeKernel(strided_copy)"));
         return pipeline.Launched(queue_);
       }));
   return more_buffer.has_value() ? pipeline.Drain() : absl::OkStatus();
@@ -708,8 +701,7 @@ absl::Status Device::RunCopy(const StridedCopy& copy, cl_mem src, cl_mem dst,
   const bool contiguous =
       rank == 0 || (copy.src_strides.back() == width && copy.dst_strides.back() == width);
   if (contiguous && rank <= 1) {
-    return CopyRun(src, dst, copy.src_offset, copy.dst_offset, copy.element_count * width,
-                   stop);
+    return CopyRun(src, dst, copy.src_offset, copy.dst_offset, copy.element_count * width, stop);
   }
   if (contiguous && rank <= 3 && copy.sizes.back() * width >= kRectMinRunBytes &&
       RectFits(copy.sizes, copy.src_strides, copy.sizes.back() * width) &&
@@ -742,10 +734,10 @@ absl::Status Device::RunCopy(const StridedCopy& copy, cl_mem src, cl_mem dst,
   if (contiguous) words.src_strides.back() = words.dst_strides.back() = 1;  // was one element
   words.src_offset /= word;
   words.dst_offset /= word;
-  const int64_t extent = std::max(
-      {Extent(words.src_offset, words.sizes, words.src_strides, 1),
-       Extent(words.dst_offset, words.sizes, words.dst_strides, 1),
-       LaunchExtent(words.element_count / words.sizes.back(), words.sizes.back())});
+  const int64_t extent =
+      std::max({Extent(words.src_offset, words.sizes, words.src_strides, 1),
+                Extent(words.dst_offset, words.sizes, words.dst_strides, 1),
+                LaunchExtent(words.element_count / words.sizes.back(), words.sizes.back())});
   if (extent <= index32_limit_.load(std::memory_order_relaxed)) {
     return CopyKernel<cl_int>(words, src, dst, stop);
   }
@@ -785,9 +777,9 @@ absl::Status Device::ScatterKernel(const ScatterWalk& walk, cl_mem indices, cl_m
       }
     }
   }
-  const cl_int axis_at = walk.axis_dim < 0            ? -2
+  const cl_int axis_at = walk.axis_dim < 0           ? -2
                          : walk.axis_dim == rank - 1 ? -1
-                                                      : rank - 2 - walk.axis_dim;
+                                                     : rank - 2 - walk.axis_dim;
   // Every output element an update can reach is below `targets`.
   const int64_t axis_stride = walk.output_axis_stride / width;
   const int64_t targets =
@@ -800,45 +792,43 @@ absl::Status Device::ScatterKernel(const ScatterWalk& walk, cl_mem indices, cl_m
   if (more_rank > 0) {
     const int64_t bytes = static_cast<int64_t>(more.size() * sizeof(Index));
     ASSIGN_OR_RETURN(PooledBuffer buffer, TakeBuffer(bytes, "scatter_elements dimensions"));
-    RETURN_IF_ERROR(ClStatus(clEnqueueWriteBuffer(queue_, buffer.mem(), CL_TRUE, 0,
-                                                  static_cast<size_t>(bytes), more.data(), 0,
-                                                  nullptr, nullptr),
-                             "clEnqueueWriteBuffer(scatter_elements dimensions)"));
+    RETURN_IF_ERROR(
+        ClStatus(clEnqueueWriteBuffer(queue_, buffer.mem(), CL_TRUE, 0, static_cast<size_t>(bytes),
+                                      more.data(), 0, nullptr, nullptr),
+                 "clEnqueueWriteBuffer(scatter_elements dimensions)"));
     more_mem = buffer.mem();
     more_buffer.emplace(std::move(buffer));
   }
   const cl_uint zero = 0;
   RETURN_IF_ERROR(ClStatus(clEnqueueFillBuffer(queue_, map.mem(), &zero, sizeof zero, 0,
-                                               static_cast<size_t>(map_bytes), 0, nullptr,
-                                               nullptr),
+                                               static_cast<size_t>(map_bytes), 0, nullptr, nullptr),
                            "clEnqueueFillBuffer(scatter_elements map)"));
   const cl_int index_mode = (walk.index_size == 8 ? 1 : 0) | (walk.index_signed ? 2 : 0);
   RETURN_IF_ERROR(SetArgs(
-      kernel.get(), indices, updates, output, map.mem(), cl_int{0}, sizes, strides[0],
-      strides[1], strides[2], static_cast<cl_int>(vector_rank), more_mem,
-      static_cast<cl_int>(more_rank), axis_at, static_cast<Index>(rank > 0 ? step(rank - 1, 0) : 0),
+      kernel.get(), indices, updates, output, map.mem(), cl_int{0}, sizes, strides[0], strides[1],
+      strides[2], static_cast<cl_int>(vector_rank), more_mem, static_cast<cl_int>(more_rank),
+      axis_at, static_cast<Index>(rank > 0 ? step(rank - 1, 0) : 0),
       static_cast<Index>(rank > 0 ? step(rank - 1, 1) : 0),
       static_cast<Index>(rank > 0 ? step(rank - 1, 2) : 0), static_cast<Index>(axis_stride),
       static_cast<Index>(walk.axis_size), index_mode));
   LaunchPipeline pipeline(/*wait_on_exit=*/true);
   const auto run_phase = [&](cl_int phase, cl_mem phase_map) -> absl::Status {
     RETURN_IF_ERROR(SetArgsAt(kernel.get(), 3, phase_map, phase));
-    return ForEachLaunch(rows, columns,
-                         [&](int64_t row, int64_t row_count, int64_t column_begin,
-                             int64_t column_end) -> absl::Status {
-                           RETURN_IF_ERROR(stop());
-                           RETURN_IF_ERROR(SetArgsAt(kernel.get(), 19, static_cast<Index>(row),
-                                                     static_cast<Index>(column_begin),
-                                                     static_cast<Index>(column_end)));
-                           const std::array<size_t, 2> range =
-                               LaunchRange(row_count, column_begin, column_end);
-                           RETURN_IF_ERROR(ClStatus(
-                               clEnqueueNDRangeKernel(queue_, kernel.get(), 2, nullptr,
-                                                      range.data(), nullptr, 0, nullptr,
-                                                      pipeline.event()),
-                               "clEnqueueNDRangeKernel(scatter_elements)"));
-                           return pipeline.Launched(queue_);
-                         });
+    return ForEachLaunch(
+        rows, columns,
+        [&](int64_t row, int64_t row_count, int64_t column_begin,
+            int64_t column_end) -> absl::Status {
+          RETURN_IF_ERROR(stop());
+          RETURN_IF_ERROR(SetArgsAt(kernel.get(), 19, static_cast<Index>(row),
+                                    static_cast<Index>(column_begin),
+                                    static_cast<Index>(column_end)));
+          const std::array<size_t, 2> range = LaunchRange(row_count, column_begin, column_end);
+          RETURN_IF_ERROR(
+              ClStatus(clEnqueueNDRangeKernel(queue_, kernel.get(), 2, nullptr, range.data(),
+                                              nullptr, 0, nullptr, pipeline.event()),
+                       "clEnqueueNDRangeKernel(scatter_elements)"));
+          return pipeline.Launched(queue_);
+        });
   };
   RETURN_IF_ERROR(run_phase(0, map.mem()));
   cl_uint collided = 0;
@@ -851,10 +841,10 @@ absl::Status Device::ScatterKernel(const ScatterWalk& walk, cl_mem indices, cl_m
   // last one write again.
   ASSIGN_OR_RETURN(PooledBuffer rank_buffer, TakeBuffer(4 * targets, "scatter_elements ranks"));
   ranks.emplace(std::move(rank_buffer));
-  RETURN_IF_ERROR(ClStatus(clEnqueueFillBuffer(queue_, ranks->mem(), &zero, sizeof zero, 0,
-                                               static_cast<size_t>(4 * targets), 0, nullptr,
-                                               nullptr),
-                           "clEnqueueFillBuffer(scatter_elements ranks)"));
+  RETURN_IF_ERROR(
+      ClStatus(clEnqueueFillBuffer(queue_, ranks->mem(), &zero, sizeof zero, 0,
+                                   static_cast<size_t>(4 * targets), 0, nullptr, nullptr),
+               "clEnqueueFillBuffer(scatter_elements ranks)"));
   RETURN_IF_ERROR(run_phase(1, ranks->mem()));
   RETURN_IF_ERROR(run_phase(2, ranks->mem()));
   return pipeline.Drain();
@@ -866,12 +856,12 @@ absl::Status Device::RunScatter(const ScatterWalk& walk, cl_mem indices, cl_mem 
   const int64_t width = walk.element_size;
   const int64_t columns = walk.sizes.empty() ? 1 : walk.sizes.back();
   // The largest offset the kernel computes, in its units (uints for indices).
-  const int64_t extent = std::max(
-      {Extent(0, walk.sizes, walk.indices_strides, 4) + 1,
-       Extent(0, walk.sizes, walk.updates_strides, width),
-       Extent(0, walk.sizes, walk.output_strides, width) +
-           (walk.axis_size - 1) * (walk.output_axis_stride / width) + 1,
-       walk.axis_size, LaunchExtent(walk.element_count / columns, columns)});
+  const int64_t extent =
+      std::max({Extent(0, walk.sizes, walk.indices_strides, 4) + 1,
+                Extent(0, walk.sizes, walk.updates_strides, width),
+                Extent(0, walk.sizes, walk.output_strides, width) +
+                    (walk.axis_size - 1) * (walk.output_axis_stride / width) + 1,
+                walk.axis_size, LaunchExtent(walk.element_count / columns, columns)});
   if (extent <= index32_limit_.load(std::memory_order_relaxed)) {
     return ScatterKernel<cl_int>(walk, indices, updates, output, stop);
   }
@@ -929,8 +919,8 @@ absl::Status Device::Execute(const ExecutionPlan& plan,
     const int64_t size = static_cast<int64_t>(inputs[i].size());
     if (range.begin < 0 || range.end > size) {
       return absl::InternalError(absl::StrCat("plan for ", plan.op, " reads bytes [", range.begin,
-                                              ", ", range.end, ") of input ",
-                                              plan.input_names[i], " of ", size, " bytes"));
+                                              ", ", range.end, ") of input ", plan.input_names[i],
+                                              " of ", size, " bytes"));
     }
     upload_begin[i] = range.empty() ? 0 : range.begin - range.begin % kUploadAlignment;
     upload_bytes[i] = range.empty() ? 0 : range.end - upload_begin[i];
@@ -1030,15 +1020,15 @@ absl::Status Device::StagingDma(int64_t bytes, bool to_device) {
   for (int64_t done = 0, k = 0; status.ok() && done < bytes; done += piece, ++k) {
     const size_t n = static_cast<size_t>(std::min(piece, bytes - done));
     std::byte* host = held[static_cast<size_t>(k) % held.size()]->host;
-    status = to_device
-                 ? ClStatus(clEnqueueWriteBuffer(queue, buffer.mem(), CL_FALSE,
-                                                 static_cast<size_t>(done), n, host, 0, nullptr,
-                                                 nullptr),
-                            "clEnqueueWriteBuffer")
-                 : ClStatus(clEnqueueReadBuffer(queue, buffer.mem(), CL_FALSE,
-                                                static_cast<size_t>(done), n, host, 0, nullptr,
-                                                nullptr),
-                            "clEnqueueReadBuffer");
+    status =
+        to_device
+            ? ClStatus(
+                  clEnqueueWriteBuffer(queue, buffer.mem(), CL_FALSE, static_cast<size_t>(done), n,
+                                       host, 0, nullptr, nullptr),
+                  "clEnqueueWriteBuffer")
+            : ClStatus(clEnqueueReadBuffer(queue, buffer.mem(), CL_FALSE, static_cast<size_t>(done),
+                                           n, host, 0, nullptr, nullptr),
+                       "clEnqueueReadBuffer");
   }
   const absl::Status finished = ClStatus(clFinish(queue), "clFinish");
   for (StagingChunk* chunk : held) ReturnStaging(chunk, nullptr);
@@ -1074,8 +1064,7 @@ std::vector<std::unique_ptr<Device>> OpenAllDevices(std::vector<std::string>* sk
   clGetPlatformIDs(platform_count, platforms.data(), nullptr);
   for (cl_platform_id platform : platforms) {
     cl_uint device_count = 0;
-    if (clGetDeviceIDs(platform, CL_DEVICE_TYPE_ALL, 0, nullptr, &device_count) !=
-            CL_SUCCESS ||
+    if (clGetDeviceIDs(platform, CL_DEVICE_TYPE_ALL, 0, nullptr, &device_count) != CL_SUCCESS ||
         device_count == 0) {
       continue;
     }

@@ -90,8 +90,7 @@ class PooledBuffer {
 class Device {
  public:
   // Creates the context and queues for `device`.
-  static absl::StatusOr<std::unique_ptr<Device>> Open(cl_platform_id platform,
-                                                      cl_device_id device,
+  static absl::StatusOr<std::unique_ptr<Device>> Open(cl_platform_id platform, cl_device_id device,
                                                       const DeviceOptions& options = {});
   ~Device();
   Device(const Device&) = delete;
@@ -176,8 +175,8 @@ class Device {
   // Enqueues the upload of `bytes` from `host` into `dst` (from its byte 0) on
   // `queue`, through staging when there is some; returns once `host` is no
   // longer read.
-  absl::Status UploadBytes(cl_command_queue queue, const std::byte* host, int64_t bytes,
-                           cl_mem dst, const StopCheck& stop);
+  absl::Status UploadBytes(cl_command_queue queue, const std::byte* host, int64_t bytes, cl_mem dst,
+                           const StopCheck& stop);
   // Downloads `bytes` of `src` into `host` on `queue` once `ready` (may be
   // null) completed; returns when they are in `host`.
   absl::Status DownloadBytes(cl_command_queue queue, cl_mem src, int64_t bytes, std::byte* host,
@@ -191,22 +190,19 @@ class Device {
   absl::StatusOr<KernelLease> MakeKernel(Source source, int word_size, int index_size,
                                          const char* name);
   void ReturnKernel(int key, cl_kernel kernel);
-  absl::Status RunCopy(const StridedCopy& copy, cl_mem src, cl_mem dst,
-                       const StopCheck& stop);
+  absl::Status RunCopy(const StridedCopy& copy, cl_mem src, cl_mem dst, const StopCheck& stop);
   // RunCopy's cases: one contiguous run, runs of at most three dimensions with
   // positive pitches (both clEnqueueCopyBuffer*), anything else (the kernel).
   absl::Status CopyRun(cl_mem src, cl_mem dst, int64_t src_offset, int64_t dst_offset,
                        int64_t bytes, const StopCheck& stop);
-  absl::Status CopyRect(const StridedCopy& copy, cl_mem src, cl_mem dst,
-                        const StopCheck& stop);
+  absl::Status CopyRect(const StridedCopy& copy, cl_mem src, cl_mem dst, const StopCheck& stop);
   template <typename Index>
-  absl::Status CopyKernel(const StridedCopy& words, cl_mem src, cl_mem dst,
+  absl::Status CopyKernel(const StridedCopy& words, cl_mem src, cl_mem dst, const StopCheck& stop);
+  absl::Status RunScatter(const ScatterWalk& walk, cl_mem indices, cl_mem updates, cl_mem output,
                           const StopCheck& stop);
-  absl::Status RunScatter(const ScatterWalk& walk, cl_mem indices, cl_mem updates,
-                          cl_mem output, const StopCheck& stop);
   template <typename Index>
-  absl::Status ScatterKernel(const ScatterWalk& walk, cl_mem indices, cl_mem updates,
-                             cl_mem output, const StopCheck& stop);
+  absl::Status ScatterKernel(const ScatterWalk& walk, cl_mem indices, cl_mem updates, cl_mem output,
+                             const StopCheck& stop);
 
   cl_device_id device_ = nullptr;
   cl_context context_ = nullptr;
@@ -228,7 +224,7 @@ class Device {
   std::mutex staging_mutex_;
   std::condition_variable staging_returned_;
   std::vector<std::unique_ptr<StagingChunk>> staging_chunks_;  // every one allocated
-  std::deque<StagingChunk*> staging_free_;  // oldest returned first
+  std::deque<StagingChunk*> staging_free_;                     // oldest returned first
   int64_t staging_allocated_ = 0;
   std::atomic<int64_t> uploaded_bytes_{0};
   std::mutex programs_mutex_;

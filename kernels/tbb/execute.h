@@ -17,10 +17,8 @@ namespace tensorop::tbb_backend {
 // in blocks; `stop` is asked between blocks, and its first non-OK status is
 // returned (the outputs are then incomplete). Call from inside the task_arena
 // the work should use: parallel loops run in the caller's arena.
-absl::Status Execute(const ExecutionPlan& plan,
-                     std::span<const std::byte* const> inputs,
-                     std::span<std::byte* const> outputs,
-                     const StopCheck& stop = NeverStop);
+absl::Status Execute(const ExecutionPlan& plan, std::span<const std::byte* const> inputs,
+                     std::span<std::byte* const> outputs, const StopCheck& stop = NeverStop);
 
 }  // namespace tensorop::tbb_backend
 

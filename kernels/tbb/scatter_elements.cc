@@ -59,8 +59,7 @@ absl::Status ScatterBlock(const ScatterWalk& walk, const std::byte* indices,
     for (int64_t first = 0; first < run; first += kStopEvery) {
       const int64_t stretch = std::min(run, first + kStopEvery);
       for (int64_t i = first; i < stretch; ++i) {
-        const int64_t k = LoadIndex<Index>(indices + index_offset + i * index_step,
-                                           walk.axis_size);
+        const int64_t k = LoadIndex<Index>(indices + index_offset + i * index_step, walk.axis_size);
         std::memcpy(output + output_offset + i * output_step + k * axis_stride,
                     updates + update_offset + i * update_step, sizeof(Word));
       }
@@ -86,8 +85,8 @@ absl::Status ScatterBlock(const ScatterWalk& walk, const std::byte* indices,
 }
 
 template <typename Word, typename Index>
-absl::Status Run(const ScatterWalk& walk, const std::byte* indices,
-                 const std::byte* updates, std::byte* output, const StopCheck& stop) {
+absl::Status Run(const ScatterWalk& walk, const std::byte* indices, const std::byte* updates,
+                 std::byte* output, const StopCheck& stop) {
   const int64_t bytes = walk.element_count * (walk.element_size + walk.index_size);
   // The first stop a block saw; later blocks then see it from ForEachBlock's
   // own check (a stop, once given, is given again).
@@ -108,8 +107,7 @@ absl::Status Run(const ScatterWalk& walk, const std::byte* indices,
   // column by column: then one wide block per thread.
   const int64_t slices = walk.sizes[walk.partition_dim];
   const int64_t wanted_blocks =
-      walk.partition_dim == 0 ? bytes / kBlockBytes
-                              : tbb::this_task_arena::max_concurrency();
+      walk.partition_dim == 0 ? bytes / kBlockBytes : tbb::this_task_arena::max_concurrency();
   const int64_t blocks = std::clamp<int64_t>(wanted_blocks, 1, slices);
   absl::Status status = ForEachBlock(slices, (slices + blocks - 1) / blocks, bytes, stop, block);
   return status.ok() ? stopped : status;
@@ -117,8 +115,7 @@ absl::Status Run(const ScatterWalk& walk, const std::byte* indices,
 
 template <typename Word>
 absl::Status DispatchIndex(const ScatterWalk& walk, const std::byte* indices,
-                           const std::byte* updates, std::byte* output,
-                           const StopCheck& stop) {
+                           const std::byte* updates, std::byte* output, const StopCheck& stop) {
   if (walk.index_size == 4) {
     return walk.index_signed ? Run<Word, int32_t>(walk, indices, updates, output, stop)
                              : Run<Word, uint32_t>(walk, indices, updates, output, stop);
@@ -130,13 +127,16 @@ absl::Status DispatchIndex(const ScatterWalk& walk, const std::byte* indices,
 }  // namespace
 
 absl::Status RunScatterWalk(const ScatterWalk& walk, const std::byte* indices,
-                            const std::byte* updates, std::byte* output,
-                            const StopCheck& stop) {
+                            const std::byte* updates, std::byte* output, const StopCheck& stop) {
   switch (walk.element_size) {
-    case 1: return DispatchIndex<uint8_t>(walk, indices, updates, output, stop);
-    case 2: return DispatchIndex<uint16_t>(walk, indices, updates, output, stop);
-    case 4: return DispatchIndex<uint32_t>(walk, indices, updates, output, stop);
-    case 8: return DispatchIndex<uint64_t>(walk, indices, updates, output, stop);
+    case 1:
+      return DispatchIndex<uint8_t>(walk, indices, updates, output, stop);
+    case 2:
+      return DispatchIndex<uint16_t>(walk, indices, updates, output, stop);
+    case 4:
+      return DispatchIndex<uint32_t>(walk, indices, updates, output, stop);
+    case 8:
+      return DispatchIndex<uint64_t>(walk, indices, updates, output, stop);
   }
   return absl::InternalError("scatter: element size is not 1, 2, 4 or 8");
 }

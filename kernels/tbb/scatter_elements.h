@@ -12,8 +12,7 @@
 namespace tensorop::tbb_backend {
 
 absl::Status RunScatterWalk(const ScatterWalk& walk, const std::byte* indices,
-                            const std::byte* updates, std::byte* output,
-                            const StopCheck& stop);
+                            const std::byte* updates, std::byte* output, const StopCheck& stop);
 
 }  // namespace tensorop::tbb_backend
 

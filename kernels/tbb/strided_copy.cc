@@ -30,10 +30,18 @@ void CopyRun(const std::byte* src, std::byte* dst, int64_t count, int64_t src_st
   constexpr int64_t kWidth = sizeof(Word);
   if (dst_stride == kWidth) {
     switch (src_stride) {
-      case kWidth: std::memcpy(dst, src, count * kWidth); return;
-      case -kWidth: GatherRun<Word, -1>(src, dst, count); return;
-      case 2 * kWidth: GatherRun<Word, 2>(src, dst, count); return;
-      case 0: GatherRun<Word, 0>(src, dst, count); return;  // broadcast
+      case kWidth:
+        std::memcpy(dst, src, count * kWidth);
+        return;
+      case -kWidth:
+        GatherRun<Word, -1>(src, dst, count);
+        return;
+      case 2 * kWidth:
+        GatherRun<Word, 2>(src, dst, count);
+        return;
+      case 0:
+        GatherRun<Word, 0>(src, dst, count);
+        return;  // broadcast
     }
   }
   for (int64_t i = 0; i < count; ++i) {
@@ -43,8 +51,8 @@ void CopyRun(const std::byte* src, std::byte* dst, int64_t count, int64_t src_st
 
 // Copies the elements [begin, end) of the row-major walk over copy.sizes.
 template <typename Word>
-void CopyElements(const StridedCopy& copy, const std::byte* src, std::byte* dst,
-                  int64_t begin, int64_t end) {
+void CopyElements(const StridedCopy& copy, const std::byte* src, std::byte* dst, int64_t begin,
+                  int64_t end) {
   const size_t rank = copy.sizes.size();
   if (rank == 0) {  // a single element
     std::memcpy(dst + copy.dst_offset, src + copy.src_offset, sizeof(Word));
@@ -86,10 +94,9 @@ template <typename Word>
 absl::Status Run(const StridedCopy& copy, const std::byte* src, std::byte* dst,
                  const StopCheck& stop) {
   const int64_t bytes = copy.element_count * copy.element_size;
-  return ForEachBlock(copy.element_count, kBlockBytes / copy.element_size, bytes, stop,
-                      [&](int64_t begin, int64_t end) {
-                        CopyElements<Word>(copy, src, dst, begin, end);
-                      });
+  return ForEachBlock(
+      copy.element_count, kBlockBytes / copy.element_size, bytes, stop,
+      [&](int64_t begin, int64_t end) { CopyElements<Word>(copy, src, dst, begin, end); });
 }
 
 }  // namespace
@@ -97,10 +104,14 @@ absl::Status Run(const StridedCopy& copy, const std::byte* src, std::byte* dst,
 absl::Status RunStridedCopy(const StridedCopy& copy, const std::byte* src, std::byte* dst,
                             const StopCheck& stop) {
   switch (copy.element_size) {
-    case 1: return Run<uint8_t>(copy, src, dst, stop);
-    case 2: return Run<uint16_t>(copy, src, dst, stop);
-    case 4: return Run<uint32_t>(copy, src, dst, stop);
-    case 8: return Run<uint64_t>(copy, src, dst, stop);
+    case 1:
+      return Run<uint8_t>(copy, src, dst, stop);
+    case 2:
+      return Run<uint16_t>(copy, src, dst, stop);
+    case 4:
+      return Run<uint32_t>(copy, src, dst, stop);
+    case 8:
+      return Run<uint64_t>(copy, src, dst, stop);
   }
   return absl::InternalError("strided copy: element size is not 1, 2, 4 or 8");
 }

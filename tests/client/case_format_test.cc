@@ -145,13 +145,13 @@ TEST(TensorFromJsonTest, SixtyFourBitIntegersBeyondTwoTo53ComeFromStrings) {
 }
 
 TEST(TensorFromJsonTest, RejectsIntegersOutOfRangeOrFractional) {
-  EXPECT_THAT(Encode("int16", "[1, 70000]"),
-              StatusIs(absl::StatusCode::kInvalidArgument,
-                       Eq("data[1]: 70000 is out of range for int16")));
+  EXPECT_THAT(
+      Encode("int16", "[1, 70000]"),
+      StatusIs(absl::StatusCode::kInvalidArgument, Eq("data[1]: 70000 is out of range for int16")));
   EXPECT_THAT(Encode("uint8", "[256]"), StatusIs(absl::StatusCode::kInvalidArgument,
                                                  Eq("data[0]: 256 is out of range for uint8")));
-  EXPECT_THAT(Encode("int32", "[1.5]"), StatusIs(absl::StatusCode::kInvalidArgument,
-                                                 Eq("data[0]: 1.5 is not an integer")));
+  EXPECT_THAT(Encode("int32", "[1.5]"),
+              StatusIs(absl::StatusCode::kInvalidArgument, Eq("data[0]: 1.5 is not an integer")));
   EXPECT_THAT(Encode("int32", R"(["nan"])"),
               StatusIs(absl::StatusCode::kInvalidArgument,
                        Eq(R"(data[0]: "nan" is not a decimal integer)")));
@@ -178,12 +178,12 @@ TEST(TensorFromJsonTest, NonFiniteFloatsFromStrings) {
 // round these all to even.
 TEST(TensorFromJsonTest, Float16RoundsTheDecimalTextOnce) {
   const std::pair<const char*, uint16_t> examples[] = {
-      {"1.00048828125", 0x3C00},             // exactly halfway: to even
-      {"1.00048828125000000001", 0x3C01},    // just above
-      {"1.00048828124999999999", 0x3C00},    // just below
-      {"1.00146484375", 0x3C02},             // halfway: to even, upwards
+      {"1.00048828125", 0x3C00},           // exactly halfway: to even
+      {"1.00048828125000000001", 0x3C01},  // just above
+      {"1.00048828124999999999", 0x3C00},  // just below
+      {"1.00146484375", 0x3C02},           // halfway: to even, upwards
       {"1.00146484374999999999", 0x3C01},
-      {"-65520.0000000000000001", 0xFC00},   // past the largest value's half ulp
+      {"-65520.0000000000000001", 0xFC00},  // past the largest value's half ulp
       {"65519.9999999999999999", 0x7BFF},
   };
   for (const auto& [text, bits] : examples) {
@@ -206,14 +206,14 @@ TEST(TensorFromJsonTest, Float32RoundsTheDecimalTextOnce) {
 }
 
 TEST(TensorFromJsonTest, RejectsMalformedTensors) {
-  EXPECT_THAT(Tensor(R"({"dtype":"bfloat16","sizes":[1],"data":[1]})"),
-              StatusIs(absl::StatusCode::kInvalidArgument,
-                       Eq(R"(dtype: "bfloat16" is not a dtype)")));
+  EXPECT_THAT(
+      Tensor(R"({"dtype":"bfloat16","sizes":[1],"data":[1]})"),
+      StatusIs(absl::StatusCode::kInvalidArgument, Eq(R"(dtype: "bfloat16" is not a dtype)")));
   EXPECT_THAT(Tensor(R"({"dtype":"int8","sizes":[1]})"),
               StatusIs(absl::StatusCode::kInvalidArgument, Eq(R"(missing field "data")")));
-  EXPECT_THAT(Tensor(R"({"dtype":"int8","sizes":[1],"data":[1],"layout":"nhwc"})"),
-              StatusIs(absl::StatusCode::kInvalidArgument,
-                       Eq(R"(unknown field "layout" in a tensor)")));
+  EXPECT_THAT(
+      Tensor(R"({"dtype":"int8","sizes":[1],"data":[1],"layout":"nhwc"})"),
+      StatusIs(absl::StatusCode::kInvalidArgument, Eq(R"(unknown field "layout" in a tensor)")));
   EXPECT_THAT(Tensor(R"({"dtype":"int8","sizes":[1,"x"],"data":[1]})"),
               StatusIs(absl::StatusCode::kInvalidArgument,
                        Eq(R"(sizes[1]: "x" is not a decimal integer)")));
@@ -236,10 +236,15 @@ TEST(CaseFromJsonTest, BuildsTheRequestOfTheFormatsExample) {
   })"));
   v1::RunRequest expected;
   ASSERT_TRUE(google::protobuf::TextFormat::ParseFromString(R"pb(
-    id: "slice/doc_example_1"
-    slice { offsets: [0, 0, 0, 1] window_sizes: [1, 1, 4, 3] window_strides: [1, 1, 2, 2] }
-    outputs { sizes: [1, 1, 2, 2] }
-  )pb", &expected));
+                                                              id: "slice/doc_example_1"
+                                                              slice {
+                                                                offsets: [ 0, 0, 0, 1 ]
+                                                                window_sizes: [ 1, 1, 4, 3 ]
+                                                                window_strides: [ 1, 1, 2, 2 ]
+                                                              }
+                                                              outputs { sizes: [ 1, 1, 2, 2 ] }
+                                                            )pb",
+                                                            &expected));
   v1::Tensor& input = (*expected.mutable_inputs())["input"];
   input.set_dtype(v1::FLOAT32);
   for (int64_t size : {1, 1, 4, 4}) input.add_sizes(size);
@@ -313,8 +318,9 @@ TEST(CaseFromJsonTest, NamesTheFieldThatIsWrong) {
   EXPECT_THAT(OneCase(R"({"op": "split", "inputs": {}, "expect": {"error": "INTERNAL"}})"),
               is_invalid(R"(missing field "name")"));
   for (const char* code : {"BAD", "OK"}) {
-    EXPECT_THAT(OneCase(absl::StrCat(R"({"name": "a/b", "op": "split", "inputs": {},)",
-                                     R"( "expect": {"error": ")", code, R"("}})")),
+    EXPECT_THAT(
+        OneCase(absl::StrCat(R"({"name": "a/b", "op": "split", "inputs": {},)",
+                             R"( "expect": {"error": ")", code, R"("}})")),
         is_invalid(absl::StrCat("expect: error: \"", code, "\" is not a gRPC error code name")));
   }
   EXPECT_THAT(OneCase(R"({"name": "a/b", "op": "split", "inputs": {},

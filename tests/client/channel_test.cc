@@ -23,10 +23,9 @@ TEST(ChannelTargetTest, OneAddressOrNameIsLeftToGrpcsResolver) {
 }
 
 TEST(ChannelTargetTest, TargetUrisAreUnchanged) {
-  for (const std::string target :
-       {"dns:///tensord-headless:50051", "dns://8.8.8.8/tensord:50051",
-        "ipv4:10.0.0.1:1,10.0.0.2:2", "ipv6:[::1]:1", "unix:/run/tensord.sock",
-        "unix-abstract:tensord"}) {
+  for (const std::string target : {"dns:///tensord-headless:50051", "dns://8.8.8.8/tensord:50051",
+                                   "ipv4:10.0.0.1:1,10.0.0.2:2", "ipv6:[::1]:1",
+                                   "unix:/run/tensord.sock", "unix-abstract:tensord"}) {
     EXPECT_EQ(*ChannelTarget(target), target);
   }
 }
@@ -38,10 +37,10 @@ TEST(ChannelTargetTest, ListsOfIpLiteralsBecomeIpv4OrIpv6Uris) {
 }
 
 TEST(ChannelTargetTest, MalformedTargetsNameTheEntry) {
-  EXPECT_THAT(ChannelTarget(""), StatusIs(absl::StatusCode::kInvalidArgument,
-                                          HasSubstr("target is empty")));
-  EXPECT_THAT(ChannelTarget(" "), StatusIs(absl::StatusCode::kInvalidArgument,
-                                           HasSubstr("target is empty")));
+  EXPECT_THAT(ChannelTarget(""),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("target is empty")));
+  EXPECT_THAT(ChannelTarget(" "),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("target is empty")));
   EXPECT_THAT(ChannelTarget("10.0.0.1:1,,10.0.0.2:2"),
               StatusIs(absl::StatusCode::kInvalidArgument,
                        "target \"10.0.0.1:1,,10.0.0.2:2\" has an empty entry 1"));
@@ -49,8 +48,8 @@ TEST(ChannelTargetTest, MalformedTargetsNameTheEntry) {
               StatusIs(absl::StatusCode::kInvalidArgument,
                        HasSubstr("target entry 1 \"tensord-b:2\" is not an IP address with a "
                                  "port")));
-  for (const std::string entry : {"10.0.0.2", "10.0.0.2:0", "10.0.0.2:65536", "10.0.0.2:x",
-                                  "::1:5", "[::1]", "[10.0.0.2]:5", "300.0.0.1:5"}) {
+  for (const std::string entry : {"10.0.0.2", "10.0.0.2:0", "10.0.0.2:65536", "10.0.0.2:x", "::1:5",
+                                  "[::1]", "[10.0.0.2]:5", "300.0.0.1:5"}) {
     EXPECT_THAT(ChannelTarget("10.0.0.1:1," + entry),
                 StatusIs(absl::StatusCode::kInvalidArgument,
                          HasSubstr("target entry 1 \"" + entry + "\" is not an IP address")))

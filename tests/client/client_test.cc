@@ -86,8 +86,7 @@ class ClientTest : public ::testing::Test {
   int port_ = 0;
 };
 
-v1::Tensor Uint8Tensor(std::vector<int64_t> sizes, std::vector<int64_t> strides,
-                       std::string data) {
+v1::Tensor Uint8Tensor(std::vector<int64_t> sizes, std::vector<int64_t> strides, std::string data) {
   v1::Tensor tensor;
   tensor.set_dtype(v1::UINT8);
   for (int64_t size : sizes) tensor.add_sizes(size);
@@ -156,9 +155,9 @@ TEST_F(ClientTest, RunPassesTheServersStatusThrough) {
     return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
                         "slice.window_strides[2] must not be 0");
   };
-  EXPECT_THAT(MakeClient().Run(Request("a")),
-              StatusIs(absl::StatusCode::kInvalidArgument,
-                       Eq("slice.window_strides[2] must not be 0")));
+  EXPECT_THAT(
+      MakeClient().Run(Request("a")),
+      StatusIs(absl::StatusCode::kInvalidArgument, Eq("slice.window_strides[2] must not be 0")));
 }
 
 TEST_F(ClientTest, RunRejectsAnOutputThatReachesPastItsData) {
@@ -195,9 +194,9 @@ TEST_F(ClientTest, RunStreamReassemblesChunks) {
   EXPECT_EQ(result.outputs[1].data, "");
   EXPECT_THAT(result.outputs[1].sizes, ElementsAre(0));
   EXPECT_EQ(result.outputs[2].data, "xyz");
-  EXPECT_THAT(progress, ElementsAre(std::pair<int64_t, int64_t>{2, 5},
-                                    std::pair<int64_t, int64_t>{5, 5},
-                                    std::pair<int64_t, int64_t>{8, 8}));
+  EXPECT_THAT(progress,
+              ElementsAre(std::pair<int64_t, int64_t>{2, 5}, std::pair<int64_t, int64_t>{5, 5},
+                          std::pair<int64_t, int64_t>{8, 8}));
 }
 
 TEST_F(ClientTest, RunStreamRejectsATruncatedOutput) {
@@ -400,8 +399,8 @@ TEST_F(ClientTest, RunChunkedSendsTheRequestWithoutDataThenChunks) {
       ++upload.chunks;
     }
     const std::string& echo = upload.data["input"];
-    v1::ResultPart header = Header(0, static_cast<int64_t>(echo.size()),
-                                   {static_cast<int64_t>(echo.size())});
+    v1::ResultPart header =
+        Header(0, static_cast<int64_t>(echo.size()), {static_cast<int64_t>(echo.size())});
     stream->Write(header);
     stream->Write(Chunk(echo));
     return grpc::Status::OK;

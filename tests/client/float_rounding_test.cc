@@ -43,20 +43,20 @@ TEST(Float16Test, RoundsToNearestEven) {
     bool tie;
   };
   const Example examples[] = {
-      {1.0 + 0x1p-11, 0x3C00, true},          // halfway, 1.0 is even
-      {1.0 + 3 * 0x1p-11, 0x3C02, true},      // halfway, 1+2^-9 is even
+      {1.0 + 0x1p-11, 0x3C00, true},      // halfway, 1.0 is even
+      {1.0 + 3 * 0x1p-11, 0x3C02, true},  // halfway, 1+2^-9 is even
       {1.0 + 0x1p-11 + 0x1p-40, 0x3C01, false},
       {1.0 + 0x1p-11 - 0x1p-40, 0x3C00, false},
       {65504.0, 0x7BFF, false},
       {65519.99, 0x7BFF, false},
-      {65520.0, 0x7C00, true},                // halfway to 2^16: rounds to infinity
+      {65520.0, 0x7C00, true},  // halfway to 2^16: rounds to infinity
       {1e9, 0x7C00, false},
       {-1e9, 0xFC00, false},
-      {0x1p-24, 0x0001, false},               // smallest subnormal
-      {0x1p-25, 0x0000, true},                // half of it: to even zero
+      {0x1p-24, 0x0001, false},  // smallest subnormal
+      {0x1p-25, 0x0000, true},   // half of it: to even zero
       {0x1p-25 + 0x1p-60, 0x0001, false},
-      {3 * 0x1p-25, 0x0002, true},            // 1.5 subnormal quanta: to even 2
-      {0x3FFp-24 + 0x1p-25, 0x0400, true},    // largest subnormal + half: smallest normal
+      {3 * 0x1p-25, 0x0002, true},          // 1.5 subnormal quanta: to even 2
+      {0x3FFp-24 + 0x1p-25, 0x0400, true},  // largest subnormal + half: smallest normal
       {1e-300, 0x0000, false},
       {-1e-300, 0x8000, false},
       {-0.0, 0x8000, false},
@@ -74,8 +74,7 @@ TEST(Float16Test, NaNsStayNaNsWithTheirPayload) {
   EXPECT_EQ(RoundToFloat16(std::bit_cast<double>(uint64_t{0xFFF8000000000000})).bits, 0xFE00);
   // A payload only in bits the narrow type drops still gives a NaN, not infinity.
   EXPECT_EQ(RoundToFloat16(std::bit_cast<double>(uint64_t{0x7FF0000000000001})).bits, 0x7E00);
-  EXPECT_EQ(RoundToFloat32(std::bit_cast<double>(uint64_t{0x7FF0000000000001})).bits,
-            0x7FC00000u);
+  EXPECT_EQ(RoundToFloat32(std::bit_cast<double>(uint64_t{0x7FF0000000000001})).bits, 0x7FC00000u);
 }
 
 // The compiler's own conversions (libgcc's, for _Float16) round each double once,

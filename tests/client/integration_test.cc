@@ -26,9 +26,9 @@
 #include "gmock/gmock.h"
 #include "google/protobuf/util/message_differencer.h"
 #include "gtest/gtest.h"
+#include "tests/support/status_matchers.h"
 #include "tests/support/subprocess.h"
 #include "tests/support/temp_files.h"
-#include "tests/support/status_matchers.h"
 #include "tests/support/tensord_process.h"
 
 namespace tensorop::client {
@@ -38,8 +38,8 @@ using ::tensorop::testing::CommandResult;
 using ::tensorop::testing::ConformanceCasesDir;
 using ::tensorop::testing::RunCommand;
 using ::tensorop::testing::StatusIs;
-using ::tensorop::testing::TensorctlPath;
 using ::tensorop::testing::TempFiles;
+using ::tensorop::testing::TensorctlPath;
 using ::tensorop::testing::TensordProcess;
 using ::testing::ElementsAre;
 using ::testing::Eq;
@@ -99,8 +99,7 @@ void PrintTo(Call call, std::ostream* os) { *os << CallName(call); }
 // Every backend: the oneTBB workers and the OpenCL device pool (PoCL here).
 constexpr v1::Backend kBackends[] = {v1::CPU, v1::OPENCL};
 
-class PublicCaseTest
-    : public ::testing::TestWithParam<std::tuple<Call, v1::Backend, std::string>> {
+class PublicCaseTest : public ::testing::TestWithParam<std::tuple<Call, v1::Backend, std::string>> {
  protected:
   static void SetUpTestSuite() { server_ = new TensordProcess(); }
   static void TearDownTestSuite() {
@@ -111,8 +110,7 @@ class PublicCaseTest
 
   // Every parsed public case in one RunBidi stream per backend (ids are the
   // names), once.
-  static const absl::StatusOr<Result>& BidiResult(v1::Backend backend,
-                                                  const std::string& name) {
+  static const absl::StatusOr<Result>& BidiResult(v1::Backend backend, const std::string& name) {
     std::map<std::string, absl::StatusOr<Result>>& results_by_name = bidi_results_[backend];
     if (results_by_name.empty()) {
       std::vector<v1::RunRequest> requests;
@@ -135,8 +133,7 @@ class PublicCaseTest
 };
 
 TensordProcess* PublicCaseTest::server_ = nullptr;
-std::map<v1::Backend, std::map<std::string, absl::StatusOr<Result>>>
-    PublicCaseTest::bidi_results_;
+std::map<v1::Backend, std::map<std::string, absl::StatusOr<Result>>> PublicCaseTest::bidi_results_;
 
 TEST_P(PublicCaseTest, MatchesExactly) {
   const auto& [call, backend, name] = GetParam();
@@ -165,16 +162,14 @@ TEST_P(PublicCaseTest, MatchesExactly) {
   EXPECT_EQ(FindMismatch(c, result), std::nullopt) << "server log:\n" << server_->Log();
   if (result.ok()) {
     // Where it ran is where it was asked to run: the device, not a fallback.
-    EXPECT_THAT(result->backend,
-                MatchesRegex(backend == v1::OPENCL ? "opencl:.+" : "cpu"));
+    EXPECT_THAT(result->backend, MatchesRegex(backend == v1::OPENCL ? "opencl:.+" : "cpu"));
   }
 }
 
 std::string TestName(const ::testing::TestParamInfo<PublicCaseTest::ParamType>& info) {
-  std::string name =
-      absl::StrCat(CallName(std::get<0>(info.param)), "_",
-                   absl::AsciiStrToLower(v1::Backend_Name(std::get<1>(info.param))), "_",
-                   std::get<2>(info.param));
+  std::string name = absl::StrCat(CallName(std::get<0>(info.param)), "_",
+                                  absl::AsciiStrToLower(v1::Backend_Name(std::get<1>(info.param))),
+                                  "_", std::get<2>(info.param));
   for (char& ch : name) {
     if (!std::isalnum(static_cast<unsigned char>(ch))) ch = '_';
   }
@@ -226,8 +221,8 @@ TEST(LargeTransferTest, ChunkedUploadAndStreamedResultNeedNoRaisedMessageLimit) 
   EXPECT_EQ(downloaded, kBytes);
 
   // The same request in one message is over the server's limit.
-  EXPECT_THAT(client.Run(request), StatusIs(absl::StatusCode::kResourceExhausted,
-                                            HasSubstr("larger than max")));
+  EXPECT_THAT(client.Run(request),
+              StatusIs(absl::StatusCode::kResourceExhausted, HasSubstr("larger than max")));
 }
 
 // ---- tensorctl ----------------------------------------------------------------
@@ -267,12 +262,11 @@ TensordProcess* TensorctlTest::server_ = nullptr;
 TEST_F(TensorctlTest, ConformancePassesEveryPublicCase) {
   const std::string summary =
       absl::StrCat("conformance: ", PublicCases().size(), " passed, 0 failed");
-  for (const std::vector<std::string>& style :
-       {std::vector<std::string>{"--backend", "cpu"},
-        {"--backend", "opencl"},
-        {"--backend", "cpu", "--stream"},
-        {"--backend", "opencl", "--stream"},
-        {"--chunked"}}) {
+  for (const std::vector<std::string>& style : {std::vector<std::string>{"--backend", "cpu"},
+                                                {"--backend", "opencl"},
+                                                {"--backend", "cpu", "--stream"},
+                                                {"--backend", "opencl", "--stream"},
+                                                {"--chunked"}}) {
     std::vector<std::string> command = {TensorctlPath(), "conformance", "--target",
                                         server_->target()};
     command.insert(command.end(), style.begin(), style.end());
@@ -304,8 +298,8 @@ TEST_F(TensorctlTest, ConformanceReportsAFailureAndExitsOne) {
 TEST_F(TensorctlTest, RunPrintsOneJsonLinePerCase) {
   const std::string file =
       CaseFile({"slice/doc_example_1_positive_strides", "slice/invalid_zero_stride"});
-  const CommandResult result = RunCommand(
-      {TensorctlPath(), "run", "--target", server_->target(), "--backend", "cpu", file});
+  const CommandResult result =
+      RunCommand({TensorctlPath(), "run", "--target", server_->target(), "--backend", "cpu", file});
   EXPECT_EQ(result.exit_code, 0) << result.err;
   const std::vector<std::string> lines = Lines(result.out);
   ASSERT_THAT(lines, SizeIs(2)) << result.out;
@@ -368,7 +362,8 @@ TEST_F(TensorctlTest, EncodeOfAnUnknownCaseIsAUsageError) {
 }
 
 TEST_F(TensorctlTest, HealthPrintsServingAndExitsZero) {
-  const CommandResult server = RunCommand({TensorctlPath(), "health", "--target", server_->target()});
+  const CommandResult server =
+      RunCommand({TensorctlPath(), "health", "--target", server_->target()});
   EXPECT_EQ(server.exit_code, 0) << server.err;
   EXPECT_EQ(server.out, "SERVING\n");
   const CommandResult cpu = RunCommand(
@@ -430,13 +425,13 @@ TEST(TensorctlUsageTest, HealthSaysNotServingWhileTheServerDrains) {
 }
 
 TEST(TensorctlUsageTest, MalformedTargetListIsAUsageError) {
-  const CommandResult result = RunCommand(
-      {TensorctlPath(), "conformance", "--target", "127.0.0.1:1,replica-b:2", ConformanceCasesDir()});
+  const CommandResult result = RunCommand({TensorctlPath(), "conformance", "--target",
+                                           "127.0.0.1:1,replica-b:2", ConformanceCasesDir()});
   EXPECT_EQ(result.exit_code, 2);
   EXPECT_THAT(result.err, HasSubstr("tensorctl: target entry 1 \"replica-b:2\" is not an IP "
                                     "address with a port"));
-  const CommandResult health = RunCommand({TensorctlPath(), "health", "--target", "h:1",
-                                           ConformanceCasesDir()});
+  const CommandResult health =
+      RunCommand({TensorctlPath(), "health", "--target", "h:1", ConformanceCasesDir()});
   EXPECT_EQ(health.exit_code, 2);
   EXPECT_THAT(health.err, HasSubstr("tensorctl: health takes no case files"));
 }
@@ -453,12 +448,11 @@ TEST(TensorctlUsageTest, MissingTargetIsAUsageError) {
 // The same names as tensord's --backend (proto/backend_name.h).
 TEST(TensorctlUsageTest, UnknownBackendIsAUsageError) {
   for (const std::string backend : {"gpu", "CPU", "opencl:0", ""}) {
-    const CommandResult result =
-        RunCommand({TensorctlPath(), "run", "--target", "127.0.0.1:1", "--backend", backend,
-                    ConformanceCasesDir()});
+    const CommandResult result = RunCommand({TensorctlPath(), "run", "--target", "127.0.0.1:1",
+                                             "--backend", backend, ConformanceCasesDir()});
     EXPECT_EQ(result.exit_code, 2) << backend;
-    EXPECT_THAT(result.err, HasSubstr("tensorctl: --backend is auto, cpu or opencl, not \"" +
-                                      backend + "\""));
+    EXPECT_THAT(result.err,
+                HasSubstr("tensorctl: --backend is auto, cpu or opencl, not \"" + backend + "\""));
   }
   const CommandResult tensord = RunCommand({::tensorop::testing::TensordPath(), "--backend=gpu"});
   EXPECT_EQ(tensord.exit_code, 2);
@@ -476,9 +470,9 @@ TEST(TensorctlUsageTest, RunExitsNonZeroWhenNothingListens) {
   socklen_t length = sizeof(address);
   ASSERT_EQ(getsockname(fd, reinterpret_cast<sockaddr*>(&address), &length), 0);
   const std::string file = ConformanceCasesDir() + "/split.json";
-  const CommandResult result = RunCommand(
-      {TensorctlPath(), "run", "--target", absl::StrCat("127.0.0.1:", ntohs(address.sin_port)),
-       file});
+  const CommandResult result =
+      RunCommand({TensorctlPath(), "run", "--target",
+                  absl::StrCat("127.0.0.1:", ntohs(address.sin_port)), file});
   close(fd);
   EXPECT_EQ(result.exit_code, 1);
   ASSERT_OK_AND_ASSIGN(const std::vector<LoadedCase> cases, LoadCases(file));

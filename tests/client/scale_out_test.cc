@@ -127,8 +127,7 @@ class BackgroundLoad {
       absl::StatusOr<Result> result = client_.Run(SliceAt(offset));
       if (!result.ok()) {
         Fail(absl::StrCat("request ", i, ": ", result.status().ToString()));
-      } else if (result->outputs.size() != 1 ||
-                 result->outputs[0].data != ExpectedWindow(offset)) {
+      } else if (result->outputs.size() != 1 || result->outputs[0].data != ExpectedWindow(offset)) {
         Fail(absl::StrCat("request ", i, ": wrong answer"));
       }
       ++answered_;
@@ -153,9 +152,8 @@ class ScaleOutTest : public ::testing::Test {
   void SetUp() override {
     std::vector<std::string> addresses;
     for (int i = 0; i < kReplicas; ++i) {
-      replicas_.push_back(std::make_unique<TensordProcess>(
-          std::vector<std::string>{"--backends=cpu", "--shutdown_grace_seconds=10",
-                                   "--drain_seconds=1"}));
+      replicas_.push_back(std::make_unique<TensordProcess>(std::vector<std::string>{
+          "--backends=cpu", "--shutdown_grace_seconds=10", "--drain_seconds=1"}));
       addresses.push_back(replicas_.back()->target());
     }
     target_ = absl::StrJoin(addresses, ",");
@@ -210,8 +208,8 @@ TEST_F(ScaleOutTest, NoRequestIsLostWhenReplicasDieMidRun) {
   load.WaitUntilAnswered(load.answered() + 500);
   const std::vector<std::string> failures = load.Finish();
 
-  EXPECT_THAT(failures, IsEmpty()) << failures.size() << " of " << load.answered()
-                                   << " requests lost";
+  EXPECT_THAT(failures, IsEmpty())
+      << failures.size() << " of " << load.answered() << " requests lost";
   EXPECT_GT(killed_had_served, 0);
   EXPECT_GT(answered_during_drain, 0) << "the load stopped while replica 2 drained";
   EXPECT_TRUE(WIFEXITED(drained_exit) && WEXITSTATUS(drained_exit) == 0)

@@ -91,9 +91,8 @@ TEST_F(ClientSecurityTest, EveryCallStyleWorksOverMutualTlsWithAToken) {
 TEST_F(ClientSecurityTest, WrongOrMissingTokenIsUnauthenticatedAndSaysSo) {
   std::unique_ptr<TensordProcess> server(StartServer());
   Client wrong(server->target(), Options("wrong.token"));
-  EXPECT_THAT(wrong.Run(SmallSlice()),
-              StatusIs(absl::StatusCode::kUnauthenticated,
-                       HasSubstr("the bearer token is not accepted")));
+  EXPECT_THAT(wrong.Run(SmallSlice()), StatusIs(absl::StatusCode::kUnauthenticated,
+                                                HasSubstr("the bearer token is not accepted")));
   Client none(server->target(), Options(""));
   EXPECT_THAT(none.Run(SmallSlice()),
               StatusIs(absl::StatusCode::kUnauthenticated, HasSubstr("needs a bearer token")));

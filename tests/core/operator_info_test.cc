@@ -73,10 +73,9 @@ TEST(OperatorInfoTest, OutputCountPerRule) {
   const OperatorInfo& scatter = InfoOf<ScatterElementsAttrs>();
   EXPECT_TRUE(CheckOutputCount(scatter, 0).ok());
   EXPECT_TRUE(CheckOutputCount(scatter, 1).ok());
-  EXPECT_THAT(
-      CheckOutputCount(scatter, 3),
-      StatusIs(absl::StatusCode::kInvalidArgument,
-               Eq("outputs has 3 entries; scatter_elements has exactly one output")));
+  EXPECT_THAT(CheckOutputCount(scatter, 3),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       Eq("outputs has 3 entries; scatter_elements has exactly one output")));
   EXPECT_TRUE(CheckOutputCount(InfoOf<StridedSliceAttrs>(), 0).ok());
 
   const OperatorInfo& split = InfoOf<SplitAttrs>();

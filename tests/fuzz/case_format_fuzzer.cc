@@ -52,8 +52,7 @@ void CheckRoundTrip(const HostTensor& tensor, const std::string& where) {
       continue;
     }
     Fail(absl::StrCat(where, ": element ", offset / size, " renders as ", text,
-                      " and reads back as ",
-                      tensorop::client::ElementToJson(tensor.dtype, got)));
+                      " and reads back as ", tensorop::client::ElementToJson(tensor.dtype, got)));
   }
 }
 

@@ -11,11 +11,11 @@
 #include <string>
 
 #include "absl/status/statusor.h"
-#include "google/protobuf/stubs/logging.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "core/operator.h"
 #include "core/plan/plan.h"
+#include "google/protobuf/stubs/logging.h"
 #include "server/convert.h"
 #include "server/request_log.h"
 #include "server/scheduler.h"
@@ -29,8 +29,8 @@ using server::Scheduler;
 // One worker, like a tensord with --worker_threads=1; the CPU only (AUTO runs
 // there, OPENCL is FAILED_PRECONDITION as on a server without devices).
 Scheduler& TheScheduler() {
-  static Scheduler* const scheduler = new Scheduler(server::SchedulerOptions{
-      .worker_threads = 1, .max_queued_requests = 4, .devices = nullptr});
+  static Scheduler* const scheduler = new Scheduler(
+      server::SchedulerOptions{.worker_threads = 1, .max_queued_requests = 4, .devices = nullptr});
   return *scheduler;
 }
 
@@ -126,8 +126,7 @@ int64_t Work(const ExecutionPlan& plan) {
   return work;
 }
 
-absl::Status PlanAndExecute(const v1::RunRequest& request, Placement& placement,
-                            Answer answer) {
+absl::Status PlanAndExecute(const v1::RunRequest& request, Placement& placement, Answer answer) {
   absl::StatusOr<OpRequest> op = server::ToOpRequest(request);
   if (!op.ok()) return op.status();
   absl::StatusOr<ExecutionPlan> plan = PlanOperator(*op, FuzzLimits());
@@ -188,11 +187,11 @@ absl::Status PlanAndExecute(const v1::RunRequest& request, Placement& placement,
     response.set_id(request.id());
     response.set_backend(placement.label);
     for (size_t i = 0; i < plan->outputs.size(); ++i) {
-      server::ToProtoTensor(plan->outputs[i],
-                            std::span<const std::byte>(
-                                outputs[i].get(),
-                                static_cast<size_t>(plan->outputs[i].buffer_bytes())),
-                            response.add_outputs());
+      server::ToProtoTensor(
+          plan->outputs[i],
+          std::span<const std::byte>(outputs[i].get(),
+                                     static_cast<size_t>(plan->outputs[i].buffer_bytes())),
+          response.add_outputs());
     }
     std::string wire;
     if (!response.SerializeToString(&wire)) Fail("the response does not serialize");
@@ -229,8 +228,7 @@ Limits FuzzLimits() {
   return limits;
 }
 
-absl::Status RunRequest(const v1::RunRequest& request, absl::string_view method,
-                        Answer answer) {
+absl::Status RunRequest(const v1::RunRequest& request, absl::string_view method, Answer answer) {
   server::CallRecord record = server::DescribeRequest(method, request);
   std::optional<int> device;
   if (request.has_device_index()) device = request.device_index();

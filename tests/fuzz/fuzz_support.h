@@ -41,8 +41,7 @@ enum class Answer { kInline, kStreamed };
 // Takes `request` as tensord would for `method` ("Run", ...). Aborts (a crash
 // for libFuzzer) when a plan would read or write outside its buffers or the
 // answer disagrees with the plan; returns the status the client would see.
-absl::Status RunRequest(const v1::RunRequest& request, absl::string_view method,
-                        Answer answer);
+absl::Status RunRequest(const v1::RunRequest& request, absl::string_view method, Answer answer);
 
 // The fuzzers' stream format: frames of a 4-byte little-endian length and that
 // many bytes; a length past the end takes what is left. At most kMaxFrames.

@@ -35,8 +35,8 @@ void Write(const fs::path& dir, const std::string& name, const std::string& byte
   if (bytes.size() > kMaxSeedBytes) return;
   fs::create_directories(dir);
   std::string file = name;
-  std::replace_if(file.begin(), file.end(), [](char c) { return !std::isalnum(c) && c != '_'; },
-                  '_');
+  std::replace_if(
+      file.begin(), file.end(), [](char c) { return !std::isalnum(c) && c != '_'; }, '_');
   std::ofstream(dir / file, std::ios::binary) << bytes;
 }
 
@@ -107,7 +107,8 @@ int main(int argc, char** argv) {
         stream.clear();
       }
     }
-    if (!stream.empty()) Write(out / "run_bidi", stem + "_rest", tensorop::fuzz::JoinFrames(stream));
+    if (!stream.empty())
+      Write(out / "run_bidi", stem + "_rest", tensorop::fuzz::JoinFrames(stream));
   }
   for (int i = 3; i < argc; ++i) {
     Write(out / "flag_file", fs::path(argv[i]).filename().string() + std::to_string(i),

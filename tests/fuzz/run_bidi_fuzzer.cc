@@ -12,8 +12,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   for (absl::string_view frame : tensorop::fuzz::SplitFrames(data, size)) {
     tensorop::v1::RunRequest request;
     if (!request.ParseFromArray(frame.data(), static_cast<int>(frame.size()))) break;
-    tensorop::fuzz::RunRequest(request, "RunBidi", tensorop::fuzz::Answer::kInline)
-        .IgnoreError();
+    tensorop::fuzz::RunRequest(request, "RunBidi", tensorop::fuzz::Answer::kInline).IgnoreError();
   }
   return 0;
 }

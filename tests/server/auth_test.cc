@@ -35,9 +35,9 @@ TEST(TokenFileTest, NamedAndBareTokensCommentsAndBlankLines) {
 }
 
 TEST(TokenFileTest, ErrorsNameTheLineNeverTheToken) {
-  EXPECT_THAT(ParseTokenFile("/t", "ci:\n"),
-              StatusIs(absl::StatusCode::kInvalidArgument,
-                       "--auth_token_file=/t:1: the token is empty"));
+  EXPECT_THAT(
+      ParseTokenFile("/t", "ci:\n"),
+      StatusIs(absl::StatusCode::kInvalidArgument, "--auth_token_file=/t:1: the token is empty"));
   EXPECT_THAT(ParseTokenFile("/t", "a b:secret-one\n"),
               StatusIs(absl::StatusCode::kInvalidArgument,
                        "--auth_token_file=/t:1: a token's name (before the first ':') must be "
@@ -61,8 +61,8 @@ TEST(TokenStoreTest, ChecksWholeTokensAndReloads) {
   TempFiles files;
   const std::string path = files.Write("ci:abc123\nops:def456\n");
   std::vector<std::pair<std::string, std::string>> events;
-  absl::StatusOr<std::unique_ptr<TokenStore>> store = TokenStore::Load(
-      path, [&](absl::string_view event, absl::string_view detail) {
+  absl::StatusOr<std::unique_ptr<TokenStore>> store =
+      TokenStore::Load(path, [&](absl::string_view event, absl::string_view detail) {
         events.emplace_back(std::string(event), std::string(detail));
       });
   ASSERT_TRUE(store.ok()) << store.status();

@@ -389,7 +389,7 @@ class Walk {
 
  private:
   struct Model {
-    bool read = false;  // a read outstanding, from the steps
+    bool read = false;   // a read outstanding, from the steps
     bool write = false;  // a write in flight, from the steps
     int queued = 0;
     int pending = 0;
@@ -462,8 +462,7 @@ class Walk {
         m.read = false;
         m.read_messages = kRequests;  // no more reads once they ended
         Visit(next, m, finished,
-              {end == 0 ? next.ReadDone(false)
-                        : next.BadMessage(absl::InvalidArgumentError("x"))});
+              {end == 0 ? next.ReadDone(false) : next.BadMessage(absl::InvalidArgumentError("x"))});
       }
     }
     if (model.pending > 0) {

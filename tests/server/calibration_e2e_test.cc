@@ -50,12 +50,11 @@ TEST(CalibrationEndToEndTest, LogsTheFiguresExportsThemAndKeepsSmallAutoOnTheCpu
   const std::string metrics = Scrape(server);
   EXPECT_THAT(metrics, HasSubstr("# TYPE tensorop_calibration_bytes_per_second gauge"));
   EXPECT_THAT(metrics, HasSubstr("# TYPE tensorop_calibration_fixed_seconds gauge"));
-  EXPECT_GT(Sample(metrics,
-                   "tensorop_calibration_bytes_per_second{backend=\"cpu\",kernel=\"copy\"}"),
-            0);
-  EXPECT_GT(Sample(metrics,
-                   "tensorop_calibration_bytes_per_second{backend=\"cpu\",kernel=\"scatter\"}"),
-            0);
+  EXPECT_GT(
+      Sample(metrics, "tensorop_calibration_bytes_per_second{backend=\"cpu\",kernel=\"copy\"}"), 0);
+  EXPECT_GT(
+      Sample(metrics, "tensorop_calibration_bytes_per_second{backend=\"cpu\",kernel=\"scatter\"}"),
+      0);
   EXPECT_GT(Sample(metrics, "tensorop_calibration_fixed_seconds{backend=\"cpu\"}"), 0);
   // Device series carry the device's name, which this test does not assume:
   // every line of the family must hold a positive value.
@@ -97,9 +96,8 @@ TEST(CalibrationEndToEndTest, OffMeasuresNothingAndAutoRunsOnTheCpu) {
   EXPECT_EQ(response.backend(), "cpu");
   // The series are there, at 0: nothing was measured.
   const std::string metrics = Scrape(server);
-  EXPECT_EQ(Sample(metrics,
-                   "tensorop_calibration_bytes_per_second{backend=\"cpu\",kernel=\"copy\"}"),
-            0);
+  EXPECT_EQ(
+      Sample(metrics, "tensorop_calibration_bytes_per_second{backend=\"cpu\",kernel=\"copy\"}"), 0);
   EXPECT_EQ(Sample(metrics, "tensorop_calibration_fixed_seconds{backend=\"cpu\"}"), 0);
   EXPECT_EQ(server.Stop(), 0);
   EXPECT_THAT(server.Log(), Not(HasSubstr("\"event\":\"calibration\"")));

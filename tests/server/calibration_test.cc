@@ -8,9 +8,9 @@
 #include <string>
 #include <vector>
 
+#include "core/operator.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "core/operator.h"
 #include "kernels/opencl/device.h"
 #include "server/device_pool.h"
 #include "server/scheduler.h"
@@ -145,8 +145,8 @@ struct Job {
 // Rates that make device 0 win every request, or lose every one.
 CostModel DeviceWins(size_t devices) {
   CostModel model;
-  model.cpu = {.workers = 1, .fixed_seconds = 1, .copy_bytes_per_second = 1,
-               .scatter_bytes_per_second = 1};
+  model.cpu = {
+      .workers = 1, .fixed_seconds = 1, .copy_bytes_per_second = 1, .scatter_bytes_per_second = 1};
   model.devices.assign(devices, DeviceRates{.fixed_seconds = 1e-9,
                                             .upload_bytes_per_second = 1e15,
                                             .download_bytes_per_second = 1e15,
@@ -157,7 +157,9 @@ CostModel DeviceWins(size_t devices) {
 
 CostModel CpuWins(size_t devices) {
   CostModel model = DeviceWins(devices);
-  model.cpu = {.workers = 1, .fixed_seconds = 1e-9, .copy_bytes_per_second = 1e15,
+  model.cpu = {.workers = 1,
+               .fixed_seconds = 1e-9,
+               .copy_bytes_per_second = 1e15,
                .scatter_bytes_per_second = 1e15};
   for (DeviceRates& rates : model.devices) rates.fixed_seconds = 1;
   return model;

@@ -109,13 +109,15 @@ TEST(UnixSocketTest, EveryAddressIsAnnouncedTcpFirst) {
   // tensord serves until killed: a shell waits (bounded) for its two lines, then stops it.
   const CommandResult result = RunCommand(
       {"/bin/bash", "-c",
-       "\"$0\" --address=\"$1\" --address=127.0.0.1:0 --metrics_address= --http_address= --backends=cpu "
+       "\"$0\" --address=\"$1\" --address=127.0.0.1:0 --metrics_address= --http_address= "
+       "--backends=cpu "
        ">\"$2\" & pid=$!; "
        "for i in $(seq 600); do [ \"$(wc -l <\"$2\")\" -ge 2 ] && break; sleep 0.05; done; "
        "kill $pid; wait $pid; cat \"$2\"",
        TensordPath(), address, dir.Path("out")});
   EXPECT_THAT(result.out, ::testing::MatchesRegex("tensord listening on 127\\.0\\.0\\.1:[0-9]+\n"
-                                                  "tensord listening on " + address + "\n"));
+                                                  "tensord listening on " +
+                                                  address + "\n"));
 }
 
 TEST(UnixSocketTest, AStaleSocketIsReplaced) {
@@ -131,8 +133,7 @@ TEST(UnixSocketTest, AStaleSocketIsReplaced) {
   close(fd);
   ASSERT_TRUE(std::filesystem::is_socket(path));
   TensordProcess server({"--address=unix:" + path});
-  const CommandResult health =
-      RunCommand({TensorctlPath(), "health", "--target", "unix:" + path});
+  const CommandResult health = RunCommand({TensorctlPath(), "health", "--target", "unix:" + path});
   EXPECT_EQ(health.exit_code, 0) << health.out << health.err;
   EXPECT_EQ(health.out, "SERVING\n");
 }
@@ -148,8 +149,8 @@ TEST(UnixSocketTest, ABadPathIsAClearStartupError) {
   std::ofstream(file) << "not a socket";
   const CommandResult not_socket = RunCommand({TensordPath(), "--address=unix:" + file});
   EXPECT_EQ(not_socket.exit_code, 2);
-  EXPECT_THAT(not_socket.err, HasSubstr("--address=unix:" + file + ": " + file +
-                                        " exists and is not a socket"));
+  EXPECT_THAT(not_socket.err,
+              HasSubstr("--address=unix:" + file + ": " + file + " exists and is not a socket"));
   EXPECT_THAT(not_socket.out, Not(HasSubstr("listening")));
   const std::string long_path = "unix:///tmp/" + std::string(120, 'x');
   const CommandResult too_long = RunCommand({TensordPath(), "--address=" + long_path});
@@ -166,8 +167,7 @@ TEST(UnixSocketTest, TlsWorksOverTheSocket) {
                          "--tls_cert_file=" + pki.Path("server.crt"),
                          "--tls_key_file=" + pki.Path("server.key")});
   const CommandResult tls = RunCommand({TensorctlPath(), "health", "--target",
-                                        dir.Address("tls.sock"), "--ca_file",
-                                        pki.Path("ca.crt")});
+                                        dir.Address("tls.sock"), "--ca_file", pki.Path("ca.crt")});
   EXPECT_EQ(tls.exit_code, 0) << tls.out << tls.err;
   EXPECT_EQ(tls.out, "SERVING\n");
   const CommandResult plain =

@@ -69,10 +69,10 @@ TEST(ConfigTest, DefaultsWithoutFlags) {
 TEST(ConfigTest, FlagsSetTheirFields) {
   ASSERT_OK_AND_ASSIGN(
       const ServerConfig config,
-      ConfigFromFlags({"--address=127.0.0.1:0", "--worker_threads", "3", "--backend=opencl",
-                       "--backends=cpu", "--echo", "--calibrate=off", "--drain_seconds=2",
-                       "--max_memory_bytes=1000000", "--metrics_address=",
-                       "--opencl_devices=pthread", "--auto_opencl_min_bytes=4096"}));
+      ConfigFromFlags(
+          {"--address=127.0.0.1:0", "--worker_threads", "3", "--backend=opencl", "--backends=cpu",
+           "--echo", "--calibrate=off", "--drain_seconds=2", "--max_memory_bytes=1000000",
+           "--metrics_address=", "--opencl_devices=pthread", "--auto_opencl_min_bytes=4096"}));
   EXPECT_THAT(config.addresses, ElementsAre("127.0.0.1:0"));
   EXPECT_EQ(config.scheduler.worker_threads, 3);
   EXPECT_EQ(config.scheduler.default_backend, v1::OPENCL);
@@ -113,8 +113,8 @@ TEST(ConfigTest, RepeatedAddressesListenOnEachTcpFirst) {
 
 TEST(ConfigTest, LaterFlagsWin) {
   ASSERT_OK_AND_ASSIGN(const ServerConfig config,
-                       ConfigFromFlags({"--worker_threads=3", "--worker_threads=5",
-                                        "--backend=cpu", "--backend=auto"}));
+                       ConfigFromFlags({"--worker_threads=3", "--worker_threads=5", "--backend=cpu",
+                                        "--backend=auto"}));
   EXPECT_EQ(config.scheduler.worker_threads, 5);
   EXPECT_EQ(config.scheduler.default_backend, v1::AUTO);
 }
@@ -148,8 +148,9 @@ TEST(ConfigTest, AFlagFileErrorNamesTheFileAndLine) {
   const std::string not_a_flag = files.Write("worker_threads=2\n", "tensord-flags");
   EXPECT_THAT(ConfigFromFlags({"--flagfile=" + not_a_flag}),
               StatusIs(absl::StatusCode::kInvalidArgument,
-                       absl::StrCat(not_a_flag, ":1: expected one --name=value per line (no "
-                                                "--flagfile), not \"worker_threads=2\"")));
+                       absl::StrCat(not_a_flag,
+                                    ":1: expected one --name=value per line (no "
+                                    "--flagfile), not \"worker_threads=2\"")));
   EXPECT_THAT(ConfigFromFlags({"--flagfile=/nonexistent/tensord.flags"}),
               StatusIs(absl::StatusCode::kInvalidArgument,
                        "--flagfile=/nonexistent/tensord.flags: cannot read the file"));
@@ -188,8 +189,7 @@ TEST(ConfigTest, EveryRangeErrorNamesTheFlagAndValue) {
        "--max_tensor_elements=4294967296 must be in [1, 4294967295]"},
       {"--opencl_queue_depth=1025", "--opencl_queue_depth=1025 must be in [1, 1024]"},
       {"--opencl_staging_bytes=-1", "--opencl_staging_bytes=-1 must be in [0, 1099511627776]"},
-      {"--opencl_max_wait_seconds=86401",
-       "--opencl_max_wait_seconds=86401 must be in [0, 86400]"},
+      {"--opencl_max_wait_seconds=86401", "--opencl_max_wait_seconds=86401 must be in [0, 86400]"},
       {"--opencl_unhealthy_seconds=-1", "--opencl_unhealthy_seconds=-1 must be in [0, 86400]"},
       {"--inject_opencl_failures=-1", "--inject_opencl_failures=-1 must be in [0, 1048576]"},
       {"--auto_opencl_min_bytes=-1",
@@ -202,8 +202,7 @@ TEST(ConfigTest, EveryRangeErrorNamesTheFlagAndValue) {
       {"--max_connection_idle_seconds=86401",
        "--max_connection_idle_seconds=86401 must be in [0, 86400]"},
       {"--idle_timeout_seconds=86401", "--idle_timeout_seconds=86401 must be in [0, 86400]"},
-      {"--shared_memory_idle_seconds=-1",
-       "--shared_memory_idle_seconds=-1 must be in [0, 86400]"},
+      {"--shared_memory_idle_seconds=-1", "--shared_memory_idle_seconds=-1 must be in [0, 86400]"},
       {"--max_memory_bytes=-1", "--max_memory_bytes=-1: must not be negative"},
       {"--address=127.0.0.1:65536", "--address=127.0.0.1:65536: the port must be in [0, 65535]"},
       {"--address=localhost", "--address=localhost: expected HOST:PORT, or unix:PATH"},
@@ -254,11 +253,11 @@ TEST(ConfigTest, FlagNamesAreTheDefinitionsInHelpOrder) {
                   "shutdown_grace_seconds", "drain_seconds", "backends", "opencl_devices",
                   "opencl_queue_depth", "opencl_staging_bytes", "auto_opencl_min_bytes",
                   "calibrate", "opencl_unhealthy_seconds", "inject_opencl_failures",
-                  "metrics_address", "http_address", "max_connection_age_seconds", "max_concurrent_streams",
-                  "max_connection_idle_seconds", "echo", "tls_cert_file", "tls_key_file",
-                  "tls_client_ca_file", "auth_token_file", "reflection", "health_address",
-                  "max_memory_bytes", "idle_timeout_seconds", "opencl_max_wait_seconds",
-                  "shared_memory_idle_seconds"));
+                  "metrics_address", "http_address", "max_connection_age_seconds",
+                  "max_concurrent_streams", "max_connection_idle_seconds", "echo", "tls_cert_file",
+                  "tls_key_file", "tls_client_ca_file", "auth_token_file", "reflection",
+                  "health_address", "max_memory_bytes", "idle_timeout_seconds",
+                  "opencl_max_wait_seconds", "shared_memory_idle_seconds"));
   const std::string help = FlagsHelp();
   EXPECT_THAT(help, StartsWith("usage: tensord [--flag=value ...]\n\n  --address (default "
                                "0.0.0.0:50051)\n      host:port to listen on"));

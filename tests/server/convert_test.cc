@@ -177,8 +177,11 @@ TEST(ToProtoTensorTest, StridesAreAlwaysExplicit) {
 }
 
 TEST(ToProtoTensorTest, RankZeroHasNoSizesAndNoStrides) {
-  Layout layout{.dtype = DType::kFloat64, .sizes = {}, .strides = {},
-                .element_count = 1, .buffer_elements = 1};
+  Layout layout{.dtype = DType::kFloat64,
+                .sizes = {},
+                .strides = {},
+                .element_count = 1,
+                .buffer_elements = 1};
   v1::Tensor tensor;
   SetTensorLayout(layout, &tensor);
   EXPECT_EQ(tensor.dtype(), v1::FLOAT64);

@@ -6,9 +6,9 @@
 #include <cstddef>
 #include <vector>
 
+#include "core/operator.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "core/operator.h"
 
 namespace tensorop::server {
 namespace {
@@ -38,7 +38,9 @@ CostModel TwoCoresAndAGpu() {
 
 // A copy reading `input` bytes (on the host) and writing `output` bytes.
 RequestFootprint Copy(int64_t input, int64_t output) {
-  return {.inputs = {{input, kOnHost}}, .copy_bytes = output, .scatter_bytes = 0,
+  return {.inputs = {{input, kOnHost}},
+          .copy_bytes = output,
+          .scatter_bytes = 0,
           .output_bytes = output};
 }
 
@@ -49,8 +51,7 @@ TEST(CostModelTest, PredictionsAddFixedCostTransfersAndKernels) {
   EXPECT_DOUBLE_EQ(PredictSeconds(model, 0, copy),
                    50e-6 + 4.0 * kMiB / 20e9 + 2.0 * kMiB / 1000e9 + 2.0 * kMiB / 20e9);
   // Queue occupancy: each request in flight there adds the fixed cost.
-  EXPECT_DOUBLE_EQ(PredictSeconds(model, 0, copy, 3) - PredictSeconds(model, 0, copy),
-                   3 * 50e-6);
+  EXPECT_DOUBLE_EQ(PredictSeconds(model, 0, copy, 3) - PredictSeconds(model, 0, copy), 3 * 50e-6);
 }
 
 TEST(CostModelTest, SmallRequestRunsOnTheCpu) {
@@ -148,10 +149,9 @@ ExecutionPlan PlanOf(const OpRequest& request) {
 TEST(CostModelFootprintTest, ASliceReadsOnlyItsWindow) {
   // uint8 [8, 16]: rows 2..4, columns 4..11 -> bytes [2*16+4, 4*16+12).
   std::vector<std::byte> input(8 * 16);
-  const ExecutionPlan plan =
-      PlanOf({SliceAttrs{{2, 4}, {3, 8}, {1, 1}},
-              {{"input", {TensorDesc{DType::kUint8, {8, 16}, {}}, input}}},
-              {{{3, 8}, {}}}});
+  const ExecutionPlan plan = PlanOf({SliceAttrs{{2, 4}, {3, 8}, {1, 1}},
+                                     {{"input", {TensorDesc{DType::kUint8, {8, 16}, {}}, input}}},
+                                     {{{3, 8}, {}}}});
   const ByteRange range = PlanReadRange(plan, 0, 8 * 16);
   EXPECT_EQ(range.begin, 2 * 16 + 4);
   EXPECT_EQ(range.end, 4 * 16 + 12);
@@ -192,12 +192,12 @@ TEST(CostModelFootprintTest, ABroadcastInputIsReadOnce) {
 TEST(CostModelFootprintTest, ScatterReadsItsInputIndicesAndUpdates) {
   // float32 input [4, 3]; int64 indices and updates [2, 3] along axis 0.
   std::vector<std::byte> input(48), indices(48), updates(24);
-  const ExecutionPlan plan = PlanOf(
-      {ScatterElementsAttrs{0},
-       {{"input", {TensorDesc{DType::kFloat32, {4, 3}, {}}, input}},
-        {"indices", {TensorDesc{DType::kInt64, {2, 3}, {}}, indices}},
-        {"updates", {TensorDesc{DType::kFloat32, {2, 3}, {}}, updates}}},
-       {}});
+  const ExecutionPlan plan =
+      PlanOf({ScatterElementsAttrs{0},
+              {{"input", {TensorDesc{DType::kFloat32, {4, 3}, {}}, input}},
+               {"indices", {TensorDesc{DType::kInt64, {2, 3}, {}}, indices}},
+               {"updates", {TensorDesc{DType::kFloat32, {2, 3}, {}}, updates}}},
+              {}});
   const RequestFootprint footprint = FootprintOf(plan);
   ASSERT_EQ(footprint.inputs.size(), 3u);
   EXPECT_EQ(footprint.inputs[0].bytes, 48);

@@ -19,11 +19,10 @@ TEST(FlagFileTest, KeepsFlagLinesStrippedWithTheirOrigin) {
       std::vector<Argument> arguments,
       ParseFlagFile("# tensord flags\n\n  --address=:0 \r\n\t#--echo\n--worker_threads=2",
                     "/etc/tensord/flags"));
-  EXPECT_THAT(arguments,
-              ElementsAre(AllOf(Field(&Argument::text, "--address=:0"),
-                                Field(&Argument::origin, "/etc/tensord/flags:3: ")),
-                          AllOf(Field(&Argument::text, "--worker_threads=2"),
-                                Field(&Argument::origin, "/etc/tensord/flags:5: "))));
+  EXPECT_THAT(arguments, ElementsAre(AllOf(Field(&Argument::text, "--address=:0"),
+                                           Field(&Argument::origin, "/etc/tensord/flags:3: ")),
+                                     AllOf(Field(&Argument::text, "--worker_threads=2"),
+                                           Field(&Argument::origin, "/etc/tensord/flags:5: "))));
 }
 
 TEST(FlagFileTest, EmptyTextHasNoArguments) {

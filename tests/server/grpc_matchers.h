@@ -23,14 +23,12 @@ namespace tensorop::testing {
 // Prints a code as its number; gRPC has no name function in its C++ API.
 MATCHER_P2(GrpcStatusIs, code, message_matcher,
            "has gRPC status " + ::testing::PrintToString(static_cast<int>(code)) +
-               " and a message that " +
-               ::testing::DescribeMatcher<std::string>(message_matcher)) {
+               " and a message that " + ::testing::DescribeMatcher<std::string>(message_matcher)) {
   const grpc::Status& status = arg;
-  *result_listener << "whose code is " << static_cast<int>(status.error_code())
-                   << " and message \"" << status.error_message() << "\"";
+  *result_listener << "whose code is " << static_cast<int>(status.error_code()) << " and message \""
+                   << status.error_message() << "\"";
   return status.error_code() == code &&
-         ::testing::ExplainMatchResult(message_matcher, status.error_message(),
-                                       result_listener);
+         ::testing::ExplainMatchResult(message_matcher, status.error_message(), result_listener);
 }
 
 MATCHER(GrpcOk, "is an OK gRPC status") {

@@ -69,9 +69,9 @@ TEST(HealthTest, OpenClIsNotServingWhileNoDeviceWorksAndTheServerStillIs) {
     v1::RunResponse response;
     const grpc::Status status = stub->Run(&context, request, &response);
     if (status.error_code() == grpc::StatusCode::INVALID_ARGUMENT) {
-      EXPECT_THAT(status.error_message(),
-                  HasSubstr(absl::StrCat("device_index = ", devices, " is outside [0, ",
-                                         devices, ")")));
+      EXPECT_THAT(
+          status.error_message(),
+          HasSubstr(absl::StrCat("device_index = ", devices, " is outside [0, ", devices, ")")));
       break;
     }
     ASSERT_TRUE(status.ok()) << status.error_message() << "\n" << server.Log();

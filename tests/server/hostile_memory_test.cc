@@ -13,9 +13,8 @@
 #include <thread>
 #include <vector>
 
-#include <httplib.h>
-
 #include <grpcpp/grpcpp.h>
+#include <httplib.h>
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -103,8 +102,7 @@ int64_t AwaitReservedZero(const TensordProcess& server) {
 // learns of a cancellation only once it has read what it was sent.
 class Attack {
  public:
-  Attack(int count, std::function<grpc::Status(int, const Attack&)> attacker)
-      : statuses_(count) {
+  Attack(int count, std::function<grpc::Status(int, const Attack&)> attacker) : statuses_(count) {
     for (int i = 0; i < count; ++i) {
       threads_.emplace_back([this, i, attacker] { statuses_[i] = attacker(i, *this); });
     }
@@ -382,9 +380,8 @@ TEST(HostileMemoryTest, BidiAnswersNeverReadAreRefusedOrCancelled) {
 // A RunRequest slicing a uint8 input whose `sizes` field holds `entries`
 // entries of 1 (one byte each on the wire), built on the wire directly.
 std::string ManySizesRequest(int64_t entries) {
-  const std::string header = SliceRequest("sizes", MakeTensor(v1::UINT8, {}, ""), {0}, {1}, {1},
-                                          {1})
-                                 .SerializeAsString();
+  const std::string header =
+      SliceRequest("sizes", MakeTensor(v1::UINT8, {}, ""), {0}, {1}, {1}, {1}).SerializeAsString();
   std::string tensor = "\x08\x0b";  // dtype UINT8
   tensor += WireString(2, std::string(static_cast<size_t>(entries), '\x01'));
   tensor += WireString(4, "x");
@@ -409,9 +406,8 @@ TEST(HostileMemoryTest, SixtyMillionSizesAreRefusedBeforeParsing) {
   });
   ExpectNormalAnswer(server);
   for (const grpc::Status& status : attack.Join()) {
-    EXPECT_THAT(status, AllOf(kBudgetRefusal,
-                              GrpcStatusIs(grpc::StatusCode::RESOURCE_EXHAUSTED,
-                                           HasSubstr("Run: parsing a 60000"))));
+    EXPECT_THAT(status, AllOf(kBudgetRefusal, GrpcStatusIs(grpc::StatusCode::RESOURCE_EXHAUSTED,
+                                                           HasSubstr("Run: parsing a 60000"))));
   }
   EXPECT_EQ(AwaitReservedZero(server), 0);
   ExpectNormalAnswer(server);
@@ -461,8 +457,9 @@ TEST(HostileMemoryTest, UploadDeclaringFortyGibIsRefusedAtTheBudget) {
   for (int c = 0; c < 64; ++c) {
     if (!call.Write(chunk)) break;
   }
-  EXPECT_THAT(call.Finish(), AllOf(kBudgetRefusal, GrpcStatusIs(grpc::StatusCode::RESOURCE_EXHAUSTED,
-                                                                HasSubstr("input \"input\""))));
+  EXPECT_THAT(call.Finish(),
+              AllOf(kBudgetRefusal, GrpcStatusIs(grpc::StatusCode::RESOURCE_EXHAUSTED,
+                                                 HasSubstr("input \"input\""))));
   EXPECT_EQ(AwaitReservedZero(server), 0);
   ExpectNormalAnswer(server);
   ExpectPeakWithin(server, baseline, budget);
@@ -486,8 +483,8 @@ int64_t BroadcastAnswerBytes(const v1::RunResponse& small, int64_t rows) {
 // and the stream goes on.
 TEST(HostileMemoryTest, AnswersAtTheMessageLimitAreExact) {
   const int64_t limit = kMiB;
-  TensordProcess server(Flags(64 * kMiB, {"--max_message_bytes=" + std::to_string(limit),
-                                           "--chunk_bytes=65536"}));
+  TensordProcess server(
+      Flags(64 * kMiB, {"--max_message_bytes=" + std::to_string(limit), "--chunk_bytes=65536"}));
   auto stub = v1::TensorOp::NewStub(Connect(server.target()));
   v1::RunResponse small;
   {
@@ -566,8 +563,8 @@ TEST(HostileMemoryTest, TheBudgetIsPrintedAndItsFlagsAreBounded) {
                 HasSubstr("12345678 bytes (--max_memory_bytes)"));
     EXPECT_EQ(MetricValue(server, "tensorop_memory_budget_bytes"), 12345678);
   }
-  for (const std::string flag : {"--max_memory_bytes=-1", "--idle_timeout_seconds=-1",
-                                 "--idle_timeout_seconds=86401"}) {
+  for (const std::string flag :
+       {"--max_memory_bytes=-1", "--idle_timeout_seconds=-1", "--idle_timeout_seconds=86401"}) {
     const CommandResult result = RunCommand({TensordPath(), flag});
     EXPECT_EQ(result.exit_code, 2) << flag;
     EXPECT_THAT(result.err, HasSubstr(flag.substr(0, flag.find('=')))) << flag;

@@ -12,8 +12,8 @@
 #include <chrono>
 #include <cstdint>
 #include <fstream>
-#include <iostream>
 #include <future>
+#include <iostream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -38,8 +38,8 @@ grpc::Status NormalRequest(const TensordProcess& server, const std::string& id) 
   grpc::ClientContext context;
   context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(1));
   v1::RunResponse response;
-  grpc::Status status =
-      v1::TensorOp::NewStub(Connect(server.target()))->Run(&context, DocSliceRequest(id), &response);
+  grpc::Status status = v1::TensorOp::NewStub(Connect(server.target()))
+                            ->Run(&context, DocSliceRequest(id), &response);
   if (status.ok() && response.outputs_size() != 1) {
     return grpc::Status(grpc::StatusCode::INTERNAL, "no output");
   }
@@ -184,12 +184,13 @@ TEST(HostileWorkTest, HundredThousandInputsWithAnInvalidBackendAreCheap) {
   }
   EXPECT_THAT(NormalRequest(server, "during-inputs"), GrpcOk());
   for (auto& attack : attacks) {
-    EXPECT_THAT(attack.get(), GrpcStatusIs(grpc::StatusCode::INVALID_ARGUMENT,
-                                           "backend: 99 is not a backend"));
+    EXPECT_THAT(attack.get(),
+                GrpcStatusIs(grpc::StatusCode::INVALID_ARGUMENT, "backend: 99 is not a backend"));
   }
   std::cout << "figure: 6 requests of 100k inputs answered in "
             << std::chrono::duration_cast<std::chrono::milliseconds>(
-                   std::chrono::steady_clock::now() - start).count()
+                   std::chrono::steady_clock::now() - start)
+                   .count()
             << " ms\n";
   EXPECT_THAT(NormalRequest(server, "after-inputs"), GrpcOk());
   const std::string line = AwaitLogLine(server, {"\"id\":\"many-inputs\""});
@@ -213,8 +214,7 @@ v1::RunRequest HugeScatterRequest(const std::string& id) {
   request.mutable_scatter_elements()->set_axis(0);
   request.set_backend(v1::CPU);
   (*request.mutable_inputs())["input"] = MakeTensor(v1::FLOAT32, {1}, Pack<float>({0.0f}));
-  (*request.mutable_inputs())["indices"] =
-      MakeTensor(v1::INT32, {kCount}, Pack<int32_t>({0}), {0});
+  (*request.mutable_inputs())["indices"] = MakeTensor(v1::INT32, {kCount}, Pack<int32_t>({0}), {0});
   (*request.mutable_inputs())["updates"] =
       MakeTensor(v1::FLOAT32, {kCount}, Pack<float>({1.0f}), {0});
   return request;

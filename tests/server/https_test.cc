@@ -100,8 +100,7 @@ int Connect(int port) {
 // Sends `text` and reads until the server closes; "timeout" if it does not.
 std::string SendAndReadToClose(int port, const std::string& text) {
   const int fd = Connect(port);
-  EXPECT_EQ(::send(fd, text.data(), text.size(), MSG_NOSIGNAL),
-            static_cast<ssize_t>(text.size()));
+  EXPECT_EQ(::send(fd, text.data(), text.size(), MSG_NOSIGNAL), static_cast<ssize_t>(text.size()));
   std::string got;
   char buffer[4096];
   while (true) {
@@ -181,8 +180,8 @@ TEST_F(InferenceHttpTlsTest, MutualTlsNeedsAClientCertificateFromTheClientCa) {
   auto ready = Https(server, "ca", "client")->Get("/v2/health/ready");
   ASSERT_TRUE(ready) << httplib::to_string(ready.error());
   EXPECT_EQ(ready->status, 200);
-  auto answer = Https(server, "ca", "client")
-                    ->Post("/v2/models/slice/infer", kSliceJson, "application/json");
+  auto answer =
+      Https(server, "ca", "client")->Post("/v2/models/slice/infer", kSliceJson, "application/json");
   ASSERT_TRUE(answer) << httplib::to_string(answer.error());
   ASSERT_EQ(answer->status, 200) << answer->body;
   EXPECT_THAT(answer->body, HasSubstr(kSliceOutput));

@@ -65,15 +65,14 @@ TEST(InferenceHttpJson, BinaryPartsFollowTheJsonInInputOrder) {
   EXPECT_TRUE(parsed->binary_default);
   EXPECT_FALSE(parsed->request.parameters().contains("binary_data_output"));
 
-  absl::StatusOr<HttpInferRequest> short_body =
-      ParseHttpInferRequest("slice", "1", body.substr(0, body.size() - 1),
-                            static_cast<int64_t>(json.size()));
+  absl::StatusOr<HttpInferRequest> short_body = ParseHttpInferRequest(
+      "slice", "1", body.substr(0, body.size() - 1), static_cast<int64_t>(json.size()));
   EXPECT_EQ(short_body.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(short_body.status().message(),
               HasSubstr("slice: input \"input\": parameters.binary_data_size = 3 but only 2 "
                         "binary bytes are left"));
-  absl::StatusOr<HttpInferRequest> extra = ParseHttpInferRequest(
-      "slice", "1", body + "z", static_cast<int64_t>(json.size()));
+  absl::StatusOr<HttpInferRequest> extra =
+      ParseHttpInferRequest("slice", "1", body + "z", static_cast<int64_t>(json.size()));
   EXPECT_THAT(extra.status().message(),
               HasSubstr("1 binary bytes that no input's binary_data_size claims"));
   absl::StatusOr<HttpInferRequest> no_header =
@@ -113,8 +112,7 @@ TEST(InferenceHttpJson, ElementsOfTheWrongTypeAreRefusedByTensorAndIndex) {
 
 TEST(InferenceHttpJson, AnUnknownDatatypeIsLeftToTheModelConversion) {
   absl::StatusOr<HttpInferRequest> parsed = ParseHttpInferRequest(
-      "slice", "",
-      R"({"inputs":[{"name":"input","shape":[1],"datatype":"BYTES","data":["a"]}]})",
+      "slice", "", R"({"inputs":[{"name":"input","shape":[1],"datatype":"BYTES","data":["a"]}]})",
       std::nullopt);
   ASSERT_TRUE(parsed.ok()) << parsed.status();
   absl::StatusOr<v1::RunRequest> run = ToRunRequest(parsed->request);
@@ -127,10 +125,10 @@ TEST(InferenceHttpJson, Fp16RoundsToNearestEven) {
   EXPECT_EQ(DoubleToHalf(1.0), 0x3c00);
   EXPECT_EQ(DoubleToHalf(-2.0), 0xc000);
   EXPECT_EQ(DoubleToHalf(65504.0), 0x7bff);
-  EXPECT_EQ(DoubleToHalf(65520.0), 0x7c00);  // halfway to the next: rounds to even, inf
-  EXPECT_EQ(DoubleToHalf(1.0 + 1.0 / 2048), 0x3c00);      // tie: to even (down)
-  EXPECT_EQ(DoubleToHalf(1.0 + 3.0 / 2048), 0x3c02);      // tie: to even (up)
-  EXPECT_EQ(DoubleToHalf(5.960464477539063e-08), 0x0001);  // smallest subnormal
+  EXPECT_EQ(DoubleToHalf(65520.0), 0x7c00);           // halfway to the next: rounds to even, inf
+  EXPECT_EQ(DoubleToHalf(1.0 + 1.0 / 2048), 0x3c00);  // tie: to even (down)
+  EXPECT_EQ(DoubleToHalf(1.0 + 3.0 / 2048), 0x3c02);  // tie: to even (up)
+  EXPECT_EQ(DoubleToHalf(5.960464477539063e-08), 0x0001);   // smallest subnormal
   EXPECT_EQ(DoubleToHalf(2.9802322387695312e-08), 0x0000);  // its half: tie to even 0
   EXPECT_EQ(DoubleToHalf(0.1), 0x2e66);
   for (uint16_t bits : {0x0001, 0x03ff, 0x0400, 0x3c00, 0x7bff, 0xbc00}) {

@@ -4,8 +4,8 @@
 // README.md's curl example run exactly as written.
 #include <arpa/inet.h>
 #include <netinet/in.h>
-#include <sys/socket.h>
 #include <signal.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -157,7 +157,8 @@ TEST(InferenceHttpTest, InfersWithBinaryTensors) {
       Client(server)->Post("/v2/models/split/infer", headers, body, "application/octet-stream");
   ASSERT_TRUE(answer);
   ASSERT_EQ(answer->status, 200) << answer->body;
-  const size_t header_length = std::stoul(answer->get_header_value("Inference-Header-Content-Length"));
+  const size_t header_length =
+      std::stoul(answer->get_header_value("Inference-Header-Content-Length"));
   const Json header = Json::parse(answer->body.substr(0, header_length));
   ASSERT_EQ(header["outputs"].size(), 1u);
   EXPECT_EQ(header["outputs"][0]["name"], "output_1");
@@ -202,14 +203,14 @@ TEST(InferenceHttpTest, ErrorsHaveTheGrpcMessagesAndHttpStatuses) {
   EXPECT_THAT(huge, HasSubstr("HTTP/1.1 413 Payload Too Large"));
   EXPECT_THAT(huge, HasSubstr("{\"error\":\"the request body of 1000000000000 bytes is larger "
                               "than the limit of 65536 bytes (--max_message_bytes)\"}"));
-  const std::string chunked = RawExchange(
-      server.http_port(),
-      "POST /v2/models/slice/infer HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n");
+  const std::string chunked = RawExchange(server.http_port(),
+                                          "POST /v2/models/slice/infer HTTP/1.1\r\nHost: "
+                                          "x\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n");
   EXPECT_THAT(chunked, HasSubstr("HTTP/1.1 411 Length Required"));
   EXPECT_THAT(chunked, HasSubstr("send the body with a Content-Length"));
   // No Content-Length: no body.
-  const std::string no_length = RawExchange(
-      server.http_port(), "POST /v2/models/slice/infer HTTP/1.1\r\nHost: x\r\n\r\n");
+  const std::string no_length =
+      RawExchange(server.http_port(), "POST /v2/models/slice/infer HTTP/1.1\r\nHost: x\r\n\r\n");
   EXPECT_THAT(no_length, HasSubstr("HTTP/1.1 400 Bad Request"));
   EXPECT_THAT(no_length, HasSubstr("slice: the request is not valid JSON"));
 }

@@ -45,9 +45,9 @@ TEST(InferenceModelsTest, ModelsAreTheFourOperators) {
 TEST(InferenceModelsTest, UnknownModelOrVersionIsNotFound) {
   EXPECT_THAT(CheckModel("resnet", ""),
               StatusIs(absl::StatusCode::kNotFound, HasSubstr("model \"resnet\" is not served")));
-  EXPECT_THAT(CheckModel("slice", "2"),
-              StatusIs(absl::StatusCode::kNotFound,
-                       HasSubstr("model \"slice\" has no version \"2\"")));
+  EXPECT_THAT(
+      CheckModel("slice", "2"),
+      StatusIs(absl::StatusCode::kNotFound, HasSubstr("model \"slice\" has no version \"2\"")));
   EXPECT_TRUE(CheckModel("slice", "1").ok());
   EXPECT_TRUE(CheckModel("split", "").ok());
 }

@@ -3,7 +3,6 @@
 // tensorop.v1's RegisterSharedMemory, and ModelInfer tensors whose
 // parameters ("shared_memory_region", "shared_memory_offset",
 // "shared_memory_byte_size") place them in a region.
-#include <grpcpp/grpcpp.h>
 #include <unistd.h>
 
 #include <cstdint>
@@ -11,6 +10,8 @@
 #include <memory>
 #include <string>
 #include <vector>
+
+#include <grpcpp/grpcpp.h>
 
 #include "absl/strings/str_cat.h"
 #include "client/shared_memory.h"

@@ -146,24 +146,24 @@ int ExitStatusWith(const std::vector<std::string>& args) {
 }
 
 TEST(FlagsTest, InvalidFlagsExitWithStatusTwo) {
-  for (const std::vector<std::string>& args : std::vector<std::vector<std::string>>{
-           {"--no_such_flag=1"},
-           {"--worker_threads=many"},
-           {"--worker_threads=0"},
-           {"--backend=gpu"},
-           {"--max_tensor_elements=4294967296"},
-           {"--max_message_bytes=4294967296"},
-           {"--chunk_bytes=0"},
-           {"--max_queued_requests=-1"},
-           {"--shutdown_grace_seconds=-5"},
-           {"--drain_seconds=-1"},
-           {"--max_connection_age_seconds=-1"},
-           {"--max_connection_age_seconds=2147484"},
-           {"--metrics_address=no-port"},
-           {"--metrics_address=127.0.0.1:65536"},
-           {"--echo=maybe"},
-           {"--address"},
-           {"stray"}}) {
+  for (const std::vector<std::string>& args :
+       std::vector<std::vector<std::string>>{{"--no_such_flag=1"},
+                                             {"--worker_threads=many"},
+                                             {"--worker_threads=0"},
+                                             {"--backend=gpu"},
+                                             {"--max_tensor_elements=4294967296"},
+                                             {"--max_message_bytes=4294967296"},
+                                             {"--chunk_bytes=0"},
+                                             {"--max_queued_requests=-1"},
+                                             {"--shutdown_grace_seconds=-5"},
+                                             {"--drain_seconds=-1"},
+                                             {"--max_connection_age_seconds=-1"},
+                                             {"--max_connection_age_seconds=2147484"},
+                                             {"--metrics_address=no-port"},
+                                             {"--metrics_address=127.0.0.1:65536"},
+                                             {"--echo=maybe"},
+                                             {"--address"},
+                                             {"stray"}}) {
     EXPECT_EQ(ExitStatusWith(args), 2) << args[0];
   }
 }

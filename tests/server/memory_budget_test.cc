@@ -21,10 +21,10 @@ TEST(MemoryBudgetTest, ReservesUpToTheLimitAndRefusesPastIt) {
   EXPECT_EQ(budget.reserved(), 60);
   absl::StatusOr<MemoryBudget::Reservation> second = budget.TryReserve(41, "the outputs of \"b\"");
   EXPECT_EQ(second.status().code(), absl::StatusCode::kResourceExhausted);
-  EXPECT_THAT(std::string(second.status().message()),
-              AllOf(HasSubstr("41 more bytes for the outputs of \"b\""),
-                    HasSubstr("60 of the budget's 100 bytes reserved"),
-                    HasSubstr("--max_memory_bytes")));
+  EXPECT_THAT(
+      std::string(second.status().message()),
+      AllOf(HasSubstr("41 more bytes for the outputs of \"b\""),
+            HasSubstr("60 of the budget's 100 bytes reserved"), HasSubstr("--max_memory_bytes")));
   EXPECT_EQ(budget.refusals(), 1);
   EXPECT_EQ(budget.reserved(), 60);
   absl::StatusOr<MemoryBudget::Reservation> exact = budget.TryReserve(40, "exact");

@@ -106,8 +106,9 @@ TEST(MetricsScrapeTest, CountsEveryCallByMethodOpBackendAndCode) {
       << text;
   EXPECT_THAT(LinesStartingWith(text, "tensorop_request_latency_seconds_count{"),
               ElementsAre(R"(tensorop_request_latency_seconds_count{method="Run",op="slice"} 5)"));
-  EXPECT_THAT(LinesStartingWith(text, "tensorop_request_latency_seconds_bucket{"),
-              Contains(R"(tensorop_request_latency_seconds_bucket{method="Run",op="slice",le="+Inf"} 5)"));
+  EXPECT_THAT(
+      LinesStartingWith(text, "tensorop_request_latency_seconds_bucket{"),
+      Contains(R"(tensorop_request_latency_seconds_bucket{method="Run",op="slice",le="+Inf"} 5)"));
   // Five uploads of 16 float32; four answers of 4 float32.
   EXPECT_THAT(LinesStartingWith(text, "tensorop_bytes_in_total "),
               ElementsAre("tensorop_bytes_in_total 320"));
@@ -174,12 +175,13 @@ TEST(MetricsScrapeTest, DeviceFailureIsCountedAndTheCpuAnswerToo) {
   const std::string marker = "\"device\":\"opencl:";
   const size_t at = failure.find(marker);
   ASSERT_NE(at, std::string::npos) << server.Log();
-  const std::string device =
-      failure.substr(at + marker.size(), failure.find('"', at + marker.size()) - at - marker.size());
+  const std::string device = failure.substr(
+      at + marker.size(), failure.find('"', at + marker.size()) - at - marker.size());
 
   const std::string text = ScrapeWhenIdle(server);
-  EXPECT_THAT(LinesStartingWith(text, "tensorop_requests_total{"),
-              ElementsAre(R"(tensorop_requests_total{method="Run",op="slice",backend="cpu",code="OK"} 1)"))
+  EXPECT_THAT(
+      LinesStartingWith(text, "tensorop_requests_total{"),
+      ElementsAre(R"(tensorop_requests_total{method="Run",op="slice",backend="cpu",code="OK"} 1)"))
       << text;
   std::vector<std::string> failures = LinesStartingWith(text, "tensorop_device_failures_total{");
   ASSERT_GE(failures.size(), 1u);

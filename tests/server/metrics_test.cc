@@ -62,41 +62,42 @@ TEST(MetricsTest, OneCallGivesItsCounterHistogramAndBytes) {
   Metrics metrics;
   metrics.RecordCall(Record("Run", "slice", "cpu", 64, 16), absl::StatusCode::kOk,
                      absl::Microseconds(180));
-  EXPECT_EQ(metrics.Exposition(),
-            "# HELP tensorop_requests_total Calls finished (requests, inside RunBidi), by "
-            "method, operator, backend and status code.\n"
-            "# TYPE tensorop_requests_total counter\n"
-            "tensorop_requests_total{method=\"Run\",op=\"slice\",backend=\"cpu\",code=\"OK\"} 1\n"
-            "# HELP tensorop_request_latency_seconds Time from a call's arrival (a request's, "
-            "inside RunBidi) to its outcome, by method and operator.\n"
-            "# TYPE tensorop_request_latency_seconds histogram\n"
-            "tensorop_request_latency_seconds_bucket{method=\"Run\",op=\"slice\",le=\"0.00005\"} 0\n"
-            "tensorop_request_latency_seconds_bucket{method=\"Run\",op=\"slice\",le=\"0.0001\"} 0\n"
-            "tensorop_request_latency_seconds_bucket{method=\"Run\",op=\"slice\",le=\"0.00025\"} 1\n"
-            "tensorop_request_latency_seconds_bucket{method=\"Run\",op=\"slice\",le=\"0.0005\"} 1\n"
-            "tensorop_request_latency_seconds_bucket{method=\"Run\",op=\"slice\",le=\"0.001\"} 1\n"
-            "tensorop_request_latency_seconds_bucket{method=\"Run\",op=\"slice\",le=\"0.0025\"} 1\n"
-            "tensorop_request_latency_seconds_bucket{method=\"Run\",op=\"slice\",le=\"0.005\"} 1\n"
-            "tensorop_request_latency_seconds_bucket{method=\"Run\",op=\"slice\",le=\"0.01\"} 1\n"
-            "tensorop_request_latency_seconds_bucket{method=\"Run\",op=\"slice\",le=\"0.025\"} 1\n"
-            "tensorop_request_latency_seconds_bucket{method=\"Run\",op=\"slice\",le=\"0.05\"} 1\n"
-            "tensorop_request_latency_seconds_bucket{method=\"Run\",op=\"slice\",le=\"0.1\"} 1\n"
-            "tensorop_request_latency_seconds_bucket{method=\"Run\",op=\"slice\",le=\"0.25\"} 1\n"
-            "tensorop_request_latency_seconds_bucket{method=\"Run\",op=\"slice\",le=\"0.5\"} 1\n"
-            "tensorop_request_latency_seconds_bucket{method=\"Run\",op=\"slice\",le=\"1\"} 1\n"
-            "tensorop_request_latency_seconds_bucket{method=\"Run\",op=\"slice\",le=\"2.5\"} 1\n"
-            "tensorop_request_latency_seconds_bucket{method=\"Run\",op=\"slice\",le=\"5\"} 1\n"
-            "tensorop_request_latency_seconds_bucket{method=\"Run\",op=\"slice\",le=\"10\"} 1\n"
-            "tensorop_request_latency_seconds_bucket{method=\"Run\",op=\"slice\",le=\"30\"} 1\n"
-            "tensorop_request_latency_seconds_bucket{method=\"Run\",op=\"slice\",le=\"+Inf\"} 1\n"
-            "tensorop_request_latency_seconds_sum{method=\"Run\",op=\"slice\"} 0.00018\n"
-            "tensorop_request_latency_seconds_count{method=\"Run\",op=\"slice\"} 1\n"
-            "# HELP tensorop_bytes_in_total Input data bytes received in requests.\n"
-            "# TYPE tensorop_bytes_in_total counter\n"
-            "tensorop_bytes_in_total 64\n"
-            "# HELP tensorop_bytes_out_total Output data bytes sent in answers.\n"
-            "# TYPE tensorop_bytes_out_total counter\n"
-            "tensorop_bytes_out_total 16\n");
+  EXPECT_EQ(
+      metrics.Exposition(),
+      "# HELP tensorop_requests_total Calls finished (requests, inside RunBidi), by "
+      "method, operator, backend and status code.\n"
+      "# TYPE tensorop_requests_total counter\n"
+      "tensorop_requests_total{method=\"Run\",op=\"slice\",backend=\"cpu\",code=\"OK\"} 1\n"
+      "# HELP tensorop_request_latency_seconds Time from a call's arrival (a request's, "
+      "inside RunBidi) to its outcome, by method and operator.\n"
+      "# TYPE tensorop_request_latency_seconds histogram\n"
+      "tensorop_request_latency_seconds_bucket{method=\"Run\",op=\"slice\",le=\"0.00005\"} 0\n"
+      "tensorop_request_latency_seconds_bucket{method=\"Run\",op=\"slice\",le=\"0.0001\"} 0\n"
+      "tensorop_request_latency_seconds_bucket{method=\"Run\",op=\"slice\",le=\"0.00025\"} 1\n"
+      "tensorop_request_latency_seconds_bucket{method=\"Run\",op=\"slice\",le=\"0.0005\"} 1\n"
+      "tensorop_request_latency_seconds_bucket{method=\"Run\",op=\"slice\",le=\"0.001\"} 1\n"
+      "tensorop_request_latency_seconds_bucket{method=\"Run\",op=\"slice\",le=\"0.0025\"} 1\n"
+      "tensorop_request_latency_seconds_bucket{method=\"Run\",op=\"slice\",le=\"0.005\"} 1\n"
+      "tensorop_request_latency_seconds_bucket{method=\"Run\",op=\"slice\",le=\"0.01\"} 1\n"
+      "tensorop_request_latency_seconds_bucket{method=\"Run\",op=\"slice\",le=\"0.025\"} 1\n"
+      "tensorop_request_latency_seconds_bucket{method=\"Run\",op=\"slice\",le=\"0.05\"} 1\n"
+      "tensorop_request_latency_seconds_bucket{method=\"Run\",op=\"slice\",le=\"0.1\"} 1\n"
+      "tensorop_request_latency_seconds_bucket{method=\"Run\",op=\"slice\",le=\"0.25\"} 1\n"
+      "tensorop_request_latency_seconds_bucket{method=\"Run\",op=\"slice\",le=\"0.5\"} 1\n"
+      "tensorop_request_latency_seconds_bucket{method=\"Run\",op=\"slice\",le=\"1\"} 1\n"
+      "tensorop_request_latency_seconds_bucket{method=\"Run\",op=\"slice\",le=\"2.5\"} 1\n"
+      "tensorop_request_latency_seconds_bucket{method=\"Run\",op=\"slice\",le=\"5\"} 1\n"
+      "tensorop_request_latency_seconds_bucket{method=\"Run\",op=\"slice\",le=\"10\"} 1\n"
+      "tensorop_request_latency_seconds_bucket{method=\"Run\",op=\"slice\",le=\"30\"} 1\n"
+      "tensorop_request_latency_seconds_bucket{method=\"Run\",op=\"slice\",le=\"+Inf\"} 1\n"
+      "tensorop_request_latency_seconds_sum{method=\"Run\",op=\"slice\"} 0.00018\n"
+      "tensorop_request_latency_seconds_count{method=\"Run\",op=\"slice\"} 1\n"
+      "# HELP tensorop_bytes_in_total Input data bytes received in requests.\n"
+      "# TYPE tensorop_bytes_in_total counter\n"
+      "tensorop_bytes_in_total 64\n"
+      "# HELP tensorop_bytes_out_total Output data bytes sent in answers.\n"
+      "# TYPE tensorop_bytes_out_total counter\n"
+      "tensorop_bytes_out_total 16\n");
 }
 
 TEST(MetricsTest, CallsAreCountedByMethodOpBackendAndCodeInDescriptorOrder) {
@@ -107,8 +108,7 @@ TEST(MetricsTest, CallsAreCountedByMethodOpBackendAndCodeInDescriptorOrder) {
   }
   metrics.RecordCall(Record("Run", "slice", "cpu"), absl::StatusCode::kInvalidArgument, latency);
   // The device's name is not a label here; the device series carry it.
-  metrics.RecordCall(Record("Run", "slice", "opencl:pthread-cpu"), absl::StatusCode::kOk,
-                     latency);
+  metrics.RecordCall(Record("Run", "slice", "opencl:pthread-cpu"), absl::StatusCode::kOk, latency);
   metrics.RecordCall(Record("RunStream", "strided_slice", "cpu"),
                      absl::StatusCode::kDeadlineExceeded, latency);
   metrics.RecordCall(Record("RunChunked", "scatter_elements", "opencl"),
@@ -128,11 +128,12 @@ TEST(MetricsTest, CallsAreCountedByMethodOpBackendAndCodeInDescriptorOrder) {
           R"(tensorop_requests_total{method="RunChunked",op="scatter_elements",backend="opencl",code="RESOURCE_EXHAUSTED"} 1)"));
   EXPECT_THAT(
       LinesStartingWith(metrics.Exposition(), "tensorop_request_latency_seconds_count{"),
-      ElementsAre(R"(tensorop_request_latency_seconds_count{method="Run",op="slice"} 5)",
-                  R"(tensorop_request_latency_seconds_count{method="RunStream",op="strided_slice"} 1)",
-                  R"(tensorop_request_latency_seconds_count{method="RunBidi",op="none"} 1)",
-                  R"(tensorop_request_latency_seconds_count{method="RunBidi",op="split"} 1)",
-                  R"(tensorop_request_latency_seconds_count{method="RunChunked",op="scatter_elements"} 1)"));
+      ElementsAre(
+          R"(tensorop_request_latency_seconds_count{method="Run",op="slice"} 5)",
+          R"(tensorop_request_latency_seconds_count{method="RunStream",op="strided_slice"} 1)",
+          R"(tensorop_request_latency_seconds_count{method="RunBidi",op="none"} 1)",
+          R"(tensorop_request_latency_seconds_count{method="RunBidi",op="split"} 1)",
+          R"(tensorop_request_latency_seconds_count{method="RunChunked",op="scatter_elements"} 1)"));
 }
 
 TEST(MetricsTest, LatencyOnABoundIsInThatBucketAndSumsStayExact) {
@@ -142,28 +143,31 @@ TEST(MetricsTest, LatencyOnABoundIsInThatBucketAndSumsStayExact) {
                        absl::Microseconds(micros));
   }
   const std::string text = metrics.Exposition();
-  EXPECT_THAT(LinesStartingWith(text, "tensorop_request_latency_seconds_bucket"),
-              ElementsAre(R"(tensorop_request_latency_seconds_bucket{method="Run",op="split",le="0.00005"} 1)",
-                          R"(tensorop_request_latency_seconds_bucket{method="Run",op="split",le="0.0001"} 2)",
-                          R"(tensorop_request_latency_seconds_bucket{method="Run",op="split",le="0.00025"} 2)",
-                          R"(tensorop_request_latency_seconds_bucket{method="Run",op="split",le="0.0005"} 2)",
-                          R"(tensorop_request_latency_seconds_bucket{method="Run",op="split",le="0.001"} 2)",
-                          R"(tensorop_request_latency_seconds_bucket{method="Run",op="split",le="0.0025"} 2)",
-                          R"(tensorop_request_latency_seconds_bucket{method="Run",op="split",le="0.005"} 2)",
-                          R"(tensorop_request_latency_seconds_bucket{method="Run",op="split",le="0.01"} 2)",
-                          R"(tensorop_request_latency_seconds_bucket{method="Run",op="split",le="0.025"} 2)",
-                          R"(tensorop_request_latency_seconds_bucket{method="Run",op="split",le="0.05"} 2)",
-                          R"(tensorop_request_latency_seconds_bucket{method="Run",op="split",le="0.1"} 2)",
-                          R"(tensorop_request_latency_seconds_bucket{method="Run",op="split",le="0.25"} 2)",
-                          R"(tensorop_request_latency_seconds_bucket{method="Run",op="split",le="0.5"} 2)",
-                          R"(tensorop_request_latency_seconds_bucket{method="Run",op="split",le="1"} 2)",
-                          R"(tensorop_request_latency_seconds_bucket{method="Run",op="split",le="2.5"} 3)",
-                          R"(tensorop_request_latency_seconds_bucket{method="Run",op="split",le="5"} 3)",
-                          R"(tensorop_request_latency_seconds_bucket{method="Run",op="split",le="10"} 3)",
-                          R"(tensorop_request_latency_seconds_bucket{method="Run",op="split",le="30"} 3)",
-                          R"(tensorop_request_latency_seconds_bucket{method="Run",op="split",le="+Inf"} 4)"));
-  EXPECT_THAT(LinesStartingWith(text, "tensorop_request_latency_seconds_sum"),
-              ElementsAre(R"(tensorop_request_latency_seconds_sum{method="Run",op="split"} 42.500101)"));
+  EXPECT_THAT(
+      LinesStartingWith(text, "tensorop_request_latency_seconds_bucket"),
+      ElementsAre(
+          R"(tensorop_request_latency_seconds_bucket{method="Run",op="split",le="0.00005"} 1)",
+          R"(tensorop_request_latency_seconds_bucket{method="Run",op="split",le="0.0001"} 2)",
+          R"(tensorop_request_latency_seconds_bucket{method="Run",op="split",le="0.00025"} 2)",
+          R"(tensorop_request_latency_seconds_bucket{method="Run",op="split",le="0.0005"} 2)",
+          R"(tensorop_request_latency_seconds_bucket{method="Run",op="split",le="0.001"} 2)",
+          R"(tensorop_request_latency_seconds_bucket{method="Run",op="split",le="0.0025"} 2)",
+          R"(tensorop_request_latency_seconds_bucket{method="Run",op="split",le="0.005"} 2)",
+          R"(tensorop_request_latency_seconds_bucket{method="Run",op="split",le="0.01"} 2)",
+          R"(tensorop_request_latency_seconds_bucket{method="Run",op="split",le="0.025"} 2)",
+          R"(tensorop_request_latency_seconds_bucket{method="Run",op="split",le="0.05"} 2)",
+          R"(tensorop_request_latency_seconds_bucket{method="Run",op="split",le="0.1"} 2)",
+          R"(tensorop_request_latency_seconds_bucket{method="Run",op="split",le="0.25"} 2)",
+          R"(tensorop_request_latency_seconds_bucket{method="Run",op="split",le="0.5"} 2)",
+          R"(tensorop_request_latency_seconds_bucket{method="Run",op="split",le="1"} 2)",
+          R"(tensorop_request_latency_seconds_bucket{method="Run",op="split",le="2.5"} 3)",
+          R"(tensorop_request_latency_seconds_bucket{method="Run",op="split",le="5"} 3)",
+          R"(tensorop_request_latency_seconds_bucket{method="Run",op="split",le="10"} 3)",
+          R"(tensorop_request_latency_seconds_bucket{method="Run",op="split",le="30"} 3)",
+          R"(tensorop_request_latency_seconds_bucket{method="Run",op="split",le="+Inf"} 4)"));
+  EXPECT_THAT(
+      LinesStartingWith(text, "tensorop_request_latency_seconds_sum"),
+      ElementsAre(R"(tensorop_request_latency_seconds_sum{method="Run",op="split"} 42.500101)"));
 }
 
 TEST(MetricsTest, SampledSeriesAreGroupedByNameWithEscapedLabels) {
@@ -204,8 +208,10 @@ TEST(MetricsTest, ConcurrentCallsAreAllCounted) {
   }
   for (std::thread& thread : threads) thread.join();
   const std::string text = metrics.Exposition();
-  EXPECT_THAT(LinesStartingWith(text, "tensorop_requests_total{"),
-              ElementsAre(R"(tensorop_requests_total{method="Run",op="slice",backend="cpu",code="OK"} 100000)"));
+  EXPECT_THAT(
+      LinesStartingWith(text, "tensorop_requests_total{"),
+      ElementsAre(
+          R"(tensorop_requests_total{method="Run",op="slice",backend="cpu",code="OK"} 100000)"));
   EXPECT_THAT(LinesStartingWith(text, "tensorop_request_latency_seconds_sum"),
               ElementsAre(R"(tensorop_request_latency_seconds_sum{method="Run",op="slice"} 0.1)"));
   EXPECT_THAT(LinesStartingWith(text, "tensorop_bytes_in_total "),
@@ -254,8 +260,7 @@ TEST(ServerSeriesTest, CpuQueueDepthFollowsTheScheduler) {
   AddServerSeries(metrics, scheduler, no_devices);
   EXPECT_THAT(LinesStartingWith(metrics.Exposition(), "tensorop_queue_depth"),
               ElementsAre("tensorop_queue_depth{backend=\"cpu\"} 0"));
-  EXPECT_THAT(LinesStartingWith(metrics.Exposition(), "tensorop_device_failures_total"),
-              IsEmpty());
+  EXPECT_THAT(LinesStartingWith(metrics.Exposition(), "tensorop_device_failures_total"), IsEmpty());
 
   // Both tasks wait at the gate: TBB's enqueue is not FIFO, so an ungated
   // second task could run (and leave the count) before the gated first one.
@@ -316,9 +321,9 @@ TEST(ServerSeriesTest, EachDeviceHasItsWaitingRequestsAndWaitHistogram) {
   absl::StatusOr<int> granted = absl::UnknownError("not yet");
   devices.Wait(0, NeverStop, [&granted](absl::StatusOr<int> result) { granted = result; });
   std::string text = metrics.Exposition();
-  EXPECT_THAT(text, ::testing::HasSubstr(
-                        "# TYPE tensorop_opencl_waiting gauge\ntensorop_opencl_waiting{" +
-                        labels + "} 1\n"));
+  EXPECT_THAT(
+      text, ::testing::HasSubstr("# TYPE tensorop_opencl_waiting gauge\ntensorop_opencl_waiting{" +
+                                 labels + "} 1\n"));
   EXPECT_THAT(text, ::testing::HasSubstr("# TYPE tensorop_opencl_wait_seconds histogram\n"));
   EXPECT_THAT(LinesStartingWith(text, "tensorop_opencl_wait_seconds_count{" + labels),
               ElementsAre("tensorop_opencl_wait_seconds_count{" + labels + "} 0"));
@@ -337,9 +342,9 @@ TEST(ServerSeriesTest, EachDeviceHasItsWaitingRequestsAndWaitHistogram) {
       ElementsAre("tensorop_opencl_wait_seconds_bucket{" + labels + ",le=\"+Inf\"} 1"));
   EXPECT_THAT(LinesStartingWith(text, "tensorop_opencl_wait_seconds_bucket{" + labels),
               ::testing::SizeIs(std::size(kWaitBucketsUs) + 1));
-  EXPECT_THAT(LinesStartingWith(text, "tensorop_opencl_wait_seconds_bucket{" + labels)[0],
-              ::testing::StartsWith("tensorop_opencl_wait_seconds_bucket{" + labels +
-                                    ",le=\"0.0001\"} "));
+  EXPECT_THAT(
+      LinesStartingWith(text, "tensorop_opencl_wait_seconds_bucket{" + labels)[0],
+      ::testing::StartsWith("tensorop_opencl_wait_seconds_bucket{" + labels + ",le=\"0.0001\"} "));
   devices.Release(0);
 }
 

@@ -2,13 +2,13 @@
 // they wait for a slot instead of being refused, and every answer is exact.
 // Nothing here depends on the device's name, the core count or timing: the
 // server is given more workers than the queue has slots, whatever the machine.
-#include <httplib.h>
-
 #include <cstdint>
 #include <map>
 #include <memory>
 #include <string>
 #include <vector>
+
+#include <httplib.h>
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"

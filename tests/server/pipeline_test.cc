@@ -16,10 +16,10 @@
 
 #include <grpcpp/support/byte_buffer.h>
 
-#include "gmock/gmock.h"
-#include "gtest/gtest.h"
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
 #include "server/memory_budget.h"
 #include "server/scheduler.h"
 #include "server/service_options.h"
@@ -85,8 +85,7 @@ class PipelineTest : public ::testing::Test {
   // and waits for it.
   absl::Status OnWorker(std::function<absl::Status()> work) {
     std::promise<absl::Status> done;
-    const absl::Status submitted =
-        scheduler_.Submit(Placement{}, [&] { done.set_value(work()); });
+    const absl::Status submitted = scheduler_.Submit(Placement{}, [&] { done.set_value(work()); });
     if (!submitted.ok()) return submitted;
     return done.get_future().get();
   }
@@ -133,11 +132,11 @@ TEST_F(PipelineTest, ParseRequestOverTheBudgetNamesTheFlagBeforeParsing) {
   MemoryBudget::Reservation reservation = small.Empty();
   v1::RunRequest parsed;
   const grpc::ByteBuffer bytes = Serialized(SliceRequest());
-  EXPECT_THAT(ParseRequest(bytes, "Run", reservation, &parsed),
-              StatusIs(absl::StatusCode::kResourceExhausted,
-                       AllOf(HasSubstr(absl::StrCat("Run: parsing a ", bytes.Length(),
-                                                    "-byte request")),
-                             HasSubstr("--max_memory_bytes"))));
+  EXPECT_THAT(
+      ParseRequest(bytes, "Run", reservation, &parsed),
+      StatusIs(absl::StatusCode::kResourceExhausted,
+               AllOf(HasSubstr(absl::StrCat("Run: parsing a ", bytes.Length(), "-byte request")),
+                     HasSubstr("--max_memory_bytes"))));
   EXPECT_EQ(parsed.id(), "");  // refused before parsing
   EXPECT_EQ(small.reserved(), 0);
 }
@@ -148,8 +147,8 @@ TEST_F(PipelineTest, ExecuteIntoResponseSlicesOnTheCpuWithExactBytes) {
   MemoryBudget::Reservation reservation = budget_.Empty();
   v1::RunResponse response;
   ASSERT_OK(OnWorker([&] {
-    return ExecuteIntoResponse(request, options_, scheduler_, placement, NeverStop(),
-                               reservation, /*with_status=*/false, "hint", &response);
+    return ExecuteIntoResponse(request, options_, scheduler_, placement, NeverStop(), reservation,
+                               /*with_status=*/false, "hint", &response);
   }));
   EXPECT_EQ(placement.label, "cpu");
   ASSERT_EQ(response.outputs_size(), 1);
@@ -170,8 +169,8 @@ TEST_F(PipelineTest, ExecuteIntoResponseOverTheMessageLimitIsRefusedBeforeAnyWor
   MemoryBudget::Reservation reservation = budget_.Empty();
   v1::RunResponse response;
   const absl::Status status = OnWorker([&] {
-    return ExecuteIntoResponse(request, options_, scheduler_, placement, NeverStop(),
-                               reservation, /*with_status=*/true,
+    return ExecuteIntoResponse(request, options_, scheduler_, placement, NeverStop(), reservation,
+                               /*with_status=*/true,
                                "use RunStream or RunChunked for large results", &response);
   });
   EXPECT_THAT(status,
@@ -191,8 +190,8 @@ TEST_F(PipelineTest, ExecuteIntoResponseOverTheBudgetNamesTheRequestsOutputs) {
   MemoryBudget::Reservation reservation = small.Empty();
   v1::RunResponse response;
   EXPECT_THAT(OnWorker([&] {
-                return ExecuteIntoResponse(request, options_, scheduler_, placement,
-                                           NeverStop(), reservation, false, "hint", &response);
+                return ExecuteIntoResponse(request, options_, scheduler_, placement, NeverStop(),
+                                           reservation, false, "hint", &response);
               }),
               StatusIs(absl::StatusCode::kResourceExhausted,
                        AllOf(HasSubstr("the outputs of request \"slice-1\""),
@@ -207,8 +206,8 @@ TEST_F(PipelineTest, ExecuteIntoResponseReportsTheValidatorsError) {
   MemoryBudget::Reservation reservation = budget_.Empty();
   v1::RunResponse response;
   EXPECT_THAT(OnWorker([&] {
-                return ExecuteIntoResponse(request, options_, scheduler_, placement,
-                                           NeverStop(), reservation, false, "hint", &response);
+                return ExecuteIntoResponse(request, options_, scheduler_, placement, NeverStop(),
+                                           reservation, false, "hint", &response);
               }),
               StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("offsets[1]")));
   EXPECT_EQ(response.outputs_size(), 0);
@@ -236,9 +235,8 @@ TEST_F(PipelineTest, ExecuteIntoPartsCutsTheOutputIntoAHeaderAndChunks) {
   CallRecord record;
   std::optional<ResultParts> parts;
   ASSERT_OK(OnWorker([&]() -> absl::Status {
-    absl::StatusOr<ResultParts> made = ExecuteIntoParts(request, options_, scheduler_,
-                                                        placement, NeverStop(), reservation,
-                                                        record);
+    absl::StatusOr<ResultParts> made = ExecuteIntoParts(request, options_, scheduler_, placement,
+                                                        NeverStop(), reservation, record);
     if (!made.ok()) return made.status();
     parts.emplace(*std::move(made));
     return absl::OkStatus();

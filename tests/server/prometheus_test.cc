@@ -68,13 +68,13 @@ class PrometheusProcess {
     char dir_template[] = "/tmp/tensord-prometheus-XXXXXX";
     if (mkdtemp(dir_template) == nullptr) std::abort();
     dir_ = dir_template;
-    std::ofstream(dir_ / "prometheus.yml")
-        << "global:\n"
-           "  scrape_interval: 1s\n"
-           "scrape_configs:\n"
-           "  - job_name: tensord\n"
-           "    static_configs:\n"
-           "      - targets: ['" << target << "']\n";
+    std::ofstream(dir_ / "prometheus.yml") << "global:\n"
+                                              "  scrape_interval: 1s\n"
+                                              "scrape_configs:\n"
+                                              "  - job_name: tensord\n"
+                                              "    static_configs:\n"
+                                              "      - targets: ['"
+                                           << target << "']\n";
     std::vector<std::string> args = {
         kPrometheus,
         "--config.file=" + (dir_ / "prometheus.yml").string(),
@@ -142,8 +142,7 @@ TEST(PrometheusTest, ScrapesTensordAndAnswersTheRequestCounts) {
     httplib::Result answer = client.Get("/api/v1/query?query=tensorop_requests_total");
     if (answer && answer->status == 200) {
       nlohmann::json json = nlohmann::json::parse(answer->body, nullptr, false);
-      if (!json.is_discarded() && json["status"] == "success" &&
-          !json["data"]["result"].empty()) {
+      if (!json.is_discarded() && json["status"] == "success" && !json["data"]["result"].empty()) {
         result = json["data"]["result"];
         break;
       }

@@ -6,8 +6,8 @@
 #include "absl/time/time.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "tests/server/set_ints.h"
 #include "nlohmann/json.hpp"
+#include "tests/server/set_ints.h"
 
 namespace tensorop::server {
 namespace {

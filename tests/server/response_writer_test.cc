@@ -160,15 +160,18 @@ TEST(ChunkPartViewTest, LeavesEveryOtherFormToProtobuf) {
   const std::string wire = chunk.SerializeAsString();
   const std::vector<std::string> others = {
       request_part.SerializeAsString(),
-      wire + wire,                              // the chunk field twice (protobuf merges)
-      wire.substr(0, wire.size() - 1),          // cut short
-      wire + "\x08\x01",                        // a trailing unknown field
-      std::string("\x12\x0c\x12\x03" "abc" "\x0a\x05" "input", 14),  // fields out of order
+      wire + wire,                      // the chunk field twice (protobuf merges)
+      wire.substr(0, wire.size() - 1),  // cut short
+      wire + "\x08\x01",                // a trailing unknown field
+      std::string("\x12\x0c\x12\x03"
+                  "abc"
+                  "\x0a\x05"
+                  "input",
+                  14),  // fields out of order
       "",
   };
   for (const std::string& bytes : others) {
-    EXPECT_FALSE(ChunkPartView::Of(Sliced(bytes, 5)).has_value())
-        << testing::PrintToString(bytes);
+    EXPECT_FALSE(ChunkPartView::Of(Sliced(bytes, 5)).has_value()) << testing::PrintToString(bytes);
   }
   // Data without a name, and an empty chunk: recognised, named "".
   v1::RequestPart unnamed;

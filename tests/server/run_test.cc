@@ -7,8 +7,8 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "tests/server/set_ints.h"
 #include "tests/server/grpc_matchers.h"
+#include "tests/server/set_ints.h"
 #include "tests/server/tensord_client.h"
 #include "tests/support/tensord_process.h"
 
@@ -70,8 +70,7 @@ TEST_F(RunTest, PaddedOutputStridesComeBackWithZeroPadding) {
 TEST_F(RunTest, StridedSliceReversesWithMasks) {
   v1::RunRequest request;
   request.set_id("reverse");
-  (*request.mutable_inputs())["input"] =
-      MakeTensor(v1::INT64, {5}, Pack<int64_t>({0, 1, 2, 3, 4}));
+  (*request.mutable_inputs())["input"] = MakeTensor(v1::INT64, {5}, Pack<int64_t>({0, 1, 2, 3, 4}));
   v1::StridedSliceAttrs* attrs = request.mutable_strided_slice();
   attrs->add_begin(0);
   attrs->add_end(0);
@@ -109,15 +108,13 @@ v1::RunRequest ScatterRequest(v1::Tensor indices) {
   (*request.mutable_inputs())["input"] =
       MakeTensor(v1::INT32, {1, 5}, Pack<int32_t>({1, 2, 3, 4, 5}));
   (*request.mutable_inputs())["indices"] = std::move(indices);
-  (*request.mutable_inputs())["updates"] =
-      MakeTensor(v1::INT32, {1, 2}, Pack<int32_t>({11, 22}));
+  (*request.mutable_inputs())["updates"] = MakeTensor(v1::INT32, {1, 2}, Pack<int32_t>({11, 22}));
   return request;
 }
 
 TEST_F(RunTest, ScatterElementsWritesUpdatesAtTheirIndices) {
   v1::RunResponse response;
-  ASSERT_THAT(Run(ScatterRequest(MakeTensor(v1::INT64, {1, 2}, Pack<int64_t>({1, -2}))),
-                  &response),
+  ASSERT_THAT(Run(ScatterRequest(MakeTensor(v1::INT64, {1, 2}, Pack<int64_t>({1, -2}))), &response),
               GrpcOk());
   ASSERT_EQ(response.outputs_size(), 1);
   EXPECT_THAT(Unpack<int32_t>(response.outputs(0).data()), ElementsAre(1, 11, 3, 22, 5));
@@ -127,8 +124,8 @@ TEST_F(RunTest, ScatterElementsWritesUpdatesAtTheirIndices) {
 
 TEST_F(RunTest, ZeroWindowStrideNamesTheFieldAndIndex) {
   v1::RunRequest request =
-      SliceRequest("zero", MakeTensor(v1::UINT8, {2, 2}, Pack<uint8_t>({1, 2, 3, 4})),
-                   {0, 0}, {2, 2}, {1, 0}, {2, 1});
+      SliceRequest("zero", MakeTensor(v1::UINT8, {2, 2}, Pack<uint8_t>({1, 2, 3, 4})), {0, 0},
+                   {2, 2}, {1, 0}, {2, 1});
   EXPECT_THAT(Run(request), GrpcStatusIs(grpc::StatusCode::INVALID_ARGUMENT,
                                          "slice.window_strides[1] must not be 0"));
 }
@@ -151,22 +148,21 @@ TEST_F(RunTest, UnspecifiedDtypeIsNamedByInput) {
 TEST_F(RunTest, DtypeValueOutsideTheEnumIsNamedByInput) {
   v1::RunRequest request = DocSliceRequest("open-enum");
   (*request.mutable_inputs())["input"].set_dtype(static_cast<v1::DType>(42));
-  EXPECT_THAT(Run(request), GrpcStatusIs(grpc::StatusCode::INVALID_ARGUMENT,
-                                         "input.dtype: 42 is not a dtype"));
+  EXPECT_THAT(Run(request),
+              GrpcStatusIs(grpc::StatusCode::INVALID_ARGUMENT, "input.dtype: 42 is not a dtype"));
 }
 
 TEST_F(RunTest, IndexOutOfRangeNamesItsCoordinatesAndValue) {
   v1::RunRequest request = ScatterRequest(MakeTensor(v1::INT64, {1, 2}, Pack<int64_t>({1, 7})));
-  EXPECT_THAT(Run(request),
-              GrpcStatusIs(grpc::StatusCode::INVALID_ARGUMENT,
-                           HasSubstr("indices[0, 1] = 7 is outside [-5, 5)")));
+  EXPECT_THAT(Run(request), GrpcStatusIs(grpc::StatusCode::INVALID_ARGUMENT,
+                                         HasSubstr("indices[0, 1] = 7 is outside [-5, 5)")));
 }
 
 TEST_F(RunTest, UnknownInputNameIsInvalid) {
   v1::RunRequest request = DocSliceRequest("extra");
   (*request.mutable_inputs())["extra"] = MakeTensor(v1::UINT8, {1}, "x");
-  EXPECT_THAT(Run(request), GrpcStatusIs(grpc::StatusCode::INVALID_ARGUMENT,
-                                         HasSubstr("inputs has \"extra\"")));
+  EXPECT_THAT(Run(request),
+              GrpcStatusIs(grpc::StatusCode::INVALID_ARGUMENT, HasSubstr("inputs has \"extra\"")));
 }
 
 TEST_F(RunTest, ShortInputDataIsInvalid) {
@@ -237,8 +233,8 @@ TEST(RunBackendsTest, FailedDeviceIsCountedLoggedAndTheCpuAnswers) {
 TEST_F(RunTest, BackendValueOutsideTheEnumIsInvalid) {
   v1::RunRequest request = DocSliceRequest("backend-9");
   request.set_backend(static_cast<v1::Backend>(9));
-  EXPECT_THAT(Run(request), GrpcStatusIs(grpc::StatusCode::INVALID_ARGUMENT,
-                                         "backend: 9 is not a backend"));
+  EXPECT_THAT(Run(request),
+              GrpcStatusIs(grpc::StatusCode::INVALID_ARGUMENT, "backend: 9 is not a backend"));
 }
 
 TEST_F(RunTest, ResultOverTheMessageLimitPointsToRunStream) {
@@ -250,9 +246,8 @@ TEST_F(RunTest, ResultOverTheMessageLimitPointsToRunStream) {
 }
 
 TEST_F(RunTest, ErrorsAreLoggedWithCodeNameAndMessage) {
-  v1::RunRequest request =
-      SliceRequest("logged-error", MakeTensor(v1::UINT8, {2}, Pack<uint8_t>({1, 2})), {0},
-                   {2}, {0}, {1});
+  v1::RunRequest request = SliceRequest(
+      "logged-error", MakeTensor(v1::UINT8, {2}, Pack<uint8_t>({1, 2})), {0}, {2}, {0}, {1});
   ASSERT_THAT(Run(request), GrpcStatusIs(grpc::StatusCode::INVALID_ARGUMENT,
                                          "slice.window_strides[0] must not be 0"));
   std::string line = AwaitLogLine(server_, {"\"id\":\"logged-error\""});

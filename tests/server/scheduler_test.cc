@@ -1,23 +1,22 @@
 #include "server/scheduler.h"
 
-#include <cstddef>
-#include <memory>
-#include <optional>
-#include <string>
-#include <vector>
-
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
+#include <cstddef>
 #include <future>
+#include <memory>
 #include <mutex>
+#include <optional>
 #include <span>
+#include <string>
 #include <thread>
+#include <vector>
 
-#include "gmock/gmock.h"
-#include "gtest/gtest.h"
 #include "core/operator.h"
 #include "core/tsan_annotations.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
 #include "kernels/opencl/device.h"
 #include "server/device_pool.h"
 #include "tests/support/status_matchers.h"
@@ -223,9 +222,8 @@ TEST(SchedulerDeviceTest, FailedDeviceIsMarkedAndTheCpuAnswers) {
 TEST(SchedulerDeviceTest, AutoSendsWorkAtTheThresholdToADevice) {
   std::unique_ptr<DevicePool> pool = OpenPool({});
   SliceJob job;
-  Scheduler at_threshold({.worker_threads = 1,
-                          .devices = pool.get(),
-                          .auto_opencl_min_bytes = job.plan.bytes_moved});
+  Scheduler at_threshold(
+      {.worker_threads = 1, .devices = pool.get(), .auto_opencl_min_bytes = job.plan.bytes_moved});
   ASSERT_OK_AND_ASSIGN(Placement placement, at_threshold.Place(v1::AUTO, std::nullopt));
   EXPECT_EQ(placement.device, Device::kAuto);
   ASSERT_OK(job.RunOn(at_threshold, placement));
@@ -256,17 +254,16 @@ bool Eventually(Condition condition) {
 }
 
 // Submits `job` as an OPENCL request for device 0 and returns its outcome.
-std::future<absl::Status> SubmitOpenCl(Scheduler& scheduler, SliceJob& job,
-                                       Placement& placement,
+std::future<absl::Status> SubmitOpenCl(Scheduler& scheduler, SliceJob& job, Placement& placement,
                                        StopCheck stop = NeverStop) {
   auto promise = std::make_shared<std::promise<absl::Status>>();
   std::future<absl::Status> outcome = promise->get_future();
-  absl::Status submitted = scheduler.Submit(placement, [&job, &placement, promise, &scheduler,
-                                                       stop = std::move(stop)] {
-    const std::span<const std::byte> inputs[] = {job.input};
-    std::byte* outputs[] = {job.output.data()};
-    promise->set_value(scheduler.Execute(placement, job.plan, inputs, outputs, stop));
-  });
+  absl::Status submitted =
+      scheduler.Submit(placement, [&job, &placement, promise, &scheduler, stop = std::move(stop)] {
+        const std::span<const std::byte> inputs[] = {job.input};
+        std::byte* outputs[] = {job.output.data()};
+        promise->set_value(scheduler.Execute(placement, job.plan, inputs, outputs, stop));
+      });
   if (!submitted.ok()) promise->set_value(submitted);
   return outcome;
 }
@@ -315,8 +312,8 @@ TEST(SchedulerDeviceTest, WaitPastTheMaxWaitIsDeadlineExceeded) {
   std::future<absl::Status> late = SubmitOpenCl(scheduler, job, placement);
   EXPECT_THAT(late.get(),
               StatusIs(absl::StatusCode::kDeadlineExceeded,
-                       HasSubstr("waited 0.02 s for a slot on OpenCL device 0 (" +
-                                 pool->Name(0) + "): its 1 slots (--opencl_queue_depth) stayed "
+                       HasSubstr("waited 0.02 s for a slot on OpenCL device 0 (" + pool->Name(0) +
+                                 "): its 1 slots (--opencl_queue_depth) stayed "
                                  "busy for the longest wait allowed "
                                  "(--opencl_max_wait_seconds=0.02)")));
   EXPECT_EQ(pool->in_flight(0), 1);  // the test's slot, untouched
@@ -347,7 +344,8 @@ TEST(SchedulerDeviceTest, CancelledWaiterEndsWithItsStatus) {
   EXPECT_THAT(outcome.get(),
               StatusIs(absl::StatusCode::kCancelled,
                        "the client cancelled the call (while waiting for a slot on OpenCL "
-                       "device 0 (" + pool->Name(0) + "))"));
+                       "device 0 (" +
+                           pool->Name(0) + "))"));
   EXPECT_EQ(pool->waiting(0), 0);
   pool->Release(held);
   scheduler.Wait();
@@ -363,8 +361,7 @@ TEST(SchedulerDeviceTest, ServerShutdownEndsTheWaitsCancelled) {
   std::future<absl::Status> outcome = SubmitOpenCl(scheduler, job, placement);
   ASSERT_TRUE(Eventually([&] { return pool->waiting(0) == 1; }));
   pool->CancelWaiters(absl::CancelledError("the server is shutting down"));
-  EXPECT_THAT(outcome.get(),
-              StatusIs(absl::StatusCode::kCancelled, "the server is shutting down"));
+  EXPECT_THAT(outcome.get(), StatusIs(absl::StatusCode::kCancelled, "the server is shutting down"));
   pool->Release(held);
   scheduler.Wait();
 }

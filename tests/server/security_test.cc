@@ -73,10 +73,12 @@ TestPki* SecurityTest::pki_ = nullptr;
 struct Credentials {
   Credentials(std::string ca_pem = "", std::string cert_pem = "", std::string key_pem = "",
               std::string bearer = "")
-      : ca(std::move(ca_pem)), cert(std::move(cert_pem)), key(std::move(key_pem)),
+      : ca(std::move(ca_pem)),
+        cert(std::move(cert_pem)),
+        key(std::move(key_pem)),
         token(std::move(bearer)) {}
-  std::string ca;     // PEM roots; empty: none (system roots)
-  std::string cert;   // client chain
+  std::string ca;    // PEM roots; empty: none (system roots)
+  std::string cert;  // client chain
   std::string key;
   std::string token;  // bearer token
 };
@@ -90,8 +92,8 @@ std::shared_ptr<grpc::Channel> SecureChannel(const std::string& target, const Cr
   options.pem_private_key = c.key;
   std::shared_ptr<grpc::ChannelCredentials> credentials = grpc::SslCredentials(options);
   if (!c.token.empty()) {
-    credentials = grpc::CompositeChannelCredentials(credentials,
-                                                    grpc::AccessTokenCredentials(c.token));
+    credentials =
+        grpc::CompositeChannelCredentials(credentials, grpc::AccessTokenCredentials(c.token));
   }
   grpc::ChannelArguments args;
   args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
@@ -107,9 +109,8 @@ grpc::Status RunDocSlice(const std::shared_ptr<grpc::Channel>& channel,
   v1::RunResponse response;
   grpc::Status status =
       v1::TensorOp::NewStub(channel)->Run(context, DocSliceRequest("doc"), &response);
-  if (status.ok() &&
-      (response.outputs_size() != 1 ||
-       Unpack<float>(response.outputs(0).data()) != std::vector<float>{2, 4, 10, 12})) {
+  if (status.ok() && (response.outputs_size() != 1 || Unpack<float>(response.outputs(0).data()) !=
+                                                          std::vector<float>{2, 4, 10, 12})) {
     return grpc::Status(grpc::StatusCode::INTERNAL, "wrong outputs");
   }
   return status;
@@ -161,9 +162,9 @@ TEST_F(SecurityTest, ConformancePassesOverTlsWithATokenFromTensorctl) {
   std::vector<std::string> flags = TlsFlags();
   flags.push_back("--auth_token_file=" + P("tokens"));
   TensordProcess server(flags);
-  CommandResult result = RunCommand({TensorctlPath(), "conformance", "--target", server.target(),
-                                     "--ca_file", P("ca.crt"), "--token_file", P("client.token"),
-                                     ConformanceCasesDir()});
+  CommandResult result =
+      RunCommand({TensorctlPath(), "conformance", "--target", server.target(), "--ca_file",
+                  P("ca.crt"), "--token_file", P("client.token"), ConformanceCasesDir()});
   EXPECT_EQ(result.exit_code, 0) << result.out << result.err;
   EXPECT_THAT(result.out, HasSubstr(" passed, 0 failed"));
   // The identity is logged, the token never.
@@ -193,9 +194,8 @@ TEST_F(SecurityTest, PlaintextClientToATlsPortFailsAndReachesNoHandler) {
   TensordProcess server(TlsFlags());
   grpc::Status status = RunDocSlice(Connect(server.target()));
   EXPECT_EQ(status.error_code(), grpc::StatusCode::UNAVAILABLE) << status.error_message();
-  CommandResult plain =
-      RunCommand({TensorctlPath(), "run", "--target", server.target(),
-                  ConformanceCasesDir() + "/slice.json"});
+  CommandResult plain = RunCommand(
+      {TensorctlPath(), "run", "--target", server.target(), ConformanceCasesDir() + "/slice.json"});
   EXPECT_EQ(plain.exit_code, 1);
   EXPECT_THAT(plain.out, HasSubstr("\"code\":\"UNAVAILABLE\""));
   EXPECT_THAT(plain.out, HasSubstr("if it serves TLS, connect with --tls"));
@@ -207,8 +207,8 @@ TEST_F(SecurityTest, PlaintextClientToATlsPortFailsAndReachesNoHandler) {
 
 TEST_F(SecurityTest, ClientSaysTheCertificateIsNotTrusted) {
   TensordProcess server(TlsFlags());
-  CommandResult result = RunCommand({TensorctlPath(), "health", "--target", server.target(),
-                                     "--ca_file", P("other.crt")});
+  CommandResult result = RunCommand(
+      {TensorctlPath(), "health", "--target", server.target(), "--ca_file", P("other.crt")});
   EXPECT_EQ(result.exit_code, 1);
   EXPECT_THAT(result.out, AllOf(HasSubstr("UNAVAILABLE: TLS: the server's certificate is not "
                                           "trusted"),
@@ -217,15 +217,15 @@ TEST_F(SecurityTest, ClientSaysTheCertificateIsNotTrusted) {
 
 TEST_F(SecurityTest, ClientSaysTheHostnameDoesNotMatch) {
   TensordProcess server(TlsFlags("elsewhere"));
-  CommandResult result = RunCommand({TensorctlPath(), "health", "--target", server.target(),
-                                     "--ca_file", P("ca.crt")});
+  CommandResult result = RunCommand(
+      {TensorctlPath(), "health", "--target", server.target(), "--ca_file", P("ca.crt")});
   EXPECT_EQ(result.exit_code, 1);
   EXPECT_THAT(result.out, HasSubstr("UNAVAILABLE: TLS hostname mismatch"));
 }
 
 TEST_F(SecurityTest, TensorctlNamesAnUnreadableFile) {
-  CommandResult result = RunCommand({TensorctlPath(), "health", "--target", "127.0.0.1:1",
-                                     "--token_file", P("no-such.token")});
+  CommandResult result = RunCommand(
+      {TensorctlPath(), "health", "--target", "127.0.0.1:1", "--token_file", P("no-such.token")});
   EXPECT_EQ(result.exit_code, 2);
   EXPECT_THAT(result.err, HasSubstr("--token_file=" + P("no-such.token") +
                                     ": cannot read the file: No such file or directory"));
@@ -254,8 +254,8 @@ TEST_F(SecurityTest, MutualTlsRefusesMissingForeignAndExpiredCertificates) {
     EXPECT_EQ(status.error_code(), grpc::StatusCode::UNAVAILABLE) << c.what;
   }
   // tensorctl says why.
-  CommandResult no_cert = RunCommand({TensorctlPath(), "health", "--target", server.target(),
-                                      "--ca_file", P("ca.crt")});
+  CommandResult no_cert = RunCommand(
+      {TensorctlPath(), "health", "--target", server.target(), "--ca_file", P("ca.crt")});
   EXPECT_EQ(no_cert.exit_code, 1);
   EXPECT_THAT(no_cert.out, HasSubstr("UNAVAILABLE: TLS: the server closed the connection during "
                                      "or right after the handshake; with mutual TLS"));
@@ -275,10 +275,10 @@ TEST_F(SecurityTest, ConformancePassesOverMutualTlsWithAToken) {
   flags.push_back("--tls_client_ca_file=" + P("ca.crt"));
   flags.push_back("--auth_token_file=" + P("tokens"));
   TensordProcess server(flags);
-  CommandResult result = RunCommand(
-      {TensorctlPath(), "conformance", "--target", server.target(), "--ca_file", P("ca.crt"),
-       "--cert_file", P("client.crt"), "--key_file", P("client.key"), "--token_file",
-       P("client.token"), "--stream", ConformanceCasesDir()});
+  CommandResult result =
+      RunCommand({TensorctlPath(), "conformance", "--target", server.target(), "--ca_file",
+                  P("ca.crt"), "--cert_file", P("client.crt"), "--key_file", P("client.key"),
+                  "--token_file", P("client.token"), "--stream", ConformanceCasesDir()});
   EXPECT_EQ(result.exit_code, 0) << result.out << result.err;
   EXPECT_THAT(result.out, HasSubstr(" passed, 0 failed"));
   EXPECT_THAT(AwaitLogLine(server, {"\"method\":\"RunStream\""}),
@@ -306,9 +306,9 @@ TEST_F(SecurityTest, TokenMissingOrWrongIsUnauthenticatedBeforeAnyHandler) {
   EXPECT_THAT(metrics, Not(HasSubstr("tensorop_requests_total{")));
   EXPECT_THAT(server.Log(), Not(HasSubstr("\"method\":\"Run\"")));
 
-  CommandResult tensorctl = RunCommand({TensorctlPath(), "run", "--target", server.target(),
-                                        "--ca_file", P("ca.crt"), "--token_file", P("wrong.token"),
-                                        ConformanceCasesDir() + "/slice.json"});
+  CommandResult tensorctl =
+      RunCommand({TensorctlPath(), "run", "--target", server.target(), "--ca_file", P("ca.crt"),
+                  "--token_file", P("wrong.token"), ConformanceCasesDir() + "/slice.json"});
   EXPECT_THAT(tensorctl.out, HasSubstr("\"code\":\"UNAUTHENTICATED\""));
   EXPECT_THAT(tensorctl.out, HasSubstr("the bearer token is not accepted by this server"));
 
@@ -367,8 +367,8 @@ TEST_F(SecurityTest, SighupRereadsTheTokens) {
   kill(server.pid(), SIGHUP);
   EXPECT_THAT(AwaitLogLine(server, {"\"event\":\"auth_tokens_reloaded\""}),
               HasSubstr("1 tokens from"));
-  grpc::Status renewed = RunDocSlice(
-      SecureChannel(server.target(), {pki_->Read("ca.crt"), "", "", kOtherToken}));
+  grpc::Status renewed =
+      RunDocSlice(SecureChannel(server.target(), {pki_->Read("ca.crt"), "", "", kOtherToken}));
   EXPECT_TRUE(renewed.ok()) << renewed.error_message();
   // Still running: SIGHUP does not stop it.
   EXPECT_EQ(server.Stop(), 0);
@@ -484,8 +484,7 @@ TEST_F(SecurityTest, CertificateRotationUnderLoadFailsNoCall) {
       // One long-lived connection and a new handshake per call, alternately.
       std::shared_ptr<grpc::Channel> kept = SecureChannel(server.target(), {ca});
       for (int i = 0; !stop; ++i) {
-        grpc::Status status =
-            RunDocSlice(i % 2 == 0 ? kept : SecureChannel(server.target(), {ca}));
+        grpc::Status status = RunDocSlice(i % 2 == 0 ? kept : SecureChannel(server.target(), {ca}));
         ++calls;
         if (!status.ok()) {
           ++failures;
@@ -540,44 +539,45 @@ CommandResult StartTensord(std::vector<std::string> flags) {
 
 TEST_F(SecurityTest, StartupErrorsNameTheFileAndTheProblem) {
   const std::string missing = P("missing.crt");
-  CommandResult no_file = StartTensord({"--tls_cert_file=" + missing,
-                                        "--tls_key_file=" + P("server.key")});
+  CommandResult no_file =
+      StartTensord({"--tls_cert_file=" + missing, "--tls_key_file=" + P("server.key")});
   EXPECT_EQ(no_file.exit_code, 1);
   EXPECT_THAT(no_file.err, HasSubstr("tensord: --tls_cert_file=" + missing +
                                      ": cannot read the file: No such file or directory"));
 
-  CommandResult mismatch = StartTensord({"--tls_cert_file=" + P("server.crt"),
-                                         "--tls_key_file=" + P("client.key")});
+  CommandResult mismatch =
+      StartTensord({"--tls_cert_file=" + P("server.crt"), "--tls_key_file=" + P("client.key")});
   EXPECT_EQ(mismatch.exit_code, 1);
   EXPECT_THAT(mismatch.err, HasSubstr("tensord: --tls_key_file=" + P("client.key") +
                                       ": the key does not match the certificate in "
-                                      "--tls_cert_file=" + P("server.crt")));
+                                      "--tls_cert_file=" +
+                                      P("server.crt")));
 
-  CommandResult not_a_key = StartTensord({"--tls_cert_file=" + P("server.crt"),
-                                          "--tls_key_file=" + P("server.crt")});
+  CommandResult not_a_key =
+      StartTensord({"--tls_cert_file=" + P("server.crt"), "--tls_key_file=" + P("server.crt")});
   EXPECT_EQ(not_a_key.exit_code, 1);
-  EXPECT_THAT(not_a_key.err, HasSubstr("--tls_key_file=" + P("server.crt") +
-                                       ": no unencrypted PEM private key"));
+  EXPECT_THAT(not_a_key.err,
+              HasSubstr("--tls_key_file=" + P("server.crt") + ": no unencrypted PEM private key"));
 
-  CommandResult expired = StartTensord({"--tls_cert_file=" + P("expired.crt"),
-                                        "--tls_key_file=" + P("expired.key")});
+  CommandResult expired =
+      StartTensord({"--tls_cert_file=" + P("expired.crt"), "--tls_key_file=" + P("expired.key")});
   EXPECT_EQ(expired.exit_code, 1);
-  EXPECT_THAT(expired.err, HasSubstr("--tls_cert_file=" + P("expired.crt") +
-                                     ": the certificate expired on "));
+  EXPECT_THAT(expired.err,
+              HasSubstr("--tls_cert_file=" + P("expired.crt") + ": the certificate expired on "));
 
-  CommandResult bad_ca = StartTensord({"--tls_cert_file=" + P("server.crt"),
-                                       "--tls_key_file=" + P("server.key"),
-                                       "--tls_client_ca_file=" + P("server.key")});
+  CommandResult bad_ca =
+      StartTensord({"--tls_cert_file=" + P("server.crt"), "--tls_key_file=" + P("server.key"),
+                    "--tls_client_ca_file=" + P("server.key")});
   EXPECT_EQ(bad_ca.exit_code, 1);
-  EXPECT_THAT(bad_ca.err, HasSubstr("--tls_client_ca_file=" + P("server.key") +
-                                    ": no PEM certificate"));
+  EXPECT_THAT(bad_ca.err,
+              HasSubstr("--tls_client_ca_file=" + P("server.key") + ": no PEM certificate"));
 
-  CommandResult no_tokens = StartTensord({"--tls_cert_file=" + P("server.crt"),
-                                          "--tls_key_file=" + P("server.key"),
-                                          "--auth_token_file=" + P("server.crt.none")});
+  CommandResult no_tokens =
+      StartTensord({"--tls_cert_file=" + P("server.crt"), "--tls_key_file=" + P("server.key"),
+                    "--auth_token_file=" + P("server.crt.none")});
   EXPECT_EQ(no_tokens.exit_code, 1);
-  EXPECT_THAT(no_tokens.err, HasSubstr("--auth_token_file=" + P("server.crt.none") +
-                                       ": cannot read the file"));
+  EXPECT_THAT(no_tokens.err,
+              HasSubstr("--auth_token_file=" + P("server.crt.none") + ": cannot read the file"));
 }
 
 TEST_F(SecurityTest, FlagCombinationsAreUsageErrors) {

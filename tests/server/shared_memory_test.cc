@@ -44,8 +44,8 @@ class SharedMemoryTest : public ::testing::Test {
   }
 
   SharedMemoryOptions Options(MemoryBudget* budget = nullptr) {
-    return SharedMemoryOptions{.directory = dir_, .idle_timeout = absl::ZeroDuration(),
-                               .budget = budget};
+    return SharedMemoryOptions{
+        .directory = dir_, .idle_timeout = absl::ZeroDuration(), .budget = budget};
   }
 
   std::string dir_;
@@ -62,8 +62,8 @@ TEST(SharedMemoryNamesTest, RegionNamesAndKeysAreChecked) {
   ASSERT_OK(CheckSharedMemoryKey("/psm_1a2b", "key"));
   ASSERT_OK(CheckSharedMemoryKey("psm_1a2b", "key"));
   for (const char* bad : {"", "/", "..", "/..", ".", "../etc/passwd", "a/b", "//a", "a\\nb"}) {
-    EXPECT_THAT(CheckSharedMemoryKey(bad, "key"),
-                StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("is not a shared memory key")))
+    EXPECT_THAT(CheckSharedMemoryKey(bad, "key"), StatusIs(absl::StatusCode::kInvalidArgument,
+                                                           HasSubstr("is not a shared memory key")))
         << bad;
   }
   EXPECT_THAT(CheckSharedMemoryKey(std::string(256, 'k'), "key"),
@@ -239,12 +239,15 @@ TEST_F(SharedMemoryTest, InputsResolveInsideTheRegionOnly) {
     const char* message;
   };
   for (const Bad& bad :
-       {Bad{56, 16, "inputs[\"input\"].shared_memory: offset 56 + 16 bytes passes the end of "
-                    "region \"r\" (64 bytes)"},
-        Bad{-4, 16, "inputs[\"input\"].shared_memory: offset -4 and byte_length 16 must not be "
-                    "negative (region \"r\")"},
-        Bad{2, 16, "inputs[\"input\"].shared_memory: offset 2 in region \"r\" is not a multiple "
-                   "of the element size 4"},
+       {Bad{56, 16,
+            "inputs[\"input\"].shared_memory: offset 56 + 16 bytes passes the end of "
+            "region \"r\" (64 bytes)"},
+        Bad{-4, 16,
+            "inputs[\"input\"].shared_memory: offset -4 and byte_length 16 must not be "
+            "negative (region \"r\")"},
+        Bad{2, 16,
+            "inputs[\"input\"].shared_memory: offset 2 in region \"r\" is not a multiple "
+            "of the element size 4"},
         Bad{8, int64_t{1} << 62 | (int64_t{1} << 61) | 1,
             "inputs[\"input\"].shared_memory: offset 8 + "}}) {
     v1::RunRequest request = SliceOf(bad.offset, bad.length);
@@ -277,8 +280,11 @@ TEST_F(SharedMemoryTest, OutputsAreBoundsCheckedPaddedAndDoNotOverlapInputs) {
   SharedMemoryRegistry registry(Options());
   ASSERT_OK(registry.Register("r", "obj", 0).status());
   v1::RunRequest request = SliceOf(0, 16);
-  Layout padded{.dtype = DType::kInt32, .sizes = {2, 2}, .strides = {4, 1},
-                .element_count = 4, .buffer_elements = 6};
+  Layout padded{.dtype = DType::kInt32,
+                .sizes = {2, 2},
+                .strides = {4, 1},
+                .element_count = 4,
+                .buffer_elements = 6};
   auto output_at = [&](int64_t offset, int64_t length) {
     v1::SharedMemoryRef* ref = request.mutable_outputs(0)->mutable_shared_memory();
     ref->set_region("r");

@@ -77,9 +77,10 @@ TEST(StagingBudgetTest, StagingThatDoesNotFitTheBudgetStopsStartup) {
       RunCommand({TensordPath(), "--address=127.0.0.1:0", "--metrics_address=", "--http_address=",
                   "--max_memory_bytes=1000000", "--opencl_staging_bytes=1048576"});
   EXPECT_EQ(result.exit_code, 2);
-  EXPECT_THAT(result.err, HasSubstr(absl::StrCat("tensord: --opencl_staging_bytes=1048576 for ",
-                                                 devices, " OpenCL device(s) does not fit "
-                                                          "--max_memory_bytes=1000000")));
+  EXPECT_THAT(result.err,
+              HasSubstr(absl::StrCat("tensord: --opencl_staging_bytes=1048576 for ", devices,
+                                     " OpenCL device(s) does not fit "
+                                     "--max_memory_bytes=1000000")));
   EXPECT_THAT(result.out, ::testing::Not(HasSubstr("listening")));
 }
 

@@ -9,8 +9,8 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "tests/server/set_ints.h"
 #include "tests/server/grpc_matchers.h"
+#include "tests/server/set_ints.h"
 #include "tests/server/tensord_client.h"
 #include "tests/support/tensord_process.h"
 
@@ -214,8 +214,7 @@ TEST_F(StreamingTest, RunChunkedAppendsChunksToTheNamedInputs) {
   request.set_id("scatter");
   request.mutable_scatter_elements()->set_axis(0);
   // Partial data in the request, the rest in chunks, interleaved by input.
-  (*request.mutable_inputs())["input"] =
-      MakeTensor(v1::INT32, {4}, Pack<int32_t>({1, 2}));
+  (*request.mutable_inputs())["input"] = MakeTensor(v1::INT32, {4}, Pack<int32_t>({1, 2}));
   (*request.mutable_inputs())["indices"] = MakeTensor(v1::INT64, {2}, "");
   (*request.mutable_inputs())["updates"] = MakeTensor(v1::INT32, {2}, "");
   std::vector<StreamedOutput> outputs;
@@ -239,21 +238,21 @@ TEST_F(StreamingTest, RunChunkedNeedsTheRequestFirst) {
   EXPECT_THAT(RunChunked(*stub_, {}, &outputs),
               GrpcStatusIs(grpc::StatusCode::INVALID_ARGUMENT,
                            "RunChunked: the stream ended before a request part"));
-  EXPECT_THAT(RunChunked(*stub_,
-                         {RequestPartOf(DocSliceRequest("one")),
-                          RequestPartOf(DocSliceRequest("two"))},
-                         &outputs),
-              GrpcStatusIs(grpc::StatusCode::INVALID_ARGUMENT,
-                           "RunChunked: part 2 is a second request; only the first part is one"));
+  EXPECT_THAT(
+      RunChunked(*stub_,
+                 {RequestPartOf(DocSliceRequest("one")), RequestPartOf(DocSliceRequest("two"))},
+                 &outputs),
+      GrpcStatusIs(grpc::StatusCode::INVALID_ARGUMENT,
+                   "RunChunked: part 2 is a second request; only the first part is one"));
 }
 
 TEST_F(StreamingTest, RunChunkedNamesAnUnknownInput) {
   std::vector<StreamedOutput> outputs;
-  EXPECT_THAT(RunChunked(*stub_,
-                         {RequestPartOf(DocSliceRequest("x")), ChunkPart("weights", "abcd")},
-                         &outputs),
-              GrpcStatusIs(grpc::StatusCode::INVALID_ARGUMENT,
-                           "chunk.input: \"weights\" is not an input of the request"));
+  EXPECT_THAT(
+      RunChunked(*stub_, {RequestPartOf(DocSliceRequest("x")), ChunkPart("weights", "abcd")},
+                 &outputs),
+      GrpcStatusIs(grpc::StatusCode::INVALID_ARGUMENT,
+                   "chunk.input: \"weights\" is not an input of the request"));
 }
 
 TEST_F(StreamingTest, RunChunkedReportsValidationOfTheWholeRequest) {
@@ -261,10 +260,10 @@ TEST_F(StreamingTest, RunChunkedReportsValidationOfTheWholeRequest) {
   (*request.mutable_inputs())["input"].mutable_data()->resize(32);
   std::vector<StreamedOutput> outputs;
   // 32 + 16 bytes: still 16 short of 16 floats.
-  EXPECT_THAT(RunChunked(*stub_, {RequestPartOf(request), ChunkPart("input", std::string(16, '\0'))},
-                         &outputs),
-              GrpcStatusIs(grpc::StatusCode::INVALID_ARGUMENT,
-                           HasSubstr("input.data has 48 bytes")));
+  EXPECT_THAT(
+      RunChunked(*stub_, {RequestPartOf(request), ChunkPart("input", std::string(16, '\0'))},
+                 &outputs),
+      GrpcStatusIs(grpc::StatusCode::INVALID_ARGUMENT, HasSubstr("input.data has 48 bytes")));
   EXPECT_THAT(outputs, IsEmpty());
 }
 
@@ -289,9 +288,9 @@ TEST(RequestLimitTest, OverMaxRequestBytesIsResourceExhausted) {
   // Inputs plus outputs over the limit, in one message.
   grpc::ClientContext context;
   v1::RunResponse response;
-  EXPECT_THAT(stub->Run(&context, BroadcastRowsRequest("outputs", 1024, 2048), &response),
-              GrpcStatusIs(grpc::StatusCode::RESOURCE_EXHAUSTED,
-                           HasSubstr("the limit is 1048576")));
+  EXPECT_THAT(
+      stub->Run(&context, BroadcastRowsRequest("outputs", 1024, 2048), &response),
+      GrpcStatusIs(grpc::StatusCode::RESOURCE_EXHAUSTED, HasSubstr("the limit is 1048576")));
 }
 
 // --- RunBidi ------------------------------------------------------------------
@@ -328,8 +327,7 @@ TEST_F(StreamingTest, RunBidiAnswersEveryIdOnceWithItsOwnStatus) {
   // A count, not the repeated field: GCC 12 at -O3 warns (-Wrestrict, a false
   // positive) inside gtest's printer of protobuf messages.
   EXPECT_EQ(answers["bad"].outputs_size(), 0);
-  EXPECT_EQ(answers["gpu"].status().code(),
-            static_cast<int>(grpc::StatusCode::INVALID_ARGUMENT));
+  EXPECT_EQ(answers["gpu"].status().code(), static_cast<int>(grpc::StatusCode::INVALID_ARGUMENT));
   EXPECT_THAT(answers["gpu"].status().message(), HasSubstr("device_index = 99 is outside"));
   EXPECT_EQ(answers["gpu"].outputs_size(), 0);
 

@@ -28,9 +28,8 @@ v1::Tensor MakeTensor(v1::DType dtype, std::vector<int64_t> sizes, std::string d
   return tensor;
 }
 
-v1::RunRequest SliceRequest(const std::string& id, v1::Tensor input,
-                            std::vector<int64_t> offsets, std::vector<int64_t> window_sizes,
-                            std::vector<int64_t> window_strides,
+v1::RunRequest SliceRequest(const std::string& id, v1::Tensor input, std::vector<int64_t> offsets,
+                            std::vector<int64_t> window_sizes, std::vector<int64_t> window_strides,
                             std::vector<int64_t> output_sizes) {
   v1::RunRequest request;
   request.set_id(id);
@@ -53,8 +52,8 @@ v1::RunRequest DocSliceRequest(const std::string& id) {
 v1::RunRequest BroadcastRowsRequest(const std::string& id, int64_t rows, int64_t cols) {
   std::string row(static_cast<size_t>(cols), '\0');
   for (int64_t c = 0; c < cols; ++c) row[c] = static_cast<char>(BroadcastRowValue(c));
-  return SliceRequest(id, MakeTensor(v1::UINT8, {rows, cols}, std::move(row), {0, 1}),
-                      {0, 0}, {rows, cols}, {1, 1}, {rows, cols});
+  return SliceRequest(id, MakeTensor(v1::UINT8, {rows, cols}, std::move(row), {0, 1}), {0, 0},
+                      {rows, cols}, {1, 1}, {rows, cols});
 }
 
 std::string WireString(int field, const std::string& value) {
@@ -89,8 +88,7 @@ std::vector<uint64_t> WireVarints(const std::string& message, int field) {
   if (!fields.ParseFromString(message)) return values;
   for (int i = 0; i < fields.field_count(); ++i) {
     const google::protobuf::UnknownField& value = fields.field(i);
-    if (value.number() == field &&
-        value.type() == google::protobuf::UnknownField::TYPE_VARINT) {
+    if (value.number() == field && value.type() == google::protobuf::UnknownField::TYPE_VARINT) {
       values.push_back(value.varint());
     }
   }
@@ -153,8 +151,8 @@ grpc::Status RawCall::Finish() {
   return status;
 }
 
-grpc::Status RawExchange(const std::shared_ptr<grpc::Channel>& channel,
-                         const std::string& method, const std::vector<std::string>& messages) {
+grpc::Status RawExchange(const std::shared_ptr<grpc::Channel>& channel, const std::string& method,
+                         const std::vector<std::string>& messages) {
   grpc::ClientContext context;
   RawCall call(channel, method, &context);
   for (const std::string& message : messages) {

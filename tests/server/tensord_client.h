@@ -46,9 +46,8 @@ v1::Tensor MakeTensor(v1::DType dtype, std::vector<int64_t> sizes, std::string d
                       std::vector<int64_t> strides = {});
 
 // A slice request for `input` with one output of `output_sizes`.
-v1::RunRequest SliceRequest(const std::string& id, v1::Tensor input,
-                            std::vector<int64_t> offsets, std::vector<int64_t> window_sizes,
-                            std::vector<int64_t> window_strides,
+v1::RunRequest SliceRequest(const std::string& id, v1::Tensor input, std::vector<int64_t> offsets,
+                            std::vector<int64_t> window_sizes, std::vector<int64_t> window_strides,
                             std::vector<int64_t> output_sizes);
 
 // OPERATORS.md's slice example: float32 [1,1,4,4] holding 1..16, offsets
@@ -92,8 +91,8 @@ class RawCall {
 
 // Sends each of `messages` on `method`, half-closes, reads everything and
 // returns the final status.
-grpc::Status RawExchange(const std::shared_ptr<grpc::Channel>& channel,
-                         const std::string& method, const std::vector<std::string>& messages);
+grpc::Status RawExchange(const std::shared_ptr<grpc::Channel>& channel, const std::string& method,
+                         const std::vector<std::string>& messages);
 
 // Waits until the server's log has a line containing every one of `needles`
 // and returns it, or returns "" when the server exits or after a generous wait

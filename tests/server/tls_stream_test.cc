@@ -32,9 +32,9 @@
 namespace tensorop::server {
 namespace {
 
+using ::tensorop::testing::TestPki;
 using ::testing::HasSubstr;
 using ::testing::StartsWith;
-using ::tensorop::testing::TestPki;
 using Clock = std::chrono::steady_clock;
 
 constexpr std::chrono::milliseconds kBudget{10000};  // a hang, not a slow machine
@@ -86,8 +86,7 @@ int Connect(int port) {
 class TlsClient {
  public:
   TlsClient(int port, const std::string& ca_file, const std::string& cert_file = "",
-            const std::string& key_file = "",
-            std::string alpn = std::string("\x08http/1.1", 9)) {
+            const std::string& key_file = "", std::string alpn = std::string("\x08http/1.1", 9)) {
     ctx_ = SSL_CTX_new(TLS_client_method());
     SSL_CTX_set_verify(ctx_, SSL_VERIFY_PEER, nullptr);
     EXPECT_EQ(SSL_CTX_load_verify_locations(ctx_, ca_file.c_str(), nullptr), 1);
@@ -116,8 +115,8 @@ class TlsClient {
   }
   bool WriteAll(const std::string& data) {
     size_t written = 0;
-    return data.empty() || (SSL_write_ex(ssl_, data.data(), data.size(), &written) == 1 &&
-                            written == data.size());
+    return data.empty() ||
+           (SSL_write_ex(ssl_, data.data(), data.size(), &written) == 1 && written == data.size());
   }
   // Up to `size` bytes, fewer when the connection ends first.
   std::string Read(size_t size) {
@@ -336,8 +335,7 @@ TEST_F(TlsStreamTest, StreamReadsThePrefixThenTheSession) {
   ASSERT_NE(session, nullptr);
   ASSERT_EQ(DriveHandshake(*session), TlsStep::kDone) << session->error();
   std::atomic<bool> stopping{false};
-  TlsDeadlineStream stream(session, "GET / HTTP/1.1\r\n\r\n", Clock::now() + kBudget,
-                           &stopping);
+  TlsDeadlineStream stream(session, "GET / HTTP/1.1\r\n\r\n", Clock::now() + kBudget, &stopping);
   std::string read;
   char buffer[64];
   while (read.size() < 22) {
@@ -417,7 +415,8 @@ TEST_F(TlsStreamTest, MutualTlsRefusesAClientWithoutACertificate) {
     // TLS 1.3: the client finishes first and learns of the refusal on read.
     return tls.Handshake() && tls.Read(1).size() == 1;
   });
-  std::unique_ptr<ServerSide> server = AcceptSession(listener, Context(Material("server", "clients")));
+  std::unique_ptr<ServerSide> server =
+      AcceptSession(listener, Context(Material("server", "clients")));
   TlsSession* session = server->session.get();
   ASSERT_NE(session, nullptr);
   EXPECT_EQ(DriveHandshake(*session), TlsStep::kError);
@@ -434,7 +433,8 @@ TEST_F(TlsStreamTest, MutualTlsRefusesAClientCertificateFromAnotherCa) {
                   pki_->Path("stranger.key"));
     return tls.Handshake() && tls.Read(1).size() == 1;
   });
-  std::unique_ptr<ServerSide> server = AcceptSession(listener, Context(Material("server", "clients")));
+  std::unique_ptr<ServerSide> server =
+      AcceptSession(listener, Context(Material("server", "clients")));
   TlsSession* session = server->session.get();
   ASSERT_NE(session, nullptr);
   EXPECT_EQ(DriveHandshake(*session), TlsStep::kError);
@@ -453,7 +453,8 @@ TEST_F(TlsStreamTest, MutualTlsNamesTheVerifiedClient) {
     tls.WriteAll("hi");
     return tls.Read(2);
   });
-  std::unique_ptr<ServerSide> server = AcceptSession(listener, Context(Material("server", "clients")));
+  std::unique_ptr<ServerSide> server =
+      AcceptSession(listener, Context(Material("server", "clients")));
   TlsSession* session = server->session.get();
   ASSERT_NE(session, nullptr);
   ASSERT_EQ(DriveHandshake(*session), TlsStep::kDone) << session->error();
@@ -541,9 +542,8 @@ TEST_F(TlsStreamTest, HttplibAnswersAnHttpsClientThroughTheRecipe) {
   std::atomic<bool> stopping{false};
   TlsDeadlineStream stream(session, std::move(request), Clock::now() + kBudget, &stopping);
   const std::string identity = session->PeerIdentity();
-  EXPECT_TRUE(http.Answer(stream, [&](httplib::Request& r) {
-    r.set_header("X-Test-Identity", identity);
-  }));
+  EXPECT_TRUE(
+      http.Answer(stream, [&](httplib::Request& r) { r.set_header("X-Test-Identity", identity); }));
   session->Shutdown();
   EXPECT_EQ(client.get(), "200 hello over TLS");
   EXPECT_EQ(identity_seen, "cert:CN=client-a,O=tensorop test");

@@ -62,9 +62,9 @@ TEST(WireBoundTest, GarbageIsInvalidArgumentNamingTheType) {
   EXPECT_THAT(std::string(bound.status().message()), HasSubstr("tensorop.v1.RunRequest"));
   // Truncated: a length past the end.
   const std::string wire = SmallRequest().SerializeAsString();
-  EXPECT_FALSE(ParsedBytesBound(Bytes(wire.substr(0, wire.size() - 10)),
-                                *v1::RunRequest::descriptor())
-                   .ok());
+  EXPECT_FALSE(
+      ParsedBytesBound(Bytes(wire.substr(0, wire.size() - 10)), *v1::RunRequest::descriptor())
+          .ok());
 }
 
 TEST(WireBoundTest, RunResponseBytesIsTheSerializedSize) {

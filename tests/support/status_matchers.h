@@ -29,19 +29,19 @@ MATCHER_P2(StatusIs, code, message_matcher,
 }
 
 // The value of an OK StatusOr, failing the test with the status otherwise.
-#define ASSERT_OK_AND_ASSIGN(lhs, expr)                                   \
+#define ASSERT_OK_AND_ASSIGN(lhs, expr) \
   ASSERT_OK_AND_ASSIGN_IMPL(TENSOROP_TEST_CONCAT(status_or_, __LINE__), lhs, expr)
 #define TENSOROP_TEST_CONCAT_INNER(a, b) a##b
 #define TENSOROP_TEST_CONCAT(a, b) TENSOROP_TEST_CONCAT_INNER(a, b)
-#define ASSERT_OK_AND_ASSIGN_IMPL(tmp, lhs, expr)       \
-  auto tmp = (expr);                                    \
-  ASSERT_TRUE(tmp.ok()) << tmp.status();                \
+#define ASSERT_OK_AND_ASSIGN_IMPL(tmp, lhs, expr) \
+  auto tmp = (expr);                              \
+  ASSERT_TRUE(tmp.ok()) << tmp.status();          \
   lhs = std::move(tmp).value()
 
-#define ASSERT_OK(expr)                      \
-  do {                                       \
-    const absl::Status status_ = (expr);     \
-    ASSERT_TRUE(status_.ok()) << status_;    \
+#define ASSERT_OK(expr)                   \
+  do {                                    \
+    const absl::Status status_ = (expr);  \
+    ASSERT_TRUE(status_.ok()) << status_; \
   } while (false)
 
 }  // namespace tensorop::testing

@@ -113,8 +113,7 @@ TensordProcess::TensordProcess(std::vector<std::string> extra_flags, int max_ope
   if (!target_.empty() && metrics) metrics_target_ = ReadAnnouncement(out, "tensord metrics on ");
   if (!target_.empty() && http) http_target_ = ReadAnnouncement(out, "tensord http on ");
   if (!target_.empty() && health) health_target_ = ReadAnnouncement(out, "tensord health on ");
-  if (target_.empty() || (metrics && metrics_target_.empty()) ||
-      (http && http_target_.empty()) ||
+  if (target_.empty() || (metrics && metrics_target_.empty()) || (http && http_target_.empty()) ||
       (health && health_target_.empty())) {
     fprintf(stderr, "tensord did not start; its log:\n%s\n", Log().c_str());
     std::abort();

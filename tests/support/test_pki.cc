@@ -43,9 +43,17 @@ void TestPki::MakeCa(const std::string& name, const std::string& common_name) {
 
 void TestPki::MakeCert(const std::string& name, const std::string& ca,
                        const std::string& common_name, const std::string& san, int days) {
-  std::vector<std::string> request = {"req", "-newkey", "ec", "-pkeyopt",
-                                      "ec_paramgen_curve:P-256", "-nodes", "-keyout",
-                                      Path(name + ".key"), "-out", Path(name + ".csr"), "-subj",
+  std::vector<std::string> request = {"req",
+                                      "-newkey",
+                                      "ec",
+                                      "-pkeyopt",
+                                      "ec_paramgen_curve:P-256",
+                                      "-nodes",
+                                      "-keyout",
+                                      Path(name + ".key"),
+                                      "-out",
+                                      Path(name + ".csr"),
+                                      "-subj",
                                       "/O=tensorop test/CN=" + common_name};
   if (!san.empty()) {
     request.push_back("-addext");

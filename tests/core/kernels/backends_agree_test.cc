@@ -22,8 +22,7 @@ class BackendsAgreeTest : public ::testing::TestWithParam<DType> {
     for (size_t j = 0; j < cpu.size(); ++j) {
       EXPECT_EQ(cpu[j].layout.strides, opencl[j].layout.strides);
       ASSERT_EQ(cpu[j].bytes.size(), opencl[j].bytes.size());
-      EXPECT_EQ(std::memcmp(cpu[j].bytes.data(), opencl[j].bytes.data(), cpu[j].bytes.size()),
-                0)
+      EXPECT_EQ(std::memcmp(cpu[j].bytes.data(), opencl[j].bytes.data(), cpu[j].bytes.size()), 0)
           << "output " << j;
     }
   }
@@ -69,8 +68,7 @@ TEST_P(BackendsAgreeTest, RandomRequestsOfEveryOperatorGiveTheSameBytes) {
     second.back() = sizes.back() - 1;
     ExpectSameBytes({SplitAttrs{rank - 1},
                      {{"input", input.view()}},
-                     {{first, MakeStrides(first, LayoutKind::kPadded, rng)},
-                      {second, {}}}});
+                     {{first, MakeStrides(first, LayoutKind::kPadded, rng)}, {second, {}}}});
 
     // ScatterElements with colliding indices along a random axis.
     const int64_t axis = static_cast<int64_t>(rng() % rank);
@@ -82,11 +80,10 @@ TEST_P(BackendsAgreeTest, RandomRequestsOfEveryOperatorGiveTheSameBytes) {
     for (int64_t& v : values) v = static_cast<int64_t>(rng() % 2);  // many collisions
     OwnedTensor indices = MakeIndexTensor(DType::kInt64, index_sizes, values, layout, rng);
     OwnedTensor updates = MakeTensor(dtype, index_sizes, layout, rng);
-    ExpectSameBytes({ScatterElementsAttrs{axis},
-                     {{"input", input.view()},
-                      {"indices", indices.view()},
-                      {"updates", updates.view()}},
-                     {{sizes, padded}}});
+    ExpectSameBytes(
+        {ScatterElementsAttrs{axis},
+         {{"input", input.view()}, {"indices", indices.view()}, {"updates", updates.view()}},
+         {{sizes, padded}}});
   }
 }
 
@@ -101,8 +98,7 @@ TEST(OpenClStopTest, StopBeforeALaunchReturnsItsStatus) {
   ASSERT_FALSE(devices.empty());
   std::mt19937_64 rng(3);
   OwnedTensor input = MakeTensor(DType::kUint8, {1 << 23}, LayoutKind::kPacked, rng);
-  OpRequest request{SliceAttrs{{0}, {1 << 23}, {-1}}, {{"input", input.view()}},
-                    {{{1 << 23}, {}}}};
+  OpRequest request{SliceAttrs{{0}, {1 << 23}, {-1}}, {{"input", input.view()}}, {{{1 << 23}, {}}}};
   ASSERT_OK_AND_ASSIGN(ExecutionPlan plan, PlanOperator(request, {}));
   std::vector<std::byte> output(plan.outputs[0].buffer_bytes());
   int checks = 0;
@@ -125,8 +121,7 @@ TEST(OpenClBufferPoolTest, BuffersAreReusedAcrossRequestsAndTheCacheIsBounded) {
   std::mt19937_64 rng(4);
   // 40000 bytes in, 40000 out: both round up to the 64 KiB size class.
   OwnedTensor input = MakeTensor(DType::kUint8, {40000}, LayoutKind::kPacked, rng);
-  OpRequest request{SliceAttrs{{0}, {40000}, {-1}}, {{"input", input.view()}},
-                    {{{40000}, {}}}};
+  OpRequest request{SliceAttrs{{0}, {40000}, {-1}}, {{"input", input.view()}}, {{{40000}, {}}}};
   ASSERT_OK_AND_ASSIGN(ExecutionPlan plan, PlanOperator(request, {}));
   std::vector<std::byte> output(40000);
   const std::span<const std::byte> inputs[] = {input.bytes};

@@ -25,8 +25,7 @@ class KernelMatrixTest : public ::testing::TestWithParam<MatrixParam> {
   }
   // Seeded by the parameters, so a failure reproduces.
   std::mt19937_64 Rng() const {
-    return std::mt19937_64(static_cast<uint64_t>(dtype()) * 131 +
-                           static_cast<uint64_t>(layout()));
+    return std::mt19937_64(static_cast<uint64_t>(dtype()) * 131 + static_cast<uint64_t>(layout()));
   }
   // Random output strides: packed, padded or permuted, never broadcast.
   std::vector<int64_t> OutputStrides(std::span<const int64_t> sizes, int trial,
@@ -49,8 +48,8 @@ inline std::string BackendParamName(const ::testing::TestParamInfo<Backend>& inf
   return BackendName(info.param);
 }
 
-#define INSTANTIATE_BACKENDS(suite)                                                 \
-  INSTANTIATE_TEST_SUITE_P(Backends, suite,                                         \
+#define INSTANTIATE_BACKENDS(suite)                                                \
+  INSTANTIATE_TEST_SUITE_P(Backends, suite,                                        \
                            ::testing::ValuesIn(::tensorop::testing::kAllBackends), \
                            ::tensorop::testing::BackendParamName)
 
@@ -59,12 +58,12 @@ inline std::string MatrixName(const ::testing::TestParamInfo<MatrixParam>& info)
          LayoutName(std::get<1>(info.param)) + "_" + BackendName(std::get<2>(info.param));
 }
 
-#define INSTANTIATE_KERNEL_MATRIX(suite)                                              \
-  INSTANTIATE_TEST_SUITE_P(                                                           \
-      DtypesLayouts, suite,                                                           \
-      ::testing::Combine(::testing::ValuesIn(::tensorop::kAllDTypes),                 \
-                         ::testing::ValuesIn(::tensorop::testing::kAllLayouts),       \
-                         ::testing::ValuesIn(::tensorop::testing::kAllBackends)),     \
+#define INSTANTIATE_KERNEL_MATRIX(suite)                                          \
+  INSTANTIATE_TEST_SUITE_P(                                                       \
+      DtypesLayouts, suite,                                                       \
+      ::testing::Combine(::testing::ValuesIn(::tensorop::kAllDTypes),             \
+                         ::testing::ValuesIn(::tensorop::testing::kAllLayouts),   \
+                         ::testing::ValuesIn(::tensorop::testing::kAllBackends)), \
       ::tensorop::testing::MatrixName)
 
 }  // namespace tensorop::testing

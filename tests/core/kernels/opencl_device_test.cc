@@ -2,8 +2,6 @@
 // smaller than the tensors, only the bytes a plan reads uploaded, several
 // Executes at once on one device, stops mid-transfer. Every result is compared
 // byte for byte with the oneTBB backend's.
-#include "kernels/opencl/device.h"
-
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
@@ -24,6 +22,7 @@
 #include "core/tensor.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "kernels/opencl/device.h"
 #include "kernels/tbb/execute.h"
 #include "tests/support/status_matchers.h"
 
@@ -144,11 +143,10 @@ TEST_F(OpenClDeviceTest, ScatterThroughSmallStagingIsByteExact) {
   const Owned input = Pattern(DType::kFloat64, {64, 300}, 2);
   const Owned indices = Indices({64, 200}, 300, 3);
   const Owned updates = Pattern(DType::kFloat64, {64, 200}, 4);
-  OpRequest request{ScatterElementsAttrs{1},
-                    {{"input", input.view()},
-                     {"indices", indices.view()},
-                     {"updates", updates.view()}},
-                    {}};
+  OpRequest request{
+      ScatterElementsAttrs{1},
+      {{"input", input.view()}, {"indices", indices.view()}, {"updates", updates.view()}},
+      {}};
   ExpectSameAsTbb(request, device_.get());
   EXPECT_LE(device_->staging_allocated_bytes(), 1000);
 }
@@ -157,18 +155,16 @@ TEST_F(OpenClDeviceTest, OnlyTheRowsASliceReadsAreUploaded) {
   Open(int64_t{1} << 20);
   // Rows 10 and 11 of a [1000, 256] float32 input (1 MB): 2 KiB uploaded.
   const Owned input = Pattern(DType::kFloat32, {1000, 256}, 5);
-  OpRequest request{SliceAttrs{{10, 0}, {2, 256}, {1, 1}},
-                    {{"input", input.view()}},
-                    {OutputDesc{{2, 256}, {}}}};
+  OpRequest request{
+      SliceAttrs{{10, 0}, {2, 256}, {1, 1}}, {{"input", input.view()}}, {OutputDesc{{2, 256}, {}}}};
   const int64_t before = device_->uploaded_bytes();
   ExpectSameAsTbb(request, device_.get());
   EXPECT_EQ(device_->uploaded_bytes() - before, 2 * 256 * 4);
 
   // A window from an unaligned byte: the upload starts at the multiple of 256
   // below it and the kernel's offset is rebased; still byte-exact.
-  OpRequest odd{SliceAttrs{{500, 3}, {7, 5}, {-1, 1}},
-                {{"input", input.view()}},
-                {OutputDesc{{7, 5}, {}}}};
+  OpRequest odd{
+      SliceAttrs{{500, 3}, {7, 5}, {-1, 1}}, {{"input", input.view()}}, {OutputDesc{{7, 5}, {}}}};
   const int64_t start = (500 * 256 + 3) * 4;
   const int64_t end = (506 * 256 + 8) * 4;
   const int64_t middle = device_->uploaded_bytes();

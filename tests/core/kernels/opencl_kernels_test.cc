@@ -19,8 +19,7 @@ namespace {
 
 // One of each element size.
 constexpr DType kWidths[] = {DType::kUint8, DType::kFloat16, DType::kFloat32, DType::kInt64};
-constexpr DType kIndexTypes[] = {DType::kInt32, DType::kInt64, DType::kUint32,
-                                 DType::kUint64};
+constexpr DType kIndexTypes[] = {DType::kInt32, DType::kInt64, DType::kUint32, DType::kUint64};
 
 opencl_backend::Device& TestDevice() {
   static std::vector<std::unique_ptr<opencl_backend::Device>>* devices =
@@ -30,8 +29,8 @@ opencl_backend::Device& TestDevice() {
   return *devices->front();
 }
 
-absl::StatusOr<std::vector<std::vector<std::byte>>> RunOnDevice(
-    opencl_backend::Device& device, const OpRequest& request) {
+absl::StatusOr<std::vector<std::vector<std::byte>>> RunOnDevice(opencl_backend::Device& device,
+                                                                const OpRequest& request) {
   absl::StatusOr<ExecutionPlan> plan = PlanOperator(request, {});
   if (!plan.ok()) return plan.status();
   std::vector<std::span<const std::byte>> inputs;
@@ -54,8 +53,7 @@ absl::StatusOr<std::vector<std::vector<std::byte>>> RunOnDevice(
 class OpenClKernelsTest : public ::testing::TestWithParam<bool> {
  protected:
   void SetUp() override {
-    TestDevice().set_index32_limit(GetParam() ? 0
-                                              : opencl_backend::Device::kDefaultIndex32Limit);
+    TestDevice().set_index32_limit(GetParam() ? 0 : opencl_backend::Device::kDefaultIndex32Limit);
   }
   void TearDown() override {
     TestDevice().set_index32_limit(opencl_backend::Device::kDefaultIndex32Limit);
@@ -108,8 +106,7 @@ TEST_P(OpenClKernelsTest, LargeSlicesOfEveryKindAndWidth) {
       // Short runs: the kernel, on words as wide as the offsets allow.
       {"short runs", {150, 301}, {}, {{0, 1}, {150, 7}, {1, 1}}, false},
       {"aligned short runs", {150, 304}, {}, {{0, 16}, {150, 16}, {1, 1}}, false},
-      {"four dimensions", {6, 7, 8, 300}, {}, {{1, 1, 1, 2}, {5, 6, 7, 296}, {1, 1, 1, 1}},
-       false},
+      {"four dimensions", {6, 7, 8, 300}, {}, {{1, 1, 1, 2}, {5, 6, 7, 296}, {1, 1, 1, 1}}, false},
       // Broadcast rows (source stride 0): 16-byte words when the row allows.
       {"broadcast", {150, 301}, {0, 1}, {{0, 0}, {150, 301}, {1, 1}}, false},
       {"broadcast 16", {150, 304}, {0, 1}, {{0, 0}, {150, 304}, {1, 1}}, true},
@@ -170,8 +167,8 @@ enum class Collisions { kNone, kHalf, kEvery };
 // indices[r][c] along axis 0 of a [rows, columns] output: a permutation of the
 // rows (no update collides), rows paired below the middle (half of them
 // collide), or every update of a column on one row.
-std::vector<int64_t> RowIndices(int64_t rows, int64_t columns, Collisions collisions,
-                                bool negative, std::mt19937_64& rng) {
+std::vector<int64_t> RowIndices(int64_t rows, int64_t columns, Collisions collisions, bool negative,
+                                std::mt19937_64& rng) {
   std::vector<int64_t> permutation(rows);
   std::iota(permutation.begin(), permutation.end(), 0);
   std::shuffle(permutation.begin(), permutation.end(), rng);
@@ -192,22 +189,20 @@ TEST_P(OpenClKernelsTest, LargeScattersWithNoneHalfOrEveryUpdateColliding) {
     for (DType index_type : kIndexTypes) {
       const bool is_signed = index_type == DType::kInt32 || index_type == DType::kInt64;
       for (Collisions collisions : {Collisions::kNone, Collisions::kHalf, Collisions::kEvery}) {
-        SCOPED_TRACE(::testing::Message() << DTypeName(dtype) << " indices "
-                                          << DTypeName(index_type) << " collisions "
-                                          << static_cast<int>(collisions));
+        SCOPED_TRACE(::testing::Message()
+                     << DTypeName(dtype) << " indices " << DTypeName(index_type) << " collisions "
+                     << static_cast<int>(collisions));
         OwnedTensor input = MakeTensor(dtype, {rows, columns}, LayoutKind::kPacked, rng);
         std::vector<int64_t> values = RowIndices(rows, columns, collisions, is_signed, rng);
         // Axis 0, the updates and indices in other layouts, a padded output.
         OwnedTensor indices =
             MakeIndexTensor(index_type, {rows, columns}, values, LayoutKind::kPermuted, rng);
         OwnedTensor updates = MakeTensor(dtype, {rows, columns}, LayoutKind::kPadded, rng);
-        ExpectSameBytes({ScatterElementsAttrs{0},
-                         {{"input", input.view()},
-                          {"indices", indices.view()},
-                          {"updates", updates.view()}},
-                         {{{rows, columns},
-                           MakeStrides(std::vector<int64_t>{rows, columns},
-                                       LayoutKind::kPadded, rng)}}});
+        ExpectSameBytes(
+            {ScatterElementsAttrs{0},
+             {{"input", input.view()}, {"indices", indices.view()}, {"updates", updates.view()}},
+             {{{rows, columns},
+               MakeStrides(std::vector<int64_t>{rows, columns}, LayoutKind::kPadded, rng)}}});
         // Axis 1, the innermost: the same values transposed, fewer indices
         // than the axis holds.
         const int64_t kept = columns - 50;
@@ -243,22 +238,20 @@ TEST_P(OpenClKernelsTest, ScatterAlongASizeOneAxisAndIntoThreeDimensions) {
     OwnedTensor indices =
         MakeIndexTensor(DType::kInt64, {120, 1, 170}, zeros, LayoutKind::kPacked, rng);
     OwnedTensor updates = MakeTensor(dtype, {120, 1, 170}, LayoutKind::kPermuted, rng);
-    ExpectSameBytes({ScatterElementsAttrs{1},
-                     {{"input", input.view()},
-                      {"indices", indices.view()},
-                      {"updates", updates.view()}},
-                     {}});
+    ExpectSameBytes(
+        {ScatterElementsAttrs{1},
+         {{"input", input.view()}, {"indices", indices.view()}, {"updates", updates.view()}},
+         {}});
     // The middle axis with heavy collisions, in a broadcast-free permuted layout.
     std::vector<int64_t> values(120 * 3 * 170);
     for (int64_t& v : values) v = static_cast<int64_t>(rng() % 2);
     OwnedTensor middle =
         MakeIndexTensor(DType::kUint32, {120, 3, 170}, values, LayoutKind::kPermuted, rng);
     OwnedTensor middle_updates = MakeTensor(dtype, {120, 3, 170}, LayoutKind::kPadded, rng);
-    ExpectSameBytes({ScatterElementsAttrs{1},
-                     {{"input", input.view()},
-                      {"indices", middle.view()},
-                      {"updates", middle_updates.view()}},
-                     {}});
+    ExpectSameBytes(
+        {ScatterElementsAttrs{1},
+         {{"input", input.view()}, {"indices", middle.view()}, {"updates", middle_updates.view()}},
+         {}});
   }
 }
 
@@ -269,8 +262,8 @@ TEST_P(OpenClKernelsTest, ConcurrentRequestsShareTheCachedKernels) {
   std::vector<OwnedTensor> inputs;
   std::vector<OpRequest> requests;
   std::vector<std::vector<OwnedOutput>> expected;
-  for (int t = 0; t < 4; ++t) inputs.push_back(MakeTensor(DType::kFloat32, {90 + t, 301},
-                                                          LayoutKind::kPacked, rng));
+  for (int t = 0; t < 4; ++t)
+    inputs.push_back(MakeTensor(DType::kFloat32, {90 + t, 301}, LayoutKind::kPacked, rng));
   for (int t = 0; t < 4; ++t) {
     const int64_t step = t % 2 ? -1 : 2;
     requests.push_back({SliceAttrs{{t, 1}, {80, 290 - t}, {1, step}},

@@ -32,10 +32,14 @@ void StoreBits(std::byte* at, uint64_t bits, int width) {
 
 std::string LayoutName(LayoutKind kind) {
   switch (kind) {
-    case LayoutKind::kPacked: return "packed";
-    case LayoutKind::kPadded: return "padded";
-    case LayoutKind::kBroadcast: return "broadcast";
-    case LayoutKind::kPermuted: return "permuted";
+    case LayoutKind::kPacked:
+      return "packed";
+    case LayoutKind::kPadded:
+      return "padded";
+    case LayoutKind::kBroadcast:
+      return "broadcast";
+    case LayoutKind::kPermuted:
+      return "permuted";
   }
   return "?";
 }
@@ -87,9 +91,8 @@ OwnedTensor MakeTensor(DType dtype, std::vector<int64_t> sizes, LayoutKind kind,
   OwnedTensor tensor;
   tensor.desc.dtype = dtype;
   tensor.desc.strides = MakeStrides(sizes, kind, rng);
-  const int64_t elements = tensor.desc.strides.empty()
-                               ? Product(sizes)
-                               : BufferElements(sizes, tensor.desc.strides);
+  const int64_t elements =
+      tensor.desc.strides.empty() ? Product(sizes) : BufferElements(sizes, tensor.desc.strides);
   tensor.desc.sizes = std::move(sizes);
   tensor.bytes.resize(elements * ElementSize(dtype));
   for (std::byte& b : tensor.bytes) b = static_cast<std::byte>(rng());
@@ -107,8 +110,7 @@ OwnedTensor MakeIndexTensor(DType dtype, std::vector<int64_t> sizes,
   ForEachCoord(sizes, [&](std::span<const int64_t> coords) {
     int64_t offset = 0;
     for (size_t d = 0; d < coords.size(); ++d) offset += coords[d] * strides[d];
-    StoreBits(tensor.bytes.data() + offset * width, static_cast<uint64_t>(values[n++]),
-              width);
+    StoreBits(tensor.bytes.data() + offset * width, static_cast<uint64_t>(values[n++]), width);
   });
   return tensor;
 }
@@ -125,9 +127,7 @@ uint64_t ElementBits(const TensorDesc& desc, std::span<const std::byte> bytes,
   return bits;
 }
 
-std::string BackendName(Backend backend) {
-  return backend == Backend::kTbb ? "tbb" : "opencl";
-}
+std::string BackendName(Backend backend) { return backend == Backend::kTbb ? "tbb" : "opencl"; }
 
 namespace {
 
@@ -137,8 +137,8 @@ absl::StatusOr<opencl_backend::Device*> FirstOpenClDevice() {
       new std::vector<std::unique_ptr<opencl_backend::Device>>(
           opencl_backend::OpenAllDevices(skipped));
   if (devices->empty()) {
-    return absl::UnavailableError(absl::StrCat(
-        "no OpenCL device (is pocl-opencl-icd installed?) ", absl::StrJoin(*skipped, "; ")));
+    return absl::UnavailableError(absl::StrCat("no OpenCL device (is pocl-opencl-icd installed?) ",
+                                               absl::StrJoin(*skipped, "; ")));
   }
   return devices->front().get();
 }
@@ -182,8 +182,8 @@ Expected ReferenceSlice(const SliceAttrs& attrs, const OwnedTensor& input,
   std::vector<int64_t> source(output_sizes.size());
   ForEachCoord(output_sizes, [&](std::span<const int64_t> c) {
     for (size_t i = 0; i < c.size(); ++i) {
-      const int64_t start = attrs.offsets[i] +
-                            (attrs.window_strides[i] < 0 ? attrs.window_sizes[i] - 1 : 0);
+      const int64_t start =
+          attrs.offsets[i] + (attrs.window_strides[i] < 0 ? attrs.window_sizes[i] - 1 : 0);
       source[i] = start + attrs.window_strides[i] * c[i];
     }
     expected.values.push_back(ElementBits(input.desc, input.bytes, source));
@@ -241,8 +241,7 @@ std::optional<Expected> ReferenceStridedSlice(const StridedSliceAttrs& attrs,
           e = bit(attrs.end_mask, i) ? n : std::clamp<int64_t>(e < 0 ? e + n : e, 0, n);
           for (int64_t x = b; x < e; x += s) dim.indices.push_back(x);
         } else {
-          b = bit(attrs.begin_mask, i) ? n - 1
-                                       : std::clamp<int64_t>(b < 0 ? b + n : b, 0, n - 1);
+          b = bit(attrs.begin_mask, i) ? n - 1 : std::clamp<int64_t>(b < 0 ? b + n : b, 0, n - 1);
           e = bit(attrs.end_mask, i) ? -1 : std::clamp<int64_t>(e < 0 ? e + n : e, -1, n);
           for (int64_t x = b; x > e; x += s) dim.indices.push_back(x);
         }
@@ -297,14 +296,14 @@ Expected ReferenceScatterElements(int64_t axis, const OwnedTensor& input,
     expected.values.push_back(ElementBits(input.desc, input.bytes, c));
   });
   const std::vector<int64_t> packed = PackedStrides(input.desc.sizes);
-  const bool is_signed =
-      indices.desc.dtype == DType::kInt32 || indices.desc.dtype == DType::kInt64;
+  const bool is_signed = indices.desc.dtype == DType::kInt32 || indices.desc.dtype == DType::kInt64;
   const int index_width = ElementSize(indices.desc.dtype);
   ForEachCoord(indices.desc.sizes, [&](std::span<const int64_t> c) {
     uint64_t bits = ElementBits(indices.desc, indices.bytes, c);
     int64_t k;
     if (index_width == 4) {
-      k = is_signed ? static_cast<int32_t>(bits) : static_cast<int64_t>(static_cast<uint32_t>(bits));
+      k = is_signed ? static_cast<int32_t>(bits)
+                    : static_cast<int64_t>(static_cast<uint32_t>(bits));
     } else {
       k = static_cast<int64_t>(bits);
     }
@@ -318,8 +317,7 @@ Expected ReferenceScatterElements(int64_t axis, const OwnedTensor& input,
   return expected;
 }
 
-::testing::AssertionResult OutputMatches(const OwnedOutput& output,
-                                         const Expected& expected) {
+::testing::AssertionResult OutputMatches(const OwnedOutput& output, const Expected& expected) {
   const Layout& layout = output.layout;
   if (layout.sizes != expected.sizes) {
     return ::testing::AssertionFailure() << "sizes differ";
@@ -338,16 +336,15 @@ Expected ReferenceScatterElements(int64_t axis, const OwnedTensor& input,
     std::memcpy(&bits, output.bytes.data() + offset * width, width);
     for (int b = 0; b < width; ++b) addressed[offset * width + b] = true;
     if (result && bits != expected.values[n]) {
-      result = ::testing::AssertionFailure()
-               << "element " << n << " has bits " << std::hex << bits << ", expected "
-               << expected.values[n];
+      result = ::testing::AssertionFailure() << "element " << n << " has bits " << std::hex << bits
+                                             << ", expected " << expected.values[n];
     }
     ++n;
   });
   if (!result) return result;
   if (n != expected.values.size()) {
-    return ::testing::AssertionFailure() << "output has " << n << " elements, expected "
-                                         << expected.values.size();
+    return ::testing::AssertionFailure()
+           << "output has " << n << " elements, expected " << expected.values.size();
   }
   for (size_t i = 0; i < output.bytes.size(); ++i) {
     if (!addressed[i] && output.bytes[i] != std::byte{0}) {

@@ -27,8 +27,7 @@ enum class LayoutKind {
   kPermuted,   // packed strides in another dimension order
 };
 inline constexpr LayoutKind kAllLayouts[] = {LayoutKind::kPacked, LayoutKind::kPadded,
-                                             LayoutKind::kBroadcast,
-                                             LayoutKind::kPermuted};
+                                             LayoutKind::kBroadcast, LayoutKind::kPermuted};
 std::string LayoutName(LayoutKind kind);
 
 // A tensor the test owns. Every byte of the buffer is random, so NaN payloads,
@@ -46,8 +45,7 @@ OwnedTensor MakeTensor(DType dtype, std::vector<int64_t> sizes, LayoutKind kind,
                        std::mt19937_64& rng);
 // A tensor with the given element values (packed), for indices.
 OwnedTensor MakeIndexTensor(DType dtype, std::vector<int64_t> sizes,
-                            std::span<const int64_t> values, LayoutKind kind,
-                            std::mt19937_64& rng);
+                            std::span<const int64_t> values, LayoutKind kind, std::mt19937_64& rng);
 
 // The bits of one element, read through the strides (packed when none).
 uint64_t ElementBits(const TensorDesc& desc, std::span<const std::byte> bytes,
@@ -110,8 +108,7 @@ Expected ReferenceScatterElements(int64_t axis, const OwnedTensor& input,
 
 // The output has the expected sizes, its layout's strides, and every logical
 // element's bits equal the expected ones; padding bytes stay zero.
-::testing::AssertionResult OutputMatches(const OwnedOutput& output,
-                                         const Expected& expected);
+::testing::AssertionResult OutputMatches(const OwnedOutput& output, const Expected& expected);
 
 }  // namespace tensorop::testing
 

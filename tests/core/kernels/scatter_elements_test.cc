@@ -11,8 +11,7 @@
 namespace tensorop::testing {
 namespace {
 
-constexpr DType kIndexTypes[] = {DType::kInt32, DType::kInt64, DType::kUint32,
-                                 DType::kUint64};
+constexpr DType kIndexTypes[] = {DType::kInt32, DType::kInt64, DType::kUint32, DType::kUint64};
 
 struct ScatterCase {
   OwnedTensor input, indices, updates;
@@ -35,8 +34,7 @@ ScatterCase MakeRandomScatter(DType dtype, DType index_type, LayoutKind layout,
     if (is_signed && rng() % 2) k -= sizes[axis];  // the negative spelling
     values.push_back(k);
   }
-  ScatterCase c{MakeTensor(dtype, std::vector<int64_t>(sizes.begin(), sizes.end()), layout,
-                           rng),
+  ScatterCase c{MakeTensor(dtype, std::vector<int64_t>(sizes.begin(), sizes.end()), layout, rng),
                 MakeIndexTensor(index_type, index_sizes, values, layout, rng),
                 MakeTensor(dtype, index_sizes, layout, rng), axis};
   return c;
@@ -48,21 +46,19 @@ TEST_P(ScatterElementsKernelTest, MatchesReferenceForEveryIndexTypeAndRank) {
   std::mt19937_64 rng = Rng();
   for (int rank = 1; rank <= 8; ++rank) {
     for (DType index_type : kIndexTypes) {
-      SCOPED_TRACE(::testing::Message() << "rank " << rank << " indices "
-                                        << DTypeName(index_type));
+      SCOPED_TRACE(::testing::Message() << "rank " << rank << " indices " << DTypeName(index_type));
       std::vector<int64_t> sizes;
       for (int d = 0; d < rank; ++d) sizes.push_back(1 + rng() % (rank > 5 ? 3 : 5));
       ScatterCase c = MakeRandomScatter(dtype(), index_type, layout(), sizes, rng);
-      OpRequest request{ScatterElementsAttrs{c.axis},
-                        {{"input", c.input.view()},
-                         {"indices", c.indices.view()},
-                         {"updates", c.updates.view()}},
-                        {}};
+      OpRequest request{
+          ScatterElementsAttrs{c.axis},
+          {{"input", c.input.view()}, {"indices", c.indices.view()}, {"updates", c.updates.view()}},
+          {}};
       if (rank % 2) request.outputs = {{sizes, OutputStrides(sizes, rank, rng)}};
       ASSERT_OK_AND_ASSIGN(std::vector<OwnedOutput> outputs, Run(request));
       ASSERT_EQ(outputs.size(), 1u);
-      EXPECT_TRUE(OutputMatches(
-          outputs[0], ReferenceScatterElements(c.axis, c.input, c.indices, c.updates)));
+      EXPECT_TRUE(OutputMatches(outputs[0],
+                                ReferenceScatterElements(c.axis, c.input, c.indices, c.updates)));
     }
   }
 }
@@ -79,12 +75,11 @@ TEST_P(ScatterElementsKernelOrderTest, LastUpdateInRowMajorOrderWins) {
   OwnedTensor indices =
       MakeIndexTensor(DType::kInt64, {4, 2}, index_values, LayoutKind::kPacked, rng);
   OwnedTensor updates = MakeTensor(DType::kFloat32, {4, 2}, LayoutKind::kPacked, rng);
-  ASSERT_OK_AND_ASSIGN(std::vector<OwnedOutput> outputs,
-                       Run({ScatterElementsAttrs{0},
-                                 {{"input", input.view()},
-                                  {"indices", indices.view()},
-                                  {"updates", updates.view()}},
-                                 {}}));
+  ASSERT_OK_AND_ASSIGN(
+      std::vector<OwnedOutput> outputs,
+      Run({ScatterElementsAttrs{0},
+           {{"input", input.view()}, {"indices", indices.view()}, {"updates", updates.view()}},
+           {}}));
   const int64_t last_row_0[] = {3, 0}, last_row_1[] = {3, 1};
   const int64_t out_0[] = {0, 0}, out_1[] = {0, 1};
   EXPECT_EQ(ElementBits({DType::kFloat32, {3, 2}, {}}, outputs[0].bytes, out_0),
@@ -102,11 +97,10 @@ TEST_P(ScatterElementsKernelOrderTest, ParallelRunWithCollisionsIsDeterministic)
   OwnedTensor indices =
       MakeIndexTensor(DType::kUint32, {4096, 64}, values, LayoutKind::kPermuted, rng);
   OwnedTensor updates = MakeTensor(DType::kUint64, {4096, 64}, LayoutKind::kPadded, rng);
-  OpRequest request{ScatterElementsAttrs{0},
-                    {{"input", input.view()},
-                     {"indices", indices.view()},
-                     {"updates", updates.view()}},
-                    {}};
+  OpRequest request{
+      ScatterElementsAttrs{0},
+      {{"input", input.view()}, {"indices", indices.view()}, {"updates", updates.view()}},
+      {}};
   Expected expected = ReferenceScatterElements(0, input, indices, updates);
   for (int run = 0; run < 3; ++run) {
     ASSERT_OK_AND_ASSIGN(std::vector<OwnedOutput> outputs, Run(request));

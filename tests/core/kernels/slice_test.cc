@@ -50,8 +50,8 @@ TEST_P(SliceKernelTest, MatchesReferenceAtEveryRank) {
                         {{slice.output_sizes, OutputStrides(slice.output_sizes, trial, rng)}}};
       ASSERT_OK_AND_ASSIGN(std::vector<OwnedOutput> outputs, Run(request));
       ASSERT_EQ(outputs.size(), 1u);
-      EXPECT_TRUE(OutputMatches(outputs[0], ReferenceSlice(slice.attrs, input,
-                                                           slice.output_sizes)));
+      EXPECT_TRUE(
+          OutputMatches(outputs[0], ReferenceSlice(slice.attrs, input, slice.output_sizes)));
     }
   }
 }

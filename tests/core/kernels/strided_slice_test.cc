@@ -17,8 +17,7 @@ int64_t Between(std::mt19937_64& rng, int64_t low, int64_t high) {
 
 // A valid random step list: at most one ellipsis, no step with two special
 // bits, never more consuming steps than the rank.
-StridedSliceAttrs MakeRandomStridedSlice(std::span<const int64_t> sizes,
-                                         std::mt19937_64& rng) {
+StridedSliceAttrs MakeRandomStridedSlice(std::span<const int64_t> sizes, std::mt19937_64& rng) {
   StridedSliceAttrs attrs;
   const int64_t rank = static_cast<int64_t>(sizes.size());
   const int64_t consuming = Between(rng, 0, rank);

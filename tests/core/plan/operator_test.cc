@@ -107,11 +107,11 @@ TEST_F(OperatorPlanTest, ScatterElementsBytesMovedIsTheOutputBuffer) {
 }
 
 TEST_F(OperatorPlanTest, SliceUnknownInputNameIsRejected) {
-  OpRequest request{SliceAttrs{{0}, {1}, {1}}, {{"x", Tensor(DType::kFloat32, {4})}},
-                    {OutputDesc{{1}, {}}}};
-  EXPECT_THAT(PlanOperator(request, Limits{}),
-              StatusIs(absl::StatusCode::kInvalidArgument,
-                       Eq("inputs has \"x\"; slice takes \"input\"")));
+  OpRequest request{
+      SliceAttrs{{0}, {1}, {1}}, {{"x", Tensor(DType::kFloat32, {4})}}, {OutputDesc{{1}, {}}}};
+  EXPECT_THAT(
+      PlanOperator(request, Limits{}),
+      StatusIs(absl::StatusCode::kInvalidArgument, Eq("inputs has \"x\"; slice takes \"input\"")));
 }
 
 TEST_F(OperatorPlanTest, SplitMissingInputIsRejected) {
@@ -122,13 +122,12 @@ TEST_F(OperatorPlanTest, SplitMissingInputIsRejected) {
 }
 
 TEST_F(OperatorPlanTest, StridedSliceDuplicateInputIsRejected) {
-  OpRequest request{StridedSliceAttrs{},
-                    {{"input", Tensor(DType::kFloat32, {4})},
-                     {"input", Tensor(DType::kFloat32, {4})}},
-                    {}};
-  EXPECT_THAT(PlanOperator(request, Limits{}),
-              StatusIs(absl::StatusCode::kInvalidArgument,
-                       Eq("inputs has \"input\" more than once")));
+  OpRequest request{
+      StridedSliceAttrs{},
+      {{"input", Tensor(DType::kFloat32, {4})}, {"input", Tensor(DType::kFloat32, {4})}},
+      {}};
+  EXPECT_THAT(PlanOperator(request, Limits{}), StatusIs(absl::StatusCode::kInvalidArgument,
+                                                        Eq("inputs has \"input\" more than once")));
 }
 
 }  // namespace

@@ -49,10 +49,10 @@ class ScatterElementsPlanTest : public ::testing::Test {
         updates_(Zeros(DType::kFloat32, {2, 4})) {}
 
   void Plan(int64_t axis, std::vector<OutputDesc> outputs = {}) {
-    ASSERT_OK_AND_ASSIGN(ScatterElementsGeometry geometry,
-                         ValidateScatterElements(ScatterElementsAttrs{axis}, input_.view(),
-                                                 indices_.view(), updates_.view(), outputs,
-                                                 Limits{}));
+    ASSERT_OK_AND_ASSIGN(
+        ScatterElementsGeometry geometry,
+        ValidateScatterElements(ScatterElementsAttrs{axis}, input_.view(), indices_.view(),
+                                updates_.view(), outputs, Limits{}));
     plan_ = PlanScatterElements(geometry);
     ASSERT_EQ(plan_.copies.size(), 1u);
     ASSERT_EQ(plan_.scatters.size(), 1u);

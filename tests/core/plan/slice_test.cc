@@ -41,8 +41,7 @@ class SlicePlanTest : public ::testing::Test {
             std::vector<int64_t> output_strides = {}) {
     const std::vector<OutputDesc> outputs = {
         OutputDesc{std::move(output_sizes), std::move(output_strides)}};
-    ASSERT_OK_AND_ASSIGN(SliceGeometry geometry,
-                         ValidateSlice(attrs, input_, outputs, Limits{}));
+    ASSERT_OK_AND_ASSIGN(SliceGeometry geometry, ValidateSlice(attrs, input_, outputs, Limits{}));
     plan_ = PlanSlice(geometry);
     ASSERT_EQ(plan_.copies.size(), 1u);
     copy_ = plan_.copies[0];

@@ -25,8 +25,7 @@ class SplitPlanTest : public ::testing::Test {
  protected:
   // A packed float32 [4, 6] input.
   SplitPlanTest()
-      : data_(4 * 6 * 4, std::byte{0}),
-        input_{TensorDesc{DType::kFloat32, {4, 6}, {}}, data_} {}
+      : data_(4 * 6 * 4, std::byte{0}), input_{TensorDesc{DType::kFloat32, {4, 6}, {}}, data_} {}
 
   void Plan(int64_t axis, std::vector<OutputDesc> outputs) {
     ASSERT_OK_AND_ASSIGN(SplitGeometry geometry,

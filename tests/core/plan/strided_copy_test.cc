@@ -19,8 +19,7 @@ using ::testing::ElementsAre;
 using ::testing::IsEmpty;
 
 // An output layout as validation would build it: packed when `strides` is empty.
-Layout OutputLayout(DType dtype, std::vector<int64_t> sizes,
-                    std::vector<int64_t> strides = {}) {
+Layout OutputLayout(DType dtype, std::vector<int64_t> sizes, std::vector<int64_t> strides = {}) {
   Layout layout;
   layout.dtype = dtype;
   layout.strides = strides.empty() ? PackedStrides(sizes) : std::move(strides);
@@ -52,8 +51,7 @@ TEST(StridedCopyPlanTest, PackedCopyMergesIntoOneDimension) {
 }
 
 TEST(StridedCopyPlanTest, SlotsArePassedThrough) {
-  const StridedCopy copy =
-      PlanStridedCopy(OutputLayout(DType::kUint8, {4}), Window(0, {1}), 2, 3);
+  const StridedCopy copy = PlanStridedCopy(OutputLayout(DType::kUint8, {4}), Window(0, {1}), 2, 3);
   EXPECT_EQ(copy.input_slot, 2);
   EXPECT_EQ(copy.output_slot, 3);
 }
@@ -78,8 +76,8 @@ TEST(StridedCopyPlanTest, ByteStridesForTwoByteElements) {
 }
 
 TEST(StridedCopyPlanTest, SizeOneDimensionsAreDroppedWhateverTheirStride) {
-  const StridedCopy copy = PlanStridedCopy(OutputLayout(DType::kFloat32, {2, 1, 3}),
-                                           Window(0, {7, 99, 1}), 0, 0);
+  const StridedCopy copy =
+      PlanStridedCopy(OutputLayout(DType::kFloat32, {2, 1, 3}), Window(0, {7, 99, 1}), 0, 0);
   EXPECT_THAT(copy.sizes, ElementsAre(2, 3));
   EXPECT_THAT(copy.src_strides, ElementsAre(28, 4));
   EXPECT_THAT(copy.dst_strides, ElementsAre(12, 4));
@@ -87,8 +85,8 @@ TEST(StridedCopyPlanTest, SizeOneDimensionsAreDroppedWhateverTheirStride) {
 }
 
 TEST(StridedCopyPlanTest, SizeOneDimensionDoesNotBlockAMerge) {
-  const StridedCopy copy = PlanStridedCopy(OutputLayout(DType::kFloat32, {2, 1, 3}),
-                                           Window(0, {3, 0, 1}), 0, 0);
+  const StridedCopy copy =
+      PlanStridedCopy(OutputLayout(DType::kFloat32, {2, 1, 3}), Window(0, {3, 0, 1}), 0, 0);
   EXPECT_THAT(copy.sizes, ElementsAre(6));
   EXPECT_THAT(copy.src_strides, ElementsAre(4));
   EXPECT_THAT(copy.dst_strides, ElementsAre(4));
@@ -105,8 +103,7 @@ TEST(StridedCopyPlanTest, AllSizeOneLeavesNoDimensionsAndOneElement) {
 }
 
 TEST(StridedCopyPlanTest, RankZeroOutputCopiesOneElement) {
-  const StridedCopy copy =
-      PlanStridedCopy(OutputLayout(DType::kUint64, {}), Window(3, {}), 0, 0);
+  const StridedCopy copy = PlanStridedCopy(OutputLayout(DType::kUint64, {}), Window(3, {}), 0, 0);
   EXPECT_THAT(copy.sizes, IsEmpty());
   EXPECT_EQ(copy.element_count, 1);
   EXPECT_EQ(copy.src_offset, 24);
@@ -174,8 +171,8 @@ TEST(StridedCopyPlanTest, EvenlySpacedSourceMergesThoughNotPacked) {
 }
 
 TEST(StridedCopyPlanTest, NoMergeWhenOnlyTheSourceIsContiguous) {
-  const StridedCopy copy = PlanStridedCopy(OutputLayout(DType::kFloat32, {2, 3}, {1, 2}),
-                                           Window(0, {3, 1}), 0, 0);
+  const StridedCopy copy =
+      PlanStridedCopy(OutputLayout(DType::kFloat32, {2, 3}, {1, 2}), Window(0, {3, 1}), 0, 0);
   EXPECT_THAT(copy.sizes, ElementsAre(2, 3));
   EXPECT_THAT(copy.src_strides, ElementsAre(12, 4));
   EXPECT_THAT(copy.dst_strides, ElementsAre(4, 8));
@@ -190,16 +187,16 @@ TEST(StridedCopyPlanTest, NoMergeWhenOnlyTheDestinationIsContiguous) {
 }
 
 TEST(StridedCopyPlanTest, InnerDimensionsMergeBelowAPaddedOuterOne) {
-  const StridedCopy copy = PlanStridedCopy(OutputLayout(DType::kFloat32, {2, 3, 4}),
-                                           Window(0, {100, 4, 1}), 0, 0);
+  const StridedCopy copy =
+      PlanStridedCopy(OutputLayout(DType::kFloat32, {2, 3, 4}), Window(0, {100, 4, 1}), 0, 0);
   EXPECT_THAT(copy.sizes, ElementsAre(2, 12));
   EXPECT_THAT(copy.src_strides, ElementsAre(400, 4));
   EXPECT_THAT(copy.dst_strides, ElementsAre(48, 4));
 }
 
 TEST(StridedCopyPlanTest, PaddedDestinationKeepsItsPitch) {
-  const StridedCopy copy = PlanStridedCopy(OutputLayout(DType::kUint8, {2, 3}, {8, 1}),
-                                           Window(0, {3, 1}), 0, 0);
+  const StridedCopy copy =
+      PlanStridedCopy(OutputLayout(DType::kUint8, {2, 3}, {8, 1}), Window(0, {3, 1}), 0, 0);
   EXPECT_THAT(copy.sizes, ElementsAre(2, 3));
   EXPECT_THAT(copy.src_strides, ElementsAre(3, 1));
   EXPECT_THAT(copy.dst_strides, ElementsAre(8, 1));

@@ -1,12 +1,13 @@
 // Server limits applied by PlanOperator (core/operator.h, core/limits.h): bytes
 // per request and elements per tensor are RESOURCE_EXHAUSTED with the numbers.
+#include "core/limits.h"
+
 #include <cstddef>
 #include <cstdint>
 #include <vector>
 
 #include "absl/status/status.h"
 #include "core/attrs.h"
-#include "core/limits.h"
 #include "core/operator.h"
 #include "core/tensor.h"
 #include "gmock/gmock.h"
@@ -23,15 +24,14 @@ class RequestLimitsTest : public ::testing::Test {
  protected:
   // A tensor over `elements` zeroed elements (default: product(sizes)), packed
   // unless strides are given. The fixture keeps the bytes alive.
-  TensorView Tensor(DType dtype, std::vector<int64_t> sizes,
-                    std::vector<int64_t> strides = {}, int64_t elements = -1) {
+  TensorView Tensor(DType dtype, std::vector<int64_t> sizes, std::vector<int64_t> strides = {},
+                    int64_t elements = -1) {
     if (elements < 0) {
       elements = 1;
       for (int64_t size : sizes) elements *= size;
     }
     buffers_.emplace_back(static_cast<size_t>(elements * ElementSize(dtype)), std::byte{0});
-    return TensorView{TensorDesc{dtype, std::move(sizes), std::move(strides)},
-                      buffers_.back()};
+    return TensorView{TensorDesc{dtype, std::move(sizes), std::move(strides)}, buffers_.back()};
   }
 
   // slice of a float32 [4, 6] input (96 bytes) into `output`.
@@ -135,9 +135,9 @@ TEST_F(RequestLimitsTest, OutputsTogetherPastTwoToThe63BytesAreResourceExhausted
   request.attrs = SplitAttrs{0};
   request.inputs = {{"input", Tensor(DType::kFloat64, {4})}};
   request.outputs = {OutputDesc{{2}, {int64_t{1} << 59}}, OutputDesc{{2}, {int64_t{1} << 59}}};
-  EXPECT_THAT(PlanOperator(request, Limits{}),
-              StatusIs(absl::StatusCode::kResourceExhausted,
-                       Eq("the outputs need more than 2^63 bytes")));
+  EXPECT_THAT(
+      PlanOperator(request, Limits{}),
+      StatusIs(absl::StatusCode::kResourceExhausted, Eq("the outputs need more than 2^63 bytes")));
 }
 
 TEST_F(RequestLimitsTest, HugeOutputPitchIsResourceExhausted) {
@@ -157,9 +157,9 @@ TEST_F(RequestLimitsTest, ValidationErrorsComeBeforeTheRequestLimit) {
   limits_.max_request_bytes = 1;
   OpRequest request = SliceRequest(OutputDesc{{2, 3}, {}});
   std::get<SliceAttrs>(request.attrs).window_strides = {1, 0};
-  EXPECT_THAT(PlanOperator(request, limits_),
-              StatusIs(absl::StatusCode::kInvalidArgument,
-                       Eq("slice.window_strides[1] must not be 0")));
+  EXPECT_THAT(
+      PlanOperator(request, limits_),
+      StatusIs(absl::StatusCode::kInvalidArgument, Eq("slice.window_strides[1] must not be 0")));
 }
 
 TEST_F(RequestLimitsTest, MaxTensorElementsAppliesToEveryInputByName) {

@@ -67,11 +67,10 @@ class ScatterElementsValidationTest : public ::testing::Test {
         indices_(Zeros(DType::kInt32, {2, 4})),
         updates_(Zeros(DType::kFloat32, {2, 4})) {}
 
-  absl::StatusOr<ScatterElementsGeometry> Run(int64_t axis,
-                                              std::vector<OutputDesc> outputs = {}) {
+  absl::StatusOr<ScatterElementsGeometry> Run(int64_t axis, std::vector<OutputDesc> outputs = {}) {
     outputs_ = std::move(outputs);
-    return ValidateScatterElements(ScatterElementsAttrs{axis}, input_.view(),
-                                   indices_.view(), updates_.view(), outputs_, limits_);
+    return ValidateScatterElements(ScatterElementsAttrs{axis}, input_.view(), indices_.view(),
+                                   updates_.view(), outputs_, limits_);
   }
 
   OwnedTensor input_;
@@ -218,8 +217,7 @@ TEST_F(ScatterElementsValidationTest, OutputStridesAreValidated) {
 }
 
 TEST_F(ScatterElementsValidationTest, OutputColumnMajorLayoutIsKept) {
-  ASSERT_OK_AND_ASSIGN(ScatterElementsGeometry geometry,
-                       Run(0, {OutputDesc{{3, 4}, {1, 3}}}));
+  ASSERT_OK_AND_ASSIGN(ScatterElementsGeometry geometry, Run(0, {OutputDesc{{3, 4}, {1, 3}}}));
   EXPECT_THAT(geometry.output.strides, ElementsAre(1, 3));
 }
 
@@ -281,8 +279,7 @@ TEST_F(ScatterElementsValidationTest, Uint64IndexAboveInt64MaxIsPrintedUnsigned)
 }
 
 TEST_F(ScatterElementsValidationTest, Uint64IndexOfTwoToThe63IsRejected) {
-  indices_ = Values<uint64_t>(DType::kUint64, {2, 4},
-                              {0, 0, 0, uint64_t{1} << 63, 0, 0, 0, 0});
+  indices_ = Values<uint64_t>(DType::kUint64, {2, 4}, {0, 0, 0, uint64_t{1} << 63, 0, 0, 0, 0});
   EXPECT_THAT(Run(0), StatusIs(absl::StatusCode::kInvalidArgument,
                                Eq("indices[0, 3] = 9223372036854775808 is outside [-3, 3) "
                                   "for input.sizes[0] = 3 (scatter_elements.axis = 0)")));
@@ -356,27 +353,26 @@ TEST_F(ScatterElementsInputsTest, UnknownInputNamesItAndTheExpectedList) {
 }
 
 TEST_F(ScatterElementsInputsTest, InputNamesAreCaseSensitive) {
-  EXPECT_THAT(Plan({{"Input", input_.view()},
-                    {"indices", indices_.view()},
-                    {"updates", updates_.view()}}),
-              StatusIs(absl::StatusCode::kInvalidArgument,
-                       Eq("inputs has \"Input\"; scatter_elements takes \"input\", "
-                          "\"indices\", \"updates\"")));
+  EXPECT_THAT(
+      Plan({{"Input", input_.view()}, {"indices", indices_.view()}, {"updates", updates_.view()}}),
+      StatusIs(absl::StatusCode::kInvalidArgument,
+               Eq("inputs has \"Input\"; scatter_elements takes \"input\", "
+                  "\"indices\", \"updates\"")));
 }
 
 TEST_F(ScatterElementsInputsTest, DuplicateInputIsRejected) {
-  EXPECT_THAT(Plan({{"input", input_.view()},
-                    {"indices", indices_.view()},
-                    {"indices", indices_.view()},
-                    {"updates", updates_.view()}}),
-              StatusIs(absl::StatusCode::kInvalidArgument,
-                       Eq("inputs has \"indices\" more than once")));
+  EXPECT_THAT(
+      Plan({{"input", input_.view()},
+            {"indices", indices_.view()},
+            {"indices", indices_.view()},
+            {"updates", updates_.view()}}),
+      StatusIs(absl::StatusCode::kInvalidArgument, Eq("inputs has \"indices\" more than once")));
 }
 
 TEST_F(ScatterElementsInputsTest, InputsInAnyOrderAreBoundByName) {
-  ASSERT_OK_AND_ASSIGN(ExecutionPlan plan, Plan({{"updates", updates_.view()},
-                                                 {"input", input_.view()},
-                                                 {"indices", indices_.view()}}));
+  ASSERT_OK_AND_ASSIGN(
+      ExecutionPlan plan,
+      Plan({{"updates", updates_.view()}, {"input", input_.view()}, {"indices", indices_.view()}}));
   EXPECT_THAT(plan.input_names, ElementsAre("input", "indices", "updates"));
   ASSERT_EQ(plan.scatters.size(), 1u);
   EXPECT_EQ(plan.scatters[0].index_size, 4);  // the int32 indices, not the updates
@@ -384,12 +380,11 @@ TEST_F(ScatterElementsInputsTest, InputsInAnyOrderAreBoundByName) {
 
 TEST_F(ScatterElementsInputsTest, ValidationErrorsPassThroughPlanOperator) {
   indices_ = Values<int32_t>(DType::kInt32, {2, 4}, {0, 0, 0, 0, 0, 0, 0, -4});
-  EXPECT_THAT(Plan({{"input", input_.view()},
-                    {"indices", indices_.view()},
-                    {"updates", updates_.view()}}),
-              StatusIs(absl::StatusCode::kInvalidArgument,
-                       Eq("indices[1, 3] = -4 is outside [-3, 3) for input.sizes[0] = 3 "
-                          "(scatter_elements.axis = 0)")));
+  EXPECT_THAT(
+      Plan({{"input", input_.view()}, {"indices", indices_.view()}, {"updates", updates_.view()}}),
+      StatusIs(absl::StatusCode::kInvalidArgument,
+               Eq("indices[1, 3] = -4 is outside [-3, 3) for input.sizes[0] = 3 "
+                  "(scatter_elements.axis = 0)")));
 }
 
 }  // namespace

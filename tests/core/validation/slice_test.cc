@@ -45,8 +45,7 @@ class SliceValidationTest : public ::testing::Test {
     return ValidateSlice(attrs, input_, outputs_, limits_);
   }
 
-  absl::StatusOr<SliceGeometry> RunWithOutputs(SliceAttrs attrs,
-                                               std::vector<OutputDesc> outputs) {
+  absl::StatusOr<SliceGeometry> RunWithOutputs(SliceAttrs attrs, std::vector<OutputDesc> outputs) {
     outputs_ = std::move(outputs);
     return ValidateSlice(attrs, input_, outputs_, limits_);
   }
@@ -69,9 +68,9 @@ TEST_F(SliceValidationTest, InputRankNineIsRejected) {
 
 TEST_F(SliceValidationTest, InputZeroSizeIsRejected) {
   SetInput({4, 0});
-  EXPECT_THAT(Run({{0, 0}, {1, 1}, {1, 1}}, {1, 1}),
-              StatusIs(absl::StatusCode::kInvalidArgument,
-                       Eq("input.sizes[1] must be >= 1, got 0")));
+  EXPECT_THAT(
+      Run({{0, 0}, {1, 1}, {1, 1}}, {1, 1}),
+      StatusIs(absl::StatusCode::kInvalidArgument, Eq("input.sizes[1] must be >= 1, got 0")));
 }
 
 // --- Parameter array lengths ------------------------------------------------------
@@ -106,10 +105,10 @@ TEST_F(SliceValidationTest, NoOutputIsRejected) {
 
 TEST_F(SliceValidationTest, TwoOutputsAreRejected) {
   SetInput({4, 6});
-  EXPECT_THAT(RunWithOutputs({{0, 0}, {4, 6}, {1, 1}},
-                             {OutputDesc{{4, 6}, {}}, OutputDesc{{4, 6}, {}}}),
-              StatusIs(absl::StatusCode::kInvalidArgument,
-                       Eq("outputs has 2 entries; slice has exactly one output")));
+  EXPECT_THAT(
+      RunWithOutputs({{0, 0}, {4, 6}, {1, 1}}, {OutputDesc{{4, 6}, {}}, OutputDesc{{4, 6}, {}}}),
+      StatusIs(absl::StatusCode::kInvalidArgument,
+               Eq("outputs has 2 entries; slice has exactly one output")));
 }
 
 TEST_F(SliceValidationTest, OutputSizesOfWrongLengthAreRejected) {
@@ -123,9 +122,9 @@ TEST_F(SliceValidationTest, OutputSizesOfWrongLengthAreRejected) {
 
 TEST_F(SliceValidationTest, NegativeOffsetNamesFieldAndIndex) {
   SetInput({4, 6});
-  EXPECT_THAT(Run({{0, -1}, {4, 2}, {1, 1}}, {4, 2}),
-              StatusIs(absl::StatusCode::kInvalidArgument,
-                       Eq("slice.offsets[1] must be >= 0, got -1")));
+  EXPECT_THAT(
+      Run({{0, -1}, {4, 2}, {1, 1}}, {4, 2}),
+      StatusIs(absl::StatusCode::kInvalidArgument, Eq("slice.offsets[1] must be >= 0, got -1")));
 }
 
 TEST_F(SliceValidationTest, ZeroWindowSizeNamesFieldAndIndex) {
@@ -169,9 +168,9 @@ TEST_F(SliceValidationTest, HugeWindowSizeOverflowingInt64IsRejected) {
 
 TEST_F(SliceValidationTest, ZeroWindowStrideNamesFieldAndIndex) {
   SetInput({4, 6});
-  EXPECT_THAT(Run({{0, 0}, {4, 6}, {1, 0}}, {4, 1}),
-              StatusIs(absl::StatusCode::kInvalidArgument,
-                       Eq("slice.window_strides[1] must not be 0")));
+  EXPECT_THAT(
+      Run({{0, 0}, {4, 6}, {1, 0}}, {4, 1}),
+      StatusIs(absl::StatusCode::kInvalidArgument, Eq("slice.window_strides[1] must not be 0")));
 }
 
 // --- Output sizes -----------------------------------------------------------------
@@ -231,8 +230,7 @@ TEST_F(SliceValidationTest, Int64MinStrideAllowsExactlyOneElement) {
 
 TEST_F(SliceValidationTest, Int64MinStrideWithOneElementReadsTheWindowEnd) {
   SetInput({4, 6});
-  ASSERT_OK_AND_ASSIGN(SliceGeometry geometry,
-                       Run({{0, 1}, {4, 5}, {1, kInt64Min}}, {4, 1}));
+  ASSERT_OK_AND_ASSIGN(SliceGeometry geometry, Run({{0, 1}, {4, 5}, {1, kInt64Min}}, {4, 1}));
   // start[1] = 1 + 5 - 1 = 5; a size-1 dimension gets stride 0.
   EXPECT_EQ(geometry.window.base, 5);
   EXPECT_THAT(geometry.window.strides, ElementsAre(6, 0));

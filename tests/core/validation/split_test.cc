@@ -58,9 +58,8 @@ TEST_F(SplitValidationTest, InputRankNineIsRejected) {
 
 TEST_F(SplitValidationTest, InputZeroSizeIsRejected) {
   SetInput({0, 6});
-  EXPECT_THAT(Run(0, {Sized({0, 6})}),
-              StatusIs(absl::StatusCode::kInvalidArgument,
-                       Eq("input.sizes[0] must be >= 1, got 0")));
+  EXPECT_THAT(Run(0, {Sized({0, 6})}), StatusIs(absl::StatusCode::kInvalidArgument,
+                                                Eq("input.sizes[0] must be >= 1, got 0")));
 }
 
 TEST_F(SplitValidationTest, EmptyOutputsAreRejected) {
@@ -72,15 +71,13 @@ TEST_F(SplitValidationTest, EmptyOutputsAreRejected) {
 TEST_F(SplitValidationTest, AxisEqualToRankIsRejected) {
   SetInput({4, 6});
   EXPECT_THAT(Run(2, {Sized({4, 6})}),
-              StatusIs(absl::StatusCode::kInvalidArgument,
-                       Eq("split.axis = 2 is outside [0, 2)")));
+              StatusIs(absl::StatusCode::kInvalidArgument, Eq("split.axis = 2 is outside [0, 2)")));
 }
 
 TEST_F(SplitValidationTest, NegativeAxisIsRejected) {
   SetInput({4, 6});
-  EXPECT_THAT(Run(-1, {Sized({4, 6})}),
-              StatusIs(absl::StatusCode::kInvalidArgument,
-                       Eq("split.axis = -1 is outside [0, 2)")));
+  EXPECT_THAT(Run(-1, {Sized({4, 6})}), StatusIs(absl::StatusCode::kInvalidArgument,
+                                                 Eq("split.axis = -1 is outside [0, 2)")));
 }
 
 TEST_F(SplitValidationTest, OutputRankMismatchNamesTheOutput) {
@@ -100,16 +97,16 @@ TEST_F(SplitValidationTest, NonAxisSizeMismatchNamesOutputAndDimension) {
 
 TEST_F(SplitValidationTest, ZeroAxisSizeIsRejected) {
   SetInput({4, 6});
-  EXPECT_THAT(Run(1, {Sized({4, 6}), Sized({4, 0})}),
-              StatusIs(absl::StatusCode::kInvalidArgument,
-                       Eq("outputs[1].sizes[1] must be >= 1, got 0")));
+  EXPECT_THAT(
+      Run(1, {Sized({4, 6}), Sized({4, 0})}),
+      StatusIs(absl::StatusCode::kInvalidArgument, Eq("outputs[1].sizes[1] must be >= 1, got 0")));
 }
 
 TEST_F(SplitValidationTest, NegativeAxisSizeIsRejected) {
   SetInput({4, 6});
-  EXPECT_THAT(Run(1, {Sized({4, -2}), Sized({4, 8})}),
-              StatusIs(absl::StatusCode::kInvalidArgument,
-                       Eq("outputs[0].sizes[1] must be >= 1, got -2")));
+  EXPECT_THAT(
+      Run(1, {Sized({4, -2}), Sized({4, 8})}),
+      StatusIs(absl::StatusCode::kInvalidArgument, Eq("outputs[0].sizes[1] must be >= 1, got -2")));
 }
 
 TEST_F(SplitValidationTest, SizesSummingUnderTheInputAreRejected) {
@@ -136,9 +133,10 @@ TEST_F(SplitValidationTest, OneOutputLargerThanTheInputIsRejected) {
 
 TEST_F(SplitValidationTest, SizesWhoseSumOverflowsInt64AreRejected) {
   SetInput({4, 6});
-  EXPECT_THAT(Run(0, {Sized({2, 6}), Sized({kInt64Max, 6})}),
-              StatusIs(absl::StatusCode::kInvalidArgument,
-                       Eq("outputs[0..1].sizes[0] sum to more than 2^63 - 1, past input.sizes[0] = 4")));
+  EXPECT_THAT(
+      Run(0, {Sized({2, 6}), Sized({kInt64Max, 6})}),
+      StatusIs(absl::StatusCode::kInvalidArgument,
+               Eq("outputs[0..1].sizes[0] sum to more than 2^63 - 1, past input.sizes[0] = 4")));
 }
 
 TEST_F(SplitValidationTest, OutputZeroStrideIsRejected) {

@@ -134,18 +134,18 @@ TEST_P(StridedSliceMaskValueTest, ValueTwoNamesMaskAndIndex) {
   SetInput({4, 6});
   StridedSliceAttrs attrs = Ranges({0, 0}, {1, 1});
   attrs.*GetParam().field = {0, 2};
-  EXPECT_THAT(Run(attrs), StatusIs(absl::StatusCode::kInvalidArgument,
-                                   Eq("strided_slice." + GetParam().name +
-                                      "[1] must be 0 or 1, got 2")));
+  EXPECT_THAT(Run(attrs),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       Eq("strided_slice." + GetParam().name + "[1] must be 0 or 1, got 2")));
 }
 
 TEST_P(StridedSliceMaskValueTest, NegativeValueIsRejected) {
   SetInput({4, 6});
   StridedSliceAttrs attrs = Ranges({0, 0}, {1, 1});
   attrs.*GetParam().field = {-1};
-  EXPECT_THAT(Run(attrs), StatusIs(absl::StatusCode::kInvalidArgument,
-                                   Eq("strided_slice." + GetParam().name +
-                                      "[0] must be 0 or 1, got -1")));
+  EXPECT_THAT(Run(attrs),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       Eq("strided_slice." + GetParam().name + "[0] must be 0 or 1, got -1")));
 }
 
 TEST_P(StridedSliceMaskValueTest, EntriesPastTheStepCountAreIgnoredEvenInvalid) {
@@ -180,10 +180,9 @@ TEST_F(StridedSliceValidationTest, NewAxisAndShrinkAtOneStepAreRejected) {
   StridedSliceAttrs attrs = Ranges({0, 0}, {1, 1});
   attrs.new_axis_mask = {0, 1};
   attrs.shrink_axis_mask = {0, 1};
-  EXPECT_THAT(Run(attrs),
-              StatusIs(absl::StatusCode::kInvalidArgument,
-                       Eq("strided_slice step 1 sets more than one of ellipsis_mask, "
-                          "new_axis_mask, shrink_axis_mask")));
+  EXPECT_THAT(Run(attrs), StatusIs(absl::StatusCode::kInvalidArgument,
+                                   Eq("strided_slice step 1 sets more than one of ellipsis_mask, "
+                                      "new_axis_mask, shrink_axis_mask")));
 }
 
 TEST_F(StridedSliceValidationTest, EllipsisAndNewAxisAtOneStepAreRejected) {
@@ -191,10 +190,9 @@ TEST_F(StridedSliceValidationTest, EllipsisAndNewAxisAtOneStepAreRejected) {
   StridedSliceAttrs attrs = Ranges({0}, {1});
   attrs.ellipsis_mask = {1};
   attrs.new_axis_mask = {1};
-  EXPECT_THAT(Run(attrs),
-              StatusIs(absl::StatusCode::kInvalidArgument,
-                       Eq("strided_slice step 0 sets more than one of ellipsis_mask, "
-                          "new_axis_mask, shrink_axis_mask")));
+  EXPECT_THAT(Run(attrs), StatusIs(absl::StatusCode::kInvalidArgument,
+                                   Eq("strided_slice step 0 sets more than one of ellipsis_mask, "
+                                      "new_axis_mask, shrink_axis_mask")));
 }
 
 TEST_F(StridedSliceValidationTest, EllipsisAndShrinkAtOneStepAreRejected) {
@@ -202,20 +200,18 @@ TEST_F(StridedSliceValidationTest, EllipsisAndShrinkAtOneStepAreRejected) {
   StridedSliceAttrs attrs = Ranges({0}, {1});
   attrs.ellipsis_mask = {1};
   attrs.shrink_axis_mask = {1};
-  EXPECT_THAT(Run(attrs),
-              StatusIs(absl::StatusCode::kInvalidArgument,
-                       Eq("strided_slice step 0 sets more than one of ellipsis_mask, "
-                          "new_axis_mask, shrink_axis_mask")));
+  EXPECT_THAT(Run(attrs), StatusIs(absl::StatusCode::kInvalidArgument,
+                                   Eq("strided_slice step 0 sets more than one of ellipsis_mask, "
+                                      "new_axis_mask, shrink_axis_mask")));
 }
 
 TEST_F(StridedSliceValidationTest, TwoEllipsisBitsNameBothSteps) {
   SetInput({2, 3, 4});
   StridedSliceAttrs attrs = Ranges({0, 0, 0}, {1, 1, 1});
   attrs.ellipsis_mask = {1, 0, 1};
-  EXPECT_THAT(Run(attrs),
-              StatusIs(absl::StatusCode::kInvalidArgument,
-                       Eq("strided_slice.ellipsis_mask has more than one bit set "
-                          "(steps 0 and 2)")));
+  EXPECT_THAT(Run(attrs), StatusIs(absl::StatusCode::kInvalidArgument,
+                                   Eq("strided_slice.ellipsis_mask has more than one bit set "
+                                      "(steps 0 and 2)")));
 }
 
 TEST_F(StridedSliceValidationTest, MoreConsumingStepsThanRankAreRejected) {
@@ -250,30 +246,27 @@ TEST_F(StridedSliceValidationTest, ShrinkIndexPastTheEndIsRejected) {
   SetInput({4, 6});
   StridedSliceAttrs attrs = Ranges({0, 6}, {0, 0});
   attrs.shrink_axis_mask = {0, 1};
-  EXPECT_THAT(Run(attrs),
-              StatusIs(absl::StatusCode::kInvalidArgument,
-                       Eq("strided_slice.begin[1] = 6 is outside [-6, 6) of "
-                          "input.sizes[1] = 6 (shrink_axis_mask[1] is 1)")));
+  EXPECT_THAT(Run(attrs), StatusIs(absl::StatusCode::kInvalidArgument,
+                                   Eq("strided_slice.begin[1] = 6 is outside [-6, 6) of "
+                                      "input.sizes[1] = 6 (shrink_axis_mask[1] is 1)")));
 }
 
 TEST_F(StridedSliceValidationTest, ShrinkIndexBeforeTheStartIsRejected) {
   SetInput({4, 6});
   StridedSliceAttrs attrs = Ranges({0, -7}, {0, 0});
   attrs.shrink_axis_mask = {0, 1};
-  EXPECT_THAT(Run(attrs),
-              StatusIs(absl::StatusCode::kInvalidArgument,
-                       Eq("strided_slice.begin[1] = -7 is outside [-6, 6) of "
-                          "input.sizes[1] = 6 (shrink_axis_mask[1] is 1)")));
+  EXPECT_THAT(Run(attrs), StatusIs(absl::StatusCode::kInvalidArgument,
+                                   Eq("strided_slice.begin[1] = -7 is outside [-6, 6) of "
+                                      "input.sizes[1] = 6 (shrink_axis_mask[1] is 1)")));
 }
 
 TEST_F(StridedSliceValidationTest, ShrinkIndexInt64MinIsRejectedWithoutOverflow) {
   SetInput({4, 6});
   StridedSliceAttrs attrs = Ranges({kInt64Min}, {0});
   attrs.shrink_axis_mask = {1};
-  EXPECT_THAT(Run(attrs),
-              StatusIs(absl::StatusCode::kInvalidArgument,
-                       Eq("strided_slice.begin[0] = -9223372036854775808 is outside "
-                          "[-4, 4) of input.sizes[0] = 4 (shrink_axis_mask[0] is 1)")));
+  EXPECT_THAT(Run(attrs), StatusIs(absl::StatusCode::kInvalidArgument,
+                                   Eq("strided_slice.begin[0] = -9223372036854775808 is outside "
+                                      "[-4, 4) of input.sizes[0] = 4 (shrink_axis_mask[0] is 1)")));
 }
 
 TEST_F(StridedSliceValidationTest, ShrinkErrorNamesStepAndInputDimensionSeparately) {
@@ -282,20 +275,18 @@ TEST_F(StridedSliceValidationTest, ShrinkErrorNamesStepAndInputDimensionSeparate
   attrs.new_axis_mask = {1, 0};
   attrs.shrink_axis_mask = {0, 1};
   // Step 1 consumes input dimension 0 (step 0 is a new axis).
-  EXPECT_THAT(Run(attrs),
-              StatusIs(absl::StatusCode::kInvalidArgument,
-                       Eq("strided_slice.begin[1] = 9 is outside [-4, 4) of "
-                          "input.sizes[0] = 4 (shrink_axis_mask[1] is 1)")));
+  EXPECT_THAT(Run(attrs), StatusIs(absl::StatusCode::kInvalidArgument,
+                                   Eq("strided_slice.begin[1] = 9 is outside [-4, 4) of "
+                                      "input.sizes[0] = 4 (shrink_axis_mask[1] is 1)")));
 }
 
 TEST_F(StridedSliceValidationTest, ShrinkOnAnEmptyDimensionIsRejected) {
   SetInput({0, 6});
   StridedSliceAttrs attrs = Ranges({0}, {0});
   attrs.shrink_axis_mask = {1};
-  EXPECT_THAT(Run(attrs),
-              StatusIs(absl::StatusCode::kInvalidArgument,
-                       Eq("strided_slice.begin[0] = 0 is outside [0, 0) of "
-                          "input.sizes[0] = 0 (shrink_axis_mask[0] is 1)")));
+  EXPECT_THAT(Run(attrs), StatusIs(absl::StatusCode::kInvalidArgument,
+                                   Eq("strided_slice.begin[0] = 0 is outside [0, 0) of "
+                                      "input.sizes[0] = 0 (shrink_axis_mask[0] is 1)")));
 }
 
 TEST_F(StridedSliceValidationTest, ShrinkNegativeIndexCountsFromTheEnd) {
@@ -336,9 +327,9 @@ TEST_F(StridedSliceValidationTest, AllShrunkGivesARankZeroOutputOfOneElement) {
 
 TEST_F(StridedSliceValidationTest, ZeroStrideOnARangeStepIsRejected) {
   SetInput({4, 6});
-  EXPECT_THAT(Run(Ranges({0, 0}, {4, 6}, {1, 0})),
-              StatusIs(absl::StatusCode::kInvalidArgument,
-                       Eq("strided_slice.stride[1] must not be 0")));
+  EXPECT_THAT(
+      Run(Ranges({0, 0}, {4, 6}, {1, 0})),
+      StatusIs(absl::StatusCode::kInvalidArgument, Eq("strided_slice.stride[1] must not be 0")));
 }
 
 TEST_F(StridedSliceValidationTest, ZeroStrideOnShrinkStepIsIgnored) {
@@ -414,10 +405,10 @@ TEST_F(StridedSliceValidationTest, OutputSizesMismatchNamesBoth) {
 
 TEST_F(StridedSliceValidationTest, TwoOutputsAreRejected) {
   SetInput({4, 6});
-  EXPECT_THAT(RunWithOutputs(Ranges({0, 0}, {2, 2}),
-                             {OutputDesc{{2, 2}, {}}, OutputDesc{{2, 2}, {}}}),
-              StatusIs(absl::StatusCode::kInvalidArgument,
-                       Eq("outputs has 2 entries; strided_slice has exactly one output")));
+  EXPECT_THAT(
+      RunWithOutputs(Ranges({0, 0}, {2, 2}), {OutputDesc{{2, 2}, {}}, OutputDesc{{2, 2}, {}}}),
+      StatusIs(absl::StatusCode::kInvalidArgument,
+               Eq("outputs has 2 entries; strided_slice has exactly one output")));
 }
 
 TEST_F(StridedSliceValidationTest, MatchingOutputSizesWithStridesAreUsed) {
@@ -444,8 +435,7 @@ class StridedSliceRangeTest : public StridedSliceValidationTest {
 
   // The output size and (when non-empty) the first element and step of one
   // range step over the 10-element input.
-  void ExpectRange(const StridedSliceAttrs& attrs, int64_t size, int64_t first,
-                   int64_t step) {
+  void ExpectRange(const StridedSliceAttrs& attrs, int64_t size, int64_t first, int64_t step) {
     ASSERT_OK_AND_ASSIGN(StridedSliceGeometry geometry, Run(attrs));
     EXPECT_THAT(geometry.output.sizes, ElementsAre(size));
     EXPECT_EQ(geometry.window.base, first);

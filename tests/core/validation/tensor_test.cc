@@ -38,8 +38,7 @@ absl::StatusOr<Layout> Validate(DType dtype, std::vector<int64_t> sizes,
 }
 
 absl::StatusOr<Layout> Output(std::vector<int64_t> sizes, std::vector<int64_t> strides,
-                              DType dtype = DType::kFloat32,
-                              const Limits& limits = Limits{}) {
+                              DType dtype = DType::kFloat32, const Limits& limits = Limits{}) {
   return ValidateOutputLayout(dtype, sizes, strides, "outputs[0]", limits);
 }
 
@@ -74,8 +73,8 @@ TEST(TensorValidationTest, StridedSliceRankThirtyThreeIsRejected) {
 }
 
 TEST(TensorValidationTest, StridedSliceRankThirtyTwoIsAccepted) {
-  ASSERT_OK_AND_ASSIGN(Layout layout, Validate(DType::kUint8, std::vector<int64_t>(32, 1),
-                                               {}, 1, InfoOf<StridedSliceAttrs>().input_rank));
+  ASSERT_OK_AND_ASSIGN(Layout layout, Validate(DType::kUint8, std::vector<int64_t>(32, 1), {}, 1,
+                                               InfoOf<StridedSliceAttrs>().input_rank));
   EXPECT_EQ(layout.sizes.size(), 32u);
 }
 
@@ -88,26 +87,26 @@ TEST(TensorValidationTest, StridedSliceRankZeroIsRejected) {
 // --- Sizes ------------------------------------------------------------------
 
 TEST(TensorValidationTest, DmlZeroSizeNamesTheDimension) {
-  EXPECT_THAT(Validate(DType::kFloat32, {2, 0, 3}, {}, 0),
-              StatusIs(absl::StatusCode::kInvalidArgument,
-                       Eq("input.sizes[1] must be >= 1, got 0")));
+  EXPECT_THAT(
+      Validate(DType::kFloat32, {2, 0, 3}, {}, 0),
+      StatusIs(absl::StatusCode::kInvalidArgument, Eq("input.sizes[1] must be >= 1, got 0")));
 }
 
 TEST(TensorValidationTest, DmlNegativeSizeIsRejected) {
-  EXPECT_THAT(Validate(DType::kFloat32, {-2, 3}, {}, 0),
-              StatusIs(absl::StatusCode::kInvalidArgument,
-                       Eq("input.sizes[0] must be >= 1, got -2")));
+  EXPECT_THAT(
+      Validate(DType::kFloat32, {-2, 3}, {}, 0),
+      StatusIs(absl::StatusCode::kInvalidArgument, Eq("input.sizes[0] must be >= 1, got -2")));
 }
 
 TEST(TensorValidationTest, StridedSliceNegativeSizeIsRejected) {
-  EXPECT_THAT(Validate(DType::kFloat32, {2, -1}, {}, 0, InfoOf<StridedSliceAttrs>().input_rank),
-              StatusIs(absl::StatusCode::kInvalidArgument,
-                       Eq("input.sizes[1] must be >= 0, got -1")));
+  EXPECT_THAT(
+      Validate(DType::kFloat32, {2, -1}, {}, 0, InfoOf<StridedSliceAttrs>().input_rank),
+      StatusIs(absl::StatusCode::kInvalidArgument, Eq("input.sizes[1] must be >= 0, got -1")));
 }
 
 TEST(TensorValidationTest, StridedSliceZeroSizeIsAnEmptyTensor) {
-  ASSERT_OK_AND_ASSIGN(Layout layout,
-                       Validate(DType::kFloat32, {2, 0, 3}, {}, 0, InfoOf<StridedSliceAttrs>().input_rank));
+  ASSERT_OK_AND_ASSIGN(Layout layout, Validate(DType::kFloat32, {2, 0, 3}, {}, 0,
+                                               InfoOf<StridedSliceAttrs>().input_rank));
   EXPECT_EQ(layout.element_count, 0);
   EXPECT_EQ(layout.buffer_elements, 0);
   EXPECT_EQ(layout.buffer_bytes(), 0);
@@ -129,9 +128,9 @@ TEST(TensorValidationTest, StridesCountMismatchIsRejected) {
 }
 
 TEST(TensorValidationTest, NegativeStrideNamesTheDimension) {
-  EXPECT_THAT(Validate(DType::kFloat32, {2, 3}, {-3, 1}, 24),
-              StatusIs(absl::StatusCode::kInvalidArgument,
-                       Eq("input.strides[0] must be >= 0, got -3")));
+  EXPECT_THAT(
+      Validate(DType::kFloat32, {2, 3}, {-3, 1}, 24),
+      StatusIs(absl::StatusCode::kInvalidArgument, Eq("input.strides[0] must be >= 0, got -3")));
 }
 
 TEST(TensorValidationTest, ZeroStrideBroadcastsFromOneRow) {
@@ -200,9 +199,8 @@ TEST(TensorValidationTest, ElementCountOverTwoToThe32MinusOneIsResourceExhausted
 }
 
 TEST(TensorValidationTest, ElementCountOfExactlyTwoToThe32MinusOneIsAccepted) {
-  ASSERT_OK_AND_ASSIGN(
-      int64_t count,
-      CheckedElementCount(std::vector<int64_t>{65535, 65537}, "input", Limits{}));
+  ASSERT_OK_AND_ASSIGN(int64_t count,
+                       CheckedElementCount(std::vector<int64_t>{65535, 65537}, "input", Limits{}));
   EXPECT_EQ(count, kMaxTensorElements);
 }
 
@@ -217,10 +215,11 @@ TEST(TensorValidationTest, LowerMaxTensorElementsIsResourceExhausted) {
 TEST(TensorValidationTest, MaxTensorElementsAboveTheSpecCeilingIsCapped) {
   Limits limits;
   limits.max_tensor_elements = int64_t{1} << 40;
-  EXPECT_THAT(Validate(DType::kUint8, {65536, 65536}, {}, 0, InfoOf<SliceAttrs>().input_rank, limits),
-              StatusIs(absl::StatusCode::kResourceExhausted,
-                       Eq("input.sizes [65536, 65536] hold 4294967296 elements; "
-                          "the limit is 4294967295")));
+  EXPECT_THAT(
+      Validate(DType::kUint8, {65536, 65536}, {}, 0, InfoOf<SliceAttrs>().input_rank, limits),
+      StatusIs(absl::StatusCode::kResourceExhausted,
+               Eq("input.sizes [65536, 65536] hold 4294967296 elements; "
+                  "the limit is 4294967295")));
 }
 
 TEST(TensorValidationTest, SizeProductOverflowingInt64IsInvalidArgument) {
@@ -264,16 +263,17 @@ TEST(TensorValidationTest, ExtentInBytesOverflowingIsInvalidArgument) {
 
 TEST(TensorValidationTest, EmptyTensorStillNeedsStridesThatFit) {
   // No element is addressed, but (3 - 1) * INT64_MAX still does not fit.
-  EXPECT_THAT(Validate(DType::kUint8, {0, 3}, {1, kInt64Max}, 0, InfoOf<StridedSliceAttrs>().input_rank),
-              StatusIs(absl::StatusCode::kInvalidArgument,
-                       Eq("input: sizes [0, 3] with strides [1, 9223372036854775807] reach "
-                          "past 2^63 - 1 elements")));
+  EXPECT_THAT(
+      Validate(DType::kUint8, {0, 3}, {1, kInt64Max}, 0, InfoOf<StridedSliceAttrs>().input_rank),
+      StatusIs(absl::StatusCode::kInvalidArgument,
+               Eq("input: sizes [0, 3] with strides [1, 9223372036854775807] reach "
+                  "past 2^63 - 1 elements")));
 }
 
 TEST(TensorValidationTest, ZeroSizeDoesNotHideAnOverflowingSizeProduct) {
   const int64_t big = int64_t{1} << 40;
-  for (std::vector<int64_t> sizes : {std::vector<int64_t>{0, big, big},
-                                     std::vector<int64_t>{big, big, 0}}) {
+  for (std::vector<int64_t> sizes :
+       {std::vector<int64_t>{0, big, big}, std::vector<int64_t>{big, big, 0}}) {
     EXPECT_THAT(Validate(DType::kUint8, sizes, {}, 0, InfoOf<StridedSliceAttrs>().input_rank),
                 StatusIs(absl::StatusCode::kInvalidArgument,
                          ::testing::EndsWith(": the element count overflows 64 bits")));
@@ -292,21 +292,18 @@ TEST(OutputLayoutValidationTest, EmptyStridesArePacked) {
 }
 
 TEST(OutputLayoutValidationTest, ZeroStrideIsRejected) {
-  EXPECT_THAT(Output({2, 3}, {0, 1}),
-              StatusIs(absl::StatusCode::kInvalidArgument,
-                       Eq("outputs[0].strides[0] must be >= 1, got 0")));
+  EXPECT_THAT(Output({2, 3}, {0, 1}), StatusIs(absl::StatusCode::kInvalidArgument,
+                                               Eq("outputs[0].strides[0] must be >= 1, got 0")));
 }
 
 TEST(OutputLayoutValidationTest, ZeroStrideOnASizeOneDimensionIsStillRejected) {
-  EXPECT_THAT(Output({1, 3}, {0, 1}),
-              StatusIs(absl::StatusCode::kInvalidArgument,
-                       Eq("outputs[0].strides[0] must be >= 1, got 0")));
+  EXPECT_THAT(Output({1, 3}, {0, 1}), StatusIs(absl::StatusCode::kInvalidArgument,
+                                               Eq("outputs[0].strides[0] must be >= 1, got 0")));
 }
 
 TEST(OutputLayoutValidationTest, NegativeStrideIsRejected) {
-  EXPECT_THAT(Output({2, 3}, {3, -1}),
-              StatusIs(absl::StatusCode::kInvalidArgument,
-                       Eq("outputs[0].strides[1] must be >= 1, got -1")));
+  EXPECT_THAT(Output({2, 3}, {3, -1}), StatusIs(absl::StatusCode::kInvalidArgument,
+                                                Eq("outputs[0].strides[1] must be >= 1, got -1")));
 }
 
 TEST(OutputLayoutValidationTest, StridesCountMismatchIsRejected) {
