@@ -452,8 +452,9 @@ func checkKServe(p *problems, objects []kserveObject) {
 
 // checkRuntimeContainer checks the tensord container of a runtime: real
 // tensord flags only (no flag file: a ServingRuntime has no ConfigMap to hold
-// one), the security context of deploy/k8s, one gRPC port named h2c that
-// --address listens on, and the probes on that port.
+// one), the security context of deploy/k8s, the gRPC port named h2c that
+// --address listens on (and the HTTP/REST one named http1 that --http_address
+// listens on, when declared), and the probes on the gRPC port.
 func checkRuntimeContainer(p *problems, cid string, c corev1.Container) {
 	flags := map[string]string{}
 	for _, arg := range append(append([]string{}, c.Command...), c.Args...) {
@@ -480,21 +481,19 @@ func checkRuntimeContainer(p *problems, cid string, c corev1.Container) {
 	if sc.Capabilities == nil || !containsCapability(sc.Capabilities.Drop, "ALL") {
 		p.add(cid, "securityContext.capabilities.drop does not include ALL")
 	}
-	if len(c.Ports) != 1 || c.Ports[0].Name != "h2c" {
+	if len(c.Ports) == 0 || c.Ports[0].Name != "h2c" || len(c.Ports) > 2 ||
+		(len(c.Ports) == 2 && c.Ports[1].Name != "http1") {
 		var names []string
 		for _, port := range c.Ports {
 			names = append(names, port.Name)
 		}
-		p.add(cid, "ports %v: want exactly one, the gRPC port named h2c (KServe routes gRPC to it)", names)
+		p.add(cid, "ports %v: want the gRPC port named h2c first (KServe routes gRPC to it), then optionally the HTTP/REST port named http1", names)
 		return
 	}
 	grpcPort := c.Ports[0].ContainerPort
-	address, set := flags["address"]
-	if !set {
-		address = "0.0.0.0:50051" // tensord's default
-	}
-	if port := address[strings.LastIndex(address, ":")+1:]; port != strconv.Itoa(int(grpcPort)) {
-		p.add(cid, "--address=%s does not listen on the h2c container port %d", address, grpcPort)
+	checkListens(p, cid, flags, "address", "0.0.0.0:50051", "h2c", grpcPort)
+	if len(c.Ports) == 2 {
+		checkListens(p, cid, flags, "http_address", "0.0.0.0:8000", "http1", c.Ports[1].ContainerPort)
 	}
 	for _, probe := range []struct {
 		name  string
@@ -510,6 +509,18 @@ func checkRuntimeContainer(p *problems, cid string, c corev1.Container) {
 		case probe.probe.GRPC.Port != grpcPort:
 			p.add(cid, "%s probe asks port %d, not the h2c port %d", probe.name, probe.probe.GRPC.Port, grpcPort)
 		}
+	}
+}
+
+// checkListens checks that tensord's --`flag` (its default `fallback` when
+// not given) listens on the container port `name`.
+func checkListens(p *problems, cid string, flags map[string]string, flag, fallback, name string, port int32) {
+	address, set := flags[flag]
+	if !set {
+		address = fallback
+	}
+	if got := address[strings.LastIndex(address, ":")+1:]; address == "" || got != strconv.Itoa(int(port)) {
+		p.add(cid, "--%s=%s does not listen on the %s container port %d", flag, address, name, port)
 	}
 }
 

@@ -159,7 +159,17 @@ func TestKServeProblems(t *testing.T) {
 		{
 			name:  "gRPC port not named h2c",
 			edits: runtime("- name: h2c", "- name: grpc"),
-			want:  []string{ctr + "ports [grpc]: want exactly one, the gRPC port named h2c (KServe routes gRPC to it)"},
+			want:  []string{ctr + "ports [grpc http1]: want the gRPC port named h2c first (KServe routes gRPC to it), then optionally the HTTP/REST port named http1"},
+		},
+		{
+			name:  "HTTP address off the declared port",
+			edits: runtime("--http_address=0.0.0.0:8000", "--http_address=0.0.0.0:8080"),
+			want:  []string{ctr + "--http_address=0.0.0.0:8080 does not listen on the http1 container port 8000"},
+		},
+		{
+			name:  "HTTP port declared while HTTP is off",
+			edits: runtime("--http_address=0.0.0.0:8000", "--http_address="),
+			want:  []string{ctr + "--http_address= does not listen on the http1 container port 8000"},
 		},
 		{
 			name:  "probe on another port",
