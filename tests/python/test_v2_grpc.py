@@ -26,7 +26,7 @@ from tritonclient.utils import InferenceServerException
 from conftest import Tensord
 from tensorop_client.cases import HostTensor
 from tensorop_client.tensors import numpy_dtype
-from v2_cases import DATA_INPUTS, EXPECTED_EXCLUDED, PARAMETERS, V2Case, public_cases, split_sizes
+from v2_cases import DATA_INPUTS, PARAMETERS, V2Case, run_public_cases, split_sizes
 
 def _inputs(v2: V2Case) -> list[triton.InferInput]:
     request = v2.case.request
@@ -83,37 +83,15 @@ def v2_client(tensord: Tensord) -> triton.InferenceServerClient:
 def test_every_contiguous_public_case_passes(
     v2_client: triton.InferenceServerClient, cases_dir: Path, case_count: int, backend: str
 ) -> None:
-    cases = public_cases(cases_dir)
-    assert len(cases) == case_count
-    excluded = {rule: sum(c.excluded == rule for c in cases) for rule in EXPECTED_EXCLUDED}
-    assert excluded == EXPECTED_EXCLUDED
-    failures = []
-    ran = 0
-    for v2 in cases:
-        if v2.excluded:
-            continue
-        ran += 1
-        name = v2.case.name
-        try:
-            result = v2_client.infer(v2.op, _inputs(v2), model_version="1", request_id=name,
-                                     parameters={"backend": backend})
-        except InferenceServerException as error:
-            if v2.case.expected_error is None:
-                failures.append(f"{name}: {error.status()} {error.message()}")
-            elif error.status() != f"StatusCode.{v2.case.expected_error}":
-                failures.append(f"{name}: expected {v2.case.expected_error}, got "
-                                f"{error.status()} {error.message()}")
-            continue
-        if v2.case.expected_error is not None:
-            failures.append(f"{name}: expected {v2.case.expected_error}, got outputs")
-            continue
-        try:
-            _compare(v2.case.expected_outputs, result, v2.op)
-            assert result.get_response().parameters["backend"].string_param.startswith(backend)
-        except AssertionError as error:
-            failures.append(f"{name}: {error}")
-    assert failures == [], "\n".join(failures)
-    assert ran == case_count - sum(EXPECTED_EXCLUDED.values())
+    def check(v2: V2Case, result: triton.InferResult) -> None:
+        _compare(v2.case.expected_outputs, result, v2.op)
+        assert result.get_response().parameters["backend"].string_param.startswith(backend)
+
+    run_public_cases(
+        cases_dir, case_count,
+        lambda v2: v2_client.infer(v2.op, _inputs(v2), model_version="1",
+                                   request_id=v2.case.name, parameters={"backend": backend}),
+        lambda code: f"StatusCode.{code}", check)
 
 
 def test_health_metadata_and_repository(v2_client: triton.InferenceServerClient) -> None:

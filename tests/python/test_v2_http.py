@@ -18,7 +18,7 @@ from tritonclient.utils import InferenceServerException
 from conftest import Tensord
 from tensorop_client.cases import HostTensor
 from tensorop_client.tensors import numpy_dtype
-from v2_cases import DATA_INPUTS, EXPECTED_EXCLUDED, PARAMETERS, V2Case, public_cases, split_sizes
+from v2_cases import DATA_INPUTS, PARAMETERS, V2Case, run_public_cases, split_sizes
 
 # The HTTP status of each gRPC code a case expects (server/status_map.cc ToHttpStatus).
 HTTP_STATUS = {"INVALID_ARGUMENT": "400", "NOT_FOUND": "404", "RESOURCE_EXHAUSTED": "429",
@@ -87,38 +87,16 @@ def test_every_contiguous_public_case_passes(
     http_client: triton.InferenceServerClient, cases_dir: Path, case_count: int, backend: str,
     binary: bool,
 ) -> None:
-    cases = public_cases(cases_dir)
-    assert len(cases) == case_count
-    excluded = {rule: sum(c.excluded == rule for c in cases) for rule in EXPECTED_EXCLUDED}
-    assert excluded == EXPECTED_EXCLUDED
-    failures = []
-    ran = 0
-    for v2 in cases:
-        if v2.excluded:
-            continue
-        ran += 1
-        name = v2.case.name
-        try:
-            result = http_client.infer(
-                v2.op, _inputs(v2, binary), model_version="1", request_id=name,
-                outputs=_outputs(v2, binary), parameters={"backend": backend})
-        except InferenceServerException as error:
-            if v2.case.expected_error is None:
-                failures.append(f"{name}: {error.status()} {error.message()}")
-            elif error.status() != HTTP_STATUS[v2.case.expected_error]:
-                failures.append(f"{name}: expected {v2.case.expected_error}, got "
-                                f"{error.status()} {error.message()}")
-            continue
-        if v2.case.expected_error is not None:
-            failures.append(f"{name}: expected {v2.case.expected_error}, got outputs")
-            continue
-        try:
-            _compare(v2.case.expected_outputs, result, v2.op)
-            assert result.get_response()["parameters"]["backend"].startswith(backend)
-        except AssertionError as error:
-            failures.append(f"{name}: {error}")
-    assert failures == [], "\n".join(failures)
-    assert ran == case_count - sum(EXPECTED_EXCLUDED.values())
+    def check(v2: V2Case, result: triton.InferResult) -> None:
+        _compare(v2.case.expected_outputs, result, v2.op)
+        assert result.get_response()["parameters"]["backend"].startswith(backend)
+
+    run_public_cases(
+        cases_dir, case_count,
+        lambda v2: http_client.infer(v2.op, _inputs(v2, binary), model_version="1",
+                                     request_id=v2.case.name, outputs=_outputs(v2, binary),
+                                     parameters={"backend": backend}),
+        HTTP_STATUS.__getitem__, check)
 
 
 def test_health_metadata_and_repository(http_client: triton.InferenceServerClient) -> None:

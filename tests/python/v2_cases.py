@@ -6,6 +6,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any, Callable
+
+from tritonclient.utils import InferenceServerException
 
 from tensorop_client.cases import Case, load_cases
 
@@ -77,3 +80,43 @@ def split_sizes(request) -> list[int]:
     rank = len(request.inputs["input"].sizes)
     axis = request.split.axis + (rank if request.split.axis < 0 else 0)
     return [o.sizes[axis] if 0 <= axis < len(o.sizes) else 1 for o in request.outputs]
+
+
+def run_public_cases(
+    cases_dir: Path, case_count: int, infer: Callable[[V2Case], Any],
+    status_of: Callable[[str], str], check: Callable[[V2Case, Any], None],
+) -> None:
+    """Runs every public case no rule excludes through `infer` (a tritonclient
+    call returning its result): a case that expects an error must fail with
+    `status_of(code)`, the status its client gives for that gRPC code name; any
+    other must pass `check(case, result)`. Asserts the exclusion counts, then
+    that no case failed, listing every failure."""
+    cases = public_cases(cases_dir)
+    assert len(cases) == case_count
+    excluded = {rule: sum(c.excluded == rule for c in cases) for rule in EXPECTED_EXCLUDED}
+    assert excluded == EXPECTED_EXCLUDED
+    failures = []
+    ran = 0
+    for v2 in cases:
+        if v2.excluded:
+            continue
+        ran += 1
+        name = v2.case.name
+        try:
+            result = infer(v2)
+        except InferenceServerException as error:
+            if v2.case.expected_error is None:
+                failures.append(f"{name}: {error.status()} {error.message()}")
+            elif error.status() != status_of(v2.case.expected_error):
+                failures.append(f"{name}: expected {v2.case.expected_error}, got "
+                                f"{error.status()} {error.message()}")
+            continue
+        if v2.case.expected_error is not None:
+            failures.append(f"{name}: expected {v2.case.expected_error}, got outputs")
+            continue
+        try:
+            check(v2, result)
+        except AssertionError as error:
+            failures.append(f"{name}: {error}")
+    assert failures == [], "\n".join(failures)
+    assert ran == case_count - sum(EXPECTED_EXCLUDED.values())
