@@ -21,6 +21,15 @@
 #include "absl/strings/str_cat.h"
 
 namespace tensorop::server {
+
+std::string OpenSslError() {
+  const unsigned long code = ERR_peek_last_error();
+  ERR_clear_error();
+  if (code == 0) return "";
+  char text[256];
+  ERR_error_string_n(code, text, sizeof(text));
+  return text;
+}
 namespace {
 
 // gRPC's provider looks at its files this often (its minimum).
@@ -53,16 +62,6 @@ absl::StatusOr<std::string> ReadWhole(absl::string_view flag, const std::string&
     return absl::InvalidArgumentError(absl::StrCat(FlagFile(flag, path), ": the file is empty"));
   }
   return text;
-}
-
-// OpenSSL's reason for the last failure, and the queue cleared.
-std::string OpenSslError() {
-  const unsigned long code = ERR_peek_last_error();
-  ERR_clear_error();
-  if (code == 0) return "";
-  char text[256];
-  ERR_error_string_n(code, text, sizeof(text));
-  return absl::StrCat(" (", text, ")");
 }
 
 struct BioDeleter {
@@ -179,10 +178,11 @@ absl::StatusOr<TlsMaterial> CheckTlsFiles(const TlsFiles& files) {
   BioPtr key_bio = MemoryBio(material.private_key);
   KeyPtr pkey(PEM_read_bio_PrivateKey(key_bio.get(), nullptr, NoPassphrase, nullptr));
   if (pkey == nullptr) {
+    const std::string reason = OpenSslError();
     return absl::InvalidArgumentError(
         absl::StrCat(FlagFile("tls_key_file", files.key_file),
                      ": no unencrypted PEM private key (-----BEGIN PRIVATE KEY-----) in the file",
-                     OpenSslError()));
+                     reason.empty() ? "" : absl::StrCat(" (", reason, ")")));
   }
   if (X509_check_private_key(cert, pkey.get()) != 1) {
     ERR_clear_error();

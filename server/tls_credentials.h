@@ -42,6 +42,10 @@ struct TlsMaterial {
   std::string client_ca;
 };
 
+// OpenSSL's reason for the last failure on this thread (empty when none),
+// its error queue cleared (SSL_get_error reads that queue).
+std::string OpenSslError();
+
 // Reads and checks `files`: INVALID_ARGUMENT naming the flag, the file and the
 // problem ("--tls_key_file=/k.pem: the key does not match the certificate in
 // --tls_cert_file=/c.pem").

@@ -1,15 +1,11 @@
 #include "server/tls_stream.h"
 
-#include <arpa/inet.h>
-#include <netinet/in.h>
 #include <poll.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include <algorithm>
 #include <cerrno>
 #include <cstdint>
-#include <cstring>
 #include <utility>
 
 #include <openssl/bio.h>
@@ -22,24 +18,8 @@
 namespace tensorop::server {
 namespace {
 
-using Clock = std::chrono::steady_clock;
-
-// How often a TlsDeadlineStream wait looks at `stopping`.
-constexpr std::chrono::milliseconds kStopPoll{100};
-
 // ALPN's wire form: a length byte, then the name.
 constexpr unsigned char kHttp11[] = {8, 'h', 't', 't', 'p', '/', '1', '.', '1'};
-
-// OpenSSL's reason for the last failure (empty when none), and the queue
-// cleared: the queue is per thread and SSL_get_error reads it.
-std::string OpenSslError() {
-  const unsigned long code = ERR_peek_last_error();
-  ERR_clear_error();
-  if (code == 0) return "";
-  char text[256];
-  ERR_error_string_n(code, text, sizeof(text));
-  return text;
-}
 
 // A socket BIO that never blocks and never raises SIGPIPE: OpenSSL's own
 // socket BIO writes with write(2), which raises SIGPIPE on a connection the
@@ -184,26 +164,6 @@ absl::Status RequireClientCertificates(SSL_CTX* ctx, const std::string& pem) {
   if (count == 0) return Refused("the client CA file (no certificate)");
   SSL_CTX_set_verify(ctx, SSL_VERIFY_PEER | SSL_VERIFY_FAIL_IF_NO_PEER_CERT, nullptr);
   return absl::OkStatus();
-}
-
-template <typename Get>
-void Address(int socket, Get get, std::string& ip, int& port) {
-  sockaddr_storage address{};
-  socklen_t length = sizeof address;
-  ip.clear();
-  port = 0;
-  if (get(socket, reinterpret_cast<sockaddr*>(&address), &length) != 0) return;
-  char text[INET6_ADDRSTRLEN] = {};
-  if (address.ss_family == AF_INET) {
-    const auto* v4 = reinterpret_cast<const sockaddr_in*>(&address);
-    inet_ntop(AF_INET, &v4->sin_addr, text, sizeof text);
-    port = ntohs(v4->sin_port);
-  } else if (address.ss_family == AF_INET6) {
-    const auto* v6 = reinterpret_cast<const sockaddr_in6*>(&address);
-    inet_ntop(AF_INET6, &v6->sin6_addr, text, sizeof text);
-    port = ntohs(v6->sin6_port);
-  }
-  ip = text;
 }
 
 }  // namespace
@@ -410,72 +370,6 @@ std::string TlsSession::Alpn() const {
   unsigned int length = 0;
   SSL_get0_alpn_selected(ssl_, &name, &length);
   return std::string(reinterpret_cast<const char*>(name), name == nullptr ? 0 : length);
-}
-
-TlsDeadlineStream::TlsDeadlineStream(TlsSession* session, std::string prefix,
-                                     Clock::time_point deadline, const std::atomic<bool>* stopping)
-    : session_(session), prefix_(std::move(prefix)), deadline_(deadline), stopping_(stopping) {}
-
-bool TlsDeadlineStream::is_readable() const {
-  return consumed_ < prefix_.size() || session_->Buffered() || Wait(POLLIN);
-}
-
-bool TlsDeadlineStream::is_writable() const { return Wait(POLLOUT); }
-
-ssize_t TlsDeadlineStream::read(char* ptr, size_t size) {
-  if (consumed_ < prefix_.size()) {
-    const size_t n = std::min(size, prefix_.size() - consumed_);
-    std::memcpy(ptr, prefix_.data() + consumed_, n);
-    consumed_ += n;
-    return static_cast<ssize_t>(n);
-  }
-  while (true) {
-    const ssize_t got = session_->Read(ptr, size);
-    if (got >= 0) return got;
-    const TlsStep step = session_->last();
-    if (step != TlsStep::kWantRead && step != TlsStep::kWantWrite) return -1;
-    if (!Wait(session_->PollEvents())) return -1;
-  }
-}
-
-ssize_t TlsDeadlineStream::write(const char* ptr, size_t size) {
-  size_t done = 0;
-  while (done < size) {
-    // After a want, the same bytes again (OpenSSL's rule for a retried write).
-    const ssize_t wrote = session_->Write(ptr + done, size - done);
-    if (wrote > 0) {
-      done += static_cast<size_t>(wrote);
-      continue;
-    }
-    const TlsStep step = session_->last();
-    if (step != TlsStep::kWantRead && step != TlsStep::kWantWrite) return -1;
-    if (!Wait(session_->PollEvents())) return -1;
-  }
-  return static_cast<ssize_t>(size);
-}
-
-void TlsDeadlineStream::get_remote_ip_and_port(std::string& ip, int& port) const {
-  Address(session_->socket(), ::getpeername, ip, port);
-}
-
-void TlsDeadlineStream::get_local_ip_and_port(std::string& ip, int& port) const {
-  Address(session_->socket(), ::getsockname, ip, port);
-}
-
-socket_t TlsDeadlineStream::socket() const { return session_->socket(); }
-
-bool TlsDeadlineStream::Wait(short events) const {
-  while (stopping_ == nullptr || !stopping_->load(std::memory_order_relaxed)) {
-    const auto left =
-        std::chrono::duration_cast<std::chrono::milliseconds>(deadline_ - Clock::now());
-    if (left.count() <= 0) return false;
-    pollfd entry{session_->socket(), events, 0};
-    const int ready = ::poll(&entry, 1, static_cast<int>(std::min(left, kStopPoll).count()));
-    if (ready < 0 && errno == EINTR) continue;
-    if (ready == 0) continue;
-    return ready > 0 && (entry.revents & (events | POLLHUP | POLLERR)) != 0;
-  }
-  return false;
 }
 
 namespace {

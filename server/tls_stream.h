@@ -8,33 +8,23 @@
 // poll() thread drives the handshakes and request reads of many clients, and
 // a stalled client costs only its slot until the waiting room's deadline.
 //
-// The recipe, for a waiting room that owns the accepted sockets:
-//   1. At start: holder = FollowTlsCredentials(*credentials) (the context
-//      new handshakes use, replaced when the gRPC credentials reload).
-//   2. On accept: session = TlsSession::Accept(fd, holder->Current()).
-//   3. In the poll loop, poll fd for session->PollEvents(); when ready (or at
-//      once after Accept), call Handshake() until kDone; then Read() until it
-//      returns -1 with last() kWantRead or kWantWrite, and poll for
-//      PollEvents() again (decrypted bytes may wait inside OpenSSL where
-//      poll() cannot see them: never poll before a call says what it wants).
-//      Read() 0, kClosed or kError: close. Deadline passed: close. The peer
-//      for the request log: PeerIdentity() once the handshake is done.
-//   4. Complete request: hand the session and the bytes read to a worker,
-//      which answers through TlsDeadlineStream, then calls Shutdown() (best
-//      effort close_notify), destroys the session and closes the socket.
+// BoundedHttpServer (server/bounded_http.h) drives it through TlsConnections:
+// each accepted socket becomes a TlsSession on the context current at accept
+// (FollowTlsCredentials keeps it in step with the gRPC credentials' reloads);
+// the waiting room polls for what the session wants (PollEvents), and Read and
+// Write advance the handshake first. Decrypted bytes may wait inside OpenSSL,
+// where poll() cannot see them: a caller reads until Read says what it wants
+// before polling again.
 #ifndef TENSOROP_SERVER_TLS_STREAM_H_
 #define TENSOROP_SERVER_TLS_STREAM_H_
 
 #include <sys/types.h>
 
-#include <atomic>
-#include <chrono>
 #include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
 
-#include <httplib.h>
 #include <openssl/ssl.h>
 
 #include "absl/status/status.h"
@@ -168,41 +158,9 @@ class TlsSession {
   std::string error_;
 };
 
-// A TlsSession as an httplib::Stream for the worker that answers: first the
-// request bytes the waiting room already read, then the session; every read
-// and write waits with poll() until one deadline or until `stopping` is set
-// (looked at every 100 ms). The counterpart of DeadlineStream in
-// server/metrics_http.cc.
-class TlsDeadlineStream : public httplib::Stream {
- public:
-  TlsDeadlineStream(TlsSession* session, std::string prefix,
-                    std::chrono::steady_clock::time_point deadline,
-                    const std::atomic<bool>* stopping);
-
-  bool is_readable() const override;
-  bool is_writable() const override;
-  ssize_t read(char* ptr, size_t size) override;
-  // Writes all of `size` bytes (httplib treats a short write as a failure) or
-  // returns -1.
-  ssize_t write(const char* ptr, size_t size) override;
-  void get_remote_ip_and_port(std::string& ip, int& port) const override;
-  void get_local_ip_and_port(std::string& ip, int& port) const override;
-  socket_t socket() const override;
-
- private:
-  // Waits for `events` on the socket until the deadline or stopping.
-  bool Wait(short events) const;
-
-  TlsSession* const session_;
-  const std::string prefix_;
-  size_t consumed_ = 0;
-  const std::chrono::steady_clock::time_point deadline_;
-  const std::atomic<bool>* stopping_;
-};
-
 // BoundedHttpOptions::make_connection for HTTPS: each accepted socket becomes
 // a TlsSession on `holder`'s current context, driven by the waiting room and
-// the workers through the Connection calls (the recipe above): Read and Write
+// the workers through the Connection calls: Read and Write
 // advance the handshake first and return -1/EAGAIN while it waits for the
 // socket (PollEvents says which way), -1/EPROTO when it failed (a plaintext
 // client, a missing or untrusted client certificate) and 0 on close; the
