@@ -27,7 +27,6 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_replace.h"
 #include "tests/support/subprocess.h"
-#include "tests/support/temp_files.h"
 #include "tests/support/tensord_process.h"
 
 namespace tensorop::testing {
@@ -543,25 +542,6 @@ TEST(InferenceHttpSharedMemoryTest, InferReadsAndWritesRegionsOverHttp) {
   EXPECT_EQ(answer->status, 404);
   EXPECT_THAT(ErrorOf(answer), HasSubstr("inputs[\"input\"].shared_memory: shared memory region "
                                          "\"ghost\" is not registered"));
-}
-
-TEST(InferenceHttpSharedMemoryTest, BearerTokensApplyToTheRegionRoutes) {
-  TempFiles files;
-  const std::string tokens = files.Write("ci:s3cret-token-for-shm-0123456789abcdef\n");
-  TensordProcess server({"--backends=cpu", "--auth_token_file=" + tokens});
-  auto client = Client(server);
-  auto refused = client->Get("/v2/systemsharedmemory/status");
-  ASSERT_TRUE(refused);
-  EXPECT_EQ(refused->status, 401);
-  EXPECT_THAT(ErrorOf(refused), HasSubstr("this server needs a bearer token"));
-  refused = client->Post("/v2/systemsharedmemory/unregister", "", "application/json");
-  ASSERT_TRUE(refused);
-  EXPECT_EQ(refused->status, 401);
-  client->set_bearer_token_auth("s3cret-token-for-shm-0123456789abcdef");
-  auto status = client->Get("/v2/systemsharedmemory/status");
-  ASSERT_TRUE(status);
-  EXPECT_EQ(status->status, 200) << status->body;
-  EXPECT_EQ(Json::parse(status->body), Json::array());
 }
 
 }  // namespace
