@@ -148,8 +148,9 @@ void Infer(State& state, const httplib::Request& http, httplib::Response& out) {
         record.start = start;
         record.identity = std::move(identity);
         v1::RunResponse native_response;
-        RETURN_IF_ERROR(
-            native.ExecuteOnWorker(run, record, stop, reservation, kTooBigHint, &native_response));
+        RETURN_IF_ERROR(NameSharedMemoryOutput(
+            parsed.request,
+            native.ExecuteOnWorker(run, record, stop, reservation, kTooBigHint, &native_response)));
         run.Clear();  // the inputs are done with
         ASSIGN_OR_RETURN(response, ToModelInferResponse(parsed.request, native_response));
         return absl::OkStatus();
@@ -189,6 +190,57 @@ void Infer(State& state, const httplib::Request& http, httplib::Response& out) {
   // `hold` (the thread's too) keeps the reservation until the answer is written.
 }
 
+// The system shared memory extension, as Triton's HTTP API: the gRPC calls'
+// answers (server/inference_service.h) rendered as JSON; small, answered on
+// the HTTP worker. A region's name is the path segment {name}.
+void SystemSharedMemoryRoutes(State* state, httplib::Server& http) {
+  constexpr char kRegion[] = "/v2/systemsharedmemory/region/([^/]+)";
+  auto region = [](const httplib::Request& in) {
+    return in.matches.size() > 1 ? std::string(in.matches[1]) : std::string();
+  };
+  auto status = [state, region](const httplib::Request& in, httplib::Response& out) {
+    inference::SystemSharedMemoryStatusRequest request;
+    request.set_name(region(in));
+    absl::StatusOr<inference::SystemSharedMemoryStatusResponse> answer =
+        SystemSharedMemoryStatusAnswer(state->native->options().shared_memory, request);
+    if (!answer.ok()) return Reply(out, answer.status());
+    out.set_content(SystemSharedMemoryStatusJson(*answer), kJson);
+  };
+  http.Get("/v2/systemsharedmemory/status", status);
+  http.Get(absl::StrCat(kRegion, "/status"), status);
+  http.Post(absl::StrCat(kRegion, "/register"), [state, region](const httplib::Request& in,
+                                                                httplib::Response& out) {
+    absl::StatusOr<inference::SystemSharedMemoryRegisterRequest> request =
+        ParseSystemSharedMemoryRegister(region(in), in.body);
+    if (!request.ok()) return Reply(out, request.status());
+    absl::Status registered =
+        SystemSharedMemoryRegisterAnswer(state->native->options().shared_memory, *request).status();
+    if (!registered.ok()) return Reply(out, registered);
+    out.status = 200;
+  });
+  auto unregister = [state, region](const httplib::Request& in, httplib::Response& out) {
+    inference::SystemSharedMemoryUnregisterRequest request;
+    request.set_name(region(in));
+    absl::Status unregistered =
+        SystemSharedMemoryUnregisterAnswer(state->native->options().shared_memory, request)
+            .status();
+    if (!unregistered.ok()) return Reply(out, unregistered);
+    out.status = 200;
+  };
+  http.Post("/v2/systemsharedmemory/unregister", unregister);
+  http.Post(absl::StrCat(kRegion, "/unregister"), unregister);
+  // CUDA shared memory: UNIMPLEMENTED (501), as the gRPC calls.
+  auto cuda = [](absl::string_view method) {
+    return [method](const httplib::Request&, httplib::Response& out) {
+      Reply(out, CudaSharedMemoryUnimplemented(method));
+    };
+  };
+  constexpr char kCuda[] = "/v2/cudasharedmemory(?:/region/[^/]+)?";
+  http.Get(absl::StrCat(kCuda, "/status"), cuda("CudaSharedMemoryStatus"));
+  http.Post("/v2/cudasharedmemory/region/[^/]+/register", cuda("CudaSharedMemoryRegister"));
+  http.Post(absl::StrCat(kCuda, "/unregister"), cuda("CudaSharedMemoryUnregister"));
+}
+
 void Routes(const std::shared_ptr<State>& shared, httplib::Server& http) {
   State* state = shared.get();
   http.Get("/v2/health/live",
@@ -196,12 +248,11 @@ void Routes(const std::shared_ptr<State>& shared, httplib::Server& http) {
   http.Get("/v2/health/ready", [state](const httplib::Request&, httplib::Response& out) {
     out.status = state->ready.load(std::memory_order_acquire) ? 200 : 400;
   });
-  http.Get("/v2", [](const httplib::Request&, httplib::Response& out) {
-    out.set_content(ServerMetadataJson(
-                        // The extension's registration routes (/v2/systemsharedmemory/...) are
-                        // not served over HTTP yet.
-                        ServerMetadataAnswer(/*system_shared_memory=*/false)),
-                    kJson);
+  http.Get("/v2", [state](const httplib::Request&, httplib::Response& out) {
+    out.set_content(
+        ServerMetadataJson(ServerMetadataAnswer(
+            /*system_shared_memory=*/state->native->options().shared_memory != nullptr)),
+        kJson);
   });
   http.Post("/v2/repository/index", [](const httplib::Request&, httplib::Response& out) {
     out.set_content(RepositoryIndexJson(RepositoryIndexAnswer()), kJson);
@@ -232,6 +283,7 @@ void Routes(const std::shared_ptr<State>& shared, httplib::Server& http) {
   http.Post(
       R"(/v2/models/([^/]+)(?:/versions/([^/]+))?/infer)",
       [state](const httplib::Request& in, httplib::Response& out) { Infer(*state, in, out); });
+  SystemSharedMemoryRoutes(state, http);
   // Unknown routes (httplib answers 404 or 400 with no body): the JSON error.
   http.set_error_handler([](const httplib::Request& in, httplib::Response& out) {
     if (!out.body.empty()) return;

@@ -1,7 +1,9 @@
 // The Open Inference Protocol (KServe v2) over HTTP/REST on --http_address, as
 // Triton serves it: health, server and model metadata, readiness,
-// repository index, statistics and POST /v2/models/{name}/infer with JSON
-// tensors and the binary tensor data extension. A BoundedHttpServer
+// repository index, statistics, POST /v2/models/{name}/infer with JSON
+// tensors and the binary tensor data extension, and the system shared memory
+// extension (/v2/systemsharedmemory/..., the gRPC calls' logic and messages;
+// /v2/cudasharedmemory/... answers 501). A BoundedHttpServer
 // (server/bounded_http.h) reads each request; an infer request is converted
 // (server/inference_http_json.h) into an inference::ModelInferRequest and
 // runs exactly as gRPC ModelInfer does (server/inference_models.h, then

@@ -3,6 +3,7 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <map>
 #include <type_traits>
 #include <utility>
 #include <vector>
@@ -11,6 +12,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "core/status_macros.h"
+#include "server/inference_models.h"
 
 namespace tensorop::server {
 namespace {
@@ -122,7 +124,13 @@ absl::Status ToParameters(const Json& parameters, absl::string_view what,
     inference::InferParameter& p = out[key];
     if (value.is_boolean()) {
       p.set_bool_param(value.get<bool>());
-    } else if (value.is_number_integer() && !value.is_number_unsigned()) {
+    } else if (value.is_number_integer() &&
+               (!value.is_number_unsigned() ||
+                value.get<uint64_t>() <=
+                    static_cast<uint64_t>(std::numeric_limits<int64_t>::max()))) {
+      // nlohmann reads every non-negative integer as unsigned; as Triton, an
+      // integer is an int64 (shared_memory_offset/byte_size must be), a
+      // uint64 only past 2^63 - 1.
       p.set_int64_param(value.get<int64_t>());
     } else if (value.is_number_unsigned()) {
       p.set_uint64_param(value.get<uint64_t>());
@@ -340,7 +348,6 @@ absl::StatusOr<HttpInferRequest> ParseHttpInferRequest(absl::string_view model,
       tensor.add_shape(size.get<int64_t>());
       ++d;
     }
-    std::string& bytes = *request.add_raw_input_contents();
     std::optional<int64_t> binary_size;
     if (input.contains("parameters")) {
       const Json& parameters = input["parameters"];
@@ -355,6 +362,19 @@ absl::StatusOr<HttpInferRequest> ParseHttpInferRequest(absl::string_view model,
         binary_size = parameters["binary_data_size"].get<int64_t>();
       }
     }
+    // An input in shared memory (the system shared memory extension) has no
+    // bytes here and, as over gRPC, no raw_input_contents entry: its
+    // parameters say where it is (ToRunRequest reads them).
+    if (tensor.parameters().contains(std::string(kSharedMemoryRegionParameter))) {
+      if (input.contains("data") || binary_size.has_value()) {
+        return absl::InvalidArgumentError(
+            absl::StrCat(what, " has both parameters.", kSharedMemoryRegionParameter, " and ",
+                         input.contains("data") ? "\"data\"" : "parameters.binary_data_size"));
+      }
+      ++i;
+      continue;
+    }
+    std::string& bytes = *request.add_raw_input_contents();
     if (binary_size.has_value()) {
       if (input.contains("data")) {
         return absl::InvalidArgumentError(
@@ -439,6 +459,12 @@ absl::StatusOr<HttpBody> RenderHttpInferResponse(const HttpInferRequest& asked,
     entry["datatype"] = output.datatype();
     entry["shape"] = Json::array();
     for (int64_t size : output.shape()) entry["shape"].push_back(size);
+    // Written into shared memory: where (its request's parameters), no data.
+    if (output.parameters().contains(std::string(kSharedMemoryRegionParameter))) {
+      entry["parameters"] = FromParameters(output.parameters());
+      json["outputs"].push_back(std::move(entry));
+      continue;
+    }
     auto flag = asked.binary_outputs.find(output.name());
     const bool as_binary = flag != asked.binary_outputs.end() ? flag->second : asked.binary_default;
     if (as_binary) {
@@ -539,6 +565,55 @@ std::string ModelStatisticsJson(const inference::ModelStatisticsResponse& statis
                                      {"compute_output", duration(inference.compute_output())}})}}));
   }
   return Dump(Json::object({{"model_stats", models}}));
+}
+
+absl::StatusOr<inference::SystemSharedMemoryRegisterRequest> ParseSystemSharedMemoryRegister(
+    absl::string_view name, absl::string_view body) {
+  const std::string what = absl::StrCat("register shared memory region \"", name, "\"");
+  Json json = Json::parse(body, nullptr, /*allow_exceptions=*/false);
+  if (json.is_discarded() || !json.is_object()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(what, ": the body is not a JSON object {\"key\", \"offset\", \"byte_size\"}"));
+  }
+  inference::SystemSharedMemoryRegisterRequest request;
+  request.set_name(std::string(name));
+  if (!json.contains("key") || !json["key"].is_string()) {
+    return absl::InvalidArgumentError(absl::StrCat(what, ": \"key\" is not a string"));
+  }
+  request.set_key(json["key"].get<std::string>());
+  // A size; past 2^63 - 1 it is kept, for the gRPC call's own message.
+  auto size = [&](const char* field, bool required) -> absl::StatusOr<uint64_t> {
+    if (!json.contains(field)) {
+      if (!required) return 0;  // as the protocol's default
+      return absl::InvalidArgumentError(absl::StrCat(what, ": \"", field, "\" is missing"));
+    }
+    const Json& value = json[field];
+    if (!value.is_number_unsigned()) {
+      return absl::InvalidArgumentError(absl::StrCat(what, ": \"", field, "\" = ", value.dump(),
+                                                     " is not a non-negative integer"));
+    }
+    return value.get<uint64_t>();
+  };
+  ASSIGN_OR_RETURN(const uint64_t offset, size("offset", /*required=*/false));
+  ASSIGN_OR_RETURN(const uint64_t byte_size, size("byte_size", /*required=*/true));
+  request.set_offset(offset);
+  request.set_byte_size(byte_size);
+  return request;
+}
+
+std::string SystemSharedMemoryStatusJson(
+    const inference::SystemSharedMemoryStatusResponse& status) {
+  // By name: the protocol's map has no order.
+  std::map<std::string, const inference::SystemSharedMemoryStatusResponse::RegionStatus*> sorted;
+  for (const auto& [name, region] : status.regions()) sorted[name] = &region;
+  Json json = Json::array();
+  for (const auto& [name, region] : sorted) {
+    json.push_back(Json::object({{"name", region->name()},
+                                 {"key", region->key()},
+                                 {"offset", region->offset()},
+                                 {"byte_size", region->byte_size()}}));
+  }
+  return Dump(json);
 }
 
 }  // namespace tensorop::server

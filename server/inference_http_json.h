@@ -4,8 +4,10 @@
 // data extension) becomes an inference::ModelInferRequest whose inputs are
 // all in raw_input_contents, so the HTTP front end runs it through the same
 // conversion (server/inference_models.h) and pipeline as gRPC ModelInfer; the
-// ModelInferResponse is rendered back as JSON data or binary parts. Pure: no
-// sockets, no server.
+// ModelInferResponse is rendered back as JSON data or binary parts. Tensors in
+// shared memory (parameters "shared_memory_region", ...) carry no data: an
+// input's parameters go to the gRPC request for ToRunRequest, an output is
+// answered with its parameters only. Pure: no sockets, no server.
 //
 // FP16 in JSON data: numbers, rounded to the nearest half (ties to even);
 // a finite number beyond FP16's range is refused. BOOL: true/false.
@@ -74,6 +76,15 @@ std::string ModelMetadataJson(const inference::ModelMetadataResponse& metadata);
 std::string RepositoryIndexJson(const inference::RepositoryIndexResponse& index);
 // GET /v2/models/{name}/stats
 std::string ModelStatisticsJson(const inference::ModelStatisticsResponse& statistics);
+
+// POST /v2/systemsharedmemory/region/{name}/register's body {"key", "offset"
+// (optional, 0), "byte_size"} as the gRPC request; INVALID_ARGUMENT naming the
+// region and the field.
+absl::StatusOr<inference::SystemSharedMemoryRegisterRequest> ParseSystemSharedMemoryRegister(
+    absl::string_view name, absl::string_view body);
+// GET /v2/systemsharedmemory[/region/{name}]/status: [{"name", "key", "offset",
+// "byte_size"}, ...] by name, as Triton.
+std::string SystemSharedMemoryStatusJson(const inference::SystemSharedMemoryStatusResponse& status);
 
 // Round-to-nearest-even conversions between a double and FP16's bits.
 uint16_t DoubleToHalf(double value);

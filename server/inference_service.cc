@@ -220,88 +220,108 @@ absl::StatusOr<int64_t> ToInt64(uint64_t value, absl::string_view field) {
   return static_cast<int64_t>(value);
 }
 
-absl::Status CudaUnimplemented(absl::string_view method) {
+}  // namespace
+
+absl::Status CudaSharedMemoryUnimplemented(absl::string_view method) {
   return absl::UnimplementedError(
       absl::StrCat(method,
                    ": tensord serves no CUDA shared memory; only system shared memory "
                    "(SystemSharedMemoryRegister)"));
 }
 
-}  // namespace
+absl::StatusOr<inference::SystemSharedMemoryStatusResponse> SystemSharedMemoryStatusAnswer(
+    SharedMemoryRegistry* registry, const inference::SystemSharedMemoryStatusRequest& request) {
+  if (registry == nullptr) return NoSharedMemory();
+  ASSIGN_OR_RETURN(std::vector<SharedMemoryRegistry::RegionInfo> infos,
+                   registry->Status(request.name()));
+  inference::SystemSharedMemoryStatusResponse response;
+  for (const SharedMemoryRegistry::RegionInfo& info : infos) {
+    auto& region = (*response.mutable_regions())[info.name];
+    region.set_name(info.name);
+    region.set_key(info.key);
+    region.set_offset(static_cast<uint64_t>(info.offset));
+    region.set_byte_size(static_cast<uint64_t>(info.byte_size));
+  }
+  return response;
+}
+
+absl::StatusOr<inference::SystemSharedMemoryRegisterResponse> SystemSharedMemoryRegisterAnswer(
+    SharedMemoryRegistry* registry, const inference::SystemSharedMemoryRegisterRequest& request) {
+  if (registry == nullptr) return NoSharedMemory();
+  // The protocol calls the region's name `name` (tensorop.v1: `region`).
+  RETURN_IF_ERROR(CheckRegionName(request.name(), "name"));
+  ASSIGN_OR_RETURN(const int64_t offset, ToInt64(request.offset(), "offset"));
+  ASSIGN_OR_RETURN(const int64_t byte_size, ToInt64(request.byte_size(), "byte_size"));
+  RETURN_IF_ERROR(registry->Register(request.name(), request.key(), byte_size, offset).status());
+  return inference::SystemSharedMemoryRegisterResponse();
+}
+
+absl::StatusOr<inference::SystemSharedMemoryUnregisterResponse> SystemSharedMemoryUnregisterAnswer(
+    SharedMemoryRegistry* registry, const inference::SystemSharedMemoryUnregisterRequest& request) {
+  if (registry == nullptr) return NoSharedMemory();
+  if (!request.name().empty()) {
+    RETURN_IF_ERROR(registry->Unregister(request.name()));
+    return inference::SystemSharedMemoryUnregisterResponse();
+  }
+  // Every region: those in use stay (FAILED_PRECONDITION naming them), the
+  // rest go; one gone meanwhile is not an error.
+  ASSIGN_OR_RETURN(std::vector<SharedMemoryRegistry::RegionInfo> infos, registry->Status(""));
+  std::vector<std::string> busy;
+  for (const SharedMemoryRegistry::RegionInfo& info : infos) {
+    absl::Status status = registry->Unregister(info.name);
+    if (status.code() == absl::StatusCode::kFailedPrecondition) busy.push_back(info.name);
+  }
+  if (!busy.empty()) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("shared memory regions in use by requests were not unregistered: ",
+                     absl::StrJoin(busy, ", "), "; unregister them once they finish"));
+  }
+  return inference::SystemSharedMemoryUnregisterResponse();
+}
 
 grpc::ServerUnaryReactor* InferenceService::SystemSharedMemoryStatus(
     grpc::CallbackServerContext* context, const inference::SystemSharedMemoryStatusRequest* request,
     inference::SystemSharedMemoryStatusResponse* response) {
-  SharedMemoryRegistry* registry = native_->options().shared_memory;
-  if (registry == nullptr) return Answer(context, NoSharedMemory());
-  absl::StatusOr<std::vector<SharedMemoryRegistry::RegionInfo>> infos =
-      registry->Status(request->name());
-  if (infos.ok()) {
-    for (const SharedMemoryRegistry::RegionInfo& info : *infos) {
-      auto& region = (*response->mutable_regions())[info.name];
-      region.set_name(info.name);
-      region.set_key(info.key);
-      region.set_offset(static_cast<uint64_t>(info.offset));
-      region.set_byte_size(static_cast<uint64_t>(info.byte_size));
-    }
-  }
-  return Answer(context, infos.status());
+  absl::StatusOr<inference::SystemSharedMemoryStatusResponse> answer =
+      SystemSharedMemoryStatusAnswer(native_->options().shared_memory, *request);
+  if (answer.ok()) *response = *std::move(answer);
+  return Answer(context, answer.status());
 }
 
 grpc::ServerUnaryReactor* InferenceService::SystemSharedMemoryRegister(
     grpc::CallbackServerContext* context,
     const inference::SystemSharedMemoryRegisterRequest* request,
     inference::SystemSharedMemoryRegisterResponse*) {
-  SharedMemoryRegistry* registry = native_->options().shared_memory;
-  if (registry == nullptr) return Answer(context, NoSharedMemory());
-  absl::Status status = [&]() -> absl::Status {
-    // The protocol calls the region's name `name` (tensorop.v1: `region`).
-    RETURN_IF_ERROR(CheckRegionName(request->name(), "name"));
-    ASSIGN_OR_RETURN(const int64_t offset, ToInt64(request->offset(), "offset"));
-    ASSIGN_OR_RETURN(const int64_t byte_size, ToInt64(request->byte_size(), "byte_size"));
-    return registry->Register(request->name(), request->key(), byte_size, offset).status();
-  }();
-  return Answer(context, status);
+  return Answer(
+      context,
+      SystemSharedMemoryRegisterAnswer(native_->options().shared_memory, *request).status());
 }
 
 grpc::ServerUnaryReactor* InferenceService::SystemSharedMemoryUnregister(
     grpc::CallbackServerContext* context,
     const inference::SystemSharedMemoryUnregisterRequest* request,
     inference::SystemSharedMemoryUnregisterResponse*) {
-  SharedMemoryRegistry* registry = native_->options().shared_memory;
-  if (registry == nullptr) return Answer(context, NoSharedMemory());
-  if (!request->name().empty()) return Answer(context, registry->Unregister(request->name()));
-  // Every region: those in use stay (FAILED_PRECONDITION naming them), the
-  // rest go; one gone meanwhile is not an error.
-  absl::StatusOr<std::vector<SharedMemoryRegistry::RegionInfo>> infos = registry->Status("");
-  if (!infos.ok()) return Answer(context, infos.status());
-  std::vector<std::string> busy;
-  for (const SharedMemoryRegistry::RegionInfo& info : *infos) {
-    absl::Status status = registry->Unregister(info.name);
-    if (status.code() == absl::StatusCode::kFailedPrecondition) busy.push_back(info.name);
-  }
-  if (busy.empty()) return Answer(context, absl::OkStatus());
-  return Answer(context, absl::FailedPreconditionError(absl::StrCat(
-                             "shared memory regions in use by requests were not unregistered: ",
-                             absl::StrJoin(busy, ", "), "; unregister them once they finish")));
+  return Answer(
+      context,
+      SystemSharedMemoryUnregisterAnswer(native_->options().shared_memory, *request).status());
 }
 
 grpc::ServerUnaryReactor* InferenceService::CudaSharedMemoryStatus(
     grpc::CallbackServerContext* context, const inference::CudaSharedMemoryStatusRequest*,
     inference::CudaSharedMemoryStatusResponse*) {
-  return Answer(context, CudaUnimplemented("CudaSharedMemoryStatus"));
+  return Answer(context, CudaSharedMemoryUnimplemented("CudaSharedMemoryStatus"));
 }
 
 grpc::ServerUnaryReactor* InferenceService::CudaSharedMemoryRegister(
     grpc::CallbackServerContext* context, const inference::CudaSharedMemoryRegisterRequest*,
     inference::CudaSharedMemoryRegisterResponse*) {
-  return Answer(context, CudaUnimplemented("CudaSharedMemoryRegister"));
+  return Answer(context, CudaSharedMemoryUnimplemented("CudaSharedMemoryRegister"));
 }
 
 grpc::ServerUnaryReactor* InferenceService::CudaSharedMemoryUnregister(
     grpc::CallbackServerContext* context, const inference::CudaSharedMemoryUnregisterRequest*,
     inference::CudaSharedMemoryUnregisterResponse*) {
-  return Answer(context, CudaUnimplemented("CudaSharedMemoryUnregister"));
+  return Answer(context, CudaSharedMemoryUnimplemented("CudaSharedMemoryUnregister"));
 }
 
 // ---------------------------------------------------------------------------

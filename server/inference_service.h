@@ -21,6 +21,7 @@
 namespace tensorop::server {
 
 class Metrics;
+class SharedMemoryRegistry;
 
 // The shared memory extension's six calls (system and CUDA).
 using InferenceSharedMemoryBase =
@@ -55,6 +56,21 @@ inference::RepositoryIndexResponse RepositoryIndexAnswer();
 absl::StatusOr<inference::ModelStatisticsResponse> ModelStatisticsAnswer(const Metrics* metrics,
                                                                          absl::string_view name,
                                                                          absl::string_view version);
+
+// The system shared memory extension's answers on `registry` (the native
+// registry, server/shared_memory.h; null: FAILED_PRECONDITION), shared with
+// the HTTP front end so both bindings have one implementation and the same
+// messages. The protocol calls the region `name`; empty in Status and
+// Unregister: every region.
+absl::StatusOr<inference::SystemSharedMemoryStatusResponse> SystemSharedMemoryStatusAnswer(
+    SharedMemoryRegistry* registry, const inference::SystemSharedMemoryStatusRequest& request);
+absl::StatusOr<inference::SystemSharedMemoryRegisterResponse> SystemSharedMemoryRegisterAnswer(
+    SharedMemoryRegistry* registry, const inference::SystemSharedMemoryRegisterRequest& request);
+absl::StatusOr<inference::SystemSharedMemoryUnregisterResponse> SystemSharedMemoryUnregisterAnswer(
+    SharedMemoryRegistry* registry, const inference::SystemSharedMemoryUnregisterRequest& request);
+// UNIMPLEMENTED for the CUDA shared memory call `method`
+// ("CudaSharedMemoryRegister"): only system shared memory is served.
+absl::Status CudaSharedMemoryUnimplemented(absl::string_view method);
 
 class InferenceService final : public InferenceServiceBase {
  public:

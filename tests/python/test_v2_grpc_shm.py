@@ -5,44 +5,25 @@ public conformance cases run with their data inputs read from the region and
 their outputs written into it, compared byte for byte; then it is unregistered.
 
 The cases and their v2 inputs come from test_v2_grpc (the contiguous public
-cases, the same classification).
+cases, the same classification); v2_shm.py holds what test_v2_http_shm.py
+shares.
 """
 
 from __future__ import annotations
 
-import importlib.util
 import os
-import sys
-import types
 from pathlib import Path
 
 import numpy as np
 import pytest
 import tritonclient.grpc as triton
-
-# tritonclient 2.41's shared memory utilities find their C library with
-# pkg_resources.resource_filename, and pkg_resources is gone from the pinned
-# setuptools (84): that one function, as it behaves for an installed package.
-if importlib.util.find_spec("pkg_resources") is None:
-    _shim = types.ModuleType("pkg_resources")
-    _shim.resource_filename = lambda package, name: os.path.join(  # type: ignore[attr-defined]
-        os.path.dirname(importlib.util.find_spec(package).origin), name)
-    sys.modules["pkg_resources"] = _shim
-import tritonclient.utils.shared_memory as shm  # noqa: E402
 from tritonclient.utils import InferenceServerException
 
 from conftest import Tensord
 from tensorop_client.tensors import numpy_dtype
 from test_v2_grpc import _inputs
-from v2_cases import DATA_INPUTS, public_cases
-
-REGION_BYTES = 1 << 20
-ALIGN = 64  # every tensor starts on a multiple of this (and so of its element size)
-CASES_PER_OPERATOR = 3
-
-
-def _aligned(offset: int) -> int:
-    return (offset + ALIGN - 1) // ALIGN * ALIGN
+from v2_cases import DATA_INPUTS
+from v2_shm import CASES_PER_OPERATOR, REGION_BYTES, aligned, shm, shm_cases
 
 
 @pytest.fixture
@@ -69,22 +50,10 @@ def region(v2_client: triton.InferenceServerClient):
         shm.destroy_shared_memory_region(handle)
 
 
-def _cases(cases_dir: Path) -> list:
-    """The first few passing contiguous public cases of each operator."""
-    chosen: dict[str, list] = {}
-    for v2 in public_cases(cases_dir):
-        if v2.excluded or v2.case.expected_error is not None:
-            continue
-        if len(chosen.setdefault(v2.op, [])) < CASES_PER_OPERATOR:
-            chosen[v2.op].append(v2)
-    assert sorted(chosen) == ["scatter_elements", "slice", "split", "strided_slice"]
-    return [v2 for op in sorted(chosen) for v2 in chosen[op]]
-
-
 def test_public_cases_through_system_shared_memory(
     v2_client: triton.InferenceServerClient, region, cases_dir: Path
 ) -> None:
-    cases = _cases(cases_dir)
+    cases = shm_cases(cases_dir)
     assert len(cases) == 4 * CASES_PER_OPERATOR
     for v2 in cases:
         name = v2.case.name
@@ -97,7 +66,7 @@ def test_public_cases_through_system_shared_memory(
             array = np.frombuffer(tensor.data, dtype=numpy_dtype(tensor.dtype))
             shm.set_shared_memory_region(region, [array], offset=offset)
             item.set_shared_memory("v2shm", len(tensor.data), offset=offset)
-            offset = _aligned(offset + len(tensor.data))
+            offset = aligned(offset + len(tensor.data))
         outputs = []
         placed = []
         for k, want in enumerate(v2.case.expected_outputs):
@@ -105,7 +74,7 @@ def test_public_cases_through_system_shared_memory(
             output.set_shared_memory("v2shm", len(want.data), offset=offset)
             outputs.append(output)
             placed.append(offset)
-            offset = _aligned(offset + len(want.data))
+            offset = aligned(offset + len(want.data))
         assert offset <= REGION_BYTES, name
         result = v2_client.infer(v2.op, inputs, outputs=outputs, request_id=name,
                                  parameters={"backend": "cpu"})

@@ -225,6 +225,16 @@ TEST_F(InferenceHttpTlsTest, BearerTokensApplyOverHttps) {
   ASSERT_TRUE(answer) << httplib::to_string(answer.error());
   ASSERT_EQ(answer->status, 200) << answer->body;
   EXPECT_THAT(answer->body, HasSubstr(kSliceOutput));
+
+  // The system shared memory routes too.
+  auto regions = Https(server)->Get("/v2/systemsharedmemory/status");
+  ASSERT_TRUE(regions) << httplib::to_string(regions.error());
+  EXPECT_EQ(regions->status, 401);
+  EXPECT_THAT(regions->body, HasSubstr("this server needs a bearer token"));
+  regions = https->Get("/v2/systemsharedmemory/status");
+  ASSERT_TRUE(regions) << httplib::to_string(regions.error());
+  EXPECT_EQ(regions->status, 200) << regions->body;
+  EXPECT_EQ(regions->body, "[]");
 }
 
 TEST_F(InferenceHttpTlsTest, FollowsCertificateReloads) {

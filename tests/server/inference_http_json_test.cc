@@ -176,6 +176,125 @@ TEST(InferenceHttpJson, AnswersAsJsonDataOrBinaryParts) {
             std::string(reinterpret_cast<const char*>(b), 4));
 }
 
+TEST(InferenceHttpJson, SharedMemoryInputsAndOutputsCarryTheirParametersAndNoBytes) {
+  const std::string json = R"({"inputs":[
+    {"name":"input","shape":[2,3],"datatype":"FP32","parameters":{"shared_memory_region":"r",
+     "shared_memory_offset":64,"shared_memory_byte_size":24}},
+    {"name":"offsets","shape":[2],"datatype":"INT64","data":[0,1]},
+    {"name":"window_sizes","shape":[2],"datatype":"INT64","data":[2,2]},
+    {"name":"window_strides","shape":[2],"datatype":"INT64","data":[1,1]}],
+    "outputs":[{"name":"output","parameters":{"shared_memory_region":"r",
+     "shared_memory_byte_size":16}}]})";
+  absl::StatusOr<HttpInferRequest> parsed = ParseHttpInferRequest("slice", "", json, std::nullopt);
+  ASSERT_TRUE(parsed.ok()) << parsed.status();
+  const inference::ModelInferRequest& request = parsed->request;
+  ASSERT_EQ(request.inputs_size(), 4);
+  // No raw_input_contents entry for the input in shared memory, as over gRPC.
+  ASSERT_EQ(request.raw_input_contents_size(), 3);
+  EXPECT_THAT(Values<int64_t>(request.raw_input_contents(0)), ::testing::ElementsAre(0, 1));
+  const auto& in = request.inputs(0).parameters();
+  EXPECT_EQ(in.at("shared_memory_region").string_param(), "r");
+  EXPECT_EQ(in.at("shared_memory_offset").int64_param(), 64);
+  EXPECT_EQ(in.at("shared_memory_byte_size").int64_param(), 24);
+  ASSERT_EQ(request.outputs_size(), 1);
+  EXPECT_EQ(request.outputs(0).parameters().at("shared_memory_region").string_param(), "r");
+  EXPECT_EQ(request.outputs(0).parameters().at("shared_memory_byte_size").int64_param(), 16);
+
+  // Converted by inference_models' conversion into native references.
+  inference::ModelInferRequest copy = request;
+  absl::StatusOr<v1::RunRequest> run = ToRunRequest(copy);
+  ASSERT_TRUE(run.ok()) << run.status();
+
+  auto parse = [](const std::string& input) {
+    return ParseHttpInferRequest("slice", "", R"({"inputs":[)" + input + "]}", std::nullopt)
+        .status();
+  };
+  absl::Status both =
+      parse(R"({"name":"input","shape":[1],"datatype":"FP32","data":[1],)"
+            R"("parameters":{"shared_memory_region":"r","shared_memory_byte_size":4}})");
+  EXPECT_EQ(both.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(both.message(),
+            "slice: input \"input\" has both parameters.shared_memory_region and \"data\"");
+  both = parse(R"({"name":"input","shape":[1],"datatype":"FP32","parameters":)"
+               R"({"shared_memory_region":"r","shared_memory_byte_size":4,"binary_data_size":4}})");
+  EXPECT_EQ(both.message(),
+            "slice: input \"input\" has both parameters.shared_memory_region and "
+            "parameters.binary_data_size");
+}
+
+TEST(InferenceHttpJson, AnOutputInSharedMemoryIsAnsweredWithoutData) {
+  HttpInferRequest asked;
+  asked.binary_default = true;  // even so: no binary part for it
+  inference::ModelInferResponse response;
+  response.set_model_name("split");
+  response.set_model_version("1");
+  auto* shared = response.add_outputs();
+  shared->set_name("output_0");
+  shared->set_datatype("INT16");
+  shared->add_shape(2);
+  (*shared->mutable_parameters())["shared_memory_region"].set_string_param("r");
+  (*shared->mutable_parameters())["shared_memory_byte_size"].set_int64_param(4);
+  response.add_raw_output_contents();  // empty, as ToModelInferResponse leaves it
+  auto* inline_output = response.add_outputs();
+  inline_output->set_name("output_1");
+  inline_output->set_datatype("INT16");
+  inline_output->add_shape(1);
+  response.add_raw_output_contents(std::string("\x05\x00", 2));
+
+  absl::StatusOr<HttpBody> body = RenderHttpInferResponse(asked, response);
+  ASSERT_TRUE(body.ok()) << body.status();
+  ASSERT_TRUE(body->header_length.has_value());
+  const nlohmann::json header = nlohmann::json::parse(body->body.substr(0, *body->header_length));
+  EXPECT_EQ(header["outputs"][0], nlohmann::json::parse(R"({"name":"output_0","datatype":"INT16",
+      "shape":[2],"parameters":{"shared_memory_region":"r","shared_memory_byte_size":4}})"));
+  EXPECT_EQ(header["outputs"][1]["parameters"]["binary_data_size"], 2);
+  EXPECT_EQ(body->body.substr(*body->header_length), std::string("\x05\x00", 2));
+
+  // Every output in shared memory: plain JSON.
+  asked.binary_default = false;
+  response.mutable_outputs()->RemoveLast();
+  response.mutable_raw_output_contents()->RemoveLast();
+  body = RenderHttpInferResponse(asked, response);
+  ASSERT_TRUE(body.ok()) << body.status();
+  EXPECT_FALSE(body->header_length.has_value());
+  EXPECT_EQ(body->content_type, "application/json");
+  EXPECT_FALSE(nlohmann::json::parse(body->body)["outputs"][0].contains("data"));
+}
+
+TEST(InferenceHttpJson, SystemSharedMemoryBodies) {
+  absl::StatusOr<inference::SystemSharedMemoryRegisterRequest> request =
+      ParseSystemSharedMemoryRegister("r", R"({"key":"/obj","offset":8,"byte_size":16})");
+  ASSERT_TRUE(request.ok()) << request.status();
+  EXPECT_EQ(request->name(), "r");
+  EXPECT_EQ(request->key(), "/obj");
+  EXPECT_EQ(request->offset(), 8u);
+  EXPECT_EQ(request->byte_size(), 16u);
+  request = ParseSystemSharedMemoryRegister("r", R"({"key":"/obj","byte_size":16})");
+  ASSERT_TRUE(request.ok()) << request.status();
+  EXPECT_EQ(request->offset(), 0u);
+  EXPECT_EQ(ParseSystemSharedMemoryRegister("r", "[1]").status().message(),
+            "register shared memory region \"r\": the body is not a JSON object {\"key\", "
+            "\"offset\", \"byte_size\"}");
+  EXPECT_EQ(ParseSystemSharedMemoryRegister("r", R"({"key":"k"})").status().message(),
+            "register shared memory region \"r\": \"byte_size\" is missing");
+  EXPECT_EQ(ParseSystemSharedMemoryRegister("r", R"({"key":"k","offset":1.5,"byte_size":1})")
+                .status()
+                .message(),
+            "register shared memory region \"r\": \"offset\" = 1.5 is not a non-negative integer");
+
+  inference::SystemSharedMemoryStatusResponse status;
+  for (const char* name : {"zeta", "alpha"}) {
+    auto& region = (*status.mutable_regions())[name];
+    region.set_name(name);
+    region.set_key("k");
+    region.set_offset(0);
+    region.set_byte_size(64);
+  }
+  EXPECT_EQ(nlohmann::json::parse(SystemSharedMemoryStatusJson(status)),
+            nlohmann::json::parse(R"([{"name":"alpha","key":"k","offset":0,"byte_size":64},
+                                      {"name":"zeta","key":"k","offset":0,"byte_size":64}])"));
+}
+
 TEST(InferenceHttpJson, ErrorsAndMetadata) {
   EXPECT_EQ(HttpErrorJson(absl::NotFoundError("model \"x\" is not served here")),
             R"({"error":"model \"x\" is not served here"})");
