@@ -22,8 +22,8 @@ from tritonclient.utils import InferenceServerException
 from conftest import Tensord
 from tensorop_client.tensors import numpy_dtype
 from test_v2_grpc import _inputs
-from v2_cases import DATA_INPUTS
-from v2_shm import CASES_PER_OPERATOR, REGION_BYTES, aligned, shm, shm_cases
+from v2_shm import (CASES_PER_OPERATOR, REGION_BYTES, place_in_region, registered_region, shm,
+                    shm_cases)
 
 
 @pytest.fixture
@@ -35,19 +35,9 @@ def v2_client(tensord: Tensord) -> triton.InferenceServerClient:
 
 @pytest.fixture
 def region(v2_client: triton.InferenceServerClient):
-    """A 1 MiB region "v2shm" (object /tensorop-v2shm-<pid>), registered; unregistered
-    and destroyed afterwards."""
-    key = f"/tensorop-v2shm-{os.getpid()}"
-    handle = shm.create_shared_memory_region("v2shm", key, REGION_BYTES)
-    try:
-        v2_client.register_system_shared_memory("v2shm", key, REGION_BYTES)
+    """A registered 1 MiB region "v2shm" (v2_shm.registered_region)."""
+    with registered_region(v2_client, "v2shm") as handle:
         yield handle
-    finally:
-        try:
-            v2_client.unregister_system_shared_memory("v2shm")
-        except InferenceServerException:
-            pass  # the test unregistered it already
-        shm.destroy_shared_memory_region(handle)
 
 
 def test_public_cases_through_system_shared_memory(
@@ -57,25 +47,9 @@ def test_public_cases_through_system_shared_memory(
     assert len(cases) == 4 * CASES_PER_OPERATOR
     for v2 in cases:
         name = v2.case.name
-        offset = 0
         inputs = _inputs(v2)
-        for item in inputs:
-            if item.name() not in DATA_INPUTS[v2.op]:
-                continue  # parameter tensors travel in the request
-            tensor = v2.case.request.inputs[item.name()]
-            array = np.frombuffer(tensor.data, dtype=numpy_dtype(tensor.dtype))
-            shm.set_shared_memory_region(region, [array], offset=offset)
-            item.set_shared_memory("v2shm", len(tensor.data), offset=offset)
-            offset = aligned(offset + len(tensor.data))
-        outputs = []
-        placed = []
-        for k, want in enumerate(v2.case.expected_outputs):
-            output = triton.InferRequestedOutput("output_%d" % k if v2.op == "split" else "output")
-            output.set_shared_memory("v2shm", len(want.data), offset=offset)
-            outputs.append(output)
-            placed.append(offset)
-            offset = aligned(offset + len(want.data))
-        assert offset <= REGION_BYTES, name
+        outputs, placed = place_in_region(v2, inputs, region, "v2shm",
+                                          triton.InferRequestedOutput)
         result = v2_client.infer(v2.op, inputs, outputs=outputs, request_id=name,
                                  parameters={"backend": "cpu"})
         response = result.get_response()

@@ -20,8 +20,8 @@ from tritonclient.utils import InferenceServerException
 from conftest import Tensord
 from tensorop_client.tensors import numpy_dtype
 from test_v2_http import _inputs
-from v2_cases import DATA_INPUTS
-from v2_shm import CASES_PER_OPERATOR, REGION_BYTES, aligned, shm, shm_cases
+from v2_shm import (CASES_PER_OPERATOR, REGION_BYTES, place_in_region, registered_region, shm,
+                    shm_cases)
 
 
 @pytest.fixture
@@ -33,19 +33,9 @@ def v2_http(tensord: Tensord) -> triton.InferenceServerClient:
 
 @pytest.fixture
 def http_region(v2_http: triton.InferenceServerClient):
-    """A 1 MiB region "v2httpshm" (object /tensorop-v2httpshm-<pid>), registered over
-    HTTP; unregistered and destroyed afterwards."""
-    key = f"/tensorop-v2httpshm-{os.getpid()}"
-    handle = shm.create_shared_memory_region("v2httpshm", key, REGION_BYTES)
-    try:
-        v2_http.register_system_shared_memory("v2httpshm", key, REGION_BYTES)
+    """A 1 MiB region "v2httpshm" registered over HTTP (v2_shm.registered_region)."""
+    with registered_region(v2_http, "v2httpshm") as handle:
         yield handle
-    finally:
-        try:
-            v2_http.unregister_system_shared_memory("v2httpshm")
-        except InferenceServerException:
-            pass  # the test unregistered it already
-        shm.destroy_shared_memory_region(handle)
 
 
 def test_public_cases_through_system_shared_memory_over_http(
@@ -55,26 +45,10 @@ def test_public_cases_through_system_shared_memory_over_http(
     assert len(cases) == 4 * CASES_PER_OPERATOR
     for v2 in cases:
         name = v2.case.name
-        offset = 0
         # Parameter tensors travel in the request, as binary parts.
         inputs = _inputs(v2, binary=True)
-        for item in inputs:
-            if item.name() not in DATA_INPUTS[v2.op]:
-                continue
-            tensor = v2.case.request.inputs[item.name()]
-            array = np.frombuffer(tensor.data, dtype=numpy_dtype(tensor.dtype))
-            shm.set_shared_memory_region(http_region, [array], offset=offset)
-            item.set_shared_memory("v2httpshm", len(tensor.data), offset=offset)
-            offset = aligned(offset + len(tensor.data))
-        outputs = []
-        placed = []
-        for k, want in enumerate(v2.case.expected_outputs):
-            output = triton.InferRequestedOutput("output_%d" % k if v2.op == "split" else "output")
-            output.set_shared_memory("v2httpshm", len(want.data), offset=offset)
-            outputs.append(output)
-            placed.append(offset)
-            offset = aligned(offset + len(want.data))
-        assert offset <= REGION_BYTES, name
+        outputs, placed = place_in_region(v2, inputs, http_region, "v2httpshm",
+                                          triton.InferRequestedOutput)
         result = v2_http.infer(v2.op, inputs, outputs=outputs, request_id=name,
                                parameters={"backend": "cpu"})
         response = result.get_response()

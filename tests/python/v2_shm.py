@@ -5,11 +5,14 @@ cases run through it."""
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
 import os
 import sys
 import types
 from pathlib import Path
+
+import numpy as np
 
 # tritonclient 2.41's shared memory utilities find their C library with
 # pkg_resources.resource_filename, and pkg_resources is gone from the pinned
@@ -21,7 +24,10 @@ if importlib.util.find_spec("pkg_resources") is None:
     sys.modules["pkg_resources"] = _shim
 import tritonclient.utils.shared_memory as shm  # noqa: E402,F401
 
-from v2_cases import public_cases  # noqa: E402
+from tritonclient.utils import InferenceServerException  # noqa: E402
+
+from tensorop_client.tensors import numpy_dtype  # noqa: E402
+from v2_cases import DATA_INPUTS, public_cases  # noqa: E402
 
 REGION_BYTES = 1 << 20
 ALIGN = 64  # every tensor starts on a multiple of this (and so of its element size)
@@ -42,3 +48,48 @@ def shm_cases(cases_dir: Path) -> list:
             chosen[v2.op].append(v2)
     assert sorted(chosen) == ["scatter_elements", "slice", "split", "strided_slice"]
     return [v2 for op in sorted(chosen) for v2 in chosen[op]]
+
+
+@contextlib.contextmanager
+def registered_region(client, name: str):
+    """A REGION_BYTES region `name` (object /tensorop-<name>-<pid>), registered
+    through `client` (tritonclient's gRPC or HTTP one); unregistered and
+    destroyed afterwards. Yields the shared memory handle."""
+    key = f"/tensorop-{name}-{os.getpid()}"
+    handle = shm.create_shared_memory_region(name, key, REGION_BYTES)
+    try:
+        client.register_system_shared_memory(name, key, REGION_BYTES)
+        yield handle
+    finally:
+        try:
+            client.unregister_system_shared_memory(name)
+        except InferenceServerException:
+            pass  # the test unregistered it already
+        shm.destroy_shared_memory_region(handle)
+
+
+def place_in_region(v2, inputs: list, handle, name: str, requested_output) -> tuple[list, list]:
+    """Writes case `v2`'s data inputs into region `name` (`handle`), each at its
+    own aligned offset, and points `inputs` at them (parameter tensors stay in
+    the request); then asks for every expected output in the region after them.
+    `requested_output` is the client's InferRequestedOutput class. Returns the
+    requested outputs and their offsets."""
+    offset = 0
+    for item in inputs:
+        if item.name() not in DATA_INPUTS[v2.op]:
+            continue
+        tensor = v2.case.request.inputs[item.name()]
+        array = np.frombuffer(tensor.data, dtype=numpy_dtype(tensor.dtype))
+        shm.set_shared_memory_region(handle, [array], offset=offset)
+        item.set_shared_memory(name, len(tensor.data), offset=offset)
+        offset = aligned(offset + len(tensor.data))
+    outputs = []
+    placed = []
+    for k, want in enumerate(v2.case.expected_outputs):
+        output = requested_output("output_%d" % k if v2.op == "split" else "output")
+        output.set_shared_memory(name, len(want.data), offset=offset)
+        outputs.append(output)
+        placed.append(offset)
+        offset = aligned(offset + len(want.data))
+    assert offset <= REGION_BYTES, v2.case.name
+    return outputs, placed
