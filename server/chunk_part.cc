@@ -1,6 +1,7 @@
 #include "server/chunk_part.h"
 
 #include <algorithm>
+#include <cstring>
 #include <utility>
 
 namespace tensorop::server {
@@ -103,10 +104,10 @@ std::optional<ChunkPartView> ChunkPartView::Of(const grpc::ByteBuffer& bytes) {
   return view;
 }
 
-void ChunkPartView::AppendDataTo(std::string* out) const {
+void ChunkPartView::CopyDataTo(std::byte* out) const {
   for (const Piece& piece : data_) {
-    out->append(reinterpret_cast<const char*>(slices_[piece.slice].begin()) + piece.offset,
-                piece.length);
+    std::memcpy(out, slices_[piece.slice].begin() + piece.offset, piece.length);
+    out += piece.length;
   }
 }
 

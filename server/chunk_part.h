@@ -29,8 +29,8 @@ class ChunkPartView {
 
   const std::string& input() const { return input_; }
   int64_t data_bytes() const { return data_bytes_; }
-  // Appends the data bytes to `out`.
-  void AppendDataTo(std::string* out) const;
+  // Copies the data bytes to `out` (data_bytes() of room).
+  void CopyDataTo(std::byte* out) const;
 
  private:
   struct Piece {

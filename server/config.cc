@@ -134,6 +134,11 @@ TENSORD_FLAG(int64_t, max_memory_bytes, 0,
              "bytes every call together may hold (requests, outputs, answers waiting to be "
              "sent); past it calls are RESOURCE_EXHAUSTED (0: half the memory the process may "
              "use: the cgroup limit, else physical RAM)");
+TENSORD_FLAG(int64_t, buffer_pool_bytes, -1,
+             "bytes of large (4 MiB and more) freed output buffers kept for reuse, so the next "
+             "call writes into resident pages instead of faulting in fresh zeroed ones; "
+             "reserved in --max_memory_bytes, freed first when a call needs the room and after "
+             "10 s unused (-1: a quarter of --max_memory_bytes; 0: none)");
 TENSORD_FLAG(int, idle_timeout_seconds, 60,
              "a call whose client sends nothing (RunChunked upload) or takes nothing (answers, "
              "result parts) this long is cancelled and its memory freed; 0: never");
@@ -457,6 +462,14 @@ absl::StatusOr<ServerConfig> ValidatedConfig(const Parsed& parsed) {
     config.max_memory_source =
         absl::StrCat("half of the ", limit.bytes, " bytes of ", limit.source);
   }
+  config.buffer_pool_bytes = absl::GetFlag(FLAGS_buffer_pool_bytes);
+  if (config.buffer_pool_bytes < -1) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--buffer_pool_bytes=", config.buffer_pool_bytes,
+                     ": must be -1 (a quarter of "
+                     "--max_memory_bytes), 0 (none) or a byte count"));
+  }
+  if (config.buffer_pool_bytes == -1) config.buffer_pool_bytes = config.max_memory_bytes / 4;
   ASSIGN_OR_RETURN(const int idle,
                    FlagInRange(FLAGS_idle_timeout_seconds, "idle_timeout_seconds", 0, kMaxSeconds));
   config.service.idle_timeout = absl::Seconds(idle);

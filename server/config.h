@@ -46,6 +46,7 @@ struct ServerConfig {
   std::string health_address;  // empty: no health listener
   int64_t max_memory_bytes = 0;
   std::string max_memory_source;  // where the default came from; "" when set
+  int64_t buffer_pool_bytes = 0;  // resolved: -1 became a quarter of max_memory_bytes
   int shared_memory_idle_seconds = 0;
 };
 

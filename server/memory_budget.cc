@@ -76,18 +76,31 @@ MemoryLimit ProcessMemoryLimit() {
 
 MemoryBudget::MemoryBudget(int64_t limit_bytes) : limit_(std::max<int64_t>(limit_bytes, 1)) {}
 
-absl::Status MemoryBudget::Take(int64_t bytes, absl::string_view what) {
-  if (bytes <= 0) return absl::OkStatus();
+bool MemoryBudget::TryTake(int64_t bytes) {
   int64_t reserved = reserved_.load(std::memory_order_relaxed);
   do {
-    if (bytes > limit_ - reserved) {
-      refusals_.fetch_add(1, std::memory_order_relaxed);
-      return absl::ResourceExhaustedError(absl::StrCat(
-          "server memory budget exhausted: ", bytes, " more bytes for ", what, ", with ", reserved,
-          " of the budget's ", limit_, " bytes reserved (--max_memory_bytes); retry later"));
-    }
+    if (bytes > limit_ - reserved) return false;
   } while (!reserved_.compare_exchange_weak(reserved, reserved + bytes, std::memory_order_relaxed));
-  return absl::OkStatus();
+  return true;
+}
+
+absl::Status MemoryBudget::Take(int64_t bytes, absl::string_view what) {
+  if (bytes <= 0 || TryTake(bytes)) return absl::OkStatus();
+  if (reclaimer_ != nullptr) {
+    const int64_t missing = bytes - (limit_ - reserved_.load(std::memory_order_relaxed));
+    if (reclaimer_(std::max<int64_t>(missing, 1)) > 0 && TryTake(bytes)) {
+      return absl::OkStatus();
+    }
+  }
+  refusals_.fetch_add(1, std::memory_order_relaxed);
+  return absl::ResourceExhaustedError(absl::StrCat(
+      "server memory budget exhausted: ", bytes, " more bytes for ", what, ", with ", reserved(),
+      " of the budget's ", limit_, " bytes reserved (--max_memory_bytes); retry later"));
+}
+
+std::optional<MemoryBudget::Reservation> MemoryBudget::TryReserveIfFree(int64_t bytes) {
+  if (bytes > 0 && !TryTake(bytes)) return std::nullopt;
+  return Reservation(this, std::max<int64_t>(bytes, 0));
 }
 
 void MemoryBudget::Give(int64_t bytes) {

@@ -11,6 +11,8 @@
 
 #include <atomic>
 #include <cstdint>
+#include <functional>
+#include <optional>
 #include <string>
 
 #include "absl/status/status.h"
@@ -59,6 +61,17 @@ class MemoryBudget {
   absl::StatusOr<Reservation> TryReserve(int64_t bytes, absl::string_view what);
   // A reservation of 0 bytes on this budget, to Grow later.
   Reservation Empty() { return Reservation(this, 0); }
+  // `bytes` reserved when they fit as things stand, else nullopt: no
+  // reclaiming, no refusal counted (memory held by choice, e.g. BufferPool).
+  std::optional<Reservation> TryReserveIfFree(int64_t bytes);
+
+  // Called, once, with the bytes missing when a reservation does not fit,
+  // before it is refused: frees memory the server holds by choice (kept
+  // buffers) and returns the bytes it gave back. Set before the budget is
+  // shared; it must not reserve from this budget.
+  void SetReclaimer(std::function<int64_t(int64_t missing)> reclaimer) {
+    reclaimer_ = std::move(reclaimer);
+  }
 
   int64_t limit() const { return limit_; }
   // Bytes reserved now.
@@ -68,11 +81,13 @@ class MemoryBudget {
 
  private:
   absl::Status Take(int64_t bytes, absl::string_view what);
+  bool TryTake(int64_t bytes);
   void Give(int64_t bytes);
 
   const int64_t limit_;
   std::atomic<int64_t> reserved_{0};
   std::atomic<int64_t> refusals_{0};
+  std::function<int64_t(int64_t missing)> reclaimer_;
 };
 
 // The memory this process may use: the cgroup's limit (v2 memory.max, or v1

@@ -34,9 +34,16 @@ struct PlannedRun {
 absl::StatusOr<std::unique_ptr<PlannedRun>> Plan(const v1::RunRequest& request,
                                                  const Limits& limits,
                                                  SharedMemoryRegistry* shared_memory,
-                                                 const StopCheck& stop) {
+                                                 const StopCheck& stop,
+                                                 const UploadedInputs* uploaded) {
   auto run = std::make_unique<PlannedRun>();
   ASSIGN_OR_RETURN(run->op, ToOpRequest(request));
+  if (uploaded != nullptr) {
+    for (NamedTensor& input : run->op.inputs) {
+      auto found = uploaded->find(input.name);
+      if (found != uploaded->end()) input.tensor.data = found->second;
+    }
+  }
   RETURN_IF_ERROR(ResolveSharedMemoryInputs(request, shared_memory, run->op, run->shared_memory));
   ASSIGN_OR_RETURN(run->plan, PlanOperator(run->op, limits, stop));
   run->inputs.reserve(run->plan.input_names.size());
@@ -67,10 +74,11 @@ absl::Status PlanAndExecute(const v1::RunRequest& request, const Limits& limits,
                             SharedMemoryRegistry* shared_memory, Scheduler& scheduler,
                             Placement& placement, const StopCheck& stop,
                             MemoryBudget::Reservation& reservation, const AdmitFn& admit,
-                            Allocate allocate) {
+                            Allocate allocate, const UploadedInputs* uploaded = nullptr) {
   // Work that expired or was cancelled while queued is not started.
   RETURN_IF_ERROR(stop());
-  ASSIGN_OR_RETURN(std::unique_ptr<PlannedRun> run, Plan(request, limits, shared_memory, stop));
+  ASSIGN_OR_RETURN(std::unique_ptr<PlannedRun> run,
+                   Plan(request, limits, shared_memory, stop, uploaded));
   ASSIGN_OR_RETURN(int64_t answer_bytes, admit(run->plan));
   const int64_t output_bytes =
       TotalBytes(run->plan.outputs) - SharedMemoryOutputBytes(request, run->plan.outputs);
@@ -187,14 +195,14 @@ absl::StatusOr<OutputBuffers> ExecuteIntoAnswerBuffers(const v1::RunRequest& req
   };
   OutputBuffers outputs;
   absl::Status status = Guarded([&] {
-    return PlanAndExecute(request, options.limits, options.shared_memory, scheduler, placement,
-                          stop, reservation, admit,
-                          [&](const Layout& layout, std::byte*) -> absl::StatusOr<std::byte*> {
-                            ASSIGN_OR_RETURN(OutputBuffer buffer, AllocateOutput(layout));
-                            outputs.layouts.push_back(layout);
-                            outputs.buffers.push_back(std::move(buffer));
-                            return outputs.buffers.back().get();
-                          });
+    return PlanAndExecute(
+        request, options.limits, options.shared_memory, scheduler, placement, stop, reservation,
+        admit, [&](const Layout& layout, std::byte*) -> absl::StatusOr<std::byte*> {
+          ASSIGN_OR_RETURN(OutputBuffer buffer, AllocateOutput(layout, options.buffer_pool));
+          outputs.layouts.push_back(layout);
+          outputs.buffers.push_back(std::move(buffer));
+          return outputs.buffers.back().get();
+        });
   });
   if (!status.ok()) return status;
   return outputs;
@@ -209,21 +217,24 @@ int64_t ResponseDataBytes(const v1::RunResponse& response) {
 absl::StatusOr<Outputs> ExecuteIntoBuffers(const v1::RunRequest& request,
                                            const ServiceOptions& options, Scheduler& scheduler,
                                            Placement& placement, const StopCheck& stop,
-                                           MemoryBudget::Reservation& reservation) {
+                                           MemoryBudget::Reservation& reservation,
+                                           const UploadedInputs* uploaded) {
   Outputs outputs;
   const AdmitFn admit = [&](const ExecutionPlan&) -> absl::StatusOr<int64_t> {
     return options.chunk_bytes + kPartOverheadBytes;  // the part being written
   };
   absl::Status status = Guarded([&] {
     RETURN_IF_ERROR(CheckNoSharedMemoryOutputs(request, "a streamed call"));
-    return PlanAndExecute(request, options.limits, options.shared_memory, scheduler, placement,
-                          stop, reservation, admit,
-                          [&](const Layout& layout, std::byte*) -> absl::StatusOr<std::byte*> {
-                            ASSIGN_OR_RETURN(OutputBuffer buffer, AllocateOutput(layout));
-                            outputs.layouts.push_back(layout);
-                            outputs.buffers.push_back(Share(std::move(buffer)));
-                            return outputs.buffers.back().get();
-                          });
+    return PlanAndExecute(
+        request, options.limits, options.shared_memory, scheduler, placement, stop, reservation,
+        admit,
+        [&](const Layout& layout, std::byte*) -> absl::StatusOr<std::byte*> {
+          ASSIGN_OR_RETURN(OutputBuffer buffer, AllocateOutput(layout, options.buffer_pool));
+          outputs.layouts.push_back(layout);
+          outputs.buffers.push_back(Share(std::move(buffer)));
+          return outputs.buffers.back().get();
+        },
+        uploaded);
   });
   if (!status.ok()) return status;
   return outputs;
@@ -233,9 +244,9 @@ absl::StatusOr<ResultParts> ExecuteIntoParts(const v1::RunRequest& request,
                                              const ServiceOptions& options, Scheduler& scheduler,
                                              Placement& placement, const StopCheck& stop,
                                              MemoryBudget::Reservation& reservation,
-                                             CallRecord& record) {
+                                             CallRecord& record, const UploadedInputs* uploaded) {
   absl::StatusOr<Outputs> outputs =
-      ExecuteIntoBuffers(request, options, scheduler, placement, stop, reservation);
+      ExecuteIntoBuffers(request, options, scheduler, placement, stop, reservation, uploaded);
   record.backend = placement.label;
   if (!outputs.ok()) return outputs.status();
   return ResultParts(*std::move(outputs), placement.label, options.chunk_bytes);

@@ -10,7 +10,10 @@
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
+#include <map>
 #include <optional>
+#include <span>
 #include <string>
 #include <utility>
 #include <vector>
@@ -90,13 +93,18 @@ struct Outputs {
   std::vector<SharedOutput> buffers;
 };
 
+// Input bytes held apart from the request (a RunChunked upload), by input
+// name: they stand for the request's own data of those inputs.
+using UploadedInputs = std::map<std::string, std::span<const std::byte>, std::less<>>;
+
 // Executes `request` into server-held buffers (RunStream, RunChunked). Streamed
 // results are not bounded by the message size, only by the request limits and
 // the memory budget.
 absl::StatusOr<Outputs> ExecuteIntoBuffers(const v1::RunRequest& request,
                                            const ServiceOptions& options, Scheduler& scheduler,
                                            Placement& placement, const StopCheck& stop,
-                                           MemoryBudget::Reservation& reservation);
+                                           MemoryBudget::Reservation& reservation,
+                                           const UploadedInputs* uploaded = nullptr);
 
 // Serializes `message` into `buffer` for a raw write, replacing what the
 // previous (completed) write left there.
@@ -194,7 +202,8 @@ absl::StatusOr<ResultParts> ExecuteIntoParts(const v1::RunRequest& request,
                                              const ServiceOptions& options, Scheduler& scheduler,
                                              Placement& placement, const StopCheck& stop,
                                              MemoryBudget::Reservation& reservation,
-                                             CallRecord& record);
+                                             CallRecord& record,
+                                             const UploadedInputs* uploaded = nullptr);
 
 // The status to finish a stream with when a write failed.
 absl::Status WriteFailure(const StopCheck& stop);

@@ -13,6 +13,7 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "server/buffer_pool.h"
 #include "server/convert.h"
 
 namespace tensorop::server {
@@ -33,18 +34,22 @@ void AppendVarint(uint64_t value, std::string* out) {
 
 size_t VarintSize(uint64_t value) { return CodedOutputStream::VarintSize64(value); }
 
-void FreeBuffer(void* bytes) { std::free(bytes); }
-
 constexpr uintptr_t kHugePage = uintptr_t{2} << 20;
-// Outputs from this size on are allocated 2 MiB-aligned with huge pages.
-constexpr size_t kHugeBufferBytes = size_t{4} << 20;
 
-// The slice's user data: one reference to a shared output.
+// A slice's user data: the output buffer it owns, or one reference to a
+// shared output.
+void DropBuffer(void* holder) { delete static_cast<OutputBuffer*>(holder); }
 void DropReference(void* holder) { delete static_cast<SharedOutput*>(holder); }
 
 }  // namespace
 
-void FreeDeleter::operator()(std::byte* bytes) const { std::free(bytes); }
+void BufferDeleter::operator()(std::byte* bytes) const {
+  if (pool != nullptr) {
+    pool->Give(bytes, capacity);
+  } else {
+    std::free(bytes);
+  }
+}
 
 bool CoversBuffer(const Layout& layout) {
   // Validated outputs never place two elements at one address, so as many
@@ -60,17 +65,22 @@ void AdviseHugePages(void* data, size_t bytes) {
   madvise(reinterpret_cast<void*>(first), last - first, MADV_HUGEPAGE);
 }
 
-absl::StatusOr<OutputBuffer> AllocateOutput(const Layout& layout) {
+absl::StatusOr<OutputBuffer> AllocateOutput(const Layout& layout, BufferPool* pool) {
   const size_t bytes = static_cast<size_t>(std::max<int64_t>(layout.buffer_bytes(), 1));
   void* memory = nullptr;
+  BufferDeleter deleter;
   if (!CoversBuffer(layout)) {
     // calloc for padding: large blocks come zeroed from the kernel,
     // untouched until written.
     memory = std::calloc(bytes, 1);
-  } else if (bytes >= kHugeBufferBytes) {
-    const size_t rounded = (bytes + kHugePage - 1) & ~(kHugePage - 1);
-    memory = std::aligned_alloc(kHugePage, rounded);
-    if (memory != nullptr) AdviseHugePages(memory, rounded);
+  } else if (bytes >= BufferPool::kMinBytes) {
+    // Huge pages, and when there is a pool, a previous call's resident pages.
+    if (pool == nullptr) {
+      memory = BufferPool::Allocate(bytes);
+    } else {
+      memory = pool->Take(bytes);
+      deleter = {.pool = pool, .capacity = BufferPool::CapacityFor(bytes)};
+    }
   } else {
     memory = std::malloc(bytes);
   }
@@ -78,7 +88,7 @@ absl::StatusOr<OutputBuffer> AllocateOutput(const Layout& layout) {
     return absl::ResourceExhaustedError(
         absl::StrCat("out of memory for an output of ", layout.buffer_bytes(), " bytes"));
   }
-  return OutputBuffer(static_cast<std::byte*>(memory));
+  return OutputBuffer(static_cast<std::byte*>(memory), deleter);
 }
 
 void SerializeRunResponse(absl::string_view id, OutputBuffers& outputs, absl::string_view backend,
@@ -108,8 +118,9 @@ void SerializeRunResponse(absl::string_view id, OutputBuffers& outputs, absl::st
     AppendVarint(data_bytes, &pending);
     slices.emplace_back(pending.data(), pending.size());
     pending.clear();
-    std::byte* data = outputs.buffers[i].release();
-    slices.emplace_back(data, static_cast<size_t>(data_bytes), &FreeBuffer);
+    std::byte* data = outputs.buffers[i].get();
+    slices.emplace_back(data, static_cast<size_t>(data_bytes), &DropBuffer,
+                        new OutputBuffer(std::move(outputs.buffers[i])));
   }
   {
     v1::RunResponse tail;
@@ -124,7 +135,8 @@ void SerializeRunResponse(absl::string_view id, OutputBuffers& outputs, absl::st
 }
 
 SharedOutput Share(OutputBuffer buffer) {
-  return SharedOutput(buffer.release(), [](std::byte* bytes) { std::free(bytes); });
+  const BufferDeleter deleter = buffer.get_deleter();
+  return SharedOutput(buffer.release(), deleter);
 }
 
 void SerializeChunkPart(const SharedOutput& buffer, int64_t offset, int64_t length,

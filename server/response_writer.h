@@ -20,17 +20,23 @@
 
 namespace tensorop::server {
 
-struct FreeDeleter {
+class BufferPool;
+
+// Frees an output buffer: back to the pool it came from (`pool`, with its
+// `capacity`), else with free().
+struct BufferDeleter {
+  BufferPool* pool = nullptr;
+  size_t capacity = 0;
   void operator()(std::byte* bytes) const;
 };
-// A malloc'd output buffer.
-using OutputBuffer = std::unique_ptr<std::byte[], FreeDeleter>;
+using OutputBuffer = std::unique_ptr<std::byte[], BufferDeleter>;
 
 // A buffer for `layout`'s buffer_bytes() (at least one byte). Only a layout
 // with padding (bytes no element covers) is zeroed; every other byte is
-// written by the kernel, which covers each element of an output exactly once.
-// RESOURCE_EXHAUSTED when there is no memory for it.
-absl::StatusOr<OutputBuffer> AllocateOutput(const Layout& layout);
+// written by the kernel, which covers each element of an output exactly once,
+// so a large one may come from `pool` (null: none) holding a previous call's
+// bytes. RESOURCE_EXHAUSTED when there is no memory for it.
+absl::StatusOr<OutputBuffer> AllocateOutput(const Layout& layout, BufferPool* pool);
 
 // Asks the kernel to back the 2 MiB-aligned pages inside [data, data + bytes)
 // with transparent huge pages: a large buffer written once then takes one

@@ -1,9 +1,12 @@
 // TensorOp.RunChunked: a RequestPart stream (the request, then input chunks)
 // answered like RunStream.
 #include <algorithm>
+#include <cstdlib>
+#include <cstring>
 #include <map>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <utility>
 
@@ -15,6 +18,7 @@
 #include "core/dtype.h"
 #include "core/status_macros.h"
 #include "server/auth.h"
+#include "server/buffer_pool.h"
 #include "server/chunk_part.h"
 #include "server/guarded.h"
 #include "server/idle_watchdog.h"
@@ -52,6 +56,48 @@ std::optional<int64_t> DeclaredBytes(const v1::Tensor& tensor) {
   if (!elements.has_value()) return std::nullopt;
   return CheckedMul(*elements, ElementSize(*dtype));
 }
+
+// An uploaded input's bytes, appended as chunks arrive, in a buffer sized
+// ahead where the tensor declares its size, so chunks never move. A large one
+// is a buffer pool's (resident pages a previous call left, else fresh address
+// space whose pages only the chunks touch) and goes back to it.
+class UploadBuffer {
+ public:
+  int64_t size() const { return size_; }
+  int64_t capacity() const { return capacity_; }
+  std::span<const std::byte> bytes() const { return {data_.get(), static_cast<size_t>(size_)}; }
+  // Where the next `bytes` go; Grow first when they do not fit.
+  std::byte* Extend(int64_t bytes) {
+    std::byte* end = data_.get() + size_;
+    size_ += bytes;
+    return end;
+  }
+  // Room for `capacity` bytes, the held ones copied over; false when out of
+  // memory. `kept`: whether the buffer is one the pool kept (resident).
+  bool Grow(int64_t capacity, BufferPool* pool, bool* kept) {
+    const size_t bytes = static_cast<size_t>(capacity);
+    BufferDeleter deleter;
+    void* memory = nullptr;
+    *kept = false;
+    if (bytes < BufferPool::kMinBytes) {
+      memory = std::malloc(std::max<size_t>(bytes, 1));
+    } else {
+      memory = pool != nullptr ? pool->Take(bytes, kept) : BufferPool::Allocate(bytes);
+      deleter = {.pool = pool, .capacity = BufferPool::CapacityFor(bytes)};
+    }
+    if (memory == nullptr) return false;
+    OutputBuffer grown(static_cast<std::byte*>(memory), deleter);
+    if (size_ > 0) std::memcpy(grown.get(), data_.get(), static_cast<size_t>(size_));
+    data_ = std::move(grown);
+    capacity_ = capacity;
+    return true;
+  }
+
+ private:
+  OutputBuffer data_;
+  int64_t size_ = 0;
+  int64_t capacity_ = 0;
+};
 
 }  // namespace
 
@@ -115,13 +161,12 @@ class TensorOpService::ChunkedReactor final
       // The common chunk, appended from the received slices (no parse copy);
       // any other part, or a name that is no input, goes through the parser.
       if (std::optional<ChunkPartView> chunk = ChunkPartView::Of(read_buffer_)) {
-        auto input = request_.mutable_inputs()->find(chunk->input());
-        if (input != request_.mutable_inputs()->end()) {
+        auto upload = uploads_.find(chunk->input());
+        if (upload != uploads_.end()) {
           bytes_in_ += chunk->data_bytes();
           RETURN_IF_ERROR(CheckBytes());
-          RETURN_IF_ERROR(
-              Reserve(chunk->input(), chunk->data_bytes(), input->second.mutable_data()));
-          chunk->AppendDataTo(input->second.mutable_data());
+          RETURN_IF_ERROR(Reserve(upload->first, chunk->data_bytes(), upload->second));
+          chunk->CopyDataTo(upload->second.Extend(chunk->data_bytes()));
           return absl::OkStatus();
         }
       }
@@ -160,27 +205,42 @@ class TensorOpService::ChunkedReactor final
       record_.identity = identity;
       for (const auto& [name, tensor] : request_.inputs()) {
         bytes_in_ += static_cast<int64_t>(tensor.data().size());
-        charged_[name] = static_cast<int64_t>(tensor.data().size());
       }
       RETURN_IF_ERROR(CheckBytes());
       RETURN_IF_ERROR(
           reservation_.Grow(kOutputOverheadBytes * std::max(1, request_.outputs_size()),
                             absl::StrCat("RunChunked: planning the ", request_.outputs_size(),
                                          " outputs of request \"", request_.id(), "\"")));
-      ReserveAddressSpace();
+      SizeUploads();
+      // Bytes the request part carries inline start their input's upload.
+      for (auto& [name, tensor] : *request_.mutable_inputs()) {
+        const int64_t inline_bytes = static_cast<int64_t>(tensor.data().size());
+        if (inline_bytes == 0) continue;
+        UploadBuffer& upload = uploads_[name];
+        // Already reserved with the request part.
+        int64_t& charged = charged_[name];
+        charged = std::max(charged, inline_bytes);
+        RETURN_IF_ERROR(Reserve(name, inline_bytes, upload));
+        std::memcpy(upload.Extend(inline_bytes), tensor.data().data(),
+                    static_cast<size_t>(inline_bytes));
+        std::string().swap(*tensor.mutable_data());  // freed, not only cleared
+      }
       return absl::OkStatus();
     }
     switch (part.part_case()) {
       case v1::RequestPart::kChunk: {
         const v1::InputChunk& chunk = part.chunk();
-        auto input = request_.mutable_inputs()->find(chunk.input());
-        if (input == request_.mutable_inputs()->end()) {
+        auto upload = uploads_.find(chunk.input());
+        if (upload == uploads_.end()) {
           return absl::InvalidArgumentError(
               absl::StrCat("chunk.input: \"", chunk.input(), "\" is not an input of the request"));
         }
-        bytes_in_ += static_cast<int64_t>(chunk.data().size());
+        const int64_t bytes = static_cast<int64_t>(chunk.data().size());
+        bytes_in_ += bytes;
         RETURN_IF_ERROR(CheckBytes());
-        return Append(chunk, input->second.mutable_data());
+        RETURN_IF_ERROR(Reserve(upload->first, bytes, upload->second));
+        std::memcpy(upload->second.Extend(bytes), chunk.data().data(), static_cast<size_t>(bytes));
+        return absl::OkStatus();
       }
       case v1::RequestPart::kRequest:
         return absl::InvalidArgumentError(absl::StrCat(
@@ -192,37 +252,37 @@ class TensorOpService::ChunkedReactor final
         absl::StrCat("RunChunked: part ", parts_read_, " has neither a request nor a chunk"));
   }
 
-  // Appends `chunk` to `data`, reserving first what the input's buffer comes
-  // to hold: its bytes as they arrive while they fit the capacity reserved
-  // ahead (address space whose pages only the bytes touch), else the doubled
-  // capacity, with the old buffer for the moment of the copy.
-  absl::Status Append(const v1::InputChunk& chunk, std::string* data) {
-    RETURN_IF_ERROR(Reserve(chunk.input(), static_cast<int64_t>(chunk.data().size()), data));
-    data->append(chunk.data());
+  // Makes room in `upload` (input `name`) for `chunk_bytes` more, reserving
+  // first what its buffer comes to hold: its bytes as they arrive while they
+  // fit the capacity sized ahead (address space whose pages only the bytes
+  // touch), else the doubled capacity, with the old buffer for the moment of
+  // the copy.
+  absl::Status Reserve(const std::string& name, int64_t chunk_bytes, UploadBuffer& upload) {
+    int64_t& charged = charged_[name];
+    const int64_t needed = upload.size() + chunk_bytes;
+    const int64_t capacity = upload.capacity();
+    if (needed <= capacity) {
+      if (needed > charged)
+        RETURN_IF_ERROR(reservation_.Grow(needed - charged, What(name, needed)));
+      charged = std::max(charged, needed);
+      return absl::OkStatus();
+    }
+    const int64_t target = std::max(needed, 2 * capacity);
+    RETURN_IF_ERROR(reservation_.Grow(target + capacity - charged, What(name, needed)));
+    bool kept = false;
+    if (!upload.Grow(target, service_->options_.buffer_pool, &kept)) {
+      reservation_.Shrink(target + capacity - charged);
+      return absl::ResourceExhaustedError(
+          absl::StrCat("out of memory for ", target, " bytes of input \"", name, "\""));
+    }
+    reservation_.Shrink(capacity);
+    charged = target;
     return absl::OkStatus();
   }
 
-  // Append's reservation and capacity for `chunk_bytes` more bytes of input
-  // `name`, whose buffer is `data`.
-  absl::Status Reserve(const std::string& name, int64_t chunk_bytes, std::string* data) {
-    int64_t& charged = charged_[name];
-    const int64_t size = static_cast<int64_t>(data->size());
-    const int64_t needed = size + chunk_bytes;
-    const int64_t capacity = static_cast<int64_t>(data->capacity());
-    const std::string what = absl::StrCat("RunChunked: input \"", name, "\" of request \"",
-                                          request_.id(), "\" at ", needed, " bytes");
-    if (needed > capacity) {
-      const int64_t target = std::max(needed, 2 * capacity);
-      RETURN_IF_ERROR(reservation_.Grow(target + capacity - charged, what));
-      data->reserve(static_cast<size_t>(target));
-      AdviseHugePages(data->data(), data->capacity());
-      reservation_.Shrink(capacity);
-      charged = target;
-    } else if (needed > charged) {
-      RETURN_IF_ERROR(reservation_.Grow(needed - charged, what));
-      charged = needed;
-    }
-    return absl::OkStatus();
+  std::string What(const std::string& name, int64_t bytes) const {
+    return absl::StrCat("RunChunked: input \"", name, "\" of request \"", request_.id(), "\" at ",
+                        bytes, " bytes");
   }
 
   // Refused as soon as the uploaded bytes pass the limit, not after storing them.
@@ -234,26 +294,36 @@ class TensorOpService::ChunkedReactor final
                                                      limit, " bytes (--max_request_bytes)"));
   }
 
-  // Sizes each input's buffer for the bytes its description declares, so the
-  // chunks append without reallocating: address space only (pages are
-  // touched, and reserved in the budget, as chunks arrive), and only when the
-  // declared total fits both the request limit and the memory budget, so a
-  // declaration alone never allocates what the server could not hold.
-  void ReserveAddressSpace() {
+  // An upload per input, sized for the bytes its description declares so the
+  // chunks append without moving, but only when the declared total fits both
+  // the request limit and the memory budget, so a declaration alone never
+  // allocates what the server could not hold. Fresh buffers are address space
+  // (pages are touched, and reserved in the budget, as chunks arrive); a
+  // buffer pool's resident one is reserved whole at once, as the pool held it.
+  void SizeUploads() {
     const int64_t room =
         std::min(service_->options_.limits.max_request_bytes, service_->budget_->limit());
     int64_t total = 0;
+    bool size_ahead = true;
     for (auto& [name, tensor] : *request_.mutable_inputs()) {
+      uploads_.try_emplace(name);
       std::optional<int64_t> bytes = DeclaredBytes(tensor);
       if (!bytes.has_value()) continue;
       std::optional<int64_t> sum = CheckedAdd(total, *bytes);
-      if (!sum.has_value() || *sum > room) return;
-      total = *sum;
+      if (!sum.has_value() || *sum > room) size_ahead = false;
+      if (sum.has_value()) total = *sum;
     }
+    if (!size_ahead) return;
     for (auto& [name, tensor] : *request_.mutable_inputs()) {
-      if (std::optional<int64_t> bytes = DeclaredBytes(tensor)) {
-        tensor.mutable_data()->reserve(static_cast<size_t>(*bytes));
-        AdviseHugePages(tensor.mutable_data()->data(), tensor.mutable_data()->capacity());
+      std::optional<int64_t> bytes = DeclaredBytes(tensor);
+      if (!bytes.has_value()) continue;
+      bool kept = false;
+      UploadBuffer& upload = uploads_[name];
+      if (!upload.Grow(*bytes, service_->options_.buffer_pool, &kept)) continue;
+      if (kept && reservation_.Grow(upload.capacity(), What(name, upload.capacity())).ok()) {
+        charged_[name] = upload.capacity();
+      } else if (kept) {
+        upload = UploadBuffer();  // back to the pool; sized as chunks come
       }
     }
   }
@@ -275,12 +345,15 @@ class TensorOpService::ChunkedReactor final
   // On a scheduler worker.
   void Work(Placement& placement) {
     absl::Status status = Guarded([&]() -> absl::Status {
+      UploadedInputs uploaded;
+      for (const auto& [name, upload] : uploads_) uploaded.emplace(name, upload.bytes());
       ASSIGN_OR_RETURN(ResultParts parts,
                        ExecuteIntoParts(request_, service_->options_, *service_->scheduler_,
-                                        placement, stop_, reservation_, record_));
+                                        placement, stop_, reservation_, record_, &uploaded));
       parts_.emplace(std::move(parts));
       // The uploaded inputs are done with: freed, and their reservation given
       // back, before the result streams.
+      uploads_.clear();
       request_.Clear();
       for (auto& [name, charged] : charged_) reservation_.Shrink(std::exchange(charged, 0));
       return absl::OkStatus();
@@ -321,7 +394,8 @@ class TensorOpService::ChunkedReactor final
   CallRecord record_;
   int64_t parts_read_ = 0;
   bool have_request_ = false;
-  v1::RunRequest request_;  // owns the inputs while the task runs
+  v1::RunRequest request_;  // the request part, its inputs' bytes moved to uploads_
+  std::map<std::string, UploadBuffer> uploads_;  // every input's bytes, while the task runs
   int64_t bytes_in_ = 0;
   std::map<std::string, int64_t> charged_;  // per input: bytes of its buffer reserved
   std::optional<ResultParts> parts_;

@@ -121,6 +121,12 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Create(const ServerConfig& confi
         absl::StrCat(staging, " bytes reserved (--opencl_staging_bytes=",
                      config.device.staging_bytes, " for ", devices.size(), " device(s))"));
   }
+  server->buffer_pool_ = std::make_unique<BufferPool>(config.buffer_pool_bytes, &memory_budget);
+  BufferPool& buffer_pool = *server->buffer_pool_;
+  memory_budget.SetReclaimer(
+      [&buffer_pool](int64_t missing) { return buffer_pool.Release(missing); });
+  AddBufferPoolSeries(metrics, buffer_pool);
+  effective.service.buffer_pool = &buffer_pool;
   LogStartupEvent("memory_budget",
                   absl::StrCat(config.max_memory_bytes, " bytes (--max_memory_bytes",
                                config.max_memory_source.empty()
@@ -278,10 +284,13 @@ void Server::RunTicker() {
   bool trimmed = true;
   while (!stopping_) {
     health_->SetServingStatus(std::string(kOpenClHealthName), devices_->AnyHealthy());
+    buffer_pool_->ReleaseIdle();
     // Once no call holds memory, hand what malloc keeps of freed small blocks
     // (per-thread arenas) back to the system: once per busy spell, so an idle
-    // server does not walk its heap every second.
-    if (memory_budget_->reserved() > 0) {
+    // server does not walk its heap every second. What the server holds by
+    // itself (staging, kept buffers) is no call's.
+    const int64_t held_by_server = staging_reservation_.bytes() + buffer_pool_->kept_bytes();
+    if (memory_budget_->reserved() > held_by_server) {
       trimmed = false;
     } else if (!trimmed) {
       malloc_trim(0);

@@ -21,6 +21,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "server/buffer_pool.h"
 #include "server/config.h"
 #include "server/device_pool.h"
 #include "server/echo_service.h"
@@ -69,7 +70,8 @@ class Server {
 
   // The one place services are added to the builder.
   void RegisterServices(grpc::ServerBuilder& builder);
-  // Every second: tensorop.opencl's health, and malloc_trim after a busy spell.
+  // Every second: tensorop.opencl's health, the buffer pool's idle buffers
+  // freed, and malloc_trim after a busy spell.
   void RunTicker();
 
   // Declared in the order they are built: each is destroyed before what it uses.
@@ -79,6 +81,8 @@ class Server {
   Metrics metrics_;
   std::unique_ptr<MemoryBudget> memory_budget_;
   MemoryBudget::Reservation staging_reservation_;
+  // Large freed buffers kept for reuse, reserved in the budget.
+  std::unique_ptr<BufferPool> buffer_pool_;
   // Regions map client memory: counted in the budget, so declared after it
   // and before the service, which must not outlive it.
   std::unique_ptr<SharedMemoryRegistry> shared_memory_;

@@ -7,6 +7,7 @@
 
 #include "absl/time/time.h"
 #include "core/limits.h"
+#include "server/buffer_pool.h"
 #include "server/memory_budget.h"
 #include "server/shared_memory.h"
 
@@ -34,6 +35,9 @@ struct ServiceOptions {
   // shared memory calls are FAILED_PRECONDITION. Not owned; must outlive the
   // service.
   SharedMemoryRegistry* shared_memory = nullptr;
+  // Where large output buffers are kept between calls (--buffer_pool_bytes);
+  // null: each is allocated fresh. Not owned; must outlive the service.
+  BufferPool* buffer_pool = nullptr;
 };
 
 }  // namespace tensorop::server

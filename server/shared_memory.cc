@@ -431,9 +431,10 @@ absl::Status ResolveSharedMemoryInputs(const v1::RunRequest& request,
     if (found == request.inputs().end() || !found->second.has_shared_memory()) continue;
     const v1::Tensor& tensor = found->second;
     const std::string field = absl::StrCat("inputs[\"", input.name, "\"].shared_memory");
-    if (!tensor.data().empty()) {
+    // The bytes the request (or its upload) carries for the input.
+    if (!input.tensor.data.empty()) {
       return absl::InvalidArgumentError(
-          absl::StrCat("inputs[\"", input.name, "\"]: data (", tensor.data().size(),
+          absl::StrCat("inputs[\"", input.name, "\"]: data (", input.tensor.data.size(),
                        " bytes) and shared_memory are both set; send one"));
     }
     const v1::SharedMemoryRef& ref = tensor.shared_memory();

@@ -90,7 +90,8 @@ while kill -0 "$small_pid" 2>/dev/null; do
 done
 wait "$small_pid" "$scatter_pid" "$stream_pid"
 peak="$(rss_mib "$server_pid" VmHWM)"
-sleep 5
+# The buffer pool frees what nobody took for 10 s; the ticker looks each second.
+sleep 12
 after="$(rss_mib "$server_pid" VmRSS)"
 reserved_after="$(metric tensorop_memory_reserved_bytes)"
 refusals="$(metric tensorop_memory_refusals_total)"

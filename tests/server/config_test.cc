@@ -64,6 +64,8 @@ TEST(ConfigTest, DefaultsWithoutFlags) {
   // 0: half of what the process may use, and where that figure came from.
   EXPECT_GT(config.max_memory_bytes, 0);
   EXPECT_THAT(config.max_memory_source, StartsWith("half of the "));
+  // -1: a quarter of the budget.
+  EXPECT_EQ(config.buffer_pool_bytes, config.max_memory_bytes / 4);
 }
 
 TEST(ConfigTest, FlagsSetTheirFields) {
@@ -82,6 +84,7 @@ TEST(ConfigTest, FlagsSetTheirFields) {
   EXPECT_EQ(config.drain, std::chrono::seconds(2));
   EXPECT_EQ(config.max_memory_bytes, 1000000);
   EXPECT_EQ(config.max_memory_source, "");
+  EXPECT_EQ(config.buffer_pool_bytes, 250000);  // a quarter of the budget given
   EXPECT_EQ(config.metrics_address, "");
   EXPECT_EQ(config.opencl_filter, "pthread");
   EXPECT_EQ(config.scheduler.auto_opencl_min_bytes, 4096);
@@ -204,6 +207,9 @@ TEST(ConfigTest, EveryRangeErrorNamesTheFlagAndValue) {
       {"--idle_timeout_seconds=86401", "--idle_timeout_seconds=86401 must be in [0, 86400]"},
       {"--shared_memory_idle_seconds=-1", "--shared_memory_idle_seconds=-1 must be in [0, 86400]"},
       {"--max_memory_bytes=-1", "--max_memory_bytes=-1: must not be negative"},
+      {"--buffer_pool_bytes=-2",
+       "--buffer_pool_bytes=-2: must be -1 (a quarter of "
+       "--max_memory_bytes), 0 (none) or a byte count"},
       {"--address=127.0.0.1:65536", "--address=127.0.0.1:65536: the port must be in [0, 65535]"},
       {"--address=localhost", "--address=localhost: expected HOST:PORT, or unix:PATH"},
       {"--address=unix:", "--address=unix:: expected unix:PATH or unix:///ABSOLUTE_PATH"},
@@ -256,7 +262,7 @@ TEST(ConfigTest, FlagNamesAreTheDefinitionsInHelpOrder) {
                   "metrics_address", "http_address", "max_connection_age_seconds",
                   "max_concurrent_streams", "max_connection_idle_seconds", "echo", "tls_cert_file",
                   "tls_key_file", "tls_client_ca_file", "auth_token_file", "reflection",
-                  "health_address", "max_memory_bytes", "idle_timeout_seconds",
+                  "health_address", "max_memory_bytes", "buffer_pool_bytes", "idle_timeout_seconds",
                   "opencl_max_wait_seconds", "shared_memory_idle_seconds"));
   const std::string help = FlagsHelp();
   EXPECT_THAT(help, StartsWith("usage: tensord [--flag=value ...]\n\n  --address (default "

@@ -16,6 +16,7 @@
 #include <grpcpp/grpcpp.h>
 #include <httplib.h>
 
+#include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "inference/grpc_service.pb.h"
@@ -465,6 +466,72 @@ TEST(HostileMemoryTest, UploadDeclaringFortyGibIsRefusedAtTheBudget) {
   ExpectPeakWithin(server, baseline, budget);
   const int exit_status = server.Stop();
   EXPECT_TRUE(WIFEXITED(exit_status) && WEXITSTATUS(exit_status) == 0) << exit_status;
+}
+
+// The buffer pool (--buffer_pool_bytes): the large buffers a finished call
+// leaves (an upload's input, an output) are kept, reserved in the budget, and
+// serve the next calls of their size, which see only their own bytes; the
+// kept bytes are all the budget holds between calls, and a server left idle
+// frees them.
+TEST(HostileMemoryTest, KeptBuffersServeTheNextCallsAndAreFreedWhenIdle) {
+  TensordProcess server({"--backends=cpu", "--buffer_pool_bytes=67108864"});
+  auto stub = v1::TensorOp::NewStub(Connect(server.target()));
+  constexpr int64_t kUpload = 8 * kMiB, kOutput = 6 * kMiB;
+  for (int call = 0; call < 2; ++call) {
+    std::string input(static_cast<size_t>(kUpload), '\0');
+    for (size_t i = 0; i < input.size(); ++i) input[i] = static_cast<char>(i * 7 + call);
+    // RunChunked: the whole upload back as a streamed result.
+    v1::RunRequest request =
+        SliceRequest(absl::StrCat("upload-", call), MakeTensor(v1::UINT8, {kUpload}, ""), {0},
+                     {kUpload}, {1}, {kUpload});
+    grpc::ClientContext context;
+    auto stream = stub->RunChunked(&context);
+    v1::RequestPart part;
+    *part.mutable_request() = request;
+    ASSERT_TRUE(stream->Write(part));
+    for (int64_t at = 0; at < kUpload; at += kMiB) {
+      part.mutable_chunk()->set_input("input");
+      part.mutable_chunk()->set_data(input.substr(static_cast<size_t>(at), kMiB));
+      ASSERT_TRUE(stream->Write(part));
+    }
+    ASSERT_TRUE(stream->WritesDone());
+    std::string streamed;
+    v1::ResultPart result;
+    while (stream->Read(&result)) streamed += result.chunk();
+    ASSERT_THAT(stream->Finish(), GrpcOk());
+    EXPECT_TRUE(streamed == input) << "call " << call << ": the streamed result differs";
+    // Run: a 6 MiB output.
+    const std::string run_input = input.substr(0, static_cast<size_t>(kOutput));
+    grpc::ClientContext run_context;
+    v1::RunResponse response;
+    ASSERT_THAT(stub->Run(&run_context,
+                          SliceRequest(absl::StrCat("run-", call),
+                                       MakeTensor(v1::UINT8, {kOutput}, run_input), {0}, {kOutput},
+                                       {1}, {kOutput}),
+                          &response),
+                GrpcOk());
+    ASSERT_EQ(response.outputs_size(), 1);
+    EXPECT_TRUE(response.outputs(0).data() == run_input) << "call " << call;
+  }
+  // The second upload, its result and the second Run's output were kept ones.
+  EXPECT_GE(MetricValue(server, "tensorop_buffer_pool_reuses_total"), 3);
+  const int64_t kept = MetricValue(server, "tensorop_buffer_pool_bytes");
+  EXPECT_GE(kept, kUpload + kOutput);
+  EXPECT_LE(kept, 64 * kMiB);
+  int64_t reserved = -1;
+  for (int attempt = 0; attempt < 100 && reserved != kept; ++attempt) {
+    reserved = MetricValue(server, "tensorop_memory_reserved_bytes");
+    if (reserved != kept) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  EXPECT_EQ(reserved, kept);
+  // Idle: freed within the pool's 10 s and the ticker's second.
+  int64_t left = kept;
+  for (int attempt = 0; attempt < 300 && left != 0; ++attempt) {
+    left = MetricValue(server, "tensorop_buffer_pool_bytes");
+    if (left != 0) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  EXPECT_EQ(left, 0);
+  EXPECT_EQ(AwaitReservedZero(server), 0);
 }
 
 // The size of the RunResponse the server sends for BroadcastRowsRequest(id,

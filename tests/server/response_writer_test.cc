@@ -34,7 +34,7 @@ std::string Flatten(const grpc::ByteBuffer& buffer) {
 
 // A buffer of `layout` with bytes 1, 2, 3, ... (wrapping), zero where padding.
 OutputBuffer Filled(const Layout& layout, std::string* bytes) {
-  absl::StatusOr<OutputBuffer> buffer = AllocateOutput(layout);
+  absl::StatusOr<OutputBuffer> buffer = AllocateOutput(layout, nullptr);
   EXPECT_TRUE(buffer.ok());
   bytes->assign(static_cast<size_t>(layout.buffer_bytes()), '\0');
   for (size_t i = 0; i < bytes->size(); ++i) (*bytes)[i] = static_cast<char>(i % 251 + 1);
@@ -98,7 +98,7 @@ TEST(ResponseWriterTest, OnlyLayoutsWithPaddingAreZeroed) {
   EXPECT_TRUE(CoversBuffer(MakeLayout(DType::kUint8, {4, 5}, {1, 4})));  // transposed
   EXPECT_FALSE(CoversBuffer(MakeLayout(DType::kUint8, {4, 5}, {6, 1})));
   const Layout padded = MakeLayout(DType::kInt32, {3, 3}, {5, 1});
-  absl::StatusOr<OutputBuffer> buffer = AllocateOutput(padded);
+  absl::StatusOr<OutputBuffer> buffer = AllocateOutput(padded, nullptr);
   ASSERT_TRUE(buffer.ok());
   for (int64_t i = 0; i < padded.buffer_bytes(); ++i) {
     ASSERT_EQ(static_cast<int>(buffer->get()[i]), 0) << "byte " << i;
@@ -145,9 +145,9 @@ TEST(ChunkPartViewTest, ReadsTheChunksProtobufWritesFromAnySlicing) {
     ASSERT_TRUE(view.has_value()) << piece;
     EXPECT_EQ(view->input(), "updates");
     EXPECT_EQ(view->data_bytes(), 70000);
-    std::string appended = "prefix";
-    view->AppendDataTo(&appended);
-    EXPECT_EQ(appended, "prefix" + data);
+    std::string copied(70002, 'x');
+    view->CopyDataTo(reinterpret_cast<std::byte*>(copied.data()) + 1);
+    EXPECT_EQ(copied, "x" + data + "x");
   }
 }
 

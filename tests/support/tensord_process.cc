@@ -71,9 +71,15 @@ TensordProcess::TensordProcess(std::vector<std::string> extra_flags, int max_ope
   // suite do not each spend their first seconds measuring.
   // The v2 HTTP API likewise; with TLS (then HTTPS) it is off unless the test
   // sets it, as most TLS tests are about gRPC.
-  std::vector<std::string> args = {TensordPath(), "--address=127.0.0.1:0",
-                                   "--metrics_address=127.0.0.1:0", "--http_address=127.0.0.1:0",
-                                   "--calibrate=off"};
+  // No buffer pool unless a test asks for one: kept buffers stay reserved in
+  // the budget for seconds after a call, and the memory tests assert that a
+  // finished call leaves nothing reserved.
+  std::vector<std::string> args = {TensordPath(),
+                                   "--address=127.0.0.1:0",
+                                   "--metrics_address=127.0.0.1:0",
+                                   "--http_address=127.0.0.1:0",
+                                   "--calibrate=off",
+                                   "--buffer_pool_bytes=0"};
   if (!AddressFlag(extra_flags, "--tls_cert_file").empty() &&
       AddressFlag(extra_flags, "--http_address").empty()) {
     args.push_back("--http_address=");

@@ -14,7 +14,8 @@ namespace tensorop::testing {
 class TensordProcess {
  public:
   // Runs `tensord --address=127.0.0.1:0 --metrics_address=127.0.0.1:0
-  // --http_address=127.0.0.1:0 --calibrate=off <extra_flags...>` (later flags
+  // --http_address=127.0.0.1:0 --calibrate=off --buffer_pool_bytes=0
+  // <extra_flags...>` (later flags
   // win; with --tls_cert_file and no --http_address, --http_address= is
   // passed: TLS tests that want HTTPS name --http_address) and waits for the line
   // "tensord listening on HOST:PORT" on its stdout, then, unless the flags

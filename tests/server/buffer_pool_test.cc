@@ -1,0 +1,167 @@
+#include "server/buffer_pool.h"
+
+#include <cstddef>
+#include <cstring>
+#include <string>
+
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "server/memory_budget.h"
+#include "server/metrics.h"
+#include "server/response_writer.h"
+
+namespace tensorop::server {
+namespace {
+
+using ::testing::HasSubstr;
+
+constexpr size_t kMiB = size_t{1} << 20;
+constexpr int64_t kMiB64 = int64_t{1} << 20;
+
+// A packed 1-D uint8 layout of `bytes`.
+Layout Bytes(int64_t bytes) {
+  return Layout{.dtype = DType::kUint8,
+                .sizes = {bytes},
+                .strides = {1},
+                .element_count = bytes,
+                .buffer_elements = bytes};
+}
+
+TEST(BufferPoolTest, CapacitiesAreWholeHugePages) {
+  EXPECT_EQ(BufferPool::CapacityFor(4 * kMiB), 4 * kMiB);
+  EXPECT_EQ(BufferPool::CapacityFor(4 * kMiB + 1), 6 * kMiB);
+  EXPECT_EQ(BufferPool::CapacityFor(5 * kMiB), 6 * kMiB);
+}
+
+TEST(BufferPoolTest, AGivenBufferServesTheNextTakeOfItsCapacity) {
+  MemoryBudget budget(64 * kMiB64);
+  BufferPool pool(32 * kMiB64, &budget);
+  void* first = pool.Take(5 * kMiB);
+  ASSERT_NE(first, nullptr);
+  std::memset(first, 7, 5 * kMiB);
+  pool.Give(first, BufferPool::CapacityFor(5 * kMiB));
+  EXPECT_EQ(pool.kept_bytes(), 6 * kMiB64);
+  EXPECT_EQ(budget.reserved(), 6 * kMiB64);  // kept bytes are reserved
+  // A take of another size in the same capacity gets it, as the last user
+  // left it; the reservation goes back (the taker reserves for itself).
+  void* second = pool.Take(6 * kMiB);
+  EXPECT_EQ(second, first);
+  EXPECT_EQ(static_cast<unsigned char*>(second)[0], 7);
+  EXPECT_EQ(pool.kept_bytes(), 0);
+  EXPECT_EQ(budget.reserved(), 0);
+  EXPECT_EQ(pool.reuses(), 1);
+  EXPECT_EQ(pool.allocations(), 1);
+  // Another capacity is allocated fresh.
+  void* other = pool.Take(8 * kMiB);
+  EXPECT_NE(other, first);
+  EXPECT_EQ(pool.allocations(), 2);
+  pool.Give(second, 6 * kMiB);
+  pool.Give(other, 8 * kMiB);
+  EXPECT_EQ(pool.kept_bytes(), 14 * kMiB64);
+}
+
+TEST(BufferPoolTest, KeepsNoMoreThanItsBound) {
+  BufferPool pool(10 * kMiB64, nullptr);
+  void* a = pool.Take(8 * kMiB);
+  void* b = pool.Take(8 * kMiB);
+  pool.Give(a, 8 * kMiB);
+  pool.Give(b, 8 * kMiB);  // 16 MiB would pass the bound: freed
+  EXPECT_EQ(pool.kept_bytes(), 8 * kMiB64);
+  BufferPool none(0, nullptr);
+  void* c = none.Take(4 * kMiB);
+  none.Give(c, 4 * kMiB);
+  EXPECT_EQ(none.kept_bytes(), 0);
+}
+
+TEST(BufferPoolTest, KeepsNothingTheBudgetHasNoRoomForAndCountsNoRefusal) {
+  MemoryBudget budget(10 * kMiB64);
+  BufferPool pool(64 * kMiB64, &budget);
+  absl::StatusOr<MemoryBudget::Reservation> call = budget.TryReserve(8 * kMiB64, "a call");
+  ASSERT_TRUE(call.ok());
+  void* buffer = pool.Take(4 * kMiB);
+  pool.Give(buffer, 4 * kMiB);  // 8 + 4 > 10: freed
+  EXPECT_EQ(pool.kept_bytes(), 0);
+  EXPECT_EQ(budget.reserved(), 8 * kMiB64);
+  EXPECT_EQ(budget.refusals(), 0);
+}
+
+TEST(BufferPoolTest, ACallThatNeedsTheRoomGetsItFromTheKeptBuffersOldestFirst) {
+  MemoryBudget budget(20 * kMiB64);
+  BufferPool pool(20 * kMiB64, &budget);
+  budget.SetReclaimer([&pool](int64_t missing) { return pool.Release(missing); });
+  void* older = pool.Take(8 * kMiB);
+  void* newer = pool.Take(10 * kMiB);
+  pool.Give(older, 8 * kMiB);
+  absl::SleepFor(absl::Milliseconds(2));  // distinct give times
+  pool.Give(newer, 10 * kMiB);
+  EXPECT_EQ(budget.reserved(), 18 * kMiB64);
+  // 6 MiB: 4 missing, the older 8 MiB buffer is enough.
+  absl::StatusOr<MemoryBudget::Reservation> call = budget.TryReserve(6 * kMiB64, "a call");
+  ASSERT_TRUE(call.ok()) << call.status();
+  EXPECT_EQ(pool.kept_bytes(), 10 * kMiB64);
+  EXPECT_EQ(pool.Take(10 * kMiB), newer);
+  EXPECT_EQ(budget.refusals(), 0);
+  // With nothing left to free, a reservation past the limit is refused.
+  absl::StatusOr<MemoryBudget::Reservation> more = budget.TryReserve(15 * kMiB64, "too much");
+  EXPECT_EQ(more.status().code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_THAT(std::string(more.status().message()), HasSubstr("--max_memory_bytes"));
+  EXPECT_EQ(budget.refusals(), 1);
+  pool.Give(newer, 10 * kMiB);
+}
+
+TEST(BufferPoolTest, BuffersUnusedForTheIdleTimeAreFreed) {
+  MemoryBudget budget(64 * kMiB64);
+  BufferPool pool(64 * kMiB64, &budget);
+  void* buffer = pool.Take(4 * kMiB);
+  pool.Give(buffer, 4 * kMiB);
+  EXPECT_EQ(pool.ReleaseIdle(absl::Now() + BufferPool::kIdleRelease / 2), 0);
+  EXPECT_EQ(pool.kept_bytes(), 4 * kMiB64);
+  EXPECT_EQ(pool.ReleaseIdle(absl::Now() + BufferPool::kIdleRelease), 4 * kMiB64);
+  EXPECT_EQ(pool.kept_bytes(), 0);
+  EXPECT_EQ(budget.reserved(), 0);
+}
+
+TEST(BufferPoolTest, LargeDenseOutputsComeFromThePoolAndGoBackToIt) {
+  MemoryBudget budget(64 * kMiB64);
+  BufferPool pool(64 * kMiB64, &budget);
+  const Layout dense = Bytes(5 * kMiB64);
+  std::byte* first = nullptr;
+  {
+    absl::StatusOr<OutputBuffer> buffer = AllocateOutput(dense, &pool);
+    ASSERT_TRUE(buffer.ok());
+    first = buffer->get();
+  }
+  EXPECT_EQ(pool.kept_bytes(), 6 * kMiB64);
+  absl::StatusOr<OutputBuffer> again = AllocateOutput(dense, &pool);
+  ASSERT_TRUE(again.ok());
+  EXPECT_EQ(again->get(), first);
+  // A shared (streamed) output goes back when its last holder lets go.
+  SharedOutput shared = Share(*std::move(again));
+  SharedOutput chunk = shared;
+  shared.reset();
+  EXPECT_EQ(pool.kept_bytes(), 0);
+  chunk.reset();
+  EXPECT_EQ(pool.kept_bytes(), 6 * kMiB64);
+  // Small outputs are malloc's.
+  absl::StatusOr<OutputBuffer> small = AllocateOutput(Bytes(1024), &pool);
+  ASSERT_TRUE(small.ok());
+  EXPECT_EQ(small->get_deleter().pool, nullptr);
+}
+
+TEST(BufferPoolTest, MetricsShowKeptBytesReusesAndAllocations) {
+  BufferPool pool(64 * kMiB64, nullptr);
+  Metrics metrics;
+  AddBufferPoolSeries(metrics, pool);
+  void* buffer = pool.Take(4 * kMiB);
+  pool.Give(buffer, 4 * kMiB);
+  pool.Give(pool.Take(4 * kMiB), 4 * kMiB);
+  const std::string text = metrics.Exposition();
+  EXPECT_THAT(text, HasSubstr("tensorop_buffer_pool_bytes 4194304\n"));
+  EXPECT_THAT(text, HasSubstr("tensorop_buffer_pool_reuses_total 1\n"));
+  EXPECT_THAT(text, HasSubstr("tensorop_buffer_pool_allocations_total 1\n"));
+}
+
+}  // namespace
+}  // namespace tensorop::server
