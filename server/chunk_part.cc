@@ -34,6 +34,13 @@ class Cursor {
     return false;
   }
 
+  // Appends the next `length` bytes to `out`.
+  bool AppendTo(size_t length, std::string* out) {
+    return Take(length, [&](size_t slice, size_t offset, size_t n) {
+      out->append(reinterpret_cast<const char*>(slices_[slice].begin()) + offset, n);
+    });
+  }
+
   // Calls emit(slice, offset, length) for the next `length` bytes.
   template <typename Emit>
   bool Take(size_t length, Emit emit) {
@@ -66,6 +73,50 @@ class Cursor {
   size_t offset_ = 0;
   size_t position_ = 0;
 };
+
+void AppendVarint(uint64_t value, std::string* out) {
+  while (value >= 0x80) {
+    out->push_back(static_cast<char>((value & 0x7f) | 0x80));
+    value >>= 7;
+  }
+  out->push_back(static_cast<char>(value));
+}
+
+// Wire types.
+constexpr int kVarint = 0, kFixed64 = 1, kLengthDelimited = 2, kFixed32 = 5;
+
+// Reads one field's tag, and appends the field whole (tag included) to `out`
+// unless it is length-delimited, when only its tag and length are read
+// (`*length`) and the caller takes its bytes. False on a malformed field or a
+// group (left to protobuf).
+bool ReadField(Cursor& in, size_t end, uint64_t* tag, uint64_t* length, std::string* out) {
+  if (!in.ReadVarint(tag)) return false;
+  switch (*tag & 7) {
+    case kVarint: {
+      uint64_t value = 0;
+      if (!in.ReadVarint(&value) || in.position() > end) return false;
+      AppendVarint(*tag, out);
+      AppendVarint(value, out);
+      return true;
+    }
+    case kFixed64:
+    case kFixed32: {
+      const size_t bytes = (*tag & 7) == kFixed64 ? 8 : 4;
+      if (in.position() + bytes > end) return false;
+      AppendVarint(*tag, out);
+      return in.AppendTo(bytes, out);
+    }
+    case kLengthDelimited:
+      return in.ReadVarint(length) && in.position() <= end && *length <= end - in.position();
+    default:
+      return false;
+  }
+}
+
+constexpr uint64_t kInputsTag = (6 << 3) | 2;      // RunRequest.inputs
+constexpr uint64_t kEntryKeyTag = (1 << 3) | 2;    // map entry key
+constexpr uint64_t kEntryValueTag = (2 << 3) | 2;  // map entry value
+constexpr uint64_t kTensorDataTag = (4 << 3) | 2;  // Tensor.data
 
 constexpr uint8_t kChunkTag = (2 << 3) | 2;  // RequestPart.chunk
 constexpr uint8_t kInputTag = (1 << 3) | 2;  // InputChunk.input
@@ -102,6 +153,93 @@ std::optional<ChunkPartView> ChunkPartView::Of(const grpc::ByteBuffer& bytes) {
     view.data_.push_back(Piece{.slice = slice, .offset = offset, .length = n});
   });
   return view;
+}
+
+std::optional<RequestDataView> RequestDataView::Of(const grpc::ByteBuffer& bytes) {
+  RequestDataView view;
+  if (!bytes.Valid() || !bytes.Dump(&view.slices_).ok()) return std::nullopt;
+  const size_t total = bytes.Length();
+  view.slice_uses_.assign(view.slices_.size(), 0);
+  Cursor in(view.slices_);
+  view.rest_.reserve(4096);
+  while (in.position() < total) {
+    uint64_t tag = 0, length = 0;
+    if (!ReadField(in, total, &tag, &length, &view.rest_)) return std::nullopt;
+    if ((tag & 7) != kLengthDelimited) continue;
+    if (tag != kInputsTag) {
+      AppendVarint(tag, &view.rest_);
+      AppendVarint(length, &view.rest_);
+      if (!in.AppendTo(length, &view.rest_)) return std::nullopt;
+      continue;
+    }
+    // inputs: {key, value: Tensor}, the Tensor's data left in the slices.
+    const size_t entry_end = in.position() + length;
+    uint64_t key_tag = 0, key_length = 0, value_tag = 0, value_length = 0;
+    std::string key;
+    if (in.position() == entry_end || !ReadField(in, entry_end, &key_tag, &key_length, &key) ||
+        key_tag != kEntryKeyTag || !in.AppendTo(key_length, &key)) {
+      return std::nullopt;
+    }
+    for (const InputData& seen : view.inputs_) {
+      if (seen.input == key) return std::nullopt;  // protobuf's last-wins: left to it
+    }
+    std::string tensor;  // the value's fields but data
+    std::vector<Piece> pieces;
+    int64_t data_bytes = 0;
+    if (in.position() < entry_end) {
+      if (!ReadField(in, entry_end, &value_tag, &value_length, &tensor) ||
+          value_tag != kEntryValueTag || in.position() + value_length != entry_end) {
+        return std::nullopt;
+      }
+      bool have_data = false;
+      while (in.position() < entry_end) {
+        uint64_t field = 0, field_length = 0;
+        if (!ReadField(in, entry_end, &field, &field_length, &tensor)) return std::nullopt;
+        if ((field & 7) != kLengthDelimited) continue;
+        if (field != kTensorDataTag) {
+          AppendVarint(field, &tensor);
+          AppendVarint(field_length, &tensor);
+          if (!in.AppendTo(field_length, &tensor)) return std::nullopt;
+          continue;
+        }
+        if (have_data) return std::nullopt;
+        have_data = true;
+        data_bytes = static_cast<int64_t>(field_length);
+        if (!in.Take(field_length, [&](size_t slice, size_t offset, size_t n) {
+              pieces.push_back(Piece{.slice = slice, .offset = offset, .length = n});
+            })) {
+          return std::nullopt;
+        }
+      }
+    }
+    if (in.position() != entry_end) return std::nullopt;
+    std::string entry;
+    AppendVarint(kEntryKeyTag, &entry);
+    AppendVarint(key.size(), &entry);
+    entry += key;
+    AppendVarint(kEntryValueTag, &entry);
+    AppendVarint(tensor.size(), &entry);
+    entry += tensor;
+    AppendVarint(kInputsTag, &view.rest_);
+    AppendVarint(entry.size(), &view.rest_);
+    view.rest_ += entry;
+    for (const Piece& piece : pieces) ++view.slice_uses_[piece.slice];
+    view.inputs_.push_back(InputData{.input = std::move(key), .bytes = data_bytes});
+    view.pieces_.push_back(std::move(pieces));
+  }
+  // Slices no data piece needs are let go now.
+  for (size_t i = 0; i < view.slices_.size(); ++i) {
+    if (view.slice_uses_[i] == 0) view.slices_[i] = grpc::Slice();
+  }
+  return view;
+}
+
+void RequestDataView::MoveDataTo(size_t index, std::byte* out) {
+  for (const Piece& piece : pieces_[index]) {
+    std::memcpy(out, slices_[piece.slice].begin() + piece.offset, piece.length);
+    out += piece.length;
+    if (--slice_uses_[piece.slice] == 0) slices_[piece.slice] = grpc::Slice();
+  }
 }
 
 void ChunkPartView::CopyDataTo(std::byte* out) const {

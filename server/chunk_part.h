@@ -1,7 +1,8 @@
-// RunChunked's input chunks read where they arrived: a RequestPart holding an
-// InputChunk, in the form clients write it, is recognised from its tags and
-// its data bytes are appended from gRPC's received slices (one copy, into the
-// input's buffer) instead of being parsed into a message first.
+// Tensor bytes read where they arrived: a RunChunked RequestPart holding an
+// InputChunk, or a RunRequest's inputs, in the form clients write them, are
+// recognised from their tags and their data bytes copied from gRPC's received
+// slices (one copy, into the input's buffer) instead of being parsed into a
+// message first.
 #ifndef TENSOROP_SERVER_CHUNK_PART_H_
 #define TENSOROP_SERVER_CHUNK_PART_H_
 
@@ -42,6 +43,42 @@ class ChunkPartView {
   std::vector<Piece> data_;
   std::string input_;
   int64_t data_bytes_ = 0;
+};
+
+// A RunRequest with its inputs' data bytes left where they arrived.
+class RequestDataView {
+ public:
+  // The view of `bytes` when each `inputs` entry is in the form protobuf's
+  // serializer writes (key, then value, each once; the value Tensor's fields
+  // with `data` at most once) and no input is named twice; nullopt for
+  // anything else, which the caller parses with protobuf as before.
+  static std::optional<RequestDataView> Of(const grpc::ByteBuffer& bytes);
+
+  // The request without its inputs' data fields: parse it with protobuf.
+  const std::string& rest() const { return rest_; }
+
+  struct InputData {
+    std::string input;
+    int64_t bytes = 0;
+  };
+  // Each input, in request order, with its data bytes (0: none).
+  const std::vector<InputData>& inputs() const { return inputs_; }
+  // Copies input `index`'s data bytes to `out` (inputs()[index].bytes of
+  // room), letting go of each received slice once nothing else needs it, so
+  // the request is not held twice while it is copied.
+  void MoveDataTo(size_t index, std::byte* out);
+
+ private:
+  struct Piece {
+    size_t slice;
+    size_t offset;
+    size_t length;
+  };
+  std::vector<grpc::Slice> slices_;
+  std::vector<int> slice_uses_;             // pieces not yet copied, per slice
+  std::vector<std::vector<Piece>> pieces_;  // per input
+  std::vector<InputData> inputs_;
+  std::string rest_;
 };
 
 }  // namespace tensorop::server

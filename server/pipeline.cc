@@ -14,8 +14,10 @@
 #include "absl/strings/string_view.h"
 #include "core/operator.h"
 #include "core/status_macros.h"
+#include "server/chunk_part.h"
 #include "server/convert.h"
 #include "server/guarded.h"
+#include "server/service.h"
 #include "server/shared_memory.h"
 #include "server/wire_bound.h"
 
@@ -136,10 +138,60 @@ absl::Status ParseRequest(const grpc::ByteBuffer& bytes, absl::string_view metho
                                        " outputs of request \"", request->id(), "\""));
 }
 
+UploadedInputs Spans(const InputBuffers& buffers) {
+  UploadedInputs spans;
+  for (const auto& [name, buffer] : buffers) spans.emplace(name, buffer.bytes());
+  return spans;
+}
+
+int64_t InputBytes(const InputBuffers& buffers) {
+  int64_t total = 0;
+  for (const auto& [name, buffer] : buffers) total += buffer.size();
+  return total;
+}
+
+absl::Status ParseRequestAndInputs(const grpc::ByteBuffer* bytes, absl::string_view method,
+                                   MemoryBudget::Reservation& reservation, BufferPool* pool,
+                                   v1::RunRequest* request, InputBuffers* inputs) {
+  constexpr size_t kLiftFromBytes = size_t{1} << 20;
+  std::optional<RequestDataView> view;
+  if (bytes->Length() >= kLiftFromBytes) view = RequestDataView::Of(*bytes);
+  if (!view.has_value()) {
+    RETURN_IF_ERROR(ParseRequest(*bytes, method, reservation, request));
+    ReleaseRequestBytes(bytes, reservation);
+    return absl::OkStatus();
+  }
+  // The message without its data, then a buffer per input reserved before the
+  // received bytes (held by the view now) are given back and copied over.
+  const grpc::Slice rest_slice(view->rest().data(), view->rest().size());
+  RETURN_IF_ERROR(ParseRequest(grpc::ByteBuffer(&rest_slice, 1), method, reservation, request));
+  int64_t data_bytes = 0;
+  for (const RequestDataView::InputData& input : view->inputs()) data_bytes += input.bytes;
+  RETURN_IF_ERROR(reservation.Grow(
+      data_bytes, absl::StrCat(method, ": the ", data_bytes, " data bytes of the inputs")));
+  for (const RequestDataView::InputData& input : view->inputs()) {
+    if (input.bytes == 0) continue;
+    bool kept = false;
+    if (!(*inputs)[input.input].Grow(input.bytes, pool, &kept)) {
+      return absl::ResourceExhaustedError(absl::StrCat(method, ": out of memory for the ",
+                                                       input.bytes, " bytes of input \"",
+                                                       input.input, "\""));
+    }
+  }
+  ReleaseRequestBytes(bytes, reservation);
+  for (size_t i = 0; i < view->inputs().size(); ++i) {
+    const RequestDataView::InputData& input = view->inputs()[i];
+    if (input.bytes == 0) continue;
+    view->MoveDataTo(i, (*inputs)[input.input].Extend(input.bytes));
+  }
+  return absl::OkStatus();
+}
+
 absl::Status ExecuteIntoResponse(const v1::RunRequest& request, const ServiceOptions& options,
                                  Scheduler& scheduler, Placement& placement, const StopCheck& stop,
                                  MemoryBudget::Reservation& reservation, bool with_status,
-                                 absl::string_view too_big_hint, v1::RunResponse* response) {
+                                 absl::string_view too_big_hint, v1::RunResponse* response,
+                                 const UploadedInputs* uploaded) {
   const AdmitFn admit = [&](const ExecutionPlan& plan) -> absl::StatusOr<int64_t> {
     const std::string backend = placement.device == Device::kCpu
                                     ? std::string("cpu")
@@ -159,7 +211,8 @@ absl::Status ExecuteIntoResponse(const v1::RunRequest& request, const ServiceOpt
   absl::Status status = Guarded([&] {
     return PlanAndExecute(
         request, options.limits, options.shared_memory, scheduler, placement, stop, reservation,
-        admit, [&](const Layout& layout, std::byte* shared) -> absl::StatusOr<std::byte*> {
+        admit,
+        [&](const Layout& layout, std::byte* shared) -> absl::StatusOr<std::byte*> {
           v1::Tensor* tensor = response->add_outputs();
           SetTensorLayout(layout, tensor);
           if (shared != nullptr) return shared;  // the layout only
@@ -167,18 +220,17 @@ absl::Status ExecuteIntoResponse(const v1::RunRequest& request, const ServiceOpt
           std::string* data = tensor->mutable_data();
           data->resize(static_cast<size_t>(layout.buffer_bytes()));
           return reinterpret_cast<std::byte*>(data->data());
-        });
+        },
+        uploaded);
   });
   if (!status.ok()) response->clear_outputs();
   return status;
 }
 
-absl::StatusOr<OutputBuffers> ExecuteIntoAnswerBuffers(const v1::RunRequest& request,
-                                                       const ServiceOptions& options,
-                                                       Scheduler& scheduler, Placement& placement,
-                                                       const StopCheck& stop,
-                                                       MemoryBudget::Reservation& reservation,
-                                                       absl::string_view too_big_hint) {
+absl::StatusOr<OutputBuffers> ExecuteIntoAnswerBuffers(
+    const v1::RunRequest& request, const ServiceOptions& options, Scheduler& scheduler,
+    Placement& placement, const StopCheck& stop, MemoryBudget::Reservation& reservation,
+    absl::string_view too_big_hint, const UploadedInputs* uploaded) {
   const AdmitFn admit = [&](const ExecutionPlan& plan) -> absl::StatusOr<int64_t> {
     const std::string backend = placement.device == Device::kCpu
                                     ? std::string("cpu")
@@ -197,12 +249,14 @@ absl::StatusOr<OutputBuffers> ExecuteIntoAnswerBuffers(const v1::RunRequest& req
   absl::Status status = Guarded([&] {
     return PlanAndExecute(
         request, options.limits, options.shared_memory, scheduler, placement, stop, reservation,
-        admit, [&](const Layout& layout, std::byte*) -> absl::StatusOr<std::byte*> {
+        admit,
+        [&](const Layout& layout, std::byte*) -> absl::StatusOr<std::byte*> {
           ASSIGN_OR_RETURN(OutputBuffer buffer, AllocateOutput(layout, options.buffer_pool));
           outputs.layouts.push_back(layout);
           outputs.buffers.push_back(std::move(buffer));
           return outputs.buffers.back().get();
-        });
+        },
+        uploaded);
   });
   if (!status.ok()) return status;
   return outputs;

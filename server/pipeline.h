@@ -10,6 +10,8 @@
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
+#include <cstdlib>
+#include <cstring>
 #include <functional>
 #include <map>
 #include <optional>
@@ -28,6 +30,7 @@
 #include "core/cancellation.h"
 #include "core/status_macros.h"
 #include "core/tensor.h"
+#include "server/buffer_pool.h"
 #include "server/convert.h"
 #include "server/guarded.h"
 #include "server/memory_budget.h"
@@ -64,24 +67,88 @@ int64_t TotalBytes(const std::vector<Layout>& layouts);
 absl::Status ParseRequest(const grpc::ByteBuffer& bytes, absl::string_view method,
                           MemoryBudget::Reservation& reservation, v1::RunRequest* request);
 
+// Input bytes held apart from the request, by input name: they stand for the
+// request's own data of those inputs.
+using UploadedInputs = std::map<std::string, std::span<const std::byte>, std::less<>>;
+
+// An input's bytes held apart from the request (a RunChunked upload, a Run
+// request's data taken from the received slices), appended as they arrive in
+// a buffer sized ahead where the size is known, so they never move. A large
+// one is a buffer pool's (resident pages a previous call left, else fresh
+// address space whose pages only the bytes touch) and goes back to it.
+class InputBuffer {
+ public:
+  int64_t size() const { return size_; }
+  int64_t capacity() const { return capacity_; }
+  std::span<const std::byte> bytes() const { return {data_.get(), static_cast<size_t>(size_)}; }
+  // Where the next `bytes` go; Grow first when they do not fit.
+  std::byte* Extend(int64_t bytes) {
+    std::byte* end = data_.get() + size_;
+    size_ += bytes;
+    return end;
+  }
+  // Room for `capacity` bytes, the held ones copied over; false when out of
+  // memory. `kept`: whether the buffer is one the pool kept (resident).
+  bool Grow(int64_t capacity, BufferPool* pool, bool* kept) {
+    const size_t bytes = static_cast<size_t>(capacity);
+    BufferDeleter deleter;
+    void* memory = nullptr;
+    *kept = false;
+    if (bytes < BufferPool::kMinBytes) {
+      memory = std::malloc(std::max<size_t>(bytes, 1));
+    } else {
+      memory = pool != nullptr ? pool->Take(bytes, kept) : BufferPool::Allocate(bytes);
+      deleter = {.pool = pool, .capacity = BufferPool::CapacityFor(bytes)};
+    }
+    if (memory == nullptr) return false;
+    OutputBuffer grown(static_cast<std::byte*>(memory), deleter);
+    if (size_ > 0) std::memcpy(grown.get(), data_.get(), static_cast<size_t>(size_));
+    data_ = std::move(grown);
+    capacity_ = capacity;
+    return true;
+  }
+
+ private:
+  OutputBuffer data_;
+  int64_t size_ = 0;
+  int64_t capacity_ = 0;
+};
+
+using InputBuffers = std::map<std::string, InputBuffer, std::less<>>;
+
+// The bytes of `buffers` as UploadedInputs.
+UploadedInputs Spans(const InputBuffers& buffers);
+// Their bytes together.
+int64_t InputBytes(const InputBuffers& buffers);
+
+// Parses `bytes` like ParseRequest, but takes each input's data bytes straight
+// from the received slices into an InputBuffer of its own (from `pool` when
+// large) instead of into the message: one copy, and each received slice is let
+// go once copied, so a large request is never held twice. Requests below
+// 1 MiB, or in a form protobuf's serializer does not write, are parsed as by
+// ParseRequest (`inputs` left empty). Either way the received bytes are
+// released (and their reservation given back) once parsed.
+absl::Status ParseRequestAndInputs(const grpc::ByteBuffer* bytes, absl::string_view method,
+                                   MemoryBudget::Reservation& reservation, BufferPool* pool,
+                                   v1::RunRequest* request, InputBuffers* inputs);
+
 // Executes `request` with its outputs inline in `response` (Run, RunBidi),
 // refusing before any work an answer whose serialized size would pass the
 // message limit. On error `response` holds no outputs.
 absl::Status ExecuteIntoResponse(const v1::RunRequest& request, const ServiceOptions& options,
                                  Scheduler& scheduler, Placement& placement, const StopCheck& stop,
                                  MemoryBudget::Reservation& reservation, bool with_status,
-                                 absl::string_view too_big_hint, v1::RunResponse* response);
+                                 absl::string_view too_big_hint, v1::RunResponse* response,
+                                 const UploadedInputs* uploaded = nullptr);
 
 // Executes `request` into output buffers that become its answer (Run):
 // SerializeRunResponse hands them to gRPC without a copy, so what the answer
 // takes besides them is only its other fields. Refused before any work, like
 // ExecuteIntoResponse, when the serialized answer would pass the message limit.
-absl::StatusOr<OutputBuffers> ExecuteIntoAnswerBuffers(const v1::RunRequest& request,
-                                                       const ServiceOptions& options,
-                                                       Scheduler& scheduler, Placement& placement,
-                                                       const StopCheck& stop,
-                                                       MemoryBudget::Reservation& reservation,
-                                                       absl::string_view too_big_hint);
+absl::StatusOr<OutputBuffers> ExecuteIntoAnswerBuffers(
+    const v1::RunRequest& request, const ServiceOptions& options, Scheduler& scheduler,
+    Placement& placement, const StopCheck& stop, MemoryBudget::Reservation& reservation,
+    absl::string_view too_big_hint, const UploadedInputs* uploaded = nullptr);
 
 // The data bytes of `response`'s outputs.
 int64_t ResponseDataBytes(const v1::RunResponse& response);
@@ -92,10 +159,6 @@ struct Outputs {
   std::vector<Layout> layouts;
   std::vector<SharedOutput> buffers;
 };
-
-// Input bytes held apart from the request (a RunChunked upload), by input
-// name: they stand for the request's own data of those inputs.
-using UploadedInputs = std::map<std::string, std::span<const std::byte>, std::less<>>;
 
 // Executes `request` into server-held buffers (RunStream, RunChunked). Streamed
 // results are not bounded by the message size, only by the request limits and

@@ -57,48 +57,6 @@ std::optional<int64_t> DeclaredBytes(const v1::Tensor& tensor) {
   return CheckedMul(*elements, ElementSize(*dtype));
 }
 
-// An uploaded input's bytes, appended as chunks arrive, in a buffer sized
-// ahead where the tensor declares its size, so chunks never move. A large one
-// is a buffer pool's (resident pages a previous call left, else fresh address
-// space whose pages only the chunks touch) and goes back to it.
-class UploadBuffer {
- public:
-  int64_t size() const { return size_; }
-  int64_t capacity() const { return capacity_; }
-  std::span<const std::byte> bytes() const { return {data_.get(), static_cast<size_t>(size_)}; }
-  // Where the next `bytes` go; Grow first when they do not fit.
-  std::byte* Extend(int64_t bytes) {
-    std::byte* end = data_.get() + size_;
-    size_ += bytes;
-    return end;
-  }
-  // Room for `capacity` bytes, the held ones copied over; false when out of
-  // memory. `kept`: whether the buffer is one the pool kept (resident).
-  bool Grow(int64_t capacity, BufferPool* pool, bool* kept) {
-    const size_t bytes = static_cast<size_t>(capacity);
-    BufferDeleter deleter;
-    void* memory = nullptr;
-    *kept = false;
-    if (bytes < BufferPool::kMinBytes) {
-      memory = std::malloc(std::max<size_t>(bytes, 1));
-    } else {
-      memory = pool != nullptr ? pool->Take(bytes, kept) : BufferPool::Allocate(bytes);
-      deleter = {.pool = pool, .capacity = BufferPool::CapacityFor(bytes)};
-    }
-    if (memory == nullptr) return false;
-    OutputBuffer grown(static_cast<std::byte*>(memory), deleter);
-    if (size_ > 0) std::memcpy(grown.get(), data_.get(), static_cast<size_t>(size_));
-    data_ = std::move(grown);
-    capacity_ = capacity;
-    return true;
-  }
-
- private:
-  OutputBuffer data_;
-  int64_t size_ = 0;
-  int64_t capacity_ = 0;
-};
-
 }  // namespace
 
 // ---------------------------------------------------------------------------
@@ -216,7 +174,7 @@ class TensorOpService::ChunkedReactor final
       for (auto& [name, tensor] : *request_.mutable_inputs()) {
         const int64_t inline_bytes = static_cast<int64_t>(tensor.data().size());
         if (inline_bytes == 0) continue;
-        UploadBuffer& upload = uploads_[name];
+        InputBuffer& upload = uploads_[name];
         // Already reserved with the request part.
         int64_t& charged = charged_[name];
         charged = std::max(charged, inline_bytes);
@@ -257,7 +215,7 @@ class TensorOpService::ChunkedReactor final
   // fit the capacity sized ahead (address space whose pages only the bytes
   // touch), else the doubled capacity, with the old buffer for the moment of
   // the copy.
-  absl::Status Reserve(const std::string& name, int64_t chunk_bytes, UploadBuffer& upload) {
+  absl::Status Reserve(const std::string& name, int64_t chunk_bytes, InputBuffer& upload) {
     int64_t& charged = charged_[name];
     const int64_t needed = upload.size() + chunk_bytes;
     const int64_t capacity = upload.capacity();
@@ -318,12 +276,12 @@ class TensorOpService::ChunkedReactor final
       std::optional<int64_t> bytes = DeclaredBytes(tensor);
       if (!bytes.has_value()) continue;
       bool kept = false;
-      UploadBuffer& upload = uploads_[name];
+      InputBuffer& upload = uploads_[name];
       if (!upload.Grow(*bytes, service_->options_.buffer_pool, &kept)) continue;
       if (kept && reservation_.Grow(upload.capacity(), What(name, upload.capacity())).ok()) {
         charged_[name] = upload.capacity();
       } else if (kept) {
-        upload = UploadBuffer();  // back to the pool; sized as chunks come
+        upload = InputBuffer();  // back to the pool; sized as chunks come
       }
     }
   }
@@ -345,8 +303,7 @@ class TensorOpService::ChunkedReactor final
   // On a scheduler worker.
   void Work(Placement& placement) {
     absl::Status status = Guarded([&]() -> absl::Status {
-      UploadedInputs uploaded;
-      for (const auto& [name, upload] : uploads_) uploaded.emplace(name, upload.bytes());
+      const UploadedInputs uploaded = Spans(uploads_);
       ASSIGN_OR_RETURN(ResultParts parts,
                        ExecuteIntoParts(request_, service_->options_, *service_->scheduler_,
                                         placement, stop_, reservation_, record_, &uploaded));
@@ -395,7 +352,7 @@ class TensorOpService::ChunkedReactor final
   int64_t parts_read_ = 0;
   bool have_request_ = false;
   v1::RunRequest request_;  // the request part, its inputs' bytes moved to uploads_
-  std::map<std::string, UploadBuffer> uploads_;  // every input's bytes, while the task runs
+  InputBuffers uploads_;    // every input's bytes, while the task runs
   int64_t bytes_in_ = 0;
   std::map<std::string, int64_t> charged_;  // per input: bytes of its buffer reserved
   std::optional<ResultParts> parts_;

@@ -63,19 +63,21 @@ class TensorOpService::UnaryReactor final : public grpc::ServerUnaryReactor {
  private:
   // On a scheduler worker.
   absl::Status Work() {
-    RETURN_IF_ERROR(ParseRequest(*request_bytes_, "Run", reservation_, &request_));
-    ReleaseRequestBytes(request_bytes_, reservation_);
+    RETURN_IF_ERROR(ParseRequestAndInputs(request_bytes_, "Run", reservation_,
+                                          service_->options_.buffer_pool, &request_, &inputs_));
     const absl::Time start = record_.start;
     std::string identity = std::move(record_.identity);
     record_ = DescribeRequest("Run", request_);
+    record_.bytes_in += InputBytes(inputs_);
     record_.start = start;
     record_.identity = std::move(identity);
+    uploaded_ = Spans(inputs_);
     ASSIGN_OR_RETURN(Placement placement, service_->Place(request_));
     record_.backend = placement.label;
     if (WritesToSharedMemory(request_)) return WorkIntoSharedMemory(placement);
-    absl::StatusOr<OutputBuffers> outputs =
-        ExecuteIntoAnswerBuffers(request_, service_->options_, *service_->scheduler_, placement,
-                                 stop_, reservation_, "use RunStream for large results");
+    absl::StatusOr<OutputBuffers> outputs = ExecuteIntoAnswerBuffers(
+        request_, service_->options_, *service_->scheduler_, placement, stop_, reservation_,
+        "use RunStream for large results", &uploaded_);
     record_.backend = placement.label;
     RETURN_IF_ERROR(outputs.status());
     record_.bytes_out = TotalBytes(outputs->layouts);
@@ -84,7 +86,7 @@ class TensorOpService::UnaryReactor final : public grpc::ServerUnaryReactor {
                          response_bytes_);
     // The inputs are done with: freed now rather than when the client took the
     // answer, so a client's next call does not find this one's bytes still held.
-    request_.Clear();
+    FreeInputs();
     return absl::OkStatus();
   }
 
@@ -94,7 +96,7 @@ class TensorOpService::UnaryReactor final : public grpc::ServerUnaryReactor {
     v1::RunResponse response;
     absl::Status status = ExecuteIntoResponse(
         request_, service_->options_, *service_->scheduler_, placement, stop_, reservation_,
-        /*with_status=*/false, "use RunStream for large results", &response);
+        /*with_status=*/false, "use RunStream for large results", &response, &uploaded_);
     record_.backend = placement.label;
     RETURN_IF_ERROR(status);
     response.set_id(request_.id());
@@ -103,8 +105,16 @@ class TensorOpService::UnaryReactor final : public grpc::ServerUnaryReactor {
     SerializeInto(response, response_bytes_);
     // The response's outputs go with it; their serialized copy stays reserved.
     reservation_.Shrink(record_.bytes_out);
-    request_.Clear();
+    FreeInputs();
     return absl::OkStatus();
+  }
+
+  // The request and its input bytes, with the input bytes' reservation.
+  void FreeInputs() {
+    reservation_.Shrink(InputBytes(inputs_));
+    uploaded_.clear();
+    inputs_.clear();
+    request_.Clear();
   }
 
   void Done(const absl::Status& status) {
@@ -121,6 +131,8 @@ class TensorOpService::UnaryReactor final : public grpc::ServerUnaryReactor {
   const std::shared_ptr<IdleWatch> watch_;
   MemoryBudget::Reservation reservation_;
   v1::RunRequest request_;
+  InputBuffers inputs_;      // the large inputs' data, taken out of the request
+  UploadedInputs uploaded_;  // their bytes
   CallRecord record_;
 };
 

@@ -46,7 +46,7 @@ mib=$((1 << 20))
 
 bin="$(bench_bin_dir "$root" tensord bulk_bare_server bulk_driver)"
 ghz="$("$root/bench/load/install-ghz.sh")"
-apt_install jq
+apt_install jq curl
 
 bench_scratch
 
@@ -73,11 +73,12 @@ listening_port() {
 
 # tensord as a user starts it (its request log goes to a file: part of the
 # work measured), with the message limit raised only when a size needs it.
-"$bin/tensord" --address=127.0.0.1:0 --metrics_address= --http_address= \
+"$bin/tensord" --address=127.0.0.1:0 --metrics_address=127.0.0.1:0 --http_address= \
   --max_message_bytes="$message_bytes" >"$work/tensord" 2>"$work/tensord.log" &
 servers+=("$!")
 tensord_pid="$!"
 tensord_port="$(listening_port "$work/tensord" tensord "$tensord_pid")"
+metrics_port="$(sed -n 's/^tensord metrics on .*:\([0-9][0-9]*\)$/\1/p' "$work/tensord" | head -n 1)"
 unary_bytes="$(for s in $unary_mib $python_mib; do echo $((s * mib)); done | sort -un | paste -sd,)"
 # The baseline runs with the malloc tunable tensord sets for itself
 # (server/malloc_tuning.h: large blocks on transparent huge pages), so the
@@ -97,12 +98,16 @@ ticks_per_second="$(getconf CLK_TCK)"
 # CPU ticks go to $work/$2.cpu; for tensord, its RSS growth at the peak (kB)
 # over the run to $work/$2.hwm.
 measure() {
-  local server="$1" label="$2" pid_var="${1}_pid" before rss
+  local server="$1" label="$2" pid_var="${1}_pid" before rss kept
   shift 2
   local pid="${!pid_var}"
   if [ "$server" = tensord ]; then
     echo 5 >"/proc/$pid/clear_refs"  # VmHWM := VmRSS
-    rss="$(status_kb "$pid" VmRSS)"
+    # Buffers the pool kept from earlier calls (--buffer_pool_bytes) count as
+    # this run's: they are resident for the calls to come.
+    kept="$(curl -s "http://127.0.0.1:$metrics_port/metrics" |
+            awk '$1 == "tensorop_buffer_pool_bytes" { print $2 }')"
+    rss=$(( $(status_kb "$pid" VmRSS) - ${kept:-0} / 1024 ))
   fi
   before="$(cpu_ticks "$pid")"
   "$@"
@@ -213,8 +218,8 @@ echo "tensord $(git -C "$root" rev-parse --short HEAD 2>/dev/null || echo '?') a
   "baseline, loopback, $(nproc) cores shared by the clients and both servers; each row is the" \
   "median of $rounds rounds alternating between the two servers. Ratio: tensord's throughput" \
   "over the baseline's. Server CPU: user + system time of the server process per call." \
-  "Peak RSS: tensord's VmHWM growth over the run per request in flight, as a multiple of its" \
-  "payload (inputs + outputs)."
+  "Peak RSS: tensord's VmHWM growth over the run (the buffers its pool kept from earlier" \
+  "calls counted in it) per request in flight, as a multiple of its payload (inputs + outputs)."
 echo
 echo "| scenario | tensord | bare baseline | ratio | target | tensord CPU ms/call | bare CPU ms/call | tensord peak RSS / payload |"
 echo "| --- | --- | --- | --- | --- | --- | --- | --- |"

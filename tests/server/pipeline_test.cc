@@ -20,6 +20,7 @@
 #include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "server/buffer_pool.h"
 #include "server/memory_budget.h"
 #include "server/scheduler.h"
 #include "server/service_options.h"
@@ -139,6 +140,56 @@ TEST_F(PipelineTest, ParseRequestOverTheBudgetNamesTheFlagBeforeParsing) {
                      HasSubstr("--max_memory_bytes"))));
   EXPECT_EQ(parsed.id(), "");  // refused before parsing
   EXPECT_EQ(small.reserved(), 0);
+}
+
+TEST_F(PipelineTest, LargeInputsAreTakenOutOfTheRequestIntoBuffersOfTheirOwn) {
+  // A 2 MiB int32 input (every value its index), sliced to its last row.
+  constexpr int32_t kRows = 512, kCols = 1024;
+  std::vector<int32_t> values(static_cast<size_t>(kRows) * kCols);
+  for (size_t i = 0; i < values.size(); ++i) values[i] = static_cast<int32_t>(i);
+  v1::RunRequest sent = SliceRequest();
+  v1::Tensor& input = (*sent.mutable_inputs())["input"];
+  SetInts(input.mutable_sizes(), {kRows, kCols});
+  input.set_data(std::string(reinterpret_cast<const char*>(values.data()), values.size() * 4));
+  SetInts(sent.mutable_slice()->mutable_offsets(), {kRows - 1, 0});
+  SetInts(sent.mutable_slice()->mutable_window_sizes(), {1, kCols});
+  SetInts(sent.mutable_outputs(0)->mutable_sizes(), {1, kCols});
+  BufferPool pool(int64_t{64} << 20, &budget_);
+  MemoryBudget::Reservation reservation = budget_.Empty();
+  grpc::ByteBuffer bytes = Serialized(sent);
+  ASSERT_OK(reservation.Grow(static_cast<int64_t>(bytes.Length()), "as received"));
+  v1::RunRequest parsed;
+  InputBuffers inputs;
+  ASSERT_OK(ParseRequestAndInputs(&bytes, "Run", reservation, &pool, &parsed, &inputs));
+  EXPECT_EQ(bytes.Length(), 0u);  // the received bytes are let go
+  EXPECT_EQ(parsed.inputs().at("input").data(), "");
+  EXPECT_THAT(parsed.inputs().at("input").sizes(), ElementsAre(kRows, kCols));
+  ASSERT_EQ(inputs.count("input"), 1u);
+  EXPECT_EQ(InputBytes(inputs), kRows * kCols * 4);
+  EXPECT_TRUE(inputs.at("input").bytes().size() == input.data().size() &&
+              std::memcmp(inputs.at("input").bytes().data(), input.data().data(),
+                          input.data().size()) == 0);
+  // The request's reservation now holds the input's bytes, not the received ones.
+  EXPECT_GE(reservation.bytes(), InputBytes(inputs));
+  EXPECT_LT(reservation.bytes(), InputBytes(inputs) + (int64_t{1} << 20));
+  const UploadedInputs uploaded = Spans(inputs);
+  Placement placement = CpuPlacement();
+  v1::RunResponse response;
+  ASSERT_OK(OnWorker([&] {
+    return ExecuteIntoResponse(parsed, options_, scheduler_, placement, NeverStop(), reservation,
+                               /*with_status=*/false, "", &response, &uploaded);
+  }));
+  ASSERT_EQ(response.outputs_size(), 1);
+  std::vector<int32_t> last_row(values.end() - kCols, values.end());
+  EXPECT_EQ(response.outputs(0).data(),
+            std::string(reinterpret_cast<const char*>(last_row.data()), last_row.size() * 4));
+  // A small request keeps its data in the message.
+  grpc::ByteBuffer small = Serialized(SliceRequest());
+  v1::RunRequest small_parsed;
+  InputBuffers none;
+  ASSERT_OK(ParseRequestAndInputs(&small, "Run", reservation, &pool, &small_parsed, &none));
+  EXPECT_TRUE(none.empty());
+  EXPECT_EQ(small_parsed.inputs().at("input").data(), SliceRequest().inputs().at("input").data());
 }
 
 TEST_F(PipelineTest, ExecuteIntoResponseSlicesOnTheCpuWithExactBytes) {

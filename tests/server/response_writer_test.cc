@@ -5,12 +5,14 @@
 
 #include <algorithm>
 #include <cstring>
+#include <map>
 #include <optional>
 #include <span>
 #include <string>
 #include <utility>
 #include <vector>
 
+#include <google/protobuf/util/message_differencer.h>
 #include <grpcpp/support/byte_buffer.h>
 
 #include "gmock/gmock.h"
@@ -180,6 +182,83 @@ TEST(ChunkPartViewTest, LeavesEveryOtherFormToProtobuf) {
   ASSERT_TRUE(view.has_value());
   EXPECT_EQ(view->input(), "");
   EXPECT_EQ(view->data_bytes(), 2);
+}
+
+// A request with two inputs carrying data, one without, and every other kind
+// of field.
+v1::RunRequest RequestWithData(const std::string& input_data, const std::string& indices_data) {
+  v1::RunRequest request;
+  request.set_id("lift");
+  request.mutable_scatter_elements()->set_axis(1);
+  v1::Tensor& input = (*request.mutable_inputs())["input"];
+  input.set_dtype(v1::UINT8);
+  input.add_sizes(static_cast<int64_t>(input_data.size()));
+  input.add_strides(1);
+  input.set_data(input_data);
+  v1::Tensor& indices = (*request.mutable_inputs())["indices"];
+  indices.set_dtype(v1::INT64);
+  indices.add_sizes(2);
+  indices.set_data(indices_data);
+  v1::Tensor& updates = (*request.mutable_inputs())["updates"];
+  updates.set_dtype(v1::UINT8);
+  updates.mutable_shared_memory()->set_region("r");
+  request.add_outputs()->add_sizes(3);
+  request.set_backend(v1::CPU);
+  request.set_device_index(0);
+  return request;
+}
+
+TEST(RequestDataViewTest, TakesTheInputsDataOutOfAnySlicing) {
+  std::string input_data(70000, '\0');
+  for (size_t i = 0; i < input_data.size(); ++i) input_data[i] = static_cast<char>(i * 11);
+  const std::string indices_data(16, '\x05');
+  const v1::RunRequest request = RequestWithData(input_data, indices_data);
+  const std::string wire = request.SerializeAsString();
+  v1::RunRequest without_data = request;
+  for (auto& [name, tensor] : *without_data.mutable_inputs()) tensor.clear_data();
+  for (size_t piece : {size_t{1}, size_t{3}, size_t{4096}, wire.size()}) {
+    std::optional<RequestDataView> view = RequestDataView::Of(Sliced(wire, piece));
+    ASSERT_TRUE(view.has_value()) << piece;
+    v1::RunRequest rest;
+    ASSERT_TRUE(rest.ParseFromString(view->rest()));
+    EXPECT_TRUE(google::protobuf::util::MessageDifferencer::Equals(rest, without_data))
+        << piece << ": " << rest.ShortDebugString();
+    std::map<std::string, std::string> data;
+    for (size_t i = 0; i < view->inputs().size(); ++i) {
+      const RequestDataView::InputData& input = view->inputs()[i];
+      std::string bytes(static_cast<size_t>(input.bytes), 'x');
+      view->MoveDataTo(i, reinterpret_cast<std::byte*>(bytes.data()));
+      data[input.input] = bytes;
+    }
+    EXPECT_EQ(data, (std::map<std::string, std::string>{
+                        {"indices", indices_data}, {"input", input_data}, {"updates", ""}}));
+  }
+}
+
+TEST(RequestDataViewTest, LeavesEveryOtherFormToProtobuf) {
+  const std::string wire = RequestWithData("abc", "12345678").SerializeAsString();
+  v1::RunRequest one;
+  (*one.mutable_inputs())["input"].set_data("abc");
+  const std::string entry = one.SerializeAsString();
+  // The same Tensor with its data twice (protobuf keeps the last).
+  const std::string tensor_twice = std::string(
+      "\x32\x12\x0a\x05input\x12\x09\x22\x02"
+      "ab\x22\x03xyz",
+      20);
+  const std::vector<std::string> others = {
+      entry + entry,  // an input named twice (protobuf keeps the last)
+      tensor_twice,
+      wire.substr(0, wire.size() - 1),  // cut short
+      std::string("\x32\x00", 2),       // an entry without a key
+      std::string("\x0b\x0c", 2),       // a group
+  };
+  for (const std::string& bytes : others) {
+    EXPECT_FALSE(RequestDataView::Of(Sliced(bytes, 5)).has_value())
+        << testing::PrintToString(bytes);
+  }
+  v1::RunRequest parsed;
+  ASSERT_TRUE(parsed.ParseFromString(tensor_twice));  // valid protobuf all the same
+  EXPECT_EQ(parsed.inputs().at("input").data(), "xyz");
 }
 
 }  // namespace
