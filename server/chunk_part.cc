@@ -150,7 +150,7 @@ std::optional<ChunkPartView> ChunkPartView::Of(const grpc::ByteBuffer& bytes) {
   if (!in.ReadVarint(&data_bytes) || data_bytes != total - in.position()) return std::nullopt;
   view.data_bytes_ = static_cast<int64_t>(data_bytes);
   in.Take(data_bytes, [&](size_t slice, size_t offset, size_t n) {
-    view.data_.push_back(Piece{.slice = slice, .offset = offset, .length = n});
+    view.data_.push_back(SlicePiece{.slice = slice, .offset = offset, .length = n});
   });
   return view;
 }
@@ -184,7 +184,7 @@ std::optional<RequestDataView> RequestDataView::Of(const grpc::ByteBuffer& bytes
       if (seen.input == key) return std::nullopt;  // protobuf's last-wins: left to it
     }
     std::string tensor;  // the value's fields but data
-    std::vector<Piece> pieces;
+    std::vector<SlicePiece> pieces;
     int64_t data_bytes = 0;
     if (in.position() < entry_end) {
       if (!ReadField(in, entry_end, &value_tag, &value_length, &tensor) ||
@@ -206,7 +206,7 @@ std::optional<RequestDataView> RequestDataView::Of(const grpc::ByteBuffer& bytes
         have_data = true;
         data_bytes = static_cast<int64_t>(field_length);
         if (!in.Take(field_length, [&](size_t slice, size_t offset, size_t n) {
-              pieces.push_back(Piece{.slice = slice, .offset = offset, .length = n});
+              pieces.push_back(SlicePiece{.slice = slice, .offset = offset, .length = n});
             })) {
           return std::nullopt;
         }
@@ -223,7 +223,7 @@ std::optional<RequestDataView> RequestDataView::Of(const grpc::ByteBuffer& bytes
     AppendVarint(kInputsTag, &view.rest_);
     AppendVarint(entry.size(), &view.rest_);
     view.rest_ += entry;
-    for (const Piece& piece : pieces) ++view.slice_uses_[piece.slice];
+    for (const SlicePiece& piece : pieces) ++view.slice_uses_[piece.slice];
     view.inputs_.push_back(InputData{.input = std::move(key), .bytes = data_bytes});
     view.pieces_.push_back(std::move(pieces));
   }
@@ -235,7 +235,7 @@ std::optional<RequestDataView> RequestDataView::Of(const grpc::ByteBuffer& bytes
 }
 
 void RequestDataView::MoveDataTo(size_t index, std::byte* out) {
-  for (const Piece& piece : pieces_[index]) {
+  for (const SlicePiece& piece : pieces_[index]) {
     std::memcpy(out, slices_[piece.slice].begin() + piece.offset, piece.length);
     out += piece.length;
     if (--slice_uses_[piece.slice] == 0) slices_[piece.slice] = grpc::Slice();
@@ -243,7 +243,7 @@ void RequestDataView::MoveDataTo(size_t index, std::byte* out) {
 }
 
 void ChunkPartView::CopyDataTo(std::byte* out) const {
-  for (const Piece& piece : data_) {
+  for (const SlicePiece& piece : data_) {
     std::memcpy(out, slices_[piece.slice].begin() + piece.offset, piece.length);
     out += piece.length;
   }

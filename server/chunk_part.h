@@ -17,6 +17,13 @@
 
 namespace tensorop::server {
 
+// Where some bytes lie in a list of received slices.
+struct SlicePiece {
+  size_t slice;
+  size_t offset;
+  size_t length;
+};
+
 // A chunk part's input name and where its data bytes lie in the received
 // slices (which it holds).
 class ChunkPartView {
@@ -34,13 +41,8 @@ class ChunkPartView {
   void CopyDataTo(std::byte* out) const;
 
  private:
-  struct Piece {
-    size_t slice;
-    size_t offset;
-    size_t length;
-  };
   std::vector<grpc::Slice> slices_;
-  std::vector<Piece> data_;
+  std::vector<SlicePiece> data_;
   std::string input_;
   int64_t data_bytes_ = 0;
 };
@@ -69,14 +71,9 @@ class RequestDataView {
   void MoveDataTo(size_t index, std::byte* out);
 
  private:
-  struct Piece {
-    size_t slice;
-    size_t offset;
-    size_t length;
-  };
   std::vector<grpc::Slice> slices_;
-  std::vector<int> slice_uses_;             // pieces not yet copied, per slice
-  std::vector<std::vector<Piece>> pieces_;  // per input
+  std::vector<int> slice_uses_;                  // pieces not yet copied, per slice
+  std::vector<std::vector<SlicePiece>> pieces_;  // per input
   std::vector<InputData> inputs_;
   std::string rest_;
 };
