@@ -4,6 +4,8 @@
 #include <cstring>
 #include <utility>
 
+#include "absl/strings/string_view.h"
+
 namespace tensorop::server {
 namespace {
 
@@ -180,9 +182,6 @@ std::optional<RequestDataView> RequestDataView::Of(const grpc::ByteBuffer& bytes
         key_tag != kEntryKeyTag || !in.AppendTo(key_length, &key)) {
       return std::nullopt;
     }
-    for (const InputData& seen : view.inputs_) {
-      if (seen.input == key) return std::nullopt;  // protobuf's last-wins: left to it
-    }
     std::string tensor;  // the value's fields but data
     std::vector<SlicePiece> pieces;
     int64_t data_bytes = 0;
@@ -227,6 +226,12 @@ std::optional<RequestDataView> RequestDataView::Of(const grpc::ByteBuffer& bytes
     view.inputs_.push_back(InputData{.input = std::move(key), .bytes = data_bytes});
     view.pieces_.push_back(std::move(pieces));
   }
+  // An input named twice is protobuf's to merge (the last entry wins).
+  std::vector<absl::string_view> names;
+  names.reserve(view.inputs_.size());
+  for (const InputData& input : view.inputs_) names.push_back(input.input);
+  std::sort(names.begin(), names.end());
+  if (std::adjacent_find(names.begin(), names.end()) != names.end()) return std::nullopt;
   // Slices no data piece needs are let go now.
   for (size_t i = 0; i < view.slices_.size(); ++i) {
     if (view.slice_uses_[i] == 0) view.slices_[i] = grpc::Slice();
