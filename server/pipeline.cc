@@ -118,8 +118,12 @@ int64_t TotalBytes(const std::vector<Layout>& layouts) {
   return total;
 }
 
-absl::Status ParseRequest(const grpc::ByteBuffer& bytes, absl::string_view method,
-                          MemoryBudget::Reservation& reservation, v1::RunRequest* request) {
+namespace {
+
+// Reserves what parsing `bytes` as a RunRequest takes, bounded from its tags
+// before anything is allocated; returns that bound.
+absl::StatusOr<int64_t> ReserveParse(const grpc::ByteBuffer& bytes, absl::string_view method,
+                                     MemoryBudget::Reservation& reservation) {
   absl::StatusOr<int64_t> bound = ParsedBytesBound(bytes, *v1::RunRequest::descriptor());
   if (!bound.ok()) {
     return absl::InvalidArgumentError(absl::StrCat(method, ": ", bound.status().message()));
@@ -127,15 +131,31 @@ absl::Status ParseRequest(const grpc::ByteBuffer& bytes, absl::string_view metho
   RETURN_IF_ERROR(
       reservation.Grow(*bound + kRequestOverheadBytes,
                        absl::StrCat(method, ": parsing a ", bytes.Length(), "-byte request")));
+  return *bound;
+}
+
+// Parses `bytes` (reserved by ReserveParse; `received_bytes` long as they
+// arrived) into `request`, and reserves the per-output overhead of planning it.
+absl::Status Deserialize(const grpc::ByteBuffer& bytes, int64_t received_bytes,
+                         absl::string_view method, MemoryBudget::Reservation& reservation,
+                         v1::RunRequest* request) {
   grpc::ByteBuffer copy(bytes);  // Deserialize consumes its buffer; this shares the slices
   if (!grpc::SerializationTraits<v1::RunRequest>::Deserialize(&copy, request).ok()) {
-    return absl::InvalidArgumentError(absl::StrCat(method, ": the ", bytes.Length(),
+    return absl::InvalidArgumentError(absl::StrCat(method, ": the ", received_bytes,
                                                    " bytes received are not a valid ",
                                                    v1::RunRequest::descriptor()->full_name()));
   }
   return reservation.Grow(kOutputOverheadBytes * std::max(1, request->outputs_size()),
                           absl::StrCat(method, ": planning the ", request->outputs_size(),
                                        " outputs of request \"", request->id(), "\""));
+}
+
+}  // namespace
+
+absl::Status ParseRequest(const grpc::ByteBuffer& bytes, absl::string_view method,
+                          MemoryBudget::Reservation& reservation, v1::RunRequest* request) {
+  RETURN_IF_ERROR(ReserveParse(bytes, method, reservation).status());
+  return Deserialize(bytes, static_cast<int64_t>(bytes.Length()), method, reservation, request);
 }
 
 UploadedInputs Spans(const InputBuffers& buffers) {
@@ -154,17 +174,32 @@ absl::Status ParseRequestAndInputs(const grpc::ByteBuffer* bytes, absl::string_v
                                    MemoryBudget::Reservation& reservation, BufferPool* pool,
                                    v1::RunRequest* request, InputBuffers* inputs) {
   constexpr size_t kLiftFromBytes = size_t{1} << 20;
-  std::optional<RequestDataView> view;
-  if (bytes->Length() >= kLiftFromBytes) view = RequestDataView::Of(*bytes);
-  if (!view.has_value()) {
+  if (bytes->Length() < kLiftFromBytes) {
     RETURN_IF_ERROR(ParseRequest(*bytes, method, reservation, request));
+    ReleaseRequestBytes(bytes, reservation);
+    return absl::OkStatus();
+  }
+  // Reserved before the view copies anything: a request the budget cannot
+  // parse is refused as ParseRequest refuses it.
+  ASSIGN_OR_RETURN(const int64_t bound, ReserveParse(*bytes, method, reservation));
+  const int64_t received_bytes = static_cast<int64_t>(bytes->Length());
+  std::optional<RequestDataView> view = RequestDataView::Of(*bytes);
+  if (!view.has_value()) {
+    RETURN_IF_ERROR(Deserialize(*bytes, received_bytes, method, reservation, request));
     ReleaseRequestBytes(bytes, reservation);
     return absl::OkStatus();
   }
   // The message without its data, then a buffer per input reserved before the
   // received bytes (held by the view now) are given back and copied over.
   const grpc::Slice rest_slice(view->rest().data(), view->rest().size());
-  RETURN_IF_ERROR(ParseRequest(grpc::ByteBuffer(&rest_slice, 1), method, reservation, request));
+  const grpc::ByteBuffer rest(&rest_slice, 1);
+  RETURN_IF_ERROR(Deserialize(rest, received_bytes, method, reservation, request));
+  // The parse bound counted the data too; the parsed message holds only the
+  // rest, and the data is reserved for its buffers.
+  if (absl::StatusOr<int64_t> rest_bound = ParsedBytesBound(rest, *v1::RunRequest::descriptor());
+      rest_bound.ok() && *rest_bound < bound) {
+    reservation.Shrink(bound - *rest_bound);
+  }
   int64_t data_bytes = 0;
   for (const RequestDataView::InputData& input : view->inputs()) data_bytes += input.bytes;
   RETURN_IF_ERROR(reservation.Grow(
