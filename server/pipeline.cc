@@ -105,6 +105,18 @@ absl::Status PlanAndExecute(const v1::RunRequest& request, const Limits& limits,
   return scheduler.Execute(placement, run->plan, run->inputs, outputs, stop);
 }
 
+// PlanAndExecute's `allocate` for outputs held in `outputs` (OutputBuffers or
+// Outputs): each one's buffer, from `pool` when large, kept as `keep` makes it.
+template <typename Held, typename Keep>
+auto AllocateInto(BufferPool* pool, Held& outputs, Keep keep) {
+  return [pool, &outputs, keep](const Layout& layout, std::byte*) -> absl::StatusOr<std::byte*> {
+    ASSIGN_OR_RETURN(OutputBuffer buffer, AllocateOutput(layout, pool));
+    outputs.layouts.push_back(layout);
+    outputs.buffers.push_back(keep(std::move(buffer)));
+    return outputs.buffers.back().get();
+  };
+}
+
 }  // namespace
 
 std::optional<int> RequestedDevice(const v1::RunRequest& request) {
@@ -285,12 +297,7 @@ absl::StatusOr<OutputBuffers> ExecuteIntoAnswerBuffers(
     return PlanAndExecute(
         request, options.limits, options.shared_memory, scheduler, placement, stop, reservation,
         admit,
-        [&](const Layout& layout, std::byte*) -> absl::StatusOr<std::byte*> {
-          ASSIGN_OR_RETURN(OutputBuffer buffer, AllocateOutput(layout, options.buffer_pool));
-          outputs.layouts.push_back(layout);
-          outputs.buffers.push_back(std::move(buffer));
-          return outputs.buffers.back().get();
-        },
+        AllocateInto(options.buffer_pool, outputs, [](OutputBuffer buffer) { return buffer; }),
         uploaded);
   });
   if (!status.ok()) return status;
@@ -314,16 +321,9 @@ absl::StatusOr<Outputs> ExecuteIntoBuffers(const v1::RunRequest& request,
   };
   absl::Status status = Guarded([&] {
     RETURN_IF_ERROR(CheckNoSharedMemoryOutputs(request, "a streamed call"));
-    return PlanAndExecute(
-        request, options.limits, options.shared_memory, scheduler, placement, stop, reservation,
-        admit,
-        [&](const Layout& layout, std::byte*) -> absl::StatusOr<std::byte*> {
-          ASSIGN_OR_RETURN(OutputBuffer buffer, AllocateOutput(layout, options.buffer_pool));
-          outputs.layouts.push_back(layout);
-          outputs.buffers.push_back(Share(std::move(buffer)));
-          return outputs.buffers.back().get();
-        },
-        uploaded);
+    return PlanAndExecute(request, options.limits, options.shared_memory, scheduler, placement,
+                          stop, reservation, admit,
+                          AllocateInto(options.buffer_pool, outputs, &Share), uploaded);
   });
   if (!status.ok()) return status;
   return outputs;
