@@ -71,10 +71,9 @@ void BufferPool::Give(void* data, size_t capacity) {
     std::lock_guard<std::mutex> lock(mutex_);
     if (kept_bytes_ + bytes <= max_bytes_) {
       kept_bytes_ += bytes;
-      kept_.emplace(capacity, Kept{.data = data,
-                                   .capacity = capacity,
-                                   .given = absl::Now(),
-                                   .reservation = *std::move(reservation)});
+      kept_.emplace(
+          capacity,
+          Kept{.data = data, .given = absl::Now(), .reservation = *std::move(reservation)});
       return;
     }
   }

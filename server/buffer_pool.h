@@ -76,7 +76,6 @@ class BufferPool {
  private:
   struct Kept {
     void* data = nullptr;
-    size_t capacity = 0;
     absl::Time given;
     MemoryBudget::Reservation reservation;
   };
