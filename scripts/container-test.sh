@@ -66,6 +66,9 @@ fi
 # keeps its layers (the compiled binaries) as the cache of the next run.
 section "build $image"
 build_flags=(--isolation=chroot --network=host --format docker --layers -f "$root/Dockerfile")
+# A build that was interrupted (a killed run) leaves buildah working containers
+# behind; they pin their images, and the prune below would then fail on them.
+buildah rm --all >/dev/null
 podman build "${build_flags[@]}" --target build -t "$build_cache_image" "$root"
 podman build "${build_flags[@]}" -t "$image" "$root"
 podman image prune -f >/dev/null
