@@ -149,6 +149,19 @@ TENSORD_FLAG(int, shared_memory_idle_seconds, 300,
              "a shared memory region no request used for this long is unmapped, so a client "
              "that died leaves no mapping behind; 0: never");
 
+TENSORD_FLAG(int, handle_ttl_seconds, 600,
+             "a handle (Put, OutputDesc.keep) nobody used for this long is released; in "
+             "[1, 86400]");
+TENSORD_FLAG(int, handle_max_ttl_seconds, 86400,
+             "the longest time to live a Put may ask for (longer is clamped); in [1, 2592000]");
+TENSORD_FLAG(int64_t, max_resident_bytes_per_client, -1,
+             "bytes of handles one client (its token or certificate identity, else its IP "
+             "address) may hold; RESOURCE_EXHAUSTED past it (-1: half of --max_memory_bytes; "
+             "0: no limit beyond --max_memory_bytes)");
+TENSORD_FLAG(std::string, advertise_address, "",
+             "host:port clients reach this server at, named in every handle's replica "
+             "(Kubernetes: $(POD_IP):50051); empty: the first --address");
+
 namespace tensorop::server {
 namespace {
 
@@ -476,6 +489,27 @@ absl::StatusOr<ServerConfig> ValidatedConfig(const Parsed& parsed) {
   ASSIGN_OR_RETURN(
       config.shared_memory_idle_seconds,
       FlagInRange(FLAGS_shared_memory_idle_seconds, "shared_memory_idle_seconds", 0, kMaxSeconds));
+  ASSIGN_OR_RETURN(const int handle_ttl,
+                   FlagInRange(FLAGS_handle_ttl_seconds, "handle_ttl_seconds", 1, kMaxSeconds));
+  ASSIGN_OR_RETURN(
+      const int handle_max_ttl,
+      FlagInRange(FLAGS_handle_max_ttl_seconds, "handle_max_ttl_seconds", 1, 30 * kMaxSeconds));
+  config.handles.default_ttl = absl::Seconds(handle_ttl);
+  config.handles.max_ttl = absl::Seconds(std::max(handle_ttl, handle_max_ttl));
+  config.handles.max_bytes_per_client = absl::GetFlag(FLAGS_max_resident_bytes_per_client);
+  if (config.handles.max_bytes_per_client < -1) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--max_resident_bytes_per_client=", config.handles.max_bytes_per_client,
+                     ": must be -1 (half of --max_memory_bytes), 0 (no limit) or a byte count"));
+  }
+  if (config.handles.max_bytes_per_client == -1) {
+    config.handles.max_bytes_per_client = config.max_memory_bytes / 2;
+  }
+  config.handles.replica = absl::GetFlag(FLAGS_advertise_address);
+  if (config.handles.replica.size() > 255) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--advertise_address is ", config.handles.replica.size(), " bytes long; at most 255"));
+  }
   return config;
 }
 

@@ -14,6 +14,7 @@
 #include "absl/strings/string_view.h"
 #include "kernels/opencl/device.h"
 #include "server/device_pool.h"
+#include "server/handle_store.h"
 #include "server/scheduler.h"
 #include "server/security.h"
 #include "server/service.h"
@@ -48,6 +49,7 @@ struct ServerConfig {
   std::string max_memory_source;  // where the default came from; "" when set
   int64_t buffer_pool_bytes = 0;  // resolved: -1 became a quarter of max_memory_bytes
   int shared_memory_idle_seconds = 0;
+  HandleStoreOptions handles;  // budget set by the Server
 };
 
 // Parses tensord's arguments (argv without argv[0]): --name=value and

@@ -102,7 +102,10 @@ absl::StatusOr<OpRequest> ToOpRequest(const v1::RunRequest& request) {
   for (const auto* entry : entries) {
     const std::string& name = entry->first;
     const v1::Tensor& tensor = entry->second;
-    absl::StatusOr<DType> dtype = ToDType(tensor.dtype(), absl::StrCat(name, ".dtype"));
+    // A handle's dtype may be left out: ResolveHandleInputs sets it.
+    absl::StatusOr<DType> dtype = tensor.has_handle() && tensor.dtype() == v1::DTYPE_UNSPECIFIED
+                                      ? DType::kUint8
+                                      : ToDType(tensor.dtype(), absl::StrCat(name, ".dtype"));
     if (!dtype.ok()) return dtype.status();
     const std::string& data = tensor.data();
     op.inputs.push_back(NamedTensor{
@@ -130,7 +133,9 @@ void SetTensorLayout(const Layout& layout, v1::Tensor* tensor) {
 
 void ToProtoTensor(const Layout& layout, std::span<const std::byte> bytes, v1::Tensor* tensor) {
   SetTensorLayout(layout, tensor);
-  tensor->set_data(reinterpret_cast<const char*>(bytes.data()), bytes.size());
+  // An empty tensor carries no data field (as before `data` joined a oneof,
+  // whose empty value protobuf would now write).
+  if (!bytes.empty()) tensor->set_data(reinterpret_cast<const char*>(bytes.data()), bytes.size());
 }
 
 }  // namespace tensorop::server

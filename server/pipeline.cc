@@ -17,6 +17,7 @@
 #include "server/chunk_part.h"
 #include "server/convert.h"
 #include "server/guarded.h"
+#include "server/handle_store.h"
 #include "server/service.h"
 #include "server/shared_memory.h"
 #include "server/wire_bound.h"
@@ -31,13 +32,12 @@ struct PlannedRun {
   ExecutionPlan plan;
   std::vector<std::span<const std::byte>> inputs;  // by plan slot
   SharedMemoryPins shared_memory;                  // regions the request reads or writes
+  HandlePins handles;                              // resident tensors it reads
 };
 
-absl::StatusOr<std::unique_ptr<PlannedRun>> Plan(const v1::RunRequest& request,
-                                                 const Limits& limits,
-                                                 SharedMemoryRegistry* shared_memory,
-                                                 const StopCheck& stop,
-                                                 const UploadedInputs* uploaded) {
+absl::StatusOr<std::unique_ptr<PlannedRun>> Plan(
+    const v1::RunRequest& request, const Limits& limits, SharedMemoryRegistry* shared_memory,
+    const StopCheck& stop, const UploadedInputs* uploaded, const HandleAccess* handles) {
   auto run = std::make_unique<PlannedRun>();
   ASSIGN_OR_RETURN(run->op, ToOpRequest(request));
   if (uploaded != nullptr) {
@@ -46,6 +46,7 @@ absl::StatusOr<std::unique_ptr<PlannedRun>> Plan(const v1::RunRequest& request,
       if (found != uploaded->end()) input.tensor.data = found->second;
     }
   }
+  RETURN_IF_ERROR(ResolveHandleInputs(request, handles, run->op, run->handles));
   RETURN_IF_ERROR(ResolveSharedMemoryInputs(request, shared_memory, run->op, run->shared_memory));
   ASSIGN_OR_RETURN(run->plan, PlanOperator(run->op, limits, stop));
   run->inputs.reserve(run->plan.input_names.size());
@@ -66,27 +67,34 @@ absl::StatusOr<std::unique_ptr<PlannedRun>> Plan(const v1::RunRequest& request,
 // why the request is refused (an answer over the message limit).
 using AdmitFn = std::function<absl::StatusOr<int64_t>(const ExecutionPlan& plan)>;
 
+// The outputs a request kept (OutputDesc.keep), by output index: null for
+// the others.
+using KeptOutputs = std::vector<std::shared_ptr<const ResidentTensor>>;
+
 // Plans `request`, reserves what its outputs take in `reservation` (and, on a
 // device, its device buffers: PoCL's CPU device keeps them in host memory),
-// asks `allocate(layout, shared)` for each output's zeroed buffer (`shared`:
-// where in a shared memory region the output goes, else null), and executes
-// into them.
+// asks `allocate(layout, elsewhere)` for each output's zeroed buffer
+// (`elsewhere`: where the output goes instead of a buffer of the call's own,
+// in a shared memory region or a kept tensor, else null), executes into them,
+// and makes the kept outputs resident (`kept`).
 template <typename Allocate>
 absl::Status PlanAndExecute(const v1::RunRequest& request, const Limits& limits,
                             SharedMemoryRegistry* shared_memory, Scheduler& scheduler,
                             Placement& placement, const StopCheck& stop,
                             MemoryBudget::Reservation& reservation, const AdmitFn& admit,
-                            Allocate allocate, const UploadedInputs* uploaded = nullptr) {
+                            Allocate allocate, const UploadedInputs* uploaded,
+                            const HandleAccess* handles, KeptOutputs* kept) {
   // Work that expired or was cancelled while queued is not started.
   RETURN_IF_ERROR(stop());
   ASSIGN_OR_RETURN(std::unique_ptr<PlannedRun> run,
-                   Plan(request, limits, shared_memory, stop, uploaded));
+                   Plan(request, limits, shared_memory, stop, uploaded, handles));
   ASSIGN_OR_RETURN(int64_t answer_bytes, admit(run->plan));
-  const int64_t output_bytes =
-      TotalBytes(run->plan.outputs) - SharedMemoryOutputBytes(request, run->plan.outputs);
+  const int64_t kept_bytes = KeptOutputBytes(request, run->plan.outputs);
+  const int64_t output_bytes = TotalBytes(run->plan.outputs) -
+                               SharedMemoryOutputBytes(request, run->plan.outputs) - kept_bytes;
   int64_t bytes = output_bytes + answer_bytes;
   if (scheduler.MayRunOnDevice(placement, run->plan)) {
-    bytes += output_bytes;
+    bytes += output_bytes + kept_bytes;
     for (std::span<const std::byte> input : run->inputs) {
       bytes += static_cast<int64_t>(input.size());
     }
@@ -95,24 +103,54 @@ absl::Status PlanAndExecute(const v1::RunRequest& request, const Limits& limits,
       reservation.Grow(bytes, absl::StrCat("the outputs of request \"", request.id(), "\"")));
   std::vector<std::byte*> outputs;
   outputs.reserve(run->plan.outputs.size());
+  std::vector<HandleStore::Pending> pending(run->plan.outputs.size());
   for (const Layout& layout : run->plan.outputs) {
-    ASSIGN_OR_RETURN(std::byte * shared,
-                     SharedMemoryOutput(request, static_cast<int>(outputs.size()), layout,
-                                        shared_memory, run->shared_memory));
-    ASSIGN_OR_RETURN(std::byte * output, allocate(layout, shared));
+    const int index = static_cast<int>(outputs.size());
+    ASSIGN_OR_RETURN(std::byte * elsewhere,
+                     SharedMemoryOutput(request, index, layout, shared_memory, run->shared_memory));
+    if (index < request.outputs_size() && request.outputs(index).keep()) {
+      if (elsewhere != nullptr) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("outputs[", index, "]: keep and shared_memory are both set; choose one"));
+      }
+      if (handles == nullptr || handles->store == nullptr) {
+        return absl::FailedPreconditionError(
+            absl::StrCat("outputs[", index, "].keep: this call does not keep outputs"));
+      }
+      ASSIGN_OR_RETURN(pending[index],
+                       handles->store->Reserve(
+                           handles->caller, layout,
+                           absl::StrCat("outputs[", index, "] of request \"", request.id(), "\"")));
+      elsewhere = pending[index].data();
+    }
+    ASSIGN_OR_RETURN(std::byte * output, allocate(layout, elsewhere));
     outputs.push_back(output);
   }
-  return scheduler.Execute(placement, run->plan, run->inputs, outputs, stop);
+  if (!run->handles.empty() && placement.device != Device::kCpu) {
+    for (size_t i = 0; i < run->handles.size(); ++i) handles->store->CountCopy();
+  }
+  RETURN_IF_ERROR(scheduler.Execute(placement, run->plan, run->inputs, outputs, stop));
+  kept->assign(pending.size(), nullptr);
+  for (size_t i = 0; i < pending.size(); ++i) {
+    if (pending[i]) (*kept)[i] = handles->store->Commit(std::move(pending[i]));
+  }
+  return absl::OkStatus();
 }
 
 // PlanAndExecute's `allocate` for outputs held in `outputs` (OutputBuffers or
-// Outputs): each one's buffer, from `pool` when large, kept as `keep` makes it.
-template <typename Held, typename Keep>
-auto AllocateInto(BufferPool* pool, Held& outputs, Keep keep) {
-  return [pool, &outputs, keep](const Layout& layout, std::byte*) -> absl::StatusOr<std::byte*> {
-    ASSIGN_OR_RETURN(OutputBuffer buffer, AllocateOutput(layout, pool));
+// Outputs): each one's buffer, from `pool` when large, held as `hold` makes
+// it; an output written elsewhere (a kept one) gets no buffer.
+template <typename Held, typename Hold>
+auto AllocateInto(BufferPool* pool, Held& outputs, Hold hold) {
+  return [pool, &outputs, hold](const Layout& layout,
+                                std::byte* elsewhere) -> absl::StatusOr<std::byte*> {
     outputs.layouts.push_back(layout);
-    outputs.buffers.push_back(keep(std::move(buffer)));
+    if (elsewhere != nullptr) {
+      outputs.buffers.emplace_back();
+      return elsewhere;
+    }
+    ASSIGN_OR_RETURN(OutputBuffer buffer, AllocateOutput(layout, pool));
+    outputs.buffers.push_back(hold(std::move(buffer)));
     return outputs.buffers.back().get();
   };
 }
@@ -238,15 +276,16 @@ absl::Status ExecuteIntoResponse(const v1::RunRequest& request, const ServiceOpt
                                  Scheduler& scheduler, Placement& placement, const StopCheck& stop,
                                  MemoryBudget::Reservation& reservation, bool with_status,
                                  absl::string_view too_big_hint, v1::RunResponse* response,
-                                 const UploadedInputs* uploaded) {
+                                 const UploadedInputs* uploaded, const HandleAccess* handles) {
   const AdmitFn admit = [&](const ExecutionPlan& plan) -> absl::StatusOr<int64_t> {
     const std::string backend = placement.device == Device::kCpu
                                     ? std::string("cpu")
                                     : std::string(kMaxDeviceLabelBytes, 'x');
-    // Outputs written into shared memory carry no data in the answer.
+    // Outputs written into shared memory or kept carry no data in the answer;
+    // a kept one carries its handle.
     const int64_t answer_bytes =
         RunResponseBytes(request.id(), backend, with_status, "", plan.outputs) -
-        SharedMemoryOutputBytes(request, plan.outputs);
+        SharedMemoryOutputBytes(request, plan.outputs) + KeptAnswerBytes(request, plan.outputs);
     if (answer_bytes > options.max_message_bytes) {
       return absl::ResourceExhaustedError(
           absl::StrCat("the answer would take ", answer_bytes, " bytes (", TotalBytes(plan.outputs),
@@ -255,20 +294,30 @@ absl::Status ExecuteIntoResponse(const v1::RunRequest& request, const ServiceOpt
     }
     return answer_bytes;  // its serialized copy
   };
+  KeptOutputs kept;
   absl::Status status = Guarded([&] {
-    return PlanAndExecute(
+    RETURN_IF_ERROR(PlanAndExecute(
         request, options.limits, options.shared_memory, scheduler, placement, stop, reservation,
         admit,
-        [&](const Layout& layout, std::byte* shared) -> absl::StatusOr<std::byte*> {
+        [&](const Layout& layout, std::byte* elsewhere) -> absl::StatusOr<std::byte*> {
           v1::Tensor* tensor = response->add_outputs();
           SetTensorLayout(layout, tensor);
-          if (shared != nullptr) return shared;  // the layout only
+          if (elsewhere != nullptr) return elsewhere;  // the layout only
+          // An empty output carries no data field; the kernel writes nothing.
+          static std::byte no_bytes[1];
+          if (layout.buffer_bytes() == 0) return no_bytes;
           // resize() zeroes: padding reads as zero.
           std::string* data = tensor->mutable_data();
           data->resize(static_cast<size_t>(layout.buffer_bytes()));
           return reinterpret_cast<std::byte*>(data->data());
         },
-        uploaded);
+        uploaded, handles, &kept));
+    for (size_t i = 0; i < kept.size(); ++i) {
+      if (kept[i] == nullptr) continue;
+      ToProtoHandle(*kept[i], handles->store->replica(),
+                    response->mutable_outputs(static_cast<int>(i))->mutable_handle());
+    }
+    return absl::OkStatus();
   });
   if (!status.ok()) response->clear_outputs();
   return status;
@@ -277,7 +326,10 @@ absl::Status ExecuteIntoResponse(const v1::RunRequest& request, const ServiceOpt
 absl::StatusOr<OutputBuffers> ExecuteIntoAnswerBuffers(
     const v1::RunRequest& request, const ServiceOptions& options, Scheduler& scheduler,
     Placement& placement, const StopCheck& stop, MemoryBudget::Reservation& reservation,
-    absl::string_view too_big_hint, const UploadedInputs* uploaded) {
+    absl::string_view too_big_hint, const UploadedInputs* uploaded, const HandleAccess* handles) {
+  if (KeepsOutputs(request)) {
+    return absl::InternalError("kept outputs are answered by ExecuteIntoResponse");
+  }
   const AdmitFn admit = [&](const ExecutionPlan& plan) -> absl::StatusOr<int64_t> {
     const std::string backend = placement.device == Device::kCpu
                                     ? std::string("cpu")
@@ -293,12 +345,13 @@ absl::StatusOr<OutputBuffers> ExecuteIntoAnswerBuffers(
     return answer_bytes - TotalBytes(plan.outputs);  // the outputs are the answer
   };
   OutputBuffers outputs;
+  KeptOutputs kept;
   absl::Status status = Guarded([&] {
     return PlanAndExecute(
         request, options.limits, options.shared_memory, scheduler, placement, stop, reservation,
         admit,
         AllocateInto(options.buffer_pool, outputs, [](OutputBuffer buffer) { return buffer; }),
-        uploaded);
+        uploaded, handles, &kept);
   });
   if (!status.ok()) return status;
   return outputs;
@@ -314,16 +367,25 @@ absl::StatusOr<Outputs> ExecuteIntoBuffers(const v1::RunRequest& request,
                                            const ServiceOptions& options, Scheduler& scheduler,
                                            Placement& placement, const StopCheck& stop,
                                            MemoryBudget::Reservation& reservation,
-                                           const UploadedInputs* uploaded) {
+                                           const UploadedInputs* uploaded,
+                                           const HandleAccess* handles) {
   Outputs outputs;
   const AdmitFn admit = [&](const ExecutionPlan&) -> absl::StatusOr<int64_t> {
     return options.chunk_bytes + kPartOverheadBytes;  // the part being written
   };
   absl::Status status = Guarded([&] {
     RETURN_IF_ERROR(CheckNoSharedMemoryOutputs(request, "a streamed call"));
-    return PlanAndExecute(request, options.limits, options.shared_memory, scheduler, placement,
-                          stop, reservation, admit,
-                          AllocateInto(options.buffer_pool, outputs, &Share), uploaded);
+    KeptOutputs kept;
+    RETURN_IF_ERROR(PlanAndExecute(
+        request, options.limits, options.shared_memory, scheduler, placement, stop, reservation,
+        admit, AllocateInto(options.buffer_pool, outputs, &Share), uploaded, handles, &kept));
+    outputs.handles.resize(kept.size());
+    for (size_t i = 0; i < kept.size(); ++i) {
+      if (kept[i] == nullptr) continue;
+      outputs.handles[i].emplace();
+      ToProtoHandle(*kept[i], handles->store->replica(), &*outputs.handles[i]);
+    }
+    return absl::OkStatus();
   });
   if (!status.ok()) return status;
   return outputs;
@@ -333,9 +395,10 @@ absl::StatusOr<ResultParts> ExecuteIntoParts(const v1::RunRequest& request,
                                              const ServiceOptions& options, Scheduler& scheduler,
                                              Placement& placement, const StopCheck& stop,
                                              MemoryBudget::Reservation& reservation,
-                                             CallRecord& record, const UploadedInputs* uploaded) {
-  absl::StatusOr<Outputs> outputs =
-      ExecuteIntoBuffers(request, options, scheduler, placement, stop, reservation, uploaded);
+                                             CallRecord& record, const UploadedInputs* uploaded,
+                                             const HandleAccess* handles) {
+  absl::StatusOr<Outputs> outputs = ExecuteIntoBuffers(request, options, scheduler, placement, stop,
+                                                       reservation, uploaded, handles);
   record.backend = placement.label;
   if (!outputs.ok()) return outputs.status();
   return ResultParts(*std::move(outputs), placement.label, options.chunk_bytes);

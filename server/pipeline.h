@@ -33,6 +33,7 @@
 #include "server/buffer_pool.h"
 #include "server/convert.h"
 #include "server/guarded.h"
+#include "server/handle_store.h"
 #include "server/memory_budget.h"
 #include "server/request_log.h"
 #include "server/response_writer.h"
@@ -139,7 +140,8 @@ absl::Status ExecuteIntoResponse(const v1::RunRequest& request, const ServiceOpt
                                  Scheduler& scheduler, Placement& placement, const StopCheck& stop,
                                  MemoryBudget::Reservation& reservation, bool with_status,
                                  absl::string_view too_big_hint, v1::RunResponse* response,
-                                 const UploadedInputs* uploaded = nullptr);
+                                 const UploadedInputs* uploaded = nullptr,
+                                 const HandleAccess* handles = nullptr);
 
 // Executes `request` into output buffers that become its answer (Run):
 // SerializeRunResponse hands them to gRPC without a copy, so what the answer
@@ -148,7 +150,8 @@ absl::Status ExecuteIntoResponse(const v1::RunRequest& request, const ServiceOpt
 absl::StatusOr<OutputBuffers> ExecuteIntoAnswerBuffers(
     const v1::RunRequest& request, const ServiceOptions& options, Scheduler& scheduler,
     Placement& placement, const StopCheck& stop, MemoryBudget::Reservation& reservation,
-    absl::string_view too_big_hint, const UploadedInputs* uploaded = nullptr);
+    absl::string_view too_big_hint, const UploadedInputs* uploaded = nullptr,
+    const HandleAccess* handles = nullptr);
 
 // The data bytes of `response`'s outputs.
 int64_t ResponseDataBytes(const v1::RunResponse& response);
@@ -157,7 +160,9 @@ int64_t ResponseDataBytes(const v1::RunResponse& response);
 // to gRPC as slices of its buffer (server/response_writer.h).
 struct Outputs {
   std::vector<Layout> layouts;
-  std::vector<SharedOutput> buffers;
+  std::vector<SharedOutput> buffers;  // null for a kept output
+  // A kept output's handle (OutputDesc.keep), by output; empty: none kept.
+  std::vector<std::optional<v1::TensorHandle>> handles;
 };
 
 // Executes `request` into server-held buffers (RunStream, RunChunked). Streamed
@@ -167,7 +172,8 @@ absl::StatusOr<Outputs> ExecuteIntoBuffers(const v1::RunRequest& request,
                                            const ServiceOptions& options, Scheduler& scheduler,
                                            Placement& placement, const StopCheck& stop,
                                            MemoryBudget::Reservation& reservation,
-                                           const UploadedInputs* uploaded = nullptr);
+                                           const UploadedInputs* uploaded = nullptr,
+                                           const HandleAccess* handles = nullptr);
 
 // Serializes `message` into `buffer` for a raw write, replacing what the
 // previous (completed) write left there.
@@ -207,6 +213,12 @@ class ResultParts {
         header->set_byte_length(layout.buffer_bytes());
         header->set_backend(backend_);
         offset_ = 0;
+        if (output_ < outputs_.handles.size() && outputs_.handles[output_].has_value()) {
+          // Kept: the header carries its handle, and no chunks follow.
+          *header->mutable_handle() = *outputs_.handles[output_];
+          header->set_byte_length(0);
+          offset_ = layout.buffer_bytes();
+        }
         return true;
       }
       if (offset_ < layout.buffer_bytes()) {
@@ -215,8 +227,8 @@ class ResultParts {
         offset_ += length;
         return true;
       }
+      if (outputs_.buffers[output_] != nullptr) freed_ += layout.buffer_bytes();
       outputs_.buffers[output_].reset();
-      freed_ += layout.buffer_bytes();
       ++output_;
       offset_ = -1;
     }
@@ -266,7 +278,8 @@ absl::StatusOr<ResultParts> ExecuteIntoParts(const v1::RunRequest& request,
                                              Placement& placement, const StopCheck& stop,
                                              MemoryBudget::Reservation& reservation,
                                              CallRecord& record,
-                                             const UploadedInputs* uploaded = nullptr);
+                                             const UploadedInputs* uploaded = nullptr,
+                                             const HandleAccess* handles = nullptr);
 
 // The status to finish a stream with when a write failed.
 absl::Status WriteFailure(const StopCheck& stop);

@@ -15,6 +15,7 @@
 #include "server/auth.h"
 #include "server/bidi_flow.h"
 #include "server/guarded.h"
+#include "server/handle_store.h"
 #include "server/idle_watchdog.h"
 #include "server/memory_budget.h"
 #include "server/pipeline.h"
@@ -48,6 +49,7 @@ class TensorOpService::BidiReactor final
       : service_(service),
         stop_(CallStopCheck(context)),
         identity_(PeerIdentity(*context)),
+        handles_{.store = service->options_.handles, .caller = CallerOf(*context)},
         watch_(service->idle_.Watch(context)) {
     Step step;
     {
@@ -203,7 +205,8 @@ class TensorOpService::BidiReactor final
           v1::RunResponse response;
           absl::Status status = ExecuteIntoResponse(
               *request, service_->options_, *service_->scheduler_, placement, stop_, *held,
-              /*with_status=*/true, "use RunStream or RunChunked for large results", &response);
+              /*with_status=*/true, "use RunStream or RunChunked for large results", &response,
+              /*uploaded=*/nullptr, &handles_);
           record.backend = placement.label;
           if (status.ok()) response.set_backend(placement.label);
           Answer(*request, std::move(record), status, std::move(response), std::move(*held));
@@ -244,6 +247,7 @@ class TensorOpService::BidiReactor final
   const OpenCall open_call_{service_->open_calls_};
   const StopCheck stop_;
   const std::string identity_;  // who called, for every request's log line
+  const HandleAccess handles_;  // whose handles its requests use and keep
   const std::shared_ptr<IdleWatch> watch_;
   int64_t messages_read_ = 0;  // only touched by reactions, never concurrently
   grpc::ByteBuffer read_buffer_;

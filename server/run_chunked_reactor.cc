@@ -21,6 +21,7 @@
 #include "server/buffer_pool.h"
 #include "server/chunk_part.h"
 #include "server/guarded.h"
+#include "server/handle_store.h"
 #include "server/idle_watchdog.h"
 #include "server/memory_budget.h"
 #include "server/pipeline.h"
@@ -73,7 +74,8 @@ class TensorOpService::ChunkedReactor final
       : service_(service),
         stop_(CallStopCheck(context)),
         watch_(service->idle_.Watch(context)),
-        reservation_(service->budget_->Empty()) {
+        reservation_(service->budget_->Empty()),
+        handles_{.store = service->options_.handles, .caller = CallerOf(*context)} {
     record_.method = "RunChunked";
     record_.identity = PeerIdentity(*context);
     watch_->Arm();
@@ -304,9 +306,10 @@ class TensorOpService::ChunkedReactor final
   void Work(Placement& placement) {
     absl::Status status = Guarded([&]() -> absl::Status {
       const UploadedInputs uploaded = Spans(uploads_);
-      ASSIGN_OR_RETURN(ResultParts parts,
-                       ExecuteIntoParts(request_, service_->options_, *service_->scheduler_,
-                                        placement, stop_, reservation_, record_, &uploaded));
+      ASSIGN_OR_RETURN(
+          ResultParts parts,
+          ExecuteIntoParts(request_, service_->options_, *service_->scheduler_, placement, stop_,
+                           reservation_, record_, &uploaded, &handles_));
       parts_.emplace(std::move(parts));
       // The uploaded inputs are done with: freed, and their reservation given
       // back, before the result streams.
@@ -348,6 +351,7 @@ class TensorOpService::ChunkedReactor final
   const StopCheck stop_;
   const std::shared_ptr<IdleWatch> watch_;
   MemoryBudget::Reservation reservation_;
+  const HandleAccess handles_;
   CallRecord record_;
   int64_t parts_read_ = 0;
   bool have_request_ = false;

@@ -11,6 +11,7 @@
 #include "core/status_macros.h"
 #include "server/auth.h"
 #include "server/guarded.h"
+#include "server/handle_store.h"
 #include "server/idle_watchdog.h"
 #include "server/memory_budget.h"
 #include "server/pipeline.h"
@@ -40,7 +41,8 @@ class TensorOpService::UnaryReactor final : public grpc::ServerUnaryReactor {
         response_bytes_(response),
         stop_(CallStopCheck(context)),
         watch_(service->idle_.Watch(context)),
-        reservation_(service->budget_->Empty()) {
+        reservation_(service->budget_->Empty()),
+        handles_{.store = service->options_.handles, .caller = CallerOf(*context)} {
     record_.method = "Run";
     record_.identity = PeerIdentity(*context);
     absl::Status status = Guarded([&] {
@@ -74,10 +76,12 @@ class TensorOpService::UnaryReactor final : public grpc::ServerUnaryReactor {
     uploaded_ = Spans(inputs_);
     ASSIGN_OR_RETURN(Placement placement, service_->Place(request_));
     record_.backend = placement.label;
-    if (WritesToSharedMemory(request_)) return WorkIntoSharedMemory(placement);
+    if (WritesToSharedMemory(request_) || KeepsOutputs(request_)) {
+      return WorkWithOutputsElsewhere(placement);
+    }
     absl::StatusOr<OutputBuffers> outputs = ExecuteIntoAnswerBuffers(
         request_, service_->options_, *service_->scheduler_, placement, stop_, reservation_,
-        "use RunStream for large results", &uploaded_);
+        "use RunStream for large results", &uploaded_, &handles_);
     record_.backend = placement.label;
     RETURN_IF_ERROR(outputs.status());
     record_.bytes_out = TotalBytes(outputs->layouts);
@@ -90,13 +94,13 @@ class TensorOpService::UnaryReactor final : public grpc::ServerUnaryReactor {
     return absl::OkStatus();
   }
 
-  // Outputs in shared memory: the answer carries their layouts only, so it is
-  // a small protobuf serialized as usual.
-  absl::Status WorkIntoSharedMemory(Placement& placement) {
+  // Outputs in shared memory or kept: the answer carries their layouts (and
+  // handles) only, so it is a small protobuf serialized as usual.
+  absl::Status WorkWithOutputsElsewhere(Placement& placement) {
     v1::RunResponse response;
     absl::Status status = ExecuteIntoResponse(
         request_, service_->options_, *service_->scheduler_, placement, stop_, reservation_,
-        /*with_status=*/false, "use RunStream for large results", &response, &uploaded_);
+        /*with_status=*/false, "use RunStream for large results", &response, &uploaded_, &handles_);
     record_.backend = placement.label;
     RETURN_IF_ERROR(status);
     response.set_id(request_.id());
@@ -130,6 +134,7 @@ class TensorOpService::UnaryReactor final : public grpc::ServerUnaryReactor {
   const StopCheck stop_;
   const std::shared_ptr<IdleWatch> watch_;
   MemoryBudget::Reservation reservation_;
+  const HandleAccess handles_;
   v1::RunRequest request_;
   InputBuffers inputs_;      // the large inputs' data, taken out of the request
   UploadedInputs uploaded_;  // their bytes

@@ -11,6 +11,7 @@
 #include "core/status_macros.h"
 #include "server/auth.h"
 #include "server/guarded.h"
+#include "server/handle_store.h"
 #include "server/idle_watchdog.h"
 #include "server/memory_budget.h"
 #include "server/pipeline.h"
@@ -27,21 +28,42 @@ namespace tensorop::server {
 
 class TensorOpService::StreamReactor final : public grpc::ServerWriteReactor<grpc::ByteBuffer> {
  public:
+  // `request`: the call's bytes, owned by gRPC; or null for a request the
+  // server made (Fetch: `own_request`), named `method` in logs and messages.
   StreamReactor(TensorOpService* service, grpc::CallbackServerContext* context,
-                const grpc::ByteBuffer* request)
+                const grpc::ByteBuffer* request, absl::string_view method = "RunStream",
+                grpc::ByteBuffer own_request = grpc::ByteBuffer())
       : service_(service),
-        request_bytes_(request),
+        method_(method),
+        own_request_(std::move(own_request)),
+        request_bytes_(request != nullptr ? request : &own_request_),
         stop_(CallStopCheck(context)),
         watch_(service->idle_.Watch(context)),
-        reservation_(service->budget_->Empty()) {
-    record_.method = "RunStream";
+        reservation_(service->budget_->Empty()),
+        handles_{.store = service->options_.handles, .caller = CallerOf(*context)} {
+    record_.method = method_;
     record_.identity = PeerIdentity(*context);
     absl::Status status = Guarded([&] {
-      RETURN_IF_ERROR(reservation_.Grow(static_cast<int64_t>(request->Length()),
-                                        "RunStream: the request as received"));
+      RETURN_IF_ERROR(reservation_.Grow(static_cast<int64_t>(request_bytes_->Length()),
+                                        absl::StrCat(method_, ": the request as received")));
       return service_->Submit([this] { Work(); });
     });
     if (!status.ok()) Done(status);
+  }
+
+  // A result ready to stream (a Fetch of a handle's bytes as they lie).
+  StreamReactor(TensorOpService* service, grpc::CallbackServerContext* context, CallRecord record,
+                ResultParts parts)
+      : service_(service),
+        method_(record.method),
+        request_bytes_(&own_request_),
+        stop_(CallStopCheck(context)),
+        watch_(service->idle_.Watch(context)),
+        reservation_(service->budget_->Empty()),
+        handles_{.store = service->options_.handles, .caller = CallerOf(*context)},
+        record_(std::move(record)) {
+    parts_.emplace(std::move(parts));
+    WriteNext();
   }
 
   void OnWriteDone(bool ok) override {
@@ -62,18 +84,19 @@ class TensorOpService::StreamReactor final : public grpc::ServerWriteReactor<grp
   // On a scheduler worker.
   void Work() {
     absl::Status status = Guarded([&]() -> absl::Status {
-      RETURN_IF_ERROR(ParseRequest(*request_bytes_, "RunStream", reservation_, &request_));
+      RETURN_IF_ERROR(ParseRequest(*request_bytes_, method_, reservation_, &request_));
       ReleaseRequestBytes(request_bytes_, reservation_);
       const absl::Time start = record_.start;
       std::string identity = std::move(record_.identity);
-      record_ = DescribeRequest("RunStream", request_);
+      record_ = DescribeRequest(method_, request_);
       record_.start = start;
       record_.identity = std::move(identity);
       ASSIGN_OR_RETURN(Placement placement, service_->Place(request_));
       record_.backend = placement.label;
       ASSIGN_OR_RETURN(ResultParts parts,
                        ExecuteIntoParts(request_, service_->options_, *service_->scheduler_,
-                                        placement, stop_, reservation_, record_));
+                                        placement, stop_, reservation_, record_,
+                                        /*uploaded=*/nullptr, &handles_));
       parts_.emplace(std::move(parts));
       request_.Clear();  // the inputs are done with; only the outputs stream
       return absl::OkStatus();
@@ -112,15 +135,101 @@ class TensorOpService::StreamReactor final : public grpc::ServerWriteReactor<grp
 
   TensorOpService* const service_;
   const OpenCall open_call_{service_->open_calls_};
-  const grpc::ByteBuffer* const request_bytes_;  // owned by gRPC until OnDone
+  const std::string method_;
+  grpc::ByteBuffer own_request_;
+  const grpc::ByteBuffer* const request_bytes_;  // owned by gRPC (or own_request_) until OnDone
   const StopCheck stop_;
   const std::shared_ptr<IdleWatch> watch_;
   MemoryBudget::Reservation reservation_;
+  const HandleAccess handles_;
   v1::RunRequest request_;
   CallRecord record_;
   std::optional<ResultParts> parts_;
   grpc::ByteBuffer write_buffer_;
 };
+
+namespace {
+
+// A streamed call refused before it started.
+class RefusedWrite final : public grpc::ServerWriteReactor<grpc::ByteBuffer> {
+ public:
+  explicit RefusedWrite(const absl::Status& status) { Finish(ToGrpcStatus(status)); }
+  void OnDone() override { delete this; }
+};
+
+// How a Fetch is answered: the handle's bytes as they lie when they are in the
+// layout asked for (sent as slices of the resident buffer, no copy), else the
+// RunStream request that copies them into it: an identity strided_slice
+// (empty begin and end take every dimension whole) on the CPU, where the
+// handle's bytes are.
+struct FetchPlan {
+  std::shared_ptr<const ResidentTensor> tensor;
+  bool as_is = false;
+  grpc::ByteBuffer copy_request;
+};
+
+absl::StatusOr<FetchPlan> PlanFetch(const grpc::ByteBuffer& bytes, HandleStore* store,
+                                    const HandleCaller& caller) {
+  v1::FetchRequest fetch;
+  grpc::ByteBuffer copy(bytes);
+  if (!grpc::SerializationTraits<v1::FetchRequest>::Deserialize(&copy, &fetch).ok()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "Fetch: the ", bytes.Length(), " bytes received are not a valid tensorop.v1.FetchRequest"));
+  }
+  if (store == nullptr) return absl::FailedPreconditionError("this server keeps no handles");
+  FetchPlan plan;
+  ASSIGN_OR_RETURN(plan.tensor, store->Use(caller, fetch.id(), "id"));
+  const Layout& layout = plan.tensor->layout();
+  const std::vector<int64_t> asked =
+      fetch.strides().empty()
+          ? PackedStrides(layout.sizes)
+          : std::vector<int64_t>(fetch.strides().begin(), fetch.strides().end());
+  if (asked == layout.strides) {
+    plan.as_is = true;
+    return plan;
+  }
+  if (layout.sizes.empty()) {
+    return absl::InvalidArgumentError(absl::StrCat("strides has ", fetch.strides_size(),
+                                                   " entries; handle ", ShortId(fetch.id()),
+                                                   " has rank 0"));
+  }
+  v1::RunRequest request;
+  request.set_id(absl::StrCat("fetch ", ShortId(fetch.id())));
+  request.mutable_strided_slice();
+  (*request.mutable_inputs())["input"].mutable_handle()->set_id(fetch.id());
+  v1::OutputDesc* output = request.add_outputs();
+  output->mutable_sizes()->Assign(layout.sizes.begin(), layout.sizes.end());
+  *output->mutable_strides() = fetch.strides();
+  request.set_backend(v1::CPU);
+  SerializeInto(request, &plan.copy_request);
+  return plan;
+}
+
+}  // namespace
+
+grpc::ServerWriteReactor<grpc::ByteBuffer>* TensorOpService::Fetch(
+    grpc::CallbackServerContext* context, const grpc::ByteBuffer* request) {
+  FetchPlan plan;
+  absl::Status status = Guarded([&] {
+    ASSIGN_OR_RETURN(plan, PlanFetch(*request, options_.handles, CallerOf(*context)));
+    return absl::OkStatus();
+  });
+  if (!status.ok()) return new RefusedWrite(status);
+  if (!plan.as_is)
+    return new StreamReactor(this, context, nullptr, "Fetch", std::move(plan.copy_request));
+  const ResidentTensor& tensor = *plan.tensor;
+  Outputs outputs;
+  outputs.layouts.push_back(tensor.layout());
+  // A slice of the resident buffer keeps the tensor alive, not a copy.
+  outputs.buffers.emplace_back(plan.tensor, const_cast<std::byte*>(tensor.bytes().data()));
+  CallRecord record;
+  record.method = "Fetch";
+  record.id = ShortId(tensor.id());
+  record.identity = PeerIdentity(*context);
+  record.backend = "cpu";
+  return new StreamReactor(this, context, std::move(record),
+                           ResultParts(std::move(outputs), "cpu", options_.chunk_bytes));
+}
 
 grpc::ServerWriteReactor<grpc::ByteBuffer>* TensorOpService::RunStream(
     grpc::CallbackServerContext* context, const grpc::ByteBuffer* request) {

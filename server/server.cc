@@ -136,6 +136,11 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Create(const ServerConfig& confi
       .idle_timeout = absl::Seconds(config.shared_memory_idle_seconds), .budget = &memory_budget});
   AddSharedMemorySeries(metrics, *server->shared_memory_);
   effective.service.shared_memory = server->shared_memory_.get();
+  HandleStoreOptions handles = config.handles;
+  handles.budget = &memory_budget;
+  server->handles_ = std::make_unique<HandleStore>(std::move(handles));
+  AddHandleSeries(metrics, *server->handles_);
+  effective.service.handles = server->handles_.get();
   server->service_ = std::make_unique<TensorOpService>(effective.service, &scheduler);
   server->inference_ = std::make_unique<InferenceService>(server->service_.get(), &metrics);
   server->echo_ = std::make_unique<EchoService>(config.service.max_message_bytes);
@@ -239,6 +244,8 @@ absl::Status Server::Start() {
       return absl::UnavailableError(absl::StrCat("cannot listen on ", config.addresses[i]));
     }
   }
+  // Handles name the first address as their replica unless --advertise_address did.
+  handles_->SetReplica(ListeningAddress(config.addresses[0], ports_[0]));
   health_ = server_->GetHealthCheckService();
   // --health_address: every status below goes to both servers.
   if (!config.health_address.empty()) {
@@ -288,8 +295,9 @@ void Server::RunTicker() {
     // Once no call holds memory, hand what malloc keeps of freed small blocks
     // (per-thread arenas) back to the system: once per busy spell, so an idle
     // server does not walk its heap every second. What the server holds by
-    // itself (staging, kept buffers) is no call's.
-    const int64_t held_by_server = staging_reservation_.bytes() + buffer_pool_->kept_bytes();
+    // itself (staging, kept buffers, handles) is no call's.
+    const int64_t held_by_server =
+        staging_reservation_.bytes() + buffer_pool_->kept_bytes() + handles_->resident_bytes();
     if (memory_budget_->reserved() > held_by_server) {
       trimmed = false;
     } else if (!trimmed) {

@@ -25,6 +25,7 @@
 #include "server/config.h"
 #include "server/device_pool.h"
 #include "server/echo_service.h"
+#include "server/handle_store.h"
 #include "server/health_listener.h"
 #include "server/inference_http.h"
 #include "server/inference_service.h"
@@ -86,6 +87,8 @@ class Server {
   // Regions map client memory: counted in the budget, so declared after it
   // and before the service, which must not outlive it.
   std::unique_ptr<SharedMemoryRegistry> shared_memory_;
+  // Handles' resident bytes, counted in the budget likewise.
+  std::unique_ptr<HandleStore> handles_;
   std::unique_ptr<TensorOpService> service_;
   // The Open Inference Protocol (KServe v2) on the same port(s), run by service_.
   std::unique_ptr<InferenceService> inference_;

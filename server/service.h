@@ -37,7 +37,11 @@ using ServiceBase =
             v1::TensorOp::WithCallbackMethod_RegisterSharedMemory<
                 v1::TensorOp::WithCallbackMethod_UnregisterSharedMemory<
                     v1::TensorOp::WithCallbackMethod_SharedMemoryStatus<
-                        v1::TensorOp::Service>>>>>>>;
+                        v1::TensorOp::WithRawCallbackMethod_Put<
+                            v1::TensorOp::WithRawCallbackMethod_Fetch<
+                                v1::TensorOp::WithCallbackMethod_Release<
+                                    v1::TensorOp::WithCallbackMethod_ListHandles<
+                                        v1::TensorOp::Service>>>>>>>>>>>;
 
 // DEADLINE_EXCEEDED once the call's deadline passed, CANCELLED once the client
 // cancelled. `context` must outlive every use: until the call finished.
@@ -76,6 +80,19 @@ class TensorOpService final : public ServiceBase {
   grpc::ServerUnaryReactor* SharedMemoryStatus(grpc::CallbackServerContext* context,
                                                const v1::SharedMemoryStatusRequest* request,
                                                v1::SharedMemoryStatusResponse* response) override;
+
+  // Handles (server/handle_store.h): a tensor uploaded to stay (a header, then
+  // chunks), streamed back like RunStream, released, listed.
+  grpc::ServerReadReactor<grpc::ByteBuffer>* Put(grpc::CallbackServerContext* context,
+                                                 grpc::ByteBuffer* response) override;
+  grpc::ServerWriteReactor<grpc::ByteBuffer>* Fetch(grpc::CallbackServerContext* context,
+                                                    const grpc::ByteBuffer* request) override;
+  grpc::ServerUnaryReactor* Release(grpc::CallbackServerContext* context,
+                                    const v1::ReleaseRequest* request,
+                                    v1::ReleaseResponse* response) override;
+  grpc::ServerUnaryReactor* ListHandles(grpc::CallbackServerContext* context,
+                                        const v1::ListHandlesRequest* request,
+                                        v1::ListHandlesResponse* response) override;
 
   // Calls of the four Run methods open now (reactor made, OnDone not yet run):
   // a shutdown waits for them before it sends GOAWAY, since gRPC closes a
@@ -126,6 +143,7 @@ class TensorOpService final : public ServiceBase {
   class StreamReactor;
   class BidiReactor;
   class ChunkedReactor;
+  class PutReactor;
 
   // Places `request` (backend, device) and queues `work` with that placement on
   // a scheduler worker, noting the placement in `record`. A non-OK status says

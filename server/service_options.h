@@ -14,6 +14,7 @@
 namespace tensorop::server {
 
 class Metrics;
+class HandleStore;
 
 struct ServiceOptions {
   Limits limits;
@@ -38,6 +39,9 @@ struct ServiceOptions {
   // Where large output buffers are kept between calls (--buffer_pool_bytes);
   // null: each is allocated fresh. Not owned; must outlive the service.
   BufferPool* buffer_pool = nullptr;
+  // Tensors that stay on the server (Put, OutputDesc.keep); null: the handle
+  // calls are FAILED_PRECONDITION. Not owned; must outlive the service.
+  HandleStore* handles = nullptr;
 };
 
 }  // namespace tensorop::server

@@ -135,7 +135,8 @@ absl::StatusOr<ScatterElementsGeometry> ValidateScatterElements(
   std::span<const int64_t> out_strides;
   if (!outputs.empty()) {
     RETURN_IF_ERROR(CheckOutputCount(op, outputs.size()));
-    if (outputs[0].sizes != in.sizes) {
+    // Empty: not given, as for strided_slice.
+    if (!outputs[0].sizes.empty() && outputs[0].sizes != in.sizes) {
       return absl::InvalidArgumentError(
           absl::StrCat("outputs[0].sizes is ", FormatList(outputs[0].sizes),
                        "; scatter_elements produces the input's ", FormatList(in.sizes)));

@@ -181,7 +181,8 @@ absl::StatusOr<StridedSliceGeometry> ValidateStridedSlice(const StridedSliceAttr
   std::span<const int64_t> out_strides;
   if (!outputs.empty()) {
     RETURN_IF_ERROR(CheckOutputCount(op, outputs.size()));
-    if (outputs[0].sizes != out_sizes) {
+    // Empty: not given (a rank-0 output's sizes are empty either way).
+    if (!outputs[0].sizes.empty() && outputs[0].sizes != out_sizes) {
       return absl::InvalidArgumentError(
           absl::StrCat("outputs[0].sizes is ", FormatList(outputs[0].sizes),
                        "; strided_slice produces ", FormatList(out_sizes)));

@@ -100,9 +100,8 @@ absl::StatusOr<int64_t> CheckedElementCount(std::span<const int64_t> sizes, absl
   return count;
 }
 
-absl::StatusOr<Layout> ValidateInput(const TensorView& tensor, absl::string_view name,
-                                     const RankRule& rule, const Limits& limits) {
-  const TensorDesc& desc = tensor.desc;
+absl::StatusOr<Layout> ValidateInputLayout(const TensorDesc& desc, absl::string_view name,
+                                           const RankRule& rule, const Limits& limits) {
   const int64_t rank = static_cast<int64_t>(desc.sizes.size());
   if (rank < rule.min_rank || rank > rule.max_rank) {
     return absl::InvalidArgumentError(absl::StrCat(name, ".sizes has ", rank, " dimensions; ",
@@ -131,11 +130,24 @@ absl::StatusOr<Layout> ValidateInput(const TensorView& tensor, absl::string_view
   layout.dtype = desc.dtype;
   layout.sizes = desc.sizes;
   ASSIGN_OR_RETURN(layout.element_count, CheckedElementCount(desc.sizes, name, limits));
-  const int64_t element_size = ElementSize(desc.dtype);
-  const int64_t bytes = static_cast<int64_t>(tensor.data.size());
   if (desc.strides.empty()) {
     layout.strides = PackedStrides(desc.sizes);
     layout.buffer_elements = layout.element_count;
+    return layout;
+  }
+  layout.strides = desc.strides;
+  ASSIGN_OR_RETURN(layout.buffer_elements, BufferExtent(desc.sizes, desc.strides, name));
+  RETURN_IF_ERROR(CheckBufferBytes(layout.buffer_elements, desc.dtype, name, limits));
+  return layout;
+}
+
+absl::StatusOr<Layout> ValidateInput(const TensorView& tensor, absl::string_view name,
+                                     const RankRule& rule, const Limits& limits) {
+  const TensorDesc& desc = tensor.desc;
+  ASSIGN_OR_RETURN(Layout layout, ValidateInputLayout(desc, name, rule, limits));
+  const int64_t element_size = ElementSize(desc.dtype);
+  const int64_t bytes = static_cast<int64_t>(tensor.data.size());
+  if (desc.strides.empty()) {
     // element_count <= 2^32-1, so the product cannot overflow.
     if (bytes != layout.element_count * element_size) {
       return absl::InvalidArgumentError(absl::StrCat(
@@ -144,9 +156,6 @@ absl::StatusOr<Layout> ValidateInput(const TensorView& tensor, absl::string_view
     }
     return layout;
   }
-  layout.strides = desc.strides;
-  ASSIGN_OR_RETURN(layout.buffer_elements, BufferExtent(desc.sizes, desc.strides, name));
-  RETURN_IF_ERROR(CheckBufferBytes(layout.buffer_elements, desc.dtype, name, limits));
   if (bytes % element_size != 0) {
     return absl::InvalidArgumentError(
         absl::StrCat(name, ".data has ", bytes, " bytes, not a multiple of the ",

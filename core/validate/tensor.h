@@ -15,6 +15,11 @@
 
 namespace tensorop {
 
+// Checks rank, sizes, strides and element count of a tensor whose bytes are
+// still to come (Put): its layout, whose buffer_bytes() the bytes must fill.
+absl::StatusOr<Layout> ValidateInputLayout(const TensorDesc& desc, absl::string_view name,
+                                           const RankRule& rule, const Limits& limits);
+
 // Checks dtype size, rank, sizes, strides, element count and that `data` holds
 // the buffer the layout addresses. `name` prefixes every message ("input").
 absl::StatusOr<Layout> ValidateInput(const TensorView& tensor, absl::string_view name,

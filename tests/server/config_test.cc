@@ -59,6 +59,10 @@ TEST(ConfigTest, DefaultsWithoutFlags) {
   EXPECT_EQ(config.max_concurrent_streams, 128);
   EXPECT_EQ(config.max_connection_idle_seconds, 600);
   EXPECT_EQ(config.shared_memory_idle_seconds, 300);
+  EXPECT_EQ(config.handles.default_ttl, absl::Seconds(600));
+  EXPECT_EQ(config.handles.max_ttl, absl::Seconds(86400));
+  EXPECT_EQ(config.handles.max_bytes_per_client, config.max_memory_bytes / 2);
+  EXPECT_EQ(config.handles.replica, "");  // the Server sets where it listens
   EXPECT_EQ(config.security.reflection, ReflectionAccess::kAuth);
   EXPECT_EQ(config.security.auth_token_file, "");
   // 0: half of what the process may use, and where that figure came from.
@@ -207,6 +211,12 @@ TEST(ConfigTest, EveryRangeErrorNamesTheFlagAndValue) {
       {"--idle_timeout_seconds=86401", "--idle_timeout_seconds=86401 must be in [0, 86400]"},
       {"--shared_memory_idle_seconds=-1", "--shared_memory_idle_seconds=-1 must be in [0, 86400]"},
       {"--max_memory_bytes=-1", "--max_memory_bytes=-1: must not be negative"},
+      {"--handle_ttl_seconds=0", "--handle_ttl_seconds=0 must be in [1, 86400]"},
+      {"--handle_max_ttl_seconds=2592001",
+       "--handle_max_ttl_seconds=2592001 must be in [1, 2592000]"},
+      {"--max_resident_bytes_per_client=-2",
+       "--max_resident_bytes_per_client=-2: must be -1 (half of --max_memory_bytes), 0 (no "
+       "limit) or a byte count"},
       {"--buffer_pool_bytes=-2",
        "--buffer_pool_bytes=-2: must be -1 (a quarter of "
        "--max_memory_bytes), 0 (none) or a byte count"},
@@ -263,7 +273,8 @@ TEST(ConfigTest, FlagNamesAreTheDefinitionsInHelpOrder) {
                   "max_concurrent_streams", "max_connection_idle_seconds", "echo", "tls_cert_file",
                   "tls_key_file", "tls_client_ca_file", "auth_token_file", "reflection",
                   "health_address", "max_memory_bytes", "buffer_pool_bytes", "idle_timeout_seconds",
-                  "opencl_max_wait_seconds", "shared_memory_idle_seconds"));
+                  "opencl_max_wait_seconds", "shared_memory_idle_seconds", "handle_ttl_seconds",
+                  "handle_max_ttl_seconds", "max_resident_bytes_per_client", "advertise_address"));
   const std::string help = FlagsHelp();
   EXPECT_THAT(help, StartsWith("usage: tensord [--flag=value ...]\n\n  --address (default "
                                "0.0.0.0:50051)\n      host:port to listen on"));

@@ -76,17 +76,6 @@ void ExpectNormalAnswer(const TensordProcess& server) {
   EXPECT_EQ(Unpack<float>(response.outputs(0).data()), (std::vector<float>{2, 4, 10, 12}));
 }
 
-// The value of an unlabelled series on /metrics, or -1.
-int64_t MetricValue(const TensordProcess& server, const std::string& name) {
-  httplib::Client client("127.0.0.1", server.metrics_port());
-  httplib::Result result = client.Get("/metrics");
-  if (!result) return -1;
-  const std::string prefix = "\n" + name + " ";
-  const size_t at = result->body.find(prefix);
-  if (at == std::string::npos) return -1;
-  return std::stoll(result->body.substr(at + prefix.size()));
-}
-
 // Waits (bounded) until every reservation was given back; returns what is left.
 int64_t AwaitReservedZero(const TensordProcess& server) {
   int64_t reserved = -1;

@@ -256,9 +256,12 @@ TEST_F(SharedMemoryTest, InputsResolveInsideTheRegionOnly) {
     EXPECT_THAT(ResolveSharedMemoryInputs(request, &registry, op, pins),
                 StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr(bad.message)));
   }
+  // `data` and `shared_memory` are one oneof in a message, but a RunChunked
+  // upload brings data beside the request's reference.
   v1::RunRequest both = SliceOf(0, 16);
-  (*both.mutable_inputs())["input"].set_data(std::string(16, '\0'));
   ASSERT_OK_AND_ASSIGN(OpRequest op, ToOpRequest(both));
+  const std::string uploaded(16, '\0');
+  op.inputs[0].tensor.data = std::as_bytes(std::span(uploaded));
   SharedMemoryPins pins;
   EXPECT_THAT(ResolveSharedMemoryInputs(both, &registry, op, pins),
               StatusIs(absl::StatusCode::kInvalidArgument,

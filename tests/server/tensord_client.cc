@@ -8,6 +8,7 @@
 #include <google/protobuf/io/coded_stream.h>
 #include <google/protobuf/io/zero_copy_stream_impl_lite.h>
 #include <google/protobuf/unknown_field_set.h>
+#include <httplib.h>
 
 namespace tensorop::testing {
 
@@ -183,6 +184,37 @@ std::string AwaitLogLine(const TensordProcess& server, const std::vector<std::st
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
   return "";
+}
+
+grpc::Status PutTensor(v1::TensorOp::Stub& stub, const v1::Tensor& tensor, v1::TensorHandle* handle,
+                       int64_t ttl_seconds, int64_t chunk_bytes) {
+  grpc::ClientContext context;
+  context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(60));
+  std::unique_ptr<grpc::ClientWriter<v1::PutPart>> writer = stub.Put(&context, handle);
+  v1::PutPart part;
+  v1::PutHeader* header = part.mutable_header();
+  header->set_dtype(tensor.dtype());
+  *header->mutable_sizes() = tensor.sizes();
+  *header->mutable_strides() = tensor.strides();
+  header->set_ttl_seconds(ttl_seconds);
+  bool sent = writer->Write(part);
+  const std::string& data = tensor.data();
+  for (size_t at = 0; sent && at < data.size(); at += static_cast<size_t>(chunk_bytes)) {
+    part.set_chunk(data.substr(at, static_cast<size_t>(chunk_bytes)));
+    sent = writer->Write(part);
+  }
+  writer->WritesDone();
+  return writer->Finish();
+}
+
+int64_t MetricValue(const TensordProcess& server, const std::string& series) {
+  httplib::Client client("127.0.0.1", server.metrics_port());
+  httplib::Result result = client.Get("/metrics");
+  if (!result) return -1;
+  const std::string prefix = "\n" + series + " ";
+  const size_t at = result->body.find(prefix);
+  if (at == std::string::npos) return -1;
+  return std::stoll(result->body.substr(at + prefix.size()));
 }
 
 }  // namespace tensorop::testing

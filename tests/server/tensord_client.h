@@ -67,6 +67,16 @@ std::vector<std::string> WireStrings(const std::string& message, int field);
 // The varint values of `field` in `message`.
 std::vector<uint64_t> WireVarints(const std::string& message, int field);
 
+// Puts `tensor` (its dtype, sizes, strides and data) as a handle living
+// `ttl_seconds` after each use (0: the server's default), its data in chunks
+// of at most `chunk_bytes`.
+grpc::Status PutTensor(v1::TensorOp::Stub& stub, const v1::Tensor& tensor, v1::TensorHandle* handle,
+                       int64_t ttl_seconds = 0, int64_t chunk_bytes = int64_t{1} << 20);
+
+// The value of `series` on the server's /metrics (its name, with labels
+// if it has any: `tensorop_handles{backend="cpu"}`), or -1.
+int64_t MetricValue(const TensordProcess& server, const std::string& series);
+
 // One call of any method, in raw bytes, with every step blocking until done
 // (GenericStub's async streaming call driven on a private completion queue).
 // Works for unary methods too: on the wire they are one-message streams.

@@ -1,0 +1,264 @@
+// TensorOp.Put, Release and ListHandles: tensors that stay on the server
+// (server/handle_store.h). Fetch is a RunStream of the handle
+// (server/run_stream_reactor.cc).
+#include <algorithm>
+#include <cstring>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/str_cat.h"
+#include "absl/time/time.h"
+#include "core/status_macros.h"
+#include "core/validate/tensor.h"
+#include "server/auth.h"
+#include "server/convert.h"
+#include "server/guarded.h"
+#include "server/handle_store.h"
+#include "server/idle_watchdog.h"
+#include "server/memory_budget.h"
+#include "server/pipeline.h"
+#include "server/request_log.h"
+#include "server/service.h"
+#include "server/status_map.h"
+#include "server/wire_bound.h"
+
+namespace tensorop::server {
+namespace {
+
+// The ranks a handle may have: any that some operator takes.
+constexpr RankRule kPutRanks{.min_rank = 1, .max_rank = 32, .allow_zero_sizes = true, .op = "Put"};
+constexpr int kDefaultPageSize = 100;
+constexpr int kMaxPageSize = 1000;
+
+absl::Status NoStore() { return absl::FailedPreconditionError("this server keeps no handles"); }
+
+}  // namespace
+
+// ---------------------------------------------------------------------------
+// Put
+//
+// The header's layout is validated and its bytes reserved (memory budget and
+// the client's quota) before any chunk is taken; each part is reserved while
+// it is parsed; the upload is cancelled when no part arrives for
+// --idle_timeout_seconds. Chunks are copied into the handle's buffer as they
+// arrive, so a Put holds its tensor once.
+
+class TensorOpService::PutReactor final : public grpc::ServerReadReactor<grpc::ByteBuffer> {
+ public:
+  PutReactor(TensorOpService* service, grpc::CallbackServerContext* context,
+             grpc::ByteBuffer* response)
+      : service_(service),
+        response_(response),
+        watch_(service->idle_.Watch(context)),
+        reservation_(service->budget_->Empty()),
+        caller_(CallerOf(*context)) {
+    record_.method = "Put";
+    record_.identity = PeerIdentity(*context);
+    if (service_->options_.handles == nullptr) {
+      Done(NoStore());
+      return;
+    }
+    watch_->Arm();
+    StartRead(&read_buffer_);
+  }
+
+  void OnReadDone(bool ok) override {
+    watch_->Touch();
+    if (!ok) {
+      watch_->Disarm();
+      Done(Guarded([&] { return Finished(); }));
+      return;
+    }
+    ++parts_read_;
+    absl::Status status = Guarded([&] { return Read(); });
+    read_buffer_.Clear();
+    if (!status.ok()) {
+      watch_->Disarm();
+      Done(status);
+      return;
+    }
+    StartRead(&read_buffer_);
+  }
+
+  void OnDone() override {
+    watch_->Done();
+    delete this;
+  }
+
+ private:
+  // Parses the part in read_buffer_ and takes it in.
+  absl::Status Read() {
+    absl::StatusOr<int64_t> bound = ParsedBytesBound(read_buffer_, *v1::PutPart::descriptor());
+    if (!bound.ok()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("Put: part ", parts_read_, ": ", bound.status().message()));
+    }
+    // Held only while the part is parsed and copied.
+    MemoryBudget::Reservation parsing = service_->budget_->Empty();
+    RETURN_IF_ERROR(parsing.Grow(*bound, absl::StrCat("Put: parsing part ", parts_read_)));
+    v1::PutPart part;
+    if (!grpc::SerializationTraits<v1::PutPart>::Deserialize(&read_buffer_, &part).ok()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("Put: part ", parts_read_, " is not a valid tensorop.v1.PutPart"));
+    }
+    if (!pending_) {
+      if (!part.has_header()) {
+        return absl::InvalidArgumentError("Put: the first part must be a header, not a chunk");
+      }
+      return Begin(part.header());
+    }
+    if (part.has_header()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("Put: part ", parts_read_, " is a second header; send one, then chunks"));
+    }
+    const std::string& chunk = part.chunk();
+    const int64_t expected = pending_.layout().buffer_bytes();
+    if (static_cast<int64_t>(chunk.size()) > expected - received_) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "Put: part ", parts_read_, " brings the data to ", received_ + chunk.size(),
+          " bytes; the header's layout takes exactly ", expected));
+    }
+    std::memcpy(pending_.data() + received_, chunk.data(), chunk.size());
+    received_ += static_cast<int64_t>(chunk.size());
+    return absl::OkStatus();
+  }
+
+  absl::Status Begin(const v1::PutHeader& header) {
+    ASSIGN_OR_RETURN(const DType dtype, ToDType(header.dtype(), "header.dtype"));
+    switch (header.backend()) {
+      case v1::AUTO:
+      case v1::CPU:
+        break;
+      case v1::OPENCL:
+        return absl::UnimplementedError(
+            "header.backend: handles live in host memory (backend CPU or AUTO) for now; an "
+            "op on OPENCL reads them with a copy");
+      default:
+        return absl::InvalidArgumentError(
+            absl::StrCat("header.backend: ", header.backend(), " is not a backend"));
+    }
+    if (header.has_device_index()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "header.device_index is ", header.device_index(), ": a handle on the CPU has no device"));
+    }
+    if (header.ttl_seconds() < 0) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("header.ttl_seconds must be >= 0, got ", header.ttl_seconds()));
+    }
+    const TensorDesc desc{.dtype = dtype,
+                          .sizes = {header.sizes().begin(), header.sizes().end()},
+                          .strides = {header.strides().begin(), header.strides().end()}};
+    const Limits& limits = service_->options_.limits;
+    ASSIGN_OR_RETURN(const Layout layout, ValidateInputLayout(desc, "header", kPutRanks, limits));
+    if (layout.buffer_bytes() > limits.max_request_bytes) {
+      return absl::ResourceExhaustedError(
+          absl::StrCat("header: the tensor takes ", layout.buffer_bytes(),
+                       " bytes, more than the server's request limit of ",
+                       limits.max_request_bytes, " bytes"));
+    }
+    ASSIGN_OR_RETURN(pending_, service_->options_.handles->Reserve(
+                                   caller_, layout, absl::StrCat("a Put of ", DTypeName(dtype), " ",
+                                                                 FormatList(desc.sizes))));
+    ttl_ = absl::Seconds(std::min<int64_t>(header.ttl_seconds(), int64_t{1} << 40));
+    record_.dtype = std::string(DTypeName(dtype));
+    record_.backend = "cpu";
+    return absl::OkStatus();
+  }
+
+  // The client half-closed: the handle is made when every byte came.
+  absl::Status Finished() {
+    if (!pending_) return absl::InvalidArgumentError("Put: the stream ended before a header");
+    const int64_t expected = pending_.layout().buffer_bytes();
+    if (received_ != expected) {
+      return absl::InvalidArgumentError(absl::StrCat("Put: the stream ended after ", received_,
+                                                     " of the ", expected,
+                                                     " bytes the header's layout takes"));
+    }
+    HandleStore& store = *service_->options_.handles;
+    std::shared_ptr<const ResidentTensor> tensor = store.Commit(std::move(pending_), ttl_);
+    v1::TensorHandle handle;
+    ToProtoHandle(*tensor, store.replica(), &handle);
+    SerializeInto(handle, response_);
+    record_.id = ShortId(tensor->id());
+    record_.bytes_in = received_;
+    return absl::OkStatus();
+  }
+
+  void Done(const absl::Status& status) {
+    service_->RecordOutcome(record_, status);
+    Finish(ToGrpcStatus(status));
+  }
+
+  TensorOpService* const service_;
+  const OpenCall open_call_{service_->open_calls_};
+  grpc::ByteBuffer* const response_;
+  const std::shared_ptr<IdleWatch> watch_;
+  MemoryBudget::Reservation reservation_;
+  const HandleCaller caller_;
+  CallRecord record_;
+  int64_t parts_read_ = 0;
+  HandleStore::Pending pending_;  // the tensor's buffer, once the header came
+  int64_t received_ = 0;
+  absl::Duration ttl_;
+  grpc::ByteBuffer read_buffer_;
+};
+
+grpc::ServerReadReactor<grpc::ByteBuffer>* TensorOpService::Put(
+    grpc::CallbackServerContext* context, grpc::ByteBuffer* response) {
+  return new PutReactor(this, context, response);
+}
+
+// ---------------------------------------------------------------------------
+// Release and ListHandles: answered at once.
+
+namespace {
+
+grpc::ServerUnaryReactor* Answer(grpc::CallbackServerContext* context, const absl::Status& status) {
+  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  reactor->Finish(ToGrpcStatus(status));
+  return reactor;
+}
+
+}  // namespace
+
+grpc::ServerUnaryReactor* TensorOpService::Release(grpc::CallbackServerContext* context,
+                                                   const v1::ReleaseRequest* request,
+                                                   v1::ReleaseResponse*) {
+  if (options_.handles == nullptr) return Answer(context, absl::OkStatus());
+  absl::Status status = Guarded([&] {
+    const std::vector<std::string> ids(request->ids().begin(), request->ids().end());
+    options_.handles->Release(CallerOf(*context), ids);
+    return absl::OkStatus();
+  });
+  return Answer(context, status);
+}
+
+grpc::ServerUnaryReactor* TensorOpService::ListHandles(grpc::CallbackServerContext* context,
+                                                       const v1::ListHandlesRequest* request,
+                                                       v1::ListHandlesResponse* response) {
+  if (options_.handles == nullptr) return Answer(context, NoStore());
+  if (request->page_size() < 0 || request->page_size() > kMaxPageSize) {
+    return Answer(context, absl::InvalidArgumentError(absl::StrCat(
+                               "page_size must be in [0, ", kMaxPageSize, "], got ",
+                               request->page_size())));
+  }
+  absl::Status status = Guarded([&] {
+    const int limit = request->page_size() == 0 ? kDefaultPageSize : request->page_size();
+    bool more = false;
+    const HandleStore& store = *options_.handles;
+    const std::vector<std::shared_ptr<const ResidentTensor>> page =
+        store.List(CallerOf(*context), request->page_token(), limit, &more);
+    for (const auto& tensor : page) {
+      ToProtoHandle(*tensor, store.replica(), response->add_handles());
+    }
+    if (more && !page.empty()) response->set_next_page_token(page.back()->id());
+    return absl::OkStatus();
+  });
+  return Answer(context, status);
+}
+
+}  // namespace tensorop::server

@@ -1,0 +1,233 @@
+// Tensors that stay on the server (README "Handles"): a Put's bytes or a kept
+// output (OutputDesc.keep), held under a random id until Release or until
+// they go unused for their time to live, and the point where a request meets
+// them: its inputs read in place from resident bytes (ResolveHandleInputs).
+//
+// Access: a handle made by an authenticated caller (token, certificate)
+// exists only for that identity: to any other it is NOT_FOUND exactly like a
+// missing one. Without authentication the id is the capability: whoever knows
+// it may use it, and ListHandles and the per-client quota go by the peer's IP
+// address.
+//
+// Lifetime: resident bytes are immutable and shared. A call holds the tensor
+// (a shared_ptr) from resolution until its outputs are written, so Release or
+// expiry removes the id at once for new calls while the memory (and its
+// reservation in --max_memory_bytes and the owner's quota) goes when the last
+// running call lets go.
+#ifndef TENSOROP_SERVER_HANDLE_STORE_H_
+#define TENSOROP_SERVER_HANDLE_STORE_H_
+
+#include <atomic>
+#include <condition_variable>
+#include <cstddef>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <span>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <grpcpp/grpcpp.h>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "absl/time/time.h"
+#include "core/operator.h"
+#include "core/tensor.h"
+#include "server/memory_budget.h"
+#include "server/response_writer.h"
+#include "tensorop/v1/tensorop.pb.h"
+
+namespace tensorop::server {
+
+struct HandleStoreOptions {
+  // A handle's time to live after its last use (--handle_ttl_seconds), and
+  // the longest a Put may ask for (--handle_max_ttl_seconds).
+  absl::Duration default_ttl = absl::Seconds(600);
+  absl::Duration max_ttl = absl::Hours(24);
+  // Resident bytes one client may hold (--max_resident_bytes_per_client);
+  // <= 0: no limit beyond the memory budget.
+  int64_t max_bytes_per_client = 0;
+  // This server's address as clients reach it (--advertise_address); empty:
+  // set by SetReplica once the server listens.
+  std::string replica;
+  // Resident bytes are reserved here (--max_memory_bytes); null: unbounded.
+  // Not owned.
+  MemoryBudget* budget = nullptr;
+  // How often expired handles are looked for; zero: only when used.
+  absl::Duration sweep_interval = absl::Seconds(1);
+};
+
+// Who is asking: handles belong to `name`; `authenticated` says whether it is
+// a verified identity (else the peer's address, and ids are capabilities).
+struct HandleCaller {
+  std::string name;
+  bool authenticated = false;
+};
+// The caller of `context`: its token name or certificate subject
+// (PeerIdentity), else "peer:<IP address>".
+HandleCaller CallerOf(const grpc::ServerContextBase& context);
+
+// The first 8 characters of `id` (escaped), the only part of an id that ever
+// appears in a log line or a message.
+std::string ShortId(absl::string_view id);
+
+// One resident tensor. Immutable once made.
+class ResidentTensor {
+ public:
+  ResidentTensor();
+  ~ResidentTensor();
+  const std::string& id() const { return id_; }
+  const std::string& owner() const { return owner_; }
+  bool owner_authenticated() const { return owner_authenticated_; }
+  const Layout& layout() const { return layout_; }
+  std::span<const std::byte> bytes() const {
+    return {buffer_.get(), static_cast<size_t>(layout_.buffer_bytes())};
+  }
+  absl::Duration ttl() const { return ttl_; }
+  absl::Time last_use() const {
+    return absl::FromUnixMillis(last_use_ms_.load(std::memory_order_relaxed));
+  }
+  absl::Time expiry() const { return last_use() + ttl_; }
+
+ private:
+  friend class HandleStore;
+  class Charge;  // the bytes held in the budget and the owner's quota
+
+  std::string id_;
+  std::string owner_;
+  bool owner_authenticated_ = false;
+  Layout layout_;
+  // Declared before the buffer, so the budget gets its bytes back after they
+  // were freed.
+  std::unique_ptr<Charge> charge_;
+  OutputBuffer buffer_;
+  absl::Duration ttl_;
+  std::atomic<int64_t> last_use_ms_{0};
+};
+
+class HandleStore {
+ public:
+  // Bytes reserved for a tensor about to become resident: written by a Put or
+  // an op, then Commit()ed. Dropped uncommitted, it gives everything back.
+  class Pending {
+   public:
+    Pending() = default;
+    std::byte* data() { return tensor_->buffer_.get(); }
+    const Layout& layout() const { return tensor_->layout_; }
+    explicit operator bool() const { return tensor_ != nullptr; }
+
+   private:
+    friend class HandleStore;
+    std::shared_ptr<ResidentTensor> tensor_;
+  };
+
+  explicit HandleStore(HandleStoreOptions options);
+  ~HandleStore();
+  HandleStore(const HandleStore&) = delete;
+  HandleStore& operator=(const HandleStore&) = delete;
+
+  // A zero-padded buffer for `layout` owned by `caller`, reserved in the
+  // memory budget and the caller's quota. RESOURCE_EXHAUSTED naming the limit
+  // (--max_resident_bytes_per_client, --max_memory_bytes) and `what`.
+  absl::StatusOr<Pending> Reserve(const HandleCaller& caller, const Layout& layout,
+                                  absl::string_view what);
+  // Makes `pending` (its bytes written) resident under a fresh id, living
+  // `ttl` after each use (zero: the default; longer than the maximum: the
+  // maximum).
+  std::shared_ptr<const ResidentTensor> Commit(Pending pending,
+                                               absl::Duration ttl = absl::ZeroDuration());
+  // The tensor `id`, its last use now, for `caller`; NOT_FOUND naming `field`
+  // and the id's first characters when there is none for this caller.
+  absl::StatusOr<std::shared_ptr<const ResidentTensor>> Use(const HandleCaller& caller,
+                                                            absl::string_view id,
+                                                            absl::string_view field);
+  // Removes the ids `caller` may use; others are ignored.
+  void Release(const HandleCaller& caller, std::span<const std::string> ids);
+  // `caller`'s handles by id, after `after` (exclusive), at most `limit`;
+  // `more` says whether others follow.
+  std::vector<std::shared_ptr<const ResidentTensor>> List(const HandleCaller& caller,
+                                                          absl::string_view after, int limit,
+                                                          bool* more) const;
+  // Removes the handles unused for their time to live as of `now`; returns how
+  // many. The sweeper calls it; tests call it with a later `now`.
+  int ExpireIdle(absl::Time now);
+
+  const HandleStoreOptions& options() const { return options_; }
+  // The replica named in handles and messages: options().replica, unless it
+  // was empty and SetReplica (the first address the server listens on) ran.
+  std::string replica() const;
+  void SetReplica(std::string replica);
+  // For /metrics.
+  int64_t resident_bytes() const { return resident_bytes_.load(std::memory_order_relaxed); }
+  int64_t handles() const;
+  int64_t expired_total() const { return expired_total_.load(std::memory_order_relaxed); }
+  int64_t quota_refusals_total() const {
+    return quota_refusals_total_.load(std::memory_order_relaxed);
+  }
+  int64_t copies_total() const { return copies_total_.load(std::memory_order_relaxed); }
+  // A resident input copied to another backend for one call.
+  void CountCopy() { copies_total_.fetch_add(1, std::memory_order_relaxed); }
+
+ private:
+  friend class ResidentTensor::Charge;
+  void Sweep();
+  void Uncharge(const std::string& owner, int64_t bytes);
+  static bool MayUse(const HandleCaller& caller, const ResidentTensor& tensor);
+
+  const HandleStoreOptions options_;
+  mutable std::mutex mutex_;
+  std::string replica_;  // guarded by mutex_
+  std::map<std::string, std::shared_ptr<ResidentTensor>, std::less<>> tensors_;
+  std::map<std::string, int64_t, std::less<>> client_bytes_;  // held, by owner
+  std::atomic<int64_t> resident_bytes_{0};
+  std::atomic<int64_t> expired_total_{0};
+  std::atomic<int64_t> quota_refusals_total_{0};
+  std::atomic<int64_t> copies_total_{0};
+  bool stopping_ = false;
+  std::condition_variable wake_;
+  std::thread sweeper_;
+};
+
+// The handles one request reads, held from input resolution until its outputs
+// are written.
+using HandlePins = std::vector<std::shared_ptr<const ResidentTensor>>;
+
+// The store and the caller a request's handles are resolved for.
+struct HandleAccess {
+  HandleStore* store = nullptr;
+  HandleCaller caller;
+};
+
+// Points every input of `request` that names a handle at its resident bytes
+// in `op` (from ToOpRequest of the same request), with the handle's dtype,
+// sizes and strides, holding the tensors in `pins`. INVALID_ARGUMENT naming
+// the field when the request gives a dtype, sizes or strides that differ from
+// the handle's, or data besides the handle; NOT_FOUND naming it when there is
+// no such handle; FAILED_PRECONDITION without a store.
+absl::Status ResolveHandleInputs(const v1::RunRequest& request, const HandleAccess* access,
+                                 OpRequest& op, HandlePins& pins);
+
+// Whether any output of `request` is to be kept, and the bytes of those that
+// are (an answer does not carry them).
+bool KeepsOutputs(const v1::RunRequest& request);
+int64_t KeptOutputBytes(const v1::RunRequest& request, const std::vector<Layout>& layouts);
+// A bound on the bytes the kept outputs' handles add to an answer.
+int64_t KeptAnswerBytes(const v1::RunRequest& request, const std::vector<Layout>& layouts);
+
+// `tensor` as the API's TensorHandle.
+void ToProtoHandle(const ResidentTensor& tensor, absl::string_view replica,
+                   v1::TensorHandle* handle);
+
+class Metrics;
+// tensorop_resident_bytes{backend}, tensorop_handles{backend},
+// tensorop_handle_expiries_total, tensorop_handle_quota_refusals_total and
+// tensorop_handle_copies_total, sampled at each scrape.
+void AddHandleSeries(Metrics& metrics, const HandleStore& store);
+
+}  // namespace tensorop::server
+
+#endif  // TENSOROP_SERVER_HANDLE_STORE_H_

@@ -1,0 +1,198 @@
+// The handle store: ids, access, quota, budget, expiry, release while in use,
+// and a request's inputs resolved from handles.
+#include "server/handle_store.h"
+
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "server/convert.h"
+#include "tests/support/status_matchers.h"
+
+namespace tensorop::server {
+namespace {
+
+using ::tensorop::testing::StatusIs;
+using ::testing::HasSubstr;
+using ::testing::MatchesRegex;
+
+Layout PackedUint8(std::vector<int64_t> sizes) {
+  Layout layout;
+  layout.dtype = DType::kUint8;
+  layout.sizes = sizes;
+  layout.strides = PackedStrides(sizes);
+  layout.element_count = 1;
+  for (int64_t size : sizes) layout.element_count *= size;
+  layout.buffer_elements = layout.element_count;
+  return layout;
+}
+
+HandleStoreOptions Options(MemoryBudget* budget = nullptr, int64_t per_client = 0) {
+  return HandleStoreOptions{.max_bytes_per_client = per_client,
+                            .replica = "10.0.0.7:50051",
+                            .budget = budget,
+                            .sweep_interval = absl::ZeroDuration()};
+}
+
+const HandleCaller kAnonymous{.name = "peer:10.1.1.1", .authenticated = false};
+const HandleCaller kAlice{.name = "token:alice", .authenticated = true};
+const HandleCaller kBob{.name = "token:bob", .authenticated = true};
+
+// A resident [n] uint8 tensor holding 0, 1, 2, ... for `caller`.
+std::shared_ptr<const ResidentTensor> Make(HandleStore& store, const HandleCaller& caller,
+                                           int64_t n, absl::Duration ttl = absl::ZeroDuration()) {
+  absl::StatusOr<HandleStore::Pending> pending = store.Reserve(caller, PackedUint8({n}), "test");
+  EXPECT_TRUE(pending.ok()) << pending.status();
+  for (int64_t i = 0; i < n; ++i) pending->data()[i] = static_cast<std::byte>(i);
+  return store.Commit(*std::move(pending), ttl);
+}
+
+TEST(HandleStoreTest, IdsAre128RandomBitsAndUseFindsTheBytes) {
+  HandleStore store(Options());
+  std::shared_ptr<const ResidentTensor> a = Make(store, kAnonymous, 5);
+  std::shared_ptr<const ResidentTensor> b = Make(store, kAnonymous, 5);
+  EXPECT_THAT(a->id(), MatchesRegex("[0-9a-f]{32}"));
+  EXPECT_NE(a->id(), b->id());
+  ASSERT_OK_AND_ASSIGN(std::shared_ptr<const ResidentTensor> found,
+                       store.Use(kAnonymous, a->id(), "x"));
+  EXPECT_EQ(found, a);
+  EXPECT_EQ(std::to_integer<int>(found->bytes()[4]), 4);
+  EXPECT_EQ(store.handles(), 2);
+  EXPECT_EQ(store.resident_bytes(), 10);
+}
+
+TEST(HandleStoreTest, MissingIdsAreNotFoundNamingOnlyTheirFirstCharacters) {
+  HandleStore store(Options());
+  const std::string id = "0123456789abcdef0123456789abcdef";
+  EXPECT_THAT(store.Use(kAnonymous, id, "inputs[\"input\"].handle"),
+              StatusIs(absl::StatusCode::kNotFound,
+                       "inputs[\"input\"].handle: handle 01234567... does not exist on replica "
+                       "10.0.0.7:50051 (released, expired, or never made here)"));
+  EXPECT_EQ(ShortId("\n\x01zz"), "\\n\\x01zz");
+}
+
+TEST(HandleStoreTest, AnIdentitysHandlesDoNotExistForAnother) {
+  HandleStore store(Options());
+  std::shared_ptr<const ResidentTensor> alices = Make(store, kAlice, 4);
+  ASSERT_OK(store.Use(kAlice, alices->id(), "x").status());
+  EXPECT_THAT(store.Use(kBob, alices->id(), "x"),
+              StatusIs(absl::StatusCode::kNotFound, HasSubstr("does not exist")));
+  EXPECT_THAT(store.Use(kAnonymous, alices->id(), "x"),
+              StatusIs(absl::StatusCode::kNotFound, HasSubstr("does not exist")));
+  store.Release(kBob, std::vector<std::string>{alices->id()});  // not Bob's: ignored
+  ASSERT_OK(store.Use(kAlice, alices->id(), "x").status());
+  bool more = true;
+  EXPECT_TRUE(store.List(kBob, "", 10, &more).empty());
+  EXPECT_EQ(store.List(kAlice, "", 10, &more).size(), 1u);
+  // Without authentication the id is the capability.
+  std::shared_ptr<const ResidentTensor> open = Make(store, kAnonymous, 4);
+  ASSERT_OK(store.Use(kBob, open->id(), "x").status());
+}
+
+TEST(HandleStoreTest, QuotaAndBudgetRefuseAndGiveBackOnRelease) {
+  MemoryBudget budget(100);
+  HandleStore store(Options(&budget, /*per_client=*/50));
+  std::shared_ptr<const ResidentTensor> first = Make(store, kAlice, 40);
+  EXPECT_EQ(budget.reserved(), 40);
+  EXPECT_THAT(store.Reserve(kAlice, PackedUint8({20}), "a Put of uint8 [20]"),
+              StatusIs(absl::StatusCode::kResourceExhausted,
+                       "keeping the 20 bytes of a Put of uint8 [20] would take the resident bytes "
+                       "of token:alice from 40 to 60, over --max_resident_bytes_per_client=50; "
+                       "release handles first"));
+  EXPECT_EQ(store.quota_refusals_total(), 1);
+  // Another client has its own quota, but the budget is shared.
+  std::shared_ptr<const ResidentTensor> bobs = Make(store, kBob, 50);
+  EXPECT_THAT(store.Reserve(kAnonymous, PackedUint8({20}), "x"),
+              StatusIs(absl::StatusCode::kResourceExhausted, HasSubstr("--max_memory_bytes")));
+  // Released and no longer held: the bytes are back.
+  store.Release(kAlice, std::vector<std::string>{first->id()});
+  EXPECT_THAT(store.Use(kAlice, first->id(), "x"), StatusIs(absl::StatusCode::kNotFound, HasSubstr("does not exist")));
+  EXPECT_EQ(budget.reserved(), 90);  // `first` is still held here, as by a running op
+  first.reset();
+  EXPECT_EQ(budget.reserved(), 50);
+  EXPECT_EQ(store.resident_bytes(), 50);
+  ASSERT_OK(store.Reserve(kAlice, PackedUint8({50}), "x").status());
+}
+
+TEST(HandleStoreTest, UnusedHandlesExpireAfterTheirTtlAndUseRenews) {
+  HandleStoreOptions options = Options();
+  options.default_ttl = absl::Seconds(10);
+  options.max_ttl = absl::Seconds(60);
+  HandleStore store(options);
+  std::shared_ptr<const ResidentTensor> short_lived = Make(store, kAnonymous, 1);
+  std::shared_ptr<const ResidentTensor> clamped = Make(store, kAnonymous, 1, absl::Hours(5));
+  EXPECT_EQ(short_lived->ttl(), absl::Seconds(10));
+  EXPECT_EQ(clamped->ttl(), absl::Seconds(60));
+  const absl::Time now = absl::Now();
+  EXPECT_EQ(store.ExpireIdle(now + absl::Seconds(5)), 0);
+  EXPECT_EQ(store.ExpireIdle(now + absl::Seconds(11)), 1);
+  EXPECT_EQ(store.expired_total(), 1);
+  EXPECT_THAT(store.Use(kAnonymous, short_lived->id(), "x"), StatusIs(absl::StatusCode::kNotFound, HasSubstr("does not exist")));
+  ASSERT_OK(store.Use(kAnonymous, clamped->id(), "x").status());
+  EXPECT_EQ(store.ExpireIdle(now + absl::Seconds(59)), 0);
+  EXPECT_EQ(store.ExpireIdle(now + absl::Seconds(61)), 1);
+  EXPECT_EQ(store.handles(), 0);
+}
+
+TEST(HandleStoreTest, ListPagesByIdForItsOwnerOnly) {
+  HandleStore store(Options());
+  std::vector<std::string> ids;
+  for (int i = 0; i < 5; ++i) ids.push_back(Make(store, kAnonymous, 1)->id());
+  Make(store, HandleCaller{.name = "peer:10.9.9.9"}, 1);
+  std::sort(ids.begin(), ids.end());
+  bool more = false;
+  auto page = store.List(kAnonymous, "", 2, &more);
+  ASSERT_EQ(page.size(), 2u);
+  EXPECT_TRUE(more);
+  EXPECT_EQ(page[0]->id(), ids[0]);
+  page = store.List(kAnonymous, page[1]->id(), 10, &more);
+  ASSERT_EQ(page.size(), 3u);
+  EXPECT_FALSE(more);
+  EXPECT_EQ(page[2]->id(), ids[4]);
+}
+
+TEST(HandleStoreTest, InputsResolveToTheHandlesLayoutAndBytes) {
+  HandleStore store(Options());
+  std::shared_ptr<const ResidentTensor> resident = Make(store, kAnonymous, 6);
+  v1::RunRequest request;
+  request.mutable_slice();
+  (*request.mutable_inputs())["input"].mutable_handle()->set_id(resident->id());
+  ASSERT_OK_AND_ASSIGN(OpRequest op, ToOpRequest(request));
+  HandlePins pins;
+  const HandleAccess access{.store = &store, .caller = kAnonymous};
+  ASSERT_OK(ResolveHandleInputs(request, &access, op, pins));
+  ASSERT_EQ(op.inputs.size(), 1u);
+  EXPECT_EQ(op.inputs[0].tensor.desc.dtype, DType::kUint8);
+  EXPECT_EQ(op.inputs[0].tensor.desc.sizes, std::vector<int64_t>{6});
+  EXPECT_EQ(op.inputs[0].tensor.data.data(), resident->bytes().data());
+  EXPECT_EQ(pins.size(), 1u);
+
+  // Given beside the handle, dtype, sizes and strides must be the handle's.
+  v1::Tensor& tensor = (*request.mutable_inputs())["input"];
+  tensor.set_dtype(v1::FLOAT32);
+  ASSERT_OK_AND_ASSIGN(op, ToOpRequest(request));
+  EXPECT_THAT(ResolveHandleInputs(request, &access, op, pins),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("inputs[\"input\"].dtype is FLOAT32 but handle ")));
+  tensor.set_dtype(v1::UINT8);
+  tensor.add_sizes(7);
+  ASSERT_OK_AND_ASSIGN(op, ToOpRequest(request));
+  EXPECT_THAT(ResolveHandleInputs(request, &access, op, pins),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("inputs[\"input\"].sizes is [7] but handle ")));
+  tensor.set_sizes(0, 6);
+  tensor.add_strides(1);
+  ASSERT_OK_AND_ASSIGN(op, ToOpRequest(request));
+  ASSERT_OK(ResolveHandleInputs(request, &access, op, pins));
+  // No store: the call does not take handles.
+  ASSERT_OK_AND_ASSIGN(op, ToOpRequest(request));
+  EXPECT_THAT(ResolveHandleInputs(request, nullptr, op, pins),
+              StatusIs(absl::StatusCode::kFailedPrecondition,
+                       "inputs[\"input\"].handle: this call does not take handles"));
+}
+
+}  // namespace
+}  // namespace tensorop::server

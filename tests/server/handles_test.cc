@@ -1,0 +1,335 @@
+// Tensors that stay on the server (Put, OutputDesc.keep, Fetch, Release,
+// ListHandles) against a real tensord.
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <grpcpp/grpcpp.h>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "tests/server/grpc_matchers.h"
+#include "tests/server/tensord_client.h"
+#include "tests/support/tensord_process.h"
+
+namespace tensorop::testing {
+namespace {
+
+using ::testing::AllOf;
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+using ::testing::MatchesRegex;
+using ::testing::Not;
+
+std::vector<float> OneToSixteen() {
+  std::vector<float> values(16);
+  for (int i = 0; i < 16; ++i) values[i] = static_cast<float>(i + 1);
+  return values;
+}
+
+v1::Tensor HandleTensor(const std::string& id) {
+  v1::Tensor tensor;
+  tensor.mutable_handle()->set_id(id);
+  return tensor;
+}
+
+// The doc slice ([1,1,4,4] 1..16 -> 2, 4, 10, 12) of `input`.
+v1::RunRequest DocSliceOf(v1::Tensor input, bool keep) {
+  v1::RunRequest request =
+      SliceRequest("doc", std::move(input), {0, 0, 0, 1}, {1, 1, 4, 3}, {1, 1, 2, 2}, {1, 1, 2, 2});
+  request.mutable_outputs(0)->set_keep(keep);
+  request.set_backend(v1::CPU);
+  return request;
+}
+
+class HandlesTest : public ::testing::Test {
+ protected:
+  explicit HandlesTest(std::vector<std::string> flags = {})
+      : server_(std::move(flags)), stub_(v1::TensorOp::NewStub(Connect(server_.target()))) {}
+
+  // Puts the doc slice's input; its handle.
+  v1::TensorHandle PutDocInput() {
+    v1::TensorHandle handle;
+    EXPECT_THAT(
+        PutTensor(*stub_, MakeTensor(v1::FLOAT32, {1, 1, 4, 4}, Pack(OneToSixteen())), &handle),
+        GrpcOk());
+    return handle;
+  }
+
+  grpc::Status Run(const v1::RunRequest& request, v1::RunResponse* response) {
+    grpc::ClientContext context;
+    context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(30));
+    return stub_->Run(&context, request, response);
+  }
+
+  // Fetches `id` whole: its header and bytes.
+  grpc::Status Fetch(const std::string& id, std::vector<int64_t> strides, v1::OutputHeader* header,
+                     std::string* data) {
+    grpc::ClientContext context;
+    context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(30));
+    v1::FetchRequest request;
+    request.set_id(id);
+    request.mutable_strides()->Assign(strides.begin(), strides.end());
+    std::unique_ptr<grpc::ClientReader<v1::ResultPart>> reader = stub_->Fetch(&context, request);
+    v1::ResultPart part;
+    while (reader->Read(&part)) {
+      if (part.has_header()) *header = part.header();
+      *data += part.chunk();
+    }
+    return reader->Finish();
+  }
+
+  grpc::Status Release(std::vector<std::string> ids) {
+    grpc::ClientContext context;
+    v1::ReleaseRequest request;
+    for (std::string& id : ids) request.add_ids(std::move(id));
+    v1::ReleaseResponse response;
+    return stub_->Release(&context, request, &response);
+  }
+
+  TensordProcess server_;
+  std::unique_ptr<v1::TensorOp::Stub> stub_;
+};
+
+TEST_F(HandlesTest, APutTensorIsAnInputAndAKeptOutputFetchesByteExact) {
+  const v1::TensorHandle input = PutDocInput();
+  EXPECT_THAT(input.id(), MatchesRegex("[0-9a-f]{32}"));
+  EXPECT_EQ(input.replica(), server_.target());
+  EXPECT_EQ(input.dtype(), v1::FLOAT32);
+  EXPECT_THAT(input.sizes(), ElementsAre(1, 1, 4, 4));
+  EXPECT_THAT(input.strides(), ElementsAre(16, 16, 4, 1));
+  EXPECT_EQ(input.backend(), "cpu");
+  EXPECT_EQ(input.byte_size(), 64);
+  EXPECT_EQ(input.expires_unix_ms() - input.last_use_unix_ms(), 600'000);
+
+  // Read in place; the answer carries the bytes.
+  v1::RunResponse response;
+  ASSERT_THAT(Run(DocSliceOf(HandleTensor(input.id()), /*keep=*/false), &response), GrpcOk());
+  ASSERT_EQ(response.outputs_size(), 1);
+  EXPECT_EQ(Unpack<float>(response.outputs(0).data()), (std::vector<float>{2, 4, 10, 12}));
+
+  // Kept: the answer carries the layout and a handle, no bytes.
+  response.Clear();
+  ASSERT_THAT(Run(DocSliceOf(HandleTensor(input.id()), /*keep=*/true), &response), GrpcOk());
+  ASSERT_EQ(response.outputs_size(), 1);
+  const v1::Tensor& kept = response.outputs(0);
+  EXPECT_EQ(kept.location_case(), v1::Tensor::kHandle);
+  EXPECT_THAT(kept.sizes(), ElementsAre(1, 1, 2, 2));
+  EXPECT_EQ(kept.handle().byte_size(), 16);
+  EXPECT_NE(kept.handle().id(), input.id());
+
+  v1::OutputHeader header;
+  std::string data;
+  ASSERT_THAT(Fetch(kept.handle().id(), {}, &header, &data), GrpcOk());
+  EXPECT_THAT(header.sizes(), ElementsAre(1, 1, 2, 2));
+  EXPECT_EQ(header.byte_length(), 16);
+  EXPECT_EQ(Unpack<float>(data), (std::vector<float>{2, 4, 10, 12}));
+  // With the caller's strides: padding reads as zero.
+  header.Clear();
+  data.clear();
+  ASSERT_THAT(Fetch(kept.handle().id(), {8, 8, 4, 1}, &header, &data), GrpcOk());
+  EXPECT_THAT(header.strides(), ElementsAre(8, 8, 4, 1));
+  EXPECT_EQ(Unpack<float>(data), (std::vector<float>{2, 4, 0, 0, 10, 12}));
+  // The input is fetched as it was put.
+  data.clear();
+  ASSERT_THAT(Fetch(input.id(), {}, &header, &data), GrpcOk());
+  EXPECT_EQ(data, Pack(OneToSixteen()));
+}
+
+TEST_F(HandlesTest, StreamedAndBidiCallsKeepOutputsToo) {
+  const v1::TensorHandle input = PutDocInput();
+  grpc::ClientContext stream_context;
+  std::unique_ptr<grpc::ClientReader<v1::ResultPart>> reader =
+      stub_->RunStream(&stream_context, DocSliceOf(HandleTensor(input.id()), /*keep=*/true));
+  std::vector<v1::ResultPart> parts;
+  v1::ResultPart part;
+  while (reader->Read(&part)) parts.push_back(part);
+  ASSERT_THAT(reader->Finish(), GrpcOk());
+  ASSERT_EQ(parts.size(), 1u);  // the header alone
+  EXPECT_EQ(parts[0].header().byte_length(), 0);
+  EXPECT_THAT(parts[0].header().handle().id(), MatchesRegex("[0-9a-f]{32}"));
+
+  grpc::ClientContext bidi_context;
+  auto bidi = stub_->RunBidi(&bidi_context);
+  ASSERT_TRUE(bidi->Write(DocSliceOf(HandleTensor(input.id()), /*keep=*/true)));
+  bidi->WritesDone();
+  v1::RunResponse response;
+  ASSERT_TRUE(bidi->Read(&response));
+  ASSERT_THAT(bidi->Finish(), GrpcOk());
+  EXPECT_EQ(response.status().code(), 0) << response.status().message();
+  ASSERT_EQ(response.outputs_size(), 1);
+  v1::OutputHeader header;
+  std::string data;
+  ASSERT_THAT(Fetch(response.outputs(0).handle().id(), {}, &header, &data), GrpcOk());
+  EXPECT_EQ(Unpack<float>(data), (std::vector<float>{2, 4, 10, 12}));
+  EXPECT_EQ(MetricValue(server_, "tensorop_handles{backend=\"cpu\"}"), 3);
+  EXPECT_EQ(MetricValue(server_, "tensorop_resident_bytes{backend=\"cpu\"}"), 64 + 16 + 16);
+}
+
+TEST_F(HandlesTest, AReleasedHandleIsNotFoundNamingOnlyItsFirstCharacters) {
+  const v1::TensorHandle input = PutDocInput();
+  ASSERT_THAT(Release({input.id(), "no-such-id"}), GrpcOk());
+  v1::RunResponse response;
+  const grpc::Status status = Run(DocSliceOf(HandleTensor(input.id()), false), &response);
+  EXPECT_THAT(status, GrpcStatusIs(grpc::StatusCode::NOT_FOUND,
+                                   AllOf(HasSubstr("inputs[\"input\"].handle: handle " +
+                                                   input.id().substr(0, 8) + "... does not exist"),
+                                         Not(HasSubstr(input.id())))));
+  v1::OutputHeader header;
+  std::string data;
+  EXPECT_THAT(Fetch(input.id(), {}, &header, &data),
+              GrpcStatusIs(grpc::StatusCode::NOT_FOUND, HasSubstr("does not exist")));
+  EXPECT_THAT(server_.Log(), Not(HasSubstr(input.id())));
+  EXPECT_EQ(MetricValue(server_, "tensorop_resident_bytes{backend=\"cpu\"}"), 0);
+}
+
+TEST_F(HandlesTest, ALayoutBesideAHandleMustBeTheHandles) {
+  const v1::TensorHandle input = PutDocInput();
+  v1::Tensor tensor = HandleTensor(input.id());
+  tensor.set_dtype(v1::INT32);
+  v1::RunResponse response;
+  EXPECT_THAT(Run(DocSliceOf(tensor, false), &response),
+              GrpcStatusIs(grpc::StatusCode::INVALID_ARGUMENT,
+                           HasSubstr("inputs[\"input\"].dtype is INT32 but handle " +
+                                     input.id().substr(0, 8) + "... holds FLOAT32")));
+  tensor.set_dtype(v1::FLOAT32);
+  for (int64_t size : {1, 1, 4, 4}) tensor.add_sizes(size);
+  ASSERT_THAT(Run(DocSliceOf(tensor, false), &response), GrpcOk());
+  EXPECT_EQ(Unpack<float>(response.outputs(0).data()), (std::vector<float>{2, 4, 10, 12}));
+}
+
+TEST_F(HandlesTest, BadPutsAreRefusedNamingTheProblem) {
+  v1::TensorHandle handle;
+  // Data past the layout, short of it, a missing dtype, a device backend.
+  v1::Tensor tensor = MakeTensor(v1::FLOAT32, {2}, Pack(std::vector<float>{1, 2, 3}));
+  EXPECT_THAT(PutTensor(*stub_, tensor, &handle),
+              GrpcStatusIs(grpc::StatusCode::INVALID_ARGUMENT,
+                           "Put: part 2 brings the data to 12 bytes; the header's layout takes "
+                           "exactly 8"));
+  tensor = MakeTensor(v1::FLOAT32, {4}, Pack(std::vector<float>{1, 2, 3}));
+  EXPECT_THAT(PutTensor(*stub_, tensor, &handle),
+              GrpcStatusIs(grpc::StatusCode::INVALID_ARGUMENT,
+                           "Put: the stream ended after 12 of the 16 bytes the header's layout "
+                           "takes"));
+  tensor = MakeTensor(v1::DTYPE_UNSPECIFIED, {4}, "");
+  EXPECT_THAT(PutTensor(*stub_, tensor, &handle),
+              GrpcStatusIs(grpc::StatusCode::INVALID_ARGUMENT,
+                           HasSubstr("header.dtype: 0 (DTYPE_UNSPECIFIED) is not a dtype")));
+  tensor = MakeTensor(v1::UINT8, {2, -1}, "");
+  EXPECT_THAT(PutTensor(*stub_, tensor, &handle),
+              GrpcStatusIs(grpc::StatusCode::INVALID_ARGUMENT,
+                           "header.sizes[1] must be >= 0, got -1"));
+  // A chunk first.
+  grpc::ClientContext context;
+  auto writer = stub_->Put(&context, &handle);
+  v1::PutPart chunk;
+  chunk.set_chunk("abc");
+  writer->Write(chunk);
+  writer->WritesDone();
+  EXPECT_THAT(writer->Finish(),
+              GrpcStatusIs(grpc::StatusCode::INVALID_ARGUMENT,
+                           "Put: the first part must be a header, not a chunk"));
+  // The server still serves.
+  EXPECT_EQ(PutDocInput().byte_size(), 64);
+}
+
+TEST_F(HandlesTest, SixtyFourConcurrentRunsReadOneHandle) {
+  const v1::TensorHandle input = PutDocInput();
+  std::vector<std::thread> threads;
+  std::vector<std::vector<float>> results(64);
+  for (int i = 0; i < 64; ++i) {
+    threads.emplace_back([&, i] {
+      v1::RunResponse response;
+      grpc::ClientContext context;
+      context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(60));
+      if (stub_->Run(&context, DocSliceOf(HandleTensor(input.id()), false), &response).ok() &&
+          response.outputs_size() == 1) {
+        results[i] = Unpack<float>(response.outputs(0).data());
+      }
+    });
+  }
+  for (std::thread& thread : threads) thread.join();
+  for (const std::vector<float>& result : results) {
+    EXPECT_EQ(result, (std::vector<float>{2, 4, 10, 12}));
+  }
+}
+
+TEST_F(HandlesTest, ListHandlesPagesThroughTheCallersHandles) {
+  std::vector<std::string> ids;
+  for (int i = 0; i < 3; ++i) ids.push_back(PutDocInput().id());
+  std::sort(ids.begin(), ids.end());
+  v1::ListHandlesRequest request;
+  request.set_page_size(2);
+  v1::ListHandlesResponse page;
+  grpc::ClientContext first;
+  ASSERT_THAT(stub_->ListHandles(&first, request, &page), GrpcOk());
+  ASSERT_EQ(page.handles_size(), 2);
+  EXPECT_EQ(page.handles(0).id(), ids[0]);
+  EXPECT_EQ(page.handles(1).id(), ids[1]);
+  ASSERT_FALSE(page.next_page_token().empty());
+  request.set_page_token(page.next_page_token());
+  grpc::ClientContext second;
+  ASSERT_THAT(stub_->ListHandles(&second, request, &page), GrpcOk());
+  ASSERT_EQ(page.handles_size(), 1);
+  EXPECT_EQ(page.handles(0).id(), ids[2]);
+  EXPECT_EQ(page.next_page_token(), "");
+  request.set_page_size(1001);
+  grpc::ClientContext third;
+  EXPECT_THAT(stub_->ListHandles(&third, request, &page),
+              GrpcStatusIs(grpc::StatusCode::INVALID_ARGUMENT,
+                           "page_size must be in [0, 1000], got 1001"));
+}
+
+class HandleLimitsTest : public HandlesTest {
+ protected:
+  HandleLimitsTest()
+      : HandlesTest({"--handle_ttl_seconds=1", "--handle_max_ttl_seconds=2",
+                     "--max_resident_bytes_per_client=100"}) {}
+};
+
+TEST_F(HandleLimitsTest, HandlesExpireAfterTheirTtlAndPutsAskUpToTheMaximum) {
+  const v1::TensorHandle input = PutDocInput();
+  EXPECT_EQ(input.expires_unix_ms() - input.last_use_unix_ms(), 1000);
+  v1::TensorHandle asked;
+  ASSERT_THAT(PutTensor(*stub_, MakeTensor(v1::UINT8, {4}, "abcd"), &asked, /*ttl_seconds=*/60),
+              GrpcOk());
+  EXPECT_EQ(asked.expires_unix_ms() - asked.last_use_unix_ms(), 2000);  // clamped
+  std::this_thread::sleep_for(std::chrono::milliseconds(2600));
+  v1::RunResponse response;
+  EXPECT_THAT(Run(DocSliceOf(HandleTensor(input.id()), false), &response),
+              GrpcStatusIs(grpc::StatusCode::NOT_FOUND, HasSubstr("does not exist")));
+  std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+  EXPECT_EQ(MetricValue(server_, "tensorop_handle_expiries_total"), 2);
+  EXPECT_EQ(MetricValue(server_, "tensorop_handles{backend=\"cpu\"}"), 0);
+}
+
+TEST_F(HandleLimitsTest, AClientsResidentBytesAreBoundedByItsQuota) {
+  const v1::TensorHandle first = PutDocInput();  // 64 of 100 bytes
+  v1::TensorHandle second;
+  EXPECT_THAT(
+      PutTensor(*stub_, MakeTensor(v1::FLOAT32, {1, 1, 4, 4}, Pack(OneToSixteen())), &second),
+      GrpcStatusIs(grpc::StatusCode::RESOURCE_EXHAUSTED,
+                   HasSubstr("from 64 to 128, over --max_resident_bytes_per_client=100")));
+  // A kept output counts too.
+  v1::RunRequest request = DocSliceOf(HandleTensor(first.id()), /*keep=*/true);
+  v1::RunResponse response;
+  ASSERT_THAT(Run(request, &response), GrpcOk());  // 16 bytes: 80 of 100
+  request.mutable_slice()->set_offsets(3, 0);  // [1, 1, 2, 4]: 32 bytes more
+  request.mutable_slice()->set_window_sizes(3, 4);
+  request.mutable_slice()->set_window_strides(3, 1);
+  request.mutable_outputs(0)->set_sizes(3, 4);
+  EXPECT_THAT(Run(request, &response),
+              GrpcStatusIs(grpc::StatusCode::RESOURCE_EXHAUSTED,
+                           HasSubstr("keeping the 32 bytes of outputs[0] of request \"doc\"")));
+  EXPECT_EQ(MetricValue(server_, "tensorop_handle_quota_refusals_total"), 2);
+  ASSERT_THAT(Release({first.id()}), GrpcOk());
+  ASSERT_THAT(Run(DocSliceOf(MakeTensor(v1::FLOAT32, {1, 1, 4, 4}, Pack(OneToSixteen())), true),
+                  &response),
+              GrpcOk());
+}
+
+}  // namespace
+}  // namespace tensorop::testing
