@@ -122,7 +122,23 @@ std::optional<std::string> FindMismatch(const Case& c, const absl::StatusOr<Resu
   return differences;
 }
 
+std::string HandleToJson(const v1::TensorHandle& handle) {
+  return absl::StrCat(
+      "{\"id\":", JsonString(handle.id()), ",\"replica\":", JsonString(handle.replica()),
+      ",\"dtype\":", JsonString(DTypeName(handle.dtype())),
+      ",\"sizes\":", FormatDims(handle.sizes()), ",\"strides\":", FormatDims(handle.strides()),
+      ",\"backend\":", JsonString(handle.backend()), ",\"device_index\":", handle.device_index(),
+      ",\"byte_size\":", handle.byte_size(), ",\"expires_unix_ms\":", handle.expires_unix_ms(),
+      ",\"last_use_unix_ms\":", handle.last_use_unix_ms(), "}");
+}
+
 absl::StatusOr<std::string> TensorToJson(const HostTensor& tensor) {
+  if (tensor.handle.has_value()) {
+    return absl::StrCat("{\"dtype\":\"", DTypeName(tensor.dtype),
+                        "\",\"sizes\":", FormatDims(tensor.sizes),
+                        ",\"strides\":", FormatDims(EffectiveStrides(tensor)),
+                        ",\"handle\":", HandleToJson(*tensor.handle), "}");
+  }
   ASSIGN_OR_RETURN(const int64_t elements, CheckLayout(tensor));
   const std::vector<int64_t> strides = EffectiveStrides(tensor);
   const int size = ElementSize(tensor.dtype);

@@ -22,8 +22,14 @@ std::optional<std::string> FindMismatch(const Case& c, const absl::StatusOr<Resu
 
 // {"dtype":...,"sizes":[...],"strides":[...],"data":[...]} with the logical
 // values packed row-major and the strides the tensor has (packed ones when it has
-// none). INVALID_ARGUMENT when the layout reaches past the data.
+// none). INVALID_ARGUMENT when the layout reaches past the data. A kept output
+// (tensor.handle) has "handle":HandleToJson(...) in place of "data".
 absl::StatusOr<std::string> TensorToJson(const HostTensor& tensor);
+
+// {"id":...,"replica":...,"dtype":...,"sizes":[...],"strides":[...],
+// "backend":...,"device_index":N,"byte_size":N,"expires_unix_ms":N,
+// "last_use_unix_ms":N}, on one line.
+std::string HandleToJson(const v1::TensorHandle& handle);
 
 // `tensorctl run`'s line for one case:
 // {"name":...,"backend":...,"outputs":[...]} or

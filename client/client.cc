@@ -1,6 +1,7 @@
 #include "client/client.h"
 
 #include <algorithm>
+#include <iterator>
 #include <map>
 #include <thread>
 #include <utility>
@@ -61,15 +62,6 @@ absl::StatusCode CodeFromGrpc(grpc::StatusCode code) {
   return absl::StatusCode::kUnknown;
 }
 
-HostTensor HostTensorFromProto(v1::Tensor& tensor) {
-  HostTensor host;
-  host.dtype = tensor.dtype();
-  host.sizes.assign(tensor.sizes().begin(), tensor.sizes().end());
-  host.strides.assign(tensor.strides().begin(), tensor.strides().end());
-  host.data = std::move(*tensor.mutable_data());
-  return host;
-}
-
 // Copies every field of `from` except the one named `skip` into `to`, so the
 // streamed request header is built without copying gigabytes of tensor data, and
 // fields added to the proto later travel too.
@@ -89,6 +81,19 @@ absl::Status ProtocolError(absl::string_view what) {
 }
 
 }  // namespace
+
+HostTensor HostTensorFromProto(v1::Tensor& tensor) {
+  HostTensor host;
+  host.dtype = tensor.dtype();
+  host.sizes.assign(tensor.sizes().begin(), tensor.sizes().end());
+  host.strides.assign(tensor.strides().begin(), tensor.strides().end());
+  if (tensor.has_handle()) {
+    host.handle = std::move(*tensor.mutable_handle());
+  } else {
+    host.data = std::move(*tensor.mutable_data());
+  }
+  return host;
+}
 
 absl::StatusCode StatusCodeFromWire(int code) {
   // Checked first: casting an out-of-range value to the enum is undefined.
@@ -111,9 +116,14 @@ absl::StatusOr<Result> ResultFromResponse(v1::RunResponse& response,
   result.outputs.reserve(response.outputs_size());
   for (int i = 0; i < response.outputs_size(); ++i) {
     HostTensor tensor = HostTensorFromProto(*response.mutable_outputs(i));
-    const bool in_region = request != nullptr && i < request->outputs_size() &&
-                           request->outputs(i).has_shared_memory();
-    if (in_region) {
+    const v1::OutputDesc* desc =
+        request != nullptr && i < request->outputs_size() ? &request->outputs(i) : nullptr;
+    if (desc != nullptr && desc->keep() && !tensor.handle.has_value()) {
+      return ProtocolError(absl::StrCat("output ", i, " was kept, yet the answer has no handle"));
+    }
+    if (tensor.handle.has_value()) {
+      // Kept: a layout and a handle, no data.
+    } else if (desc != nullptr && desc->has_shared_memory()) {
       if (!tensor.data.empty()) {
         return ProtocolError(absl::StrCat("output ", i,
                                           " was sent to shared memory, yet the "
@@ -259,6 +269,13 @@ absl::StatusOr<Result> Client::ReadResultParts(grpc::ClientContext& context, Str
           tensor.strides.assign(header.strides().begin(), header.strides().end());
           tensor.data.reserve(std::min(header.byte_length(), kMaxReserveBytes));
           remaining = header.byte_length();
+          if (header.has_handle()) {
+            tensor.handle = std::move(*header.mutable_handle());
+            if (remaining != 0) {
+              broken = ProtocolError(absl::StrCat("output ", header.index(), " was kept, yet ",
+                                                  remaining, " bytes are announced for it"));
+            }
+          }
         }
         break;
       }
@@ -296,6 +313,7 @@ absl::StatusOr<Result> Client::ReadResultParts(grpc::ClientContext& context, Str
                                       result.outputs.size() - 1));
   }
   for (size_t i = 0; i < result.outputs.size(); ++i) {
+    if (result.outputs[i].handle.has_value()) continue;
     if (absl::StatusOr<int64_t> checked = CheckLayout(result.outputs[i]); !checked.ok()) {
       return ProtocolError(absl::StrCat("output ", i, ": ", checked.status().message()));
     }
@@ -339,21 +357,140 @@ absl::StatusOr<Result> Client::RunChunked(const v1::RunRequest& request, int64_t
   bool writing = stream->Write(first);
   int64_t done = 0;
   Report(Progress::Direction::kUpload, done, total);
-  v1::RequestPart part;
   for (const auto& [name, data] : uploads) {
-    for (size_t at = 0; writing && at < data->size(); at += static_cast<size_t>(chunk_bytes)) {
-      v1::InputChunk& chunk = *part.mutable_chunk();
-      chunk.set_input(name);
-      chunk.set_data(data->substr(at, static_cast<size_t>(chunk_bytes)));
-      writing = stream->Write(part);
-      if (writing) {
-        done += static_cast<int64_t>(chunk.data().size());
-        Report(Progress::Direction::kUpload, done, total);
-      }
-    }
+    writing = writing && WriteChunks<v1::RequestPart>(
+                             *stream, *data, chunk_bytes,
+                             [&name](v1::RequestPart& part, absl::string_view piece) {
+                               v1::InputChunk& chunk = *part.mutable_chunk();
+                               chunk.set_input(name);
+                               chunk.set_data(std::string(piece));
+                             },
+                             done, total);
   }
   if (writing) stream->WritesDone();
   return ReadResultParts(context, *stream);
+}
+
+template <typename Part, typename Stream, typename SetChunk>
+bool Client::WriteChunks(Stream& stream, absl::string_view data, int64_t chunk_bytes,
+                         SetChunk set_chunk, int64_t& done, int64_t total) const {
+  Part part;
+  for (size_t at = 0; at < data.size(); at += static_cast<size_t>(chunk_bytes)) {
+    const absl::string_view piece = data.substr(at, static_cast<size_t>(chunk_bytes));
+    set_chunk(part, piece);
+    if (!stream.Write(part)) return false;
+    done += static_cast<int64_t>(piece.size());
+    Report(Progress::Direction::kUpload, done, total);
+  }
+  return true;
+}
+
+absl::StatusOr<v1::TensorHandle> Client::Put(const HostTensor& tensor, const PutOptions& options) {
+  const int64_t chunk_bytes = options.chunk_bytes > 0 ? options.chunk_bytes : options_.chunk_bytes;
+  if (chunk_bytes <= 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("chunk_bytes must be positive, got ", chunk_bytes));
+  }
+  v1::PutPart first;
+  v1::PutHeader& header = *first.mutable_header();
+  header.set_dtype(tensor.dtype);
+  header.mutable_sizes()->Assign(tensor.sizes.begin(), tensor.sizes.end());
+  header.mutable_strides()->Assign(tensor.strides.begin(), tensor.strides.end());
+  header.set_backend(options.backend);
+  header.set_ttl_seconds(options.ttl_seconds);
+  // Put takes exactly the layout's bytes; a strided tensor may hold more
+  // (never read). Anything else goes as it is, for the server to judge.
+  absl::string_view data = tensor.data;
+  if (absl::StatusOr<int64_t> bytes = LayoutBytes(tensor);
+      bytes.ok() && !tensor.strides.empty() && *bytes < static_cast<int64_t>(data.size())) {
+    data = data.substr(0, static_cast<size_t>(*bytes));
+  }
+  const int64_t total = static_cast<int64_t>(data.size());
+
+  grpc::ClientContext context;
+  RETURN_IF_ERROR(Prepare(context));
+  v1::TensorHandle handle;
+  std::unique_ptr<grpc::ClientWriter<v1::PutPart>> stream = stub_->Put(&context, &handle);
+  int64_t done = 0;
+  Report(Progress::Direction::kUpload, done, total);
+  if (stream->Write(first) &&
+      WriteChunks<v1::PutPart>(
+          *stream, data, chunk_bytes,
+          [](v1::PutPart& part, absl::string_view piece) { part.set_chunk(std::string(piece)); },
+          done, total)) {
+    stream->WritesDone();
+  }
+  const grpc::Status status = stream->Finish();
+  if (!status.ok()) return Failed(status);
+  return handle;
+}
+
+absl::StatusOr<HostTensor> Client::Fetch(const std::string& id, absl::Span<const int64_t> strides) {
+  grpc::ClientContext context;
+  RETURN_IF_ERROR(Prepare(context));
+  v1::FetchRequest request;
+  request.set_id(id);
+  request.mutable_strides()->Assign(strides.begin(), strides.end());
+  std::unique_ptr<grpc::ClientReader<v1::ResultPart>> reader = stub_->Fetch(&context, request);
+  ASSIGN_OR_RETURN(Result result, ReadResultParts(context, *reader));
+  if (result.outputs.size() != 1 || result.outputs[0].handle.has_value()) {
+    return ProtocolError(absl::StrCat("Fetch answered ", result.outputs.size(),
+                                      " outputs; expected one tensor with its data"));
+  }
+  return std::move(result.outputs[0]);
+}
+
+absl::Status Client::Release(const std::vector<std::string>& ids) {
+  grpc::ClientContext context;
+  RETURN_IF_ERROR(Prepare(context));
+  v1::ReleaseRequest request;
+  request.mutable_ids()->Assign(ids.begin(), ids.end());
+  v1::ReleaseResponse response;
+  const grpc::Status status = stub_->Release(&context, request, &response);
+  if (!status.ok()) return Failed(status);
+  return absl::OkStatus();
+}
+
+absl::StatusOr<v1::ListHandlesResponse> Client::ListHandles(int page_size,
+                                                            const std::string& page_token) {
+  grpc::ClientContext context;
+  RETURN_IF_ERROR(Prepare(context));
+  v1::ListHandlesRequest request;
+  request.set_page_size(page_size);
+  request.set_page_token(page_token);
+  v1::ListHandlesResponse response;
+  const grpc::Status status = stub_->ListHandles(&context, request, &response);
+  if (!status.ok()) return Failed(status);
+  return response;
+}
+
+absl::StatusOr<std::vector<v1::TensorHandle>> Client::ListAllHandles() {
+  std::vector<v1::TensorHandle> handles;
+  std::string token;
+  do {
+    ASSIGN_OR_RETURN(v1::ListHandlesResponse page, ListHandles(0, token));
+    if (!page.next_page_token().empty() && page.next_page_token() == token) {
+      return ProtocolError(
+          absl::StrCat("ListHandles answered page token \"", token, "\" with itself"));
+    }
+    std::move(page.mutable_handles()->begin(), page.mutable_handles()->end(),
+              std::back_inserter(handles));
+    token = page.next_page_token();
+  } while (!token.empty());
+  return handles;
+}
+
+void DescribeOutputs(Client& client, v1::RunRequest& request) {
+  if (request.outputs_size() != 0) return;
+  if (request.has_scatter_elements() && request.inputs().contains("input")) {
+    request.add_outputs()->mutable_sizes()->CopyFrom(request.inputs().at("input").sizes());
+  } else if (request.has_strided_slice()) {
+    absl::StatusOr<Result> probe = client.Run(request);
+    if (!probe.ok()) return;
+    for (const HostTensor& output : probe->outputs) {
+      request.add_outputs()->mutable_sizes()->Assign(output.sizes.begin(), output.sizes.end());
+    }
+  }
 }
 
 std::vector<absl::StatusOr<Result>> Client::RunBidi(const std::vector<v1::RunRequest>& requests) {
@@ -418,6 +555,54 @@ std::vector<absl::StatusOr<Result>> Client::RunBidi(const std::vector<v1::RunReq
   }
   for (const auto& [id, index] : pending) results[index] = broken;
   return results;
+}
+
+void KeepOutputs(v1::RunRequest& request) {
+  // strided_slice and scatter_elements derive their one output: described by
+  // an empty entry (no sizes: not given), which may then be kept.
+  if (request.outputs_size() == 0 &&
+      (request.has_strided_slice() || request.has_scatter_elements())) {
+    request.add_outputs();
+  }
+  for (v1::OutputDesc& desc : *request.mutable_outputs()) desc.set_keep(true);
+}
+
+absl::StatusOr<Result> RunWithHandles(Client& client, const v1::RunRequest& request,
+                                      const PutOptions& put) {
+  v1::RunRequest run = request;
+  std::vector<std::string> ids;  // every handle made, to release
+  absl::StatusOr<Result> result = [&]() -> absl::StatusOr<Result> {
+    std::vector<std::string> names;
+    for (const auto& [name, tensor] : run.inputs()) names.push_back(name);
+    std::sort(names.begin(), names.end());
+    for (const std::string& name : names) {
+      // The layout stays beside the handle (equal to the handle's).
+      v1::Tensor& tensor = (*run.mutable_inputs())[name];
+      if (tensor.has_handle()) continue;  // already on the server
+      ASSIGN_OR_RETURN(v1::TensorHandle handle, client.Put(HostTensorFromProto(tensor), put));
+      ids.push_back(handle.id());
+      tensor.mutable_handle()->set_id(handle.id());
+    }
+    KeepOutputs(run);
+    ASSIGN_OR_RETURN(Result kept, client.Run(run));
+    for (size_t i = 0; i < kept.outputs.size(); ++i) {
+      HostTensor& output = kept.outputs[i];
+      if (!output.handle.has_value()) continue;
+      ids.push_back(output.handle->id());
+      const int index = static_cast<int>(i);
+      ASSIGN_OR_RETURN(output,
+                       client.Fetch(output.handle->id(),
+                                    index < run.outputs_size()
+                                        ? absl::Span<const int64_t>(run.outputs(index).strides())
+                                        : absl::Span<const int64_t>()));
+    }
+    return kept;
+  }();
+  if (!ids.empty()) {
+    const absl::Status released = client.Release(ids);
+    if (result.ok() && !released.ok()) return released;
+  }
+  return result;
 }
 
 }  // namespace tensorop::client

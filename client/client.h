@@ -1,4 +1,4 @@
-// tensorop::client::Client: calls tensord's four RPCs and hands back host tensors.
+// tensorop::client::Client: calls tensord's RPCs and hands back host tensors.
 //
 //   Client client("127.0.0.1:50051");
 //   absl::StatusOr<Result> result = client.Run(request);
@@ -6,7 +6,8 @@
 // Every call returns the server's status with its code and message unchanged, or
 // INTERNAL when what the server sent cannot be a valid answer (a truncated stream,
 // strides that reach past the data): the outputs of an OK Result are always safe to
-// read through their strides.
+// read through their strides (but for kept outputs, which carry a handle and no
+// data).
 #ifndef TENSOROP_CLIENT_CLIENT_H_
 #define TENSOROP_CLIENT_CLIENT_H_
 
@@ -18,7 +19,9 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 #include "absl/time/time.h"
+#include "absl/types/span.h"
 #include "client/channel.h"
 #include "client/host_tensor.h"
 #include "grpc/health/v1/health.grpc.pb.h"
@@ -58,6 +61,18 @@ struct ClientOptions {
   // when the Client is made, and a bad one makes every call INVALID_ARGUMENT
   // naming it.
   ChannelSecurity security;
+};
+
+// Put's choices (PutHeader).
+struct PutOptions {
+  // Where the handle's bytes live: AUTO and CPU keep them in host memory
+  // (OPENCL is UNIMPLEMENTED for now).
+  v1::Backend backend = v1::AUTO;
+  // Seconds the handle lives after its last use; 0: the server's
+  // --handle_ttl_seconds (longer than its --handle_max_ttl_seconds is clamped).
+  int64_t ttl_seconds = 0;
+  // Upload chunk; 0: ClientOptions::chunk_bytes (1 MiB unless set).
+  int64_t chunk_bytes = 0;
 };
 
 class Client {
@@ -107,6 +122,24 @@ class Client {
   // Every region ("" ) or the one named.
   absl::StatusOr<v1::SharedMemoryStatusResponse> SharedMemoryStatus(const std::string& region = "");
 
+  // Handles (tensors that stay on the server; proto TensorHandle). Requests
+  // reference one with an input Tensor whose `handle.id` is set, and keep an
+  // output with OutputDesc.keep: Run, RunStream, RunChunked and RunBidi then
+  // return that output as a HostTensor with `handle` set and no data.
+  //
+  // Put: uploads `tensor` (a header, then its bytes in chunks): the handle.
+  // A strided tensor's bytes past its layout's extent are not sent.
+  absl::StatusOr<v1::TensorHandle> Put(const HostTensor& tensor, const PutOptions& options = {});
+  // Fetch: a handle's tensor, packed, or with `strides` (elements) when given.
+  absl::StatusOr<HostTensor> Fetch(const std::string& id, absl::Span<const int64_t> strides = {});
+  // Release: frees the handles; unknown ids are ignored.
+  absl::Status Release(const std::vector<std::string>& ids);
+  // ListHandles: one page of the caller's handles (page_size 0: the server's
+  // default of 100), and every page.
+  absl::StatusOr<v1::ListHandlesResponse> ListHandles(int page_size = 0,
+                                                      const std::string& page_token = "");
+  absl::StatusOr<std::vector<v1::TensorHandle>> ListAllHandles();
+
  private:
   void Connect(std::shared_ptr<grpc::Channel> channel);
   // Starts a context with the configured deadline; the target's error if it
@@ -117,6 +150,12 @@ class Client {
   absl::Status Failed(const grpc::Status& status) const;
   template <typename Stream>
   absl::StatusOr<Result> ReadResultParts(grpc::ClientContext& context, Stream& stream);
+  // Writes `data` in parts of at most `chunk_bytes`, each made by
+  // set_chunk(part, piece), reporting upload progress; false once a Write fails
+  // (the call is over: Finish says why).
+  template <typename Part, typename Stream, typename SetChunk>
+  bool WriteChunks(Stream& stream, absl::string_view data, int64_t chunk_bytes, SetChunk set_chunk,
+                   int64_t& done, int64_t total) const;
 
   ClientOptions options_;
   absl::Status target_status_;
@@ -130,12 +169,38 @@ absl::Status FromGrpcStatus(const grpc::Status& status);
 // A wire status code (google.rpc.Code) as an absl code; UNKNOWN outside 0..16.
 absl::StatusCode StatusCodeFromWire(int code);
 
+// `tensor` as a HostTensor: its layout copied, its data (or handle) moved out.
+HostTensor HostTensorFromProto(v1::Tensor& tensor);
+
 // A RunResponse's outputs as a Result, each checked with CheckLayout; INTERNAL
 // naming the output when the server sent one that cannot be read safely.
 // With `request`, outputs it sends to a shared memory region are taken as
-// layouts only (their data is in the region).
+// layouts only (their data is in the region), and outputs it keeps must carry
+// their handle. An output with a handle is returned with `handle` set, no data.
 absl::StatusOr<Result> ResultFromResponse(v1::RunResponse& response,
                                           const v1::RunRequest* request = nullptr);
+
+// Gives a strided_slice or scatter_elements request that leaves its outputs to
+// the server (no `outputs`) the one OutputDesc it would get, so that it can be
+// sent to shared memory: scatter_elements' sizes are its input's;
+// strided_slice's are asked of the server with a plain Run of the request (a
+// failure there is left for the real call to report). Other requests are left
+// alone.
+void DescribeOutputs(Client& client, v1::RunRequest& request);
+
+// Marks every output of `request` kept (OutputDesc.keep); a strided_slice or
+// scatter_elements request without `outputs` gets one empty entry (its sizes
+// left to the server) to keep.
+void KeepOutputs(v1::RunRequest& request);
+
+// Runs `request` (unary Run) through handles: each input is Put (in name
+// order, with `put`), the request runs with its inputs referencing those
+// handles and every output kept, each kept output is Fetched (with its
+// OutputDesc's strides, else packed), and every handle made is Released,
+// whatever happened. The same answer as client.Run(request), or the first
+// error (a Put's, for an input the server rejects).
+absl::StatusOr<Result> RunWithHandles(Client& client, const v1::RunRequest& request,
+                                      const PutOptions& put = {});
 
 }  // namespace tensorop::client
 

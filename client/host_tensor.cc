@@ -79,7 +79,7 @@ absl::StatusOr<int64_t> ElementCount(absl::Span<const int64_t> sizes) {
   return elements;
 }
 
-absl::StatusOr<int64_t> CheckLayout(const HostTensor& tensor) {
+absl::StatusOr<int64_t> LayoutBytes(const HostTensor& tensor) {
   const int element_size = ElementSize(tensor.dtype);
   if (element_size == 0) {
     return absl::InvalidArgumentError(
@@ -90,23 +90,15 @@ absl::StatusOr<int64_t> CheckLayout(const HostTensor& tensor) {
         "strides ", FormatDims(tensor.strides), " do not match sizes ", FormatDims(tensor.sizes)));
   }
   ASSIGN_OR_RETURN(const int64_t elements, ElementCount(tensor.sizes));
-  const int64_t bytes = static_cast<int64_t>(tensor.data.size());
-  if (tensor.strides.empty()) {
-    // kMaxElements * 8 fits easily in 64 bits.
-    if (bytes != elements * element_size) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("data holds ", bytes, " bytes but packed sizes ", FormatDims(tensor.sizes),
-                       " need ", elements * element_size));
-    }
-    return elements;
-  }
+  // kMaxElements * 8 fits easily in 64 bits.
+  if (tensor.strides.empty()) return elements * element_size;
   for (size_t i = 0; i < tensor.strides.size(); ++i) {
     if (tensor.strides[i] < 0) {
       return absl::InvalidArgumentError(
           absl::StrCat("strides[", i, "] is negative (", tensor.strides[i], ")"));
     }
   }
-  if (elements == 0) return elements;
+  if (elements == 0) return 0;
   // The element span: 1 + sum((sizes[i]-1) * strides[i]).
   int64_t span = 1;
   bool overflow = false;
@@ -122,12 +114,23 @@ absl::StatusOr<int64_t> CheckLayout(const HostTensor& tensor) {
                                                    " over sizes ", FormatDims(tensor.sizes),
                                                    " overflow 64 bits"));
   }
-  if (bytes < span_bytes) {
+  return span_bytes;
+}
+
+absl::StatusOr<int64_t> CheckLayout(const HostTensor& tensor) {
+  ASSIGN_OR_RETURN(const int64_t layout_bytes, LayoutBytes(tensor));
+  const int64_t bytes = static_cast<int64_t>(tensor.data.size());
+  if (tensor.strides.empty() && bytes != layout_bytes) {
+    return absl::InvalidArgumentError(absl::StrCat("data holds ", bytes, " bytes but packed sizes ",
+                                                   FormatDims(tensor.sizes), " need ",
+                                                   layout_bytes));
+  }
+  if (bytes < layout_bytes) {
     return absl::InvalidArgumentError(
         absl::StrCat("data holds ", bytes, " bytes but strides ", FormatDims(tensor.strides),
-                     " over sizes ", FormatDims(tensor.sizes), " reach ", span_bytes));
+                     " over sizes ", FormatDims(tensor.sizes), " reach ", layout_bytes));
   }
-  return elements;
+  return ElementCount(tensor.sizes);
 }
 
 std::vector<int64_t> PackedStrides(absl::Span<const int64_t> sizes) {

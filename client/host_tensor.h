@@ -23,6 +23,9 @@ struct HostTensor {
   std::vector<int64_t> strides;
   // The elements, little-endian, in memory order.
   std::string data;
+  // Outputs only: set for an output kept on the server (OutputDesc.keep), which
+  // then has its layout above and no data; Client::Fetch reads its bytes.
+  std::optional<v1::TensorHandle> handle = std::nullopt;
 };
 
 // What one request produced.
@@ -55,6 +58,11 @@ absl::StatusOr<int64_t> ElementCount(absl::Span<const int64_t> sizes);
 // overflow-checked. Returns the number of logical elements, else INVALID_ARGUMENT
 // naming what is wrong.
 absl::StatusOr<int64_t> CheckLayout(const HostTensor& tensor);
+
+// The bytes `tensor`'s layout addresses, whatever `data` holds: product(sizes)
+// elements packed, else 1 + sum((sizes[i]-1) * strides[i]) elements (0 when a
+// size is 0). The same checks and errors as CheckLayout but for `data`.
+absl::StatusOr<int64_t> LayoutBytes(const HostTensor& tensor);
 
 // Packed row-major strides for `sizes`. The caller has checked that the product
 // of `sizes` fits (CheckLayout).

@@ -84,21 +84,9 @@ SharedMemoryRegion::~SharedMemoryRegion() {
 absl::StatusOr<Result> RunInSharedMemory(Client& client, const v1::RunRequest& request,
                                          const std::string& region_name) {
   v1::RunRequest shared = request;
-  // Outputs the request leaves to the server (strided_slice, scatter_elements)
-  // get a description, so that they too go to the region: scatter's sizes are
-  // its input's; strided_slice's are asked of the server with a plain Run.
-  if (shared.outputs_size() == 0) {
-    if (shared.has_scatter_elements() && shared.inputs().contains("input")) {
-      shared.add_outputs()->mutable_sizes()->CopyFrom(shared.inputs().at("input").sizes());
-    } else if (shared.has_strided_slice()) {
-      absl::StatusOr<Result> probe = client.Run(request);
-      if (probe.ok()) {
-        for (const HostTensor& output : probe->outputs) {
-          shared.add_outputs()->mutable_sizes()->Assign(output.sizes.begin(), output.sizes.end());
-        }
-      }
-    }
-  }
+  // Outputs the request leaves to the server get a description, so that they
+  // too go to the region.
+  DescribeOutputs(client, shared);
   // Lay out the inputs, then the outputs, each aligned.
   int64_t end = 0;
   int64_t input_elements = 0;
@@ -129,12 +117,13 @@ absl::StatusOr<Result> RunInSharedMemory(Client& client, const v1::RunRequest& r
                    SharedMemoryRegion::Create(key, end));
   for (auto& [name, offset] : input_offsets) {
     v1::Tensor& tensor = (*shared.mutable_inputs())[*name];
+    const int64_t bytes = static_cast<int64_t>(tensor.data().size());
     std::memcpy(region->bytes().data() + offset, tensor.data().data(), tensor.data().size());
+    // Replaces the data: `data` and `shared_memory` are one oneof.
     v1::SharedMemoryRef* ref = tensor.mutable_shared_memory();
     ref->set_region(region_name);
     ref->set_offset(offset);
-    ref->set_byte_length(static_cast<int64_t>(tensor.data().size()));
-    tensor.clear_data();
+    ref->set_byte_length(bytes);
   }
   ASSIGN_OR_RETURN(v1::SharedMemoryRegion registered,
                    client.RegisterSharedMemory(region_name, key, 0));

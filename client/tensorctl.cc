@@ -1,16 +1,34 @@
 // tensorctl: runs conformance cases against a tensord.
 //
-//   tensorctl run --target ADDR [--backend auto|cpu|opencl] [--stream|--chunked] FILE...
-//   tensorctl conformance --target ADDR [--backend B] [--stream|--chunked] PATH...
+//   tensorctl run --target ADDR [--backend auto|cpu|opencl]
+//       [--stream|--chunked|--shared_memory|--handles] [--keep] FILE...
+//   tensorctl conformance --target ADDR [--backend B]
+//       [--stream|--chunked|--shared_memory|--handles] PATH...
 //   tensorctl encode FILE --case NAME [--backend B]
 //   tensorctl health --target ADDR [--service NAME]
 //   tensorctl shm-register --target ADDR --region NAME --key KEY [--byte_size N]
 //   tensorctl shm-unregister --target ADDR --region NAME
 //   tensorctl shm-status --target ADDR [--region NAME]
+//   tensorctl put --target ADDR [--backend auto|cpu] [--ttl_seconds N] PATH...
+//   tensorctl fetch --target ADDR [--strides S,S,...] ID
+//   tensorctl release --target ADDR ID...
+//   tensorctl handles --target ADDR
 //
 // run and conformance with --shared_memory send every case through a shared
 // memory region tensorctl creates: inputs read by the server in place, outputs
-// written by it into the region (unary Run; client/shared_memory.h).
+// written by it into the region (unary Run; client/shared_memory.h). With
+// --handles every case goes through handles (client.h: RunWithHandles): each
+// input is Put, the op runs on the handles with every output kept, the
+// outputs are Fetched (with the case's output strides) and every handle is
+// Released. run --keep keeps every output on the server and prints its handle
+// in place of its data.
+//
+// Handles: put uploads every input of each case (the inputs of case files, as
+// run sends them) and prints one line per input, "CASE:INPUT ID {handle}";
+// fetch prints a handle's tensor as run prints an output (packed, or with
+// --strides); release frees handles; handles lists the caller's handles, one
+// JSON line each. Each exits 1 on an error (put after trying every input).
+//
 // A target may be a Unix socket: unix:///run/tensord/tensord.sock.
 //
 // ADDR is one address, a comma-separated list of replicas' IP addresses, or a
@@ -32,6 +50,7 @@
 
 #include <cstdio>
 #include <iterator>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -42,6 +61,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_split.h"
 #include "absl/strings/string_view.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
@@ -63,15 +83,27 @@ constexpr int kExitUsage = 2;
 
 constexpr absl::string_view kUsage =
     "usage:\n"
-    "  tensorctl run --target ADDR [--backend auto|cpu|opencl] [--stream|--chunked] FILE...\n"
-    "  tensorctl conformance --target ADDR [--backend B] [--stream|--chunked] PATH...\n"
+    "  tensorctl run --target ADDR [--backend auto|cpu|opencl]\n"
+    "      [--stream|--chunked|--shared_memory|--handles] [--keep] FILE...\n"
+    "  tensorctl conformance --target ADDR [--backend B]\n"
+    "      [--stream|--chunked|--shared_memory|--handles] PATH...\n"
     "  tensorctl encode FILE --case NAME [--backend B]\n"
     "  tensorctl health --target ADDR [--service NAME]\n"
     "  tensorctl shm-register --target ADDR --region NAME --key KEY [--byte_size N]\n"
     "  tensorctl shm-unregister --target ADDR --region NAME\n"
     "  tensorctl shm-status --target ADDR [--region NAME]\n"
-    "run, conformance: --shared_memory sends inputs and outputs through a shared memory region\n"
-    "security (run, conformance, health): [--tls] [--ca_file PEM] [--cert_file PEM --key_file "
+    "  tensorctl put --target ADDR [--backend auto|cpu] [--ttl_seconds N] PATH...\n"
+    "  tensorctl fetch --target ADDR [--strides S,S,...] ID\n"
+    "  tensorctl release --target ADDR ID...\n"
+    "  tensorctl handles --target ADDR\n"
+    "run, conformance: --shared_memory sends inputs and outputs through a shared memory region;\n"
+    "  --handles Puts each input, runs on the handles keeping every output, Fetches the\n"
+    "  outputs and Releases every handle. run --keep: outputs stay on the server; prints\n"
+    "  their handles in place of their data.\n"
+    "put: every input of every case in PATH; one line per input: CASE:INPUT ID {handle}.\n"
+    "fetch: the handle's tensor as JSON, packed or with --strides. handles: one JSON line\n"
+    "  per handle (id, dtype, sizes, byte_size, expires_unix_ms, ...).\n"
+    "security (every command but encode): [--tls] [--ca_file PEM] [--cert_file PEM --key_file "
     "PEM]\n"
     "  [--token_file FILE]; or TENSOROP_TLS=1, TENSOROP_CA_FILE, TENSOROP_CERT_FILE,\n"
     "  TENSOROP_KEY_FILE, TENSOROP_TOKEN_FILE. Any file implies --tls.\n"
@@ -82,7 +114,7 @@ constexpr absl::string_view kUsage =
 // A health check answers at once or not at all; Docker's HEALTHCHECK gives 3 s.
 constexpr absl::Duration kHealthDeadline = absl::Seconds(2);
 
-enum class CallStyle { kUnary, kStream, kChunked, kSharedMemory };
+enum class CallStyle { kUnary, kStream, kChunked, kSharedMemory, kHandles };
 
 struct Flags {
   std::string command;
@@ -96,10 +128,32 @@ struct Flags {
   std::string region;  // shm-*
   std::string key;
   int64_t byte_size = 0;
+  bool keep = false;             // run
+  int64_t ttl_seconds = 0;       // put
+  std::vector<int64_t> strides;  // fetch
 };
 
 bool IsSharedMemoryCommand(absl::string_view command) {
   return command == "shm-register" || command == "shm-unregister" || command == "shm-status";
+}
+
+// The commands that name handles rather than case files.
+bool IsHandleIdCommand(absl::string_view command) {
+  return command == "fetch" || command == "release" || command == "handles";
+}
+
+// "2,1" -> {2, 1}.
+absl::StatusOr<std::vector<int64_t>> ParseStrides(absl::string_view text) {
+  std::vector<int64_t> strides;
+  for (absl::string_view part : absl::StrSplit(text, ',')) {
+    int64_t stride = 0;
+    if (!absl::SimpleAtoi(part, &stride)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--strides is a comma-separated list of integers, not \"", text, "\""));
+    }
+    strides.push_back(stride);
+  }
+  return strides;
 }
 
 absl::StatusOr<Flags> ParseFlags(int argc, char** argv) {
@@ -107,13 +161,15 @@ absl::StatusOr<Flags> ParseFlags(int argc, char** argv) {
   Flags flags;
   flags.command = argv[1];
   if (flags.command != "run" && flags.command != "conformance" && flags.command != "encode" &&
-      flags.command != "health" && !IsSharedMemoryCommand(flags.command)) {
+      flags.command != "health" && flags.command != "put" &&
+      !IsSharedMemoryCommand(flags.command) && !IsHandleIdCommand(flags.command)) {
     return absl::InvalidArgumentError(absl::StrCat("unknown command \"", flags.command, "\""));
   }
   std::optional<std::string> backend;
   bool stream = false;
   bool chunked = false;
   bool shared_memory = false;
+  bool handles = false;
   for (int i = 2; i < argc; ++i) {
     absl::string_view arg = argv[i];
     if (!absl::StartsWith(arg, "--")) {
@@ -145,11 +201,33 @@ absl::StatusOr<Flags> ParseFlags(int argc, char** argv) {
       ASSIGN_OR_RETURN(flags.security.key_file, take_value());
     } else if (name == "token_file") {
       ASSIGN_OR_RETURN(flags.security.token_file, take_value());
-    } else if (name == "stream" || name == "chunked" || name == "shared_memory") {
+    } else if (name == "stream" || name == "chunked" || name == "shared_memory" ||
+               name == "handles" || name == "keep") {
       if (value.has_value()) {
         return absl::InvalidArgumentError(absl::StrCat("--", name, " takes no value"));
       }
-      (name == "stream" ? stream : name == "chunked" ? chunked : shared_memory) = true;
+      if (name == "handles" && flags.command != "run" && flags.command != "conformance") {
+        return absl::InvalidArgumentError("--handles is for run and conformance");
+      }
+      if (name == "keep" && flags.command != "run") {
+        return absl::InvalidArgumentError("--keep is for run");
+      }
+      (name == "stream"          ? stream
+       : name == "chunked"       ? chunked
+       : name == "shared_memory" ? shared_memory
+       : name == "handles"       ? handles
+                                 : flags.keep) = true;
+    } else if (name == "ttl_seconds") {
+      if (flags.command != "put") return absl::InvalidArgumentError("--ttl_seconds is for put");
+      ASSIGN_OR_RETURN(std::string text, take_value());
+      if (!absl::SimpleAtoi(text, &flags.ttl_seconds) || flags.ttl_seconds < 0) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("--ttl_seconds is a number of seconds >= 0, not \"", text, "\""));
+      }
+    } else if (name == "strides") {
+      if (flags.command != "fetch") return absl::InvalidArgumentError("--strides is for fetch");
+      ASSIGN_OR_RETURN(std::string text, take_value());
+      ASSIGN_OR_RETURN(flags.strides, ParseStrides(text));
     } else if (name == "region" || name == "key" || name == "byte_size") {
       if (!IsSharedMemoryCommand(flags.command)) {
         return absl::InvalidArgumentError(absl::StrCat("--", name, " is for shm-* commands"));
@@ -184,12 +262,19 @@ absl::StatusOr<Flags> ParseFlags(int argc, char** argv) {
     }
     flags.backend = *parsed;
   }
-  if (static_cast<int>(stream) + static_cast<int>(chunked) + static_cast<int>(shared_memory) > 1) {
-    return absl::InvalidArgumentError("--stream, --chunked and --shared_memory exclude each other");
+  if (static_cast<int>(stream) + static_cast<int>(chunked) + static_cast<int>(shared_memory) +
+          static_cast<int>(handles) >
+      1) {
+    return absl::InvalidArgumentError(
+        "--stream, --chunked, --shared_memory and --handles exclude each other");
+  }
+  if (flags.keep && (shared_memory || handles)) {
+    return absl::InvalidArgumentError("--keep excludes --shared_memory and --handles");
   }
   flags.style = stream          ? CallStyle::kStream
                 : chunked       ? CallStyle::kChunked
                 : shared_memory ? CallStyle::kSharedMemory
+                : handles       ? CallStyle::kHandles
                                 : CallStyle::kUnary;
   if (flags.command != "encode") {
     if (flags.target.empty()) return absl::InvalidArgumentError("--target ADDR is required");
@@ -211,6 +296,18 @@ absl::StatusOr<Flags> ParseFlags(int argc, char** argv) {
     }
     if (flags.command == "shm-register" && flags.key.empty()) {
       return absl::InvalidArgumentError("shm-register needs --key KEY");
+    }
+    return flags;
+  }
+  if (IsHandleIdCommand(flags.command)) {
+    if (flags.command == "fetch" && flags.paths.size() != 1) {
+      return absl::InvalidArgumentError("fetch takes one handle ID");
+    }
+    if (flags.command == "release" && flags.paths.empty()) {
+      return absl::InvalidArgumentError("release takes one or more handle IDs");
+    }
+    if (flags.command == "handles" && !flags.paths.empty()) {
+      return absl::InvalidArgumentError("handles takes no arguments");
     }
     return flags;
   }
@@ -283,6 +380,9 @@ absl::StatusOr<Result> Call(Client& client, ProgressLine& progress, CallStyle st
     case CallStyle::kSharedMemory:
       result = RunInSharedMemory(client, request, absl::StrCat("tensorctl-", getpid()));
       break;
+    case CallStyle::kHandles:
+      result = RunWithHandles(client, request);
+      break;
   }
   progress.Stop();
   return result;
@@ -308,6 +408,7 @@ int RunCases(const Flags& flags, const std::vector<LoadedCase>& cases) {
     } else {
       v1::RunRequest request = loaded.parsed->request;
       request.set_backend(flags.backend);
+      if (flags.keep) KeepOutputs(request);
       result = Call(client, progress, flags.style, request);
       if (conformance) mismatch = FindMismatch(*loaded.parsed, result);
       unreachable |= result.status().code() == absl::StatusCode::kUnavailable;
@@ -359,6 +460,11 @@ int Encode(const Flags& flags, const std::vector<LoadedCase>& cases) {
   return kExitUsage;
 }
 
+// "CODE: message", as the commands below print an error.
+std::string StatusLine(const absl::Status& status) {
+  return absl::StrCat(absl::StatusCodeToString(status.code()), ": ", status.message());
+}
+
 int Health(const Flags& flags) {
   ClientOptions options;
   options.deadline = kHealthDeadline;
@@ -367,8 +473,7 @@ int Health(const Flags& flags) {
   Client client(flags.target, options);
   absl::StatusOr<std::string> status = client.CheckHealth(flags.health_service);
   if (!status.ok()) {
-    std::printf("%s: %s\n", absl::StatusCodeToString(status.status().code()).c_str(),
-                std::string(status.status().message()).c_str());
+    std::printf("%s\n", StatusLine(status.status()).c_str());
     return kExitFailure;
   }
   std::printf("%s\n", status->c_str());
@@ -407,8 +512,64 @@ int SharedMemoryCommand(const Flags& flags) {
     }
   }
   if (!status.ok()) {
-    std::printf("%s: %s\n", absl::StatusCodeToString(status.code()).c_str(),
-                std::string(status.message()).c_str());
+    std::printf("%s\n", StatusLine(status).c_str());
+    return kExitFailure;
+  }
+  return 0;
+}
+
+// put, fetch, release, handles (see the top of this file); `cases` are put's.
+int HandleCommand(const Flags& flags, const std::vector<LoadedCase>& cases) {
+  ClientOptions options;
+  options.security = flags.security;
+  Client client(flags.target, options);
+  absl::Status status;
+  if (flags.command == "put") {
+    const PutOptions put{.backend = flags.backend, .ttl_seconds = flags.ttl_seconds};
+    for (const LoadedCase& loaded : cases) {
+      if (!loaded.parsed.ok()) {
+        status = loaded.parsed.status();
+        std::printf("%s invalid case: %s\n", loaded.name.c_str(),
+                    std::string(status.message()).c_str());
+        continue;
+      }
+      std::map<std::string, v1::Tensor> inputs(loaded.parsed->request.inputs().begin(),
+                                               loaded.parsed->request.inputs().end());
+      for (auto& [name, tensor] : inputs) {
+        const std::string label = absl::StrCat(loaded.name, ":", name);
+        absl::StatusOr<v1::TensorHandle> handle = client.Put(HostTensorFromProto(tensor), put);
+        if (handle.ok()) {
+          std::printf("%s %s %s\n", label.c_str(), handle->id().c_str(),
+                      HandleToJson(*handle).c_str());
+        } else {
+          status = handle.status();
+          std::printf("%s %s\n", label.c_str(), StatusLine(status).c_str());
+        }
+      }
+    }
+    return status.ok() ? 0 : kExitFailure;
+  }
+  if (flags.command == "fetch") {
+    absl::StatusOr<HostTensor> tensor = client.Fetch(flags.paths[0], flags.strides);
+    absl::StatusOr<std::string> json = tensor.ok() ? TensorToJson(*tensor) : tensor.status();
+    status = json.status();
+    if (json.ok()) std::printf("%s\n", json->c_str());
+  } else if (flags.command == "release") {
+    status = client.Release(flags.paths);
+    if (status.ok()) {
+      for (const std::string& id : flags.paths) std::printf("released %s\n", id.c_str());
+    }
+  } else {
+    absl::StatusOr<std::vector<v1::TensorHandle>> handles = client.ListAllHandles();
+    status = handles.status();
+    if (handles.ok()) {
+      for (const v1::TensorHandle& handle : *handles) {
+        std::printf("%s\n", HandleToJson(handle).c_str());
+      }
+    }
+  }
+  if (!status.ok()) {
+    std::printf("%s\n", StatusLine(status).c_str());
     return kExitFailure;
   }
   return 0;
@@ -423,12 +584,14 @@ int Main(int argc, char** argv) {
   }
   if (flags->command == "health") return Health(*flags);
   if (IsSharedMemoryCommand(flags->command)) return SharedMemoryCommand(*flags);
+  if (IsHandleIdCommand(flags->command)) return HandleCommand(*flags, {});
   absl::StatusOr<std::vector<LoadedCase>> cases = LoadAll(flags->paths);
   if (!cases.ok()) {
     std::fprintf(stderr, "tensorctl: %s\n", std::string(cases.status().message()).c_str());
     return kExitUsage;
   }
   if (flags->command == "encode") return Encode(*flags, *cases);
+  if (flags->command == "put") return HandleCommand(*flags, *cases);
   return RunCases(*flags, *cases);
 }
 

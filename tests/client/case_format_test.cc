@@ -532,6 +532,56 @@ TEST(TensorToJsonTest, PacksLogicalValuesAndKeepsStrides) {
                        Eq("sizes [4294967296] hold more than 4294967295 elements")));
 }
 
+v1::TensorHandle SampleHandle() {
+  v1::TensorHandle handle;
+  handle.set_id("0123456789abcdef0123456789abcdef");
+  handle.set_replica("10.0.0.1:50051");
+  handle.set_dtype(v1::INT16);
+  handle.add_sizes(2);
+  handle.add_sizes(3);
+  handle.add_strides(4);
+  handle.add_strides(1);
+  handle.set_backend("cpu");
+  handle.set_byte_size(14);
+  handle.set_expires_unix_ms(1700000060000);
+  handle.set_last_use_unix_ms(1700000000000);
+  return handle;
+}
+
+TEST(HandleToJsonTest, RendersEveryField) {
+  EXPECT_EQ(HandleToJson(SampleHandle()),
+            R"({"id":"0123456789abcdef0123456789abcdef","replica":"10.0.0.1:50051",)"
+            R"("dtype":"int16","sizes":[2,3],"strides":[4,1],"backend":"cpu","device_index":0,)"
+            R"("byte_size":14,"expires_unix_ms":1700000060000,"last_use_unix_ms":1700000000000})");
+}
+
+TEST(TensorToJsonTest, AKeptOutputShowsItsHandleInPlaceOfData) {
+  HostTensor kept{v1::INT16, {2, 3}, {4, 1}, ""};
+  kept.handle = SampleHandle();
+  EXPECT_THAT(TensorToJson(kept),
+              IsOkAndHolds(Eq(absl::StrCat(R"({"dtype":"int16","sizes":[2,3],"strides":[4,1],)",
+                                           R"("handle":)", HandleToJson(SampleHandle()), "}"))));
+  const std::string line = RunLineJson("slice/kept", Result{{kept}, "cpu"});
+  ASSERT_TRUE(nlohmann::json::accept(line)) << line;
+  EXPECT_EQ(nlohmann::json::parse(line)["outputs"][0]["handle"]["id"],
+            "0123456789abcdef0123456789abcdef");
+}
+
+TEST(LayoutBytesTest, PackedStridedAndEmpty) {
+  EXPECT_THAT(LayoutBytes(HostTensor{v1::INT16, {2, 3}, {}, ""}), IsOkAndHolds(12));
+  // Padded rows: the last row ends at element 1 + 4 + 2 = 7.
+  EXPECT_THAT(LayoutBytes(HostTensor{v1::INT16, {2, 3}, {4, 1}, ""}), IsOkAndHolds(14));
+  EXPECT_THAT(LayoutBytes(HostTensor{v1::UINT8, {5, 3}, {0, 1}, ""}), IsOkAndHolds(3));
+  EXPECT_THAT(LayoutBytes(HostTensor{v1::UINT8, {0, 3}, {9, 1}, ""}), IsOkAndHolds(0));
+  EXPECT_THAT(LayoutBytes(HostTensor{v1::UINT8, {2}, {-1}, ""}),
+              StatusIs(absl::StatusCode::kInvalidArgument, Eq("strides[0] is negative (-1)")));
+  // The data does not matter to LayoutBytes; CheckLayout wants enough of it.
+  EXPECT_THAT(CheckLayout(HostTensor{v1::UINT8, {2, 3}, {4, 1}, "abcdefg"}), IsOkAndHolds(6));
+  EXPECT_THAT(CheckLayout(HostTensor{v1::UINT8, {2, 3}, {4, 1}, "abcdef"}),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       Eq("data holds 6 bytes but strides [4,1] over sizes [2,3] reach 7")));
+}
+
 TEST(RunLineJsonTest, RendersResultsAndErrors) {
   EXPECT_EQ(RunLineJson("slice/a", OneOutput(Uint8({2}, {1}, "\1\2"))),
             R"({"name":"slice/a","backend":"cpu","outputs":[)"

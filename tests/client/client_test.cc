@@ -14,6 +14,7 @@
 #include <memory>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "gmock/gmock.h"
@@ -40,6 +41,10 @@ class FakeTensorOp final : public v1::TensorOp::Service {
   std::function<grpc::Status(const v1::RunRequest&, ResultWriter*)> run_stream;
   std::function<grpc::Status(BidiStream*)> run_bidi;
   std::function<grpc::Status(grpc::ServerContext*, ChunkedStream*)> run_chunked;
+  std::function<grpc::Status(grpc::ServerReader<v1::PutPart>*, v1::TensorHandle*)> put;
+  std::function<grpc::Status(const v1::FetchRequest&, ResultWriter*)> fetch;
+  std::function<grpc::Status(const v1::ReleaseRequest&)> release;
+  std::function<grpc::Status(const v1::ListHandlesRequest&, v1::ListHandlesResponse*)> list_handles;
   std::atomic<int> calls{0};
 
   grpc::Status Run(grpc::ServerContext*, const v1::RunRequest* request,
@@ -59,6 +64,26 @@ class FakeTensorOp final : public v1::TensorOp::Service {
   grpc::Status RunChunked(grpc::ServerContext* context, ChunkedStream* stream) override {
     ++calls;
     return run_chunked ? run_chunked(context, stream) : Unimplemented();
+  }
+  grpc::Status Put(grpc::ServerContext*, grpc::ServerReader<v1::PutPart>* reader,
+                   v1::TensorHandle* handle) override {
+    ++calls;
+    return put ? put(reader, handle) : Unimplemented();
+  }
+  grpc::Status Fetch(grpc::ServerContext*, const v1::FetchRequest* request,
+                     grpc::ServerWriter<v1::ResultPart>* writer) override {
+    ++calls;
+    return fetch ? fetch(*request, writer) : Unimplemented();
+  }
+  grpc::Status Release(grpc::ServerContext*, const v1::ReleaseRequest* request,
+                       v1::ReleaseResponse*) override {
+    ++calls;
+    return release ? release(*request) : Unimplemented();
+  }
+  grpc::Status ListHandles(grpc::ServerContext*, const v1::ListHandlesRequest* request,
+                           v1::ListHandlesResponse* response) override {
+    ++calls;
+    return list_handles ? list_handles(*request, response) : Unimplemented();
   }
 
  private:
@@ -472,6 +497,197 @@ TEST_F(ClientTest, DeadlineEndsACallThatNeverAnswers) {
   (*request.mutable_inputs())["input"] = Uint8Tensor({4}, {}, "abcd");
   EXPECT_THAT(MakeClient(options).RunChunked(request),
               StatusIs(absl::StatusCode::kDeadlineExceeded, Eq("Deadline Exceeded")));
+}
+
+// ---- Handles -------------------------------------------------------------------
+
+v1::TensorHandle Handle(std::string id, std::vector<int64_t> sizes) {
+  v1::TensorHandle handle;
+  handle.set_id(std::move(id));
+  handle.set_dtype(v1::UINT8);
+  for (int64_t size : sizes) handle.add_sizes(size);
+  handle.add_strides(1);
+  handle.set_backend("cpu");
+  return handle;
+}
+
+TEST_F(ClientTest, RunReturnsAKeptOutputWithItsHandleAndNoData) {
+  service_.run = [](const v1::RunRequest&, v1::RunResponse* response) {
+    v1::Tensor& kept = *response->add_outputs();
+    kept.set_dtype(v1::UINT8);
+    kept.add_sizes(3);
+    kept.add_strides(1);
+    *kept.mutable_handle() = Handle("00ff", {3});
+    *response->add_outputs() = Uint8Tensor({2}, {1}, "ab");
+    return grpc::Status::OK;
+  };
+  v1::RunRequest request = Request("a");
+  request.add_outputs()->set_keep(true);
+  request.add_outputs();
+  ASSERT_OK_AND_ASSIGN(const Result result, MakeClient().Run(request));
+  ASSERT_EQ(result.outputs.size(), 2u);
+  ASSERT_TRUE(result.outputs[0].handle.has_value());
+  EXPECT_EQ(result.outputs[0].handle->id(), "00ff");
+  EXPECT_THAT(result.outputs[0].sizes, ElementsAre(3));
+  EXPECT_EQ(result.outputs[0].data, "");
+  EXPECT_FALSE(result.outputs[1].handle.has_value());
+  EXPECT_EQ(result.outputs[1].data, "ab");
+
+  // Kept, yet answered without a handle: not an answer to this request.
+  v1::RunRequest both_kept = request;
+  both_kept.mutable_outputs(1)->set_keep(true);
+  EXPECT_THAT(MakeClient().Run(both_kept),
+              StatusIs(absl::StatusCode::kInternal,
+                       Eq("server broke the protocol: output 1 was kept, yet the answer has no "
+                          "handle")));
+}
+
+TEST_F(ClientTest, RunStreamTakesAKeptOutputsHeaderWithoutChunks) {
+  service_.run_stream = [](const v1::RunRequest& request, ResultWriter* writer) {
+    v1::ResultPart kept = Header(0, 0, {4});
+    *kept.mutable_header()->mutable_handle() = Handle("abcd", {4});
+    if (request.id() == "lying") kept.mutable_header()->set_byte_length(4);
+    writer->Write(kept);
+    writer->Write(Header(1, 2, {2}));
+    writer->Write(Chunk("xy"));
+    return grpc::Status::OK;
+  };
+  ASSERT_OK_AND_ASSIGN(const Result result, MakeClient().RunStream(Request("a")));
+  ASSERT_EQ(result.outputs.size(), 2u);
+  ASSERT_TRUE(result.outputs[0].handle.has_value());
+  EXPECT_EQ(result.outputs[0].handle->id(), "abcd");
+  EXPECT_EQ(result.outputs[0].data, "");
+  EXPECT_EQ(result.outputs[1].data, "xy");
+  EXPECT_THAT(MakeClient().RunStream(Request("lying")),
+              StatusIs(absl::StatusCode::kInternal,
+                       Eq("server broke the protocol: output 0 was kept, yet 4 bytes are "
+                          "announced for it")));
+}
+
+TEST_F(ClientTest, PutSendsTheHeaderThenTheLayoutsBytesInChunks) {
+  v1::PutHeader header;
+  std::vector<std::string> chunks;
+  service_.put = [&](grpc::ServerReader<v1::PutPart>* reader, v1::TensorHandle* handle) {
+    v1::PutPart part;
+    if (!reader->Read(&part) || !part.has_header()) {
+      return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "no header first");
+    }
+    header = part.header();
+    while (reader->Read(&part)) chunks.push_back(part.chunk());
+    *handle = Handle("0123", {header.sizes().begin(), header.sizes().end()});
+    return grpc::Status::OK;
+  };
+  // Padded rows, and two bytes past the layout's last element: 2 rows of 3
+  // with stride 4 take 7 bytes.
+  const HostTensor tensor{v1::UINT8, {2, 3}, {4, 1}, "abc_defXY"};
+  std::vector<Progress> progress;
+  ClientOptions options;
+  options.progress = [&progress](const Progress& p) { progress.push_back(p); };
+  ASSERT_OK_AND_ASSIGN(
+      const v1::TensorHandle handle,
+      MakeClient(options).Put(tensor, {.backend = v1::CPU, .ttl_seconds = 90, .chunk_bytes = 3}));
+  EXPECT_EQ(handle.id(), "0123");
+  EXPECT_EQ(header.dtype(), v1::UINT8);
+  EXPECT_THAT(header.sizes(), ElementsAre(2, 3));
+  EXPECT_THAT(header.strides(), ElementsAre(4, 1));
+  EXPECT_EQ(header.backend(), v1::CPU);
+  EXPECT_FALSE(header.has_device_index());
+  EXPECT_EQ(header.ttl_seconds(), 90);
+  EXPECT_THAT(chunks, ElementsAre("abc", "_de", "f"));
+  ASSERT_FALSE(progress.empty());
+  EXPECT_EQ(progress.back().done, 7);
+  EXPECT_EQ(progress.back().total, 7);
+
+  // Packed bytes go as they are, even when wrong: the server judges them.
+  chunks.clear();
+  ASSERT_OK(MakeClient().Put(HostTensor{v1::UINT8, {2}, {}, "abc"}).status());
+  EXPECT_THAT(chunks, ElementsAre("abc"));
+  EXPECT_THAT(header.strides(), ElementsAre());
+  EXPECT_EQ(header.backend(), v1::AUTO);
+  EXPECT_EQ(header.ttl_seconds(), 0);
+}
+
+TEST_F(ClientTest, PutPassesTheServersStatusThrough) {
+  service_.put = [](grpc::ServerReader<v1::PutPart>* reader, v1::TensorHandle*) {
+    v1::PutPart part;
+    reader->Read(&part);
+    return grpc::Status(grpc::StatusCode::UNIMPLEMENTED, "header.backend: handles live in host");
+  };
+  EXPECT_THAT(
+      MakeClient().Put(HostTensor{v1::UINT8, {1 << 20}, {}, std::string(1 << 20, 'x')},
+                       {.backend = v1::OPENCL, .chunk_bytes = 1024}),
+      StatusIs(absl::StatusCode::kUnimplemented, Eq("header.backend: handles live in host")));
+}
+
+TEST_F(ClientTest, FetchReassemblesOneTensor) {
+  v1::FetchRequest asked;
+  service_.fetch = [&asked](const v1::FetchRequest& request, ResultWriter* writer) {
+    asked = request;
+    if (request.id() == "two") {
+      writer->Write(Header(0, 1, {1}));
+      writer->Write(Chunk("a"));
+      writer->Write(Header(1, 1, {1}));
+      writer->Write(Chunk("b"));
+      return grpc::Status::OK;
+    }
+    if (request.id() == "gone") {
+      return grpc::Status(grpc::StatusCode::NOT_FOUND, "no handle \"gone\"");
+    }
+    writer->Write(Header(0, 4, {4}));
+    writer->Write(Chunk("ab"));
+    writer->Write(Chunk("cd"));
+    return grpc::Status::OK;
+  };
+  const std::vector<int64_t> strides = {1};
+  ASSERT_OK_AND_ASSIGN(const HostTensor tensor, MakeClient().Fetch("0123", strides));
+  EXPECT_EQ(asked.id(), "0123");
+  EXPECT_THAT(asked.strides(), ElementsAre(1));
+  EXPECT_EQ(tensor.dtype, v1::UINT8);
+  EXPECT_THAT(tensor.sizes, ElementsAre(4));
+  EXPECT_EQ(tensor.data, "abcd");
+  EXPECT_FALSE(tensor.handle.has_value());
+  EXPECT_THAT(MakeClient().Fetch("gone"),
+              StatusIs(absl::StatusCode::kNotFound, Eq("no handle \"gone\"")));
+  EXPECT_THAT(asked.strides(), ElementsAre());
+  EXPECT_THAT(MakeClient().Fetch("two"),
+              StatusIs(absl::StatusCode::kInternal,
+                       Eq("server broke the protocol: Fetch answered 2 outputs; expected one "
+                          "tensor with its data")));
+}
+
+TEST_F(ClientTest, ReleaseSendsTheIdsAndListAllHandlesReadsEveryPage) {
+  std::vector<std::string> released;
+  service_.release = [&released](const v1::ReleaseRequest& request) {
+    released.assign(request.ids().begin(), request.ids().end());
+    return grpc::Status::OK;
+  };
+  ASSERT_OK(MakeClient().Release({"a1", "b2"}));
+  EXPECT_THAT(released, ElementsAre("a1", "b2"));
+
+  std::vector<std::pair<int, std::string>> pages;  // page_size, page_token
+  service_.list_handles = [&pages](const v1::ListHandlesRequest& request,
+                                   v1::ListHandlesResponse* response) {
+    pages.emplace_back(request.page_size(), request.page_token());
+    if (request.page_token().empty()) {
+      *response->add_handles() = Handle("01", {1});
+      *response->add_handles() = Handle("02", {2});
+      response->set_next_page_token("02");
+    } else {
+      *response->add_handles() = Handle("03", {3});
+    }
+    return grpc::Status::OK;
+  };
+  ASSERT_OK_AND_ASSIGN(const std::vector<v1::TensorHandle> handles, MakeClient().ListAllHandles());
+  ASSERT_EQ(handles.size(), 3u);
+  EXPECT_EQ(handles[0].id(), "01");
+  EXPECT_EQ(handles[2].id(), "03");
+  EXPECT_THAT(handles[2].sizes(), ElementsAre(3));
+  EXPECT_THAT(
+      pages, ElementsAre(std::pair<int, std::string>{0, ""}, std::pair<int, std::string>{0, "02"}));
+  ASSERT_OK_AND_ASSIGN(const v1::ListHandlesResponse page, MakeClient().ListHandles(5, "02"));
+  EXPECT_EQ(page.handles_size(), 1);
+  EXPECT_EQ(page.next_page_token(), "");
+  EXPECT_EQ(pages.back(), (std::pair<int, std::string>{5, "02"}));
 }
 
 TEST(UnreachableTest, EveryCallIsUnavailable) {

@@ -1,6 +1,7 @@
 // The client and tensorctl against the real tensord: every public conformance
-// case through each of the four RPCs, compared exactly, and tensorctl's commands
-// as a user runs them.
+// case through each of the four RPCs and through handles, compared exactly,
+// handles (Put, Fetch, Release, ListHandles, kept outputs), and tensorctl's
+// commands as a user runs them.
 #include <netinet/in.h>
 #include <signal.h>
 #include <sys/socket.h>
@@ -15,6 +16,7 @@
 #include <ostream>
 #include <string>
 #include <tuple>
+#include <utility>
 #include <vector>
 
 #include "absl/strings/ascii.h"
@@ -41,10 +43,12 @@ using ::tensorop::testing::StatusIs;
 using ::tensorop::testing::TempFiles;
 using ::tensorop::testing::TensorctlPath;
 using ::tensorop::testing::TensordProcess;
+using ::testing::AllOf;
 using ::testing::ElementsAre;
 using ::testing::Eq;
 using ::testing::HasSubstr;
 using ::testing::MatchesRegex;
+using ::testing::Not;
 using ::testing::SizeIs;
 
 // The public cases, read once. A case that does not parse fails its test (and
@@ -225,6 +229,201 @@ TEST(LargeTransferTest, ChunkedUploadAndStreamedResultNeedNoRaisedMessageLimit) 
               StatusIs(absl::StatusCode::kResourceExhausted, HasSubstr("larger than max")));
 }
 
+// ---- Handles: Put, Fetch, Release, ListHandles, kept outputs ---------------------
+
+class HandleTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() { server_ = new TensordProcess(); }
+  static void TearDownTestSuite() {
+    delete server_;
+    server_ = nullptr;
+  }
+
+  static TensordProcess* server_;
+};
+
+TensordProcess* HandleTest::server_ = nullptr;
+
+// int16 [3,4] holding 0x0100 + 0 .. 0x0100 + 11 (every byte distinct from its
+// neighbour), packed.
+HostTensor Int16Tensor() {
+  HostTensor tensor{v1::INT16, {3, 4}, {}, ""};
+  for (int i = 0; i < 12; ++i) {
+    tensor.data.push_back(static_cast<char>(i));
+    tensor.data.push_back(1);
+  }
+  return tensor;
+}
+
+TEST_F(HandleTest, PutThenFetchIsByteExactPackedAndPadded) {
+  Client client(server_->target());
+  const HostTensor tensor = Int16Tensor();
+  // 5-byte chunks: elements straddle chunks.
+  ASSERT_OK_AND_ASSIGN(const v1::TensorHandle handle,
+                       client.Put(tensor, {.ttl_seconds = 60, .chunk_bytes = 5}));
+  EXPECT_THAT(handle.id(), MatchesRegex("[0-9a-f]{32}"));
+  EXPECT_EQ(handle.dtype(), v1::INT16);
+  EXPECT_THAT(handle.sizes(), ElementsAre(3, 4));
+  EXPECT_THAT(handle.strides(), ElementsAre(4, 1));
+  EXPECT_EQ(handle.backend(), "cpu");
+  EXPECT_EQ(handle.device_index(), 0);
+  EXPECT_EQ(handle.byte_size(), 24);
+  EXPECT_EQ(handle.expires_unix_ms() - handle.last_use_unix_ms(), 60000);
+
+  ASSERT_OK_AND_ASSIGN(const HostTensor packed, client.Fetch(handle.id()));
+  EXPECT_EQ(packed.dtype, v1::INT16);
+  EXPECT_THAT(packed.sizes, ElementsAre(3, 4));
+  EXPECT_THAT(packed.strides, ElementsAre(4, 1));
+  EXPECT_TRUE(packed.data == tensor.data);
+
+  // Rows padded to 6 elements: 2 * 6 + 4 = 16 elements, the padding zero.
+  const std::vector<int64_t> padded_strides = {6, 1};
+  ASSERT_OK_AND_ASSIGN(const HostTensor padded, client.Fetch(handle.id(), padded_strides));
+  EXPECT_THAT(padded.strides, ElementsAre(6, 1));
+  const std::string zeros(4, '\0');
+  EXPECT_TRUE(padded.data == tensor.data.substr(0, 8) + zeros + tensor.data.substr(8, 8) + zeros +
+                                 tensor.data.substr(16, 8))
+      << padded.data.size();
+
+  // A strided tensor is put with its layout's bytes only (the case format's
+  // padded rows carry trailing padding), and keeps its strides.
+  ASSERT_OK_AND_ASSIGN(const v1::TensorHandle strided,
+                       client.Put(HostTensor{v1::UINT8, {2, 3}, {5, 1}, "ABC__DEF__"}));
+  EXPECT_THAT(strided.strides(), ElementsAre(5, 1));
+  EXPECT_EQ(strided.byte_size(), 8);
+  ASSERT_OK_AND_ASSIGN(const HostTensor unpadded, client.Fetch(strided.id()));
+  EXPECT_EQ(unpadded.data, "ABCDEF");
+  ASSERT_OK(client.Release({handle.id(), strided.id()}));
+}
+
+TEST_F(HandleTest, PutRejectsBytesThatDoNotFillTheLayout) {
+  Client client(server_->target());
+  EXPECT_THAT(client.Put(HostTensor{v1::UINT8, {2, 3}, {}, "ABCDE"}),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       Eq("Put: the stream ended after 5 of the 6 bytes the header's layout "
+                          "takes")));
+  EXPECT_THAT(client.Put(HostTensor{v1::UINT8, {2}, {}, "AB"}, {.backend = v1::OPENCL}),
+              StatusIs(absl::StatusCode::kUnimplemented, HasSubstr("header.backend")));
+}
+
+TEST_F(HandleTest, SliceOfAHandleKeepsItsOutputUntilReleased) {
+  Client client(server_->target());
+  // int32 [4,4] holding 0..15.
+  HostTensor input{v1::INT32, {4, 4}, {}, ""};
+  for (int32_t i = 0; i < 16; ++i) input.data.append(reinterpret_cast<const char*>(&i), 4);
+  ASSERT_OK_AND_ASSIGN(const v1::TensorHandle put, client.Put(input));
+
+  // Rows 1 and 2, columns 0 and 2: [[4, 6], [8, 10]].
+  v1::RunRequest request;
+  request.set_id("kept-slice");
+  request.set_backend(v1::CPU);
+  v1::SliceAttrs& slice = *request.mutable_slice();
+  slice.mutable_offsets()->Add(1);
+  slice.mutable_offsets()->Add(0);
+  slice.mutable_window_sizes()->Add(2);
+  slice.mutable_window_sizes()->Add(4);
+  slice.mutable_window_strides()->Add(1);
+  slice.mutable_window_strides()->Add(2);
+  (*request.mutable_inputs())["input"].mutable_handle()->set_id(put.id());
+  v1::OutputDesc& output = *request.add_outputs();
+  output.add_sizes(2);
+  output.add_sizes(2);
+  output.set_keep(true);
+
+  const std::string expected = [] {
+    std::string bytes;
+    for (int32_t value : {4, 6, 8, 10}) bytes.append(reinterpret_cast<const char*>(&value), 4);
+    return bytes;
+  }();
+  std::vector<std::string> kept_ids;
+  for (bool stream : {false, true}) {
+    SCOPED_TRACE(stream ? "RunStream" : "Run");
+    ASSERT_OK_AND_ASSIGN(const Result result,
+                         stream ? client.RunStream(request) : client.Run(request));
+    EXPECT_EQ(result.backend, "cpu");
+    ASSERT_THAT(result.outputs, SizeIs(1));
+    const HostTensor& kept = result.outputs[0];
+    ASSERT_TRUE(kept.handle.has_value());
+    EXPECT_EQ(kept.data, "");
+    EXPECT_EQ(kept.dtype, v1::INT32);
+    EXPECT_THAT(kept.sizes, ElementsAre(2, 2));
+    EXPECT_THAT(kept.handle->id(), MatchesRegex("[0-9a-f]{32}"));
+    EXPECT_NE(kept.handle->id(), put.id());
+    EXPECT_EQ(kept.handle->dtype(), v1::INT32);
+    EXPECT_THAT(kept.handle->sizes(), ElementsAre(2, 2));
+    EXPECT_EQ(kept.handle->byte_size(), 16);
+    ASSERT_OK_AND_ASSIGN(const HostTensor fetched, client.Fetch(kept.handle->id()));
+    EXPECT_THAT(fetched.sizes, ElementsAre(2, 2));
+    EXPECT_TRUE(fetched.data == expected);
+    kept_ids.push_back(kept.handle->id());
+  }
+
+  kept_ids.push_back(put.id());
+  ASSERT_OK(client.Release(kept_ids));
+  EXPECT_THAT(client.Run(request),
+              StatusIs(absl::StatusCode::kNotFound,
+                       AllOf(HasSubstr("inputs[\"input\"].handle"), HasSubstr("does not exist"))));
+  EXPECT_THAT(client.Fetch(kept_ids[0]),
+              StatusIs(absl::StatusCode::kNotFound, HasSubstr("does not exist")));
+  // Releasing again, or an id never made, is still OK.
+  EXPECT_TRUE(client.Release({put.id(), "not-a-handle"}).ok());
+}
+
+TEST(HandleListTest, ListHandlesPagesThroughTheCallersHandles) {
+  TensordProcess server;  // its own: exactly these handles
+  Client client(server.target());
+  std::vector<std::string> ids;
+  for (int i = 0; i < 3; ++i) {
+    ASSERT_OK_AND_ASSIGN(const v1::TensorHandle handle,
+                         client.Put(HostTensor{v1::UINT8, {i + 1}, {}, std::string(i + 1, 'x')}));
+    ids.push_back(handle.id());
+  }
+  auto listed_ids = [&client]() {
+    std::vector<std::string> listed;
+    absl::StatusOr<std::vector<v1::TensorHandle>> handles = client.ListAllHandles();
+    EXPECT_TRUE(handles.ok()) << handles.status();
+    for (const v1::TensorHandle& handle : handles.value_or(std::vector<v1::TensorHandle>{})) {
+      listed.push_back(handle.id());
+    }
+    return listed;
+  };
+  std::vector<std::string> sorted = ids;
+  std::sort(sorted.begin(), sorted.end());
+  EXPECT_EQ(listed_ids(), sorted);  // by id
+
+  ASSERT_OK_AND_ASSIGN(const v1::ListHandlesResponse first, client.ListHandles(2));
+  ASSERT_EQ(first.handles_size(), 2);
+  EXPECT_EQ(first.handles(0).id(), sorted[0]);
+  EXPECT_EQ(first.handles(1).byte_size(), first.handles(1).sizes(0));
+  EXPECT_FALSE(first.next_page_token().empty());
+  ASSERT_OK_AND_ASSIGN(const v1::ListHandlesResponse second,
+                       client.ListHandles(2, first.next_page_token()));
+  ASSERT_EQ(second.handles_size(), 1);
+  EXPECT_EQ(second.handles(0).id(), sorted[2]);
+  EXPECT_EQ(second.next_page_token(), "");
+  EXPECT_THAT(client.ListHandles(1001), StatusIs(absl::StatusCode::kInvalidArgument,
+                                                 Eq("page_size must be in [0, 1000], got 1001")));
+
+  ASSERT_OK(client.Release(ids));
+  EXPECT_THAT(listed_ids(), SizeIs(0));
+}
+
+TEST_F(HandleTest, RunWithHandlesMatchesEveryPublicCase) {
+  Client client(server_->target());
+  for (v1::Backend backend : kBackends) {
+    for (const LoadedCase& loaded : PublicCases()) {
+      ASSERT_TRUE(loaded.parsed.ok()) << loaded.parsed.status();
+      v1::RunRequest request = loaded.parsed->request;
+      request.set_backend(backend);
+      EXPECT_EQ(FindMismatch(*loaded.parsed, RunWithHandles(client, request)), std::nullopt)
+          << v1::Backend_Name(backend) << " " << loaded.name;
+    }
+  }
+  // Nothing is left behind.
+  ASSERT_OK_AND_ASSIGN(const std::vector<v1::TensorHandle> left, client.ListAllHandles());
+  EXPECT_EQ(left.size(), 0u);
+}
+
 // ---- tensorctl ----------------------------------------------------------------
 
 class TensorctlTest : public ::testing::Test {
@@ -266,7 +465,9 @@ TEST_F(TensorctlTest, ConformancePassesEveryPublicCase) {
                                                 {"--backend", "opencl"},
                                                 {"--backend", "cpu", "--stream"},
                                                 {"--backend", "opencl", "--stream"},
-                                                {"--chunked"}}) {
+                                                {"--chunked"},
+                                                {"--backend", "cpu", "--handles"},
+                                                {"--backend", "opencl", "--handles"}}) {
     std::vector<std::string> command = {TensorctlPath(), "conformance", "--target",
                                         server_->target()};
     command.insert(command.end(), style.begin(), style.end());
@@ -336,6 +537,117 @@ TEST_F(TensorctlTest, RunStreamPrintsTheSameLines) {
   // 64-bit values beyond 2^53 come back as strings.
   EXPECT_EQ(nlohmann::json::parse(lines[0])["outputs"][0]["data"],
             nlohmann::json::parse(R"([7, "-4611686018427387907", "4611686018427387905"])"));
+}
+
+TEST_F(TensorctlTest, PutFetchHandlesAndReleaseAHandle) {
+  const std::string file = CaseFile({"slice/layout_padded_rows"});
+  const CommandResult put = RunCommand(
+      {TensorctlPath(), "put", "--target", server_->target(), "--ttl_seconds", "120", file});
+  ASSERT_EQ(put.exit_code, 0) << put.out << put.err;
+  const std::vector<std::string> put_lines = Lines(put.out);
+  ASSERT_THAT(put_lines, SizeIs(1));
+  const std::vector<std::string> fields = absl::StrSplit(put_lines[0], absl::MaxSplits(' ', 2));
+  ASSERT_THAT(fields, SizeIs(3));
+  EXPECT_EQ(fields[0], "slice/layout_padded_rows:input");
+  const std::string id = fields[1];
+  EXPECT_THAT(id, MatchesRegex("[0-9a-f]{32}"));
+  const nlohmann::json handle = nlohmann::json::parse(fields[2]);
+  EXPECT_EQ(handle["id"], id);
+  EXPECT_EQ(handle["dtype"], "uint8");
+  EXPECT_EQ(handle["sizes"], nlohmann::json::parse("[2,3]"));
+  EXPECT_EQ(handle["strides"], nlohmann::json::parse("[5,1]"));
+  EXPECT_EQ(handle["byte_size"], 8);
+  EXPECT_EQ(handle["expires_unix_ms"].get<int64_t>() - handle["last_use_unix_ms"].get<int64_t>(),
+            120000);
+
+  const CommandResult fetch =
+      RunCommand({TensorctlPath(), "fetch", "--target", server_->target(), id});
+  EXPECT_EQ(fetch.exit_code, 0) << fetch.err;
+  EXPECT_EQ(fetch.out,
+            R"({"dtype":"uint8","sizes":[2,3],"strides":[3,1],"data":[65,66,67,68,69,70]})"
+            "\n");
+  const CommandResult strided =
+      RunCommand({TensorctlPath(), "fetch", "--target", server_->target(), "--strides", "1,2", id});
+  EXPECT_EQ(strided.exit_code, 0) << strided.err;
+  EXPECT_EQ(strided.out,
+            R"({"dtype":"uint8","sizes":[2,3],"strides":[1,2],"data":[65,66,67,68,69,70]})"
+            "\n");
+
+  const CommandResult handles =
+      RunCommand({TensorctlPath(), "handles", "--target", server_->target()});
+  EXPECT_EQ(handles.exit_code, 0) << handles.err;
+  // One JSON line per handle, this one among them.
+  int listed = 0;
+  for (const std::string& line : Lines(handles.out)) {
+    listed += nlohmann::json::parse(line)["id"] == id ? 1 : 0;
+  }
+  EXPECT_EQ(listed, 1) << handles.out;
+
+  const CommandResult release =
+      RunCommand({TensorctlPath(), "release", "--target", server_->target(), id});
+  EXPECT_EQ(release.exit_code, 0) << release.err;
+  EXPECT_EQ(release.out, "released " + id + "\n");
+  const CommandResult gone =
+      RunCommand({TensorctlPath(), "fetch", "--target", server_->target(), id});
+  EXPECT_EQ(gone.exit_code, 1);
+  EXPECT_THAT(gone.out, ::testing::StartsWith("NOT_FOUND: "));
+  EXPECT_THAT(gone.out, HasSubstr("does not exist"));
+  EXPECT_THAT(RunCommand({TensorctlPath(), "handles", "--target", server_->target()}).out,
+              Not(HasSubstr(id)));
+}
+
+TEST_F(TensorctlTest, RunKeepPrintsHandlesWhoseBytesAreTheOutputs) {
+  const std::string file = CaseFile({"slice/doc_example_1_positive_strides"});
+  for (const char* style : {"", "--stream"}) {
+    SCOPED_TRACE(style);
+    std::vector<std::string> command = {TensorctlPath(),   "run",       "--keep", "--target",
+                                        server_->target(), "--backend", "cpu"};
+    if (*style != '\0') command.push_back(style);
+    command.push_back(file);
+    const CommandResult run = RunCommand(command);
+    EXPECT_EQ(run.exit_code, 0) << run.err;
+    const std::vector<std::string> lines = Lines(run.out);
+    ASSERT_THAT(lines, SizeIs(1)) << run.out;
+    const nlohmann::json output = nlohmann::json::parse(lines[0])["outputs"][0];
+    EXPECT_FALSE(output.contains("data"));
+    EXPECT_EQ(output["sizes"], nlohmann::json::parse("[1,1,2,2]"));
+    const std::string id = output["handle"]["id"].get<std::string>();
+    EXPECT_EQ(output["handle"]["byte_size"], 16);
+    const CommandResult fetch =
+        RunCommand({TensorctlPath(), "fetch", "--target", server_->target(), id});
+    EXPECT_EQ(fetch.exit_code, 0) << fetch.err;
+    EXPECT_EQ(nlohmann::json::parse(fetch.out)["data"],
+              nlohmann::json::parse("[2.0,4.0,10.0,12.0]"));
+    EXPECT_EQ(RunCommand({TensorctlPath(), "release", "--target", server_->target(), id}).exit_code,
+              0);
+  }
+}
+
+TEST(TensorctlUsageTest, HandleFlagsAreCheckedBeforeAnyCall) {
+  const std::string target = "127.0.0.1:1";
+  const std::string cases = ConformanceCasesDir();
+  for (const auto& [command, message] :
+       std::vector<std::pair<std::vector<std::string>, std::string>>{
+           {{"run", "--handles", "--stream", cases},
+            "--stream, --chunked, --shared_memory and --handles exclude each other"},
+           {{"run", "--keep", "--handles", cases}, "--keep excludes --shared_memory and --handles"},
+           {{"conformance", "--keep", cases}, "--keep is for run"},
+           {{"put", "--handles", cases}, "--handles is for run and conformance"},
+           {{"fetch", "--ttl_seconds", "5", "abc"}, "--ttl_seconds is for put"},
+           {{"put", "--ttl_seconds", "-1", cases}, "--ttl_seconds is a number of seconds >= 0"},
+           {{"fetch", "--strides", "1,x", "abc"}, "--strides is a comma-separated list"},
+           {{"fetch", "a", "b"}, "fetch takes one handle ID"},
+           {{"release"}, "release takes one or more handle IDs"},
+           {{"handles", "abc"}, "handles takes no arguments"},
+           {{"put"}, "no case files given"}}) {
+    std::vector<std::string> argv = {TensorctlPath(), command[0], "--target", target};
+    argv.insert(argv.end(), command.begin() + 1, command.end());
+    const CommandResult result = RunCommand(argv);
+    SCOPED_TRACE(absl::StrJoin(argv, " "));
+    EXPECT_EQ(result.exit_code, 2);
+    EXPECT_THAT(result.err, HasSubstr("tensorctl: " + message));
+    EXPECT_EQ(result.out, "");
+  }
 }
 
 TEST_F(TensorctlTest, EncodeWritesTheCasesRunRequest) {

@@ -1,5 +1,6 @@
 // The C++ Client (ClientOptions::security) against a real tensord with TLS,
-// mutual TLS and bearer tokens, with certificates made by openssl at test time.
+// mutual TLS and bearer tokens, with certificates made by openssl at test time;
+// and tensorctl's handle commands with the same flags.
 #include <string>
 #include <vector>
 
@@ -7,16 +8,21 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/support/status_matchers.h"
+#include "tests/support/subprocess.h"
 #include "tests/support/tensord_process.h"
 #include "tests/support/test_pki.h"
 
 namespace tensorop::client {
 namespace {
 
+using ::tensorop::testing::CommandResult;
+using ::tensorop::testing::RunCommand;
 using ::tensorop::testing::StatusIs;
+using ::tensorop::testing::TensorctlPath;
 using ::tensorop::testing::TensordProcess;
 using ::tensorop::testing::TestPki;
 using ::testing::HasSubstr;
+using ::testing::StartsWith;
 
 // uint8 [4] 1..4, slice offsets [1] size [2]: [2, 3].
 v1::RunRequest SmallSlice() {
@@ -96,6 +102,41 @@ TEST_F(ClientSecurityTest, WrongOrMissingTokenIsUnauthenticatedAndSaysSo) {
   Client none(server->target(), Options(""));
   EXPECT_THAT(none.Run(SmallSlice()),
               StatusIs(absl::StatusCode::kUnauthenticated, HasSubstr("needs a bearer token")));
+}
+
+TEST_F(ClientSecurityTest, HandlesWorkOverMutualTlsWithATokenFromTheClientAndTensorctl) {
+  std::unique_ptr<TensordProcess> server(StartServer());
+  Client client(server->target(), Options("client.token"));
+  ASSERT_OK_AND_ASSIGN(const v1::TensorHandle handle,
+                       client.Put(HostTensor{v1::UINT8, {4}, {}, "\x01\x02\x03\x04"}));
+  ASSERT_OK_AND_ASSIGN(const HostTensor fetched, client.Fetch(handle.id()));
+  EXPECT_EQ(fetched.data, "\x01\x02\x03\x04");
+
+  // tensorctl's security flags reach the handle commands: the same identity
+  // sees the handle; a wrong token is turned away.
+  const std::vector<std::string> security = {"--ca_file=" + pki_->Path("ca.crt"),
+                                             "--cert_file=" + pki_->Path("client.crt"),
+                                             "--key_file=" + pki_->Path("client.key")};
+  std::vector<std::string> list = {TensorctlPath(), "handles", "--target", server->target(),
+                                   "--token_file=" + pki_->Path("client.token")};
+  list.insert(list.end(), security.begin(), security.end());
+  const CommandResult listed = RunCommand(list);
+  EXPECT_EQ(listed.exit_code, 0) << listed.err;
+  EXPECT_THAT(listed.out, HasSubstr("\"id\":\"" + handle.id() + "\""));
+  std::vector<std::string> wrong = {TensorctlPath(),
+                                    "fetch",
+                                    "--target",
+                                    server->target(),
+                                    "--token_file=" + pki_->Path("wrong.token"),
+                                    handle.id()};
+  wrong.insert(wrong.end(), security.begin(), security.end());
+  const CommandResult refused = RunCommand(wrong);
+  EXPECT_EQ(refused.exit_code, 1);
+  EXPECT_THAT(refused.out, StartsWith("UNAUTHENTICATED: "));
+
+  ASSERT_OK(client.Release({handle.id()}));
+  EXPECT_THAT(client.Fetch(handle.id()),
+              StatusIs(absl::StatusCode::kNotFound, HasSubstr("does not exist")));
 }
 
 TEST_F(ClientSecurityTest, AnUnreadableFileMakesEveryCallInvalidArgument) {
