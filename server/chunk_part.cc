@@ -119,6 +119,10 @@ constexpr uint64_t kInputsTag = (6 << 3) | 2;      // RunRequest.inputs
 constexpr uint64_t kEntryKeyTag = (1 << 3) | 2;    // map entry key
 constexpr uint64_t kEntryValueTag = (2 << 3) | 2;  // map entry value
 constexpr uint64_t kTensorDataTag = (4 << 3) | 2;  // Tensor.data
+// Tensor.shared_memory and Tensor.handle: `data`'s oneof, where the last one
+// sent wins.
+constexpr uint64_t kTensorSharedMemoryTag = (5 << 3) | 2;
+constexpr uint64_t kTensorHandleTag = (6 << 3) | 2;
 
 constexpr uint8_t kChunkTag = (2 << 3) | 2;  // RequestPart.chunk
 constexpr uint8_t kInputTag = (1 << 3) | 2;  // InputChunk.input
@@ -191,10 +195,14 @@ std::optional<RequestDataView> RequestDataView::Of(const grpc::ByteBuffer& bytes
         return std::nullopt;
       }
       bool have_data = false;
+      bool have_other_location = false;
       while (in.position() < entry_end) {
         uint64_t field = 0, field_length = 0;
         if (!ReadField(in, entry_end, &field, &field_length, &tensor)) return std::nullopt;
         if ((field & 7) != kLengthDelimited) continue;
+        if (field == kTensorSharedMemoryTag || field == kTensorHandleTag) {
+          have_other_location = true;
+        }
         if (field != kTensorDataTag) {
           AppendVarint(field, &tensor);
           AppendVarint(field_length, &tensor);
@@ -210,6 +218,8 @@ std::optional<RequestDataView> RequestDataView::Of(const grpc::ByteBuffer& bytes
           return std::nullopt;
         }
       }
+      // Data beside another member of its oneof is protobuf's to resolve.
+      if (have_data && have_other_location) return std::nullopt;
     }
     if (in.position() != entry_end) return std::nullopt;
     std::string entry;

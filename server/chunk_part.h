@@ -52,7 +52,8 @@ class RequestDataView {
  public:
   // The view of `bytes` when each `inputs` entry is in the form protobuf's
   // serializer writes (key, then value, each once; the value Tensor's fields
-  // with `data` at most once) and no input is named twice; nullopt for
+  // with `data` at most once and not beside `shared_memory` or `handle`, its
+  // oneof) and no input is named twice; nullopt for
   // anything else, which the caller parses with protobuf as before.
   static std::optional<RequestDataView> Of(const grpc::ByteBuffer& bytes);
 

@@ -245,9 +245,20 @@ TEST(RequestDataViewTest, LeavesEveryOtherFormToProtobuf) {
       "\x32\x12\x0a\x05input\x12\x09\x22\x02"
       "ab\x22\x03xyz",
       20);
+  // Data and a handle, its oneof, in either order (protobuf keeps the last).
+  const std::string data_then_handle = std::string(
+      "\x32\x11\x0a\x05input\x12\x08\x22\x02"
+      "ab\x32\x02\x0a\x00",
+      19);
+  const std::string handle_then_data = std::string(
+      "\x32\x11\x0a\x05input\x12\x08\x32\x02\x0a\x00\x22\x02"
+      "ab",
+      19);
   const std::vector<std::string> others = {
       entry + entry,  // an input named twice (protobuf keeps the last)
       tensor_twice,
+      data_then_handle,
+      handle_then_data,
       wire.substr(0, wire.size() - 1),  // cut short
       std::string("\x32\x00", 2),       // an entry without a key
       std::string("\x0b\x0c", 2),       // a group
@@ -259,6 +270,10 @@ TEST(RequestDataViewTest, LeavesEveryOtherFormToProtobuf) {
   v1::RunRequest parsed;
   ASSERT_TRUE(parsed.ParseFromString(tensor_twice));  // valid protobuf all the same
   EXPECT_EQ(parsed.inputs().at("input").data(), "xyz");
+  ASSERT_TRUE(parsed.ParseFromString(data_then_handle));
+  EXPECT_TRUE(parsed.inputs().at("input").has_handle());
+  ASSERT_TRUE(parsed.ParseFromString(handle_then_data));
+  EXPECT_EQ(parsed.inputs().at("input").data(), "ab");
 }
 
 }  // namespace
