@@ -103,7 +103,9 @@ def input_entry_prefix(name: str, meta: pb.Tensor, data_bytes: int) -> bytes:
     then data's key and length. `meta` is the Tensor without its data."""
     key = name.encode()
     meta_bytes = meta.SerializeToString()
-    tensor = meta_bytes + _key(4) + varint(data_bytes)
+    # No data: no field, since a data field (even empty) after `meta`'s
+    # shared_memory or handle would replace it (they are one oneof).
+    tensor = meta_bytes + (_key(4) + varint(data_bytes) if data_bytes else b"")
     entry = _key(1) + varint(len(key)) + key + _key(2) + varint(len(tensor) + data_bytes) + tensor
     return _key(6) + varint(len(entry) + data_bytes) + entry
 
