@@ -118,9 +118,9 @@ class TensorOpService::PutReactor final : public grpc::ServerReadReactor<grpc::B
     const std::string& chunk = part.chunk();
     const int64_t expected = pending_.layout().buffer_bytes();
     if (static_cast<int64_t>(chunk.size()) > expected - received_) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "Put: part ", parts_read_, " brings the data to ", received_ + chunk.size(),
-          " bytes; the header's layout takes exactly ", expected));
+      return absl::InvalidArgumentError(
+          absl::StrCat("Put: part ", parts_read_, " brings the data to ", received_ + chunk.size(),
+                       " bytes; the header's layout takes exactly ", expected));
     }
     std::memcpy(pending_.data() + received_, chunk.data(), chunk.size());
     received_ += static_cast<int64_t>(chunk.size());
@@ -155,14 +155,14 @@ class TensorOpService::PutReactor final : public grpc::ServerReadReactor<grpc::B
     const Limits& limits = service_->options_.limits;
     ASSIGN_OR_RETURN(const Layout layout, ValidateInputLayout(desc, "header", kPutRanks, limits));
     if (layout.buffer_bytes() > limits.max_request_bytes) {
-      return absl::ResourceExhaustedError(
-          absl::StrCat("header: the tensor takes ", layout.buffer_bytes(),
-                       " bytes, more than the server's request limit of ",
-                       limits.max_request_bytes, " bytes"));
+      return absl::ResourceExhaustedError(absl::StrCat(
+          "header: the tensor takes ", layout.buffer_bytes(),
+          " bytes, more than the server's request limit of ", limits.max_request_bytes, " bytes"));
     }
-    ASSIGN_OR_RETURN(pending_, service_->options_.handles->Reserve(
-                                   caller_, layout, absl::StrCat("a Put of ", DTypeName(dtype), " ",
-                                                                 FormatList(desc.sizes))));
+    ASSIGN_OR_RETURN(pending_,
+                     service_->options_.handles->Reserve(
+                         caller_, layout,
+                         absl::StrCat("a Put of ", DTypeName(dtype), " ", FormatList(desc.sizes))));
     ttl_ = absl::Seconds(std::min<int64_t>(header.ttl_seconds(), int64_t{1} << 40));
     record_.dtype = std::string(DTypeName(dtype));
     record_.backend = "cpu";
@@ -242,9 +242,9 @@ grpc::ServerUnaryReactor* TensorOpService::ListHandles(grpc::CallbackServerConte
                                                        v1::ListHandlesResponse* response) {
   if (options_.handles == nullptr) return Answer(context, NoStore());
   if (request->page_size() < 0 || request->page_size() > kMaxPageSize) {
-    return Answer(context, absl::InvalidArgumentError(absl::StrCat(
-                               "page_size must be in [0, ", kMaxPageSize, "], got ",
-                               request->page_size())));
+    return Answer(context,
+                  absl::InvalidArgumentError(absl::StrCat("page_size must be in [0, ", kMaxPageSize,
+                                                          "], got ", request->page_size())));
   }
   absl::Status status = Guarded([&] {
     const int limit = request->page_size() == 0 ? kDefaultPageSize : request->page_size();

@@ -154,8 +154,8 @@ absl::StatusOr<HandleStore::Pending> HandleStore::Reserve(const HandleCaller& ca
   }
   auto tensor = std::make_shared<ResidentTensor>();
   // From here the charge gives everything back however this ends.
-  tensor->charge_ = std::make_unique<ResidentTensor::Charge>(this, caller.name, bytes,
-                                                             std::move(reservation));
+  tensor->charge_ =
+      std::make_unique<ResidentTensor::Charge>(this, caller.name, bytes, std::move(reservation));
   ASSIGN_OR_RETURN(tensor->buffer_, AllocateOutput(layout, /*pool=*/nullptr));
   tensor->owner_ = caller.name;
   tensor->owner_authenticated_ = caller.authenticated;
@@ -184,8 +184,8 @@ bool HandleStore::MayUse(const HandleCaller& caller, const ResidentTensor& tenso
 }
 
 absl::StatusOr<std::shared_ptr<const ResidentTensor>> HandleStore::Use(const HandleCaller& caller,
-                                                                      absl::string_view id,
-                                                                      absl::string_view field) {
+                                                                       absl::string_view id,
+                                                                       absl::string_view field) {
   const absl::Time now = absl::Now();
   std::shared_ptr<ResidentTensor> expired;  // freed outside the lock
   std::lock_guard<std::mutex> lock(mutex_);
@@ -200,10 +200,10 @@ absl::StatusOr<std::shared_ptr<const ResidentTensor>> HandleStore::Use(const Han
     tensors_.erase(found);
     expired_total_.fetch_add(1, std::memory_order_relaxed);
   }
-  return absl::NotFoundError(absl::StrCat(
-      field, ": handle ", ShortId(id), " does not exist",
-      replica_.empty() ? "" : absl::StrCat(" on replica ", replica_),
-      " (released, expired, or never made here)"));
+  return absl::NotFoundError(
+      absl::StrCat(field, ": handle ", ShortId(id), " does not exist",
+                   replica_.empty() ? "" : absl::StrCat(" on replica ", replica_),
+                   " (released, expired, or never made here)"));
 }
 
 void HandleStore::Release(const HandleCaller& caller, std::span<const std::string> ids) {
@@ -219,8 +219,7 @@ void HandleStore::Release(const HandleCaller& caller, std::span<const std::strin
 
 std::vector<std::shared_ptr<const ResidentTensor>> HandleStore::List(const HandleCaller& caller,
                                                                      absl::string_view after,
-                                                                     int limit,
-                                                                     bool* more) const {
+                                                                     int limit, bool* more) const {
   std::vector<std::shared_ptr<const ResidentTensor>> page;
   *more = false;
   std::lock_guard<std::mutex> lock(mutex_);
@@ -276,9 +275,9 @@ absl::Status CheckSameOrEmpty(const google::protobuf::RepeatedField<int64_t>& gi
   if (given.empty() || std::equal(given.begin(), given.end(), held.begin(), held.end())) {
     return absl::OkStatus();
   }
-  return absl::InvalidArgumentError(absl::StrCat(
-      field, " is [", absl::StrJoin(given, ", "), "] but handle ", handle, " has [",
-      absl::StrJoin(held, ", "), "]; leave it empty or give the handle's"));
+  return absl::InvalidArgumentError(
+      absl::StrCat(field, " is [", absl::StrJoin(given, ", "), "] but handle ", handle, " has [",
+                   absl::StrJoin(held, ", "), "]; leave it empty or give the handle's"));
 }
 
 }  // namespace
@@ -314,8 +313,8 @@ absl::Status ResolveHandleInputs(const v1::RunRequest& request, const HandleAcce
         CheckSameOrEmpty(tensor.sizes(), layout.sizes, absl::StrCat(prefix, ".sizes"), handle));
     RETURN_IF_ERROR(CheckSameOrEmpty(tensor.strides(), layout.strides,
                                      absl::StrCat(prefix, ".strides"), handle));
-    input.tensor.desc = TensorDesc{.dtype = layout.dtype, .sizes = layout.sizes,
-                                   .strides = layout.strides};
+    input.tensor.desc =
+        TensorDesc{.dtype = layout.dtype, .sizes = layout.sizes, .strides = layout.strides};
     input.tensor.data = resident->bytes();
     pins.push_back(std::move(resident));
   }
@@ -330,7 +329,8 @@ bool KeepsOutputs(const v1::RunRequest& request) {
 int64_t KeptOutputBytes(const v1::RunRequest& request, const std::vector<Layout>& layouts) {
   int64_t total = 0;
   for (size_t i = 0; i < layouts.size(); ++i) {
-    if (static_cast<int>(i) < request.outputs_size() && request.outputs(static_cast<int>(i)).keep()) {
+    if (static_cast<int>(i) < request.outputs_size() &&
+        request.outputs(static_cast<int>(i)).keep()) {
       total += layouts[i].buffer_bytes();
     }
   }
@@ -343,7 +343,8 @@ int64_t KeptAnswerBytes(const v1::RunRequest& request, const std::vector<Layout>
   constexpr int64_t kFixedBytes = 512;
   int64_t total = 0;
   for (size_t i = 0; i < layouts.size(); ++i) {
-    if (static_cast<int>(i) < request.outputs_size() && request.outputs(static_cast<int>(i)).keep()) {
+    if (static_cast<int>(i) < request.outputs_size() &&
+        request.outputs(static_cast<int>(i)).keep()) {
       total += kFixedBytes + 20 * static_cast<int64_t>(layouts[i].sizes.size());
     }
   }
@@ -374,8 +375,8 @@ void AddHandleSeries(Metrics& metrics, const HandleStore& store) {
   metrics.AddSampled("tensorop_handles", "Handles held now, by where their bytes live.", "gauge",
                      cpu, [&store] { return store.handles(); });
   metrics.AddSampled("tensorop_handle_expiries_total",
-                     "Handles removed because nobody used them for their time to live.",
-                     "counter", {}, [&store] { return store.expired_total(); });
+                     "Handles removed because nobody used them for their time to live.", "counter",
+                     {}, [&store] { return store.expired_total(); });
   metrics.AddSampled("tensorop_handle_quota_refusals_total",
                      "Puts and kept outputs refused over --max_resident_bytes_per_client.",
                      "counter", {}, [&store] { return store.quota_refusals_total(); });

@@ -109,7 +109,8 @@ TEST(HandleStoreTest, QuotaAndBudgetRefuseAndGiveBackOnRelease) {
               StatusIs(absl::StatusCode::kResourceExhausted, HasSubstr("--max_memory_bytes")));
   // Released and no longer held: the bytes are back.
   store.Release(kAlice, std::vector<std::string>{first->id()});
-  EXPECT_THAT(store.Use(kAlice, first->id(), "x"), StatusIs(absl::StatusCode::kNotFound, HasSubstr("does not exist")));
+  EXPECT_THAT(store.Use(kAlice, first->id(), "x"),
+              StatusIs(absl::StatusCode::kNotFound, HasSubstr("does not exist")));
   EXPECT_EQ(budget.reserved(), 90);  // `first` is still held here, as by a running op
   first.reset();
   EXPECT_EQ(budget.reserved(), 50);
@@ -130,7 +131,8 @@ TEST(HandleStoreTest, UnusedHandlesExpireAfterTheirTtlAndUseRenews) {
   EXPECT_EQ(store.ExpireIdle(now + absl::Seconds(5)), 0);
   EXPECT_EQ(store.ExpireIdle(now + absl::Seconds(11)), 1);
   EXPECT_EQ(store.expired_total(), 1);
-  EXPECT_THAT(store.Use(kAnonymous, short_lived->id(), "x"), StatusIs(absl::StatusCode::kNotFound, HasSubstr("does not exist")));
+  EXPECT_THAT(store.Use(kAnonymous, short_lived->id(), "x"),
+              StatusIs(absl::StatusCode::kNotFound, HasSubstr("does not exist")));
   ASSERT_OK(store.Use(kAnonymous, clamped->id(), "x").status());
   EXPECT_EQ(store.ExpireIdle(now + absl::Seconds(59)), 0);
   EXPECT_EQ(store.ExpireIdle(now + absl::Seconds(61)), 1);

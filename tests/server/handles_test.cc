@@ -219,9 +219,9 @@ TEST_F(HandlesTest, BadPutsAreRefusedNamingTheProblem) {
               GrpcStatusIs(grpc::StatusCode::INVALID_ARGUMENT,
                            HasSubstr("header.dtype: 0 (DTYPE_UNSPECIFIED) is not a dtype")));
   tensor = MakeTensor(v1::UINT8, {2, -1}, "");
-  EXPECT_THAT(PutTensor(*stub_, tensor, &handle),
-              GrpcStatusIs(grpc::StatusCode::INVALID_ARGUMENT,
-                           "header.sizes[1] must be >= 0, got -1"));
+  EXPECT_THAT(
+      PutTensor(*stub_, tensor, &handle),
+      GrpcStatusIs(grpc::StatusCode::INVALID_ARGUMENT, "header.sizes[1] must be >= 0, got -1"));
   // A chunk first.
   grpc::ClientContext context;
   auto writer = stub_->Put(&context, &handle);
@@ -229,9 +229,8 @@ TEST_F(HandlesTest, BadPutsAreRefusedNamingTheProblem) {
   chunk.set_chunk("abc");
   writer->Write(chunk);
   writer->WritesDone();
-  EXPECT_THAT(writer->Finish(),
-              GrpcStatusIs(grpc::StatusCode::INVALID_ARGUMENT,
-                           "Put: the first part must be a header, not a chunk"));
+  EXPECT_THAT(writer->Finish(), GrpcStatusIs(grpc::StatusCode::INVALID_ARGUMENT,
+                                             "Put: the first part must be a header, not a chunk"));
   // The server still serves.
   EXPECT_EQ(PutDocInput().byte_size(), 64);
 }
@@ -278,9 +277,9 @@ TEST_F(HandlesTest, ListHandlesPagesThroughTheCallersHandles) {
   EXPECT_EQ(page.next_page_token(), "");
   request.set_page_size(1001);
   grpc::ClientContext third;
-  EXPECT_THAT(stub_->ListHandles(&third, request, &page),
-              GrpcStatusIs(grpc::StatusCode::INVALID_ARGUMENT,
-                           "page_size must be in [0, 1000], got 1001"));
+  EXPECT_THAT(
+      stub_->ListHandles(&third, request, &page),
+      GrpcStatusIs(grpc::StatusCode::INVALID_ARGUMENT, "page_size must be in [0, 1000], got 1001"));
 }
 
 class HandleLimitsTest : public HandlesTest {
@@ -317,7 +316,7 @@ TEST_F(HandleLimitsTest, AClientsResidentBytesAreBoundedByItsQuota) {
   v1::RunRequest request = DocSliceOf(HandleTensor(first.id()), /*keep=*/true);
   v1::RunResponse response;
   ASSERT_THAT(Run(request, &response), GrpcOk());  // 16 bytes: 80 of 100
-  request.mutable_slice()->set_offsets(3, 0);  // [1, 1, 2, 4]: 32 bytes more
+  request.mutable_slice()->set_offsets(3, 0);      // [1, 1, 2, 4]: 32 bytes more
   request.mutable_slice()->set_window_sizes(3, 4);
   request.mutable_slice()->set_window_strides(3, 1);
   request.mutable_outputs(0)->set_sizes(3, 4);
@@ -326,9 +325,9 @@ TEST_F(HandleLimitsTest, AClientsResidentBytesAreBoundedByItsQuota) {
                            HasSubstr("keeping the 32 bytes of outputs[0] of request \"doc\"")));
   EXPECT_EQ(MetricValue(server_, "tensorop_handle_quota_refusals_total"), 2);
   ASSERT_THAT(Release({first.id()}), GrpcOk());
-  ASSERT_THAT(Run(DocSliceOf(MakeTensor(v1::FLOAT32, {1, 1, 4, 4}, Pack(OneToSixteen())), true),
-                  &response),
-              GrpcOk());
+  ASSERT_THAT(
+      Run(DocSliceOf(MakeTensor(v1::FLOAT32, {1, 1, 4, 4}, Pack(OneToSixteen())), true), &response),
+      GrpcOk());
 }
 
 }  // namespace
