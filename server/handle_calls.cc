@@ -215,16 +215,6 @@ grpc::ServerReadReactor<grpc::ByteBuffer>* TensorOpService::Put(
 // ---------------------------------------------------------------------------
 // Release and ListHandles: answered at once.
 
-namespace {
-
-grpc::ServerUnaryReactor* Answer(grpc::CallbackServerContext* context, const absl::Status& status) {
-  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
-  reactor->Finish(ToGrpcStatus(status));
-  return reactor;
-}
-
-}  // namespace
-
 grpc::ServerUnaryReactor* TensorOpService::Release(grpc::CallbackServerContext* context,
                                                    const v1::ReleaseRequest* request,
                                                    v1::ReleaseResponse*) {

@@ -38,12 +38,6 @@ constexpr absl::string_view kTooBigHint =
     "tensorop.v1.TensorOp/RunStream streams results of any size";
 
 // A unary reaction answered at once.
-grpc::ServerUnaryReactor* Answer(grpc::CallbackServerContext* context, const absl::Status& status) {
-  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
-  reactor->Finish(ToGrpcStatus(status));
-  return reactor;
-}
-
 // One inference, from its bytes to its serialized answer, on a scheduler
 // worker: parsed with its bytes reserved (bounded from the tags before
 // anything is allocated), converted, executed by the native pipeline and

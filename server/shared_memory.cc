@@ -520,12 +520,6 @@ absl::Status CheckNoSharedMemoryOutputs(const v1::RunRequest& request, absl::str
 
 namespace {
 
-grpc::ServerUnaryReactor* Answer(grpc::CallbackServerContext* context, const absl::Status& status) {
-  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
-  reactor->Finish(ToGrpcStatus(status));
-  return reactor;
-}
-
 void ToProto(const SharedMemoryRegistry::RegionInfo& info, v1::SharedMemoryRegion* region) {
   region->set_region(info.name);
   region->set_key(info.key);

@@ -83,4 +83,10 @@ int ToHttpStatus(absl::StatusCode code) {
   }
 }
 
+grpc::ServerUnaryReactor* Answer(grpc::CallbackServerContext* context, const absl::Status& status) {
+  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  reactor->Finish(ToGrpcStatus(status));
+  return reactor;
+}
+
 }  // namespace tensorop::server

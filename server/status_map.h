@@ -2,6 +2,7 @@
 #ifndef TENSOROP_SERVER_STATUS_MAP_H_
 #define TENSOROP_SERVER_STATUS_MAP_H_
 
+#include <grpcpp/grpcpp.h>
 #include <grpcpp/support/status.h>
 
 #include "absl/status/status.h"
@@ -15,6 +16,10 @@ grpc::StatusCode ToGrpcCode(absl::StatusCode code);
 
 // The same status for gRPC, message preserved.
 grpc::Status ToGrpcStatus(const absl::Status& status);
+
+// Finishes a unary callback call at once with `status` (calls answered in the
+// reaction: small, no work); its reactor, to return to gRPC.
+grpc::ServerUnaryReactor* Answer(grpc::CallbackServerContext* context, const absl::Status& status);
 
 // The HTTP status for an absl code, for the v2 REST API (server/inference_http.h),
 // spelled out as Triton's HTTP front end maps its errors.
