@@ -23,7 +23,10 @@ class Cursor {
     return true;
   }
 
-  // A varint of at most 10 bytes; false when cut short or overlong.
+  // A varint of at most 10 bytes; false when cut short, overlong, or padded
+  // with high zero bytes: the views write tags and lengths again
+  // canonically, and protobuf refuses some padded forms (a tag past 5 bytes)
+  // that it would then accept. Such bytes are left to protobuf.
   bool ReadVarint(uint64_t* value) {
     *value = 0;
     for (int shift = 0; shift < 70; shift += 7) {
@@ -31,7 +34,7 @@ class Cursor {
       if (!ReadByte(&byte)) return false;
       if (shift == 63 && byte > 1) return false;  // past 64 bits: left to protobuf
       *value |= static_cast<uint64_t>(byte & 0x7f) << shift;
-      if ((byte & 0x80) == 0) return true;
+      if ((byte & 0x80) == 0) return shift == 0 || byte != 0;
     }
     return false;
   }
