@@ -23,6 +23,12 @@ def header(index: int, byte_length: int, sizes: list[int], strides: list[int]) -
     )
 
 
+def kept(index: int, byte_length: int, id: str) -> pb.ResultPart:
+    part = header(index, byte_length, [2], [1])
+    part.header.handle.id = id
+    return part
+
+
 def chunk(data: bytes) -> pb.ResultPart:
     return pb.ResultPart(chunk=data)
 
@@ -63,6 +69,9 @@ def test_outputs_are_reassembled_with_their_strides() -> None:
             "output 0: data holds 2 bytes but strides [2, 1] over sizes [2, 2] reach 4",
         ),
         ([pb.ResultPart()], "an empty ResultPart"),
+        ([kept(0, 4, "ab")], "output 0 is a handle but has 4 bytes"),
+        ([kept(0, 0, "")], "output 0 is a handle without an id"),
+        ([kept(0, 0, "ab")], "output 0 is a handle, which no request here kept"),
     ],
 )
 def test_broken_streams_are_internal_errors(parts: list[pb.ResultPart], message: str) -> None:

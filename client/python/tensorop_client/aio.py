@@ -6,7 +6,9 @@
             ...
 
 The same choice of call (Run, RunStream, RunChunked), the same results and
-errors as Client; progress callbacks run on the event loop.
+errors as Client; progress callbacks run on the event loop. Handles too:
+`put` returns an AsyncRemoteTensor (`await h.fetch()`, `await h.release()`,
+`async with`), and `run(..., keep=True)` returns them.
 """
 
 from __future__ import annotations
@@ -19,12 +21,15 @@ from types import TracebackType
 from typing import Any
 
 import grpc
+import numpy as np
 import numpy.typing as npt
 
 from tensorop_client._proto import tensorop_pb2 as pb
+from tensorop_client._proto import tensorop_pb2_grpc as pb_grpc
 from tensorop_client.client import (
     _METHOD,
     Attrs,
+    HandleLike,
     OutputLike,
     ProgressFn,
     RequestLike,
@@ -32,7 +37,13 @@ from tensorop_client.client import (
     TensorOpError,
     _Assembler,
     _ClientBase,
+    _counted,
+    _fetch_request,
+    _fetched,
+    _handle_ids,
+    _next_page_token,
     _Prepared,
+    _Remote,
     _prepare,
     _prepare_request,
     _Progress,
@@ -43,6 +54,35 @@ from tensorop_client.client import (
     _fallback_chunk_bytes,
     _Window,
 )
+from tensorop_client.tensors import WireTensor
+
+
+class AsyncRemoteTensor(_Remote):
+    """RemoteTensor (tensorop_client.RemoteTensor) of an AsyncClient: `fetch` and
+    `release` are coroutines, and `async with` releases it on leaving."""
+
+    _client: AsyncClient
+
+    async def fetch(
+        self, strides: Sequence[int] | None = None, *, progress: ProgressFn | None = None
+    ) -> np.ndarray:
+        """AsyncClient.fetch."""
+        return await self._client.fetch(self, strides, progress=progress)
+
+    async def release(self) -> None:
+        """AsyncClient.release."""
+        await self._client.release(self)
+
+    async def __aenter__(self) -> AsyncRemoteTensor:
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        await self.release()
 
 
 class AsyncClient(_ClientBase):
@@ -87,6 +127,11 @@ class AsyncClient(_ClientBase):
         self._run_stream = self._channel.unary_stream(_METHOD + "RunStream")
         self._run_chunked = self._channel.stream_stream(_METHOD + "RunChunked")
         self._run_bidi = self._channel.stream_stream(_METHOD + "RunBidi")
+        self._put = self._channel.stream_unary(
+            _METHOD + "Put", response_deserializer=pb.TensorHandle.FromString
+        )
+        self._fetch = self._channel.unary_stream(_METHOD + "Fetch")
+        self._stub = pb_grpc.TensorOpStub(self._channel)
 
     async def close(self) -> None:
         await self._channel.close()
@@ -105,37 +150,39 @@ class AsyncClient(_ClientBase):
     async def run(
         self,
         op: str,
-        inputs: Mapping[str, npt.ArrayLike],
+        inputs: Mapping[str, npt.ArrayLike | _Remote],
         attrs: Attrs | None = None,
         outputs: Sequence[OutputLike] | None = None,
         backend: str = "auto",
         device_index: int | None = None,
         *,
         progress: ProgressFn | None = None,
+        keep: bool = False,
     ) -> Result:
         """Client.run."""
-        prepared = _prepare(op, inputs, attrs, outputs, backend, device_index)
+        prepared = _prepare(op, inputs, attrs, outputs, backend, device_index, keep)
         return await self._call(prepared, progress)
 
     async def run_stream(
         self,
         op: str,
-        inputs: Mapping[str, npt.ArrayLike],
+        inputs: Mapping[str, npt.ArrayLike | _Remote],
         attrs: Attrs | None = None,
         outputs: Sequence[OutputLike] | None = None,
         backend: str = "auto",
         device_index: int | None = None,
         *,
         progress: ProgressFn | None = None,
+        keep: bool = False,
     ) -> Result:
         """Client.run_stream."""
-        prepared = _prepare(op, inputs, attrs, outputs, backend, device_index)
+        prepared = _prepare(op, inputs, attrs, outputs, backend, device_index, keep)
         return await self._call(prepared, progress, stream=True)
 
     async def run_chunked(
         self,
         op: str,
-        inputs: Mapping[str, npt.ArrayLike],
+        inputs: Mapping[str, npt.ArrayLike | _Remote],
         attrs: Attrs | None = None,
         outputs: Sequence[OutputLike] | None = None,
         backend: str = "auto",
@@ -143,9 +190,10 @@ class AsyncClient(_ClientBase):
         *,
         progress: ProgressFn | None = None,
         chunk_bytes: int | None = None,
+        keep: bool = False,
     ) -> Result:
         """Client.run_chunked."""
-        prepared = _prepare(op, inputs, attrs, outputs, backend, device_index)
+        prepared = _prepare(op, inputs, attrs, outputs, backend, device_index, keep)
         return await self._chunked(prepared, _Progress(progress, prepared.data_bytes), chunk_bytes)
 
     async def run_request(
@@ -170,6 +218,72 @@ class AsyncClient(_ClientBase):
         """Client.run_chunked_request."""
         prepared = _prepare_request(request)
         return await self._chunked(prepared, _Progress(progress, prepared.data_bytes), chunk_bytes)
+
+    async def put(
+        self,
+        array: npt.ArrayLike | WireTensor,
+        backend: str = "cpu",
+        ttl_seconds: int = 0,
+        *,
+        device_index: int | None = None,
+        progress: ProgressFn | None = None,
+    ) -> AsyncRemoteTensor:
+        """Client.put."""
+        chunks, data_bytes = self._put_parts(array, backend, ttl_seconds, device_index)
+        failed: list[Exception] = []  # the progress callback's, raised to the caller
+
+        async def send() -> AsyncIterator[bytes]:
+            for part in _counted(chunks, _Progress(progress, data_bytes), failed):
+                yield part
+
+        try:
+            handle = await self._put(send(), timeout=self._timeout)
+        except (grpc.RpcError, asyncio.CancelledError) as e:
+            # grpc.aio ends a call whose request iterator raised as cancelled.
+            if failed:
+                raise failed[0] from None
+            if isinstance(e, grpc.RpcError):
+                raise _status_error(e, self._tls) from None
+            raise
+        return AsyncRemoteTensor(self, handle)
+
+    async def fetch(
+        self,
+        tensor: HandleLike,
+        strides: Sequence[int] | None = None,
+        *,
+        progress: ProgressFn | None = None,
+    ) -> np.ndarray:
+        """Client.fetch."""
+        call = self._fetch(_fetch_request(tensor, strides), timeout=self._timeout)
+        return _fetched(await self._read(call, _Progress(progress)))
+
+    async def release(self, tensors: HandleLike | Iterable[HandleLike]) -> None:
+        """Client.release."""
+        ids = _handle_ids(tensors)
+        if ids:
+            await self._unary(self._stub.Release, pb.ReleaseRequest(ids=ids))
+
+    async def list_handles(self, page_size: int = 0) -> list[pb.TensorHandle]:
+        """Client.list_handles."""
+        handles: list[pb.TensorHandle] = []
+        token = ""
+        while True:
+            request = pb.ListHandlesRequest(page_size=page_size, page_token=token)
+            page = await self._unary(self._stub.ListHandles, request)
+            handles.extend(page.handles)
+            token = _next_page_token(page, token)
+            if not token:
+                return handles
+
+    async def _unary(self, method: Any, request: Any) -> Any:
+        try:
+            return await method(request, timeout=self._timeout)
+        except grpc.RpcError as e:
+            raise _status_error(e, self._tls) from None
+
+    def _remote(self, handle: pb.TensorHandle) -> AsyncRemoteTensor:
+        return AsyncRemoteTensor(self, handle)
 
     async def run_many(
         self, requests: Iterable[RequestLike], *, window: int = 16
@@ -244,7 +358,7 @@ class AsyncClient(_ClientBase):
                 response = await self._run(payload, timeout=self._timeout)
             except grpc.RpcError as e:
                 raise _status_error(e, self._tls) from None
-            _, result, out = _result_from_response(response)
+            _, result, out = _result_from_response(response, self)
             counter.add(done=prepared.data_bytes + out, total=out)
             return result
         except TensorOpError as e:
@@ -259,21 +373,12 @@ class AsyncClient(_ClientBase):
     async def _chunked(
         self, prepared: _Prepared, counter: _Progress, chunk_bytes: int | None
     ) -> Result:
-        parts = self._chunk_parts(prepared, chunk_bytes)  # checks chunk_bytes now
-
+        chunks = self._chunk_parts(prepared, chunk_bytes)  # checks chunk_bytes now
         failed: list[Exception] = []  # the progress callback's, raised to the caller
 
         async def send() -> AsyncIterator[bytes]:
-            # grpc.aio takes the next part once the last one was written.
-            try:
-                counter.add()
-                for part, data_bytes in parts:
-                    yield part
-                    if data_bytes:
-                        counter.add(done=data_bytes)
-            except Exception as e:
-                failed.append(e)
-                raise  # grpc.aio ends the call
+            for part in _counted(chunks, counter, failed):
+                yield part
 
         try:
             return await self._read(self._run_chunked(send(), timeout=self._timeout), counter)
@@ -284,7 +389,7 @@ class AsyncClient(_ClientBase):
             raise
 
     async def _read(self, call: Any, counter: _Progress) -> Result:
-        assembler = _Assembler(counter)
+        assembler = _Assembler(counter, self)
         try:
             async for part in call:
                 assembler.feed(part)

@@ -19,6 +19,16 @@ from the arrays' memory into the one `bytes` gRPC sends, and outputs are
 read-only arrays over the received bytes (unary) or over one buffer per output
 that the chunks are copied into. `run_many` pipelines many requests over
 RunBidi. AsyncClient (tensorop_client.aio) has the same calls for asyncio.
+
+Handles keep tensors on the server: `put` uploads an array and returns a
+RemoteTensor, which `run` takes wherever it takes an array (the request then
+names it instead of carrying its bytes); `run(..., keep=True)` leaves every
+output on the server and returns RemoteTensors; `fetch`, `release` and
+`list_handles` do the rest.
+
+    with client.put(x) as h:  # released on leaving the block
+        kept = client.run("strided_slice", {"input": h}, attrs, keep=True).outputs[0]
+        kept.fetch()  # the array; kept.release() frees it
 """
 
 from __future__ import annotations
@@ -47,6 +57,7 @@ from tensorop_client.channel import (
 )
 from tensorop_client.tensors import (
     LayoutError,
+    WireTensor,
     check_layout,
     decode_array,
     encode_array,
@@ -60,6 +71,7 @@ from tensorop_client.wire import (
     input_chunk_prefix,
     parse_result_part,
     parse_run_response,
+    put_chunk_prefix,
     request_meta,
 )
 
@@ -99,11 +111,106 @@ OutputLike = Output | Mapping[str, Sequence[int]] | Sequence[int]
 
 @dataclass(frozen=True)
 class Result:
-    """What one request produced: read-only arrays honouring the returned strides,
-    and where it ran ("cpu" or "opencl:<device>")."""
+    """What one request produced: read-only arrays honouring the returned strides
+    (a RemoteTensor, or AsyncRemoteTensor, for each output the request kept), and
+    where it ran ("cpu" or "opencl:<device>")."""
 
-    outputs: list[np.ndarray]
+    outputs: list[Any]  # np.ndarray | RemoteTensor
     backend: str
+
+
+class _Remote:
+    """What RemoteTensor and AsyncRemoteTensor share: the handle and its layout."""
+
+    def __init__(self, client: Any, handle: pb.TensorHandle) -> None:
+        self._client = client
+        self.handle = handle
+
+    @property
+    def id(self) -> str:
+        return self.handle.id
+
+    @property
+    def dtype(self) -> np.dtype:
+        return numpy_dtype(self.handle.dtype)
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return tuple(self.handle.sizes)
+
+    @property
+    def strides(self) -> tuple[int, ...]:
+        """In elements (numpy's are in bytes)."""
+        return tuple(self.handle.strides)
+
+    def __repr__(self) -> str:
+        # Only the id's first 8 characters: the id is the access right.
+        return (
+            f"{type(self).__name__}(id='{self.id[:8]}...', dtype={self.dtype}, "
+            f"shape={self.shape}, strides={self.strides})"
+        )
+
+
+class RemoteTensor(_Remote):
+    """A tensor kept on the server (Client.put, or an output of run(keep=True)):
+    its TensorHandle as `handle`, and `id`, `dtype`, `shape`, `strides`
+    (elements). Client.run takes it wherever it takes an array. A context
+    manager: leaving the block releases it."""
+
+    _client: Client
+
+    def fetch(
+        self, strides: Sequence[int] | None = None, *, progress: ProgressFn | None = None
+    ) -> np.ndarray:
+        """Client.fetch: the tensor as a read-only array, packed or with `strides`."""
+        return self._client.fetch(self, strides, progress=progress)
+
+    def release(self) -> None:
+        """Client.release: frees it on the server (later uses are NOT_FOUND)."""
+        self._client.release(self)
+
+    def __enter__(self) -> RemoteTensor:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        self.release()
+
+
+# What the handle calls take: RemoteTensors or their ids.
+HandleLike = str | _Remote
+
+
+def _handle_id(tensor: HandleLike) -> str:
+    return tensor.id if isinstance(tensor, _Remote) else tensor
+
+
+def _handle_ids(tensors: HandleLike | Iterable[HandleLike]) -> list[str]:
+    if isinstance(tensors, (str, _Remote)):
+        return [_handle_id(tensors)]
+    return [_handle_id(t) for t in tensors]
+
+
+def _refer(tensor: pb.Tensor, handle: pb.TensorHandle) -> None:
+    """Makes `tensor` name the handle, its layout beside it (the handle's, so
+    the answer's size can be bounded)."""
+    tensor.dtype = handle.dtype
+    tensor.sizes[:] = handle.sizes
+    tensor.strides[:] = handle.strides
+    tensor.handle.id = handle.id
+
+
+def keep_outputs(request: pb.RunRequest) -> None:
+    """Marks every output of `request` kept. strided_slice and scatter_elements
+    derive their one output: an empty OutputDesc (sizes not given) describes it."""
+    if not request.outputs and request.WhichOneof("op") in ("strided_slice", "scatter_elements"):
+        request.outputs.add()
+    for desc in request.outputs:
+        desc.keep = True
 
 
 def _output_desc(output: OutputLike) -> pb.OutputDesc:
@@ -146,31 +253,43 @@ def _request_header(
     outputs: Sequence[OutputLike] | None,
     backend: str,
     device_index: int | None,
+    keep: bool = False,
 ) -> pb.RunRequest:
-    if backend not in BACKENDS:
-        raise ValueError(f"backend is one of {', '.join(BACKENDS)}, not {backend!r}")
-    request = pb.RunRequest(backend=BACKENDS[backend])  # type: ignore[arg-type]
+    request = pb.RunRequest(backend=_backend(backend))  # type: ignore[arg-type]
     set_attrs(request, op, attrs)
     request.outputs.extend(_output_desc(o) for o in outputs or ())
     if device_index is not None:
         request.device_index = device_index
+    if keep:
+        keep_outputs(request)
     return request
+
+
+def _backend(backend: str) -> int:
+    if backend not in BACKENDS:
+        raise ValueError(f"backend is one of {', '.join(BACKENDS)}, not {backend!r}")
+    return BACKENDS[backend]
 
 
 def make_request(
     op: str,
-    inputs: Mapping[str, npt.ArrayLike],
+    inputs: Mapping[str, npt.ArrayLike | _Remote],
     attrs: Attrs | None = None,
     outputs: Sequence[OutputLike] | None = None,
     backend: str = "auto",
     device_index: int | None = None,
+    keep: bool = False,
 ) -> pb.RunRequest:
-    """A RunRequest from numpy inputs (strided views travel with their strides).
-    Its tensors hold copies of the inputs' bytes (protobuf's bytes fields copy);
-    Client.run sends numpy inputs without building one."""
-    request = _request_header(op, attrs, outputs, backend, device_index)
+    """A RunRequest from numpy inputs (strided views travel with their strides)
+    or RemoteTensors (named by their handle). Its tensors hold copies of the
+    inputs' bytes (protobuf's bytes fields copy); Client.run sends numpy inputs
+    without building one. `keep`: every output stays on the server."""
+    request = _request_header(op, attrs, outputs, backend, device_index, keep)
     for name, array in inputs.items():
-        request.inputs[name].CopyFrom(to_tensor(array))
+        if isinstance(array, _Remote):
+            _refer(request.inputs[name], array.handle)
+        else:
+            request.inputs[name].CopyFrom(to_tensor(array))
     return request
 
 
@@ -193,6 +312,20 @@ def _decode(
         return decode_array(dtype, sizes, strides, data)
     except LayoutError as e:
         raise protocol_error(f"output {index}: {e}") from None
+
+
+def _output(
+    owner: _ClientBase | None, index: int, layout: pb.Tensor | pb.OutputHeader, data: Buffer
+) -> Any:
+    """One output: a read-only array over `data`, or, for an output the
+    request kept, the owner's RemoteTensor for the handle the answer carries."""
+    if not layout.HasField("handle"):
+        return _decode(index, layout.dtype, layout.sizes, layout.strides, data)
+    if not layout.handle.id:
+        raise protocol_error(f"output {index} is a handle without an id")
+    if owner is None:
+        raise protocol_error(f"output {index} is a handle, which no request here kept")
+    return owner._remote(layout.handle)
 
 
 # ---- progress ---------------------------------------------------------------
@@ -219,6 +352,25 @@ class _Progress:
             self.callback(self.done, self.total)
 
 
+def _counted(
+    parts: Iterable[tuple[bytes, int]], counter: _Progress, failed: list[Exception]
+) -> Iterator[bytes]:
+    """The parts of an upload (each with the data bytes it carries), counted as
+    gRPC takes them: it takes the next part once the last one was written, so
+    the memory in flight stays a chunk or two. An exception raised here (the
+    progress callback's) goes into `failed` for the caller to raise, as gRPC
+    only cancels the call."""
+    try:
+        counter.add()
+        for part, data_bytes in parts:
+            yield part
+            if data_bytes:
+                counter.add(done=data_bytes)
+    except Exception as e:
+        failed.append(e)
+        raise
+
+
 # ---- streamed results -------------------------------------------------------
 
 
@@ -227,8 +379,9 @@ class _Assembler:
     byte_length bytes of chunks (the C++ client's checks), each output's chunks
     copied into one buffer allocated when its header arrives."""
 
-    def __init__(self, progress: _Progress | None = None) -> None:
+    def __init__(self, progress: _Progress | None = None, owner: _ClientBase | None = None) -> None:
         self._progress = progress or _Progress(None)
+        self._owner = owner  # makes the RemoteTensors of kept outputs
         self._headers: list[pb.OutputHeader] = []
         self._buffers: list[np.ndarray] = []
         self._filled = 0  # bytes of the last output received
@@ -266,6 +419,15 @@ class _Assembler:
             )
         if header.byte_length < 0:
             raise protocol_error(f"output {header.index} has byte_length {header.byte_length}")
+        if header.HasField("handle"):  # kept on the server: no chunks follow
+            if header.byte_length:
+                raise protocol_error(
+                    f"output {index} is a handle but has {header.byte_length} bytes"
+                )
+            self._headers.append(header)
+            self._buffers.append(np.empty(0, dtype=np.uint8))
+            self._filled = 0
+            return
         # Checked before allocating, so a bogus header costs no memory.
         try:
             check_layout(header.dtype, header.sizes, header.strides, header.byte_length)
@@ -304,30 +466,32 @@ class _Assembler:
                 f"the stream ended {self._remaining} bytes short of output {len(self._headers) - 1}"
             )
         outputs = [
-            _decode(i, h.dtype, h.sizes, h.strides, data)
+            _output(self._owner, i, h, data)
             for i, (h, data) in enumerate(zip(self._headers, self._buffers, strict=True))
         ]
         return Result(outputs, self._headers[0].backend if self._headers else "")
 
 
-def _read_parts(parts: Iterable[bytes | pb.ResultPart]) -> Result:
+def _read_parts(
+    parts: Iterable[bytes | pb.ResultPart], owner: _ClientBase | None = None
+) -> Result:
     """Reassembles a RunStream or RunChunked answer (see _Assembler)."""
-    assembler = _Assembler()
+    assembler = _Assembler(owner=owner)
     for part in parts:
         assembler.feed(part)
     return assembler.result()
 
 
-def _result_from_response(data: bytes) -> tuple[pb.RunResponse, Result, int]:
+def _result_from_response(
+    data: bytes, owner: _ClientBase
+) -> tuple[pb.RunResponse, Result, int]:
     """A serialized RunResponse: its small fields, its outputs as read-only
-    arrays over `data` itself (no copy), and their bytes."""
+    arrays over `data` itself (no copy) or RemoteTensors, and their bytes."""
     try:
         meta, tensors = parse_run_response(data)
     except WireError as e:
         raise protocol_error(f"a RunResponse that does not parse: {e}") from None
-    outputs = [
-        _decode(i, t.dtype, t.sizes, t.strides, payload) for i, (t, payload) in enumerate(tensors)
-    ]
+    outputs = [_output(owner, i, t, payload) for i, (t, payload) in enumerate(tensors)]
     return meta, Result(outputs, meta.backend), sum(payload.nbytes for _, payload in tensors)
 
 
@@ -358,17 +522,21 @@ class _Prepared:
 
 def _prepare(
     op: str,
-    inputs: Mapping[str, npt.ArrayLike],
+    inputs: Mapping[str, npt.ArrayLike | _Remote],
     attrs: Attrs | None,
     outputs: Sequence[OutputLike] | None,
     backend: str,
     device_index: int | None,
+    keep: bool = False,
 ) -> _Prepared:
-    header = _request_header(op, attrs, outputs, backend, device_index)
+    header = _request_header(op, attrs, outputs, backend, device_index, keep)
     data: dict[str, memoryview] = {}
     for name, array in inputs.items():
-        wire = encode_array(array)
         tensor = header.inputs[name]
+        if isinstance(array, _Remote):
+            _refer(tensor, array.handle)  # no bytes: no data field (wire.py)
+            continue
+        wire = encode_array(array)
         tensor.dtype = wire.dtype  # type: ignore[assignment]
         tensor.sizes.extend(wire.sizes)
         tensor.strides.extend(wire.strides or ())
@@ -395,11 +563,12 @@ def _prepare_any(request: RequestLike) -> _Prepared:
 
 def _run_arguments(
     op: str,
-    inputs: Mapping[str, npt.ArrayLike],
+    inputs: Mapping[str, npt.ArrayLike | _Remote],
     attrs: Attrs | None = None,
     outputs: Sequence[OutputLike] | None = None,
     backend: str = "auto",
     device_index: int | None = None,
+    keep: bool = False,
 ) -> dict[str, Any]:
     return {
         "op": op,
@@ -408,6 +577,7 @@ def _run_arguments(
         "outputs": outputs,
         "backend": backend,
         "device_index": device_index,
+        "keep": keep,
     }
 
 
@@ -434,8 +604,12 @@ def answer_bytes_bound(request: pb.RunRequest) -> int:
             return 0
         op = request.WhichOneof("op")
         if op in ("slice", "split"):
-            return sum(_span_bytes(o.sizes, o.strides, itemsize) for o in request.outputs)
+            return sum(
+                _span_bytes(o.sizes, o.strides, itemsize) for o in request.outputs if not o.keep
+            )
         wanted = request.outputs[0] if request.outputs else pb.OutputDesc()
+        if wanted.keep:  # kept outputs send no bytes
+            return 0
         if op == "scatter_elements":
             return _span_bytes(wanted.sizes or source.sizes, wanted.strides, itemsize)
         if wanted.sizes:
@@ -547,10 +721,7 @@ class _Window:
         else:
             try:
                 outcome = Result(
-                    [
-                        _decode(i, t.dtype, t.sizes, t.strides, data)
-                        for i, (t, data) in enumerate(tensors)
-                    ],
+                    [_output(self._client, i, t, data) for i, (t, data) in enumerate(tensors)],
                     meta.backend,
                 )
             except TensorOpError as e:
@@ -681,6 +852,76 @@ class _ClientBase:
 
         return parts()
 
+    def _remote(self, handle: pb.TensorHandle) -> _Remote:
+        """The RemoteTensor of this kind of client for a handle it received."""
+        raise NotImplementedError
+
+    def _put_parts(
+        self,
+        array: npt.ArrayLike | WireTensor,
+        backend: str,
+        ttl_seconds: int,
+        device_index: int | None,
+    ) -> tuple[Iterator[tuple[bytes, int]], int]:
+        """Put's parts (each with the data bytes it carries) and the bytes in all:
+        the header, then the tensor's buffer in chunks of chunk_bytes, sliced
+        from the array's memory. Strided arrays keep their layout, padding and
+        all (encode_array), as run sends them."""
+        wire = array if isinstance(array, WireTensor) else encode_array(array)
+        header = pb.PutHeader(
+            dtype=wire.dtype,  # type: ignore[arg-type]
+            sizes=wire.sizes,
+            strides=wire.strides or (),
+            backend=_backend(backend),  # type: ignore[arg-type]
+            ttl_seconds=ttl_seconds,
+        )
+        if device_index is not None:
+            header.device_index = device_index
+        data = _put_data(wire)
+        size = self._chunk_bytes
+
+        def parts() -> Iterator[tuple[bytes, int]]:
+            yield pb.PutPart(header=header).SerializeToString(), 0
+            for at in range(0, data.nbytes, size):
+                piece = data[at : at + size]
+                # The one copy of the bytes on our side: gRPC sends only `bytes`.
+                yield b"".join((put_chunk_prefix(piece.nbytes), piece)), piece.nbytes
+
+        return parts(), data.nbytes
+
+
+def _put_data(wire: WireTensor) -> memoryview:
+    """The bytes Put takes: exactly the layout's, where a strided tensor may hold
+    more (never read; as the C++ client). Anything else goes as it is, for the
+    server to judge."""
+    if not wire.strides:
+        return wire.data
+    try:
+        check_layout(wire.dtype, wire.sizes, wire.strides, wire.data.nbytes)
+    except LayoutError:
+        return wire.data
+    itemsize = numpy_dtype(wire.dtype).itemsize
+    return wire.data[: span_elements(wire.sizes, wire.strides) * itemsize]
+
+
+def _fetch_request(tensor: HandleLike, strides: Sequence[int] | None) -> bytes:
+    request = pb.FetchRequest(id=_handle_id(tensor), strides=[int(s) for s in strides or ()])
+    return request.SerializeToString()
+
+
+def _fetched(result: Result) -> np.ndarray:
+    """Fetch's one output."""
+    if len(result.outputs) != 1 or not isinstance(result.outputs[0], np.ndarray):
+        raise protocol_error(f"Fetch answered {len(result.outputs)} outputs, not one array")
+    output: np.ndarray = result.outputs[0]
+    return output
+
+
+def _next_page_token(page: pb.ListHandlesResponse, token: str) -> str:
+    if page.next_page_token and page.next_page_token == token:
+        raise protocol_error(f'ListHandles answered page token "{token}" with itself')
+    return page.next_page_token
+
 
 class Client(_ClientBase):
     """A connection to tensord. Connects lazily: an unreachable target shows up as
@@ -753,6 +994,10 @@ class Client(_ClientBase):
         self._run_stream = self._channel.unary_stream(_METHOD + "RunStream")
         self._run_chunked = self._channel.stream_stream(_METHOD + "RunChunked")
         self._run_bidi = self._channel.stream_stream(_METHOD + "RunBidi")
+        self._put = self._channel.stream_unary(
+            _METHOD + "Put", response_deserializer=pb.TensorHandle.FromString
+        )
+        self._fetch = self._channel.unary_stream(_METHOD + "Fetch")
 
     def close(self) -> None:
         self._channel.close()
@@ -771,18 +1016,24 @@ class Client(_ClientBase):
     def run(
         self,
         op: str,
-        inputs: Mapping[str, npt.ArrayLike],
+        inputs: Mapping[str, npt.ArrayLike | _Remote],
         attrs: Attrs | None = None,
         outputs: Sequence[OutputLike] | None = None,
         backend: str = "auto",
         device_index: int | None = None,
         *,
         progress: ProgressFn | None = None,
+        keep: bool = False,
     ) -> Result:
         """Runs one operator, any size: Run when the request and its answer
         fit in one message, else RunChunked for the inputs and the streamed
         answer (RunStream) for the outputs. The inputs' bytes are sent from
-        the arrays' own memory (strided views keep their strides).
+        the arrays' own memory (strided views keep their strides); a
+        RemoteTensor input is named by its handle and sends no bytes.
+
+        `keep`: every output stays on the server and comes back as a
+        RemoteTensor (strided_slice and scatter_elements need no `outputs`
+        for it; slice and split need their sizes as always).
 
         `progress(done, total)`, if given, is called as bytes move in chunks
         (and once at the end of a unary call): the bytes of input and output
@@ -790,29 +1041,31 @@ class Client(_ClientBase):
         its header arrives, and the last call has done == total. During a
         chunked upload it is called from a gRPC thread. An exception it raises
         cancels the call and comes out of `run`."""
-        return self._call(_prepare(op, inputs, attrs, outputs, backend, device_index), progress)
+        prepared = _prepare(op, inputs, attrs, outputs, backend, device_index, keep)
+        return self._call(prepared, progress)
 
     def run_stream(
         self,
         op: str,
-        inputs: Mapping[str, npt.ArrayLike],
+        inputs: Mapping[str, npt.ArrayLike | _Remote],
         attrs: Attrs | None = None,
         outputs: Sequence[OutputLike] | None = None,
         backend: str = "auto",
         device_index: int | None = None,
         *,
         progress: ProgressFn | None = None,
+        keep: bool = False,
     ) -> Result:
         """RunStream: each output arrives as a header and chunks, reassembled here,
         so results larger than one message come back (inputs over the limit go
         through RunChunked, which streams too)."""
-        prepared = _prepare(op, inputs, attrs, outputs, backend, device_index)
+        prepared = _prepare(op, inputs, attrs, outputs, backend, device_index, keep)
         return self._call(prepared, progress, stream=True)
 
     def run_chunked(
         self,
         op: str,
-        inputs: Mapping[str, npt.ArrayLike],
+        inputs: Mapping[str, npt.ArrayLike | _Remote],
         attrs: Attrs | None = None,
         outputs: Sequence[OutputLike] | None = None,
         backend: str = "auto",
@@ -820,10 +1073,11 @@ class Client(_ClientBase):
         *,
         progress: ProgressFn | None = None,
         chunk_bytes: int | None = None,
+        keep: bool = False,
     ) -> Result:
         """RunChunked whatever the size: inputs uploaded in chunks of
         `chunk_bytes` (default: the client's), the answer streamed back."""
-        prepared = _prepare(op, inputs, attrs, outputs, backend, device_index)
+        prepared = _prepare(op, inputs, attrs, outputs, backend, device_index, keep)
         return self._chunked(prepared, _Progress(progress, prepared.data_bytes), chunk_bytes)
 
     def run_request(self, request: pb.RunRequest, *, progress: ProgressFn | None = None) -> Result:
@@ -866,7 +1120,7 @@ class Client(_ClientBase):
                 response = self._run(payload, timeout=self._timeout)
             except grpc.RpcError as e:
                 raise _status_error(e, self._tls) from None
-            _, result, out = _result_from_response(response)
+            _, result, out = _result_from_response(response, self)
             counter.add(done=prepared.data_bytes + out, total=out)
             return result
         except TensorOpError as e:
@@ -882,31 +1136,17 @@ class Client(_ClientBase):
         self, prepared: _Prepared, counter: _Progress, chunk_bytes: int | None
     ) -> Result:
         chunks = self._chunk_parts(prepared, chunk_bytes)
-
         failed: list[Exception] = []  # the progress callback's, raised to the caller
-
-        def parts() -> Iterator[bytes]:
-            # gRPC takes the next part once the last one was written, so the
-            # memory in flight stays a chunk or two.
-            try:
-                counter.add()
-                for part, data_bytes in chunks:
-                    yield part
-                    if data_bytes:
-                        counter.add(done=data_bytes)
-            except Exception as e:
-                failed.append(e)
-                raise  # gRPC cancels the call
-
+        parts = _counted(chunks, counter, failed)
         try:
-            return self._read(self._run_chunked(parts(), timeout=self._timeout), counter)
+            return self._read(self._run_chunked(parts, timeout=self._timeout), counter)
         except TensorOpError:
             if failed:
                 raise failed[0] from None
             raise
 
     def _read(self, call: Any, counter: _Progress) -> Result:
-        assembler = _Assembler(counter)
+        assembler = _Assembler(counter, self)
         try:
             for part in call:
                 assembler.feed(part)
@@ -918,6 +1158,79 @@ class Client(_ClientBase):
             call.cancel()
             raise
         return assembler.result()
+
+    # ---- handles ----
+
+    def put(
+        self,
+        array: npt.ArrayLike | WireTensor,
+        backend: str = "cpu",
+        ttl_seconds: int = 0,
+        *,
+        device_index: int | None = None,
+        progress: ProgressFn | None = None,
+    ) -> RemoteTensor:
+        """Put: uploads `array` in chunks of chunk_bytes to stay on the server,
+        and returns its RemoteTensor. A strided view keeps its layout (element
+        strides, and the padding between its elements, as `run` sends it;
+        np.ascontiguousarray(a) first to keep only the elements); other
+        layouts are packed. `backend`: "cpu" or "auto" (host memory; "opencl"
+        is UNIMPLEMENTED for now). `ttl_seconds`: it lives that long after its
+        last use (0: the server's --handle_ttl_seconds). `progress` as for
+        `run`, called from a gRPC thread."""
+        chunks, data_bytes = self._put_parts(array, backend, ttl_seconds, device_index)
+        failed: list[Exception] = []  # the progress callback's, raised to the caller
+        parts = _counted(chunks, _Progress(progress, data_bytes), failed)
+        try:
+            handle = self._put(parts, timeout=self._timeout)
+        except grpc.RpcError as e:
+            if failed:
+                raise failed[0] from None
+            raise _status_error(e, self._tls) from None
+        return RemoteTensor(self, handle)
+
+    def fetch(
+        self,
+        tensor: HandleLike,
+        strides: Sequence[int] | None = None,
+        *,
+        progress: ProgressFn | None = None,
+    ) -> np.ndarray:
+        """Fetch: a handle's tensor as a read-only array, packed or with
+        `strides` (elements); streamed back in chunks, any size."""
+        call = self._fetch(_fetch_request(tensor, strides), timeout=self._timeout)
+        return _fetched(self._read(call, _Progress(progress)))
+
+    def release(self, tensors: HandleLike | Iterable[HandleLike]) -> None:
+        """Release: frees handles (RemoteTensors or ids) on the server at once
+        (a call already using one finishes first); later uses are NOT_FOUND.
+        Unknown ids are ignored."""
+        ids = _handle_ids(tensors)
+        if ids:
+            self._unary(self._stub.Release, pb.ReleaseRequest(ids=ids))
+
+    def list_handles(self, page_size: int = 0) -> list[pb.TensorHandle]:
+        """ListHandles: every handle of this caller, by id, read a page of
+        `page_size` (0: the server's default) at a time."""
+        handles: list[pb.TensorHandle] = []
+        token = ""
+        while True:
+            page = self._unary(
+                self._stub.ListHandles, pb.ListHandlesRequest(page_size=page_size, page_token=token)
+            )
+            handles.extend(page.handles)
+            token = _next_page_token(page, token)
+            if not token:
+                return handles
+
+    def _unary(self, method: Any, request: Any) -> Any:
+        try:
+            return method(request, timeout=self._timeout)
+        except grpc.RpcError as e:
+            raise _status_error(e, self._tls) from None
+
+    def _remote(self, handle: pb.TensorHandle) -> RemoteTensor:
+        return RemoteTensor(self, handle)
 
     def run_many(
         self, requests: Iterable[RequestLike], *, window: int = 16

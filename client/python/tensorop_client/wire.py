@@ -13,7 +13,8 @@ map entries is the same RunRequest.
 Field numbers are tensorop.proto's:
   RunRequest.inputs = 6 (map entry: key = 1, value = 2), Tensor.data = 4,
   RunResponse.outputs = 2, ResultPart.header = 1, ResultPart.chunk = 2,
-  RequestPart.request = 1, RequestPart.chunk = 2 (InputChunk: input = 1, data = 2).
+  RequestPart.request = 1, RequestPart.chunk = 2 (InputChunk: input = 1, data = 2),
+  PutPart.chunk = 2.
 """
 
 from __future__ import annotations
@@ -115,6 +116,11 @@ def input_chunk_prefix(name: str, data_bytes: int) -> bytes:
     key = name.encode()
     chunk = _key(1) + varint(len(key)) + key + _key(2) + varint(data_bytes)
     return _key(2) + varint(len(chunk) + data_bytes) + chunk
+
+
+def put_chunk_prefix(data_bytes: int) -> bytes:
+    """A PutPart holding chunk=..., up to its data."""
+    return _key(2) + varint(data_bytes)
 
 
 # ---- responses --------------------------------------------------------------
