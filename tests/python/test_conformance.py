@@ -1,5 +1,6 @@
 """`python -m tensorop_client conformance` against the real tensord: every public case
-passes on both backends, unary, streamed and chunked; failures are reported and exit 1."""
+passes on both backends, unary, streamed, chunked and through handles (inputs Put,
+outputs kept and Fetched); failures are reported and exit 1."""
 
 from __future__ import annotations
 
@@ -23,7 +24,9 @@ def conformance(address: str, *args: str) -> subprocess.CompletedProcess[str]:
 
 
 @pytest.mark.parametrize(
-    "style", [[], ["--stream"], ["--chunked"]], ids=["unary", "stream", "chunked"]
+    "style",
+    [[], ["--stream"], ["--chunked"], ["--handles"]],
+    ids=["unary", "stream", "chunked", "handles"],
 )
 @pytest.mark.parametrize("backend", ["cpu", "opencl"])
 def test_every_public_case_passes(

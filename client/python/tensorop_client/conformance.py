@@ -1,7 +1,7 @@
 """The conformance runner: every case through a real server, compared exactly.
 
     python -m tensorop_client conformance --target ADDR [--backend auto|cpu|opencl]
-        [--stream | --chunked] [--tls] [--ca_file PEM] [--cert_file PEM --key_file PEM]
+        [--stream | --chunked | --handles] [--tls] [--ca_file PEM] [--cert_file PEM --key_file PEM]
         [--token_file FILE] PATH...
 
 The security options may come from TENSOROP_TLS, TENSOROP_CA_FILE,
@@ -19,13 +19,46 @@ import sys
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from tensorop_client._proto import tensorop_pb2 as pb
 from tensorop_client.case_compare import find_mismatch, run_case
 from tensorop_client.cases import CaseError, LoadedCase, load_cases
 from tensorop_client.channel import channel_credentials, channel_target
-from tensorop_client.client import BACKENDS, Client
+from tensorop_client.client import BACKENDS, Client, RemoteTensor, Result, keep_outputs
+from tensorop_client.tensors import WireTensor
 
 EXIT_FAILURE = 1
 EXIT_USAGE = 2
+
+
+def run_with_handles(client: Client, request: pb.RunRequest) -> Result:
+    """`request` through handles (tensorctl's --handles): each input Put as it
+    is written (even an invalid one: Put then refuses it), the op run on the
+    handles with every output kept, each output Fetched with the strides the
+    request asked for; every handle made is released."""
+    run = pb.RunRequest()
+    run.CopyFrom(request)
+    made: list[str] = []
+    try:
+        for name in sorted(run.inputs):
+            tensor = run.inputs[name]
+            if tensor.HasField("handle"):
+                continue
+            strides = tuple(tensor.strides) or None
+            wire = WireTensor(tensor.dtype, tuple(tensor.sizes), strides, memoryview(tensor.data))
+            handle = client.put(wire)
+            made.append(handle.id)
+            tensor.handle.id = handle.id  # replaces the data; the layout stays beside it
+        keep_outputs(run)
+        kept = client.run_request(run)
+        outputs = []
+        for i, output in enumerate(kept.outputs):
+            if isinstance(output, RemoteTensor):
+                made.append(output.id)
+                output = output.fetch(run.outputs[i].strides if i < len(run.outputs) else None)
+            outputs.append(output)
+        return Result(outputs, kept.backend)
+    finally:
+        client.release(made)
 
 
 def run_conformance(
@@ -35,18 +68,21 @@ def run_conformance(
     stream: bool = False,
     security: Mapping[str, Any] | None = None,
     chunked: bool = False,
+    handles: bool = False,
 ) -> tuple[int, int]:
     """Runs every case of `paths`, printing failures; returns (passed, failed).
     `stream`: through RunStream; `chunked`: through RunChunked (inputs
-    uploaded in chunks). `security`: Client's tls, ca_file, cert_file,
-    key_file, token_file."""
+    uploaded in chunks); `handles`: through run_with_handles. `security`:
+    Client's tls, ca_file, cert_file, key_file, token_file."""
     cases: list[LoadedCase] = []
     for path in paths:
         cases.extend(load_cases(path))
     passed = failed = 0
     with Client(target, **(security or {})) as client:
         call = (
-            client.run_chunked_request
+            (lambda request: run_with_handles(client, request))
+            if handles
+            else client.run_chunked_request
             if chunked
             else client.run_stream_request
             if stream
@@ -86,6 +122,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     style.add_argument(
         "--chunked", action="store_true", help="call RunChunked (inputs uploaded in chunks)"
     )
+    style.add_argument(
+        "--handles",
+        action="store_true",
+        help="Put each input, run on the handles keeping every output, Fetch the outputs",
+    )
     conformance.add_argument("--tls", action="store_true", help="connect with TLS")
     conformance.add_argument("--ca_file", help="PEM CA of the server's certificate (implies --tls)")
     conformance.add_argument("--cert_file", help="PEM client certificate, for mutual TLS")
@@ -112,7 +153,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.error(str(e))
     try:
         _, failed = run_conformance(
-            args.target, args.paths, args.backend, args.stream, security, args.chunked
+            args.target,
+            args.paths,
+            args.backend,
+            args.stream,
+            security,
+            args.chunked,
+            args.handles,
         )
     except CaseError as e:
         print(f"tensorop_client: {e}", file=sys.stderr)
