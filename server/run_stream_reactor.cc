@@ -135,7 +135,9 @@ class TensorOpService::StreamReactor final : public grpc::ServerWriteReactor<grp
 
   TensorOpService* const service_;
   const OpenCall open_call_{service_->open_calls_};
-  const std::string method_;
+  // A literal ("RunStream", "Fetch"): CallRecord keeps a view of it, which
+  // the request log formats after the reactor is gone.
+  const absl::string_view method_;
   grpc::ByteBuffer own_request_;
   const grpc::ByteBuffer* const request_bytes_;  // owned by gRPC (or own_request_) until OnDone
   const StopCheck stop_;
