@@ -360,9 +360,9 @@ absl::StatusOr<Result> Client::RunChunked(const v1::RunRequest& request, int64_t
   for (const auto& [name, data] : uploads) {
     writing = writing && WriteChunks<v1::RequestPart>(
                              *stream, *data, chunk_bytes,
-                             [&name](v1::RequestPart& part, absl::string_view piece) {
+                             [&input = name](v1::RequestPart& part, absl::string_view piece) {
                                v1::InputChunk& chunk = *part.mutable_chunk();
-                               chunk.set_input(name);
+                               chunk.set_input(input);
                                chunk.set_data(std::string(piece));
                              },
                              done, total);
