@@ -206,13 +206,15 @@ std::optional<RequestDataView> RequestDataView::Of(const grpc::ByteBuffer& bytes
         if (field == kTensorSharedMemoryTag || field == kTensorHandleTag) {
           have_other_location = true;
         }
-        if (field != kTensorDataTag) {
+        if (field == kTensorDataTag && have_data) return std::nullopt;
+        // An empty data field stays for protobuf: in a oneof, even an empty
+        // value says which member is set.
+        if (field != kTensorDataTag || field_length == 0) {
           AppendVarint(field, &tensor);
           AppendVarint(field_length, &tensor);
           if (!in.AppendTo(field_length, &tensor)) return std::nullopt;
           continue;
         }
-        if (have_data) return std::nullopt;
         have_data = true;
         data_bytes = static_cast<int64_t>(field_length);
         if (!in.Take(field_length, [&](size_t slice, size_t offset, size_t n) {

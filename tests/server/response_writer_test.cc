@@ -235,6 +235,18 @@ TEST(RequestDataViewTest, TakesTheInputsDataOutOfAnySlicing) {
   }
 }
 
+TEST(RequestDataViewTest, LeavesAnEmptyDataFieldInTheRest) {
+  v1::RunRequest request;
+  (*request.mutable_inputs())["input"].set_data("");  // a oneof's member, set
+  std::optional<RequestDataView> view = RequestDataView::Of(Sliced(request.SerializeAsString(), 5));
+  ASSERT_TRUE(view.has_value());
+  ASSERT_EQ(view->inputs().size(), 1u);
+  EXPECT_EQ(view->inputs()[0].bytes, 0);
+  v1::RunRequest rest;
+  ASSERT_TRUE(rest.ParseFromString(view->rest()));
+  EXPECT_EQ(rest.inputs().at("input").location_case(), v1::Tensor::kData);
+}
+
 TEST(RequestDataViewTest, LeavesEveryOtherFormToProtobuf) {
   const std::string wire = RequestWithData("abc", "12345678").SerializeAsString();
   v1::RunRequest one;
