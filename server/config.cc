@@ -158,6 +158,9 @@ TENSORD_FLAG(int64_t, max_resident_bytes_per_client, -1,
              "bytes of handles one client (its token or certificate identity, else its IP "
              "address) may hold; RESOURCE_EXHAUSTED past it (-1: half of --max_memory_bytes; "
              "0: no limit beyond --max_memory_bytes)");
+TENSORD_FLAG(int, max_chain_steps, 64,
+             "the most steps a RunChain request may have; RESOURCE_EXHAUSTED past it; in "
+             "[1, 4096]");
 TENSORD_FLAG(std::string, advertise_address, "",
              "host:port clients reach this server at, named in every handle's replica "
              "(Kubernetes: $(POD_IP):50051); empty: the first --address");
@@ -390,6 +393,8 @@ absl::StatusOr<ServerConfig> ValidatedConfig(const Parsed& parsed) {
   // A chunk plus its few bytes of framing must fit in one message.
   ASSIGN_OR_RETURN(config.service.chunk_bytes,
                    FlagInRange(FLAGS_chunk_bytes, "chunk_bytes", int64_t{1}, message_bytes - 64));
+  ASSIGN_OR_RETURN(config.service.max_chain_steps,
+                   FlagInRange(FLAGS_max_chain_steps, "max_chain_steps", 1, 4096));
   ASSIGN_OR_RETURN(
       config.service.limits.max_request_bytes,
       FlagInRange(FLAGS_max_request_bytes, "max_request_bytes", int64_t{1}, kMaxRequestBytes));

@@ -145,6 +145,12 @@ void MemoryBudget::Reservation::Shrink(int64_t bytes) {
 
 void MemoryBudget::Reservation::Release() { Shrink(bytes_); }
 
+void MemoryBudget::Reservation::TransferTo(Reservation& other, int64_t bytes) {
+  bytes = std::clamp<int64_t>(bytes, 0, bytes_);
+  bytes_ -= bytes;
+  other.bytes_ += bytes;
+}
+
 void AddMemoryBudgetSeries(Metrics& metrics, const MemoryBudget& budget) {
   metrics.AddSampled("tensorop_memory_budget_bytes",
                      "Bytes calls may hold at once (--max_memory_bytes).", "gauge", {},

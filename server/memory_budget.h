@@ -42,6 +42,9 @@ class MemoryBudget {
     void Shrink(int64_t bytes);
     // Gives back everything.
     void Release();
+    // Hands `bytes` (at most what is held) to `other`, a reservation of the
+    // same budget: the total stays reserved throughout.
+    void TransferTo(Reservation& other, int64_t bytes);
     int64_t bytes() const { return bytes_; }
 
    private:

@@ -170,11 +170,12 @@ int64_t TotalBytes(const std::vector<Layout>& layouts) {
 
 namespace {
 
-// Reserves what parsing `bytes` as a RunRequest takes, bounded from its tags
+// Reserves what parsing `bytes` as a `Message` takes, bounded from its tags
 // before anything is allocated; returns that bound.
+template <typename Message = v1::RunRequest>
 absl::StatusOr<int64_t> ReserveParse(const grpc::ByteBuffer& bytes, absl::string_view method,
                                      MemoryBudget::Reservation& reservation) {
-  absl::StatusOr<int64_t> bound = ParsedBytesBound(bytes, *v1::RunRequest::descriptor());
+  absl::StatusOr<int64_t> bound = ParsedBytesBound(bytes, *Message::descriptor());
   if (!bound.ok()) {
     return absl::InvalidArgumentError(absl::StrCat(method, ": ", bound.status().message()));
   }
@@ -185,16 +186,25 @@ absl::StatusOr<int64_t> ReserveParse(const grpc::ByteBuffer& bytes, absl::string
 }
 
 // Parses `bytes` (reserved by ReserveParse; `received_bytes` long as they
-// arrived) into `request`, and reserves the per-output overhead of planning it.
+// arrived) into `message`.
+template <typename Message>
+absl::Status DeserializeMessage(const grpc::ByteBuffer& bytes, int64_t received_bytes,
+                                absl::string_view method, Message* message) {
+  grpc::ByteBuffer copy(bytes);  // Deserialize consumes its buffer; this shares the slices
+  if (!grpc::SerializationTraits<Message>::Deserialize(&copy, message).ok()) {
+    return absl::InvalidArgumentError(absl::StrCat(method, ": the ", received_bytes,
+                                                   " bytes received are not a valid ",
+                                                   Message::descriptor()->full_name()));
+  }
+  return absl::OkStatus();
+}
+
+// DeserializeMessage for a RunRequest, and reserves the per-output overhead of
+// planning it.
 absl::Status Deserialize(const grpc::ByteBuffer& bytes, int64_t received_bytes,
                          absl::string_view method, MemoryBudget::Reservation& reservation,
                          v1::RunRequest* request) {
-  grpc::ByteBuffer copy(bytes);  // Deserialize consumes its buffer; this shares the slices
-  if (!grpc::SerializationTraits<v1::RunRequest>::Deserialize(&copy, request).ok()) {
-    return absl::InvalidArgumentError(absl::StrCat(method, ": the ", received_bytes,
-                                                   " bytes received are not a valid ",
-                                                   v1::RunRequest::descriptor()->full_name()));
-  }
+  RETURN_IF_ERROR(DeserializeMessage(bytes, received_bytes, method, request));
   return reservation.Grow(kOutputOverheadBytes * std::max(1, request->outputs_size()),
                           absl::StrCat(method, ": planning the ", request->outputs_size(),
                                        " outputs of request \"", request->id(), "\""));
@@ -206,6 +216,32 @@ absl::Status ParseRequest(const grpc::ByteBuffer& bytes, absl::string_view metho
                           MemoryBudget::Reservation& reservation, v1::RunRequest* request) {
   RETURN_IF_ERROR(ReserveParse(bytes, method, reservation).status());
   return Deserialize(bytes, static_cast<int64_t>(bytes.Length()), method, reservation, request);
+}
+
+absl::Status ParseChainRequest(const grpc::ByteBuffer& bytes, absl::string_view method,
+                               MemoryBudget::Reservation& reservation, v1::RunChainRequest* chain) {
+  RETURN_IF_ERROR(ReserveParse<v1::RunChainRequest>(bytes, method, reservation).status());
+  RETURN_IF_ERROR(DeserializeMessage(bytes, static_cast<int64_t>(bytes.Length()), method, chain));
+  int outputs = 0;
+  for (const v1::ChainStep& step : chain->steps()) outputs += std::max(1, step.outputs_size());
+  return reservation.Grow(
+      kOutputOverheadBytes * std::max(1, outputs),
+      absl::StrCat(method, ": planning the ", outputs, " outputs of chain \"", chain->id(), "\""));
+}
+
+absl::StatusOr<std::vector<Layout>> PlanOutputLayouts(const v1::RunRequest& request,
+                                                      const ServiceOptions& options,
+                                                      const StopCheck& stop,
+                                                      const UploadedInputs* uploaded,
+                                                      const HandleAccess* handles) {
+  std::vector<Layout> layouts;
+  RETURN_IF_ERROR(Guarded([&] {
+    ASSIGN_OR_RETURN(std::unique_ptr<PlannedRun> run,
+                     Plan(request, options.limits, options.shared_memory, stop, uploaded, handles));
+    layouts = std::move(run->plan.outputs);
+    return absl::OkStatus();
+  }));
+  return layouts;
 }
 
 UploadedInputs Spans(const InputBuffers& buffers) {

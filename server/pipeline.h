@@ -68,6 +68,11 @@ int64_t TotalBytes(const std::vector<Layout>& layouts);
 absl::Status ParseRequest(const grpc::ByteBuffer& bytes, absl::string_view method,
                           MemoryBudget::Reservation& reservation, v1::RunRequest* request);
 
+// Parses `bytes` as a RunChainRequest like ParseRequest: reserving what
+// parsing takes, then the per-output overhead of planning every step.
+absl::Status ParseChainRequest(const grpc::ByteBuffer& bytes, absl::string_view method,
+                               MemoryBudget::Reservation& reservation, v1::RunChainRequest* chain);
+
 // Input bytes held apart from the request, by input name: they stand for the
 // request's own data of those inputs.
 using UploadedInputs = std::map<std::string, std::span<const std::byte>, std::less<>>;
@@ -152,6 +157,13 @@ absl::StatusOr<OutputBuffers> ExecuteIntoAnswerBuffers(
     Placement& placement, const StopCheck& stop, MemoryBudget::Reservation& reservation,
     absl::string_view too_big_hint, const UploadedInputs* uploaded = nullptr,
     const HandleAccess* handles = nullptr);
+
+// Validates and plans `request` without running it: its output layouts.
+absl::StatusOr<std::vector<Layout>> PlanOutputLayouts(const v1::RunRequest& request,
+                                                      const ServiceOptions& options,
+                                                      const StopCheck& stop,
+                                                      const UploadedInputs* uploaded,
+                                                      const HandleAccess* handles);
 
 // The data bytes of `response`'s outputs.
 int64_t ResponseDataBytes(const v1::RunResponse& response);

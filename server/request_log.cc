@@ -27,6 +27,20 @@ std::string Cut(absl::string_view text, size_t limit) {
 
 }  // namespace
 
+CallRecord DescribeChain(absl::string_view method, const v1::RunChainRequest& chain) {
+  CallRecord record;
+  record.method = method;
+  record.id = Cut(chain.id(), kMaxLoggedIdBytes);
+  record.input_count = 0;
+  for (const v1::ChainStep& step : chain.steps()) {
+    for (const auto& [name, input] : step.inputs()) {
+      record.bytes_in += static_cast<int64_t>(input.tensor().data().size());
+      ++record.input_count;
+    }
+  }
+  return record;
+}
+
 CallRecord DescribeRequest(absl::string_view method, const v1::RunRequest& request) {
   CallRecord record;
   record.method = method;

@@ -49,6 +49,8 @@ inline constexpr size_t kMaxLoggedMessageBytes = 1024;
 // bounded by the cuts above and the number of inputs (which it only counts
 // past kMaxLoggedInputs), so it may run inside a gRPC reaction.
 CallRecord DescribeRequest(absl::string_view method, const v1::RunRequest& request);
+// A RunChain request's record: its id and the data bytes its steps carry.
+CallRecord DescribeChain(absl::string_view method, const v1::RunChainRequest& chain);
 
 // The line for `record` ending with `status` at `end`, without the newline:
 // {"time":"2024-05-01T12:00:00.123456Z","method":"Run","id":"a","op":"slice",

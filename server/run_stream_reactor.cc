@@ -1,4 +1,5 @@
-// TensorOp.RunStream: one request, each output as a header then data chunks.
+// TensorOp.RunStream: one request, each output as a header then data chunks;
+// TensorOp.RunChain, its results alike; TensorOp.Fetch, a handle's bytes alike.
 #include <memory>
 #include <optional>
 #include <string>
@@ -10,6 +11,7 @@
 #include "absl/time/time.h"
 #include "core/status_macros.h"
 #include "server/auth.h"
+#include "server/chain.h"
 #include "server/guarded.h"
 #include "server/handle_store.h"
 #include "server/idle_watchdog.h"
@@ -28,6 +30,9 @@ namespace tensorop::server {
 
 class TensorOpService::StreamReactor final : public grpc::ServerWriteReactor<grpc::ByteBuffer> {
  public:
+  // The method whose request is a RunChainRequest.
+  static constexpr absl::string_view kRunChain = "RunChain";
+
   // `request`: the call's bytes, owned by gRPC; or null for a request the
   // server made (Fetch: `own_request`), named `method` in logs and messages.
   StreamReactor(TensorOpService* service, grpc::CallbackServerContext* context,
@@ -84,21 +89,8 @@ class TensorOpService::StreamReactor final : public grpc::ServerWriteReactor<grp
   // On a scheduler worker.
   void Work() {
     absl::Status status = Guarded([&]() -> absl::Status {
-      RETURN_IF_ERROR(ParseRequest(*request_bytes_, method_, reservation_, &request_));
-      ReleaseRequestBytes(request_bytes_, reservation_);
-      const absl::Time start = record_.start;
-      std::string identity = std::move(record_.identity);
-      record_ = DescribeRequest(method_, request_);
-      record_.start = start;
-      record_.identity = std::move(identity);
-      ASSIGN_OR_RETURN(Placement placement, service_->Place(request_));
-      record_.backend = placement.label;
-      ASSIGN_OR_RETURN(ResultParts parts,
-                       ExecuteIntoParts(request_, service_->options_, *service_->scheduler_,
-                                        placement, stop_, reservation_, record_,
-                                        /*uploaded=*/nullptr, &handles_));
+      ASSIGN_OR_RETURN(ResultParts parts, method_ == kRunChain ? RunChain() : RunOne());
       parts_.emplace(std::move(parts));
-      request_.Clear();  // the inputs are done with; only the outputs stream
       return absl::OkStatus();
     });
     if (!status.ok()) {
@@ -106,6 +98,39 @@ class TensorOpService::StreamReactor final : public grpc::ServerWriteReactor<grp
       return;
     }
     WriteNext();
+  }
+
+  absl::StatusOr<ResultParts> RunOne() {
+    RETURN_IF_ERROR(ParseRequest(*request_bytes_, method_, reservation_, &request_));
+    ReleaseRequestBytes(request_bytes_, reservation_);
+    Describe(DescribeRequest(method_, request_));
+    ASSIGN_OR_RETURN(Placement placement, service_->Place(request_));
+    record_.backend = placement.label;
+    absl::StatusOr<ResultParts> parts =
+        ExecuteIntoParts(request_, service_->options_, *service_->scheduler_, placement, stop_,
+                         reservation_, record_, /*uploaded=*/nullptr, &handles_);
+    request_.Clear();  // the inputs are done with; only the outputs stream
+    return parts;
+  }
+
+  absl::StatusOr<ResultParts> RunChain() {
+    v1::RunChainRequest chain;
+    RETURN_IF_ERROR(ParseChainRequest(*request_bytes_, method_, reservation_, &chain));
+    ReleaseRequestBytes(request_bytes_, reservation_);
+    Describe(DescribeChain(method_, chain));
+    request_.set_backend(chain.backend());
+    if (chain.has_device_index()) request_.set_device_index(chain.device_index());
+    ASSIGN_OR_RETURN(Placement placement, service_->Place(request_));
+    record_.backend = placement.label;
+    return ExecuteChainIntoParts(chain, service_->options_, *service_->scheduler_, placement, stop_,
+                                 *service_->budget_, reservation_, record_, &handles_);
+  }
+
+  // The parsed request's record, keeping when the call started and who made it.
+  void Describe(CallRecord described) {
+    described.start = record_.start;
+    described.identity = std::move(record_.identity);
+    record_ = std::move(described);
   }
 
   // One write in flight at a time: the next starts from OnWriteDone.
@@ -135,7 +160,7 @@ class TensorOpService::StreamReactor final : public grpc::ServerWriteReactor<grp
 
   TensorOpService* const service_;
   const OpenCall open_call_{service_->open_calls_};
-  // A literal ("RunStream", "Fetch"): CallRecord keeps a view of it, which
+  // A literal ("RunStream", "Fetch", kRunChain): CallRecord keeps a view of it, which
   // the request log formats after the reactor is gone.
   const absl::string_view method_;
   grpc::ByteBuffer own_request_;
@@ -236,6 +261,11 @@ grpc::ServerWriteReactor<grpc::ByteBuffer>* TensorOpService::Fetch(
 grpc::ServerWriteReactor<grpc::ByteBuffer>* TensorOpService::RunStream(
     grpc::CallbackServerContext* context, const grpc::ByteBuffer* request) {
   return new StreamReactor(this, context, request);
+}
+
+grpc::ServerWriteReactor<grpc::ByteBuffer>* TensorOpService::RunChain(
+    grpc::CallbackServerContext* context, const grpc::ByteBuffer* request) {
+  return new StreamReactor(this, context, request, StreamReactor::kRunChain);
 }
 
 }  // namespace tensorop::server

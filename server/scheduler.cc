@@ -173,6 +173,7 @@ absl::Status Scheduler::RunOnDevice(int index, Placement& placement, const Execu
                                     std::span<std::byte* const> outputs, const StopCheck& stop) {
   DevicePool& devices = *options_.devices;
   placement.device = Device::kOpenCl;
+  placement.device_index = index;
   placement.label = devices.Label(index);
   absl::Status status = devices.Execute(index, plan, inputs, outputs, stop);
   devices.Release(index);

@@ -34,7 +34,8 @@ enum class Device { kCpu, kOpenCl, kAuto };
 // `label` where the request really ran.
 struct Placement {
   Device device = Device::kCpu;
-  int device_index = -1;  // kOpenCl: the pool index asked for; -1: any
+  // kOpenCl: the pool index asked for (once run there: the one it ran on); -1: any.
+  int device_index = -1;
   // What responses report as `backend`: "cpu" or "opencl:<device>".
   std::string label = "cpu";
   // kAuto: the cost model in force when the request was placed, so that the

@@ -41,7 +41,8 @@ using ServiceBase =
                             v1::TensorOp::WithRawCallbackMethod_Fetch<
                                 v1::TensorOp::WithCallbackMethod_Release<
                                     v1::TensorOp::WithCallbackMethod_ListHandles<
-                                        v1::TensorOp::Service>>>>>>>>>>>;
+                                        v1::TensorOp::WithRawCallbackMethod_RunChain<
+                                            v1::TensorOp::Service>>>>>>>>>>>>;
 
 // DEADLINE_EXCEEDED once the call's deadline passed, CANCELLED once the client
 // cancelled. `context` must outlive every use: until the call finished.
@@ -93,6 +94,10 @@ class TensorOpService final : public ServiceBase {
   grpc::ServerUnaryReactor* ListHandles(grpc::CallbackServerContext* context,
                                         const v1::ListHandlesRequest* request,
                                         v1::ListHandlesResponse* response) override;
+  // Steps run in order on one backend (server/chain.h), the results streamed
+  // back like RunStream.
+  grpc::ServerWriteReactor<grpc::ByteBuffer>* RunChain(grpc::CallbackServerContext* context,
+                                                       const grpc::ByteBuffer* request) override;
 
   // Calls of the four Run methods open now (reactor made, OnDone not yet run):
   // a shutdown waits for them before it sends GOAWAY, since gRPC closes a

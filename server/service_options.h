@@ -22,6 +22,8 @@ struct ServiceOptions {
   int64_t max_message_bytes = int64_t{64} << 20;
   // Data bytes per ResultPart chunk in RunStream and RunChunked.
   int64_t chunk_bytes = int64_t{1} << 20;
+  // The most steps a RunChain request may have (--max_chain_steps).
+  int max_chain_steps = 64;
   // Where finished calls are counted besides the request log; null: nowhere.
   // Not owned; must outlive the service.
   Metrics* metrics = nullptr;

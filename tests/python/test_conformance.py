@@ -1,6 +1,7 @@
 """`python -m tensorop_client conformance` against the real tensord: every public case
-passes on both backends, unary, streamed, chunked and through handles (inputs Put,
-outputs kept and Fetched); failures are reported and exit 1."""
+passes on both backends, unary, streamed, chunked, through handles (inputs Put,
+outputs kept and Fetched) and as a one-step RunChain; failures are reported and
+exit 1."""
 
 from __future__ import annotations
 
@@ -25,8 +26,8 @@ def conformance(address: str, *args: str) -> subprocess.CompletedProcess[str]:
 
 @pytest.mark.parametrize(
     "style",
-    [[], ["--stream"], ["--chunked"], ["--handles"]],
-    ids=["unary", "stream", "chunked", "handles"],
+    [[], ["--stream"], ["--chunked"], ["--handles"], ["--chain"]],
+    ids=["unary", "stream", "chunked", "handles", "chain"],
 )
 @pytest.mark.parametrize("backend", ["cpu", "opencl"])
 def test_every_public_case_passes(

@@ -63,19 +63,6 @@ int64_t MetricValue(const TensordProcess& server, const std::string& series) {
   return -1;
 }
 
-// MetricValue once it reads `expected`, or its last reading after 10 s: a call's
-// reservation is given back in its OnDone, a moment after the client has its
-// status.
-int64_t MetricValueOnceItIs(const TensordProcess& server, const std::string& series,
-                            int64_t expected) {
-  int64_t value = MetricValue(server, series);
-  for (int i = 0; i < 1000 && value != expected; ++i) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-    value = MetricValue(server, series);
-  }
-  return value;
-}
-
 std::string ProcMaps(pid_t pid) {
   std::ifstream in("/proc/" + std::to_string(pid) + "/maps");
   std::stringstream text;

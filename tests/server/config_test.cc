@@ -214,6 +214,7 @@ TEST(ConfigTest, EveryRangeErrorNamesTheFlagAndValue) {
       {"--handle_ttl_seconds=0", "--handle_ttl_seconds=0 must be in [1, 86400]"},
       {"--handle_max_ttl_seconds=2592001",
        "--handle_max_ttl_seconds=2592001 must be in [1, 2592000]"},
+      {"--max_chain_steps=0", "--max_chain_steps=0 must be in [1, 4096]"},
       {"--max_resident_bytes_per_client=-2",
        "--max_resident_bytes_per_client=-2: must be -1 (half of --max_memory_bytes), 0 (no "
        "limit) or a byte count"},
@@ -274,7 +275,8 @@ TEST(ConfigTest, FlagNamesAreTheDefinitionsInHelpOrder) {
                   "tls_key_file", "tls_client_ca_file", "auth_token_file", "reflection",
                   "health_address", "max_memory_bytes", "buffer_pool_bytes", "idle_timeout_seconds",
                   "opencl_max_wait_seconds", "shared_memory_idle_seconds", "handle_ttl_seconds",
-                  "handle_max_ttl_seconds", "max_resident_bytes_per_client", "advertise_address"));
+                  "handle_max_ttl_seconds", "max_resident_bytes_per_client", "max_chain_steps",
+                  "advertise_address"));
   const std::string help = FlagsHelp();
   EXPECT_THAT(help, StartsWith("usage: tensord [--flag=value ...]\n\n  --address (default "
                                "0.0.0.0:50051)\n      host:port to listen on"));

@@ -217,4 +217,14 @@ int64_t MetricValue(const TensordProcess& server, const std::string& series) {
   return std::stoll(result->body.substr(at + prefix.size()));
 }
 
+int64_t MetricValueOnceItIs(const TensordProcess& server, const std::string& series,
+                            int64_t expected) {
+  int64_t value = MetricValue(server, series);
+  for (int i = 0; i < 1000 && value != expected; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    value = MetricValue(server, series);
+  }
+  return value;
+}
+
 }  // namespace tensorop::testing

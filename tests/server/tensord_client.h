@@ -76,6 +76,11 @@ grpc::Status PutTensor(v1::TensorOp::Stub& stub, const v1::Tensor& tensor, v1::T
 // The value of `series` on the server's /metrics (its name, with labels
 // if it has any: `tensorop_handles{backend="cpu"}`), or -1.
 int64_t MetricValue(const TensordProcess& server, const std::string& series);
+// MetricValue once it reads `expected`, or its last reading after 10 s: a call's
+// reservation is given back in its OnDone, a moment after the client has its
+// status.
+int64_t MetricValueOnceItIs(const TensordProcess& server, const std::string& series,
+                            int64_t expected);
 
 // One call of any method, in raw bytes, with every step blocking until done
 // (GenericStub's async streaming call driven on a private completion queue).

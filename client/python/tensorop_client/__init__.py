@@ -23,8 +23,11 @@ from tensorop_client.client import (
     Output,
     RemoteTensor,
     Result,
+    Step,
+    StepRef,
     TensorOpError,
     keep_outputs,
+    make_chain_request,
     make_request,
 )
 from tensorop_client.tensors import (
@@ -46,12 +49,15 @@ __all__ = [
     "Output",
     "RemoteTensor",
     "Result",
+    "Step",
+    "StepRef",
     "TensorOpError",
     "WireTensor",
     "decode_array",
     "encode_array",
     "from_tensor",
     "keep_outputs",
+    "make_chain_request",
     "make_request",
     "to_tensor",
 ]

@@ -8,7 +8,8 @@
 The same choice of call (Run, RunStream, RunChunked), the same results and
 errors as Client; progress callbacks run on the event loop. Handles too:
 `put` returns an AsyncRemoteTensor (`await h.fetch()`, `await h.release()`,
-`async with`), and `run(..., keep=True)` returns them.
+`async with`), and `run(..., keep=True)` returns them. Chains:
+`await client.chain(steps, results)`, with Client.chain's Steps.
 """
 
 from __future__ import annotations
@@ -29,32 +30,39 @@ from tensorop_client._proto import tensorop_pb2_grpc as pb_grpc
 from tensorop_client.client import (
     _METHOD,
     Attrs,
+    ChainResultLike,
     HandleLike,
     OutputLike,
     ProgressFn,
     RequestLike,
     Result,
+    StepLike,
     TensorOpError,
     _Assembler,
     _ClientBase,
+    _chunks_within,
     _counted,
     _fetch_request,
     _fetched,
     _handle_ids,
     _next_page_token,
     _Prepared,
+    _PreparedChain,
     _Remote,
     _prepare,
+    _prepare_chain,
     _prepare_request,
     _Progress,
     _result_from_response,
     _Route,
+    _smaller_limit,
     _status_error,
     _too_big,
     _fallback_chunk_bytes,
     _Window,
 )
 from tensorop_client.tensors import WireTensor
+from tensorop_client.wire import chain_request_meta
 
 
 class AsyncRemoteTensor(_Remote):
@@ -131,6 +139,7 @@ class AsyncClient(_ClientBase):
             _METHOD + "Put", response_deserializer=pb.TensorHandle.FromString
         )
         self._fetch = self._channel.unary_stream(_METHOD + "Fetch")
+        self._run_chain = self._channel.unary_stream(_METHOD + "RunChain")
         self._stub = pb_grpc.TensorOpStub(self._channel)
 
     async def close(self) -> None:
@@ -219,6 +228,50 @@ class AsyncClient(_ClientBase):
         prepared = _prepare_request(request)
         return await self._chunked(prepared, _Progress(progress, prepared.data_bytes), chunk_bytes)
 
+    async def chain(
+        self,
+        steps: Sequence[StepLike],
+        results: Sequence[ChainResultLike] | None = None,
+        backend: str = "auto",
+        device_index: int | None = None,
+        *,
+        id: str = "",
+        progress: ProgressFn | None = None,
+        keep: bool = False,
+    ) -> Result:
+        """Client.chain (kept results are AsyncRemoteTensors)."""
+        prepared = _prepare_chain(steps, results, backend, device_index, id, keep)
+        return await self._chain(prepared, progress)
+
+    async def chain_request(
+        self, request: pb.RunChainRequest, *, progress: ProgressFn | None = None
+    ) -> Result:
+        """Client.chain_request."""
+        return await self._chain(_PreparedChain(*chain_request_meta(request)), progress)
+
+    async def _chain(self, prepared: _PreparedChain, progress: ProgressFn | None) -> Result:
+        """Client._chain."""
+        counter = _Progress(progress, prepared.data_bytes)
+        made: list[AsyncRemoteTensor] = []  # inputs Put to fit the message limit
+        limit = self._max_message_bytes
+        try:
+            while True:
+                while (key := prepared.next_to_put(limit)) is not None:
+                    chunk_bytes = _chunks_within(limit, self._chunk_bytes)
+                    made.append(await self.put(prepared.wire(key), chunk_bytes=chunk_bytes))
+                    counter.add(done=prepared.refer(key, made[-1].handle))
+                call = self._run_chain(prepared.payload(), timeout=self._timeout)
+                try:
+                    return await self._read(call, _Progress(progress, counter.total, counter.total))
+                except TensorOpError as e:
+                    smaller = _smaller_limit(e, limit)
+                    if smaller is None:
+                        raise
+                    limit = smaller
+        finally:
+            with contextlib.suppress(TensorOpError):  # else they expire
+                await self.release(made)
+
     async def put(
         self,
         array: npt.ArrayLike | WireTensor,
@@ -227,9 +280,12 @@ class AsyncClient(_ClientBase):
         *,
         device_index: int | None = None,
         progress: ProgressFn | None = None,
+        chunk_bytes: int | None = None,
     ) -> AsyncRemoteTensor:
         """Client.put."""
-        chunks, data_bytes = self._put_parts(array, backend, ttl_seconds, device_index)
+        chunks, data_bytes = self._put_parts(
+            array, backend, ttl_seconds, device_index, chunk_bytes
+        )
         failed: list[Exception] = []  # the progress callback's, raised to the caller
 
         async def send() -> AsyncIterator[bytes]:

@@ -29,6 +29,15 @@ output on the server and returns RemoteTensors; `fetch`, `release` and
     with client.put(x) as h:  # released on leaving the block
         kept = client.run("strided_slice", {"input": h}, attrs, keep=True).outputs[0]
         kept.fetch()  # the array; kept.release() frees it
+
+`chain` runs Steps one after another in one RunChain call, each reading
+arrays, RemoteTensors or earlier steps' outputs (step.output(k), StepRef),
+which stay on the server in between; it answers the outputs asked for, as
+arrays or (kept) RemoteTensors, streamed like run_stream's.
+
+    first = Step("slice", {"input": x}, attrs, outputs=[(4, 4)])
+    halves = Step("split", {"input": first}, {"axis": 0}, outputs=[(2, 4), (2, 4)])
+    top, bottom = client.chain([first, halves]).outputs  # the last step's outputs
 """
 
 from __future__ import annotations
@@ -38,7 +47,7 @@ import math
 import re
 import threading
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from contextlib import AbstractContextManager
+from contextlib import AbstractContextManager, suppress
 from dataclasses import dataclass
 from types import TracebackType
 from typing import Any
@@ -67,10 +76,13 @@ from tensorop_client.tensors import (
 )
 from tensorop_client.wire import (
     WireError,
+    chain_request_meta,
+    encode_chain_request,
     encode_request,
     input_chunk_prefix,
     parse_result_part,
     parse_run_response,
+    pieces_bytes,
     put_chunk_prefix,
     request_meta,
 )
@@ -107,6 +119,54 @@ class Output:
 
 # An Output, a {"sizes": ..., "strides": ...} mapping, or just the sizes.
 OutputLike = Output | Mapping[str, Sequence[int]] | Sequence[int]
+
+# Operators whose one output follows from the inputs: an OutputDesc is optional.
+_DERIVED_OUTPUT_OPS = ("strided_slice", "scatter_elements")
+
+
+def _output_count(op: str | None, outputs: Sequence[Any]) -> int:
+    """How many outputs a step or request of `op` with `outputs` makes."""
+    return 1 if op in _DERIVED_OUTPUT_OPS else len(outputs)
+
+
+@dataclass(eq=False)  # compared and hashed by identity: a chain finds its steps so
+class Step:
+    """One operator of a chain (Client.chain), with run's arguments. Each input
+    is an array, a RemoteTensor, or an earlier step's output: `step.output(k)`
+    (or StepRef), or the Step itself for its only output."""
+
+    op: str
+    inputs: Mapping[str, npt.ArrayLike | _Remote | StepRef | Step]
+    attrs: Attrs | None = None
+    outputs: Sequence[OutputLike] | None = None
+
+    def output(
+        self, index: int = 0, *, strides: Sequence[int] | None = None, keep: bool = False
+    ) -> StepRef:
+        """Output `index` of this step, as a later step's input or as a chain
+        result (where `strides` and `keep` apply: see StepRef)."""
+        return StepRef(self, index, strides, keep)
+
+
+@dataclass(frozen=True)
+class StepRef:
+    """Output `output` of a chain step: `step` is the Step or its index in the
+    chain's steps. As an input it is read on the server; as a chain result it
+    comes back as an array (in `strides`, elements, when given: they become
+    the step output's strides) or, with `keep`, stays on the server and comes
+    back as a RemoteTensor."""
+
+    step: int | Step
+    output: int = 0
+    strides: Sequence[int] | None = None
+    keep: bool = False
+
+
+# A chain step: a Step, a mapping of its keyword arguments or a tuple of its
+# positional ones (run_many's forms of run's arguments).
+StepLike = Step | Mapping[str, Any] | Sequence[Any]
+# A chain result: a StepRef, a (step, output) pair, or a Step for every output.
+ChainResultLike = StepRef | Step | tuple[int | Step, int]
 
 
 @dataclass(frozen=True)
@@ -207,7 +267,7 @@ def _refer(tensor: pb.Tensor, handle: pb.TensorHandle) -> None:
 def keep_outputs(request: pb.RunRequest) -> None:
     """Marks every output of `request` kept. strided_slice and scatter_elements
     derive their one output: an empty OutputDesc (sizes not given) describes it."""
-    if not request.outputs and request.WhichOneof("op") in ("strided_slice", "scatter_elements"):
+    if not request.outputs and request.WhichOneof("op") in _DERIVED_OUTPUT_OPS:
         request.outputs.add()
     for desc in request.outputs:
         desc.keep = True
@@ -226,9 +286,10 @@ def _output_desc(output: OutputLike) -> pb.OutputDesc:
     return pb.OutputDesc(sizes=[int(n) for n in sizes], strides=[int(s) for s in strides or ()])
 
 
-def set_attrs(request: pb.RunRequest, op: str, attrs: Attrs | None) -> None:
-    """Selects `op` in the request's oneof and sets its attributes by proto field
-    name, so the attribute names are exactly the proto's."""
+def set_attrs(request: pb.RunRequest | pb.ChainStep, op: str, attrs: Attrs | None) -> None:
+    """Selects `op` in the request's (or chain step's) oneof and sets its
+    attributes by proto field name, so the attribute names are exactly the
+    proto's."""
     if op not in OPS:
         raise ValueError(f"unknown operator {op!r} (one of {', '.join(OPS)})")
     message = getattr(request, op)
@@ -513,7 +574,7 @@ class _Prepared:
     def pieces(self) -> tuple[list[bytes | memoryview], int]:
         """The serialized RunRequest in pieces for one join, and its size."""
         pieces = encode_request(self.header, self.data)
-        return pieces, sum(p.nbytes if isinstance(p, memoryview) else len(p) for p in pieces)
+        return pieces, pieces_bytes(pieces)
 
     @property
     def data_bytes(self) -> int:
@@ -532,16 +593,25 @@ def _prepare(
     header = _request_header(op, attrs, outputs, backend, device_index, keep)
     data: dict[str, memoryview] = {}
     for name, array in inputs.items():
-        tensor = header.inputs[name]
-        if isinstance(array, _Remote):
-            _refer(tensor, array.handle)  # no bytes: no data field (wire.py)
-            continue
-        wire = encode_array(array)
-        tensor.dtype = wire.dtype  # type: ignore[assignment]
-        tensor.sizes.extend(wire.sizes)
-        tensor.strides.extend(wire.strides or ())
-        data[name] = wire.data
+        payload = _set_input(header.inputs[name], array)
+        if payload is not None:
+            data[name] = payload
     return _Prepared(header, data)
+
+
+def _set_input(tensor: pb.Tensor, array: npt.ArrayLike | _Remote) -> memoryview | None:
+    """Describes one input in `tensor`, which gets no bytes: a RemoteTensor by
+    its handle (None), an array by its layout, returning its bytes (a view of
+    the array's memory where the layout allows) to send beside it."""
+    tensor.SetInParent()
+    if isinstance(array, _Remote):
+        _refer(tensor, array.handle)  # no bytes: no data field (wire.py)
+        return None
+    wire = encode_array(array)
+    tensor.dtype = wire.dtype  # type: ignore[assignment]
+    tensor.sizes.extend(wire.sizes)
+    tensor.strides.extend(wire.strides or ())
+    return wire.data
 
 
 def _prepare_request(request: pb.RunRequest) -> _Prepared:
@@ -579,6 +649,175 @@ def _run_arguments(
         "device_index": device_index,
         "keep": keep,
     }
+
+
+# ---- chains -----------------------------------------------------------------
+
+
+@dataclass
+class _PreparedChain:
+    """A RunChainRequest ready to send: itself without its input tensors'
+    bytes, and those bytes by (step, input name), as _Prepared. It goes in one
+    message: inputs that would take it over the limit go as handles instead."""
+
+    header: pb.RunChainRequest
+    data: dict[tuple[int, str], memoryview]
+
+    def payload(self) -> bytes:
+        """The serialized request: the one copy of the inputs' bytes on our side."""
+        return b"".join(encode_chain_request(self.header, self.data))
+
+    @property
+    def data_bytes(self) -> int:
+        return sum(view.nbytes for view in self.data.values())
+
+    def next_to_put(self, limit: int) -> tuple[int, str] | None:
+        """The input to Put, so that the request fits `limit` bytes: None when
+        it fits, else the largest one still carrying bytes."""
+        size = pieces_bytes(encode_chain_request(self.header, self.data))
+        if size <= limit:
+            return None
+        carried = [key for key, view in self.data.items() if view.nbytes]
+        if not carried:
+            raise TensorOpError(
+                "RESOURCE_EXHAUSTED",
+                f"the RunChainRequest takes {size} bytes without its tensors' data, more than "
+                f"the message limit of {limit} bytes (max_message_bytes)",
+            )
+        return max(carried, key=lambda key: self.data[key].nbytes)
+
+    def wire(self, key: tuple[int, str]) -> WireTensor:
+        """An input as Put takes it: its layout as written, and its bytes."""
+        tensor = self.header.steps[key[0]].inputs[key[1]].tensor
+        return WireTensor(
+            tensor.dtype, tuple(tensor.sizes), tuple(tensor.strides) or None, self.data[key]
+        )
+
+    def refer(self, key: tuple[int, str], handle: pb.TensorHandle) -> int:
+        """Names `handle` for the input instead of sending it; its bytes."""
+        _refer(self.header.steps[key[0]].inputs[key[1]].tensor, handle)
+        return self.data.pop(key).nbytes
+
+
+class _StepIndex:
+    """Where each Step object of a chain stands."""
+
+    def __init__(self, steps: Sequence[Any]) -> None:
+        self._positions = {id(step): i for i, step in enumerate(steps) if isinstance(step, Step)}
+
+    def position(self, step: int | Step) -> int:
+        if not isinstance(step, Step):
+            return int(step)  # the server judges the index
+        position = self._positions.get(id(step))
+        if position is None:
+            raise ValueError(f"a StepRef names a Step that is not in the chain: {step.op}")
+        return position
+
+
+def _as_step(step: StepLike) -> Step:
+    if isinstance(step, Step):
+        return step
+    if isinstance(step, Mapping):
+        return Step(**step)
+    return Step(*step)
+
+
+def _input_source(source: pb.ChainInput, value: Any, steps: _StepIndex) -> memoryview | None:
+    """One input of a chain step: an earlier step's output, or a tensor
+    (_set_input: its bytes, or None for a handle)."""
+    if isinstance(value, Step):
+        count = _output_count(value.op, value.outputs or ())
+        if count != 1:
+            raise ValueError(
+                f"a {value.op} step with {count} outputs as an input: name one "
+                "with step.output(k)"
+            )
+        value = value.output(0)
+    if isinstance(value, StepRef):
+        if value.strides is not None or value.keep:
+            raise ValueError("a step output read as an input takes no strides or keep")
+        source.step.step = steps.position(value.step)
+        source.step.output = int(value.output)
+        return None
+    return _set_input(source.tensor, value)
+
+
+def _result_refs(
+    results: Sequence[ChainResultLike] | None, header: pb.RunChainRequest
+) -> Iterator[tuple[int, StepRef]]:
+    """The StepRefs a chain's results stand for, each with the position of
+    the item that named it; None: every output of the last step."""
+    if results is None:
+        last = header.steps[-1] if header.steps else pb.ChainStep()
+        count = _output_count(last.WhichOneof("op"), last.outputs)
+        results = [(len(header.steps) - 1, k) for k in range(count)]
+    for j, item in enumerate(results):
+        if isinstance(item, StepRef):
+            yield j, item
+        elif isinstance(item, Step):
+            count = _output_count(item.op, item.outputs or ())
+            yield from ((j, item.output(k)) for k in range(count))
+        elif isinstance(item, Sequence) and not isinstance(item, str) and len(item) == 2:
+            yield j, StepRef(*item)
+        else:
+            raise ValueError(
+                f"results[{j}]: expected a StepRef, a Step or a (step, output) pair, got {item!r}"
+            )
+
+
+def _prepare_chain(
+    steps: Sequence[StepLike],
+    results: Sequence[ChainResultLike] | None,
+    backend: str,
+    device_index: int | None,
+    request_id: str,
+    keep: bool,
+) -> _PreparedChain:
+    header = pb.RunChainRequest(id=request_id, backend=_backend(backend))  # type: ignore[arg-type]
+    if device_index is not None:
+        header.device_index = device_index
+    steps = list(steps)
+    index = _StepIndex(steps)
+    data: dict[tuple[int, str], memoryview] = {}
+    for i, item in enumerate(steps):
+        message = header.steps.add()
+        try:
+            step = _as_step(item)
+            set_attrs(message, step.op, step.attrs)
+            message.outputs.extend(_output_desc(o) for o in step.outputs or ())
+            for name, value in step.inputs.items():
+                payload = _input_source(message.inputs[name], value, index)
+                if payload is not None:
+                    data[(i, name)] = payload
+        except (ValueError, TypeError) as e:
+            raise type(e)(f"steps[{i}]: {e}") from None
+    for j, ref in _result_refs(results, header):
+        try:
+            step_index = index.position(ref.step)
+        except ValueError as e:
+            raise ValueError(f"results[{j}]: {e}") from None
+        header.results.add(
+            step=step_index,
+            output=int(ref.output),
+            strides=[int(s) for s in ref.strides or ()],
+            keep=ref.keep or keep,
+        )
+    return _PreparedChain(header, data)
+
+
+def make_chain_request(
+    steps: Sequence[StepLike],
+    results: Sequence[ChainResultLike] | None = None,
+    backend: str = "auto",
+    device_index: int | None = None,
+    *,
+    id: str = "",
+    keep: bool = False,
+) -> pb.RunChainRequest:
+    """The RunChainRequest Client.chain sends for these arguments (its
+    tensors hold copies of the inputs' bytes)."""
+    prepared = _prepare_chain(steps, results, backend, device_index, id, keep)
+    return pb.RunChainRequest.FromString(prepared.payload())
 
 
 def _span_bytes(sizes: Sequence[int], strides: Sequence[int], itemsize: int) -> int:
@@ -760,14 +999,29 @@ class _Window:
             )
 
 
-def _fallback_chunk_bytes(error: TensorOpError, chunk_bytes: int) -> int:
-    """Chunks that fit the limit a refusal names: gRPC's "(SIZE vs. LIMIT)" or
+def _refused_limit(error: TensorOpError) -> int | None:
+    """The message limit a refusal names: gRPC's "(SIZE vs. LIMIT)" or
     tensord's "message limit of LIMIT bytes"."""
     match = re.search(r"vs\. (\d+)\)|message limit of (\d+) bytes", error.message)
-    if match is None:
-        return chunk_bytes
-    limit = int(match.group(1) or match.group(2))
+    return None if match is None else int(match.group(1) or match.group(2))
+
+
+def _chunks_within(limit: int, chunk_bytes: int) -> int:
+    """Chunks of at most `chunk_bytes` whose messages fit `limit` bytes."""
     return max(1, min(chunk_bytes, limit - 1024))
+
+
+def _fallback_chunk_bytes(error: TensorOpError, chunk_bytes: int) -> int:
+    """Chunks that fit the limit a refusal names."""
+    limit = _refused_limit(error)
+    return chunk_bytes if limit is None else _chunks_within(limit, chunk_bytes)
+
+
+def _smaller_limit(error: TensorOpError, limit: int) -> int | None:
+    """After a refused chain: the server's lower message limit to fit, or None
+    when the refusal is not that (and stands)."""
+    refused = _refused_limit(error) if _too_big(error) else None
+    return refused if refused is not None and refused < limit else None
 
 
 class _Route(enum.Enum):
@@ -833,13 +1087,7 @@ class _ClientBase:
     ) -> Iterator[tuple[bytes, int]]:
         """RunChunked's parts: the request without its inputs' bytes, then the
         bytes in chunks, input by input in name order (as the C++ client)."""
-        size = self._chunk_bytes if chunk_bytes is None else chunk_bytes
-        # Checked here, not in the generator, which runs on gRPC's side.
-        if not 0 < size <= self._max_message_bytes - 1024:
-            raise ValueError(
-                f"chunk_bytes must be in [1, max_message_bytes - 1024 = "
-                f"{self._max_message_bytes - 1024}], got {size}"
-            )
+        size = self._chunk_size(chunk_bytes)
 
         def parts() -> Iterator[tuple[bytes, int]]:
             yield pb.RequestPart(request=prepared.header).SerializeToString(), 0
@@ -852,6 +1100,17 @@ class _ClientBase:
 
         return parts()
 
+    def _chunk_size(self, chunk_bytes: int | None) -> int:
+        """`chunk_bytes`, or the client's, checked here rather than in the
+        generators of parts, which run on gRPC's side."""
+        size = self._chunk_bytes if chunk_bytes is None else chunk_bytes
+        if not 0 < size <= self._max_message_bytes - 1024:
+            raise ValueError(
+                f"chunk_bytes must be in [1, max_message_bytes - 1024 = "
+                f"{self._max_message_bytes - 1024}], got {size}"
+            )
+        return size
+
     def _remote(self, handle: pb.TensorHandle) -> _Remote:
         """The RemoteTensor of this kind of client for a handle it received."""
         raise NotImplementedError
@@ -862,6 +1121,7 @@ class _ClientBase:
         backend: str,
         ttl_seconds: int,
         device_index: int | None,
+        chunk_bytes: int | None = None,
     ) -> tuple[Iterator[tuple[bytes, int]], int]:
         """Put's parts (each with the data bytes it carries) and the bytes in all:
         the header, then the tensor's buffer in chunks of chunk_bytes, sliced
@@ -878,7 +1138,7 @@ class _ClientBase:
         if device_index is not None:
             header.device_index = device_index
         data = _put_data(wire)
-        size = self._chunk_bytes
+        size = self._chunk_size(chunk_bytes)
 
         def parts() -> Iterator[tuple[bytes, int]]:
             yield pb.PutPart(header=header).SerializeToString(), 0
@@ -998,6 +1258,7 @@ class Client(_ClientBase):
             _METHOD + "Put", response_deserializer=pb.TensorHandle.FromString
         )
         self._fetch = self._channel.unary_stream(_METHOD + "Fetch")
+        self._run_chain = self._channel.unary_stream(_METHOD + "RunChain")
 
     def close(self) -> None:
         self._channel.close()
@@ -1101,6 +1362,68 @@ class Client(_ClientBase):
         prepared = _prepare_request(request)
         return self._chunked(prepared, _Progress(progress, prepared.data_bytes), chunk_bytes)
 
+    def chain(
+        self,
+        steps: Sequence[StepLike],
+        results: Sequence[ChainResultLike] | None = None,
+        backend: str = "auto",
+        device_index: int | None = None,
+        *,
+        id: str = "",
+        progress: ProgressFn | None = None,
+        keep: bool = False,
+    ) -> Result:
+        """RunChain: `steps` (Steps, or mappings or tuples of Step's
+        arguments) run one after another on one backend, in one call. A
+        step's inputs are arrays, RemoteTensors, or earlier steps' outputs
+        (`step.output(k)`, StepRef(index, k), or a one-output Step itself),
+        which stay on the server between steps. `results` name what comes
+        back, in that order: StepRefs (with `strides` for the bytes, or
+        `keep`), (step, output) pairs, or Steps for all their outputs; None:
+        every output of the last step. The Result holds an array for each,
+        or a RemoteTensor for each kept one (all of them with `keep`), as
+        run(keep=True) does; its backend is where the chain ran.
+
+        The request is one message, so it must fit max_message_bytes (the
+        server's --max_message_bytes): the largest array inputs that would
+        take it over are Put first (handles in host memory), named instead,
+        and released after the call. Errors name steps[i] or results[j], as
+        the server does; ValueError or TypeError for steps that cannot be
+        built here. `progress` as for `run`."""
+        prepared = _prepare_chain(steps, results, backend, device_index, id, keep)
+        return self._chain(prepared, progress)
+
+    def chain_request(
+        self, request: pb.RunChainRequest, *, progress: ProgressFn | None = None
+    ) -> Result:
+        """`chain` with a ready RunChainRequest (inputs over the message limit
+        are Put, as by `chain`)."""
+        return self._chain(_PreparedChain(*chain_request_meta(request)), progress)
+
+    def _chain(self, prepared: _PreparedChain, progress: ProgressFn | None) -> Result:
+        counter = _Progress(progress, prepared.data_bytes)
+        made: list[RemoteTensor] = []  # inputs Put to fit the message limit
+        limit = self._max_message_bytes
+        try:
+            while True:
+                while (key := prepared.next_to_put(limit)) is not None:
+                    chunk_bytes = _chunks_within(limit, self._chunk_bytes)
+                    made.append(self.put(prepared.wire(key), chunk_bytes=chunk_bytes))
+                    counter.add(done=prepared.refer(key, made[-1].handle))
+                call = self._run_chain(prepared.payload(), timeout=self._timeout)
+                try:
+                    # The request went in one message: its inputs are sent.
+                    return self._read(call, _Progress(progress, counter.total, counter.total))
+                except TensorOpError as e:
+                    # A server whose limit is lower than ours: Put more to fit it.
+                    smaller = _smaller_limit(e, limit)
+                    if smaller is None:
+                        raise
+                    limit = smaller
+        finally:
+            with suppress(TensorOpError):  # else they expire: the outcome matters more
+                self.release(made)
+
     def _call(
         self, prepared: _Prepared, progress: ProgressFn | None, stream: bool = False
     ) -> Result:
@@ -1169,16 +1492,20 @@ class Client(_ClientBase):
         *,
         device_index: int | None = None,
         progress: ProgressFn | None = None,
+        chunk_bytes: int | None = None,
     ) -> RemoteTensor:
-        """Put: uploads `array` in chunks of chunk_bytes to stay on the server,
-        and returns its RemoteTensor. A strided view keeps its layout (element
-        strides, and the padding between its elements, as `run` sends it;
-        np.ascontiguousarray(a) first to keep only the elements); other
-        layouts are packed. `backend`: "cpu" or "auto" (host memory; "opencl"
-        is UNIMPLEMENTED for now). `ttl_seconds`: it lives that long after its
-        last use (0: the server's --handle_ttl_seconds). `progress` as for
-        `run`, called from a gRPC thread."""
-        chunks, data_bytes = self._put_parts(array, backend, ttl_seconds, device_index)
+        """Put: uploads `array` in chunks of `chunk_bytes` (default: the
+        client's) to stay on the server, and returns its RemoteTensor. A
+        strided view keeps its layout (element strides, and the padding
+        between its elements, as `run` sends it; np.ascontiguousarray(a)
+        first to keep only the elements); other layouts are packed.
+        `backend`: "cpu" or "auto" (host memory; "opencl" is UNIMPLEMENTED
+        for now). `ttl_seconds`: it lives that long after its last use (0:
+        the server's --handle_ttl_seconds). `progress` as for `run`, called
+        from a gRPC thread."""
+        chunks, data_bytes = self._put_parts(
+            array, backend, ttl_seconds, device_index, chunk_bytes
+        )
         failed: list[Exception] = []  # the progress callback's, raised to the caller
         parts = _counted(chunks, _Progress(progress, data_bytes), failed)
         try:

@@ -1,8 +1,8 @@
 """The conformance runner: every case through a real server, compared exactly.
 
     python -m tensorop_client conformance --target ADDR [--backend auto|cpu|opencl]
-        [--stream | --chunked | --handles] [--tls] [--ca_file PEM] [--cert_file PEM --key_file PEM]
-        [--token_file FILE] PATH...
+        [--stream | --chunked | --handles | --chain] [--tls] [--ca_file PEM]
+        [--cert_file PEM --key_file PEM] [--token_file FILE] PATH...
 
 The security options may come from TENSOROP_TLS, TENSOROP_CA_FILE,
 TENSOROP_CERT_FILE, TENSOROP_KEY_FILE and TENSOROP_TOKEN_FILE instead.
@@ -23,7 +23,14 @@ from tensorop_client._proto import tensorop_pb2 as pb
 from tensorop_client.case_compare import find_mismatch, run_case
 from tensorop_client.cases import CaseError, LoadedCase, load_cases
 from tensorop_client.channel import channel_credentials, channel_target
-from tensorop_client.client import BACKENDS, Client, RemoteTensor, Result, keep_outputs
+from tensorop_client.client import (
+    BACKENDS,
+    Client,
+    RemoteTensor,
+    Result,
+    _output_count,
+    keep_outputs,
+)
 from tensorop_client.tensors import WireTensor
 
 EXIT_FAILURE = 1
@@ -61,6 +68,26 @@ def run_with_handles(client: Client, request: pb.RunRequest) -> Result:
         client.release(made)
 
 
+def one_step_chain(request: pb.RunRequest) -> pb.RunChainRequest:
+    """`request` as a chain of one step (tensorctl's --chain): its operator,
+    inputs (as ChainInput.tensor) and output descriptions are steps[0], every
+    output of it a result with bytes in the step's layout (no result
+    strides), on the request's backend and device."""
+    chain = pb.RunChainRequest(id=request.id, backend=request.backend)
+    if request.HasField("device_index"):
+        chain.device_index = request.device_index
+    step = chain.steps.add()
+    op = request.WhichOneof("op")
+    if op is not None:
+        getattr(step, op).CopyFrom(getattr(request, op))
+    for name, tensor in request.inputs.items():
+        step.inputs[name].tensor.CopyFrom(tensor)
+    step.outputs.extend(request.outputs)
+    for k in range(_output_count(op, request.outputs)):
+        chain.results.add(step=0, output=k)
+    return chain
+
+
 def run_conformance(
     target: str,
     paths: Sequence[str],
@@ -69,11 +96,13 @@ def run_conformance(
     security: Mapping[str, Any] | None = None,
     chunked: bool = False,
     handles: bool = False,
+    chain: bool = False,
 ) -> tuple[int, int]:
     """Runs every case of `paths`, printing failures; returns (passed, failed).
     `stream`: through RunStream; `chunked`: through RunChunked (inputs
-    uploaded in chunks); `handles`: through run_with_handles. `security`:
-    Client's tls, ca_file, cert_file, key_file, token_file."""
+    uploaded in chunks); `handles`: through run_with_handles; `chain`: as a
+    one-step RunChain (one_step_chain). `security`: Client's tls, ca_file,
+    cert_file, key_file, token_file."""
     cases: list[LoadedCase] = []
     for path in paths:
         cases.extend(load_cases(path))
@@ -82,6 +111,8 @@ def run_conformance(
         call = (
             (lambda request: run_with_handles(client, request))
             if handles
+            else (lambda request: client.chain_request(one_step_chain(request)))
+            if chain
             else client.run_chunked_request
             if chunked
             else client.run_stream_request
@@ -127,6 +158,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         action="store_true",
         help="Put each input, run on the handles keeping every output, Fetch the outputs",
     )
+    style.add_argument(
+        "--chain",
+        action="store_true",
+        help="call RunChain with the case as its one step, every output a result",
+    )
     conformance.add_argument("--tls", action="store_true", help="connect with TLS")
     conformance.add_argument("--ca_file", help="PEM CA of the server's certificate (implies --tls)")
     conformance.add_argument("--cert_file", help="PEM client certificate, for mutual TLS")
@@ -160,6 +196,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             security,
             args.chunked,
             args.handles,
+            args.chain,
         )
     except CaseError as e:
         print(f"tensorop_client: {e}", file=sys.stderr)

@@ -14,12 +14,13 @@ Field numbers are tensorop.proto's:
   RunRequest.inputs = 6 (map entry: key = 1, value = 2), Tensor.data = 4,
   RunResponse.outputs = 2, ResultPart.header = 1, ResultPart.chunk = 2,
   RequestPart.request = 1, RequestPart.chunk = 2 (InputChunk: input = 1, data = 2),
-  PutPart.chunk = 2.
+  PutPart.chunk = 2, RunChainRequest.steps = 2, ChainStep.inputs = 5 (map entry
+  as above), ChainInput.tensor = 1.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 
 from google.protobuf import field_mask_pb2
 from google.protobuf.message import DecodeError
@@ -98,17 +99,38 @@ def _parse(message_type: type, data: bytes) -> object:
 # ---- requests ---------------------------------------------------------------
 
 
+def _enclose(field: int, prefix: bytes, data_bytes: int) -> bytes:
+    """Field `field` holding `prefix` and then `data_bytes` bytes that follow."""
+    return _key(field) + varint(len(prefix) + data_bytes) + prefix
+
+
+def _tensor_prefix(meta: pb.Tensor, data_bytes: int) -> bytes:
+    """A Tensor's bytes up to its data: `meta` (the Tensor without its data),
+    then data's key and length."""
+    # No data: no field, since a data field (even empty) after `meta`'s
+    # shared_memory or handle would replace it (they are one oneof).
+    return meta.SerializeToString() + (_key(4) + varint(data_bytes) if data_bytes else b"")
+
+
+def _entry_prefix(field: int, name: str, value: bytes, data_bytes: int) -> bytes:
+    """Map entry `name` of map field `field`, its value `value` up to the data."""
+    key = name.encode()
+    entry = _key(1) + varint(len(key)) + key + _enclose(2, value, data_bytes)
+    return _enclose(field, entry, data_bytes)
+
+
 def input_entry_prefix(name: str, meta: pb.Tensor, data_bytes: int) -> bytes:
     """The bytes of RunRequest.inputs[name] up to its Tensor's data, which
     follow: key 6, the map entry's key and value, the Tensor's small fields,
     then data's key and length. `meta` is the Tensor without its data."""
-    key = name.encode()
-    meta_bytes = meta.SerializeToString()
-    # No data: no field, since a data field (even empty) after `meta`'s
-    # shared_memory or handle would replace it (they are one oneof).
-    tensor = meta_bytes + (_key(4) + varint(data_bytes) if data_bytes else b"")
-    entry = _key(1) + varint(len(key)) + key + _key(2) + varint(len(tensor) + data_bytes) + tensor
-    return _key(6) + varint(len(entry) + data_bytes) + entry
+    return _entry_prefix(6, name, _tensor_prefix(meta, data_bytes), data_bytes)
+
+
+def chain_input_entry_prefix(name: str, meta: pb.Tensor, data_bytes: int) -> bytes:
+    """ChainStep.inputs[name] as a ChainInput holding a Tensor, up to the
+    Tensor's data (as input_entry_prefix)."""
+    tensor = _enclose(1, _tensor_prefix(meta, data_bytes), data_bytes)
+    return _entry_prefix(5, name, tensor, data_bytes)
 
 
 def input_chunk_prefix(name: str, data_bytes: int) -> bytes:
@@ -181,6 +203,11 @@ def request_meta(request: pb.RunRequest) -> tuple[pb.RunRequest, dict[str, memor
     return header, data
 
 
+def pieces_bytes(pieces: Sequence[bytes | memoryview]) -> int:
+    """The bytes of a message in pieces."""
+    return sum(p.nbytes if isinstance(p, memoryview) else len(p) for p in pieces)
+
+
 def encode_request(
     header: pb.RunRequest, data: Mapping[str, memoryview]
 ) -> list[bytes | memoryview]:
@@ -194,4 +221,55 @@ def encode_request(
         payload = data.get(name, memoryview(b""))
         pieces.append(input_entry_prefix(name, header.inputs[name], payload.nbytes))
         pieces.append(payload)
+    return pieces
+
+
+# The data of a RunChainRequest's tensors, by (step index, input name).
+ChainData = Mapping[tuple[int, str], memoryview]
+
+
+def chain_request_meta(
+    request: pb.RunChainRequest,
+) -> tuple[pb.RunChainRequest, dict[tuple[int, str], memoryview]]:
+    """A RunChainRequest split into itself without its input tensors' data,
+    and that data (request_meta's for chains)."""
+    header = pb.RunChainRequest()
+    _copy_all_fields_except(request, "steps", header)
+    data: dict[tuple[int, str], memoryview] = {}
+    for i, step in enumerate(request.steps):
+        step_header = header.steps.add()
+        _copy_all_fields_except(step, "inputs", step_header)
+        for name, source in step.inputs.items():
+            if source.WhichOneof("source") != "tensor":
+                step_header.inputs[name].CopyFrom(source)
+                continue
+            tensor = step_header.inputs[name].tensor
+            tensor.SetInParent()  # a Tensor without fields is still the source
+            _copy_all_fields_except(source.tensor, "data", tensor)
+            data[(i, name)] = memoryview(source.tensor.data)
+    return header, data
+
+
+def encode_chain_request(header: pb.RunChainRequest, data: ChainData) -> list[bytes | memoryview]:
+    """The pieces of the serialized RunChainRequest `header` with `data` as
+    its input tensors' bytes, for one b"".join (encode_request's for chains).
+    The steps go last, in order, each one message: a repeated message field
+    is one element per occurrence."""
+    base = pb.RunChainRequest()
+    base.CopyFrom(header)
+    base.ClearField("steps")
+    pieces: list[bytes | memoryview] = [base.SerializeToString()]
+    for i, step in enumerate(header.steps):
+        framed = sorted(name for name in step.inputs if (i, name) in data)
+        rest = pb.ChainStep()
+        rest.CopyFrom(step)
+        for name in framed:
+            del rest.inputs[name]
+        body: list[bytes | memoryview] = [rest.SerializeToString()]
+        for name in framed:
+            payload = data[(i, name)]
+            body.append(chain_input_entry_prefix(name, step.inputs[name].tensor, payload.nbytes))
+            body.append(payload)
+        pieces.append(_key(2) + varint(pieces_bytes(body)))
+        pieces.extend(body)
     return pieces

@@ -1,0 +1,369 @@
+#include "server/chain.h"
+
+#include <sys/mman.h>
+
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/str_cat.h"
+#include "core/status_macros.h"
+#include "core/validate/tensor.h"
+#include "server/convert.h"
+
+namespace tensorop::server {
+namespace {
+
+// `status` of steps[step], its message naming the step.
+absl::Status InStep(int step, const absl::Status& status) {
+  if (status.ok()) return status;
+  // Field paths continue the step's ("steps[1].slice.window_strides[2] ...").
+  const bool names_field = status.code() == absl::StatusCode::kInvalidArgument ||
+                           status.code() == absl::StatusCode::kNotFound;
+  return absl::Status(status.code(), absl::StrCat("steps[", step, "]", names_field ? "." : ": ",
+                                                  status.message()));
+}
+
+// The outputs a step makes: one per OutputDesc for split, else one.
+int OutputCount(const v1::ChainStep& step) {
+  return step.op_case() == v1::ChainStep::kSplit ? step.outputs_size() : 1;
+}
+
+// A step's input names in order, so that the first error found is always the same.
+std::vector<std::string> InputNames(const v1::ChainStep& step) {
+  std::vector<std::string> names;
+  names.reserve(step.inputs().size());
+  for (const auto& entry : step.inputs()) names.push_back(entry.first);
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+// What the chain's shape allows, before any step is planned: the step count,
+// every reference to an earlier step's output, every result named once, and
+// no step output that asks for what only results say (keep, shared memory).
+absl::Status CheckReferences(const v1::RunChainRequest& chain, int max_steps) {
+  const int steps = chain.steps_size();
+  if (steps > max_steps) {
+    return absl::ResourceExhaustedError(absl::StrCat("steps has ", steps,
+                                                     " entries, more than the server's limit of ",
+                                                     max_steps, " (--max_chain_steps)"));
+  }
+  if (steps == 0) return absl::InvalidArgumentError("steps is empty: a chain needs a step");
+  if (chain.results_size() == 0) {
+    return absl::InvalidArgumentError(
+        "results is empty: name the step outputs to answer with or keep");
+  }
+  for (int i = 0; i < steps; ++i) {
+    const v1::ChainStep& step = chain.steps(i);
+    for (int k = 0; k < step.outputs_size(); ++k) {
+      if (step.outputs(k).keep()) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "steps[", i, "].outputs[", k, "].keep is set: a chain keeps what results keep"));
+      }
+      if (step.outputs(k).has_shared_memory()) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "steps[", i, "].outputs[", k, "].shared_memory is set: a chain streams its results"));
+      }
+    }
+    for (const std::string& name : InputNames(step)) {
+      const v1::ChainInput& input = step.inputs().at(name);
+      const std::string field = absl::StrCat("steps[", i, "].inputs[\"", name, "\"]");
+      if (input.source_case() == v1::ChainInput::SOURCE_NOT_SET) {
+        return absl::InvalidArgumentError(absl::StrCat(field, " has neither tensor nor step"));
+      }
+      if (!input.has_step()) continue;
+      const v1::StepOutput& from = input.step();
+      if (from.step() < 0 || from.step() >= i) {
+        return absl::InvalidArgumentError(
+            i == 0 ? absl::StrCat(field, ".step.step is ", from.step(),
+                                  "; steps[0] has no earlier step to read")
+                   : absl::StrCat(field, ".step.step is ", from.step(),
+                                  "; it must name an earlier step, in [0, ", i - 1, "]"));
+      }
+      const int outputs = OutputCount(chain.steps(from.step()));
+      if (from.output() < 0 || from.output() >= outputs) {
+        return absl::InvalidArgumentError(absl::StrCat(field, ".step.output is ", from.output(),
+                                                       "; steps[", from.step(), "] has ",
+                                                       outputs, " outputs"));
+      }
+    }
+  }
+  std::map<std::pair<int, int>, int> named;  // (step, output) -> result
+  for (int j = 0; j < chain.results_size(); ++j) {
+    const v1::ChainResult& result = chain.results(j);
+    if (result.step() < 0 || result.step() >= steps) {
+      return absl::InvalidArgumentError(absl::StrCat("results[", j, "].step is ", result.step(),
+                                                     "; the chain has ", steps, " steps"));
+    }
+    const int outputs = OutputCount(chain.steps(result.step()));
+    if (result.output() < 0 || result.output() >= outputs) {
+      return absl::InvalidArgumentError(absl::StrCat("results[", j, "].output is ",
+                                                     result.output(), "; steps[", result.step(),
+                                                     "] has ", outputs, " outputs"));
+    }
+    auto [at, fresh] = named.try_emplace({result.step(), result.output()}, j);
+    if (!fresh) {
+      return absl::InvalidArgumentError(absl::StrCat("results[", j, "] names steps[",
+                                                     result.step(), "] output ", result.output(),
+                                                     ", as results[", at->second, "] does"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+// Read-only zero bytes of any length, as stand-ins for earlier steps' outputs
+// while the chain is validated before anything runs: address space only (the
+// kernel maps one zero page), and index values of zero are as valid as any
+// (OPERATORS.md: an index is valid for every axis length above zero).
+class ZeroBytes {
+ public:
+  ZeroBytes() = default;
+  ZeroBytes(const ZeroBytes&) = delete;
+  ZeroBytes& operator=(const ZeroBytes&) = delete;
+  ~ZeroBytes() {
+    for (const auto& [address, length] : mappings_) munmap(address, length);
+  }
+
+  // Earlier spans stay valid: a longer one is a new mapping.
+  absl::StatusOr<std::span<const std::byte>> Get(int64_t bytes) {
+    if (bytes == 0) return std::span<const std::byte>();
+    if (mappings_.empty() || static_cast<int64_t>(mappings_.back().second) < bytes) {
+      const size_t length = static_cast<size_t>(bytes);
+      void* address = mmap(nullptr, length, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
+                           -1, 0);
+      if (address == MAP_FAILED) {
+        return absl::ResourceExhaustedError(
+            absl::StrCat("no address space to validate a ", bytes, "-byte step output"));
+      }
+      mappings_.emplace_back(address, length);
+    }
+    return std::span<const std::byte>(static_cast<const std::byte*>(mappings_.back().first),
+                                      static_cast<size_t>(bytes));
+  }
+
+ private:
+  std::vector<std::pair<void*, size_t>> mappings_;
+};
+
+using StepBytesFn =
+    std::function<absl::StatusOr<std::span<const std::byte>>(const v1::StepOutput& from)>;
+
+// steps[i] of `chain` as a request of its own: the chain's tensors by layout
+// (their data bytes in `uploaded`, not copied), earlier steps' outputs by the
+// layouts the chain's plan gave them and the bytes `step_bytes` gives, and
+// the results' strides and keep on its outputs.
+absl::StatusOr<v1::RunRequest> StepRequest(const v1::RunChainRequest& chain, int i,
+                                           const std::vector<std::vector<Layout>>& layouts,
+                                           const StepBytesFn& step_bytes,
+                                           UploadedInputs* uploaded) {
+  const v1::ChainStep& step = chain.steps(i);
+  v1::RunRequest request;
+  request.set_id(chain.id());
+  switch (step.op_case()) {
+    case v1::ChainStep::kSlice:
+      *request.mutable_slice() = step.slice();
+      break;
+    case v1::ChainStep::kStridedSlice:
+      *request.mutable_strided_slice() = step.strided_slice();
+      break;
+    case v1::ChainStep::kSplit:
+      *request.mutable_split() = step.split();
+      break;
+    case v1::ChainStep::kScatterElements:
+      *request.mutable_scatter_elements() = step.scatter_elements();
+      break;
+    case v1::ChainStep::OP_NOT_SET:
+      break;  // planning names the missing operator
+  }
+  for (const auto& [name, input] : step.inputs()) {
+    v1::Tensor& tensor = (*request.mutable_inputs())[name];
+    if (input.has_step()) {
+      SetTensorLayout(layouts[input.step().step()][input.step().output()], &tensor);
+      ASSIGN_OR_RETURN(std::span<const std::byte> bytes, step_bytes(input.step()));
+      uploaded->emplace(name, bytes);
+    } else if (input.tensor().location_case() == v1::Tensor::kData) {
+      const v1::Tensor& given = input.tensor();
+      tensor.set_dtype(given.dtype());
+      *tensor.mutable_sizes() = given.sizes();
+      *tensor.mutable_strides() = given.strides();
+      uploaded->emplace(name, std::as_bytes(std::span(given.data())));
+    } else {
+      tensor = input.tensor();  // a handle or a shared memory span: small
+    }
+  }
+  *request.mutable_outputs() = step.outputs();
+  for (int j = 0; j < chain.results_size(); ++j) {
+    const v1::ChainResult& result = chain.results(j);
+    if (result.step() != i) continue;
+    while (request.outputs_size() <= result.output()) request.add_outputs();
+    v1::OutputDesc& output = *request.mutable_outputs(result.output());
+    if (!result.strides().empty()) {
+      if (!output.strides().empty() &&
+          !std::equal(output.strides().begin(), output.strides().end(), result.strides().begin(),
+                      result.strides().end())) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "results[", j, "].strides are ",
+            FormatList({result.strides().data(), static_cast<size_t>(result.strides_size())}),
+            " and steps[", i, "].outputs[", result.output(), "].strides are ",
+            FormatList({output.strides().data(), static_cast<size_t>(output.strides_size())}),
+            ": give them in one place"));
+      }
+      *output.mutable_strides() = result.strides();
+    }
+    output.set_keep(result.keep());
+  }
+  request.set_backend(chain.backend());
+  if (chain.has_device_index()) request.set_device_index(chain.device_index());
+  return request;
+}
+
+// One step's outputs while the chain runs.
+struct StepOutputs {
+  Outputs outputs;  // a kept output's buffer is null: its bytes are `kept`'s
+  std::vector<std::shared_ptr<const ResidentTensor>> kept;
+  MemoryBudget::Reservation reservation;  // the bytes of the buffers still held
+
+  std::span<const std::byte> Bytes(int output) const {
+    if (kept[output] != nullptr) return kept[output]->bytes();
+    return {outputs.buffers[output].get(),
+            static_cast<size_t>(outputs.layouts[output].buffer_bytes())};
+  }
+  void Free(int output) {
+    if (outputs.buffers[output] == nullptr) return;
+    outputs.buffers[output].reset();
+    reservation.Shrink(outputs.layouts[output].buffer_bytes());
+  }
+};
+
+// Releases the handles a failed chain kept.
+class KeptUntilDone {
+ public:
+  explicit KeptUntilDone(const HandleAccess* handles) : handles_(handles) {}
+  ~KeptUntilDone() {
+    if (!ids_.empty()) handles_->store->Release(handles_->caller, ids_);
+  }
+  void Add(const std::string& id) { ids_.push_back(id); }
+  void Succeeded() { ids_.clear(); }
+
+ private:
+  const HandleAccess* handles_;
+  std::vector<std::string> ids_;
+};
+
+}  // namespace
+
+absl::StatusOr<ResultParts> ExecuteChainIntoParts(const v1::RunChainRequest& chain,
+                                                  const ServiceOptions& options,
+                                                  Scheduler& scheduler, Placement& placement,
+                                                  const StopCheck& stop, MemoryBudget& budget,
+                                                  MemoryBudget::Reservation& reservation,
+                                                  CallRecord& record, const HandleAccess* handles) {
+  RETURN_IF_ERROR(CheckReferences(chain, options.max_chain_steps));
+  const int steps = chain.steps_size();
+
+  // Every step planned before any runs, earlier outputs stood for by zeros.
+  std::vector<std::vector<Layout>> layouts(steps);
+  {
+    ZeroBytes zeros;
+    for (int i = 0; i < steps; ++i) {
+      RETURN_IF_ERROR(stop());
+      UploadedInputs uploaded;
+      absl::StatusOr<v1::RunRequest> request = StepRequest(
+          chain, i, layouts,
+          [&](const v1::StepOutput& from) {
+            return zeros.Get(layouts[from.step()][from.output()].buffer_bytes());
+          },
+          &uploaded);
+      if (!request.ok()) return request.status();
+      absl::StatusOr<std::vector<Layout>> planned =
+          PlanOutputLayouts(*request, options, stop, &uploaded, handles);
+      if (!planned.ok()) return InStep(i, planned.status());
+      layouts[i] = *std::move(planned);
+    }
+  }
+
+  // When each step output is last read, and which come back.
+  std::vector<std::vector<int>> last_read(steps);
+  std::vector<std::vector<bool>> answered(steps);
+  for (int i = 0; i < steps; ++i) {
+    last_read[i].assign(layouts[i].size(), i);
+    answered[i].assign(layouts[i].size(), false);
+    for (const auto& [name, input] : chain.steps(i).inputs()) {
+      if (input.has_step()) last_read[input.step().step()][input.step().output()] = i;
+    }
+  }
+  for (const v1::ChainResult& result : chain.results()) {
+    answered[result.step()][result.output()] = true;
+  }
+
+  std::vector<StepOutputs> done(steps);
+  KeptUntilDone kept_ids(handles);
+  for (int i = 0; i < steps; ++i) {
+    UploadedInputs uploaded;
+    ASSIGN_OR_RETURN(v1::RunRequest request,
+                     StepRequest(
+                         chain, i, layouts,
+                         [&](const v1::StepOutput& from) -> absl::StatusOr<std::span<const std::byte>> {
+                           return done[from.step()].Bytes(from.output());
+                         },
+                         &uploaded));
+    StepOutputs& step = done[i];
+    step.reservation = budget.Empty();
+    absl::StatusOr<Outputs> outputs = ExecuteIntoBuffers(request, options, scheduler, placement,
+                                                         stop, step.reservation, &uploaded, handles);
+    // The first step settles AUTO (Execute leaves `placement` where it ran),
+    // so the rest of the chain runs there too.
+    record.backend = placement.label;
+    if (!outputs.ok()) return InStep(i, outputs.status());
+    step.outputs = *std::move(outputs);
+    step.kept.resize(step.outputs.layouts.size());
+    int64_t held = 0;
+    for (size_t k = 0; k < step.outputs.layouts.size(); ++k) {
+      if (step.outputs.buffers[k] != nullptr) held += step.outputs.layouts[k].buffer_bytes();
+      if (k >= step.outputs.handles.size() || !step.outputs.handles[k].has_value()) continue;
+      const std::string& id = step.outputs.handles[k]->id();
+      kept_ids.Add(id);
+      ASSIGN_OR_RETURN(step.kept[k], handles->store->Use(handles->caller, id, "a kept result"));
+    }
+    // What the step reserved besides its outputs (device copies, a part) is done with.
+    step.reservation.Shrink(step.reservation.bytes() - held);
+    // Freed after their last use: what this step read, and what it made for
+    // no one.
+    for (const auto& [name, input] : chain.steps(i).inputs()) {
+      const int from = input.step().step();
+      const int k = input.step().output();
+      if (input.has_step() && last_read[from][k] == i && !answered[from][k]) done[from].Free(k);
+    }
+    for (size_t k = 0; k < layouts[i].size(); ++k) {
+      if (last_read[i][k] == i && !answered[i][k]) step.Free(static_cast<int>(k));
+    }
+  }
+
+  Outputs answer;
+  for (const v1::ChainResult& result : chain.results()) {
+    StepOutputs& from = done[result.step()];
+    const int k = result.output();
+    answer.layouts.push_back(from.outputs.layouts[k]);
+    answer.buffers.push_back(from.outputs.buffers[k]);
+    answer.handles.push_back(k < static_cast<int>(from.outputs.handles.size())
+                                 ? from.outputs.handles[k]
+                                 : std::nullopt);
+    if (from.outputs.buffers[k] != nullptr) {
+      from.reservation.TransferTo(reservation, from.outputs.layouts[k].buffer_bytes());
+    }
+  }
+  kept_ids.Succeeded();
+  return ResultParts(std::move(answer), placement.label, options.chunk_bytes);
+}
+
+}  // namespace tensorop::server
