@@ -25,6 +25,7 @@
 #include "absl/time/clock.h"
 #include "client/client.h"
 #include "client/shared_memory.h"
+#include "tests/server/tensord_client.h"
 #include "tests/support/status_matchers.h"
 #include "tests/support/subprocess.h"
 #include "tests/support/tensord_process.h"
@@ -51,17 +52,6 @@ class SocketDir {
  private:
   std::string dir_;
 };
-
-int64_t MetricValue(const TensordProcess& server, const std::string& series) {
-  httplib::Client http("127.0.0.1", server.metrics_port());
-  auto response = http.Get("/metrics");
-  if (!response || response->status != 200) return -1;
-  std::istringstream lines(response->body);
-  for (std::string line; std::getline(lines, line);) {
-    if (line.rfind(series + " ", 0) == 0) return std::stoll(line.substr(series.size() + 1));
-  }
-  return -1;
-}
 
 std::string ProcMaps(pid_t pid) {
   std::ifstream in("/proc/" + std::to_string(pid) + "/maps");
