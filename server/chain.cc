@@ -30,8 +30,8 @@ absl::Status InStep(int step, const absl::Status& status) {
   // Field paths continue the step's ("steps[1].slice.window_strides[2] ...").
   const bool names_field = status.code() == absl::StatusCode::kInvalidArgument ||
                            status.code() == absl::StatusCode::kNotFound;
-  return absl::Status(status.code(), absl::StrCat("steps[", step, "]", names_field ? "." : ": ",
-                                                  status.message()));
+  return absl::Status(
+      status.code(), absl::StrCat("steps[", step, "]", names_field ? "." : ": ", status.message()));
 }
 
 // The outputs a step makes: one per OutputDesc for split, else one.
@@ -93,8 +93,8 @@ absl::Status CheckReferences(const v1::RunChainRequest& chain, int max_steps) {
       const int outputs = OutputCount(chain.steps(from.step()));
       if (from.output() < 0 || from.output() >= outputs) {
         return absl::InvalidArgumentError(absl::StrCat(field, ".step.output is ", from.output(),
-                                                       "; steps[", from.step(), "] has ",
-                                                       outputs, " outputs"));
+                                                       "; steps[", from.step(), "] has ", outputs,
+                                                       " outputs"));
       }
     }
   }
@@ -107,15 +107,15 @@ absl::Status CheckReferences(const v1::RunChainRequest& chain, int max_steps) {
     }
     const int outputs = OutputCount(chain.steps(result.step()));
     if (result.output() < 0 || result.output() >= outputs) {
-      return absl::InvalidArgumentError(absl::StrCat("results[", j, "].output is ",
-                                                     result.output(), "; steps[", result.step(),
-                                                     "] has ", outputs, " outputs"));
+      return absl::InvalidArgumentError(absl::StrCat("results[", j, "].output is ", result.output(),
+                                                     "; steps[", result.step(), "] has ", outputs,
+                                                     " outputs"));
     }
     auto [at, fresh] = named.try_emplace({result.step(), result.output()}, j);
     if (!fresh) {
-      return absl::InvalidArgumentError(absl::StrCat("results[", j, "] names steps[",
-                                                     result.step(), "] output ", result.output(),
-                                                     ", as results[", at->second, "] does"));
+      return absl::InvalidArgumentError(absl::StrCat("results[", j, "] names steps[", result.step(),
+                                                     "] output ", result.output(), ", as results[",
+                                                     at->second, "] does"));
     }
   }
   return absl::OkStatus();
@@ -139,8 +139,8 @@ class ZeroBytes {
     if (bytes == 0) return std::span<const std::byte>();
     if (mappings_.empty() || static_cast<int64_t>(mappings_.back().second) < bytes) {
       const size_t length = static_cast<size_t>(bytes);
-      void* address = mmap(nullptr, length, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
-                           -1, 0);
+      void* address =
+          mmap(nullptr, length, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
       if (address == MAP_FAILED) {
         return absl::ResourceExhaustedError(
             absl::StrCat("no address space to validate a ", bytes, "-byte step output"));
@@ -310,17 +310,18 @@ absl::StatusOr<ResultParts> ExecuteChainIntoParts(const v1::RunChainRequest& cha
   KeptUntilDone kept_ids(handles);
   for (int i = 0; i < steps; ++i) {
     UploadedInputs uploaded;
-    ASSIGN_OR_RETURN(v1::RunRequest request,
-                     StepRequest(
-                         chain, i, layouts,
-                         [&](const v1::StepOutput& from) -> absl::StatusOr<std::span<const std::byte>> {
-                           return done[from.step()].Bytes(from.output());
-                         },
-                         &uploaded));
+    ASSIGN_OR_RETURN(
+        v1::RunRequest request,
+        StepRequest(
+            chain, i, layouts,
+            [&](const v1::StepOutput& from) -> absl::StatusOr<std::span<const std::byte>> {
+              return done[from.step()].Bytes(from.output());
+            },
+            &uploaded));
     StepOutputs& step = done[i];
     step.reservation = budget.Empty();
-    absl::StatusOr<Outputs> outputs = ExecuteIntoBuffers(request, options, scheduler, placement,
-                                                         stop, step.reservation, &uploaded, handles);
+    absl::StatusOr<Outputs> outputs = ExecuteIntoBuffers(
+        request, options, scheduler, placement, stop, step.reservation, &uploaded, handles);
     // The first step settles AUTO (Execute leaves `placement` where it ran),
     // so the rest of the chain runs there too.
     record.backend = placement.label;
@@ -355,9 +356,8 @@ absl::StatusOr<ResultParts> ExecuteChainIntoParts(const v1::RunChainRequest& cha
     const int k = result.output();
     answer.layouts.push_back(from.outputs.layouts[k]);
     answer.buffers.push_back(from.outputs.buffers[k]);
-    answer.handles.push_back(k < static_cast<int>(from.outputs.handles.size())
-                                 ? from.outputs.handles[k]
-                                 : std::nullopt);
+    answer.handles.push_back(
+        k < static_cast<int>(from.outputs.handles.size()) ? from.outputs.handles[k] : std::nullopt);
     if (from.outputs.buffers[k] != nullptr) {
       from.reservation.TransferTo(reservation, from.outputs.layouts[k].buffer_bytes());
     }

@@ -208,8 +208,9 @@ INSTANTIATE_TEST_SUITE_P(Backends, ChainBackendTest, ::testing::Values(v1::CPU, 
 
 TEST_F(ChainTest, KeptResultsStayAndReadHandlesInPlace) {
   v1::TensorHandle input;
-  ASSERT_THAT(PutTensor(*stub_, MakeTensor(v1::FLOAT32, {kRows, kCols}, Pack(Counting(48))), &input),
-              GrpcOk());
+  ASSERT_THAT(
+      PutTensor(*stub_, MakeTensor(v1::FLOAT32, {kRows, kCols}, Pack(Counting(48))), &input),
+      GrpcOk());
   v1::Tensor by_handle;
   by_handle.mutable_handle()->set_id(input.id());
   v1::RunChainRequest chain = FourStepChain(by_handle, v1::CPU);
@@ -262,8 +263,9 @@ TEST_F(ChainTest, TheWholeChainIsCheckedBeforeAnyStepRuns) {
 
   chain = FourStepChain(input, v1::CPU);
   chain.mutable_steps(0)->mutable_slice()->set_window_strides(1, 0);
-  EXPECT_THAT(RunChain(chain).status, GrpcStatusIs(grpc::StatusCode::INVALID_ARGUMENT,
-                                                   "steps[0].slice.window_strides[1] must not be 0"));
+  EXPECT_THAT(RunChain(chain).status,
+              GrpcStatusIs(grpc::StatusCode::INVALID_ARGUMENT,
+                           "steps[0].slice.window_strides[1] must not be 0"));
 }
 
 TEST_F(ChainTest, IndicesAStepComputesAreCheckedWhenTheReadingStepRuns) {
@@ -273,9 +275,9 @@ TEST_F(ChainTest, IndicesAStepComputesAreCheckedWhenTheReadingStepRuns) {
   std::vector<int64_t> indices = PermutedRows();
   indices[4] = kRows;
   v1::RunChainRequest chain;
-  *chain.add_steps() = StepOf(SliceRequest(
-      "indices", MakeTensor(v1::INT64, {kRows, 3}, Pack(indices)), {0, 0}, {kRows, 3}, {1, 1},
-      {kRows, 3}));
+  *chain.add_steps() =
+      StepOf(SliceRequest("indices", MakeTensor(v1::INT64, {kRows, 3}, Pack(indices)), {0, 0},
+                          {kRows, 3}, {1, 1}, {kRows, 3}));
   *chain.add_steps() = StepOf(PermuteRows(input, input));
   ReadStep(*chain.mutable_steps(1), "indices", 0);
   *chain.add_results() = Result(0, 0, /*keep=*/true);
@@ -301,7 +303,9 @@ TEST_F(ChainTest, BadReferencesAndResultsAreNamed) {
        "steps[2].inputs[\"input\"].step.step is 2; it must name an earlier step, in [0, 1]"},
       {[](v1::RunChainRequest& chain) { ReadStep(*chain.mutable_steps(3), "input", 2, 1); },
        "steps[3].inputs[\"input\"].step.output is 1; steps[2] has 1 outputs"},
-      {[](v1::RunChainRequest& chain) { (*chain.mutable_steps(1)->mutable_inputs())["input"].Clear(); },
+      {[](v1::RunChainRequest& chain) {
+         (*chain.mutable_steps(1)->mutable_inputs())["input"].Clear();
+       },
        "steps[1].inputs[\"input\"] has neither tensor nor step"},
       {[](v1::RunChainRequest& chain) { *chain.add_results() = Result(3, 0); },
        "results[2] names steps[3] output 0, as results[0] does"},
@@ -309,7 +313,9 @@ TEST_F(ChainTest, BadReferencesAndResultsAreNamed) {
        "results[2].step is 4; the chain has 4 steps"},
       {[](v1::RunChainRequest& chain) { chain.clear_results(); },
        "results is empty: name the step outputs to answer with or keep"},
-      {[](v1::RunChainRequest& chain) { chain.mutable_steps(3)->mutable_outputs(0)->set_keep(true); },
+      {[](v1::RunChainRequest& chain) {
+         chain.mutable_steps(3)->mutable_outputs(0)->set_keep(true);
+       },
        "steps[3].outputs[0].keep is set: a chain keeps what results keep"},
       {[](v1::RunChainRequest& chain) {
          chain.mutable_steps(3)->mutable_outputs(0)->add_strides(3);
@@ -323,7 +329,8 @@ TEST_F(ChainTest, BadReferencesAndResultsAreNamed) {
   for (const Case& c : cases) {
     v1::RunChainRequest chain = FourStepChain(input, v1::CPU);
     c.change(chain);
-    EXPECT_THAT(RunChain(chain).status, GrpcStatusIs(grpc::StatusCode::INVALID_ARGUMENT, c.message));
+    EXPECT_THAT(RunChain(chain).status,
+                GrpcStatusIs(grpc::StatusCode::INVALID_ARGUMENT, c.message));
   }
   // The server still serves.
   EXPECT_THAT(RunChain(FourStepChain(input, v1::CPU)).status, GrpcOk());
