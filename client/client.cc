@@ -328,6 +328,13 @@ absl::StatusOr<Result> Client::RunStream(const v1::RunRequest& request) {
   return ReadResultParts(context, *reader);
 }
 
+absl::StatusOr<Result> Client::RunChain(const v1::RunChainRequest& chain) {
+  grpc::ClientContext context;
+  RETURN_IF_ERROR(Prepare(context));
+  std::unique_ptr<grpc::ClientReader<v1::ResultPart>> reader = stub_->RunChain(&context, chain);
+  return ReadResultParts(context, *reader);
+}
+
 absl::StatusOr<Result> Client::RunChunked(const v1::RunRequest& request, int64_t chunk_bytes) {
   if (chunk_bytes <= 0) chunk_bytes = options_.chunk_bytes;
   if (chunk_bytes <= 0) {
@@ -565,6 +572,29 @@ void KeepOutputs(v1::RunRequest& request) {
     request.add_outputs();
   }
   for (v1::OutputDesc& desc : *request.mutable_outputs()) desc.set_keep(true);
+}
+
+v1::RunChainRequest OneStepChain(const v1::RunRequest& request) {
+  v1::RunChainRequest chain;
+  chain.set_id(request.id());
+  chain.set_backend(request.backend());
+  if (request.has_device_index()) chain.set_device_index(request.device_index());
+  v1::ChainStep& step = *chain.add_steps();
+  if (request.has_slice()) *step.mutable_slice() = request.slice();
+  if (request.has_strided_slice()) *step.mutable_strided_slice() = request.strided_slice();
+  if (request.has_split()) *step.mutable_split() = request.split();
+  if (request.has_scatter_elements()) *step.mutable_scatter_elements() = request.scatter_elements();
+  for (const auto& [name, tensor] : request.inputs()) {
+    *(*step.mutable_inputs())[name].mutable_tensor() = tensor;
+  }
+  *step.mutable_outputs() = request.outputs();
+  const int outputs = request.has_split() ? request.outputs_size() : 1;
+  for (int k = 0; k < outputs; ++k) {
+    v1::ChainResult& result = *chain.add_results();
+    result.set_step(0);
+    result.set_output(k);
+  }
+  return chain;
 }
 
 absl::StatusOr<Result> RunWithHandles(Client& client, const v1::RunRequest& request,

@@ -140,6 +140,11 @@ class Client {
                                                       const std::string& page_token = "");
   absl::StatusOr<std::vector<v1::TensorHandle>> ListAllHandles();
 
+  // RunChain: steps run in order on the server, intermediates staying there;
+  // the results arrive like RunStream's outputs, in `results` order (a kept
+  // one with `handle` set and no data).
+  absl::StatusOr<Result> RunChain(const v1::RunChainRequest& chain);
+
  private:
   void Connect(std::shared_ptr<grpc::Channel> channel);
   // Starts a context with the configured deadline; the target's error if it
@@ -192,6 +197,10 @@ void DescribeOutputs(Client& client, v1::RunRequest& request);
 // scatter_elements request without `outputs` gets one empty entry (its sizes
 // left to the server) to keep.
 void KeepOutputs(v1::RunRequest& request);
+
+// `request` as a chain of one step answering every output (split: one per
+// OutputDesc; the others: one), with its backend and device.
+v1::RunChainRequest OneStepChain(const v1::RunRequest& request);
 
 // Runs `request` (unary Run) through handles: each input is Put (in name
 // order, with `put`), the request runs with its inputs referencing those

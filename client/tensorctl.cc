@@ -1,9 +1,9 @@
 // tensorctl: runs conformance cases against a tensord.
 //
 //   tensorctl run --target ADDR [--backend auto|cpu|opencl]
-//       [--stream|--chunked|--shared_memory|--handles] [--keep] FILE...
+//       [--stream|--chunked|--shared_memory|--handles|--chain] [--keep] FILE...
 //   tensorctl conformance --target ADDR [--backend B]
-//       [--stream|--chunked|--shared_memory|--handles] PATH...
+//       [--stream|--chunked|--shared_memory|--handles|--chain] PATH...
 //   tensorctl encode FILE --case NAME [--backend B]
 //   tensorctl health --target ADDR [--service NAME]
 //   tensorctl shm-register --target ADDR --region NAME --key KEY [--byte_size N]
@@ -20,8 +20,9 @@
 // --handles every case goes through handles (client.h: RunWithHandles): each
 // input is Put, the op runs on the handles with every output kept, the
 // outputs are Fetched (with the case's output strides) and every handle is
-// Released. run --keep keeps every output on the server and prints its handle
-// in place of its data.
+// Released. With --chain every case is a one-step RunChain answering every
+// output (client.h: OneStepChain). run --keep keeps every output on the
+// server and prints its handle in place of its data.
 //
 // Handles: put uploads every input of each case (the inputs of case files, as
 // run sends them) and prints one line per input, "CASE:INPUT ID {handle}";
@@ -84,9 +85,9 @@ constexpr int kExitUsage = 2;
 constexpr absl::string_view kUsage =
     "usage:\n"
     "  tensorctl run --target ADDR [--backend auto|cpu|opencl]\n"
-    "      [--stream|--chunked|--shared_memory|--handles] [--keep] FILE...\n"
+    "      [--stream|--chunked|--shared_memory|--handles|--chain] [--keep] FILE...\n"
     "  tensorctl conformance --target ADDR [--backend B]\n"
-    "      [--stream|--chunked|--shared_memory|--handles] PATH...\n"
+    "      [--stream|--chunked|--shared_memory|--handles|--chain] PATH...\n"
     "  tensorctl encode FILE --case NAME [--backend B]\n"
     "  tensorctl health --target ADDR [--service NAME]\n"
     "  tensorctl shm-register --target ADDR --region NAME --key KEY [--byte_size N]\n"
@@ -98,7 +99,8 @@ constexpr absl::string_view kUsage =
     "  tensorctl handles --target ADDR\n"
     "run, conformance: --shared_memory sends inputs and outputs through a shared memory region;\n"
     "  --handles Puts each input, runs on the handles keeping every output, Fetches the\n"
-    "  outputs and Releases every handle. run --keep: outputs stay on the server; prints\n"
+    "  outputs and Releases every handle. --chain runs each case as a one-step RunChain.\n"
+    "  run --keep: outputs stay on the server; prints\n"
     "  their handles in place of their data.\n"
     "put: every input of every case in PATH; one line per input: CASE:INPUT ID {handle}.\n"
     "fetch: the handle's tensor as JSON, packed or with --strides. handles: one JSON line\n"
@@ -114,7 +116,7 @@ constexpr absl::string_view kUsage =
 // A health check answers at once or not at all; Docker's HEALTHCHECK gives 3 s.
 constexpr absl::Duration kHealthDeadline = absl::Seconds(2);
 
-enum class CallStyle { kUnary, kStream, kChunked, kSharedMemory, kHandles };
+enum class CallStyle { kUnary, kStream, kChunked, kSharedMemory, kHandles, kChain };
 
 struct Flags {
   std::string command;
@@ -170,6 +172,7 @@ absl::StatusOr<Flags> ParseFlags(int argc, char** argv) {
   bool chunked = false;
   bool shared_memory = false;
   bool handles = false;
+  bool chain = false;
   for (int i = 2; i < argc; ++i) {
     absl::string_view arg = argv[i];
     if (!absl::StartsWith(arg, "--")) {
@@ -202,12 +205,13 @@ absl::StatusOr<Flags> ParseFlags(int argc, char** argv) {
     } else if (name == "token_file") {
       ASSIGN_OR_RETURN(flags.security.token_file, take_value());
     } else if (name == "stream" || name == "chunked" || name == "shared_memory" ||
-               name == "handles" || name == "keep") {
+               name == "handles" || name == "chain" || name == "keep") {
       if (value.has_value()) {
         return absl::InvalidArgumentError(absl::StrCat("--", name, " takes no value"));
       }
-      if (name == "handles" && flags.command != "run" && flags.command != "conformance") {
-        return absl::InvalidArgumentError("--handles is for run and conformance");
+      if ((name == "handles" || name == "chain") && flags.command != "run" &&
+          flags.command != "conformance") {
+        return absl::InvalidArgumentError(absl::StrCat("--", name, " is for run and conformance"));
       }
       if (name == "keep" && flags.command != "run") {
         return absl::InvalidArgumentError("--keep is for run");
@@ -216,6 +220,7 @@ absl::StatusOr<Flags> ParseFlags(int argc, char** argv) {
        : name == "chunked"       ? chunked
        : name == "shared_memory" ? shared_memory
        : name == "handles"       ? handles
+       : name == "chain"         ? chain
                                  : flags.keep) = true;
     } else if (name == "ttl_seconds") {
       if (flags.command != "put") return absl::InvalidArgumentError("--ttl_seconds is for put");
@@ -263,18 +268,19 @@ absl::StatusOr<Flags> ParseFlags(int argc, char** argv) {
     flags.backend = *parsed;
   }
   if (static_cast<int>(stream) + static_cast<int>(chunked) + static_cast<int>(shared_memory) +
-          static_cast<int>(handles) >
+          static_cast<int>(handles) + static_cast<int>(chain) >
       1) {
     return absl::InvalidArgumentError(
-        "--stream, --chunked, --shared_memory and --handles exclude each other");
+        "--stream, --chunked, --shared_memory, --handles and --chain exclude each other");
   }
-  if (flags.keep && (shared_memory || handles)) {
-    return absl::InvalidArgumentError("--keep excludes --shared_memory and --handles");
+  if (flags.keep && (shared_memory || handles || chain)) {
+    return absl::InvalidArgumentError("--keep excludes --shared_memory, --handles and --chain");
   }
   flags.style = stream          ? CallStyle::kStream
                 : chunked       ? CallStyle::kChunked
                 : shared_memory ? CallStyle::kSharedMemory
                 : handles       ? CallStyle::kHandles
+                : chain         ? CallStyle::kChain
                                 : CallStyle::kUnary;
   if (flags.command != "encode") {
     if (flags.target.empty()) return absl::InvalidArgumentError("--target ADDR is required");
@@ -382,6 +388,9 @@ absl::StatusOr<Result> Call(Client& client, ProgressLine& progress, CallStyle st
       break;
     case CallStyle::kHandles:
       result = RunWithHandles(client, request);
+      break;
+    case CallStyle::kChain:
+      result = client.RunChain(OneStepChain(request));
       break;
   }
   progress.Stop();

@@ -54,7 +54,7 @@ echo "== fuzz (scripts/fuzz.sh)"
 "$root/scripts/fuzz.sh" 30
 
 # The public cases through the real server, as a user would run them.
-echo "== conformance (release tensord, both backends, unary, streamed and through handles)"
+echo "== conformance (release tensord, both backends, unary, streamed, through handles and as chains)"
 log="$(mktemp)"
 "$root/build/bin/tensord" --address=127.0.0.1:0 --metrics_address=127.0.0.1:0 --http_address= >"$log" 2>&1 &
 server=$!
@@ -62,7 +62,7 @@ trap 'kill "$server" 2>/dev/null || true; rm -f "$log"' EXIT
 port="$(tensord_port "$log" "$server")" || { cat "$log" >&2; exit 1; }
 status=0
 for backend in cpu opencl; do
-  for mode in "" "--stream" "--handles"; do
+  for mode in "" "--stream" "--handles" "--chain"; do
     echo "-- tensorctl conformance --backend $backend $mode"
     "$root/build/bin/tensorctl" conformance --target "127.0.0.1:$port" --backend "$backend" \
       $mode "$shared/conformance/cases" || status=1

@@ -467,7 +467,9 @@ TEST_F(TensorctlTest, ConformancePassesEveryPublicCase) {
                                                 {"--backend", "opencl", "--stream"},
                                                 {"--chunked"},
                                                 {"--backend", "cpu", "--handles"},
-                                                {"--backend", "opencl", "--handles"}}) {
+                                                {"--backend", "opencl", "--handles"},
+                                                {"--backend", "cpu", "--chain"},
+                                                {"--backend", "opencl", "--chain"}}) {
     std::vector<std::string> command = {TensorctlPath(), "conformance", "--target",
                                         server_->target()};
     command.insert(command.end(), style.begin(), style.end());
@@ -629,8 +631,10 @@ TEST(TensorctlUsageTest, HandleFlagsAreCheckedBeforeAnyCall) {
   for (const auto& [command, message] :
        std::vector<std::pair<std::vector<std::string>, std::string>>{
            {{"run", "--handles", "--stream", cases},
-            "--stream, --chunked, --shared_memory and --handles exclude each other"},
-           {{"run", "--keep", "--handles", cases}, "--keep excludes --shared_memory and --handles"},
+            "--stream, --chunked, --shared_memory, --handles and --chain exclude each other"},
+           {{"run", "--keep", "--handles", cases},
+            "--keep excludes --shared_memory, --handles and --chain"},
+           {{"put", "--chain", cases}, "--chain is for run and conformance"},
            {{"conformance", "--keep", cases}, "--keep is for run"},
            {{"put", "--handles", cases}, "--handles is for run and conformance"},
            {{"fetch", "--ttl_seconds", "5", "abc"}, "--ttl_seconds is for put"},
