@@ -227,6 +227,14 @@ absl::StatusOr<v1::RunRequest> StepRequest(const v1::RunChainRequest& chain, int
   return request;
 }
 
+// One step as a request of its own, planned before the chain runs.
+struct PlannedStep {
+  v1::RunRequest request;
+  UploadedInputs uploaded;  // the bytes of its inputs that the request does not carry
+  std::unique_ptr<PlannedRun> run;
+  bool replan = false;  // it reads index values an earlier step computes
+};
+
 // One step's outputs while the chain runs.
 struct StepOutputs {
   Outputs outputs;  // a kept output's buffer is null: its bytes are `kept`'s
@@ -272,24 +280,29 @@ absl::StatusOr<ResultParts> ExecuteChainIntoParts(const v1::RunChainRequest& cha
   const int steps = chain.steps_size();
 
   // Every step planned before any runs, earlier outputs stood for by zeros.
+  // The plans are kept for the run; only a step that reads index values an
+  // earlier step computes is planned again, on those values.
+  std::vector<PlannedStep> planned(static_cast<size_t>(steps));  // never moved: plans view them
   std::vector<std::vector<Layout>> layouts(steps);
-  {
-    ZeroBytes zeros;
-    for (int i = 0; i < steps; ++i) {
-      RETURN_IF_ERROR(stop());
-      UploadedInputs uploaded;
-      absl::StatusOr<v1::RunRequest> request = StepRequest(
-          chain, i, layouts,
-          [&](const v1::StepOutput& from) {
-            return zeros.Get(layouts[from.step()][from.output()].buffer_bytes());
-          },
-          &uploaded);
-      if (!request.ok()) return request.status();
-      absl::StatusOr<std::vector<Layout>> planned =
-          PlanOutputLayouts(*request, options, stop, &uploaded, handles);
-      if (!planned.ok()) return InStep(i, planned.status());
-      layouts[i] = *std::move(planned);
-    }
+  ZeroBytes zeros;
+  for (int i = 0; i < steps; ++i) {
+    RETURN_IF_ERROR(stop());
+    PlannedStep& step = planned[i];
+    ASSIGN_OR_RETURN(step.request,
+                     StepRequest(
+                         chain, i, layouts,
+                         [&](const v1::StepOutput& from) {
+                           return zeros.Get(layouts[from.step()][from.output()].buffer_bytes());
+                         },
+                         &step.uploaded));
+    absl::StatusOr<std::unique_ptr<PlannedRun>> run =
+        PlanRun(step.request, options, stop, &step.uploaded, handles);
+    if (!run.ok()) return InStep(i, run.status());
+    step.run = *std::move(run);
+    layouts[i] = step.run->plan.outputs;
+    const auto indices = chain.steps(i).inputs().find("indices");
+    step.replan = chain.steps(i).has_scatter_elements() &&
+                  indices != chain.steps(i).inputs().end() && indices->second.has_step();
   }
 
   // When each step output is last read, and which come back.
@@ -309,19 +322,25 @@ absl::StatusOr<ResultParts> ExecuteChainIntoParts(const v1::RunChainRequest& cha
   std::vector<StepOutputs> done(steps);
   KeptUntilDone kept_ids(handles);
   for (int i = 0; i < steps; ++i) {
-    UploadedInputs uploaded;
-    ASSIGN_OR_RETURN(
-        v1::RunRequest request,
-        StepRequest(
-            chain, i, layouts,
-            [&](const v1::StepOutput& from) -> absl::StatusOr<std::span<const std::byte>> {
-              return done[from.step()].Bytes(from.output());
-            },
-            &uploaded));
+    PlannedStep& plan = planned[i];
+    // Earlier steps' outputs in place of the zeros they were planned with.
+    for (const auto& [name, input] : chain.steps(i).inputs()) {
+      if (!input.has_step()) continue;
+      const std::span<const std::byte> bytes =
+          done[input.step().step()].Bytes(input.step().output());
+      plan.uploaded[name] = bytes;
+      const std::vector<absl::string_view>& names = plan.run->plan.input_names;
+      const auto slot = std::find(names.begin(), names.end(), name);
+      if (slot != names.end()) plan.run->inputs[slot - names.begin()] = bytes;
+    }
     StepOutputs& step = done[i];
     step.reservation = budget.Empty();
-    absl::StatusOr<Outputs> outputs = ExecuteIntoBuffers(
-        request, options, scheduler, placement, stop, step.reservation, &uploaded, handles);
+    absl::StatusOr<Outputs> outputs =
+        plan.replan ? ExecuteIntoBuffers(plan.request, options, scheduler, placement, stop,
+                                         step.reservation, &plan.uploaded, handles)
+                    : ExecutePlannedIntoBuffers(plan.request, *plan.run, options, scheduler,
+                                                placement, stop, step.reservation, handles);
+    plan.run.reset();  // and with it the handles and regions it pinned
     // The first step settles AUTO (Execute leaves `placement` where it ran),
     // so the rest of the chain runs there too.
     record.backend = placement.label;

@@ -25,16 +25,6 @@
 namespace tensorop::server {
 namespace {
 
-// A request's plan and its input bytes. Built in place and never moved: the plan
-// may hold views of names inside `op`, whose views point into the request.
-struct PlannedRun {
-  OpRequest op;
-  ExecutionPlan plan;
-  std::vector<std::span<const std::byte>> inputs;  // by plan slot
-  SharedMemoryPins shared_memory;                  // regions the request reads or writes
-  HandlePins handles;                              // resident tensors it reads
-};
-
 absl::StatusOr<std::unique_ptr<PlannedRun>> Plan(
     const v1::RunRequest& request, const Limits& limits, SharedMemoryRegistry* shared_memory,
     const StopCheck& stop, const UploadedInputs* uploaded, const HandleAccess* handles) {
@@ -77,17 +67,23 @@ using KeptOutputs = std::vector<std::shared_ptr<const ResidentTensor>>;
 // (`elsewhere`: where the output goes instead of a buffer of the call's own,
 // in a shared memory region or a kept tensor, else null), executes into them,
 // and makes the kept outputs resident (`kept`).
+// `planned`: the request planned already (PlanRun); null: planned here.
 template <typename Allocate>
 absl::Status PlanAndExecute(const v1::RunRequest& request, const Limits& limits,
                             SharedMemoryRegistry* shared_memory, Scheduler& scheduler,
                             Placement& placement, const StopCheck& stop,
                             MemoryBudget::Reservation& reservation, const AdmitFn& admit,
                             Allocate allocate, const UploadedInputs* uploaded,
-                            const HandleAccess* handles, KeptOutputs* kept) {
+                            const HandleAccess* handles, KeptOutputs* kept,
+                            PlannedRun* planned = nullptr) {
   // Work that expired or was cancelled while queued is not started.
   RETURN_IF_ERROR(stop());
-  ASSIGN_OR_RETURN(std::unique_ptr<PlannedRun> run,
-                   Plan(request, limits, shared_memory, stop, uploaded, handles));
+  std::unique_ptr<PlannedRun> planned_here;
+  if (planned == nullptr) {
+    ASSIGN_OR_RETURN(planned_here, Plan(request, limits, shared_memory, stop, uploaded, handles));
+    planned = planned_here.get();
+  }
+  PlannedRun* const run = planned;
   ASSIGN_OR_RETURN(int64_t answer_bytes, admit(run->plan));
   const int64_t kept_bytes = KeptOutputBytes(request, run->plan.outputs);
   const int64_t output_bytes = TotalBytes(run->plan.outputs) -
@@ -229,19 +225,18 @@ absl::Status ParseChainRequest(const grpc::ByteBuffer& bytes, absl::string_view 
       absl::StrCat(method, ": planning the ", outputs, " outputs of chain \"", chain->id(), "\""));
 }
 
-absl::StatusOr<std::vector<Layout>> PlanOutputLayouts(const v1::RunRequest& request,
-                                                      const ServiceOptions& options,
-                                                      const StopCheck& stop,
-                                                      const UploadedInputs* uploaded,
-                                                      const HandleAccess* handles) {
-  std::vector<Layout> layouts;
+absl::StatusOr<std::unique_ptr<PlannedRun>> PlanRun(const v1::RunRequest& request,
+                                                    const ServiceOptions& options,
+                                                    const StopCheck& stop,
+                                                    const UploadedInputs* uploaded,
+                                                    const HandleAccess* handles) {
+  std::unique_ptr<PlannedRun> run;
   RETURN_IF_ERROR(Guarded([&] {
-    ASSIGN_OR_RETURN(std::unique_ptr<PlannedRun> run,
+    ASSIGN_OR_RETURN(run,
                      Plan(request, options.limits, options.shared_memory, stop, uploaded, handles));
-    layouts = std::move(run->plan.outputs);
     return absl::OkStatus();
   }));
-  return layouts;
+  return run;
 }
 
 UploadedInputs Spans(const InputBuffers& buffers) {
@@ -399,12 +394,14 @@ int64_t ResponseDataBytes(const v1::RunResponse& response) {
   return total;
 }
 
-absl::StatusOr<Outputs> ExecuteIntoBuffers(const v1::RunRequest& request,
-                                           const ServiceOptions& options, Scheduler& scheduler,
-                                           Placement& placement, const StopCheck& stop,
-                                           MemoryBudget::Reservation& reservation,
-                                           const UploadedInputs* uploaded,
-                                           const HandleAccess* handles) {
+namespace {
+
+// ExecuteIntoBuffers, of `planned` when not null.
+absl::StatusOr<Outputs> IntoBuffers(const v1::RunRequest& request, PlannedRun* planned,
+                                    const ServiceOptions& options, Scheduler& scheduler,
+                                    Placement& placement, const StopCheck& stop,
+                                    MemoryBudget::Reservation& reservation,
+                                    const UploadedInputs* uploaded, const HandleAccess* handles) {
   Outputs outputs;
   const AdmitFn admit = [&](const ExecutionPlan&) -> absl::StatusOr<int64_t> {
     return options.chunk_bytes + kPartOverheadBytes;  // the part being written
@@ -412,9 +409,10 @@ absl::StatusOr<Outputs> ExecuteIntoBuffers(const v1::RunRequest& request,
   absl::Status status = Guarded([&] {
     RETURN_IF_ERROR(CheckNoSharedMemoryOutputs(request, "a streamed call"));
     KeptOutputs kept;
-    RETURN_IF_ERROR(PlanAndExecute(
-        request, options.limits, options.shared_memory, scheduler, placement, stop, reservation,
-        admit, AllocateInto(options.buffer_pool, outputs, &Share), uploaded, handles, &kept));
+    RETURN_IF_ERROR(PlanAndExecute(request, options.limits, options.shared_memory, scheduler,
+                                   placement, stop, reservation, admit,
+                                   AllocateInto(options.buffer_pool, outputs, &Share), uploaded,
+                                   handles, &kept, planned));
     outputs.handles.resize(kept.size());
     for (size_t i = 0; i < kept.size(); ++i) {
       if (kept[i] == nullptr) continue;
@@ -425,6 +423,28 @@ absl::StatusOr<Outputs> ExecuteIntoBuffers(const v1::RunRequest& request,
   });
   if (!status.ok()) return status;
   return outputs;
+}
+
+}  // namespace
+
+absl::StatusOr<Outputs> ExecuteIntoBuffers(const v1::RunRequest& request,
+                                           const ServiceOptions& options, Scheduler& scheduler,
+                                           Placement& placement, const StopCheck& stop,
+                                           MemoryBudget::Reservation& reservation,
+                                           const UploadedInputs* uploaded,
+                                           const HandleAccess* handles) {
+  return IntoBuffers(request, nullptr, options, scheduler, placement, stop, reservation, uploaded,
+                     handles);
+}
+
+absl::StatusOr<Outputs> ExecutePlannedIntoBuffers(const v1::RunRequest& request, PlannedRun& run,
+                                                  const ServiceOptions& options,
+                                                  Scheduler& scheduler, Placement& placement,
+                                                  const StopCheck& stop,
+                                                  MemoryBudget::Reservation& reservation,
+                                                  const HandleAccess* handles) {
+  return IntoBuffers(request, &run, options, scheduler, placement, stop, reservation, nullptr,
+                     handles);
 }
 
 absl::StatusOr<ResultParts> ExecuteIntoParts(const v1::RunRequest& request,

@@ -14,6 +14,7 @@
 #include <cstring>
 #include <functional>
 #include <map>
+#include <memory>
 #include <optional>
 #include <span>
 #include <string>
@@ -28,6 +29,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "core/cancellation.h"
+#include "core/operator.h"
 #include "core/status_macros.h"
 #include "core/tensor.h"
 #include "server/buffer_pool.h"
@@ -39,6 +41,7 @@
 #include "server/response_writer.h"
 #include "server/scheduler.h"
 #include "server/service_options.h"
+#include "server/shared_memory.h"
 #include "tensorop/v1/tensorop.pb.h"
 
 namespace tensorop::server {
@@ -158,12 +161,23 @@ absl::StatusOr<OutputBuffers> ExecuteIntoAnswerBuffers(
     absl::string_view too_big_hint, const UploadedInputs* uploaded = nullptr,
     const HandleAccess* handles = nullptr);
 
-// Validates and plans `request` without running it: its output layouts.
-absl::StatusOr<std::vector<Layout>> PlanOutputLayouts(const v1::RunRequest& request,
-                                                      const ServiceOptions& options,
-                                                      const StopCheck& stop,
-                                                      const UploadedInputs* uploaded,
-                                                      const HandleAccess* handles);
+// A request's plan and its input bytes. Built in place and never moved: the plan
+// may hold views of names inside `op`, whose views point into the request.
+struct PlannedRun {
+  OpRequest op;
+  ExecutionPlan plan;
+  std::vector<std::span<const std::byte>> inputs;  // by plan slot
+  SharedMemoryPins shared_memory;                  // regions the request reads or writes
+  HandlePins handles;                              // resident tensors it reads
+};
+
+// Validates and plans `request` without running it. The plan holds views
+// into `request` and the input bytes: they must outlive it.
+absl::StatusOr<std::unique_ptr<PlannedRun>> PlanRun(const v1::RunRequest& request,
+                                                    const ServiceOptions& options,
+                                                    const StopCheck& stop,
+                                                    const UploadedInputs* uploaded,
+                                                    const HandleAccess* handles);
 
 // The data bytes of `response`'s outputs.
 int64_t ResponseDataBytes(const v1::RunResponse& response);
@@ -186,6 +200,15 @@ absl::StatusOr<Outputs> ExecuteIntoBuffers(const v1::RunRequest& request,
                                            MemoryBudget::Reservation& reservation,
                                            const UploadedInputs* uploaded = nullptr,
                                            const HandleAccess* handles = nullptr);
+
+// ExecuteIntoBuffers of `request` as PlanRun planned it (`run.inputs` may
+// since point at other bytes of the same layouts).
+absl::StatusOr<Outputs> ExecutePlannedIntoBuffers(const v1::RunRequest& request, PlannedRun& run,
+                                                  const ServiceOptions& options,
+                                                  Scheduler& scheduler, Placement& placement,
+                                                  const StopCheck& stop,
+                                                  MemoryBudget::Reservation& reservation,
+                                                  const HandleAccess* handles);
 
 // Serializes `message` into `buffer` for a raw write, replacing what the
 // previous (completed) write left there.

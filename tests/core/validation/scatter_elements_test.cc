@@ -230,6 +230,23 @@ TEST_F(ScatterElementsValidationTest, Int32IndexEqualToAxisSizeNamesCoordinatesA
                                   "= 3 (scatter_elements.axis = 0)")));
 }
 
+// Packed indices are scanned in blocks of 2^20 values; a bad value in a later
+// block is still named by its coordinates, and a valid tensor passes whole.
+TEST_F(ScatterElementsValidationTest, ABadIndexPastTheFirstScanBlockIsNamed) {
+  constexpr int64_t kRows = 3;
+  constexpr int64_t kCols = 500'000;  // 1.5 M values: two blocks
+  input_ = Zeros(DType::kFloat32, {3, kCols});
+  updates_ = Zeros(DType::kFloat32, {kRows, kCols});
+  std::vector<int64_t> values(static_cast<size_t>(kRows * kCols), -3);
+  indices_ = Values<int64_t>(DType::kInt64, {kRows, kCols}, values);
+  ASSERT_OK(Run(0).status());
+  values[static_cast<size_t>(2 * kCols + 123)] = 3;
+  indices_ = Values<int64_t>(DType::kInt64, {kRows, kCols}, values);
+  EXPECT_THAT(Run(0), StatusIs(absl::StatusCode::kInvalidArgument,
+                               Eq("indices[2, 123] = 3 is outside [-3, 3) for input.sizes[0] "
+                                  "= 3 (scatter_elements.axis = 0)")));
+}
+
 TEST_F(ScatterElementsValidationTest, Int32IndexBelowMinusAxisSizeIsRejected) {
   indices_ = Values<int32_t>(DType::kInt32, {3, 2}, {0, 1, 2, 3, -4, -5});
   updates_ = Zeros(DType::kFloat32, {3, 2});
