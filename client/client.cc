@@ -404,6 +404,7 @@ absl::StatusOr<v1::TensorHandle> Client::Put(const HostTensor& tensor, const Put
   header.mutable_sizes()->Assign(tensor.sizes.begin(), tensor.sizes.end());
   header.mutable_strides()->Assign(tensor.strides.begin(), tensor.strides.end());
   header.set_backend(options.backend);
+  if (options.device_index.has_value()) header.set_device_index(*options.device_index);
   header.set_ttl_seconds(options.ttl_seconds);
   // Put takes exactly the layout's bytes; a strided tensor may hold more
   // (never read). Anything else goes as it is, for the server to judge.

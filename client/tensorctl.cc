@@ -386,9 +386,16 @@ absl::StatusOr<Result> Call(Client& client, ProgressLine& progress, CallStyle st
     case CallStyle::kSharedMemory:
       result = RunInSharedMemory(client, request, absl::StrCat("tensorctl-", getpid()));
       break;
-    case CallStyle::kHandles:
-      result = RunWithHandles(client, request);
+    case CallStyle::kHandles: {
+      // The inputs live where the case runs: on a device for OPENCL.
+      PutOptions put;
+      if (request.backend() == v1::OPENCL) {
+        put.backend = v1::OPENCL;
+        if (request.has_device_index()) put.device_index = request.device_index();
+      }
+      result = RunWithHandles(client, request, put);
       break;
+    }
     case CallStyle::kChain:
       result = client.RunChain(OneStepChain(request));
       break;

@@ -1,7 +1,5 @@
 #include "server/chain.h"
 
-#include <sys/mman.h>
-
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
@@ -20,6 +18,7 @@
 #include "core/status_macros.h"
 #include "core/validate/tensor.h"
 #include "server/convert.h"
+#include "server/zero_bytes.h"
 
 namespace tensorop::server {
 namespace {
@@ -120,40 +119,6 @@ absl::Status CheckReferences(const v1::RunChainRequest& chain, int max_steps) {
   }
   return absl::OkStatus();
 }
-
-// Read-only zero bytes of any length, as stand-ins for earlier steps' outputs
-// while the chain is validated before anything runs: address space only (the
-// kernel maps one zero page), and index values of zero are as valid as any
-// (OPERATORS.md: an index is valid for every axis length above zero).
-class ZeroBytes {
- public:
-  ZeroBytes() = default;
-  ZeroBytes(const ZeroBytes&) = delete;
-  ZeroBytes& operator=(const ZeroBytes&) = delete;
-  ~ZeroBytes() {
-    for (const auto& [address, length] : mappings_) munmap(address, length);
-  }
-
-  // Earlier spans stay valid: a longer one is a new mapping.
-  absl::StatusOr<std::span<const std::byte>> Get(int64_t bytes) {
-    if (bytes == 0) return std::span<const std::byte>();
-    if (mappings_.empty() || static_cast<int64_t>(mappings_.back().second) < bytes) {
-      const size_t length = static_cast<size_t>(bytes);
-      void* address =
-          mmap(nullptr, length, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-      if (address == MAP_FAILED) {
-        return absl::ResourceExhaustedError(
-            absl::StrCat("no address space to validate a ", bytes, "-byte step output"));
-      }
-      mappings_.emplace_back(address, length);
-    }
-    return std::span<const std::byte>(static_cast<const std::byte*>(mappings_.back().first),
-                                      static_cast<size_t>(bytes));
-  }
-
- private:
-  std::vector<std::pair<void*, size_t>> mappings_;
-};
 
 using StepBytesFn =
     std::function<absl::StatusOr<std::span<const std::byte>>(const v1::StepOutput& from)>;

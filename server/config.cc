@@ -83,6 +83,10 @@ TENSORD_FLAG(int, opencl_queue_depth, 8, "requests queued or running per OpenCL 
 TENSORD_FLAG(int64_t, opencl_staging_bytes, int64_t{64} << 20,
              "pinned host staging per OpenCL device for uploads and downloads, counted in "
              "--max_memory_bytes from startup (0: none, transfers from pageable memory)");
+TENSORD_FLAG(int64_t, opencl_max_resident_bytes, -1,
+             "bytes of handles (Put, OutputDesc.keep) each OpenCL device may hold, in buffers "
+             "of their exact size outside the buffer pool; RESOURCE_EXHAUSTED past it (-1: 70% "
+             "of the device's global memory)");
 TENSORD_FLAG(int64_t, auto_opencl_min_bytes, std::numeric_limits<int64_t>::max(),
              "when given, AUTO requests moving at least this many output bytes go to a "
              "device, instead of where the calibrated cost model predicts them fastest");
@@ -415,6 +419,9 @@ absl::StatusOr<ServerConfig> ValidatedConfig(const Parsed& parsed) {
   ASSIGN_OR_RETURN(config.device.staging_bytes,
                    FlagInRange(FLAGS_opencl_staging_bytes, "opencl_staging_bytes", int64_t{0},
                                kMaxStagingBytes));
+  ASSIGN_OR_RETURN(config.devices.max_resident_bytes,
+                   FlagInRange(FLAGS_opencl_max_resident_bytes, "opencl_max_resident_bytes",
+                               int64_t{-1}, std::numeric_limits<int64_t>::max()));
   ASSIGN_OR_RETURN(const int max_wait, FlagInRange(FLAGS_opencl_max_wait_seconds,
                                                    "opencl_max_wait_seconds", 0, kMaxSeconds));
   config.devices.max_wait = std::chrono::seconds(max_wait);

@@ -5,6 +5,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "core/status_macros.h"
 
 namespace tensorop::server {
 
@@ -18,6 +19,9 @@ DevicePool::DevicePool(std::vector<std::unique_ptr<opencl_backend::Device>> devi
     states_[i].queue = std::make_unique<DeviceQueue>(
         options_.queue_depth,
         absl::StrCat("OpenCL device ", i, " (", Name(static_cast<int>(i)), ")"), options_.max_wait);
+    states_[i].max_resident_bytes = options_.max_resident_bytes >= 0
+                                        ? options_.max_resident_bytes
+                                        : devices_[i]->global_memory_bytes() / 10 * 7;
   }
   if (!devices_.empty()) sweeper_ = std::thread([this] { SweepLoop(); });
 }
@@ -42,10 +46,8 @@ bool DevicePool::HealthyLocked(size_t index, std::chrono::steady_clock::time_poi
   return now >= states_[index].unhealthy_until;
 }
 
-absl::StatusOr<int> DevicePool::Acquire(int index) {
-  std::lock_guard<std::mutex> lock(mutex_);
+absl::StatusOr<int> DevicePool::ChooseLocked(int index) const {
   const auto now = std::chrono::steady_clock::now();
-  int chosen = -1;
   if (index >= 0) {
     if (static_cast<size_t>(index) >= devices_.size()) {
       return absl::InvalidArgumentError(
@@ -55,16 +57,27 @@ absl::StatusOr<int> DevicePool::Acquire(int index) {
       return absl::UnavailableError(
           absl::StrCat("OpenCL device ", index, " (", Name(index), ") is unhealthy"));
     }
-    chosen = index;
-  } else {
-    for (size_t i = 0; i < devices_.size(); ++i) {
-      if (!HealthyLocked(i, now)) continue;
-      if (chosen < 0 || states_[i].queue->in_flight() < states_[chosen].queue->in_flight()) {
-        chosen = static_cast<int>(i);
-      }
-    }
-    if (chosen < 0) return absl::UnavailableError("no OpenCL device is healthy");
+    return index;
   }
+  int chosen = -1;
+  for (size_t i = 0; i < devices_.size(); ++i) {
+    if (!HealthyLocked(i, now)) continue;
+    if (chosen < 0 || states_[i].queue->in_flight() < states_[chosen].queue->in_flight()) {
+      chosen = static_cast<int>(i);
+    }
+  }
+  if (chosen < 0) return absl::UnavailableError("no OpenCL device is healthy");
+  return chosen;
+}
+
+absl::StatusOr<int> DevicePool::Choose(int index) const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return ChooseLocked(index);
+}
+
+absl::StatusOr<int> DevicePool::Acquire(int index) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  ASSIGN_OR_RETURN(const int chosen, ChooseLocked(index));
   if (!states_[chosen].queue->TryAcquire()) {
     return absl::ResourceExhaustedError(absl::StrCat("OpenCL device ", chosen, " (", Name(chosen),
                                                      ") has ", options_.queue_depth,
@@ -152,18 +165,72 @@ void DevicePool::SweepLoop() {
 absl::Status DevicePool::Execute(int index, const ExecutionPlan& plan,
                                  std::span<const std::span<const std::byte>> inputs,
                                  std::span<std::byte* const> outputs, const StopCheck& stop) {
+  return ExecuteResident(index, plan, inputs, {}, outputs, {}, stop);
+}
+
+absl::Status DevicePool::ExecuteResident(
+    int index, const ExecutionPlan& plan, std::span<const std::span<const std::byte>> inputs,
+    std::span<const opencl_backend::ResidentBuffer* const> resident_inputs,
+    std::span<std::byte* const> outputs,
+    std::span<const opencl_backend::ResidentBuffer* const> resident_outputs,
+    const StopCheck& stop) {
   if (injected_left_.load(std::memory_order_relaxed) > 0 && injected_left_.fetch_sub(1) > 0) {
     return absl::UnavailableError(
         absl::StrCat("OpenCL device ", index, " failed: injected (--inject_opencl_failures)"));
   }
-  return devices_[index]->Execute(plan, inputs, outputs, stop);
+  return devices_[index]->ExecuteResident(plan, inputs, resident_inputs, outputs, resident_outputs,
+                                          stop);
+}
+
+absl::StatusOr<std::unique_ptr<DeviceResident>> DevicePool::AllocateResident(
+    int index, int64_t bytes, bool zero, absl::string_view what) {
+  if (index < 0 || index >= static_cast<int>(devices_.size())) {
+    return absl::InvalidArgumentError(absl::StrCat("device_index is ", index, "; the server has ",
+                                                   devices_.size(), " OpenCL devices"));
+  }
+  State& state = states_[index];
+  const int64_t held = state.resident_bytes.fetch_add(bytes, std::memory_order_relaxed);
+  auto unreserve = [&state, bytes] {
+    state.resident_bytes.fetch_sub(bytes, std::memory_order_relaxed);
+  };
+  if (held + bytes > state.max_resident_bytes) {
+    unreserve();
+    return absl::ResourceExhaustedError(
+        absl::StrCat(what, ": ", bytes, " bytes more on OpenCL device ", index,
+                     " would pass its limit of ", state.max_resident_bytes,
+                     " resident bytes (--opencl_max_resident_bytes; ", held, " held)"));
+  }
+  absl::StatusOr<std::unique_ptr<opencl_backend::ResidentBuffer>> buffer =
+      devices_[index]->AllocateResident(bytes, zero);
+  if (!buffer.ok()) {
+    unreserve();
+    if (buffer.status().code() == absl::StatusCode::kResourceExhausted) {
+      return absl::ResourceExhaustedError(
+          absl::StrCat(what, ": OpenCL device ", index, ": ", buffer.status().message()));
+    }
+    return buffer.status();
+  }
+  return std::make_unique<DeviceResident>(*std::move(buffer), std::move(unreserve));
+}
+
+absl::Status DevicePool::WriteResident(int index, const DeviceResident& resident,
+                                       std::span<const std::byte> host, const StopCheck& stop) {
+  return devices_[index]->WriteResident(resident.buffer(), host, stop);
+}
+
+absl::Status DevicePool::ReadResident(int index, const DeviceResident& resident,
+                                      std::span<std::byte> host, const StopCheck& stop) {
+  return devices_[index]->ReadResident(resident.buffer(), host, stop);
 }
 
 void DevicePool::MarkFailed(int index) {
   failures_.fetch_add(1, std::memory_order_relaxed);
   states_[index].failures.fetch_add(1, std::memory_order_relaxed);
-  std::lock_guard<std::mutex> lock(mutex_);
-  states_[index].unhealthy_until = std::chrono::steady_clock::now() + options_.unhealthy_for;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    states_[index].unhealthy_until = std::chrono::steady_clock::now() + options_.unhealthy_for;
+  }
+  if (failure_listener_) failure_listener_(index);
 }
 
 bool DevicePool::Healthy(int index) const {

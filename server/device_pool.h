@@ -39,6 +39,29 @@ struct DevicePoolOptions {
   // How often waiting requests are asked whether they should stop (deadline,
   // cancel): a cancelled waiter leaves its FIFO within about this long.
   std::chrono::milliseconds stop_poll{10};
+  // Bytes of tensors that stay on each device (handles) at most
+  // (--opencl_max_resident_bytes); < 0: 70% of each device's global memory.
+  int64_t max_resident_bytes = -1;
+};
+
+// A tensor's buffer on one device of the pool, its bytes reserved in the
+// device's resident limit until it is freed.
+class DeviceResident {
+ public:
+  DeviceResident(std::unique_ptr<opencl_backend::ResidentBuffer> buffer,
+                 std::function<void()> unreserve)
+      : buffer_(std::move(buffer)), unreserve_(std::move(unreserve)) {}
+  ~DeviceResident() {
+    buffer_.reset();
+    unreserve_();
+  }
+  DeviceResident(const DeviceResident&) = delete;
+  DeviceResident& operator=(const DeviceResident&) = delete;
+  const opencl_backend::ResidentBuffer& buffer() const { return *buffer_; }
+
+ private:
+  std::unique_ptr<opencl_backend::ResidentBuffer> buffer_;
+  std::function<void()> unreserve_;
 };
 
 class DevicePool {
@@ -62,6 +85,9 @@ class DevicePool {
   // RESOURCE_EXHAUSTED here).
   absl::StatusOr<int> Acquire(int index);
   void Release(int index);
+  // The device Acquire would take, without taking a slot: `index` when it is
+  // healthy, else (< 0) the healthy device with the fewest requests.
+  absl::StatusOr<int> Choose(int index) const;
 
   // Acquire that waits: takes a slot on device `index` (< 0: the healthy
   // device with the fewest requests running and waiting), at once or when one
@@ -83,7 +109,40 @@ class DevicePool {
                        std::span<const std::span<const std::byte>> inputs,
                        std::span<std::byte* const> outputs, const StopCheck& stop);
 
-  // Records a device failure: counted, and the device is skipped for a while.
+  // Execute with resident inputs read in place and resident outputs written
+  // in place (opencl_backend::Device::ExecuteResident).
+  absl::Status ExecuteResident(
+      int index, const ExecutionPlan& plan, std::span<const std::span<const std::byte>> inputs,
+      std::span<const opencl_backend::ResidentBuffer* const> resident_inputs,
+      std::span<std::byte* const> outputs,
+      std::span<const opencl_backend::ResidentBuffer* const> resident_outputs,
+      const StopCheck& stop);
+
+  // A buffer on device `index` for a `bytes`-byte tensor that stays there,
+  // reserved first in the device's resident limit. RESOURCE_EXHAUSTED naming
+  // --opencl_max_resident_bytes, or the device's own limit, and `what`;
+  // INVALID_ARGUMENT for an index outside the pool. An allocation that fails
+  // is not a device failure.
+  absl::StatusOr<std::unique_ptr<DeviceResident>> AllocateResident(int index, int64_t bytes,
+                                                                   bool zero,
+                                                                   absl::string_view what);
+  absl::Status WriteResident(int index, const DeviceResident& resident,
+                             std::span<const std::byte> host, const StopCheck& stop);
+  absl::Status ReadResident(int index, const DeviceResident& resident, std::span<std::byte> host,
+                            const StopCheck& stop);
+  int64_t resident_bytes(int index) const {
+    return states_[index].resident_bytes.load(std::memory_order_relaxed);
+  }
+  int64_t max_resident_bytes(int index) const { return states_[index].max_resident_bytes; }
+
+  // Called with a device's index each time it fails (MarkFailed): what lives
+  // on it (handles) is lost. Set before the pool is shared.
+  void SetFailureListener(std::function<void(int index)> listener) {
+    failure_listener_ = std::move(listener);
+  }
+
+  // Records a device failure: counted, the device is skipped for a while,
+  // and the failure listener learns it.
   void MarkFailed(int index);
 
   bool AnyHealthy() const;
@@ -102,8 +161,11 @@ class DevicePool {
     std::unique_ptr<DeviceQueue> queue;
     std::atomic<int64_t> failures{0};
     std::chrono::steady_clock::time_point unhealthy_until{};
+    std::atomic<int64_t> resident_bytes{0};
+    int64_t max_resident_bytes = 0;
   };
   bool HealthyLocked(size_t index, std::chrono::steady_clock::time_point now) const;
+  absl::StatusOr<int> ChooseLocked(int index) const;
   // Asks the waiters of every device whether their wait is over, until the
   // pool goes away: at least every stop_poll while any waits.
   void SweepLoop();
@@ -114,6 +176,7 @@ class DevicePool {
   mutable std::mutex mutex_;  // guards unhealthy_until and slot choices
   std::atomic<int64_t> failures_{0};
   std::atomic<int> injected_left_;
+  std::function<void(int index)> failure_listener_;
 
   std::mutex sweep_mutex_;
   std::condition_variable sweep_wake_;

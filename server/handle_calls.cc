@@ -70,7 +70,22 @@ class TensorOpService::PutReactor final : public grpc::ServerReadReactor<grpc::B
     watch_->Touch();
     if (!ok) {
       watch_->Disarm();
-      Done(Guarded([&] { return Finished(); }));
+      if (staging_ == nullptr) {
+        Done(Guarded([&] { return Finished(); }));
+        return;
+      }
+      // The upload to the device waits for it: a worker's work, not a reaction's.
+      const absl::Status queued = service_->Submit([this] {
+        Done(Guarded([&] {
+          RETURN_IF_ERROR(Complete());
+          RETURN_IF_ERROR(service_->options_.handles->Upload(
+              pending_, {staging_.get(), static_cast<size_t>(received_)}, NeverStop));
+          staging_.reset();
+          reservation_.Release();
+          return Finished();
+        }));
+      });
+      if (!queued.ok()) Done(queued);
       return;
     }
     ++parts_read_;
@@ -122,29 +137,40 @@ class TensorOpService::PutReactor final : public grpc::ServerReadReactor<grpc::B
           absl::StrCat("Put: part ", parts_read_, " brings the data to ", received_ + chunk.size(),
                        " bytes; the header's layout takes exactly ", expected));
     }
-    std::memcpy(pending_.data() + received_, chunk.data(), chunk.size());
+    std::memcpy((staging_ != nullptr ? staging_.get() : pending_.data()) + received_, chunk.data(),
+                chunk.size());
     received_ += static_cast<int64_t>(chunk.size());
     return absl::OkStatus();
   }
 
-  absl::Status Begin(const v1::PutHeader& header) {
-    ASSIGN_OR_RETURN(const DType dtype, ToDType(header.dtype(), "header.dtype"));
+  // The OpenCL device a Put to `header` goes to, or -1 for host memory.
+  absl::StatusOr<int> DeviceOf(const v1::PutHeader& header) const {
     switch (header.backend()) {
       case v1::AUTO:
       case v1::CPU:
-        break;
-      case v1::OPENCL:
-        return absl::UnimplementedError(
-            "header.backend: handles live in host memory (backend CPU or AUTO) for now; an "
-            "op on OPENCL reads them with a copy");
+        if (header.has_device_index()) {
+          return absl::InvalidArgumentError(absl::StrCat("header.device_index is ",
+                                                         header.device_index(),
+                                                         ": a handle on the CPU has no device"));
+        }
+        return -1;
+      case v1::OPENCL: {
+        const DevicePool* devices = service_->options_.handles->options().devices;
+        if (devices == nullptr) {
+          return absl::FailedPreconditionError(
+              "header.backend is OPENCL, but this server has no OpenCL device");
+        }
+        return devices->Choose(header.has_device_index() ? header.device_index() : -1);
+      }
       default:
         return absl::InvalidArgumentError(
             absl::StrCat("header.backend: ", header.backend(), " is not a backend"));
     }
-    if (header.has_device_index()) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "header.device_index is ", header.device_index(), ": a handle on the CPU has no device"));
-    }
+  }
+
+  absl::Status Begin(const v1::PutHeader& header) {
+    ASSIGN_OR_RETURN(const DType dtype, ToDType(header.dtype(), "header.dtype"));
+    ASSIGN_OR_RETURN(const int device, DeviceOf(header));
     if (header.ttl_seconds() < 0) {
       return absl::InvalidArgumentError(
           absl::StrCat("header.ttl_seconds must be >= 0, got ", header.ttl_seconds()));
@@ -159,18 +185,28 @@ class TensorOpService::PutReactor final : public grpc::ServerReadReactor<grpc::B
           "header: the tensor takes ", layout.buffer_bytes(),
           " bytes, more than the server's request limit of ", limits.max_request_bytes, " bytes"));
     }
-    ASSIGN_OR_RETURN(pending_,
-                     service_->options_.handles->Reserve(
-                         caller_, layout,
-                         absl::StrCat("a Put of ", DTypeName(dtype), " ", FormatList(desc.sizes))));
+    ASSIGN_OR_RETURN(
+        pending_,
+        service_->options_.handles->Reserve(
+            caller_, layout,
+            absl::StrCat("a Put of ", DTypeName(dtype), " ", FormatList(desc.sizes)), device));
+    if (device >= 0) {
+      // The bytes gather in host memory, then go to the device in one upload.
+      const int64_t bytes = layout.buffer_bytes();
+      RETURN_IF_ERROR(reservation_.Grow(
+          bytes,
+          absl::StrCat("Put: the ", bytes, " bytes on their way to OpenCL device ", device)));
+      staging_ = std::make_unique_for_overwrite<std::byte[]>(static_cast<size_t>(bytes));
+    }
     ttl_ = absl::Seconds(std::min<int64_t>(header.ttl_seconds(), int64_t{1} << 40));
     record_.dtype = std::string(DTypeName(dtype));
-    record_.backend = "cpu";
+    record_.backend =
+        device >= 0 ? service_->options_.handles->options().devices->Label(device) : "cpu";
     return absl::OkStatus();
   }
 
-  // The client half-closed: the handle is made when every byte came.
-  absl::Status Finished() {
+  // The client half-closed: whether every byte came.
+  absl::Status Complete() const {
     if (!pending_) return absl::InvalidArgumentError("Put: the stream ended before a header");
     const int64_t expected = pending_.layout().buffer_bytes();
     if (received_ != expected) {
@@ -178,6 +214,12 @@ class TensorOpService::PutReactor final : public grpc::ServerReadReactor<grpc::B
                                                      " of the ", expected,
                                                      " bytes the header's layout takes"));
     }
+    return absl::OkStatus();
+  }
+
+  // Then the handle is made.
+  absl::Status Finished() {
+    RETURN_IF_ERROR(Complete());
     HandleStore& store = *service_->options_.handles;
     std::shared_ptr<const ResidentTensor> tensor = store.Commit(std::move(pending_), ttl_);
     v1::TensorHandle handle;
@@ -202,6 +244,8 @@ class TensorOpService::PutReactor final : public grpc::ServerReadReactor<grpc::B
   CallRecord record_;
   int64_t parts_read_ = 0;
   HandleStore::Pending pending_;  // the tensor's buffer, once the header came
+  // For a tensor on a device: its bytes as they arrive (reserved in reservation_).
+  std::unique_ptr<std::byte[]> staging_;
   int64_t received_ = 0;
   absl::Duration ttl_;
   grpc::ByteBuffer read_buffer_;

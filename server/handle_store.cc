@@ -60,13 +60,14 @@ std::string ShortId(absl::string_view id) {
 // memory budget, its bytes in the owner's quota and the resident total.
 class ResidentTensor::Charge {
  public:
-  Charge(HandleStore* store, std::string owner, int64_t bytes,
+  Charge(HandleStore* store, std::string owner, int64_t bytes, bool on_device,
          MemoryBudget::Reservation reservation)
       : store_(store),
         owner_(std::move(owner)),
         bytes_(bytes),
+        on_device_(on_device),
         reservation_(std::move(reservation)) {}
-  ~Charge() { store_->Uncharge(owner_, bytes_); }
+  ~Charge() { store_->Uncharge(owner_, bytes_, on_device_); }
   Charge(const Charge&) = delete;
   Charge& operator=(const Charge&) = delete;
 
@@ -74,6 +75,7 @@ class ResidentTensor::Charge {
   HandleStore* const store_;
   const std::string owner_;
   const int64_t bytes_;
+  const bool on_device_;
   MemoryBudget::Reservation reservation_;
 };
 
@@ -114,8 +116,9 @@ void HandleStore::Sweep() {
   }
 }
 
-void HandleStore::Uncharge(const std::string& owner, int64_t bytes) {
-  resident_bytes_.fetch_sub(bytes, std::memory_order_relaxed);
+void HandleStore::Uncharge(const std::string& owner, int64_t bytes, bool on_device) {
+  (on_device ? device_resident_bytes_ : resident_bytes_)
+      .fetch_sub(bytes, std::memory_order_relaxed);
   std::lock_guard<std::mutex> lock(mutex_);
   auto found = client_bytes_.find(owner);
   if (found == client_bytes_.end()) return;
@@ -125,8 +128,14 @@ void HandleStore::Uncharge(const std::string& owner, int64_t bytes) {
 
 absl::StatusOr<HandleStore::Pending> HandleStore::Reserve(const HandleCaller& caller,
                                                           const Layout& layout,
-                                                          absl::string_view what) {
+                                                          absl::string_view what,
+                                                          int device_index) {
   const int64_t bytes = layout.buffer_bytes();
+  const bool on_device = device_index >= 0;
+  if (on_device && options_.devices == nullptr) {
+    return absl::FailedPreconditionError(
+        absl::StrCat(what, ": this server has no OpenCL devices to keep tensors on"));
+  }
   {
     std::lock_guard<std::mutex> lock(mutex_);
     int64_t& held = client_bytes_[caller.name];
@@ -142,21 +151,31 @@ absl::StatusOr<HandleStore::Pending> HandleStore::Reserve(const HandleCaller& ca
     }
     held += bytes;
   }
-  resident_bytes_.fetch_add(bytes, std::memory_order_relaxed);
+  (on_device ? device_resident_bytes_ : resident_bytes_)
+      .fetch_add(bytes, std::memory_order_relaxed);
   MemoryBudget::Reservation reservation;
-  if (options_.budget != nullptr) {
+  if (options_.budget != nullptr && !on_device) {
     absl::StatusOr<MemoryBudget::Reservation> reserved = options_.budget->TryReserve(bytes, what);
     if (!reserved.ok()) {
-      Uncharge(caller.name, bytes);
+      Uncharge(caller.name, bytes, on_device);
       return reserved.status();
     }
     reservation = *std::move(reserved);
   }
   auto tensor = std::make_shared<ResidentTensor>();
   // From here the charge gives everything back however this ends.
-  tensor->charge_ =
-      std::make_unique<ResidentTensor::Charge>(this, caller.name, bytes, std::move(reservation));
-  ASSIGN_OR_RETURN(tensor->buffer_, AllocateOutput(layout, /*pool=*/nullptr));
+  tensor->charge_ = std::make_unique<ResidentTensor::Charge>(this, caller.name, bytes, on_device,
+                                                             std::move(reservation));
+  if (on_device) {
+    // Padding reads as zero, as in host memory.
+    ASSIGN_OR_RETURN(tensor->device_,
+                     options_.devices->AllocateResident(
+                         device_index, bytes,
+                         /*zero=*/layout.buffer_elements > layout.element_count, what));
+    tensor->device_index_ = device_index;
+  } else {
+    ASSIGN_OR_RETURN(tensor->buffer_, AllocateOutput(layout, /*pool=*/nullptr));
+  }
   tensor->owner_ = caller.name;
   tensor->owner_authenticated_ = caller.authenticated;
   tensor->layout_ = layout;
@@ -199,6 +218,13 @@ absl::StatusOr<std::shared_ptr<const ResidentTensor>> HandleStore::Use(const Han
     expired = std::move(found->second);
     tensors_.erase(found);
     expired_total_.fetch_add(1, std::memory_order_relaxed);
+  }
+  if (auto lost = lost_.find(id);
+      lost != lost_.end() && (!lost->second.owner_authenticated ||
+                              (caller.authenticated && caller.name == lost->second.owner))) {
+    return absl::NotFoundError(absl::StrCat(field, ": handle ", ShortId(id),
+                                            " was lost: OpenCL device ", lost->second.device_index,
+                                            " failed"));
   }
   return absl::NotFoundError(
       absl::StrCat(field, ": handle ", ShortId(id), " does not exist",
@@ -261,9 +287,44 @@ void HandleStore::SetReplica(std::string replica) {
   if (options_.replica.empty()) replica_ = std::move(replica);
 }
 
-int64_t HandleStore::handles() const {
+int64_t HandleStore::handles(bool on_device) const {
   std::lock_guard<std::mutex> lock(mutex_);
-  return static_cast<int64_t>(tensors_.size());
+  return std::count_if(tensors_.begin(), tensors_.end(), [on_device](const auto& entry) {
+    return entry.second->on_device() == on_device;
+  });
+}
+
+absl::Status HandleStore::Upload(const Pending& pending, std::span<const std::byte> host,
+                                 const StopCheck& stop) const {
+  const ResidentTensor& tensor = *pending.tensor_;
+  return options_.devices->WriteResident(tensor.device_index_, *tensor.device_, host, stop);
+}
+
+absl::Status HandleStore::Download(const ResidentTensor& tensor, std::span<std::byte> host,
+                                   const StopCheck& stop) const {
+  return options_.devices->ReadResident(tensor.device_index_, *tensor.device_, host, stop);
+}
+
+void HandleStore::LoseDevice(int index) {
+  std::vector<std::shared_ptr<ResidentTensor>> lost;  // freed outside the lock
+  std::lock_guard<std::mutex> lock(mutex_);
+  for (auto it = tensors_.begin(); it != tensors_.end();) {
+    if (it->second->device_index() != index) {
+      ++it;
+      continue;
+    }
+    lost_.insert_or_assign(it->first, Lost{.owner = it->second->owner(),
+                                           .owner_authenticated = it->second->owner_authenticated(),
+                                           .device_index = index});
+    lost_order_.push_back(it->first);
+    lost.push_back(std::move(it->second));
+    it = tensors_.erase(it);
+  }
+  while (lost_order_.size() > kMaxLost) {
+    lost_.erase(lost_order_.front());
+    lost_order_.pop_front();
+  }
+  lost_total_.fetch_add(static_cast<int64_t>(lost.size()), std::memory_order_relaxed);
 }
 
 namespace {
@@ -283,7 +344,7 @@ absl::Status CheckSameOrEmpty(const google::protobuf::RepeatedField<int64_t>& gi
 }  // namespace
 
 absl::Status ResolveHandleInputs(const v1::RunRequest& request, const HandleAccess* access,
-                                 OpRequest& op, HandlePins& pins) {
+                                 OpRequest& op, HandlePins& pins, DeviceInputs& on_device) {
   for (NamedTensor& input : op.inputs) {
     auto found = request.inputs().find(input.name);
     if (found == request.inputs().end() || !found->second.has_handle()) continue;
@@ -316,6 +377,7 @@ absl::Status ResolveHandleInputs(const v1::RunRequest& request, const HandleAcce
     input.tensor.desc =
         TensorDesc{.dtype = layout.dtype, .sizes = layout.sizes, .strides = layout.strides};
     input.tensor.data = resident->bytes();
+    if (resident->on_device()) on_device[input.name] = resident.get();
     pins.push_back(std::move(resident));
   }
   return absl::OkStatus();
@@ -359,8 +421,8 @@ void ToProtoHandle(const ResidentTensor& tensor, absl::string_view replica,
   handle->set_dtype(static_cast<v1::DType>(layout.dtype));
   handle->mutable_sizes()->Assign(layout.sizes.begin(), layout.sizes.end());
   handle->mutable_strides()->Assign(layout.strides.begin(), layout.strides.end());
-  handle->set_backend("cpu");
-  handle->set_device_index(0);
+  handle->set_backend(std::string(tensor.backend()));
+  handle->set_device_index(std::max(tensor.device_index(), 0));
   handle->set_byte_size(layout.buffer_bytes());
   handle->set_expires_unix_ms(absl::ToUnixMillis(tensor.expiry()));
   handle->set_last_use_unix_ms(absl::ToUnixMillis(tensor.last_use()));
@@ -368,12 +430,22 @@ void ToProtoHandle(const ResidentTensor& tensor, absl::string_view replica,
 
 void AddHandleSeries(Metrics& metrics, const HandleStore& store) {
   const Labels cpu = {{"backend", "cpu"}};
-  metrics.AddSampled("tensorop_resident_bytes",
-                     "Bytes of tensors held on the server for handles (Put, OutputDesc.keep), "
-                     "by where they live.",
-                     "gauge", cpu, [&store] { return store.resident_bytes(); });
-  metrics.AddSampled("tensorop_handles", "Handles held now, by where their bytes live.", "gauge",
-                     cpu, [&store] { return store.handles(); });
+  const Labels opencl = {{"backend", "opencl"}};
+  const std::string resident_help =
+      "Bytes of tensors held on the server for handles (Put, OutputDesc.keep), by where they "
+      "live.";
+  metrics.AddSampled("tensorop_resident_bytes", resident_help, "gauge", cpu,
+                     [&store] { return store.resident_bytes(); });
+  metrics.AddSampled("tensorop_resident_bytes", resident_help, "gauge", opencl,
+                     [&store] { return store.device_resident_bytes(); });
+  const std::string handles_help = "Handles held now, by where their bytes live.";
+  metrics.AddSampled("tensorop_handles", handles_help, "gauge", cpu,
+                     [&store] { return store.handles(/*on_device=*/false); });
+  metrics.AddSampled("tensorop_handles", handles_help, "gauge", opencl,
+                     [&store] { return store.handles(/*on_device=*/true); });
+  metrics.AddSampled("tensorop_handles_lost_total",
+                     "Handles lost because the OpenCL device holding them failed.", "counter", {},
+                     [&store] { return store.lost_total(); });
   metrics.AddSampled("tensorop_handle_expiries_total",
                      "Handles removed because nobody used them for their time to live.", "counter",
                      {}, [&store] { return store.expired_total(); });

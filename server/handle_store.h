@@ -21,6 +21,7 @@
 #include <condition_variable>
 #include <cstddef>
 #include <cstdint>
+#include <deque>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -35,8 +36,10 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
+#include "core/cancellation.h"
 #include "core/operator.h"
 #include "core/tensor.h"
+#include "server/device_pool.h"
 #include "server/memory_budget.h"
 #include "server/response_writer.h"
 #include "tensorop/v1/tensorop.pb.h"
@@ -59,6 +62,8 @@ struct HandleStoreOptions {
   MemoryBudget* budget = nullptr;
   // How often expired handles are looked for; zero: only when used.
   absl::Duration sweep_interval = absl::Seconds(1);
+  // Where handles on OpenCL devices live; null: host memory only. Not owned.
+  DevicePool* devices = nullptr;
 };
 
 // Who is asking: handles belong to `name`; `authenticated` says whether it is
@@ -81,6 +86,13 @@ class ResidentTensor {
   ResidentTensor();
   ~ResidentTensor();
   const std::string& id() const { return id_; }
+  // -1: in host memory (bytes()); else the OpenCL device (pool index) whose
+  // buffer holds it, and bytes() is empty.
+  int device_index() const { return device_index_; }
+  bool on_device() const { return device_index_ >= 0; }
+  const DeviceResident* device_buffer() const { return device_.get(); }
+  // Where its bytes live, as TensorHandle.backend says it: "cpu" or "opencl".
+  absl::string_view backend() const { return on_device() ? "opencl" : "cpu"; }
   const std::string& owner() const { return owner_; }
   bool owner_authenticated() const { return owner_authenticated_; }
   const Layout& layout() const { return layout_; }
@@ -105,6 +117,8 @@ class ResidentTensor {
   // were freed.
   std::unique_ptr<Charge> charge_;
   OutputBuffer buffer_;
+  int device_index_ = -1;
+  std::unique_ptr<DeviceResident> device_;
   absl::Duration ttl_;
   std::atomic<int64_t> last_use_ms_{0};
 };
@@ -116,8 +130,11 @@ class HandleStore {
   class Pending {
    public:
     Pending() = default;
+    // Host memory to write; null for a tensor on a device (Upload).
     std::byte* data() { return tensor_->buffer_.get(); }
     const Layout& layout() const { return tensor_->layout_; }
+    int device_index() const { return tensor_->device_index_; }
+    const DeviceResident* device_buffer() const { return tensor_->device_.get(); }
     explicit operator bool() const { return tensor_ != nullptr; }
 
    private:
@@ -131,10 +148,21 @@ class HandleStore {
   HandleStore& operator=(const HandleStore&) = delete;
 
   // A zero-padded buffer for `layout` owned by `caller`, reserved in the
-  // memory budget and the caller's quota. RESOURCE_EXHAUSTED naming the limit
-  // (--max_resident_bytes_per_client, --max_memory_bytes) and `what`.
+  // caller's quota and, in host memory (`device_index` -1), in the memory
+  // budget; on OpenCL device `device_index`, in its resident limit.
+  // RESOURCE_EXHAUSTED naming the limit (--max_resident_bytes_per_client,
+  // --max_memory_bytes, --opencl_max_resident_bytes) and `what`.
   absl::StatusOr<Pending> Reserve(const HandleCaller& caller, const Layout& layout,
-                                  absl::string_view what);
+                                  absl::string_view what, int device_index = -1);
+  // Writes a pending device tensor's bytes (all of its layout's), and copies
+  // a device tensor's bytes into `host` (its layout's buffer_bytes()).
+  absl::Status Upload(const Pending& pending, std::span<const std::byte> host,
+                      const StopCheck& stop) const;
+  absl::Status Download(const ResidentTensor& tensor, std::span<std::byte> host,
+                        const StopCheck& stop) const;
+  // Removes every handle on OpenCL device `index`, which failed: using one
+  // later is NOT_FOUND "handle ... was lost: OpenCL device N failed".
+  void LoseDevice(int index);
   // Makes `pending` (its bytes written) resident under a fresh id, living
   // `ttl` after each use (zero: the default; longer than the maximum: the
   // maximum).
@@ -161,9 +189,14 @@ class HandleStore {
   // was empty and SetReplica (the first address the server listens on) ran.
   std::string replica() const;
   void SetReplica(std::string replica);
-  // For /metrics.
+  // For /metrics: host memory, then OpenCL devices.
   int64_t resident_bytes() const { return resident_bytes_.load(std::memory_order_relaxed); }
-  int64_t handles() const;
+  int64_t device_resident_bytes() const {
+    return device_resident_bytes_.load(std::memory_order_relaxed);
+  }
+  int64_t handles() const { return handles(/*on_device=*/false); }
+  int64_t handles(bool on_device) const;
+  int64_t lost_total() const { return lost_total_.load(std::memory_order_relaxed); }
   int64_t expired_total() const { return expired_total_.load(std::memory_order_relaxed); }
   int64_t quota_refusals_total() const {
     return quota_refusals_total_.load(std::memory_order_relaxed);
@@ -175,7 +208,7 @@ class HandleStore {
  private:
   friend class ResidentTensor::Charge;
   void Sweep();
-  void Uncharge(const std::string& owner, int64_t bytes);
+  void Uncharge(const std::string& owner, int64_t bytes, bool on_device);
   static bool MayUse(const HandleCaller& caller, const ResidentTensor& tensor);
 
   const HandleStoreOptions options_;
@@ -184,6 +217,18 @@ class HandleStore {
   std::map<std::string, std::shared_ptr<ResidentTensor>, std::less<>> tensors_;
   std::map<std::string, int64_t, std::less<>> client_bytes_;  // held, by owner
   std::atomic<int64_t> resident_bytes_{0};
+  std::atomic<int64_t> device_resident_bytes_{0};
+  std::atomic<int64_t> lost_total_{0};
+  // Ids of handles a device failure took, and the device, so that a later
+  // use says so; the oldest forgotten past kMaxLost.
+  struct Lost {
+    std::string owner;
+    bool owner_authenticated = false;
+    int device_index = 0;
+  };
+  static constexpr size_t kMaxLost = 1 << 16;
+  std::map<std::string, Lost, std::less<>> lost_;  // guarded by mutex_
+  std::deque<std::string> lost_order_;             // guarded by mutex_
   std::atomic<int64_t> expired_total_{0};
   std::atomic<int64_t> quota_refusals_total_{0};
   std::atomic<int64_t> copies_total_{0};
@@ -208,8 +253,11 @@ struct HandleAccess {
 // the field when the request gives a dtype, sizes or strides that differ from
 // the handle's, or data besides the handle; NOT_FOUND naming it when there is
 // no such handle; FAILED_PRECONDITION without a store.
+// An input whose handle lives on an OpenCL device is recorded in
+// `on_device` by name, its data left empty for the caller to stand in for.
+using DeviceInputs = std::map<std::string, const ResidentTensor*, std::less<>>;
 absl::Status ResolveHandleInputs(const v1::RunRequest& request, const HandleAccess* access,
-                                 OpRequest& op, HandlePins& pins);
+                                 OpRequest& op, HandlePins& pins, DeviceInputs& on_device);
 
 // Whether any output of `request` is to be kept, and the bytes of those that
 // are (an answer does not carry them).
@@ -224,8 +272,9 @@ void ToProtoHandle(const ResidentTensor& tensor, absl::string_view replica,
 
 class Metrics;
 // tensorop_resident_bytes{backend}, tensorop_handles{backend},
-// tensorop_handle_expiries_total, tensorop_handle_quota_refusals_total and
-// tensorop_handle_copies_total, sampled at each scrape.
+// tensorop_handle_expiries_total, tensorop_handle_quota_refusals_total,
+// tensorop_handle_copies_total and tensorop_handles_lost_total, sampled at
+// each scrape.
 void AddHandleSeries(Metrics& metrics, const HandleStore& store);
 
 }  // namespace tensorop::server

@@ -10,6 +10,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
 #include "core/operator.h"
@@ -25,6 +26,24 @@
 namespace tensorop::server {
 namespace {
 
+// Input `name`'s bytes, on an OpenCL device, copied into host memory for
+// this request (once).
+absl::StatusOr<std::span<const std::byte>> HostCopy(PlannedRun& run, absl::string_view name,
+                                                    const ResidentTensor& tensor,
+                                                    const HandleAccess& handles,
+                                                    const StopCheck& stop) {
+  const size_t bytes = static_cast<size_t>(tensor.layout().buffer_bytes());
+  auto found = run.host_copies.find(name);
+  if (found == run.host_copies.end()) {
+    ASSIGN_OR_RETURN(OutputBuffer buffer, AllocateOutput(tensor.layout(), /*pool=*/nullptr));
+    RETURN_IF_ERROR(handles.store->Download(tensor, {buffer.get(), bytes}, stop));
+    handles.store->CountCopy();
+    run.host_copy_bytes += static_cast<int64_t>(bytes);
+    found = run.host_copies.emplace(std::string(name), std::move(buffer)).first;
+  }
+  return std::span<const std::byte>(found->second.get(), bytes);
+}
+
 absl::StatusOr<std::unique_ptr<PlannedRun>> Plan(
     const v1::RunRequest& request, const Limits& limits, SharedMemoryRegistry* shared_memory,
     const StopCheck& stop, const UploadedInputs* uploaded, const HandleAccess* handles) {
@@ -36,7 +55,20 @@ absl::StatusOr<std::unique_ptr<PlannedRun>> Plan(
       if (found != uploaded->end()) input.tensor.data = found->second;
     }
   }
-  RETURN_IF_ERROR(ResolveHandleInputs(request, handles, run->op, run->handles));
+  RETURN_IF_ERROR(ResolveHandleInputs(request, handles, run->op, run->handles, run->on_device));
+  // Bytes on a device are planned with zeros standing in, but for the index
+  // values planning checks.
+  for (NamedTensor& input : run->op.inputs) {
+    auto found = run->on_device.find(input.name);
+    if (found == run->on_device.end()) continue;
+    if (request.has_scatter_elements() && input.name == "indices") {
+      ASSIGN_OR_RETURN(input.tensor.data,
+                       HostCopy(*run, input.name, *found->second, *handles, stop));
+    } else {
+      ASSIGN_OR_RETURN(input.tensor.data,
+                       run->stand_ins.Get(found->second->layout().buffer_bytes()));
+    }
+  }
   RETURN_IF_ERROR(ResolveSharedMemoryInputs(request, shared_memory, run->op, run->shared_memory));
   ASSIGN_OR_RETURN(run->plan, PlanOperator(run->op, limits, stop));
   run->inputs.reserve(run->plan.input_names.size());
@@ -50,6 +82,37 @@ absl::StatusOr<std::unique_ptr<PlannedRun>> Plan(
     run->inputs.push_back(found->tensor.data);
   }
   return run;
+}
+
+// The OpenCL device `run` must run on, or -1: the device holding its first
+// input on a device, where the placement lets it run there (AUTO, or OPENCL
+// on any or that device); else, for OPENCL naming a device, that device when
+// the request keeps outputs (they stay there).
+int PinnedDevice(const v1::RunRequest& request, const Placement& placement, const PlannedRun& run) {
+  if (placement.device == Device::kCpu) return -1;
+  const bool named = placement.device == Device::kOpenCl && placement.device_index >= 0;
+  for (absl::string_view name : run.plan.input_names) {
+    auto found = run.on_device.find(name);
+    if (found == run.on_device.end()) continue;
+    const int device = found->second->device_index();
+    if (!named || placement.device_index == device) return device;
+  }
+  return named && KeepsOutputs(request) ? placement.device_index : -1;
+}
+
+// The status of a request whose device failed under it. Its inputs there
+// went with the device (HandleStore::LoseDevice): NOT_FOUND naming the
+// first, as any later use says; else the device's UNAVAILABLE. Never retried
+// on the CPU: what it reads or keeps lives on the device.
+absl::Status LostInputs(const PlannedRun& run, int device, const absl::Status& failure) {
+  for (absl::string_view name : run.plan.input_names) {
+    auto found = run.on_device.find(name);
+    if (found == run.on_device.end() || found->second->device_index() != device) continue;
+    return absl::NotFoundError(absl::StrCat(
+        "inputs[\"", absl::CHexEscape(name), "\"].handle: handle ", ShortId(found->second->id()),
+        " was lost: OpenCL device ", device, " failed (", failure.message(), ")"));
+  }
+  return failure;
 }
 
 // Told a request's plan before any output is allocated: the bytes the answer
@@ -88,8 +151,28 @@ absl::Status PlanAndExecute(const v1::RunRequest& request, const Limits& limits,
   const int64_t kept_bytes = KeptOutputBytes(request, run->plan.outputs);
   const int64_t output_bytes = TotalBytes(run->plan.outputs) -
                                SharedMemoryOutputBytes(request, run->plan.outputs) - kept_bytes;
-  int64_t bytes = output_bytes + answer_bytes;
-  if (scheduler.MayRunOnDevice(placement, run->plan)) {
+  // Inputs on the device the op is pinned to are read in place; those on
+  // another device come to host memory first.
+  const int pinned = PinnedDevice(request, placement, *run);
+  const size_t slots = run->plan.input_names.size();
+  std::vector<const opencl_backend::ResidentBuffer*> resident_inputs(slots, nullptr);
+  int64_t copy_bytes = run->host_copy_bytes;
+  for (size_t slot = 0; slot < slots; ++slot) {
+    auto found = run->on_device.find(run->plan.input_names[slot]);
+    if (found == run->on_device.end()) continue;
+    if (found->second->device_index() == pinned) {
+      resident_inputs[slot] = &found->second->device_buffer()->buffer();
+    } else if (!run->host_copies.contains(found->first)) {
+      copy_bytes += found->second->layout().buffer_bytes();
+    }
+  }
+  int64_t bytes = output_bytes + answer_bytes + copy_bytes;
+  if (pinned >= 0) {  // the device's own copies of what is not resident there
+    bytes += output_bytes;
+    for (size_t slot = 0; slot < slots; ++slot) {
+      if (resident_inputs[slot] == nullptr) bytes += static_cast<int64_t>(run->inputs[slot].size());
+    }
+  } else if (scheduler.MayRunOnDevice(placement, run->plan)) {
     bytes += output_bytes + kept_bytes;
     for (std::span<const std::byte> input : run->inputs) {
       bytes += static_cast<int64_t>(input.size());
@@ -97,6 +180,14 @@ absl::Status PlanAndExecute(const v1::RunRequest& request, const Limits& limits,
   }
   RETURN_IF_ERROR(
       reservation.Grow(bytes, absl::StrCat("the outputs of request \"", request.id(), "\"")));
+  for (size_t slot = 0; slot < slots; ++slot) {
+    auto found = run->on_device.find(run->plan.input_names[slot]);
+    if (found == run->on_device.end() || resident_inputs[slot] != nullptr) continue;
+    ASSIGN_OR_RETURN(run->inputs[slot],
+                     HostCopy(*run, found->first, *found->second, *handles, stop));
+  }
+  std::vector<const opencl_backend::ResidentBuffer*> resident_outputs(run->plan.outputs.size(),
+                                                                      nullptr);
   std::vector<std::byte*> outputs;
   outputs.reserve(run->plan.outputs.size());
   std::vector<HandleStore::Pending> pending(run->plan.outputs.size());
@@ -113,19 +204,36 @@ absl::Status PlanAndExecute(const v1::RunRequest& request, const Limits& limits,
         return absl::FailedPreconditionError(
             absl::StrCat("outputs[", index, "].keep: this call does not keep outputs"));
       }
-      ASSIGN_OR_RETURN(pending[index],
-                       handles->store->Reserve(
-                           handles->caller, layout,
-                           absl::StrCat("outputs[", index, "] of request \"", request.id(), "\"")));
+      ASSIGN_OR_RETURN(
+          pending[index],
+          handles->store->Reserve(
+              handles->caller, layout,
+              absl::StrCat("outputs[", index, "] of request \"", request.id(), "\""), pinned));
       elsewhere = pending[index].data();
+      if (pinned >= 0) {  // stays on the device: no host buffer
+        resident_outputs[index] = &pending[index].device_buffer()->buffer();
+        static std::byte on_device;
+        elsewhere = &on_device;
+      }
     }
     ASSIGN_OR_RETURN(std::byte * output, allocate(layout, elsewhere));
     outputs.push_back(output);
   }
-  if (!run->handles.empty() && placement.device != Device::kCpu) {
-    for (size_t i = 0; i < run->handles.size(); ++i) handles->store->CountCopy();
+  if (pinned >= 0) {
+    const absl::Status status =
+        scheduler.ExecuteOnDevice(pinned, placement, run->plan, run->inputs, resident_inputs,
+                                  outputs, resident_outputs, stop);
+    if (status.code() == absl::StatusCode::kUnavailable) return LostInputs(*run, pinned, status);
+    RETURN_IF_ERROR(status);
+  } else {
+    // Host-memory handles that a device reads are copied there for the call.
+    if (run->handles.size() > run->on_device.size() && placement.device != Device::kCpu) {
+      for (size_t i = run->on_device.size(); i < run->handles.size(); ++i) {
+        handles->store->CountCopy();
+      }
+    }
+    RETURN_IF_ERROR(scheduler.Execute(placement, run->plan, run->inputs, outputs, stop));
   }
-  RETURN_IF_ERROR(scheduler.Execute(placement, run->plan, run->inputs, outputs, stop));
   kept->assign(pending.size(), nullptr);
   for (size_t i = 0; i < pending.size(); ++i) {
     if (pending[i]) (*kept)[i] = handles->store->Commit(std::move(pending[i]));

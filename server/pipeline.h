@@ -42,6 +42,7 @@
 #include "server/scheduler.h"
 #include "server/service_options.h"
 #include "server/shared_memory.h"
+#include "server/zero_bytes.h"
 #include "tensorop/v1/tensorop.pb.h"
 
 namespace tensorop::server {
@@ -169,6 +170,14 @@ struct PlannedRun {
   std::vector<std::span<const std::byte>> inputs;  // by plan slot
   SharedMemoryPins shared_memory;                  // regions the request reads or writes
   HandlePins handles;                              // resident tensors it reads
+  // Inputs whose handles live on an OpenCL device (pinned in `handles`):
+  // planned with zeros standing in for their bytes (scatter indices, whose
+  // values planning checks, with a host copy), read in place where the op
+  // runs on that device, else from a host copy.
+  DeviceInputs on_device;
+  ZeroBytes stand_ins;
+  std::map<std::string, OutputBuffer, std::less<>> host_copies;  // by input name
+  int64_t host_copy_bytes = 0;
 };
 
 // Validates and plans `request` without running it. The plan holds views

@@ -56,6 +56,23 @@ class TensorOpService::StreamReactor final : public grpc::ServerWriteReactor<grp
     if (!status.ok()) Done(status);
   }
 
+  // A Fetch of a handle on an OpenCL device: its bytes downloaded by a
+  // worker, then streamed.
+  StreamReactor(TensorOpService* service, grpc::CallbackServerContext* context, CallRecord record,
+                std::shared_ptr<const ResidentTensor> download)
+      : service_(service),
+        method_(record.method),
+        request_bytes_(&own_request_),
+        stop_(CallStopCheck(context)),
+        watch_(service->idle_.Watch(context)),
+        reservation_(service->budget_->Empty()),
+        handles_{.store = service->options_.handles, .caller = CallerOf(*context)},
+        record_(std::move(record)),
+        download_(std::move(download)) {
+    absl::Status status = service_->Submit([this] { Work(); });
+    if (!status.ok()) Done(status);
+  }
+
   // A result ready to stream (a Fetch of a handle's bytes as they lie).
   StreamReactor(TensorOpService* service, grpc::CallbackServerContext* context, CallRecord record,
                 ResultParts parts)
@@ -89,7 +106,9 @@ class TensorOpService::StreamReactor final : public grpc::ServerWriteReactor<grp
   // On a scheduler worker.
   void Work() {
     absl::Status status = Guarded([&]() -> absl::Status {
-      ASSIGN_OR_RETURN(ResultParts parts, method_ == kRunChain ? RunChain() : RunOne());
+      ASSIGN_OR_RETURN(ResultParts parts, download_ != nullptr   ? Download()
+                                          : method_ == kRunChain ? RunChain()
+                                                                 : RunOne());
       parts_.emplace(std::move(parts));
       return absl::OkStatus();
     });
@@ -124,6 +143,23 @@ class TensorOpService::StreamReactor final : public grpc::ServerWriteReactor<grp
     record_.backend = placement.label;
     return ExecuteChainIntoParts(chain, service_->options_, *service_->scheduler_, placement, stop_,
                                  *service_->budget_, reservation_, record_, &handles_);
+  }
+
+  absl::StatusOr<ResultParts> Download() {
+    const ResidentTensor& tensor = *download_;
+    const Layout& layout = tensor.layout();
+    RETURN_IF_ERROR(
+        reservation_.Grow(layout.buffer_bytes(),
+                          absl::StrCat("Fetch: the ", layout.buffer_bytes(), " bytes of handle ",
+                                       ShortId(tensor.id()), " from its OpenCL device")));
+    ASSIGN_OR_RETURN(OutputBuffer buffer, AllocateOutput(layout, service_->options_.buffer_pool));
+    RETURN_IF_ERROR(handles_.store->Download(
+        tensor, {buffer.get(), static_cast<size_t>(layout.buffer_bytes())}, stop_));
+    download_.reset();
+    Outputs outputs;
+    outputs.layouts.push_back(layout);
+    outputs.buffers.push_back(Share(std::move(buffer)));
+    return ResultParts(std::move(outputs), record_.backend, service_->options_.chunk_bytes);
   }
 
   // The parsed request's record, keeping when the call started and who made it.
@@ -173,6 +209,7 @@ class TensorOpService::StreamReactor final : public grpc::ServerWriteReactor<grp
   CallRecord record_;
   std::optional<ResultParts> parts_;
   grpc::ByteBuffer write_buffer_;
+  std::shared_ptr<const ResidentTensor> download_;  // a Fetch from a device, until downloaded
 };
 
 namespace {
@@ -215,6 +252,7 @@ absl::StatusOr<FetchPlan> PlanFetch(const grpc::ByteBuffer& bytes, HandleStore* 
     plan.as_is = true;
     return plan;
   }
+  const bool on_device = plan.tensor->on_device();
   if (layout.sizes.empty()) {
     return absl::InvalidArgumentError(absl::StrCat("strides has ", fetch.strides_size(),
                                                    " entries; handle ", ShortId(fetch.id()),
@@ -227,7 +265,9 @@ absl::StatusOr<FetchPlan> PlanFetch(const grpc::ByteBuffer& bytes, HandleStore* 
   v1::OutputDesc* output = request.add_outputs();
   output->mutable_sizes()->Assign(layout.sizes.begin(), layout.sizes.end());
   *output->mutable_strides() = fetch.strides();
-  request.set_backend(v1::CPU);
+  // Copied where the bytes are: on a device, the copy's output is downloaded.
+  request.set_backend(on_device ? v1::OPENCL : v1::CPU);
+  if (on_device) request.set_device_index(plan.tensor->device_index());
   SerializeInto(request, &plan.copy_request);
   return plan;
 }
@@ -245,6 +285,14 @@ grpc::ServerWriteReactor<grpc::ByteBuffer>* TensorOpService::Fetch(
   if (!plan.as_is)
     return new StreamReactor(this, context, nullptr, "Fetch", std::move(plan.copy_request));
   const ResidentTensor& tensor = *plan.tensor;
+  if (tensor.on_device()) {
+    CallRecord record;
+    record.method = "Fetch";
+    record.id = ShortId(tensor.id());
+    record.identity = PeerIdentity(*context);
+    record.backend = options_.handles->options().devices->Label(tensor.device_index());
+    return new StreamReactor(this, context, std::move(record), std::move(plan.tensor));
+  }
   Outputs outputs;
   outputs.layouts.push_back(tensor.layout());
   // A slice of the resident buffer keeps the tensor alive, not a copy.

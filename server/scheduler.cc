@@ -9,6 +9,7 @@
 #include <oneapi/tbb/task.h>
 
 #include "absl/strings/str_cat.h"
+#include "core/status_macros.h"
 #include "core/tsan_annotations.h"
 #include "kernels/tbb/execute.h"
 #include "server/request_log.h"
@@ -186,6 +187,32 @@ absl::Status Scheduler::RunOnDevice(int index, Placement& placement, const Execu
     std::memset(outputs[i], 0, static_cast<size_t>(plan.outputs[i].buffer_bytes()));
   }
   return RunOnCpu(placement, plan, inputs, outputs, stop);
+}
+
+absl::Status Scheduler::ExecuteOnDevice(
+    int index, Placement& placement, const ExecutionPlan& plan,
+    std::span<const std::span<const std::byte>> inputs,
+    std::span<const opencl_backend::ResidentBuffer* const> resident_inputs,
+    std::span<std::byte* const> outputs,
+    std::span<const opencl_backend::ResidentBuffer* const> resident_outputs,
+    const StopCheck& stop) {
+  if (options_.devices == nullptr || index < 0 ||
+      index >= static_cast<int>(options_.devices->size())) {
+    return absl::FailedPreconditionError(absl::StrCat("OpenCL device ", index, " does not exist"));
+  }
+  DevicePool& devices = *options_.devices;
+  ASSIGN_OR_RETURN(const int slot, AcquireDevice(index, stop));
+  placement.device = Device::kOpenCl;
+  placement.device_index = slot;
+  placement.label = devices.Label(slot);
+  absl::Status status =
+      devices.ExecuteResident(slot, plan, inputs, resident_inputs, outputs, resident_outputs, stop);
+  devices.Release(slot);
+  if (status.code() == absl::StatusCode::kUnavailable) {
+    devices.MarkFailed(slot);
+    LogDeviceFailure(placement.label, status);
+  }
+  return status;
 }
 
 absl::Status Scheduler::Execute(Placement& placement, const ExecutionPlan& plan,

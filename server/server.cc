@@ -138,7 +138,11 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Create(const ServerConfig& confi
   effective.service.shared_memory = server->shared_memory_.get();
   HandleStoreOptions handles = config.handles;
   handles.budget = &memory_budget;
+  handles.devices = devices.size() > 0 ? &devices : nullptr;
   server->handles_ = std::make_unique<HandleStore>(std::move(handles));
+  // A device that fails takes its handles with it.
+  devices.SetFailureListener(
+      [store = server->handles_.get()](int index) { store->LoseDevice(index); });
   AddHandleSeries(metrics, *server->handles_);
   effective.service.handles = server->handles_.get();
   server->service_ = std::make_unique<TensorOpService>(effective.service, &scheduler);

@@ -130,6 +130,11 @@ absl::StatusOr<std::unique_ptr<Device>> Device::Open(cl_platform_id platform, cl
       clGetDeviceInfo(device, CL_DEVICE_MAX_MEM_ALLOC_SIZE, sizeof max_alloc, &max_alloc, nullptr),
       "clGetDeviceInfo(CL_DEVICE_MAX_MEM_ALLOC_SIZE)"));
   self->max_buffer_bytes_ = static_cast<int64_t>(max_alloc);
+  cl_ulong global_memory = 0;
+  RETURN_IF_ERROR(ClStatus(clGetDeviceInfo(device, CL_DEVICE_GLOBAL_MEM_SIZE, sizeof global_memory,
+                                           &global_memory, nullptr),
+                           "clGetDeviceInfo(CL_DEVICE_GLOBAL_MEM_SIZE)"));
+  self->global_memory_bytes_ = static_cast<int64_t>(global_memory);
   const cl_context_properties properties[] = {CL_CONTEXT_PLATFORM,
                                               reinterpret_cast<cl_context_properties>(platform), 0};
   cl_int error = CL_SUCCESS;
@@ -146,6 +151,64 @@ absl::StatusOr<std::unique_ptr<Device>> Device::Open(cl_platform_id platform, cl
       std::clamp<int64_t>(self->staging_limit_ / 8, 1, kMaxStagingChunkBytes);
   if (self->staging_limit_ == 0) self->staging_chunk_bytes_ = 0;
   return self;
+}
+
+ResidentBuffer::~ResidentBuffer() {
+  if (mem_ != nullptr) clReleaseMemObject(mem_);
+}
+
+absl::StatusOr<std::unique_ptr<ResidentBuffer>> Device::AllocateResident(int64_t bytes, bool zero) {
+  if (bytes > max_buffer_bytes_) {
+    return absl::ResourceExhaustedError(absl::StrCat("a ", bytes, "-byte tensor is larger than ",
+                                                     name_, " allocates at once (",
+                                                     max_buffer_bytes_, " bytes)"));
+  }
+  cl_int error = CL_SUCCESS;
+  const size_t size = static_cast<size_t>(std::max<int64_t>(bytes, 1));
+  cl_mem mem = clCreateBuffer(context_, CL_MEM_READ_WRITE, size, nullptr, &error);
+  if (error == CL_MEM_OBJECT_ALLOCATION_FAILURE || error == CL_OUT_OF_RESOURCES ||
+      error == CL_OUT_OF_HOST_MEMORY) {
+    return absl::ResourceExhaustedError(
+        absl::StrCat(name_, " has no room for a ", bytes, "-byte tensor"));
+  }
+  RETURN_IF_ERROR(ClStatus(error, "clCreateBuffer(resident)"));
+  auto buffer = std::make_unique<ResidentBuffer>(mem, bytes);
+  if (zero && bytes > 0) {
+    const cl_uchar value = 0;
+    RETURN_IF_ERROR(
+        ClStatus(clEnqueueFillBuffer(upload_queue_, mem, &value, 1, 0, size, 0, nullptr, nullptr),
+                 "clEnqueueFillBuffer(resident)"));
+    RETURN_IF_ERROR(ClStatus(clFinish(upload_queue_), "clFinish(resident)"));
+  }
+  return buffer;
+}
+
+absl::Status Device::WriteResident(const ResidentBuffer& buffer, std::span<const std::byte> host,
+                                   const StopCheck& stop) {
+  if (static_cast<int64_t>(host.size()) > buffer.bytes()) {
+    return absl::InternalError("a resident write past its buffer");
+  }
+  ScopedEvent written;
+  absl::Status status = UploadBytes(upload_queue_, host.data(), static_cast<int64_t>(host.size()),
+                                    buffer.mem(), stop);
+  if (status.ok()) {
+    status = ClStatus(clEnqueueMarkerWithWaitList(upload_queue_, 0, nullptr, &written.event),
+                      "clEnqueueMarkerWithWaitList(resident)");
+  }
+  if (status.ok()) status = ClStatus(clWaitForEvents(1, &written.event), "clWaitForEvents");
+  if (!status.ok()) clFinish(upload_queue_);  // nothing of it may still run
+  return status;
+}
+
+absl::Status Device::ReadResident(const ResidentBuffer& buffer, std::span<std::byte> host,
+                                  const StopCheck& stop) {
+  if (static_cast<int64_t>(host.size()) > buffer.bytes()) {
+    return absl::InternalError("a resident read past its buffer");
+  }
+  const absl::Status status = DownloadBytes(
+      download_queue_, buffer.mem(), static_cast<int64_t>(host.size()), host.data(), nullptr, stop);
+  if (!status.ok()) clFinish(download_queue_);
+  return status;
 }
 
 PooledBuffer::~PooledBuffer() {
@@ -872,6 +935,21 @@ absl::Status Device::Execute(const ExecutionPlan& plan,
                              std::span<const std::span<const std::byte>> inputs,
                              std::span<std::byte* const> outputs, const StopCheck& stop,
                              DeviceTimings* timings) {
+  return ExecuteResident(plan, inputs, {}, outputs, {}, stop, timings);
+}
+
+absl::Status Device::ExecuteResident(const ExecutionPlan& plan,
+                                     std::span<const std::span<const std::byte>> inputs,
+                                     std::span<const ResidentBuffer* const> resident_inputs,
+                                     std::span<std::byte* const> outputs,
+                                     std::span<const ResidentBuffer* const> resident_outputs,
+                                     const StopCheck& stop, DeviceTimings* timings) {
+  const auto resident_input = [&](size_t i) {
+    return i < resident_inputs.size() ? resident_inputs[i] : nullptr;
+  };
+  const auto resident_output = [&](size_t j) {
+    return j < resident_outputs.size() ? resident_outputs[j] : nullptr;
+  };
   // With timings asked for, each phase is waited for (its last event) and
   // timed on the host.
   auto phase_start = std::chrono::steady_clock::now();
@@ -894,6 +972,10 @@ absl::Status Device::Execute(const ExecutionPlan& plan,
   // every command of this request completed.
   std::vector<PooledBuffer> input_buffers;
   std::vector<PooledBuffer> output_buffers;
+  // Where each input and output is on the device: a pooled buffer above, or
+  // a resident one.
+  std::vector<cl_mem> input_mems;
+  std::vector<cl_mem> output_mems;
   // On an error path commands of this request may still be queued on any of
   // the three queues: drain them all before the buffers go back. (Staging
   // chunks carry their own events; the caller's memory is only touched by
@@ -916,43 +998,63 @@ absl::Status Device::Execute(const ExecutionPlan& plan,
   int64_t moved = 0;
   for (size_t i = 0; i < inputs.size(); ++i) {
     const ByteRange range = i < ranges.size() ? ranges[i] : ByteRange{};
-    const int64_t size = static_cast<int64_t>(inputs[i].size());
+    const int64_t size = resident_input(i) != nullptr ? resident_input(i)->bytes()
+                                                      : static_cast<int64_t>(inputs[i].size());
     if (range.begin < 0 || range.end > size) {
       return absl::InternalError(absl::StrCat("plan for ", plan.op, " reads bytes [", range.begin,
                                               ", ", range.end, ") of input ", plan.input_names[i],
                                               " of ", size, " bytes"));
     }
+    if (resident_input(i) != nullptr) continue;  // read in place from byte 0
     upload_begin[i] = range.empty() ? 0 : range.begin - range.begin % kUploadAlignment;
     upload_bytes[i] = range.empty() ? 0 : range.end - upload_begin[i];
     moved += upload_bytes[i];
   }
-  for (const Layout& layout : plan.outputs) moved += layout.buffer_bytes();
+  for (size_t j = 0; j < plan.outputs.size(); ++j) {
+    if (resident_output(j) == nullptr) moved += plan.outputs[j].buffer_bytes();
+  }
   // A small request stays on the compute queue: for it the events joining
   // three queues cost more than any overlap gains.
   const bool one_queue = moved < kOneQueueBytes;
   cl_command_queue up = one_queue ? queue_ : upload_queue_;
   cl_command_queue down = one_queue ? queue_ : download_queue_;
   for (size_t i = 0; i < inputs.size(); ++i) {
+    if (resident_input(i) != nullptr) {
+      input_mems.push_back(resident_input(i)->mem());
+      continue;
+    }
     ASSIGN_OR_RETURN(PooledBuffer buffer,
                      TakeBuffer(upload_bytes[i], absl::StrCat("input ", plan.input_names[i])));
     RETURN_IF_ERROR(
         UploadBytes(up, inputs[i].data() + upload_begin[i], upload_bytes[i], buffer.mem(), stop));
     uploaded_bytes_.fetch_add(upload_bytes[i], std::memory_order_relaxed);
+    input_mems.push_back(buffer.mem());
     input_buffers.push_back(std::move(buffer));
   }
   for (size_t j = 0; j < plan.outputs.size(); ++j) {
     const Layout& layout = plan.outputs[j];
-    ASSIGN_OR_RETURN(PooledBuffer buffer,
-                     TakeBuffer(layout.buffer_bytes(), absl::StrCat("output ", j)));
+    cl_mem mem = nullptr;
+    if (resident_output(j) != nullptr) {
+      if (resident_output(j)->bytes() < layout.buffer_bytes()) {
+        return absl::InternalError(
+            absl::StrCat("resident output ", j, " is smaller than its layout"));
+      }
+      mem = resident_output(j)->mem();
+    } else {
+      ASSIGN_OR_RETURN(PooledBuffer buffer,
+                       TakeBuffer(layout.buffer_bytes(), absl::StrCat("output ", j)));
+      mem = buffer.mem();
+      output_buffers.push_back(std::move(buffer));
+    }
+    output_mems.push_back(mem);
     // Padding must read as zero; a packed output is written whole by the kernels.
     if (layout.buffer_elements > layout.element_count) {
       const cl_uchar zero = 0;
       RETURN_IF_ERROR(ClStatus(
-          clEnqueueFillBuffer(up, buffer.mem(), &zero, 1, 0,
-                              static_cast<size_t>(layout.buffer_bytes()), 0, nullptr, nullptr),
+          clEnqueueFillBuffer(up, mem, &zero, 1, 0, static_cast<size_t>(layout.buffer_bytes()), 0,
+                              nullptr, nullptr),
           "clEnqueueFillBuffer"));
     }
-    output_buffers.push_back(std::move(buffer));
   }
   // In-order queues: a marker completes after everything queued before it.
   // On one queue only a timing needs it.
@@ -971,17 +1073,16 @@ absl::Status Device::Execute(const ExecutionPlan& plan,
   for (const StridedCopy& copy : plan.copies) {
     StridedCopy rebased = copy;
     rebased.src_offset -= upload_begin[copy.input_slot];
-    RETURN_IF_ERROR(RunCopy(rebased, input_buffers[copy.input_slot].mem(),
-                            output_buffers[copy.output_slot].mem(), stop));
+    RETURN_IF_ERROR(
+        RunCopy(rebased, input_mems[copy.input_slot], output_mems[copy.output_slot], stop));
   }
   for (const ScatterWalk& walk : plan.scatters) {
     // Walks address indices and updates from byte 0, which their ranges hold.
     if (upload_begin[walk.indices_slot] != 0 || upload_begin[walk.updates_slot] != 0) {
       return absl::InternalError("scatter inputs were uploaded from past their byte 0");
     }
-    RETURN_IF_ERROR(RunScatter(walk, input_buffers[walk.indices_slot].mem(),
-                               input_buffers[walk.updates_slot].mem(),
-                               output_buffers[walk.output_slot].mem(), stop));
+    RETURN_IF_ERROR(RunScatter(walk, input_mems[walk.indices_slot], input_mems[walk.updates_slot],
+                               output_mems[walk.output_slot], stop));
   }
   RETURN_IF_ERROR(ClStatus(clEnqueueMarkerWithWaitList(queue_, 0, nullptr, &computed.event),
                            "clEnqueueMarkerWithWaitList(compute)"));
@@ -989,8 +1090,9 @@ absl::Status Device::Execute(const ExecutionPlan& plan,
   RETURN_IF_ERROR(end_phase(&DeviceTimings::kernel_ns, computed.event));
 
   for (size_t j = 0; j < plan.outputs.size(); ++j) {
-    RETURN_IF_ERROR(DownloadBytes(down, output_buffers[j].mem(), plan.outputs[j].buffer_bytes(),
-                                  outputs[j], one_queue ? nullptr : computed.event, stop));
+    if (resident_output(j) != nullptr) continue;  // stays on the device
+    RETURN_IF_ERROR(DownloadBytes(down, output_mems[j], plan.outputs[j].buffer_bytes(), outputs[j],
+                                  one_queue ? nullptr : computed.event, stop));
   }
   // With every download done (or none to do), this request's kernels, and so
   // its uploads, completed too: the buffers may go back to the pool.

@@ -87,6 +87,23 @@ class PooledBuffer {
   size_t size_;
 };
 
+// A device buffer holding one tensor that stays on the device (a handle),
+// allocated at its exact size outside the pool and released with the last
+// holder.
+class ResidentBuffer {
+ public:
+  ResidentBuffer(cl_mem mem, int64_t bytes) : mem_(mem), bytes_(bytes) {}
+  ~ResidentBuffer();
+  ResidentBuffer(const ResidentBuffer&) = delete;
+  ResidentBuffer& operator=(const ResidentBuffer&) = delete;
+  cl_mem mem() const { return mem_; }
+  int64_t bytes() const { return bytes_; }
+
+ private:
+  cl_mem mem_;
+  int64_t bytes_;
+};
+
 class Device {
  public:
   // Creates the context and queues for `device`.
@@ -127,6 +144,32 @@ class Device {
                        std::span<const std::span<const std::byte>> inputs,
                        std::span<std::byte* const> outputs, const StopCheck& stop,
                        DeviceTimings* timings = nullptr);
+
+  // Execute with some inputs already on the device and some outputs staying
+  // there: `resident_inputs[i]` (when not null) holds input i whole from its
+  // byte 0 and is read in place, not uploaded; `resident_outputs[j]` (when
+  // not null, `bytes` at least the output's) is written in place and not
+  // downloaded (outputs[j] is then not touched). Either span may be empty:
+  // nothing resident.
+  absl::Status ExecuteResident(const ExecutionPlan& plan,
+                               std::span<const std::span<const std::byte>> inputs,
+                               std::span<const ResidentBuffer* const> resident_inputs,
+                               std::span<std::byte* const> outputs,
+                               std::span<const ResidentBuffer* const> resident_outputs,
+                               const StopCheck& stop, DeviceTimings* timings = nullptr);
+
+  // CL_DEVICE_GLOBAL_MEM_SIZE.
+  int64_t global_memory_bytes() const { return global_memory_bytes_; }
+  // A buffer of exactly `bytes` to hold a tensor on the device (zero-filled
+  // when `zero`). RESOURCE_EXHAUSTED when the device cannot allocate it (past
+  // max_buffer_bytes(), or out of device memory): not a device failure.
+  absl::StatusOr<std::unique_ptr<ResidentBuffer>> AllocateResident(int64_t bytes, bool zero);
+  // Copies `host` into `buffer` from its byte 0, and the buffer's first
+  // `host.size()` bytes into `host`; each returns once done.
+  absl::Status WriteResident(const ResidentBuffer& buffer, std::span<const std::byte> host,
+                             const StopCheck& stop);
+  absl::Status ReadResident(const ResidentBuffer& buffer, std::span<std::byte> host,
+                            const StopCheck& stop);
 
   // Transfer probes, for benchmarks and calibration; each waits for its end.
   // `bytes` by DMA between staging and a device buffer, chunked as Execute
@@ -214,6 +257,7 @@ class Device {
   std::string name_;
   std::string platform_name_;
   int64_t max_buffer_bytes_ = 0;
+  int64_t global_memory_bytes_ = 0;
   // Free buffers by size; bounded so an idle device holds little memory.
   static constexpr int64_t kMaxPooledBytes = int64_t{256} << 20;
   std::mutex pool_mutex_;

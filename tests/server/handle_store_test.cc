@@ -164,34 +164,36 @@ TEST(HandleStoreTest, InputsResolveToTheHandlesLayoutAndBytes) {
   (*request.mutable_inputs())["input"].mutable_handle()->set_id(resident->id());
   ASSERT_OK_AND_ASSIGN(OpRequest op, ToOpRequest(request));
   HandlePins pins;
+  DeviceInputs on_device;
   const HandleAccess access{.store = &store, .caller = kAnonymous};
-  ASSERT_OK(ResolveHandleInputs(request, &access, op, pins));
+  ASSERT_OK(ResolveHandleInputs(request, &access, op, pins, on_device));
   ASSERT_EQ(op.inputs.size(), 1u);
   EXPECT_EQ(op.inputs[0].tensor.desc.dtype, DType::kUint8);
   EXPECT_EQ(op.inputs[0].tensor.desc.sizes, std::vector<int64_t>{6});
   EXPECT_EQ(op.inputs[0].tensor.data.data(), resident->bytes().data());
   EXPECT_EQ(pins.size(), 1u);
+  EXPECT_TRUE(on_device.empty());  // host memory
 
   // Given beside the handle, dtype, sizes and strides must be the handle's.
   v1::Tensor& tensor = (*request.mutable_inputs())["input"];
   tensor.set_dtype(v1::FLOAT32);
   ASSERT_OK_AND_ASSIGN(op, ToOpRequest(request));
-  EXPECT_THAT(ResolveHandleInputs(request, &access, op, pins),
+  EXPECT_THAT(ResolveHandleInputs(request, &access, op, pins, on_device),
               StatusIs(absl::StatusCode::kInvalidArgument,
                        HasSubstr("inputs[\"input\"].dtype is FLOAT32 but handle ")));
   tensor.set_dtype(v1::UINT8);
   tensor.add_sizes(7);
   ASSERT_OK_AND_ASSIGN(op, ToOpRequest(request));
-  EXPECT_THAT(ResolveHandleInputs(request, &access, op, pins),
+  EXPECT_THAT(ResolveHandleInputs(request, &access, op, pins, on_device),
               StatusIs(absl::StatusCode::kInvalidArgument,
                        HasSubstr("inputs[\"input\"].sizes is [7] but handle ")));
   tensor.set_sizes(0, 6);
   tensor.add_strides(1);
   ASSERT_OK_AND_ASSIGN(op, ToOpRequest(request));
-  ASSERT_OK(ResolveHandleInputs(request, &access, op, pins));
+  ASSERT_OK(ResolveHandleInputs(request, &access, op, pins, on_device));
   // No store: the call does not take handles.
   ASSERT_OK_AND_ASSIGN(op, ToOpRequest(request));
-  EXPECT_THAT(ResolveHandleInputs(request, nullptr, op, pins),
+  EXPECT_THAT(ResolveHandleInputs(request, nullptr, op, pins, on_device),
               StatusIs(absl::StatusCode::kFailedPrecondition,
                        "inputs[\"input\"].handle: this call does not take handles"));
 }

@@ -23,6 +23,7 @@ using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 using ::testing::MatchesRegex;
 using ::testing::Not;
+using ::testing::StartsWith;
 
 std::vector<float> OneToSixteen() {
   std::vector<float> values(16);
@@ -328,6 +329,141 @@ TEST_F(HandleLimitsTest, AClientsResidentBytesAreBoundedByItsQuota) {
   ASSERT_THAT(
       Run(DocSliceOf(MakeTensor(v1::FLOAT32, {1, 1, 4, 4}, Pack(OneToSixteen())), true), &response),
       GrpcOk());
+}
+
+// Handles on an OpenCL device (PoCL here; any device in the pool).
+class DeviceHandlesTest : public HandlesTest {
+ protected:
+  explicit DeviceHandlesTest(std::vector<std::string> flags = {}) : HandlesTest(std::move(flags)) {}
+
+  v1::TensorHandle PutOnDevice(const v1::Tensor& tensor) {
+    v1::TensorHandle handle;
+    EXPECT_THAT(PutTensor(*stub_, tensor, &handle, 0, int64_t{1} << 20, v1::OPENCL), GrpcOk());
+    return handle;
+  }
+  v1::TensorHandle PutDocInputOnDevice() {
+    return PutOnDevice(MakeTensor(v1::FLOAT32, {1, 1, 4, 4}, Pack(OneToSixteen())));
+  }
+};
+
+TEST_F(DeviceHandlesTest, APutOnOpenClStaysThereAndOpsRunWhereItIs) {
+  const v1::TensorHandle input = PutDocInputOnDevice();
+  EXPECT_EQ(input.backend(), "opencl");
+  EXPECT_EQ(input.device_index(), 0);
+  EXPECT_EQ(input.byte_size(), 64);
+
+  // AUTO runs where the input is, reading it in place.
+  v1::RunRequest request = DocSliceOf(HandleTensor(input.id()), /*keep=*/false);
+  request.set_backend(v1::AUTO);
+  v1::RunResponse response;
+  ASSERT_THAT(Run(request, &response), GrpcOk());
+  EXPECT_THAT(response.backend(), StartsWith("opencl:"));
+  EXPECT_EQ(Unpack<float>(response.outputs(0).data()), (std::vector<float>{2, 4, 10, 12}));
+  EXPECT_EQ(MetricValue(server_, "tensorop_handle_copies_total"), 0);
+
+  // CPU asked for: the input comes to host memory for the call, counted.
+  request.set_backend(v1::CPU);
+  ASSERT_THAT(Run(request, &response), GrpcOk());
+  EXPECT_EQ(response.backend(), "cpu");
+  EXPECT_EQ(Unpack<float>(response.outputs(0).data()), (std::vector<float>{2, 4, 10, 12}));
+  EXPECT_EQ(MetricValue(server_, "tensorop_handle_copies_total"), 1);
+
+  // A kept output stays on the device; Fetch brings it, packed or strided.
+  request = DocSliceOf(HandleTensor(input.id()), /*keep=*/true);
+  request.set_backend(v1::OPENCL);
+  ASSERT_THAT(Run(request, &response), GrpcOk());
+  const v1::TensorHandle& kept = response.outputs(0).handle();
+  EXPECT_EQ(kept.backend(), "opencl");
+  v1::OutputHeader header;
+  std::string data;
+  ASSERT_THAT(Fetch(kept.id(), {}, &header, &data), GrpcOk());
+  EXPECT_EQ(Unpack<float>(data), (std::vector<float>{2, 4, 10, 12}));
+  data.clear();
+  ASSERT_THAT(Fetch(kept.id(), {8, 8, 4, 1}, &header, &data), GrpcOk());
+  EXPECT_EQ(Unpack<float>(data), (std::vector<float>{2, 4, 0, 0, 10, 12}));
+  data.clear();
+  ASSERT_THAT(Fetch(input.id(), {}, &header, &data), GrpcOk());
+  EXPECT_EQ(data, Pack(OneToSixteen()));
+  EXPECT_EQ(MetricValue(server_, "tensorop_handles{backend=\"opencl\"}"), 2);
+  EXPECT_EQ(MetricValue(server_, "tensorop_resident_bytes{backend=\"opencl\"}"), 64 + 16);
+  EXPECT_EQ(MetricValue(server_, "tensorop_resident_bytes{backend=\"cpu\"}"), 0);
+}
+
+TEST_F(DeviceHandlesTest, ScatterReadsIndicesAndUpdatesOnTheDevice) {
+  // [2, 3] zeros; row 0 of the updates to row 1, row 1 to row 0.
+  const v1::Tensor input = MakeTensor(v1::INT32, {2, 3}, Pack(std::vector<int32_t>(6, 0)));
+  const v1::Tensor indices =
+      MakeTensor(v1::INT64, {2, 3}, Pack(std::vector<int64_t>{1, 1, 1, 0, 0, 0}));
+  const v1::Tensor updates =
+      MakeTensor(v1::INT32, {2, 3}, Pack(std::vector<int32_t>{1, 2, 3, 4, 5, 6}));
+  v1::RunRequest request;
+  request.set_id("scatter");
+  request.mutable_scatter_elements()->set_axis(0);
+  (*request.mutable_inputs())["input"] = HandleTensor(PutOnDevice(input).id());
+  (*request.mutable_inputs())["indices"] = HandleTensor(PutOnDevice(indices).id());
+  (*request.mutable_inputs())["updates"] = HandleTensor(PutOnDevice(updates).id());
+  v1::RunResponse response;
+  ASSERT_THAT(Run(request, &response), GrpcOk());
+  EXPECT_THAT(response.backend(), StartsWith("opencl:"));
+  EXPECT_EQ(Unpack<int32_t>(response.outputs(0).data()), (std::vector<int32_t>{4, 5, 6, 1, 2, 3}));
+  // A bad index on the device is found before any work, named as ever.
+  (*request.mutable_inputs())["indices"] = HandleTensor(
+      PutOnDevice(MakeTensor(v1::INT64, {2, 3}, Pack(std::vector<int64_t>{1, 1, 1, 0, 2, 0})))
+          .id());
+  EXPECT_THAT(Run(request, &response),
+              GrpcStatusIs(grpc::StatusCode::INVALID_ARGUMENT,
+                           HasSubstr("indices[1, 1] = 2 is outside [-2, 2)")));
+}
+
+class DeviceHandleLimitsTest : public DeviceHandlesTest {
+ protected:
+  DeviceHandleLimitsTest() : DeviceHandlesTest({"--opencl_max_resident_bytes=100"}) {}
+};
+
+TEST_F(DeviceHandleLimitsTest, EachDevicesResidentBytesAreBounded) {
+  const v1::TensorHandle first = PutDocInputOnDevice();  // 64 of 100 bytes
+  v1::TensorHandle second;
+  EXPECT_THAT(PutTensor(*stub_, MakeTensor(v1::FLOAT32, {1, 1, 4, 4}, Pack(OneToSixteen())),
+                        &second, 0, int64_t{1} << 20, v1::OPENCL),
+              GrpcStatusIs(grpc::StatusCode::RESOURCE_EXHAUSTED,
+                           HasSubstr("64 bytes more on OpenCL device 0 would pass its limit of 100 "
+                                     "resident bytes (--opencl_max_resident_bytes; 64 held)")));
+  // Refused for room, the device is still healthy: ops on it run there.
+  v1::RunResponse response;
+  ASSERT_THAT(Run(DocSliceOf(HandleTensor(first.id()), false), &response), GrpcOk());
+  ASSERT_THAT(Release({first.id()}), GrpcOk());
+  EXPECT_EQ(PutDocInputOnDevice().byte_size(), 64);
+}
+
+class DeviceFailureTest : public DeviceHandlesTest {
+ protected:
+  DeviceFailureTest() : DeviceHandlesTest({"--inject_opencl_failures=1"}) {}
+};
+
+TEST_F(DeviceFailureTest, AFailedDeviceLosesItsHandlesAndNothingFallsBackToTheCpu) {
+  const v1::TensorHandle input = PutDocInputOnDevice();
+  v1::RunRequest request = DocSliceOf(HandleTensor(input.id()), /*keep=*/false);
+  request.set_backend(v1::AUTO);
+  v1::RunResponse response;
+  const std::string lost = "inputs[\"input\"].handle: handle " + input.id().substr(0, 8) +
+                           "... was lost: OpenCL device 0 failed";
+  EXPECT_THAT(Run(request, &response), GrpcStatusIs(grpc::StatusCode::NOT_FOUND,
+                                                    HasSubstr(lost + " (OpenCL device 0 failed: "
+                                                                     "injected")));
+  EXPECT_THAT(Run(request, &response), GrpcStatusIs(grpc::StatusCode::NOT_FOUND, lost));
+  v1::OutputHeader header;
+  std::string data;
+  EXPECT_THAT(
+      Fetch(input.id(), {}, &header, &data),
+      GrpcStatusIs(grpc::StatusCode::NOT_FOUND, HasSubstr("was lost: OpenCL device 0 failed")));
+  EXPECT_EQ(MetricValue(server_, "tensorop_handles_lost_total"), 1);
+  EXPECT_EQ(MetricValue(server_, "tensorop_handles{backend=\"opencl\"}"), 0);
+  EXPECT_EQ(MetricValue(server_, "tensorop_resident_bytes{backend=\"opencl\"}"), 0);
+  // The server still serves.
+  ASSERT_THAT(Run(DocSliceOf(MakeTensor(v1::FLOAT32, {1, 1, 4, 4}, Pack(OneToSixteen())), false),
+                  &response),
+              GrpcOk());
+  EXPECT_EQ(Unpack<float>(response.outputs(0).data()), (std::vector<float>{2, 4, 10, 12}));
 }
 
 }  // namespace

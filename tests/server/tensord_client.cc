@@ -187,7 +187,7 @@ std::string AwaitLogLine(const TensordProcess& server, const std::vector<std::st
 }
 
 grpc::Status PutTensor(v1::TensorOp::Stub& stub, const v1::Tensor& tensor, v1::TensorHandle* handle,
-                       int64_t ttl_seconds, int64_t chunk_bytes) {
+                       int64_t ttl_seconds, int64_t chunk_bytes, v1::Backend backend) {
   grpc::ClientContext context;
   context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(60));
   std::unique_ptr<grpc::ClientWriter<v1::PutPart>> writer = stub.Put(&context, handle);
@@ -197,6 +197,7 @@ grpc::Status PutTensor(v1::TensorOp::Stub& stub, const v1::Tensor& tensor, v1::T
   *header->mutable_sizes() = tensor.sizes();
   *header->mutable_strides() = tensor.strides();
   header->set_ttl_seconds(ttl_seconds);
+  header->set_backend(backend);
   bool sent = writer->Write(part);
   const std::string& data = tensor.data();
   for (size_t at = 0; sent && at < data.size(); at += static_cast<size_t>(chunk_bytes)) {

@@ -69,9 +69,10 @@ std::vector<uint64_t> WireVarints(const std::string& message, int field);
 
 // Puts `tensor` (its dtype, sizes, strides and data) as a handle living
 // `ttl_seconds` after each use (0: the server's default), its data in chunks
-// of at most `chunk_bytes`.
+// of at most `chunk_bytes`, on `backend`.
 grpc::Status PutTensor(v1::TensorOp::Stub& stub, const v1::Tensor& tensor, v1::TensorHandle* handle,
-                       int64_t ttl_seconds = 0, int64_t chunk_bytes = int64_t{1} << 20);
+                       int64_t ttl_seconds = 0, int64_t chunk_bytes = int64_t{1} << 20,
+                       v1::Backend backend = v1::AUTO);
 
 // The value of `series` on the server's /metrics (its name, with labels
 // if it has any: `tensorop_handles{backend="cpu"}`), or -1.

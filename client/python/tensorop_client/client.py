@@ -1499,8 +1499,8 @@ class Client(_ClientBase):
         strided view keeps its layout (element strides, and the padding
         between its elements, as `run` sends it; np.ascontiguousarray(a)
         first to keep only the elements); other layouts are packed.
-        `backend`: "cpu" or "auto" (host memory; "opencl" is UNIMPLEMENTED
-        for now). `ttl_seconds`: it lives that long after its last use (0:
+        `backend`: "cpu" or "auto" (host memory) or "opencl" (on device
+        `device_index`, else the least-loaded one). `ttl_seconds`: it lives that long after its last use (0:
         the server's --handle_ttl_seconds). `progress` as for `run`, called
         from a gRPC thread."""
         chunks, data_bytes = self._put_parts(

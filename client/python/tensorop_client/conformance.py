@@ -52,7 +52,13 @@ def run_with_handles(client: Client, request: pb.RunRequest) -> Result:
                 continue
             strides = tuple(tensor.strides) or None
             wire = WireTensor(tensor.dtype, tuple(tensor.sizes), strides, memoryview(tensor.data))
-            handle = client.put(wire)
+            # The inputs live where the case runs: on a device for OPENCL.
+            on_device = run.backend == pb.OPENCL
+            handle = client.put(
+                wire,
+                backend="opencl" if on_device else "cpu",
+                device_index=run.device_index if on_device and run.HasField("device_index") else None,
+            )
             made.append(handle.id)
             tensor.handle.id = handle.id  # replaces the data; the layout stays beside it
         keep_outputs(run)
