@@ -160,7 +160,12 @@ class TensorOpService::PutReactor final : public grpc::ServerReadReactor<grpc::B
           return absl::FailedPreconditionError(
               "header.backend is OPENCL, but this server has no OpenCL device");
         }
-        return devices->Choose(header.has_device_index() ? header.device_index() : -1);
+        absl::StatusOr<int> device =
+            devices->Choose(header.has_device_index() ? header.device_index() : -1);
+        if (device.status().code() == absl::StatusCode::kInvalidArgument) {
+          return absl::InvalidArgumentError(absl::StrCat("header.", device.status().message()));
+        }
+        return device;
       }
       default:
         return absl::InvalidArgumentError(

@@ -302,8 +302,21 @@ TEST_F(HandleTest, PutRejectsBytesThatDoNotFillTheLayout) {
               StatusIs(absl::StatusCode::kInvalidArgument,
                        Eq("Put: the stream ended after 5 of the 6 bytes the header's layout "
                           "takes")));
-  EXPECT_THAT(client.Put(HostTensor{v1::UINT8, {2}, {}, "AB"}, {.backend = v1::OPENCL}),
-              StatusIs(absl::StatusCode::kUnimplemented, HasSubstr("header.backend")));
+  EXPECT_THAT(client.Put(HostTensor{v1::UINT8, {2}, {}, "AB"},
+                         {.backend = v1::OPENCL, .device_index = 1'000'000}),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("header.device_index = 1000000 is outside [0, ")));
+}
+
+TEST_F(HandleTest, APutOnOpenClFetchesByteExact) {
+  Client client(server_->target());
+  ASSERT_OK_AND_ASSIGN(
+      const v1::TensorHandle handle,
+      client.Put(HostTensor{v1::UINT8, {2, 3}, {5, 1}, "ABC__DEF__"}, {.backend = v1::OPENCL}));
+  EXPECT_EQ(handle.backend(), "opencl");
+  ASSERT_OK_AND_ASSIGN(const HostTensor fetched, client.Fetch(handle.id()));
+  EXPECT_EQ(fetched.data, "ABCDEF");
+  ASSERT_OK(client.Release({handle.id()}));
 }
 
 TEST_F(HandleTest, SliceOfAHandleKeepsItsOutputUntilReleased) {

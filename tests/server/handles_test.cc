@@ -331,6 +331,48 @@ TEST_F(HandleLimitsTest, AClientsResidentBytesAreBoundedByItsQuota) {
       GrpcOk());
 }
 
+TEST_F(HandlesTest, AClientThatGoesAwayMidPutLeavesNothingBehind) {
+  const int64_t reserved_before = MetricValue(server_, "tensorop_memory_reserved_bytes");
+  grpc::ClientContext context;
+  v1::TensorHandle handle;
+  std::unique_ptr<grpc::ClientWriter<v1::PutPart>> writer = stub_->Put(&context, &handle);
+  v1::PutPart part;
+  part.mutable_header()->set_dtype(v1::UINT8);
+  part.mutable_header()->add_sizes(4 << 20);
+  ASSERT_TRUE(writer->Write(part));
+  part.set_chunk(std::string(1 << 20, 'x'));
+  ASSERT_TRUE(writer->Write(part));
+  context.TryCancel();  // gone with 1 of its 4 MiB sent
+  EXPECT_THAT(writer->Finish(), GrpcStatusIs(grpc::StatusCode::CANCELLED, ::testing::_));
+  EXPECT_EQ(MetricValueOnceItIs(server_, "tensorop_memory_reserved_bytes", reserved_before),
+            reserved_before);
+  EXPECT_EQ(MetricValue(server_, "tensorop_handles{backend=\"cpu\"}"), 0);
+  EXPECT_EQ(MetricValue(server_, "tensorop_resident_bytes{backend=\"cpu\"}"), 0);
+  EXPECT_EQ(PutDocInput().byte_size(), 64);  // and the server still serves
+}
+
+TEST(HandleRestartTest, ARestartLosesEveryHandle) {
+  auto server = std::make_unique<TensordProcess>();
+  const std::string target = server->target();
+  v1::TensorHandle handle;
+  {
+    auto stub = v1::TensorOp::NewStub(Connect(target));
+    ASSERT_THAT(
+        PutTensor(*stub, MakeTensor(v1::FLOAT32, {1, 1, 4, 4}, Pack(OneToSixteen())), &handle),
+        GrpcOk());
+  }
+  EXPECT_EQ(server->Stop(), 0);
+  // The new process listens on the old address too (--address repeats).
+  server = std::make_unique<TensordProcess>(std::vector<std::string>{"--address=" + target});
+  auto stub = v1::TensorOp::NewStub(Connect(target));
+  grpc::ClientContext context;
+  v1::RunResponse response;
+  EXPECT_THAT(stub->Run(&context, DocSliceOf(HandleTensor(handle.id()), false), &response),
+              GrpcStatusIs(grpc::StatusCode::NOT_FOUND,
+                           HasSubstr("inputs[\"input\"].handle: handle " +
+                                     handle.id().substr(0, 8) + "... does not exist on replica ")));
+}
+
 // Handles on an OpenCL device (PoCL here; any device in the pool).
 class DeviceHandlesTest : public HandlesTest {
  protected:
