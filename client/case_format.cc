@@ -241,6 +241,17 @@ absl::StatusOr<Case> CaseFromJson(const Json& json) {
         absl::StrCat("inputs: expected an object, got ", DescribeJson(*inputs)));
   }
   for (const auto& [input_name, input] : inputs->items()) {
+    // {"handle": "ID"}: a tensor that stays on the server (tensorctl put).
+    if (input.is_object() && input.contains("handle")) {
+      const Json& id = input["handle"];
+      if (input.size() != 1 || !id.is_string() || id.get_ref<const std::string&>().empty()) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("inputs.", input_name, ": a handle input is {\"handle\": \"ID\"}, got ",
+                         DescribeJson(input)));
+      }
+      (*c.request.mutable_inputs())[input_name].mutable_handle()->set_id(id.get<std::string>());
+      continue;
+    }
     absl::StatusOr<HostTensor> tensor = TensorFromJson(input);
     if (!tensor.ok()) return Within(absl::StrCat("inputs.", input_name, ": "), tensor.status());
     v1::Tensor& wire = (*c.request.mutable_inputs())[input_name];

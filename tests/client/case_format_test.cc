@@ -297,6 +297,13 @@ absl::StatusOr<Case> CaseWith(absl::string_view fields) {
       absl::StrCat(R"({"name": "a/b", )", fields, R"(, "expect": {"error": "INTERNAL"}})"));
 }
 
+TEST(CaseFromJsonTest, AnInputMayNameAHandle) {
+  ASSERT_OK_AND_ASSIGN(const Case c, CaseWith(R"("op": "split", "attrs": {"axis": 0},
+                                                 "inputs": {"input": {"handle": "0123abcd"}})"));
+  EXPECT_EQ(c.request.inputs().at("input").handle().id(), "0123abcd");
+  EXPECT_EQ(c.request.inputs().at("input").sizes_size(), 0);
+}
+
 TEST(CaseFromJsonTest, NamesTheFieldThatIsWrong) {
   const auto is_invalid = [](absl::string_view message) {
     return StatusIs(absl::StatusCode::kInvalidArgument, Eq(std::string(message)));
@@ -304,6 +311,8 @@ TEST(CaseFromJsonTest, NamesTheFieldThatIsWrong) {
   EXPECT_THAT(CaseWith(R"("op": "split", "attrs": {"axis": 0}, "inputs": {
                             "input": {"dtype": "int16", "sizes": [2], "data": [1, 7e4]}})"),
               is_invalid("inputs.input: data[1]: 70000.0 is out of range for int16"));
+  EXPECT_THAT(CaseWith(R"("op": "split", "inputs": {"input": {"handle": 7}})"),
+              is_invalid(R"(inputs.input: a handle input is {"handle": "ID"}, got {"handle":7})"));
   EXPECT_THAT(CaseWith(R"("op": "transpose", "inputs": {})"),
               is_invalid(R"(op: unknown operator "transpose")"));
   EXPECT_THAT(CaseWith(R"("op": "slice", "attrs": {"axes": [0]}, "inputs": {})"),

@@ -575,6 +575,20 @@ TEST_F(TensorctlTest, PutFetchHandlesAndReleaseAHandle) {
   EXPECT_EQ(handle["expires_unix_ms"].get<int64_t>() - handle["last_use_unix_ms"].get<int64_t>(),
             120000);
 
+  // A case file may name the handle as an input.
+  const std::string case_file =
+      files_.Write(absl::StrCat(R"({"name": "slice/by_handle", "op": "slice",
+    "attrs": {"offsets": [0, 1], "window_sizes": [2, 2], "window_strides": [1, 1]},
+    "inputs": {"input": {"handle": ")",
+                                id, R"("}},
+    "outputs": [{"sizes": [2, 2]}],
+    "expect": {"outputs": [{"dtype": "uint8", "sizes": [2, 2], "data": [66, 67, 69, 70]}]}})"),
+                   "tensorctl-handle-case", ".json");
+  const CommandResult by_handle =
+      RunCommand({TensorctlPath(), "conformance", "--target", server_->target(), case_file});
+  EXPECT_EQ(by_handle.exit_code, 0) << by_handle.out << by_handle.err;
+  EXPECT_THAT(Lines(by_handle.out), ElementsAre("conformance: 1 passed, 0 failed"));
+
   const CommandResult fetch =
       RunCommand({TensorctlPath(), "fetch", "--target", server_->target(), id});
   EXPECT_EQ(fetch.exit_code, 0) << fetch.err;

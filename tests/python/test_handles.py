@@ -202,14 +202,27 @@ def test_list_handles_shows_puts_until_released(client: Client) -> None:
 def test_put_refusals(client: Client) -> None:
     x = np.zeros(3, dtype=np.float32)
     with pytest.raises(TensorOpError) as error:
-        client.put(x, backend="opencl")
-    assert (error.value.code, error.value.message) == (
-        "UNIMPLEMENTED",
-        "header.backend: handles live in host memory (backend CPU or AUTO) for now; "
-        "an op on OPENCL reads them with a copy",
-    )
+        client.put(x, backend="opencl", device_index=1_000_000)
+    assert error.value.code == "INVALID_ARGUMENT"
+    assert error.value.message.startswith("header.device_index = 1000000 is outside [0, ")
     with pytest.raises(ValueError, match="backend is one of auto, cpu, opencl, not 'gpu'"):
         client.put(x, backend="gpu")
+
+
+def test_a_tensor_put_on_opencl_stays_there_and_ops_run_where_it_is(client: Client) -> None:
+    x = np.arange(24, dtype=np.float32).reshape(4, 6)
+    with client.put(x, backend="opencl") as h:
+        assert (h.handle.backend, h.handle.device_index) == ("opencl", 0)
+        np.testing.assert_array_equal(h.fetch(), x)
+        result = client.run("slice", {"input": h}, SLICE, [(2, 2)], backend="auto", keep=True)
+        assert result.backend.startswith("opencl:")
+        (kept,) = result.outputs
+        assert kept.handle.backend == "opencl"
+        np.testing.assert_array_equal(kept.fetch(strides=(4, 1)), x[0:3:2, 1:3])
+        on_cpu = client.run("slice", {"input": h}, SLICE, [(2, 2)], backend="cpu")
+        assert on_cpu.backend == "cpu"
+        np.testing.assert_array_equal(on_cpu.outputs[0], x[0:3:2, 1:3])
+        kept.release()
 
 
 def test_async_client_handles(tensord: Tensord) -> None:
@@ -232,9 +245,9 @@ def test_async_client_handles(tensord: Tensord) -> None:
             with pytest.raises(TensorOpError) as error:
                 await client.fetch(h.id)
             assert (error.value.code, error.value.message) == ("NOT_FOUND", f"id: {not_found(h)}")
-            with pytest.raises(TensorOpError) as error:
-                await client.put(x, backend="opencl")
-            assert error.value.code == "UNIMPLEMENTED"
+            async with await client.put(x, backend="opencl") as on_device:
+                assert on_device.handle.backend == "opencl"
+                np.testing.assert_array_equal(await on_device.fetch(), x)
 
     asyncio.run(main())
 
