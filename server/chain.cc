@@ -206,10 +206,24 @@ struct StepOutputs {
   std::vector<std::shared_ptr<const ResidentTensor>> kept;
   MemoryBudget::Reservation reservation;  // the bytes of the buffers still held
 
-  std::span<const std::byte> Bytes(int output) const {
-    if (kept[output] != nullptr) return kept[output]->bytes();
-    return {outputs.buffers[output].get(),
-            static_cast<size_t>(outputs.layouts[output].buffer_bytes())};
+  // Output `output`'s bytes in host memory: a kept result that lives on a
+  // device is downloaded for the steps that read it (once, reserved with the
+  // step's buffers).
+  absl::StatusOr<std::span<const std::byte>> Bytes(int output, const HandleAccess& handles,
+                                                   const StopCheck& stop) {
+    const size_t bytes = static_cast<size_t>(outputs.layouts[output].buffer_bytes());
+    if (kept[output] == nullptr)
+      return std::span<const std::byte>(outputs.buffers[output].get(), bytes);
+    if (!kept[output]->on_device()) return kept[output]->bytes();
+    if (outputs.buffers[output] == nullptr) {
+      RETURN_IF_ERROR(reservation.Grow(static_cast<int64_t>(bytes),
+                                       "a kept result on a device that a later step reads"));
+      ASSIGN_OR_RETURN(OutputBuffer copy, AllocateOutput(outputs.layouts[output], nullptr));
+      RETURN_IF_ERROR(handles.store->Download(*kept[output], {copy.get(), bytes}, stop));
+      handles.store->CountCopy();
+      outputs.buffers[output] = Share(std::move(copy));
+    }
+    return std::span<const std::byte>(outputs.buffers[output].get(), bytes);
   }
   void Free(int output) {
     if (outputs.buffers[output] == nullptr) return;
@@ -291,8 +305,8 @@ absl::StatusOr<ResultParts> ExecuteChainIntoParts(const v1::RunChainRequest& cha
     // Earlier steps' outputs in place of the zeros they were planned with.
     for (const auto& [name, input] : chain.steps(i).inputs()) {
       if (!input.has_step()) continue;
-      const std::span<const std::byte> bytes =
-          done[input.step().step()].Bytes(input.step().output());
+      ASSIGN_OR_RETURN(const std::span<const std::byte> bytes,
+                       done[input.step().step()].Bytes(input.step().output(), *handles, stop));
       plan.uploaded[name] = bytes;
       const std::vector<absl::string_view>& names = plan.run->plan.input_names;
       const auto slot = std::find(names.begin(), names.end(), name);

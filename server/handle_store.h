@@ -96,7 +96,9 @@ class ResidentTensor {
   const std::string& owner() const { return owner_; }
   bool owner_authenticated() const { return owner_authenticated_; }
   const Layout& layout() const { return layout_; }
+  // Its bytes in host memory; empty for a tensor on a device.
   std::span<const std::byte> bytes() const {
+    if (on_device()) return {};
     return {buffer_.get(), static_cast<size_t>(layout_.buffer_bytes())};
   }
   absl::Duration ttl() const { return ttl_; }

@@ -251,6 +251,27 @@ TEST_F(ChainTest, KeptResultsStayAndReadHandlesInPlace) {
             48 * 4 + 24 * 4);
 }
 
+TEST_F(ChainTest, AChainOnADeviceHandleRunsThereAndKeepsItsResultsThere) {
+  const v1::Tensor bytes = MakeTensor(v1::FLOAT32, {kRows, kCols}, Pack(Counting(48)));
+  const ChainAnswer on_cpu = RunChain(FourStepChain(bytes, v1::CPU));
+  ASSERT_THAT(on_cpu.status, GrpcOk());
+  v1::TensorHandle input;
+  ASSERT_THAT(PutTensor(*stub_, bytes, &input, 0, int64_t{1} << 20, v1::OPENCL), GrpcOk());
+  v1::Tensor by_handle;
+  by_handle.mutable_handle()->set_id(input.id());
+  // AUTO: the input's device. The permuted rows are kept and the split reads them.
+  v1::RunChainRequest chain = FourStepChain(by_handle, v1::AUTO);
+  *chain.add_results() = Result(2, 0, /*keep=*/true);
+  const ChainAnswer answer = RunChain(chain);
+  ASSERT_THAT(answer.status, GrpcOk());
+  ASSERT_EQ(answer.headers.size(), 3u);
+  EXPECT_THAT(answer.headers[0].backend(), StartsWith("opencl:"));
+  EXPECT_EQ(answer.data[0], on_cpu.data[0]);
+  EXPECT_EQ(answer.data[1], on_cpu.data[1]);
+  EXPECT_EQ(answer.headers[2].handle().backend(), "opencl");
+  EXPECT_EQ(MetricValue(server_, "tensorop_handles{backend=\"opencl\"}"), 2);
+}
+
 TEST_F(ChainTest, TheWholeChainIsCheckedBeforeAnyStepRuns) {
   const v1::Tensor input = MakeTensor(v1::FLOAT32, {kRows, kCols}, Pack(Counting(48)));
   // Step 0's result would be kept; step 3 is wrong: nothing runs, nothing stays.
