@@ -60,15 +60,8 @@ class TensorOpService::StreamReactor final : public grpc::ServerWriteReactor<grp
   // worker, then streamed.
   StreamReactor(TensorOpService* service, grpc::CallbackServerContext* context, CallRecord record,
                 std::shared_ptr<const ResidentTensor> download)
-      : service_(service),
-        method_(record.method),
-        request_bytes_(&own_request_),
-        stop_(CallStopCheck(context)),
-        watch_(service->idle_.Watch(context)),
-        reservation_(service->budget_->Empty()),
-        handles_{.store = service->options_.handles, .caller = CallerOf(*context)},
-        record_(std::move(record)),
-        download_(std::move(download)) {
+      : StreamReactor(service, context, std::move(record)) {
+    download_ = std::move(download);
     absl::Status status = service_->Submit([this] { Work(); });
     if (!status.ok()) Done(status);
   }
@@ -76,14 +69,7 @@ class TensorOpService::StreamReactor final : public grpc::ServerWriteReactor<grp
   // A result ready to stream (a Fetch of a handle's bytes as they lie).
   StreamReactor(TensorOpService* service, grpc::CallbackServerContext* context, CallRecord record,
                 ResultParts parts)
-      : service_(service),
-        method_(record.method),
-        request_bytes_(&own_request_),
-        stop_(CallStopCheck(context)),
-        watch_(service->idle_.Watch(context)),
-        reservation_(service->budget_->Empty()),
-        handles_{.store = service->options_.handles, .caller = CallerOf(*context)},
-        record_(std::move(record)) {
+      : StreamReactor(service, context, std::move(record)) {
     parts_.emplace(std::move(parts));
     WriteNext();
   }
@@ -103,6 +89,17 @@ class TensorOpService::StreamReactor final : public grpc::ServerWriteReactor<grp
   }
 
  private:
+  // A Fetch described by `record`, with no request bytes.
+  StreamReactor(TensorOpService* service, grpc::CallbackServerContext* context, CallRecord record)
+      : service_(service),
+        method_(record.method),
+        request_bytes_(&own_request_),
+        stop_(CallStopCheck(context)),
+        watch_(service->idle_.Watch(context)),
+        reservation_(service->budget_->Empty()),
+        handles_{.store = service->options_.handles, .caller = CallerOf(*context)},
+        record_(std::move(record)) {}
+
   // On a scheduler worker.
   void Work() {
     absl::Status status = Guarded([&]() -> absl::Status {
