@@ -261,6 +261,13 @@ void HandleStore::SetReplica(std::string replica) {
   if (options_.replica.empty()) replica_ = std::move(replica);
 }
 
+absl::Status HandleStore::Admit(bool reads_handle) const {
+  if (!draining() || reads_handle) return absl::OkStatus();
+  return absl::UnavailableError(absl::StrCat("replica ", replica(),
+                                             " is shutting down: it serves only calls on its "
+                                             "handles until --shutdown_grace_seconds ends"));
+}
+
 int64_t HandleStore::handles() const {
   std::lock_guard<std::mutex> lock(mutex_);
   return static_cast<int64_t>(tensors_.size());
@@ -284,6 +291,7 @@ absl::Status CheckSameOrEmpty(const google::protobuf::RepeatedField<int64_t>& gi
 
 absl::Status ResolveHandleInputs(const v1::RunRequest& request, const HandleAccess* access,
                                  OpRequest& op, HandlePins& pins) {
+  const size_t pinned_before = pins.size();
   for (NamedTensor& input : op.inputs) {
     auto found = request.inputs().find(input.name);
     if (found == request.inputs().end() || !found->second.has_handle()) continue;
@@ -318,7 +326,10 @@ absl::Status ResolveHandleInputs(const v1::RunRequest& request, const HandleAcce
     input.tensor.data = resident->bytes();
     pins.push_back(std::move(resident));
   }
-  return absl::OkStatus();
+  // A handle named here that is not here was NOT_FOUND above: what was
+  // pinned is what the request reads of this replica's handles.
+  if (access == nullptr || access->store == nullptr) return absl::OkStatus();
+  return access->store->Admit(access->admitted || pins.size() > pinned_before);
 }
 
 bool KeepsOutputs(const v1::RunRequest& request) {
