@@ -17,7 +17,9 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
 #include "client/service_config_json.h"
+#include "nlohmann/json.hpp"
 
 namespace tensorop::client {
 namespace {
@@ -88,16 +90,64 @@ absl::StatusOr<std::string> ChannelTarget(absl::string_view target) {
 
 absl::string_view ServiceConfigJson() { return kServiceConfigJson; }
 
+absl::string_view ReplicaServiceConfigJson() {
+  static const std::string* const config = [] {
+    nlohmann::json json = nlohmann::json::parse(kServiceConfigJson);
+    json["loadBalancingConfig"] = nlohmann::json::parse(R"([{"pick_first": {}}])");
+    json.erase("healthCheckConfig");
+    return new std::string(json.dump());
+  }();
+  return *config;
+}
+
+std::string TargetAuthority(absl::string_view target) {
+  if (absl::ConsumePrefix(&target, "dns:")) {
+    // dns:[//server/]name:port
+    if (absl::ConsumePrefix(&target, "//")) {
+      const size_t slash = target.find('/');
+      if (slash == absl::string_view::npos) return "";
+      target.remove_prefix(slash + 1);
+    }
+    return std::string(target);
+  }
+  for (absl::string_view scheme : kSchemes) {
+    if (absl::StartsWith(target, scheme)) return "";
+  }
+  if (absl::StrContains(target, ',') || absl::StripAsciiWhitespace(target).empty()) return "";
+  return std::string(target);
+}
+
+namespace {
+
+// What every client channel is made with: the message limits both ways and
+// `service_config`.
+grpc::ChannelArguments ChannelArguments(int max_message_bytes, absl::string_view service_config) {
+  grpc::ChannelArguments args;
+  args.SetMaxReceiveMessageSize(max_message_bytes);
+  args.SetMaxSendMessageSize(max_message_bytes);
+  args.SetServiceConfigJSON(std::string(service_config));
+  return args;
+}
+
+}  // namespace
+
 std::shared_ptr<grpc::Channel> CreateChannel(
     const std::string& channel_target, int max_message_bytes, bool skip_unhealthy_replicas,
     std::shared_ptr<grpc::ChannelCredentials> credentials) {
-  grpc::ChannelArguments args;
+  grpc::ChannelArguments args = ChannelArguments(max_message_bytes, ServiceConfigJson());
   if (!skip_unhealthy_replicas) args.SetInt(GRPC_ARG_INHIBIT_HEALTH_CHECKING, 1);
-  args.SetMaxReceiveMessageSize(max_message_bytes);
-  args.SetMaxSendMessageSize(max_message_bytes);
-  args.SetServiceConfigJSON(std::string(ServiceConfigJson()));
   if (credentials == nullptr) credentials = grpc::InsecureChannelCredentials();
   return grpc::CreateCustomChannel(channel_target, credentials, args);
+}
+
+std::shared_ptr<grpc::Channel> CreateReplicaChannel(
+    const std::string& replica, int max_message_bytes,
+    std::shared_ptr<grpc::ChannelCredentials> credentials, const std::string& authority) {
+  grpc::ChannelArguments args = ChannelArguments(max_message_bytes, ReplicaServiceConfigJson());
+  args.SetInt(GRPC_ARG_INHIBIT_HEALTH_CHECKING, 1);
+  if (!authority.empty()) args.SetString(GRPC_ARG_DEFAULT_AUTHORITY, authority);
+  if (credentials == nullptr) credentials = grpc::InsecureChannelCredentials();
+  return grpc::CreateCustomChannel(replica, credentials, args);
 }
 
 namespace {

@@ -34,6 +34,18 @@ absl::StatusOr<std::string> ChannelTarget(absl::string_view target);
 // round_robin, and retries of UNAVAILABLE for every TensorOp method.
 absl::string_view ServiceConfigJson();
 
+// The service config of a channel to one replica (handle calls, client.h):
+// the one above with pick_first and no health checking, since a draining
+// replica still serves its handles while its health says NOT_SERVING.
+absl::string_view ReplicaServiceConfigJson();
+
+// The authority `target` (as the user typed it) names one host by:
+// "name:port" for "name:port", "dns:///name:port" and "dns://server/name:port";
+// empty for a list of addresses, an ipv4:, ipv6: or unix: target. With TLS,
+// replica channels present it, so certificates issued for the name the user
+// dialled (a Kubernetes Service's) verify when a pod is reached by its IP.
+std::string TargetAuthority(absl::string_view target);
+
 // How a client proves who it talks to and who it is (README "Security").
 struct ChannelSecurity {
   bool tls = false;        // TLS; implied by any file below
@@ -66,6 +78,13 @@ absl::StatusOr<std::shared_ptr<grpc::ChannelCredentials>> ChannelCredentials(
 std::shared_ptr<grpc::Channel> CreateChannel(
     const std::string& channel_target, int max_message_bytes, bool skip_unhealthy_replicas = true,
     std::shared_ptr<grpc::ChannelCredentials> credentials = nullptr);
+
+// A channel to the one replica at `replica` (a TensorHandle.replica) with
+// ReplicaServiceConfigJson, the message limits, `credentials` (null:
+// insecure) and, unless empty, `authority` (TargetAuthority).
+std::shared_ptr<grpc::Channel> CreateReplicaChannel(
+    const std::string& replica, int max_message_bytes,
+    std::shared_ptr<grpc::ChannelCredentials> credentials, const std::string& authority);
 
 // `status` with a sentence in front saying which part of transport security
 // failed, when gRPC's message shows it: the server's certificate is not trusted

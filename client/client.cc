@@ -1,12 +1,14 @@
 #include "client/client.h"
 
 #include <algorithm>
+#include <cstddef>
 #include <iterator>
 #include <map>
 #include <thread>
 #include <utility>
 
 #include "absl/status/status.h"
+#include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
 #include "client/channel.h"
 #include "client/status_macros.h"
@@ -80,6 +82,46 @@ absl::Status ProtocolError(absl::string_view what) {
   return absl::InternalError(absl::StrCat("server broke the protocol: ", what));
 }
 
+// The handles a call reads, each with the field naming it, in the order the
+// fields are checked.
+using HandleReads = std::vector<std::pair<std::string, const v1::TensorHandle*>>;
+
+// Appends the handles among `inputs` (a request's or a chain step's, whose
+// Tensor `tensor_of` gives, or null), in name order, their fields after
+// `prefix`.
+template <typename Inputs, typename TensorOf>
+void AddHandleReads(const Inputs& inputs, absl::string_view prefix, TensorOf tensor_of,
+                    HandleReads& reads) {
+  const size_t first = reads.size();
+  for (const auto& [name, input] : inputs) {
+    const v1::Tensor* tensor = tensor_of(input);
+    if (tensor == nullptr || !tensor->has_handle()) continue;
+    reads.emplace_back(absl::StrCat(prefix, "inputs[\"", absl::CHexEscape(name), "\"]"),
+                       &tensor->handle());
+  }
+  std::sort(reads.begin() + static_cast<std::ptrdiff_t>(first), reads.end(),
+            [](const auto& a, const auto& b) { return a.first < b.first; });
+}
+
+// The read whose replica a call goes to, or null for none (no handle, or
+// only handles of older servers, which name no replica): INVALID_ARGUMENT
+// naming both fields when two name different replicas.
+absl::StatusOr<const HandleReads::value_type*> ReplicaRead(const HandleReads& reads) {
+  const HandleReads::value_type* chosen = nullptr;
+  for (const auto& read : reads) {
+    const std::string& replica = read.second->replica();
+    if (replica.empty()) continue;
+    if (chosen == nullptr) {
+      chosen = &read;
+    } else if (replica != chosen->second->replica()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          chosen->first, " lives on replica ", chosen->second->replica(), " and ", read.first,
+          " on replica ", replica, "; a call reads handles of one replica"));
+    }
+  }
+  return chosen;
+}
+
 }  // namespace
 
 HostTensor HostTensorFromProto(v1::Tensor& tensor) {
@@ -146,9 +188,11 @@ Client::Client(const std::string& target, ClientOptions options) : options_(std:
   absl::StatusOr<std::shared_ptr<grpc::ChannelCredentials>> credentials =
       ChannelCredentials(options_.security);
   if (target_status_.ok()) target_status_ = credentials.status();
+  if (credentials.ok()) credentials_ = *credentials;
+  if (options_.security.enabled()) authority_ = TargetAuthority(target);
   Connect(CreateChannel(channel_target.ok() ? *channel_target : std::string(target),
                         options_.max_message_bytes, options_.skip_unhealthy_replicas,
-                        credentials.ok() ? *credentials : nullptr));
+                        credentials_));
 }
 
 Client::Client(std::shared_ptr<grpc::Channel> channel, ClientOptions options)
@@ -159,6 +203,46 @@ Client::Client(std::shared_ptr<grpc::Channel> channel, ClientOptions options)
 void Client::Connect(std::shared_ptr<grpc::Channel> channel) {
   stub_ = v1::TensorOp::NewStub(channel);
   health_stub_ = grpc::health::v1::Health::NewStub(std::move(channel));
+}
+
+Client::Route Client::MainRoute() const { return Route{.stub = stub_.get()}; }
+
+Client::Route Client::RouteTo(const std::string& replica, absl::string_view handle_id) {
+  if (replica.empty()) return MainRoute();
+  Route route{.replica = replica};
+  if (!handle_id.empty()) route.holding = absl::StrCat(" holding ", handle_id.substr(0, 8), "...");
+  std::lock_guard<std::mutex> lock(replicas_->mutex);
+  auto [entry, made] = replicas_->by_address.try_emplace(replica);
+  if (made) {
+    entry->second.channel =
+        CreateReplicaChannel(replica, options_.max_message_bytes, credentials_, authority_);
+    entry->second.stub = v1::TensorOp::NewStub(entry->second.channel);
+  }
+  route.channel = entry->second.channel.get();
+  route.stub = entry->second.stub.get();
+  return route;
+}
+
+absl::StatusOr<Client::Route> Client::RouteFor(const v1::RunRequest& request) {
+  HandleReads reads;
+  AddHandleReads(
+      request.inputs(), "", [](const v1::Tensor& tensor) { return &tensor; }, reads);
+  ASSIGN_OR_RETURN(const HandleReads::value_type* read, ReplicaRead(reads));
+  if (read == nullptr) return MainRoute();
+  return RouteTo(read->second->replica(), read->second->id());
+}
+
+absl::StatusOr<Client::Route> Client::RouteFor(const v1::RunChainRequest& chain) {
+  HandleReads reads;
+  for (int i = 0; i < chain.steps_size(); ++i) {
+    AddHandleReads(
+        chain.steps(i).inputs(), absl::StrCat("steps[", i, "]."),
+        [](const v1::ChainInput& input) { return input.has_tensor() ? &input.tensor() : nullptr; },
+        reads);
+  }
+  ASSIGN_OR_RETURN(const HandleReads::value_type* read, ReplicaRead(reads));
+  if (read == nullptr) return MainRoute();
+  return RouteTo(read->second->replica(), read->second->id());
 }
 
 absl::Status Client::Prepare(grpc::ClientContext& context) const {
@@ -176,12 +260,21 @@ absl::StatusOr<std::string> Client::CheckHealth(const std::string& service) {
   request.set_service(service);
   grpc::health::v1::HealthCheckResponse response;
   const grpc::Status status = health_stub_->Check(&context, request, &response);
-  if (!status.ok()) return Failed(status);
+  if (!status.ok()) return Failed(status, MainRoute());
   return grpc::health::v1::HealthCheckResponse::ServingStatus_Name(response.status());
 }
 
-absl::Status Client::Failed(const grpc::Status& status) const {
-  return ExplainClosedConnection(FromGrpcStatus(status), options_.security.enabled());
+absl::Status Client::Failed(const grpc::Status& status, const Route& route) const {
+  absl::Status failed =
+      ExplainClosedConnection(FromGrpcStatus(status), options_.security.enabled());
+  // A replica that answered UNAVAILABLE itself did so over a ready
+  // connection; any other state means the call never got through.
+  if (route.replica.empty() || failed.code() != absl::StatusCode::kUnavailable ||
+      route.channel->GetState(/*try_to_connect=*/false) == GRPC_CHANNEL_READY) {
+    return failed;
+  }
+  return absl::UnavailableError(absl::StrCat("replica ", route.replica, route.holding,
+                                             " is unreachable: ", failed.message()));
 }
 
 void Client::Report(Progress::Direction direction, int64_t done, int64_t total) const {
@@ -191,9 +284,10 @@ void Client::Report(Progress::Direction direction, int64_t done, int64_t total) 
 absl::StatusOr<Result> Client::Run(const v1::RunRequest& request) {
   grpc::ClientContext context;
   RETURN_IF_ERROR(Prepare(context));
+  ASSIGN_OR_RETURN(const Route route, RouteFor(request));
   v1::RunResponse response;
-  const grpc::Status status = stub_->Run(&context, request, &response);
-  if (!status.ok()) return Failed(status);
+  const grpc::Status status = route.stub->Run(&context, request, &response);
+  if (!status.ok()) return Failed(status, route);
   return ResultFromResponse(response, &request);
 }
 
@@ -208,7 +302,7 @@ absl::StatusOr<v1::SharedMemoryRegion> Client::RegisterSharedMemory(const std::s
   request.set_byte_size(byte_size);
   v1::RegisterSharedMemoryResponse response;
   const grpc::Status status = stub_->RegisterSharedMemory(&context, request, &response);
-  if (!status.ok()) return Failed(status);
+  if (!status.ok()) return Failed(status, MainRoute());
   return response.region();
 }
 
@@ -219,7 +313,7 @@ absl::Status Client::UnregisterSharedMemory(const std::string& region) {
   request.set_region(region);
   v1::UnregisterSharedMemoryResponse response;
   const grpc::Status status = stub_->UnregisterSharedMemory(&context, request, &response);
-  if (!status.ok()) return Failed(status);
+  if (!status.ok()) return Failed(status, MainRoute());
   return absl::OkStatus();
 }
 
@@ -231,14 +325,15 @@ absl::StatusOr<v1::SharedMemoryStatusResponse> Client::SharedMemoryStatus(
   request.set_region(region);
   v1::SharedMemoryStatusResponse response;
   const grpc::Status status = stub_->SharedMemoryStatus(&context, request, &response);
-  if (!status.ok()) return Failed(status);
+  if (!status.ok()) return Failed(status, MainRoute());
   return response;
 }
 
 // Reassembles ResultParts: for each output in order, a header and then exactly
 // byte_length bytes of chunks. Anything else cancels the call.
 template <typename Stream>
-absl::StatusOr<Result> Client::ReadResultParts(grpc::ClientContext& context, Stream& stream) {
+absl::StatusOr<Result> Client::ReadResultParts(grpc::ClientContext& context, Stream& stream,
+                                               const Route& route) {
   Result result;
   int64_t remaining = 0;  // bytes still due for the last output
   int64_t done = 0;
@@ -307,7 +402,7 @@ absl::StatusOr<Result> Client::ReadResultParts(grpc::ClientContext& context, Str
     return broken;
   }
   const grpc::Status status = stream.Finish();
-  if (!status.ok()) return Failed(status);
+  if (!status.ok()) return Failed(status, route);
   if (remaining != 0) {
     return ProtocolError(absl::StrCat("the stream ended ", remaining, " bytes short of output ",
                                       result.outputs.size() - 1));
@@ -324,15 +419,19 @@ absl::StatusOr<Result> Client::ReadResultParts(grpc::ClientContext& context, Str
 absl::StatusOr<Result> Client::RunStream(const v1::RunRequest& request) {
   grpc::ClientContext context;
   RETURN_IF_ERROR(Prepare(context));
-  std::unique_ptr<grpc::ClientReader<v1::ResultPart>> reader = stub_->RunStream(&context, request);
-  return ReadResultParts(context, *reader);
+  ASSIGN_OR_RETURN(const Route route, RouteFor(request));
+  std::unique_ptr<grpc::ClientReader<v1::ResultPart>> reader =
+      route.stub->RunStream(&context, request);
+  return ReadResultParts(context, *reader, route);
 }
 
 absl::StatusOr<Result> Client::RunChain(const v1::RunChainRequest& chain) {
   grpc::ClientContext context;
   RETURN_IF_ERROR(Prepare(context));
-  std::unique_ptr<grpc::ClientReader<v1::ResultPart>> reader = stub_->RunChain(&context, chain);
-  return ReadResultParts(context, *reader);
+  ASSIGN_OR_RETURN(const Route route, RouteFor(chain));
+  std::unique_ptr<grpc::ClientReader<v1::ResultPart>> reader =
+      route.stub->RunChain(&context, chain);
+  return ReadResultParts(context, *reader, route);
 }
 
 absl::StatusOr<Result> Client::RunChunked(const v1::RunRequest& request, int64_t chunk_bytes) {
@@ -357,8 +456,9 @@ absl::StatusOr<Result> Client::RunChunked(const v1::RunRequest& request, int64_t
 
   grpc::ClientContext context;
   RETURN_IF_ERROR(Prepare(context));
+  ASSIGN_OR_RETURN(const Route route, RouteFor(request));
   std::unique_ptr<grpc::ClientReaderWriter<v1::RequestPart, v1::ResultPart>> stream =
-      stub_->RunChunked(&context);
+      route.stub->RunChunked(&context);
   // A failed Write means the call is over (the server answered early, say with
   // INVALID_ARGUMENT for the header); Finish below reports why.
   bool writing = stream->Write(first);
@@ -375,7 +475,7 @@ absl::StatusOr<Result> Client::RunChunked(const v1::RunRequest& request, int64_t
                              done, total);
   }
   if (writing) stream->WritesDone();
-  return ReadResultParts(context, *stream);
+  return ReadResultParts(context, *stream, route);
 }
 
 template <typename Part, typename Stream, typename SetChunk>
@@ -417,8 +517,9 @@ absl::StatusOr<v1::TensorHandle> Client::Put(const HostTensor& tensor, const Put
 
   grpc::ClientContext context;
   RETURN_IF_ERROR(Prepare(context));
+  const Route route = RouteTo(options.replica, "");
   v1::TensorHandle handle;
-  std::unique_ptr<grpc::ClientWriter<v1::PutPart>> stream = stub_->Put(&context, &handle);
+  std::unique_ptr<grpc::ClientWriter<v1::PutPart>> stream = route.stub->Put(&context, &handle);
   int64_t done = 0;
   Report(Progress::Direction::kUpload, done, total);
   if (stream->Write(first) &&
@@ -429,18 +530,28 @@ absl::StatusOr<v1::TensorHandle> Client::Put(const HostTensor& tensor, const Put
     stream->WritesDone();
   }
   const grpc::Status status = stream->Finish();
-  if (!status.ok()) return Failed(status);
+  if (!status.ok()) return Failed(status, route);
   return handle;
 }
 
+absl::StatusOr<HostTensor> Client::Fetch(const v1::TensorHandle& handle,
+                                         absl::Span<const int64_t> strides) {
+  return FetchVia(RouteTo(handle.replica(), handle.id()), handle.id(), strides);
+}
+
 absl::StatusOr<HostTensor> Client::Fetch(const std::string& id, absl::Span<const int64_t> strides) {
+  return FetchVia(MainRoute(), id, strides);
+}
+
+absl::StatusOr<HostTensor> Client::FetchVia(const Route& route, const std::string& id,
+                                            absl::Span<const int64_t> strides) {
   grpc::ClientContext context;
   RETURN_IF_ERROR(Prepare(context));
   v1::FetchRequest request;
   request.set_id(id);
   request.mutable_strides()->Assign(strides.begin(), strides.end());
-  std::unique_ptr<grpc::ClientReader<v1::ResultPart>> reader = stub_->Fetch(&context, request);
-  ASSIGN_OR_RETURN(Result result, ReadResultParts(context, *reader));
+  std::unique_ptr<grpc::ClientReader<v1::ResultPart>> reader = route.stub->Fetch(&context, request);
+  ASSIGN_OR_RETURN(Result result, ReadResultParts(context, *reader, route));
   if (result.outputs.size() != 1 || result.outputs[0].handle.has_value()) {
     return ProtocolError(absl::StrCat("Fetch answered ", result.outputs.size(),
                                       " outputs; expected one tensor with its data"));
@@ -448,14 +559,31 @@ absl::StatusOr<HostTensor> Client::Fetch(const std::string& id, absl::Span<const
   return std::move(result.outputs[0]);
 }
 
+absl::Status Client::Release(absl::Span<const v1::TensorHandle> handles) {
+  std::map<std::string, std::vector<std::string>> by_replica;
+  for (const v1::TensorHandle& handle : handles) {
+    by_replica[handle.replica()].push_back(handle.id());
+  }
+  absl::Status first_error;
+  for (const auto& [replica, ids] : by_replica) {
+    absl::Status released = ReleaseVia(RouteTo(replica, ids.front()), ids);
+    if (first_error.ok()) first_error = released;
+  }
+  return first_error;
+}
+
 absl::Status Client::Release(const std::vector<std::string>& ids) {
+  return ReleaseVia(MainRoute(), ids);
+}
+
+absl::Status Client::ReleaseVia(const Route& route, const std::vector<std::string>& ids) {
   grpc::ClientContext context;
   RETURN_IF_ERROR(Prepare(context));
   v1::ReleaseRequest request;
   request.mutable_ids()->Assign(ids.begin(), ids.end());
   v1::ReleaseResponse response;
-  const grpc::Status status = stub_->Release(&context, request, &response);
-  if (!status.ok()) return Failed(status);
+  const grpc::Status status = route.stub->Release(&context, request, &response);
+  if (!status.ok()) return Failed(status, route);
   return absl::OkStatus();
 }
 
@@ -468,7 +596,7 @@ absl::StatusOr<v1::ListHandlesResponse> Client::ListHandles(int page_size,
   request.set_page_token(page_token);
   v1::ListHandlesResponse response;
   const grpc::Status status = stub_->ListHandles(&context, request, &response);
-  if (!status.ok()) return Failed(status);
+  if (!status.ok()) return Failed(status, MainRoute());
   return response;
 }
 
@@ -504,9 +632,9 @@ void DescribeOutputs(Client& client, v1::RunRequest& request) {
 std::vector<absl::StatusOr<Result>> Client::RunBidi(const std::vector<v1::RunRequest>& requests) {
   // Every element is overwritten: by its answer, or by the reason it has none.
   std::vector<absl::StatusOr<Result>> results(requests.size(), absl::UnknownError(""));
-  std::map<std::string, size_t, std::less<>> pending;  // id -> index of the request
+  std::map<std::string, size_t, std::less<>> ids;  // id -> index of the request
   for (size_t i = 0; i < requests.size(); ++i) {
-    auto [it, inserted] = pending.emplace(requests[i].id(), i);
+    auto [it, inserted] = ids.emplace(requests[i].id(), i);
     if (!inserted) {
       const absl::Status duplicate = absl::InvalidArgumentError(
           absl::StrCat("RunBidi matches answers by id, and requests ", it->second, " and ", i,
@@ -515,20 +643,42 @@ std::vector<absl::StatusOr<Result>> Client::RunBidi(const std::vector<v1::RunReq
       return results;
     }
   }
-  if (requests.empty()) return results;
+  // Requests reading handles go to the replica holding them: one stream per
+  // replica, and one over the target for the others.
+  std::map<std::string, std::pair<Route, std::vector<size_t>>> streams;
+  for (size_t i = 0; i < requests.size(); ++i) {
+    absl::StatusOr<Route> route = RouteFor(requests[i]);
+    if (!route.ok()) {
+      results[i] = route.status();
+      continue;
+    }
+    auto& [stream_route, indices] = streams[route->replica];
+    if (indices.empty()) stream_route = *std::move(route);
+    indices.push_back(i);
+  }
+  for (const auto& [replica, stream] : streams) {
+    RunBidiOn(stream.first, requests, stream.second, results);
+  }
+  return results;
+}
 
+void Client::RunBidiOn(const Route& route, const std::vector<v1::RunRequest>& requests,
+                       const std::vector<size_t>& indices,
+                       std::vector<absl::StatusOr<Result>>& results) {
   grpc::ClientContext context;
   if (absl::Status prepared = Prepare(context); !prepared.ok()) {
-    std::fill(results.begin(), results.end(), prepared);
-    return results;
+    for (size_t index : indices) results[index] = prepared;
+    return;
   }
+  std::map<std::string, size_t, std::less<>> pending;  // id -> index of the request
+  for (size_t index : indices) pending.emplace(requests[index].id(), index);
   std::unique_ptr<grpc::ClientReaderWriter<v1::RunRequest, v1::RunResponse>> stream =
-      stub_->RunBidi(&context);
+      route.stub->RunBidi(&context);
   // Write on a second thread while this one reads: the server answers as it
   // goes, and not reading while writing could fill both directions' windows.
-  std::thread writer([&stream, &requests] {
-    for (const v1::RunRequest& request : requests) {
-      if (!stream->Write(request)) return;  // the call is over; Finish says why
+  std::thread writer([&stream, &requests, &indices] {
+    for (size_t index : indices) {
+      if (!stream->Write(requests[index])) return;  // the call is over; Finish says why
     }
     stream->WritesDone();
   });
@@ -559,10 +709,9 @@ std::vector<absl::StatusOr<Result>> Client::RunBidi(const std::vector<v1::RunReq
   const grpc::Status status = stream->Finish();
   if (broken.ok()) {
     broken = status.ok() ? ProtocolError("the stream ended without answering this request")
-                         : Failed(status);
+                         : Failed(status, route);
   }
   for (const auto& [id, index] : pending) results[index] = broken;
-  return results;
 }
 
 void KeepOutputs(v1::RunRequest& request) {
@@ -598,39 +747,52 @@ v1::RunChainRequest OneStepChain(const v1::RunRequest& request) {
   return chain;
 }
 
+void ReferTo(const v1::TensorHandle& handle, v1::Tensor& tensor) {
+  v1::TensorHandle& named = *tensor.mutable_handle();
+  named.set_id(handle.id());
+  named.set_replica(handle.replica());
+}
+
 absl::StatusOr<Result> RunWithHandles(Client& client, const v1::RunRequest& request,
                                       const PutOptions& put) {
   v1::RunRequest run = request;
-  std::vector<std::string> ids;  // every handle made, to release
+  std::vector<v1::TensorHandle> made;  // every handle made, to release
   absl::StatusOr<Result> result = [&]() -> absl::StatusOr<Result> {
+    // A call reads handles of one replica: every Put goes where the first
+    // handle lives.
+    PutOptions on_one = put;
     std::vector<std::string> names;
-    for (const auto& [name, tensor] : run.inputs()) names.push_back(name);
+    for (const auto& [name, tensor] : run.inputs()) {
+      names.push_back(name);
+      if (tensor.has_handle() && on_one.replica.empty()) on_one.replica = tensor.handle().replica();
+    }
     std::sort(names.begin(), names.end());
     for (const std::string& name : names) {
       // The layout stays beside the handle (equal to the handle's).
       v1::Tensor& tensor = (*run.mutable_inputs())[name];
       if (tensor.has_handle()) continue;  // already on the server
-      ASSIGN_OR_RETURN(v1::TensorHandle handle, client.Put(HostTensorFromProto(tensor), put));
-      ids.push_back(handle.id());
-      tensor.mutable_handle()->set_id(handle.id());
+      ASSIGN_OR_RETURN(v1::TensorHandle handle, client.Put(HostTensorFromProto(tensor), on_one));
+      on_one.replica = handle.replica();
+      ReferTo(handle, tensor);
+      made.push_back(std::move(handle));
     }
     KeepOutputs(run);
     ASSIGN_OR_RETURN(Result kept, client.Run(run));
     for (size_t i = 0; i < kept.outputs.size(); ++i) {
       HostTensor& output = kept.outputs[i];
       if (!output.handle.has_value()) continue;
-      ids.push_back(output.handle->id());
+      made.push_back(*output.handle);
       const int index = static_cast<int>(i);
-      ASSIGN_OR_RETURN(output,
-                       client.Fetch(output.handle->id(),
-                                    index < run.outputs_size()
+      ASSIGN_OR_RETURN(
+          output,
+          client.Fetch(made.back(), index < run.outputs_size()
                                         ? absl::Span<const int64_t>(run.outputs(index).strides())
                                         : absl::Span<const int64_t>()));
     }
     return kept;
   }();
-  if (!ids.empty()) {
-    const absl::Status released = client.Release(ids);
+  if (!made.empty()) {
+    const absl::Status released = client.Release(made);
     if (result.ok() && !released.ok()) return released;
   }
   return result;

@@ -13,7 +13,9 @@
 
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <vector>
@@ -75,6 +77,9 @@ struct PutOptions {
   int64_t ttl_seconds = 0;
   // Upload chunk; 0: ClientOptions::chunk_bytes (1 MiB unless set).
   int64_t chunk_bytes = 0;
+  // The replica to keep it on (another handle's TensorHandle.replica), so
+  // that one call can read both; empty: any, as the target balances.
+  std::string replica{};
 };
 
 class Client {
@@ -129,15 +134,30 @@ class Client {
   // output with OutputDesc.keep: Run, RunStream, RunChunked and RunBidi then
   // return that output as a HostTensor with `handle` set and no data.
   //
+  // A handle lives on one replica, its `handle.replica`: every call reading
+  // handles (an input Tensor's, a chain step's) goes there over a channel of
+  // its own (made on first use, with this client's credentials), and the
+  // others balance over the target; so set `handle.replica` beside
+  // `handle.id` (an empty one, from an older server, goes over the target).
+  // A call reading handles of two replicas is INVALID_ARGUMENT naming both
+  // inputs, before anything is sent; one whose replica cannot be reached is
+  // UNAVAILABLE "replica R holding H... is unreachable: <gRPC's message>".
+  //
   // Put: uploads `tensor` (a header, then its bytes in chunks): the handle.
   // A strided tensor's bytes past its layout's extent are not sent.
   absl::StatusOr<v1::TensorHandle> Put(const HostTensor& tensor, const PutOptions& options = {});
-  // Fetch: a handle's tensor, packed, or with `strides` (elements) when given.
+  // Fetch: a handle's tensor, packed, or with `strides` (elements) when given,
+  // from its replica; by id alone, from whichever replica the target reaches.
+  absl::StatusOr<HostTensor> Fetch(const v1::TensorHandle& handle,
+                                   absl::Span<const int64_t> strides = {});
   absl::StatusOr<HostTensor> Fetch(const std::string& id, absl::Span<const int64_t> strides = {});
-  // Release: frees the handles; unknown ids are ignored.
+  // Release: frees the handles, each on its replica (one call per replica;
+  // the first error, after trying every one); by ids alone, on whichever
+  // replica the target reaches. Unknown ids are ignored.
+  absl::Status Release(absl::Span<const v1::TensorHandle> handles);
   absl::Status Release(const std::vector<std::string>& ids);
   // ListHandles: one page of the caller's handles (page_size 0: the server's
-  // default of 100), and every page.
+  // default of 100), and every page, on whichever replica the target reaches.
   absl::StatusOr<v1::ListHandlesResponse> ListHandles(int page_size = 0,
                                                       const std::string& page_token = "");
   absl::StatusOr<std::vector<v1::TensorHandle>> ListAllHandles();
@@ -148,15 +168,50 @@ class Client {
   absl::StatusOr<Result> RunChain(const v1::RunChainRequest& chain);
 
  private:
+  // Where a call goes: the main channel, balancing over the target, or the
+  // one replica holding the handles the call reads.
+  struct Route {
+    v1::TensorOp::Stub* stub = nullptr;
+    grpc::Channel* channel = nullptr;
+    std::string replica{};  // empty: the main channel
+    std::string holding{};  // " holding 0123abcd...", or empty (Put)
+  };
+  // Channels to one replica each, made on first use and kept.
+  struct ReplicaChannels {
+    struct Entry {
+      std::shared_ptr<grpc::Channel> channel;
+      std::unique_ptr<v1::TensorOp::Stub> stub;
+    };
+    std::mutex mutex;
+    std::map<std::string, Entry, std::less<>> by_address;
+  };
+
   void Connect(std::shared_ptr<grpc::Channel> channel);
+  Route MainRoute() const;
+  // To `replica` (empty: the main channel) for a call on `handle_id` (empty:
+  // none, a Put).
+  Route RouteTo(const std::string& replica, absl::string_view handle_id);
+  // Where a request goes: the replica of the handles it reads (inputs, or
+  // chain steps' tensors); INVALID_ARGUMENT when they live on two.
+  absl::StatusOr<Route> RouteFor(const v1::RunRequest& request);
+  absl::StatusOr<Route> RouteFor(const v1::RunChainRequest& chain);
   // Starts a context with the configured deadline; the target's error if it
   // was malformed.
   absl::Status Prepare(grpc::ClientContext& context) const;
   void Report(Progress::Direction direction, int64_t done, int64_t total) const;
-  // A failed call's status, explained for this client's transport security.
-  absl::Status Failed(const grpc::Status& status) const;
+  // A failed call's status, explained for this client's transport security,
+  // and saying which replica could not be reached when the call went to one.
+  absl::Status Failed(const grpc::Status& status, const Route& route) const;
   template <typename Stream>
-  absl::StatusOr<Result> ReadResultParts(grpc::ClientContext& context, Stream& stream);
+  absl::StatusOr<Result> ReadResultParts(grpc::ClientContext& context, Stream& stream,
+                                         const Route& route);
+  // RunBidi of requests[i] for each i in `indices`, all going one way, their
+  // outcomes into `results`.
+  void RunBidiOn(const Route& route, const std::vector<v1::RunRequest>& requests,
+                 const std::vector<size_t>& indices, std::vector<absl::StatusOr<Result>>& results);
+  absl::StatusOr<HostTensor> FetchVia(const Route& route, const std::string& id,
+                                      absl::Span<const int64_t> strides);
+  absl::Status ReleaseVia(const Route& route, const std::vector<std::string>& ids);
   // Writes `data` in parts of at most `chunk_bytes`, each made by
   // set_chunk(part, piece), reporting upload progress; false once a Write fails
   // (the call is over: Finish says why).
@@ -168,6 +223,11 @@ class Client {
   absl::Status target_status_;
   std::unique_ptr<v1::TensorOp::Stub> stub_;
   std::unique_ptr<grpc::health::v1::Health::Stub> health_stub_;
+  // What replica channels are made with: the main channel's credentials (null:
+  // insecure) and, with TLS, the target's authority (TargetAuthority).
+  std::shared_ptr<grpc::ChannelCredentials> credentials_;
+  std::string authority_;
+  std::unique_ptr<ReplicaChannels> replicas_ = std::make_unique<ReplicaChannels>();
 };
 
 // A gRPC status as an absl::Status with the same code and message.
@@ -204,9 +264,14 @@ void KeepOutputs(v1::RunRequest& request);
 // OutputDesc; the others: one), with its backend and device.
 v1::RunChainRequest OneStepChain(const v1::RunRequest& request);
 
+// Makes `tensor` name `handle` (its id, and its replica to route by), in
+// place of any data; its layout stays beside it.
+void ReferTo(const v1::TensorHandle& handle, v1::Tensor& tensor);
+
 // Runs `request` (unary Run) through handles: each input is Put (in name
-// order, with `put`), the request runs with its inputs referencing those
-// handles and every output kept, each kept output is Fetched (with its
+// order, with `put`, all on one replica: the first Put's, or that of a handle
+// the request already reads), the request runs with its inputs referencing
+// those handles and every output kept, each kept output is Fetched (with its
 // OutputDesc's strides, else packed), and every handle made is Released,
 // whatever happened. The same answer as client.Run(request), or the first
 // error (a Put's, for an input the server rejects).

@@ -192,6 +192,18 @@ absl::StatusOr<v1::RunRequest> StepRequest(const v1::RunChainRequest& chain, int
   return request;
 }
 
+// Whether any step reads a handle: while the store drains, that makes the
+// chain a call on a handle here (a step naming one that is not here is
+// NOT_FOUND when it is planned).
+bool ReadsHandle(const v1::RunChainRequest& chain) {
+  for (const v1::ChainStep& step : chain.steps()) {
+    for (const auto& [name, input] : step.inputs()) {
+      if (input.has_tensor() && input.tensor().has_handle()) return true;
+    }
+  }
+  return false;
+}
+
 // One step as a request of its own, planned before the chain runs.
 struct PlannedStep {
   v1::RunRequest request;
@@ -257,6 +269,15 @@ absl::StatusOr<ResultParts> ExecuteChainIntoParts(const v1::RunChainRequest& cha
                                                   CallRecord& record, const HandleAccess* handles) {
   RETURN_IF_ERROR(CheckReferences(chain, options.max_chain_steps));
   const int steps = chain.steps_size();
+  // Admitted as one call, so that while the store drains the steps reading
+  // no handle themselves are not turned away one by one.
+  HandleAccess admitted;
+  if (handles != nullptr && handles->store != nullptr) {
+    RETURN_IF_ERROR(handles->store->Admit(ReadsHandle(chain)));
+    admitted = *handles;
+    admitted.admitted = true;
+    handles = &admitted;
+  }
 
   // Every step planned before any runs, earlier outputs stood for by zeros.
   // The plans are kept for the run; only a step that reads index values an

@@ -1,6 +1,7 @@
 // tensord's flags, and their parsing and validation into a ServerConfig.
 #include "server/config.h"
 
+#include <arpa/inet.h>
 #include <sys/stat.h>
 
 #include <algorithm>
@@ -24,6 +25,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
+#include "absl/strings/strip.h"
 #include "core/limits.h"
 #include "core/status_macros.h"
 #include "proto/backend_name.h"
@@ -167,7 +169,9 @@ TENSORD_FLAG(int, max_chain_steps, 64,
              "[1, 4096]");
 TENSORD_FLAG(std::string, advertise_address, "",
              "host:port clients reach this server at, named in every handle's replica "
-             "(Kubernetes: $(POD_IP):50051); empty: the first --address");
+             "(Kubernetes: $(POD_IP):50051); empty: the first --address, unless that is a "
+             "wildcard (0.0.0.0, [::]): then none, and clients send handle calls over their "
+             "target");
 
 namespace tensorop::server {
 namespace {
@@ -529,6 +533,19 @@ absl::StatusOr<ServerConfig> ValidatedConfig(const Parsed& parsed) {
 
 bool IsUnixAddress(absl::string_view address) {
   return absl::StartsWith(address, "unix:") || absl::StartsWith(address, "unix-abstract:");
+}
+
+bool IsWildcardAddress(absl::string_view address) {
+  if (IsUnixAddress(address)) return false;
+  absl::string_view host = address.substr(0, address.rfind(':'));
+  if (absl::ConsumePrefix(&host, "[")) absl::ConsumeSuffix(&host, "]");
+  if (host.empty()) return true;
+  const std::string text(host);
+  unsigned char bytes[16] = {};
+  const bool parsed =
+      inet_pton(AF_INET, text.c_str(), bytes) == 1 || inet_pton(AF_INET6, text.c_str(), bytes) == 1;
+  return parsed && std::all_of(std::begin(bytes), std::end(bytes),
+                               [](unsigned char byte) { return byte == 0; });
 }
 
 const std::vector<std::string>& TensordFlagNames() { return DefinedFlagNames(); }

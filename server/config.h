@@ -70,6 +70,10 @@ std::string FlagsHelp();
 // "unix:" and "unix-abstract:" addresses (no port to report or check).
 bool IsUnixAddress(absl::string_view address);
 
+// A TCP address whose host is unspecified ("0.0.0.0:50051", "[::]:50051",
+// ":50051"): it listens everywhere but names no address a client can dial.
+bool IsWildcardAddress(absl::string_view address);
+
 }  // namespace tensorop::server
 
 #endif  // TENSOROP_SERVER_CONFIG_H_

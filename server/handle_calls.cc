@@ -62,6 +62,12 @@ class TensorOpService::PutReactor final : public grpc::ServerReadReactor<grpc::B
       Done(NoStore());
       return;
     }
+    // A draining replica makes no new handles: they would go with it.
+    if (absl::Status admitted = service_->options_.handles->Admit(/*reads_handle=*/false);
+        !admitted.ok()) {
+      Done(admitted);
+      return;
+    }
     watch_->Arm();
     StartRead(&read_buffer_);
   }

@@ -287,6 +287,13 @@ void HandleStore::SetReplica(std::string replica) {
   if (options_.replica.empty()) replica_ = std::move(replica);
 }
 
+absl::Status HandleStore::Admit(bool reads_handle) const {
+  if (!draining() || reads_handle) return absl::OkStatus();
+  return absl::UnavailableError(absl::StrCat("replica ", replica(),
+                                             " is shutting down: it serves only calls on its "
+                                             "handles until --shutdown_grace_seconds ends"));
+}
+
 int64_t HandleStore::handles(bool on_device) const {
   std::lock_guard<std::mutex> lock(mutex_);
   return std::count_if(tensors_.begin(), tensors_.end(), [on_device](const auto& entry) {
@@ -345,6 +352,7 @@ absl::Status CheckSameOrEmpty(const google::protobuf::RepeatedField<int64_t>& gi
 
 absl::Status ResolveHandleInputs(const v1::RunRequest& request, const HandleAccess* access,
                                  OpRequest& op, HandlePins& pins, DeviceInputs& on_device) {
+  const size_t pinned_before = pins.size();
   for (NamedTensor& input : op.inputs) {
     auto found = request.inputs().find(input.name);
     if (found == request.inputs().end() || !found->second.has_handle()) continue;
@@ -380,7 +388,10 @@ absl::Status ResolveHandleInputs(const v1::RunRequest& request, const HandleAcce
     if (resident->on_device()) on_device[input.name] = resident.get();
     pins.push_back(std::move(resident));
   }
-  return absl::OkStatus();
+  // A handle named here that is not here was NOT_FOUND above: what was
+  // pinned is what the request reads of this replica's handles.
+  if (access == nullptr || access->store == nullptr) return absl::OkStatus();
+  return access->store->Admit(access->admitted || pins.size() > pinned_before);
 }
 
 bool KeepsOutputs(const v1::RunRequest& request) {

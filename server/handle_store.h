@@ -191,12 +191,25 @@ class HandleStore {
   // was empty and SetReplica (the first address the server listens on) ran.
   std::string replica() const;
   void SetReplica(std::string replica);
+
+  // Draining (Server::Shutdown of a replica holding handles): no other
+  // replica can answer a call on these handles, so this one keeps serving
+  // those until its grace period ends, and turns every other call away
+  // (Admit) for clients to retry on another replica.
+  void StartDraining() { draining_.store(true, std::memory_order_relaxed); }
+  bool draining() const { return draining_.load(std::memory_order_relaxed); }
+  // Whether a call may run here. The one rule while draining: a call that
+  // reads a handle of this replica (`reads_handle`) is served; any other call,
+  // and every Put, is UNAVAILABLE "replica R is shutting down: ...", which
+  // clients' retry policy sends to another replica. OK when not draining.
+  absl::Status Admit(bool reads_handle) const;
   // For /metrics: host memory, then OpenCL devices.
   int64_t resident_bytes() const { return resident_bytes_.load(std::memory_order_relaxed); }
   int64_t device_resident_bytes() const {
     return device_resident_bytes_.load(std::memory_order_relaxed);
   }
-  int64_t handles() const { return handles(/*on_device=*/false); }
+  // Handles held: all of them, or those on OpenCL devices or in host memory.
+  int64_t handles() const { return handles(false) + handles(true); }
   int64_t handles(bool on_device) const;
   int64_t lost_total() const { return lost_total_.load(std::memory_order_relaxed); }
   int64_t expired_total() const { return expired_total_.load(std::memory_order_relaxed); }
@@ -234,6 +247,7 @@ class HandleStore {
   std::atomic<int64_t> expired_total_{0};
   std::atomic<int64_t> quota_refusals_total_{0};
   std::atomic<int64_t> copies_total_{0};
+  std::atomic<bool> draining_{false};
   bool stopping_ = false;
   std::condition_variable wake_;
   std::thread sweeper_;
@@ -247,6 +261,10 @@ using HandlePins = std::vector<std::shared_ptr<const ResidentTensor>>;
 struct HandleAccess {
   HandleStore* store = nullptr;
   HandleCaller caller;
+  // Set for the steps of a chain that was admitted as a whole
+  // (HandleStore::Admit): a step reading no handle itself is still part of a
+  // call on a handle here.
+  bool admitted = false;
 };
 
 // Points every input of `request` that names a handle at its resident bytes
@@ -254,7 +272,9 @@ struct HandleAccess {
 // sizes and strides, holding the tensors in `pins`. INVALID_ARGUMENT naming
 // the field when the request gives a dtype, sizes or strides that differ from
 // the handle's, or data besides the handle; NOT_FOUND naming it when there is
-// no such handle; FAILED_PRECONDITION without a store.
+// no such handle; FAILED_PRECONDITION without a store. Then admits the
+// request (HandleStore::Admit): while the store drains, it must have read a
+// handle here (or be part of an admitted call).
 // An input whose handle lives on an OpenCL device is recorded in
 // `on_device` by name, its data left empty for the caller to stand in for.
 using DeviceInputs = std::map<std::string, const ResidentTensor*, std::less<>>;

@@ -2,6 +2,7 @@
 
 #include <malloc.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdint>
 #include <cstdlib>
@@ -42,6 +43,15 @@ void WaitForQuiet(const TensorOpService& service, std::chrono::system_clock::tim
   while (std::chrono::system_clock::now() < until &&
          (service.open_calls() > 0 || UnsentSocketBytes() > 0)) {
     std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+}
+
+// A draining replica's grace period: it serves calls on its handles (and
+// only those: HandleStore::Admit) until `until`, or until no handle is left
+// (released or expired), when it goes on to shut down as one without handles.
+void ServeHandlesUntil(const HandleStore& handles, std::chrono::system_clock::time_point until) {
+  while (std::chrono::system_clock::now() < until && handles.handles() > 0) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
 }
 
@@ -248,8 +258,12 @@ absl::Status Server::Start() {
       return absl::UnavailableError(absl::StrCat("cannot listen on ", config.addresses[i]));
     }
   }
-  // Handles name the first address as their replica unless --advertise_address did.
-  handles_->SetReplica(ListeningAddress(config.addresses[0], ports_[0]));
+  // Handles name the first address as their replica unless --advertise_address
+  // did; a wildcard one is no address to route to, so they name none (clients
+  // then send handle calls over their own target).
+  if (!IsWildcardAddress(config.addresses[0])) {
+    handles_->SetReplica(ListeningAddress(config.addresses[0], ports_[0]));
+  }
   health_ = server_->GetHealthCheckService();
   // --health_address: every status below goes to both servers.
   if (!config.health_address.empty()) {
@@ -317,7 +331,8 @@ void Server::Shutdown() {
   // keep serving while they notice (gRPC answers calls that arrive after
   // Shutdown with CANCELLED, which clients do not retry). Then stop accepting
   // calls and let in-flight ones finish within the grace period (after it
-  // gRPC cancels them, which our tasks notice at their next stop check).
+  // gRPC cancels them, which our tasks notice at their next stop check). A
+  // replica holding handles first serves calls on them for the grace period.
   health_->SetServingStatus(false);
   inference_->SetReady(false);
   if (inference_http_ != nullptr) inference_http_->SetReady(false);
@@ -337,9 +352,21 @@ void Server::Shutdown() {
     std::_Exit(1);
   }).detach();
   const auto grace_end = std::chrono::system_clock::now() + config_.grace;
+  // A handle lives on this replica alone: while it holds any, calls on them
+  // are served for the grace period, and every other call is turned away for
+  // clients to retry elsewhere. Without handles, nothing waits here.
+  if (const int64_t held = handles_->handles(); held > 0) {
+    handles_->StartDraining();
+    LogEvent("draining", absl::StrCat(held,
+                                      " handles: serving only calls on them until "
+                                      "--shutdown_grace_seconds=",
+                                      config_.grace.count(), " ends"));
+    ServeHandlesUntil(*handles_, grace_end);
+  }
+  // WaitForQuiet's bound: half of what is left of the grace period.
+  const auto now = std::chrono::system_clock::now();
   WaitForQuiet(*service_,
-               std::chrono::system_clock::now() +
-                   std::chrono::duration_cast<std::chrono::milliseconds>(config_.grace) / 2);
+               now + std::max(grace_end - now, std::chrono::system_clock::duration::zero()) / 2);
   server_->Shutdown(grace_end);
 }
 

@@ -5,7 +5,8 @@
 //
 //   Create (opens devices, starts calibration, reads security files, binds
 //   /metrics) -> Start (gRPC listens; "tensord listening on ..." lines) ->
-//   Shutdown (drain, health NOT_SERVING, quiet, gRPC Shutdown with grace) ->
+//   Shutdown (drain, health NOT_SERVING, calls on handles only while any are
+//   held, quiet, gRPC Shutdown with grace) ->
 //   Wait (the rest stops; the request log is flushed).
 #ifndef TENSOROP_SERVER_SERVER_H_
 #define TENSOROP_SERVER_SERVER_H_
@@ -57,9 +58,11 @@ class Server {
   absl::Status Start();
 
   // The shutdown sequence (server.cc): health NOT_SERVING for --drain_seconds
-  // while still serving, then quiet, then gRPC Shutdown with
-  // --shutdown_grace_seconds. Returns once gRPC has shut down; the process
-  // exits 1 should work not stop within the grace period and 5 s more.
+  // while still serving; then, while the replica holds handles, only calls on
+  // them until --shutdown_grace_seconds ends (HandleStore::StartDraining);
+  // then quiet, then gRPC Shutdown within what is left of the grace period.
+  // Returns once gRPC has shut down; the process exits 1 should work not stop
+  // within the grace period and 5 s more.
   void Shutdown();
 
   // Waits for gRPC to end (after Shutdown), then stops the health listener,

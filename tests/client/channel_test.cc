@@ -1,6 +1,6 @@
 // ChannelTarget: what users type as --target becomes the gRPC target that
 // balances over the replicas; malformed lists are INVALID_ARGUMENT naming the
-// entry. And the service config every channel gets.
+// entry. And the service config every channel gets, and a replica's channel.
 #include "client/channel.h"
 
 #include <nlohmann/json.hpp>
@@ -69,6 +69,27 @@ TEST(ServiceConfigTest, RoundRobinHealthCheckedAndRetriesUnavailable) {
   EXPECT_EQ(method["retryPolicy"]["retryableStatusCodes"],
             nlohmann::json::parse(R"(["UNAVAILABLE"])"));
   EXPECT_EQ(method["retryPolicy"]["maxAttempts"], 4);
+}
+
+// A replica's channel: the same retries, one address, and no health checking
+// (a draining replica still serves its handles).
+TEST(ServiceConfigTest, ReplicaChannelsPickFirstWithoutHealthChecks) {
+  const nlohmann::json shared = nlohmann::json::parse(ServiceConfigJson());
+  const nlohmann::json replica = nlohmann::json::parse(ReplicaServiceConfigJson());
+  EXPECT_EQ(replica["loadBalancingConfig"], nlohmann::json::parse(R"([{"pick_first": {}}])"));
+  EXPECT_FALSE(replica.contains("healthCheckConfig"));
+  EXPECT_EQ(replica["methodConfig"], shared["methodConfig"]);
+}
+
+TEST(TargetAuthorityTest, TheOneHostATargetNames) {
+  EXPECT_EQ(TargetAuthority("tensord.example:50051"), "tensord.example:50051");
+  EXPECT_EQ(TargetAuthority("dns:///tensord.default.svc:50051"), "tensord.default.svc:50051");
+  EXPECT_EQ(TargetAuthority("dns://10.0.0.10:53/tensord:50051"), "tensord:50051");
+  EXPECT_EQ(TargetAuthority("dns:tensord:50051"), "tensord:50051");
+  for (const char* none : {"10.0.0.1:50051,10.0.0.2:50051", "ipv4:10.0.0.1:50051",
+                           "ipv6:[::1]:50051", "unix:///run/tensord.sock", ""}) {
+    EXPECT_EQ(TargetAuthority(none), "") << none;
+  }
 }
 
 }  // namespace

@@ -655,6 +655,47 @@ TEST_F(ClientTest, FetchReassemblesOneTensor) {
                           "tensor with its data")));
 }
 
+// A handle of an older server names no replica: calls on it go over the
+// target; one naming a replica goes there, here the fake's own address.
+TEST_F(ClientTest, CallsOnHandlesGoToTheirReplicaOrOverTheTarget) {
+  int runs = 0;
+  service_.run = [&runs](const v1::RunRequest& request, v1::RunResponse* response) {
+    ++runs;
+    response->set_id(request.id());
+    return grpc::Status::OK;
+  };
+  Client client = MakeClient();
+  v1::TensorHandle old_server;
+  old_server.set_id("0123456789abcdef0123456789abcdef");
+  v1::RunRequest request = Request("a");
+  ReferTo(old_server, (*request.mutable_inputs())["input"]);
+  ASSERT_OK(client.Run(request).status());
+  v1::TensorHandle here = old_server;
+  here.set_replica(absl::StrCat("127.0.0.1:", port_));
+  ReferTo(here, (*request.mutable_inputs())["input"]);
+  EXPECT_EQ(request.inputs().at("input").handle().replica(), here.replica());
+  ASSERT_OK(client.Run(request).status());
+  EXPECT_EQ(runs, 2);
+
+  // Handles of two replicas: refused before anything is sent.
+  v1::TensorHandle there = here;
+  there.set_replica("127.0.0.1:1");
+  ReferTo(there, (*request.mutable_inputs())["updates"]);
+  EXPECT_THAT(client.Run(request),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       absl::StrCat("inputs[\"input\"] lives on replica ", here.replica(),
+                                    " and inputs[\"updates\"] on replica 127.0.0.1:1; a call "
+                                    "reads handles of one replica")));
+  EXPECT_EQ(runs, 2);
+  // Nothing listens at a replica's address: it is unreachable, naming it and
+  // the handle's first characters only.
+  request.mutable_inputs()->erase("input");
+  EXPECT_THAT(client.Run(request),
+              StatusIs(absl::StatusCode::kUnavailable,
+                       ::testing::StartsWith("replica 127.0.0.1:1 holding 01234567... is "
+                                             "unreachable: ")));
+}
+
 TEST_F(ClientTest, ReleaseSendsTheIdsAndListAllHandlesReadsEveryPage) {
   std::vector<std::string> released;
   service_.release = [&released](const v1::ReleaseRequest& request) {

@@ -4,6 +4,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "client/client.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -21,6 +22,7 @@ using ::tensorop::testing::StatusIs;
 using ::tensorop::testing::TensorctlPath;
 using ::tensorop::testing::TensordProcess;
 using ::tensorop::testing::TestPki;
+using ::testing::AllOf;
 using ::testing::HasSubstr;
 using ::testing::StartsWith;
 
@@ -137,6 +139,36 @@ TEST_F(ClientSecurityTest, HandlesWorkOverMutualTlsWithATokenFromTheClientAndTen
   ASSERT_OK(client.Release({handle.id()}));
   EXPECT_THAT(client.Fetch(handle.id()),
               StatusIs(absl::StatusCode::kNotFound, HasSubstr("does not exist")));
+}
+
+// A handle's calls go to its replica's own address (127.0.0.1 here) with
+// the authority of the target the client was given, so a certificate issued
+// for that name alone (a Kubernetes Service's) verifies.
+TEST_F(ClientSecurityTest, CallsOnAHandleVerifyTheNameTheTargetGave) {
+  pki_->MakeCert("name-only", "ca", "tensord", "DNS:localhost");
+  TensordProcess server({"--tls_cert_file=" + pki_->Path("name-only.crt"),
+                         "--tls_key_file=" + pki_->Path("name-only.key")});
+  const std::string port = server.target().substr(server.target().rfind(':') + 1);
+  Client client("localhost:" + port, Options(""));
+  ASSERT_OK_AND_ASSIGN(const v1::TensorHandle handle,
+                       client.Put(HostTensor{v1::UINT8, {4}, {}, "\x01\x02\x03\x04"}));
+  EXPECT_EQ(handle.replica(), server.target());
+  ASSERT_OK_AND_ASSIGN(const HostTensor fetched, client.Fetch(handle));
+  EXPECT_EQ(fetched.data, "\x01\x02\x03\x04");
+  v1::RunRequest request = SmallSlice();
+  ReferTo(handle, (*request.mutable_inputs())["input"]);
+  ASSERT_OK_AND_ASSIGN(const Result result, client.Run(request));
+  EXPECT_EQ(result.outputs[0].data, std::string("\x02\x03", 2));
+
+  // Dialled by its IP, the server's certificate does not name the host.
+  Client by_ip(server.target(), Options(""));
+  EXPECT_THAT(
+      by_ip.Fetch(handle),
+      StatusIs(absl::StatusCode::kUnavailable,
+               AllOf(StartsWith(absl::StrCat("replica ", server.target(), " holding ",
+                                             handle.id().substr(0, 8), "... is unreachable: ")),
+                     HasSubstr("TLS hostname mismatch"))));
+  ASSERT_OK(client.Release({handle}));
 }
 
 TEST_F(ClientSecurityTest, AnUnreadableFileMakesEveryCallInvalidArgument) {

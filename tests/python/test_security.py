@@ -171,6 +171,35 @@ def test_plaintext_client_to_the_tls_port_fails(tls_server: Tensord) -> None:
     assert "if it serves TLS, connect with tls" in error.value.message
 
 
+def test_calls_on_a_handle_verify_the_name_the_target_gave(
+    tensord_binary: str, tmp_path: Path, pki: Path
+) -> None:
+    """A handle's calls go to its replica's own address (127.0.0.1 here) with
+    the target's authority, so a certificate for that name alone verifies."""
+    _cert(pki, "name-only", "ca", "DNS:localhost")
+    server = Tensord(tensord_binary, tmp_path / "tensord.log",
+                     f"--tls_cert_file={pki / 'name-only.crt'}",
+                     f"--tls_key_file={pki / 'name-only.key'}")
+    try:
+        port = server.address.rpartition(":")[2]
+        secure = _secure(pki, token_file=None)
+        x = np.arange(4, dtype=np.uint8)
+        with Client(f"localhost:{port}", timeout=30, **secure) as client:
+            with client.put(x) as h:
+                assert h.handle.replica == server.address
+                np.testing.assert_array_equal(h.fetch(), x)
+                # Dialled by its IP, the certificate does not name the host.
+                with Client(server.address, timeout=30, **secure) as by_ip:
+                    with pytest.raises(TensorOpError) as error:
+                        by_ip.fetch(h)
+        assert error.value.code == "UNAVAILABLE"
+        assert error.value.message.startswith(
+            f"replica {server.address} holding {h.id[:8]}... is unreachable: TLS hostname mismatch"
+        )
+    finally:
+        server.stop()
+
+
 def test_an_unreadable_file_is_named(pki: Path) -> None:
     missing = str(pki / "missing.token")
     with pytest.raises(ValueError, match=f"--token_file={missing}: cannot read the file"):

@@ -139,6 +139,8 @@ class ChainTest : public ::testing::Test {
   // No OpenCL staging reserved at startup: the budget counts what calls hold.
   explicit ChainTest(std::vector<std::string> flags = {"--opencl_staging_bytes=0"})
       : server_(std::move(flags)), stub_(v1::TensorOp::NewStub(Connect(server_.target()))) {}
+  // Handles left would hold the server for its grace period on the way out.
+  ~ChainTest() override { ReleaseEveryHandle(*stub_); }
 
   ChainAnswer RunChain(const v1::RunChainRequest& chain) {
     grpc::ClientContext context;

@@ -288,6 +288,17 @@ TEST(ConfigTest, FlagNamesAreTheDefinitionsInHelpOrder) {
                         "line (# comments); later flags win\n"));
 }
 
+// Handles name no replica for these (server.cc): no client can dial them.
+TEST(ConfigTest, WildcardAddressesAreTheUnspecifiedHosts) {
+  for (const char* wildcard : {"0.0.0.0:50051", "[::]:50051", "[0:0::0]:1", ":50051"}) {
+    EXPECT_TRUE(IsWildcardAddress(wildcard)) << wildcard;
+  }
+  for (const char* dialable : {"127.0.0.1:50051", "[::1]:50051", "10.0.0.5:50051",
+                               "tensord-0.tensord:50051", "unix:/run/tensord.sock"}) {
+    EXPECT_FALSE(IsWildcardAddress(dialable)) << dialable;
+  }
+}
+
 TEST(BackendNameTest, AcceptsTheThreeNamesExactly) {
   EXPECT_EQ(ParseBackendName("auto"), v1::AUTO);
   EXPECT_EQ(ParseBackendName("cpu"), v1::CPU);

@@ -198,5 +198,48 @@ TEST(HandleStoreTest, InputsResolveToTheHandlesLayoutAndBytes) {
                        "inputs[\"input\"].handle: this call does not take handles"));
 }
 
+// Draining (SIGTERM while handles are held): a request reading one of the
+// store's handles runs, a missing one is NOT_FOUND, anything else UNAVAILABLE.
+TEST(HandleStoreTest, ADrainingStoreAdmitsOnlyRequestsOnItsHandles) {
+  HandleStore store(Options());
+  std::shared_ptr<const ResidentTensor> resident = Make(store, kAnonymous, 6);
+  const HandleAccess access{.store = &store, .caller = kAnonymous};
+  v1::RunRequest on_handle;
+  on_handle.mutable_slice();
+  (*on_handle.mutable_inputs())["input"].mutable_handle()->set_id(resident->id());
+  v1::RunRequest plain;
+  plain.mutable_slice();
+  v1::Tensor& data = (*plain.mutable_inputs())["input"];
+  data.set_dtype(v1::UINT8);
+  data.add_sizes(1);
+  data.set_data("x");
+  auto resolve = [&](const v1::RunRequest& request, const HandleAccess& with) {
+    absl::StatusOr<OpRequest> op = ToOpRequest(request);
+    EXPECT_TRUE(op.ok()) << op.status();
+    HandlePins pins;
+    return ResolveHandleInputs(request, &with, *op, pins);
+  };
+  ASSERT_OK(resolve(plain, access));
+  EXPECT_FALSE(store.draining());
+  ASSERT_OK(store.Admit(false));
+
+  store.StartDraining();
+  EXPECT_TRUE(store.draining());
+  const std::string refusal =
+      "replica 10.0.0.7:50051 is shutting down: it serves only calls on its handles until "
+      "--shutdown_grace_seconds ends";
+  EXPECT_THAT(store.Admit(false), StatusIs(absl::StatusCode::kUnavailable, refusal));
+  ASSERT_OK(store.Admit(true));
+  EXPECT_THAT(resolve(plain, access), StatusIs(absl::StatusCode::kUnavailable, refusal));
+  ASSERT_OK(resolve(on_handle, access));
+  // A chain's step reading no handle is part of an admitted call.
+  HandleAccess admitted = access;
+  admitted.admitted = true;
+  ASSERT_OK(resolve(plain, admitted));
+  store.Release(kAnonymous, std::vector<std::string>{resident->id()});
+  EXPECT_THAT(resolve(on_handle, access),
+              StatusIs(absl::StatusCode::kNotFound, HasSubstr("does not exist on replica")));
+}
+
 }  // namespace
 }  // namespace tensorop::server

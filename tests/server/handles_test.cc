@@ -50,6 +50,8 @@ class HandlesTest : public ::testing::Test {
  protected:
   explicit HandlesTest(std::vector<std::string> flags = {})
       : server_(std::move(flags)), stub_(v1::TensorOp::NewStub(Connect(server_.target()))) {}
+  // Handles left would hold the server for its grace period on the way out.
+  ~HandlesTest() override { ReleaseEveryHandle(*stub_); }
 
   // Puts the doc slice's input; its handle.
   v1::TensorHandle PutDocInput() {

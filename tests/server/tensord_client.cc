@@ -208,6 +208,23 @@ grpc::Status PutTensor(v1::TensorOp::Stub& stub, const v1::Tensor& tensor, v1::T
   return writer->Finish();
 }
 
+void ReleaseEveryHandle(v1::TensorOp::Stub& stub) {
+  v1::ReleaseRequest release;
+  v1::ListHandlesRequest list;
+  do {
+    grpc::ClientContext context;
+    context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(30));
+    v1::ListHandlesResponse page;
+    if (!stub.ListHandles(&context, list, &page).ok()) return;
+    for (const v1::TensorHandle& handle : page.handles()) release.add_ids(handle.id());
+    list.set_page_token(page.next_page_token());
+  } while (!list.page_token().empty());
+  grpc::ClientContext context;
+  context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(30));
+  v1::ReleaseResponse released;
+  (void)stub.Release(&context, release, &released);
+}
+
 int64_t MetricValue(const TensordProcess& server, const std::string& series) {
   httplib::Client client("127.0.0.1", server.metrics_port());
   httplib::Result result = client.Get("/metrics");

@@ -74,6 +74,10 @@ grpc::Status PutTensor(v1::TensorOp::Stub& stub, const v1::Tensor& tensor, v1::T
                        int64_t ttl_seconds = 0, int64_t chunk_bytes = int64_t{1} << 20,
                        v1::Backend backend = v1::AUTO);
 
+// Releases every handle ListHandles shows the caller, so that the server's
+// SIGTERM does not wait out its grace period serving them (server.cc).
+void ReleaseEveryHandle(v1::TensorOp::Stub& stub);
+
 // The value of `series` on the server's /metrics (its name, with labels
 // if it has any: `tensorop_handles{backend="cpu"}`), or -1.
 int64_t MetricValue(const TensordProcess& server, const std::string& series);

@@ -26,9 +26,7 @@ import numpy as np
 import numpy.typing as npt
 
 from tensorop_client._proto import tensorop_pb2 as pb
-from tensorop_client._proto import tensorop_pb2_grpc as pb_grpc
 from tensorop_client.client import (
-    _METHOD,
     Attrs,
     ChainResultLike,
     HandleLike,
@@ -39,16 +37,19 @@ from tensorop_client.client import (
     StepLike,
     TensorOpError,
     _Assembler,
+    _by_replica,
+    _Calls,
+    _chain_reads,
     _ClientBase,
     _chunks_within,
     _counted,
     _fetch_request,
     _fetched,
-    _handle_ids,
     _next_page_token,
     _Prepared,
     _PreparedChain,
     _Remote,
+    _replica_read,
     _prepare,
     _prepare_chain,
     _prepare_request,
@@ -57,8 +58,10 @@ from tensorop_client.client import (
     _Route,
     _smaller_limit,
     _status_error,
+    _tensor_reads,
     _too_big,
     _fallback_chunk_bytes,
+    _Via,
     _Window,
 )
 from tensorop_client.tensors import WireTensor
@@ -126,23 +129,26 @@ class AsyncClient(_ClientBase):
                 "token_file": token_file,
             },
         )
-        self._channel = (
-            grpc.aio.insecure_channel(self._target, options=self._options)
-            if self._credentials is None
-            else grpc.aio.secure_channel(self._target, self._credentials, options=self._options)
+        self._channel = self._open(self._target, self._options)
+        self._calls = _Calls(self._channel)
+
+    def _open(self, target: str, options: list[tuple[str, Any]]) -> grpc.aio.Channel:
+        if self._credentials is None:
+            return grpc.aio.insecure_channel(target, options=options)
+        return grpc.aio.secure_channel(target, self._credentials, options=options)
+
+    def _main(self) -> _Calls:
+        return self._calls
+
+    def _replica_calls(self, replica: str) -> _Calls:
+        channel = self._open(replica, self._replica_options)
+        return _Calls(
+            channel, lambda: channel.get_state(False) is grpc.ChannelConnectivity.READY
         )
-        self._run = self._channel.unary_unary(_METHOD + "Run")
-        self._run_stream = self._channel.unary_stream(_METHOD + "RunStream")
-        self._run_chunked = self._channel.stream_stream(_METHOD + "RunChunked")
-        self._run_bidi = self._channel.stream_stream(_METHOD + "RunBidi")
-        self._put = self._channel.stream_unary(
-            _METHOD + "Put", response_deserializer=pb.TensorHandle.FromString
-        )
-        self._fetch = self._channel.unary_stream(_METHOD + "Fetch")
-        self._run_chain = self._channel.unary_stream(_METHOD + "RunChain")
-        self._stub = pb_grpc.TensorOpStub(self._channel)
 
     async def close(self) -> None:
+        for calls in self._replica_channels():
+            await calls.channel.close()
         await self._channel.close()
 
     async def __aenter__(self) -> AsyncClient:
@@ -258,11 +264,21 @@ class AsyncClient(_ClientBase):
             while True:
                 while (key := prepared.next_to_put(limit)) is not None:
                     chunk_bytes = _chunks_within(limit, self._chunk_bytes)
-                    made.append(await self.put(prepared.wire(key), chunk_bytes=chunk_bytes))
+                    beside = _replica_read(_chain_reads(prepared.header))
+                    made.append(
+                        await self.put(
+                            prepared.wire(key),
+                            chunk_bytes=chunk_bytes,
+                            replica=beside.replica if beside is not None else None,
+                        )
+                    )
                     counter.add(done=prepared.refer(key, made[-1].handle))
-                call = self._run_chain(prepared.payload(), timeout=self._timeout)
+                via = self._via_handle(_replica_read(_chain_reads(prepared.header)))
+                call = via.calls.run_chain(prepared.payload(), timeout=self._timeout)
                 try:
-                    return await self._read(call, _Progress(progress, counter.total, counter.total))
+                    return await self._read(
+                        call, _Progress(progress, counter.total, counter.total), via
+                    )
                 except TensorOpError as e:
                     smaller = _smaller_limit(e, limit)
                     if smaller is None:
@@ -281,11 +297,13 @@ class AsyncClient(_ClientBase):
         device_index: int | None = None,
         progress: ProgressFn | None = None,
         chunk_bytes: int | None = None,
+        replica: str | None = None,
     ) -> AsyncRemoteTensor:
         """Client.put."""
         chunks, data_bytes = self._put_parts(
             array, backend, ttl_seconds, device_index, chunk_bytes
         )
+        via = self._via(replica or "")
         failed: list[Exception] = []  # the progress callback's, raised to the caller
 
         async def send() -> AsyncIterator[bytes]:
@@ -293,13 +311,13 @@ class AsyncClient(_ClientBase):
                 yield part
 
         try:
-            handle = await self._put(send(), timeout=self._timeout)
+            handle = await via.calls.put(send(), timeout=self._timeout)
         except (grpc.RpcError, asyncio.CancelledError) as e:
             # grpc.aio ends a call whose request iterator raised as cancelled.
             if failed:
                 raise failed[0] from None
             if isinstance(e, grpc.RpcError):
-                raise _status_error(e, self._tls) from None
+                raise _status_error(e, self._tls, via) from None
             raise
         return AsyncRemoteTensor(self, handle)
 
@@ -311,14 +329,21 @@ class AsyncClient(_ClientBase):
         progress: ProgressFn | None = None,
     ) -> np.ndarray:
         """Client.fetch."""
-        call = self._fetch(_fetch_request(tensor, strides), timeout=self._timeout)
-        return _fetched(await self._read(call, _Progress(progress)))
+        via = self._via_handle(tensor.handle if isinstance(tensor, _Remote) else None)
+        call = via.calls.fetch(_fetch_request(tensor, strides), timeout=self._timeout)
+        return _fetched(await self._read(call, _Progress(progress), via))
 
     async def release(self, tensors: HandleLike | Iterable[HandleLike]) -> None:
         """Client.release."""
-        ids = _handle_ids(tensors)
-        if ids:
-            await self._unary(self._stub.Release, pb.ReleaseRequest(ids=ids))
+        errors: list[TensorOpError] = []
+        for replica, ids in _by_replica(tensors).items():
+            via = self._via(replica, ids[0])
+            try:
+                await self._unary(via.calls.stub.Release, pb.ReleaseRequest(ids=ids), via)
+            except TensorOpError as e:
+                errors.append(e)
+        if errors:
+            raise errors[0]
 
     async def list_handles(self, page_size: int = 0) -> list[pb.TensorHandle]:
         """Client.list_handles."""
@@ -326,17 +351,17 @@ class AsyncClient(_ClientBase):
         token = ""
         while True:
             request = pb.ListHandlesRequest(page_size=page_size, page_token=token)
-            page = await self._unary(self._stub.ListHandles, request)
+            page = await self._unary(self._calls.stub.ListHandles, request)
             handles.extend(page.handles)
             token = _next_page_token(page, token)
             if not token:
                 return handles
 
-    async def _unary(self, method: Any, request: Any) -> Any:
+    async def _unary(self, method: Any, request: Any, via: _Via | None = None) -> Any:
         try:
             return await method(request, timeout=self._timeout)
         except grpc.RpcError as e:
-            raise _status_error(e, self._tls) from None
+            raise _status_error(e, self._tls, via) from None
 
     def _remote(self, handle: pb.TensorHandle) -> AsyncRemoteTensor:
         return AsyncRemoteTensor(self, handle)
@@ -350,7 +375,7 @@ class AsyncClient(_ClientBase):
             raise ValueError(f"window must be at least 1, got {window}")
         state = _Window(self, requests)
         slots = asyncio.Semaphore(window)
-        call = self._run_bidi(timeout=self._timeout)
+        call = self._calls.run_bidi(timeout=self._timeout)
 
         async def write() -> None:
             try:
@@ -398,6 +423,7 @@ class AsyncClient(_ClientBase):
     async def _call(
         self, prepared: _Prepared, progress: ProgressFn | None, stream: bool = False
     ) -> Result:
+        via = self._via_handle(_replica_read(_tensor_reads(prepared.header.inputs)))
         pieces, request_bytes = prepared.pieces()
         route = self._route(prepared, request_bytes, stream)
         counter = _Progress(progress, prepared.data_bytes)
@@ -409,11 +435,12 @@ class AsyncClient(_ClientBase):
         try:
             if route is _Route.STREAM:
                 counter.done = prepared.data_bytes  # sent in one message
-                return await self._read(self._run_stream(payload, timeout=self._timeout), counter)
+                call = via.calls.run_stream(payload, timeout=self._timeout)
+                return await self._read(call, counter, via)
             try:
-                response = await self._run(payload, timeout=self._timeout)
+                response = await via.calls.run(payload, timeout=self._timeout)
             except grpc.RpcError as e:
-                raise _status_error(e, self._tls) from None
+                raise _status_error(e, self._tls, via) from None
             _, result, out = _result_from_response(response, self)
             counter.add(done=prepared.data_bytes + out, total=out)
             return result
@@ -429,6 +456,7 @@ class AsyncClient(_ClientBase):
     async def _chunked(
         self, prepared: _Prepared, counter: _Progress, chunk_bytes: int | None
     ) -> Result:
+        via = self._via_handle(_replica_read(_tensor_reads(prepared.header.inputs)))
         chunks = self._chunk_parts(prepared, chunk_bytes)  # checks chunk_bytes now
         failed: list[Exception] = []  # the progress callback's, raised to the caller
 
@@ -437,20 +465,21 @@ class AsyncClient(_ClientBase):
                 yield part
 
         try:
-            return await self._read(self._run_chunked(send(), timeout=self._timeout), counter)
+            call = via.calls.run_chunked(send(), timeout=self._timeout)
+            return await self._read(call, counter, via)
         except (TensorOpError, asyncio.CancelledError):
             # grpc.aio ends a call whose request iterator raised as cancelled.
             if failed:
                 raise failed[0] from None
             raise
 
-    async def _read(self, call: Any, counter: _Progress) -> Result:
+    async def _read(self, call: Any, counter: _Progress, via: _Via) -> Result:
         assembler = _Assembler(counter, self)
         try:
             async for part in call:
                 assembler.feed(part)
         except grpc.RpcError as e:
-            raise _status_error(e, self._tls) from None
+            raise _status_error(e, self._tls, via) from None
         except BaseException:
             # Ours (a broken stream, a failed progress callback, a cancelled
             # task) is the error worth reporting; the call ends here.

@@ -10,6 +10,7 @@ copied into this package at build time (setup.py).
 from __future__ import annotations
 
 import ipaddress
+import json
 import os
 from collections.abc import Mapping
 from importlib import resources
@@ -24,6 +25,16 @@ def service_config_json() -> str:
     """round_robin, client-side health checking of tensorop.v1.TensorOp, and
     retries of UNAVAILABLE for every TensorOp method."""
     return resources.files("tensorop_client").joinpath("service_config.json").read_text()
+
+
+def replica_service_config_json() -> str:
+    """The service config of a channel to one replica (handle calls): the one
+    above with pick_first and no health checking, since a draining replica
+    still serves its handles while its health says NOT_SERVING."""
+    config = json.loads(service_config_json())
+    config["loadBalancingConfig"] = [{"pick_first": {}}]
+    config.pop("healthCheckConfig", None)
+    return json.dumps(config)
 
 
 def _ip_literal_family(entry: str) -> int | None:
@@ -77,13 +88,48 @@ def channel_target(target: str) -> str:
     return f"ipv{family}:" + ",".join(entries)
 
 
-def channel_options(max_message_bytes: int) -> list[tuple[str, int | str]]:
-    """Channel arguments: message limits both ways and the service config."""
+def target_authority(target: str) -> str | None:
+    """The authority `target` (as the user typed it) names one host by, as the
+    C++ client's TargetAuthority: "name:port" for "name:port",
+    "dns:///name:port" and "dns://server/name:port"; None for a list of
+    addresses or an ipv4:, ipv6: or unix: target. With TLS, replica channels
+    present it, so certificates issued for the name the user dialled (a
+    Kubernetes Service's) verify when a pod is reached by its IP."""
+    if target.startswith("dns:"):
+        rest = target[len("dns:"):]
+        if rest.startswith("//"):
+            _, slash, rest = rest[2:].partition("/")
+            if not slash:
+                return None
+        return rest
+    if target.startswith(_SCHEMES) or "," in target or not target.strip():
+        return None
+    return target
+
+
+def _options(max_message_bytes: int, service_config: str) -> list[tuple[str, int | str]]:
     return [
         ("grpc.max_receive_message_length", max_message_bytes),
         ("grpc.max_send_message_length", max_message_bytes),
-        ("grpc.service_config", service_config_json()),
+        ("grpc.service_config", service_config),
     ]
+
+
+def channel_options(max_message_bytes: int) -> list[tuple[str, int | str]]:
+    """Channel arguments: message limits both ways and the service config."""
+    return _options(max_message_bytes, service_config_json())
+
+
+def replica_channel_options(
+    max_message_bytes: int, authority: str | None = None
+) -> list[tuple[str, int | str]]:
+    """A replica channel's arguments: the message limits, the replica service
+    config, no health checking and, when given, `authority` (target_authority)."""
+    options = _options(max_message_bytes, replica_service_config_json())
+    options.append(("grpc.inhibit_health_checking", 1))
+    if authority:
+        options.append(("grpc.default_authority", authority))
+    return options
 
 
 # Transport security (README "Security"), as the C++ client's ChannelSecurity:
@@ -162,7 +208,11 @@ def explain_security_error(code: str, message: str, tls: bool = False) -> str:
     if code != "UNAVAILABLE":
         return message
     lowered = message.lower()
-    if "peer name" in lowered and "not in peer certificate" in lowered:
+    # Older gRPC says "Peer name ... is not in peer certificate", newer
+    # "Hostname Verification Check failed".
+    if ("peer name" in lowered and "not in peer certificate" in lowered) or (
+        "hostname verification check failed" in lowered
+    ):
         return (
             "TLS hostname mismatch: the server's certificate does not name the host in "
             f"the target: {message}"

@@ -24,7 +24,11 @@ Handles keep tensors on the server: `put` uploads an array and returns a
 RemoteTensor, which `run` takes wherever it takes an array (the request then
 names it instead of carrying its bytes); `run(..., keep=True)` leaves every
 output on the server and returns RemoteTensors; `fetch`, `release` and
-`list_handles` do the rest.
+`list_handles` do the rest. A handle lives on one replica (its
+`handle.replica`): every call using RemoteTensors goes there, over a channel
+of its own, and the other calls balance over the target. A call reading
+handles of two replicas raises INVALID_ARGUMENT before anything is sent;
+`put(..., replica=h.handle.replica)` keeps a tensor beside another.
 
     with client.put(x) as h:  # released on leaving the block
         kept = client.run("strided_slice", {"input": h}, attrs, keep=True).outputs[0]
@@ -63,6 +67,8 @@ from tensorop_client.channel import (
     channel_options,
     channel_target,
     explain_security_error,
+    replica_channel_options,
+    target_authority,
 )
 from tensorop_client.tensors import (
     LayoutError,
@@ -249,19 +255,70 @@ def _handle_id(tensor: HandleLike) -> str:
     return tensor.id if isinstance(tensor, _Remote) else tensor
 
 
-def _handle_ids(tensors: HandleLike | Iterable[HandleLike]) -> list[str]:
+def _by_replica(tensors: HandleLike | Iterable[HandleLike]) -> dict[str, list[str]]:
+    """Handle ids by the replica holding them ("": an id alone, or a handle of
+    an older server, which names none: the target's)."""
     if isinstance(tensors, (str, _Remote)):
-        return [_handle_id(tensors)]
-    return [_handle_id(t) for t in tensors]
+        tensors = [tensors]
+    groups: dict[str, list[str]] = {}
+    for t in tensors:
+        replica = t.handle.replica if isinstance(t, _Remote) else ""
+        groups.setdefault(replica, []).append(_handle_id(t))
+    return groups
 
 
 def _refer(tensor: pb.Tensor, handle: pb.TensorHandle) -> None:
-    """Makes `tensor` name the handle, its layout beside it (the handle's, so
-    the answer's size can be bounded)."""
+    """Makes `tensor` name the handle (its id, and its replica to route the
+    call by), its layout beside it (the handle's, so the answer's size can be
+    bounded)."""
     tensor.dtype = handle.dtype
     tensor.sizes[:] = handle.sizes
     tensor.strides[:] = handle.strides
     tensor.handle.id = handle.id
+    tensor.handle.replica = handle.replica
+
+
+# ---- routing ----------------------------------------------------------------
+
+# The handles a call reads, each with the field naming it.
+_Reads = list[tuple[str, pb.TensorHandle]]
+
+
+def _tensor_reads(inputs: Mapping[str, pb.Tensor], prefix: str = "") -> _Reads:
+    """The handles among a request's inputs, in name order."""
+    return [
+        (f'{prefix}inputs["{name}"]', inputs[name].handle)
+        for name in sorted(inputs)
+        if inputs[name].HasField("handle")
+    ]
+
+
+def _chain_reads(chain: pb.RunChainRequest) -> _Reads:
+    """The handles a chain's steps read, step by step."""
+    reads: _Reads = []
+    for i, step in enumerate(chain.steps):
+        tensors = {n: s.tensor for n, s in step.inputs.items() if s.HasField("tensor")}
+        reads.extend(_tensor_reads(tensors, f"steps[{i}]."))
+    return reads
+
+
+def _replica_read(reads: _Reads) -> pb.TensorHandle | None:
+    """The handle whose replica the call goes to, or None for the target (no
+    handle, or only older servers', which name no replica). INVALID_ARGUMENT
+    naming both inputs when two name different replicas."""
+    chosen: tuple[str, pb.TensorHandle] | None = None
+    for field, handle in reads:
+        if not handle.replica:
+            continue
+        if chosen is None:
+            chosen = (field, handle)
+        elif handle.replica != chosen[1].replica:
+            raise TensorOpError(
+                "INVALID_ARGUMENT",
+                f"{chosen[0]} lives on replica {chosen[1].replica} and {field} on replica "
+                f"{handle.replica}; a call reads handles of one replica",
+            )
+    return None if chosen is None else chosen[1]
 
 
 def keep_outputs(request: pb.RunRequest) -> None:
@@ -354,12 +411,19 @@ def make_request(
     return request
 
 
-def _status_error(error: grpc.RpcError, tls: bool = False) -> TensorOpError:
+def _status_error(
+    error: grpc.RpcError, tls: bool = False, via: _Via | None = None
+) -> TensorOpError:
     # Calls' RpcErrors are also grpc.Call objects (grpc.aio's AioRpcError alike).
     call: grpc.Call = error  # type: ignore[assignment]
     code = call.code().name
     # TLS and token failures say which part failed.
-    return TensorOpError(code, explain_security_error(code, call.details() or "", tls))
+    message = explain_security_error(code, call.details() or "", tls)
+    # A replica that answered UNAVAILABLE itself did so over a ready
+    # connection; any other state means the call never got through.
+    if via is not None and via.replica and code == "UNAVAILABLE" and not via.calls.ready():
+        message = f"replica {via.replica}{via.holding} is unreachable: {message}"
+    return TensorOpError(code, message)
 
 
 # google.rpc.Code values -> names, for the statuses RunBidi answers carry.
@@ -929,7 +993,11 @@ class _Window:
                 return None
             prepared.header.id = str(index)
             pieces, size = prepared.pieces()
-            local = self._client._route(prepared, size, stream=False) is not _Route.UNARY
+            # The stream goes over the target: a request reading a replica's
+            # handles goes through run, to that replica.
+            local = self._client._route(prepared, size, stream=False) is not _Route.UNARY or any(
+                h.replica for _, h in _tensor_reads(prepared.header.inputs)
+            )
             with lock:
                 if self._ended:
                     return None
@@ -1033,6 +1101,37 @@ class _Route(enum.Enum):
 _METHOD = "/tensorop.v1.TensorOp/"
 
 
+class _Calls:
+    """One channel's calls (grpc or grpc.aio): raw-bytes ones, requests framed
+    by tensorop_client.wire and answers parsed there without protobuf copying
+    the tensors' bytes, and the stub for the small unary ones. `ready` says
+    whether its connection is up (replica channels)."""
+
+    def __init__(self, channel: Any, ready: Callable[[], bool] = lambda: True) -> None:
+        self.run = channel.unary_unary(_METHOD + "Run")
+        self.run_stream = channel.unary_stream(_METHOD + "RunStream")
+        self.run_chunked = channel.stream_stream(_METHOD + "RunChunked")
+        self.run_bidi = channel.stream_stream(_METHOD + "RunBidi")
+        self.put = channel.stream_unary(
+            _METHOD + "Put", response_deserializer=pb.TensorHandle.FromString
+        )
+        self.fetch = channel.unary_stream(_METHOD + "Fetch")
+        self.run_chain = channel.unary_stream(_METHOD + "RunChain")
+        self.stub = pb_grpc.TensorOpStub(channel)
+        self.channel = channel
+        self.ready = ready
+
+
+@dataclass(frozen=True)
+class _Via:
+    """Where a call goes: the target's channel, or the one replica holding the
+    handles it reads (`holding`: " holding 0123abcd...", or "" for a Put)."""
+
+    calls: _Calls
+    replica: str = ""
+    holding: str = ""
+
+
 class _ClientBase:
     """What Client and AsyncClient share: options, channel arguments and the
     choice of call."""
@@ -1057,6 +1156,13 @@ class _ClientBase:
         self._options = channel_options(max_message_bytes)
         self._credentials = channel_credentials(**security)
         self._tls = self._credentials is not None
+        # Replica channels present the target's authority over TLS, so its
+        # certificate verifies when a pod is reached by its IP.
+        self._replica_options = replica_channel_options(
+            max_message_bytes, target_authority(target) if self._tls else None
+        )
+        self._replicas: dict[str, _Calls] = {}
+        self._replicas_lock = threading.Lock()
         self._timeout = timeout
         self._max_message_bytes = max_message_bytes
         self._chunk_bytes = chunk_bytes
@@ -1114,6 +1220,32 @@ class _ClientBase:
     def _remote(self, handle: pb.TensorHandle) -> _Remote:
         """The RemoteTensor of this kind of client for a handle it received."""
         raise NotImplementedError
+
+    def _main(self) -> _Calls:
+        """The target's calls."""
+        raise NotImplementedError
+
+    def _replica_calls(self, replica: str) -> _Calls:
+        """A new channel to one replica (replica_channel_options), its calls."""
+        raise NotImplementedError
+
+    def _via(self, replica: str, handle_id: str = "") -> _Via:
+        """To `replica` (""; the target), for a call on `handle_id` ("": a Put);
+        its channel is made on first use and kept."""
+        if not replica:
+            return _Via(self._main())
+        with self._replicas_lock:
+            calls = self._replicas.get(replica)
+            if calls is None:
+                calls = self._replicas[replica] = self._replica_calls(replica)
+        return _Via(calls, replica, f" holding {handle_id[:8]}..." if handle_id else "")
+
+    def _via_handle(self, handle: pb.TensorHandle | None) -> _Via:
+        return self._via(handle.replica, handle.id) if handle is not None else self._via("")
+
+    def _replica_channels(self) -> list[_Calls]:
+        with self._replicas_lock:
+            return list(self._replicas.values())
 
     def _put_parts(
         self,
@@ -1183,6 +1315,21 @@ def _next_page_token(page: pb.ListHandlesResponse, token: str) -> str:
     return page.next_page_token
 
 
+class _Connectivity:
+    """A sync channel's state as subscribe() last reported it (grpc.aio
+    channels answer get_state() instead)."""
+
+    def __init__(self, channel: grpc.Channel) -> None:
+        self._state = grpc.ChannelConnectivity.IDLE
+        channel.subscribe(self._update)
+
+    def _update(self, state: grpc.ChannelConnectivity) -> None:
+        self._state = state
+
+    def ready(self) -> bool:
+        return self._state is grpc.ChannelConnectivity.READY
+
+
 class Client(_ClientBase):
     """A connection to tensord. Connects lazily: an unreachable target shows up as
     TensorOpError("UNAVAILABLE", ...) from the first call.
@@ -1242,25 +1389,24 @@ class Client(_ClientBase):
                 "token_file": token_file,
             },
         )
-        self._channel = (
-            grpc.insecure_channel(self._target, options=self._options)
-            if self._credentials is None
-            else grpc.secure_channel(self._target, self._credentials, options=self._options)
-        )
-        self._stub = pb_grpc.TensorOpStub(self._channel)
-        # Raw-bytes calls: requests framed by tensorop_client.wire, answers
-        # parsed there, without protobuf copying the tensors' bytes.
-        self._run = self._channel.unary_unary(_METHOD + "Run")
-        self._run_stream = self._channel.unary_stream(_METHOD + "RunStream")
-        self._run_chunked = self._channel.stream_stream(_METHOD + "RunChunked")
-        self._run_bidi = self._channel.stream_stream(_METHOD + "RunBidi")
-        self._put = self._channel.stream_unary(
-            _METHOD + "Put", response_deserializer=pb.TensorHandle.FromString
-        )
-        self._fetch = self._channel.unary_stream(_METHOD + "Fetch")
-        self._run_chain = self._channel.unary_stream(_METHOD + "RunChain")
+        self._channel = self._open(self._target, self._options)
+        self._calls = _Calls(self._channel)
+
+    def _open(self, target: str, options: list[tuple[str, Any]]) -> grpc.Channel:
+        if self._credentials is None:
+            return grpc.insecure_channel(target, options=options)
+        return grpc.secure_channel(target, self._credentials, options=options)
+
+    def _main(self) -> _Calls:
+        return self._calls
+
+    def _replica_calls(self, replica: str) -> _Calls:
+        channel = self._open(replica, self._replica_options)
+        return _Calls(channel, _Connectivity(channel).ready)
 
     def close(self) -> None:
+        for calls in self._replica_channels():
+            calls.channel.close()
         self._channel.close()
 
     def __enter__(self) -> Client:
@@ -1408,12 +1554,22 @@ class Client(_ClientBase):
             while True:
                 while (key := prepared.next_to_put(limit)) is not None:
                     chunk_bytes = _chunks_within(limit, self._chunk_bytes)
-                    made.append(self.put(prepared.wire(key), chunk_bytes=chunk_bytes))
+                    beside = _replica_read(_chain_reads(prepared.header))
+                    made.append(
+                        self.put(
+                            prepared.wire(key),
+                            chunk_bytes=chunk_bytes,
+                            replica=beside.replica if beside is not None else None,
+                        )
+                    )
                     counter.add(done=prepared.refer(key, made[-1].handle))
-                call = self._run_chain(prepared.payload(), timeout=self._timeout)
+                via = self._via_handle(_replica_read(_chain_reads(prepared.header)))
+                call = via.calls.run_chain(prepared.payload(), timeout=self._timeout)
                 try:
                     # The request went in one message: its inputs are sent.
-                    return self._read(call, _Progress(progress, counter.total, counter.total))
+                    return self._read(
+                        call, _Progress(progress, counter.total, counter.total), via
+                    )
                 except TensorOpError as e:
                     # A server whose limit is lower than ours: Put more to fit it.
                     smaller = _smaller_limit(e, limit)
@@ -1427,6 +1583,7 @@ class Client(_ClientBase):
     def _call(
         self, prepared: _Prepared, progress: ProgressFn | None, stream: bool = False
     ) -> Result:
+        via = self._via_handle(_replica_read(_tensor_reads(prepared.header.inputs)))
         pieces, request_bytes = prepared.pieces()
         route = self._route(prepared, request_bytes, stream)
         counter = _Progress(progress, prepared.data_bytes)
@@ -1438,11 +1595,12 @@ class Client(_ClientBase):
         try:
             if route is _Route.STREAM:
                 counter.done = prepared.data_bytes  # sent in one message
-                return self._read(self._run_stream(payload, timeout=self._timeout), counter)
+                call = via.calls.run_stream(payload, timeout=self._timeout)
+                return self._read(call, counter, via)
             try:
-                response = self._run(payload, timeout=self._timeout)
+                response = via.calls.run(payload, timeout=self._timeout)
             except grpc.RpcError as e:
-                raise _status_error(e, self._tls) from None
+                raise _status_error(e, self._tls, via) from None
             _, result, out = _result_from_response(response, self)
             counter.add(done=prepared.data_bytes + out, total=out)
             return result
@@ -1458,23 +1616,24 @@ class Client(_ClientBase):
     def _chunked(
         self, prepared: _Prepared, counter: _Progress, chunk_bytes: int | None
     ) -> Result:
+        via = self._via_handle(_replica_read(_tensor_reads(prepared.header.inputs)))
         chunks = self._chunk_parts(prepared, chunk_bytes)
         failed: list[Exception] = []  # the progress callback's, raised to the caller
         parts = _counted(chunks, counter, failed)
         try:
-            return self._read(self._run_chunked(parts, timeout=self._timeout), counter)
+            return self._read(via.calls.run_chunked(parts, timeout=self._timeout), counter, via)
         except TensorOpError:
             if failed:
                 raise failed[0] from None
             raise
 
-    def _read(self, call: Any, counter: _Progress) -> Result:
+    def _read(self, call: Any, counter: _Progress, via: _Via) -> Result:
         assembler = _Assembler(counter, self)
         try:
             for part in call:
                 assembler.feed(part)
         except grpc.RpcError as e:
-            raise _status_error(e, self._tls) from None
+            raise _status_error(e, self._tls, via) from None
         except BaseException:
             # Ours (a broken stream, a failed progress callback, a cancelled
             # task) is the error worth reporting; the call ends here.
@@ -1493,6 +1652,7 @@ class Client(_ClientBase):
         device_index: int | None = None,
         progress: ProgressFn | None = None,
         chunk_bytes: int | None = None,
+        replica: str | None = None,
     ) -> RemoteTensor:
         """Put: uploads `array` in chunks of `chunk_bytes` (default: the
         client's) to stay on the server, and returns its RemoteTensor. A
@@ -1502,18 +1662,21 @@ class Client(_ClientBase):
         `backend`: "cpu" or "auto" (host memory) or "opencl" (on device
         `device_index`, else the least-loaded one). `ttl_seconds`: it lives that long after its last use (0:
         the server's --handle_ttl_seconds). `progress` as for `run`, called
-        from a gRPC thread."""
+        from a gRPC thread. `replica`: the replica to keep it on (another
+        handle's `handle.replica`, so that one call can read both); None:
+        any, as the target balances."""
         chunks, data_bytes = self._put_parts(
             array, backend, ttl_seconds, device_index, chunk_bytes
         )
+        via = self._via(replica or "")
         failed: list[Exception] = []  # the progress callback's, raised to the caller
         parts = _counted(chunks, _Progress(progress, data_bytes), failed)
         try:
-            handle = self._put(parts, timeout=self._timeout)
+            handle = via.calls.put(parts, timeout=self._timeout)
         except grpc.RpcError as e:
             if failed:
                 raise failed[0] from None
-            raise _status_error(e, self._tls) from None
+            raise _status_error(e, self._tls, via) from None
         return RemoteTensor(self, handle)
 
     def fetch(
@@ -1524,37 +1687,50 @@ class Client(_ClientBase):
         progress: ProgressFn | None = None,
     ) -> np.ndarray:
         """Fetch: a handle's tensor as a read-only array, packed or with
-        `strides` (elements); streamed back in chunks, any size."""
-        call = self._fetch(_fetch_request(tensor, strides), timeout=self._timeout)
-        return _fetched(self._read(call, _Progress(progress)))
+        `strides` (elements); streamed back in chunks, any size. A
+        RemoteTensor's comes from its replica; an id's, from whichever
+        replica the target reaches."""
+        via = self._via_handle(tensor.handle if isinstance(tensor, _Remote) else None)
+        call = via.calls.fetch(_fetch_request(tensor, strides), timeout=self._timeout)
+        return _fetched(self._read(call, _Progress(progress), via))
 
     def release(self, tensors: HandleLike | Iterable[HandleLike]) -> None:
         """Release: frees handles (RemoteTensors or ids) on the server at once
         (a call already using one finishes first); later uses are NOT_FOUND.
-        Unknown ids are ignored."""
-        ids = _handle_ids(tensors)
-        if ids:
-            self._unary(self._stub.Release, pb.ReleaseRequest(ids=ids))
+        Unknown ids are ignored. RemoteTensors are released on their replicas
+        (a call each), ids on whichever replica the target reaches; the first
+        error is raised after trying every replica."""
+        errors: list[TensorOpError] = []
+        for replica, ids in _by_replica(tensors).items():
+            via = self._via(replica, ids[0])
+            try:
+                self._unary(via.calls.stub.Release, pb.ReleaseRequest(ids=ids), via)
+            except TensorOpError as e:
+                errors.append(e)
+        if errors:
+            raise errors[0]
 
     def list_handles(self, page_size: int = 0) -> list[pb.TensorHandle]:
         """ListHandles: every handle of this caller, by id, read a page of
-        `page_size` (0: the server's default) at a time."""
+        `page_size` (0: the server's default) at a time, on whichever replica
+        the target reaches."""
         handles: list[pb.TensorHandle] = []
         token = ""
         while True:
             page = self._unary(
-                self._stub.ListHandles, pb.ListHandlesRequest(page_size=page_size, page_token=token)
+                self._calls.stub.ListHandles,
+                pb.ListHandlesRequest(page_size=page_size, page_token=token),
             )
             handles.extend(page.handles)
             token = _next_page_token(page, token)
             if not token:
                 return handles
 
-    def _unary(self, method: Any, request: Any) -> Any:
+    def _unary(self, method: Any, request: Any, via: _Via | None = None) -> Any:
         try:
             return method(request, timeout=self._timeout)
         except grpc.RpcError as e:
-            raise _status_error(e, self._tls) from None
+            raise _status_error(e, self._tls, via) from None
 
     def _remote(self, handle: pb.TensorHandle) -> RemoteTensor:
         return RemoteTensor(self, handle)
@@ -1590,7 +1766,7 @@ class Client(_ClientBase):
                         return
                 yield item
 
-        call = self._run_bidi(outgoing(), timeout=self._timeout)
+        call = self._calls.run_bidi(outgoing(), timeout=self._timeout)
         try:
             while True:
                 while True:

@@ -39,12 +39,14 @@ EXIT_USAGE = 2
 
 def run_with_handles(client: Client, request: pb.RunRequest) -> Result:
     """`request` through handles (tensorctl's --handles): each input Put as it
-    is written (even an invalid one: Put then refuses it), the op run on the
-    handles with every output kept, each output Fetched with the strides the
-    request asked for; every handle made is released."""
+    is written (even an invalid one: Put then refuses it), all on one replica
+    (a call reads handles of one), the op run on the handles with every output
+    kept, each output Fetched with the strides the request asked for; every
+    handle made is released."""
     run = pb.RunRequest()
     run.CopyFrom(request)
-    made: list[str] = []
+    made: list[RemoteTensor] = []
+    replica = next((t.handle.replica for t in run.inputs.values() if t.HasField("handle")), None)
     try:
         for name in sorted(run.inputs):
             tensor = run.inputs[name]
@@ -52,21 +54,28 @@ def run_with_handles(client: Client, request: pb.RunRequest) -> Result:
                 continue
             strides = tuple(tensor.strides) or None
             wire = WireTensor(tensor.dtype, tuple(tensor.sizes), strides, memoryview(tensor.data))
-            # The inputs live where the case runs: on a device for OPENCL.
+            # The inputs live where the case runs (on a device for OPENCL), on one replica.
             on_device = run.backend == pb.OPENCL
-            handle = client.put(
-                wire,
-                backend="opencl" if on_device else "cpu",
-                device_index=run.device_index if on_device and run.HasField("device_index") else None,
+            made.append(
+                client.put(
+                    wire,
+                    backend="opencl" if on_device else "cpu",
+                    device_index=(
+                        run.device_index if on_device and run.HasField("device_index") else None
+                    ),
+                    replica=replica,
+                )
             )
-            made.append(handle.id)
-            tensor.handle.id = handle.id  # replaces the data; the layout stays beside it
+            replica = made[-1].handle.replica
+            # Replaces the data; the layout stays beside it, as written.
+            tensor.handle.id = made[-1].id
+            tensor.handle.replica = replica
         keep_outputs(run)
         kept = client.run_request(run)
         outputs = []
         for i, output in enumerate(kept.outputs):
             if isinstance(output, RemoteTensor):
-                made.append(output.id)
+                made.append(output)
                 output = output.fetch(run.outputs[i].strides if i < len(run.outputs) else None)
             outputs.append(output)
         return Result(outputs, kept.backend)

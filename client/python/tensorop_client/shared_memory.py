@@ -54,7 +54,7 @@ def shared_memory_status(client: Client, region: str = "") -> pb.SharedMemorySta
 
 def _call(client: Client, method: str, request):  # type: ignore[no-untyped-def]
     try:
-        return getattr(client._stub, method)(request, timeout=client._timeout)
+        return getattr(client._calls.stub, method)(request, timeout=client._timeout)
     except grpc.RpcError as e:
         raise _status_error(e, client._tls) from None
 
@@ -148,7 +148,7 @@ class SharedRegion:
         """Run with every input read from, and every output written into, this
         region: the Result's outputs are the `outputs` arrays, filled in."""
         try:
-            response = self._client._stub.Run(
+            response = self._client._calls.stub.Run(
                 self.request(op, inputs, attrs, outputs, backend), timeout=self._client._timeout
             )
         except grpc.RpcError as e:
@@ -226,7 +226,7 @@ def run_request_in_region(client: Client, request: pb.RunRequest, name: str) -> 
             shared.outputs.add().sizes.extend(shared.inputs["input"].sizes)
         elif op == "strided_slice":
             try:
-                probe = client._stub.Run(request, timeout=client._timeout)
+                probe = client._calls.stub.Run(request, timeout=client._timeout)
                 for t in probe.outputs:
                     shared.outputs.add().sizes.extend(t.sizes)
             except grpc.RpcError:
@@ -263,7 +263,7 @@ def run_request_in_region(client: Client, request: pb.RunRequest, name: str) -> 
             )
             tensor.ClearField("data")
         try:
-            response = client._stub.Run(shared, timeout=client._timeout)
+            response = client._calls.stub.Run(shared, timeout=client._timeout)
         except grpc.RpcError as e:
             raise _status_error(e, client._tls) from None
         outputs = []

@@ -582,6 +582,7 @@ func (r *rendered) checkFlags(p *problems, cid string, pod *corev1.PodSpec, c co
 	}
 	checkCommandLineFlags(p, cid, c, flags)
 	checkFlagsAgainstPod(p, cid, pod, c, flags)
+	checkAdvertiseAddress(p, cid, c, flags)
 	checkUnixSockets(p, cid, c, volumes, flags)
 	checkSecurityFlags(p, cid, c, volumes, flags)
 	return flags
@@ -758,6 +759,43 @@ func checkFlagsAgainstPod(p *problems, cid string, pod *corev1.PodSpec, c corev1
 	if period < int64(sleep+drain+grace) {
 		p.add(cid, "terminationGracePeriodSeconds %d is less than the preStop sleep (%d) plus --drain_seconds (%d) plus --shutdown_grace_seconds (%d): draining calls would be killed",
 			period, sleep, drain, grace)
+	}
+}
+
+// checkAdvertiseAddress checks --advertise_address, which every handle names
+// as the replica holding it and clients send calls on the handle to: the pod's
+// own IP ($(VAR) of an env var from the downward API's status.podIP, since
+// flag files cannot expand it) and the container port named grpc. Without it
+// handles name no replica (tensord listens on 0.0.0.0), and calls on them
+// would be balanced to pods that do not have them.
+func checkAdvertiseAddress(p *problems, cid string, c corev1.Container, flags map[string]string) {
+	grpc := containerPort(c, "grpc")
+	address, set := flags["advertise_address"]
+	if !set {
+		p.add(cid, "has no --advertise_address: handles would name no replica for clients to send calls on them to; "+
+			"set --advertise_address=$(POD_IP):%d on the command line, POD_IP from the downward API (status.podIP)", grpc)
+		return
+	}
+	colon := strings.LastIndex(address, ":")
+	host, port := "", address
+	if colon >= 0 {
+		host, port = address[:colon], address[colon+1:]
+	}
+	podIP := false
+	if name, ok := strings.CutPrefix(host, "$("); ok && strings.HasSuffix(name, ")") {
+		name = strings.TrimSuffix(name, ")")
+		for _, e := range c.Env {
+			if e.Name == name && e.ValueFrom != nil && e.ValueFrom.FieldRef != nil &&
+				e.ValueFrom.FieldRef.FieldPath == "status.podIP" {
+				podIP = true
+			}
+		}
+	}
+	if !podIP {
+		p.add(cid, "--advertise_address=%s: the host must be the pod's IP, $(VAR) of an env var from the downward API (status.podIP)", address)
+	}
+	if port != strconv.Itoa(int(grpc)) {
+		p.add(cid, "--advertise_address=%s does not name the container port named grpc (%d)", address, grpc)
 	}
 }
 

@@ -276,12 +276,32 @@ func TestProblems(t *testing.T) {
 			name: "command-line flags",
 			files: containerPatch("command:\n  - /usr/local/bin/tensord\n  - --flagfile=/etc/tensord/tensord.flags\n" +
 				"  - --flagfile=/etc/tensord/backends.flags\n  - --metrics_address=$(NODE_IP):9465\n" +
-				"  - --no_such=1\n  - --worker_threads=3"),
+				"  - --advertise_address=$(POD_IP):50051\n  - --no_such=1\n  - --worker_threads=3"),
 			want: []string{
 				container + "--metrics_address=$(NODE_IP):9465 refers to $(NODE_IP), which the container's env does not define",
 				container + "command-line flag --no_such: tensord has no flag --no_such",
 				container + "--worker_threads is set both in a flag file and on the command line",
 				container + "--metrics_address=$(NODE_IP):9465 does not listen on the container port named metrics (9464)",
+			},
+		},
+		{
+			name: "no --advertise_address",
+			files: containerPatch("command:\n  - /usr/local/bin/tensord\n  - --flagfile=/etc/tensord/tensord.flags\n" +
+				"  - --flagfile=/etc/tensord/backends.flags\n  - --metrics_address=$(POD_IP):9464"),
+			want: []string{container + "has no --advertise_address: handles would name no replica for clients to send " +
+				"calls on them to; set --advertise_address=$(POD_IP):50051 on the command line, POD_IP from the " +
+				"downward API (status.podIP)"},
+		},
+		{
+			name: "--advertise_address on another port, or not the pod's IP",
+			files: containerPatch("command:\n  - /usr/local/bin/tensord\n  - --flagfile=/etc/tensord/tensord.flags\n" +
+				"  - --flagfile=/etc/tensord/backends.flags\n  - --metrics_address=$(POD_IP):9464\n" +
+				"  - --advertise_address=$(HOST_IP):50052\nenv:\n  - name: HOST_IP\n    valueFrom:\n" +
+				"      fieldRef:\n        fieldPath: status.hostIP"),
+			want: []string{
+				container + "--advertise_address=$(HOST_IP):50052: the host must be the pod's IP, $(VAR) of an env var " +
+					"from the downward API (status.podIP)",
+				container + "--advertise_address=$(HOST_IP):50052 does not name the container port named grpc (50051)",
 			},
 		},
 		{
