@@ -71,7 +71,7 @@ struct PutOptions {
   // Where the handle's bytes live: AUTO and CPU keep them in host memory,
   // OPENCL on device `device_index` (unset: the least-loaded device).
   v1::Backend backend = v1::AUTO;
-  std::optional<int32_t> device_index;
+  std::optional<int32_t> device_index{};
   // Seconds the handle lives after its last use; 0: the server's
   // --handle_ttl_seconds (longer than its --handle_max_ttl_seconds is clamped).
   int64_t ttl_seconds = 0;

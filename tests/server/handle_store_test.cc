@@ -217,7 +217,8 @@ TEST(HandleStoreTest, ADrainingStoreAdmitsOnlyRequestsOnItsHandles) {
     absl::StatusOr<OpRequest> op = ToOpRequest(request);
     EXPECT_TRUE(op.ok()) << op.status();
     HandlePins pins;
-    return ResolveHandleInputs(request, &with, *op, pins);
+    DeviceInputs on_device;
+    return ResolveHandleInputs(request, &with, *op, pins, on_device);
   };
   ASSERT_OK(resolve(plain, access));
   EXPECT_FALSE(store.draining());
