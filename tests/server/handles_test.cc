@@ -354,7 +354,9 @@ TEST_F(HandlesTest, AClientThatGoesAwayMidPutLeavesNothingBehind) {
 }
 
 TEST(HandleRestartTest, ARestartLosesEveryHandle) {
-  auto server = std::make_unique<TensordProcess>();
+  // Holding a handle, it drains for its grace period before it exits.
+  auto server = std::make_unique<TensordProcess>(
+      std::vector<std::string>{"--shutdown_grace_seconds=1", "--drain_seconds=0"});
   const std::string target = server->target();
   v1::TensorHandle handle;
   {
