@@ -13,11 +13,14 @@
 //   chain:    the same 4 ops put once and chained: the input and indices Put,
 //             one RunChain (intermediates stay on the server) streaming both
 //             halves back, against the separate Runs above.
+//   resident: (--resident) RunChain alone, both halves kept on the server,
+//             its input and indices resident on the CPU against on the
+//             OpenCL device (the GPU figure of issue 16; needs a device).
 //
 // Rounds alternate between the ways; each way's median round is reported,
 // and their ratio (time sending / time with handles).
 //
-//   handles_bench --target=127.0.0.1:50051 [--rounds=5]
+//   handles_bench --target=127.0.0.1:50051 [--rounds=5] [--resident]
 #include <algorithm>
 #include <chrono>
 #include <cstdint>
@@ -66,13 +69,14 @@ v1::Tensor ByHandle(const std::string& id) {
   return tensor;
 }
 
-std::string Put(TensorOp::Stub& stub, const v1::Tensor& tensor) {
+std::string Put(TensorOp::Stub& stub, const v1::Tensor& tensor, v1::Backend backend = v1::AUTO) {
   grpc::ClientContext context;
   v1::TensorHandle handle;
   auto writer = stub.Put(&context, &handle);
   v1::PutPart part;
   part.mutable_header()->set_dtype(tensor.dtype());
   *part.mutable_header()->mutable_sizes() = tensor.sizes();
+  part.mutable_header()->set_backend(backend);
   writer->Write(part);
   constexpr size_t kChunk = size_t{1} << 20;
   for (size_t at = 0; at < tensor.data().size(); at += kChunk) {
@@ -273,15 +277,14 @@ double SequenceWithHandles(TensorOp::Stub& stub, const v1::Tensor& input,
   return SecondsSince(start);
 }
 
-// The input and indices Put once, the four steps one RunChain whose
-// intermediates stay on the server, both halves streamed back as its results.
-double SequenceChained(TensorOp::Stub& stub, const v1::Tensor& input, const v1::Tensor& indices) {
+// The four steps as one RunChain on the handles `input` and `indices`, on
+// `backend`, answering both halves (kept on the server with `keep`).
+v1::RunChainRequest SequenceChain(const std::string& input, const std::string& indices,
+                                  v1::Backend backend, bool keep) {
   Steps steps = SequenceSteps();
-  const Clock::time_point start = Clock::now();
-  const std::vector<std::string> made = {Put(stub, input), Put(stub, indices)};
   v1::RunChainRequest chain;
   chain.set_id("sequence");
-  chain.set_backend(v1::CPU);
+  chain.set_backend(backend);
   auto add_step = [&](const v1::RunRequest& request) -> v1::ChainStep& {
     v1::ChainStep& step = *chain.add_steps();
     if (request.has_slice()) *step.mutable_slice() = request.slice();
@@ -296,24 +299,46 @@ double SequenceChained(TensorOp::Stub& stub, const v1::Tensor& input, const v1::
   auto from_step = [](v1::ChainStep& step, const std::string& name, int from) {
     (*step.mutable_inputs())[name].mutable_step()->set_step(from);
   };
-  *(*add_step(steps.reverse).mutable_inputs())["input"].mutable_tensor() = ByHandle(made[0]);
+  *(*add_step(steps.reverse).mutable_inputs())["input"].mutable_tensor() = ByHandle(input);
   from_step(add_step(steps.every_other), "input", 0);
   v1::ChainStep& permute = add_step(steps.permute);
   from_step(permute, "input", 1);
   from_step(permute, "updates", 1);
-  *(*permute.mutable_inputs())["indices"].mutable_tensor() = ByHandle(made[1]);
+  *(*permute.mutable_inputs())["indices"].mutable_tensor() = ByHandle(indices);
   from_step(add_step(steps.split), "input", 2);
   for (int half = 0; half < 2; ++half) {
     v1::ChainResult& result = *chain.add_results();
     result.set_step(3);
     result.set_output(half);
+    result.set_keep(keep);
   }
+  return chain;
+}
+
+// Runs `chain`: the data bytes answered, and the ids of the results kept.
+size_t RunChain(TensorOp::Stub& stub, const v1::RunChainRequest& chain,
+                std::vector<std::string>* kept) {
   grpc::ClientContext context;
   std::unique_ptr<grpc::ClientReader<v1::ResultPart>> reader = stub.RunChain(&context, chain);
   size_t bytes = 0;
   v1::ResultPart part;
-  while (reader->Read(&part)) bytes += part.chunk().size();
+  while (reader->Read(&part)) {
+    bytes += part.chunk().size();
+    if (part.has_header() && part.header().has_handle()) {
+      kept->push_back(part.header().handle().id());
+    }
+  }
   Check("RunChain", reader->Finish());
+  return bytes;
+}
+
+// The input and indices Put once, the four steps one RunChain whose
+// intermediates stay on the server, both halves streamed back as its results.
+double SequenceChained(TensorOp::Stub& stub, const v1::Tensor& input, const v1::Tensor& indices) {
+  const Clock::time_point start = Clock::now();
+  const std::vector<std::string> made = {Put(stub, input), Put(stub, indices)};
+  std::vector<std::string> kept;
+  const size_t bytes = RunChain(stub, SequenceChain(made[0], made[1], v1::CPU, false), &kept);
   Release(stub, made);
   if (bytes != static_cast<size_t>(kSeqRows / 2 * kSeqCols * 4)) {
     std::fprintf(stderr, "handles_bench: the chain answered %zu bytes\n", bytes);
@@ -327,15 +352,35 @@ double Median(std::vector<double> values) {
   return values[values.size() / 2];
 }
 
+// RunChain alone (no Put, no Fetch: the results stay) with the input and
+// indices resident on `backend`: the median of `rounds` calls.
+double ResidentChain(TensorOp::Stub& stub, const v1::Tensor& input, const v1::Tensor& indices,
+                     v1::Backend backend, int rounds) {
+  const std::vector<std::string> made = {Put(stub, input, backend), Put(stub, indices, backend)};
+  const v1::RunChainRequest chain = SequenceChain(made[0], made[1], backend, /*keep=*/true);
+  std::vector<double> times;
+  for (int round = 0; round < rounds + 1; ++round) {  // round 0 warms up
+    std::vector<std::string> kept;
+    const Clock::time_point start = Clock::now();
+    RunChain(stub, chain, &kept);
+    if (round > 0) times.push_back(SecondsSince(start));
+    Release(stub, kept);
+  }
+  Release(stub, made);
+  return Median(std::move(times));
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   std::string target = "127.0.0.1:50051";
   int rounds = 5;
+  bool measure_resident = false;
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
     if (arg.rfind("--target=", 0) == 0) target = arg.substr(9);
     if (arg.rfind("--rounds=", 0) == 0) rounds = std::max(1, std::stoi(arg.substr(9)));
+    if (arg == "--resident") measure_resident = true;
   }
   grpc::ChannelArguments args;
   args.SetMaxReceiveMessageSize(-1);
@@ -394,5 +439,16 @@ int main(int argc, char** argv) {
       "chain: the same 4 ops, median of %d rounds: separate Runs %.1f ms, put once and chained "
       "(2 Puts, 1 RunChain answering both halves) %.1f ms, ratio %.2f\n",
       rounds, Median(sending) * 1e3, Median(chained) * 1e3, Median(sending) / Median(chained));
+
+  // --resident: the chain alone, its tensors resident on oneTBB against on
+  // the OpenCL device (a GPU's figure; the server needs a device).
+  if (measure_resident) {
+    const double on_cpu = ResidentChain(*stub, input, indices, v1::CPU, rounds);
+    const double on_device = ResidentChain(*stub, input, indices, v1::OPENCL, rounds);
+    std::printf(
+        "resident: RunChain alone (results kept), median of %d rounds: resident on the CPU "
+        "%.2f ms, on the OpenCL device %.2f ms, ratio %.2f\n",
+        rounds, on_cpu * 1e3, on_device * 1e3, on_cpu / on_device);
+  }
   return 0;
 }
