@@ -237,7 +237,11 @@ struct StepOutputs {
     }
     return std::span<const std::byte>(outputs.buffers[output].get(), bytes);
   }
-  void Free(int output) {
+  void Free(int output, const HandleAccess& handles) {
+    if (kept[output] != nullptr) {  // an intermediate kept on a device
+      handles.store->Release(handles.caller, std::vector<std::string>{kept[output]->id()});
+      kept[output].reset();
+    }
     if (outputs.buffers[output] == nullptr) return;
     outputs.buffers[output].reset();
     reservation.Shrink(outputs.layouts[output].buffer_bytes());
@@ -323,15 +327,31 @@ absl::StatusOr<ResultParts> ExecuteChainIntoParts(const v1::RunChainRequest& cha
   KeptUntilDone kept_ids(handles);
   for (int i = 0; i < steps; ++i) {
     PlannedStep& plan = planned[i];
-    // Earlier steps' outputs in place of the zeros they were planned with.
+    // Earlier steps' outputs in place of the zeros they were planned with:
+    // read in place where they are on a device, else their host bytes.
     for (const auto& [name, input] : chain.steps(i).inputs()) {
       if (!input.has_step()) continue;
-      ASSIGN_OR_RETURN(const std::span<const std::byte> bytes,
-                       done[input.step().step()].Bytes(input.step().output(), *handles, stop));
+      StepOutputs& from = done[input.step().step()];
+      const int k = input.step().output();
+      if (!plan.replan && from.kept[k] != nullptr && from.kept[k]->on_device()) {
+        plan.run->on_device[name] = from.kept[k].get();
+        continue;
+      }
+      ASSIGN_OR_RETURN(const std::span<const std::byte> bytes, from.Bytes(k, *handles, stop));
       plan.uploaded[name] = bytes;
       const std::vector<absl::string_view>& names = plan.run->plan.input_names;
       const auto slot = std::find(names.begin(), names.end(), name);
       if (slot != names.end()) plan.run->inputs[slot - names.begin()] = bytes;
+    }
+    // On a device, what later steps read stays there: kept on it like a
+    // result, and released after its last use.
+    if (handles != nullptr && handles->store != nullptr &&
+        (placement.device == Device::kOpenCl || !plan.run->on_device.empty())) {
+      for (size_t k = 0; k < layouts[i].size(); ++k) {
+        if (last_read[i][k] == i || answered[i][k]) continue;
+        while (plan.request.outputs_size() <= static_cast<int>(k)) plan.request.add_outputs();
+        plan.request.mutable_outputs(static_cast<int>(k))->set_keep(true);
+      }
     }
     StepOutputs& step = done[i];
     step.reservation = budget.Empty();
@@ -362,10 +382,12 @@ absl::StatusOr<ResultParts> ExecuteChainIntoParts(const v1::RunChainRequest& cha
     for (const auto& [name, input] : chain.steps(i).inputs()) {
       const int from = input.step().step();
       const int k = input.step().output();
-      if (input.has_step() && last_read[from][k] == i && !answered[from][k]) done[from].Free(k);
+      if (input.has_step() && last_read[from][k] == i && !answered[from][k]) {
+        done[from].Free(k, *handles);
+      }
     }
     for (size_t k = 0; k < layouts[i].size(); ++k) {
-      if (last_read[i][k] == i && !answered[i][k]) step.Free(static_cast<int>(k));
+      if (last_read[i][k] == i && !answered[i][k]) step.Free(static_cast<int>(k), *handles);
     }
   }
 

@@ -151,6 +151,8 @@ class DevicePool {
   // Failures of device `index` (for its metrics series).
   int64_t failures(int index) const;
   int in_flight(int index) const;
+  // Input bytes uploaded to device `index` by executions so far.
+  int64_t uploaded_bytes(int index) const { return devices_[index]->uploaded_bytes(); }
   // Requests waiting for a slot of device `index`, and how long the finished
   // waits took (for tensorop_opencl_waiting and tensorop_opencl_wait_seconds).
   int waiting(int index) const;

@@ -310,6 +310,14 @@ void AddServerSeries(Metrics& metrics, const Scheduler& scheduler, const DeviceP
   }
   for (size_t i = 0; i < devices.size(); ++i) {
     const int index = static_cast<int>(i);
+    metrics.AddSampled("tensorop_opencl_uploaded_bytes_total",
+                       "Input bytes copied to an OpenCL device for executions (inputs resident "
+                       "there are not), by device.",
+                       "counter", {{"device", devices.Name(index)}, {"index", absl::StrCat(index)}},
+                       [&devices, index] { return devices.uploaded_bytes(index); });
+  }
+  for (size_t i = 0; i < devices.size(); ++i) {
+    const int index = static_cast<int>(i);
     metrics.AddSampled("tensorop_opencl_waiting",
                        "OPENCL requests waiting for a slot of a busy device, by device "
                        "(--opencl_max_wait_seconds bounds each wait).",

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include <grpcpp/grpcpp.h>
+#include <httplib.h>
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -271,7 +272,41 @@ TEST_F(ChainTest, AChainOnADeviceHandleRunsThereAndKeepsItsResultsThere) {
   EXPECT_EQ(answer.data[0], on_cpu.data[0]);
   EXPECT_EQ(answer.data[1], on_cpu.data[1]);
   EXPECT_EQ(answer.headers[2].handle().backend(), "opencl");
+  // Its intermediates were kept there only until their last use.
   EXPECT_EQ(MetricValue(server_, "tensorop_handles{backend=\"opencl\"}"), 2);
+  EXPECT_EQ(MetricValue(server_, "tensorop_handle_copies_total"), 0);
+}
+
+TEST_F(ChainTest, AChainOnADeviceUploadsNothingBetweenItsSteps) {
+  v1::TensorHandle input;
+  ASSERT_THAT(PutTensor(*stub_, MakeTensor(v1::FLOAT32, {kRows, kCols}, Pack(Counting(48))), &input,
+                        0, int64_t{1} << 20, v1::OPENCL),
+              GrpcOk());
+  v1::TensorHandle indices;
+  ASSERT_THAT(PutTensor(*stub_, MakeTensor(v1::INT64, {kRows, 3}, Pack(PermutedRows())), &indices,
+                        0, int64_t{1} << 20, v1::OPENCL),
+              GrpcOk());
+  const std::string uploaded = "tensorop_opencl_uploaded_bytes_total{device=\"";
+  auto uploads = [&] {
+    // The one device's counter, whatever its name.
+    httplib::Client http("127.0.0.1", server_.metrics_port());
+    const std::string body = http.Get("/metrics")->body;
+    const size_t at = body.find("\n" + uploaded);
+    return at == std::string::npos ? -1 : std::stoll(body.substr(body.find("} ", at) + 2));
+  };
+  const int64_t before = uploads();
+  ASSERT_GE(before, 0);
+  v1::Tensor by_handle;
+  by_handle.mutable_handle()->set_id(input.id());
+  v1::RunChainRequest chain = FourStepChain(by_handle, v1::AUTO);
+  v1::ChainInput& indices_input = (*chain.mutable_steps(2)->mutable_inputs())["indices"];
+  indices_input.Clear();
+  indices_input.mutable_tensor()->mutable_handle()->set_id(indices.id());
+  for (v1::ChainResult& result : *chain.mutable_results()) result.set_keep(true);
+  const ChainAnswer answer = RunChain(chain);
+  ASSERT_THAT(answer.status, GrpcOk());
+  EXPECT_EQ(uploads(), before);  // inputs, indices and intermediates all read in place
+  EXPECT_EQ(MetricValue(server_, "tensorop_handles{backend=\"opencl\"}"), 4);  // 2 put, 2 kept
 }
 
 TEST_F(ChainTest, TheWholeChainIsCheckedBeforeAnyStepRuns) {
