@@ -219,19 +219,21 @@ absl::Status PlanAndExecute(const v1::RunRequest& request, const Limits& limits,
     ASSIGN_OR_RETURN(std::byte * output, allocate(layout, elsewhere));
     outputs.push_back(output);
   }
+  // Host-memory handles that a device reads are copied there for the call.
+  const auto count_host_handles = [&] {
+    for (const auto& tensor : run->handles) {
+      if (!tensor->on_device()) handles->store->CountCopy();
+    }
+  };
   if (pinned >= 0) {
+    count_host_handles();
     const absl::Status status =
         scheduler.ExecuteOnDevice(pinned, placement, run->plan, run->inputs, resident_inputs,
                                   outputs, resident_outputs, stop);
     if (status.code() == absl::StatusCode::kUnavailable) return LostInputs(*run, pinned, status);
     RETURN_IF_ERROR(status);
   } else {
-    // Host-memory handles that a device reads are copied there for the call.
-    if (run->handles.size() > run->on_device.size() && placement.device != Device::kCpu) {
-      for (size_t i = run->on_device.size(); i < run->handles.size(); ++i) {
-        handles->store->CountCopy();
-      }
-    }
+    if (placement.device != Device::kCpu) count_host_handles();
     RETURN_IF_ERROR(scheduler.Execute(placement, run->plan, run->inputs, outputs, stop));
   }
   kept->assign(pending.size(), nullptr);
