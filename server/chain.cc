@@ -275,13 +275,12 @@ absl::StatusOr<ResultParts> ExecuteChainIntoParts(const v1::RunChainRequest& cha
   const int steps = chain.steps_size();
   // Admitted as one call, so that while the store drains the steps reading
   // no handle themselves are not turned away one by one.
-  HandleAccess admitted;
-  if (handles != nullptr && handles->store != nullptr) {
-    RETURN_IF_ERROR(handles->store->Admit(ReadsHandle(chain)));
-    admitted = *handles;
+  HandleAccess admitted = handles != nullptr ? *handles : HandleAccess{};
+  if (admitted.store != nullptr) {
+    RETURN_IF_ERROR(admitted.store->Admit(ReadsHandle(chain)));
     admitted.admitted = true;
-    handles = &admitted;
   }
+  handles = &admitted;  // never null from here
 
   // Every step planned before any runs, earlier outputs stood for by zeros.
   // The plans are kept for the run; only a step that reads index values an
