@@ -724,12 +724,8 @@ void KeepOutputs(v1::RunRequest& request) {
   for (v1::OutputDesc& desc : *request.mutable_outputs()) desc.set_keep(true);
 }
 
-v1::RunChainRequest OneStepChain(const v1::RunRequest& request) {
-  v1::RunChainRequest chain;
-  chain.set_id(request.id());
-  chain.set_backend(request.backend());
-  if (request.has_device_index()) chain.set_device_index(request.device_index());
-  v1::ChainStep& step = *chain.add_steps();
+v1::ChainStep ChainStepOf(const v1::RunRequest& request) {
+  v1::ChainStep step;
   if (request.has_slice()) *step.mutable_slice() = request.slice();
   if (request.has_strided_slice()) *step.mutable_strided_slice() = request.strided_slice();
   if (request.has_split()) *step.mutable_split() = request.split();
@@ -738,6 +734,15 @@ v1::RunChainRequest OneStepChain(const v1::RunRequest& request) {
     *(*step.mutable_inputs())[name].mutable_tensor() = tensor;
   }
   *step.mutable_outputs() = request.outputs();
+  return step;
+}
+
+v1::RunChainRequest OneStepChain(const v1::RunRequest& request) {
+  v1::RunChainRequest chain;
+  chain.set_id(request.id());
+  chain.set_backend(request.backend());
+  if (request.has_device_index()) chain.set_device_index(request.device_index());
+  *chain.add_steps() = ChainStepOf(request);
   const int outputs = request.has_split() ? request.outputs_size() : 1;
   for (int k = 0; k < outputs; ++k) {
     v1::ChainResult& result = *chain.add_results();

@@ -260,6 +260,9 @@ void DescribeOutputs(Client& client, v1::RunRequest& request);
 // left to the server) to keep.
 void KeepOutputs(v1::RunRequest& request);
 
+// `request`'s operator, inputs (as tensors) and outputs as a chain step.
+v1::ChainStep ChainStepOf(const v1::RunRequest& request);
+
 // `request` as a chain of one step answering every output (split: one per
 // OutputDesc; the others: one), with its backend and device.
 v1::RunChainRequest OneStepChain(const v1::RunRequest& request);

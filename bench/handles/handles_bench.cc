@@ -36,6 +36,7 @@
 
 #include <grpcpp/grpcpp.h>
 
+#include "client/client.h"
 #include "tensorop/v1/tensorop.grpc.pb.h"
 #include "tensorop/v1/tensorop.pb.h"
 
@@ -286,15 +287,7 @@ v1::RunChainRequest SequenceChain(const std::string& input, const std::string& i
   chain.set_id("sequence");
   chain.set_backend(backend);
   auto add_step = [&](const v1::RunRequest& request) -> v1::ChainStep& {
-    v1::ChainStep& step = *chain.add_steps();
-    if (request.has_slice()) *step.mutable_slice() = request.slice();
-    if (request.has_strided_slice()) *step.mutable_strided_slice() = request.strided_slice();
-    if (request.has_scatter_elements()) {
-      *step.mutable_scatter_elements() = request.scatter_elements();
-    }
-    if (request.has_split()) *step.mutable_split() = request.split();
-    *step.mutable_outputs() = request.outputs();
-    return step;
+    return *chain.add_steps() = tensorop::client::ChainStepOf(request);
   };
   auto from_step = [](v1::ChainStep& step, const std::string& name, int from) {
     (*step.mutable_inputs())[name].mutable_step()->set_step(from);

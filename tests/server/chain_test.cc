@@ -12,6 +12,7 @@
 #include <grpcpp/grpcpp.h>
 #include <httplib.h>
 
+#include "client/client.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/server/grpc_matchers.h"
@@ -81,20 +82,6 @@ v1::RunRequest SplitInTwo(v1::Tensor input) {
   return request;
 }
 
-// `request` as a chain step: its op, inputs (as tensors) and outputs.
-v1::ChainStep StepOf(const v1::RunRequest& request) {
-  v1::ChainStep step;
-  if (request.has_slice()) *step.mutable_slice() = request.slice();
-  if (request.has_strided_slice()) *step.mutable_strided_slice() = request.strided_slice();
-  if (request.has_split()) *step.mutable_split() = request.split();
-  if (request.has_scatter_elements()) *step.mutable_scatter_elements() = request.scatter_elements();
-  for (const auto& [name, tensor] : request.inputs()) {
-    *(*step.mutable_inputs())[name].mutable_tensor() = tensor;
-  }
-  *step.mutable_outputs() = request.outputs();
-  return step;
-}
-
 // Makes input `name` of `step` read output `output` of steps[from].
 void ReadStep(v1::ChainStep& step, const std::string& name, int from, int output = 0) {
   v1::StepOutput* source = (*step.mutable_inputs())[name].mutable_step();
@@ -115,13 +102,13 @@ v1::RunChainRequest FourStepChain(const v1::Tensor& input, v1::Backend backend) 
   v1::RunChainRequest chain;
   chain.set_id("chain");
   chain.set_backend(backend);
-  *chain.add_steps() = StepOf(ReverseRows(input));
-  *chain.add_steps() = StepOf(EveryOtherColumn(v1::Tensor()));
+  *chain.add_steps() = client::ChainStepOf(ReverseRows(input));
+  *chain.add_steps() = client::ChainStepOf(EveryOtherColumn(v1::Tensor()));
   ReadStep(*chain.mutable_steps(1), "input", 0);
-  *chain.add_steps() = StepOf(PermuteRows(v1::Tensor(), v1::Tensor()));
+  *chain.add_steps() = client::ChainStepOf(PermuteRows(v1::Tensor(), v1::Tensor()));
   ReadStep(*chain.mutable_steps(2), "input", 1);
   ReadStep(*chain.mutable_steps(2), "updates", 1);
-  *chain.add_steps() = StepOf(SplitInTwo(v1::Tensor()));
+  *chain.add_steps() = client::ChainStepOf(SplitInTwo(v1::Tensor()));
   ReadStep(*chain.mutable_steps(3), "input", 2);
   *chain.add_results() = Result(3, 0);
   *chain.add_results() = Result(3, 1);
@@ -334,9 +321,9 @@ TEST_F(ChainTest, IndicesAStepComputesAreCheckedWhenTheReadingStepRuns) {
   indices[4] = kRows;
   v1::RunChainRequest chain;
   *chain.add_steps() =
-      StepOf(SliceRequest("indices", MakeTensor(v1::INT64, {kRows, 3}, Pack(indices)), {0, 0},
-                          {kRows, 3}, {1, 1}, {kRows, 3}));
-  *chain.add_steps() = StepOf(PermuteRows(input, input));
+      client::ChainStepOf(SliceRequest("indices", MakeTensor(v1::INT64, {kRows, 3}, Pack(indices)),
+                                       {0, 0}, {kRows, 3}, {1, 1}, {kRows, 3}));
+  *chain.add_steps() = client::ChainStepOf(PermuteRows(input, input));
   ReadStep(*chain.mutable_steps(1), "indices", 0);
   *chain.add_results() = Result(0, 0, /*keep=*/true);
   *chain.add_results() = Result(1, 0);
