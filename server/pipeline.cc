@@ -6,6 +6,7 @@
 #include <optional>
 #include <span>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -14,6 +15,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
 #include "core/operator.h"
+#include "core/plan/output_bands.h"
 #include "core/status_macros.h"
 #include "server/chunk_part.h"
 #include "server/convert.h"
@@ -124,6 +126,14 @@ using AdmitFn = std::function<absl::StatusOr<int64_t>(const ExecutionPlan& plan)
 // the others.
 using KeptOutputs = std::vector<std::shared_ptr<const ResidentTensor>>;
 
+// A streamed result that may go out while it is computed: `start` hands the
+// outputs, allocated and not yet written, to the writer and returns the
+// progress the bands report to.
+struct BandedStart {
+  int64_t band_bytes = 0;
+  std::function<ResultProgress&()> start;
+};
+
 // Plans `request`, reserves what its outputs take in `reservation` (and, on a
 // device, its device buffers: PoCL's CPU device keeps them in host memory),
 // asks `allocate(layout, elsewhere)` for each output's zeroed buffer
@@ -131,6 +141,7 @@ using KeptOutputs = std::vector<std::shared_ptr<const ResidentTensor>>;
 // in a shared memory region or a kept tensor, else null), executes into them,
 // and makes the kept outputs resident (`kept`).
 // `planned`: the request planned already (PlanRun); null: planned here.
+// `banded`: a streamed call whose result may go out while it is computed.
 template <typename Allocate>
 absl::Status PlanAndExecute(const v1::RunRequest& request, const Limits& limits,
                             SharedMemoryRegistry* shared_memory, Scheduler& scheduler,
@@ -138,7 +149,7 @@ absl::Status PlanAndExecute(const v1::RunRequest& request, const Limits& limits,
                             MemoryBudget::Reservation& reservation, const AdmitFn& admit,
                             Allocate allocate, const UploadedInputs* uploaded,
                             const HandleAccess* handles, KeptOutputs* kept,
-                            PlannedRun* planned = nullptr) {
+                            PlannedRun* planned = nullptr, const BandedStart* banded = nullptr) {
   // Work that expired or was cancelled while queued is not started.
   RETURN_IF_ERROR(stop());
   std::unique_ptr<PlannedRun> planned_here;
@@ -232,6 +243,21 @@ absl::Status PlanAndExecute(const v1::RunRequest& request, const Limits& limits,
                                   outputs, resident_outputs, stop);
     if (status.code() == absl::StatusCode::kUnavailable) return LostInputs(*run, pinned, status);
     RETURN_IF_ERROR(status);
+  } else if (std::optional<std::vector<OutputBand>> bands =
+                 banded != nullptr && !KeepsOutputs(request) &&
+                         !scheduler.MayRunOnDevice(placement, run->plan)
+                     ? SplitIntoOutputBands(run->plan, banded->band_bytes)
+                     : std::nullopt;
+             bands.has_value() && bands->size() > 1) {
+    // On the CPU, band after band, the parts going out as their bands end.
+    placement.device = Device::kCpu;
+    placement.label = "cpu";
+    ResultProgress& progress = banded->start();
+    for (const OutputBand& band : *bands) {
+      if (progress.abandoned()) return WriteFailure(stop);
+      RETURN_IF_ERROR(scheduler.Execute(placement, band.plan, run->inputs, outputs, stop));
+      progress.Advance(band.output, band.ready_bytes);
+    }
   } else {
     if (placement.device != Device::kCpu) count_host_handles();
     RETURN_IF_ERROR(scheduler.Execute(placement, run->plan, run->inputs, outputs, stop));
@@ -511,8 +537,20 @@ absl::StatusOr<Outputs> IntoBuffers(const v1::RunRequest& request, PlannedRun* p
                                     const ServiceOptions& options, Scheduler& scheduler,
                                     Placement& placement, const StopCheck& stop,
                                     MemoryBudget::Reservation& reservation,
-                                    const UploadedInputs* uploaded, const HandleAccess* handles) {
+                                    const UploadedInputs* uploaded, const HandleAccess* handles,
+                                    StreamWhileComputing* streaming = nullptr) {
   Outputs outputs;
+  std::optional<BandedStart> banded;
+  if (streaming != nullptr) {
+    // The parts take the outputs as they are (not written yet) to the writer.
+    const auto start = [&]() -> ResultProgress& {
+      streaming->started = true;
+      streaming->start(ResultParts(std::exchange(outputs, {}), placement.label, options.chunk_bytes,
+                                   streaming->progress));
+      return *streaming->progress;
+    };
+    banded.emplace(BandedStart{.band_bytes = streaming->band_bytes, .start = start});
+  }
   const AdmitFn admit = [&](const ExecutionPlan&) -> absl::StatusOr<int64_t> {
     return options.chunk_bytes + kPartOverheadBytes;  // the part being written
   };
@@ -522,7 +560,7 @@ absl::StatusOr<Outputs> IntoBuffers(const v1::RunRequest& request, PlannedRun* p
     RETURN_IF_ERROR(PlanAndExecute(request, options.limits, options.shared_memory, scheduler,
                                    placement, stop, reservation, admit,
                                    AllocateInto(options.buffer_pool, outputs, &Share), uploaded,
-                                   handles, &kept, planned));
+                                   handles, &kept, planned, banded ? &*banded : nullptr));
     outputs.handles.resize(kept.size());
     for (size_t i = 0; i < kept.size(); ++i) {
       if (kept[i] == nullptr) continue;
@@ -562,11 +600,15 @@ absl::StatusOr<ResultParts> ExecuteIntoParts(const v1::RunRequest& request,
                                              Placement& placement, const StopCheck& stop,
                                              MemoryBudget::Reservation& reservation,
                                              CallRecord& record, const UploadedInputs* uploaded,
-                                             const HandleAccess* handles) {
-  absl::StatusOr<Outputs> outputs = ExecuteIntoBuffers(request, options, scheduler, placement, stop,
-                                                       reservation, uploaded, handles);
+                                             const HandleAccess* handles,
+                                             StreamWhileComputing* streaming) {
+  absl::StatusOr<Outputs> outputs = IntoBuffers(request, nullptr, options, scheduler, placement,
+                                                stop, reservation, uploaded, handles, streaming);
   record.backend = placement.label;
   if (!outputs.ok()) return outputs.status();
+  if (streaming != nullptr && streaming->started) {
+    return ResultParts(Outputs(), placement.label, options.chunk_bytes);  // they went out
+  }
   return ResultParts(*std::move(outputs), placement.label, options.chunk_bytes);
 }
 

@@ -39,6 +39,7 @@
 #include "server/memory_budget.h"
 #include "server/request_log.h"
 #include "server/response_writer.h"
+#include "server/result_progress.h"
 #include "server/scheduler.h"
 #include "server/service_options.h"
 #include "server/shared_memory.h"
@@ -232,11 +233,17 @@ void SerializeInto(const Message& message, grpc::ByteBuffer* buffer) {
 
 // The parts of a streamed result, one at a time: per output its header, then
 // its bytes in chunks of at most chunk_bytes. An output's buffer is freed once
-// its last chunk was handed out.
+// its last chunk was handed out. With a `progress`, the result is still being
+// computed: a chunk waits until its bytes are final, the end until the work
+// ended.
 class ResultParts {
  public:
-  ResultParts(Outputs outputs, std::string backend, int64_t chunk_bytes)
-      : outputs_(std::move(outputs)), backend_(std::move(backend)), chunk_bytes_(chunk_bytes) {}
+  ResultParts(Outputs outputs, std::string backend, int64_t chunk_bytes,
+              std::shared_ptr<ResultProgress> progress = nullptr)
+      : outputs_(std::move(outputs)),
+        backend_(std::move(backend)),
+        chunk_bytes_(chunk_bytes),
+        progress_(std::move(progress)) {}
 
   // Fills `part` with the next part, or (a chunk) `chunk` with where its bytes
   // are; false after the last.
@@ -284,46 +291,96 @@ class ResultParts {
   // Output bytes freed since the last call, for the memory budget.
   int64_t TakeFreed() { return std::exchange(freed_, 0); }
 
+  // What SerializeNext did.
+  enum class Step {
+    kPart,  // serialized the next part
+    kWait,  // its bytes are not final yet: the progress resumes the writer
+    kEnd,   // there are no more parts
+  };
+
   // Serializes the next part into `buffer` and gives the output bytes freed so
-  // far back to `reservation`; false after the last part. Whatever throws ends
-  // as the status (the reactors call this from reactions).
-  absl::StatusOr<bool> SerializeNext(grpc::ByteBuffer* buffer,
-                                     MemoryBudget::Reservation& reservation) {
-    bool more = false;
-    RETURN_IF_ERROR(Guarded([&] {
-      v1::ResultPart part;
-      Chunk chunk;
-      more = Next(&part, &chunk);
-      reservation.Shrink(TakeFreed());
-      if (more && chunk.length > 0) {
-        // The chunk's bytes go out as a slice of the output: no copy.
-        SerializeChunkPart(outputs_.buffers[chunk.output], chunk.offset, chunk.length, buffer);
-      } else if (more) {
-        SerializeInto(part, buffer);
-      }
-      return absl::OkStatus();
-    }));
-    return more;
-  }
+  // far back to `reservation`. Whatever throws ends as the status (the reactors
+  // call this from reactions); so does the work's error.
+  absl::StatusOr<Step> SerializeNext(grpc::ByteBuffer* buffer,
+                                     MemoryBudget::Reservation& reservation);
 
  private:
   Outputs outputs_;
   std::string backend_;
   int64_t chunk_bytes_;
+  std::shared_ptr<ResultProgress> progress_;
   size_t output_ = 0;
   int64_t offset_ = -1;  // -1: the current output's header is next
   int64_t freed_ = 0;
+  // The part Next produced, held while it waits for its bytes.
+  bool has_next_ = false;
+  bool next_more_ = false;
+  v1::ResultPart next_part_;
+  Chunk next_chunk_;
+};
+
+inline absl::StatusOr<ResultParts::Step> ResultParts::SerializeNext(
+    grpc::ByteBuffer* buffer, MemoryBudget::Reservation& reservation) {
+  Step step = Step::kEnd;
+  RETURN_IF_ERROR(Guarded([&]() -> absl::Status {
+    if (!has_next_) {
+      next_part_.Clear();
+      next_chunk_ = Chunk();  // stays so for a header
+      next_more_ = Next(&next_part_, &next_chunk_);
+      has_next_ = true;
+    }
+    if (progress_ != nullptr) {
+      // A header's layout is known up front; a chunk waits for its bytes, the
+      // end for the work to end.
+      absl::StatusOr<bool> ready = true;
+      if (!next_more_) {
+        ready = progress_->AwaitEnd();
+      } else if (next_chunk_.length > 0) {
+        ready = progress_->Await(next_chunk_.output, next_chunk_.offset + next_chunk_.length);
+      }
+      RETURN_IF_ERROR(ready.status());
+      if (!*ready) {
+        step = Step::kWait;
+        return absl::OkStatus();
+      }
+    }
+    has_next_ = false;
+    // While the work runs, the reservation is the worker's to touch too.
+    if (progress_ == nullptr || progress_->ended()) reservation.Shrink(TakeFreed());
+    if (!next_more_) return absl::OkStatus();
+    step = Step::kPart;
+    if (next_chunk_.length > 0) {
+      // The chunk's bytes go out as a slice of the output: no copy.
+      SerializeChunkPart(outputs_.buffers[next_chunk_.output], next_chunk_.offset,
+                         next_chunk_.length, buffer);
+    } else {
+      SerializeInto(next_part_, buffer);
+    }
+    return absl::OkStatus();
+  }));
+  return step;
+}
+
+// Lets RunStream's result go out while it is computed: when the request runs
+// on the CPU and its plan splits into bands that finish the outputs front to
+// back (SplitIntoOutputBands, of band_bytes each), `start` takes the parts as
+// soon as the outputs exist, and each band marks its bytes final in
+// `progress`. The caller then owes progress->Finish(the work's status).
+struct StreamWhileComputing {
+  std::function<void(ResultParts)> start;
+  std::shared_ptr<ResultProgress> progress;
+  int64_t band_bytes = 0;
+  bool started = false;  // set once `start` ran
 };
 
 // Executes `request` into server-held buffers and cuts them into parts
-// (RunStream, RunChunked); `record` learns where it ran.
-absl::StatusOr<ResultParts> ExecuteIntoParts(const v1::RunRequest& request,
-                                             const ServiceOptions& options, Scheduler& scheduler,
-                                             Placement& placement, const StopCheck& stop,
-                                             MemoryBudget::Reservation& reservation,
-                                             CallRecord& record,
-                                             const UploadedInputs* uploaded = nullptr,
-                                             const HandleAccess* handles = nullptr);
+// (RunStream, RunChunked); `record` learns where it ran. Once `streaming`
+// started, the parts went to it and the answer holds none.
+absl::StatusOr<ResultParts> ExecuteIntoParts(
+    const v1::RunRequest& request, const ServiceOptions& options, Scheduler& scheduler,
+    Placement& placement, const StopCheck& stop, MemoryBudget::Reservation& reservation,
+    CallRecord& record, const UploadedInputs* uploaded = nullptr,
+    const HandleAccess* handles = nullptr, StreamWhileComputing* streaming = nullptr);
 
 // The status to finish a stream with when a write failed.
 absl::Status WriteFailure(const StopCheck& stop);

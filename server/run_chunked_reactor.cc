@@ -326,12 +326,14 @@ class TensorOpService::ChunkedReactor final
   }
 
   void WriteNext() {
-    const absl::StatusOr<bool> more = parts_->SerializeNext(&write_buffer_, reservation_);
-    if (!more.ok()) {
-      Done(more.status());
+    // Computed whole before the first part: never kWait.
+    const absl::StatusOr<ResultParts::Step> step =
+        parts_->SerializeNext(&write_buffer_, reservation_);
+    if (!step.ok()) {
+      Done(step.status());
       return;
     }
-    if (*more) {
+    if (*step == ResultParts::Step::kPart) {
       watch_->Arm();
       StartWrite(&write_buffer_);
       return;

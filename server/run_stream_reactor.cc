@@ -77,7 +77,7 @@ class TensorOpService::StreamReactor final : public grpc::ServerWriteReactor<grp
   void OnWriteDone(bool ok) override {
     watch_->Disarm();
     if (!ok) {
-      Done(WriteFailed());
+      Fail(WriteFailed());
       return;
     }
     WriteNext();
@@ -102,13 +102,29 @@ class TensorOpService::StreamReactor final : public grpc::ServerWriteReactor<grp
 
   // On a scheduler worker.
   void Work() {
+    // A RunStream result on the CPU starts going out while it is computed
+    // (from 4 chunks: smaller ones gain nothing from the overlap).
+    const auto streaming_progress = std::make_shared<ResultProgress>([this] { WriteNext(); });
+    StreamWhileComputing streaming{.start =
+                                       [this, streaming_progress](ResultParts parts) {
+                                         parts_.emplace(std::move(parts));
+                                         progress_ = streaming_progress;
+                                         WriteNext();
+                                       },
+                                   .progress = streaming_progress,
+                                   .band_bytes = 4 * service_->options_.chunk_bytes};
     absl::Status status = Guarded([&]() -> absl::Status {
       ASSIGN_OR_RETURN(ResultParts parts, download_ != nullptr   ? Download()
                                           : method_ == kRunChain ? RunChain()
-                                                                 : RunOne());
-      parts_.emplace(std::move(parts));
+                                                                 : RunOne(&streaming));
+      if (!streaming.started) parts_.emplace(std::move(parts));
       return absl::OkStatus();
     });
+    if (streaming.started) {
+      // The writer runs already; it finishes the call once this ends.
+      streaming_progress->Finish(status);
+      return;
+    }
     if (!status.ok()) {
       Done(status);
       return;
@@ -116,7 +132,7 @@ class TensorOpService::StreamReactor final : public grpc::ServerWriteReactor<grp
     WriteNext();
   }
 
-  absl::StatusOr<ResultParts> RunOne() {
+  absl::StatusOr<ResultParts> RunOne(StreamWhileComputing* streaming) {
     RETURN_IF_ERROR(ParseRequest(*request_bytes_, method_, reservation_, &request_));
     ReleaseRequestBytes(request_bytes_, reservation_);
     Describe(DescribeRequest(method_, request_));
@@ -124,7 +140,7 @@ class TensorOpService::StreamReactor final : public grpc::ServerWriteReactor<grp
     record_.backend = placement.label;
     absl::StatusOr<ResultParts> parts =
         ExecuteIntoParts(request_, service_->options_, *service_->scheduler_, placement, stop_,
-                         reservation_, record_, /*uploaded=*/nullptr, &handles_);
+                         reservation_, record_, /*uploaded=*/nullptr, &handles_, streaming);
     request_.Clear();  // the inputs are done with; only the outputs stream
     return parts;
   }
@@ -166,24 +182,39 @@ class TensorOpService::StreamReactor final : public grpc::ServerWriteReactor<grp
     record_ = std::move(described);
   }
 
-  // One write in flight at a time: the next starts from OnWriteDone.
+  // One write in flight at a time: the next starts from OnWriteDone, or from
+  // the worker once the bytes it waits for are computed.
   void WriteNext() {
-    const absl::StatusOr<bool> more = parts_->SerializeNext(&write_buffer_, reservation_);
-    if (!more.ok()) {
-      Done(more.status());
+    const absl::StatusOr<ResultParts::Step> step =
+        parts_->SerializeNext(&write_buffer_, reservation_);
+    if (!step.ok()) {
+      Fail(step.status());
       return;
     }
-    if (*more) {
-      watch_->Arm();
-      StartWrite(&write_buffer_);
-      return;
+    switch (*step) {
+      case ResultParts::Step::kPart:
+        watch_->Arm();
+        StartWrite(&write_buffer_);
+        return;
+      case ResultParts::Step::kWait:
+        return;
+      case ResultParts::Step::kEnd:
+        record_.bytes_out = parts_->total_bytes();
+        Done(absl::OkStatus());
+        return;
     }
-    record_.bytes_out = parts_->total_bytes();
-    Done(absl::OkStatus());
   }
 
   absl::Status WriteFailed() const {
     return watch_->expired() ? service_->idle_.IdleStatus() : WriteFailure(stop_);
+  }
+
+  // Ends the call with `status`, or, while a worker still computes its
+  // result, once that ends: the worker then drives WriteNext, whose next part
+  // is `status`.
+  void Fail(const absl::Status& status) {
+    if (progress_ != nullptr && progress_->Abandon(status)) return;
+    Done(status);
   }
 
   void Done(const absl::Status& status) {
@@ -207,6 +238,8 @@ class TensorOpService::StreamReactor final : public grpc::ServerWriteReactor<grp
   std::optional<ResultParts> parts_;
   grpc::ByteBuffer write_buffer_;
   std::shared_ptr<const ResidentTensor> download_;  // a Fetch from a device, until downloaded
+  // A result streaming while a worker computes it; null otherwise.
+  std::shared_ptr<ResultProgress> progress_;
 };
 
 namespace {

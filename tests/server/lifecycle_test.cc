@@ -95,7 +95,8 @@ TEST(CancellationTest, CancelledStreamIsLoggedCancelledAndTheServerGoesOn) {
   grpc::ClientContext context;
   auto reader = stub->RunStream(&context, BroadcastRowsRequest("cancelled", 16384, 16384));
   v1::ResultPart part;
-  // The header comes once the result is computed: the call is now mid-stream.
+  // The header comes first (the result may still be computing): the call is
+  // now mid-stream.
   ASSERT_TRUE(reader->Read(&part));
   ASSERT_TRUE(part.has_header());
   context.TryCancel();

@@ -297,9 +297,10 @@ TEST_F(PipelineTest, ExecuteIntoPartsCutsTheOutputIntoAHeaderAndChunks) {
   std::vector<v1::ResultPart> read;
   for (;;) {
     grpc::ByteBuffer buffer;
-    absl::StatusOr<bool> more = parts->SerializeNext(&buffer, reservation);
-    ASSERT_OK(more.status());
-    if (!*more) break;
+    absl::StatusOr<ResultParts::Step> step = parts->SerializeNext(&buffer, reservation);
+    ASSERT_OK(step.status());
+    ASSERT_NE(*step, ResultParts::Step::kWait);  // computed whole before the first part
+    if (*step == ResultParts::Step::kEnd) break;
     v1::ResultPart part;
     ASSERT_TRUE(grpc::SerializationTraits<v1::ResultPart>::Deserialize(&buffer, &part).ok());
     read.push_back(std::move(part));

@@ -12,6 +12,7 @@
 #include "tests/server/grpc_matchers.h"
 #include "tests/server/set_ints.h"
 #include "tests/server/tensord_client.h"
+#include "tests/support/subprocess.h"
 #include "tests/support/tensord_process.h"
 
 namespace tensorop::testing {
@@ -20,6 +21,7 @@ namespace {
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 using ::testing::IsEmpty;
+using ::testing::MatchesRegex;
 
 constexpr int64_t kMiB = int64_t{1} << 20;
 
@@ -119,6 +121,18 @@ TEST_F(StreamingTest, RunStreamSendsA512MiBResultInChunks) {
   EXPECT_EQ(received, kRows * kCols);
   EXPECT_EQ(chunks, kRows * kCols / kMiB);
   EXPECT_EQ(mismatches, 0);
+}
+
+TEST(RunStreamTest, PublicCasesStreamedWhileTheyAreComputed) {
+  // Bands are 4 chunks: with 1-byte chunks every output of more than 4 bytes
+  // whose rows come in order goes out band by band as the CPU writes it
+  // (core/plan/output_bands.h), not after the whole result. Byte-exact all the same.
+  TensordProcess server({"--chunk_bytes=1"});
+  const CommandResult result =
+      RunCommand({TensorctlPath(), "conformance", "--target", server.target(), "--backend", "cpu",
+                  "--stream", ConformanceCasesDir()});
+  EXPECT_EQ(result.exit_code, 0) << result.out << result.err;
+  EXPECT_THAT(result.out, MatchesRegex("conformance: [1-9][0-9]* passed, 0 failed\n"));
 }
 
 TEST(RunStreamTest, EachOutputIsAHeaderThenChunksOfTheConfiguredSize) {
