@@ -62,7 +62,8 @@ std::optional<std::vector<OutputBand>> SplitIntoOutputBands(const ExecutionPlan&
     const int64_t rows = copy->sizes[0];
     const int64_t row_bytes = copy->element_count / rows * copy->element_size;
     const int64_t rows_per_band =
-        std::max<int64_t>(1, band_bytes / std::max<int64_t>(1, row_bytes));
+        std::max({int64_t{1}, band_bytes / std::max<int64_t>(1, row_bytes),
+                  (rows + kMaxBandsPerOutput - 1) / kMaxBandsPerOutput});
     for (int64_t first = 0; first < rows; first += rows_per_band) {
       const int64_t count = std::min(rows_per_band, rows - first);
       const int64_t end = first + count;

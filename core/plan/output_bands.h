@@ -20,6 +20,10 @@ struct OutputBand {
   int64_t ready_bytes = 0;
 };
 
+// At most this many bands per output: larger bands beyond that, so the bands'
+// plans and their scheduling stay small whatever the band size.
+inline constexpr int64_t kMaxBandsPerOutput = 256;
+
 // `plan` as bands of about `band_bytes` of output each (at least one row of
 // a copy's outermost dimension), in output order. Nullopt when no order of
 // bands finishes the bytes front to back: the plan scatters (an update may

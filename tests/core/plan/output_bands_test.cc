@@ -103,6 +103,18 @@ TEST(OutputBandsTest, ARowLargerThanTheBandIsABandOfItsOwn) {
   EXPECT_EQ((*bands)[2].ready_bytes, 1200);
 }
 
+TEST(OutputBandsTest, AnOutputHasAtMostTheMaximumNumberOfBands) {
+  const int64_t rows = kMaxBandsPerOutput * 10;
+  const ExecutionPlan plan = CopyPlan(MakeLayout(DType::kUint8, {rows, 2}), {2, 1});
+  const auto bands = SplitIntoOutputBands(plan, 1);  // a row each, were it not for the cap
+  ASSERT_TRUE(bands.has_value());
+  EXPECT_EQ(static_cast<int64_t>(bands->size()), kMaxBandsPerOutput);
+  int64_t covered = 0;
+  for (const OutputBand& band : *bands) covered += band.plan.copies[0].sizes[0];
+  EXPECT_EQ(covered, rows);
+  EXPECT_EQ(bands->back().ready_bytes, rows * 2);
+}
+
 TEST(OutputBandsTest, ATransposedOutputHasNoOrder) {
   // Rows 4 bytes apart, but each row's elements 4 bytes apart too: row 0
   // writes past row 1's start.
