@@ -20,9 +20,12 @@
 #include "server/chunk_part.h"
 #include "server/convert.h"
 #include "tensorop/v1/tensorop.pb.h"
+#include "tests/support/layout.h"
 
 namespace tensorop::server {
 namespace {
+
+using ::tensorop::testing::MakeLayout;
 
 std::string Flatten(const grpc::ByteBuffer& buffer) {
   std::vector<grpc::Slice> slices;
@@ -42,21 +45,6 @@ OutputBuffer Filled(const Layout& layout, std::string* bytes) {
   for (size_t i = 0; i < bytes->size(); ++i) (*bytes)[i] = static_cast<char>(i % 251 + 1);
   std::memcpy(buffer->get(), bytes->data(), bytes->size());
   return *std::move(buffer);
-}
-
-Layout MakeLayout(DType dtype, std::vector<int64_t> sizes, std::vector<int64_t> strides) {
-  Layout layout;
-  layout.dtype = dtype;
-  layout.element_count = 1;
-  layout.buffer_elements = 1;
-  for (size_t i = 0; i < sizes.size(); ++i) {
-    layout.element_count *= sizes[i];
-    layout.buffer_elements += (sizes[i] - 1) * strides[i];
-  }
-  if (layout.element_count == 0) layout.buffer_elements = 0;
-  layout.sizes = std::move(sizes);
-  layout.strides = std::move(strides);
-  return layout;
 }
 
 void ExpectSameAsProtobuf(const std::vector<Layout>& layouts, const std::string& id,
@@ -173,7 +161,8 @@ TEST(ChunkPartViewTest, LeavesEveryOtherFormToProtobuf) {
       "",
   };
   for (const std::string& bytes : others) {
-    EXPECT_FALSE(ChunkPartView::Of(Sliced(bytes, 5)).has_value()) << testing::PrintToString(bytes);
+    EXPECT_FALSE(ChunkPartView::Of(Sliced(bytes, 5)).has_value())
+        << ::testing::PrintToString(bytes);
   }
   // Data without a name, and an empty chunk: recognised, named "".
   v1::RequestPart unnamed;
@@ -277,7 +266,7 @@ TEST(RequestDataViewTest, LeavesEveryOtherFormToProtobuf) {
   };
   for (const std::string& bytes : others) {
     EXPECT_FALSE(RequestDataView::Of(Sliced(bytes, 5)).has_value())
-        << testing::PrintToString(bytes);
+        << ::testing::PrintToString(bytes);
   }
   v1::RunRequest parsed;
   ASSERT_TRUE(parsed.ParseFromString(tensor_twice));  // valid protobuf all the same

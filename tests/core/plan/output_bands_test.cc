@@ -14,28 +14,14 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "kernels/tbb/execute.h"
+#include "tests/support/layout.h"
 
 namespace tensorop {
 namespace {
 
+using ::tensorop::testing::MakeLayout;
 using ::testing::ElementsAre;
 using ::testing::IsEmpty;
-
-// A layout of `sizes` with element `strides` (packed when empty).
-Layout MakeLayout(DType dtype, std::vector<int64_t> sizes, std::vector<int64_t> strides = {}) {
-  Layout layout;
-  layout.dtype = dtype;
-  layout.strides = strides.empty() ? PackedStrides(sizes) : std::move(strides);
-  layout.sizes = std::move(sizes);
-  layout.element_count = 1;
-  layout.buffer_elements = 1;
-  for (size_t i = 0; i < layout.sizes.size(); ++i) {
-    layout.element_count *= layout.sizes[i];
-    layout.buffer_elements += (layout.sizes[i] - 1) * layout.strides[i];
-  }
-  if (layout.element_count == 0) layout.buffer_elements = 0;
-  return layout;
-}
 
 // A plan copying input slot 0 into `output` through byte `src_strides`.
 ExecutionPlan CopyPlan(const Layout& output, std::vector<int64_t> src_strides,

@@ -11,28 +11,14 @@
 #include "core/tensor.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "tests/support/layout.h"
 
 namespace tensorop {
 namespace {
 
+using ::tensorop::testing::MakeLayout;
 using ::testing::ElementsAre;
 using ::testing::IsEmpty;
-
-// An output layout as validation would build it: packed when `strides` is empty.
-Layout OutputLayout(DType dtype, std::vector<int64_t> sizes, std::vector<int64_t> strides = {}) {
-  Layout layout;
-  layout.dtype = dtype;
-  layout.strides = strides.empty() ? PackedStrides(sizes) : std::move(strides);
-  layout.sizes = std::move(sizes);
-  layout.element_count = 1;
-  layout.buffer_elements = 1;
-  for (size_t i = 0; i < layout.sizes.size(); ++i) {
-    layout.element_count *= layout.sizes[i];
-    layout.buffer_elements += (layout.sizes[i] - 1) * layout.strides[i];
-  }
-  if (layout.element_count == 0) layout.buffer_elements = 0;
-  return layout;
-}
 
 InputWindow Window(int64_t base, std::vector<int64_t> strides) {
   return InputWindow{base, std::move(strides)};
@@ -40,7 +26,7 @@ InputWindow Window(int64_t base, std::vector<int64_t> strides) {
 
 TEST(StridedCopyPlanTest, PackedCopyMergesIntoOneDimension) {
   const StridedCopy copy =
-      PlanStridedCopy(OutputLayout(DType::kFloat32, {2, 3, 4}), Window(0, {12, 4, 1}), 0, 0);
+      PlanStridedCopy(MakeLayout(DType::kFloat32, {2, 3, 4}), Window(0, {12, 4, 1}), 0, 0);
   EXPECT_THAT(copy.sizes, ElementsAre(24));
   EXPECT_THAT(copy.src_strides, ElementsAre(4));
   EXPECT_THAT(copy.dst_strides, ElementsAre(4));
@@ -51,14 +37,14 @@ TEST(StridedCopyPlanTest, PackedCopyMergesIntoOneDimension) {
 }
 
 TEST(StridedCopyPlanTest, SlotsArePassedThrough) {
-  const StridedCopy copy = PlanStridedCopy(OutputLayout(DType::kUint8, {4}), Window(0, {1}), 2, 3);
+  const StridedCopy copy = PlanStridedCopy(MakeLayout(DType::kUint8, {4}), Window(0, {1}), 2, 3);
   EXPECT_EQ(copy.input_slot, 2);
   EXPECT_EQ(copy.output_slot, 3);
 }
 
 TEST(StridedCopyPlanTest, ByteStridesAreElementStridesTimesElementSize) {
   const StridedCopy copy =
-      PlanStridedCopy(OutputLayout(DType::kFloat64, {2, 3}), Window(2, {7, 2}), 0, 0);
+      PlanStridedCopy(MakeLayout(DType::kFloat64, {2, 3}), Window(2, {7, 2}), 0, 0);
   EXPECT_EQ(copy.element_size, 8);
   EXPECT_THAT(copy.sizes, ElementsAre(2, 3));
   EXPECT_THAT(copy.src_strides, ElementsAre(56, 16));
@@ -68,7 +54,7 @@ TEST(StridedCopyPlanTest, ByteStridesAreElementStridesTimesElementSize) {
 
 TEST(StridedCopyPlanTest, ByteStridesForTwoByteElements) {
   const StridedCopy copy =
-      PlanStridedCopy(OutputLayout(DType::kFloat16, {2, 3}), Window(1, {7, 2}), 0, 0);
+      PlanStridedCopy(MakeLayout(DType::kFloat16, {2, 3}), Window(1, {7, 2}), 0, 0);
   EXPECT_EQ(copy.element_size, 2);
   EXPECT_THAT(copy.src_strides, ElementsAre(14, 4));
   EXPECT_THAT(copy.dst_strides, ElementsAre(6, 2));
@@ -77,7 +63,7 @@ TEST(StridedCopyPlanTest, ByteStridesForTwoByteElements) {
 
 TEST(StridedCopyPlanTest, SizeOneDimensionsAreDroppedWhateverTheirStride) {
   const StridedCopy copy =
-      PlanStridedCopy(OutputLayout(DType::kFloat32, {2, 1, 3}), Window(0, {7, 99, 1}), 0, 0);
+      PlanStridedCopy(MakeLayout(DType::kFloat32, {2, 1, 3}), Window(0, {7, 99, 1}), 0, 0);
   EXPECT_THAT(copy.sizes, ElementsAre(2, 3));
   EXPECT_THAT(copy.src_strides, ElementsAre(28, 4));
   EXPECT_THAT(copy.dst_strides, ElementsAre(12, 4));
@@ -86,7 +72,7 @@ TEST(StridedCopyPlanTest, SizeOneDimensionsAreDroppedWhateverTheirStride) {
 
 TEST(StridedCopyPlanTest, SizeOneDimensionDoesNotBlockAMerge) {
   const StridedCopy copy =
-      PlanStridedCopy(OutputLayout(DType::kFloat32, {2, 1, 3}), Window(0, {3, 0, 1}), 0, 0);
+      PlanStridedCopy(MakeLayout(DType::kFloat32, {2, 1, 3}), Window(0, {3, 0, 1}), 0, 0);
   EXPECT_THAT(copy.sizes, ElementsAre(6));
   EXPECT_THAT(copy.src_strides, ElementsAre(4));
   EXPECT_THAT(copy.dst_strides, ElementsAre(4));
@@ -94,7 +80,7 @@ TEST(StridedCopyPlanTest, SizeOneDimensionDoesNotBlockAMerge) {
 
 TEST(StridedCopyPlanTest, AllSizeOneLeavesNoDimensionsAndOneElement) {
   const StridedCopy copy =
-      PlanStridedCopy(OutputLayout(DType::kInt32, {1, 1}), Window(5, {0, 0}), 0, 0);
+      PlanStridedCopy(MakeLayout(DType::kInt32, {1, 1}), Window(5, {0, 0}), 0, 0);
   EXPECT_THAT(copy.sizes, IsEmpty());
   EXPECT_THAT(copy.src_strides, IsEmpty());
   EXPECT_THAT(copy.dst_strides, IsEmpty());
@@ -103,7 +89,7 @@ TEST(StridedCopyPlanTest, AllSizeOneLeavesNoDimensionsAndOneElement) {
 }
 
 TEST(StridedCopyPlanTest, RankZeroOutputCopiesOneElement) {
-  const StridedCopy copy = PlanStridedCopy(OutputLayout(DType::kUint64, {}), Window(3, {}), 0, 0);
+  const StridedCopy copy = PlanStridedCopy(MakeLayout(DType::kUint64, {}), Window(3, {}), 0, 0);
   EXPECT_THAT(copy.sizes, IsEmpty());
   EXPECT_EQ(copy.element_count, 1);
   EXPECT_EQ(copy.src_offset, 24);
@@ -111,7 +97,7 @@ TEST(StridedCopyPlanTest, RankZeroOutputCopiesOneElement) {
 
 TEST(StridedCopyPlanTest, EmptyOutputCopiesNothing) {
   const StridedCopy copy =
-      PlanStridedCopy(OutputLayout(DType::kFloat32, {0, 3}), Window(0, {0, 1}), 0, 0);
+      PlanStridedCopy(MakeLayout(DType::kFloat32, {0, 3}), Window(0, {0, 1}), 0, 0);
   EXPECT_EQ(copy.element_count, 0);
   EXPECT_THAT(copy.sizes, IsEmpty());
   EXPECT_THAT(copy.src_strides, IsEmpty());
@@ -119,8 +105,7 @@ TEST(StridedCopyPlanTest, EmptyOutputCopiesNothing) {
 }
 
 TEST(StridedCopyPlanTest, NegativeStrideStaysNegative) {
-  const StridedCopy copy =
-      PlanStridedCopy(OutputLayout(DType::kFloat32, {4}), Window(3, {-1}), 0, 0);
+  const StridedCopy copy = PlanStridedCopy(MakeLayout(DType::kFloat32, {4}), Window(3, {-1}), 0, 0);
   EXPECT_THAT(copy.sizes, ElementsAre(4));
   EXPECT_THAT(copy.src_strides, ElementsAre(-4));
   EXPECT_THAT(copy.dst_strides, ElementsAre(4));
@@ -129,7 +114,7 @@ TEST(StridedCopyPlanTest, NegativeStrideStaysNegative) {
 
 TEST(StridedCopyPlanTest, ReversedOnBothAxesMergesIntoOneNegativeRun) {
   const StridedCopy copy =
-      PlanStridedCopy(OutputLayout(DType::kFloat32, {2, 3}), Window(5, {-3, -1}), 0, 0);
+      PlanStridedCopy(MakeLayout(DType::kFloat32, {2, 3}), Window(5, {-3, -1}), 0, 0);
   EXPECT_THAT(copy.sizes, ElementsAre(6));
   EXPECT_THAT(copy.src_strides, ElementsAre(-4));
   EXPECT_THAT(copy.dst_strides, ElementsAre(4));
@@ -138,7 +123,7 @@ TEST(StridedCopyPlanTest, ReversedOnBothAxesMergesIntoOneNegativeRun) {
 
 TEST(StridedCopyPlanTest, ReversedInnerAxisOnlyDoesNotMerge) {
   const StridedCopy copy =
-      PlanStridedCopy(OutputLayout(DType::kFloat32, {2, 3}), Window(2, {3, -1}), 0, 0);
+      PlanStridedCopy(MakeLayout(DType::kFloat32, {2, 3}), Window(2, {3, -1}), 0, 0);
   EXPECT_THAT(copy.sizes, ElementsAre(2, 3));
   EXPECT_THAT(copy.src_strides, ElementsAre(12, -4));
   EXPECT_THAT(copy.dst_strides, ElementsAre(12, 4));
@@ -146,7 +131,7 @@ TEST(StridedCopyPlanTest, ReversedInnerAxisOnlyDoesNotMerge) {
 
 TEST(StridedCopyPlanTest, BroadcastDimensionKeepsSourceStrideZero) {
   const StridedCopy copy =
-      PlanStridedCopy(OutputLayout(DType::kFloat32, {3, 4}), Window(0, {0, 1}), 0, 0);
+      PlanStridedCopy(MakeLayout(DType::kFloat32, {3, 4}), Window(0, {0, 1}), 0, 0);
   EXPECT_THAT(copy.sizes, ElementsAre(3, 4));
   EXPECT_THAT(copy.src_strides, ElementsAre(0, 4));
   EXPECT_THAT(copy.dst_strides, ElementsAre(16, 4));
@@ -154,7 +139,7 @@ TEST(StridedCopyPlanTest, BroadcastDimensionKeepsSourceStrideZero) {
 
 TEST(StridedCopyPlanTest, BroadcastOfOneElementMergesIntoOneZeroStrideRun) {
   const StridedCopy copy =
-      PlanStridedCopy(OutputLayout(DType::kFloat32, {3, 4}), Window(7, {0, 0}), 0, 0);
+      PlanStridedCopy(MakeLayout(DType::kFloat32, {3, 4}), Window(7, {0, 0}), 0, 0);
   EXPECT_THAT(copy.sizes, ElementsAre(12));
   EXPECT_THAT(copy.src_strides, ElementsAre(0));
   EXPECT_THAT(copy.dst_strides, ElementsAre(4));
@@ -164,7 +149,7 @@ TEST(StridedCopyPlanTest, BroadcastOfOneElementMergesIntoOneZeroStrideRun) {
 TEST(StridedCopyPlanTest, EvenlySpacedSourceMergesThoughNotPacked) {
   // Every other int16 of rows pitched at 10 elements is one run of stride 2.
   const StridedCopy copy =
-      PlanStridedCopy(OutputLayout(DType::kInt16, {3, 5}), Window(0, {10, 2}), 0, 0);
+      PlanStridedCopy(MakeLayout(DType::kInt16, {3, 5}), Window(0, {10, 2}), 0, 0);
   EXPECT_THAT(copy.sizes, ElementsAre(15));
   EXPECT_THAT(copy.src_strides, ElementsAre(4));
   EXPECT_THAT(copy.dst_strides, ElementsAre(2));
@@ -172,7 +157,7 @@ TEST(StridedCopyPlanTest, EvenlySpacedSourceMergesThoughNotPacked) {
 
 TEST(StridedCopyPlanTest, NoMergeWhenOnlyTheSourceIsContiguous) {
   const StridedCopy copy =
-      PlanStridedCopy(OutputLayout(DType::kFloat32, {2, 3}, {1, 2}), Window(0, {3, 1}), 0, 0);
+      PlanStridedCopy(MakeLayout(DType::kFloat32, {2, 3}, {1, 2}), Window(0, {3, 1}), 0, 0);
   EXPECT_THAT(copy.sizes, ElementsAre(2, 3));
   EXPECT_THAT(copy.src_strides, ElementsAre(12, 4));
   EXPECT_THAT(copy.dst_strides, ElementsAre(4, 8));
@@ -180,7 +165,7 @@ TEST(StridedCopyPlanTest, NoMergeWhenOnlyTheSourceIsContiguous) {
 
 TEST(StridedCopyPlanTest, NoMergeWhenOnlyTheDestinationIsContiguous) {
   const StridedCopy copy =
-      PlanStridedCopy(OutputLayout(DType::kFloat32, {2, 3}), Window(0, {4, 1}), 0, 0);
+      PlanStridedCopy(MakeLayout(DType::kFloat32, {2, 3}), Window(0, {4, 1}), 0, 0);
   EXPECT_THAT(copy.sizes, ElementsAre(2, 3));
   EXPECT_THAT(copy.src_strides, ElementsAre(16, 4));
   EXPECT_THAT(copy.dst_strides, ElementsAre(12, 4));
@@ -188,7 +173,7 @@ TEST(StridedCopyPlanTest, NoMergeWhenOnlyTheDestinationIsContiguous) {
 
 TEST(StridedCopyPlanTest, InnerDimensionsMergeBelowAPaddedOuterOne) {
   const StridedCopy copy =
-      PlanStridedCopy(OutputLayout(DType::kFloat32, {2, 3, 4}), Window(0, {100, 4, 1}), 0, 0);
+      PlanStridedCopy(MakeLayout(DType::kFloat32, {2, 3, 4}), Window(0, {100, 4, 1}), 0, 0);
   EXPECT_THAT(copy.sizes, ElementsAre(2, 12));
   EXPECT_THAT(copy.src_strides, ElementsAre(400, 4));
   EXPECT_THAT(copy.dst_strides, ElementsAre(48, 4));
@@ -196,14 +181,14 @@ TEST(StridedCopyPlanTest, InnerDimensionsMergeBelowAPaddedOuterOne) {
 
 TEST(StridedCopyPlanTest, PaddedDestinationKeepsItsPitch) {
   const StridedCopy copy =
-      PlanStridedCopy(OutputLayout(DType::kUint8, {2, 3}, {8, 1}), Window(0, {3, 1}), 0, 0);
+      PlanStridedCopy(MakeLayout(DType::kUint8, {2, 3}, {8, 1}), Window(0, {3, 1}), 0, 0);
   EXPECT_THAT(copy.sizes, ElementsAre(2, 3));
   EXPECT_THAT(copy.src_strides, ElementsAre(3, 1));
   EXPECT_THAT(copy.dst_strides, ElementsAre(8, 1));
 }
 
 TEST(WindowCopyPlanTest, PlanHasOneCopyFromTheInputSlot) {
-  const Layout output = OutputLayout(DType::kFloat32, {2, 3});
+  const Layout output = MakeLayout(DType::kFloat32, {2, 3});
   const ExecutionPlan plan = PlanWindowCopy(InfoOf<StridedSliceAttrs>(), output, Window(4, {6, 1}));
   EXPECT_EQ(plan.op, "strided_slice");
   EXPECT_THAT(plan.input_names, ElementsAre("input"));
