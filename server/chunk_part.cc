@@ -262,10 +262,20 @@ void RequestDataView::MoveDataTo(size_t index, std::byte* out) {
   }
 }
 
-void ChunkPartView::CopyDataTo(std::byte* out) const {
+void ChunkPartView::CopyDataTo(int64_t from, int64_t length, std::byte* out) const {
+  size_t skip = static_cast<size_t>(from);
+  size_t left = static_cast<size_t>(length);
   for (const SlicePiece& piece : data_) {
-    std::memcpy(out, slices_[piece.slice].begin() + piece.offset, piece.length);
-    out += piece.length;
+    if (left == 0) break;
+    if (skip >= piece.length) {
+      skip -= piece.length;
+      continue;
+    }
+    const size_t n = std::min(piece.length - skip, left);
+    std::memcpy(out, slices_[piece.slice].begin() + piece.offset + skip, n);
+    out += n;
+    left -= n;
+    skip = 0;
   }
 }
 

@@ -37,8 +37,8 @@ class ChunkPartView {
 
   const std::string& input() const { return input_; }
   int64_t data_bytes() const { return data_bytes_; }
-  // Copies the data bytes to `out` (data_bytes() of room).
-  void CopyDataTo(std::byte* out) const;
+  // Copies `length` data bytes from data byte `from` on to `out`.
+  void CopyDataTo(int64_t from, int64_t length, std::byte* out) const;
 
  private:
   std::vector<grpc::Slice> slices_;

@@ -98,6 +98,11 @@ class InputBuffer {
     size_ += bytes;
     return end;
   }
+  // Where the bytes at `offset` go in a buffer filled out of order (an upload
+  // storing only the bytes its op reads); they end within capacity().
+  std::byte* At(int64_t offset) { return data_.get() + offset; }
+  // Every byte of the capacity, for such a buffer once all its bytes arrived.
+  std::span<const std::byte> Room() const { return {data_.get(), static_cast<size_t>(capacity_)}; }
   // Room for `capacity` bytes, the held ones copied over; false when out of
   // memory. `kept`: whether the buffer is one the pool kept (resident).
   bool Grow(int64_t capacity, BufferPool* pool, bool* kept) {

@@ -16,10 +16,13 @@
 #include "absl/time/time.h"
 #include "core/checked_math.h"
 #include "core/dtype.h"
+#include "core/operator.h"
+#include "core/plan/byte_range.h"
 #include "core/status_macros.h"
 #include "server/auth.h"
 #include "server/buffer_pool.h"
 #include "server/chunk_part.h"
+#include "server/convert.h"
 #include "server/guarded.h"
 #include "server/handle_store.h"
 #include "server/idle_watchdog.h"
@@ -31,6 +34,7 @@
 #include "server/service.h"
 #include "server/status_map.h"
 #include "server/wire_bound.h"
+#include "server/zero_bytes.h"
 
 namespace tensorop::server {
 namespace {
@@ -65,7 +69,9 @@ std::optional<int64_t> DeclaredBytes(const v1::Tensor& tensor) {
 //
 // The request part is reserved before it is parsed and each chunk before it is
 // stored, as the upload grows (never the total the request declares); the
-// upload is cancelled when no part arrives for --idle_timeout_seconds.
+// upload is cancelled when no part arrives for --idle_timeout_seconds. Where
+// the op's plan is known before the bytes arrive, only the bytes it reads are
+// stored (ReadWindow).
 
 class TensorOpService::ChunkedReactor final
     : public grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer> {
@@ -125,9 +131,10 @@ class TensorOpService::ChunkedReactor final
         if (upload != uploads_.end()) {
           bytes_in_ += chunk->data_bytes();
           RETURN_IF_ERROR(CheckBytes());
-          RETURN_IF_ERROR(Reserve(upload->first, chunk->data_bytes(), upload->second));
-          chunk->CopyDataTo(upload->second.Extend(chunk->data_bytes()));
-          return absl::OkStatus();
+          return Take(upload->first, upload->second, chunk->data_bytes(),
+                      [&](int64_t from, int64_t length, std::byte* out) {
+                        chunk->CopyDataTo(from, length, out);
+                      });
         }
       }
     }
@@ -174,15 +181,16 @@ class TensorOpService::ChunkedReactor final
       SizeUploads();
       // Bytes the request part carries inline start their input's upload.
       for (auto& [name, tensor] : *request_.mutable_inputs()) {
-        const int64_t inline_bytes = static_cast<int64_t>(tensor.data().size());
+        const std::string& data = tensor.data();
+        const int64_t inline_bytes = static_cast<int64_t>(data.size());
         if (inline_bytes == 0) continue;
-        InputBuffer& upload = uploads_[name];
         // Already reserved with the request part.
         int64_t& charged = charged_[name];
         charged = std::max(charged, inline_bytes);
-        RETURN_IF_ERROR(Reserve(name, inline_bytes, upload));
-        std::memcpy(upload.Extend(inline_bytes), tensor.data().data(),
-                    static_cast<size_t>(inline_bytes));
+        RETURN_IF_ERROR(Take(name, uploads_[name], inline_bytes,
+                             [&](int64_t from, int64_t length, std::byte* out) {
+                               std::memcpy(out, data.data() + from, static_cast<size_t>(length));
+                             }));
         std::string().swap(*tensor.mutable_data());  // freed, not only cleared
       }
       return absl::OkStatus();
@@ -198,9 +206,10 @@ class TensorOpService::ChunkedReactor final
         const int64_t bytes = static_cast<int64_t>(chunk.data().size());
         bytes_in_ += bytes;
         RETURN_IF_ERROR(CheckBytes());
-        RETURN_IF_ERROR(Reserve(upload->first, bytes, upload->second));
-        std::memcpy(upload->second.Extend(bytes), chunk.data().data(), static_cast<size_t>(bytes));
-        return absl::OkStatus();
+        return Take(upload->first, upload->second, bytes,
+                    [&](int64_t from, int64_t length, std::byte* out) {
+                      std::memcpy(out, chunk.data().data() + from, static_cast<size_t>(length));
+                    });
       }
       case v1::RequestPart::kRequest:
         return absl::InvalidArgumentError(absl::StrCat(
@@ -210,6 +219,72 @@ class TensorOpService::ChunkedReactor final
     }
     return absl::InvalidArgumentError(
         absl::StrCat("RunChunked: part ", parts_read_, " has neither a request nor a chunk"));
+  }
+
+  // Takes `bytes` more of input `name` into `upload`; copy(from, length, out)
+  // copies `length` of them, from the `from`th on, to `out`. An input with a
+  // read window stores only the bytes in it, at their place in the buffer
+  // (reserved as they come); the others are counted and dropped: no copy, and
+  // no memory, since the buffer's untouched pages never become resident.
+  // Bytes past the buffer are only counted: Work refuses such an input's size.
+  template <typename CopyFn>
+  absl::Status Take(const std::string& name, InputBuffer& upload, int64_t bytes, CopyFn copy) {
+    auto window = windows_.find(name);
+    if (window == windows_.end()) {
+      RETURN_IF_ERROR(Reserve(name, bytes, upload));
+      copy(0, bytes, upload.Extend(bytes));
+      return absl::OkStatus();
+    }
+    const tensorop::ByteRange read = window->second.read;
+    const int64_t start = window->second.received;
+    window->second.received += bytes;
+    const int64_t from = std::max(start, read.begin);
+    const int64_t to = std::min(window->second.received, read.end);
+    if (from >= to) return absl::OkStatus();
+    int64_t& charged = charged_[name];
+    const int64_t stored = to - read.begin;  // the window fills front to back
+    if (stored > charged) {
+      RETURN_IF_ERROR(reservation_.Grow(stored - charged, What(name, stored)));
+      charged = stored;
+    }
+    copy(from - start, to - from, upload.At(from));
+    return absl::OkStatus();
+  }
+
+  // The read window of each input whose bytes the op reads only in part, where
+  // that is known before they arrive: not a scatter (its plan depends on the
+  // indices' values), every input carried in the call and packed (so a wrong
+  // size is refused whatever the bytes), and the request planned with zeros
+  // standing in for them (address space only). Inputs under
+  // BufferPool::kMinBytes are stored whole.
+  void FindReadWindows() {
+    if (request_.has_scatter_elements()) return;
+    absl::StatusOr<OpRequest> op = ToOpRequest(request_);
+    if (!op.ok()) return;
+    ZeroBytes zeros;
+    std::map<std::string, int64_t, std::less<>> declared;
+    for (NamedTensor& input : op->inputs) {
+      auto tensor = request_.inputs().find(input.name);
+      if (tensor == request_.inputs().end() || tensor->second.has_shared_memory() ||
+          tensor->second.has_handle() || tensor->second.strides_size() != 0) {
+        return;
+      }
+      std::optional<int64_t> bytes = DeclaredBytes(tensor->second);
+      if (!bytes.has_value()) return;
+      absl::StatusOr<std::span<const std::byte>> stand_in = zeros.Get(*bytes);
+      if (!stand_in.ok()) return;
+      input.tensor.data = *stand_in;
+      declared.emplace(input.name, *bytes);
+    }
+    absl::StatusOr<ExecutionPlan> plan = PlanOperator(*op, service_->options_.limits);
+    if (!plan.ok()) return;
+    const std::vector<tensorop::ByteRange> reads = InputReadRanges(*plan);
+    for (size_t slot = 0; slot < reads.size(); ++slot) {
+      const int64_t bytes = declared.find(plan->input_names[slot])->second;
+      if (bytes >= static_cast<int64_t>(BufferPool::kMinBytes) && reads[slot].size() < bytes) {
+        windows_.emplace(std::string(plan->input_names[slot]), ReadWindow{.read = reads[slot]});
+      }
+    }
   }
 
   // Makes room in `upload` (input `name`) for `chunk_bytes` more, reserving
@@ -255,31 +330,43 @@ class TensorOpService::ChunkedReactor final
   }
 
   // An upload per input, sized for the bytes its description declares so the
-  // chunks append without moving, but only when the declared total fits both
-  // the request limit and the memory budget, so a declaration alone never
+  // chunks append without moving, but only when the declared total fits the
+  // request limit and what the buffers come to hold (an input's read window,
+  // else all its bytes) fits the memory budget, so a declaration alone never
   // allocates what the server could not hold. Fresh buffers are address space
-  // (pages are touched, and reserved in the budget, as chunks arrive); a
+  // (pages are touched, and reserved in the budget, as bytes arrive); a
   // buffer pool's resident one is reserved whole at once, as the pool held it.
   void SizeUploads() {
-    const int64_t room =
-        std::min(service_->options_.limits.max_request_bytes, service_->budget_->limit());
-    int64_t total = 0;
-    bool size_ahead = true;
+    std::map<std::string, int64_t, std::less<>> declared;
+    std::optional<int64_t> total = 0;
     for (auto& [name, tensor] : *request_.mutable_inputs()) {
       uploads_.try_emplace(name);
       std::optional<int64_t> bytes = DeclaredBytes(tensor);
       if (!bytes.has_value()) continue;
-      std::optional<int64_t> sum = CheckedAdd(total, *bytes);
-      if (!sum.has_value() || *sum > room) size_ahead = false;
-      if (sum.has_value()) total = *sum;
+      declared.emplace(name, *bytes);
+      total = total.has_value() ? CheckedAdd(*total, *bytes) : std::nullopt;
     }
-    if (!size_ahead) return;
-    for (auto& [name, tensor] : *request_.mutable_inputs()) {
-      std::optional<int64_t> bytes = DeclaredBytes(tensor);
-      if (!bytes.has_value()) continue;
+    if (!total.has_value() || *total > service_->options_.limits.max_request_bytes) return;
+    FindReadWindows();
+    int64_t held = 0;
+    for (const auto& [name, bytes] : declared) {
+      auto window = windows_.find(name);
+      held += window != windows_.end() ? window->second.read.size() : bytes;
+    }
+    if (held > service_->budget_->limit()) {
+      windows_.clear();
+      return;
+    }
+    for (const auto& [name, bytes] : declared) {
       bool kept = false;
       InputBuffer& upload = uploads_[name];
-      if (!upload.Grow(*bytes, service_->options_.buffer_pool, &kept)) continue;
+      // A read window's buffer is fresh address space, never a pool's kept
+      // one: the bytes it drops are never touched.
+      const bool windowed = windows_.contains(name);
+      if (!upload.Grow(bytes, windowed ? nullptr : service_->options_.buffer_pool, &kept)) {
+        windows_.erase(name);
+        continue;
+      }
       if (kept && reservation_.Grow(upload.capacity(), What(name, upload.capacity())).ok()) {
         charged_[name] = upload.capacity();
       } else if (kept) {
@@ -305,7 +392,19 @@ class TensorOpService::ChunkedReactor final
   // On a scheduler worker.
   void Work(Placement& placement) {
     absl::Status status = Guarded([&]() -> absl::Status {
-      const UploadedInputs uploaded = Spans(uploads_);
+      UploadedInputs uploaded = Spans(uploads_);
+      ZeroBytes wrong_size;
+      for (const auto& [name, window] : windows_) {
+        // All its bytes came: the buffer whole, what the op reads in place.
+        // Else zeros of the size that came, which validation refuses (the
+        // input is packed) before anything is read.
+        const InputBuffer& upload = uploads_.find(name)->second;
+        if (window.received == upload.capacity()) {
+          uploaded[name] = upload.Room();
+        } else {
+          ASSIGN_OR_RETURN(uploaded[name], wrong_size.Get(window.received));
+        }
+      }
       ASSIGN_OR_RETURN(
           ResultParts parts,
           ExecuteIntoParts(request_, service_->options_, *service_->scheduler_, placement, stop_,
@@ -359,6 +458,13 @@ class TensorOpService::ChunkedReactor final
   bool have_request_ = false;
   v1::RunRequest request_;  // the request part, its inputs' bytes moved to uploads_
   InputBuffers uploads_;    // every input's bytes, while the task runs
+  // An input whose op reads only `read` of its bytes: `received` counts them
+  // all, the buffer holds those in `read`.
+  struct ReadWindow {
+    tensorop::ByteRange read;
+    int64_t received = 0;
+  };
+  std::map<std::string, ReadWindow, std::less<>> windows_;
   int64_t bytes_in_ = 0;
   std::map<std::string, int64_t> charged_;  // per input: bytes of its buffer reserved
   std::optional<ResultParts> parts_;

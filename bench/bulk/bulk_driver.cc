@@ -9,8 +9,11 @@
 //       K RunStream calls whose result is N bytes (a 1 KiB row broadcast to
 //       N/1024 rows; N a multiple of 1024)
 //   bulk_driver chunked --target=HOST:PORT --bytes=N [--part_bytes=P] [--calls=K]
+//                       [--read=head|spread]
 //       K RunChunked calls uploading an N-byte uint8 input in P-byte chunks
-//       whose result is its first 4 KiB
+//       whose result is 4 KiB of it: its first 4 KiB (head), or every
+//       (N/4096)th byte (spread: the op reads across all of the input, so
+//       tensord stores it all; N a multiple of 4096)
 //
 // stream and chunked print one JSON line per call:
 //   {"seconds":S,"bytes_received":R}
@@ -45,12 +48,13 @@ grpc::ByteBuffer ToByteBuffer(const std::string& bytes) {
 }
 
 // A 1-D uint8 Slice taking `window` bytes of an input of `sizes`.
-void SetSlice(RunRequest* request, int64_t window) {
+// A 1-D Slice of `window` elements from 0, every `stride`th.
+void SetSlice(RunRequest* request, int64_t window, int64_t stride = 1) {
   request->set_id("bulk");
   request->mutable_slice()->add_offsets(0);
   request->mutable_slice()->add_window_sizes(window);
-  request->mutable_slice()->add_window_strides(1);
-  request->add_outputs()->add_sizes(window);
+  request->mutable_slice()->add_window_strides(stride);
+  request->add_outputs()->add_sizes((window + stride - 1) / stride);
 }
 
 std::string UnaryRequest(int64_t bytes) {
@@ -185,6 +189,7 @@ int main(int argc, char** argv) {
   int64_t bytes = int64_t{1} << 20;
   int64_t part_bytes = int64_t{1} << 20;
   int64_t calls = 1;
+  std::string read = "head";
   for (int i = 2; i < argc; ++i) {
     if (const char* v = Flag(argv[i], "--target")) {
       target = v;
@@ -194,6 +199,8 @@ int main(int argc, char** argv) {
       part_bytes = ParseCount(v, "--part_bytes");
     } else if (const char* v = Flag(argv[i], "--calls")) {
       calls = ParseCount(v, "--calls");
+    } else if (const char* v = Flag(argv[i], "--read")) {
+      read = v;
     } else {
       std::fprintf(stderr, "bulk_driver: unknown argument %s\n", argv[i]);
       return 2;
@@ -222,9 +229,19 @@ int main(int argc, char** argv) {
       std::fprintf(stderr, "bulk_driver: chunked --bytes must be at least 4096\n");
       return 2;
     }
+    if ((read != "head" && read != "spread") || (read == "spread" && bytes % 4096 != 0)) {
+      std::fprintf(stderr,
+                   "bulk_driver: chunked --read=head, or spread with --bytes a multiple "
+                   "of 4096\n");
+      return 2;
+    }
     method = "/tensorop.v1.TensorOp/RunChunked";
     RequestPart first;
-    SetSlice(first.mutable_request(), 4096);
+    if (read == "head") {
+      SetSlice(first.mutable_request(), 4096);
+    } else {
+      SetSlice(first.mutable_request(), bytes, bytes / 4096);
+    }
     tensorop::v1::Tensor& input = (*first.mutable_request()->mutable_inputs())["input"];
     input.set_dtype(tensorop::v1::UINT8);
     input.add_sizes(bytes);

@@ -129,11 +129,11 @@ ghz_run() {  # server label payload calls concurrency
     --max-recv-message-size="${message_mib}MiB" --max-send-message-size="${message_mib}MiB" \
     -O json -o "$work/$2.json" "127.0.0.1:${!port_var}"
 }
-driver_run() {  # server label mode bytes calls
+driver_run() {  # server label mode bytes calls [flag]
   local port_var="${1}_port"
-  echo "run: $2: bulk_driver $3 --bytes=$4 --calls=$5 ($1)" >&2
+  echo "run: $2: bulk_driver $3 --bytes=$4 --calls=$5 ${6:-} ($1)" >&2
   measure "$1" "$2" sh -c '"$@" >"$0"' "$work/$2.jsonl" "$bin/bulk_driver" "$3" \
-    --target="127.0.0.1:${!port_var}" --bytes="$4" --calls="$5"
+    --target="127.0.0.1:${!port_var}" --bytes="$4" --calls="$5" ${6:+"$6"}
 }
 
 # The median of the numbers on stdin.
@@ -191,11 +191,11 @@ for size in $unary_mib; do
 done
 
 # A streamed result and a chunked upload: GB/s of the median call.
-streamed() {  # what label mode mib calls target payload_factor
+streamed() {  # what label mode mib calls target [flag]
   local bytes=$(( $4 * mib )) server r s
   for r in $(seq 1 "$rounds"); do
-    driver_run tensord "$2.tensord.$r" "$3" "$bytes" "$5"
-    driver_run bare "$2.bare.$r" "$3" "$bytes" "$5"
+    driver_run tensord "$2.tensord.$r" "$3" "$bytes" "$5" "${7:-}"
+    driver_run bare "$2.bare.$r" "$3" "$bytes" "$5" "${7:-}"
   done
   for server in tensord bare; do
     s="$(cat "$work/$2.$server".*.jsonl | jq -r .seconds | median)"
@@ -216,6 +216,9 @@ streamed() {  # what label mode mib calls target payload_factor
 streamed "RunStream, a $stream_mib MiB result in 1 MiB parts" stream stream "$stream_mib" 3 "≥ 0.85"
 streamed "RunChunked, a $upload_mib MiB upload in 1 MiB chunks, 4 KiB result" upload chunked \
   "$upload_mib" 2 "≥ 0.85"
+# The same upload for an op that reads across all of it: tensord stores every byte.
+streamed "RunChunked, the same upload, the op reading across all of it" upload-spread chunked \
+  "$upload_mib" 2 "" --read=spread
 
 echo "tensord $(git -C "$root" rev-parse --short HEAD 2>/dev/null || echo '?') against the bare" \
   "baseline, loopback, $(nproc) cores shared by the clients and both servers; each row is the" \

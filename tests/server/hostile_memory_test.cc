@@ -283,12 +283,12 @@ std::string ChunkPart(const std::string& input, std::string data) {
   return part.SerializeAsString();
 }
 
-// A RunChunked request part: a slice of a uint8 input of `bytes` declared and
-// none sent.
+// A RunChunked request part: a uint8 input of `bytes` declared and none sent,
+// sliced whole (so every byte is stored: the op reads them all).
 std::string ChunkedHeader(const std::string& id, int64_t bytes) {
   v1::RequestPart part;
   *part.mutable_request() =
-      SliceRequest(id, MakeTensor(v1::UINT8, {bytes}, ""), {0}, {1}, {1}, {1});
+      SliceRequest(id, MakeTensor(v1::UINT8, {bytes}, ""), {0}, {bytes}, {1}, {bytes});
   return part.SerializeAsString();
 }
 

@@ -136,8 +136,17 @@ TEST(ChunkPartViewTest, ReadsTheChunksProtobufWritesFromAnySlicing) {
     EXPECT_EQ(view->input(), "updates");
     EXPECT_EQ(view->data_bytes(), 70000);
     std::string copied(70002, 'x');
-    view->CopyDataTo(reinterpret_cast<std::byte*>(copied.data()) + 1);
+    view->CopyDataTo(0, 70000, reinterpret_cast<std::byte*>(copied.data()) + 1);
     EXPECT_EQ(copied, "x" + data + "x");
+    // Any part of them: across slice ends, and none.
+    for (const auto& [from, length] : std::vector<std::pair<int64_t, int64_t>>{
+             {0, 1}, {1, 4097}, {4095, 2}, {69999, 1}, {12345, 0}, {3, 69997}}) {
+      std::string part(static_cast<size_t>(length) + 2, 'x');
+      view->CopyDataTo(from, length, reinterpret_cast<std::byte*>(part.data()) + 1);
+      EXPECT_EQ(part,
+                "x" + data.substr(static_cast<size_t>(from), static_cast<size_t>(length)) + "x")
+          << piece << ": " << from << "+" << length;
+    }
   }
 }
 

@@ -281,6 +281,59 @@ TEST_F(StreamingTest, RunChunkedReportsValidationOfTheWholeRequest) {
   EXPECT_THAT(outputs, IsEmpty());
 }
 
+// Where the op reads only part of a packed input, RunChunked stores only that
+// part: 256 MiB uploads pass a 64 MiB memory budget when their op reads 4 KiB
+// of them (at the end; across a chunk border), and the same upload is refused
+// at the budget when the op reads all of it.
+TEST(RunChunkedWindowTest, StoresOnlyTheBytesItsOpReads) {
+  TensordProcess server({"--backends=cpu", "--max_memory_bytes=67108864"});
+  auto stub = v1::TensorOp::NewStub(Connect(server.target()));
+  constexpr int64_t kBytes = 256 * kMiB;
+  const auto value = [](int64_t i) { return static_cast<char>((i % 251) ^ (i >> 20)); };
+  // Sends the input in 1 MiB chunks, `total` bytes of them, for a slice of
+  // `window` bytes from `offset`.
+  const auto run = [&](int64_t offset, int64_t window, int64_t total,
+                       std::vector<StreamedOutput>* outputs) {
+    grpc::ClientContext context;
+    auto stream = stub->RunChunked(&context);
+    stream->Write(RequestPartOf(SliceRequest("window", MakeTensor(v1::UINT8, {kBytes}, ""),
+                                             {offset}, {window}, {1}, {window})));
+    v1::RequestPart part;
+    part.mutable_chunk()->set_input("input");
+    for (int64_t at = 0; at < total; at += kMiB) {
+      std::string* data = part.mutable_chunk()->mutable_data();
+      data->resize(static_cast<size_t>(std::min(kMiB, total - at)));
+      for (size_t i = 0; i < data->size(); ++i) (*data)[i] = value(at + static_cast<int64_t>(i));
+      if (!stream->Write(part)) break;
+    }
+    stream->WritesDone();
+    *outputs = ReadParts(*stream);
+    return stream->Finish();
+  };
+  const auto expected = [&](int64_t offset, int64_t window) {
+    std::string bytes;
+    for (int64_t i = offset; i < offset + window; ++i) bytes.push_back(value(i));
+    return bytes;
+  };
+  std::vector<StreamedOutput> outputs;
+  for (const int64_t offset : {kBytes - 4096, 3 * kMiB - 2048}) {
+    ASSERT_THAT(run(offset, 4096, kBytes, &outputs), GrpcOk()) << offset;
+    ASSERT_EQ(outputs.size(), 1u);
+    EXPECT_TRUE(outputs[0].data == expected(offset, 4096)) << offset;
+  }
+  EXPECT_THAT(run(0, kBytes, kBytes, &outputs),
+              GrpcStatusIs(grpc::StatusCode::RESOURCE_EXHAUSTED,
+                           HasSubstr("RunChunked: input \"input\" of request \"window\"")));
+  // A packed input of the wrong size is refused as ever, whatever it read.
+  EXPECT_THAT(run(0, 4096, kBytes + 1, &outputs),
+              GrpcStatusIs(grpc::StatusCode::INVALID_ARGUMENT,
+                           "input.data has 268435457 bytes; packed uint8 [268435456] needs "
+                           "exactly 268435456"));
+  EXPECT_THAT(run(0, 4096, kBytes - kMiB, &outputs),
+              GrpcStatusIs(grpc::StatusCode::INVALID_ARGUMENT,
+                           HasSubstr("input.data has 267386880 bytes; packed uint8")));
+}
+
 TEST(RequestLimitTest, OverMaxRequestBytesIsResourceExhausted) {
   TensordProcess server({"--max_request_bytes=1048576"});
   auto stub = v1::TensorOp::NewStub(Connect(server.target()));
