@@ -16,52 +16,13 @@ double Seconds(int64_t bytes, double rate) {
   return static_cast<double>(bytes) / rate;
 }
 
-// Widens `range` (empty: set) by [begin, end).
-void Cover(ByteRange& range, bool& any, int64_t begin, int64_t end) {
-  if (!any) {
-    range = {begin, end};
-    any = true;
-    return;
-  }
-  range.begin = std::min(range.begin, begin);
-  range.end = std::max(range.end, end);
-}
-
-// The bytes [offset + lowest, offset + highest + width) a walk over `sizes`
-// with byte `strides` touches.
-std::pair<int64_t, int64_t> Extent(const std::vector<int64_t>& sizes,
-                                   const std::vector<int64_t>& strides, int64_t offset,
-                                   int64_t width) {
-  int64_t low = offset, high = offset;
-  for (size_t d = 0; d < sizes.size() && d < strides.size(); ++d) {
-    const int64_t reach = (sizes[d] - 1) * strides[d];
-    (reach < 0 ? low : high) += reach;
-  }
-  return {low, high + width};
-}
-
 }  // namespace
 
 ByteRange PlanReadRange(const ExecutionPlan& plan, int slot, int64_t input_bytes) {
-  ByteRange range;
-  bool any = false;
-  for (const StridedCopy& copy : plan.copies) {
-    if (copy.input_slot != slot || copy.element_count == 0) continue;
-    auto [begin, end] = Extent(copy.sizes, copy.src_strides, copy.src_offset, copy.element_size);
-    Cover(range, any, begin, end);
-  }
-  for (const ScatterWalk& walk : plan.scatters) {
-    if (walk.element_count == 0) continue;
-    if (walk.indices_slot == slot) {
-      auto [begin, end] = Extent(walk.sizes, walk.indices_strides, 0, walk.index_size);
-      Cover(range, any, begin, end);
-    }
-    if (walk.updates_slot == slot) {
-      auto [begin, end] = Extent(walk.sizes, walk.updates_strides, 0, walk.element_size);
-      Cover(range, any, begin, end);
-    }
-  }
-  if (!any) return {};
+  const std::vector<ByteRange> ranges = InputReadRanges(plan);
+  if (slot < 0 || static_cast<size_t>(slot) >= ranges.size()) return {};
+  ByteRange range = ranges[static_cast<size_t>(slot)];
+  if (range.empty()) return {};
   range.begin = std::clamp<int64_t>(range.begin, 0, input_bytes);
   range.end = std::clamp<int64_t>(range.end, range.begin, input_bytes);
   return range;

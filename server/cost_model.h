@@ -10,6 +10,7 @@
 #include <span>
 #include <vector>
 
+#include "core/plan/byte_range.h"
 #include "core/plan/plan.h"
 
 namespace tensorop::server {
@@ -66,12 +67,8 @@ struct RequestFootprint {
 };
 
 // The byte range [begin, end) of input `slot` that `plan` reads (its copies
-// and scatter walks), clamped to [0, input_bytes); {0, 0} when it reads none.
-struct ByteRange {
-  int64_t begin = 0;
-  int64_t end = 0;
-  int64_t size() const { return end - begin; }
-};
+// and scatter walks: InputReadRanges), clamped to [0, input_bytes); {0, 0}
+// when it reads none.
 ByteRange PlanReadRange(const ExecutionPlan& plan, int slot, int64_t input_bytes);
 
 // The footprint of `plan` over `input_bytes` (each input's length, by slot),

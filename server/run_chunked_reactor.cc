@@ -235,7 +235,7 @@ class TensorOpService::ChunkedReactor final
       copy(0, bytes, upload.Extend(bytes));
       return absl::OkStatus();
     }
-    const tensorop::ByteRange read = window->second.read;
+    const ByteRange read = window->second.read;
     const int64_t start = window->second.received;
     window->second.received += bytes;
     const int64_t from = std::max(start, read.begin);
@@ -256,7 +256,9 @@ class TensorOpService::ChunkedReactor final
   // indices' values), every input carried in the call and packed (so a wrong
   // size is refused whatever the bytes), and the request planned with zeros
   // standing in for them (address space only). Inputs under
-  // BufferPool::kMinBytes are stored whole.
+  // BufferPool::kMinBytes, and those the op reads more than half of, are
+  // stored whole, in the pool's resident buffers: a fresh buffer's page
+  // faults would cost more than the copy they save.
   void FindReadWindows() {
     if (request_.has_scatter_elements()) return;
     absl::StatusOr<OpRequest> op = ToOpRequest(request_);
@@ -278,10 +280,10 @@ class TensorOpService::ChunkedReactor final
     }
     absl::StatusOr<ExecutionPlan> plan = PlanOperator(*op, service_->options_.limits);
     if (!plan.ok()) return;
-    const std::vector<tensorop::ByteRange> reads = InputReadRanges(*plan);
+    const std::vector<ByteRange> reads = InputReadRanges(*plan);
     for (size_t slot = 0; slot < reads.size(); ++slot) {
       const int64_t bytes = declared.find(plan->input_names[slot])->second;
-      if (bytes >= static_cast<int64_t>(BufferPool::kMinBytes) && reads[slot].size() < bytes) {
+      if (bytes >= static_cast<int64_t>(BufferPool::kMinBytes) && reads[slot].size() <= bytes / 2) {
         windows_.emplace(std::string(plan->input_names[slot]), ReadWindow{.read = reads[slot]});
       }
     }
@@ -461,7 +463,7 @@ class TensorOpService::ChunkedReactor final
   // An input whose op reads only `read` of its bytes: `received` counts them
   // all, the buffer holds those in `read`.
   struct ReadWindow {
-    tensorop::ByteRange read;
+    ByteRange read;
     int64_t received = 0;
   };
   std::map<std::string, ReadWindow, std::less<>> windows_;

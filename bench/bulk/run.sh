@@ -10,8 +10,9 @@
 #   - the Python client's run of --python-mib against raw grpcio sending
 #     pre-serialized bytes to the bare server (bench/bulk/python_bench.py).
 # tensord's peak RSS is read from /proc/PID/status (VmHWM, reset through
-# /proc/PID/clear_refs before each scenario) and given per request in flight,
-# as a multiple of its payload (inputs + outputs).
+# /proc/PID/clear_refs before each scenario, once the buffer pool freed what
+# earlier scenarios left) and given per request in flight, as a multiple of
+# its payload (inputs + outputs).
 #
 #   bench/bulk/run.sh [--unary-mib "1 32"] [--stream-mib 256] [--upload-mib 1024]
 #                     [--python-mib 32] [--rounds 3] [--no-python]
@@ -120,6 +121,20 @@ measure() {
   fi
 }
 
+# Waits (up to 20 s) for tensord's buffer pool to free what it kept from the
+# scenarios before (it frees buffers unused for 10 s): measure counts the
+# kept buffers as the calls' own, right for this scenario's, not for others'.
+drain_pool() {
+  local i kept
+  for i in $(seq 1 40); do
+    kept="$(curl -s "http://127.0.0.1:$metrics_port/metrics" |
+            awk '$1 == "tensorop_buffer_pool_bytes" { print $2 }')"
+    [ "${kept:-0}" = 0 ] && return 0
+    sleep 0.5
+  done
+  echo "run: the buffer pool still keeps $kept bytes" >&2
+}
+
 proto=(--proto "$root/proto/tensorop/v1/tensorop.proto" --import-paths "$root/proto")
 ghz_run() {  # server label payload calls concurrency
   local port_var="${1}_port"
@@ -161,6 +176,7 @@ for size in $unary_mib; do
   "$bin/bulk_driver" encode --bytes="$bytes" >"$work/u$size.bin"
   calls=$(( 1024 / size )); [ "$calls" -lt 30 ] && calls=30; [ "$calls" -gt 500 ] && calls=500
   for c in 1 2; do
+    drain_pool
     for r in $(seq 1 "$rounds"); do
       ghz_run tensord "u$size.c$c.tensord.$r" "u$size" "$calls" "$c"
       ghz_run bare "u$size.c$c.bare.$r" "u$size" "$calls" "$c"
@@ -193,6 +209,7 @@ done
 # A streamed result and a chunked upload: GB/s of the median call.
 streamed() {  # what label mode mib calls target [flag]
   local bytes=$(( $4 * mib )) server r s
+  drain_pool
   for r in $(seq 1 "$rounds"); do
     driver_run tensord "$2.tensord.$r" "$3" "$bytes" "$5" "${7:-}"
     driver_run bare "$2.bare.$r" "$3" "$bytes" "$5" "${7:-}"
