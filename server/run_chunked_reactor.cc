@@ -30,6 +30,7 @@
 #include "server/pipeline.h"
 #include "server/request_log.h"
 #include "server/response_writer.h"
+#include "server/result_progress.h"
 #include "server/scheduler.h"
 #include "server/service.h"
 #include "server/status_map.h"
@@ -109,7 +110,7 @@ class TensorOpService::ChunkedReactor final
   void OnWriteDone(bool ok) override {
     watch_->Disarm();
     if (!ok) {
-      Done(watch_->expired() ? service_->idle_.IdleStatus() : WriteFailure(stop_));
+      Fail(watch_->expired() ? service_->idle_.IdleStatus() : WriteFailure(stop_));
       return;
     }
     WriteNext();
@@ -392,7 +393,17 @@ class TensorOpService::ChunkedReactor final
   }
 
   // On a scheduler worker.
+  // The result goes out while it is computed where it can, as RunStream's.
   void Work(Placement& placement) {
+    const auto streaming_progress = std::make_shared<ResultProgress>([this] { WriteNext(); });
+    StreamWhileComputing streaming{.start =
+                                       [this, streaming_progress](ResultParts parts) {
+                                         parts_.emplace(std::move(parts));
+                                         progress_ = streaming_progress;
+                                         WriteNext();
+                                       },
+                                   .progress = streaming_progress,
+                                   .band_bytes = 4 * service_->options_.chunk_bytes};
     absl::Status status = Guarded([&]() -> absl::Status {
       UploadedInputs uploaded = Spans(uploads_);
       ZeroBytes wrong_size;
@@ -407,18 +418,24 @@ class TensorOpService::ChunkedReactor final
           ASSIGN_OR_RETURN(uploaded[name], wrong_size.Get(window.received));
         }
       }
-      ASSIGN_OR_RETURN(
-          ResultParts parts,
+      absl::StatusOr<ResultParts> parts =
           ExecuteIntoParts(request_, service_->options_, *service_->scheduler_, placement, stop_,
-                           reservation_, record_, &uploaded, &handles_));
-      parts_.emplace(std::move(parts));
+                           reservation_, record_, &uploaded, &handles_, &streaming);
       // The uploaded inputs are done with: freed, and their reservation given
-      // back, before the result streams.
+      // back (by the worker: the writer leaves the reservation alone until
+      // the work ended), while the rest of the result streams.
       uploads_.clear();
       request_.Clear();
       for (auto& [name, charged] : charged_) reservation_.Shrink(std::exchange(charged, 0));
+      if (!parts.ok()) return parts.status();
+      if (!streaming.started) parts_.emplace(*std::move(parts));
       return absl::OkStatus();
     });
+    if (streaming.started) {
+      // The writer runs already; it finishes the call once this ends.
+      streaming_progress->Finish(status);
+      return;
+    }
     if (!status.ok()) {
       Done(status);
       return;
@@ -426,21 +443,35 @@ class TensorOpService::ChunkedReactor final
     WriteNext();
   }
 
+  // One write in flight at a time: the next starts from OnWriteDone, or from
+  // the worker once the bytes it waits for are computed.
   void WriteNext() {
-    // Computed whole before the first part: never kWait.
     const absl::StatusOr<ResultParts::Step> step =
         parts_->SerializeNext(&write_buffer_, reservation_);
     if (!step.ok()) {
-      Done(step.status());
+      Fail(step.status());
       return;
     }
-    if (*step == ResultParts::Step::kPart) {
-      watch_->Arm();
-      StartWrite(&write_buffer_);
-      return;
+    switch (*step) {
+      case ResultParts::Step::kPart:
+        watch_->Arm();
+        StartWrite(&write_buffer_);
+        return;
+      case ResultParts::Step::kWait:
+        return;
+      case ResultParts::Step::kEnd:
+        record_.bytes_out = parts_->total_bytes();
+        Done(absl::OkStatus());
+        return;
     }
-    record_.bytes_out = parts_->total_bytes();
-    Done(absl::OkStatus());
+  }
+
+  // Ends the call with `status`, or, while a worker still computes its
+  // result, once that ends: the worker then drives WriteNext, whose next part
+  // is `status`.
+  void Fail(const absl::Status& status) {
+    if (progress_ != nullptr && progress_->Abandon(status)) return;
+    Done(status);
   }
 
   void Done(const absl::Status& status) {
@@ -470,6 +501,8 @@ class TensorOpService::ChunkedReactor final
   int64_t bytes_in_ = 0;
   std::map<std::string, int64_t> charged_;  // per input: bytes of its buffer reserved
   std::optional<ResultParts> parts_;
+  // A result streaming while a worker computes it; null otherwise.
+  std::shared_ptr<ResultProgress> progress_;
   grpc::ByteBuffer read_buffer_;
   grpc::ByteBuffer write_buffer_;
 };

@@ -126,13 +126,16 @@ TEST_F(StreamingTest, RunStreamSendsA512MiBResultInChunks) {
 TEST(RunStreamTest, PublicCasesStreamedWhileTheyAreComputed) {
   // Bands are 4 chunks: with 1-byte chunks every output of more than 4 bytes
   // whose rows come in order goes out band by band as the CPU writes it
-  // (core/plan/output_bands.h), not after the whole result. Byte-exact all the same.
+  // (core/plan/output_bands.h), not after the whole result. Byte-exact all the
+  // same, from RunStream and from RunChunked (whose inputs come in chunks too).
   TensordProcess server({"--chunk_bytes=1"});
-  const CommandResult result =
-      RunCommand({TensorctlPath(), "conformance", "--target", server.target(), "--backend", "cpu",
-                  "--stream", ConformanceCasesDir()});
-  EXPECT_EQ(result.exit_code, 0) << result.out << result.err;
-  EXPECT_THAT(result.out, MatchesRegex("conformance: [1-9][0-9]* passed, 0 failed\n"));
+  for (const char* style : {"--stream", "--chunked"}) {
+    const CommandResult result =
+        RunCommand({TensorctlPath(), "conformance", "--target", server.target(), "--backend", "cpu",
+                    style, ConformanceCasesDir()});
+    EXPECT_EQ(result.exit_code, 0) << style << "\n" << result.out << result.err;
+    EXPECT_THAT(result.out, MatchesRegex("conformance: [1-9][0-9]* passed, 0 failed\n")) << style;
+  }
 }
 
 TEST(RunStreamTest, EachOutputIsAHeaderThenChunksOfTheConfiguredSize) {
