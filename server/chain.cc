@@ -155,13 +155,13 @@ absl::StatusOr<v1::RunRequest> StepRequest(const v1::RunChainRequest& chain, int
     if (input.has_step()) {
       SetTensorLayout(layouts[input.step().step()][input.step().output()], &tensor);
       ASSIGN_OR_RETURN(std::span<const std::byte> bytes, step_bytes(input.step()));
-      uploaded->emplace(name, bytes);
+      uploaded->bytes.emplace(name, bytes);
     } else if (input.tensor().location_case() == v1::Tensor::kData) {
       const v1::Tensor& given = input.tensor();
       tensor.set_dtype(given.dtype());
       *tensor.mutable_sizes() = given.sizes();
       *tensor.mutable_strides() = given.strides();
-      uploaded->emplace(name, std::as_bytes(std::span(given.data())));
+      uploaded->bytes.emplace(name, std::as_bytes(std::span(given.data())));
     } else {
       tensor = input.tensor();  // a handle or a shared memory span: small
     }
@@ -337,7 +337,7 @@ absl::StatusOr<ResultParts> ExecuteChainIntoParts(const v1::RunChainRequest& cha
         continue;
       }
       ASSIGN_OR_RETURN(const std::span<const std::byte> bytes, from.Bytes(k, *handles, stop));
-      plan.uploaded[name] = bytes;
+      plan.uploaded.bytes[name] = bytes;
       const std::vector<absl::string_view>& names = plan.run->plan.input_names;
       const auto slot = std::find(names.begin(), names.end(), name);
       if (slot != names.end()) plan.run->inputs[slot - names.begin()] = bytes;

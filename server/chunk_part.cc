@@ -262,6 +262,45 @@ void RequestDataView::MoveDataTo(size_t index, std::byte* out) {
   }
 }
 
+std::vector<std::span<const std::byte>> RequestDataView::ElementPieces(size_t index,
+                                                                       int64_t element_size) {
+  const std::vector<SlicePiece>& pieces = pieces_[index];
+  const auto bytes_of = [&](size_t i) {
+    return reinterpret_cast<const std::byte*>(slices_[pieces[i].slice].begin()) + pieces[i].offset;
+  };
+  const int64_t es = std::clamp<int64_t>(element_size, 1, 8);
+  std::vector<std::span<const std::byte>> out;
+  out.reserve(2 * pieces.size());
+  int64_t done = 0;   // bytes given out: whole elements
+  int64_t start = 0;  // piece i's first byte in the input
+  for (size_t i = 0; i < pieces.size(); start += static_cast<int64_t>(pieces[i].length), ++i) {
+    const int64_t end = start + static_cast<int64_t>(pieces[i].length);
+    if (end <= done) continue;  // all in a copied element already
+    const int64_t whole_end = end / es * es;
+    if (whole_end > done) {
+      out.emplace_back(bytes_of(i) + (done - start), static_cast<size_t>(whole_end - done));
+      done = whole_end;
+    }
+    if (done == end) continue;
+    // Element [done, done + es) goes on into the next pieces: copied whole
+    // (a last one cut short, too, so the size stays what was sent).
+    const int64_t seam_end = std::min(done + es, inputs_[index].bytes);
+    std::array<std::byte, 8>& seam = seams_.emplace_back();
+    int64_t at = done;
+    for (size_t j = i; at < seam_end; ++j) {
+      const int64_t piece_start = j == i ? start : at;
+      const int64_t n = std::min<int64_t>(
+          seam_end - at, static_cast<int64_t>(pieces[j].length) - (at - piece_start));
+      std::memcpy(seam.data() + (at - done), bytes_of(j) + (at - piece_start),
+                  static_cast<size_t>(n));
+      at += n;
+    }
+    out.emplace_back(seam.data(), static_cast<size_t>(seam_end - done));
+    done = seam_end;
+  }
+  return out;
+}
+
 void ChunkPartView::CopyDataTo(int64_t from, int64_t length, std::byte* out) const {
   size_t skip = static_cast<size_t>(from);
   size_t left = static_cast<size_t>(length);

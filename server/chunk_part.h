@@ -6,9 +6,12 @@
 #ifndef TENSOROP_SERVER_CHUNK_PART_H_
 #define TENSOROP_SERVER_CHUNK_PART_H_
 
+#include <array>
 #include <cstddef>
 #include <cstdint>
+#include <deque>
 #include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -70,9 +73,15 @@ class RequestDataView {
   // room), letting go of each received slice once nothing else needs it, so
   // the request is not held twice while it is copied.
   void MoveDataTo(size_t index, std::byte* out);
+  // Input `index`'s data bytes, in order, as pieces of whole elements of
+  // `element_size` bytes: views into the received slices, and, for an element
+  // split between two of them, a copy of that element (held by the view).
+  // The bytes stay valid while the view lives.
+  std::vector<std::span<const std::byte>> ElementPieces(size_t index, int64_t element_size);
 
  private:
   std::vector<grpc::Slice> slices_;
+  std::deque<std::array<std::byte, 8>> seams_;   // the elements split between slices
   std::vector<int> slice_uses_;                  // pieces not yet copied, per slice
   std::vector<std::vector<SlicePiece>> pieces_;  // per input
   std::vector<InputData> inputs_;

@@ -18,21 +18,30 @@ double Seconds(int64_t bytes, double rate) {
 
 }  // namespace
 
-ByteRange PlanReadRange(const ExecutionPlan& plan, int slot, int64_t input_bytes) {
-  const std::vector<ByteRange> ranges = InputReadRanges(plan);
-  if (slot < 0 || static_cast<size_t>(slot) >= ranges.size()) return {};
-  ByteRange range = ranges[static_cast<size_t>(slot)];
+namespace {
+
+// `range` within [0, input_bytes); {0, 0} when empty.
+ByteRange Clamped(ByteRange range, int64_t input_bytes) {
   if (range.empty()) return {};
   range.begin = std::clamp<int64_t>(range.begin, 0, input_bytes);
   range.end = std::clamp<int64_t>(range.end, range.begin, input_bytes);
   return range;
 }
 
+}  // namespace
+
+ByteRange PlanReadRange(const ExecutionPlan& plan, int slot, int64_t input_bytes) {
+  const std::vector<ByteRange> ranges = InputReadRanges(plan);
+  if (slot < 0 || static_cast<size_t>(slot) >= ranges.size()) return {};
+  return Clamped(ranges[static_cast<size_t>(slot)], input_bytes);
+}
+
 RequestFootprint FootprintOf(const ExecutionPlan& plan, std::span<const int64_t> input_bytes) {
   RequestFootprint footprint;
+  const std::vector<ByteRange> ranges = InputReadRanges(plan);  // once: plans may have many slots
   for (size_t slot = 0; slot < input_bytes.size(); ++slot) {
-    footprint.inputs.push_back(
-        {PlanReadRange(plan, static_cast<int>(slot), input_bytes[slot]).size(), kOnHost});
+    const ByteRange range = slot < ranges.size() ? ranges[slot] : ByteRange();
+    footprint.inputs.push_back({Clamped(range, input_bytes[slot]).size(), kOnHost});
   }
   for (const StridedCopy& copy : plan.copies) {
     footprint.copy_bytes += copy.element_count * copy.element_size;

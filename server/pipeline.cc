@@ -16,6 +16,7 @@
 #include "absl/strings/string_view.h"
 #include "core/operator.h"
 #include "core/plan/output_bands.h"
+#include "core/plan/source_pieces.h"
 #include "core/status_macros.h"
 #include "server/chunk_part.h"
 #include "server/convert.h"
@@ -53,8 +54,17 @@ absl::StatusOr<std::unique_ptr<PlannedRun>> Plan(
   ASSIGN_OR_RETURN(run->op, ToOpRequest(request));
   if (uploaded != nullptr) {
     for (NamedTensor& input : run->op.inputs) {
-      auto found = uploaded->find(input.name);
-      if (found != uploaded->end()) input.tensor.data = found->second;
+      if (auto found = uploaded->bytes.find(input.name); found != uploaded->bytes.end()) {
+        input.tensor.data = found->second;
+      } else if (auto pieced = uploaded->pieces.find(input.name);
+                 pieced != uploaded->pieces.end()) {
+        // Planned with zeros standing in; read once the placement is known
+        // (ReadPiecedInputs).
+        int64_t bytes = 0;
+        for (std::span<const std::byte> piece : pieced->second) bytes += std::ssize(piece);
+        ASSIGN_OR_RETURN(input.tensor.data, run->stand_ins.Get(bytes));
+        run->pieced.emplace(input.name, &pieced->second);
+      }
     }
   }
   RETURN_IF_ERROR(ResolveHandleInputs(request, handles, run->op, run->handles, run->on_device));
@@ -84,6 +94,52 @@ absl::StatusOr<std::unique_ptr<PlannedRun>> Plan(
     run->inputs.push_back(found->tensor.data);
   }
   return run;
+}
+
+// Reads the inputs `run` has in pieces: on the CPU in place, each copy of
+// them cut into copies that each read one piece (CutCopiesAtPieces); where
+// the cut cannot be made (reads jumping between pieces, at most 4 copies a
+// piece), or on a device, gathered into one buffer, reserved first.
+absl::Status ReadPiecedInputs(PlannedRun& run, bool on_cpu,
+                              MemoryBudget::Reservation& reservation) {
+  for (const auto& [name, pieces] : run.pieced) {
+    auto named = std::find(run.plan.input_names.begin(), run.plan.input_names.end(), name);
+    if (named == run.plan.input_names.end()) continue;
+    const int slot = static_cast<int>(named - run.plan.input_names.begin());
+    std::vector<ByteRange> ranges;
+    ranges.reserve(pieces->size());
+    int64_t bytes = 0;
+    for (std::span<const std::byte> piece : *pieces) {
+      ranges.push_back({bytes, bytes + std::ssize(piece)});
+      bytes += std::ssize(piece);
+    }
+    if (on_cpu) {
+      std::optional<ExecutionPlan> cut =
+          CutCopiesAtPieces(run.plan, slot, ranges, 4 * static_cast<int64_t>(pieces->size()) + 64);
+      if (cut.has_value()) {
+        run.plan = *std::move(cut);
+        run.inputs.insert(run.inputs.end(), pieces->begin(), pieces->end());
+        continue;
+      }
+    }
+    RETURN_IF_ERROR(reservation.Grow(bytes, absl::StrCat("input \"", absl::CHexEscape(name),
+                                                         "\" gathered (", bytes, " bytes)")));
+    const Layout whole = {.dtype = DType::kUint8,
+                          .sizes = {bytes},
+                          .strides = {1},
+                          .element_count = bytes,
+                          .buffer_elements = bytes};
+    ASSIGN_OR_RETURN(OutputBuffer buffer, AllocateOutput(whole, /*pool=*/nullptr));
+    std::byte* at = buffer.get();
+    for (std::span<const std::byte> piece : *pieces) {
+      std::memcpy(at, piece.data(), piece.size());
+      at += piece.size();
+    }
+    run.inputs[static_cast<size_t>(slot)] = {buffer.get(), static_cast<size_t>(bytes)};
+    run.host_copies.emplace(name, std::move(buffer));
+  }
+  run.pieced.clear();
+  return absl::OkStatus();
 }
 
 // The OpenCL device `run` must run on, or -1: the device holding its first
@@ -165,6 +221,8 @@ absl::Status PlanAndExecute(const v1::RunRequest& request, const Limits& limits,
   // Inputs on the device the op is pinned to are read in place; those on
   // another device come to host memory first.
   const int pinned = PinnedDevice(request, placement, *run);
+  RETURN_IF_ERROR(ReadPiecedInputs(
+      *run, pinned < 0 && !scheduler.MayRunOnDevice(placement, run->plan), reservation));
   const size_t slots = run->plan.input_names.size();
   std::vector<const opencl_backend::ResidentBuffer*> resident_inputs(slots, nullptr);
   int64_t copy_bytes = run->host_copy_bytes;
@@ -377,7 +435,7 @@ absl::StatusOr<std::unique_ptr<PlannedRun>> PlanRun(const v1::RunRequest& reques
 
 UploadedInputs Spans(const InputBuffers& buffers) {
   UploadedInputs spans;
-  for (const auto& [name, buffer] : buffers) spans.emplace(name, buffer.bytes());
+  for (const auto& [name, buffer] : buffers) spans.bytes.emplace(name, buffer.bytes());
   return spans;
 }
 
@@ -389,7 +447,8 @@ int64_t InputBytes(const InputBuffers& buffers) {
 
 absl::Status ParseRequestAndInputs(const grpc::ByteBuffer* bytes, absl::string_view method,
                                    MemoryBudget::Reservation& reservation, BufferPool* pool,
-                                   v1::RunRequest* request, InputBuffers* inputs) {
+                                   v1::RunRequest* request, InputBuffers* inputs,
+                                   std::optional<RequestDataView>* received) {
   constexpr size_t kLiftFromBytes = size_t{1} << 20;
   if (bytes->Length() < kLiftFromBytes) {
     RETURN_IF_ERROR(ParseRequest(*bytes, method, reservation, request));
@@ -421,6 +480,11 @@ absl::Status ParseRequestAndInputs(const grpc::ByteBuffer* bytes, absl::string_v
   for (const RequestDataView::InputData& input : view->inputs()) data_bytes += input.bytes;
   RETURN_IF_ERROR(reservation.Grow(
       data_bytes, absl::StrCat(method, ": the ", data_bytes, " data bytes of the inputs")));
+  if (received != nullptr && !request->has_scatter_elements()) {
+    ReleaseRequestBytes(bytes, reservation);
+    received->emplace(*std::move(view));
+    return absl::OkStatus();
+  }
   for (const RequestDataView::InputData& input : view->inputs()) {
     if (input.bytes == 0) continue;
     bool kept = false;

@@ -33,6 +33,7 @@
 #include "core/status_macros.h"
 #include "core/tensor.h"
 #include "server/buffer_pool.h"
+#include "server/chunk_part.h"
 #include "server/convert.h"
 #include "server/guarded.h"
 #include "server/handle_store.h"
@@ -80,7 +81,15 @@ absl::Status ParseChainRequest(const grpc::ByteBuffer& bytes, absl::string_view 
 
 // Input bytes held apart from the request, by input name: they stand for the
 // request's own data of those inputs.
-using UploadedInputs = std::map<std::string, std::span<const std::byte>, std::less<>>;
+struct UploadedInputs {
+  // In one buffer.
+  std::map<std::string, std::span<const std::byte>, std::less<>> bytes;
+  // In pieces of whole elements, in order (a Run request's data left in the
+  // slices it was received in: RequestDataView::ElementPieces). The CPU reads
+  // them where they lie (CutCopiesAtPieces); a device run, or a read that
+  // jumps between pieces, gathers them first.
+  std::map<std::string, std::vector<std::span<const std::byte>>, std::less<>> pieces;
+};
 
 // An input's bytes held apart from the request (a RunChunked upload, a Run
 // request's data taken from the received slices), appended as they arrive in
@@ -137,16 +146,20 @@ UploadedInputs Spans(const InputBuffers& buffers);
 // Their bytes together.
 int64_t InputBytes(const InputBuffers& buffers);
 
-// Parses `bytes` like ParseRequest, but takes each input's data bytes straight
-// from the received slices into an InputBuffer of its own (from `pool` when
-// large) instead of into the message: one copy, and each received slice is let
-// go once copied, so a large request is never held twice. Requests below
-// 1 MiB, or in a form protobuf's serializer does not write, are parsed as by
-// ParseRequest (`inputs` left empty). Either way the received bytes are
-// released (and their reservation given back) once parsed.
+// Parses `bytes` like ParseRequest, but leaves each input's data bytes out of
+// the message: with `received`, where they were received (the view, whose
+// slices hold them, goes to `received`; not for a scatter, whose indices
+// planning reads); else copied from the received slices into an InputBuffer of
+// their own (from `pool` when large): one copy, and each received slice is
+// let go once copied, so a large request is never held twice. The data bytes
+// stay reserved. Requests below 1 MiB, or in a form protobuf's serializer does
+// not write, are parsed as by ParseRequest (`inputs` left empty, no view).
+// Either way the received bytes are released (and their reservation given
+// back) once parsed, but for what the view holds.
 absl::Status ParseRequestAndInputs(const grpc::ByteBuffer* bytes, absl::string_view method,
                                    MemoryBudget::Reservation& reservation, BufferPool* pool,
-                                   v1::RunRequest* request, InputBuffers* inputs);
+                                   v1::RunRequest* request, InputBuffers* inputs,
+                                   std::optional<RequestDataView>* received = nullptr);
 
 // Executes `request` with its outputs inline in `response` (Run, RunBidi),
 // refusing before any work an answer whose serialized size would pass the
@@ -183,6 +196,8 @@ struct PlannedRun {
   DeviceInputs on_device;
   ZeroBytes stand_ins;
   std::map<std::string, OutputBuffer, std::less<>> host_copies;  // by input name
+  // Inputs in pieces (UploadedInputs::pieces), planned with zeros standing in.
+  std::map<std::string, const std::vector<std::span<const std::byte>>*, std::less<>> pieced;
   int64_t host_copy_bytes = 0;
 };
 

@@ -413,9 +413,9 @@ class TensorOpService::ChunkedReactor final
         // input is packed) before anything is read.
         const InputBuffer& upload = uploads_.find(name)->second;
         if (window.received == upload.capacity()) {
-          uploaded[name] = upload.Room();
+          uploaded.bytes[name] = upload.Room();
         } else {
-          ASSIGN_OR_RETURN(uploaded[name], wrong_size.Get(window.received));
+          ASSIGN_OR_RETURN(uploaded.bytes[name], wrong_size.Get(window.received));
         }
       }
       absl::StatusOr<ResultParts> parts =

@@ -8,6 +8,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/time.h"
+#include "core/dtype.h"
 #include "core/status_macros.h"
 #include "server/auth.h"
 #include "server/guarded.h"
@@ -66,14 +67,29 @@ class TensorOpService::UnaryReactor final : public grpc::ServerUnaryReactor {
   // On a scheduler worker.
   absl::Status Work() {
     RETURN_IF_ERROR(ParseRequestAndInputs(request_bytes_, "Run", reservation_,
-                                          service_->options_.buffer_pool, &request_, &inputs_));
+                                          service_->options_.buffer_pool, &request_, &inputs_,
+                                          &received_));
     const absl::Time start = record_.start;
     std::string identity = std::move(record_.identity);
     record_ = DescribeRequest("Run", request_);
-    record_.bytes_in += InputBytes(inputs_);
     record_.start = start;
     record_.identity = std::move(identity);
     uploaded_ = Spans(inputs_);
+    data_bytes_ = InputBytes(inputs_);
+    if (received_.has_value()) {
+      // Read where they were received: pieces of whole elements.
+      for (size_t i = 0; i < received_->inputs().size(); ++i) {
+        const RequestDataView::InputData& input = received_->inputs()[i];
+        if (input.bytes == 0) continue;
+        auto tensor = request_.inputs().find(input.input);
+        const std::optional<DType> dtype =
+            tensor != request_.inputs().end() ? DTypeFromInt(tensor->second.dtype()) : std::nullopt;
+        uploaded_.pieces.emplace(
+            input.input, received_->ElementPieces(i, dtype.has_value() ? ElementSize(*dtype) : 1));
+        data_bytes_ += input.bytes;
+      }
+    }
+    record_.bytes_in += data_bytes_;
     ASSIGN_OR_RETURN(Placement placement, service_->Place(request_));
     record_.backend = placement.label;
     if (WritesToSharedMemory(request_) || KeepsOutputs(request_)) {
@@ -115,9 +131,10 @@ class TensorOpService::UnaryReactor final : public grpc::ServerUnaryReactor {
 
   // The request and its input bytes, with the input bytes' reservation.
   void FreeInputs() {
-    reservation_.Shrink(InputBytes(inputs_));
-    uploaded_.clear();
+    reservation_.Shrink(std::exchange(data_bytes_, 0));
+    uploaded_ = UploadedInputs();
     inputs_.clear();
+    received_.reset();
     request_.Clear();
   }
 
@@ -136,8 +153,10 @@ class TensorOpService::UnaryReactor final : public grpc::ServerUnaryReactor {
   MemoryBudget::Reservation reservation_;
   const HandleAccess handles_;
   v1::RunRequest request_;
-  InputBuffers inputs_;      // the large inputs' data, taken out of the request
-  UploadedInputs uploaded_;  // their bytes
+  InputBuffers inputs_;                      // the large inputs' data, taken out of the request
+  std::optional<RequestDataView> received_;  // or left where they were received
+  UploadedInputs uploaded_;                  // their bytes
+  int64_t data_bytes_ = 0;                   // reserved for them
   CallRecord record_;
 };
 

@@ -47,8 +47,7 @@ class Cutter {
       for (int64_t j = 0; j < rows;) {
         const std::ptrdiff_t p = PieceAt(row.begin + j * stride);
         if (p < 0) return false;
-        const int64_t fit =
-            std::min(rows, FloorDiv(pieces_[p].end - row.end, stride) + 1);
+        const int64_t fit = std::min(rows, FloorDiv(pieces_[p].end - row.end, stride) + 1);
         const bool ok = fit > j ? Emit(Rows(copy, d, j, fit - j), p) : Cut(Rows(copy, d, j, 1));
         if (!ok) return false;
         j = std::max(fit, j + 1);
@@ -73,8 +72,9 @@ class Cutter {
  private:
   // The piece holding byte `at`, or -1.
   std::ptrdiff_t PieceAt(int64_t at) const {
-    auto after = std::upper_bound(pieces_.begin(), pieces_.end(), at,
-                                  [](int64_t x, const ByteRange& piece) { return x < piece.begin; });
+    auto after =
+        std::upper_bound(pieces_.begin(), pieces_.end(), at,
+                         [](int64_t x, const ByteRange& piece) { return x < piece.begin; });
     if (after == pieces_.begin()) return -1;
     const std::ptrdiff_t index = (after - pieces_.begin()) - 1;
     return at < pieces_[index].end ? index : -1;

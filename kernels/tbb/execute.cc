@@ -1,7 +1,12 @@
 #include "kernels/tbb/execute.h"
 
+#include <algorithm>
+#include <mutex>
+#include <utility>
+
 #include "absl/strings/str_cat.h"
 #include "core/status_macros.h"
+#include "kernels/tbb/blocks.h"
 #include "kernels/tbb/scatter_elements.h"
 #include "kernels/tbb/strided_copy.h"
 
@@ -15,8 +20,33 @@ absl::Status Execute(const ExecutionPlan& plan, std::span<const std::byte* const
         plan.outputs.size(), " outputs; got ", inputs.size(), " and ", outputs.size()));
   }
   RETURN_IF_ERROR(stop());
-  for (const StridedCopy& copy : plan.copies) {
+  if (plan.copies.size() == 1) {
+    const StridedCopy& copy = plan.copies[0];
     RETURN_IF_ERROR(RunStridedCopy(copy, inputs[copy.input_slot], outputs[copy.output_slot], stop));
+  } else if (!plan.copies.empty()) {
+    // Many copies (a split's outputs, an input read in pieces) write disjoint
+    // bytes: they run in parallel with each other, grouped into blocks of
+    // about kBlockBytes, a large one's own blocks in parallel too.
+    int64_t bytes = 0;
+    for (const StridedCopy& copy : plan.copies) bytes += copy.element_count * copy.element_size;
+    const int64_t copies = static_cast<int64_t>(plan.copies.size());
+    std::mutex mutex;
+    absl::Status failed;
+    RETURN_IF_ERROR(ForEachBlock(copies, copies * kBlockBytes / std::max<int64_t>(bytes, 1), bytes,
+                                 stop, [&](int64_t begin, int64_t end) {
+                                   for (int64_t i = begin; i < end; ++i) {
+                                     const StridedCopy& copy = plan.copies[static_cast<size_t>(i)];
+                                     absl::Status status =
+                                         RunStridedCopy(copy, inputs[copy.input_slot],
+                                                        outputs[copy.output_slot], stop);
+                                     if (!status.ok()) {
+                                       std::lock_guard<std::mutex> lock(mutex);
+                                       if (failed.ok()) failed = std::move(status);
+                                       return;
+                                     }
+                                   }
+                                 }));
+    RETURN_IF_ERROR(failed);
   }
   for (const ScatterWalk& walk : plan.scatters) {
     RETURN_IF_ERROR(RunScatterWalk(walk, inputs[walk.indices_slot], inputs[walk.updates_slot],

@@ -172,6 +172,65 @@ TEST_F(RunTest, ShortInputDataIsInvalid) {
                                          HasSubstr("input.data has 60 bytes")));
 }
 
+// Inputs of a request from 1 MiB are read where gRPC received them, in
+// pieces that split elements at their ends: byte-exact on the CPU (each copy
+// cut at the pieces), on an OpenCL device and for reads that jump between
+// pieces (both gathered first), and a size that is no whole number of
+// elements is refused as ever.
+TEST_F(RunTest, LargeInputsAreReadWhereTheyWereReceived) {
+  constexpr int64_t kRows = 512, kCols = 1024;
+  std::vector<float> matrix(kRows * kCols);
+  for (size_t i = 0; i < matrix.size(); ++i) matrix[i] = static_cast<float>(i) * 0.5f + 1;
+  // Rows reversed, every third column from 1: out[i][j] = in[511 - i][1 + 3j].
+  std::vector<float> expected;
+  for (int64_t i = 0; i < kRows; ++i) {
+    for (int64_t j = 0; j < 341; ++j)
+      expected.push_back(matrix[(kRows - 1 - i) * kCols + 1 + 3 * j]);
+  }
+  for (const v1::Backend backend : {v1::CPU, v1::OPENCL}) {
+    v1::RunRequest request =
+        SliceRequest("pieces", MakeTensor(v1::FLOAT32, {kRows, kCols}, Pack(matrix)), {0, 1},
+                     {kRows, kCols - 1}, {-1, 3}, {kRows, 341});
+    request.set_backend(backend);
+    v1::RunResponse response;
+    ASSERT_THAT(Run(request, &response), GrpcOk()) << backend;
+    ASSERT_EQ(response.outputs_size(), 1);
+    EXPECT_TRUE(Unpack<float>(response.outputs(0).data()) == expected) << backend;
+  }
+  // int16, an odd number of elements, copied whole.
+  std::vector<int16_t> column(786433);
+  for (size_t i = 0; i < column.size(); ++i) column[i] = static_cast<int16_t>(i * 13);
+  const int64_t count = static_cast<int64_t>(column.size());
+  v1::RunResponse response;
+  ASSERT_THAT(Run(SliceRequest("int16", MakeTensor(v1::INT16, {count}, Pack(column)), {0}, {count},
+                               {1}, {count}),
+                  &response),
+              GrpcOk());
+  ASSERT_EQ(response.outputs_size(), 1);
+  EXPECT_TRUE(Unpack<int16_t>(response.outputs(0).data()) == column);
+  // int64 stored column-major, read row-major: every element jumps a column.
+  constexpr int64_t kSide = 512;
+  std::vector<int64_t> stored(kSide * kSide), transposed;
+  for (size_t i = 0; i < stored.size(); ++i) stored[i] = static_cast<int64_t>(i) * 1000003;
+  for (int64_t i = 0; i < kSide; ++i) {
+    for (int64_t j = 0; j < kSide; ++j) transposed.push_back(stored[j * kSide + i]);
+  }
+  ASSERT_THAT(
+      Run(SliceRequest("columns", MakeTensor(v1::INT64, {kSide, kSide}, Pack(stored), {1, kSide}),
+                       {0, 0}, {kSide, kSide}, {1, 1}, {kSide, kSide}),
+          &response),
+      GrpcOk());
+  ASSERT_EQ(response.outputs_size(), 1);
+  EXPECT_TRUE(Unpack<int64_t>(response.outputs(0).data()) == transposed);
+  // Two bytes short of a whole float32.
+  std::string short_data = Pack(matrix);
+  short_data.resize(short_data.size() - 2);
+  EXPECT_THAT(
+      Run(SliceRequest("short", MakeTensor(v1::FLOAT32, {kRows, kCols}, short_data), {0, 0}, {1, 1},
+                       {1, 1}, {1, 1})),
+      GrpcStatusIs(grpc::StatusCode::INVALID_ARGUMENT, HasSubstr("input.data has 2097150 bytes")));
+}
+
 TEST_F(RunTest, OpenClRunsOnTheDeviceAndSaysWhich) {
   v1::RunRequest request = DocSliceRequest("gpu");
   request.set_backend(v1::OPENCL);
