@@ -14,33 +14,18 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "kernels/tbb/execute.h"
+#include "tests/support/copy_plans.h"
 #include "tests/support/layout.h"
 
 namespace tensorop {
 namespace {
 
+using ::tensorop::testing::CopyPlan;
 using ::tensorop::testing::MakeLayout;
+using ::tensorop::testing::RandomCopy;
+using ::tensorop::testing::RandomPitchedCopy;
 using ::testing::ElementsAre;
 using ::testing::IsEmpty;
-
-// A plan copying input slot 0 into `output` through byte `src_strides`.
-ExecutionPlan CopyPlan(const Layout& output, std::vector<int64_t> src_strides,
-                       int64_t src_offset = 0) {
-  const int64_t element_size = ElementSize(output.dtype);
-  ExecutionPlan plan;
-  plan.op = "slice";
-  plan.input_names = {"input"};
-  plan.outputs = {output};
-  StridedCopy copy;
-  copy.element_size = static_cast<int>(element_size);
-  copy.sizes = output.sizes;
-  copy.src_strides = std::move(src_strides);
-  for (int64_t stride : output.strides) copy.dst_strides.push_back(stride * element_size);
-  copy.src_offset = src_offset;
-  copy.element_count = output.element_count;
-  plan.copies = {copy};
-  return plan;
-}
 
 TEST(OutputBandsTest, APackedCopySplitsIntoRowsOfAboutTheBandSize) {
   const ExecutionPlan plan = CopyPlan(MakeLayout(DType::kUint8, {10}), {1});
@@ -154,30 +139,10 @@ TEST(OutputBandsTest, ReadyBytesAreFinalWhenRunBandByBand) {
   };
   for (int trial = 0; trial < 300; ++trial) {
     SCOPED_TRACE(trial);
-    const DType dtype = std::vector<DType>{DType::kUint8, DType::kInt16, DType::kFloat32,
-                                           DType::kInt64}[static_cast<size_t>(pick(0, 3))];
-    const int64_t element_size = ElementSize(dtype);
-    const int rank = static_cast<int>(pick(1, 3));
-    std::vector<int64_t> sizes(static_cast<size_t>(rank)), strides(sizes.size());
-    int64_t inner = 1;
-    for (int d = rank - 1; d >= 0; --d) {
-      sizes[d] = pick(1, 6);
-      strides[d] = inner;
-      inner = inner * sizes[d] + pick(0, 2);  // pitched: rows in order
-    }
-    const Layout output = MakeLayout(dtype, sizes, strides);
-    std::vector<int64_t> src_strides;
-    int64_t src_offset = 0, src_extent = element_size;
-    for (int d = 0; d < rank; ++d) {
-      const int64_t stride = pick(-3, 3) * element_size;  // 0: broadcast
-      src_strides.push_back(stride);
-      src_offset += stride < 0 ? -stride * (sizes[d] - 1) : 0;
-      src_extent += (stride < 0 ? -stride : stride) * (sizes[d] - 1);
-    }
-    std::vector<std::byte> input(static_cast<size_t>(src_extent));
-    for (std::byte& b : input) b = static_cast<std::byte>(pick(0, 255));
-    const ExecutionPlan plan = CopyPlan(output, src_strides, src_offset);
-    const std::byte* inputs[] = {input.data()};
+    const RandomCopy copy = RandomPitchedCopy(random);
+    const ExecutionPlan& plan = copy.plan;
+    const Layout& output = plan.outputs[0];
+    const std::byte* inputs[] = {copy.input.data()};
 
     std::vector<std::byte> whole(static_cast<size_t>(output.buffer_bytes()));
     std::byte* whole_outputs[] = {whole.data()};

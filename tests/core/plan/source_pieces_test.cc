@@ -15,32 +15,17 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "kernels/tbb/execute.h"
+#include "tests/support/copy_plans.h"
 #include "tests/support/layout.h"
 
 namespace tensorop {
 namespace {
 
+using ::tensorop::testing::CopyPlan;
 using ::tensorop::testing::MakeLayout;
+using ::tensorop::testing::RandomCopy;
+using ::tensorop::testing::RandomPitchedCopy;
 using ::testing::ElementsAre;
-
-// A plan copying input slot 0 into `output` through byte `src_strides`.
-ExecutionPlan CopyPlan(const Layout& output, std::vector<int64_t> src_strides,
-                       int64_t src_offset = 0) {
-  const int64_t element_size = ElementSize(output.dtype);
-  ExecutionPlan plan;
-  plan.op = "slice";
-  plan.input_names = {"input"};
-  plan.outputs = {output};
-  StridedCopy copy;
-  copy.element_size = static_cast<int>(element_size);
-  copy.sizes = output.sizes;
-  copy.src_strides = std::move(src_strides);
-  for (int64_t stride : output.strides) copy.dst_strides.push_back(stride * element_size);
-  copy.src_offset = src_offset;
-  copy.element_count = output.element_count;
-  plan.copies = {copy};
-  return plan;
-}
 
 // The pieces [cuts[i], cuts[i + 1]) of `bytes`, cuts from 0 to its size.
 std::vector<ByteRange> Pieces(const std::vector<int64_t>& cuts) {
@@ -157,31 +142,9 @@ TEST(SourcePiecesTest, CutPlansWriteWhatTheWholeOneWrites) {
   };
   for (int trial = 0; trial < 500; ++trial) {
     SCOPED_TRACE(trial);
-    const DType dtype = std::vector<DType>{DType::kUint8, DType::kInt16, DType::kFloat32,
-                                           DType::kInt64}[static_cast<size_t>(pick(0, 3))];
-    const int64_t element_size = ElementSize(dtype);
-    const int rank = static_cast<int>(pick(1, 3));
-    std::vector<int64_t> sizes(static_cast<size_t>(rank)), strides(sizes.size());
-    int64_t inner = 1;
-    for (int d = rank - 1; d >= 0; --d) {
-      sizes[d] = pick(1, 6);
-      strides[d] = inner;
-      inner = inner * sizes[d] + pick(0, 2);
-    }
-    const Layout output = MakeLayout(dtype, sizes, strides);
-    std::vector<int64_t> src_strides;
-    int64_t src_offset = 0, src_extent = element_size;
-    for (int d = 0; d < rank; ++d) {
-      const int64_t stride = pick(-3, 3) * element_size;  // 0: broadcast
-      src_strides.push_back(stride);
-      src_offset += stride < 0 ? -stride * (sizes[d] - 1) : 0;
-      src_extent += (stride < 0 ? -stride : stride) * (sizes[d] - 1);
-    }
-    const int64_t pad = pick(0, 2) * element_size;  // bytes before what the copy reads
-    src_offset += pad;
-    src_extent += pad;
-    std::vector<std::byte> input(static_cast<size_t>(src_extent));
-    for (std::byte& b : input) b = static_cast<std::byte>(pick(0, 255));
+    const RandomCopy copy = RandomPitchedCopy(random);
+    const int64_t element_size = copy.plan.copies[0].element_size;
+    const int64_t src_extent = static_cast<int64_t>(copy.input.size());
     std::vector<int64_t> cuts = {0, src_extent};
     for (int64_t i = pick(0, 6); i > 0; --i) {
       cuts.push_back(pick(1, src_extent / element_size) * element_size);
@@ -189,12 +152,12 @@ TEST(SourcePiecesTest, CutPlansWriteWhatTheWholeOneWrites) {
     std::sort(cuts.begin(), cuts.end());
     cuts.erase(std::unique(cuts.begin(), cuts.end()), cuts.end());
     const std::vector<ByteRange> pieces = Pieces(cuts);
-    const ExecutionPlan plan = CopyPlan(output, src_strides, src_offset);
+    const ExecutionPlan& plan = copy.plan;
     const auto cut = CutCopiesAtPieces(plan, 0, pieces, 100000);
     ASSERT_TRUE(cut.has_value());
     EXPECT_EQ(cut->input_names.size(), 1 + pieces.size());
-    for (const StridedCopy& copy : cut->copies) ASSERT_GE(copy.input_slot, 1);
-    const auto [whole, pieced] = RunBoth(plan, *cut, input, pieces);
+    for (const StridedCopy& piece_copy : cut->copies) ASSERT_GE(piece_copy.input_slot, 1);
+    const auto [whole, pieced] = RunBoth(plan, *cut, copy.input, pieces);
     EXPECT_EQ(pieced, whole);
   }
 }
