@@ -30,7 +30,7 @@
 #include "server/pipeline.h"
 #include "server/request_log.h"
 #include "server/response_writer.h"
-#include "server/result_progress.h"
+#include "server/result_writer.h"
 #include "server/scheduler.h"
 #include "server/service.h"
 #include "server/status_map.h"
@@ -110,10 +110,10 @@ class TensorOpService::ChunkedReactor final
   void OnWriteDone(bool ok) override {
     watch_->Disarm();
     if (!ok) {
-      Fail(watch_->expired() ? service_->idle_.IdleStatus() : WriteFailure(stop_));
+      writer_.Fail(watch_->expired() ? service_->idle_.IdleStatus() : WriteFailure(stop_));
       return;
     }
-    WriteNext();
+    writer_.WriteNext();
   }
 
   void OnDone() override {
@@ -395,15 +395,8 @@ class TensorOpService::ChunkedReactor final
   // On a scheduler worker.
   // The result goes out while it is computed where it can, as RunStream's.
   void Work(Placement& placement) {
-    const auto streaming_progress = std::make_shared<ResultProgress>([this] { WriteNext(); });
-    StreamWhileComputing streaming{.start =
-                                       [this, streaming_progress](ResultParts parts) {
-                                         parts_.emplace(std::move(parts));
-                                         progress_ = streaming_progress;
-                                         WriteNext();
-                                       },
-                                   .progress = streaming_progress,
-                                   .band_bytes = 4 * service_->options_.chunk_bytes};
+    StreamWhileComputing streaming = writer_.Streaming(4 * service_->options_.chunk_bytes);
+    std::optional<ResultParts> computed;
     absl::Status status = Guarded([&]() -> absl::Status {
       UploadedInputs uploaded = Spans(uploads_);
       ZeroBytes wrong_size;
@@ -428,50 +421,19 @@ class TensorOpService::ChunkedReactor final
       request_.Clear();
       for (auto& [name, charged] : charged_) reservation_.Shrink(std::exchange(charged, 0));
       if (!parts.ok()) return parts.status();
-      if (!streaming.started) parts_.emplace(*std::move(parts));
+      computed.emplace(*std::move(parts));
       return absl::OkStatus();
     });
     if (streaming.started) {
       // The writer runs already; it finishes the call once this ends.
-      streaming_progress->Finish(status);
+      streaming.progress->Finish(status);
       return;
     }
     if (!status.ok()) {
       Done(status);
       return;
     }
-    WriteNext();
-  }
-
-  // One write in flight at a time: the next starts from OnWriteDone, or from
-  // the worker once the bytes it waits for are computed.
-  void WriteNext() {
-    const absl::StatusOr<ResultParts::Step> step =
-        parts_->SerializeNext(&write_buffer_, reservation_);
-    if (!step.ok()) {
-      Fail(step.status());
-      return;
-    }
-    switch (*step) {
-      case ResultParts::Step::kPart:
-        watch_->Arm();
-        StartWrite(&write_buffer_);
-        return;
-      case ResultParts::Step::kWait:
-        return;
-      case ResultParts::Step::kEnd:
-        record_.bytes_out = parts_->total_bytes();
-        Done(absl::OkStatus());
-        return;
-    }
-  }
-
-  // Ends the call with `status`, or, while a worker still computes its
-  // result, once that ends: the worker then drives WriteNext, whose next part
-  // is `status`.
-  void Fail(const absl::Status& status) {
-    if (progress_ != nullptr && progress_->Abandon(status)) return;
-    Done(status);
+    writer_.Start(*std::move(computed));
   }
 
   void Done(const absl::Status& status) {
@@ -500,11 +462,16 @@ class TensorOpService::ChunkedReactor final
   std::map<std::string, ReadWindow, std::less<>> windows_;
   int64_t bytes_in_ = 0;
   std::map<std::string, int64_t> charged_;  // per input: bytes of its buffer reserved
-  std::optional<ResultParts> parts_;
-  // A result streaming while a worker computes it; null otherwise.
-  std::shared_ptr<ResultProgress> progress_;
   grpc::ByteBuffer read_buffer_;
-  grpc::ByteBuffer write_buffer_;
+  ResultWriter writer_{reservation_,
+                       [this](const grpc::ByteBuffer* part) {
+                         watch_->Arm();
+                         StartWrite(part);
+                       },
+                       [this](const absl::Status& status, int64_t bytes_out) {
+                         if (status.ok()) record_.bytes_out = bytes_out;
+                         Done(status);
+                       }};
 };
 
 grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>* TensorOpService::RunChunked(

@@ -19,6 +19,7 @@
 #include "server/pipeline.h"
 #include "server/request_log.h"
 #include "server/response_writer.h"
+#include "server/result_writer.h"
 #include "server/scheduler.h"
 #include "server/service.h"
 #include "server/status_map.h"
@@ -70,17 +71,16 @@ class TensorOpService::StreamReactor final : public grpc::ServerWriteReactor<grp
   StreamReactor(TensorOpService* service, grpc::CallbackServerContext* context, CallRecord record,
                 ResultParts parts)
       : StreamReactor(service, context, std::move(record)) {
-    parts_.emplace(std::move(parts));
-    WriteNext();
+    writer_.Start(std::move(parts));
   }
 
   void OnWriteDone(bool ok) override {
     watch_->Disarm();
     if (!ok) {
-      Fail(WriteFailed());
+      writer_.Fail(WriteFailed());
       return;
     }
-    WriteNext();
+    writer_.WriteNext();
   }
 
   void OnDone() override {
@@ -104,32 +104,24 @@ class TensorOpService::StreamReactor final : public grpc::ServerWriteReactor<grp
   void Work() {
     // A RunStream result on the CPU starts going out while it is computed
     // (from 4 chunks: smaller ones gain nothing from the overlap).
-    const auto streaming_progress = std::make_shared<ResultProgress>([this] { WriteNext(); });
-    StreamWhileComputing streaming{.start =
-                                       [this, streaming_progress](ResultParts parts) {
-                                         parts_.emplace(std::move(parts));
-                                         progress_ = streaming_progress;
-                                         WriteNext();
-                                       },
-                                   .progress = streaming_progress,
-                                   .band_bytes = 4 * service_->options_.chunk_bytes};
+    StreamWhileComputing streaming = writer_.Streaming(4 * service_->options_.chunk_bytes);
+    std::optional<ResultParts> computed;
     absl::Status status = Guarded([&]() -> absl::Status {
-      ASSIGN_OR_RETURN(ResultParts parts, download_ != nullptr   ? Download()
-                                          : method_ == kRunChain ? RunChain()
-                                                                 : RunOne(&streaming));
-      if (!streaming.started) parts_.emplace(std::move(parts));
+      ASSIGN_OR_RETURN(computed, download_ != nullptr   ? Download()
+                                 : method_ == kRunChain ? RunChain()
+                                                        : RunOne(&streaming));
       return absl::OkStatus();
     });
     if (streaming.started) {
       // The writer runs already; it finishes the call once this ends.
-      streaming_progress->Finish(status);
+      streaming.progress->Finish(status);
       return;
     }
     if (!status.ok()) {
       Done(status);
       return;
     }
-    WriteNext();
+    writer_.Start(*std::move(computed));
   }
 
   absl::StatusOr<ResultParts> RunOne(StreamWhileComputing* streaming) {
@@ -182,39 +174,8 @@ class TensorOpService::StreamReactor final : public grpc::ServerWriteReactor<grp
     record_ = std::move(described);
   }
 
-  // One write in flight at a time: the next starts from OnWriteDone, or from
-  // the worker once the bytes it waits for are computed.
-  void WriteNext() {
-    const absl::StatusOr<ResultParts::Step> step =
-        parts_->SerializeNext(&write_buffer_, reservation_);
-    if (!step.ok()) {
-      Fail(step.status());
-      return;
-    }
-    switch (*step) {
-      case ResultParts::Step::kPart:
-        watch_->Arm();
-        StartWrite(&write_buffer_);
-        return;
-      case ResultParts::Step::kWait:
-        return;
-      case ResultParts::Step::kEnd:
-        record_.bytes_out = parts_->total_bytes();
-        Done(absl::OkStatus());
-        return;
-    }
-  }
-
   absl::Status WriteFailed() const {
     return watch_->expired() ? service_->idle_.IdleStatus() : WriteFailure(stop_);
-  }
-
-  // Ends the call with `status`, or, while a worker still computes its
-  // result, once that ends: the worker then drives WriteNext, whose next part
-  // is `status`.
-  void Fail(const absl::Status& status) {
-    if (progress_ != nullptr && progress_->Abandon(status)) return;
-    Done(status);
   }
 
   void Done(const absl::Status& status) {
@@ -235,11 +196,16 @@ class TensorOpService::StreamReactor final : public grpc::ServerWriteReactor<grp
   const HandleAccess handles_;
   v1::RunRequest request_;
   CallRecord record_;
-  std::optional<ResultParts> parts_;
-  grpc::ByteBuffer write_buffer_;
   std::shared_ptr<const ResidentTensor> download_;  // a Fetch from a device, until downloaded
-  // A result streaming while a worker computes it; null otherwise.
-  std::shared_ptr<ResultProgress> progress_;
+  ResultWriter writer_{reservation_,
+                       [this](const grpc::ByteBuffer* part) {
+                         watch_->Arm();
+                         StartWrite(part);
+                       },
+                       [this](const absl::Status& status, int64_t bytes_out) {
+                         if (status.ok()) record_.bytes_out = bytes_out;
+                         Done(status);
+                       }};
 };
 
 namespace {
