@@ -260,8 +260,11 @@ class TensorOpService::ChunkedReactor final
   // BufferPool::kMinBytes, and those the op reads more than half of, are
   // stored whole, in the pool's resident buffers: a fresh buffer's page
   // faults would cost more than the copy they save.
+  // This runs in a reaction, so only for requests whose planning is small
+  // (at most 64 outputs: a split may ask for millions).
   void FindReadWindows() {
-    if (request_.has_scatter_elements()) return;
+    constexpr int kMaxPlannedOutputs = 64;
+    if (request_.has_scatter_elements() || request_.outputs_size() > kMaxPlannedOutputs) return;
     absl::StatusOr<OpRequest> op = ToOpRequest(request_);
     if (!op.ok()) return;
     ZeroBytes zeros;
