@@ -7,6 +7,9 @@
 #include <iterator>
 #include <string>
 
+#include "absl/strings/str_split.h"
+#include "absl/strings/string_view.h"
+
 namespace tensorop::server {
 namespace {
 
@@ -21,11 +24,21 @@ bool HugePagesAvailable() {
 
 }  // namespace
 
+bool GlibcTunableSet(absl::string_view name) {
+  const char* tunables = std::getenv("GLIBC_TUNABLES");
+  if (tunables == nullptr) return false;
+  // name=value pairs separated by colons (glibc's tunables(7)).
+  for (absl::string_view setting : absl::StrSplit(tunables, ':')) {
+    if (setting.substr(0, setting.find('=')) == name) return true;
+  }
+  return false;
+}
+
 void ExecWithHugePageMalloc(char** argv) {
+  // Set by the caller (either way) or by our own exec: leave it.
+  if (GlibcTunableSet(kTunable)) return;
   const char* current = std::getenv("GLIBC_TUNABLES");
   std::string tunables = current != nullptr ? current : "";
-  // Set by the caller (either way) or by our own exec: leave it.
-  if (tunables.find(kTunable) != std::string::npos) return;
   if (!HugePagesAvailable()) return;
   tunables = tunables.empty() ? std::string(kTunable) + "=1" : tunables + ":" + kTunable + "=1";
   if (setenv("GLIBC_TUNABLES", tunables.c_str(), 1) != 0) return;

@@ -1,4 +1,4 @@
-// Large blocks on transparent huge pages. tensord maps every block of 1 MiB
+// Large blocks on transparent huge pages. tensord maps every block of 4 MiB
 // and more on its own (main.cc's M_MMAP_THRESHOLD, so freed memory leaves the
 // process), and a fresh mapping is paid in page faults: one per 4 KiB, each
 // zeroing its page and, at munmap, unmapping it — on bulk calls (32 MiB
@@ -10,6 +10,8 @@
 #ifndef TENSOROP_SERVER_MALLOC_TUNING_H_
 #define TENSOROP_SERVER_MALLOC_TUNING_H_
 
+#include "absl/strings/string_view.h"
+
 namespace tensorop::server {
 
 // When transparent huge pages are available (madvise or always mode) and
@@ -18,6 +20,10 @@ namespace tensorop::server {
 // stay). Returns (doing nothing) otherwise or when the exec fails. Call first
 // thing in main, before any thread starts.
 void ExecWithHugePageMalloc(char** argv);
+
+// Whether GLIBC_TUNABLES names the tunable `name` (e.g. "glibc.malloc.arena_max"):
+// an operator's setting, which main's own mallopt() calls then leave alone.
+bool GlibcTunableSet(absl::string_view name);
 
 }  // namespace tensorop::server
 
