@@ -503,6 +503,35 @@ absl::Status ParseRequestAndInputs(const grpc::ByteBuffer* bytes, absl::string_v
   return absl::OkStatus();
 }
 
+void ReceivedRun::Free(MemoryBudget::Reservation& reservation) {
+  reservation.Shrink(std::exchange(data_bytes, 0));
+  uploaded = UploadedInputs();
+  inputs.clear();
+  received.reset();
+  request.Clear();
+}
+
+absl::Status ParseReceivedRun(const grpc::ByteBuffer* bytes, absl::string_view method,
+                              MemoryBudget::Reservation& reservation, BufferPool* pool,
+                              ReceivedRun* run) {
+  RETURN_IF_ERROR(ParseRequestAndInputs(bytes, method, reservation, pool, &run->request,
+                                        &run->inputs, &run->received));
+  run->uploaded = Spans(run->inputs);
+  run->data_bytes = InputBytes(run->inputs);
+  if (!run->received.has_value()) return absl::OkStatus();
+  for (size_t i = 0; i < run->received->inputs().size(); ++i) {
+    const RequestDataView::InputData& input = run->received->inputs()[i];
+    if (input.bytes == 0) continue;
+    auto tensor = run->request.inputs().find(input.input);
+    const std::optional<DType> dtype =
+        tensor != run->request.inputs().end() ? DTypeFromInt(tensor->second.dtype()) : std::nullopt;
+    run->uploaded.pieces.emplace(
+        input.input, run->received->ElementPieces(i, dtype.has_value() ? ElementSize(*dtype) : 1));
+    run->data_bytes += input.bytes;
+  }
+  return absl::OkStatus();
+}
+
 absl::Status ExecuteIntoResponse(const v1::RunRequest& request, const ServiceOptions& options,
                                  Scheduler& scheduler, Placement& placement, const StopCheck& stop,
                                  MemoryBudget::Reservation& reservation, bool with_status,

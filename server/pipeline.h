@@ -161,6 +161,27 @@ absl::Status ParseRequestAndInputs(const grpc::ByteBuffer* bytes, absl::string_v
                                    v1::RunRequest* request, InputBuffers* inputs,
                                    std::optional<RequestDataView>* received = nullptr);
 
+// A RunRequest parsed by ParseReceivedRun, with its large inputs' bytes held
+// apart. Built in place and never moved: `uploaded` points into `inputs` and
+// `received`.
+struct ReceivedRun {
+  v1::RunRequest request;
+  InputBuffers inputs;                      // the large inputs' data, taken out of the request
+  std::optional<RequestDataView> received;  // or left where they were received
+  UploadedInputs uploaded;                  // their bytes, for PlanRun and the Execute calls
+  int64_t data_bytes = 0;                   // reserved for them
+
+  // Frees the input bytes and the request, giving the bytes' reservation back.
+  void Free(MemoryBudget::Reservation& reservation);
+};
+
+// ParseRequestAndInputs into `run`, leaving the data where it was received
+// (no copy; not for a scatter), each input then read as pieces of whole
+// elements of its dtype.
+absl::Status ParseReceivedRun(const grpc::ByteBuffer* bytes, absl::string_view method,
+                              MemoryBudget::Reservation& reservation, BufferPool* pool,
+                              ReceivedRun* run);
+
 // Executes `request` with its outputs inline in `response` (Run, RunBidi),
 // refusing before any work an answer whose serialized size would pass the
 // message limit. On error `response` holds no outputs.

@@ -66,47 +66,31 @@ class TensorOpService::UnaryReactor final : public grpc::ServerUnaryReactor {
  private:
   // On a scheduler worker.
   absl::Status Work() {
-    RETURN_IF_ERROR(ParseRequestAndInputs(request_bytes_, "Run", reservation_,
-                                          service_->options_.buffer_pool, &request_, &inputs_,
-                                          &received_));
+    RETURN_IF_ERROR(ParseReceivedRun(request_bytes_, "Run", reservation_,
+                                     service_->options_.buffer_pool, &run_));
     const absl::Time start = record_.start;
     std::string identity = std::move(record_.identity);
-    record_ = DescribeRequest("Run", request_);
+    record_ = DescribeRequest("Run", run_.request);
     record_.start = start;
     record_.identity = std::move(identity);
-    uploaded_ = Spans(inputs_);
-    data_bytes_ = InputBytes(inputs_);
-    if (received_.has_value()) {
-      // Read where they were received: pieces of whole elements.
-      for (size_t i = 0; i < received_->inputs().size(); ++i) {
-        const RequestDataView::InputData& input = received_->inputs()[i];
-        if (input.bytes == 0) continue;
-        auto tensor = request_.inputs().find(input.input);
-        const std::optional<DType> dtype =
-            tensor != request_.inputs().end() ? DTypeFromInt(tensor->second.dtype()) : std::nullopt;
-        uploaded_.pieces.emplace(
-            input.input, received_->ElementPieces(i, dtype.has_value() ? ElementSize(*dtype) : 1));
-        data_bytes_ += input.bytes;
-      }
-    }
-    record_.bytes_in += data_bytes_;
-    ASSIGN_OR_RETURN(Placement placement, service_->Place(request_));
+    record_.bytes_in += run_.data_bytes;
+    ASSIGN_OR_RETURN(Placement placement, service_->Place(run_.request));
     record_.backend = placement.label;
-    if (WritesToSharedMemory(request_) || KeepsOutputs(request_)) {
+    if (WritesToSharedMemory(run_.request) || KeepsOutputs(run_.request)) {
       return WorkWithOutputsElsewhere(placement);
     }
     absl::StatusOr<OutputBuffers> outputs = ExecuteIntoAnswerBuffers(
-        request_, service_->options_, *service_->scheduler_, placement, stop_, reservation_,
-        "use RunStream for large results", &uploaded_, &handles_);
+        run_.request, service_->options_, *service_->scheduler_, placement, stop_, reservation_,
+        "use RunStream for large results", &run_.uploaded, &handles_);
     record_.backend = placement.label;
     RETURN_IF_ERROR(outputs.status());
     record_.bytes_out = TotalBytes(outputs->layouts);
     // The outputs go to gRPC as they are; they stay reserved until OnDone.
-    SerializeRunResponse(request_.id(), *outputs, placement.label, /*status=*/nullptr,
+    SerializeRunResponse(run_.request.id(), *outputs, placement.label, /*status=*/nullptr,
                          response_bytes_);
     // The inputs are done with: freed now rather than when the client took the
     // answer, so a client's next call does not find this one's bytes still held.
-    FreeInputs();
+    run_.Free(reservation_);
     return absl::OkStatus();
   }
 
@@ -115,27 +99,19 @@ class TensorOpService::UnaryReactor final : public grpc::ServerUnaryReactor {
   absl::Status WorkWithOutputsElsewhere(Placement& placement) {
     v1::RunResponse response;
     absl::Status status = ExecuteIntoResponse(
-        request_, service_->options_, *service_->scheduler_, placement, stop_, reservation_,
-        /*with_status=*/false, "use RunStream for large results", &response, &uploaded_, &handles_);
+        run_.request, service_->options_, *service_->scheduler_, placement, stop_, reservation_,
+        /*with_status=*/false, "use RunStream for large results", &response, &run_.uploaded,
+        &handles_);
     record_.backend = placement.label;
     RETURN_IF_ERROR(status);
-    response.set_id(request_.id());
+    response.set_id(run_.request.id());
     response.set_backend(placement.label);
     record_.bytes_out = ResponseDataBytes(response);
     SerializeInto(response, response_bytes_);
     // The response's outputs go with it; their serialized copy stays reserved.
     reservation_.Shrink(record_.bytes_out);
-    FreeInputs();
+    run_.Free(reservation_);
     return absl::OkStatus();
-  }
-
-  // The request and its input bytes, with the input bytes' reservation.
-  void FreeInputs() {
-    reservation_.Shrink(std::exchange(data_bytes_, 0));
-    uploaded_ = UploadedInputs();
-    inputs_.clear();
-    received_.reset();
-    request_.Clear();
   }
 
   void Done(const absl::Status& status) {
@@ -152,11 +128,7 @@ class TensorOpService::UnaryReactor final : public grpc::ServerUnaryReactor {
   const std::shared_ptr<IdleWatch> watch_;
   MemoryBudget::Reservation reservation_;
   const HandleAccess handles_;
-  v1::RunRequest request_;
-  InputBuffers inputs_;                      // the large inputs' data, taken out of the request
-  std::optional<RequestDataView> received_;  // or left where they were received
-  UploadedInputs uploaded_;                  // their bytes
-  int64_t data_bytes_ = 0;                   // reserved for them
+  ReceivedRun run_;  // the request, its input bytes apart
   CallRecord record_;
 };
 

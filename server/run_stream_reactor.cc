@@ -125,15 +125,17 @@ class TensorOpService::StreamReactor final : public grpc::ServerWriteReactor<grp
   }
 
   absl::StatusOr<ResultParts> RunOne(StreamWhileComputing* streaming) {
-    RETURN_IF_ERROR(ParseRequest(*request_bytes_, method_, reservation_, &request_));
-    ReleaseRequestBytes(request_bytes_, reservation_);
-    Describe(DescribeRequest(method_, request_));
-    ASSIGN_OR_RETURN(Placement placement, service_->Place(request_));
+    // Large inputs are read where they were received, as Run's are.
+    RETURN_IF_ERROR(ParseReceivedRun(request_bytes_, method_, reservation_,
+                                     service_->options_.buffer_pool, &run_));
+    Describe(DescribeRequest(method_, run_.request));
+    record_.bytes_in += run_.data_bytes;
+    ASSIGN_OR_RETURN(Placement placement, service_->Place(run_.request));
     record_.backend = placement.label;
     absl::StatusOr<ResultParts> parts =
-        ExecuteIntoParts(request_, service_->options_, *service_->scheduler_, placement, stop_,
-                         reservation_, record_, /*uploaded=*/nullptr, &handles_, streaming);
-    request_.Clear();  // the inputs are done with; only the outputs stream
+        ExecuteIntoParts(run_.request, service_->options_, *service_->scheduler_, placement, stop_,
+                         reservation_, record_, &run_.uploaded, &handles_, streaming);
+    run_.Free(reservation_);  // the inputs are done with; only the outputs stream
     return parts;
   }
 
@@ -142,9 +144,9 @@ class TensorOpService::StreamReactor final : public grpc::ServerWriteReactor<grp
     RETURN_IF_ERROR(ParseChainRequest(*request_bytes_, method_, reservation_, &chain));
     ReleaseRequestBytes(request_bytes_, reservation_);
     Describe(DescribeChain(method_, chain));
-    request_.set_backend(chain.backend());
-    if (chain.has_device_index()) request_.set_device_index(chain.device_index());
-    ASSIGN_OR_RETURN(Placement placement, service_->Place(request_));
+    run_.request.set_backend(chain.backend());
+    if (chain.has_device_index()) run_.request.set_device_index(chain.device_index());
+    ASSIGN_OR_RETURN(Placement placement, service_->Place(run_.request));
     record_.backend = placement.label;
     return ExecuteChainIntoParts(chain, service_->options_, *service_->scheduler_, placement, stop_,
                                  *service_->budget_, reservation_, record_, &handles_);
@@ -194,7 +196,7 @@ class TensorOpService::StreamReactor final : public grpc::ServerWriteReactor<grp
   const std::shared_ptr<IdleWatch> watch_;
   MemoryBudget::Reservation reservation_;
   const HandleAccess handles_;
-  v1::RunRequest request_;
+  ReceivedRun run_;  // a RunStream's request, its input bytes apart
   CallRecord record_;
   std::shared_ptr<const ResidentTensor> download_;  // a Fetch from a device, until downloaded
   ResultWriter writer_{reservation_,

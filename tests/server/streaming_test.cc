@@ -165,6 +165,59 @@ TEST(RunStreamTest, EachOutputIsAHeaderThenChunksOfTheConfiguredSize) {
   EXPECT_THAT(Unpack<int32_t>(outputs[1].data), ElementsAre(1, 2, 4, 5));
 }
 
+TEST(RunStreamTest, LargeInputsAreReadWhereTheyWereReceived) {
+  // A 2 MiB input (inputs from 1 MiB are left in the slices gRPC received
+  // them in) whose result goes out band by band while it is computed: bands
+  // of 4 chunks of 64 KiB, and the rows read backwards across the slices.
+  TensordProcess server({"--chunk_bytes=65536"});
+  auto stub = v1::TensorOp::NewStub(Connect(server.target()));
+  const auto stream = [&](const v1::RunRequest& request, std::vector<StreamedOutput>* outputs) {
+    grpc::ClientContext context;
+    auto reader = stub->RunStream(&context, request);
+    *outputs = ReadParts(*reader);
+    return reader->Finish();
+  };
+  constexpr int64_t kRows = 512, kCols = 1024;
+  std::vector<float> matrix(kRows * kCols);
+  for (size_t i = 0; i < matrix.size(); ++i) matrix[i] = static_cast<float>(i) * 0.5f + 1;
+  // out[i][j] = in[511 - i][1 + 3j]
+  std::vector<float> expected;
+  for (int64_t i = 0; i < kRows; ++i) {
+    for (int64_t j = 0; j < 341; ++j)
+      expected.push_back(matrix[(kRows - 1 - i) * kCols + 1 + 3 * j]);
+  }
+  std::vector<StreamedOutput> outputs;
+  for (const v1::Backend backend : {v1::CPU, v1::OPENCL}) {
+    v1::RunRequest request =
+        SliceRequest("pieces", MakeTensor(v1::FLOAT32, {kRows, kCols}, Pack(matrix)), {0, 1},
+                     {kRows, kCols - 1}, {-1, 3}, {kRows, 341});
+    request.set_backend(backend);
+    ASSERT_THAT(stream(request, &outputs), GrpcOk()) << backend;
+    ASSERT_EQ(outputs.size(), 1u) << backend;
+    EXPECT_THAT(outputs[0].header.backend(),
+                ::testing::StartsWith(backend == v1::CPU ? "cpu" : "opencl:"));
+    EXPECT_TRUE(Unpack<float>(outputs[0].data) == expected) << backend;
+  }
+  // int16, an odd number of elements, copied whole.
+  std::vector<int16_t> column(786433);
+  for (size_t i = 0; i < column.size(); ++i) column[i] = static_cast<int16_t>(i * 13);
+  const int64_t count = static_cast<int64_t>(column.size());
+  ASSERT_THAT(stream(SliceRequest("int16", MakeTensor(v1::INT16, {count}, Pack(column)), {0},
+                                  {count}, {1}, {count}),
+                     &outputs),
+              GrpcOk());
+  ASSERT_EQ(outputs.size(), 1u);
+  EXPECT_TRUE(Unpack<int16_t>(outputs[0].data) == column);
+  // Two bytes short of a whole float32.
+  std::string short_data = Pack(matrix);
+  short_data.resize(short_data.size() - 2);
+  EXPECT_THAT(
+      stream(SliceRequest("short", MakeTensor(v1::FLOAT32, {kRows, kCols}, short_data), {0, 0},
+                          {1, 1}, {1, 1}, {1, 1}),
+             &outputs),
+      GrpcStatusIs(grpc::StatusCode::INVALID_ARGUMENT, HasSubstr("input.data has 2097150 bytes")));
+}
+
 TEST_F(StreamingTest, RunStreamReportsValidationErrorsAsTheCallStatus) {
   v1::RunRequest request = DocSliceRequest("bad");
   request.mutable_slice()->set_window_strides(2, 0);
