@@ -178,24 +178,14 @@ TEST_F(RunTest, ShortInputDataIsInvalid) {
 // pieces (both gathered first), and a size that is no whole number of
 // elements is refused as ever.
 TEST_F(RunTest, LargeInputsAreReadWhereTheyWereReceived) {
-  constexpr int64_t kRows = 512, kCols = 1024;
-  std::vector<float> matrix(kRows * kCols);
-  for (size_t i = 0; i < matrix.size(); ++i) matrix[i] = static_cast<float>(i) * 0.5f + 1;
-  // Rows reversed, every third column from 1: out[i][j] = in[511 - i][1 + 3j].
-  std::vector<float> expected;
-  for (int64_t i = 0; i < kRows; ++i) {
-    for (int64_t j = 0; j < 341; ++j)
-      expected.push_back(matrix[(kRows - 1 - i) * kCols + 1 + 3 * j]);
-  }
+  const ReversedRows rows = ReversedRowsCase();
   for (const v1::Backend backend : {v1::CPU, v1::OPENCL}) {
-    v1::RunRequest request =
-        SliceRequest("pieces", MakeTensor(v1::FLOAT32, {kRows, kCols}, Pack(matrix)), {0, 1},
-                     {kRows, kCols - 1}, {-1, 3}, {kRows, 341});
+    v1::RunRequest request = rows.Request("pieces");
     request.set_backend(backend);
     v1::RunResponse response;
     ASSERT_THAT(Run(request, &response), GrpcOk()) << backend;
     ASSERT_EQ(response.outputs_size(), 1);
-    EXPECT_TRUE(Unpack<float>(response.outputs(0).data()) == expected) << backend;
+    EXPECT_TRUE(Unpack<float>(response.outputs(0).data()) == rows.expected) << backend;
   }
   // int16, an odd number of elements, copied whole.
   std::vector<int16_t> column(786433);
@@ -223,12 +213,11 @@ TEST_F(RunTest, LargeInputsAreReadWhereTheyWereReceived) {
   ASSERT_EQ(response.outputs_size(), 1);
   EXPECT_TRUE(Unpack<int64_t>(response.outputs(0).data()) == transposed);
   // Two bytes short of a whole float32.
-  std::string short_data = Pack(matrix);
+  v1::RunRequest short_input = rows.Request("short");
+  std::string& short_data = *(*short_input.mutable_inputs())["input"].mutable_data();
   short_data.resize(short_data.size() - 2);
-  EXPECT_THAT(
-      Run(SliceRequest("short", MakeTensor(v1::FLOAT32, {kRows, kCols}, short_data), {0, 0}, {1, 1},
-                       {1, 1}, {1, 1})),
-      GrpcStatusIs(grpc::StatusCode::INVALID_ARGUMENT, HasSubstr("input.data has 2097150 bytes")));
+  EXPECT_THAT(Run(short_input), GrpcStatusIs(grpc::StatusCode::INVALID_ARGUMENT,
+                                             HasSubstr("input.data has 2097150 bytes")));
 }
 
 TEST_F(RunTest, OpenClRunsOnTheDeviceAndSaysWhich) {

@@ -43,6 +43,23 @@ v1::RunRequest SliceRequest(const std::string& id, v1::Tensor input, std::vector
   return request;
 }
 
+ReversedRows ReversedRowsCase() {
+  constexpr int64_t kRows = 512, kCols = 1024;
+  ReversedRows rows;
+  rows.matrix.resize(kRows * kCols);
+  for (size_t i = 0; i < rows.matrix.size(); ++i) rows.matrix[i] = static_cast<float>(i) * 0.5f + 1;
+  for (int64_t i = 0; i < kRows; ++i) {
+    for (int64_t j = 0; j < 341; ++j)
+      rows.expected.push_back(rows.matrix[(kRows - 1 - i) * kCols + 1 + 3 * j]);
+  }
+  return rows;
+}
+
+v1::RunRequest ReversedRows::Request(const std::string& id) const {
+  return SliceRequest(id, MakeTensor(v1::FLOAT32, {512, 1024}, Pack(matrix)), {0, 1}, {512, 1023},
+                      {-1, 3}, {512, 341});
+}
+
 v1::RunRequest DocSliceRequest(const std::string& id) {
   std::vector<float> values;
   for (int i = 1; i <= 16; ++i) values.push_back(static_cast<float>(i));

@@ -50,6 +50,17 @@ v1::RunRequest SliceRequest(const std::string& id, v1::Tensor input, std::vector
                             std::vector<int64_t> window_sizes, std::vector<int64_t> window_strides,
                             std::vector<int64_t> output_sizes);
 
+// A float32 [512, 1024] matrix (2 MiB: inputs from 1 MiB are read where gRPC
+// received them) and what slicing its rows reversed, every third column from
+// 1, gives: out[i][j] = matrix[511 - i][1 + 3j], [512, 341].
+struct ReversedRows {
+  std::vector<float> matrix;
+  std::vector<float> expected;
+  // The slice request giving `expected`.
+  v1::RunRequest Request(const std::string& id) const;
+};
+ReversedRows ReversedRowsCase();
+
 // OPERATORS.md's slice example: float32 [1,1,4,4] holding 1..16, offsets
 // [0,0,0,1], window [1,1,4,3], strides [1,1,2,2] -> [1,1,2,2] holding 2,4,10,12.
 v1::RunRequest DocSliceRequest(const std::string& id);
