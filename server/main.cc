@@ -68,7 +68,7 @@ int Main(int argc, char** argv) {
   // threads) and the outputs below 4 MiB (workers) each left their own peak
   // resident in several arenas: a 1 MiB round trip at -c 2 grew the server
   // by 4.1-6.2x its payload per request on a fresh start, 1.9-2.4x with two
-  // (one arena: 0.7x, but 10 % more CPU at 32 MiB, threads waiting on its
+  // (one arena: 0.7x, but 15 % more CPU at 32 MiB, threads waiting on its
   // lock). Small blocks stay in each thread's own cache (glibc's tcache).
   // GLIBC_TUNABLES=glibc.malloc.arena_max=N chooses another count.
   if (!GlibcTunableSet("glibc.malloc.arena_max")) mallopt(M_ARENA_MAX, 2);
