@@ -344,12 +344,17 @@ TEST_F(HandlesTest, AClientThatGoesAwayMidPutLeavesNothingBehind) {
   ASSERT_TRUE(writer->Write(part));
   part.set_chunk(std::string(1 << 20, 'x'));
   ASSERT_TRUE(writer->Write(part));
+  // The server holds the tensor's 4 MiB once it has read the header: cancelled
+  // before that, there would be nothing to leave behind.
+  ASSERT_EQ(MetricValueOnceItIs(server_, "tensorop_resident_bytes{backend=\"cpu\"}", 4 << 20),
+            4 << 20);
   context.TryCancel();  // gone with 1 of its 4 MiB sent
   EXPECT_THAT(writer->Finish(), GrpcStatusIs(grpc::StatusCode::CANCELLED, ::testing::_));
+  // The server lets go as the call ends there, after the client saw it end.
   EXPECT_EQ(MetricValueOnceItIs(server_, "tensorop_memory_reserved_bytes", reserved_before),
             reserved_before);
+  EXPECT_EQ(MetricValueOnceItIs(server_, "tensorop_resident_bytes{backend=\"cpu\"}", 0), 0);
   EXPECT_EQ(MetricValue(server_, "tensorop_handles{backend=\"cpu\"}"), 0);
-  EXPECT_EQ(MetricValue(server_, "tensorop_resident_bytes{backend=\"cpu\"}"), 0);
   EXPECT_EQ(PutDocInput().byte_size(), 64);  // and the server still serves
 }
 
