@@ -8,8 +8,11 @@
 //               the largest size in --unary_bytes not above the request's
 //               length (the request is never parsed; its length picks), else
 //               the smallest.
-//   RunStream   reads the request, answers a header and --stream_bytes of data
-//               in ResultPart chunks of --part_bytes.
+//   RunStream   reads the request, answers a header and data in ResultPart
+//               chunks of --part_bytes: as many bytes as the largest size in
+//               --unary_bytes not above the request's length (a RunStream of
+//               Run's request), else --stream_bytes (a small request whose
+//               result is large).
 //   RunChunked  reads and drops every part until the client half-closes, then
 //               answers like RunStream with --chunked_result_bytes of data.
 //
@@ -58,9 +61,12 @@ grpc::ByteBuffer UnaryAnswer(int64_t bytes) {
   return ToByteBuffer(response.SerializeAsString());
 }
 
+// A streamed result's serialized ResultParts.
+using Parts = std::vector<grpc::ByteBuffer>;
+
 // The parts of a streamed result of `bytes` bytes in chunks of `part_bytes`.
-std::vector<grpc::ByteBuffer> StreamAnswer(int64_t bytes, int64_t part_bytes) {
-  std::vector<grpc::ByteBuffer> parts;
+Parts StreamAnswer(int64_t bytes, int64_t part_bytes) {
+  Parts parts;
   ResultPart header;
   header.mutable_header()->set_index(0);
   header.mutable_header()->set_dtype(tensorop::v1::UINT8);
@@ -84,18 +90,24 @@ std::vector<grpc::ByteBuffer> StreamAnswer(int64_t bytes, int64_t part_bytes) {
   return parts;
 }
 
-struct Answers {
-  std::vector<std::pair<int64_t, grpc::ByteBuffer>> unary;  // by payload bytes, ascending
-  std::vector<grpc::ByteBuffer> stream;
-  std::vector<grpc::ByteBuffer> chunked;
-
-  const grpc::ByteBuffer& ForRequest(size_t request_bytes) const {
-    const grpc::ByteBuffer* best = &unary.front().second;
-    for (const auto& [bytes, answer] : unary) {
-      if (static_cast<size_t>(bytes) <= request_bytes) best = &answer;
-    }
-    return *best;
+// The answer for the largest payload of `answers` (ascending) not above
+// `request_bytes`, else `fallback`.
+template <typename Answer>
+const Answer& ForRequest(const std::vector<std::pair<int64_t, Answer>>& answers,
+                         size_t request_bytes, const Answer& fallback) {
+  const Answer* best = &fallback;
+  for (const auto& [bytes, answer] : answers) {
+    if (static_cast<size_t>(bytes) <= request_bytes) best = &answer;
   }
+  return *best;
+}
+
+struct Answers {
+  // By payload bytes, ascending (--unary_bytes).
+  std::vector<std::pair<int64_t, grpc::ByteBuffer>> unary;
+  std::vector<std::pair<int64_t, Parts>> unary_streamed;
+  Parts stream;
+  Parts chunked;
 };
 
 class Reactor final : public grpc::ServerGenericBidiReactor {
@@ -122,17 +134,17 @@ class Reactor final : public grpc::ServerGenericBidiReactor {
           Finish(grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "bare: no request"));
           return;
         }
-        out_ = answers_.ForRequest(in_.Length());
+        out_ = ForRequest(answers_.unary, in_.Length(), answers_.unary.front().second);
         in_.Clear();
         StartWriteAndFinish(&out_, grpc::WriteOptions(), grpc::Status::OK);
         return;
       case Kind::kStream:
-        in_.Clear();
         if (!ok) {
           Finish(grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "bare: no request"));
           return;
         }
-        parts_ = &answers_.stream;
+        parts_ = &ForRequest(answers_.unary_streamed, in_.Length(), answers_.stream);
+        in_.Clear();
         OnWriteDone(true);
         return;
       case Kind::kChunked:
@@ -169,7 +181,7 @@ class Reactor final : public grpc::ServerGenericBidiReactor {
   Kind kind_ = Kind::kUnary;
   grpc::ByteBuffer in_;
   grpc::ByteBuffer out_;
-  const std::vector<grpc::ByteBuffer>* parts_ = nullptr;
+  const Parts* parts_ = nullptr;
   size_t next_ = 0;
 };
 
@@ -248,7 +260,10 @@ int main(int argc, char** argv) {
   std::sort(unary_bytes.begin(), unary_bytes.end());
 
   Answers answers;
-  for (int64_t bytes : unary_bytes) answers.unary.emplace_back(bytes, UnaryAnswer(bytes));
+  for (int64_t bytes : unary_bytes) {
+    answers.unary.emplace_back(bytes, UnaryAnswer(bytes));
+    answers.unary_streamed.emplace_back(bytes, StreamAnswer(bytes, part_bytes));
+  }
   answers.stream = StreamAnswer(stream_bytes, part_bytes);
   answers.chunked = StreamAnswer(chunked_result_bytes, part_bytes);
   BareService service(std::move(answers));

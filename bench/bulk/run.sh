@@ -3,7 +3,8 @@
 # same wire format answered with pre-serialized bytes, no parsing, no work),
 # both on loopback, in one run, rounds alternating between the two servers:
 #   - Run round trips of each --unary-mib size (a 1-D uint8 Slice copying all
-#     of it: N in, N out) under ghz at -c 1 and -c 2;
+#     of it: N in, N out) under ghz at -c 1 and -c 2, and the largest one
+#     through RunStream at -c 2 (its result in 1 MiB parts);
 #   - a RunStream result of --stream-mib (1 MiB parts) and a RunChunked upload
 #     of --upload-mib (1 MiB chunks, a 4 KiB result), driven by bulk_driver
 #     (raw bytes both ways, so the client costs the same against both);
@@ -137,10 +138,10 @@ drain_pool() {
 }
 
 proto=(--proto "$root/proto/tensorop/v1/tensorop.proto" --import-paths "$root/proto")
-ghz_run() {  # server label payload calls concurrency
-  local port_var="${1}_port"
-  echo "run: $2: ghz -n $4 -c $5 ($1)" >&2
-  measure "$1" "$2" "$ghz" --insecure "${proto[@]}" --call tensorop.v1.TensorOp/Run \
+ghz_run() {  # server label payload calls concurrency [method]
+  local port_var="${1}_port" method="${6:-Run}"
+  echo "run: $2: ghz $method -n $4 -c $5 ($1)" >&2
+  measure "$1" "$2" "$ghz" --insecure "${proto[@]}" --call "tensorop.v1.TensorOp/$method" \
     -B "$work/$3.bin" -n "$4" -c "$5" \
     --max-recv-message-size="${message_mib}MiB" --max-send-message-size="${message_mib}MiB" \
     -O json -o "$work/$2.json" "127.0.0.1:${!port_var}"
@@ -171,41 +172,53 @@ rss_per_payload() {  # label in_flight payload_bytes
 "$bin/bulk_driver" encode --bytes=$mib >"$work/warm.bin"
 for server in tensord bare; do ghz_run "$server" "warm_$server" warm 50 2; done
 
-# Unary round trips.
-for size in $unary_mib; do
-  bytes=$((size * mib))
-  "$bin/bulk_driver" encode --bytes="$bytes" >"$work/u$size.bin"
+# Round trips of a 1-D uint8 Slice copying all N bytes under ghz: `method`
+# Run (the answer inline) or RunStream (in 1 MiB parts, which the baseline
+# streams pre-serialized too).
+round_trips() {  # method size_mib concurrency target label
+  local method="$1" size="$2" c="$3" bytes=$(( $2 * mib )) calls tag="$1.u$2.c$3" server r best
+  local errors
   calls=$(( 1024 / size )); [ "$calls" -lt 30 ] && calls=30; [ "$calls" -gt 500 ] && calls=500
+  [ -f "$work/u$size.bin" ] || "$bin/bulk_driver" encode --bytes="$bytes" >"$work/u$size.bin"
+  drain_pool
+  for r in $(seq 1 "$rounds"); do
+    ghz_run tensord "$tag.tensord.$r" "u$size" "$calls" "$c" "$method"
+    ghz_run bare "$tag.bare.$r" "u$size" "$calls" "$c" "$method"
+  done
+  for server in tensord bare; do
+    best="$(for r in $(seq 1 "$rounds"); do
+              echo "$(jq -r .rps "$work/$tag.$server.$r.json") $r"; done |
+            sort -g | sed -n "$(( (rounds + 1) / 2 ))p" | cut -d' ' -f2)"
+    eval "${server}_round=$best"
+    eval "${server}_rps=$(jq -r .rps "$work/$tag.$server.$best.json")"
+    errors="$(jq -r '[.statusCodeDistribution | to_entries[] | select(.key != "OK") | .value] | add // 0' \
+      "$work/$tag.$server.$best.json")"
+    [ "$errors" = 0 ] || { echo "run: $errors failed calls against $server:" >&2;
+      jq -r '.errorDistribution' "$work/$tag.$server.$best.json" >&2; exit 1; }
+  done
+  hwm_max="$(for r in $(seq 1 "$rounds"); do cat "$work/$tag.tensord.$r.hwm"; done | sort -g | tail -n 1)"
+  echo "$hwm_max" >"$work/$tag.hwm"
+  row "$5 (ghz -c $c, $calls calls)" \
+    "$(printf '%.1f' "$tensord_rps") calls/s" "$(printf '%.1f' "$bare_rps") calls/s" \
+    "**$(ratio "$tensord_rps" "$bare_rps")**" "$4" \
+    "$(cpu_ms "$tag.tensord.$tensord_round" "$calls")" \
+    "$(cpu_ms "$tag.bare.$bare_round" "$calls")" \
+    "$(rss_per_payload "$tag" "$c" $((2 * bytes)))"
+}
+
+for size in $unary_mib; do
   for c in 1 2; do
-    drain_pool
-    for r in $(seq 1 "$rounds"); do
-      ghz_run tensord "u$size.c$c.tensord.$r" "u$size" "$calls" "$c"
-      ghz_run bare "u$size.c$c.bare.$r" "u$size" "$calls" "$c"
-    done
-    for server in tensord bare; do
-      best="$(for r in $(seq 1 "$rounds"); do
-                echo "$(jq -r .rps "$work/u$size.c$c.$server.$r.json") $r"; done |
-              sort -g | sed -n "$(( (rounds + 1) / 2 ))p" | cut -d' ' -f2)"
-      eval "${server}_round=$best"
-      eval "${server}_rps=$(jq -r .rps "$work/u$size.c$c.$server.$best.json")"
-      errors="$(jq -r '[.statusCodeDistribution | to_entries[] | select(.key != "OK") | .value] | add // 0' \
-        "$work/u$size.c$c.$server.$best.json")"
-      [ "$errors" = 0 ] || { echo "run: $errors failed calls against $server:" >&2;
-        jq -r '.errorDistribution' "$work/u$size.c$c.$server.$best.json" >&2; exit 1; }
-    done
-    hwm_max="$(for r in $(seq 1 "$rounds"); do cat "$work/u$size.c$c.tensord.$r.hwm"; done | sort -g | tail -n 1)"
-    echo "$hwm_max" >"$work/u$size.c$c.hwm"
     target=""
     [ "$size" -ge 32 ] && [ "$c" = 2 ] && target="≥ 0.85"
     [ "$size" -le 1 ] && target="≥ 0.9"
-    row "Run, $size MiB in + $size MiB out (ghz -c $c, $calls calls)" \
-      "$(printf '%.1f' "$tensord_rps") calls/s" "$(printf '%.1f' "$bare_rps") calls/s" \
-      "**$(ratio "$tensord_rps" "$bare_rps")**" "$target" \
-      "$(cpu_ms "u$size.c$c.tensord.$tensord_round" "$calls")" \
-      "$(cpu_ms "u$size.c$c.bare.$bare_round" "$calls")" \
-      "$(rss_per_payload "u$size.c$c" "$c" $((2 * bytes)))"
+    round_trips Run "$size" "$c" "$target" "Run, $size MiB in + $size MiB out"
   done
 done
+# The largest round trip through RunStream: the input read where it was
+# received, the result streamed.
+largest="$(printf '%s\n' $unary_mib | sort -n | tail -n 1)"
+round_trips RunStream "$largest" 2 "" \
+  "RunStream, $largest MiB in + $largest MiB out in 1 MiB parts"
 
 # A streamed result and a chunked upload: GB/s of the median call.
 streamed() {  # what label mode mib calls target [flag]
