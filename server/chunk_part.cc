@@ -254,6 +254,24 @@ std::optional<RequestDataView> RequestDataView::Of(const grpc::ByteBuffer& bytes
   return view;
 }
 
+std::vector<grpc::Slice> RequestDataView::DataSlices(size_t index, ByteRange range,
+                                                     int64_t* held) const {
+  std::vector<grpc::Slice> slices;
+  int64_t at = 0;  // of the piece's first byte, in the input's data
+  for (const SlicePiece& piece : pieces_[index]) {
+    const int64_t begin = std::max(range.begin, at);
+    const int64_t end = std::min(range.end, at + static_cast<int64_t>(piece.length));
+    if (begin < end) {
+      const grpc::Slice& slice = slices_[piece.slice];
+      slices.push_back(slice.sub(piece.offset + static_cast<size_t>(begin - at),
+                                 piece.offset + static_cast<size_t>(end - at)));
+      *held += static_cast<int64_t>(slice.size());
+    }
+    at += static_cast<int64_t>(piece.length);
+  }
+  return slices;
+}
+
 void RequestDataView::MoveDataTo(size_t index, std::byte* out) {
   for (const SlicePiece& piece : pieces_[index]) {
     std::memcpy(out, slices_[piece.slice].begin() + piece.offset, piece.length);

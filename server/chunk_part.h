@@ -18,6 +18,8 @@
 #include <grpcpp/support/byte_buffer.h>
 #include <grpcpp/support/slice.h>
 
+#include "core/plan/byte_range.h"
+
 namespace tensorop::server {
 
 // Where some bytes lie in a list of received slices.
@@ -78,6 +80,9 @@ class RequestDataView {
   // split between two of them, a copy of that element (held by the view).
   // The bytes stay valid while the view lives.
   std::vector<std::span<const std::byte>> ElementPieces(size_t index, int64_t element_size);
+  // Input `index`'s data bytes `range` as slices sharing the received memory
+  // (no copy); `*held` grows by the bytes of the received slices they keep.
+  std::vector<grpc::Slice> DataSlices(size_t index, ByteRange range, int64_t* held) const;
 
  private:
   std::vector<grpc::Slice> slices_;

@@ -15,6 +15,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
 #include "core/operator.h"
+#include "core/plan/byte_range.h"
 #include "core/plan/output_bands.h"
 #include "core/plan/source_pieces.h"
 #include "core/status_macros.h"
@@ -583,10 +584,53 @@ absl::Status ExecuteIntoResponse(const v1::RunRequest& request, const ServiceOpt
   return status;
 }
 
+namespace {
+
+// Answers `run` with bytes of its received inputs where each output is such
+// bytes (OutputAsInputBytes): their slices go into the answer as gRPC received
+// them, with no buffer and no copy, the slices they keep reserved. Only where
+// the CPU would run it: OPENCL asks for the device. False, having done
+// nothing, when an output is anything else.
+absl::StatusOr<bool> ForwardReceivedBytes(const v1::RunRequest& request, const PlannedRun& run,
+                                          const RequestDataView& received, Scheduler& scheduler,
+                                          Placement& placement, const AdmitFn& admit,
+                                          MemoryBudget::Reservation& reservation,
+                                          OutputBuffers& outputs) {
+  if (placement.device == Device::kOpenCl || scheduler.MayRunOnDevice(placement, run.plan)) {
+    return false;
+  }
+  const ExecutionPlan& plan = run.plan;
+  std::vector<std::vector<grpc::Slice>> forwarded(plan.outputs.size());
+  int64_t held = 0;
+  for (size_t output = 0; output < plan.outputs.size(); ++output) {
+    const std::optional<SlotBytes> bytes = OutputAsInputBytes(plan, static_cast<int>(output));
+    if (!bytes.has_value()) return false;
+    const absl::string_view name = plan.input_names[static_cast<size_t>(bytes->input_slot)];
+    const std::vector<RequestDataView::InputData>& inputs = received.inputs();
+    auto input = std::find_if(inputs.begin(), inputs.end(), [&](const auto& data) {
+      return data.input == name && data.bytes > 0;
+    });
+    if (input == inputs.end()) return false;  // in shared memory, a handle, ...
+    forwarded[output] = received.DataSlices(input - inputs.begin(), bytes->range, &held);
+  }
+  ASSIGN_OR_RETURN(const int64_t answer_bytes, admit(plan));
+  RETURN_IF_ERROR(reservation.Grow(answer_bytes + held,
+                                   absl::StrCat("the outputs of request \"", request.id(), "\"")));
+  outputs.layouts = plan.outputs;
+  outputs.buffers.resize(plan.outputs.size());
+  outputs.forwarded = std::move(forwarded);
+  placement.device = Device::kCpu;
+  placement.label = "cpu";
+  return true;
+}
+
+}  // namespace
+
 absl::StatusOr<OutputBuffers> ExecuteIntoAnswerBuffers(
     const v1::RunRequest& request, const ServiceOptions& options, Scheduler& scheduler,
     Placement& placement, const StopCheck& stop, MemoryBudget::Reservation& reservation,
-    absl::string_view too_big_hint, const UploadedInputs* uploaded, const HandleAccess* handles) {
+    absl::string_view too_big_hint, const UploadedInputs* uploaded, const HandleAccess* handles,
+    const RequestDataView* received) {
   if (KeepsOutputs(request)) {
     return absl::InternalError("kept outputs are answered by ExecuteIntoResponse");
   }
@@ -606,12 +650,22 @@ absl::StatusOr<OutputBuffers> ExecuteIntoAnswerBuffers(
   };
   OutputBuffers outputs;
   KeptOutputs kept;
-  absl::Status status = Guarded([&] {
+  absl::Status status = Guarded([&]() -> absl::Status {
+    std::unique_ptr<PlannedRun> planned;
+    if (received != nullptr) {
+      RETURN_IF_ERROR(stop());
+      ASSIGN_OR_RETURN(
+          planned, Plan(request, options.limits, options.shared_memory, stop, uploaded, handles));
+      ASSIGN_OR_RETURN(const bool forwarded,
+                       ForwardReceivedBytes(request, *planned, *received, scheduler, placement,
+                                            admit, reservation, outputs));
+      if (forwarded) return absl::OkStatus();
+    }
     return PlanAndExecute(
         request, options.limits, options.shared_memory, scheduler, placement, stop, reservation,
         admit,
         AllocateInto(options.buffer_pool, outputs, [](OutputBuffer buffer) { return buffer; }),
-        uploaded, handles, &kept);
+        uploaded, handles, &kept, planned.get());
   });
   if (!status.ok()) return status;
   return outputs;

@@ -196,11 +196,15 @@ absl::Status ExecuteIntoResponse(const v1::RunRequest& request, const ServiceOpt
 // SerializeRunResponse hands them to gRPC without a copy, so what the answer
 // takes besides them is only its other fields. Refused before any work, like
 // ExecuteIntoResponse, when the serialized answer would pass the message limit.
+// With `received` (the request's data where gRPC received it), a request the
+// CPU would run whose every output is a contiguous run of an input's bytes
+// (whole rows, an outer Split) is answered with those bytes instead: no
+// buffer, no copy (OutputBuffers::forwarded).
 absl::StatusOr<OutputBuffers> ExecuteIntoAnswerBuffers(
     const v1::RunRequest& request, const ServiceOptions& options, Scheduler& scheduler,
     Placement& placement, const StopCheck& stop, MemoryBudget::Reservation& reservation,
     absl::string_view too_big_hint, const UploadedInputs* uploaded = nullptr,
-    const HandleAccess* handles = nullptr);
+    const HandleAccess* handles = nullptr, const RequestDataView* received = nullptr);
 
 // A request's plan and its input bytes. Built in place and never moved: the plan
 // may hold views of names inside `op`, whose views point into the request.

@@ -118,6 +118,10 @@ void SerializeRunResponse(absl::string_view id, OutputBuffers& outputs, absl::st
     AppendVarint(data_bytes, &pending);
     slices.emplace_back(pending.data(), pending.size());
     pending.clear();
+    if (i < outputs.forwarded.size() && !outputs.forwarded[i].empty()) {
+      for (grpc::Slice& slice : outputs.forwarded[i]) slices.push_back(std::move(slice));
+      continue;
+    }
     std::byte* data = outputs.buffers[i].get();
     slices.emplace_back(data, static_cast<size_t>(data_bytes), &DropBuffer,
                         new OutputBuffer(std::move(outputs.buffers[i])));
@@ -131,6 +135,7 @@ void SerializeRunResponse(absl::string_view id, OutputBuffers& outputs, absl::st
   if (!pending.empty()) slices.emplace_back(pending.data(), pending.size());
   outputs.layouts.clear();
   outputs.buffers.clear();
+  outputs.forwarded.clear();
   *out = grpc::ByteBuffer(slices.data(), slices.size());
 }
 

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include <grpcpp/support/byte_buffer.h>
+#include <grpcpp/support/slice.h>
 
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
@@ -52,11 +53,16 @@ bool CoversBuffer(const Layout& layout);
 struct OutputBuffers {
   std::vector<Layout> layouts;
   std::vector<OutputBuffer> buffers;  // one per layout
+  // Outputs that are bytes of a received input (OutputAsInputBytes): those
+  // bytes, where gRPC received them, one list per layout (empty: the output
+  // is its buffer); or none at all.
+  std::vector<std::vector<grpc::Slice>> forwarded;
 };
 
 // Serializes RunResponse{id, outputs, backend, status} into `out`, handing
-// every output buffer to gRPC (they are freed when gRPC drops the slices);
-// `status` is left out when null. `outputs` is emptied.
+// every output buffer (or forwarded slice) to gRPC (buffers are freed when
+// gRPC drops the slices); `status` is left out when null. `outputs` is
+// emptied.
 void SerializeRunResponse(absl::string_view id, OutputBuffers& outputs, absl::string_view backend,
                           const v1::Status* status, grpc::ByteBuffer* out);
 

@@ -81,7 +81,8 @@ class TensorOpService::UnaryReactor final : public grpc::ServerUnaryReactor {
     }
     absl::StatusOr<OutputBuffers> outputs = ExecuteIntoAnswerBuffers(
         run_.request, service_->options_, *service_->scheduler_, placement, stop_, reservation_,
-        "use RunStream for large results", &run_.uploaded, &handles_);
+        "use RunStream for large results", &run_.uploaded, &handles_,
+        run_.received.has_value() ? &*run_.received : nullptr);
     record_.backend = placement.label;
     RETURN_IF_ERROR(outputs.status());
     record_.bytes_out = TotalBytes(outputs->layouts);

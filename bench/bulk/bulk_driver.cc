@@ -2,9 +2,10 @@
 // takes answers as raw bytes (nothing is parsed but the final status), so the
 // client costs the same against tensord and against the bare baseline.
 //
-//   bulk_driver encode --bytes=N
+//   bulk_driver encode --bytes=N [--order=forward|reversed]
 //       a RunRequest on stdout for ghz -B: a 1-D uint8 Slice of N bytes that
-//       copies all of them (N in, N out)
+//       copies all of them (N in, N out), in order (tensord answers with the
+//       received bytes themselves) or backwards (the kernel copies them)
 //   bulk_driver stream --target=HOST:PORT --bytes=N [--calls=K]
 //       K RunStream calls whose result is N bytes (a 1 KiB row broadcast to
 //       N/1024 rows; N a multiple of 1024)
@@ -47,19 +48,20 @@ grpc::ByteBuffer ToByteBuffer(const std::string& bytes) {
   return grpc::ByteBuffer(&slice, 1);
 }
 
-// A 1-D uint8 Slice taking `window` bytes of an input of `sizes`.
-// A 1-D Slice of `window` elements from 0, every `stride`th.
+// A 1-D Slice of `window` elements from 0, every `stride`th (negative:
+// backwards).
 void SetSlice(RunRequest* request, int64_t window, int64_t stride = 1) {
+  const int64_t step = std::abs(stride);
   request->set_id("bulk");
   request->mutable_slice()->add_offsets(0);
   request->mutable_slice()->add_window_sizes(window);
   request->mutable_slice()->add_window_strides(stride);
-  request->add_outputs()->add_sizes((window + stride - 1) / stride);
+  request->add_outputs()->add_sizes((window + step - 1) / step);
 }
 
-std::string UnaryRequest(int64_t bytes) {
+std::string UnaryRequest(int64_t bytes, bool reversed) {
   RunRequest request;
-  SetSlice(&request, bytes);
+  SetSlice(&request, bytes, reversed ? -1 : 1);
   tensorop::v1::Tensor& input = (*request.mutable_inputs())["input"];
   input.set_dtype(tensorop::v1::UINT8);
   input.add_sizes(bytes);
@@ -190,6 +192,7 @@ int main(int argc, char** argv) {
   int64_t part_bytes = int64_t{1} << 20;
   int64_t calls = 1;
   std::string read = "head";
+  std::string encode_order = "forward";
   for (int i = 2; i < argc; ++i) {
     if (const char* v = Flag(argv[i], "--target")) {
       target = v;
@@ -201,6 +204,8 @@ int main(int argc, char** argv) {
       calls = ParseCount(v, "--calls");
     } else if (const char* v = Flag(argv[i], "--read")) {
       read = v;
+    } else if (const char* v = Flag(argv[i], "--order")) {
+      encode_order = v;
     } else {
       std::fprintf(stderr, "bulk_driver: unknown argument %s\n", argv[i]);
       return 2;
@@ -208,7 +213,11 @@ int main(int argc, char** argv) {
   }
 
   if (mode == "encode") {
-    const std::string request = UnaryRequest(bytes);
+    if (encode_order != "forward" && encode_order != "reversed") {
+      std::fprintf(stderr, "bulk_driver: encode --order=forward or reversed\n");
+      return 2;
+    }
+    const std::string request = UnaryRequest(bytes, encode_order == "reversed");
     std::cout.write(request.data(), static_cast<std::streamsize>(request.size()));
     return std::cout.good() ? 0 : 1;
   }

@@ -57,4 +57,40 @@ std::vector<ByteRange> InputReadRanges(const ExecutionPlan& plan) {
   return ranges;
 }
 
+namespace {
+
+// Whether `copy` reads and writes its elements as one forward run: every
+// dimension of more than one element strided by the bytes of those inside it.
+bool ContiguousBothWays(const StridedCopy& copy) {
+  int64_t inner_bytes = copy.element_size;
+  for (size_t d = copy.sizes.size(); d-- > 0;) {
+    if (copy.sizes[d] == 1) continue;
+    if (copy.src_strides[d] != inner_bytes || copy.dst_strides[d] != inner_bytes) return false;
+    inner_bytes *= copy.sizes[d];
+  }
+  return true;
+}
+
+}  // namespace
+
+std::optional<SlotBytes> OutputAsInputBytes(const ExecutionPlan& plan, int output) {
+  for (const ScatterWalk& walk : plan.scatters) {
+    if (walk.output_slot == output) return std::nullopt;
+  }
+  const StridedCopy* only = nullptr;
+  for (const StridedCopy& copy : plan.copies) {
+    if (copy.output_slot != output) continue;
+    if (only != nullptr) return std::nullopt;
+    only = &copy;
+  }
+  if (only == nullptr || only->element_count <= 0 || only->dst_offset != 0 ||
+      !ContiguousBothWays(*only)) {
+    return std::nullopt;
+  }
+  const int64_t bytes = only->element_count * only->element_size;
+  if (bytes != plan.outputs[static_cast<size_t>(output)].buffer_bytes()) return std::nullopt;
+  return SlotBytes{.input_slot = only->input_slot,
+                   .range = {only->src_offset, only->src_offset + bytes}};
+}
+
 }  // namespace tensorop

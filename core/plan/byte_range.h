@@ -4,6 +4,7 @@
 #define TENSOROP_CORE_PLAN_BYTE_RANGE_H_
 
 #include <cstdint>
+#include <optional>
 #include <vector>
 
 #include "core/plan/plan.h"
@@ -32,6 +33,19 @@ ByteRange UpdatesByteRange(const ScatterWalk& walk);
 // For each input slot of `plan`, the smallest range holding every byte its
 // copies and walks read; empty for a slot nothing reads.
 std::vector<ByteRange> InputReadRanges(const ExecutionPlan& plan);
+
+// Bytes of one input slot.
+struct SlotBytes {
+  int input_slot = 0;
+  ByteRange range;
+};
+
+// The input bytes that output `output` of `plan` is, byte for byte: when one
+// copy writes the whole output buffer (no padding, no scatter) from a forward
+// contiguous run of one input. A server can then answer with those bytes
+// where they are instead of a copy of them. Nullopt otherwise, and for an
+// empty output.
+std::optional<SlotBytes> OutputAsInputBytes(const ExecutionPlan& plan, int output);
 
 }  // namespace tensorop
 

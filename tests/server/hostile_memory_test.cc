@@ -489,18 +489,20 @@ TEST(HostileMemoryTest, KeptBuffersServeTheNextCallsAndAreFreedWhenIdle) {
     while (stream->Read(&result)) streamed += result.chunk();
     ASSERT_THAT(stream->Finish(), GrpcOk());
     EXPECT_TRUE(streamed == input) << "call " << call << ": the streamed result differs";
-    // Run: a 6 MiB output.
+    // Run: a 6 MiB output, the input backwards (in order, the answer would
+    // be the received bytes themselves, with no buffer).
     const std::string run_input = input.substr(0, static_cast<size_t>(kOutput));
     grpc::ClientContext run_context;
     v1::RunResponse response;
     ASSERT_THAT(stub->Run(&run_context,
                           SliceRequest(absl::StrCat("run-", call),
                                        MakeTensor(v1::UINT8, {kOutput}, run_input), {0}, {kOutput},
-                                       {1}, {kOutput}),
+                                       {-1}, {kOutput}),
                           &response),
                 GrpcOk());
     ASSERT_EQ(response.outputs_size(), 1);
-    EXPECT_TRUE(response.outputs(0).data() == run_input) << "call " << call;
+    EXPECT_TRUE(response.outputs(0).data() == std::string(run_input.rbegin(), run_input.rend()))
+        << "call " << call;
   }
   // The second upload, its result and the second Run's output were kept ones.
   EXPECT_GE(MetricValue(server, "tensorop_buffer_pool_reuses_total"), 3);

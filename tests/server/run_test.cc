@@ -220,6 +220,61 @@ TEST_F(RunTest, LargeInputsAreReadWhereTheyWereReceived) {
                                              HasSubstr("input.data has 2097150 bytes")));
 }
 
+TEST_F(RunTest, OutputsThatAreReceivedBytesAreAnsweredWithThemInPlace) {
+  // A 10 MiB uint8 [10240, 1024] split into 4 MiB and 6 MiB of whole rows:
+  // each output is a run of the input's bytes, answered with the slices gRPC
+  // received them in, so no output buffer comes from the pool (from 4 MiB).
+  constexpr int64_t kRows = 10240, kCols = 1024;
+  std::string bytes(static_cast<size_t>(kRows * kCols), '\0');
+  for (size_t i = 0; i < bytes.size(); ++i) bytes[i] = static_cast<char>((i * 7 + i / 4093) % 256);
+  v1::RunRequest split;
+  split.set_id("split");
+  split.mutable_split()->set_axis(0);
+  (*split.mutable_inputs())["input"] = MakeTensor(v1::UINT8, {kRows, kCols}, bytes);
+  for (const int64_t rows : {int64_t{4096}, int64_t{6144}}) {
+    v1::OutputDesc* output = split.add_outputs();
+    output->add_sizes(rows);
+    output->add_sizes(kCols);
+  }
+  const auto pool_buffers = [&] {
+    return MetricValue(server_, "tensorop_buffer_pool_allocations_total") +
+           MetricValue(server_, "tensorop_buffer_pool_reuses_total");
+  };
+  const int64_t buffers_before = pool_buffers();
+  v1::RunResponse response;
+  ASSERT_THAT(Run(split, &response), GrpcOk());
+  EXPECT_EQ(response.backend(), "cpu");
+  ASSERT_EQ(response.outputs_size(), 2);
+  EXPECT_THAT(response.outputs(0).sizes(), ElementsAre(4096, kCols));
+  EXPECT_THAT(response.outputs(0).strides(), ElementsAre(kCols, 1));
+  EXPECT_TRUE(response.outputs(0).data() == bytes.substr(0, 4096 * kCols));
+  EXPECT_TRUE(response.outputs(1).data() == bytes.substr(4096 * kCols));
+  EXPECT_EQ(pool_buffers(), buffers_before);
+  // Rows 1000..5999 in order are answered in place too; backwards, they are
+  // copied into a pooled buffer.
+  for (const int64_t step : {int64_t{1}, int64_t{-1}}) {
+    ASSERT_THAT(Run(SliceRequest("rows", MakeTensor(v1::UINT8, {kRows, kCols}, bytes), {1000, 0},
+                                 {5000, kCols}, {step, 1}, {5000, kCols}),
+                    &response),
+                GrpcOk())
+        << step;
+    ASSERT_EQ(response.outputs_size(), 1);
+    std::string expected;
+    for (int64_t i = 0; i < 5000; ++i) {
+      const int64_t row = step > 0 ? 1000 + i : 5999 - i;
+      expected += bytes.substr(static_cast<size_t>(row * kCols), kCols);
+    }
+    EXPECT_TRUE(response.outputs(0).data() == expected) << step;
+    EXPECT_EQ(pool_buffers(), buffers_before + (step > 0 ? 0 : 1)) << step;
+  }
+  // OPENCL runs on the device, as asked.
+  split.set_backend(v1::OPENCL);
+  ASSERT_THAT(Run(split, &response), GrpcOk());
+  EXPECT_THAT(response.backend(), ::testing::StartsWith("opencl:"));
+  ASSERT_EQ(response.outputs_size(), 2);
+  EXPECT_TRUE(response.outputs(1).data() == bytes.substr(4096 * kCols));
+}
+
 TEST_F(RunTest, OpenClRunsOnTheDeviceAndSaysWhich) {
   v1::RunRequest request = DocSliceRequest("gpu");
   request.set_backend(v1::OPENCL);

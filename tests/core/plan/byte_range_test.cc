@@ -5,6 +5,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <vector>
 
 #include "core/attrs.h"
@@ -129,6 +130,67 @@ TEST_F(InputReadRangesTest, BroadcastInputOfAScatterIsOneRow) {
                                                                   : ByteRange{0, 8 * 4};
     EXPECT_EQ(ranges[i], expected);
   }
+}
+
+using OutputAsInputBytesTest = InputReadRangesTest;
+
+TEST_F(OutputAsInputBytesTest, WholeRowsAreTheInputsBytes) {
+  // Rows 2..4 of a packed float32 [10, 6], every column: bytes [48, 120).
+  OpRequest request{SliceAttrs{{2, 0}, {3, 6}, {1, 1}},
+                    {{"input", Tensor(DType::kFloat32, {10, 6})}},
+                    {OutputDesc{{3, 6}, {}}}};
+  ASSERT_OK_AND_ASSIGN(ExecutionPlan plan, PlanOperator(request, Limits{}));
+  const std::optional<SlotBytes> bytes = OutputAsInputBytes(plan, 0);
+  ASSERT_TRUE(bytes.has_value());
+  EXPECT_EQ(bytes->input_slot, 0);
+  EXPECT_EQ(bytes->range, (ByteRange{2 * 6 * 4, 5 * 6 * 4}));
+}
+
+TEST_F(OutputAsInputBytesTest, EachOuterSplitOutputIsItsRows) {
+  OpRequest request{SplitAttrs{0},
+                    {{"input", Tensor(DType::kInt16, {5, 4})}},
+                    {OutputDesc{{2, 4}, {}}, OutputDesc{{3, 4}, {}}}};
+  ASSERT_OK_AND_ASSIGN(ExecutionPlan plan, PlanOperator(request, Limits{}));
+  const std::optional<SlotBytes> first = OutputAsInputBytes(plan, 0);
+  const std::optional<SlotBytes> second = OutputAsInputBytes(plan, 1);
+  ASSERT_TRUE(first.has_value() && second.has_value());
+  EXPECT_EQ(first->range, (ByteRange{0, 2 * 4 * 2}));
+  EXPECT_EQ(second->range, (ByteRange{2 * 4 * 2, 5 * 4 * 2}));
+}
+
+TEST_F(OutputAsInputBytesTest, OutputsThatAreNotOneForwardRunAreNot) {
+  const TensorView input = Tensor(DType::kFloat32, {10, 6});
+  const std::vector<OpRequest> requests = {
+      // columns 1..3 of each row
+      {SliceAttrs{{2, 1}, {3, 3}, {1, 1}}, {{"input", input}}, {OutputDesc{{3, 3}, {}}}},
+      // the rows reversed
+      {SliceAttrs{{2, 0}, {3, 6}, {-1, 1}}, {{"input", input}}, {OutputDesc{{3, 6}, {}}}},
+      // every other row
+      {SliceAttrs{{0, 0}, {6, 6}, {2, 1}}, {{"input", input}}, {OutputDesc{{3, 6}, {}}}},
+      // whole rows into a padded output: its padding is no input byte
+      {SliceAttrs{{2, 0}, {3, 6}, {1, 1}}, {{"input", input}}, {OutputDesc{{3, 6}, {8, 1}}}},
+      // one row broadcast (stride 0) to three
+      {SliceAttrs{{0, 0}, {3, 6}, {1, 1}},
+       {{"input", Tensor(DType::kFloat32, {3, 6}, {0, 1})}},
+       {OutputDesc{{3, 6}, {}}}},
+      // halves of each row
+      {SplitAttrs{1}, {{"input", input}}, {OutputDesc{{10, 3}, {}}, OutputDesc{{10, 3}, {}}}},
+  };
+  for (size_t i = 0; i < requests.size(); ++i) {
+    SCOPED_TRACE(i);
+    ASSERT_OK_AND_ASSIGN(ExecutionPlan plan, PlanOperator(requests[i], Limits{}));
+    EXPECT_FALSE(OutputAsInputBytes(plan, 0).has_value());
+  }
+}
+
+TEST_F(OutputAsInputBytesTest, AScatterOutputIsNot) {
+  OpRequest request{ScatterElementsAttrs{0},
+                    {{"input", Tensor(DType::kFloat32, {4, 5})},
+                     {"indices", Tensor(DType::kInt64, {1, 5})},
+                     {"updates", Tensor(DType::kFloat32, {1, 5})}},
+                    {}};
+  ASSERT_OK_AND_ASSIGN(ExecutionPlan plan, PlanOperator(request, Limits{}));
+  EXPECT_FALSE(OutputAsInputBytes(plan, 0).has_value());
 }
 
 TEST(InputReadRangesPlainTest, SlotsNothingReadsAreEmpty) {
