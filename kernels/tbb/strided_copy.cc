@@ -22,6 +22,20 @@ void GatherRun(const std::byte* src, std::byte* dst, int64_t count) {
   }
 }
 
+// dst[i] = src[-i]: bytes backwards. Baseline x86-64 (SSE2) has no byte
+// shuffle, so GCC leaves GatherRun<uint8_t, -1> scalar (about 1 GB/s here);
+// eight bytes at a time through a byte swap run at memcpy's speed.
+void ReverseBytes(const std::byte* src, std::byte* dst, int64_t count) {
+  int64_t i = 0;
+  for (; i + 8 <= count; i += 8) {
+    uint64_t word;
+    std::memcpy(&word, src - i - 7, sizeof(word));
+    word = __builtin_bswap64(word);
+    std::memcpy(dst + i, &word, sizeof(word));
+  }
+  for (; i < count; ++i) dst[i] = src[-i];
+}
+
 // One run of the innermost dimension. Dispatch is on the element's width only:
 // the bits are moved, never interpreted.
 template <typename Word>
@@ -34,7 +48,11 @@ void CopyRun(const std::byte* src, std::byte* dst, int64_t count, int64_t src_st
         std::memcpy(dst, src, count * kWidth);
         return;
       case -kWidth:
-        GatherRun<Word, -1>(src, dst, count);
+        if constexpr (kWidth == 1) {
+          ReverseBytes(src, dst, count);
+        } else {
+          GatherRun<Word, -1>(src, dst, count);
+        }
         return;
       case 2 * kWidth:
         GatherRun<Word, 2>(src, dst, count);

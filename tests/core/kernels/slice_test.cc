@@ -85,6 +85,30 @@ TEST_P(SliceKernelLargeTest, ContiguousRowsMergeIntoOneCopy) {
   EXPECT_TRUE(OutputMatches(outputs[0], ReferenceSlice(attrs, input, output_sizes)));
 }
 
+// uint8 backwards goes eight bytes at a time: every run length around that
+// width, from every offset in a word, against the bytes read one by one.
+TEST(SliceKernelReversedBytesTest, EveryRunLengthIsTheBytesBackwards) {
+  std::mt19937_64 rng(10);
+  OwnedTensor input = MakeTensor(DType::kUint8, {64}, LayoutKind::kPacked, rng);
+  const std::byte* inputs[] = {input.bytes.data()};
+  for (int64_t offset = 0; offset < 8; ++offset) {
+    for (int64_t length = 1; length <= 40; ++length) {
+      SCOPED_TRACE(::testing::Message() << "offset " << offset << " length " << length);
+      OpRequest request{
+          SliceAttrs{{offset}, {length}, {-1}}, {{"input", input.view()}}, {{{length}, {}}}};
+      ASSERT_OK_AND_ASSIGN(ExecutionPlan plan, PlanOperator(request, {}));
+      std::vector<std::byte> output(static_cast<size_t>(length));
+      std::byte* outputs[] = {output.data()};
+      ASSERT_OK(tbb_backend::Execute(plan, inputs, outputs));
+      for (int64_t i = 0; i < length; ++i) {
+        ASSERT_EQ(output[static_cast<size_t>(i)],
+                  input.bytes[static_cast<size_t>(offset + length - 1 - i)])
+            << "element " << i;
+      }
+    }
+  }
+}
+
 TEST(SliceKernelStopTest, StopBetweenBlocksReturnsItsStatusAndStartsNoMoreBlocks) {
   std::mt19937_64 rng(9);
   OwnedTensor input = MakeTensor(DType::kUint8, {64, 1 << 16}, LayoutKind::kPacked, rng);
