@@ -638,9 +638,10 @@ absl::StatusOr<v1::RunRequest> ToRunRequest(inference::ModelInferRequest& reques
   return run;
 }
 
-absl::StatusOr<inference::ModelInferResponse> ToModelInferResponse(
-    const inference::ModelInferRequest& request, v1::RunResponse& response) {
-  inference::ModelInferResponse answer;
+absl::StatusOr<ModelInferAnswer> ModelInferAnswerFor(const inference::ModelInferRequest& request,
+                                                     const v1::RunResponse& response) {
+  ModelInferAnswer result;
+  inference::ModelInferResponse& answer = result.head;
   answer.set_model_name(request.model_name());
   answer.set_model_version(std::string(kModelVersion));
   answer.set_id(request.id());
@@ -672,7 +673,7 @@ absl::StatusOr<inference::ModelInferResponse> ToModelInferResponse(
     order.push_back(static_cast<int>(found - names.begin()));
   }
   for (int k : order) {
-    v1::Tensor& tensor = *response.mutable_outputs(k);
+    const v1::Tensor& tensor = response.outputs(k);
     // Packed row-major: the native pipeline writes outputs so when the request
     // asks for no strides, as ToRunRequest's never do.
     // (An empty output has no elements to place.)
@@ -711,15 +712,24 @@ absl::StatusOr<inference::ModelInferResponse> ToModelInferResponse(
       }
       break;
     }
-    // Moved, not copied: `order` names each output at most once per request
-    // unless the client repeats a name, which then gets a copy.
-    if (std::count(order.begin(), order.end(), k) > 1) {
-      answer.add_raw_output_contents(tensor.data());
+  }
+  result.contents = std::move(order);
+  return result;
+}
+
+absl::StatusOr<inference::ModelInferResponse> ToModelInferResponse(
+    const inference::ModelInferRequest& request, v1::RunResponse& response) {
+  ASSIGN_OR_RETURN(ModelInferAnswer answer, ModelInferAnswerFor(request, response));
+  for (int k : answer.contents) {
+    std::string& data = *response.mutable_outputs(k)->mutable_data();
+    // Moved, not copied, unless the client repeats a name, which then gets a copy.
+    if (std::count(answer.contents.begin(), answer.contents.end(), k) > 1) {
+      answer.head.add_raw_output_contents(data);
     } else {
-      *answer.add_raw_output_contents() = std::move(*tensor.mutable_data());
+      *answer.head.add_raw_output_contents() = std::move(data);
     }
   }
-  return answer;
+  return std::move(answer.head);
 }
 
 absl::Status NameSharedMemoryOutput(const inference::ModelInferRequest& request,

@@ -78,6 +78,19 @@ int64_t TypedContentsBound(const inference::ModelInferRequest& request);
 absl::StatusOr<v1::RunRequest> ToRunRequest(inference::ModelInferRequest& request);
 
 // The answer to `request` (as ToRunRequest left it) from the native
+// `response`'s output layouts (its data is not read), without its
+// raw_output_contents: `contents[j]` is the native output whose bytes are
+// raw_output_contents[j] (ToModelInferResponse's order). That field comes
+// last in the message, so `head` serialized and the entries appended make the
+// whole answer (SerializeWithOutputContents).
+struct ModelInferAnswer {
+  inference::ModelInferResponse head;
+  std::vector<int> contents;
+};
+absl::StatusOr<ModelInferAnswer> ModelInferAnswerFor(const inference::ModelInferRequest& request,
+                                                     const v1::RunResponse& response);
+
+// The answer to `request` (as ToRunRequest left it) from the native
 // `response` (packed outputs, as the native pipeline writes them when no
 // strides are asked for): the outputs, moved into raw_output_contents, in
 // order, restricted to those `request` asks for, and parameter "backend".

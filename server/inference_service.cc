@@ -17,11 +17,13 @@
 #include "absl/strings/str_join.h"
 #include "core/status_macros.h"
 #include "server/auth.h"
+#include "server/convert.h"
 #include "server/guarded.h"
 #include "server/inference_models.h"
 #include "server/memory_budget.h"
 #include "server/metrics.h"
 #include "server/request_log.h"
+#include "server/response_writer.h"
 #include "server/shared_memory.h"
 #include "server/status_map.h"
 #include "server/wire_bound.h"
@@ -74,17 +76,32 @@ absl::Status Infer(TensorOpService& native, const grpc::ByteBuffer& bytes, absl:
   record = DescribeRequest(method, run);
   record.start = start;
   record.identity = std::move(identity);
-  v1::RunResponse response;
-  RETURN_IF_ERROR(NameSharedMemoryOutput(
-      request, native.ExecuteOnWorker(run, record, stop, reservation, kTooBigHint, &response)));
-  run.Clear();  // the inputs are done with
-  ASSIGN_OR_RETURN(inference::ModelInferResponse answer, ToModelInferResponse(request, response));
-  response.Clear();
   out->Clear();
-  bool own_buffer = false;
-  // Fails only past 2 GiB; the answer was checked against --max_message_bytes.
-  grpc::SerializationTraits<inference::ModelInferResponse>::Serialize(answer, out, &own_buffer)
-      .IgnoreError();
+  if (WritesToSharedMemory(run)) {
+    // The answer carries the outputs' layouts only: a small message.
+    v1::RunResponse response;
+    RETURN_IF_ERROR(NameSharedMemoryOutput(
+        request, native.ExecuteOnWorker(run, record, stop, reservation, kTooBigHint, &response)));
+    run.Clear();  // the inputs are done with
+    ASSIGN_OR_RETURN(inference::ModelInferResponse answer, ToModelInferResponse(request, response));
+    bool own_buffer = false;
+    // Fails only past 2 GiB; the answer was checked against --max_message_bytes.
+    grpc::SerializationTraits<inference::ModelInferResponse>::Serialize(answer, out, &own_buffer)
+        .IgnoreError();
+  } else {
+    // The output buffers the kernels wrote become raw_output_contents as they
+    // are: no copy into the message, none into its serialized bytes.
+    ASSIGN_OR_RETURN(OutputBuffers outputs, native.ExecuteIntoBuffersOnWorker(
+                                                run, record, stop, reservation, kTooBigHint));
+    run.Clear();  // the inputs are done with
+    v1::RunResponse layouts;
+    for (const Layout& layout : outputs.layouts) SetTensorLayout(layout, layouts.add_outputs());
+    layouts.set_backend(record.backend);
+    ASSIGN_OR_RETURN(ModelInferAnswer answer, ModelInferAnswerFor(request, layouts));
+    SerializeWithOutputContents(answer.head,
+                                inference::ModelInferResponse::kRawOutputContentsFieldNumber,
+                                answer.contents, outputs, out);
+  }
   // What stays held until gRPC sent it: the serialized answer.
   reservation.Shrink(
       std::max<int64_t>(0, reservation.bytes() - static_cast<int64_t>(out->Length())));

@@ -144,6 +144,36 @@ SharedOutput Share(OutputBuffer buffer) {
   return SharedOutput(buffer.release(), deleter);
 }
 
+void SerializeWithOutputContents(const google::protobuf::MessageLite& head, int field,
+                                 std::span<const int> contents, OutputBuffers& outputs,
+                                 grpc::ByteBuffer* out) {
+  std::vector<grpc::Slice> slices;
+  std::string pending = head.SerializeAsString();  // bytes of the next small slice
+  std::vector<SharedOutput> shared(outputs.buffers.size());
+  const uint64_t tag = (static_cast<uint64_t>(field) << 3) | 2;
+  for (const int k : contents) {
+    const size_t output = static_cast<size_t>(k);
+    const uint64_t data_bytes = static_cast<uint64_t>(outputs.layouts[output].buffer_bytes());
+    AppendVarint(tag, &pending);
+    AppendVarint(data_bytes, &pending);
+    if (data_bytes == 0) continue;
+    slices.emplace_back(pending.data(), pending.size());
+    pending.clear();
+    if (output < outputs.forwarded.size() && !outputs.forwarded[output].empty()) {
+      for (const grpc::Slice& slice : outputs.forwarded[output]) slices.push_back(slice);
+      continue;
+    }
+    if (shared[output] == nullptr) shared[output] = Share(std::move(outputs.buffers[output]));
+    slices.emplace_back(shared[output].get(), static_cast<size_t>(data_bytes), &DropReference,
+                        new SharedOutput(shared[output]));
+  }
+  if (!pending.empty()) slices.emplace_back(pending.data(), pending.size());
+  outputs.layouts.clear();
+  outputs.buffers.clear();
+  outputs.forwarded.clear();
+  *out = grpc::ByteBuffer(slices.data(), slices.size());
+}
+
 void SerializeChunkPart(const SharedOutput& buffer, int64_t offset, int64_t length,
                         grpc::ByteBuffer* out) {
   std::string head;

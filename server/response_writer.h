@@ -9,8 +9,10 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <span>
 #include <vector>
 
+#include <google/protobuf/message_lite.h>
 #include <grpcpp/support/byte_buffer.h>
 #include <grpcpp/support/slice.h>
 
@@ -70,6 +72,16 @@ void SerializeRunResponse(absl::string_view id, OutputBuffers& outputs, absl::st
 // slice (and the holder) let go.
 using SharedOutput = std::shared_ptr<std::byte>;
 SharedOutput Share(OutputBuffer buffer);
+
+// Serializes `head` followed by entries of its repeated bytes field number
+// `field`, which `head` leaves empty and which comes after every other field
+// of its message (so this is the bytes protobuf's serializer writes for the
+// whole message): entry j holds output contents[j]'s bytes, its buffer (or
+// forwarded slices) handed to gRPC without a copy, shared by entries naming
+// the same output. Outputs no entry names are freed; `outputs` is emptied.
+void SerializeWithOutputContents(const google::protobuf::MessageLite& head, int field,
+                                 std::span<const int> contents, OutputBuffers& outputs,
+                                 grpc::ByteBuffer* out);
 
 // Serializes ResultPart{chunk: bytes [offset, offset + length) of `buffer`}
 // into `out` without copying them: the slice holds a reference to `buffer`.

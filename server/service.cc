@@ -133,6 +133,18 @@ absl::Status TensorOpService::ExecuteOnWorker(const v1::RunRequest& request, Cal
   return absl::OkStatus();
 }
 
+absl::StatusOr<OutputBuffers> TensorOpService::ExecuteIntoBuffersOnWorker(
+    const v1::RunRequest& request, CallRecord& record, const StopCheck& stop,
+    MemoryBudget::Reservation& reservation, absl::string_view too_big_hint) {
+  ASSIGN_OR_RETURN(Placement placement, Place(request));
+  record.backend = placement.label;
+  absl::StatusOr<OutputBuffers> outputs = ExecuteIntoAnswerBuffers(
+      request, options_, *scheduler_, placement, stop, reservation, too_big_hint);
+  record.backend = placement.label;
+  if (outputs.ok()) record.bytes_out = TotalBytes(outputs->layouts);
+  return outputs;
+}
+
 void ReleaseRequestBytes(const grpc::ByteBuffer* bytes, MemoryBudget::Reservation& reservation) {
   const int64_t length = static_cast<int64_t>(bytes->Length());
   const_cast<grpc::ByteBuffer*>(bytes)->Clear();

@@ -13,12 +13,14 @@
 #include <grpcpp/support/byte_buffer.h>
 
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
 #include "core/limits.h"
 #include "server/idle_watchdog.h"
 #include "server/memory_budget.h"
 #include "server/request_log.h"
+#include "server/response_writer.h"
 #include "server/scheduler.h"
 #include "server/service_options.h"
 #include "server/shared_memory.h"
@@ -117,6 +119,15 @@ class TensorOpService final : public ServiceBase {
   absl::Status ExecuteOnWorker(const v1::RunRequest& request, CallRecord& record,
                                const StopCheck& stop, MemoryBudget::Reservation& reservation,
                                absl::string_view too_big_hint, v1::RunResponse* response);
+  // As ExecuteOnWorker, into output buffers that become the answer
+  // (ExecuteIntoAnswerBuffers), for a front end that hands them to gRPC
+  // without a copy (SerializeWithOutputContents); `record.backend` says
+  // where it ran. Not for a request writing to shared memory.
+  absl::StatusOr<OutputBuffers> ExecuteIntoBuffersOnWorker(const v1::RunRequest& request,
+                                                           CallRecord& record,
+                                                           const StopCheck& stop,
+                                                           MemoryBudget::Reservation& reservation,
+                                                           absl::string_view too_big_hint);
   // Another front end's call counts in open_calls() from BeginOpenCall until
   // EndOpenCall (its reactor's OnDone), so a shutdown waits for it too.
   void BeginOpenCall() { open_calls_.fetch_add(1, std::memory_order_acq_rel); }

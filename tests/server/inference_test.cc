@@ -129,6 +129,53 @@ TEST_F(InferenceTest, NativeValidationErrorsAreInvalidArgument) {
               GrpcStatusIs(grpc::StatusCode::NOT_FOUND, HasSubstr("model \"conv\"")));
 }
 
+TEST_F(InferenceTest, OutputsAreAnsweredFromTheBuffersTheKernelsWrote) {
+  // A 10 MiB UINT8 [10240, 1024] split into 4 and 6 MiB of rows, asked for as
+  // output_1, output_0, output_1: each output is written once into a buffer
+  // of the pool (from 4 MiB) that becomes its raw_output_contents entries.
+  constexpr int64_t kRows = 10240, kCols = 1024;
+  std::string bytes(static_cast<size_t>(kRows * kCols), '\0');
+  for (size_t i = 0; i < bytes.size(); ++i) bytes[i] = static_cast<char>((i * 7 + i / 4093) % 256);
+  inference::ModelInferRequest request;
+  request.set_model_name("split");
+  request.set_id("rows");
+  AddRaw(request, "input", "UINT8", {kRows, kCols}, bytes);
+  AddRaw(request, "axis", "INT64", {1}, Bytes<int64_t>({0}));
+  AddRaw(request, "split", "INT64", {2}, Bytes<int64_t>({4096, 6144}));
+  for (const char* name : {"output_1", "output_0", "output_1"})
+    request.add_outputs()->set_name(name);
+  const std::string first = bytes.substr(0, 4096 * kCols), second = bytes.substr(4096 * kCols);
+  const auto pool_buffers = [&] {
+    return MetricValue(server_, "tensorop_buffer_pool_allocations_total") +
+           MetricValue(server_, "tensorop_buffer_pool_reuses_total");
+  };
+  const int64_t buffers_before = pool_buffers();
+  grpc::ClientContext context;
+  inference::ModelInferResponse response;
+  ASSERT_THAT(stub_->ModelInfer(&context, request, &response), GrpcOk());
+  EXPECT_EQ(response.id(), "rows");
+  ASSERT_EQ(response.outputs_size(), 3);
+  EXPECT_EQ(response.outputs(0).name(), "output_1");
+  EXPECT_THAT(response.outputs(0).shape(), ElementsAre(6144, kCols));
+  EXPECT_EQ(response.outputs(1).name(), "output_0");
+  EXPECT_THAT(response.outputs(1).shape(), ElementsAre(4096, kCols));
+  ASSERT_EQ(response.raw_output_contents_size(), 3);
+  EXPECT_TRUE(response.raw_output_contents(0) == second);
+  EXPECT_TRUE(response.raw_output_contents(1) == first);
+  EXPECT_TRUE(response.raw_output_contents(2) == second);
+  EXPECT_EQ(pool_buffers(), buffers_before + 2);
+  // ModelStreamInfer wraps the same answer.
+  grpc::ClientContext stream_context;
+  auto stream = stub_->ModelStreamInfer(&stream_context);
+  ASSERT_TRUE(stream->Write(request));
+  stream->WritesDone();
+  inference::ModelStreamInferResponse streamed;
+  ASSERT_TRUE(stream->Read(&streamed));
+  ASSERT_THAT(stream->Finish(), GrpcOk());
+  EXPECT_EQ(streamed.error_message(), "");
+  EXPECT_EQ(streamed.infer_response().SerializeAsString(), response.SerializeAsString());
+}
+
 TEST_F(InferenceTest, StreamAnswersEveryRequestAndGoesOnAfterAnError) {
   grpc::ClientContext context;
   auto stream = stub_->ModelStreamInfer(&context);

@@ -17,6 +17,7 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "inference/grpc_service.pb.h"
 #include "server/chunk_part.h"
 #include "server/convert.h"
 #include "tensorop/v1/tensorop.pb.h"
@@ -81,6 +82,41 @@ TEST(ResponseWriterTest, RunResponsesAreByteExactWithProtobuf) {
   error.set_code(3);
   error.set_message("input.sizes[0] must be ...");
   ExpectSameAsProtobuf({}, "bad", "", &error);
+}
+
+TEST(ResponseWriterTest, OutputContentsAreByteExactWithProtobuf) {
+  // A ModelInferResponse's raw_output_contents (its last field) from output
+  // buffers: one named twice, an empty one, forwarded slices, and a buffer no
+  // entry names (freed).
+  const std::vector<Layout> layouts = {
+      MakeLayout(DType::kUint8, {3, 100000}, {100000, 1}), MakeLayout(DType::kInt64, {}, {}),
+      MakeLayout(DType::kFloat16, {0, 4}, {4, 1}), MakeLayout(DType::kUint8, {8}, {1}),
+      MakeLayout(DType::kFloat32, {2, 2}, {2, 1})};
+  OutputBuffers outputs;
+  std::vector<std::string> bytes(layouts.size());
+  for (size_t k = 0; k < layouts.size(); ++k) {
+    outputs.layouts.push_back(layouts[k]);
+    outputs.buffers.push_back(Filled(layouts[k], &bytes[k]));
+  }
+  outputs.forwarded.resize(layouts.size());
+  bytes[3] = "received";
+  outputs.forwarded[3] = {grpc::Slice(std::string("rec")), grpc::Slice(std::string("eived"))};
+  inference::ModelInferResponse head;
+  head.set_model_name("split");
+  head.set_model_version("1");
+  head.set_id(std::string(200, 'i'));
+  (*head.mutable_parameters())["backend"].set_string_param("cpu");
+  head.add_outputs()->set_name("output_0");
+  const std::vector<int> contents = {3, 0, 1, 0, 2};
+  inference::ModelInferResponse expected = head;
+  for (int k : contents) expected.add_raw_output_contents(bytes[static_cast<size_t>(k)]);
+  grpc::ByteBuffer out;
+  SerializeWithOutputContents(head, inference::ModelInferResponse::kRawOutputContentsFieldNumber,
+                              contents, outputs, &out);
+  EXPECT_EQ(Flatten(out), expected.SerializeAsString());
+  EXPECT_TRUE(outputs.layouts.empty());
+  EXPECT_TRUE(outputs.buffers.empty());
+  EXPECT_TRUE(outputs.forwarded.empty());
 }
 
 TEST(ResponseWriterTest, OnlyLayoutsWithPaddingAreZeroed) {
