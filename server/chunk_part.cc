@@ -247,11 +247,55 @@ std::optional<RequestDataView> RequestDataView::Of(const grpc::ByteBuffer& bytes
   for (const InputData& input : view.inputs_) names.push_back(input.input);
   std::sort(names.begin(), names.end());
   if (std::adjacent_find(names.begin(), names.end()) != names.end()) return std::nullopt;
-  // Slices no data piece needs are let go now.
-  for (size_t i = 0; i < view.slices_.size(); ++i) {
-    if (view.slice_uses_[i] == 0) view.slices_[i] = grpc::Slice();
-  }
+  view.LetGoOfUnusedSlices();
   return view;
+}
+
+std::optional<RequestDataView> RequestDataView::OfRepeatedBytes(const grpc::ByteBuffer& bytes,
+                                                                int field, size_t min_bytes) {
+  RequestDataView view;
+  if (!bytes.Valid() || !bytes.Dump(&view.slices_).ok()) return std::nullopt;
+  const size_t total = bytes.Length();
+  view.slice_uses_.assign(view.slices_.size(), 0);
+  Cursor in(view.slices_);
+  view.rest_.reserve(4096);
+  const uint64_t entry_tag = (static_cast<uint64_t>(field) << 3) | kLengthDelimited;
+  bool held = false;
+  while (in.position() < total) {
+    uint64_t tag = 0, length = 0;
+    if (!ReadField(in, total, &tag, &length, &view.rest_)) return std::nullopt;
+    if ((tag & 7) != kLengthDelimited) continue;
+    AppendVarint(tag, &view.rest_);
+    if (tag != entry_tag || length < min_bytes) {
+      AppendVarint(length, &view.rest_);
+      if (!in.AppendTo(length, &view.rest_)) return std::nullopt;
+      if (tag == entry_tag) {
+        view.inputs_.emplace_back();
+        view.pieces_.emplace_back();
+      }
+      continue;
+    }
+    AppendVarint(0, &view.rest_);  // an empty entry in its place
+    std::vector<SlicePiece> pieces;
+    if (!in.Take(length, [&](size_t slice, size_t offset, size_t n) {
+          pieces.push_back(SlicePiece{.slice = slice, .offset = offset, .length = n});
+          ++view.slice_uses_[slice];
+        })) {
+      return std::nullopt;
+    }
+    view.inputs_.push_back(InputData{.input = "", .bytes = static_cast<int64_t>(length)});
+    view.pieces_.push_back(std::move(pieces));
+    held = true;
+  }
+  if (!held) return std::nullopt;
+  view.LetGoOfUnusedSlices();
+  return view;
+}
+
+void RequestDataView::LetGoOfUnusedSlices() {
+  for (size_t i = 0; i < slices_.size(); ++i) {
+    if (slice_uses_[i] == 0) slices_[i] = grpc::Slice();
+  }
 }
 
 std::vector<grpc::Slice> RequestDataView::DataSlices(size_t index, ByteRange range,

@@ -13,6 +13,7 @@
 #include <optional>
 #include <span>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <grpcpp/support/byte_buffer.h>
@@ -62,8 +63,19 @@ class RequestDataView {
   // anything else, which the caller parses with protobuf as before.
   static std::optional<RequestDataView> Of(const grpc::ByteBuffer& bytes);
 
+  // The view of `bytes`, any message, with the entries of its repeated bytes
+  // field number `field` of at least `min_bytes` left where they arrived
+  // (each an empty entry in rest(), so entries keep their places): inputs()
+  // has one unnamed input per entry of the field, 0 bytes for those left in
+  // rest(). nullopt when no entry is that large or the bytes are not in a form
+  // protobuf's serializer writes.
+  static std::optional<RequestDataView> OfRepeatedBytes(const grpc::ByteBuffer& bytes, int field,
+                                                        size_t min_bytes);
+
   // The request without its inputs' data fields: parse it with protobuf.
   const std::string& rest() const { return rest_; }
+  // Names input `index` (the native input its bytes are).
+  void Name(size_t index, std::string name) { inputs_[index].input = std::move(name); }
 
   struct InputData {
     std::string input;
@@ -85,6 +97,9 @@ class RequestDataView {
   std::vector<grpc::Slice> DataSlices(size_t index, ByteRange range, int64_t* held) const;
 
  private:
+  // Drops the received slices no data piece needs.
+  void LetGoOfUnusedSlices();
+
   std::vector<grpc::Slice> slices_;
   std::deque<std::array<std::byte, 8>> seams_;   // the elements split between slices
   std::vector<int> slice_uses_;                  // pieces not yet copied, per slice

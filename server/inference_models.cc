@@ -470,7 +470,8 @@ int64_t TypedContentsBound(const inference::ModelInferRequest& request) {
   return elements * 8;
 }
 
-absl::StatusOr<v1::RunRequest> ToRunRequest(inference::ModelInferRequest& request) {
+absl::StatusOr<v1::RunRequest> ToRunRequest(inference::ModelInferRequest& request,
+                                            std::optional<int64_t> held_input_bytes) {
   RETURN_IF_ERROR(CheckModel(request.model_name(), request.model_version()));
   const ModelSpec& model = *FindModel(request.model_name());
   const bool raw = request.raw_input_contents_size() > 0;
@@ -545,19 +546,22 @@ absl::StatusOr<v1::RunRequest> ToRunRequest(inference::ModelInferRequest& reques
       inputs.emplace(tensor.name(), std::move(input));
       continue;
     }
+    // Input "input"'s bytes when they are held apart (the caller supplies them).
+    std::optional<int64_t> held;
     if (raw) {
       input.bytes = std::move(*request.mutable_raw_input_contents(next_raw++));
+      if (tensor.name() == "input" && input.bytes.empty()) held = held_input_bytes;
     } else {
       ASSIGN_OR_RETURN(input.bytes, ContentsBytes(tensor.contents(), tensor.datatype(), *dtype,
                                                   absl::StrCat(what, " contents")));
       tensor.clear_contents();
     }
-    if (!expected.has_value() || static_cast<int64_t>(input.bytes.size()) != *expected) {
-      return absl::InvalidArgumentError(
-          absl::StrCat(what, " has ", input.bytes.size() / static_cast<size_t>(ElementSize(*dtype)),
-                       " elements (", input.bytes.size(), " bytes) but its shape [",
-                       absl::StrJoin(tensor.shape(), ","), "] of ", tensor.datatype(), " holds ",
-                       elements, " (", expected.value_or(-1), " bytes)"));
+    const int64_t bytes = held.value_or(static_cast<int64_t>(input.bytes.size()));
+    if (!expected.has_value() || bytes != *expected) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          what, " has ", bytes / ElementSize(*dtype), " elements (", bytes,
+          " bytes) but its shape [", absl::StrJoin(tensor.shape(), ","), "] of ", tensor.datatype(),
+          " holds ", elements, " (", expected.value_or(-1), " bytes)"));
     }
     if (!spec->data) RETURN_IF_ERROR(Int64Values(model, spec->name, input).status());
     inputs.emplace(tensor.name(), std::move(input));

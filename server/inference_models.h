@@ -74,8 +74,12 @@ int64_t TypedContentsBound(const inference::ModelInferRequest& request);
 // INVALID_ARGUMENT naming the model, tensor, index and values, NOT_FOUND for
 // an unknown model. The operator's own rules are left to the native
 // validation, whose messages name the native fields
-// ("slice.window_strides[2] must not be 0").
-absl::StatusOr<v1::RunRequest> ToRunRequest(inference::ModelInferRequest& request);
+// ("slice.window_strides[2] must not be 0"). `held_input_bytes`: input
+// "input"'s raw_input_contents entry, left empty in `request`, has that many
+// bytes held apart (RequestDataView::OfRepeatedBytes); the native input then
+// has no data, which the caller supplies (UploadedInputs).
+absl::StatusOr<v1::RunRequest> ToRunRequest(inference::ModelInferRequest& request,
+                                            std::optional<int64_t> held_input_bytes = std::nullopt);
 
 // The answer to `request` (as ToRunRequest left it) from the native
 // `response`'s output layouts (its data is not read), without its

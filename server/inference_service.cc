@@ -6,6 +6,7 @@
 #include <limits>
 #include <memory>
 #include <new>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -15,13 +16,16 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "core/dtype.h"
 #include "core/status_macros.h"
 #include "server/auth.h"
+#include "server/chunk_part.h"
 #include "server/convert.h"
 #include "server/guarded.h"
 #include "server/inference_models.h"
 #include "server/memory_budget.h"
 #include "server/metrics.h"
+#include "server/pipeline.h"
 #include "server/request_log.h"
 #include "server/response_writer.h"
 #include "server/shared_memory.h"
@@ -33,18 +37,69 @@ namespace {
 
 constexpr absl::string_view kServerName = "tensord";
 constexpr absl::string_view kServerVersion = "0.1.0";
-// What a request holds besides its tensors (its parsed form, the converted
-// native request, its log record), as Run reserves for its own.
-constexpr int64_t kRequestOverheadBytes = 16 << 10;
 constexpr absl::string_view kTooBigHint =
     "tensorop.v1.TensorOp/RunStream streams results of any size";
 
-// A unary reaction answered at once.
+// Parses `bytes` as a ModelInferRequest for `method` into `request`. In a
+// request of 1 MiB or more, input "input"'s raw_input_contents entry (from
+// 64 KiB) is left where gRPC received it: `received` gets the view, in which
+// it is input `*input_entry`, named "input" (its entry in `request` stays
+// empty). Other entries that large are copied into `request`, as protobuf
+// does; so are all of a scatter_elements request, whose indices planning
+// reads.
+absl::Status ParseInferRequest(const grpc::ByteBuffer& bytes, absl::string_view method,
+                               inference::ModelInferRequest* request,
+                               std::optional<RequestDataView>* received, int* input_entry) {
+  constexpr size_t kHoldFromBytes = size_t{1} << 20;
+  constexpr size_t kHeldEntryBytes = size_t{64} << 10;
+  const absl::Status invalid = absl::InvalidArgumentError(
+      absl::StrCat(method, ": the ", bytes.Length(), " bytes received are not a valid ",
+                   inference::ModelInferRequest::descriptor()->full_name()));
+  std::optional<RequestDataView> view;
+  if (bytes.Length() >= kHoldFromBytes) {
+    view = RequestDataView::OfRepeatedBytes(
+        bytes, inference::ModelInferRequest::kRawInputContentsFieldNumber, kHeldEntryBytes);
+  }
+  if (!view.has_value()) {
+    grpc::ByteBuffer copy(bytes);  // Deserialize consumes its buffer; this shares the slices
+    if (!grpc::SerializationTraits<inference::ModelInferRequest>::Deserialize(&copy, request)
+             .ok()) {
+      return invalid;
+    }
+    return absl::OkStatus();
+  }
+  if (!request->ParseFromString(view->rest())) return invalid;
+  // raw_input_contents[k] is the k-th input not in shared memory (as Triton).
+  *input_entry = -1;
+  int entry = 0;
+  for (const auto& tensor : request->inputs()) {
+    if (tensor.parameters().contains(std::string(kSharedMemoryRegionParameter))) continue;
+    if (tensor.name() == "input" && *input_entry < 0) *input_entry = entry;
+    ++entry;
+  }
+  if (request->model_name() == "scatter_elements") *input_entry = -1;
+  for (size_t k = 0; k < view->inputs().size(); ++k) {
+    const int64_t held = view->inputs()[k].bytes;
+    if (held == 0 || static_cast<int>(k) == *input_entry) continue;
+    std::string& data = *request->mutable_raw_input_contents(static_cast<int>(k));
+    data.resize(static_cast<size_t>(held));
+    view->MoveDataTo(k, reinterpret_cast<std::byte*>(data.data()));
+  }
+  if (*input_entry < 0 || static_cast<size_t>(*input_entry) >= view->inputs().size() ||
+      view->inputs()[static_cast<size_t>(*input_entry)].bytes == 0) {
+    *input_entry = -1;
+    return absl::OkStatus();
+  }
+  view->Name(static_cast<size_t>(*input_entry), "input");
+  *received = std::move(view);
+  return absl::OkStatus();
+}
+
 // One inference, from its bytes to its serialized answer, on a scheduler
 // worker: parsed with its bytes reserved (bounded from the tags before
 // anything is allocated), converted, executed by the native pipeline and
 // serialized into `out`. `record` is filled as it goes; `reservation` holds
-// the serialized answer when it returns OK.
+// the answer when it returns OK.
 absl::Status Infer(TensorOpService& native, const grpc::ByteBuffer& bytes, absl::string_view method,
                    const StopCheck& stop, CallRecord& record,
                    MemoryBudget::Reservation& reservation, std::string* model,
@@ -55,33 +110,45 @@ absl::Status Infer(TensorOpService& native, const grpc::ByteBuffer& bytes, absl:
   if (!bound.ok()) {
     return absl::InvalidArgumentError(absl::StrCat(method, ": ", bound.status().message()));
   }
+  // The bound counts the bytes left where they were received too.
   RETURN_IF_ERROR(
       reservation.Grow(*bound + kRequestOverheadBytes,
                        absl::StrCat(method, ": parsing a ", bytes.Length(), "-byte request")));
   inference::ModelInferRequest request;
-  grpc::ByteBuffer copy(bytes);  // Deserialize consumes its buffer; this shares the slices
-  if (!grpc::SerializationTraits<inference::ModelInferRequest>::Deserialize(&copy, &request).ok()) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(method, ": the ", bytes.Length(), " bytes received are not a valid ",
-                     inference::ModelInferRequest::descriptor()->full_name()));
-  }
+  std::optional<RequestDataView> received;
+  int input_entry = -1;
+  RETURN_IF_ERROR(ParseInferRequest(bytes, method, &request, &received, &input_entry));
   ReleaseRequestBytes(&bytes, reservation);
   *model = request.model_name();
   RETURN_IF_ERROR(reservation.Grow(
       TypedContentsBound(request),
       absl::StrCat(method, ": the typed contents of request \"", request.id(), "\"")));
-  ASSIGN_OR_RETURN(v1::RunRequest run, ToRunRequest(request));
+  std::optional<int64_t> held_bytes;
+  if (received.has_value()) {
+    held_bytes = received->inputs()[static_cast<size_t>(input_entry)].bytes;
+  }
+  ASSIGN_OR_RETURN(v1::RunRequest run, ToRunRequest(request, held_bytes));
   const absl::Time start = record.start;
   std::string identity = std::move(record.identity);
   record = DescribeRequest(method, run);
   record.start = start;
   record.identity = std::move(identity);
+  record.bytes_in += held_bytes.value_or(0);
+  UploadedInputs uploaded;
+  if (received.has_value()) {
+    const std::optional<DType> dtype = DTypeFromInt(run.inputs().at("input").dtype());
+    uploaded.pieces.emplace("input",
+                            received->ElementPieces(static_cast<size_t>(input_entry),
+                                                    dtype.has_value() ? ElementSize(*dtype) : 1));
+  }
+  const int64_t inputs_reserved = reservation.bytes();
   out->Clear();
   if (WritesToSharedMemory(run)) {
     // The answer carries the outputs' layouts only: a small message.
     v1::RunResponse response;
     RETURN_IF_ERROR(NameSharedMemoryOutput(
-        request, native.ExecuteOnWorker(run, record, stop, reservation, kTooBigHint, &response)));
+        request,
+        native.ExecuteOnWorker(run, record, stop, reservation, kTooBigHint, &response, &uploaded)));
     run.Clear();  // the inputs are done with
     ASSIGN_OR_RETURN(inference::ModelInferResponse answer, ToModelInferResponse(request, response));
     bool own_buffer = false;
@@ -89,10 +156,14 @@ absl::Status Infer(TensorOpService& native, const grpc::ByteBuffer& bytes, absl:
     grpc::SerializationTraits<inference::ModelInferResponse>::Serialize(answer, out, &own_buffer)
         .IgnoreError();
   } else {
-    // The output buffers the kernels wrote become raw_output_contents as they
-    // are: no copy into the message, none into its serialized bytes.
-    ASSIGN_OR_RETURN(OutputBuffers outputs, native.ExecuteIntoBuffersOnWorker(
-                                                run, record, stop, reservation, kTooBigHint));
+    // The output buffers the kernels wrote (or, for an output that is a run
+    // of the input's bytes, those bytes as received) become
+    // raw_output_contents as they are: no copy into the message or into its
+    // serialized bytes.
+    ASSIGN_OR_RETURN(
+        OutputBuffers outputs,
+        native.ExecuteIntoBuffersOnWorker(run, record, stop, reservation, kTooBigHint, &uploaded,
+                                          received.has_value() ? &*received : nullptr));
     run.Clear();  // the inputs are done with
     v1::RunResponse layouts;
     for (const Layout& layout : outputs.layouts) SetTensorLayout(layout, layouts.add_outputs());
@@ -102,9 +173,9 @@ absl::Status Infer(TensorOpService& native, const grpc::ByteBuffer& bytes, absl:
                                 inference::ModelInferResponse::kRawOutputContentsFieldNumber,
                                 answer.contents, outputs, out);
   }
-  // What stays held until gRPC sent it: the serialized answer.
-  reservation.Shrink(
-      std::max<int64_t>(0, reservation.bytes() - static_cast<int64_t>(out->Length())));
+  // What stays held until gRPC sent it: the answer, as the execution
+  // reserved it. The request and its inputs go now.
+  reservation.Shrink(inputs_reserved);
   return absl::OkStatus();
 }
 

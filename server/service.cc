@@ -119,12 +119,13 @@ absl::Status TensorOpService::ExecuteOnWorker(const v1::RunRequest& request, Cal
                                               const StopCheck& stop,
                                               MemoryBudget::Reservation& reservation,
                                               absl::string_view too_big_hint,
-                                              v1::RunResponse* response) {
+                                              v1::RunResponse* response,
+                                              const UploadedInputs* uploaded) {
   ASSIGN_OR_RETURN(Placement placement, Place(request));
   record.backend = placement.label;
   absl::Status status =
       ExecuteIntoResponse(request, options_, *scheduler_, placement, stop, reservation,
-                          /*with_status=*/false, too_big_hint, response);
+                          /*with_status=*/false, too_big_hint, response, uploaded);
   record.backend = placement.label;
   RETURN_IF_ERROR(status);
   response->set_id(request.id());
@@ -135,11 +136,13 @@ absl::Status TensorOpService::ExecuteOnWorker(const v1::RunRequest& request, Cal
 
 absl::StatusOr<OutputBuffers> TensorOpService::ExecuteIntoBuffersOnWorker(
     const v1::RunRequest& request, CallRecord& record, const StopCheck& stop,
-    MemoryBudget::Reservation& reservation, absl::string_view too_big_hint) {
+    MemoryBudget::Reservation& reservation, absl::string_view too_big_hint,
+    const UploadedInputs* uploaded, const RequestDataView* received) {
   ASSIGN_OR_RETURN(Placement placement, Place(request));
   record.backend = placement.label;
-  absl::StatusOr<OutputBuffers> outputs = ExecuteIntoAnswerBuffers(
-      request, options_, *scheduler_, placement, stop, reservation, too_big_hint);
+  absl::StatusOr<OutputBuffers> outputs =
+      ExecuteIntoAnswerBuffers(request, options_, *scheduler_, placement, stop, reservation,
+                               too_big_hint, uploaded, /*handles=*/nullptr, received);
   record.backend = placement.label;
   if (outputs.ok()) record.bytes_out = TotalBytes(outputs->layouts);
   return outputs;

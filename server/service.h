@@ -29,6 +29,9 @@
 
 namespace tensorop::server {
 
+class RequestDataView;
+struct UploadedInputs;
+
 // Every method reads raw bytes and parses them here: with typed reads gRPC
 // reports a message that does not parse exactly like the client's half-close
 // (streams), or answers UNIMPLEMENTED with no message (unary), and it parses
@@ -116,18 +119,21 @@ class TensorOpService final : public ServiceBase {
   // `record` learns where it ran and the bytes out; the caller records the
   // outcome (RecordOutcome).
   absl::Status SubmitTask(std::function<void()> work) { return Submit(std::move(work)); }
+  // `uploaded`: input bytes held apart from `request` (server/pipeline.h).
   absl::Status ExecuteOnWorker(const v1::RunRequest& request, CallRecord& record,
                                const StopCheck& stop, MemoryBudget::Reservation& reservation,
-                               absl::string_view too_big_hint, v1::RunResponse* response);
+                               absl::string_view too_big_hint, v1::RunResponse* response,
+                               const UploadedInputs* uploaded = nullptr);
   // As ExecuteOnWorker, into output buffers that become the answer
   // (ExecuteIntoAnswerBuffers), for a front end that hands them to gRPC
   // without a copy (SerializeWithOutputContents); `record.backend` says
-  // where it ran. Not for a request writing to shared memory.
-  absl::StatusOr<OutputBuffers> ExecuteIntoBuffersOnWorker(const v1::RunRequest& request,
-                                                           CallRecord& record,
-                                                           const StopCheck& stop,
-                                                           MemoryBudget::Reservation& reservation,
-                                                           absl::string_view too_big_hint);
+  // where it ran. With `received` (the inputs' bytes where gRPC received
+  // them), outputs that are runs of those bytes are answered with them. Not
+  // for a request writing to shared memory.
+  absl::StatusOr<OutputBuffers> ExecuteIntoBuffersOnWorker(
+      const v1::RunRequest& request, CallRecord& record, const StopCheck& stop,
+      MemoryBudget::Reservation& reservation, absl::string_view too_big_hint,
+      const UploadedInputs* uploaded = nullptr, const RequestDataView* received = nullptr);
   // Another front end's call counts in open_calls() from BeginOpenCall until
   // EndOpenCall (its reactor's OnDone), so a shutdown waits for it too.
   void BeginOpenCall() { open_calls_.fetch_add(1, std::memory_order_acq_rel); }

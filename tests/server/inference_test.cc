@@ -129,41 +129,58 @@ TEST_F(InferenceTest, NativeValidationErrorsAreInvalidArgument) {
               GrpcStatusIs(grpc::StatusCode::NOT_FOUND, HasSubstr("model \"conv\"")));
 }
 
-TEST_F(InferenceTest, OutputsAreAnsweredFromTheBuffersTheKernelsWrote) {
-  // A 10 MiB UINT8 [10240, 1024] split into 4 and 6 MiB of rows, asked for as
-  // output_1, output_0, output_1: each output is written once into a buffer
-  // of the pool (from 4 MiB) that becomes its raw_output_contents entries.
-  constexpr int64_t kRows = 10240, kCols = 1024;
+// A 10 MiB UINT8 [10240, 1024] with bytes no two rows share.
+constexpr int64_t kRows = 10240, kCols = 1024;
+std::string RowsBytes() {
   std::string bytes(static_cast<size_t>(kRows * kCols), '\0');
   for (size_t i = 0; i < bytes.size(); ++i) bytes[i] = static_cast<char>((i * 7 + i / 4093) % 256);
+  return bytes;
+}
+
+inference::ModelInferRequest SplitRowsRequest(const std::string& bytes, int64_t axis,
+                                              std::vector<int64_t> sizes) {
   inference::ModelInferRequest request;
   request.set_model_name("split");
   request.set_id("rows");
   AddRaw(request, "input", "UINT8", {kRows, kCols}, bytes);
-  AddRaw(request, "axis", "INT64", {1}, Bytes<int64_t>({0}));
-  AddRaw(request, "split", "INT64", {2}, Bytes<int64_t>({4096, 6144}));
+  AddRaw(request, "axis", "INT64", {1}, Bytes<int64_t>({axis}));
+  AddRaw(request, "split", "INT64", {2}, Bytes<int64_t>(sizes));
   for (const char* name : {"output_1", "output_0", "output_1"})
     request.add_outputs()->set_name(name);
-  const std::string first = bytes.substr(0, 4096 * kCols), second = bytes.substr(4096 * kCols);
-  const auto pool_buffers = [&] {
-    return MetricValue(server_, "tensorop_buffer_pool_allocations_total") +
-           MetricValue(server_, "tensorop_buffer_pool_reuses_total");
-  };
-  const int64_t buffers_before = pool_buffers();
+  return request;
+}
+
+// Output buffers taken from the pool (from 4 MiB) so far.
+int64_t PoolBuffers(const TensordProcess& server) {
+  return MetricValue(server, "tensorop_buffer_pool_allocations_total") +
+         MetricValue(server, "tensorop_buffer_pool_reuses_total");
+}
+
+TEST_F(InferenceTest, OutputsAreAnsweredFromTheBuffersTheKernelsWrote) {
+  // Split into the left and right 512 columns, asked for as output_1,
+  // output_0, output_1: each output is written once into a buffer of the
+  // pool that becomes its raw_output_contents entries.
+  const std::string bytes = RowsBytes();
+  std::string left, right;
+  for (int64_t row = 0; row < kRows; ++row) {
+    left += bytes.substr(static_cast<size_t>(row * kCols), 512);
+    right += bytes.substr(static_cast<size_t>(row * kCols + 512), 512);
+  }
+  const inference::ModelInferRequest request = SplitRowsRequest(bytes, 1, {512, 512});
+  const int64_t buffers_before = PoolBuffers(server_);
   grpc::ClientContext context;
   inference::ModelInferResponse response;
   ASSERT_THAT(stub_->ModelInfer(&context, request, &response), GrpcOk());
   EXPECT_EQ(response.id(), "rows");
   ASSERT_EQ(response.outputs_size(), 3);
   EXPECT_EQ(response.outputs(0).name(), "output_1");
-  EXPECT_THAT(response.outputs(0).shape(), ElementsAre(6144, kCols));
+  EXPECT_THAT(response.outputs(0).shape(), ElementsAre(kRows, 512));
   EXPECT_EQ(response.outputs(1).name(), "output_0");
-  EXPECT_THAT(response.outputs(1).shape(), ElementsAre(4096, kCols));
   ASSERT_EQ(response.raw_output_contents_size(), 3);
-  EXPECT_TRUE(response.raw_output_contents(0) == second);
-  EXPECT_TRUE(response.raw_output_contents(1) == first);
-  EXPECT_TRUE(response.raw_output_contents(2) == second);
-  EXPECT_EQ(pool_buffers(), buffers_before + 2);
+  EXPECT_TRUE(response.raw_output_contents(0) == right);
+  EXPECT_TRUE(response.raw_output_contents(1) == left);
+  EXPECT_TRUE(response.raw_output_contents(2) == right);
+  EXPECT_EQ(PoolBuffers(server_), buffers_before + 2);
   // ModelStreamInfer wraps the same answer.
   grpc::ClientContext stream_context;
   auto stream = stub_->ModelStreamInfer(&stream_context);
@@ -174,6 +191,81 @@ TEST_F(InferenceTest, OutputsAreAnsweredFromTheBuffersTheKernelsWrote) {
   ASSERT_THAT(stream->Finish(), GrpcOk());
   EXPECT_EQ(streamed.error_message(), "");
   EXPECT_EQ(streamed.infer_response().SerializeAsString(), response.SerializeAsString());
+}
+
+TEST_F(InferenceTest, OutputsThatAreReceivedBytesAreAnsweredWithThemInPlace) {
+  // Split into 4096 and 6144 whole rows: each output is a run of the input's
+  // bytes, answered with the slices gRPC received them in: no pool buffer.
+  const std::string bytes = RowsBytes();
+  const std::string first = bytes.substr(0, 4096 * kCols), second = bytes.substr(4096 * kCols);
+  const int64_t buffers_before = PoolBuffers(server_);
+  inference::ModelInferResponse response;
+  {
+    grpc::ClientContext context;
+    ASSERT_THAT(stub_->ModelInfer(&context, SplitRowsRequest(bytes, 0, {4096, 6144}), &response),
+                GrpcOk());
+  }
+  EXPECT_EQ(response.parameters().at("backend").string_param(), "cpu");
+  ASSERT_EQ(response.raw_output_contents_size(), 3);
+  EXPECT_TRUE(response.raw_output_contents(0) == second);
+  EXPECT_TRUE(response.raw_output_contents(1) == first);
+  EXPECT_TRUE(response.raw_output_contents(2) == second);
+  EXPECT_EQ(PoolBuffers(server_), buffers_before);
+  EXPECT_THAT(AwaitLogLine(server_, {"\"method\":\"ModelInfer\"", "\"op\":\"split\""}),
+              HasSubstr("\"bytes_in\":10485760"));
+  // Rows 1000..5999 backwards: the kernel reads the received bytes where they
+  // lie and writes a pool buffer.
+  inference::ModelInferRequest backwards;
+  backwards.set_model_name("slice");
+  AddRaw(backwards, "input", "UINT8", {kRows, kCols}, bytes);
+  AddRaw(backwards, "offsets", "INT64", {2}, Bytes<int64_t>({1000, 0}));
+  AddRaw(backwards, "window_sizes", "INT64", {2}, Bytes<int64_t>({5000, kCols}));
+  AddRaw(backwards, "window_strides", "INT64", {2}, Bytes<int64_t>({-1, 1}));
+  {
+    grpc::ClientContext context;
+    ASSERT_THAT(stub_->ModelInfer(&context, backwards, &response), GrpcOk());
+  }
+  std::string expected;
+  for (int64_t row = 5999; row >= 1000; --row) {
+    expected += bytes.substr(static_cast<size_t>(row * kCols), kCols);
+  }
+  ASSERT_EQ(response.raw_output_contents_size(), 1);
+  EXPECT_TRUE(response.raw_output_contents(0) == expected);
+  EXPECT_EQ(PoolBuffers(server_), buffers_before + 1);
+  // OPENCL runs on the device, as asked.
+  inference::ModelInferRequest on_device = SplitRowsRequest(bytes, 0, {4096, 6144});
+  (*on_device.mutable_parameters())["backend"].set_string_param("opencl");
+  {
+    grpc::ClientContext context;
+    ASSERT_THAT(stub_->ModelInfer(&context, on_device, &response), GrpcOk());
+  }
+  EXPECT_THAT(response.parameters().at("backend").string_param(), HasSubstr("opencl:"));
+  ASSERT_EQ(response.raw_output_contents_size(), 3);
+  EXPECT_TRUE(response.raw_output_contents(1) == first);
+}
+
+TEST_F(InferenceTest, LargeScatterInputsAreReadFromTheRequest) {
+  // A 1 MiB scatter whose indices (64 KiB) and input are large enough to be
+  // left where they were received: a scatter's indices are read while
+  // planning, so they are taken into the request as protobuf would.
+  constexpr int64_t kBytes = int64_t{1} << 20, kUpdates = 8192;
+  std::string bytes(static_cast<size_t>(kBytes), '\0');
+  for (size_t i = 0; i < bytes.size(); ++i) bytes[i] = static_cast<char>(i % 251);
+  std::vector<int64_t> indices(kUpdates);
+  for (int64_t i = 0; i < kUpdates; ++i) indices[static_cast<size_t>(i)] = 3 * i + 1;
+  inference::ModelInferRequest request;
+  request.set_model_name("scatter_elements");
+  AddRaw(request, "input", "UINT8", {kBytes}, bytes);
+  AddRaw(request, "indices", "INT64", {kUpdates}, Bytes<int64_t>(indices));
+  AddRaw(request, "updates", "UINT8", {kUpdates}, std::string(kUpdates, '\xab'));
+  AddRaw(request, "axis", "INT64", {1}, Bytes<int64_t>({0}));
+  grpc::ClientContext context;
+  inference::ModelInferResponse response;
+  ASSERT_THAT(stub_->ModelInfer(&context, request, &response), GrpcOk());
+  std::string expected = bytes;
+  for (int64_t index : indices) expected[static_cast<size_t>(index)] = '\xab';
+  ASSERT_EQ(response.raw_output_contents_size(), 1);
+  EXPECT_TRUE(response.raw_output_contents(0) == expected);
 }
 
 TEST_F(InferenceTest, StreamAnswersEveryRequestAndGoesOnAfterAnError) {

@@ -269,6 +269,54 @@ TEST(RequestDataViewTest, TakesTheInputsDataOutOfAnySlicing) {
   }
 }
 
+TEST(RequestDataViewTest, TakesLargeRepeatedBytesOutOfAnySlicing) {
+  // A ModelInferRequest whose raw_input_contents are a small entry, a large
+  // one, an empty one and another large one, between its other fields.
+  std::string large(70000, '\0'), other(66000, '\0');
+  for (size_t i = 0; i < large.size(); ++i) large[i] = static_cast<char>(i * 11);
+  for (size_t i = 0; i < other.size(); ++i) other[i] = static_cast<char>(i * 3 + 1);
+  inference::ModelInferRequest request;
+  request.set_model_name("slice");
+  request.set_id("r");
+  (*request.mutable_parameters())["backend"].set_string_param("cpu");
+  request.add_inputs()->set_name("offsets");
+  request.add_outputs()->set_name("output");
+  for (const std::string& entry : {std::string("12345678"), large, std::string(), other}) {
+    request.add_raw_input_contents(entry);
+  }
+  const std::string wire = request.SerializeAsString();
+  inference::ModelInferRequest without_large = request;
+  without_large.mutable_raw_input_contents(1)->clear();
+  without_large.mutable_raw_input_contents(3)->clear();
+  constexpr int kField = inference::ModelInferRequest::kRawInputContentsFieldNumber;
+  for (size_t piece : {size_t{1}, size_t{3}, size_t{4096}, wire.size()}) {
+    std::optional<RequestDataView> view =
+        RequestDataView::OfRepeatedBytes(Sliced(wire, piece), kField, 65536);
+    ASSERT_TRUE(view.has_value()) << piece;
+    inference::ModelInferRequest rest;
+    ASSERT_TRUE(rest.ParseFromString(view->rest()));
+    EXPECT_TRUE(google::protobuf::util::MessageDifferencer::Equals(rest, without_large))
+        << piece << ": " << rest.ShortDebugString();
+    ASSERT_EQ(view->inputs().size(), 4u);
+    EXPECT_EQ(view->inputs()[0].bytes, 0);
+    EXPECT_EQ(view->inputs()[2].bytes, 0);
+    view->Name(3, "input");
+    EXPECT_EQ(view->inputs()[3].input, "input");
+    for (const auto& [index, expected] : {std::pair<size_t, const std::string*>{1, &large},
+                                          std::pair<size_t, const std::string*>{3, &other}}) {
+      ASSERT_EQ(view->inputs()[index].bytes, static_cast<int64_t>(expected->size()));
+      std::string bytes(expected->size(), 'x');
+      view->MoveDataTo(index, reinterpret_cast<std::byte*>(bytes.data()));
+      EXPECT_TRUE(bytes == *expected) << piece << ": entry " << index;
+    }
+  }
+  // Nothing that large, and bytes protobuf's serializer does not write: no view.
+  EXPECT_FALSE(RequestDataView::OfRepeatedBytes(Sliced(wire, 7), kField, 70001).has_value());
+  EXPECT_FALSE(
+      RequestDataView::OfRepeatedBytes(Sliced(wire.substr(0, wire.size() - 1), 7), kField, 65536)
+          .has_value());
+}
+
 TEST(RequestDataViewTest, LeavesAnEmptyDataFieldInTheRest) {
   v1::RunRequest request;
   (*request.mutable_inputs())["input"].set_data("");  // a oneof's member, set
