@@ -166,11 +166,9 @@ std::optional<ChunkPartView> ChunkPartView::Of(const grpc::ByteBuffer& bytes) {
 
 std::optional<RequestDataView> RequestDataView::Of(const grpc::ByteBuffer& bytes) {
   RequestDataView view;
-  if (!bytes.Valid() || !bytes.Dump(&view.slices_).ok()) return std::nullopt;
+  if (!view.Hold(bytes)) return std::nullopt;
   const size_t total = bytes.Length();
-  view.slice_uses_.assign(view.slices_.size(), 0);
   Cursor in(view.slices_);
-  view.rest_.reserve(4096);
   while (in.position() < total) {
     uint64_t tag = 0, length = 0;
     if (!ReadField(in, total, &tag, &length, &view.rest_)) return std::nullopt;
@@ -254,11 +252,9 @@ std::optional<RequestDataView> RequestDataView::Of(const grpc::ByteBuffer& bytes
 std::optional<RequestDataView> RequestDataView::OfRepeatedBytes(const grpc::ByteBuffer& bytes,
                                                                 int field, size_t min_bytes) {
   RequestDataView view;
-  if (!bytes.Valid() || !bytes.Dump(&view.slices_).ok()) return std::nullopt;
+  if (!view.Hold(bytes)) return std::nullopt;
   const size_t total = bytes.Length();
-  view.slice_uses_.assign(view.slices_.size(), 0);
   Cursor in(view.slices_);
-  view.rest_.reserve(4096);
   const uint64_t entry_tag = (static_cast<uint64_t>(field) << 3) | kLengthDelimited;
   bool held = false;
   while (in.position() < total) {
@@ -290,6 +286,13 @@ std::optional<RequestDataView> RequestDataView::OfRepeatedBytes(const grpc::Byte
   if (!held) return std::nullopt;
   view.LetGoOfUnusedSlices();
   return view;
+}
+
+bool RequestDataView::Hold(const grpc::ByteBuffer& bytes) {
+  if (!bytes.Valid() || !bytes.Dump(&slices_).ok()) return false;
+  slice_uses_.assign(slices_.size(), 0);
+  rest_.reserve(4096);
+  return true;
 }
 
 void RequestDataView::LetGoOfUnusedSlices() {

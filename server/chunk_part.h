@@ -97,6 +97,8 @@ class RequestDataView {
   std::vector<grpc::Slice> DataSlices(size_t index, ByteRange range, int64_t* held) const;
 
  private:
+  // Takes `bytes`' slices to read; false when they cannot be read.
+  bool Hold(const grpc::ByteBuffer& bytes);
   // Drops the received slices no data piece needs.
   void LetGoOfUnusedSlices();
 
