@@ -261,6 +261,9 @@ std::optional<RequestDataView> RequestDataView::OfRepeatedBytes(const grpc::Byte
     uint64_t tag = 0, length = 0;
     if (!ReadField(in, total, &tag, &length, &view.rest_)) return std::nullopt;
     if ((tag & 7) != kLengthDelimited) continue;
+    // Many entries (each a few bytes on the wire, more in the view) are
+    // protobuf's to parse, as before; a request names a few inputs.
+    if (tag == entry_tag && view.inputs_.size() == kMaxRepeatedEntries) return std::nullopt;
     AppendVarint(tag, &view.rest_);
     if (tag != entry_tag || length < min_bytes) {
       AppendVarint(length, &view.rest_);

@@ -67,8 +67,10 @@ class RequestDataView {
   // field number `field` of at least `min_bytes` left where they arrived
   // (each an empty entry in rest(), so entries keep their places): inputs()
   // has one unnamed input per entry of the field, 0 bytes for those left in
-  // rest(). nullopt when no entry is that large or the bytes are not in a form
-  // protobuf's serializer writes.
+  // rest(). nullopt when no entry is that large, the field has more than
+  // kMaxRepeatedEntries entries, or the bytes are not in a form protobuf's
+  // serializer writes.
+  static constexpr size_t kMaxRepeatedEntries = 256;
   static std::optional<RequestDataView> OfRepeatedBytes(const grpc::ByteBuffer& bytes, int field,
                                                         size_t min_bytes);
 

@@ -310,8 +310,14 @@ TEST(RequestDataViewTest, TakesLargeRepeatedBytesOutOfAnySlicing) {
       EXPECT_TRUE(bytes == *expected) << piece << ": entry " << index;
     }
   }
-  // Nothing that large, and bytes protobuf's serializer does not write: no view.
+  // Nothing that large, more entries than a request has inputs, and bytes
+  // protobuf's serializer does not write: no view.
   EXPECT_FALSE(RequestDataView::OfRepeatedBytes(Sliced(wire, 7), kField, 70001).has_value());
+  inference::ModelInferRequest many = request;
+  for (size_t i = 0; i < RequestDataView::kMaxRepeatedEntries; ++i) many.add_raw_input_contents();
+  EXPECT_FALSE(
+      RequestDataView::OfRepeatedBytes(Sliced(many.SerializeAsString(), 4096), kField, 65536)
+          .has_value());
   EXPECT_FALSE(
       RequestDataView::OfRepeatedBytes(Sliced(wire.substr(0, wire.size() - 1), 7), kField, 65536)
           .has_value());
