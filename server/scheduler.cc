@@ -45,7 +45,7 @@ class HandOff {
   }
 
  private:
-  F f_;
+  mutable F f_;  // oneTBB calls its functor const; ours moves its task out to run it
 };
 
 // The sanitizers cannot follow oneTBB's switch of stacks when a task is
@@ -147,10 +147,13 @@ absl::Status Scheduler::Submit(const Placement& placement, std::function<void()>
   // arena.execute([&]{ group.run(f); }) would block this thread whenever every
   // arena slot is taken; enqueueing a deferred task of the group never blocks,
   // and the group still lets Wait() see every task.
-  arena_.enqueue(group_.defer(HandOff([this, task = std::move(task)] {
+  arena_.enqueue(group_.defer(HandOff([this, task = std::move(task)]() mutable {
     {
       RunningTask running(this);
-      task();
+      // Moved out so that the task's captures are destroyed here, inside the
+      // task and before the release below, not later in oneTBB's clean-up.
+      std::function<void()> run = std::move(task);
+      run();
     }
     TsanRelease(&group_);  // TSan only: every task's end happens before Wait()
     in_flight_.fetch_sub(1, std::memory_order_relaxed);
