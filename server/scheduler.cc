@@ -137,6 +137,8 @@ absl::StatusOr<Placement> Scheduler::Place(int requested, std::optional<int> dev
   return absl::InvalidArgumentError(absl::StrCat("backend: ", requested, " is not a backend"));
 }
 
+bool Scheduler::SuspendsWaitingTasks() { return kSuspendToWait; }
+
 absl::Status Scheduler::Submit(const Placement& placement, std::function<void()> task) {
   if (in_flight_.fetch_add(1, std::memory_order_relaxed) >= options_.max_queued_requests) {
     in_flight_.fetch_sub(1, std::memory_order_relaxed);

@@ -116,6 +116,11 @@ class Scheduler {
   // after the gRPC server stopped handing out new work.
   void Wait();
 
+  // Whether a task waiting for a device slot lets go of its worker (true), or
+  // holds it until the slot is free: sanitizer builds hold it, as they cannot
+  // follow oneTBB's suspended stacks (server/scheduler.cc).
+  static bool SuspendsWaitingTasks();
+
   // Tasks queued or running now.
   int in_flight() const { return in_flight_.load(std::memory_order_relaxed); }
 
