@@ -10,10 +10,10 @@
 #     (raw bytes both ways, so the client costs the same against both);
 #   - the Python client's run of --python-mib against raw grpcio sending
 #     pre-serialized bytes to the bare server (bench/bulk/python_bench.py).
-# tensord's peak RSS is read from /proc/PID/status (VmHWM, reset through
-# /proc/PID/clear_refs before each scenario, once the buffer pool freed what
-# earlier scenarios left) and given per request in flight, as a multiple of
-# its payload (inputs + outputs).
+# Each server's peak RSS is read from /proc/PID/status (VmHWM, reset through
+# /proc/PID/clear_refs before each scenario, once tensord's buffer pool freed
+# what earlier scenarios left) and given per request in flight, as a multiple
+# of its payload (inputs + outputs): the baseline's is what gRPC itself holds.
 #
 #   bench/bulk/run.sh [--unary-mib "1 32"] [--stream-mib 256] [--upload-mib 1024]
 #                     [--python-mib 32] [--rounds 3] [--no-python]
@@ -101,26 +101,30 @@ status_kb() { awk -v k="$2:" '$1 == k { print $2 }' "/proc/$1/status"; }
 ticks_per_second="$(getconf CLK_TCK)"
 
 # Runs "$@" against server $1 (tensord|bare) as measurement $2: the server's
-# CPU ticks go to $work/$2.cpu; for tensord, its RSS growth at the peak (kB)
-# over the run to $work/$2.hwm.
+# CPU ticks go to $work/$2.cpu, its RSS growth at the peak (kB) over the run
+# to $work/$2.hwm.
 measure() {
-  local server="$1" label="$2" pid_var="${1}_pid" before rss kept
+  local server="$1" label="$2" pid_var="${1}_pid" before rss kept=0
   shift 2
   local pid="${!pid_var}"
+  echo 5 >"/proc/$pid/clear_refs"  # VmHWM := VmRSS
   if [ "$server" = tensord ]; then
-    echo 5 >"/proc/$pid/clear_refs"  # VmHWM := VmRSS
     # Buffers the pool kept from earlier calls (--buffer_pool_bytes) count as
     # this run's: they are resident for the calls to come.
     kept="$(curl -s "http://127.0.0.1:$metrics_port/metrics" |
             awk '$1 == "tensorop_buffer_pool_bytes" { print $2 }')"
-    rss=$(( $(status_kb "$pid" VmRSS) - ${kept:-0} / 1024 ))
   fi
+  rss=$(( $(status_kb "$pid" VmRSS) - ${kept:-0} / 1024 ))
   before="$(cpu_ticks "$pid")"
   "$@"
   echo $(( $(cpu_ticks "$pid") - before )) >"$work/$label.cpu"
-  if [ "$server" = tensord ]; then
-    echo $(( $(status_kb "$pid" VmHWM) - rss )) >"$work/$label.hwm"
-  fi
+  echo $(( $(status_kb "$pid" VmHWM) - rss )) >"$work/$label.hwm"
+}
+
+# The largest RSS growth of `server` over the rounds of `tag`, to $work/$tag.$server.hwm.
+peak_hwm() {  # tag server
+  for r in $(seq 1 "$rounds"); do cat "$work/$1.$2.$r.hwm"; done | sort -g | tail -n 1 \
+    >"$work/$1.$2.hwm"
 }
 
 # Waits (up to 20 s) for tensord's buffer pool to free what it kept from the
@@ -197,14 +201,15 @@ round_trips() {  # method size_mib concurrency target label [order]
     [ "$errors" = 0 ] || { echo "run: $errors failed calls against $server:" >&2;
       jq -r '.errorDistribution' "$work/$tag.$server.$best.json" >&2; exit 1; }
   done
-  hwm_max="$(for r in $(seq 1 "$rounds"); do cat "$work/$tag.tensord.$r.hwm"; done | sort -g | tail -n 1)"
-  echo "$hwm_max" >"$work/$tag.hwm"
+  peak_hwm "$tag" tensord
+  peak_hwm "$tag" bare
   row "$5 (ghz -c $c, $calls calls)" \
     "$(printf '%.1f' "$tensord_rps") calls/s" "$(printf '%.1f' "$bare_rps") calls/s" \
     "**$(ratio "$tensord_rps" "$bare_rps")**" "$4" \
     "$(cpu_ms "$tag.tensord.$tensord_round" "$calls")" \
     "$(cpu_ms "$tag.bare.$bare_round" "$calls")" \
-    "$(rss_per_payload "$tag" "$c" $((2 * bytes)))"
+    "$(rss_per_payload "$tag.tensord" "$c" $((2 * bytes)))" \
+    "$(rss_per_payload "$tag.bare" "$c" $((2 * bytes)))"
 }
 
 for size in $unary_mib; do
@@ -241,8 +246,8 @@ streamed() {  # what label mode mib calls target [flag]
     eval "${server}_s=$s"
     eval "${server}_cpu=$(for r in $(seq 1 "$rounds"); do cat "$work/$2.$server.$r.cpu"; done | median)"
   done
-  echo "$(for r in $(seq 1 "$rounds"); do cat "$work/$2.tensord.$r.hwm"; done | sort -g | tail -n 1)" \
-    >"$work/$2.hwm"
+  peak_hwm "$2" tensord
+  peak_hwm "$2" bare
   echo "$tensord_cpu" >"$work/$2.tensord.cpu"
   echo "$bare_cpu" >"$work/$2.bare.cpu"
   row "$1 ($5 calls a round)" \
@@ -250,7 +255,7 @@ streamed() {  # what label mode mib calls target [flag]
     "$(awk -v b="$bytes" -v s="$bare_s" 'BEGIN { printf "%.2f GB/s", b / s / 1e9 }')" \
     "**$(ratio "$bare_s" "$tensord_s")**" "$6" \
     "$(cpu_ms "$2.tensord" "$5")" "$(cpu_ms "$2.bare" "$5")" \
-    "$(rss_per_payload "$2" 1 "$bytes")"
+    "$(rss_per_payload "$2.tensord" 1 "$bytes")" "$(rss_per_payload "$2.bare" 1 "$bytes")"
 }
 streamed "RunStream, a $stream_mib MiB result in 1 MiB parts" stream stream "$stream_mib" 3 "≥ 0.85"
 streamed "RunChunked, a $upload_mib MiB upload in 1 MiB chunks, 4 KiB result" upload chunked \
@@ -263,11 +268,12 @@ echo "tensord $(git -C "$root" rev-parse --short HEAD 2>/dev/null || echo '?') a
   "baseline, loopback, $(nproc) cores shared by the clients and both servers; each row is the" \
   "median of $rounds rounds alternating between the two servers. Ratio: tensord's throughput" \
   "over the baseline's. Server CPU: user + system time of the server process per call." \
-  "Peak RSS: tensord's VmHWM growth over the run (the buffers its pool kept from earlier" \
-  "calls counted in it) per request in flight, as a multiple of its payload (inputs + outputs)."
+  "Peak RSS: each server's VmHWM growth over the run (tensord's counting the buffers its pool" \
+  "kept from earlier calls) per request in flight, as a multiple of its payload (inputs +" \
+  "outputs); the baseline's is what gRPC itself holds."
 echo
-echo "| scenario | tensord | bare baseline | ratio | target | tensord CPU ms/call | bare CPU ms/call | tensord peak RSS / payload |"
-echo "| --- | --- | --- | --- | --- | --- | --- | --- |"
+echo "| scenario | tensord | bare baseline | ratio | target | tensord CPU ms/call | bare CPU ms/call | tensord peak RSS / payload | bare peak RSS / payload |"
+echo "| --- | --- | --- | --- | --- | --- | --- | --- | --- |"
 printf '%s\n' "${rows[@]}"
 
 if [ "$python" = 1 ]; then
