@@ -17,10 +17,15 @@
 //               answers like RunStream with --chunked_result_bytes of data.
 //
 // It prints "bare listening on HOST:PORT" once it listens (--address=HOST:0
-// lets the kernel pick the port).
+// lets the kernel pick the port). Like tensord, it hands what malloc keeps of
+// freed blocks back to the system (malloc_trim) once no call is open after a
+// busy spell, so both servers start each round of the bench from the same state.
+#include <malloc.h>
 #include <pthread.h>
 
 #include <algorithm>
+#include <atomic>
+#include <chrono>
 #include <csignal>
 #include <cstdint>
 #include <cstdio>
@@ -28,6 +33,7 @@
 #include <cstring>
 #include <memory>
 #include <string>
+#include <thread>
 #include <utility>
 #include <vector>
 
@@ -110,9 +116,28 @@ struct Answers {
   Parts chunked;
 };
 
+std::atomic<int64_t> calls_open{0};
+std::atomic<int64_t> calls_started{0};
+
+// tensord's idle trim (server/server.cc, Server::RunTicker): once a second,
+// malloc_trim after a spell with calls once none is open.
+void TrimWhenIdle() {
+  int64_t trimmed_at = 0;
+  for (;;) {
+    std::this_thread::sleep_for(std::chrono::seconds(1));
+    const int64_t started = calls_started.load();
+    if (started != trimmed_at && calls_open.load() == 0) {
+      malloc_trim(0);
+      trimmed_at = started;
+    }
+  }
+}
+
 class Reactor final : public grpc::ServerGenericBidiReactor {
  public:
   Reactor(grpc::GenericCallbackServerContext* context, const Answers& answers) : answers_(answers) {
+    calls_open.fetch_add(1);
+    calls_started.fetch_add(1);
     const std::string& method = context->method();
     if (method == "/tensorop.v1.TensorOp/Run") {
       kind_ = Kind::kUnary;
@@ -173,7 +198,10 @@ class Reactor final : public grpc::ServerGenericBidiReactor {
     StartWrite(&out_);
   }
 
-  void OnDone() override { delete this; }
+  void OnDone() override {
+    calls_open.fetch_sub(1);
+    delete this;
+  }
 
  private:
   enum class Kind { kUnary, kStream, kChunked };
@@ -283,6 +311,7 @@ int main(int argc, char** argv) {
   std::printf("bare listening on %s:%d\n", host.c_str(), port);
   std::fflush(stdout);
 
+  std::thread(TrimWhenIdle).detach();
   int signal = 0;
   sigwait(&signals, &signal);
   server->Shutdown();
