@@ -164,19 +164,26 @@ std::optional<ChunkPartView> ChunkPartView::Of(const grpc::ByteBuffer& bytes) {
   return view;
 }
 
-std::optional<RequestDataView> RequestDataView::Of(const grpc::ByteBuffer& bytes) {
+std::optional<RequestDataView> RequestDataView::Of(const grpc::ByteBuffer& bytes,
+                                                   size_t max_rest_bytes) {
   RequestDataView view;
   if (!view.Hold(bytes)) return std::nullopt;
   const size_t total = bytes.Length();
   Cursor in(view.slices_);
+  // The bytes read so far but the data, plus `more`: what rest() would hold.
+  size_t data_read = 0;
+  const auto too_much_rest = [&](size_t more) {
+    return in.position() - data_read + more > max_rest_bytes;
+  };
   while (in.position() < total) {
+    if (too_much_rest(0)) return std::nullopt;
     uint64_t tag = 0, length = 0;
     if (!ReadField(in, total, &tag, &length, &view.rest_)) return std::nullopt;
     if ((tag & 7) != kLengthDelimited) continue;
     if (tag != kInputsTag) {
       AppendVarint(tag, &view.rest_);
       AppendVarint(length, &view.rest_);
-      if (!in.AppendTo(length, &view.rest_)) return std::nullopt;
+      if (too_much_rest(length) || !in.AppendTo(length, &view.rest_)) return std::nullopt;
       continue;
     }
     // inputs: {key, value: Tensor}, the Tensor's data left in the slices.
@@ -184,7 +191,7 @@ std::optional<RequestDataView> RequestDataView::Of(const grpc::ByteBuffer& bytes
     uint64_t key_tag = 0, key_length = 0, value_tag = 0, value_length = 0;
     std::string key;
     if (in.position() == entry_end || !ReadField(in, entry_end, &key_tag, &key_length, &key) ||
-        key_tag != kEntryKeyTag || !in.AppendTo(key_length, &key)) {
+        key_tag != kEntryKeyTag || too_much_rest(key_length) || !in.AppendTo(key_length, &key)) {
       return std::nullopt;
     }
     std::string tensor;  // the value's fields but data
@@ -198,6 +205,7 @@ std::optional<RequestDataView> RequestDataView::Of(const grpc::ByteBuffer& bytes
       bool have_data = false;
       bool have_other_location = false;
       while (in.position() < entry_end) {
+        if (too_much_rest(0)) return std::nullopt;
         uint64_t field = 0, field_length = 0;
         if (!ReadField(in, entry_end, &field, &field_length, &tensor)) return std::nullopt;
         if ((field & 7) != kLengthDelimited) continue;
@@ -210,11 +218,14 @@ std::optional<RequestDataView> RequestDataView::Of(const grpc::ByteBuffer& bytes
         if (field != kTensorDataTag || field_length == 0) {
           AppendVarint(field, &tensor);
           AppendVarint(field_length, &tensor);
-          if (!in.AppendTo(field_length, &tensor)) return std::nullopt;
+          if (too_much_rest(field_length) || !in.AppendTo(field_length, &tensor)) {
+            return std::nullopt;
+          }
           continue;
         }
         have_data = true;
         data_bytes = static_cast<int64_t>(field_length);
+        data_read += field_length;
         if (!in.Take(field_length, [&](size_t slice, size_t offset, size_t n) {
               pieces.push_back(SlicePiece{.slice = slice, .offset = offset, .length = n});
             })) {

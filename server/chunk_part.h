@@ -60,8 +60,11 @@ class RequestDataView {
   // serializer writes (key, then value, each once; the value Tensor's fields
   // with `data` at most once and not beside `shared_memory` or `handle`, its
   // oneof) and no input is named twice; nullopt for
-  // anything else, which the caller parses with protobuf as before.
-  static std::optional<RequestDataView> Of(const grpc::ByteBuffer& bytes);
+  // anything else, which the caller parses with protobuf as before. Also
+  // nullopt, having copied at most about `max_rest_bytes`, when rest() would
+  // take more: a bound on the work for a caller that must stay light.
+  static std::optional<RequestDataView> Of(const grpc::ByteBuffer& bytes,
+                                           size_t max_rest_bytes = SIZE_MAX);
 
   // The view of `bytes`, any message, with the entries of its repeated bytes
   // field number `field` of at least `min_bytes` left where they arrived

@@ -446,11 +446,57 @@ int64_t InputBytes(const InputBuffers& buffers) {
   return total;
 }
 
+namespace {
+
+// Requests from this size are read with a RequestDataView; smaller ones are
+// parsed by protobuf.
+constexpr size_t kLiftFromBytes = size_t{1} << 20;
+
+// Parses the request `view` was made of (`bound`: what ReserveParse reserved
+// for it) but for its inputs' data, which the view holds, and reserves that
+// data's bytes instead of the bound's share of them.
+absl::Status ParseAroundData(const RequestDataView& view, int64_t bound, int64_t received_bytes,
+                             absl::string_view method, MemoryBudget::Reservation& reservation,
+                             v1::RunRequest* request) {
+  const grpc::Slice rest_slice(view.rest().data(), view.rest().size());
+  const grpc::ByteBuffer rest(&rest_slice, 1);
+  RETURN_IF_ERROR(Deserialize(rest, received_bytes, method, reservation, request));
+  // The parse bound counted the data too; the parsed message holds only the
+  // rest, and the data is reserved for its buffers.
+  if (absl::StatusOr<int64_t> rest_bound = ParsedBytesBound(rest, *v1::RunRequest::descriptor());
+      rest_bound.ok() && *rest_bound < bound) {
+    reservation.Shrink(bound - *rest_bound);
+  }
+  int64_t data_bytes = 0;
+  for (const RequestDataView::InputData& input : view.inputs()) data_bytes += input.bytes;
+  return reservation.Grow(data_bytes,
+                          absl::StrCat(method, ": the ", data_bytes, " data bytes of the inputs"));
+}
+
+// What ParseReceivedRun adds to a parsed `run`: its inputs' bytes, for
+// planning, and their count.
+void NoteInputBytes(ReceivedRun* run) {
+  run->uploaded = Spans(run->inputs);
+  run->data_bytes = InputBytes(run->inputs);
+  if (!run->received.has_value()) return;
+  for (size_t i = 0; i < run->received->inputs().size(); ++i) {
+    const RequestDataView::InputData& input = run->received->inputs()[i];
+    if (input.bytes == 0) continue;
+    auto tensor = run->request.inputs().find(input.input);
+    const std::optional<DType> dtype =
+        tensor != run->request.inputs().end() ? DTypeFromInt(tensor->second.dtype()) : std::nullopt;
+    run->uploaded.pieces.emplace(
+        input.input, run->received->ElementPieces(i, dtype.has_value() ? ElementSize(*dtype) : 1));
+    run->data_bytes += input.bytes;
+  }
+}
+
+}  // namespace
+
 absl::Status ParseRequestAndInputs(const grpc::ByteBuffer* bytes, absl::string_view method,
                                    MemoryBudget::Reservation& reservation, BufferPool* pool,
                                    v1::RunRequest* request, InputBuffers* inputs,
                                    std::optional<RequestDataView>* received) {
-  constexpr size_t kLiftFromBytes = size_t{1} << 20;
   if (bytes->Length() < kLiftFromBytes) {
     RETURN_IF_ERROR(ParseRequest(*bytes, method, reservation, request));
     ReleaseRequestBytes(bytes, reservation);
@@ -468,19 +514,7 @@ absl::Status ParseRequestAndInputs(const grpc::ByteBuffer* bytes, absl::string_v
   }
   // The message without its data, then a buffer per input reserved before the
   // received bytes (held by the view now) are given back and copied over.
-  const grpc::Slice rest_slice(view->rest().data(), view->rest().size());
-  const grpc::ByteBuffer rest(&rest_slice, 1);
-  RETURN_IF_ERROR(Deserialize(rest, received_bytes, method, reservation, request));
-  // The parse bound counted the data too; the parsed message holds only the
-  // rest, and the data is reserved for its buffers.
-  if (absl::StatusOr<int64_t> rest_bound = ParsedBytesBound(rest, *v1::RunRequest::descriptor());
-      rest_bound.ok() && *rest_bound < bound) {
-    reservation.Shrink(bound - *rest_bound);
-  }
-  int64_t data_bytes = 0;
-  for (const RequestDataView::InputData& input : view->inputs()) data_bytes += input.bytes;
-  RETURN_IF_ERROR(reservation.Grow(
-      data_bytes, absl::StrCat(method, ": the ", data_bytes, " data bytes of the inputs")));
+  RETURN_IF_ERROR(ParseAroundData(*view, bound, received_bytes, method, reservation, request));
   if (received != nullptr && !request->has_scatter_elements()) {
     ReleaseRequestBytes(bytes, reservation);
     received->emplace(*std::move(view));
@@ -517,20 +551,32 @@ absl::Status ParseReceivedRun(const grpc::ByteBuffer* bytes, absl::string_view m
                               ReceivedRun* run) {
   RETURN_IF_ERROR(ParseRequestAndInputs(bytes, method, reservation, pool, &run->request,
                                         &run->inputs, &run->received));
-  run->uploaded = Spans(run->inputs);
-  run->data_bytes = InputBytes(run->inputs);
-  if (!run->received.has_value()) return absl::OkStatus();
-  for (size_t i = 0; i < run->received->inputs().size(); ++i) {
-    const RequestDataView::InputData& input = run->received->inputs()[i];
-    if (input.bytes == 0) continue;
-    auto tensor = run->request.inputs().find(input.input);
-    const std::optional<DType> dtype =
-        tensor != run->request.inputs().end() ? DTypeFromInt(tensor->second.dtype()) : std::nullopt;
-    run->uploaded.pieces.emplace(
-        input.input, run->received->ElementPieces(i, dtype.has_value() ? ElementSize(*dtype) : 1));
-    run->data_bytes += input.bytes;
-  }
+  NoteInputBytes(run);
   return absl::OkStatus();
+}
+
+absl::StatusOr<bool> ParseReceivedRunIfLight(const grpc::ByteBuffer* bytes,
+                                             absl::string_view method,
+                                             MemoryBudget::Reservation& reservation,
+                                             size_t max_rest_bytes, ReceivedRun* run) {
+  if (bytes->Length() < kLiftFromBytes) return false;
+  // First, since it stops after about `max_rest_bytes`: ReserveParse reads
+  // every field.
+  std::optional<RequestDataView> view = RequestDataView::Of(*bytes, max_rest_bytes);
+  if (!view.has_value()) return false;
+  const int64_t reserved_before = reservation.bytes();
+  ASSIGN_OR_RETURN(const int64_t bound, ReserveParse(*bytes, method, reservation));
+  RETURN_IF_ERROR(ParseAroundData(*view, bound, static_cast<int64_t>(bytes->Length()), method,
+                                  reservation, &run->request));
+  if (run->request.has_scatter_elements()) {  // its indices are copied out for planning
+    run->request.Clear();
+    reservation.Shrink(reservation.bytes() - reserved_before);
+    return false;
+  }
+  ReleaseRequestBytes(bytes, reservation);
+  run->received.emplace(*std::move(view));
+  NoteInputBytes(run);
+  return true;
 }
 
 absl::Status ExecuteIntoResponse(const v1::RunRequest& request, const ServiceOptions& options,
@@ -624,17 +670,12 @@ absl::StatusOr<bool> ForwardReceivedBytes(const v1::RunRequest& request, const P
   return true;
 }
 
-}  // namespace
-
-absl::StatusOr<OutputBuffers> ExecuteIntoAnswerBuffers(
-    const v1::RunRequest& request, const ServiceOptions& options, Scheduler& scheduler,
-    Placement& placement, const StopCheck& stop, MemoryBudget::Reservation& reservation,
-    absl::string_view too_big_hint, const UploadedInputs* uploaded, const HandleAccess* handles,
-    const RequestDataView* received) {
-  if (KeepsOutputs(request)) {
-    return absl::InternalError("kept outputs are answered by ExecuteIntoResponse");
-  }
-  const AdmitFn admit = [&](const ExecutionPlan& plan) -> absl::StatusOr<int64_t> {
+// Admits an answer of output buffers (ExecuteIntoAnswerBuffers): what it takes
+// besides them.
+AdmitFn AdmitAnswerBuffers(const v1::RunRequest& request, const ServiceOptions& options,
+                           const Placement& placement, absl::string_view too_big_hint) {
+  return [&request, &options, &placement,
+          too_big_hint](const ExecutionPlan& plan) -> absl::StatusOr<int64_t> {
     const std::string backend = placement.device == Device::kCpu
                                     ? std::string("cpu")
                                     : std::string(kMaxDeviceLabelBytes, 'x');
@@ -648,17 +689,61 @@ absl::StatusOr<OutputBuffers> ExecuteIntoAnswerBuffers(
     }
     return answer_bytes - TotalBytes(plan.outputs);  // the outputs are the answer
   };
+}
+
+// Plans `request` into `planned`, then ForwardReceivedBytes.
+absl::StatusOr<bool> PlanAndForward(const v1::RunRequest& request, const ServiceOptions& options,
+                                    Scheduler& scheduler, Placement& placement,
+                                    const StopCheck& stop, MemoryBudget::Reservation& reservation,
+                                    const AdmitFn& admit, const UploadedInputs* uploaded,
+                                    const HandleAccess* handles, const RequestDataView& received,
+                                    std::unique_ptr<PlannedRun>& planned, OutputBuffers& outputs) {
+  RETURN_IF_ERROR(stop());
+  ASSIGN_OR_RETURN(planned,
+                   Plan(request, options.limits, options.shared_memory, stop, uploaded, handles));
+  return ForwardReceivedBytes(request, *planned, received, scheduler, placement, admit, reservation,
+                              outputs);
+}
+
+}  // namespace
+
+absl::StatusOr<std::optional<OutputBuffers>> AnswerWithReceivedBytes(
+    const v1::RunRequest& request, const ServiceOptions& options, Scheduler& scheduler,
+    Placement& placement, const StopCheck& stop, MemoryBudget::Reservation& reservation,
+    absl::string_view too_big_hint, const UploadedInputs* uploaded, const HandleAccess* handles,
+    const RequestDataView& received) {
+  if (placement.device == Device::kOpenCl || KeepsOutputs(request)) return std::nullopt;
+  const AdmitFn admit = AdmitAnswerBuffers(request, options, placement, too_big_hint);
+  OutputBuffers outputs;
+  bool forwarded = false;
+  RETURN_IF_ERROR(Guarded([&]() -> absl::Status {
+    std::unique_ptr<PlannedRun> planned;
+    ASSIGN_OR_RETURN(
+        forwarded, PlanAndForward(request, options, scheduler, placement, stop, reservation, admit,
+                                  uploaded, handles, received, planned, outputs));
+    return absl::OkStatus();
+  }));
+  if (!forwarded) return std::nullopt;
+  return outputs;
+}
+
+absl::StatusOr<OutputBuffers> ExecuteIntoAnswerBuffers(
+    const v1::RunRequest& request, const ServiceOptions& options, Scheduler& scheduler,
+    Placement& placement, const StopCheck& stop, MemoryBudget::Reservation& reservation,
+    absl::string_view too_big_hint, const UploadedInputs* uploaded, const HandleAccess* handles,
+    const RequestDataView* received) {
+  if (KeepsOutputs(request)) {
+    return absl::InternalError("kept outputs are answered by ExecuteIntoResponse");
+  }
+  const AdmitFn admit = AdmitAnswerBuffers(request, options, placement, too_big_hint);
   OutputBuffers outputs;
   KeptOutputs kept;
   absl::Status status = Guarded([&]() -> absl::Status {
     std::unique_ptr<PlannedRun> planned;
     if (received != nullptr) {
-      RETURN_IF_ERROR(stop());
-      ASSIGN_OR_RETURN(
-          planned, Plan(request, options.limits, options.shared_memory, stop, uploaded, handles));
       ASSIGN_OR_RETURN(const bool forwarded,
-                       ForwardReceivedBytes(request, *planned, *received, scheduler, placement,
-                                            admit, reservation, outputs));
+                       PlanAndForward(request, options, scheduler, placement, stop, reservation,
+                                      admit, uploaded, handles, *received, planned, outputs));
       if (forwarded) return absl::OkStatus();
     }
     return PlanAndExecute(

@@ -182,6 +182,16 @@ absl::Status ParseReceivedRun(const grpc::ByteBuffer* bytes, absl::string_view m
                               MemoryBudget::Reservation& reservation, BufferPool* pool,
                               ReceivedRun* run);
 
+// ParseReceivedRun, when that is light work (for a reaction): a request of
+// at least 1 MiB that the view reads, whose fields but its inputs' data take
+// at most `max_rest_bytes`, and not a scatter (whose indices are copied out).
+// False, having parsed and reserved nothing and read at most about
+// `max_rest_bytes`, for any other request: ParseReceivedRun's on a worker.
+absl::StatusOr<bool> ParseReceivedRunIfLight(const grpc::ByteBuffer* bytes,
+                                             absl::string_view method,
+                                             MemoryBudget::Reservation& reservation,
+                                             size_t max_rest_bytes, ReceivedRun* run);
+
 // Executes `request` with its outputs inline in `response` (Run, RunBidi),
 // refusing before any work an answer whose serialized size would pass the
 // message limit. On error `response` holds no outputs.
@@ -205,6 +215,16 @@ absl::StatusOr<OutputBuffers> ExecuteIntoAnswerBuffers(
     Placement& placement, const StopCheck& stop, MemoryBudget::Reservation& reservation,
     absl::string_view too_big_hint, const UploadedInputs* uploaded = nullptr,
     const HandleAccess* handles = nullptr, const RequestDataView* received = nullptr);
+
+// The answer ExecuteIntoAnswerBuffers would give `request` with the bytes it
+// received, when it would: planning only, no kernel and no copy, so light
+// enough for a reaction. nullopt, having reserved nothing, when an output
+// needs a kernel or the request is placed on a device.
+absl::StatusOr<std::optional<OutputBuffers>> AnswerWithReceivedBytes(
+    const v1::RunRequest& request, const ServiceOptions& options, Scheduler& scheduler,
+    Placement& placement, const StopCheck& stop, MemoryBudget::Reservation& reservation,
+    absl::string_view too_big_hint, const UploadedInputs* uploaded, const HandleAccess* handles,
+    const RequestDataView& received);
 
 // A request's plan and its input bytes. Built in place and never moved: the plan
 // may hold views of names inside `op`, whose views point into the request.

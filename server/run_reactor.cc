@@ -32,6 +32,12 @@ namespace tensorop::server {
 // answer is serialized there and its reservation held until gRPC sent it
 // (OnDone). An answer the client never takes ends CANCELLED after
 // --idle_timeout_seconds, with a log line saying so.
+//
+// A request whose every output is a run of the bytes it carries (whole rows,
+// an outer Split) needs no kernel. When parsing and planning it is light work
+// (ParseReceivedRunIfLight) it is answered in the reaction with those bytes,
+// which spares it the hop to a worker and back: about 5 % of a 1 MiB call
+// when calls come one at a time (BENCHMARKS.md, "Bulk data").
 
 class TensorOpService::UnaryReactor final : public grpc::ServerUnaryReactor {
  public:
@@ -46,12 +52,15 @@ class TensorOpService::UnaryReactor final : public grpc::ServerUnaryReactor {
         handles_{.store = service->options_.handles, .caller = CallerOf(*context)} {
     record_.method = "Run";
     record_.identity = PeerIdentity(*context);
+    bool answered = false;
     absl::Status status = Guarded([&] {
       RETURN_IF_ERROR(reservation_.Grow(static_cast<int64_t>(request->Length()),
                                         "Run: the request as received"));
+      ASSIGN_OR_RETURN(answered, AnswerInReaction());
+      if (answered) return absl::OkStatus();
       return service_->Submit([this] { Done(Guarded([&] { return Work(); })); });
     });
-    if (!status.ok()) Done(status);
+    if (answered || !status.ok()) Done(status);
   }
 
   void OnDone() override {
@@ -64,35 +73,76 @@ class TensorOpService::UnaryReactor final : public grpc::ServerUnaryReactor {
   }
 
  private:
+  // The request's fields but its data bound the work of parsing it here.
+  static constexpr size_t kMaxRestInReaction = 16 << 10;
+  static constexpr absl::string_view kTooBigHint = "use RunStream for large results";
+
+  // True when the request was answered with the bytes it carries; false, maybe
+  // having parsed it (`parsed_`), when a worker is to go on.
+  absl::StatusOr<bool> AnswerInReaction() {
+    ASSIGN_OR_RETURN(parsed_, ParseReceivedRunIfLight(request_bytes_, "Run", reservation_,
+                                                      kMaxRestInReaction, &run_));
+    if (!parsed_) return false;
+    Describe();
+    // Inputs and outputs elsewhere pin regions and handles: a worker's.
+    for (const auto& [name, tensor] : run_.request.inputs()) {
+      if (tensor.has_shared_memory() || tensor.has_handle()) return false;
+    }
+    if (WritesToSharedMemory(run_.request) || KeepsOutputs(run_.request)) return false;
+    ASSIGN_OR_RETURN(Placement placement, service_->Place(run_.request));
+    record_.backend = placement.label;
+    tried_forwarding_ = true;
+    ASSIGN_OR_RETURN(std::optional<OutputBuffers> outputs,
+                     AnswerWithReceivedBytes(
+                         run_.request, service_->options_, *service_->scheduler_, placement, stop_,
+                         reservation_, kTooBigHint, &run_.uploaded, &handles_, *run_.received));
+    if (!outputs.has_value()) return false;
+    Answer(*outputs, placement);
+    service_->forwarded_answers_.fetch_add(1, std::memory_order_relaxed);
+    return true;
+  }
+
   // On a scheduler worker.
   absl::Status Work() {
-    RETURN_IF_ERROR(ParseReceivedRun(request_bytes_, "Run", reservation_,
-                                     service_->options_.buffer_pool, &run_));
+    if (!parsed_) {
+      RETURN_IF_ERROR(ParseReceivedRun(request_bytes_, "Run", reservation_,
+                                       service_->options_.buffer_pool, &run_));
+      Describe();
+    }
+    ASSIGN_OR_RETURN(Placement placement, service_->Place(run_.request));
+    record_.backend = placement.label;
+    if (WritesToSharedMemory(run_.request) || KeepsOutputs(run_.request)) {
+      return WorkWithOutputsElsewhere(placement);
+    }
+    const bool may_forward = run_.received.has_value() && !tried_forwarding_;
+    absl::StatusOr<OutputBuffers> outputs = ExecuteIntoAnswerBuffers(
+        run_.request, service_->options_, *service_->scheduler_, placement, stop_, reservation_,
+        kTooBigHint, &run_.uploaded, &handles_, may_forward ? &*run_.received : nullptr);
+    record_.backend = placement.label;
+    RETURN_IF_ERROR(outputs.status());
+    Answer(*outputs, placement);
+    return absl::OkStatus();
+  }
+
+  // The call's record, from the parsed request.
+  void Describe() {
     const absl::Time start = record_.start;
     std::string identity = std::move(record_.identity);
     record_ = DescribeRequest("Run", run_.request);
     record_.start = start;
     record_.identity = std::move(identity);
     record_.bytes_in += run_.data_bytes;
-    ASSIGN_OR_RETURN(Placement placement, service_->Place(run_.request));
+  }
+
+  void Answer(OutputBuffers& outputs, const Placement& placement) {
     record_.backend = placement.label;
-    if (WritesToSharedMemory(run_.request) || KeepsOutputs(run_.request)) {
-      return WorkWithOutputsElsewhere(placement);
-    }
-    absl::StatusOr<OutputBuffers> outputs = ExecuteIntoAnswerBuffers(
-        run_.request, service_->options_, *service_->scheduler_, placement, stop_, reservation_,
-        "use RunStream for large results", &run_.uploaded, &handles_,
-        run_.received.has_value() ? &*run_.received : nullptr);
-    record_.backend = placement.label;
-    RETURN_IF_ERROR(outputs.status());
-    record_.bytes_out = TotalBytes(outputs->layouts);
+    record_.bytes_out = TotalBytes(outputs.layouts);
     // The outputs go to gRPC as they are; they stay reserved until OnDone.
-    SerializeRunResponse(run_.request.id(), *outputs, placement.label, /*status=*/nullptr,
+    SerializeRunResponse(run_.request.id(), outputs, placement.label, /*status=*/nullptr,
                          response_bytes_);
     // The inputs are done with: freed now rather than when the client took the
     // answer, so a client's next call does not find this one's bytes still held.
     run_.Free(reservation_);
-    return absl::OkStatus();
   }
 
   // Outputs in shared memory or kept: the answer carries their layouts (and
@@ -101,8 +151,7 @@ class TensorOpService::UnaryReactor final : public grpc::ServerUnaryReactor {
     v1::RunResponse response;
     absl::Status status = ExecuteIntoResponse(
         run_.request, service_->options_, *service_->scheduler_, placement, stop_, reservation_,
-        /*with_status=*/false, "use RunStream for large results", &response, &run_.uploaded,
-        &handles_);
+        /*with_status=*/false, kTooBigHint, &response, &run_.uploaded, &handles_);
     record_.backend = placement.label;
     RETURN_IF_ERROR(status);
     response.set_id(run_.request.id());
@@ -130,6 +179,8 @@ class TensorOpService::UnaryReactor final : public grpc::ServerUnaryReactor {
   MemoryBudget::Reservation reservation_;
   const HandleAccess handles_;
   ReceivedRun run_;  // the request, its input bytes apart
+  bool parsed_ = false;
+  bool tried_forwarding_ = false;  // AnswerWithReceivedBytes said no
   CallRecord record_;
 };
 

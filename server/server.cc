@@ -156,6 +156,11 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Create(const ServerConfig& confi
   AddHandleSeries(metrics, *server->handles_);
   effective.service.handles = server->handles_.get();
   server->service_ = std::make_unique<TensorOpService>(effective.service, &scheduler);
+  metrics.AddSampled("tensorop_forwarded_answers_total",
+                     "Run calls answered with the bytes their requests carried (every output a "
+                     "contiguous run of an input): no kernel, no copy, no worker.",
+                     "counter", {},
+                     [service = server->service_.get()] { return service->forwarded_answers(); });
   server->inference_ = std::make_unique<InferenceService>(server->service_.get(), &metrics);
   server->echo_ = std::make_unique<EchoService>(config.service.max_message_bytes);
   AddCalibrationSeries(metrics, scheduler, devices);

@@ -108,6 +108,9 @@ class TensorOpService final : public ServiceBase {
   // a shutdown waits for them before it sends GOAWAY, since gRPC closes a
   // connection as soon as its last call ends after one.
   int open_calls() const { return open_calls_.load(std::memory_order_acquire); }
+  // Run calls answered in the reaction with the bytes their requests carried
+  // (run_reactor.cc): no kernel, no copy, no worker.
+  int64_t forwarded_answers() const { return forwarded_answers_.load(std::memory_order_relaxed); }
 
   // The native pipeline for another front end (server/inference_service.h).
   // SubmitTask queues `work` on a scheduler worker (a non-OK status says why
@@ -184,6 +187,7 @@ class TensorOpService final : public ServiceBase {
   MemoryBudget* const budget_;
   IdleWatchdog idle_;
   std::atomic<int> open_calls_{0};
+  std::atomic<int64_t> forwarded_answers_{0};
 };
 
 }  // namespace tensorop::server

@@ -192,6 +192,105 @@ TEST_F(PipelineTest, LargeInputsAreTakenOutOfTheRequestIntoBuffersOfTheirOwn) {
   EXPECT_EQ(small_parsed.inputs().at("input").data(), SliceRequest().inputs().at("input").data());
 }
 
+// A [512, 4096] uint8 input (2 MiB, byte i is i % 251) sliced to rows
+// [first, first + rows) stepping `step`.
+v1::RunRequest RowsRequest(int64_t first, int64_t rows, int64_t step) {
+  constexpr int64_t kRows = 512, kCols = 4096;
+  v1::RunRequest request = SliceRequest();
+  v1::Tensor& input = (*request.mutable_inputs())["input"];
+  input.set_dtype(v1::UINT8);
+  SetInts(input.mutable_sizes(), {kRows, kCols});
+  std::string bytes(static_cast<size_t>(kRows * kCols), '\0');
+  for (size_t i = 0; i < bytes.size(); ++i) bytes[i] = static_cast<char>(i % 251);
+  input.set_data(std::move(bytes));
+  SetInts(request.mutable_slice()->mutable_offsets(), {first, 0});
+  SetInts(request.mutable_slice()->mutable_window_sizes(), {rows, kCols});
+  SetInts(request.mutable_slice()->mutable_window_strides(), {step, 1});
+  SetInts(request.mutable_outputs(0)->mutable_sizes(), {rows, kCols});
+  return request;
+}
+
+TEST_F(PipelineTest, ALargeRequestWithFewOtherFieldsIsParsedLightlyWhereItArrived) {
+  const v1::RunRequest sent = RowsRequest(100, 200, 1);
+  grpc::ByteBuffer bytes = Serialized(sent);
+  const int64_t received = static_cast<int64_t>(bytes.Length());
+  MemoryBudget::Reservation reservation = budget_.Empty();
+  ASSERT_OK(reservation.Grow(received, "as received"));
+  ReceivedRun run;
+  ASSERT_OK_AND_ASSIGN(const bool parsed,
+                       ParseReceivedRunIfLight(&bytes, "Run", reservation, 16 << 10, &run));
+  EXPECT_TRUE(parsed);
+  EXPECT_EQ(bytes.Length(), 0u);  // held by the view now
+  ASSERT_TRUE(run.received.has_value());
+  EXPECT_EQ(run.request.id(), "slice-1");
+  EXPECT_EQ(run.request.inputs().at("input").data(), "");
+  EXPECT_EQ(run.data_bytes, 512 * 4096);
+  // The input's bytes stay reserved, the received ones around them are not.
+  EXPECT_GE(reservation.bytes(), run.data_bytes);
+  EXPECT_LT(reservation.bytes(), run.data_bytes + (int64_t{1} << 20));
+
+  // Rows 100..299 in order are bytes the request carried: answered with them.
+  Placement placement = CpuPlacement();
+  const int64_t reserved = reservation.bytes();
+  absl::StatusOr<std::optional<OutputBuffers>> answer =
+      AnswerWithReceivedBytes(run.request, options_, scheduler_, placement, NeverStop(),
+                              reservation, "hint", &run.uploaded, nullptr, *run.received);
+  ASSERT_OK(answer.status());
+  ASSERT_TRUE(answer->has_value());
+  ASSERT_EQ((*answer)->forwarded.size(), 1u);
+  std::string answered;
+  for (const grpc::Slice& slice : (*answer)->forwarded[0]) {
+    answered.append(reinterpret_cast<const char*>(slice.begin()), slice.size());
+  }
+  EXPECT_TRUE(answered == sent.inputs().at("input").data().substr(100 * 4096, 200 * 4096));
+  EXPECT_EQ(placement.label, "cpu");
+  EXPECT_GT(reservation.bytes(), reserved);  // the slices it keeps
+}
+
+TEST_F(PipelineTest, OutputsThatNeedAKernelAreNotAnsweredWithTheReceivedBytes) {
+  grpc::ByteBuffer bytes = Serialized(RowsRequest(299, 200, -1));  // backwards
+  MemoryBudget::Reservation reservation = budget_.Empty();
+  ReceivedRun run;
+  ASSERT_OK_AND_ASSIGN(const bool parsed,
+                       ParseReceivedRunIfLight(&bytes, "Run", reservation, 16 << 10, &run));
+  ASSERT_TRUE(parsed);
+  Placement placement = CpuPlacement();
+  const int64_t reserved = reservation.bytes();
+  absl::StatusOr<std::optional<OutputBuffers>> answer =
+      AnswerWithReceivedBytes(run.request, options_, scheduler_, placement, NeverStop(),
+                              reservation, "hint", &run.uploaded, nullptr, *run.received);
+  ASSERT_OK(answer.status());
+  EXPECT_FALSE(answer->has_value());
+  EXPECT_EQ(reservation.bytes(), reserved);
+  // A bad request is refused with the validator's words.
+  SetInts(run.request.mutable_slice()->mutable_window_strides(), {0, 1});
+  EXPECT_THAT(AnswerWithReceivedBytes(run.request, options_, scheduler_, placement, NeverStop(),
+                                      reservation, "hint", &run.uploaded, nullptr, *run.received)
+                  .status(),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("window_strides")));
+}
+
+TEST_F(PipelineTest, RequestsThatAreNotLightToParseAreLeftAsTheyArrived) {
+  v1::RunRequest many_fields = RowsRequest(0, 1, 1);
+  many_fields.set_id(std::string(20 << 10, 'i'));  // 20 KiB besides the data
+  v1::RunRequest scatter = RowsRequest(0, 1, 1);
+  scatter.mutable_scatter_elements()->set_axis(0);  // its indices are read to plan it
+  for (const v1::RunRequest& request : {many_fields, scatter, SliceRequest()}) {
+    grpc::ByteBuffer bytes = Serialized(request);
+    const size_t length = bytes.Length();
+    MemoryBudget::Reservation reservation = budget_.Empty();
+    ASSERT_OK(reservation.Grow(static_cast<int64_t>(length), "as received"));
+    ReceivedRun run;
+    ASSERT_OK_AND_ASSIGN(const bool parsed,
+                         ParseReceivedRunIfLight(&bytes, "Run", reservation, 16 << 10, &run));
+    EXPECT_FALSE(parsed) << length;
+    EXPECT_EQ(bytes.Length(), length);
+    EXPECT_EQ(reservation.bytes(), static_cast<int64_t>(length));
+    EXPECT_FALSE(run.received.has_value());
+    EXPECT_EQ(run.request.ByteSizeLong(), 0u);
+  }
+}
+
 TEST_F(PipelineTest, ExecuteIntoResponseSlicesOnTheCpuWithExactBytes) {
   const v1::RunRequest request = SliceRequest();
   Placement placement = CpuPlacement();

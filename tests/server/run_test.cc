@@ -240,7 +240,11 @@ TEST_F(RunTest, OutputsThatAreReceivedBytesAreAnsweredWithThemInPlace) {
     return MetricValue(server_, "tensorop_buffer_pool_allocations_total") +
            MetricValue(server_, "tensorop_buffer_pool_reuses_total");
   };
+  // Answered in the reaction, no worker taking part, where parsing and
+  // planning the request is light work.
+  const auto forwarded = [&] { return MetricValue(server_, "tensorop_forwarded_answers_total"); };
   const int64_t buffers_before = pool_buffers();
+  const int64_t forwarded_before = forwarded();
   v1::RunResponse response;
   ASSERT_THAT(Run(split, &response), GrpcOk());
   EXPECT_EQ(response.backend(), "cpu");
@@ -250,6 +254,15 @@ TEST_F(RunTest, OutputsThatAreReceivedBytesAreAnsweredWithThemInPlace) {
   EXPECT_TRUE(response.outputs(0).data() == bytes.substr(0, 4096 * kCols));
   EXPECT_TRUE(response.outputs(1).data() == bytes.substr(4096 * kCols));
   EXPECT_EQ(pool_buffers(), buffers_before);
+  EXPECT_EQ(forwarded(), forwarded_before + 1);
+  // With 20 KiB of other fields, parsing is a worker's: still no buffer.
+  v1::RunRequest long_id = split;
+  long_id.set_id(std::string(20 << 10, 'i'));
+  ASSERT_THAT(Run(long_id, &response), GrpcOk());
+  ASSERT_EQ(response.outputs_size(), 2);
+  EXPECT_TRUE(response.outputs(1).data() == bytes.substr(4096 * kCols));
+  EXPECT_EQ(pool_buffers(), buffers_before);
+  EXPECT_EQ(forwarded(), forwarded_before + 1);
   // Rows 1000..5999 in order are answered in place too; backwards, they are
   // copied into a pooled buffer.
   for (const int64_t step : {int64_t{1}, int64_t{-1}}) {
@@ -267,12 +280,18 @@ TEST_F(RunTest, OutputsThatAreReceivedBytesAreAnsweredWithThemInPlace) {
     EXPECT_TRUE(response.outputs(0).data() == expected) << step;
     EXPECT_EQ(pool_buffers(), buffers_before + (step > 0 ? 0 : 1)) << step;
   }
+  EXPECT_EQ(forwarded(), forwarded_before + 2);
   // OPENCL runs on the device, as asked.
   split.set_backend(v1::OPENCL);
   ASSERT_THAT(Run(split, &response), GrpcOk());
   EXPECT_THAT(response.backend(), ::testing::StartsWith("opencl:"));
   ASSERT_EQ(response.outputs_size(), 2);
   EXPECT_TRUE(response.outputs(1).data() == bytes.substr(4096 * kCols));
+  EXPECT_EQ(forwarded(), forwarded_before + 2);
+  // A bad request is refused there with the validator's words.
+  split.set_backend(v1::CPU);
+  split.mutable_split()->set_axis(2);
+  EXPECT_THAT(Run(split), GrpcStatusIs(grpc::StatusCode::INVALID_ARGUMENT, HasSubstr("axis")));
 }
 
 TEST_F(RunTest, OpenClRunsOnTheDeviceAndSaysWhich) {
