@@ -91,6 +91,13 @@ class PipelineTest : public ::testing::Test {
     return done.get_future().get();
   }
 
+  // AnswerWithReceivedBytes of a run parsed by ParseReceivedRunIfLight.
+  absl::StatusOr<std::optional<OutputBuffers>> AnswerWithItsBytes(
+      const ReceivedRun& run, Placement& placement, MemoryBudget::Reservation& reservation) {
+    return AnswerWithReceivedBytes(run.request, options_, scheduler_, placement, NeverStop(),
+                                   reservation, "hint", &run.uploaded, nullptr, *run.received);
+  }
+
   Placement CpuPlacement() {
     absl::StatusOr<Placement> placement = scheduler_.Place(v1::CPU, std::nullopt);
     EXPECT_TRUE(placement.ok()) << placement.status();
@@ -233,8 +240,7 @@ TEST_F(PipelineTest, ALargeRequestWithFewOtherFieldsIsParsedLightlyWhereItArrive
   Placement placement = CpuPlacement();
   const int64_t reserved = reservation.bytes();
   absl::StatusOr<std::optional<OutputBuffers>> answer =
-      AnswerWithReceivedBytes(run.request, options_, scheduler_, placement, NeverStop(),
-                              reservation, "hint", &run.uploaded, nullptr, *run.received);
+      AnswerWithItsBytes(run, placement, reservation);
   ASSERT_OK(answer.status());
   ASSERT_TRUE(answer->has_value());
   ASSERT_EQ((*answer)->forwarded.size(), 1u);
@@ -257,16 +263,13 @@ TEST_F(PipelineTest, OutputsThatNeedAKernelAreNotAnsweredWithTheReceivedBytes) {
   Placement placement = CpuPlacement();
   const int64_t reserved = reservation.bytes();
   absl::StatusOr<std::optional<OutputBuffers>> answer =
-      AnswerWithReceivedBytes(run.request, options_, scheduler_, placement, NeverStop(),
-                              reservation, "hint", &run.uploaded, nullptr, *run.received);
+      AnswerWithItsBytes(run, placement, reservation);
   ASSERT_OK(answer.status());
   EXPECT_FALSE(answer->has_value());
   EXPECT_EQ(reservation.bytes(), reserved);
   // A bad request is refused with the validator's words.
   SetInts(run.request.mutable_slice()->mutable_window_strides(), {0, 1});
-  EXPECT_THAT(AnswerWithReceivedBytes(run.request, options_, scheduler_, placement, NeverStop(),
-                                      reservation, "hint", &run.uploaded, nullptr, *run.received)
-                  .status(),
+  EXPECT_THAT(AnswerWithItsBytes(run, placement, reservation),
               StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("window_strides")));
 }
 
