@@ -1738,8 +1738,8 @@ class Client(_ClientBase):
     def run_many(
         self, requests: Iterable[RequestLike], *, window: int = 16
     ) -> Iterator[Result | TensorOpError]:
-        """Many requests over one RunBidi stream, at most `window` of them in
-        flight, yielding each one's outcome in the order of `requests`: its
+        """Many requests over one RunBidi stream, at most `window` of them sent
+        and not yet handed out, yielding each one's outcome in the order of `requests`: its
         Result, or its TensorOpError (a bad request fails alone; the others
         still run). `requests` is read lazily; each is a RunRequest, a mapping
         of `run`'s keyword arguments or a tuple of its positional ones (a
@@ -1774,6 +1774,11 @@ class Client(_ClientBase):
                         ready = window_state.pop_ready()
                     if ready is None:
                         break
+                    if ready.local is None:
+                        # Its slot is free once it is handed out, not when it is
+                        # answered: answers that overtake a slow request then
+                        # wait in the window instead of piling up.
+                        slots.release()
                     yield ready.outcome() if ready.local is None else self._local(ready.local)
                 try:
                     raw = next(call)
@@ -1788,7 +1793,6 @@ class Client(_ClientBase):
                 if not answered:
                     call.cancel()
                     break
-                slots.release()
             closed.set()
             with lock:
                 window_state.end()
