@@ -370,7 +370,8 @@ class AsyncClient(_ClientBase):
         self, requests: Iterable[RequestLike], *, window: int = 16
     ) -> AsyncIterator[Result | TensorOpError]:
         """Client.run_many: outcomes in request order, at most `window`
-        requests sent and not yet handed out. `requests` is a plain iterable, read on the loop."""
+        requests sent and not yet handed out. `requests` is a plain iterable,
+        read on the loop."""
         if window < 1:
             raise ValueError(f"window must be at least 1, got {window}")
         state = _Window(self, requests)
@@ -390,9 +391,11 @@ class AsyncClient(_ClientBase):
         try:
             while True:
                 while (ready := state.pop_ready()) is not None:
-                    if ready.local is None:
-                        slots.release()  # handed out (Client.run_many)
-                    yield ready.outcome() if ready.local is None else await self._local(ready.local)
+                    if ready.local is not None:
+                        yield await self._local(ready.local)
+                        continue
+                    slots.release()  # once handed out (Client.run_many)
+                    yield ready.outcome()
                 try:
                     raw = await call.read()
                 except grpc.RpcError as e:

@@ -1739,8 +1739,8 @@ class Client(_ClientBase):
         self, requests: Iterable[RequestLike], *, window: int = 16
     ) -> Iterator[Result | TensorOpError]:
         """Many requests over one RunBidi stream, at most `window` of them sent
-        and not yet handed out, yielding each one's outcome in the order of `requests`: its
-        Result, or its TensorOpError (a bad request fails alone; the others
+        and not yet handed out, yielding each one's outcome in the order of
+        `requests`: its Result, or its TensorOpError (a bad request fails alone; the others
         still run). `requests` is read lazily; each is a RunRequest, a mapping
         of `run`'s keyword arguments or a tuple of its positional ones (a
         request that cannot be built raises ValueError or TypeError from the
@@ -1774,12 +1774,14 @@ class Client(_ClientBase):
                         ready = window_state.pop_ready()
                     if ready is None:
                         break
-                    if ready.local is None:
-                        # Its slot is free once it is handed out, not when it is
-                        # answered: answers that overtake a slow request then
-                        # wait in the window instead of piling up.
-                        slots.release()
-                    yield ready.outcome() if ready.local is None else self._local(ready.local)
+                    if ready.local is not None:
+                        yield self._local(ready.local)
+                        continue
+                    # Its slot is free once it is handed out, not when it is
+                    # answered: answers that overtake a slow request then wait
+                    # in the window instead of piling up.
+                    slots.release()
+                    yield ready.outcome()
                 try:
                     raw = next(call)
                 except StopIteration:
