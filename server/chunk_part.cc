@@ -261,7 +261,8 @@ std::optional<RequestDataView> RequestDataView::Of(const grpc::ByteBuffer& bytes
 }
 
 std::optional<RequestDataView> RequestDataView::OfRepeatedBytes(const grpc::ByteBuffer& bytes,
-                                                                int field, size_t min_bytes) {
+                                                                int field, size_t min_bytes,
+                                                                size_t max_rest_bytes) {
   RequestDataView view;
   if (!view.Hold(bytes)) return std::nullopt;
   const size_t total = bytes.Length();
@@ -269,6 +270,7 @@ std::optional<RequestDataView> RequestDataView::OfRepeatedBytes(const grpc::Byte
   const uint64_t entry_tag = (static_cast<uint64_t>(field) << 3) | kLengthDelimited;
   bool held = false;
   while (in.position() < total) {
+    if (view.rest_.size() > max_rest_bytes) return std::nullopt;
     uint64_t tag = 0, length = 0;
     if (!ReadField(in, total, &tag, &length, &view.rest_)) return std::nullopt;
     if ((tag & 7) != kLengthDelimited) continue;
@@ -277,6 +279,7 @@ std::optional<RequestDataView> RequestDataView::OfRepeatedBytes(const grpc::Byte
     if (tag == entry_tag && view.inputs_.size() == kMaxRepeatedEntries) return std::nullopt;
     AppendVarint(tag, &view.rest_);
     if (tag != entry_tag || length < min_bytes) {
+      if (view.rest_.size() + length > max_rest_bytes) return std::nullopt;
       AppendVarint(length, &view.rest_);
       if (!in.AppendTo(length, &view.rest_)) return std::nullopt;
       if (tag == entry_tag) {
@@ -300,6 +303,12 @@ std::optional<RequestDataView> RequestDataView::OfRepeatedBytes(const grpc::Byte
   if (!held) return std::nullopt;
   view.LetGoOfUnusedSlices();
   return view;
+}
+
+int64_t RequestDataView::DataBytes() const {
+  int64_t bytes = 0;
+  for (const InputData& input : inputs_) bytes += input.bytes;
+  return bytes;
 }
 
 bool RequestDataView::Hold(const grpc::ByteBuffer& bytes) {

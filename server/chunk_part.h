@@ -71,11 +71,12 @@ class RequestDataView {
   // (each an empty entry in rest(), so entries keep their places): inputs()
   // has one unnamed input per entry of the field, 0 bytes for those left in
   // rest(). nullopt when no entry is that large, the field has more than
-  // kMaxRepeatedEntries entries, or the bytes are not in a form protobuf's
-  // serializer writes.
+  // kMaxRepeatedEntries entries, the bytes are not in a form protobuf's
+  // serializer writes, or rest() would take more than `max_rest_bytes`.
   static constexpr size_t kMaxRepeatedEntries = 256;
   static std::optional<RequestDataView> OfRepeatedBytes(const grpc::ByteBuffer& bytes, int field,
-                                                        size_t min_bytes);
+                                                        size_t min_bytes,
+                                                        size_t max_rest_bytes = SIZE_MAX);
 
   // The request without its inputs' data fields: parse it with protobuf.
   const std::string& rest() const { return rest_; }
@@ -88,6 +89,8 @@ class RequestDataView {
   };
   // Each input, in request order, with its data bytes (0: none).
   const std::vector<InputData>& inputs() const { return inputs_; }
+  // The data bytes of all inputs together.
+  int64_t DataBytes() const;
   // Copies input `index`'s data bytes to `out` (inputs()[index].bytes of
   // room), letting go of each received slice once nothing else needs it, so
   // the request is not held twice while it is copied.

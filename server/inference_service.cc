@@ -40,34 +40,58 @@ constexpr absl::string_view kServerVersion = "0.1.0";
 constexpr absl::string_view kTooBigHint =
     "tensorop.v1.TensorOp/RunStream streams results of any size";
 
-// Parses `bytes` as a ModelInferRequest for `method` into `request`. In a
-// request of 1 MiB or more, input "input"'s raw_input_contents entry (from
-// 64 KiB) is left where gRPC received it: `received` gets the view, in which
-// it is input `*input_entry`, named "input" (its entry in `request` stays
-// empty). Other entries that large are copied into `request`, as protobuf
-// does; so are all of a scatter_elements request, whose indices planning
-// reads.
-absl::Status ParseInferRequest(const grpc::ByteBuffer& bytes, absl::string_view method,
+// Parses `bytes` as a ModelInferRequest for `method` into `request`,
+// reserving what that takes, and releases the received bytes. In a request
+// of 1 MiB or more, input "input"'s raw_input_contents entry (from 64 KiB) is
+// left where gRPC received it, still covered by their reservation: `received`
+// gets the view, in which it is input `*input_entry`, named "input" (its
+// entry in `request` stays empty). Other entries that large are copied into
+// `request`, as protobuf does; so are all of a scatter_elements request, whose
+// indices planning reads.
+absl::Status ParseInferRequest(const grpc::ByteBuffer* bytes, absl::string_view method,
+                               MemoryBudget::Reservation& reservation,
                                inference::ModelInferRequest* request,
                                std::optional<RequestDataView>* received, int* input_entry) {
   constexpr size_t kHoldFromBytes = size_t{1} << 20;
   constexpr size_t kHeldEntryBytes = size_t{64} << 10;
+  // The fields besides the held entries, smaller ones included, past which
+  // the request is parsed by protobuf.
+  constexpr size_t kMaxRestBytes = size_t{256} << 10;
+  const int64_t received_bytes = static_cast<int64_t>(bytes->Length());
+  // What parsing `message` (the request, or the view's rest of it) takes,
+  // bounded from its tags before anything is allocated.
+  const auto reserve_parse = [&](const grpc::ByteBuffer& message) -> absl::Status {
+    absl::StatusOr<int64_t> bound =
+        ParsedBytesBound(message, *inference::ModelInferRequest::descriptor());
+    if (!bound.ok()) {
+      return absl::InvalidArgumentError(absl::StrCat(method, ": ", bound.status().message()));
+    }
+    return reservation.Grow(*bound + kRequestOverheadBytes,
+                            absl::StrCat(method, ": parsing a ", received_bytes, "-byte request"));
+  };
   const absl::Status invalid = absl::InvalidArgumentError(
-      absl::StrCat(method, ": the ", bytes.Length(), " bytes received are not a valid ",
+      absl::StrCat(method, ": the ", received_bytes, " bytes received are not a valid ",
                    inference::ModelInferRequest::descriptor()->full_name()));
   std::optional<RequestDataView> view;
-  if (bytes.Length() >= kHoldFromBytes) {
-    view = RequestDataView::OfRepeatedBytes(
-        bytes, inference::ModelInferRequest::kRawInputContentsFieldNumber, kHeldEntryBytes);
+  if (bytes->Length() >= kHoldFromBytes) {
+    ASSIGN_OR_RETURN(view, ReservedView(kMaxRestBytes, method, reservation, [&](size_t most) {
+                       return RequestDataView::OfRepeatedBytes(
+                           *bytes, inference::ModelInferRequest::kRawInputContentsFieldNumber,
+                           kHeldEntryBytes, most);
+                     }));
   }
   if (!view.has_value()) {
-    grpc::ByteBuffer copy(bytes);  // Deserialize consumes its buffer; this shares the slices
+    RETURN_IF_ERROR(reserve_parse(*bytes));
+    grpc::ByteBuffer copy(*bytes);  // Deserialize consumes its buffer; this shares the slices
     if (!grpc::SerializationTraits<inference::ModelInferRequest>::Deserialize(&copy, request)
              .ok()) {
       return invalid;
     }
+    ReleaseRequestBytes(bytes, reservation);
     return absl::OkStatus();
   }
+  const grpc::Slice rest_slice(view->rest().data(), view->rest().size());
+  RETURN_IF_ERROR(reserve_parse(grpc::ByteBuffer(&rest_slice, 1)));
   if (!request->ParseFromString(view->rest())) return invalid;
   // raw_input_contents[k] is the k-th input not in shared memory (as Triton).
   *input_entry = -1;
@@ -78,6 +102,16 @@ absl::Status ParseInferRequest(const grpc::ByteBuffer& bytes, absl::string_view 
     ++entry;
   }
   if (request->model_name() == "scatter_elements") *input_entry = -1;
+  if (*input_entry >= 0 && (static_cast<size_t>(*input_entry) >= view->inputs().size() ||
+                            view->inputs()[static_cast<size_t>(*input_entry)].bytes == 0)) {
+    *input_entry = -1;
+  }
+  const int64_t held_bytes =
+      *input_entry < 0 ? 0 : view->inputs()[static_cast<size_t>(*input_entry)].bytes;
+  const int64_t copied_bytes = view->DataBytes() - held_bytes;
+  RETURN_IF_ERROR(reservation.Grow(
+      copied_bytes, absl::StrCat(method, ": the ", copied_bytes,
+                                 " bytes of raw_input_contents copied into the request")));
   for (size_t k = 0; k < view->inputs().size(); ++k) {
     const int64_t held = view->inputs()[k].bytes;
     if (held == 0 || static_cast<int>(k) == *input_entry) continue;
@@ -85,11 +119,8 @@ absl::Status ParseInferRequest(const grpc::ByteBuffer& bytes, absl::string_view 
     data.resize(static_cast<size_t>(held));
     view->MoveDataTo(k, reinterpret_cast<std::byte*>(data.data()));
   }
-  if (*input_entry < 0 || static_cast<size_t>(*input_entry) >= view->inputs().size() ||
-      view->inputs()[static_cast<size_t>(*input_entry)].bytes == 0) {
-    *input_entry = -1;
-    return absl::OkStatus();
-  }
+  ReleaseRequestBytes(bytes, reservation, /*still_held=*/held_bytes);
+  if (*input_entry < 0) return absl::OkStatus();
   view->Name(static_cast<size_t>(*input_entry), "input");
   *received = std::move(view);
   return absl::OkStatus();
@@ -105,20 +136,11 @@ absl::Status Infer(TensorOpService& native, const grpc::ByteBuffer& bytes, absl:
                    MemoryBudget::Reservation& reservation, std::string* model,
                    grpc::ByteBuffer* out) {
   RETURN_IF_ERROR(stop());
-  absl::StatusOr<int64_t> bound =
-      ParsedBytesBound(bytes, *inference::ModelInferRequest::descriptor());
-  if (!bound.ok()) {
-    return absl::InvalidArgumentError(absl::StrCat(method, ": ", bound.status().message()));
-  }
-  // The bound counts the bytes left where they were received too.
-  RETURN_IF_ERROR(
-      reservation.Grow(*bound + kRequestOverheadBytes,
-                       absl::StrCat(method, ": parsing a ", bytes.Length(), "-byte request")));
   inference::ModelInferRequest request;
   std::optional<RequestDataView> received;
   int input_entry = -1;
-  RETURN_IF_ERROR(ParseInferRequest(bytes, method, &request, &received, &input_entry));
-  ReleaseRequestBytes(&bytes, reservation);
+  RETURN_IF_ERROR(
+      ParseInferRequest(&bytes, method, reservation, &request, &received, &input_entry));
   *model = request.model_name();
   RETURN_IF_ERROR(reservation.Grow(
       TypedContentsBound(request),
@@ -141,7 +163,10 @@ absl::Status Infer(TensorOpService& native, const grpc::ByteBuffer& bytes, absl:
                             received->ElementPieces(static_cast<size_t>(input_entry),
                                                     dtype.has_value() ? ElementSize(*dtype) : 1));
   }
-  const int64_t inputs_reserved = reservation.bytes();
+  int64_t inputs_reserved = reservation.bytes();
+  // The part of it covering the bytes `received` holds: an answer forwarding
+  // them takes that over (ExecuteIntoAnswerBuffers).
+  int64_t received_reserved = held_bytes.value_or(0);
   out->Clear();
   if (WritesToSharedMemory(run)) {
     // The answer carries the outputs' layouts only: a small message.
@@ -160,11 +185,12 @@ absl::Status Infer(TensorOpService& native, const grpc::ByteBuffer& bytes, absl:
     // of the input's bytes, those bytes as received) become
     // raw_output_contents as they are: no copy into the message or into its
     // serialized bytes.
-    ASSIGN_OR_RETURN(
-        OutputBuffers outputs,
-        native.ExecuteIntoBuffersOnWorker(run, record, stop, reservation, kTooBigHint, &uploaded,
-                                          received.has_value() ? &*received : nullptr));
+    ASSIGN_OR_RETURN(OutputBuffers outputs,
+                     native.ExecuteIntoBuffersOnWorker(
+                         run, record, stop, reservation, kTooBigHint, &uploaded,
+                         received.has_value() ? &*received : nullptr, &received_reserved));
     run.Clear();  // the inputs are done with
+    inputs_reserved -= held_bytes.value_or(0) - received_reserved;
     v1::RunResponse layouts;
     for (const Layout& layout : outputs.layouts) SetTensorLayout(layout, layouts.add_outputs());
     layouts.set_backend(record.backend);

@@ -362,9 +362,12 @@ int64_t TotalBytes(const std::vector<Layout>& layouts) {
 namespace {
 
 // Reserves what parsing `bytes` as a `Message` takes, bounded from its tags
-// before anything is allocated; returns that bound.
+// before anything is allocated; returns that bound. `received_bytes`: the
+// request's length as it arrived, for the refusal (`bytes` may be a view's
+// rest of it).
 template <typename Message = v1::RunRequest>
-absl::StatusOr<int64_t> ReserveParse(const grpc::ByteBuffer& bytes, absl::string_view method,
+absl::StatusOr<int64_t> ReserveParse(const grpc::ByteBuffer& bytes, int64_t received_bytes,
+                                     absl::string_view method,
                                      MemoryBudget::Reservation& reservation) {
   absl::StatusOr<int64_t> bound = ParsedBytesBound(bytes, *Message::descriptor());
   if (!bound.ok()) {
@@ -372,7 +375,7 @@ absl::StatusOr<int64_t> ReserveParse(const grpc::ByteBuffer& bytes, absl::string
   }
   RETURN_IF_ERROR(
       reservation.Grow(*bound + kRequestOverheadBytes,
-                       absl::StrCat(method, ": parsing a ", bytes.Length(), "-byte request")));
+                       absl::StrCat(method, ": parsing a ", received_bytes, "-byte request")));
   return *bound;
 }
 
@@ -405,14 +408,17 @@ absl::Status Deserialize(const grpc::ByteBuffer& bytes, int64_t received_bytes,
 
 absl::Status ParseRequest(const grpc::ByteBuffer& bytes, absl::string_view method,
                           MemoryBudget::Reservation& reservation, v1::RunRequest* request) {
-  RETURN_IF_ERROR(ReserveParse(bytes, method, reservation).status());
-  return Deserialize(bytes, static_cast<int64_t>(bytes.Length()), method, reservation, request);
+  const int64_t received_bytes = static_cast<int64_t>(bytes.Length());
+  RETURN_IF_ERROR(ReserveParse(bytes, received_bytes, method, reservation).status());
+  return Deserialize(bytes, received_bytes, method, reservation, request);
 }
 
 absl::Status ParseChainRequest(const grpc::ByteBuffer& bytes, absl::string_view method,
                                MemoryBudget::Reservation& reservation, v1::RunChainRequest* chain) {
-  RETURN_IF_ERROR(ReserveParse<v1::RunChainRequest>(bytes, method, reservation).status());
-  RETURN_IF_ERROR(DeserializeMessage(bytes, static_cast<int64_t>(bytes.Length()), method, chain));
+  const int64_t received_bytes = static_cast<int64_t>(bytes.Length());
+  RETURN_IF_ERROR(
+      ReserveParse<v1::RunChainRequest>(bytes, received_bytes, method, reservation).status());
+  RETURN_IF_ERROR(DeserializeMessage(bytes, received_bytes, method, chain));
   int outputs = 0;
   for (const v1::ChainStep& step : chain->steps()) outputs += std::max(1, step.outputs_size());
   return reservation.Grow(
@@ -446,31 +452,45 @@ int64_t InputBytes(const InputBuffers& buffers) {
   return total;
 }
 
+absl::StatusOr<std::optional<RequestDataView>> ReservedView(
+    size_t max_rest_bytes, absl::string_view method, MemoryBudget::Reservation& reservation,
+    const std::function<std::optional<RequestDataView>(size_t max_rest_bytes)>& make) {
+  const int64_t most = static_cast<int64_t>(max_rest_bytes);
+  RETURN_IF_ERROR(reservation.Grow(
+      most, absl::StrCat(method, ": reading the fields of a large request besides its data")));
+  std::optional<RequestDataView> view = make(max_rest_bytes);
+  const int64_t took = view.has_value() ? static_cast<int64_t>(view->rest().capacity()) : 0;
+  reservation.Shrink(most - std::min(most, took));
+  return view;
+}
+
 namespace {
 
 // Requests from this size are read with a RequestDataView; smaller ones are
 // parsed by protobuf.
 constexpr size_t kLiftFromBytes = size_t{1} << 20;
+// A large request whose fields besides its inputs' data take more than this
+// is parsed by protobuf: a few inputs' sizes, strides and names take far less.
+constexpr size_t kMaxRestBytes = 64 << 10;
 
-// Parses the request `view` was made of (`bound`: what ReserveParse reserved
-// for it) but for its inputs' data, which the view holds, and reserves that
-// data's bytes instead of the bound's share of them.
-absl::Status ParseAroundData(const RequestDataView& view, int64_t bound, int64_t received_bytes,
-                             absl::string_view method, MemoryBudget::Reservation& reservation,
-                             v1::RunRequest* request) {
-  const grpc::Slice rest_slice(view.rest().data(), view.rest().size());
+// A view of `bytes` (at least kLiftFromBytes) whose fields besides the data
+// take at most `max_rest_bytes`, those fields parsed into `request` and
+// reserved as parsed; the data stays covered by the reservation of the
+// received bytes, so a call never reserves its data twice. nullopt, having
+// reserved nothing, where there is no such view.
+absl::StatusOr<std::optional<RequestDataView>> ParseAroundData(
+    const grpc::ByteBuffer& bytes, absl::string_view method, size_t max_rest_bytes,
+    MemoryBudget::Reservation& reservation, v1::RunRequest* request) {
+  ASSIGN_OR_RETURN(std::optional<RequestDataView> view,
+                   ReservedView(max_rest_bytes, method, reservation,
+                                [&](size_t most) { return RequestDataView::Of(bytes, most); }));
+  if (!view.has_value()) return view;
+  const grpc::Slice rest_slice(view->rest().data(), view->rest().size());
   const grpc::ByteBuffer rest(&rest_slice, 1);
+  const int64_t received_bytes = static_cast<int64_t>(bytes.Length());
+  RETURN_IF_ERROR(ReserveParse(rest, received_bytes, method, reservation).status());
   RETURN_IF_ERROR(Deserialize(rest, received_bytes, method, reservation, request));
-  // The parse bound counted the data too; the parsed message holds only the
-  // rest, and the data is reserved for its buffers.
-  if (absl::StatusOr<int64_t> rest_bound = ParsedBytesBound(rest, *v1::RunRequest::descriptor());
-      rest_bound.ok() && *rest_bound < bound) {
-    reservation.Shrink(bound - *rest_bound);
-  }
-  int64_t data_bytes = 0;
-  for (const RequestDataView::InputData& input : view.inputs()) data_bytes += input.bytes;
-  return reservation.Grow(data_bytes,
-                          absl::StrCat(method, ": the ", data_bytes, " data bytes of the inputs"));
+  return view;
 }
 
 // What ParseReceivedRun adds to a parsed `run`: its inputs' bytes, for
@@ -497,29 +517,25 @@ absl::Status ParseRequestAndInputs(const grpc::ByteBuffer* bytes, absl::string_v
                                    MemoryBudget::Reservation& reservation, BufferPool* pool,
                                    v1::RunRequest* request, InputBuffers* inputs,
                                    std::optional<RequestDataView>* received) {
-  if (bytes->Length() < kLiftFromBytes) {
+  std::optional<RequestDataView> view;
+  if (bytes->Length() >= kLiftFromBytes) {
+    ASSIGN_OR_RETURN(view, ParseAroundData(*bytes, method, kMaxRestBytes, reservation, request));
+  }
+  if (!view.has_value()) {
     RETURN_IF_ERROR(ParseRequest(*bytes, method, reservation, request));
     ReleaseRequestBytes(bytes, reservation);
     return absl::OkStatus();
   }
-  // Reserved before the view copies anything: a request the budget cannot
-  // parse is refused as ParseRequest refuses it.
-  ASSIGN_OR_RETURN(const int64_t bound, ReserveParse(*bytes, method, reservation));
-  const int64_t received_bytes = static_cast<int64_t>(bytes->Length());
-  std::optional<RequestDataView> view = RequestDataView::Of(*bytes);
-  if (!view.has_value()) {
-    RETURN_IF_ERROR(Deserialize(*bytes, received_bytes, method, reservation, request));
-    ReleaseRequestBytes(bytes, reservation);
-    return absl::OkStatus();
-  }
-  // The message without its data, then a buffer per input reserved before the
-  // received bytes (held by the view now) are given back and copied over.
-  RETURN_IF_ERROR(ParseAroundData(*view, bound, received_bytes, method, reservation, request));
+  const int64_t data_bytes = view->DataBytes();
   if (received != nullptr && !request->has_scatter_elements()) {
-    ReleaseRequestBytes(bytes, reservation);
+    ReleaseRequestBytes(bytes, reservation, /*still_held=*/data_bytes);
     received->emplace(*std::move(view));
     return absl::OkStatus();
   }
+  // A buffer per input, reserved before the received bytes (held by the view
+  // now) are given back and copied over.
+  RETURN_IF_ERROR(reservation.Grow(
+      data_bytes, absl::StrCat(method, ": the ", data_bytes, " data bytes of the inputs")));
   for (const RequestDataView::InputData& input : view->inputs()) {
     if (input.bytes == 0) continue;
     bool kept = false;
@@ -560,20 +576,16 @@ absl::StatusOr<bool> ParseReceivedRunIfLight(const grpc::ByteBuffer* bytes,
                                              MemoryBudget::Reservation& reservation,
                                              size_t max_rest_bytes, ReceivedRun* run) {
   if (bytes->Length() < kLiftFromBytes) return false;
-  // First, since it stops after about `max_rest_bytes`: ReserveParse reads
-  // every field.
-  std::optional<RequestDataView> view = RequestDataView::Of(*bytes, max_rest_bytes);
-  if (!view.has_value()) return false;
   const int64_t reserved_before = reservation.bytes();
-  ASSIGN_OR_RETURN(const int64_t bound, ReserveParse(*bytes, method, reservation));
-  RETURN_IF_ERROR(ParseAroundData(*view, bound, static_cast<int64_t>(bytes->Length()), method,
-                                  reservation, &run->request));
+  ASSIGN_OR_RETURN(std::optional<RequestDataView> view,
+                   ParseAroundData(*bytes, method, max_rest_bytes, reservation, &run->request));
+  if (!view.has_value()) return false;
   if (run->request.has_scatter_elements()) {  // its indices are copied out for planning
     run->request.Clear();
     reservation.Shrink(reservation.bytes() - reserved_before);
     return false;
   }
-  ReleaseRequestBytes(bytes, reservation);
+  ReleaseRequestBytes(bytes, reservation, /*still_held=*/view->DataBytes());
   run->received.emplace(*std::move(view));
   NoteInputBytes(run);
   return true;
@@ -634,11 +646,14 @@ namespace {
 
 // Answers `run` with bytes of its received inputs where each output is such
 // bytes (OutputAsInputBytes): their slices go into the answer as gRPC received
-// them, with no buffer and no copy, the slices they keep reserved. Only where
-// the CPU would run it: OPENCL asks for the device. False, having done
-// nothing, when an output is anything else.
+// them, with no buffer and no copy, the slices they keep reserved: taken over
+// from `*received_reserved`, the bytes of `reservation` covering `received`,
+// as far as it goes, so the same memory is not reserved twice. Only where the
+// CPU would run it: OPENCL asks for the device. False, having done nothing,
+// when an output is anything else.
 absl::StatusOr<bool> ForwardReceivedBytes(const v1::RunRequest& request, const PlannedRun& run,
-                                          const RequestDataView& received, Scheduler& scheduler,
+                                          const RequestDataView& received,
+                                          int64_t* received_reserved, Scheduler& scheduler,
                                           Placement& placement, const AdmitFn& admit,
                                           MemoryBudget::Reservation& reservation,
                                           OutputBuffers& outputs) {
@@ -660,8 +675,10 @@ absl::StatusOr<bool> ForwardReceivedBytes(const v1::RunRequest& request, const P
     forwarded[output] = received.DataSlices(input - inputs.begin(), bytes->range, &held);
   }
   ASSIGN_OR_RETURN(const int64_t answer_bytes, admit(plan));
-  RETURN_IF_ERROR(reservation.Grow(answer_bytes + held,
+  const int64_t taken_over = std::min(held, *received_reserved);
+  RETURN_IF_ERROR(reservation.Grow(answer_bytes + held - taken_over,
                                    absl::StrCat("the outputs of request \"", request.id(), "\"")));
+  *received_reserved -= taken_over;
   outputs.layouts = plan.outputs;
   outputs.buffers.resize(plan.outputs.size());
   outputs.forwarded = std::move(forwarded);
@@ -697,12 +714,13 @@ absl::StatusOr<bool> PlanAndForward(const v1::RunRequest& request, const Service
                                     const StopCheck& stop, MemoryBudget::Reservation& reservation,
                                     const AdmitFn& admit, const UploadedInputs* uploaded,
                                     const HandleAccess* handles, const RequestDataView& received,
+                                    int64_t* received_reserved,
                                     std::unique_ptr<PlannedRun>& planned, OutputBuffers& outputs) {
   RETURN_IF_ERROR(stop());
   ASSIGN_OR_RETURN(planned,
                    Plan(request, options.limits, options.shared_memory, stop, uploaded, handles));
-  return ForwardReceivedBytes(request, *planned, received, scheduler, placement, admit, reservation,
-                              outputs);
+  return ForwardReceivedBytes(request, *planned, received, received_reserved, scheduler, placement,
+                              admit, reservation, outputs);
 }
 
 }  // namespace
@@ -711,16 +729,16 @@ absl::StatusOr<std::optional<OutputBuffers>> AnswerWithReceivedBytes(
     const v1::RunRequest& request, const ServiceOptions& options, Scheduler& scheduler,
     Placement& placement, const StopCheck& stop, MemoryBudget::Reservation& reservation,
     absl::string_view too_big_hint, const UploadedInputs* uploaded, const HandleAccess* handles,
-    const RequestDataView& received) {
+    const RequestDataView& received, int64_t* received_reserved) {
   if (placement.device == Device::kOpenCl || KeepsOutputs(request)) return std::nullopt;
   const AdmitFn admit = AdmitAnswerBuffers(request, options, placement, too_big_hint);
   OutputBuffers outputs;
   bool forwarded = false;
   RETURN_IF_ERROR(Guarded([&]() -> absl::Status {
     std::unique_ptr<PlannedRun> planned;
-    ASSIGN_OR_RETURN(
-        forwarded, PlanAndForward(request, options, scheduler, placement, stop, reservation, admit,
-                                  uploaded, handles, received, planned, outputs));
+    ASSIGN_OR_RETURN(forwarded, PlanAndForward(request, options, scheduler, placement, stop,
+                                               reservation, admit, uploaded, handles, received,
+                                               received_reserved, planned, outputs));
     return absl::OkStatus();
   }));
   if (!forwarded) return std::nullopt;
@@ -731,7 +749,7 @@ absl::StatusOr<OutputBuffers> ExecuteIntoAnswerBuffers(
     const v1::RunRequest& request, const ServiceOptions& options, Scheduler& scheduler,
     Placement& placement, const StopCheck& stop, MemoryBudget::Reservation& reservation,
     absl::string_view too_big_hint, const UploadedInputs* uploaded, const HandleAccess* handles,
-    const RequestDataView* received) {
+    const RequestDataView* received, int64_t* received_reserved) {
   if (KeepsOutputs(request)) {
     return absl::InternalError("kept outputs are answered by ExecuteIntoResponse");
   }
@@ -741,9 +759,10 @@ absl::StatusOr<OutputBuffers> ExecuteIntoAnswerBuffers(
   absl::Status status = Guarded([&]() -> absl::Status {
     std::unique_ptr<PlannedRun> planned;
     if (received != nullptr) {
-      ASSIGN_OR_RETURN(const bool forwarded,
-                       PlanAndForward(request, options, scheduler, placement, stop, reservation,
-                                      admit, uploaded, handles, *received, planned, outputs));
+      ASSIGN_OR_RETURN(
+          const bool forwarded,
+          PlanAndForward(request, options, scheduler, placement, stop, reservation, admit, uploaded,
+                         handles, *received, received_reserved, planned, outputs));
       if (forwarded) return absl::OkStatus();
     }
     return PlanAndExecute(

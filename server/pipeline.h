@@ -146,14 +146,25 @@ UploadedInputs Spans(const InputBuffers& buffers);
 // Their bytes together.
 int64_t InputBytes(const InputBuffers& buffers);
 
+// Makes a view of a large request with `make(max_rest_bytes)`, reserving
+// first the most its copy of the fields besides the data may take, then
+// keeping only what it took (nothing where `make` gives no view). The data
+// stays where it was received, covered by the received bytes' reservation.
+absl::StatusOr<std::optional<RequestDataView>> ReservedView(
+    size_t max_rest_bytes, absl::string_view method, MemoryBudget::Reservation& reservation,
+    const std::function<std::optional<RequestDataView>(size_t max_rest_bytes)>& make);
+
 // Parses `bytes` like ParseRequest, but leaves each input's data bytes out of
 // the message: with `received`, where they were received (the view, whose
 // slices hold them, goes to `received`; not for a scatter, whose indices
 // planning reads); else copied from the received slices into an InputBuffer of
 // their own (from `pool` when large): one copy, and each received slice is
 // let go once copied, so a large request is never held twice. The data bytes
-// stay reserved. Requests below 1 MiB, or in a form protobuf's serializer does
-// not write, are parsed as by ParseRequest (`inputs` left empty, no view).
+// stay reserved, and are reserved once: the fields besides them are reserved
+// as parsed, not the request's whole parse bound. Requests below 1 MiB, with
+// more than 64 KiB of fields besides their data, or in a form protobuf's
+// serializer does not write, are parsed as by ParseRequest (`inputs` left
+// empty, no view).
 // Either way the received bytes are released (and their reservation given
 // back) once parsed, but for what the view holds.
 absl::Status ParseRequestAndInputs(const grpc::ByteBuffer* bytes, absl::string_view method,
@@ -209,12 +220,16 @@ absl::Status ExecuteIntoResponse(const v1::RunRequest& request, const ServiceOpt
 // With `received` (the request's data where gRPC received it), a request the
 // CPU would run whose every output is a contiguous run of an input's bytes
 // (whole rows, an outer Split) is answered with those bytes instead: no
-// buffer, no copy (OutputBuffers::forwarded).
+// buffer, no copy (OutputBuffers::forwarded). `*received_reserved`, the bytes
+// of `reservation` covering `received` (ReceivedRun::data_bytes), is lowered
+// by those the answer takes over for the slices it keeps: free the view with
+// what is left.
 absl::StatusOr<OutputBuffers> ExecuteIntoAnswerBuffers(
     const v1::RunRequest& request, const ServiceOptions& options, Scheduler& scheduler,
     Placement& placement, const StopCheck& stop, MemoryBudget::Reservation& reservation,
     absl::string_view too_big_hint, const UploadedInputs* uploaded = nullptr,
-    const HandleAccess* handles = nullptr, const RequestDataView* received = nullptr);
+    const HandleAccess* handles = nullptr, const RequestDataView* received = nullptr,
+    int64_t* received_reserved = nullptr);
 
 // The answer ExecuteIntoAnswerBuffers would give `request` with the bytes it
 // received, when it would: planning only, no kernel and no copy, so light
@@ -224,7 +239,7 @@ absl::StatusOr<std::optional<OutputBuffers>> AnswerWithReceivedBytes(
     const v1::RunRequest& request, const ServiceOptions& options, Scheduler& scheduler,
     Placement& placement, const StopCheck& stop, MemoryBudget::Reservation& reservation,
     absl::string_view too_big_hint, const UploadedInputs* uploaded, const HandleAccess* handles,
-    const RequestDataView& received);
+    const RequestDataView& received, int64_t* received_reserved);
 
 // A request's plan and its input bytes. Built in place and never moved: the plan
 // may hold views of names inside `op`, whose views point into the request.

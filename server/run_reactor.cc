@@ -92,10 +92,11 @@ class TensorOpService::UnaryReactor final : public grpc::ServerUnaryReactor {
     ASSIGN_OR_RETURN(Placement placement, service_->Place(run_.request));
     record_.backend = placement.label;
     tried_forwarding_ = true;
-    ASSIGN_OR_RETURN(std::optional<OutputBuffers> outputs,
-                     AnswerWithReceivedBytes(
-                         run_.request, service_->options_, *service_->scheduler_, placement, stop_,
-                         reservation_, kTooBigHint, &run_.uploaded, &handles_, *run_.received));
+    ASSIGN_OR_RETURN(
+        std::optional<OutputBuffers> outputs,
+        AnswerWithReceivedBytes(run_.request, service_->options_, *service_->scheduler_, placement,
+                                stop_, reservation_, kTooBigHint, &run_.uploaded, &handles_,
+                                *run_.received, &run_.data_bytes));
     if (!outputs.has_value()) return false;
     Answer(*outputs, placement);
     service_->forwarded_answers_.fetch_add(1, std::memory_order_relaxed);
@@ -115,9 +116,10 @@ class TensorOpService::UnaryReactor final : public grpc::ServerUnaryReactor {
       return WorkWithOutputsElsewhere(placement);
     }
     const bool may_forward = run_.received.has_value() && !tried_forwarding_;
-    absl::StatusOr<OutputBuffers> outputs = ExecuteIntoAnswerBuffers(
-        run_.request, service_->options_, *service_->scheduler_, placement, stop_, reservation_,
-        kTooBigHint, &run_.uploaded, &handles_, may_forward ? &*run_.received : nullptr);
+    absl::StatusOr<OutputBuffers> outputs =
+        ExecuteIntoAnswerBuffers(run_.request, service_->options_, *service_->scheduler_, placement,
+                                 stop_, reservation_, kTooBigHint, &run_.uploaded, &handles_,
+                                 may_forward ? &*run_.received : nullptr, &run_.data_bytes);
     record_.backend = placement.label;
     RETURN_IF_ERROR(outputs.status());
     Answer(*outputs, placement);

@@ -137,21 +137,22 @@ absl::Status TensorOpService::ExecuteOnWorker(const v1::RunRequest& request, Cal
 absl::StatusOr<OutputBuffers> TensorOpService::ExecuteIntoBuffersOnWorker(
     const v1::RunRequest& request, CallRecord& record, const StopCheck& stop,
     MemoryBudget::Reservation& reservation, absl::string_view too_big_hint,
-    const UploadedInputs* uploaded, const RequestDataView* received) {
+    const UploadedInputs* uploaded, const RequestDataView* received, int64_t* received_reserved) {
   ASSIGN_OR_RETURN(Placement placement, Place(request));
   record.backend = placement.label;
-  absl::StatusOr<OutputBuffers> outputs =
-      ExecuteIntoAnswerBuffers(request, options_, *scheduler_, placement, stop, reservation,
-                               too_big_hint, uploaded, /*handles=*/nullptr, received);
+  absl::StatusOr<OutputBuffers> outputs = ExecuteIntoAnswerBuffers(
+      request, options_, *scheduler_, placement, stop, reservation, too_big_hint, uploaded,
+      /*handles=*/nullptr, received, received_reserved);
   record.backend = placement.label;
   if (outputs.ok()) record.bytes_out = TotalBytes(outputs->layouts);
   return outputs;
 }
 
-void ReleaseRequestBytes(const grpc::ByteBuffer* bytes, MemoryBudget::Reservation& reservation) {
+void ReleaseRequestBytes(const grpc::ByteBuffer* bytes, MemoryBudget::Reservation& reservation,
+                         int64_t still_held) {
   const int64_t length = static_cast<int64_t>(bytes->Length());
   const_cast<grpc::ByteBuffer*>(bytes)->Clear();
-  reservation.Shrink(length);
+  reservation.Shrink(length - still_held);
 }
 
 }  // namespace tensorop::server

@@ -55,8 +55,10 @@ StopCheck CallStopCheck(grpc::CallbackServerContext* context);
 
 // Drops the slices of a request's bytes once it is parsed (gRPC keeps the
 // ByteBuffer object, now empty, until the call ends) and gives their
-// reservation back: the parsed copy is what the call holds from here.
-void ReleaseRequestBytes(const grpc::ByteBuffer* bytes, MemoryBudget::Reservation& reservation);
+// reservation back: the parsed copy is what the call holds from here. But
+// for `still_held` of them: the data a RequestDataView keeps of those slices.
+void ReleaseRequestBytes(const grpc::ByteBuffer* bytes, MemoryBudget::Reservation& reservation,
+                         int64_t still_held = 0);
 
 class TensorOpService final : public ServiceBase {
  public:
@@ -131,12 +133,14 @@ class TensorOpService final : public ServiceBase {
   // (ExecuteIntoAnswerBuffers), for a front end that hands them to gRPC
   // without a copy (SerializeWithOutputContents); `record.backend` says
   // where it ran. With `received` (the inputs' bytes where gRPC received
-  // them), outputs that are runs of those bytes are answered with them. Not
-  // for a request writing to shared memory.
+  // them, covered by `*received_reserved` of `reservation`), outputs that are
+  // runs of those bytes are answered with them, taking that cover over
+  // (ExecuteIntoAnswerBuffers). Not for a request writing to shared memory.
   absl::StatusOr<OutputBuffers> ExecuteIntoBuffersOnWorker(
       const v1::RunRequest& request, CallRecord& record, const StopCheck& stop,
       MemoryBudget::Reservation& reservation, absl::string_view too_big_hint,
-      const UploadedInputs* uploaded = nullptr, const RequestDataView* received = nullptr);
+      const UploadedInputs* uploaded = nullptr, const RequestDataView* received = nullptr,
+      int64_t* received_reserved = nullptr);
   // Another front end's call counts in open_calls() from BeginOpenCall until
   // EndOpenCall (its reactor's OnDone), so a shutdown waits for it too.
   void BeginOpenCall() { open_calls_.fetch_add(1, std::memory_order_acq_rel); }

@@ -93,9 +93,10 @@ class PipelineTest : public ::testing::Test {
 
   // AnswerWithReceivedBytes of a run parsed by ParseReceivedRunIfLight.
   absl::StatusOr<std::optional<OutputBuffers>> AnswerWithItsBytes(
-      const ReceivedRun& run, Placement& placement, MemoryBudget::Reservation& reservation) {
+      ReceivedRun& run, Placement& placement, MemoryBudget::Reservation& reservation) {
     return AnswerWithReceivedBytes(run.request, options_, scheduler_, placement, NeverStop(),
-                                   reservation, "hint", &run.uploaded, nullptr, *run.received);
+                                   reservation, "hint", &run.uploaded, nullptr, *run.received,
+                                   &run.data_bytes);
   }
 
   Placement CpuPlacement() {
@@ -250,7 +251,61 @@ TEST_F(PipelineTest, ALargeRequestWithFewOtherFieldsIsParsedLightlyWhereItArrive
   }
   EXPECT_TRUE(answered == sent.inputs().at("input").data().substr(100 * 4096, 200 * 4096));
   EXPECT_EQ(placement.label, "cpu");
-  EXPECT_GT(reservation.bytes(), reserved);  // the slices it keeps
+  // The slices it keeps are reserved once: it takes over the view's cover of
+  // them, the reservation growing by the answer's other fields only.
+  const int64_t taken_over = 512 * 4096 - run.data_bytes;
+  EXPECT_GE(taken_over, 200 * 4096);
+  EXPECT_GT(reservation.bytes(), reserved);
+  EXPECT_LT(reservation.bytes(), reserved + 4096);
+  run.Free(reservation);  // the view's cover of the rest goes
+  EXPECT_GE(reservation.bytes(), reserved - 512 * 4096 + taken_over);
+}
+
+// A large request's data is reserved once, as received: parsing it reserves
+// only its other fields, and an answer forwarding it takes over its cover. So
+// the budget need not hold the data twice, but for a copy of it into buffers
+// of its own, which it must.
+TEST_F(PipelineTest, ALargeRequestsDataIsReservedOnceWhileItIsParsedAndAnswered) {
+  const v1::RunRequest sent = RowsRequest(100, 200, 1);
+  const int64_t received = static_cast<int64_t>(Serialized(sent).Length());
+  const int64_t data_bytes = 512 * 4096;
+  // The received bytes, and 128 KiB for the fields besides the data.
+  MemoryBudget tight(received + (int64_t{128} << 10));
+  BufferPool pool(int64_t{64} << 20, &tight);
+  for (const bool in_reaction : {false, true}) {
+    SCOPED_TRACE(in_reaction ? "in the reaction" : "on a worker");
+    grpc::ByteBuffer bytes = Serialized(sent);
+    MemoryBudget::Reservation reservation = tight.Empty();
+    ASSERT_OK(reservation.Grow(received, "as received"));
+    ReceivedRun run;
+    if (in_reaction) {
+      ASSERT_OK_AND_ASSIGN(const bool parsed,
+                           ParseReceivedRunIfLight(&bytes, "Run", reservation, 16 << 10, &run));
+      ASSERT_TRUE(parsed);
+    } else {
+      ASSERT_OK(ParseReceivedRun(&bytes, "Run", reservation, &pool, &run));
+    }
+    ASSERT_TRUE(run.received.has_value());
+    EXPECT_EQ(run.data_bytes, data_bytes);
+    EXPECT_GE(reservation.bytes(), data_bytes);
+    EXPECT_LE(reservation.bytes(), received + (int64_t{128} << 10));
+    // Answered with those bytes in the same room: the answer takes over
+    // their cover.
+    Placement placement = CpuPlacement();
+    ASSERT_OK_AND_ASSIGN(std::optional<OutputBuffers> answer,
+                         AnswerWithItsBytes(run, placement, reservation));
+    ASSERT_TRUE(answer.has_value());
+    run.Free(reservation);
+  }
+  grpc::ByteBuffer bytes = Serialized(sent);
+  MemoryBudget::Reservation reservation = tight.Empty();
+  ASSERT_OK(reservation.Grow(received, "as received"));
+  v1::RunRequest parsed;
+  InputBuffers inputs;
+  EXPECT_THAT(
+      ParseRequestAndInputs(&bytes, "Run", reservation, &pool, &parsed, &inputs),
+      StatusIs(absl::StatusCode::kResourceExhausted,
+               HasSubstr(absl::StrCat("Run: the ", data_bytes, " data bytes of the inputs"))));
 }
 
 TEST_F(PipelineTest, OutputsThatNeedAKernelAreNotAnsweredWithTheReceivedBytes) {
