@@ -647,10 +647,10 @@ namespace {
 // Answers `run` with bytes of its received inputs where each output is such
 // bytes (OutputAsInputBytes): their slices go into the answer as gRPC received
 // them, with no buffer and no copy, the slices they keep reserved: taken over
-// from `*received_reserved`, the bytes of `reservation` covering `received`,
-// as far as it goes, so the same memory is not reserved twice. Only where the
-// CPU would run it: OPENCL asks for the device. False, having done nothing,
-// when an output is anything else.
+// from `*received_reserved`, the bytes of `reservation` covering `received`
+// (null: none), as far as it goes, so the same memory is not reserved twice.
+// Only where the CPU would run it: OPENCL asks for the device. False, having
+// done nothing, when an output is anything else.
 absl::StatusOr<bool> ForwardReceivedBytes(const v1::RunRequest& request, const PlannedRun& run,
                                           const RequestDataView& received,
                                           int64_t* received_reserved, Scheduler& scheduler,
@@ -675,10 +675,10 @@ absl::StatusOr<bool> ForwardReceivedBytes(const v1::RunRequest& request, const P
     forwarded[output] = received.DataSlices(input - inputs.begin(), bytes->range, &held);
   }
   ASSIGN_OR_RETURN(const int64_t answer_bytes, admit(plan));
-  const int64_t taken_over = std::min(held, *received_reserved);
+  const int64_t taken_over = received_reserved == nullptr ? 0 : std::min(held, *received_reserved);
   RETURN_IF_ERROR(reservation.Grow(answer_bytes + held - taken_over,
                                    absl::StrCat("the outputs of request \"", request.id(), "\"")));
-  *received_reserved -= taken_over;
+  if (received_reserved != nullptr) *received_reserved -= taken_over;
   outputs.layouts = plan.outputs;
   outputs.buffers.resize(plan.outputs.size());
   outputs.forwarded = std::move(forwarded);

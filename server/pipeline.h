@@ -221,9 +221,9 @@ absl::Status ExecuteIntoResponse(const v1::RunRequest& request, const ServiceOpt
 // CPU would run whose every output is a contiguous run of an input's bytes
 // (whole rows, an outer Split) is answered with those bytes instead: no
 // buffer, no copy (OutputBuffers::forwarded). `*received_reserved`, the bytes
-// of `reservation` covering `received` (ReceivedRun::data_bytes), is lowered
-// by those the answer takes over for the slices it keeps: free the view with
-// what is left.
+// of `reservation` covering `received` (ReceivedRun::data_bytes; null: none),
+// is lowered by those the answer takes over for the slices it keeps: free the
+// view with what is left.
 absl::StatusOr<OutputBuffers> ExecuteIntoAnswerBuffers(
     const v1::RunRequest& request, const ServiceOptions& options, Scheduler& scheduler,
     Placement& placement, const StopCheck& stop, MemoryBudget::Reservation& reservation,
