@@ -30,7 +30,6 @@
 #include "server/response_writer.h"
 #include "server/shared_memory.h"
 #include "server/status_map.h"
-#include "server/wire_bound.h"
 
 namespace tensorop::server {
 namespace {
@@ -58,16 +57,10 @@ absl::Status ParseInferRequest(const grpc::ByteBuffer* bytes, absl::string_view 
   // the request is parsed by protobuf.
   constexpr size_t kMaxRestBytes = size_t{256} << 10;
   const int64_t received_bytes = static_cast<int64_t>(bytes->Length());
-  // What parsing `message` (the request, or the view's rest of it) takes,
-  // bounded from its tags before anything is allocated.
-  const auto reserve_parse = [&](const grpc::ByteBuffer& message) -> absl::Status {
-    absl::StatusOr<int64_t> bound =
-        ParsedBytesBound(message, *inference::ModelInferRequest::descriptor());
-    if (!bound.ok()) {
-      return absl::InvalidArgumentError(absl::StrCat(method, ": ", bound.status().message()));
-    }
-    return reservation.Grow(*bound + kRequestOverheadBytes,
-                            absl::StrCat(method, ": parsing a ", received_bytes, "-byte request"));
+  // What parsing `message` (the request, or the view's rest of it) takes.
+  const auto reserve_parse = [&](const grpc::ByteBuffer& message) {
+    return ReserveParse(message, *inference::ModelInferRequest::descriptor(), received_bytes,
+                        method, reservation);
   };
   const absl::Status invalid = absl::InvalidArgumentError(
       absl::StrCat(method, ": the ", received_bytes, " bytes received are not a valid ",

@@ -359,25 +359,18 @@ int64_t TotalBytes(const std::vector<Layout>& layouts) {
   return total;
 }
 
-namespace {
-
-// Reserves what parsing `bytes` as a `Message` takes, bounded from its tags
-// before anything is allocated; returns that bound. `received_bytes`: the
-// request's length as it arrived, for the refusal (`bytes` may be a view's
-// rest of it).
-template <typename Message = v1::RunRequest>
-absl::StatusOr<int64_t> ReserveParse(const grpc::ByteBuffer& bytes, int64_t received_bytes,
-                                     absl::string_view method,
-                                     MemoryBudget::Reservation& reservation) {
-  absl::StatusOr<int64_t> bound = ParsedBytesBound(bytes, *Message::descriptor());
+absl::Status ReserveParse(const grpc::ByteBuffer& bytes,
+                          const google::protobuf::Descriptor& descriptor, int64_t received_bytes,
+                          absl::string_view method, MemoryBudget::Reservation& reservation) {
+  absl::StatusOr<int64_t> bound = ParsedBytesBound(bytes, descriptor);
   if (!bound.ok()) {
     return absl::InvalidArgumentError(absl::StrCat(method, ": ", bound.status().message()));
   }
-  RETURN_IF_ERROR(
-      reservation.Grow(*bound + kRequestOverheadBytes,
-                       absl::StrCat(method, ": parsing a ", received_bytes, "-byte request")));
-  return *bound;
+  return reservation.Grow(*bound + kRequestOverheadBytes,
+                          absl::StrCat(method, ": parsing a ", received_bytes, "-byte request"));
 }
+
+namespace {
 
 // Parses `bytes` (reserved by ReserveParse; `received_bytes` long as they
 // arrived) into `message`.
@@ -409,7 +402,8 @@ absl::Status Deserialize(const grpc::ByteBuffer& bytes, int64_t received_bytes,
 absl::Status ParseRequest(const grpc::ByteBuffer& bytes, absl::string_view method,
                           MemoryBudget::Reservation& reservation, v1::RunRequest* request) {
   const int64_t received_bytes = static_cast<int64_t>(bytes.Length());
-  RETURN_IF_ERROR(ReserveParse(bytes, received_bytes, method, reservation).status());
+  RETURN_IF_ERROR(
+      ReserveParse(bytes, *v1::RunRequest::descriptor(), received_bytes, method, reservation));
   return Deserialize(bytes, received_bytes, method, reservation, request);
 }
 
@@ -417,7 +411,7 @@ absl::Status ParseChainRequest(const grpc::ByteBuffer& bytes, absl::string_view 
                                MemoryBudget::Reservation& reservation, v1::RunChainRequest* chain) {
   const int64_t received_bytes = static_cast<int64_t>(bytes.Length());
   RETURN_IF_ERROR(
-      ReserveParse<v1::RunChainRequest>(bytes, received_bytes, method, reservation).status());
+      ReserveParse(bytes, *v1::RunChainRequest::descriptor(), received_bytes, method, reservation));
   RETURN_IF_ERROR(DeserializeMessage(bytes, received_bytes, method, chain));
   int outputs = 0;
   for (const v1::ChainStep& step : chain->steps()) outputs += std::max(1, step.outputs_size());
@@ -488,7 +482,8 @@ absl::StatusOr<std::optional<RequestDataView>> ParseAroundData(
   const grpc::Slice rest_slice(view->rest().data(), view->rest().size());
   const grpc::ByteBuffer rest(&rest_slice, 1);
   const int64_t received_bytes = static_cast<int64_t>(bytes.Length());
-  RETURN_IF_ERROR(ReserveParse(rest, received_bytes, method, reservation).status());
+  RETURN_IF_ERROR(
+      ReserveParse(rest, *v1::RunRequest::descriptor(), received_bytes, method, reservation));
   RETURN_IF_ERROR(Deserialize(rest, received_bytes, method, reservation, request));
   return view;
 }

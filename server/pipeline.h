@@ -146,6 +146,14 @@ UploadedInputs Spans(const InputBuffers& buffers);
 // Their bytes together.
 int64_t InputBytes(const InputBuffers& buffers);
 
+// Reserves what parsing `bytes` as a `descriptor` message takes, bounded from
+// its tags before anything is allocated, and the fixed per-request overhead.
+// `received_bytes`: the request's length as it arrived, for the refusal
+// (`bytes` may be a view's rest of it).
+absl::Status ReserveParse(const grpc::ByteBuffer& bytes,
+                          const google::protobuf::Descriptor& descriptor, int64_t received_bytes,
+                          absl::string_view method, MemoryBudget::Reservation& reservation);
+
 // Makes a view of a large request with `make(max_rest_bytes)`, reserving
 // first the most its copy of the fields besides the data may take, then
 // keeping only what it took (nothing where `make` gives no view). The data
