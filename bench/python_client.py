@@ -8,7 +8,8 @@
 
     # peak client RSS (ru_maxrss of a child process) for a GiB-sized input,
     # result, or both, against the payload
-    build/python-venv/bin/python bench/python_client.py --rss input|output|both [--gib 1]
+    # (--json: one JSON object instead, for bench/bulk/run.sh)
+    build/python-venv/bin/python bench/python_client.py --rss input|output|both [--gib 1] [--json]
 
     # many small requests: Client.run one by one against run_many over RunBidi
     build/python-venv/bin/python bench/python_client.py --many 2000 [--window 32]
@@ -27,6 +28,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import os
 import re
 import resource
@@ -229,7 +231,7 @@ def rss_child(target: str, kind: str, gib: int) -> None:
     print(f"{base} {peak} {seconds}")
 
 
-def rss(target: str, kind: str, gib: int) -> None:
+def rss(target: str, kind: str, gib: int, as_json: bool) -> None:
     child = subprocess.run(
         [sys.executable, __file__, "--target", target, "--rss-child", kind, "--gib", str(gib)],
         capture_output=True,
@@ -238,6 +240,11 @@ def rss(target: str, kind: str, gib: int) -> None:
     )
     base, peak, seconds = child.stdout.split()
     payload = gib << 30
+    if as_json:
+        print(json.dumps({"kind": kind, "gib": gib, "seconds": float(seconds),
+                          "base_bytes": int(base), "peak_bytes": int(peak),
+                          "peak_per_payload": int(peak) / payload}))
+        return
     print(
         f"{gib} GiB {kind}: {float(seconds):.2f} s, peak client RSS {int(peak) / 2**30:.2f} GiB "
         f"= {int(peak) / payload:.2f}x the payload ({int(base) / 2**20:.0f} MiB before the call; "
@@ -257,6 +264,7 @@ def main() -> None:
     parser.add_argument("--rss", choices=["input", "output", "both"])
     parser.add_argument("--rss-child", choices=["input", "output", "both"], help=argparse.SUPPRESS)
     parser.add_argument("--gib", type=int, default=1)
+    parser.add_argument("--json", action="store_true", help="--rss: print one JSON object")
     parser.add_argument("--many", type=int, help="time this many small requests instead")
     parser.add_argument("--window", type=int, default=32, help="run_many's window (--many)")
     args = parser.parse_args()
@@ -274,7 +282,7 @@ def main() -> None:
         if args.many:
             many(target, args.many, args.window)
         elif args.rss:
-            rss(target, args.rss, args.gib)
+            rss(target, args.rss, args.gib, args.json)
         else:
             round_trip(target, args.mib, args.rounds, args.calls)
     finally:

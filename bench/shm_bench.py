@@ -3,16 +3,18 @@
 numpy's own copy of the same bytes, and small calls over the Unix socket against
 TCP loopback. Starts its own tensord (build/bin/tensord) on both.
 
-    build/python-venv/bin/python bench/shm_bench.py [--tensord PATH] [--rounds N]
+    build/python-venv/bin/python bench/shm_bench.py [--tensord PATH] [--rounds N] [--json FILE]
 
 Prints one line per measurement (median of --rounds, after a warm-up) and the
-ratios BENCHMARKS.md keeps. Needs the tensorop-client package (scripts/python-test.sh
+ratios BENCHMARKS.md keeps; --json also writes the seconds to FILE (for
+bench/bulk/run.sh). Needs the tensorop-client package (scripts/python-test.sh
 installs it into build/python-venv).
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import re
 import statistics
 import subprocess
@@ -58,6 +60,7 @@ def main() -> None:
     parser.add_argument("--tensord", default=str(REPO / "build/bin/tensord"))
     parser.add_argument("--rounds", type=int, default=21)
     parser.add_argument("--mib", type=int, default=32)
+    parser.add_argument("--json", help="also write the medians (seconds) to this file")
     args = parser.parse_args()
 
     with tempfile.TemporaryDirectory(prefix="tensorop-shm-bench-") as tmp:
@@ -131,6 +134,13 @@ def run(args: argparse.Namespace, socket: str, tcp: str) -> None:
     print(f"  Unix socket                           {small_uds * ms:8.3f} ms   "
           f"{small_tcp / small_uds:.2f}x the calls/s of TCP loopback")
     print(f"  TCP loopback                          {small_tcp * ms:8.3f} ms")
+    if args.json:
+        with open(args.json, "w", encoding="utf-8") as out:
+            json.dump({"mib": args.mib, "rounds": args.rounds, "small_rounds": small_rounds,
+                       "seconds": {"numpy_copyto": numpy_copyto, "numpy_copy": numpy_copy,
+                                   "shm": shm, "inline_uds": inline_uds,
+                                   "inline_tcp": inline_tcp, "small_uds": small_uds,
+                                   "small_tcp": small_tcp}}, out)
 
 
 if __name__ == "__main__":

@@ -81,6 +81,7 @@ bool MemoryBudget::TryTake(int64_t bytes) {
   do {
     if (bytes > limit_ - reserved) return false;
   } while (!reserved_.compare_exchange_weak(reserved, reserved + bytes, std::memory_order_relaxed));
+  reserved_total_.fetch_add(bytes, std::memory_order_relaxed);
   return true;
 }
 

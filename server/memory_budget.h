@@ -81,6 +81,9 @@ class MemoryBudget {
   int64_t reserved() const { return reserved_.load(std::memory_order_relaxed); }
   // Reservations refused so far.
   int64_t refusals() const { return refusals_.load(std::memory_order_relaxed); }
+  // Bytes reserved since the start, never decreasing: whether calls came
+  // between two looks, however briefly they held their bytes.
+  int64_t reserved_total() const { return reserved_total_.load(std::memory_order_relaxed); }
 
  private:
   absl::Status Take(int64_t bytes, absl::string_view what);
@@ -90,7 +93,32 @@ class MemoryBudget {
   const int64_t limit_;
   std::atomic<int64_t> reserved_{0};
   std::atomic<int64_t> refusals_{0};
+  std::atomic<int64_t> reserved_total_{0};
   std::function<int64_t(int64_t missing)> reclaimer_;
+};
+
+// When a server that went idle hands what malloc keeps of freed blocks back to
+// the system (malloc_trim): once per busy spell, after a whole tick in which
+// no call reserved memory, so neither an idle server nor a busy one walks its
+// heap every tick. Spells are told by MemoryBudget::reserved_total(), so one
+// shorter than a tick is not missed.
+class IdleTrim {
+ public:
+  explicit IdleTrim(int64_t reserved_total)
+      : reserved_total_at_trim_(reserved_total), reserved_total_at_last_tick_(reserved_total) {}
+  // Called once a tick with the budget's reserved_total() and whether calls
+  // hold memory now; true: trim now.
+  bool Tick(int64_t reserved_total, bool calls_hold_memory) {
+    const bool quiet = reserved_total == reserved_total_at_last_tick_ && !calls_hold_memory;
+    reserved_total_at_last_tick_ = reserved_total;
+    if (!quiet || reserved_total == reserved_total_at_trim_) return false;
+    reserved_total_at_trim_ = reserved_total;
+    return true;
+  }
+
+ private:
+  int64_t reserved_total_at_trim_;
+  int64_t reserved_total_at_last_tick_;
 };
 
 // The memory this process may use: the cgroup's limit (v2 memory.max, or v1

@@ -311,21 +311,16 @@ absl::Status Server::Start() {
 // failed device recovers by time alone, so look once a second.
 void Server::RunTicker() {
   std::unique_lock<std::mutex> lock(ticker_mutex_);
-  bool trimmed = true;
+  IdleTrim idle_trim(memory_budget_->reserved_total());
   while (!stopping_) {
     health_->SetServingStatus(std::string(kOpenClHealthName), devices_->AnyHealthy());
     buffer_pool_->ReleaseIdle();
-    // Once no call holds memory, hand what malloc keeps of freed small blocks
-    // (per-thread arenas) back to the system: once per busy spell, so an idle
-    // server does not walk its heap every second. What the server holds by
-    // itself (staging, kept buffers, handles) is no call's.
+    // What the server holds by itself (staging, kept buffers, handles) is no call's.
     const int64_t held_by_server =
         staging_reservation_.bytes() + buffer_pool_->kept_bytes() + handles_->resident_bytes();
-    if (memory_budget_->reserved() > held_by_server) {
-      trimmed = false;
-    } else if (!trimmed) {
-      malloc_trim(0);
-      trimmed = true;
+    if (idle_trim.Tick(memory_budget_->reserved_total(),
+                       memory_budget_->reserved() > held_by_server)) {
+      malloc_trim(0);  // the per-thread arenas' freed blocks
     }
     ticker_wake_.wait_for(lock, std::chrono::seconds(1));
   }

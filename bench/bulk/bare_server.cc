@@ -119,17 +119,20 @@ struct Answers {
 std::atomic<int64_t> calls_open{0};
 std::atomic<int64_t> calls_started{0};
 
-// tensord's idle trim (server/server.cc, Server::RunTicker): once a second,
-// malloc_trim after a spell with calls once none is open.
+// tensord's idle trim (server/server.cc, Server::RunTicker): malloc_trim
+// once after a spell with calls, at the first one-second tick after a whole
+// tick with no call started and none open.
 void TrimWhenIdle() {
-  int64_t trimmed_at = 0;
+  int64_t started_at_trim = 0, started_at_last_tick = 0;
   for (;;) {
     std::this_thread::sleep_for(std::chrono::seconds(1));
     const int64_t started = calls_started.load();
-    if (started != trimmed_at && calls_open.load() == 0) {
+    const bool quiet = started == started_at_last_tick && calls_open.load() == 0;
+    if (quiet && started != started_at_trim) {
       malloc_trim(0);
-      trimmed_at = started;
+      started_at_trim = started;
     }
+    started_at_last_tick = started;
   }
 }
 

@@ -9,18 +9,24 @@
 #     of --upload-mib (1 MiB chunks, a 4 KiB result), driven by bulk_driver
 #     (raw bytes both ways, so the client costs the same against both);
 #   - the Python client's run of --python-mib against raw grpcio sending
-#     pre-serialized bytes to the bare server (bench/bulk/python_bench.py).
+#     pre-serialized bytes to the bare server (bench/bulk/python_bench.py), its
+#     peak RSS over a --rss-gib input and result (bench/python_client.py --rss),
+#     and a --shm-mib op with input and output in shared memory against numpy's
+#     local copy, with calls over the Unix socket against TCP (bench/shm_bench.py,
+#     on a tensord of its own).
 # Each server's peak RSS is read from /proc/PID/status (VmHWM, reset through
 # /proc/PID/clear_refs before each scenario, once tensord's buffer pool freed
 # what earlier scenarios left) and given per request in flight, as a multiple
 # of its payload (inputs + outputs): the baseline's is what gRPC itself holds.
 #
 #   bench/bulk/run.sh [--unary-mib "1 32"] [--stream-mib 256] [--upload-mib 1024]
-#                     [--python-mib 32] [--rounds 3] [--no-python]
+#                     [--python-mib 32] [--rss-gib 1] [--shm-mib 32] [--rounds 3]
+#                     [--no-python]                   (--rss-gib 0, --shm-mib 0: skip those)
 #   TENSOROP_BIN=build-x/bin bench/bulk/run.sh    uses binaries already built there
 #
-# Prints the BENCHMARKS.md table on stdout; progress goes to stderr. Takes a
-# few minutes with the defaults on two cores.
+# Prints the BENCHMARKS.md tables on stdout, the last one every target of the
+# bulk-data issue with this run's figure; progress goes to stderr. Takes a few
+# minutes with the defaults on two cores.
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 root="$(cd "$here/../.." && pwd)"
@@ -30,6 +36,8 @@ unary_mib="1 32"
 stream_mib=256
 upload_mib=1024
 python_mib=32
+rss_gib=1
+shm_mib=32
 rounds=3
 python=1
 while [ "$#" -gt 0 ]; do
@@ -38,10 +46,13 @@ while [ "$#" -gt 0 ]; do
     --stream-mib) stream_mib="$2"; shift 2 ;;
     --upload-mib) upload_mib="$2"; shift 2 ;;
     --python-mib) python_mib="$2"; shift 2 ;;
+    --rss-gib) rss_gib="$2"; shift 2 ;;
+    --shm-mib) shm_mib="$2"; shift 2 ;;
     --rounds) rounds="$2"; shift 2 ;;
     --no-python) python=0; shift ;;
     *) echo "usage: $0 [--unary-mib \"1 32\"] [--stream-mib N] [--upload-mib N]" \
-            "[--python-mib N] [--rounds N] [--no-python]" >&2; exit 2 ;;
+            "[--python-mib N] [--rss-gib N] [--shm-mib N] [--rounds N] [--no-python]" >&2
+     exit 2 ;;
   esac
 done
 mib=$((1 << 20))
@@ -107,6 +118,11 @@ measure() {
   local server="$1" label="$2" pid_var="${1}_pid" before rss kept=0
   shift 2
   local pid="${!pid_var}"
+  # Both servers trim malloc's freed memory at the second one-second tick
+  # after their last call (server/memory_budget.h, IdleTrim): waiting for it
+  # starts every round from the idle state, so its growth is all the memory
+  # its calls take, not only what a round before left unused.
+  sleep 2.2
   echo 5 >"/proc/$pid/clear_refs"  # VmHWM := VmRSS
   if [ "$server" = tensord ]; then
     # Buffers the pool kept from earlier calls (--buffer_pool_bytes) count as
@@ -162,6 +178,19 @@ median() { sort -g | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] 
 
 rows=()
 row() { local line="|" cell; for cell in "$@"; do line+=" $cell |"; done; rows+=("$line"); }
+# The targets table: what is measured, its bound ("≥ 0.9", "≤ 1.25"), this
+# run's figure, and whether the figure keeps the bound.
+targets=()
+target() {  # what bound figure
+  local met
+  met="$(awk -v f="$3" -v op="${2%% *}" -v b="${2##* }" \
+    'BEGIN { print ((op == "≥" && f >= b) || (op == "≤" && f <= b)) ? "met" : "**not met**" }')"
+  targets+=("| $1 | $2 | $3 | $met |")
+}
+rss_target() {  # scenario label in_flight payload_bytes
+  target "$1: tensord's peak RSS per request in flight / payload" "≤ 1.25" \
+    "$(rss_per_payload "$2" "$3" "$4")"
+}
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", a / b }'; }
 cpu_ms() {  # label calls
   awk -v t="$(cat "$work/$1.cpu")" -v c="$2" -v hz="$ticks_per_second" \
@@ -203,6 +232,9 @@ round_trips() {  # method size_mib concurrency target label [order]
   done
   peak_hwm "$tag" tensord
   peak_hwm "$tag" bare
+  [ -z "$4" ] || target "$5 (ghz -c $c): calls/s, tensord / bare" "$4" \
+    "$(ratio "$tensord_rps" "$bare_rps")"
+  rss_target "$5 (ghz -c $c)" "$tag.tensord" "$c" $((2 * bytes))
   row "$5 (ghz -c $c, $calls calls)" \
     "$(printf '%.1f' "$tensord_rps") calls/s" "$(printf '%.1f' "$bare_rps") calls/s" \
     "**$(ratio "$tensord_rps" "$bare_rps")**" "$4" \
@@ -250,6 +282,8 @@ streamed() {  # what label mode mib calls target [flag]
   peak_hwm "$2" bare
   echo "$tensord_cpu" >"$work/$2.tensord.cpu"
   echo "$bare_cpu" >"$work/$2.bare.cpu"
+  [ -z "$6" ] || target "$1: GB/s, tensord / bare" "$6" "$(ratio "$bare_s" "$tensord_s")"
+  rss_target "$1" "$2.tensord" 1 "$bytes"
   row "$1 ($5 calls a round)" \
     "$(awk -v b="$bytes" -v s="$tensord_s" 'BEGIN { printf "%.2f GB/s", b / s / 1e9 }')" \
     "$(awk -v b="$bytes" -v s="$bare_s" 'BEGIN { printf "%.2f GB/s", b / s / 1e9 }')" \
@@ -304,4 +338,53 @@ print(" ".join(tomllib.load(open(sys.argv[1], "rb"))["build-system"]["requires"]
     " (as a throughput ratio: \(1 / .client_vs_raw_bare * 100 | round / 100); target ≥ 0.8)",
     "- raw grpcio, tensord / bare baseline: \(.raw_tensord_vs_raw_bare * 100 | round / 100)× the time",
     "- Client.run / numpy copy: \(.client_vs_numpy * 10 | round / 10)× the time"' "$work/python.json"
+  target "Python Client.run, $python_mib MiB round trip: throughput / raw grpcio on the bare baseline" \
+    "≥ 0.8" "$(jq -r '1 / .client_vs_raw_bare * 100 | round / 100' "$work/python.json")"
+
+  if [ "$rss_gib" -gt 0 ]; then
+    # The client holds the input and the result (2x the payload by themselves),
+    # tensord as much again: skipped, and said so, where memory is short.
+    available_gib=$(( $(awk '$1 == "MemAvailable:" { print $2 }' /proc/meminfo) >> 20 ))
+    if [ "$available_gib" -ge $(( 8 * rss_gib )) ]; then
+      echo "run: python_client.py --rss both --gib $rss_gib" >&2
+      "$venv/bin/python" "$root/bench/python_client.py" --target "127.0.0.1:$tensord_port" \
+        --rss both --gib "$rss_gib" --json >"$work/rss.json"
+      echo
+      jq -r '"Python, a \(.gib) GiB input and a \(.gib) GiB result in one Client.run:" +
+        " \(.seconds * 100 | round / 100) s, peak client RSS \(.peak_bytes / 1073741824 * 100 | round / 100) GiB" +
+        " = **\(.peak_per_payload * 100 | round / 100)×** the payload (target ≤ 2.5×; the input" +
+        " and the result are 2× by themselves)"' "$work/rss.json"
+      target "Python Client.run, a $rss_gib GiB input and result: peak client RSS / payload" \
+        "≤ 2.5" "$(jq -r '.peak_per_payload * 100 | round / 100' "$work/rss.json")"
+    else
+      echo
+      echo "Python, a $rss_gib GiB input and result: not run, $available_gib GiB available" \
+        "(needs $(( 8 * rss_gib )))."
+    fi
+  fi
+
+  if [ "$shm_mib" -gt 0 ]; then
+    echo "run: shm_bench.py --mib $shm_mib" >&2
+    "$venv/bin/python" "$root/bench/shm_bench.py" --tensord "$bin/tensord" --mib "$shm_mib" \
+      --json "$work/shm.json" >&2
+    echo
+    jq -r '"Co-located (bench/shm_bench.py, its own tensord; medians of \(.rounds) alternating rounds):" +
+      " a \(.mib) MiB Slice with input and output in shared memory \(.seconds.shm * 1e5 | round / 100) ms" +
+      " against numpy np.copyto \(.seconds.numpy_copyto * 1e5 | round / 100) ms and .copy()" +
+      " \(.seconds.numpy_copy * 1e5 | round / 100) ms: **\(.seconds.shm / .seconds.numpy_copyto * 100 | round / 100)×**" +
+      " np.copyto (target ≤ 2×), \(.seconds.shm / .seconds.numpy_copy * 100 | round / 100)× .copy();" +
+      " the bytes inline over the Unix socket \(.seconds.inline_uds * 1e3 | round) ms, over TCP" +
+      " \(.seconds.inline_tcp * 1e3 | round) ms; 1 KiB calls (\(.small_rounds) rounds): the Unix socket" +
+      " \(.seconds.small_tcp / .seconds.small_uds * 100 | round / 100)× the calls/s of TCP loopback."' \
+      "$work/shm.json"
+    target "Python, a $shm_mib MiB op with input and output in shared memory: time / numpy's np.copyto" \
+      "≤ 2" "$(jq -r '.seconds.shm / .seconds.numpy_copyto * 100 | round / 100' "$work/shm.json")"
+  fi
 fi
+
+echo
+echo "Every target of the bulk-data issue, with this run's figure:"
+echo
+echo "| measured | target | this run | |"
+echo "| --- | --- | --- | --- |"
+printf '%s\n' "${targets[@]}"

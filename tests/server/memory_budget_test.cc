@@ -56,6 +56,43 @@ TEST(MemoryBudgetTest, GivesBackOnDestructionShrinkAndRelease) {
   EXPECT_EQ(released.bytes(), 0);
 }
 
+TEST(MemoryBudgetTest, CountsEveryByteEverReservedButNotRefusals) {
+  MemoryBudget budget(100);
+  {
+    MemoryBudget::Reservation reservation = *budget.TryReserve(60, "a");
+    ASSERT_TRUE(reservation.Grow(30, "b").ok());
+    EXPECT_FALSE(reservation.Grow(11, "c").ok());  // refused: not counted
+    reservation.Shrink(50);
+  }
+  EXPECT_EQ(budget.reserved(), 0);
+  EXPECT_EQ(budget.reserved_total(), 90);  // what was given back still counts
+  ASSERT_TRUE(budget.TryReserveIfFree(5).has_value());
+  EXPECT_EQ(budget.reserved_total(), 95);
+  EXPECT_FALSE(budget.TryReserveIfFree(101).has_value());
+  EXPECT_EQ(budget.reserved_total(), 95);
+}
+
+TEST(IdleTrimTest, TrimsOnceAfterASpellAtTheFirstTickOfAQuietOne) {
+  IdleTrim trim(0);
+  EXPECT_FALSE(trim.Tick(0, false));  // never busy: nothing to give back
+  EXPECT_FALSE(trim.Tick(0, false));
+  // A spell shorter than a tick, between two ticks: seen by the total alone.
+  EXPECT_FALSE(trim.Tick(100, false));  // reserved during the last tick
+  EXPECT_TRUE(trim.Tick(100, false));   // a whole quiet tick
+  EXPECT_FALSE(trim.Tick(100, false));  // once per spell
+  EXPECT_FALSE(trim.Tick(100, false));
+}
+
+TEST(IdleTrimTest, NeverTrimsWhileCallsReserveOrHoldMemory) {
+  IdleTrim trim(50);
+  EXPECT_FALSE(trim.Tick(60, false));  // calls come and go between ticks
+  EXPECT_FALSE(trim.Tick(70, false));
+  EXPECT_FALSE(trim.Tick(70, true));  // one long call holds its bytes
+  EXPECT_FALSE(trim.Tick(70, true));
+  EXPECT_TRUE(trim.Tick(70, false));  // it ended within the last tick, none since
+  EXPECT_FALSE(trim.Tick(70, false));
+}
+
 TEST(MemoryBudgetTest, AMovedReservationIsGivenBackOnce) {
   MemoryBudget budget(100);
   MemoryBudget::Reservation a = *budget.TryReserve(40, "a");
