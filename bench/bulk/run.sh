@@ -187,9 +187,11 @@ target() {  # what bound figure
     'BEGIN { print ((op == "≥" && f >= b) || (op == "≤" && f <= b)) ? "met" : "**not met**" }')"
   targets+=("| $1 | $2 | $3 | $met |")
 }
-rss_target() {  # scenario label in_flight payload_bytes
-  target "$1: tensord's peak RSS per request in flight / payload" "≤ 1.25" \
-    "$(rss_per_payload "$2" "$3" "$4")"
+rss_target() {  # scenario tag in_flight payload_bytes
+  local bare
+  bare="$(rss_per_payload "$2.bare" "$3" "$4")"
+  target "$1: tensord's peak RSS per request in flight / payload (the bare baseline's: $bare)" \
+    "≤ 1.25" "$(rss_per_payload "$2.tensord" "$3" "$4")"
 }
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", a / b }'; }
 cpu_ms() {  # label calls
@@ -234,7 +236,7 @@ round_trips() {  # method size_mib concurrency target label [order]
   peak_hwm "$tag" bare
   [ -z "$4" ] || target "$5 (ghz -c $c): calls/s, tensord / bare" "$4" \
     "$(ratio "$tensord_rps" "$bare_rps")"
-  rss_target "$5 (ghz -c $c)" "$tag.tensord" "$c" $((2 * bytes))
+  rss_target "$5 (ghz -c $c)" "$tag" "$c" $((2 * bytes))
   row "$5 (ghz -c $c, $calls calls)" \
     "$(printf '%.1f' "$tensord_rps") calls/s" "$(printf '%.1f' "$bare_rps") calls/s" \
     "**$(ratio "$tensord_rps" "$bare_rps")**" "$4" \
@@ -283,7 +285,7 @@ streamed() {  # what label mode mib calls target [flag]
   echo "$tensord_cpu" >"$work/$2.tensord.cpu"
   echo "$bare_cpu" >"$work/$2.bare.cpu"
   [ -z "$6" ] || target "$1: GB/s, tensord / bare" "$6" "$(ratio "$bare_s" "$tensord_s")"
-  rss_target "$1" "$2.tensord" 1 "$bytes"
+  rss_target "$1" "$2" 1 "$bytes"
   row "$1 ($5 calls a round)" \
     "$(awk -v b="$bytes" -v s="$tensord_s" 'BEGIN { printf "%.2f GB/s", b / s / 1e9 }')" \
     "$(awk -v b="$bytes" -v s="$bare_s" 'BEGIN { printf "%.2f GB/s", b / s / 1e9 }')" \
