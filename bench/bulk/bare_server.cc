@@ -41,6 +41,7 @@
 #include <grpcpp/grpcpp.h>
 #include <grpcpp/support/byte_buffer.h>
 
+#include "server/memory_budget.h"
 #include "tensorop/v1/tensorop.pb.h"
 
 namespace {
@@ -119,20 +120,13 @@ struct Answers {
 std::atomic<int64_t> calls_open{0};
 std::atomic<int64_t> calls_started{0};
 
-// tensord's idle trim (server/server.cc, Server::RunTicker): malloc_trim
-// once after a spell with calls, at the first one-second tick after a whole
-// tick with no call started and none open.
+// tensord's idle trim (server/server.cc, Server::RunTicker), by the same rule
+// (IdleTrim, header only): calls started stand for the bytes ever reserved.
 void TrimWhenIdle() {
-  int64_t started_at_trim = 0, started_at_last_tick = 0;
+  tensorop::server::IdleTrim idle_trim(0);
   for (;;) {
     std::this_thread::sleep_for(std::chrono::seconds(1));
-    const int64_t started = calls_started.load();
-    const bool quiet = started == started_at_last_tick && calls_open.load() == 0;
-    if (quiet && started != started_at_trim) {
-      malloc_trim(0);
-      started_at_trim = started;
-    }
-    started_at_last_tick = started;
+    if (idle_trim.Tick(calls_started.load(), calls_open.load() > 0)) malloc_trim(0);
   }
 }
 
