@@ -394,6 +394,11 @@ absl::Status ResolveHandleInputs(const v1::RunRequest& request, const HandleAcce
   return access->store->Admit(access->admitted || pins.size() > pinned_before);
 }
 
+bool ReadsHandles(const v1::RunRequest& request) {
+  return std::any_of(request.inputs().begin(), request.inputs().end(),
+                     [](const auto& input) { return input.second.has_handle(); });
+}
+
 bool KeepsOutputs(const v1::RunRequest& request) {
   return std::any_of(request.outputs().begin(), request.outputs().end(),
                      [](const v1::OutputDesc& output) { return output.keep(); });

@@ -281,6 +281,8 @@ using DeviceInputs = std::map<std::string, const ResidentTensor*, std::less<>>;
 absl::Status ResolveHandleInputs(const v1::RunRequest& request, const HandleAccess* access,
                                  OpRequest& op, HandlePins& pins, DeviceInputs& on_device);
 
+// Whether any input of `request` is a handle.
+bool ReadsHandles(const v1::RunRequest& request);
 // Whether any output of `request` is to be kept, and the bytes of those that
 // are (an answer does not carry them).
 bool KeepsOutputs(const v1::RunRequest& request);

@@ -58,7 +58,9 @@ class TensorOpService::UnaryReactor final : public grpc::ServerUnaryReactor {
                                         "Run: the request as received"));
       ASSIGN_OR_RETURN(answered, AnswerInReaction());
       if (answered) return absl::OkStatus();
-      return service_->Submit([this] { Done(Guarded([&] { return Work(); })); });
+      auto work = [this] { Done(Guarded([&] { return Work(); })); };
+      if (placed_.has_value()) return service_->Submit(run_.request, *placed_, std::move(work));
+      return service_->Submit(std::move(work));
     });
     if (answered || !status.ok()) Done(status);
   }
@@ -91,6 +93,7 @@ class TensorOpService::UnaryReactor final : public grpc::ServerUnaryReactor {
     if (WritesToSharedMemory(run_.request) || KeepsOutputs(run_.request)) return false;
     ASSIGN_OR_RETURN(Placement placement, service_->Place(run_.request));
     record_.backend = placement.label;
+    placed_ = placement;
     tried_forwarding_ = true;
     ASSIGN_OR_RETURN(
         std::optional<OutputBuffers> outputs,
@@ -183,6 +186,8 @@ class TensorOpService::UnaryReactor final : public grpc::ServerUnaryReactor {
   ReceivedRun run_;  // the request, its input bytes apart
   bool parsed_ = false;
   bool tried_forwarding_ = false;  // AnswerWithReceivedBytes said no
+  // Placed in the reaction: the worker to hand it to.
+  std::optional<Placement> placed_;
   CallRecord record_;
 };
 

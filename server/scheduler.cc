@@ -95,7 +95,8 @@ Scheduler::Scheduler(const SchedulerOptions& options)
     : options_(options),
       parallelism_(RaiseParallelism(options.worker_threads)),
       // No slot is reserved for callers: work only enters through enqueue().
-      arena_(options.worker_threads, /*reserved_for_masters=*/0) {}
+      arena_(options.worker_threads, /*reserved_for_masters=*/0),
+      sleeping_workers_(options.worker_threads) {}
 
 Scheduler::~Scheduler() { Wait(); }
 
@@ -139,13 +140,31 @@ absl::StatusOr<Placement> Scheduler::Place(int requested, std::optional<int> dev
 
 bool Scheduler::SuspendsWaitingTasks() { return kSuspendToWait; }
 
-absl::Status Scheduler::Submit(const Placement& placement, std::function<void()> task) {
+absl::Status Scheduler::Admit() {
   if (in_flight_.fetch_add(1, std::memory_order_relaxed) >= options_.max_queued_requests) {
     in_flight_.fetch_sub(1, std::memory_order_relaxed);
     return absl::ResourceExhaustedError(
         absl::StrCat("server busy: ", options_.max_queued_requests,
                      " requests are queued or running (--max_queued_requests); retry later"));
   }
+  return absl::OkStatus();
+}
+
+absl::Status Scheduler::Submit(const Placement& placement, std::function<void()> task) {
+  if (placement.device == Device::kOpenCl) return Submit(std::move(task));
+  RETURN_IF_ERROR(Admit());
+  sleeping_workers_.Run([this, task = std::move(task)]() mutable {
+    {
+      std::function<void()> run = std::move(task);  // its captures die here, as below
+      run();
+    }
+    in_flight_.fetch_sub(1, std::memory_order_relaxed);
+  });
+  return absl::OkStatus();
+}
+
+absl::Status Scheduler::Submit(std::function<void()> task) {
+  RETURN_IF_ERROR(Admit());
   // arena.execute([&]{ group.run(f); }) would block this thread whenever every
   // arena slot is taken; enqueueing a deferred task of the group never blocks,
   // and the group still lets Wait() see every task.
@@ -171,7 +190,23 @@ absl::Status Scheduler::RunOnCpu(Placement& placement, const ExecutionPlan& plan
   std::vector<const std::byte*> pointers;
   pointers.reserve(inputs.size());
   for (std::span<const std::byte> input : inputs) pointers.push_back(input.data());
-  return tbb_backend::Execute(plan, pointers, outputs, stop);
+  // Small work needs no other thread, and then a sleeping worker's request
+  // leaves oneTBB's threads asleep.
+  if (running_task_of == this || tbb_backend::RunsOnCallingThread(plan)) {
+    return tbb_backend::Execute(plan, pointers, outputs, stop);
+  }
+  // Not on a oneTBB worker: the parallel loops run as a task of the arena
+  // while this thread waits. (Joining the arena with execute() would work as
+  // well, but TSan cannot follow oneTBB's hand-offs from a thread outside it.)
+  std::promise<absl::Status> done;
+  arena_.enqueue(HandOff([&] {
+    absl::Status status = tbb_backend::Execute(plan, pointers, outputs, stop);
+    TsanRelease(&done);  // TSan only: the loops' end happens before the wait ends
+    done.set_value(std::move(status));
+  }));
+  absl::Status status = done.get_future().get();
+  TsanAcquire(&done);
+  return status;
 }
 
 absl::Status Scheduler::RunOnDevice(int index, Placement& placement, const ExecutionPlan& plan,
@@ -341,8 +376,12 @@ std::shared_ptr<const CostModel> Scheduler::cost_model() const {
 }
 
 void Scheduler::Wait() {
-  arena_.execute([this] { group_.wait(); });
-  TsanAcquire(&group_);
+  // Again while a task of one kind submitted one of the other.
+  do {
+    sleeping_workers_.Wait();
+    arena_.execute([this] { group_.wait(); });
+    TsanAcquire(&group_);
+  } while (in_flight() != 0);
 }
 
 }  // namespace tensorop::server

@@ -1,6 +1,8 @@
-// Where and when requests run: every request is planned on a oneTBB worker,
+// Where and when requests run: every request is planned on a worker thread,
 // then executed there or on a device of the OpenCL pool, with one retry on the
-// CPU when a device fails.
+// CPU when a device fails. Requests that may wait for a device slot run as
+// oneTBB tasks, which suspend while they wait; the rest run on threads that
+// sleep as soon as there is no work (server/thread_pool.h says why).
 #ifndef TENSOROP_SERVER_SCHEDULER_H_
 #define TENSOROP_SERVER_SCHEDULER_H_
 
@@ -24,6 +26,7 @@
 #include "core/plan/plan.h"
 #include "server/cost_model.h"
 #include "server/device_pool.h"
+#include "server/thread_pool.h"
 #include "tensorop/v1/tensorop.pb.h"
 
 namespace tensorop::server {
@@ -71,15 +74,23 @@ class Scheduler {
   // INVALID_ARGUMENT for a value that names no backend or device.
   absl::StatusOr<Placement> Place(int requested, std::optional<int> device_index) const;
 
-  // Queues `task` to run once on a worker of `placement`'s device and returns
-  // at once, never blocking the caller (a gRPC reaction). RESOURCE_EXHAUSTED,
-  // without queueing, when max_queued_requests are already queued or running.
+  // Queues `task`, the work of a request placed at `placement`, to run once on
+  // a worker, and returns at once, never blocking the caller (a gRPC
+  // reaction). CPU and AUTO requests, which take a device only if it has room
+  // at once, go to the sleeping threads; OPENCL requests to oneTBB, as
+  // Submit(task). RESOURCE_EXHAUSTED, without queueing, when
+  // max_queued_requests are already queued or running.
   absl::Status Submit(const Placement& placement, std::function<void()> task);
+  // The same for a task that may wait for a device slot whatever its
+  // placement (ExecuteOnDevice), or is not placed yet: a oneTBB task.
+  absl::Status Submit(std::function<void()> task);
 
   // Runs `plan` where `placement` says, settling AUTO by the plan's size and
   // the devices' health; a device failure marks the device unhealthy and the
-  // plan runs again on the CPU. `placement.label` tells where it ran. Call from
-  // inside a submitted task: the CPU kernels' parallel loops use its arena.
+  // plan runs again on the CPU. `placement.label` tells where it ran. CPU work
+  // up to tbb_backend::kSerialBytes runs on the calling thread; larger work's
+  // parallel loops run in the arena (as a task of it, the caller waiting, when
+  // the caller is not one of its workers).
   // OPENCL on a busy device waits for a slot in the device's FIFO with its task
   // suspended (the worker takes other tasks meanwhile), until a slot frees, the
   // pool's max wait passes (DEADLINE_EXCEEDED) or `stop` says stop; called
@@ -125,6 +136,8 @@ class Scheduler {
   int in_flight() const { return in_flight_.load(std::memory_order_relaxed); }
 
  private:
+  // Counts a task in, or says why not.
+  absl::Status Admit();
   absl::Status RunOnCpu(Placement& placement, const ExecutionPlan& plan,
                         std::span<const std::span<const std::byte>> inputs,
                         std::span<std::byte* const> outputs, const StopCheck& stop);
@@ -147,6 +160,8 @@ class Scheduler {
   tbb::task_arena arena_;
   tbb::task_group group_;
   std::atomic<int> in_flight_{0};
+  // Last: its threads may run tasks that use everything above.
+  ThreadPool sleeping_workers_;
 };
 
 }  // namespace tensorop::server

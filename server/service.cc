@@ -15,6 +15,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "core/status_macros.h"
+#include "server/handle_store.h"
 #include "server/metrics.h"
 #include "server/pipeline.h"
 #include "server/request_log.h"
@@ -71,8 +72,17 @@ absl::StatusOr<Placement> TensorOpService::Place(const v1::RunRequest& request) 
 }
 
 absl::Status TensorOpService::Submit(std::function<void()> work) {
-  // The scheduler queues every task alike; the placement matters to Execute.
-  return scheduler_->Submit(Placement{}, std::move(work));
+  return scheduler_->Submit(std::move(work));
+}
+
+absl::Status TensorOpService::Submit(const v1::RunRequest& request, const Placement& placement,
+                                     std::function<void()> work) {
+  // AUTO runs pinned to the device that holds a resident input or is to keep
+  // an output, and may wait for a slot there as OPENCL does.
+  if (placement.device == Device::kAuto && (ReadsHandles(request) || KeepsOutputs(request))) {
+    return scheduler_->Submit(std::move(work));
+  }
+  return scheduler_->Submit(placement, std::move(work));
 }
 
 absl::Status TensorOpService::Dispatch(const v1::RunRequest& request, CallRecord& record,
@@ -80,8 +90,8 @@ absl::Status TensorOpService::Dispatch(const v1::RunRequest& request, CallRecord
   absl::StatusOr<Placement> placement = Place(request);
   if (!placement.ok()) return placement.status();
   record.backend = placement->label;
-  return scheduler_->Submit(
-      *placement, [work = std::move(work), placement = *placement]() mutable { work(placement); });
+  return Submit(request, *placement,
+                [work = std::move(work), placement = *placement]() mutable { work(placement); });
 }
 
 }  // namespace tensorop::server

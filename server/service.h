@@ -182,6 +182,11 @@ class TensorOpService final : public ServiceBase {
   // Queues `work` on a scheduler worker before the request is parsed (Run,
   // RunStream parse there); it places the request itself with Place().
   absl::Status Submit(std::function<void()> work);
+  // Queues `work` for `request`, placed at `placement`: on a thread that
+  // sleeps when idle unless the request may wait for a device slot
+  // (Scheduler::Submit).
+  absl::Status Submit(const v1::RunRequest& request, const Placement& placement,
+                      std::function<void()> work);
   absl::StatusOr<Placement> Place(const v1::RunRequest& request) const;
 
   const ServiceOptions options_;

@@ -16,9 +16,12 @@
 
 namespace tensorop::tbb_backend {
 
-// Below this many bytes a request runs on the calling thread: threading costs
-// more than it saves.
-inline constexpr int64_t kSerialBytes = 64 << 10;
+// Up to this many bytes a request runs on the calling thread. Waking oneTBB's
+// workers for a 1 MiB copy saves under 0.1 ms on an idle machine, and they
+// then spin and yield before sleeping: a server making 1 MiB calls used about
+// a quarter more CPU per call that way, CPU its clients' threads wanted
+// (BENCHMARKS.md, "Bulk data"). Concurrent requests keep the cores busy.
+inline constexpr int64_t kSerialBytes = int64_t{1} << 20;
 // The bytes one block moves: large enough to amortise scheduling, small enough
 // that a stop request is noticed quickly and both cores get work.
 inline constexpr int64_t kBlockBytes = 256 << 10;

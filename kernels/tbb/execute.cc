@@ -12,6 +12,17 @@
 
 namespace tensorop::tbb_backend {
 
+bool RunsOnCallingThread(const ExecutionPlan& plan) {
+  // Every ForEachBlock of a plan counts some of these bytes: when all of them
+  // together are under the bound, each loop is.
+  int64_t bytes = 0;
+  for (const StridedCopy& copy : plan.copies) bytes += copy.element_count * copy.element_size;
+  for (const ScatterWalk& walk : plan.scatters) {
+    bytes += walk.element_count * (walk.element_size + walk.index_size);
+  }
+  return bytes <= kSerialBytes;
+}
+
 absl::Status Execute(const ExecutionPlan& plan, std::span<const std::byte* const> inputs,
                      std::span<std::byte* const> outputs, const StopCheck& stop) {
   if (inputs.size() != plan.input_names.size() || outputs.size() != plan.outputs.size()) {

@@ -20,6 +20,10 @@ namespace tensorop::tbb_backend {
 absl::Status Execute(const ExecutionPlan& plan, std::span<const std::byte* const> inputs,
                      std::span<std::byte* const> outputs, const StopCheck& stop = NeverStop);
 
+// Whether Execute(plan) runs every loop on the calling thread (too little work
+// to split), so that the caller need not be in an arena at all.
+bool RunsOnCallingThread(const ExecutionPlan& plan);
+
 }  // namespace tensorop::tbb_backend
 
 #endif  // TENSOROP_KERNELS_TBB_EXECUTE_H_

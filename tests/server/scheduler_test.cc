@@ -4,6 +4,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstddef>
+#include <functional>
 #include <future>
 #include <memory>
 #include <mutex>
@@ -12,6 +13,8 @@
 #include <string>
 #include <thread>
 #include <vector>
+
+#include <oneapi/tbb/task_arena.h>
 
 #include "core/operator.h"
 #include "core/tsan_annotations.h"
@@ -120,43 +123,98 @@ TEST(SchedulerTest, WaitReturnsAfterEveryTaskRan) {
   EXPECT_EQ(ran.load(), 100);
 }
 
+// Submits `task` as a CPU request (a sleeping thread), or with no placement
+// (a oneTBB task).
+using SubmitFn = absl::Status (*)(Scheduler&, std::function<void()>);
+constexpr SubmitFn kSubmitCpu = [](Scheduler& scheduler, std::function<void()> task) {
+  return scheduler.Submit(Placement{}, std::move(task));
+};
+constexpr SubmitFn kSubmitUnplaced = [](Scheduler& scheduler, std::function<void()> task) {
+  return scheduler.Submit(std::move(task));
+};
+
 TEST(SchedulerTest, TasksRunOnMoreWorkersThanTheHardwareHas) {
   // Four tasks that each wait for all four to have started: only completes if
   // four workers run at once, whatever the machine's core count.
   constexpr int kThreads = 4;
-  Scheduler scheduler({.worker_threads = kThreads});
-  std::mutex mu;
-  std::condition_variable cv;
-  int started = 0;
-  for (int i = 0; i < kThreads; ++i) {
-    ASSERT_TRUE(scheduler
-                    .Submit(Placement{},
-                            [&] {
-                              std::unique_lock<std::mutex> lock(mu);
-                              ++started;
-                              cv.notify_all();
-                              cv.wait(lock, [&] { return started == kThreads; });
-                            })
-                    .ok());
+  for (SubmitFn submit : {kSubmitCpu, kSubmitUnplaced}) {
+    Scheduler scheduler({.worker_threads = kThreads});
+    std::mutex mu;
+    std::condition_variable cv;
+    int started = 0;
+    for (int i = 0; i < kThreads; ++i) {
+      ASSERT_TRUE(submit(scheduler, [&] {
+                    std::unique_lock<std::mutex> lock(mu);
+                    ++started;
+                    cv.notify_all();
+                    cv.wait(lock, [&] { return started == kThreads; });
+                  }).ok());
+    }
+    scheduler.Wait();
+    EXPECT_EQ(started, kThreads);
   }
+}
+
+// Where a task ran: on a oneTBB worker (its arena slot), or on none.
+int ArenaSlotOfTask(SubmitFn submit, Scheduler& scheduler) {
+  std::promise<int> slot;
+  EXPECT_TRUE(submit(scheduler, [&] {
+                slot.set_value(tbb::this_task_arena::current_thread_index());
+              }).ok());
+  return slot.get_future().get();
+}
+
+TEST(SchedulerTest, CpuAndAutoRequestsRunOutsideOneTbbAndTheRestOnItsWorkers) {
+  Scheduler scheduler({.worker_threads = 2});
+  const SubmitFn submit_auto = [](Scheduler& scheduler, std::function<void()> task) {
+    return scheduler.Submit(Placement{.device = Device::kAuto}, std::move(task));
+  };
+  const SubmitFn submit_opencl = [](Scheduler& scheduler, std::function<void()> task) {
+    return scheduler.Submit(Placement{.device = Device::kOpenCl}, std::move(task));
+  };
+  const int outside_one_tbb = tbb::task_arena::not_initialized;
+  EXPECT_EQ(ArenaSlotOfTask(kSubmitCpu, scheduler), outside_one_tbb);
+  EXPECT_EQ(ArenaSlotOfTask(submit_auto, scheduler), outside_one_tbb);
+  EXPECT_GE(ArenaSlotOfTask(kSubmitUnplaced, scheduler), 0);
+  EXPECT_GE(ArenaSlotOfTask(submit_opencl, scheduler), 0);
+}
+
+TEST(SchedulerTest, WaitSeesTasksThatTasksOfTheOtherKindSubmitted) {
+  Scheduler scheduler({.worker_threads = 1});
+  std::atomic<int> ran{0};
+  ASSERT_TRUE(scheduler
+                  .Submit([&] {
+                    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+                    EXPECT_TRUE(scheduler
+                                    .Submit(Placement{},
+                                            [&] {
+                                              std::this_thread::sleep_for(
+                                                  std::chrono::milliseconds(20));
+                                              ++ran;
+                                            })
+                                    .ok());
+                    ++ran;
+                  })
+                  .ok());
   scheduler.Wait();
-  EXPECT_EQ(started, kThreads);
+  EXPECT_EQ(ran.load(), 2);
+  EXPECT_EQ(scheduler.in_flight(), 0);
 }
 
 // --- With the real OpenCL devices (PoCL here) ------------------------------
 
 // A uint8 slice of 64 KiB reversed: big enough to matter, checkable by value.
 struct SliceJob {
-  std::vector<std::byte> input = std::vector<std::byte>(1 << 16);
+  std::vector<std::byte> input;
   OpRequest request;
   ExecutionPlan plan;
   std::vector<std::byte> output;
 
-  SliceJob() {
-    for (size_t i = 0; i < input.size(); ++i) input[i] = static_cast<std::byte>(i * 7);
-    request = {SliceAttrs{{0}, {1 << 16}, {-1}},
-               {{"input", {TensorDesc{DType::kUint8, {1 << 16}, {}}, input}}},
-               {{{1 << 16}, {}}}};
+  explicit SliceJob(int64_t bytes = 1 << 16) : input(static_cast<size_t>(bytes)) {
+    for (size_t i = 0; i < input.size(); ++i) input[i] = static_cast<std::byte>(i * 7 + i / 253);
+    request = {SliceAttrs{{0}, {bytes}, {-1}},
+               {{"input", {TensorDesc{DType::kUint8, {bytes}, {}}, input}}},
+               {{{bytes}, {}}}};
     plan = *PlanOperator(request, {});
     output.assign(input.size(), std::byte{0});
   }
@@ -172,6 +230,25 @@ struct SliceJob {
     return true;
   }
 };
+
+TEST(SchedulerTest, CpuWorkOnBothSidesOfTheSerialBoundIsExactFromASleepingThread) {
+  // Small work runs on the sleeping thread itself; larger work runs its
+  // parallel loops as a task of the arena while that thread waits. One
+  // worker, so that TSan (which cannot follow oneTBB's own steals) checks the
+  // hand-off there and back.
+  Scheduler scheduler({.worker_threads = 1});
+  for (int64_t bytes : {int64_t{1} << 16, int64_t{4} << 20}) {
+    SliceJob job(bytes);
+    Placement placement;
+    std::promise<absl::Status> outcome;
+    ASSERT_TRUE(
+        scheduler.Submit(placement, [&] { outcome.set_value(job.RunOn(scheduler, placement)); })
+            .ok());
+    EXPECT_TRUE(outcome.get_future().get().ok());
+    EXPECT_EQ(placement.label, "cpu");
+    EXPECT_TRUE(job.Reversed()) << bytes << " bytes";
+  }
+}
 
 std::unique_ptr<DevicePool> OpenPool(const DevicePoolOptions& options) {
   std::vector<std::string> skipped;
@@ -278,9 +355,10 @@ TEST(SchedulerDeviceTest, BusyDeviceIsWaitedForWithoutHoldingAWorker) {
   std::future<absl::Status> waiting = SubmitOpenCl(scheduler, job, placement);
   ASSERT_TRUE(Eventually([&] { return pool->waiting(0) == 1; }));
 
+  // A task that may wait for a device itself: one of oneTBB's.
   std::promise<void> cpu_ran;
   std::shared_future<void> cpu_done = cpu_ran.get_future().share();
-  ASSERT_TRUE(scheduler.Submit(Placement{}, [&] { cpu_ran.set_value(); }).ok());
+  ASSERT_TRUE(scheduler.Submit([&] { cpu_ran.set_value(); }).ok());
   if (Scheduler::SuspendsWaitingTasks()) {
     cpu_done.get();
     EXPECT_EQ(pool->waiting(0), 1);  // still waiting: the slot is held
@@ -302,6 +380,32 @@ TEST(SchedulerDeviceTest, BusyDeviceIsWaitedForWithoutHoldingAWorker) {
   EXPECT_EQ(pool->in_flight(0), 0);
   EXPECT_EQ(pool->waiting(0), 0);
   EXPECT_EQ(pool->wait_histogram(0).buckets.size(), std::size(kWaitBucketsUs) + 1);
+}
+
+TEST(SchedulerDeviceTest, CpuRequestsRunWhileTheOnlyOneTbbWorkerWaitsForADevice) {
+  // In every build, sanitizers' included: CPU requests never queue behind a
+  // task waiting for a device slot.
+  std::unique_ptr<DevicePool> pool = OpenPool({.queue_depth = 1});
+  Scheduler scheduler({.worker_threads = 1, .devices = pool.get()});
+  ASSERT_OK_AND_ASSIGN(int held, pool->Acquire(0));
+  ASSERT_OK_AND_ASSIGN(Placement placement, scheduler.Place(v1::OPENCL, 0));
+  SliceJob waiting_job;
+  std::future<absl::Status> waiting = SubmitOpenCl(scheduler, waiting_job, placement);
+  ASSERT_TRUE(Eventually([&] { return pool->waiting(0) == 1; }));
+
+  ASSERT_OK_AND_ASSIGN(Placement cpu, scheduler.Place(v1::CPU, std::nullopt));
+  SliceJob cpu_job;
+  std::promise<absl::Status> cpu_outcome;
+  ASSERT_TRUE(
+      scheduler.Submit(cpu, [&] { cpu_outcome.set_value(cpu_job.RunOn(scheduler, cpu)); }).ok());
+  ASSERT_OK(cpu_outcome.get_future().get());
+  EXPECT_TRUE(cpu_job.Reversed());
+  EXPECT_EQ(pool->waiting(0), 1);  // the OPENCL request still waits
+
+  pool->Release(held);
+  ASSERT_OK(waiting.get());
+  EXPECT_TRUE(waiting_job.Reversed());
+  scheduler.Wait();
 }
 
 TEST(SchedulerDeviceTest, WaitPastTheMaxWaitIsDeadlineExceeded) {
