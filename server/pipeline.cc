@@ -778,6 +778,13 @@ int64_t ResponseDataBytes(const v1::RunResponse& response) {
 
 namespace {
 
+// Admits a streamed result: what it takes besides its outputs.
+AdmitFn AdmitParts(const ServiceOptions& options) {
+  return [&options](const ExecutionPlan&) -> absl::StatusOr<int64_t> {
+    return options.chunk_bytes + kPartOverheadBytes;  // the part being written
+  };
+}
+
 // ExecuteIntoBuffers, of `planned` when not null.
 absl::StatusOr<Outputs> IntoBuffers(const v1::RunRequest& request, PlannedRun* planned,
                                     const ServiceOptions& options, Scheduler& scheduler,
@@ -797,9 +804,7 @@ absl::StatusOr<Outputs> IntoBuffers(const v1::RunRequest& request, PlannedRun* p
     };
     banded.emplace(BandedStart{.band_bytes = streaming->band_bytes, .start = start});
   }
-  const AdmitFn admit = [&](const ExecutionPlan&) -> absl::StatusOr<int64_t> {
-    return options.chunk_bytes + kPartOverheadBytes;  // the part being written
-  };
+  const AdmitFn admit = AdmitParts(options);
   absl::Status status = Guarded([&] {
     RETURN_IF_ERROR(CheckNoSharedMemoryOutputs(request, "a streamed call"));
     KeptOutputs kept;
@@ -841,15 +846,35 @@ absl::StatusOr<Outputs> ExecutePlannedIntoBuffers(const v1::RunRequest& request,
                      handles);
 }
 
-absl::StatusOr<ResultParts> ExecuteIntoParts(const v1::RunRequest& request,
-                                             const ServiceOptions& options, Scheduler& scheduler,
-                                             Placement& placement, const StopCheck& stop,
-                                             MemoryBudget::Reservation& reservation,
-                                             CallRecord& record, const UploadedInputs* uploaded,
-                                             const HandleAccess* handles,
-                                             StreamWhileComputing* streaming) {
-  absl::StatusOr<Outputs> outputs = IntoBuffers(request, nullptr, options, scheduler, placement,
-                                                stop, reservation, uploaded, handles, streaming);
+absl::StatusOr<ResultParts> ExecuteIntoParts(
+    const v1::RunRequest& request, const ServiceOptions& options, Scheduler& scheduler,
+    Placement& placement, const StopCheck& stop, MemoryBudget::Reservation& reservation,
+    CallRecord& record, const UploadedInputs* uploaded, const HandleAccess* handles,
+    StreamWhileComputing* streaming, const RequestDataView* received, int64_t* received_reserved) {
+  std::unique_ptr<PlannedRun> planned;
+  if (received != nullptr && !KeepsOutputs(request) && !WritesToSharedMemory(request)) {
+    OutputBuffers forwarded;
+    bool forwarding = false;
+    RETURN_IF_ERROR(Guarded([&]() -> absl::Status {
+      ASSIGN_OR_RETURN(forwarding,
+                       PlanAndForward(request, options, scheduler, placement, stop, reservation,
+                                      AdmitParts(options), uploaded, handles, *received,
+                                      received_reserved, planned, forwarded));
+      return absl::OkStatus();
+    }));
+    record.backend = placement.label;
+    if (forwarding) {
+      const size_t count = forwarded.layouts.size();
+      return ResultParts(Outputs{.layouts = std::move(forwarded.layouts),
+                                 .buffers = std::vector<SharedOutput>(count),
+                                 .handles = {},
+                                 .forwarded = std::move(forwarded.forwarded)},
+                         placement.label, options.chunk_bytes);
+    }
+  }
+  absl::StatusOr<Outputs> outputs =
+      IntoBuffers(request, planned.get(), options, scheduler, placement, stop, reservation,
+                  uploaded, handles, streaming);
   record.backend = placement.label;
   if (!outputs.ok()) return outputs.status();
   if (streaming != nullptr && streaming->started) {

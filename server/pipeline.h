@@ -284,9 +284,12 @@ int64_t ResponseDataBytes(const v1::RunResponse& response);
 // to gRPC as slices of its buffer (server/response_writer.h).
 struct Outputs {
   std::vector<Layout> layouts;
-  std::vector<SharedOutput> buffers;  // null for a kept output
+  std::vector<SharedOutput> buffers;  // null for a kept or forwarded output
   // A kept output's handle (OutputDesc.keep), by output; empty: none kept.
   std::vector<std::optional<v1::TensorHandle>> handles;
+  // An output that is bytes of a received input: those bytes where gRPC
+  // received them (OutputBuffers::forwarded), by output; empty: none.
+  std::vector<std::vector<grpc::Slice>> forwarded;
 };
 
 // Executes `request` into server-held buffers (RunStream, RunChunked). Streamed
@@ -368,6 +371,8 @@ class ResultParts {
       }
       if (outputs_.buffers[output_] != nullptr) freed_ += layout.buffer_bytes();
       outputs_.buffers[output_].reset();
+      // Forwarded bytes stay reserved (they are the request's) until the call ends.
+      if (output_ < outputs_.forwarded.size()) outputs_.forwarded[output_].clear();
       ++output_;
       offset_ = -1;
     }
@@ -437,7 +442,12 @@ inline absl::StatusOr<ResultParts::Step> ResultParts::SerializeNext(
     if (progress_ == nullptr || progress_->ended()) reservation.Shrink(TakeFreed());
     if (!next_more_) return absl::OkStatus();
     step = Step::kPart;
-    if (next_chunk_.length > 0) {
+    if (next_chunk_.length > 0 && next_chunk_.output < outputs_.forwarded.size() &&
+        !outputs_.forwarded[next_chunk_.output].empty()) {
+      // Bytes of the request: slices of the slices they were received in.
+      SerializeChunkPart(outputs_.forwarded[next_chunk_.output], next_chunk_.offset,
+                         next_chunk_.length, buffer);
+    } else if (next_chunk_.length > 0) {
       // The chunk's bytes go out as a slice of the output: no copy.
       SerializeChunkPart(outputs_.buffers[next_chunk_.output], next_chunk_.offset,
                          next_chunk_.length, buffer);
@@ -463,12 +473,16 @@ struct StreamWhileComputing {
 
 // Executes `request` into server-held buffers and cuts them into parts
 // (RunStream, RunChunked); `record` learns where it ran. Once `streaming`
-// started, the parts went to it and the answer holds none.
+// started, the parts went to it and the answer holds none. With `received`
+// (the request's data left where it was received) an output that is a run of
+// those bytes is streamed from them, with no buffer, kernel or copy, as
+// ExecuteIntoAnswerBuffers does (`received_reserved` likewise).
 absl::StatusOr<ResultParts> ExecuteIntoParts(
     const v1::RunRequest& request, const ServiceOptions& options, Scheduler& scheduler,
     Placement& placement, const StopCheck& stop, MemoryBudget::Reservation& reservation,
     CallRecord& record, const UploadedInputs* uploaded = nullptr,
-    const HandleAccess* handles = nullptr, StreamWhileComputing* streaming = nullptr);
+    const HandleAccess* handles = nullptr, StreamWhileComputing* streaming = nullptr,
+    const RequestDataView* received = nullptr, int64_t* received_reserved = nullptr);
 
 // The status to finish a stream with when a write failed.
 absl::Status WriteFailure(const StopCheck& stop);

@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include <google/protobuf/io/coded_stream.h>
 #include <grpcpp/support/slice.h>
@@ -174,15 +175,42 @@ void SerializeWithOutputContents(const google::protobuf::MessageLite& head, int 
   *out = grpc::ByteBuffer(slices.data(), slices.size());
 }
 
-void SerializeChunkPart(const SharedOutput& buffer, int64_t offset, int64_t length,
-                        grpc::ByteBuffer* out) {
+namespace {
+
+std::string ChunkPartHead(int64_t length) {
   std::string head;
   head.push_back(static_cast<char>(kResultPartChunkTag));
   AppendVarint(static_cast<uint64_t>(length), &head);
+  return head;
+}
+
+}  // namespace
+
+void SerializeChunkPart(const SharedOutput& buffer, int64_t offset, int64_t length,
+                        grpc::ByteBuffer* out) {
+  const std::string head = ChunkPartHead(length);
   grpc::Slice slices[2] = {grpc::Slice(head.data(), head.size()),
                            grpc::Slice(buffer.get() + offset, static_cast<size_t>(length),
                                        &DropReference, new SharedOutput(buffer))};
   *out = grpc::ByteBuffer(slices, length > 0 ? 2 : 1);
+}
+
+void SerializeChunkPart(std::span<const grpc::Slice> slices, int64_t offset, int64_t length,
+                        grpc::ByteBuffer* out) {
+  const std::string head = ChunkPartHead(length);
+  std::vector<grpc::Slice> part = {grpc::Slice(head.data(), head.size())};
+  const int64_t end = offset + length;
+  int64_t at = 0;  // of the slice's first byte
+  for (const grpc::Slice& slice : slices) {
+    const int64_t size = static_cast<int64_t>(slice.size());
+    if (at >= end) break;
+    if (at + size > offset) {
+      part.push_back(slice.sub(static_cast<size_t>(std::max(offset, at) - at),
+                               static_cast<size_t>(std::min(end, at + size) - at)));
+    }
+    at += size;
+  }
+  *out = grpc::ByteBuffer(part.data(), part.size());
 }
 
 }  // namespace tensorop::server

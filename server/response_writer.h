@@ -87,6 +87,10 @@ void SerializeWithOutputContents(const google::protobuf::MessageLite& head, int 
 // into `out` without copying them: the slice holds a reference to `buffer`.
 void SerializeChunkPart(const SharedOutput& buffer, int64_t offset, int64_t length,
                         grpc::ByteBuffer* out);
+// The same of bytes [offset, offset + length) of `slices` end to end: the
+// part holds sub-slices of them (references, no copy).
+void SerializeChunkPart(std::span<const grpc::Slice> slices, int64_t offset, int64_t length,
+                        grpc::ByteBuffer* out);
 
 }  // namespace tensorop::server
 

@@ -134,7 +134,8 @@ class TensorOpService::StreamReactor final : public grpc::ServerWriteReactor<grp
     record_.backend = placement.label;
     absl::StatusOr<ResultParts> parts =
         ExecuteIntoParts(run_.request, service_->options_, *service_->scheduler_, placement, stop_,
-                         reservation_, record_, &run_.uploaded, &handles_, streaming);
+                         reservation_, record_, &run_.uploaded, &handles_, streaming,
+                         run_.received.has_value() ? &*run_.received : nullptr, &run_.data_bytes);
     run_.Free(reservation_);  // the inputs are done with; only the outputs stream
     return parts;
   }

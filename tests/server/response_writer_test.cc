@@ -150,6 +150,26 @@ TEST(ResponseWriterTest, ChunkPartsAreByteExactWithProtobuf) {
   EXPECT_EQ(Flatten(held).substr(2), bytes.substr(10, 20));
 }
 
+TEST(ResponseWriterTest, ChunkPartsOfReceivedSlicesAreByteExactAcrossTheirEdges) {
+  std::string bytes(300, '\0');
+  for (size_t i = 0; i < bytes.size(); ++i) bytes[i] = static_cast<char>(i * 7 + 1);
+  // Slices of 1, 99, 100 and 100 bytes, as gRPC might have received them.
+  std::vector<grpc::Slice> slices;
+  size_t at = 0;
+  for (size_t size : {size_t{1}, size_t{99}, size_t{100}, size_t{100}}) {
+    slices.emplace_back(bytes.data() + at, size);
+    at += size;
+  }
+  for (const auto& [offset, length] : std::vector<std::pair<int64_t, int64_t>>{
+           {0, 300}, {0, 1}, {1, 99}, {0, 100}, {50, 200}, {99, 2}, {299, 1}, {150, 0}}) {
+    v1::ResultPart expected;
+    expected.set_chunk(bytes.substr(static_cast<size_t>(offset), static_cast<size_t>(length)));
+    grpc::ByteBuffer out;
+    SerializeChunkPart(slices, offset, length, &out);
+    EXPECT_EQ(Flatten(out), expected.SerializeAsString()) << offset << "+" << length;
+  }
+}
+
 // `text` cut into slices of `piece` bytes, as gRPC hands received messages over.
 grpc::ByteBuffer Sliced(const std::string& text, size_t piece) {
   std::vector<grpc::Slice> slices;

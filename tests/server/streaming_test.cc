@@ -207,6 +207,55 @@ TEST(RunStreamTest, LargeInputsAreReadWhereTheyWereReceived) {
       GrpcStatusIs(grpc::StatusCode::INVALID_ARGUMENT, HasSubstr("input.data has 2097150 bytes")));
 }
 
+TEST_F(StreamingTest, RunStreamOfBytesTheRequestCarriesStreamsThemWithNoBuffer) {
+  // A Split into whole rows: each output is a run of the input's bytes, which
+  // stream back from the slices gRPC received them in, so no output buffer
+  // comes from the pool (which serves buffers from 4 MiB).
+  constexpr int64_t kRows = 10240, kCols = 1024;
+  std::string bytes(static_cast<size_t>(kRows * kCols), '\0');
+  for (size_t i = 0; i < bytes.size(); ++i) bytes[i] = static_cast<char>((i * 7 + i / 4093) % 256);
+  v1::RunRequest split;
+  split.set_id("split");
+  split.mutable_split()->set_axis(0);
+  (*split.mutable_inputs())["input"] = MakeTensor(v1::UINT8, {kRows, kCols}, bytes);
+  for (const int64_t rows : {int64_t{4096}, int64_t{6144}}) {
+    v1::OutputDesc* output = split.add_outputs();
+    output->add_sizes(rows);
+    output->add_sizes(kCols);
+  }
+  const auto pool_buffers = [&] {
+    return MetricValue(server_, "tensorop_buffer_pool_allocations_total") +
+           MetricValue(server_, "tensorop_buffer_pool_reuses_total");
+  };
+  const int64_t buffers_before = pool_buffers();
+  {
+    grpc::ClientContext context;
+    auto reader = stub_->RunStream(&context, split);
+    const std::vector<StreamedOutput> outputs = ReadParts(*reader);
+    ASSERT_THAT(reader->Finish(), GrpcOk());
+    ASSERT_EQ(outputs.size(), 2u);
+    EXPECT_EQ(outputs[0].header.backend(), "cpu");
+    EXPECT_THAT(outputs[0].header.sizes(), ElementsAre(4096, kCols));
+    EXPECT_EQ(outputs[1].header.byte_length(), 6144 * kCols);
+    EXPECT_TRUE(outputs[0].data == bytes.substr(0, 4096 * kCols));
+    EXPECT_TRUE(outputs[1].data == bytes.substr(4096 * kCols));
+    // In chunks of --chunk_bytes (1 MiB), as a buffer's would be.
+    EXPECT_EQ(outputs[0].chunk_sizes, std::vector<int64_t>(4, kMiB));
+    EXPECT_EQ(outputs[1].chunk_sizes, std::vector<int64_t>(6, kMiB));
+  }
+  EXPECT_EQ(pool_buffers(), buffers_before);
+  // Rows backwards need the kernel, and a buffer.
+  grpc::ClientContext context;
+  auto reader = stub_->RunStream(
+      &context, SliceRequest("backwards", MakeTensor(v1::UINT8, {kRows, kCols}, bytes), {0, 0},
+                             {kRows, kCols}, {-1, 1}, {kRows, kCols}));
+  const std::vector<StreamedOutput> outputs = ReadParts(*reader);
+  ASSERT_THAT(reader->Finish(), GrpcOk());
+  ASSERT_EQ(outputs.size(), 1u);
+  EXPECT_TRUE(outputs[0].data.substr(0, kCols) == bytes.substr((kRows - 1) * kCols));
+  EXPECT_EQ(pool_buffers(), buffers_before + 1);
+}
+
 TEST_F(StreamingTest, RunStreamReportsValidationErrorsAsTheCallStatus) {
   v1::RunRequest request = DocSliceRequest("bad");
   request.mutable_slice()->set_window_strides(2, 0);
