@@ -1,0 +1,73 @@
+#!/usr/bin/env bash
+# Two tensord binaries side by side on one Run round trip under ghz, rounds
+# alternating between them, each on a fresh server: per round, calls/s and
+# the server's CPU milliseconds per call. For a change whose effect is smaller
+# than the spread between runs of bench/bulk/run.sh (BENCHMARKS.md, "Bulk
+# data"): CPU per call moves far less from round to round than calls/s.
+#
+#   bench/bulk/ab.sh [--mib N] [--order forward|reversed] [-c C] [-n CALLS]
+#                    [--rounds R] A/tensord B/tensord
+#
+# The request is bulk_driver's: a 1-D uint8 Slice of N MiB, its bytes read
+# forward or backwards (default: 1 MiB backwards, 2000 calls at -c 2, 3 rounds).
+set -euo pipefail
+here="$(cd "$(dirname "$0")" && pwd)"
+root="$(cd "$here/../.." && pwd)"
+. "$root/scripts/lib.sh"
+
+mib=1 order=reversed concurrency=2 calls=2000 rounds=3
+usage() {
+  echo "usage: $0 [--mib N] [--order forward|reversed] [-c C] [-n CALLS] [--rounds R]" \
+       "A/tensord B/tensord" >&2
+  exit 2
+}
+while [ "$#" -gt 2 ]; do
+  case "$1" in
+    --mib) mib="$2"; shift 2 ;;
+    --order) order="$2"; shift 2 ;;
+    -c) concurrency="$2"; shift 2 ;;
+    -n) calls="$2"; shift 2 ;;
+    --rounds) rounds="$2"; shift 2 ;;
+    *) usage ;;
+  esac
+done
+[ "$#" -eq 2 ] || usage
+
+bin="$(bench_bin_dir "$root" bulk_driver)"
+ghz="$("$root/bench/load/install-ghz.sh")"
+apt_install jq
+bench_scratch
+
+"$bin/bulk_driver" encode --bytes=$((mib << 20)) --order="$order" >"$work/request.bin"
+message_mib=$(( mib + 1 > 64 ? mib + 1 : 64 ))
+ghz_calls() {  # port calls
+  "$ghz" --insecure --proto "$root/proto/tensorop/v1/tensorop.proto" \
+    --import-paths "$root/proto" --call tensorop.v1.TensorOp/Run -B "$work/request.bin" \
+    -n "$2" -c "$concurrency" --max-recv-message-size="${message_mib}MiB" \
+    --max-send-message-size="${message_mib}MiB" -O json "127.0.0.1:$1"
+}
+cpu_ticks() { awk '{ print $14 + $15 }' "/proc/$1/stat"; }
+
+echo "| round | tensord | calls/s | server CPU ms/call | errors |"
+echo "| --- | --- | --- | --- | --- |"
+for round in $(seq 1 "$rounds"); do
+  for tensord in "$1" "$2"; do
+    "$tensord" --address=127.0.0.1:0 --metrics_address=127.0.0.1:0 --http_address= \
+      --max_message_bytes=$((message_mib << 20)) >"$work/out" 2>"$work/log" &
+    pid="$!"
+    servers+=("$pid")
+    port="$(tensord_port "$work/out" "$pid")"
+    sleep 3  # past the calibration, whose work would count as the calls' CPU
+    ghz_calls "$port" 100 >/dev/null  # warm-up
+    before="$(cpu_ticks "$pid")"
+    ghz_calls "$port" "$calls" >"$work/result.json"
+    ticks=$(( $(cpu_ticks "$pid") - before ))
+    kill -TERM "$pid"
+    wait "$pid" 2>/dev/null || true
+    echo "| $round | $tensord | $(jq -r '.rps | floor' "$work/result.json") |" \
+         "$(awk -v t="$ticks" -v n="$calls" -v hz="$(getconf CLK_TCK)" \
+                'BEGIN { printf "%.2f", t * 1000 / hz / n }') |" \
+         "$(jq -r '[.statusCodeDistribution | to_entries[] | select(.key != "OK") | .value] | add // 0' \
+                "$work/result.json") |"
+  done
+done
