@@ -150,12 +150,6 @@ inference::ModelInferRequest SplitRowsRequest(const std::string& bytes, int64_t 
   return request;
 }
 
-// Output buffers taken from the pool (from 4 MiB) so far.
-int64_t PoolBuffers(const TensordProcess& server) {
-  return MetricValue(server, "tensorop_buffer_pool_allocations_total") +
-         MetricValue(server, "tensorop_buffer_pool_reuses_total");
-}
-
 TEST_F(InferenceTest, OutputsAreAnsweredFromTheBuffersTheKernelsWrote) {
   // Split into the left and right 512 columns, asked for as output_1,
   // output_0, output_1: each output is written once into a buffer of the

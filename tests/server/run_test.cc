@@ -221,25 +221,13 @@ TEST_F(RunTest, LargeInputsAreReadWhereTheyWereReceived) {
 }
 
 TEST_F(RunTest, OutputsThatAreReceivedBytesAreAnsweredWithThemInPlace) {
-  // A 10 MiB uint8 [10240, 1024] split into 4 MiB and 6 MiB of whole rows:
-  // each output is a run of the input's bytes, answered with the slices gRPC
-  // received them in, so no output buffer comes from the pool (from 4 MiB).
-  constexpr int64_t kRows = 10240, kCols = 1024;
-  std::string bytes(static_cast<size_t>(kRows * kCols), '\0');
-  for (size_t i = 0; i < bytes.size(); ++i) bytes[i] = static_cast<char>((i * 7 + i / 4093) % 256);
-  v1::RunRequest split;
-  split.set_id("split");
-  split.mutable_split()->set_axis(0);
-  (*split.mutable_inputs())["input"] = MakeTensor(v1::UINT8, {kRows, kCols}, bytes);
-  for (const int64_t rows : {int64_t{4096}, int64_t{6144}}) {
-    v1::OutputDesc* output = split.add_outputs();
-    output->add_sizes(rows);
-    output->add_sizes(kCols);
-  }
-  const auto pool_buffers = [&] {
-    return MetricValue(server_, "tensorop_buffer_pool_allocations_total") +
-           MetricValue(server_, "tensorop_buffer_pool_reuses_total");
-  };
+  // Each output of the split is a run of the input's bytes, answered with the
+  // slices gRPC received them in, so no output buffer comes from the pool.
+  constexpr int64_t kRows = SplitRows::kRows, kCols = SplitRows::kCols;
+  const SplitRows rows_case = SplitRowsCase();
+  const std::string& bytes = rows_case.bytes;
+  v1::RunRequest split = rows_case.request;
+  const auto pool_buffers = [&] { return PoolBuffers(server_); };
   // Answered in the reaction, no worker taking part, where parsing and
   // planning the request is light work.
   const auto forwarded = [&] { return MetricValue(server_, "tensorop_forwarded_answers_total"); };

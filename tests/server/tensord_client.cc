@@ -67,6 +67,24 @@ v1::RunRequest DocSliceRequest(const std::string& id) {
                       {1, 1, 4, 3}, {1, 1, 2, 2}, {1, 1, 2, 2});
 }
 
+SplitRows SplitRowsCase() {
+  SplitRows split;
+  split.bytes.resize(static_cast<size_t>(SplitRows::kRows * SplitRows::kCols));
+  for (size_t i = 0; i < split.bytes.size(); ++i) {
+    split.bytes[i] = static_cast<char>((i * 7 + i / 4093) % 256);
+  }
+  split.request.set_id("split");
+  split.request.mutable_split()->set_axis(0);
+  (*split.request.mutable_inputs())["input"] =
+      MakeTensor(v1::UINT8, {SplitRows::kRows, SplitRows::kCols}, split.bytes);
+  for (const int64_t rows : {int64_t{4096}, int64_t{6144}}) {
+    v1::OutputDesc* output = split.request.add_outputs();
+    output->add_sizes(rows);
+    output->add_sizes(SplitRows::kCols);
+  }
+  return split;
+}
+
 v1::RunRequest BroadcastRowsRequest(const std::string& id, int64_t rows, int64_t cols) {
   std::string row(static_cast<size_t>(cols), '\0');
   for (int64_t c = 0; c < cols; ++c) row[c] = static_cast<char>(BroadcastRowValue(c));
@@ -250,6 +268,11 @@ int64_t MetricValue(const TensordProcess& server, const std::string& series) {
   const size_t at = result->body.find(prefix);
   if (at == std::string::npos) return -1;
   return std::stoll(result->body.substr(at + prefix.size()));
+}
+
+int64_t PoolBuffers(const TensordProcess& server) {
+  return MetricValue(server, "tensorop_buffer_pool_allocations_total") +
+         MetricValue(server, "tensorop_buffer_pool_reuses_total");
 }
 
 int64_t MetricValueOnceItIs(const TensordProcess& server, const std::string& series,

@@ -69,6 +69,16 @@ v1::RunRequest DocSliceRequest(const std::string& id);
 // broadcast with stride 0 (row value: column % 251), sliced whole: the output is
 // rows*cols bytes while the upload is cols bytes.
 v1::RunRequest BroadcastRowsRequest(const std::string& id, int64_t rows, int64_t cols);
+
+// A 10 MiB uint8 [10240, 1024] input split into 4096 and 6144 whole rows (4
+// and 6 MiB): each output is a run of the input's bytes, which the server
+// answers with from where gRPC received them.
+struct SplitRows {
+  static constexpr int64_t kRows = 10240, kCols = 1024;
+  std::string bytes;  // the input's
+  v1::RunRequest request;
+};
+SplitRows SplitRowsCase();
 inline uint8_t BroadcastRowValue(int64_t column) { return static_cast<uint8_t>(column % 251); }
 
 // Protobuf wire format by hand, for messages we have no generated code for.
@@ -92,6 +102,8 @@ void ReleaseEveryHandle(v1::TensorOp::Stub& stub);
 // The value of `series` on the server's /metrics (its name, with labels
 // if it has any: `tensorop_handles{backend="cpu"}`), or -1.
 int64_t MetricValue(const TensordProcess& server, const std::string& series);
+// The output buffers `server`'s pool handed out so far (from 4 MiB).
+int64_t PoolBuffers(const TensordProcess& server);
 // MetricValue once it reads `expected`, or its last reading after 10 s: a call's
 // reservation is given back in its OnDone, a moment after the client has its
 // status.
