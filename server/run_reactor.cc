@@ -113,7 +113,13 @@ class TensorOpService::UnaryReactor final : public grpc::ServerUnaryReactor {
                                        service_->options_.buffer_pool, &run_));
       Describe();
     }
-    ASSIGN_OR_RETURN(Placement placement, service_->Place(run_.request));
+    // Placed in the reaction when parsed there: the placement that chose this worker.
+    Placement placement;
+    if (placed_.has_value()) {
+      placement = *placed_;
+    } else {
+      ASSIGN_OR_RETURN(placement, service_->Place(run_.request));
+    }
     record_.backend = placement.label;
     if (WritesToSharedMemory(run_.request) || KeepsOutputs(run_.request)) {
       return WorkWithOutputsElsewhere(placement);
