@@ -434,6 +434,28 @@ absl::StatusOr<std::unique_ptr<PlannedRun>> PlanRun(const v1::RunRequest& reques
   return run;
 }
 
+std::unique_ptr<PlannedRun> PlanIfTiny(const v1::RunRequest& request, const ServiceOptions& options,
+                                       const Scheduler& scheduler, const Placement& placement,
+                                       const StopCheck& stop) {
+  if (placement.device == Device::kOpenCl) return nullptr;
+  if (KeepsOutputs(request) || WritesToSharedMemory(request)) return nullptr;
+  int64_t input_bytes = 0;
+  for (const auto& [name, tensor] : request.inputs()) {
+    if (tensor.has_handle() || tensor.has_shared_memory()) return nullptr;
+    input_bytes += static_cast<int64_t>(tensor.data().size());
+  }
+  if (input_bytes > kTinyRequestBytes) return nullptr;
+  absl::StatusOr<std::unique_ptr<PlannedRun>> run =
+      PlanRun(request, options, stop, /*uploaded=*/nullptr, /*handles=*/nullptr);
+  if (!run.ok()) return nullptr;
+  const ExecutionPlan& plan = (*run)->plan;
+  if (!plan.scatters.empty() || plan.bytes_moved > kTinyRequestBytes ||
+      scheduler.MayRunOnDevice(placement, plan)) {
+    return nullptr;
+  }
+  return *std::move(run);
+}
+
 UploadedInputs Spans(const InputBuffers& buffers) {
   UploadedInputs spans;
   for (const auto& [name, buffer] : buffers) spans.bytes.emplace(name, buffer.bytes());
@@ -590,7 +612,8 @@ absl::Status ExecuteIntoResponse(const v1::RunRequest& request, const ServiceOpt
                                  Scheduler& scheduler, Placement& placement, const StopCheck& stop,
                                  MemoryBudget::Reservation& reservation, bool with_status,
                                  absl::string_view too_big_hint, v1::RunResponse* response,
-                                 const UploadedInputs* uploaded, const HandleAccess* handles) {
+                                 const UploadedInputs* uploaded, const HandleAccess* handles,
+                                 PlannedRun* planned) {
   const AdmitFn admit = [&](const ExecutionPlan& plan) -> absl::StatusOr<int64_t> {
     const std::string backend = placement.device == Device::kCpu
                                     ? std::string("cpu")
@@ -625,7 +648,7 @@ absl::Status ExecuteIntoResponse(const v1::RunRequest& request, const ServiceOpt
           data->resize(static_cast<size_t>(layout.buffer_bytes()));
           return reinterpret_cast<std::byte*>(data->data());
         },
-        uploaded, handles, &kept));
+        uploaded, handles, &kept, planned));
     for (size_t i = 0; i < kept.size(); ++i) {
       if (kept[i] == nullptr) continue;
       ToProtoHandle(*kept[i], handles->store->replica(),

@@ -211,15 +211,19 @@ absl::StatusOr<bool> ParseReceivedRunIfLight(const grpc::ByteBuffer* bytes,
                                              MemoryBudget::Reservation& reservation,
                                              size_t max_rest_bytes, ReceivedRun* run);
 
+struct PlannedRun;
+
 // Executes `request` with its outputs inline in `response` (Run, RunBidi),
 // refusing before any work an answer whose serialized size would pass the
-// message limit. On error `response` holds no outputs.
+// message limit. On error `response` holds no outputs. `planned`: the request
+// planned already (PlanIfTiny); null: planned here.
 absl::Status ExecuteIntoResponse(const v1::RunRequest& request, const ServiceOptions& options,
                                  Scheduler& scheduler, Placement& placement, const StopCheck& stop,
                                  MemoryBudget::Reservation& reservation, bool with_status,
                                  absl::string_view too_big_hint, v1::RunResponse* response,
                                  const UploadedInputs* uploaded = nullptr,
-                                 const HandleAccess* handles = nullptr);
+                                 const HandleAccess* handles = nullptr,
+                                 PlannedRun* planned = nullptr);
 
 // Executes `request` into output buffers that become its answer (Run):
 // SerializeRunResponse hands them to gRPC without a copy, so what the answer
@@ -268,6 +272,20 @@ struct PlannedRun {
   std::map<std::string, const std::vector<std::span<const std::byte>>*, std::less<>> pieced;
   int64_t host_copy_bytes = 0;
 };
+
+// The most input data, and output bytes, of a request that runs on the thread
+// that read it (PlanIfTiny): copying it takes a few microseconds, less than
+// handing it to a worker and back (BENCHMARKS.md, "RunBidi").
+inline constexpr int64_t kTinyRequestBytes = 16 << 10;
+
+// `request` planned, when it is tiny work on the CPU: its inputs carried in
+// it (no handle, no shared memory region), its outputs answered (none kept or
+// in a region), copies only (no scatter) of at most kTinyRequestBytes, and
+// `placement` the CPU or AUTO that stays there. Null for any other request,
+// and for one that does not plan: its worker plans it again and says why.
+std::unique_ptr<PlannedRun> PlanIfTiny(const v1::RunRequest& request, const ServiceOptions& options,
+                                       const Scheduler& scheduler, const Placement& placement,
+                                       const StopCheck& stop);
 
 // Validates and plans `request` without running it. The plan holds views
 // into `request` and the input bytes: they must outlive it.

@@ -8,6 +8,7 @@
 
 #include <oneapi/tbb/task.h>
 
+#include "absl/cleanup/cleanup.h"
 #include "absl/strings/str_cat.h"
 #include "core/status_macros.h"
 #include "core/tsan_annotations.h"
@@ -160,6 +161,13 @@ absl::Status Scheduler::Submit(const Placement& placement, std::function<void()>
     }
     in_flight_.fetch_sub(1, std::memory_order_relaxed);
   });
+  return absl::OkStatus();
+}
+
+absl::Status Scheduler::RunHere(const std::function<void()>& task) {
+  RETURN_IF_ERROR(Admit());
+  absl::Cleanup done = [this] { in_flight_.fetch_sub(1, std::memory_order_relaxed); };
+  task();
   return absl::OkStatus();
 }
 

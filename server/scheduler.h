@@ -84,6 +84,10 @@ class Scheduler {
   // The same for a task that may wait for a device slot whatever its
   // placement (ExecuteOnDevice), or is not placed yet: a oneTBB task.
   absl::Status Submit(std::function<void()> task);
+  // Runs `task` on the calling thread, counted in flight like a queued task
+  // (RESOURCE_EXHAUSTED past max_queued_requests; Wait() sees it): for work
+  // smaller than the hand-off to a worker and back.
+  absl::Status RunHere(const std::function<void()>& task);
 
   // Runs `plan` where `placement` says, settling AUTO by the plan's size and
   // the devices' health; a device failure marks the device unhealthy and the

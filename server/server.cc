@@ -18,6 +18,7 @@
 #include "absl/strings/string_view.h"
 #include "kernels/opencl/device.h"
 #include "server/calibration.h"
+#include "server/pipeline.h"
 #include "server/request_log.h"
 #include "server/tls_stream.h"
 #include "server/transport.h"
@@ -161,6 +162,12 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Create(const ServerConfig& confi
                      "contiguous run of an input): no kernel, no copy, no worker.",
                      "counter", {},
                      [service = server->service_.get()] { return service->forwarded_answers(); });
+  metrics.AddSampled("tensorop_requests_run_here_total",
+                     absl::StrCat("RunBidi requests run on the thread that read them, with no "
+                                  "hop to a worker: copies of at most ",
+                                  kTinyRequestBytes >> 10, " KiB on the CPU."),
+                     "counter", {},
+                     [service = server->service_.get()] { return service->requests_run_here(); });
   server->inference_ = std::make_unique<InferenceService>(server->service_.get(), &metrics);
   server->echo_ = std::make_unique<EchoService>(config.service.max_message_bytes);
   AddCalibrationSeries(metrics, scheduler, devices);

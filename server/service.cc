@@ -8,6 +8,7 @@
 
 #include <chrono>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <utility>
 
@@ -92,6 +93,22 @@ absl::Status TensorOpService::Dispatch(const v1::RunRequest& request, CallRecord
   record.backend = placement->label;
   return Submit(request, *placement,
                 [work = std::move(work), placement = *placement]() mutable { work(placement); });
+}
+
+absl::Status TensorOpService::DispatchOrRunHere(const v1::RunRequest& request, CallRecord& record,
+                                                const StopCheck& stop,
+                                                std::function<void(Placement&, PlannedRun*)> work) {
+  ASSIGN_OR_RETURN(Placement placement, Place(request));
+  record.backend = placement.label;
+  if (std::unique_ptr<PlannedRun> planned =
+          PlanIfTiny(request, options_, *scheduler_, placement, stop)) {
+    return scheduler_->RunHere([&] {
+      run_here_.fetch_add(1, std::memory_order_relaxed);  // counted before its answer goes out
+      work(placement, planned.get());
+    });
+  }
+  return Submit(request, placement,
+                [work = std::move(work), placement]() mutable { work(placement, nullptr); });
 }
 
 }  // namespace tensorop::server

@@ -29,6 +29,7 @@
 
 namespace tensorop::server {
 
+struct PlannedRun;
 class RequestDataView;
 struct UploadedInputs;
 
@@ -113,6 +114,8 @@ class TensorOpService final : public ServiceBase {
   // Run calls answered in the reaction with the bytes their requests carried
   // (run_reactor.cc): no kernel, no copy, no worker.
   int64_t forwarded_answers() const { return forwarded_answers_.load(std::memory_order_relaxed); }
+  // RunBidi requests run on the thread that read them (DispatchOrRunHere).
+  int64_t requests_run_here() const { return run_here_.load(std::memory_order_relaxed); }
 
   // The native pipeline for another front end (server/inference_service.h).
   // SubmitTask queues `work` on a scheduler worker (a non-OK status says why
@@ -179,6 +182,12 @@ class TensorOpService final : public ServiceBase {
   // why nothing was queued.
   absl::Status Dispatch(const v1::RunRequest& request, CallRecord& record,
                         std::function<void(Placement&)> work);
+  // Dispatch, but a request that is tiny work (PlanIfTiny) runs here, on the
+  // calling thread: `work(placement, planned)`, with its plan; on a worker,
+  // `planned` is null.
+  absl::Status DispatchOrRunHere(const v1::RunRequest& request, CallRecord& record,
+                                 const StopCheck& stop,
+                                 std::function<void(Placement&, PlannedRun*)> work);
   // Queues `work` on a scheduler worker before the request is parsed (Run,
   // RunStream parse there); it places the request itself with Place().
   absl::Status Submit(std::function<void()> work);
@@ -197,6 +206,7 @@ class TensorOpService final : public ServiceBase {
   IdleWatchdog idle_;
   std::atomic<int> open_calls_{0};
   std::atomic<int64_t> forwarded_answers_{0};
+  std::atomic<int64_t> run_here_{0};
 };
 
 }  // namespace tensorop::server

@@ -421,6 +421,65 @@ TEST_F(PipelineTest, ExecuteIntoResponseReportsTheValidatorsError) {
   EXPECT_EQ(response.outputs_size(), 0);
 }
 
+TEST_F(PipelineTest, OnlyTinyCopiesOnTheCpuArePlannedToRunWhereTheyAreRead) {
+  const Placement cpu = CpuPlacement();
+  const auto tiny = [&](const v1::RunRequest& request, const Placement& placement) {
+    return PlanIfTiny(request, options_, scheduler_, placement, NeverStop()) != nullptr;
+  };
+  EXPECT_TRUE(tiny(SliceRequest(), cpu));
+  Placement opencl = cpu;
+  opencl.device = Device::kOpenCl;
+  EXPECT_FALSE(tiny(SliceRequest(), opencl));
+
+  // The bound is on the input data and on what the plan writes: one int32
+  // broadcast down a column of 4096 rows is 16 KiB out, of 4097 one more.
+  const auto column = [](int64_t rows) {
+    v1::RunRequest request = SliceRequest();
+    v1::Tensor& input = (*request.mutable_inputs())["input"];
+    SetInts(input.mutable_sizes(), {rows, 1});
+    SetInts(input.mutable_strides(), {0, 1});
+    input.set_data(Int32Bytes({7}));
+    v1::SliceAttrs* slice = request.mutable_slice();
+    SetInts(slice->mutable_offsets(), {0, 0});
+    SetInts(slice->mutable_window_sizes(), {rows, 1});
+    SetInts(request.mutable_outputs(0)->mutable_sizes(), {rows, 1});
+    return request;
+  };
+  ASSERT_EQ(kTinyRequestBytes, 4096 * 4);
+  EXPECT_TRUE(tiny(column(4096), cpu));
+  EXPECT_FALSE(tiny(column(4097), cpu));
+  v1::RunRequest long_input = SliceRequest();
+  SetInts((*long_input.mutable_inputs())["input"].mutable_sizes(), {2, 2049});
+  (*long_input.mutable_inputs())["input"].set_data(std::string(2 * 2049 * 4, '\0'));
+  EXPECT_FALSE(tiny(long_input, cpu));  // 16392 bytes in, 16 out
+
+  // Inputs and outputs elsewhere pin handles and regions: a worker's.
+  v1::RunRequest from_region = SliceRequest();
+  (*from_region.mutable_inputs())["input"].mutable_shared_memory()->set_region("r");
+  EXPECT_FALSE(tiny(from_region, cpu));
+  v1::RunRequest from_handle = SliceRequest();
+  (*from_handle.mutable_inputs())["input"].mutable_handle()->set_id("h");
+  EXPECT_FALSE(tiny(from_handle, cpu));
+  v1::RunRequest kept = SliceRequest();
+  kept.mutable_outputs(0)->set_keep(true);
+  EXPECT_FALSE(tiny(kept, cpu));
+
+  // A scatter, and a request that does not plan (its worker says why).
+  v1::RunRequest scatter;
+  scatter.mutable_scatter_elements()->set_axis(0);
+  for (const char* name : {"input", "indices", "updates"}) {
+    v1::Tensor& tensor = (*scatter.mutable_inputs())[name];
+    tensor.set_dtype(v1::INT32);
+    SetInts(tensor.mutable_sizes(), {1});
+    tensor.set_data(Int32Bytes({0}));
+  }
+  ASSERT_TRUE(PlanRun(scatter, options_, NeverStop(), nullptr, nullptr).ok());
+  EXPECT_FALSE(tiny(scatter, cpu));
+  v1::RunRequest bad = SliceRequest();
+  bad.mutable_slice()->set_window_strides(0, 0);
+  EXPECT_FALSE(tiny(bad, cpu));
+}
+
 TEST_F(PipelineTest, AStoppedCallIsNotStarted) {
   const v1::RunRequest request = SliceRequest();
   Placement placement = CpuPlacement();

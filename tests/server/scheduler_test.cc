@@ -113,6 +113,34 @@ TEST(SchedulerTest, SubmitPastTheQueueBoundIsRefusedAtOnce) {
   EXPECT_EQ(ran.load(), 3);
 }
 
+TEST(SchedulerTest, RunHereRunsOnTheCallingThreadCountedInFlight) {
+  Scheduler scheduler({.worker_threads = 1, .max_queued_requests = 2});
+  const std::thread::id caller = std::this_thread::get_id();
+  std::thread::id ran_on;
+  int in_flight_inside = -1;
+  ASSERT_TRUE(scheduler
+                  .RunHere([&] {
+                    ran_on = std::this_thread::get_id();
+                    in_flight_inside = scheduler.in_flight();
+                  })
+                  .ok());
+  EXPECT_EQ(ran_on, caller);
+  EXPECT_EQ(in_flight_inside, 1);
+  EXPECT_EQ(scheduler.in_flight(), 0);
+  // Past the queue bound it is refused like a queued task, and does not run.
+  Gate gate;
+  const Placement cpu;
+  ASSERT_TRUE(scheduler.Submit(cpu, [&] { gate.Wait(); }).ok());
+  ASSERT_TRUE(scheduler.Submit(cpu, [&] { gate.Wait(); }).ok());
+  bool ran = false;
+  EXPECT_THAT(scheduler.RunHere([&] { ran = true; }),
+              StatusIs(absl::StatusCode::kResourceExhausted, HasSubstr("--max_queued_requests")));
+  EXPECT_FALSE(ran);
+  gate.Open();
+  scheduler.Wait();
+  EXPECT_EQ(scheduler.in_flight(), 0);
+}
+
 TEST(SchedulerTest, WaitReturnsAfterEveryTaskRan) {
   Scheduler scheduler({.worker_threads = 2});
   std::atomic<int> ran{0};

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/server/grpc_matchers.h"
@@ -484,6 +485,53 @@ TEST_F(StreamingTest, RunBidiAnswersEveryIdOnceWithItsOwnStatus) {
   std::string line = AwaitLogLine(server_, {"\"id\":\"bad\""});
   EXPECT_THAT(line, HasSubstr("\"method\":\"RunBidi\""));
   EXPECT_THAT(line, HasSubstr("\"status\":\"INVALID_ARGUMENT\""));
+}
+
+TEST_F(StreamingTest, RunBidiRunsTinyCopiesWhereTheyAreReadAndTheRestOnWorkers) {
+  // Copies of at most 16 KiB run on the thread that read them. The bound is on
+  // what the plan writes: a 1 KiB row broadcast to 16 rows runs there, to 17
+  // rows it goes to a worker. So do OPENCL and a request that does not plan.
+  const auto run_here = [&] { return MetricValue(server_, "tensorop_requests_run_here_total"); };
+  const int64_t before = run_here();
+  std::vector<v1::RunRequest> requests = {
+      DocSliceRequest("a"), BroadcastRowsRequest("16-rows", 16, 1024),
+      BroadcastRowsRequest("17-rows", 17, 1024), DocSliceRequest("bad"), DocSliceRequest("gpu")};
+  requests[3].mutable_slice()->set_window_strides(3, 0);
+  requests[4].set_backend(v1::OPENCL);
+
+  grpc::ClientContext context;
+  auto stream = stub_->RunBidi(&context);
+  for (const v1::RunRequest& request : requests) ASSERT_TRUE(stream->Write(request));
+  ASSERT_TRUE(stream->WritesDone());
+  std::map<std::string, v1::RunResponse> answers;
+  v1::RunResponse response;
+  while (stream->Read(&response)) answers.emplace(response.id(), response);
+  ASSERT_THAT(stream->Finish(), GrpcOk()) << server_.Log();
+
+  ASSERT_EQ(answers.size(), requests.size());
+  for (const std::string id : {"a", "gpu"}) {
+    EXPECT_EQ(answers[id].status().code(), 0) << id << ": " << answers[id].status().message();
+    ASSERT_EQ(answers[id].outputs_size(), 1) << id;
+    EXPECT_THAT(Unpack<float>(answers[id].outputs(0).data()), ElementsAre(2, 4, 10, 12)) << id;
+  }
+  EXPECT_EQ(answers["a"].backend(), "cpu");
+  EXPECT_THAT(answers["gpu"].backend(), ::testing::StartsWith("opencl:"));
+  for (const int64_t rows : {16, 17}) {
+    const v1::RunResponse& answer = answers[absl::StrCat(rows, "-rows")];
+    EXPECT_EQ(answer.status().code(), 0) << rows << ": " << answer.status().message();
+    ASSERT_EQ(answer.outputs_size(), 1) << rows;
+    const std::string& data = answer.outputs(0).data();
+    ASSERT_EQ(static_cast<int64_t>(data.size()), rows * 1024) << rows;
+    int64_t mismatches = 0;
+    for (size_t i = 0; i < data.size(); ++i) {
+      mismatches +=
+          static_cast<uint8_t>(data[i]) != BroadcastRowValue(static_cast<int64_t>(i % 1024));
+    }
+    EXPECT_EQ(mismatches, 0) << rows;
+  }
+  EXPECT_EQ(answers["bad"].status().code(), static_cast<int>(grpc::StatusCode::INVALID_ARGUMENT));
+  EXPECT_EQ(answers["bad"].status().message(), "slice.window_strides[3] must not be 0");
+  EXPECT_EQ(run_here(), before + 2);  // "a" and "16-rows"
 }
 
 TEST_F(StreamingTest, RunBidiKeepsUpWithManyRequestsSentBeforeAnyRead) {
