@@ -436,7 +436,7 @@ absl::StatusOr<std::unique_ptr<PlannedRun>> PlanRun(const v1::RunRequest& reques
 
 std::unique_ptr<PlannedRun> PlanIfTiny(const v1::RunRequest& request, const ServiceOptions& options,
                                        const Scheduler& scheduler, const Placement& placement,
-                                       const StopCheck& stop) {
+                                       const StopCheck& stop, const HandleAccess* handles) {
   if (placement.device == Device::kOpenCl) return nullptr;
   if (KeepsOutputs(request) || WritesToSharedMemory(request)) return nullptr;
   int64_t input_bytes = 0;
@@ -446,7 +446,7 @@ std::unique_ptr<PlannedRun> PlanIfTiny(const v1::RunRequest& request, const Serv
   }
   if (input_bytes > kTinyRequestBytes) return nullptr;
   absl::StatusOr<std::unique_ptr<PlannedRun>> run =
-      PlanRun(request, options, stop, /*uploaded=*/nullptr, /*handles=*/nullptr);
+      PlanRun(request, options, stop, /*uploaded=*/nullptr, handles);
   if (!run.ok()) return nullptr;
   const ExecutionPlan& plan = (*run)->plan;
   if (!plan.scatters.empty() || plan.bytes_moved > kTinyRequestBytes ||
@@ -767,7 +767,7 @@ absl::StatusOr<OutputBuffers> ExecuteIntoAnswerBuffers(
     const v1::RunRequest& request, const ServiceOptions& options, Scheduler& scheduler,
     Placement& placement, const StopCheck& stop, MemoryBudget::Reservation& reservation,
     absl::string_view too_big_hint, const UploadedInputs* uploaded, const HandleAccess* handles,
-    const RequestDataView* received, int64_t* received_reserved) {
+    const RequestDataView* received, int64_t* received_reserved, PlannedRun* planned) {
   if (KeepsOutputs(request)) {
     return absl::InternalError("kept outputs are answered by ExecuteIntoResponse");
   }
@@ -775,19 +775,20 @@ absl::StatusOr<OutputBuffers> ExecuteIntoAnswerBuffers(
   OutputBuffers outputs;
   KeptOutputs kept;
   absl::Status status = Guarded([&]() -> absl::Status {
-    std::unique_ptr<PlannedRun> planned;
+    std::unique_ptr<PlannedRun> planned_to_forward;
     if (received != nullptr) {
       ASSIGN_OR_RETURN(
           const bool forwarded,
           PlanAndForward(request, options, scheduler, placement, stop, reservation, admit, uploaded,
-                         handles, *received, received_reserved, planned, outputs));
+                         handles, *received, received_reserved, planned_to_forward, outputs));
       if (forwarded) return absl::OkStatus();
+      planned = planned_to_forward.get();
     }
     return PlanAndExecute(
         request, options.limits, options.shared_memory, scheduler, placement, stop, reservation,
         admit,
         AllocateInto(options.buffer_pool, outputs, [](OutputBuffer buffer) { return buffer; }),
-        uploaded, handles, &kept, planned.get());
+        uploaded, handles, &kept, planned);
   });
   if (!status.ok()) return status;
   return outputs;

@@ -235,13 +235,14 @@ absl::Status ExecuteIntoResponse(const v1::RunRequest& request, const ServiceOpt
 // buffer, no copy (OutputBuffers::forwarded). `*received_reserved`, the bytes
 // of `reservation` covering `received` (ReceivedRun::data_bytes; null: none),
 // is lowered by those the answer takes over for the slices it keeps: free the
-// view with what is left.
+// view with what is left. `planned`: as for ExecuteIntoResponse, without
+// `received`.
 absl::StatusOr<OutputBuffers> ExecuteIntoAnswerBuffers(
     const v1::RunRequest& request, const ServiceOptions& options, Scheduler& scheduler,
     Placement& placement, const StopCheck& stop, MemoryBudget::Reservation& reservation,
     absl::string_view too_big_hint, const UploadedInputs* uploaded = nullptr,
     const HandleAccess* handles = nullptr, const RequestDataView* received = nullptr,
-    int64_t* received_reserved = nullptr);
+    int64_t* received_reserved = nullptr, PlannedRun* planned = nullptr);
 
 // The answer ExecuteIntoAnswerBuffers would give `request` with the bytes it
 // received, when it would: planning only, no kernel and no copy, so light
@@ -283,9 +284,10 @@ inline constexpr int64_t kTinyRequestBytes = 16 << 10;
 // in a region), copies only (no scatter) of at most kTinyRequestBytes, and
 // `placement` the CPU or AUTO that stays there. Null for any other request,
 // and for one that does not plan: its worker plans it again and says why.
+// `handles`: the call's, as for PlanRun (where a draining replica refuses).
 std::unique_ptr<PlannedRun> PlanIfTiny(const v1::RunRequest& request, const ServiceOptions& options,
                                        const Scheduler& scheduler, const Placement& placement,
-                                       const StopCheck& stop);
+                                       const StopCheck& stop, const HandleAccess* handles);
 
 // Validates and plans `request` without running it. The plan holds views
 // into `request` and the input bytes: they must outlive it.

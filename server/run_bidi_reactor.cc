@@ -203,7 +203,7 @@ class TensorOpService::BidiReactor final
     // A tiny request runs in this reaction: a hop to a worker and back per
     // request cost a pipelined stream of them a quarter of its CPU.
     absl::Status status = service_->DispatchOrRunHere(
-        *request, record, stop_,
+        *request, record, stop_, &handles_,
         [this, request, record, held](Placement& placement, PlannedRun* planned) mutable {
           v1::RunResponse response;
           absl::Status status = ExecuteIntoResponse(

@@ -37,7 +37,9 @@ namespace tensorop::server {
 // an outer Split) needs no kernel. When parsing and planning it is light work
 // (ParseReceivedRunIfLight) it is answered in the reaction with those bytes,
 // which spares it the hop to a worker and back: about 5 % of a 1 MiB call
-// when calls come one at a time (BENCHMARKS.md, "Bulk data").
+// when calls come one at a time (BENCHMARKS.md, "Bulk data"). A request of
+// at most kParseHereBytes is parsed in the reaction too, and runs there when
+// its plan is a tiny copy on the CPU (PlanIfTiny); else a worker goes on.
 
 class TensorOpService::UnaryReactor final : public grpc::ServerUnaryReactor {
  public:
@@ -77,11 +79,15 @@ class TensorOpService::UnaryReactor final : public grpc::ServerUnaryReactor {
  private:
   // The request's fields but its data bound the work of parsing it here.
   static constexpr size_t kMaxRestInReaction = 16 << 10;
+  // A request this small is parsed by protobuf in the reaction: a tiny
+  // request's data and as much again of other fields.
+  static constexpr size_t kParseHereBytes = kTinyRequestBytes + kMaxRestInReaction;
   static constexpr absl::string_view kTooBigHint = "use RunStream for large results";
 
   // True when the request was answered with the bytes it carries; false, maybe
   // having parsed it (`parsed_`), when a worker is to go on.
   absl::StatusOr<bool> AnswerInReaction() {
+    if (request_bytes_->Length() <= kParseHereBytes) return RunHereIfTiny();
     ASSIGN_OR_RETURN(parsed_, ParseReceivedRunIfLight(request_bytes_, "Run", reservation_,
                                                       kMaxRestInReaction, &run_));
     if (!parsed_) return false;
@@ -106,8 +112,28 @@ class TensorOpService::UnaryReactor final : public grpc::ServerUnaryReactor {
     return true;
   }
 
-  // On a scheduler worker.
-  absl::Status Work() {
+  // A small request, parsed and placed here: run here too when its plan is
+  // tiny work for the CPU, the plan going with it; else left to a worker.
+  absl::StatusOr<bool> RunHereIfTiny() {
+    RETURN_IF_ERROR(ParseReceivedRun(request_bytes_, "Run", reservation_,
+                                     service_->options_.buffer_pool, &run_));
+    parsed_ = true;
+    Describe();
+    ASSIGN_OR_RETURN(Placement placement, service_->Place(run_.request));
+    record_.backend = placement.label;
+    placed_ = placement;
+    std::unique_ptr<PlannedRun> planned = PlanIfTiny(
+        run_.request, service_->options_, *service_->scheduler_, placement, stop_, &handles_);
+    if (planned == nullptr) return false;
+    absl::Status status;
+    RETURN_IF_ERROR(service_->RunHere([&] { status = Work(planned.get()); }));
+    RETURN_IF_ERROR(status);
+    return true;
+  }
+
+  // On a scheduler worker; or in the reaction, with the request's tiny plan
+  // (`planned`, else null).
+  absl::Status Work(PlannedRun* planned = nullptr) {
     if (!parsed_) {
       RETURN_IF_ERROR(ParseReceivedRun(request_bytes_, "Run", reservation_,
                                        service_->options_.buffer_pool, &run_));
@@ -125,10 +151,10 @@ class TensorOpService::UnaryReactor final : public grpc::ServerUnaryReactor {
       return WorkWithOutputsElsewhere(placement);
     }
     const bool may_forward = run_.received.has_value() && !tried_forwarding_;
-    absl::StatusOr<OutputBuffers> outputs =
-        ExecuteIntoAnswerBuffers(run_.request, service_->options_, *service_->scheduler_, placement,
-                                 stop_, reservation_, kTooBigHint, &run_.uploaded, &handles_,
-                                 may_forward ? &*run_.received : nullptr, &run_.data_bytes);
+    absl::StatusOr<OutputBuffers> outputs = ExecuteIntoAnswerBuffers(
+        run_.request, service_->options_, *service_->scheduler_, placement, stop_, reservation_,
+        kTooBigHint, &run_.uploaded, &handles_, may_forward ? &*run_.received : nullptr,
+        &run_.data_bytes, planned);
     record_.backend = placement.label;
     RETURN_IF_ERROR(outputs.status());
     Answer(*outputs, placement);

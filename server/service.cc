@@ -96,19 +96,23 @@ absl::Status TensorOpService::Dispatch(const v1::RunRequest& request, CallRecord
 }
 
 absl::Status TensorOpService::DispatchOrRunHere(const v1::RunRequest& request, CallRecord& record,
-                                                const StopCheck& stop,
+                                                const StopCheck& stop, const HandleAccess* handles,
                                                 std::function<void(Placement&, PlannedRun*)> work) {
   ASSIGN_OR_RETURN(Placement placement, Place(request));
   record.backend = placement.label;
   if (std::unique_ptr<PlannedRun> planned =
-          PlanIfTiny(request, options_, *scheduler_, placement, stop)) {
-    return scheduler_->RunHere([&] {
-      run_here_.fetch_add(1, std::memory_order_relaxed);  // counted before its answer goes out
-      work(placement, planned.get());
-    });
+          PlanIfTiny(request, options_, *scheduler_, placement, stop, handles)) {
+    return RunHere([&] { work(placement, planned.get()); });
   }
   return Submit(request, placement,
                 [work = std::move(work), placement]() mutable { work(placement, nullptr); });
+}
+
+absl::Status TensorOpService::RunHere(const std::function<void()>& work) {
+  return scheduler_->RunHere([&] {
+    run_here_.fetch_add(1, std::memory_order_relaxed);  // counted before its answer goes out
+    work();
+  });
 }
 
 }  // namespace tensorop::server

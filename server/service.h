@@ -30,6 +30,7 @@
 namespace tensorop::server {
 
 struct PlannedRun;
+struct HandleAccess;
 class RequestDataView;
 struct UploadedInputs;
 
@@ -114,7 +115,7 @@ class TensorOpService final : public ServiceBase {
   // Run calls answered in the reaction with the bytes their requests carried
   // (run_reactor.cc): no kernel, no copy, no worker.
   int64_t forwarded_answers() const { return forwarded_answers_.load(std::memory_order_relaxed); }
-  // RunBidi requests run on the thread that read them (DispatchOrRunHere).
+  // Run and RunBidi requests run on the thread that read them (RunHere).
   int64_t requests_run_here() const { return run_here_.load(std::memory_order_relaxed); }
 
   // The native pipeline for another front end (server/inference_service.h).
@@ -186,8 +187,11 @@ class TensorOpService final : public ServiceBase {
   // calling thread: `work(placement, planned)`, with its plan; on a worker,
   // `planned` is null.
   absl::Status DispatchOrRunHere(const v1::RunRequest& request, CallRecord& record,
-                                 const StopCheck& stop,
+                                 const StopCheck& stop, const HandleAccess* handles,
                                  std::function<void(Placement&, PlannedRun*)> work);
+  // Runs `work`, tiny work for the CPU, on the calling thread, counted in
+  // flight (Scheduler::RunHere) and in requests_run_here().
+  absl::Status RunHere(const std::function<void()>& work);
   // Queues `work` on a scheduler worker before the request is parsed (Run,
   // RunStream parse there); it places the request itself with Place().
   absl::Status Submit(std::function<void()> work);

@@ -6,21 +6,22 @@
 # data"): CPU per call moves far less from round to round than calls/s.
 #
 #   bench/bulk/ab.sh [--mib N] [--order forward|reversed] [-c C] [-n CALLS]
-#                    [--rounds R] [--bidi] A/tensord B/tensord [more/tensord ...]
+#                    [--rounds R] [--small | --bidi] A/tensord B/tensord [more/tensord ...]
 #
 # The request is bulk_driver's: a 1-D uint8 Slice of N MiB, its bytes read
 # forward or backwards (default: 1 MiB backwards, 2000 calls at -c 2, 3 rounds).
-# --bidi: RunBidi streams of 100 small Slices each instead (bench/load's
-# slice_small case; -c 8 and 200 streams unless given), per request.
+# --small: Run calls of bench/load's small Slice instead (-c 32, 20000 calls
+# unless given); --bidi: RunBidi streams of 100 of them each (-c 8, 200
+# streams), per request.
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 root="$(cd "$here/../.." && pwd)"
 . "$root/scripts/lib.sh"
 
-mib=1 order=reversed concurrency="" calls="" rounds=3 bidi=0
+mib=1 order=reversed concurrency="" calls="" rounds=3 small=0 bidi=0
 usage() {
   echo "usage: $0 [--mib N] [--order forward|reversed] [-c C] [-n CALLS] [--rounds R]" \
-       "[--bidi] A/tensord B/tensord [more/tensord ...]" >&2
+       "[--small | --bidi] A/tensord B/tensord [more/tensord ...]" >&2
   exit 2
 }
 while [ "$#" -gt 0 ] && [ "${1#-}" != "$1" ]; do
@@ -30,6 +31,7 @@ while [ "$#" -gt 0 ] && [ "${1#-}" != "$1" ]; do
     -c) concurrency="$2"; shift 2 ;;
     -n) calls="$2"; shift 2 ;;
     --rounds) rounds="$2"; shift 2 ;;
+    --small) small=1; shift ;;
     --bidi) bidi=1; shift ;;
     *) usage ;;
   esac
@@ -42,11 +44,17 @@ apt_install jq
 bench_scratch
 
 # Requests per ghz call (per stream for --bidi), and the unit CPU is shown in.
-if [ "$bidi" = 1 ]; then
-  : "${concurrency:=8}" "${calls:=200}"
-  method=RunBidi per_call=100 unit="µs/request" scale=1000000
+if [ "$small" = 1 ] || [ "$bidi" = 1 ]; then
   "$bin/tensorctl" encode "$root/bench/load/cases/slice_small.json" --case load/slice_small \
     >"$work/request.bin"
+  unit="µs/request" scale=1000000
+  if [ "$bidi" = 1 ]; then
+    : "${concurrency:=8}" "${calls:=200}"
+    method=RunBidi per_call=100
+  else
+    : "${concurrency:=32}" "${calls:=20000}"
+    method=Run per_call=1
+  fi
 else
   : "${concurrency:=2}" "${calls:=2000}"
   method=Run per_call=1 unit="ms/call" scale=1000

@@ -311,6 +311,10 @@ TEST_F(ReplicaHandlesTest, ADrainingReplicaServesItsHandlesAndTurnsTheRestAway) 
   EXPECT_THAT(direct.Put(DocInput()), StatusIs(absl::StatusCode::kUnavailable, refusal));
   EXPECT_THAT(direct.RunChain(OneStepChain(plain)),
               StatusIs(absl::StatusCode::kUnavailable, refusal));
+  // A tiny copy, which RunBidi runs on the thread that read it, too.
+  const std::vector<absl::StatusOr<Result>> bidi = direct.RunBidi({plain});
+  ASSERT_EQ(bidi.size(), 1u);
+  EXPECT_THAT(bidi[0], StatusIs(absl::StatusCode::kUnavailable, refusal));
 
   // Its handles are still served, by every call on them.
   ASSERT_OK_AND_ASSIGN(const Result sliced, client.Run(DocSliceOf(held)));

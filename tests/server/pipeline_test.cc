@@ -424,7 +424,7 @@ TEST_F(PipelineTest, ExecuteIntoResponseReportsTheValidatorsError) {
 TEST_F(PipelineTest, OnlyTinyCopiesOnTheCpuArePlannedToRunWhereTheyAreRead) {
   const Placement cpu = CpuPlacement();
   const auto tiny = [&](const v1::RunRequest& request, const Placement& placement) {
-    return PlanIfTiny(request, options_, scheduler_, placement, NeverStop()) != nullptr;
+    return PlanIfTiny(request, options_, scheduler_, placement, NeverStop(), nullptr) != nullptr;
   };
   EXPECT_TRUE(tiny(SliceRequest(), cpu));
   Placement opencl = cpu;

@@ -282,6 +282,44 @@ TEST_F(RunTest, OutputsThatAreReceivedBytesAreAnsweredWithThemInPlace) {
   EXPECT_THAT(Run(split), GrpcStatusIs(grpc::StatusCode::INVALID_ARGUMENT, HasSubstr("axis")));
 }
 
+TEST_F(RunTest, TinyCopiesRunWhereTheyAreReadAndTheRestOnWorkers) {
+  // A request of at most 32 KiB is parsed in gRPC's reaction, and runs there
+  // when its plan is a copy of at most 16 KiB on the CPU. The bound is on what
+  // the plan writes: a 1 KiB row broadcast to 16 rows runs there, to 17 rows
+  // it goes to a worker. So do OPENCL and a request that does not plan.
+  const auto run_here = [&] { return MetricValue(server_, "tensorop_requests_run_here_total"); };
+  const int64_t before = run_here();
+  v1::RunResponse response;
+  ASSERT_THAT(Run(DocSliceRequest("a"), &response), GrpcOk());
+  EXPECT_EQ(response.backend(), "cpu");
+  ASSERT_EQ(response.outputs_size(), 1);
+  EXPECT_THAT(Unpack<float>(response.outputs(0).data()), ElementsAre(2, 4, 10, 12));
+  EXPECT_EQ(run_here(), before + 1);
+  for (const int64_t rows : {16, 17}) {
+    ASSERT_THAT(Run(BroadcastRowsRequest("rows", rows, 1024), &response), GrpcOk()) << rows;
+    ASSERT_EQ(response.outputs_size(), 1) << rows;
+    const std::string& data = response.outputs(0).data();
+    ASSERT_EQ(static_cast<int64_t>(data.size()), rows * 1024) << rows;
+    int64_t mismatches = 0;
+    for (size_t i = 0; i < data.size(); ++i) {
+      mismatches +=
+          static_cast<uint8_t>(data[i]) != BroadcastRowValue(static_cast<int64_t>(i % 1024));
+    }
+    EXPECT_EQ(mismatches, 0) << rows;
+  }
+  EXPECT_EQ(run_here(), before + 2);
+  v1::RunRequest on_device = DocSliceRequest("gpu");
+  on_device.set_backend(v1::OPENCL);
+  ASSERT_THAT(Run(on_device, &response), GrpcOk());
+  EXPECT_THAT(response.backend(), ::testing::StartsWith("opencl:"));
+  EXPECT_THAT(Unpack<float>(response.outputs(0).data()), ElementsAre(2, 4, 10, 12));
+  v1::RunRequest bad = DocSliceRequest("bad");
+  bad.mutable_slice()->set_window_strides(3, 0);
+  EXPECT_THAT(Run(bad), GrpcStatusIs(grpc::StatusCode::INVALID_ARGUMENT,
+                                     "slice.window_strides[3] must not be 0"));
+  EXPECT_EQ(run_here(), before + 2);
+}
+
 TEST_F(RunTest, OpenClRunsOnTheDeviceAndSaysWhich) {
   v1::RunRequest request = DocSliceRequest("gpu");
   request.set_backend(v1::OPENCL);
