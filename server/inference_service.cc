@@ -119,43 +119,61 @@ absl::Status ParseInferRequest(const grpc::ByteBuffer* bytes, absl::string_view 
   return absl::OkStatus();
 }
 
-// One inference, from its bytes to its serialized answer, on a scheduler
-// worker: parsed with its bytes reserved (bounded from the tags before
-// anything is allocated), converted, executed by the native pipeline and
-// serialized into `out`. `record` is filled as it goes; `reservation` holds
-// the answer when it returns OK.
-absl::Status Infer(TensorOpService& native, const grpc::ByteBuffer& bytes, absl::string_view method,
-                   const StopCheck& stop, CallRecord& record,
-                   MemoryBudget::Reservation& reservation, std::string* model,
-                   grpc::ByteBuffer* out) {
-  RETURN_IF_ERROR(stop());
+// A ModelInferRequest parsed and converted: what ExecuteInfer runs.
+struct PreparedInfer {
   inference::ModelInferRequest request;
-  std::optional<RequestDataView> received;
-  int input_entry = -1;
+  std::optional<RequestDataView> received;  // input "input"'s bytes where received
+  int input_entry = -1;                     // its entry in `received`
+  std::optional<int64_t> held_bytes;        // their count
+  v1::RunRequest run;
+  UploadedInputs uploaded;
+};
+
+// An inference's first half: `bytes` parsed with what that takes reserved
+// (bounded from the tags before anything is allocated) and converted into
+// `prepared`, `record` describing it.
+absl::Status PrepareInfer(const grpc::ByteBuffer& bytes, absl::string_view method,
+                          const StopCheck& stop, CallRecord& record,
+                          MemoryBudget::Reservation& reservation, PreparedInfer& prepared) {
+  RETURN_IF_ERROR(stop());
+  inference::ModelInferRequest& request = prepared.request;
+  std::optional<RequestDataView>& received = prepared.received;
   RETURN_IF_ERROR(
-      ParseInferRequest(&bytes, method, reservation, &request, &received, &input_entry));
-  *model = request.model_name();
+      ParseInferRequest(&bytes, method, reservation, &request, &received, &prepared.input_entry));
   RETURN_IF_ERROR(reservation.Grow(
       TypedContentsBound(request),
       absl::StrCat(method, ": the typed contents of request \"", request.id(), "\"")));
-  std::optional<int64_t> held_bytes;
   if (received.has_value()) {
-    held_bytes = received->inputs()[static_cast<size_t>(input_entry)].bytes;
+    prepared.held_bytes = received->inputs()[static_cast<size_t>(prepared.input_entry)].bytes;
   }
-  ASSIGN_OR_RETURN(v1::RunRequest run, ToRunRequest(request, held_bytes));
+  ASSIGN_OR_RETURN(prepared.run, ToRunRequest(request, prepared.held_bytes));
+  const v1::RunRequest& run = prepared.run;
   const absl::Time start = record.start;
   std::string identity = std::move(record.identity);
   record = DescribeRequest(method, run);
   record.start = start;
   record.identity = std::move(identity);
-  record.bytes_in += held_bytes.value_or(0);
-  UploadedInputs uploaded;
+  record.bytes_in += prepared.held_bytes.value_or(0);
   if (received.has_value()) {
     const std::optional<DType> dtype = DTypeFromInt(run.inputs().at("input").dtype());
-    uploaded.pieces.emplace("input",
-                            received->ElementPieces(static_cast<size_t>(input_entry),
-                                                    dtype.has_value() ? ElementSize(*dtype) : 1));
+    prepared.uploaded.pieces.emplace(
+        "input", received->ElementPieces(static_cast<size_t>(prepared.input_entry),
+                                         dtype.has_value() ? ElementSize(*dtype) : 1));
   }
+  return absl::OkStatus();
+}
+
+// Its second half: `prepared` executed by the native pipeline and its answer
+// serialized into `out`; `reservation` holds the answer when it returns OK.
+// `tiny`: the request planned to run here, in a reaction (PlanTiny).
+absl::Status ExecuteInfer(TensorOpService& native, PreparedInfer& prepared, const StopCheck& stop,
+                          CallRecord& record, MemoryBudget::Reservation& reservation,
+                          grpc::ByteBuffer* out, TensorOpService::TinyRun* tiny = nullptr) {
+  const inference::ModelInferRequest& request = prepared.request;
+  std::optional<RequestDataView>& received = prepared.received;
+  const std::optional<int64_t>& held_bytes = prepared.held_bytes;
+  v1::RunRequest& run = prepared.run;
+  UploadedInputs& uploaded = prepared.uploaded;
   int64_t inputs_reserved = reservation.bytes();
   // The part of it covering the bytes `received` holds: an answer forwarding
   // them takes that over (ExecuteIntoAnswerBuffers).
@@ -181,7 +199,7 @@ absl::Status Infer(TensorOpService& native, const grpc::ByteBuffer& bytes, absl:
     ASSIGN_OR_RETURN(OutputBuffers outputs,
                      native.ExecuteIntoBuffersOnWorker(
                          run, record, stop, reservation, kTooBigHint, &uploaded,
-                         received.has_value() ? &*received : nullptr, &received_reserved));
+                         received.has_value() ? &*received : nullptr, &received_reserved, tiny));
     run.Clear();  // the inputs are done with
     inputs_reserved -= held_bytes.value_or(0) - received_reserved;
     v1::RunResponse layouts;
@@ -196,6 +214,18 @@ absl::Status Infer(TensorOpService& native, const grpc::ByteBuffer& bytes, absl:
   // reserved it. The request and its inputs go now.
   reservation.Shrink(inputs_reserved);
   return absl::OkStatus();
+}
+
+// One inference, from its bytes to its serialized answer, on a scheduler
+// worker: both halves above.
+absl::Status Infer(TensorOpService& native, const grpc::ByteBuffer& bytes, absl::string_view method,
+                   const StopCheck& stop, CallRecord& record,
+                   MemoryBudget::Reservation& reservation, std::string* model,
+                   grpc::ByteBuffer* out) {
+  PreparedInfer prepared;
+  RETURN_IF_ERROR(PrepareInfer(bytes, method, stop, record, reservation, prepared));
+  *model = prepared.request.model_name();
+  return ExecuteInfer(native, prepared, stop, record, reservation, out);
 }
 
 }  // namespace
@@ -427,7 +457,9 @@ grpc::ServerUnaryReactor* InferenceService::CudaSharedMemoryUnregister(
 
 // ---------------------------------------------------------------------------
 // ModelInfer: reserved in the reaction, parsed and run on a worker, answered
-// from there (as TensorOpService's Run).
+// from there (as TensorOpService's Run). A request of at most
+// kParseHereBytes is parsed in the reaction, and runs there when it is tiny
+// work for the CPU (PlanTiny), as Run's.
 
 class InferenceService::InferReactor final : public grpc::ServerUnaryReactor {
  public:
@@ -442,12 +474,17 @@ class InferenceService::InferReactor final : public grpc::ServerUnaryReactor {
     service_->native_->BeginOpenCall();
     record_.method = "ModelInfer";
     record_.identity = PeerIdentity(*context);
+    bool answered = false;
     absl::Status status = Guarded([&] {
       RETURN_IF_ERROR(reservation_.Grow(static_cast<int64_t>(request->Length()),
                                         "ModelInfer: the request as received"));
+      if (request->Length() <= kParseHereBytes) {
+        ASSIGN_OR_RETURN(answered, RunHereIfTiny());
+        if (answered) return absl::OkStatus();
+      }
       return service_->native_->SubmitTask([this] { Work(); });
     });
-    if (!status.ok()) Done(status);
+    if (answered || !status.ok()) Done(status);
   }
 
   void OnDone() override {
@@ -460,12 +497,37 @@ class InferenceService::InferReactor final : public grpc::ServerUnaryReactor {
   }
 
  private:
+  // A tiny request's data and as much again of other fields, as Run's.
+  static constexpr size_t kParseHereBytes = 2 * kTinyRequestBytes;
+
+  // Parses the request here, and runs it here too when it is tiny work for
+  // the CPU; false, the request parsed, when a worker is to go on.
+  absl::StatusOr<bool> RunHereIfTiny() {
+    prepared_ = std::make_unique<PreparedInfer>();
+    RETURN_IF_ERROR(
+        PrepareInfer(*request_bytes_, "ModelInfer", stop_, record_, reservation_, *prepared_));
+    std::optional<TensorOpService::TinyRun> tiny =
+        service_->native_->PlanTiny(prepared_->run, stop_, /*handles=*/nullptr);
+    if (!tiny.has_value()) return false;
+    absl::Status status;
+    RETURN_IF_ERROR(service_->native_->RunHere([&] {
+      status = ExecuteInfer(*service_->native_, *prepared_, stop_, record_, reservation_,
+                            response_bytes_, &*tiny);
+    }));
+    RETURN_IF_ERROR(status);
+    return true;
+  }
+
   // On a scheduler worker.
   void Work() {
-    std::string model;
     absl::Status status = Guarded([&] {
-      return Infer(*service_->native_, *request_bytes_, "ModelInfer", stop_, record_, reservation_,
-                   &model, response_bytes_);
+      if (prepared_ == nullptr) {
+        prepared_ = std::make_unique<PreparedInfer>();
+        RETURN_IF_ERROR(
+            PrepareInfer(*request_bytes_, "ModelInfer", stop_, record_, reservation_, *prepared_));
+      }
+      return ExecuteInfer(*service_->native_, *prepared_, stop_, record_, reservation_,
+                          response_bytes_);
     });
     Done(status);
   }
@@ -483,6 +545,7 @@ class InferenceService::InferReactor final : public grpc::ServerUnaryReactor {
   const std::shared_ptr<IdleWatch> watch_;
   MemoryBudget::Reservation reservation_;  // held until the answer was sent
   CallRecord record_;
+  std::unique_ptr<PreparedInfer> prepared_;  // once parsed
 };
 
 grpc::ServerUnaryReactor* InferenceService::ModelInfer(grpc::CallbackServerContext* context,

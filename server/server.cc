@@ -163,7 +163,8 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Create(const ServerConfig& confi
                      "counter", {},
                      [service = server->service_.get()] { return service->forwarded_answers(); });
   metrics.AddSampled("tensorop_requests_run_here_total",
-                     absl::StrCat("Run and RunBidi requests run on the thread that read them, "
+                     absl::StrCat("Run, RunBidi and ModelInfer requests run on the thread that "
+                                  "read them, "
                                   "with no hop to a worker: copies of at most ",
                                   kTinyRequestBytes >> 10, " KiB on the CPU."),
                      "counter", {},

@@ -98,14 +98,24 @@ absl::Status TensorOpService::Dispatch(const v1::RunRequest& request, CallRecord
 absl::Status TensorOpService::DispatchOrRunHere(const v1::RunRequest& request, CallRecord& record,
                                                 const StopCheck& stop, const HandleAccess* handles,
                                                 std::function<void(Placement&, PlannedRun*)> work) {
+  if (std::optional<TinyRun> tiny = PlanTiny(request, stop, handles)) {
+    record.backend = tiny->placement.label;
+    return RunHere([&] { work(tiny->placement, tiny->planned.get()); });
+  }
   ASSIGN_OR_RETURN(Placement placement, Place(request));
   record.backend = placement.label;
-  if (std::unique_ptr<PlannedRun> planned =
-          PlanIfTiny(request, options_, *scheduler_, placement, stop, handles)) {
-    return RunHere([&] { work(placement, planned.get()); });
-  }
   return Submit(request, placement,
                 [work = std::move(work), placement]() mutable { work(placement, nullptr); });
+}
+
+std::optional<TensorOpService::TinyRun> TensorOpService::PlanTiny(
+    const v1::RunRequest& request, const StopCheck& stop, const HandleAccess* handles) const {
+  absl::StatusOr<Placement> placement = Place(request);
+  if (!placement.ok()) return std::nullopt;
+  std::unique_ptr<PlannedRun> planned =
+      PlanIfTiny(request, options_, *scheduler_, *placement, stop, handles);
+  if (planned == nullptr) return std::nullopt;
+  return TinyRun{.placement = *placement, .planned = std::move(planned)};
 }
 
 absl::Status TensorOpService::RunHere(const std::function<void()>& work) {
@@ -168,12 +178,19 @@ absl::Status TensorOpService::ExecuteOnWorker(const v1::RunRequest& request, Cal
 absl::StatusOr<OutputBuffers> TensorOpService::ExecuteIntoBuffersOnWorker(
     const v1::RunRequest& request, CallRecord& record, const StopCheck& stop,
     MemoryBudget::Reservation& reservation, absl::string_view too_big_hint,
-    const UploadedInputs* uploaded, const RequestDataView* received, int64_t* received_reserved) {
-  ASSIGN_OR_RETURN(Placement placement, Place(request));
+    const UploadedInputs* uploaded, const RequestDataView* received, int64_t* received_reserved,
+    TinyRun* tiny) {
+  Placement placement;
+  if (tiny != nullptr) {
+    placement = tiny->placement;
+  } else {
+    ASSIGN_OR_RETURN(placement, Place(request));
+  }
   record.backend = placement.label;
   absl::StatusOr<OutputBuffers> outputs = ExecuteIntoAnswerBuffers(
       request, options_, *scheduler_, placement, stop, reservation, too_big_hint, uploaded,
-      /*handles=*/nullptr, received, received_reserved);
+      /*handles=*/nullptr, received, received_reserved,
+      tiny != nullptr ? tiny->planned.get() : nullptr);
   record.backend = placement.label;
   if (outputs.ok()) record.bytes_out = TotalBytes(outputs->layouts);
   return outputs;

@@ -8,6 +8,8 @@
 #include <cstdint>
 #include <functional>
 #include <limits>
+#include <memory>
+#include <optional>
 
 #include <grpcpp/grpcpp.h>
 #include <grpcpp/support/byte_buffer.h>
@@ -115,7 +117,8 @@ class TensorOpService final : public ServiceBase {
   // Run calls answered in the reaction with the bytes their requests carried
   // (run_reactor.cc): no kernel, no copy, no worker.
   int64_t forwarded_answers() const { return forwarded_answers_.load(std::memory_order_relaxed); }
-  // Run and RunBidi requests run on the thread that read them (RunHere).
+  // Run, RunBidi and ModelInfer requests run on the thread that read them
+  // (RunHere).
   int64_t requests_run_here() const { return run_here_.load(std::memory_order_relaxed); }
 
   // The native pipeline for another front end (server/inference_service.h).
@@ -133,6 +136,19 @@ class TensorOpService final : public ServiceBase {
                                const StopCheck& stop, MemoryBudget::Reservation& reservation,
                                absl::string_view too_big_hint, v1::RunResponse* response,
                                const UploadedInputs* uploaded = nullptr);
+  // A request planned to run on the thread that read it, and where.
+  struct TinyRun {
+    Placement placement;
+    std::unique_ptr<PlannedRun> planned;
+  };
+  // `request` (its handles read with `handles`) placed and planned when it is
+  // tiny work for the CPU (PlanIfTiny); nullopt for any other request, and
+  // for one whose placement fails (a worker says why).
+  std::optional<TinyRun> PlanTiny(const v1::RunRequest& request, const StopCheck& stop,
+                                  const HandleAccess* handles) const;
+  // Runs `work`, tiny work for the CPU, on the calling thread, counted in
+  // flight (Scheduler::RunHere) and in requests_run_here().
+  absl::Status RunHere(const std::function<void()>& work);
   // As ExecuteOnWorker, into output buffers that become the answer
   // (ExecuteIntoAnswerBuffers), for a front end that hands them to gRPC
   // without a copy (SerializeWithOutputContents); `record.backend` says
@@ -140,11 +156,12 @@ class TensorOpService final : public ServiceBase {
   // them, covered by `*received_reserved` of `reservation`), outputs that are
   // runs of those bytes are answered with them, taking that cover over
   // (ExecuteIntoAnswerBuffers). Not for a request writing to shared memory.
+  // `tiny`: the request as PlanTiny planned it, run here (RunHere).
   absl::StatusOr<OutputBuffers> ExecuteIntoBuffersOnWorker(
       const v1::RunRequest& request, CallRecord& record, const StopCheck& stop,
       MemoryBudget::Reservation& reservation, absl::string_view too_big_hint,
       const UploadedInputs* uploaded = nullptr, const RequestDataView* received = nullptr,
-      int64_t* received_reserved = nullptr);
+      int64_t* received_reserved = nullptr, TinyRun* tiny = nullptr);
   // Another front end's call counts in open_calls() from BeginOpenCall until
   // EndOpenCall (its reactor's OnDone), so a shutdown waits for it too.
   void BeginOpenCall() { open_calls_.fetch_add(1, std::memory_order_acq_rel); }
@@ -189,9 +206,6 @@ class TensorOpService final : public ServiceBase {
   absl::Status DispatchOrRunHere(const v1::RunRequest& request, CallRecord& record,
                                  const StopCheck& stop, const HandleAccess* handles,
                                  std::function<void(Placement&, PlannedRun*)> work);
-  // Runs `work`, tiny work for the CPU, on the calling thread, counted in
-  // flight (Scheduler::RunHere) and in requests_run_here().
-  absl::Status RunHere(const std::function<void()>& work);
   // Queues `work` on a scheduler worker before the request is parsed (Run,
   // RunStream parse there); it places the request itself with Place().
   absl::Status Submit(std::function<void()> work);

@@ -129,6 +129,47 @@ TEST_F(InferenceTest, NativeValidationErrorsAreInvalidArgument) {
               GrpcStatusIs(grpc::StatusCode::NOT_FOUND, HasSubstr("model \"conv\"")));
 }
 
+TEST_F(InferenceTest, TinySlicesRunWhereTheyAreReadAndTheRestOnWorkers) {
+  // A request of at most 32 KiB is parsed in gRPC's reaction and runs there
+  // when it is a copy of at most 16 KiB on the CPU, as Run's.
+  const auto run_here = [&] { return MetricValue(server_, "tensorop_requests_run_here_total"); };
+  const auto infer = [&](const inference::ModelInferRequest& request,
+                         inference::ModelInferResponse* response) {
+    grpc::ClientContext context;
+    return stub_->ModelInfer(&context, request, response);
+  };
+  const int64_t before = run_here();
+  inference::ModelInferResponse response;
+  ASSERT_THAT(infer(InferSliceRequest(), &response), GrpcOk());
+  EXPECT_THAT(response.raw_output_contents(), ElementsAre(Bytes<float>({0, 2, 3, 5})));
+  EXPECT_EQ(run_here(), before + 1);
+  // Inputs of 2 x 2052 floats (16416 bytes: past the bound, parsed here) and
+  // of 2 x 8192 (64 KiB, parsed on a worker), sliced as above: a worker's.
+  for (const int64_t cols : {2052, 8192}) {
+    std::vector<float> values(static_cast<size_t>(2 * cols));
+    for (size_t i = 0; i < values.size(); ++i) values[i] = static_cast<float>(i);
+    inference::ModelInferRequest wide = InferSliceRequest();
+    wide.clear_inputs();
+    wide.clear_raw_input_contents();
+    AddRaw(wide, "input", "FP32", {2, cols}, Bytes<float>(values));
+    AddRaw(wide, "offsets", "INT64", {2}, Bytes<int64_t>({0, 0}));
+    AddRaw(wide, "window_sizes", "INT64", {2}, Bytes<int64_t>({2, 3}));
+    AddRaw(wide, "window_strides", "INT64", {2}, Bytes<int64_t>({1, 2}));
+    ASSERT_THAT(infer(wide, &response), GrpcOk()) << cols;
+    const float row1 = static_cast<float>(cols);
+    EXPECT_THAT(response.raw_output_contents(), ElementsAre(Bytes<float>({0, 2, row1, row1 + 2})))
+        << cols;
+  }
+  ASSERT_THAT(infer(InferSliceRequest("opencl"), &response), GrpcOk());
+  EXPECT_THAT(response.parameters().at("backend").string_param(), HasSubstr("opencl:"));
+  inference::ModelInferRequest bad = InferSliceRequest();
+  *bad.mutable_raw_input_contents(3) = Bytes<int64_t>({1, 0});
+  EXPECT_THAT(infer(bad, &response),
+              GrpcStatusIs(grpc::StatusCode::INVALID_ARGUMENT,
+                           HasSubstr("slice.window_strides[1] must not be 0")));
+  EXPECT_EQ(run_here(), before + 1);
+}
+
 // A 10 MiB UINT8 [10240, 1024] with bytes no two rows share.
 constexpr int64_t kRows = 10240, kCols = 1024;
 std::string RowsBytes() {
