@@ -458,7 +458,7 @@ grpc::ServerUnaryReactor* InferenceService::CudaSharedMemoryUnregister(
 // ---------------------------------------------------------------------------
 // ModelInfer: reserved in the reaction, parsed and run on a worker, answered
 // from there (as TensorOpService's Run). A request of at most
-// kParseHereBytes is parsed in the reaction, and runs there when it is tiny
+// kParseInReactionBytes is parsed in the reaction, and runs there when it is tiny
 // work for the CPU (PlanTiny), as Run's.
 
 class InferenceService::InferReactor final : public grpc::ServerUnaryReactor {
@@ -478,7 +478,7 @@ class InferenceService::InferReactor final : public grpc::ServerUnaryReactor {
     absl::Status status = Guarded([&] {
       RETURN_IF_ERROR(reservation_.Grow(static_cast<int64_t>(request->Length()),
                                         "ModelInfer: the request as received"));
-      if (request->Length() <= kParseHereBytes) {
+      if (request->Length() <= kParseInReactionBytes) {
         ASSIGN_OR_RETURN(answered, RunHereIfTiny());
         if (answered) return absl::OkStatus();
       }
@@ -497,9 +497,6 @@ class InferenceService::InferReactor final : public grpc::ServerUnaryReactor {
   }
 
  private:
-  // A tiny request's data and as much again of other fields, as Run's.
-  static constexpr size_t kParseHereBytes = 2 * kTinyRequestBytes;
-
   // Parses the request here, and runs it here too when it is tiny work for
   // the CPU; false, the request parsed, when a worker is to go on.
   absl::StatusOr<bool> RunHereIfTiny() {

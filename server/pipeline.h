@@ -278,6 +278,10 @@ struct PlannedRun {
 // that read it (PlanIfTiny): copying it takes a few microseconds, less than
 // handing it to a worker and back (BENCHMARKS.md, "RunBidi").
 inline constexpr int64_t kTinyRequestBytes = 16 << 10;
+// A request up to this size (Run, ModelInfer) is parsed by protobuf in the
+// reaction, to see whether it is tiny: a tiny request's data and as much
+// again of other fields.
+inline constexpr size_t kParseInReactionBytes = 2 * kTinyRequestBytes;
 
 // `request` planned, when it is tiny work on the CPU: its inputs carried in
 // it (no handle, no shared memory region), its outputs answered (none kept or

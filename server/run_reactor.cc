@@ -38,8 +38,8 @@ namespace tensorop::server {
 // (ParseReceivedRunIfLight) it is answered in the reaction with those bytes,
 // which spares it the hop to a worker and back: about 5 % of a 1 MiB call
 // when calls come one at a time (BENCHMARKS.md, "Bulk data"). A request of
-// at most kParseHereBytes is parsed in the reaction too, and runs there when
-// its plan is a tiny copy on the CPU (PlanIfTiny); else a worker goes on.
+// at most kParseInReactionBytes is parsed in the reaction too, and runs there
+// when its plan is a tiny copy on the CPU (PlanIfTiny); else a worker goes on.
 
 class TensorOpService::UnaryReactor final : public grpc::ServerUnaryReactor {
  public:
@@ -79,15 +79,12 @@ class TensorOpService::UnaryReactor final : public grpc::ServerUnaryReactor {
  private:
   // The request's fields but its data bound the work of parsing it here.
   static constexpr size_t kMaxRestInReaction = 16 << 10;
-  // A request this small is parsed by protobuf in the reaction: a tiny
-  // request's data and as much again of other fields.
-  static constexpr size_t kParseHereBytes = kTinyRequestBytes + kMaxRestInReaction;
   static constexpr absl::string_view kTooBigHint = "use RunStream for large results";
 
   // True when the request was answered with the bytes it carries; false, maybe
   // having parsed it (`parsed_`), when a worker is to go on.
   absl::StatusOr<bool> AnswerInReaction() {
-    if (request_bytes_->Length() <= kParseHereBytes) return RunHereIfTiny();
+    if (request_bytes_->Length() <= kParseInReactionBytes) return RunHereIfTiny();
     ASSIGN_OR_RETURN(parsed_, ParseReceivedRunIfLight(request_bytes_, "Run", reservation_,
                                                       kMaxRestInReaction, &run_));
     if (!parsed_) return false;

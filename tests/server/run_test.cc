@@ -300,12 +300,7 @@ TEST_F(RunTest, TinyCopiesRunWhereTheyAreReadAndTheRestOnWorkers) {
     ASSERT_EQ(response.outputs_size(), 1) << rows;
     const std::string& data = response.outputs(0).data();
     ASSERT_EQ(static_cast<int64_t>(data.size()), rows * 1024) << rows;
-    int64_t mismatches = 0;
-    for (size_t i = 0; i < data.size(); ++i) {
-      mismatches +=
-          static_cast<uint8_t>(data[i]) != BroadcastRowValue(static_cast<int64_t>(i % 1024));
-    }
-    EXPECT_EQ(mismatches, 0) << rows;
+    EXPECT_EQ(BroadcastRowsMismatches(data, 1024), 0) << rows;
   }
   EXPECT_EQ(run_here(), before + 2);
   v1::RunRequest on_device = DocSliceRequest("gpu");

@@ -79,6 +79,23 @@ grpc::Status RunChunked(v1::TensorOp::Stub& stub, const std::vector<v1::RequestP
   return stream->Finish();
 }
 
+// Sends `requests` on one RunBidi stream, half-closes it and reads every
+// answer into `answers` by id (an id answered twice fails the test).
+grpc::Status RunBidiAll(v1::TensorOp::Stub& stub, const std::vector<v1::RunRequest>& requests,
+                        std::map<std::string, v1::RunResponse>* answers) {
+  grpc::ClientContext context;
+  auto stream = stub.RunBidi(&context);
+  for (const v1::RunRequest& request : requests) {
+    if (!stream->Write(request)) break;
+  }
+  stream->WritesDone();
+  v1::RunResponse response;
+  while (stream->Read(&response)) {
+    EXPECT_TRUE(answers->emplace(response.id(), response).second) << "twice: " << response.id();
+  }
+  return stream->Finish();
+}
+
 class StreamingTest : public ::testing::Test {
  protected:
   TensordProcess server_;
@@ -454,16 +471,8 @@ TEST_F(StreamingTest, RunBidiAnswersEveryIdOnceWithItsOwnStatus) {
   requests[3].set_backend(v1::OPENCL);
   requests[3].set_device_index(99);
 
-  grpc::ClientContext context;
-  auto stream = stub_->RunBidi(&context);
-  for (const v1::RunRequest& request : requests) ASSERT_TRUE(stream->Write(request));
-  ASSERT_TRUE(stream->WritesDone());
   std::map<std::string, v1::RunResponse> answers;
-  v1::RunResponse response;
-  while (stream->Read(&response)) {
-    EXPECT_TRUE(answers.emplace(response.id(), response).second) << "twice: " << response.id();
-  }
-  ASSERT_THAT(stream->Finish(), GrpcOk()) << server_.Log();
+  ASSERT_THAT(RunBidiAll(*stub_, requests, &answers), GrpcOk()) << server_.Log();
 
   ASSERT_EQ(answers.size(), requests.size());
   for (const std::string id : {"a", "b", "c"}) {
@@ -499,14 +508,8 @@ TEST_F(StreamingTest, RunBidiRunsTinyCopiesWhereTheyAreReadAndTheRestOnWorkers) 
   requests[3].mutable_slice()->set_window_strides(3, 0);
   requests[4].set_backend(v1::OPENCL);
 
-  grpc::ClientContext context;
-  auto stream = stub_->RunBidi(&context);
-  for (const v1::RunRequest& request : requests) ASSERT_TRUE(stream->Write(request));
-  ASSERT_TRUE(stream->WritesDone());
   std::map<std::string, v1::RunResponse> answers;
-  v1::RunResponse response;
-  while (stream->Read(&response)) answers.emplace(response.id(), response);
-  ASSERT_THAT(stream->Finish(), GrpcOk()) << server_.Log();
+  ASSERT_THAT(RunBidiAll(*stub_, requests, &answers), GrpcOk()) << server_.Log();
 
   ASSERT_EQ(answers.size(), requests.size());
   for (const std::string id : {"a", "gpu"}) {
@@ -522,12 +525,7 @@ TEST_F(StreamingTest, RunBidiRunsTinyCopiesWhereTheyAreReadAndTheRestOnWorkers) 
     ASSERT_EQ(answer.outputs_size(), 1) << rows;
     const std::string& data = answer.outputs(0).data();
     ASSERT_EQ(static_cast<int64_t>(data.size()), rows * 1024) << rows;
-    int64_t mismatches = 0;
-    for (size_t i = 0; i < data.size(); ++i) {
-      mismatches +=
-          static_cast<uint8_t>(data[i]) != BroadcastRowValue(static_cast<int64_t>(i % 1024));
-    }
-    EXPECT_EQ(mismatches, 0) << rows;
+    EXPECT_EQ(BroadcastRowsMismatches(data, 1024), 0) << rows;
   }
   EXPECT_EQ(answers["bad"].status().code(), static_cast<int>(grpc::StatusCode::INVALID_ARGUMENT));
   EXPECT_EQ(answers["bad"].status().message(), "slice.window_strides[3] must not be 0");

@@ -67,6 +67,15 @@ v1::RunRequest DocSliceRequest(const std::string& id) {
                       {1, 1, 4, 3}, {1, 1, 2, 2}, {1, 1, 2, 2});
 }
 
+int64_t BroadcastRowsMismatches(const std::string& data, int64_t cols) {
+  int64_t mismatches = 0;
+  for (size_t i = 0; i < data.size(); ++i) {
+    mismatches +=
+        static_cast<uint8_t>(data[i]) != BroadcastRowValue(static_cast<int64_t>(i) % cols);
+  }
+  return mismatches;
+}
+
 SplitRows SplitRowsCase() {
   SplitRows split;
   split.bytes.resize(static_cast<size_t>(SplitRows::kRows * SplitRows::kCols));

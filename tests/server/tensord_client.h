@@ -80,6 +80,8 @@ struct SplitRows {
 };
 SplitRows SplitRowsCase();
 inline uint8_t BroadcastRowValue(int64_t column) { return static_cast<uint8_t>(column % 251); }
+// The bytes of `data` that differ from BroadcastRowsRequest's result with `cols` columns.
+int64_t BroadcastRowsMismatches(const std::string& data, int64_t cols);
 
 // Protobuf wire format by hand, for messages we have no generated code for.
 std::string WireString(int field, const std::string& value);
