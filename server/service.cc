@@ -98,12 +98,12 @@ absl::Status TensorOpService::Dispatch(const v1::RunRequest& request, CallRecord
 absl::Status TensorOpService::DispatchOrRunHere(const v1::RunRequest& request, CallRecord& record,
                                                 const StopCheck& stop, const HandleAccess* handles,
                                                 std::function<void(Placement&, PlannedRun*)> work) {
-  if (std::optional<TinyRun> tiny = PlanTiny(request, stop, handles)) {
-    record.backend = tiny->placement.label;
-    return RunHere([&] { work(tiny->placement, tiny->planned.get()); });
-  }
   ASSIGN_OR_RETURN(Placement placement, Place(request));
   record.backend = placement.label;
+  if (std::unique_ptr<PlannedRun> planned =
+          PlanIfTiny(request, options_, *scheduler_, placement, stop, handles)) {
+    return RunHere([&] { work(placement, planned.get()); });
+  }
   return Submit(request, placement,
                 [work = std::move(work), placement]() mutable { work(placement, nullptr); });
 }
