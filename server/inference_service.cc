@@ -506,12 +506,10 @@ class InferenceService::InferReactor final : public grpc::ServerUnaryReactor {
     std::optional<TensorOpService::TinyRun> tiny =
         service_->native_->PlanTiny(prepared_->run, stop_, /*handles=*/nullptr);
     if (!tiny.has_value()) return false;
-    absl::Status status;
     RETURN_IF_ERROR(service_->native_->RunHere([&] {
-      status = ExecuteInfer(*service_->native_, *prepared_, stop_, record_, reservation_,
-                            response_bytes_, &*tiny);
+      return ExecuteInfer(*service_->native_, *prepared_, stop_, record_, reservation_,
+                          response_bytes_, &*tiny);
     }));
-    RETURN_IF_ERROR(status);
     return true;
   }
 

@@ -122,9 +122,7 @@ class TensorOpService::UnaryReactor final : public grpc::ServerUnaryReactor {
     std::unique_ptr<PlannedRun> planned = PlanIfTiny(
         run_.request, service_->options_, *service_->scheduler_, placement, stop_, &handles_);
     if (planned == nullptr) return false;
-    absl::Status status;
-    RETURN_IF_ERROR(service_->RunHere([&] { status = Work(planned.get()); }));
-    RETURN_IF_ERROR(status);
+    RETURN_IF_ERROR(service_->RunHere([&] { return Work(planned.get()); }));
     return true;
   }
 

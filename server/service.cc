@@ -102,7 +102,10 @@ absl::Status TensorOpService::DispatchOrRunHere(const v1::RunRequest& request, C
   record.backend = placement.label;
   if (std::unique_ptr<PlannedRun> planned =
           PlanIfTiny(request, options_, *scheduler_, placement, stop, handles)) {
-    return RunHere([&] { work(placement, planned.get()); });
+    return RunHere([&] {
+      work(placement, planned.get());
+      return absl::OkStatus();
+    });
   }
   return Submit(request, placement,
                 [work = std::move(work), placement]() mutable { work(placement, nullptr); });
@@ -118,11 +121,13 @@ std::optional<TensorOpService::TinyRun> TensorOpService::PlanTiny(
   return TinyRun{.placement = *placement, .planned = std::move(planned)};
 }
 
-absl::Status TensorOpService::RunHere(const std::function<void()>& work) {
-  return scheduler_->RunHere([&] {
+absl::Status TensorOpService::RunHere(const std::function<absl::Status()>& work) {
+  absl::Status status;
+  RETURN_IF_ERROR(scheduler_->RunHere([&] {
     run_here_.fetch_add(1, std::memory_order_relaxed);  // counted before its answer goes out
-    work();
-  });
+    status = work();
+  }));
+  return status;
 }
 
 }  // namespace tensorop::server

@@ -147,8 +147,9 @@ class TensorOpService final : public ServiceBase {
   std::optional<TinyRun> PlanTiny(const v1::RunRequest& request, const StopCheck& stop,
                                   const HandleAccess* handles) const;
   // Runs `work`, tiny work for the CPU, on the calling thread, counted in
-  // flight (Scheduler::RunHere) and in requests_run_here().
-  absl::Status RunHere(const std::function<void()>& work);
+  // flight (Scheduler::RunHere) and in requests_run_here(): its status, or
+  // why it was not admitted.
+  absl::Status RunHere(const std::function<absl::Status()>& work);
   // As ExecuteOnWorker, into output buffers that become the answer
   // (ExecuteIntoAnswerBuffers), for a front end that hands them to gRPC
   // without a copy (SerializeWithOutputContents); `record.backend` says
