@@ -62,16 +62,18 @@ int Main(int argc, char** argv) {
   // freshly faulted page (333k page faults over four 1 GiB uploads; 8k now).
   // The server's idle trim gives it back once calls stop.
   mallopt(M_TRIM_THRESHOLD, 64 << 20);
-  // Two malloc arenas for all threads, not glibc's up to eight per core: a
-  // freed block is reused only in the arena it came from, and each thread that
-  // finds an arena locked gets one of its own, so the received bytes (poller
-  // threads) and the outputs below 4 MiB (workers) each left their own peak
-  // resident in several arenas: a 1 MiB round trip at -c 2 grew the server
-  // by 4.1-6.2x its payload per request on a fresh start, 1.9-2.4x with two
-  // (one arena: 0.7x, but 15 % more CPU at 32 MiB, threads waiting on its
-  // lock). Small blocks stay in each thread's own cache (glibc's tcache).
-  // GLIBC_TUNABLES=glibc.malloc.arena_max=N chooses another count.
-  if (!GlibcTunableSet("glibc.malloc.arena_max")) mallopt(M_ARENA_MAX, 2);
+  // One malloc arena for all threads, not glibc's up to eight per core: a
+  // freed block is reused only in the arena it came from, so with several the
+  // received bytes (64 KiB slices, read by whichever poller thread) and the
+  // outputs below 4 MiB (workers) left each arena's own peak resident, their
+  // sum more than the server ever held at once: a 32 MiB round trip read
+  // backwards at -c 2 peaked at 1.14-1.42x its payload per request with two
+  // arenas, 1.07-1.09x with one; 1 MiB at -c 2 at 1.6-3.5x, 1.4-2.3x. Calls/s
+  // and CPU per call did not move, from small calls to 32 MiB (BENCHMARKS.md,
+  // "One malloc arena"): small blocks stay in each thread's cache (glibc's
+  // tcache), so the arena's lock is taken for large blocks only. A many-core
+  // host that finds it contended sets GLIBC_TUNABLES=glibc.malloc.arena_max=N.
+  if (!GlibcTunableSet("glibc.malloc.arena_max")) mallopt(M_ARENA_MAX, 1);
 
   // Block the shutdown signals before any thread starts, so every thread
   // inherits the mask and only the sigwait() below receives them.

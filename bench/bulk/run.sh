@@ -95,11 +95,11 @@ metrics_port="$(sed -n 's/^tensord metrics on .*:\([0-9][0-9]*\)$/\1/p' "$work/t
 unary_bytes="$(for s in $unary_mib $python_mib; do echo $((s * mib)); done | sort -un | paste -sd,)"
 # The baseline runs with the malloc settings tensord makes for itself (large
 # blocks on transparent huge pages: server/malloc_tuning.h; blocks mapped on
-# their own from 4 MiB, 64 MiB kept free at the heap's top, two arenas:
+# their own from 4 MiB, 64 MiB kept free at the heap's top, one arena:
 # server/main.cc),
 # so the ratio is tensord's own work, not a difference in page faults.
 malloc_tunables=glibc.malloc.hugetlb=1:glibc.malloc.mmap_threshold=4194304
-malloc_tunables+=:glibc.malloc.trim_threshold=67108864:glibc.malloc.arena_max=2
+malloc_tunables+=:glibc.malloc.trim_threshold=67108864:glibc.malloc.arena_max=1
 GLIBC_TUNABLES="$malloc_tunables" "$bin/bulk_bare_server" --address=127.0.0.1:0 --unary_bytes="$unary_bytes" \
   --stream_bytes=$((stream_mib * mib)) --max_message_bytes="$message_bytes" \
   >"$work/bare" 2>"$work/bare.log" &
