@@ -36,9 +36,12 @@ def _existing_file(path: str, what: str) -> str:
 
 
 class Tensord:
-    """A tensord child process on 127.0.0.1 with a port of its own choosing."""
+    """A tensord child process on 127.0.0.1 with a port of its own choosing, in
+    `env` (None: this process's environment)."""
 
-    def __init__(self, binary: str, log: Path, *flags: str) -> None:
+    def __init__(
+        self, binary: str, log: Path, *flags: str, env: dict[str, str] | None = None
+    ) -> None:
         self.log = log
         self._log_file = log.open("w")
         # Metrics and the v2 HTTP API on free ports too, so servers never fight
@@ -57,6 +60,7 @@ class Tensord:
             stdout=subprocess.PIPE,
             stderr=self._log_file,
             text=True,
+            env=env,
         )
         lines: queue.Queue[str | None] = queue.Queue()
 
