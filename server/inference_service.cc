@@ -593,8 +593,7 @@ class InferenceService::StreamReactor final
     reservation_.Release();
     if (!ok) {
       Finish(ToGrpcStatus(watch_->expired() ? service_->native_->idle().IdleStatus()
-                          : stop_().ok()    ? absl::CancelledError("the client stopped receiving")
-                                            : stop_()));
+                                            : WriteFailure(stop_)));
       return;
     }
     StartRead(&read_buffer_);

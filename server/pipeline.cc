@@ -910,6 +910,11 @@ absl::StatusOr<ResultParts> ExecuteIntoParts(
 absl::Status WriteFailure(const StopCheck& stop) {
   absl::Status status = stop();
   if (!status.ok()) return status;
+  // A client at its deadline resets the stream, and the write can fail before
+  // gRPC marks the call cancelled.
+  if (const CallStop* call = stop.target<CallStop>(); call != nullptr && call->NearDeadline()) {
+    return absl::DeadlineExceededError("deadline exceeded before the request finished");
+  }
   return absl::CancelledError("the client stopped receiving");
 }
 

@@ -508,7 +508,9 @@ absl::StatusOr<ResultParts> ExecuteIntoParts(
     const HandleAccess* handles = nullptr, StreamWhileComputing* streaming = nullptr,
     const RequestDataView* received = nullptr, int64_t* received_reserved = nullptr);
 
-// The status to finish a stream with when a write failed.
+// The status to finish a stream with when a write failed: the call's deadline
+// when `stop` (a CallStop) finds it near, else what `stop` says, else
+// CANCELLED ("the client stopped receiving").
 absl::Status WriteFailure(const StopCheck& stop);
 
 }  // namespace tensorop::server

@@ -31,26 +31,6 @@ namespace {
 // deadline.
 constexpr std::chrono::milliseconds kDeadlineSlack{100};
 
-// DEADLINE_EXCEEDED once the call's deadline passed, CANCELLED once the client
-// cancelled (gRPC marks a call cancelled at its deadline too, so the deadline
-// is asked first). `context` must outlive every use: until the call finished.
-StopCheck MakeStopCheck(grpc::CallbackServerContext* context) {
-  const std::chrono::system_clock::time_point deadline = context->deadline();
-  return [context, deadline]() -> absl::Status {
-    const auto now = std::chrono::system_clock::now();
-    if (now >= deadline) {
-      return absl::DeadlineExceededError("deadline exceeded before the request finished");
-    }
-    if (context->IsCancelled()) {
-      if (deadline - now <= kDeadlineSlack) {
-        return absl::DeadlineExceededError("deadline exceeded before the request finished");
-      }
-      return absl::CancelledError("the client cancelled the call");
-    }
-    return absl::OkStatus();
-  };
-}
-
 }  // namespace
 
 TensorOpService::TensorOpService(const ServiceOptions& options, Scheduler* scheduler)
@@ -159,7 +139,27 @@ grpc::ServerUnaryReactor* TensorOpService::SharedMemoryStatus(
 
 namespace tensorop::server {
 
-StopCheck CallStopCheck(grpc::CallbackServerContext* context) { return MakeStopCheck(context); }
+CallStop::CallStop(grpc::CallbackServerContext* context)
+    : context_(context), deadline_(context->deadline()) {}
+
+absl::Status CallStop::operator()() const {
+  if (std::chrono::system_clock::now() >= deadline_) {
+    return absl::DeadlineExceededError("deadline exceeded before the request finished");
+  }
+  if (context_->IsCancelled()) {
+    if (NearDeadline()) {
+      return absl::DeadlineExceededError("deadline exceeded before the request finished");
+    }
+    return absl::CancelledError("the client cancelled the call");
+  }
+  return absl::OkStatus();
+}
+
+bool CallStop::NearDeadline() const {
+  return deadline_ - std::chrono::system_clock::now() <= kDeadlineSlack;
+}
+
+StopCheck CallStopCheck(grpc::CallbackServerContext* context) { return CallStop(context); }
 
 absl::Status TensorOpService::ExecuteOnWorker(const v1::RunRequest& request, CallRecord& record,
                                               const StopCheck& stop,

@@ -5,6 +5,7 @@
 #define TENSOROP_SERVER_SERVICE_H_
 
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <limits>
@@ -53,8 +54,26 @@ using ServiceBase =
                                         v1::TensorOp::WithRawCallbackMethod_RunChain<
                                             v1::TensorOp::Service>>>>>>>>>>>>;
 
-// DEADLINE_EXCEEDED once the call's deadline passed, CANCELLED once the client
-// cancelled. `context` must outlive every use: until the call finished.
+// A call's stop check: DEADLINE_EXCEEDED once the call's deadline passed,
+// CANCELLED once the client cancelled (gRPC marks a call cancelled at its
+// deadline too, so the deadline is asked first). `context` must outlive every
+// use: until the call finished.
+class CallStop {
+ public:
+  explicit CallStop(grpc::CallbackServerContext* context);
+  absl::Status operator()() const;
+  // Whether the deadline is at most 100 ms away (or passed). A client whose
+  // deadline passes resets the call on its own clock, which started before
+  // ours (ours when the headers arrived): a client gone this close to our
+  // deadline went at its own.
+  bool NearDeadline() const;
+
+ private:
+  grpc::CallbackServerContext* context_;
+  std::chrono::system_clock::time_point deadline_;
+};
+
+// A CallStop for `context`, as a StopCheck (WriteFailure finds the CallStop in it).
 StopCheck CallStopCheck(grpc::CallbackServerContext* context);
 
 // Drops the slices of a request's bytes once it is parsed (gRPC keeps the

@@ -142,17 +142,22 @@ class ReplicaHandlesTest : public ::testing::Test {
     return Client(replica.target(), options);
   }
 
-  // Puts DocInput until handles sit on at least two replicas (round-robin
-  // spreads them once the channel has connected to every one).
+  // Puts DocInput until handles sit on every replica (round-robin spreads
+  // them once the channel has connected to each one, which on a busy machine
+  // takes longer than a few calls: past six handles it puts one every 20 ms),
+  // for at most 20 s.
   std::vector<v1::TensorHandle> PutOnSeveralReplicas(Client& client) {
     std::vector<v1::TensorHandle> handles;
     std::set<std::string> holding;
-    for (int i = 0; i < 30 && (handles.size() < 6 || holding.size() < kReplicas); ++i) {
+    const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+    while ((handles.size() < 6 || holding.size() < kReplicas) &&
+           std::chrono::steady_clock::now() < give_up) {
       absl::StatusOr<v1::TensorHandle> handle = client.Put(DocInput());
       EXPECT_TRUE(handle.ok()) << handle.status();
       if (!handle.ok()) break;
       holding.insert(handle->replica());
       handles.push_back(*handle);
+      if (handles.size() >= 6) std::this_thread::sleep_for(std::chrono::milliseconds(20));
     }
     return handles;
   }
