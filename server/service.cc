@@ -23,16 +23,6 @@
 #include "server/shared_memory.h"
 
 namespace tensorop::server {
-namespace {
-
-// A client whose deadline passes cancels the call, and that cancellation can
-// reach us a moment before our copy of the deadline passes (ours started when
-// the headers arrived). A cancellation this close to the deadline is the
-// deadline.
-constexpr std::chrono::milliseconds kDeadlineSlack{100};
-
-}  // namespace
-
 TensorOpService::TensorOpService(const ServiceOptions& options, Scheduler* scheduler)
     : options_(options),
       scheduler_(scheduler),
@@ -143,15 +133,11 @@ CallStop::CallStop(grpc::CallbackServerContext* context)
     : context_(context), deadline_(context->deadline()) {}
 
 absl::Status CallStop::operator()() const {
-  if (std::chrono::system_clock::now() >= deadline_) {
+  const bool cancelled = context_->IsCancelled();
+  if (std::chrono::system_clock::now() >= deadline_ || (cancelled && NearDeadline())) {
     return absl::DeadlineExceededError("deadline exceeded before the request finished");
   }
-  if (context_->IsCancelled()) {
-    if (NearDeadline()) {
-      return absl::DeadlineExceededError("deadline exceeded before the request finished");
-    }
-    return absl::CancelledError("the client cancelled the call");
-  }
+  if (cancelled) return absl::CancelledError("the client cancelled the call");
   return absl::OkStatus();
 }
 

@@ -60,12 +60,14 @@ using ServiceBase =
 // use: until the call finished.
 class CallStop {
  public:
+  // A client whose deadline passes resets the call on its own clock, which
+  // started before ours (ours when the headers arrived): a client gone this
+  // close to our deadline went at its own.
+  static constexpr std::chrono::milliseconds kDeadlineSlack{100};
+
   explicit CallStop(grpc::CallbackServerContext* context);
   absl::Status operator()() const;
-  // Whether the deadline is at most 100 ms away (or passed). A client whose
-  // deadline passes resets the call on its own clock, which started before
-  // ours (ours when the headers arrived): a client gone this close to our
-  // deadline went at its own.
+  // Whether the deadline is at most kDeadlineSlack away, or passed.
   bool NearDeadline() const;
 
  private:
