@@ -118,14 +118,14 @@ std::string FormatLogLine(const CallRecord& record, const absl::Status& status, 
 
 namespace {
 
-void WriteLine(std::string line) {
-  line.push_back('\n');
-  // One write per line under a lock: stderr is unbuffered, and a line split over
-  // several writes could interleave with another call's.
+// Writes `lines` (each ending in a newline) with as few writes as the kernel
+// takes, under a lock: stderr is unbuffered, and a line split over several
+// writes could interleave with another's.
+void WriteLines(absl::string_view lines) {
   static std::mutex mu;
   std::lock_guard<std::mutex> lock(mu);
-  const char* data = line.data();
-  size_t left = line.size();
+  const char* data = lines.data();
+  size_t left = lines.size();
   while (left > 0) {
     ssize_t written = ::write(STDERR_FILENO, data, left);
     if (written < 0) {
@@ -135,6 +135,11 @@ void WriteLine(std::string line) {
     data += written;
     left -= static_cast<size_t>(written);
   }
+}
+
+void WriteLine(std::string line) {
+  line.push_back('\n');
+  WriteLines(line);
 }
 
 // The logger thread and its bounded queue of records waiting to be formatted.
@@ -152,7 +157,8 @@ class Logger {
         }
         if (!thread_.joinable()) thread_ = std::thread([this] { Run(); });
         queue_.push_back({record, status, end});
-        wake_.notify_one();
+        // The logger waits for the first line of a batch, and for a full one.
+        if (queue_.size() == 1 || queue_.size() == kLogBatchLines) wake_.notify_one();
         return;
       }
     }
@@ -177,26 +183,37 @@ class Logger {
     absl::Time end;
   };
 
+  // Lines that come within kLogBatchDelay of a batch's first go out with it:
+  // one wake of this thread and one write for them all, not one per call
+  // (at 1 MiB calls a wake per call was about one of tensord's 13 extra
+  // context switches per call over the bare baseline's).
   void Run() {
     int64_t reported = 0;
+    std::deque<Entry> batch;
+    std::string lines;
     while (true) {
-      Entry entry;
       {
         std::unique_lock<std::mutex> lock(mutex_);
         wake_.wait(lock, [this] { return stopped_ || !queue_.empty(); });
         if (queue_.empty()) return;
-        entry = std::move(queue_.front());
-        queue_.pop_front();
+        wake_.wait_for(lock, absl::ToChronoMicroseconds(kLogBatchDelay),
+                       [this] { return stopped_ || queue_.size() >= kLogBatchLines; });
+        batch.swap(queue_);
       }
+      lines.clear();
       if (const int64_t dropped = dropped_.load(std::memory_order_relaxed); dropped > reported) {
         nlohmann::ordered_json line;
         line["time"] = absl::FormatTime("%Y-%m-%d%ET%H:%M:%E6SZ", absl::Now(), absl::UTCTimeZone());
         line["event"] = "log_dropped";
         line["lines"] = dropped - reported;
-        WriteLine(line.dump());
+        absl::StrAppend(&lines, line.dump(), "\n");
         reported = dropped;
       }
-      WriteLine(FormatLogLine(entry.record, entry.status, entry.end));
+      for (const Entry& entry : batch) {
+        absl::StrAppend(&lines, FormatLogLine(entry.record, entry.status, entry.end), "\n");
+      }
+      batch.clear();
+      WriteLines(lines);
     }
   }
 

@@ -66,6 +66,10 @@ std::string FormatLogLine(const CallRecord& record, const absl::Status& status, 
 // kLogQueueLength lines wait already the line is dropped and counted; the
 // count is written as {"event":"log_dropped","lines":N} once there is room.
 inline constexpr size_t kLogQueueLength = 4096;
+// Lines are written in batches: those queued within kLogBatchDelay of the
+// first, at most kLogBatchLines, so a line reaches stderr at most that late.
+inline constexpr absl::Duration kLogBatchDelay = absl::Milliseconds(5);
+inline constexpr size_t kLogBatchLines = 256;
 void LogCall(const CallRecord& record, const absl::Status& status, absl::Time end = absl::Now());
 
 // Writes every queued line and stops the logger thread (later LogCall lines

@@ -1,8 +1,19 @@
 #include "server/request_log.h"
 
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <sstream>
 #include <string>
+#include <thread>
 #include <vector>
 
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
 #include "absl/time/time.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -108,6 +119,88 @@ TEST(RequestLogTest, LongListsManyInputsAndLongIdsAreCut) {
   EXPECT_EQ(json["sizes"].size(), kMaxLoggedInputs + 1);
   EXPECT_EQ(json["message"], std::string(1024, 'm') + "...(5000 bytes)");
   EXPECT_EQ(record.bytes_in, 64);
+}
+
+// Points this process's stderr at a file while alive, and gives the old one back.
+class CapturedStderr {
+ public:
+  CapturedStderr() : path_(::testing::TempDir() + "request_log_stderr.txt") {
+    std::fflush(stderr);
+    saved_ = dup(STDERR_FILENO);
+    const int file = open(path_.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    dup2(file, STDERR_FILENO);
+    close(file);
+  }
+  ~CapturedStderr() {
+    dup2(saved_, STDERR_FILENO);
+    close(saved_);
+  }
+  // The whole lines written so far (not one still being written).
+  std::vector<std::string> Lines() const {
+    std::ifstream file(path_);
+    std::stringstream text;
+    text << file.rdbuf();
+    std::vector<std::string> lines = absl::StrSplit(text.str(), '\n');
+    lines.pop_back();  // after the last newline
+    return lines;
+  }
+
+ private:
+  std::string path_;
+  int saved_ = -1;
+};
+
+CallRecord RecordWithId(std::string id) {
+  CallRecord record;
+  record.method = "Run";
+  record.id = std::move(id);
+  return record;
+}
+
+TEST(RequestLogTest, LinesFromManyThreadsAreWrittenWholeAndInTheirOrderByTheFlush) {
+  constexpr int kThreads = 4;
+  constexpr int kLinesEach = 300;  // 1200 together: within kLogQueueLength, none dropped
+  CapturedStderr captured;
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([t] {
+      for (int i = 0; i < kLinesEach; ++i) {
+        LogCall(RecordWithId(absl::StrCat(t, ":", i)), absl::OkStatus());
+      }
+    });
+  }
+  for (std::thread& thread : threads) thread.join();
+  FlushRequestLog();
+  const std::vector<std::string> lines = captured.Lines();
+  ASSERT_EQ(lines.size(), static_cast<size_t>(kThreads * kLinesEach));
+  std::vector<int> next(kThreads, 0);
+  for (const std::string& line : lines) {
+    const nlohmann::json json = nlohmann::json::parse(line);  // whole: it parses
+    const std::string id = json["id"];
+    const int t = id[0] - '0';
+    ASSERT_EQ(id, absl::StrCat(t, ":", next[t])) << "out of order in " << line;
+    ++next[t];
+    EXPECT_EQ(json["method"], "Run");
+    EXPECT_EQ(json["status"], "OK");
+  }
+  EXPECT_EQ(DroppedLogLines(), 0);
+}
+
+TEST(RequestLogTest, ALoneLineIsWrittenWithoutWaitingForMore) {
+  CapturedStderr captured;
+  LogCall(RecordWithId("alone"), absl::NotFoundError("no such handle"));
+  // Written once kLogBatchDelay passed with no other line; looked for up to
+  // 30 s, a bound far above that delay for a loaded machine.
+  std::vector<std::string> lines;
+  for (int tries = 0; tries < 3000 && lines.empty(); ++tries) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    lines = captured.Lines();
+  }
+  ASSERT_EQ(lines.size(), 1u);
+  const nlohmann::json json = nlohmann::json::parse(lines[0]);
+  EXPECT_EQ(json["id"], "alone");
+  EXPECT_EQ(json["status"], "NOT_FOUND");
+  EXPECT_EQ(json["message"], "no such handle");
 }
 
 }  // namespace
