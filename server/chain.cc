@@ -287,7 +287,6 @@ absl::StatusOr<ResultParts> ExecuteChainIntoParts(const v1::RunChainRequest& cha
   // earlier step computes is planned again, on those values.
   std::vector<PlannedStep> planned(static_cast<size_t>(steps));  // never moved: plans view them
   std::vector<std::vector<Layout>> layouts(steps);
-  ZeroBytes zeros;
   for (int i = 0; i < steps; ++i) {
     RETURN_IF_ERROR(stop());
     PlannedStep& step = planned[i];
@@ -295,7 +294,7 @@ absl::StatusOr<ResultParts> ExecuteChainIntoParts(const v1::RunChainRequest& cha
                      StepRequest(
                          chain, i, layouts,
                          [&](const v1::StepOutput& from) {
-                           return zeros.Get(layouts[from.step()][from.output()].buffer_bytes());
+                           return ZeroBytes(layouts[from.step()][from.output()].buffer_bytes());
                          },
                          &step.uploaded));
     absl::StatusOr<std::unique_ptr<PlannedRun>> run =

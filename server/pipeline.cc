@@ -63,7 +63,7 @@ absl::StatusOr<std::unique_ptr<PlannedRun>> Plan(
         // (ReadPiecedInputs).
         int64_t bytes = 0;
         for (std::span<const std::byte> piece : pieced->second) bytes += std::ssize(piece);
-        ASSIGN_OR_RETURN(input.tensor.data, run->stand_ins.Get(bytes));
+        ASSIGN_OR_RETURN(input.tensor.data, ZeroBytes(bytes));
         run->pieced.emplace(input.name, &pieced->second);
       }
     }
@@ -78,8 +78,7 @@ absl::StatusOr<std::unique_ptr<PlannedRun>> Plan(
       ASSIGN_OR_RETURN(input.tensor.data,
                        HostCopy(*run, input.name, *found->second, *handles, stop));
     } else {
-      ASSIGN_OR_RETURN(input.tensor.data,
-                       run->stand_ins.Get(found->second->layout().buffer_bytes()));
+      ASSIGN_OR_RETURN(input.tensor.data, ZeroBytes(found->second->layout().buffer_bytes()));
     }
   }
   RETURN_IF_ERROR(ResolveSharedMemoryInputs(request, shared_memory, run->op, run->shared_memory));
@@ -747,19 +746,20 @@ absl::StatusOr<std::optional<OutputBuffers>> AnswerWithReceivedBytes(
     const v1::RunRequest& request, const ServiceOptions& options, Scheduler& scheduler,
     Placement& placement, const StopCheck& stop, MemoryBudget::Reservation& reservation,
     absl::string_view too_big_hint, const UploadedInputs* uploaded, const HandleAccess* handles,
-    const RequestDataView& received, int64_t* received_reserved) {
+    const RequestDataView& received, int64_t* received_reserved,
+    std::unique_ptr<PlannedRun>& planned) {
   if (placement.device == Device::kOpenCl || KeepsOutputs(request)) return std::nullopt;
   const AdmitFn admit = AdmitAnswerBuffers(request, options, placement, too_big_hint);
   OutputBuffers outputs;
   bool forwarded = false;
   RETURN_IF_ERROR(Guarded([&]() -> absl::Status {
-    std::unique_ptr<PlannedRun> planned;
     ASSIGN_OR_RETURN(forwarded, PlanAndForward(request, options, scheduler, placement, stop,
                                                reservation, admit, uploaded, handles, received,
                                                received_reserved, planned, outputs));
     return absl::OkStatus();
   }));
   if (!forwarded) return std::nullopt;
+  planned.reset();
   return outputs;
 }
 

@@ -247,12 +247,15 @@ absl::StatusOr<OutputBuffers> ExecuteIntoAnswerBuffers(
 // The answer ExecuteIntoAnswerBuffers would give `request` with the bytes it
 // received, when it would: planning only, no kernel and no copy, so light
 // enough for a reaction. nullopt, having reserved nothing, when an output
-// needs a kernel or the request is placed on a device.
+// needs a kernel or the request is placed on a device; then `planned` holds
+// the request's plan when it was made, for ExecuteIntoAnswerBuffers to run
+// rather than plan again.
 absl::StatusOr<std::optional<OutputBuffers>> AnswerWithReceivedBytes(
     const v1::RunRequest& request, const ServiceOptions& options, Scheduler& scheduler,
     Placement& placement, const StopCheck& stop, MemoryBudget::Reservation& reservation,
     absl::string_view too_big_hint, const UploadedInputs* uploaded, const HandleAccess* handles,
-    const RequestDataView& received, int64_t* received_reserved);
+    const RequestDataView& received, int64_t* received_reserved,
+    std::unique_ptr<PlannedRun>& planned);
 
 // A request's plan and its input bytes. Built in place and never moved: the plan
 // may hold views of names inside `op`, whose views point into the request.
@@ -267,7 +270,6 @@ struct PlannedRun {
   // values planning checks, with a host copy), read in place where the op
   // runs on that device, else from a host copy.
   DeviceInputs on_device;
-  ZeroBytes stand_ins;
   std::map<std::string, OutputBuffer, std::less<>> host_copies;  // by input name
   // Inputs in pieces (UploadedInputs::pieces), planned with zeros standing in.
   std::map<std::string, const std::vector<std::span<const std::byte>>*, std::less<>> pieced;

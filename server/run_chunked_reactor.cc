@@ -267,7 +267,6 @@ class TensorOpService::ChunkedReactor final
     if (request_.has_scatter_elements() || request_.outputs_size() > kMaxPlannedOutputs) return;
     absl::StatusOr<OpRequest> op = ToOpRequest(request_);
     if (!op.ok()) return;
-    ZeroBytes zeros;
     std::map<std::string, int64_t, std::less<>> declared;
     for (NamedTensor& input : op->inputs) {
       auto tensor = request_.inputs().find(input.name);
@@ -277,7 +276,7 @@ class TensorOpService::ChunkedReactor final
       }
       std::optional<int64_t> bytes = DeclaredBytes(tensor->second);
       if (!bytes.has_value()) return;
-      absl::StatusOr<std::span<const std::byte>> stand_in = zeros.Get(*bytes);
+      absl::StatusOr<std::span<const std::byte>> stand_in = ZeroBytes(*bytes);
       if (!stand_in.ok()) return;
       input.tensor.data = *stand_in;
       declared.emplace(input.name, *bytes);
@@ -402,7 +401,6 @@ class TensorOpService::ChunkedReactor final
     std::optional<ResultParts> computed;
     absl::Status status = Guarded([&]() -> absl::Status {
       UploadedInputs uploaded = Spans(uploads_);
-      ZeroBytes wrong_size;
       for (const auto& [name, window] : windows_) {
         // All its bytes came: the buffer whole, what the op reads in place.
         // Else zeros of the size that came, which validation refuses (the
@@ -411,7 +409,7 @@ class TensorOpService::ChunkedReactor final
         if (window.received == upload.capacity()) {
           uploaded.bytes[name] = upload.Room();
         } else {
-          ASSIGN_OR_RETURN(uploaded.bytes[name], wrong_size.Get(window.received));
+          ASSIGN_OR_RETURN(uploaded.bytes[name], ZeroBytes(window.received));
         }
       }
       absl::StatusOr<ResultParts> parts =

@@ -60,7 +60,7 @@ class TensorOpService::UnaryReactor final : public grpc::ServerUnaryReactor {
                                         "Run: the request as received"));
       ASSIGN_OR_RETURN(answered, AnswerInReaction());
       if (answered) return absl::OkStatus();
-      auto work = [this] { Done(Guarded([&] { return Work(); })); };
+      auto work = [this] { Done(Guarded([&] { return Work(planned_.get()); })); };
       if (placed_.has_value()) return service_->Submit(run_.request, *placed_, std::move(work));
       return service_->Submit(std::move(work));
     });
@@ -102,7 +102,7 @@ class TensorOpService::UnaryReactor final : public grpc::ServerUnaryReactor {
         std::optional<OutputBuffers> outputs,
         AnswerWithReceivedBytes(run_.request, service_->options_, *service_->scheduler_, placement,
                                 stop_, reservation_, kTooBigHint, &run_.uploaded, &handles_,
-                                *run_.received, &run_.data_bytes));
+                                *run_.received, &run_.data_bytes, planned_));
     if (!outputs.has_value()) return false;
     Answer(*outputs, placement);
     service_->forwarded_answers_.fetch_add(1, std::memory_order_relaxed);
@@ -126,8 +126,9 @@ class TensorOpService::UnaryReactor final : public grpc::ServerUnaryReactor {
     return true;
   }
 
-  // On a scheduler worker; or in the reaction, with the request's tiny plan
-  // (`planned`, else null).
+  // On a scheduler worker, with the plan made in the reaction when there was
+  // one; or in the reaction, with the request's tiny plan (`planned`, else
+  // null: planned here).
   absl::Status Work(PlannedRun* planned = nullptr) {
     if (!parsed_) {
       RETURN_IF_ERROR(ParseReceivedRun(request_bytes_, "Run", reservation_,
@@ -213,6 +214,8 @@ class TensorOpService::UnaryReactor final : public grpc::ServerUnaryReactor {
   ReceivedRun run_;  // the request, its input bytes apart
   bool parsed_ = false;
   bool tried_forwarding_ = false;  // AnswerWithReceivedBytes said no
+  // The plan AnswerWithReceivedBytes made, for the worker to run.
+  std::unique_ptr<PlannedRun> planned_;
   // Placed in the reaction: the worker to hand it to.
   std::optional<Placement> placed_;
   CallRecord record_;

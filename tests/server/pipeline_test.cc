@@ -91,12 +91,15 @@ class PipelineTest : public ::testing::Test {
     return done.get_future().get();
   }
 
-  // AnswerWithReceivedBytes of a run parsed by ParseReceivedRunIfLight.
+  // AnswerWithReceivedBytes of a run parsed by ParseReceivedRunIfLight; the
+  // plan it leaves in `planned` when given.
   absl::StatusOr<std::optional<OutputBuffers>> AnswerWithItsBytes(
-      ReceivedRun& run, Placement& placement, MemoryBudget::Reservation& reservation) {
+      ReceivedRun& run, Placement& placement, MemoryBudget::Reservation& reservation,
+      std::unique_ptr<PlannedRun>* planned = nullptr) {
+    std::unique_ptr<PlannedRun> dropped;
     return AnswerWithReceivedBytes(run.request, options_, scheduler_, placement, NeverStop(),
                                    reservation, "hint", &run.uploaded, nullptr, *run.received,
-                                   &run.data_bytes);
+                                   &run.data_bytes, planned != nullptr ? *planned : dropped);
   }
 
   Placement CpuPlacement() {
@@ -237,13 +240,16 @@ TEST_F(PipelineTest, ALargeRequestWithFewOtherFieldsIsParsedLightlyWhereItArrive
   EXPECT_GE(reservation.bytes(), run.data_bytes);
   EXPECT_LT(reservation.bytes(), run.data_bytes + (int64_t{1} << 20));
 
-  // Rows 100..299 in order are bytes the request carried: answered with them.
+  // Rows 100..299 in order are bytes the request carried: answered with them,
+  // and no plan is left for a worker.
   Placement placement = CpuPlacement();
   const int64_t reserved = reservation.bytes();
+  std::unique_ptr<PlannedRun> planned;
   absl::StatusOr<std::optional<OutputBuffers>> answer =
-      AnswerWithItsBytes(run, placement, reservation);
+      AnswerWithItsBytes(run, placement, reservation, &planned);
   ASSERT_OK(answer.status());
   ASSERT_TRUE(answer->has_value());
+  EXPECT_EQ(planned, nullptr);
   ASSERT_EQ((*answer)->forwarded.size(), 1u);
   std::string answered;
   for (const grpc::Slice& slice : (*answer)->forwarded[0]) {
@@ -309,7 +315,8 @@ TEST_F(PipelineTest, ALargeRequestsDataIsReservedOnceWhileItIsParsedAndAnswered)
 }
 
 TEST_F(PipelineTest, OutputsThatNeedAKernelAreNotAnsweredWithTheReceivedBytes) {
-  grpc::ByteBuffer bytes = Serialized(RowsRequest(299, 200, -1));  // backwards
+  const v1::RunRequest sent = RowsRequest(299, 200, -1);  // backwards
+  grpc::ByteBuffer bytes = Serialized(sent);
   MemoryBudget::Reservation reservation = budget_.Empty();
   ReceivedRun run;
   ASSERT_OK_AND_ASSIGN(const bool parsed,
@@ -317,11 +324,28 @@ TEST_F(PipelineTest, OutputsThatNeedAKernelAreNotAnsweredWithTheReceivedBytes) {
   ASSERT_TRUE(parsed);
   Placement placement = CpuPlacement();
   const int64_t reserved = reservation.bytes();
+  std::unique_ptr<PlannedRun> planned;
   absl::StatusOr<std::optional<OutputBuffers>> answer =
-      AnswerWithItsBytes(run, placement, reservation);
+      AnswerWithItsBytes(run, placement, reservation, &planned);
   ASSERT_OK(answer.status());
   EXPECT_FALSE(answer->has_value());
   EXPECT_EQ(reservation.bytes(), reserved);
+  // The plan it made is what a worker runs, not planned again: the window's
+  // rows 299..498 backwards, byte-exact.
+  ASSERT_NE(planned, nullptr);
+  absl::StatusOr<OutputBuffers> outputs = absl::InternalError("not run");
+  ASSERT_OK(OnWorker([&] {
+    outputs = ExecuteIntoAnswerBuffers(run.request, options_, scheduler_, placement, NeverStop(),
+                                       reservation, "hint", &run.uploaded, nullptr, nullptr,
+                                       &run.data_bytes, planned.get());
+    return outputs.status();
+  }));
+  ASSERT_EQ(outputs->buffers.size(), 1u);
+  const std::string& input = sent.inputs().at("input").data();
+  std::string expected;
+  for (int row = 498; row >= 299; --row) expected += input.substr(row * 4096, 4096);
+  EXPECT_TRUE(std::string(reinterpret_cast<const char*>(outputs->buffers[0].get()),
+                          expected.size()) == expected);
   // A bad request is refused with the validator's words.
   SetInts(run.request.mutable_slice()->mutable_window_strides(), {0, 1});
   EXPECT_THAT(AnswerWithItsBytes(run, placement, reservation),
