@@ -17,7 +17,9 @@ namespace tensorop::server {
 // process's and never unmapped, so a request planned with stand-ins pays no
 // mmap and munmap (a 1 MiB Run read backwards paid two of each). Each is a
 // power of two of at least 1 MiB, mapped when more is asked for than any
-// before: together less than twice the most ever asked for.
+// before: together less than twice the most ever asked for. Where planning
+// reads them (index values from an earlier chain step), the entries mapping the
+// zero page stay in the page tables: at most 1/512 of a mapping's length.
 absl::StatusOr<std::span<const std::byte>> ZeroBytes(int64_t bytes);
 
 }  // namespace tensorop::server
