@@ -1,10 +1,10 @@
 #include "server/request_log.h"
 
-#include <fcntl.h>
 #include <unistd.h>
 
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <sstream>
 #include <string>
@@ -124,16 +124,18 @@ TEST(RequestLogTest, LongListsManyInputsAndLongIdsAreCut) {
 // Points this process's stderr at a file while alive, and gives the old one back.
 class CapturedStderr {
  public:
-  CapturedStderr() : path_(::testing::TempDir() + "request_log_stderr.txt") {
+  // A file of its own: tests run side by side in one temporary folder.
+  CapturedStderr() : path_(::testing::TempDir() + "request_log_stderr_XXXXXX") {
     std::fflush(stderr);
     saved_ = dup(STDERR_FILENO);
-    const int file = open(path_.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    const int file = mkstemp(path_.data());
     dup2(file, STDERR_FILENO);
     close(file);
   }
   ~CapturedStderr() {
     dup2(saved_, STDERR_FILENO);
     close(saved_);
+    unlink(path_.c_str());
   }
   // The whole lines written so far (not one still being written).
   std::vector<std::string> Lines() const {
