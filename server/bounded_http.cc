@@ -20,6 +20,7 @@
 #include <httplib.h>
 
 #include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
@@ -199,31 +200,77 @@ class DeadlineStream : public httplib::Stream {
   const std::atomic<bool>* stopping_;
 };
 
-// The request line and headers in `text` (up to the blank line).
-HttpRequestHead ParseHead(absl::string_view text) {
-  HttpRequestHead head;
-  std::vector<absl::string_view> lines = absl::StrSplit(text, "\r\n");
-  if (lines.empty()) return head;
-  std::vector<absl::string_view> first = absl::StrSplit(lines[0], ' ', absl::SkipEmpty());
-  if (first.size() >= 2) {
-    head.method = std::string(first[0]);
-    head.target = std::string(first[1]);
-  }
-  for (size_t i = 1; i < lines.size(); ++i) {
-    const size_t colon = lines[i].find(':');
-    if (colon == absl::string_view::npos) continue;
-    std::string name = absl::AsciiStrToLower(lines[i].substr(0, colon));
-    head.headers[name] = std::string(absl::StripAsciiWhitespace(lines[i].substr(colon + 1)));
-  }
-  return head;
-}
-
 std::shared_ptr<void>& ThreadHold() {
   thread_local std::shared_ptr<void> hold;
   return hold;
 }
 
 }  // namespace
+
+namespace {
+
+// RFC 9110's token characters: a header name and a method.
+bool IsTokenByte(char c) {
+  return absl::ascii_isalnum(static_cast<unsigned char>(c)) ||
+         absl::string_view("!#$%&'*+-.^_`|~").find(c) != absl::string_view::npos;
+}
+
+absl::Status BadHead(absl::string_view why) {
+  return absl::InvalidArgumentError(absl::StrCat("the request's head is refused: ", why));
+}
+
+}  // namespace
+
+absl::StatusOr<HttpRequestHead> ParseHttpRequestHead(absl::string_view text) {
+  // Every line ends in CRLF: a bare CR or LF is where two parsers disagree.
+  for (size_t i = 0; i < text.size(); ++i) {
+    if (text[i] == '\n' && (i == 0 || text[i - 1] != '\r')) {
+      return BadHead(absl::StrCat("a bare line feed at byte ", i, " (lines end in CRLF)"));
+    }
+    if (text[i] == '\r' && (i + 1 == text.size() || text[i + 1] != '\n')) {
+      return BadHead(absl::StrCat("a bare carriage return at byte ", i));
+    }
+    if (text[i] == '\0') return BadHead(absl::StrCat("a NUL byte at byte ", i));
+  }
+  absl::string_view block = text;
+  if (!absl::ConsumeSuffix(&block, "\r\n\r\n")) return BadHead("it does not end in a blank line");
+  std::vector<absl::string_view> lines = absl::StrSplit(block, "\r\n");
+  HttpRequestHead head;
+  std::vector<absl::string_view> first = absl::StrSplit(lines[0], ' ');
+  if (first.size() != 3 || first[0].empty() ||
+      !std::all_of(first[0].begin(), first[0].end(), IsTokenByte) || first[1].empty() ||
+      !absl::StartsWith(first[2], "HTTP/1.")) {
+    return BadHead("the request line is not METHOD SP TARGET SP HTTP/1.x");
+  }
+  head.method = std::string(first[0]);
+  head.target = std::string(first[1]);
+  for (size_t i = 1; i < lines.size(); ++i) {
+    const absl::string_view line = lines[i];
+    const size_t colon = line.find(':');
+    // No folded lines (RFC 9112 5.2), no space before the colon (5.1).
+    if (colon == absl::string_view::npos || colon == 0 ||
+        !std::all_of(line.begin(), line.begin() + colon, IsTokenByte)) {
+      return BadHead(absl::StrCat("header line ", i, " is not NAME: VALUE"));
+    }
+    std::string name = absl::AsciiStrToLower(line.substr(0, colon));
+    std::string value(absl::StripAsciiWhitespace(line.substr(colon + 1)));
+    // Framing is decided once (RFC 9112 6.3): a repeated Content-Length, or
+    // Transfer-Encoding (refused by the caller with 411) seen twice, is refused
+    // here rather than read one way by us and another by httplib.
+    if ((name == "content-length" || name == "transfer-encoding") && head.headers.contains(name)) {
+      return BadHead(absl::StrCat("more than one ", line.substr(0, colon), " header"));
+    }
+    if (name == "content-length") {
+      if (value.empty() || value.size() > 18 ||
+          !std::all_of(value.begin(), value.end(), absl::ascii_isdigit) ||
+          !absl::SimpleAtoi(value, &head.content_length)) {
+        return BadHead(absl::StrCat("Content-Length \"", value.substr(0, 32), "\" is not a size"));
+      }
+    }
+    head.headers[std::move(name)] = std::move(value);
+  }
+  return head;
+}
 
 void Connection::ShutdownWrite() { ::shutdown(fd(), SHUT_WR); }
 
@@ -266,8 +313,10 @@ class BoundedHttpServer::Impl : public httplib::Server {
     Clock::time_point deadline;
     std::string request;  // bytes read so far
     State state = State::kHead;
-    size_t expected = 0;  // with kBody: the whole request's bytes
+    size_t expected = 0;     // with kBody: the whole request's bytes
+    int64_t body_bytes = 0;  // with kBody: its body's
     std::shared_ptr<void> hold;
+    std::function<HttpRefusal(int64_t)> hold_bytes;
     std::string answer;  // with kRefusing: what is left to write
   };
   struct Ready {
@@ -316,6 +365,7 @@ class BoundedHttpServer::Impl : public httplib::Server {
     w.state = State::kRefusing;
     w.request.clear();
     w.request.shrink_to_fit();
+    w.hold_bytes = nullptr;
     w.hold.reset();
     // Time to write the refusal and drain, whatever was left of the request's.
     w.deadline = Clock::now() + kDrainAfterRefusal;
@@ -324,20 +374,25 @@ class BoundedHttpServer::Impl : public httplib::Server {
   // The headers of `w` are in (ending at `end`): admitted (reading the body
   // next, or complete), or refused.
   void Admit(Waiting& w, size_t end) {
-    HttpRequestHead head = ParseHead(absl::string_view(w.request).substr(0, end));
+    absl::StatusOr<HttpRequestHead> parsed =
+        ParseHttpRequestHead(absl::string_view(w.request).substr(0, end));
+    if (!parsed.ok()) {
+      Refuse(w, 400, std::string(parsed.status().message()));
+      return;
+    }
+    HttpRequestHead& head = *parsed;
+    if (head.headers.contains("transfer-encoding") && head.headers.contains("content-length")) {
+      // RFC 9112 6.1: a request smuggling attempt or a broken client.
+      Refuse(w, 400, "the request has both Content-Length and Transfer-Encoding");
+      return;
+    }
     if (head.headers.contains("transfer-encoding")) {
       Refuse(w, 411,
-             absl::StrCat("Transfer-Encoding \"", head.headers["transfer-encoding"],
+             absl::StrCat("Transfer-Encoding \"", head.headers["transfer-encoding"].substr(0, 32),
                           "\" is not accepted: send the body with a Content-Length"));
       return;
     }
-    auto length = head.headers.find("content-length");
-    if (length != head.headers.end()) {
-      if (!absl::SimpleAtoi(length->second, &head.content_length) || head.content_length < 0) {
-        Refuse(w, 400, absl::StrCat("Content-Length \"", length->second, "\" is not a size"));
-        return;
-      }
-    } else {
+    if (!head.headers.contains("content-length")) {
       // None: no body (RFC 9112 6.3; tritonclient POSTs bodiless requests so).
       // Said explicitly for httplib, which would read a POST's body until
       // the connection closes.
@@ -358,9 +413,35 @@ class BoundedHttpServer::Impl : public httplib::Server {
       return;
     }
     w.hold = std::move(admission.hold);
+    w.hold_bytes = std::move(admission.hold_bytes);
     w.expected = end + static_cast<size_t>(head.content_length);
-    w.request.reserve(w.expected);
+    w.body_bytes = head.content_length;
     w.state = State::kBody;
+  }
+
+  // Holds `bytes` for `w` (admission's hold_bytes); false once refused.
+  bool HoldBytes(Waiting& w, int64_t bytes) {
+    if (!w.hold_bytes) return true;
+    HttpRefusal refusal = w.hold_bytes(bytes);
+    if (refusal.status == 0) return true;
+    StartRefusal(w, refusal);
+    return false;
+  }
+
+  // Room in `w.request` for `want` more bytes of the body: its buffer grows
+  // by doubling from kBodyRead up to the whole request, each step held
+  // before it is allocated, so a body costs what has arrived (and at most as
+  // much again), never what its Content-Length announced.
+  bool GrowBody(Waiting& w, size_t want) {
+    const size_t needed = w.request.size() + want;
+    if (needed <= w.request.capacity()) return true;
+    const size_t grown =
+        std::min(w.expected, std::max({needed, 2 * w.request.capacity(), kBodyRead}));
+    const int64_t had = static_cast<int64_t>(w.request.capacity());
+    // Both buffers exist while the bytes move.
+    if (!HoldBytes(w, had + static_cast<int64_t>(grown))) return false;
+    w.request.reserve(grown);
+    return HoldBytes(w, static_cast<int64_t>(w.request.capacity()));
   }
 
   // Reads what `w` sent; returns false when it is done with (closed, or handed
@@ -382,7 +463,10 @@ class BoundedHttpServer::Impl : public httplib::Server {
     }
     for (int round = 0; round < kReadsPerRound; ++round) {
       size_t want = 2048;
-      if (w.state == State::kBody) want = std::min(kBodyRead, w.expected - w.request.size());
+      if (w.state == State::kBody) {
+        want = std::min(kBodyRead, w.expected - w.request.size());
+        if (!GrowBody(w, want)) return true;  // refused: the refusal is written next
+      }
       const size_t had = w.request.size();
       w.request.resize(had + want);
       const ssize_t got = w.connection->Read(w.request.data() + had, want);
@@ -405,6 +489,11 @@ class BoundedHttpServer::Impl : public httplib::Server {
       }
       if (w.state == State::kBody && w.request.size() >= w.expected) {
         w.request.resize(w.expected);  // one request per connection: no pipelining
+        // From here on the handler's copy of the body too (httplib's, which
+        // grows by doubling) until the request is answered.
+        if (!HoldBytes(w, static_cast<int64_t>(w.request.capacity()) + 2 * w.body_bytes)) {
+          return true;
+        }
         Hand(Ready{std::move(w.connection), std::move(w.request), std::move(w.hold)});
         return false;
       }

@@ -11,9 +11,10 @@
 // the request is admitted or refused before its body is read: its body is
 // what Content-Length says (none: no body; chunked bodies are refused with
 // 411) and at most `max_body_bytes` (413), and `admit` may refuse it (401, 429, ...) or hand
-// back what it reserved for it (a memory budget reservation) before a byte of
-// the body is buffered. Only complete requests reach the `worker_threads`
-// workers (at most `queued_requests` wait for one), whose answer must be
+// back what it holds for it and how to hold the body's bytes as they arrive (a
+// memory budget reservation, grown with the buffer). A head that framing could
+// be read two ways from (ParseHttpRequestHead) is refused with 400. Only complete requests reach
+// the `worker_threads` workers (at most `queued_requests` wait for one), whose answer must be
 // written within `write_deadline`. One request per connection.
 //
 // TLS seam: every byte goes through a Connection made by `make_connection`
@@ -34,6 +35,7 @@
 #include <thread>
 
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 
 namespace httplib {
 class Server;
@@ -86,7 +88,19 @@ struct HttpRefusal {
 struct HttpAdmission {
   HttpRefusal refusal;  // status 0: admitted
   std::shared_ptr<void> hold;
+  // Called in the waiting room as the body arrives, with the bytes the
+  // request holds in all from then on (its buffer before each step it grows;
+  // once complete, also the handler's copy): a refusal (status != 0) is the
+  // answer instead. Null: nothing is held.
+  std::function<HttpRefusal(int64_t bytes)> hold_bytes;
 };
+
+// The request line and headers of `text` (ending in the blank line), read
+// strictly so that framing has one reading (RFC 9112): INVALID_ARGUMENT for
+// bare CR or LF, NUL, folded or malformed header lines, a request line that is
+// not METHOD SP TARGET SP HTTP/1.x, a repeated Content-Length or
+// Transfer-Encoding, or a Content-Length that is not 1..18 digits.
+absl::StatusOr<HttpRequestHead> ParseHttpRequestHead(absl::string_view text);
 
 struct BoundedHttpOptions {
   size_t max_waiting = 64;

@@ -154,6 +154,10 @@ TENSORD_FLAG(int, opencl_max_wait_seconds, 30,
 TENSORD_FLAG(int, shared_memory_idle_seconds, 300,
              "a shared memory region no request used for this long is unmapped, so a client "
              "that died leaves no mapping behind; 0: never");
+TENSORD_FLAG(bool, shared_memory_remote, false,
+             "let clients that are not on this host (neither a Unix socket nor a loopback "
+             "address) register shared memory regions: off, since a remote client did not make "
+             "the objects in this host's /dev/shm and could only map other processes' memory");
 
 TENSORD_FLAG(int, handle_ttl_seconds, 600,
              "a handle (Put, OutputDesc.keep) nobody used for this long is released; in "
@@ -164,6 +168,10 @@ TENSORD_FLAG(int64_t, max_resident_bytes_per_client, -1,
              "bytes of handles one client (its token or certificate identity, else its IP "
              "address) may hold; RESOURCE_EXHAUSTED past it (-1: half of --max_memory_bytes; "
              "0: no limit beyond --max_memory_bytes)");
+TENSORD_FLAG(int64_t, max_handles_per_client, 100000,
+             "handles one client (as --max_resident_bytes_per_client counts clients) may hold, "
+             "each also taking 1 KiB of --max_memory_bytes for its bookkeeping; "
+             "RESOURCE_EXHAUSTED past it; in [1, 100000000]");
 TENSORD_FLAG(int, max_chain_steps, 64,
              "the most steps a RunChain request may have; RESOURCE_EXHAUSTED past it; in "
              "[1, 4096]");
@@ -505,6 +513,7 @@ absl::StatusOr<ServerConfig> ValidatedConfig(const Parsed& parsed) {
   ASSIGN_OR_RETURN(
       config.shared_memory_idle_seconds,
       FlagInRange(FLAGS_shared_memory_idle_seconds, "shared_memory_idle_seconds", 0, kMaxSeconds));
+  config.shared_memory_remote = absl::GetFlag(FLAGS_shared_memory_remote);
   ASSIGN_OR_RETURN(const int handle_ttl,
                    FlagInRange(FLAGS_handle_ttl_seconds, "handle_ttl_seconds", 1, kMaxSeconds));
   ASSIGN_OR_RETURN(
@@ -521,6 +530,9 @@ absl::StatusOr<ServerConfig> ValidatedConfig(const Parsed& parsed) {
   if (config.handles.max_bytes_per_client == -1) {
     config.handles.max_bytes_per_client = config.max_memory_bytes / 2;
   }
+  ASSIGN_OR_RETURN(config.handles.max_handles_per_client,
+                   FlagInRange(FLAGS_max_handles_per_client, "max_handles_per_client", int64_t{1},
+                               int64_t{100000000}));
   config.handles.replica = absl::GetFlag(FLAGS_advertise_address);
   if (config.handles.replica.size() > 255) {
     return absl::InvalidArgumentError(absl::StrCat(

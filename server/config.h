@@ -49,6 +49,7 @@ struct ServerConfig {
   std::string max_memory_source;  // where the default came from; "" when set
   int64_t buffer_pool_bytes = 0;  // resolved: -1 became a quarter of max_memory_bytes
   int shared_memory_idle_seconds = 0;
+  bool shared_memory_remote = false;
   HandleStoreOptions handles;  // budget set by the Server
 };
 

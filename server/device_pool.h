@@ -134,6 +134,9 @@ class DevicePool {
     return states_[index].resident_bytes.load(std::memory_order_relaxed);
   }
   int64_t max_resident_bytes(int index) const { return states_[index].max_resident_bytes; }
+  // Whether device `index` keeps its buffers in host memory
+  // (opencl_backend::Device::host_memory): its handles count in the budget.
+  bool HostMemory(int index) const { return devices_[index]->host_memory(); }
 
   // Called with a device's index each time it fails (MarkFailed): what lives
   // on it (handles) is lost. Set before the pool is shared.

@@ -41,11 +41,13 @@ absl::Status NoStore() { return absl::FailedPreconditionError("this server keeps
 // ---------------------------------------------------------------------------
 // Put
 //
-// The header's layout is validated and its bytes reserved (memory budget and
-// the client's quota) before any chunk is taken; each part is reserved while
-// it is parsed; the upload is cancelled when no part arrives for
-// --idle_timeout_seconds. Chunks are copied into the handle's buffer as they
-// arrive, so a Put holds its tensor once.
+// The header's layout is validated and its bytes counted in the client's
+// quota before any chunk is taken; the memory budget gets them as they
+// arrive (a Put that announces a large tensor and trickles holds what it
+// sent, not what it announced); each part is reserved while it is parsed;
+// the upload is cancelled when no part arrives for --idle_timeout_seconds.
+// Chunks are copied into the handle's buffer as they arrive, so a Put holds
+// its tensor once.
 
 class TensorOpService::PutReactor final : public grpc::ServerReadReactor<grpc::ByteBuffer> {
  public:
@@ -143,6 +145,13 @@ class TensorOpService::PutReactor final : public grpc::ServerReadReactor<grpc::B
           absl::StrCat("Put: part ", parts_read_, " brings the data to ", received_ + chunk.size(),
                        " bytes; the header's layout takes exactly ", expected));
     }
+    const int64_t bytes = static_cast<int64_t>(chunk.size());
+    RETURN_IF_ERROR(pending_.Written(bytes));
+    if (staging_ != nullptr) {
+      RETURN_IF_ERROR(reservation_.Grow(
+          bytes,
+          absl::StrCat("Put: the bytes on their way to OpenCL device ", pending_.device_index())));
+    }
     std::memcpy((staging_ != nullptr ? staging_.get() : pending_.data()) + received_, chunk.data(),
                 chunk.size());
     received_ += static_cast<int64_t>(chunk.size());
@@ -200,14 +209,14 @@ class TensorOpService::PutReactor final : public grpc::ServerReadReactor<grpc::B
         pending_,
         service_->options_.handles->Reserve(
             caller_, layout,
-            absl::StrCat("a Put of ", DTypeName(dtype), " ", FormatList(desc.sizes)), device));
+            absl::StrCat("a Put of ", DTypeName(dtype), " ", FormatList(desc.sizes)), device,
+            /*charge_as_written=*/true));
     if (device >= 0) {
-      // The bytes gather in host memory, then go to the device in one upload.
-      const int64_t bytes = layout.buffer_bytes();
-      RETURN_IF_ERROR(reservation_.Grow(
-          bytes,
-          absl::StrCat("Put: the ", bytes, " bytes on their way to OpenCL device ", device)));
-      staging_ = std::make_unique_for_overwrite<std::byte[]>(static_cast<size_t>(bytes));
+      // The bytes gather in host memory (reserved as they arrive: its pages
+      // are touched only as they are written), then go to the device in one
+      // upload.
+      staging_ =
+          std::make_unique_for_overwrite<std::byte[]>(static_cast<size_t>(layout.buffer_bytes()));
     }
     ttl_ = absl::Seconds(std::min<int64_t>(header.ttl_seconds(), int64_t{1} << 40));
     record_.dtype = std::string(DTypeName(dtype));

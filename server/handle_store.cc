@@ -61,15 +61,19 @@ std::string ShortId(absl::string_view id) {
 class ResidentTensor::Charge {
  public:
   Charge(HandleStore* store, std::string owner, int64_t bytes, bool on_device,
-         MemoryBudget::Reservation reservation)
+         MemoryBudget::Reservation reservation, std::string what)
       : store_(store),
         owner_(std::move(owner)),
         bytes_(bytes),
         on_device_(on_device),
-        reservation_(std::move(reservation)) {}
+        reservation_(std::move(reservation)),
+        what_(std::move(what)) {}
   ~Charge() { store_->Uncharge(owner_, bytes_, on_device_); }
   Charge(const Charge&) = delete;
   Charge& operator=(const Charge&) = delete;
+
+  // Reserves `bytes` more of the tensor's as they are written.
+  absl::Status Grow(int64_t bytes) { return reservation_.Grow(bytes, what_); }
 
  private:
   HandleStore* const store_;
@@ -77,7 +81,13 @@ class ResidentTensor::Charge {
   const int64_t bytes_;
   const bool on_device_;
   MemoryBudget::Reservation reservation_;
+  const std::string what_;
 };
+
+absl::Status HandleStore::Pending::Written(int64_t bytes) {
+  if (!charge_as_written_) return absl::OkStatus();
+  return tensor_->charge_->Grow(bytes);
+}
 
 ResidentTensor::ResidentTensor() = default;
 ResidentTensor::~ResidentTensor() = default;
@@ -120,16 +130,24 @@ void HandleStore::Uncharge(const std::string& owner, int64_t bytes, bool on_devi
   (on_device ? device_resident_bytes_ : resident_bytes_)
       .fetch_sub(bytes, std::memory_order_relaxed);
   std::lock_guard<std::mutex> lock(mutex_);
+  if (auto count = client_handles_.find(owner); count != client_handles_.end()) {
+    if (--count->second <= 0) client_handles_.erase(count);
+  }
   auto found = client_bytes_.find(owner);
   if (found == client_bytes_.end()) return;
   found->second -= bytes;
   if (found->second <= 0) client_bytes_.erase(found);
 }
 
+bool HandleStore::InHostMemory(int device_index) const {
+  return device_index < 0 ||
+         (options_.devices != nullptr && options_.devices->HostMemory(device_index));
+}
+
 absl::StatusOr<HandleStore::Pending> HandleStore::Reserve(const HandleCaller& caller,
                                                           const Layout& layout,
-                                                          absl::string_view what,
-                                                          int device_index) {
+                                                          absl::string_view what, int device_index,
+                                                          bool charge_as_written) {
   const int64_t bytes = layout.buffer_bytes();
   const bool on_device = device_index >= 0;
   if (on_device && options_.devices == nullptr) {
@@ -138,6 +156,14 @@ absl::StatusOr<HandleStore::Pending> HandleStore::Reserve(const HandleCaller& ca
   }
   {
     std::lock_guard<std::mutex> lock(mutex_);
+    int64_t& count = client_handles_[caller.name];
+    if (options_.max_handles_per_client > 0 && count >= options_.max_handles_per_client) {
+      quota_refusals_total_.fetch_add(1, std::memory_order_relaxed);
+      return absl::ResourceExhaustedError(
+          absl::StrCat("keeping ", what, " would give ", caller.name, " ", count + 1,
+                       " handles, over --max_handles_per_client=", options_.max_handles_per_client,
+                       "; release handles first"));
+    }
     int64_t& held = client_bytes_[caller.name];
     if (options_.max_bytes_per_client > 0 && held + bytes > options_.max_bytes_per_client) {
       const int64_t before = held;
@@ -150,12 +176,20 @@ absl::StatusOr<HandleStore::Pending> HandleStore::Reserve(const HandleCaller& ca
           "; release handles first"));
     }
     held += bytes;
+    ++count;
   }
   (on_device ? device_resident_bytes_ : resident_bytes_)
       .fetch_add(bytes, std::memory_order_relaxed);
+  // Bytes in host memory are the budget's: those of a device whose memory
+  // is host memory too (PoCL's CPU device), or a handle on it would be free.
+  const bool budgeted = InHostMemory(device_index);
+  // A padded layout is zeroed now, every page touched: charged now.
+  charge_as_written =
+      charge_as_written && budgeted && layout.buffer_elements == layout.element_count;
   MemoryBudget::Reservation reservation;
-  if (options_.budget != nullptr && !on_device) {
-    absl::StatusOr<MemoryBudget::Reservation> reserved = options_.budget->TryReserve(bytes, what);
+  if (options_.budget != nullptr) {
+    absl::StatusOr<MemoryBudget::Reservation> reserved = options_.budget->TryReserve(
+        kHandleBookkeepingBytes + (budgeted && !charge_as_written ? bytes : 0), what);
     if (!reserved.ok()) {
       Uncharge(caller.name, bytes, on_device);
       return reserved.status();
@@ -164,8 +198,8 @@ absl::StatusOr<HandleStore::Pending> HandleStore::Reserve(const HandleCaller& ca
   }
   auto tensor = std::make_shared<ResidentTensor>();
   // From here the charge gives everything back however this ends.
-  tensor->charge_ = std::make_unique<ResidentTensor::Charge>(this, caller.name, bytes, on_device,
-                                                             std::move(reservation));
+  tensor->charge_ = std::make_unique<ResidentTensor::Charge>(
+      this, caller.name, bytes, on_device, std::move(reservation), std::string(what));
   if (on_device) {
     // Padding reads as zero, as in host memory.
     ASSIGN_OR_RETURN(tensor->device_,
@@ -181,6 +215,7 @@ absl::StatusOr<HandleStore::Pending> HandleStore::Reserve(const HandleCaller& ca
   tensor->layout_ = layout;
   Pending pending;
   pending.tensor_ = std::move(tensor);
+  pending.charge_as_written_ = charge_as_written;
   return pending;
 }
 

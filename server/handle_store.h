@@ -54,6 +54,9 @@ struct HandleStoreOptions {
   // Resident bytes one client may hold (--max_resident_bytes_per_client);
   // <= 0: no limit beyond the memory budget.
   int64_t max_bytes_per_client = 0;
+  // Handles one client may hold, pending ones included
+  // (--max_handles_per_client); <= 0: no limit beyond the memory budget.
+  int64_t max_handles_per_client = 0;
   // This server's address as clients reach it (--advertise_address); empty:
   // set by SetReplica once the server listens.
   std::string replica;
@@ -65,6 +68,11 @@ struct HandleStoreOptions {
   // Where handles on OpenCL devices live; null: host memory only. Not owned.
   DevicePool* devices = nullptr;
 };
+
+// What one handle's bookkeeping takes besides its bytes (its tensor object,
+// map node, id, owner, layout; 660 to 880 bytes measured), reserved in the
+// memory budget with it: a million one-byte handles are not free.
+inline constexpr int64_t kHandleBookkeepingBytes = 1024;
 
 // Who is asking: handles belong to `name`; `authenticated` says whether it is
 // a verified identity (else the peer's address, and ids are capabilities).
@@ -134,6 +142,9 @@ class HandleStore {
     Pending() = default;
     // Host memory to write; null for a tensor on a device (Upload).
     std::byte* data() { return tensor_->buffer_.get(); }
+    // For a tensor reserved with `charge_as_written`: `bytes` more of it are
+    // about to be written, reserved in the memory budget first.
+    absl::Status Written(int64_t bytes);
     const Layout& layout() const { return tensor_->layout_; }
     int device_index() const { return tensor_->device_index_; }
     const DeviceResident* device_buffer() const { return tensor_->device_.get(); }
@@ -142,6 +153,7 @@ class HandleStore {
    private:
     friend class HandleStore;
     std::shared_ptr<ResidentTensor> tensor_;
+    bool charge_as_written_ = false;
   };
 
   explicit HandleStore(HandleStoreOptions options);
@@ -149,13 +161,20 @@ class HandleStore {
   HandleStore(const HandleStore&) = delete;
   HandleStore& operator=(const HandleStore&) = delete;
 
-  // A zero-padded buffer for `layout` owned by `caller`, reserved in the
-  // caller's quota and, in host memory (`device_index` -1), in the memory
-  // budget; on OpenCL device `device_index`, in its resident limit.
-  // RESOURCE_EXHAUSTED naming the limit (--max_resident_bytes_per_client,
-  // --max_memory_bytes, --opencl_max_resident_bytes) and `what`.
+  // A zero-padded buffer for `layout` owned by `caller`, counted in the
+  // caller's handles and reserved in its quota and, in host memory
+  // (`device_index` -1, or a device whose memory is host memory:
+  // DevicePool::HostMemory), in the memory budget; on OpenCL device
+  // `device_index`, in its resident limit. Every handle's bookkeeping
+  // (kHandleBookkeepingBytes) is reserved in the budget too. With
+  // `charge_as_written` the budget gets the tensor's bytes as they are written
+  // (Pending::Written), not all at once: an upload holds what has arrived.
+  // RESOURCE_EXHAUSTED naming the limit (--max_handles_per_client,
+  // --max_resident_bytes_per_client, --max_memory_bytes,
+  // --opencl_max_resident_bytes) and `what`.
   absl::StatusOr<Pending> Reserve(const HandleCaller& caller, const Layout& layout,
-                                  absl::string_view what, int device_index = -1);
+                                  absl::string_view what, int device_index = -1,
+                                  bool charge_as_written = false);
   // Writes a pending device tensor's bytes (all of its layout's), and copies
   // a device tensor's bytes into `host` (its layout's buffer_bytes()).
   absl::Status Upload(const Pending& pending, std::span<const std::byte> host,
@@ -224,13 +243,17 @@ class HandleStore {
   friend class ResidentTensor::Charge;
   void Sweep();
   void Uncharge(const std::string& owner, int64_t bytes, bool on_device);
+  // Whether `device_index` keeps its bytes in host memory (none: -1).
+  bool InHostMemory(int device_index) const;
   static bool MayUse(const HandleCaller& caller, const ResidentTensor& tensor);
 
   const HandleStoreOptions options_;
   mutable std::mutex mutex_;
   std::string replica_;  // guarded by mutex_
   std::map<std::string, std::shared_ptr<ResidentTensor>, std::less<>> tensors_;
-  std::map<std::string, int64_t, std::less<>> client_bytes_;  // held, by owner
+  // Held, by owner: bytes, and handles (pending ones too).
+  std::map<std::string, int64_t, std::less<>> client_bytes_;
+  std::map<std::string, int64_t, std::less<>> client_handles_;
   std::atomic<int64_t> resident_bytes_{0};
   std::atomic<int64_t> device_resident_bytes_{0};
   std::atomic<int64_t> lost_total_{0};

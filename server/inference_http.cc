@@ -17,6 +17,7 @@
 #include "server/inference_service.h"
 #include "server/memory_budget.h"
 #include "server/request_log.h"
+#include "server/shared_memory.h"
 #include "server/status_map.h"
 
 namespace tensorop::server {
@@ -29,7 +30,8 @@ constexpr absl::string_view kMethod = "HttpInfer";
 // What a request holds besides its tensors (its parsed form, the converted
 // native request, its log record), as ModelInfer reserves for its own.
 constexpr int64_t kRequestOverheadBytes = 16 << 10;
-// The body as received and httplib's copy of it, which grows by doubling.
+// A whole body holds the waiting room's buffer and httplib's copy, which
+// grows by doubling.
 constexpr int64_t kBodyCopies = 3;
 // A JSON answer takes at most this many bytes (text and nlohmann values) per
 // byte of raw output: 16 for a one-byte element's value, 9 for an FP16's text.
@@ -63,17 +65,29 @@ HttpAdmission Admit(State& state, const HttpRequestHead& head) {
     absl::StatusOr<std::string> name =
         CheckHttpBearer(header == head.headers.end() ? nullptr : &header->second,
                         *state.options.tokens, *state.options.auth_counters);
-    if (!name.ok()) return HttpAdmission{Refusal(name.status()), nullptr};
+    if (!name.ok()) return HttpAdmission{Refusal(name.status()), nullptr, nullptr};
     hold->identity = absl::StrCat("token:", *name);
   }
+  const std::string what = absl::StrCat(head.method, " ", head.target, ": a ", head.content_length,
+                                        "-byte request body as received");
+  // A body that could not be held now is refused from the headers; one that
+  // could is held as it arrives, not as its Content-Length announces it, so
+  // idle connections that only announced large bodies hold nothing.
   if (head.content_length > 0) {
-    absl::Status reserved =
-        hold->reservation.Grow(kBodyCopies * head.content_length,
-                               absl::StrCat(head.method, " ", head.target, ": a ",
-                                            head.content_length, "-byte request body as received"));
-    if (!reserved.ok()) return HttpAdmission{Refusal(reserved), nullptr};
+    absl::Status fits = hold->reservation.Grow(kBodyCopies * head.content_length, what);
+    if (!fits.ok()) return HttpAdmission{Refusal(fits), nullptr, nullptr};
+    hold->reservation.Release();
   }
-  return HttpAdmission{{}, std::move(hold)};
+  auto hold_bytes = [reservation = &hold->reservation, what](int64_t bytes) {
+    const int64_t more = bytes - reservation->bytes();
+    if (more <= 0) {
+      reservation->Shrink(-more);
+      return HttpRefusal{};
+    }
+    absl::Status reserved = reservation->Grow(more, what);
+    return reserved.ok() ? HttpRefusal{} : Refusal(reserved);
+  };
+  return HttpAdmission{{}, hold, std::move(hold_bytes)};
 }
 
 // An inference, on the HTTP worker that read it; the work itself runs on a
@@ -112,12 +126,14 @@ void Infer(State& state, const httplib::Request& http, httplib::Response& out) {
       }
       header_length = value;
     }
-    const int64_t json_bytes = header_length.value_or(body_bytes);
-    RETURN_IF_ERROR(reservation.Grow(
-        HttpJsonParseBound(std::min(json_bytes, body_bytes)) + kRequestOverheadBytes,
-        absl::StrCat(kMethod, ": parsing a ", json_bytes, "-byte JSON request")));
-    ASSIGN_OR_RETURN(HttpInferRequest parsed,
-                     ParseHttpInferRequest(model, version, http.body, header_length));
+    const std::string parsing = absl::StrCat(
+        kMethod, ": parsing a ", header_length.value_or(body_bytes), "-byte JSON request");
+    RETURN_IF_ERROR(reservation.Grow(kRequestOverheadBytes, parsing));
+    // The parse reserves what its values take as they are made.
+    ASSIGN_OR_RETURN(
+        HttpInferRequest parsed,
+        ParseHttpInferRequest(model, version, http.body, header_length,
+                              [&](int64_t bytes) { return reservation.Grow(bytes, parsing); }));
     // The JSON is freed; what stays: httplib's body and the request.
     reservation.Shrink(std::max<int64_t>(
         0, reservation.bytes() - 2 * body_bytes -
@@ -193,6 +209,14 @@ void Infer(State& state, const httplib::Request& http, httplib::Response& out) {
 // The system shared memory extension, as Triton's HTTP API: the gRPC calls'
 // answers (server/inference_service.h) rendered as JSON; small, answered on
 // the HTTP worker. A region's name is the path segment {name}.
+// The caller of an HTTP request, as SharedMemoryCallerOf for gRPC: its token
+// identity (from the waiting room's admission) and whether it is on this host.
+SharedMemoryCaller HttpCaller(const httplib::Request& in) {
+  std::shared_ptr<Hold> hold = std::static_pointer_cast<Hold>(BoundedHttpServer::CurrentHold());
+  return SharedMemoryCaller{.owner = hold != nullptr ? hold->identity : std::string(),
+                            .local = IsLoopbackAddress(in.remote_addr)};
+}
+
 void SystemSharedMemoryRoutes(State* state, httplib::Server& http) {
   constexpr char kRegion[] = "/v2/systemsharedmemory/region/([^/]+)";
   auto region = [](const httplib::Request& in) {
@@ -202,7 +226,8 @@ void SystemSharedMemoryRoutes(State* state, httplib::Server& http) {
     inference::SystemSharedMemoryStatusRequest request;
     request.set_name(region(in));
     absl::StatusOr<inference::SystemSharedMemoryStatusResponse> answer =
-        SystemSharedMemoryStatusAnswer(state->native->options().shared_memory, request);
+        SystemSharedMemoryStatusAnswer(state->native->options().shared_memory, request,
+                                       HttpCaller(in));
     if (!answer.ok()) return Reply(out, answer.status());
     out.set_content(SystemSharedMemoryStatusJson(*answer), kJson);
   };
@@ -213,17 +238,18 @@ void SystemSharedMemoryRoutes(State* state, httplib::Server& http) {
     absl::StatusOr<inference::SystemSharedMemoryRegisterRequest> request =
         ParseSystemSharedMemoryRegister(region(in), in.body);
     if (!request.ok()) return Reply(out, request.status());
-    absl::Status registered =
-        SystemSharedMemoryRegisterAnswer(state->native->options().shared_memory, *request).status();
+    absl::Status registered = SystemSharedMemoryRegisterAnswer(
+                                  state->native->options().shared_memory, *request, HttpCaller(in))
+                                  .status();
     if (!registered.ok()) return Reply(out, registered);
     out.status = 200;
   });
   auto unregister = [state, region](const httplib::Request& in, httplib::Response& out) {
     inference::SystemSharedMemoryUnregisterRequest request;
     request.set_name(region(in));
-    absl::Status unregistered =
-        SystemSharedMemoryUnregisterAnswer(state->native->options().shared_memory, request)
-            .status();
+    absl::Status unregistered = SystemSharedMemoryUnregisterAnswer(
+                                    state->native->options().shared_memory, request, HttpCaller(in))
+                                    .status();
     if (!unregistered.ok()) return Reply(out, unregistered);
     out.status = 200;
   };

@@ -10,6 +10,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "core/status_macros.h"
 #include "server/inference_models.h"
@@ -24,6 +25,150 @@ absl::Status JsonError(absl::string_view model, absl::string_view what) {
   return absl::InvalidArgumentError(absl::StrCat(model, ": ", what));
 }
 
+// A user's value as an error message quotes it: scalars as written, strings
+// cut, arrays and objects by kind only. Never the whole value: re-serializing
+// what a client sent is unbounded work and text.
+std::string Quote(const Json& v) {
+  constexpr size_t kMaxQuoted = 64;
+  if (v.is_array()) return absl::StrCat("an array of ", v.size(), " items");
+  if (v.is_object()) return absl::StrCat("an object of ", v.size(), " members");
+  if (v.is_string() && v.get_ref<const std::string&>().size() > kMaxQuoted) {
+    return Json(v.get_ref<const std::string&>().substr(0, kMaxQuoted))
+               .dump(-1, ' ', false, Json::error_handler_t::replace) +
+           "...";
+  }
+  return v.dump(-1, ' ', false, Json::error_handler_t::replace);
+}
+
+// The heap bytes a parsed nlohmann value takes (glibc x86-64 chunks, measured
+// by tests/server/hostile_surfaces_test.cc against the server's RSS): an
+// array's or object's own container, its slot in the parent array (16 bytes
+// in a vector that may be twice the size it holds) or its member node in the
+// parent object's map (node, key string, value), a string's heap object.
+constexpr int64_t kArrayBytes = 32;
+constexpr int64_t kObjectBytes = 64;
+constexpr int64_t kElementBytes = 32;
+constexpr int64_t kMemberBytes = 96;
+constexpr int64_t kStringBytes = 48;
+// Past 15 characters a std::string's text is a heap block of its own.
+int64_t TextBytes(size_t length) {
+  return length > 15 ? static_cast<int64_t>((length + 1 + 8 + 15) / 16 * 16) : 0;
+}
+constexpr absl::string_view kTooDeep = " nests arrays and objects more than ";
+// How much is reserved at a time as the values grow.
+constexpr int64_t kReserveStep = int64_t{1} << 20;
+
+// nlohmann's DOM parse (as json_sax_dom_parser) with two bounds a hostile
+// body meets before it can hurt: arrays and objects nested at most
+// kMaxJsonDepth deep, and every value's heap bytes reserved (`reserve`, in
+// kReserveStep steps) before they pile up.
+class BoundedJsonBuilder final : public nlohmann::json_sax<Json> {
+ public:
+  BoundedJsonBuilder(absl::string_view what, const JsonReserve& reserve)
+      : what_(what), reserve_(reserve) {}
+
+  bool null() override { return Value(Json(nullptr), 0); }
+  bool boolean(bool v) override { return Value(Json(v), 0); }
+  bool number_integer(number_integer_t v) override { return Value(Json(v), 0); }
+  bool number_unsigned(number_unsigned_t v) override { return Value(Json(v), 0); }
+  bool number_float(number_float_t v, const string_t&) override { return Value(Json(v), 0); }
+  bool string(string_t& v) override {
+    const int64_t bytes = kStringBytes + TextBytes(v.size());
+    return Value(Json(std::move(v)), bytes);
+  }
+  bool binary(binary_t&) override {
+    return Fail(absl::InvalidArgumentError(absl::StrCat(what_, " has a binary value")));
+  }
+  bool start_object(std::size_t) override { return Open(Json::object(), kObjectBytes); }
+  bool key(string_t& key) override {
+    if (!Charge(kMemberBytes + TextBytes(key.size()))) return false;
+    member_ = &(*open_.back())[std::move(key)];
+    return true;
+  }
+  bool end_object() override { return Close(); }
+  bool start_array(std::size_t) override { return Open(Json::array(), kArrayBytes); }
+  bool end_array() override { return Close(); }
+  bool parse_error(std::size_t, const std::string&, const Json::exception& e) override {
+    return Fail(absl::InvalidArgumentError(absl::StrCat(what_, " is not valid JSON: ", e.what())));
+  }
+
+  absl::StatusOr<Json> Take() && {
+    if (!error_.ok()) return error_;
+    return std::move(root_);
+  }
+
+ private:
+  bool Fail(absl::Status status) {
+    if (error_.ok()) error_ = std::move(status);
+    return false;
+  }
+  // Counts `bytes` more, reserving the next step when they pass what is held.
+  bool Charge(int64_t bytes) {
+    charged_ += bytes;
+    while (charged_ > reserved_) {
+      if (reserve_) {
+        if (absl::Status status = reserve_(kReserveStep); !status.ok()) return Fail(status);
+      }
+      reserved_ += kReserveStep;
+    }
+    return true;
+  }
+  // Places `v` where the parse is: the root, the open array's next element, or
+  // the open object's member whose key came last.
+  Json* Place(Json v) {
+    if (open_.empty()) {
+      root_ = std::move(v);
+      return &root_;
+    }
+    Json& parent = *open_.back();
+    if (parent.is_array()) {
+      parent.push_back(std::move(v));
+      return &parent.back();
+    }
+    *member_ = std::move(v);
+    return member_;
+  }
+  bool Value(Json v, int64_t bytes) {
+    if (!open_.empty() && open_.back()->is_array()) bytes += kElementBytes;
+    if (!Charge(bytes)) return false;
+    Place(std::move(v));
+    return true;
+  }
+  bool Open(Json container, int64_t bytes) {
+    if (open_.size() >= static_cast<size_t>(kMaxJsonDepth)) {
+      return Fail(
+          absl::InvalidArgumentError(absl::StrCat(what_, kTooDeep, kMaxJsonDepth, " deep")));
+    }
+    if (!open_.empty() && open_.back()->is_array()) bytes += kElementBytes;
+    if (!Charge(bytes)) return false;
+    open_.push_back(Place(std::move(container)));
+    return true;
+  }
+  bool Close() {
+    open_.pop_back();
+    return true;
+  }
+
+  const absl::string_view what_;
+  const JsonReserve& reserve_;
+  Json root_;
+  std::vector<Json*> open_;  // the arrays and objects being filled, outermost first
+  Json* member_ = nullptr;
+  int64_t charged_ = 0;
+  int64_t reserved_ = 0;
+  absl::Status error_;
+};
+
+// `text` parsed within BoundedJsonBuilder's bounds; INVALID_ARGUMENT naming
+// `what` for text that is no JSON or nests too deep, `reserve`'s refusal when
+// the values do not fit.
+absl::StatusOr<Json> ParseBounded(absl::string_view text, absl::string_view what,
+                                  const JsonReserve& reserve) {
+  BoundedJsonBuilder builder(what, reserve);
+  Json::sax_parse(text.begin(), text.end(), &builder);
+  return std::move(builder).Take();
+}
+
 template <typename T>
 void Append(T value, std::string& out) {
   char bytes[sizeof(T)];
@@ -36,7 +181,7 @@ absl::Status AppendElement(const Json& v, absl::string_view datatype, absl::stri
                            int64_t index, std::string& out) {
   auto refuse = [&](absl::string_view expected) {
     return absl::InvalidArgumentError(
-        absl::StrCat(what, " data[", index, "] = ", v.dump(), " is not ", expected));
+        absl::StrCat(what, " data[", index, "] = ", Quote(v), " is not ", expected));
   };
   auto integer = [&]<typename T>(T*) -> absl::Status {
     if (v.is_number_unsigned()) {
@@ -82,18 +227,13 @@ absl::Status AppendElement(const Json& v, absl::string_view datatype, absl::stri
   return absl::OkStatus();
 }
 
-// Every element of `data` (flat or nested arrays, at most kMaxNesting deep:
-// a hostile body must not recurse without end), row-major.
-constexpr int kMaxNesting = 64;
+// Every element of `data` (flat or nested arrays: the parse bounded their
+// depth), row-major.
 absl::Status AppendData(const Json& data, absl::string_view datatype, absl::string_view what,
-                        int depth, int64_t& index, std::string& out) {
+                        int64_t& index, std::string& out) {
   if (data.is_array()) {
-    if (depth >= kMaxNesting) {
-      return absl::InvalidArgumentError(
-          absl::StrCat(what, " data nests arrays more than ", kMaxNesting, " deep"));
-    }
     for (const Json& item : data) {
-      RETURN_IF_ERROR(AppendData(item, datatype, what, depth + 1, index, out));
+      RETURN_IF_ERROR(AppendData(item, datatype, what, index, out));
     }
     return absl::OkStatus();
   }
@@ -102,12 +242,25 @@ absl::Status AppendData(const Json& data, absl::string_view datatype, absl::stri
   return absl::OkStatus();
 }
 
-bool Known(absl::string_view datatype) {
-  for (absl::string_view name : {"BOOL", "UINT8", "UINT16", "UINT32", "UINT64", "INT8", "INT16",
-                                 "INT32", "INT64", "FP16", "FP32", "FP64"}) {
-    if (datatype == name) return true;
+// The bytes of one element of a datatype of the protocol; 0 for none.
+int64_t DatatypeBytes(absl::string_view datatype) {
+  static constexpr std::pair<absl::string_view, int64_t> kBytes[] = {
+      {"BOOL", 1},  {"UINT8", 1}, {"UINT16", 2}, {"UINT32", 4}, {"UINT64", 8}, {"INT8", 1},
+      {"INT16", 2}, {"INT32", 4}, {"INT64", 8},  {"FP16", 2},   {"FP32", 4},   {"FP64", 8}};
+  for (const auto& [name, bytes] : kBytes) {
+    if (datatype == name) return bytes;
   }
-  return false;
+  return 0;
+}
+bool Known(absl::string_view datatype) { return DatatypeBytes(datatype) != 0; }
+
+// The values that are no arrays in `data`, however nested (the parse bounded
+// the depth).
+int64_t LeafCount(const Json& data) {
+  if (!data.is_array()) return 1;
+  int64_t count = 0;
+  for (const Json& item : data) count += LeafCount(item);
+  return count;
 }
 
 // A JSON parameters object into a protobuf parameter map; binary extension
@@ -140,7 +293,7 @@ absl::Status ToParameters(const Json& parameters, absl::string_view what,
       p.set_string_param(value.get<std::string>());
     } else {
       return absl::InvalidArgumentError(absl::StrCat(
-          what, " parameter \"", key, "\" = ", value.dump(), " is not a bool, number or string"));
+          what, " parameter \"", key, "\" = ", Quote(value), " is not a bool, number or string"));
     }
   }
   return absl::OkStatus();
@@ -264,17 +417,11 @@ double HalfToDouble(uint16_t half) {
   return sign * std::ldexp(mantissa + 1024, exponent - 25);
 }
 
-int64_t HttpJsonParseBound(int64_t json_bytes) {
-  // An element takes at least 2 bytes of JSON ("1,") and becomes a 16-byte
-  // nlohmann value in a vector that may hold twice its size, plus at most 8
-  // raw bytes: 16 bytes of memory per byte of JSON bounds it.
-  return json_bytes * 16;
-}
-
 absl::StatusOr<HttpInferRequest> ParseHttpInferRequest(absl::string_view model,
                                                        absl::string_view version,
                                                        absl::string_view body,
-                                                       std::optional<int64_t> header_length) {
+                                                       std::optional<int64_t> header_length,
+                                                       const JsonReserve& reserve) {
   absl::string_view json_text = body;
   absl::string_view binary;
   if (header_length.has_value()) {
@@ -285,17 +432,11 @@ absl::StatusOr<HttpInferRequest> ParseHttpInferRequest(absl::string_view model,
     json_text = body.substr(0, static_cast<size_t>(*header_length));
     binary = body.substr(static_cast<size_t>(*header_length));
   }
-  Json json = Json::parse(json_text, nullptr, /*allow_exceptions=*/false);
-  if (json.is_discarded()) {
-    // Parse again for nlohmann's message, which says where.
-    try {
-      Json ignored = Json::parse(json_text);
-    } catch (const Json::exception& e) {
-      return JsonError(model, absl::StrCat("the request is not valid JSON: ", e.what()));
-    }
-    return JsonError(model, "the request is not valid JSON");
-  }
+  ASSIGN_OR_RETURN(const Json json,
+                   ParseBounded(json_text, absl::StrCat(model, ": the request"), reserve));
   if (!json.is_object()) return JsonError(model, "the request is not a JSON object");
+  // The raw bytes the inputs become, reserved before they are made.
+  auto reserve_raw = [&](int64_t bytes) { return reserve ? reserve(bytes) : absl::OkStatus(); };
 
   HttpInferRequest parsed;
   inference::ModelInferRequest& request = parsed.request;
@@ -343,7 +484,7 @@ absl::StatusOr<HttpInferRequest> ParseHttpInferRequest(absl::string_view model,
     for (const Json& size : input["shape"]) {
       if (!size.is_number_integer()) {
         return absl::InvalidArgumentError(
-            absl::StrCat(what, ": shape[", d, "] = ", size.dump(), " is not an integer"));
+            absl::StrCat(what, ": shape[", d, "] = ", Quote(size), " is not an integer"));
       }
       tensor.add_shape(size.get<int64_t>());
       ++d;
@@ -356,7 +497,7 @@ absl::StatusOr<HttpInferRequest> ParseHttpInferRequest(absl::string_view model,
         if (!parameters["binary_data_size"].is_number_integer() ||
             parameters["binary_data_size"].get<int64_t>() < 0) {
           return absl::InvalidArgumentError(absl::StrCat(
-              what, ": parameters.binary_data_size = ", parameters["binary_data_size"].dump(),
+              what, ": parameters.binary_data_size = ", Quote(parameters["binary_data_size"]),
               " is not a size"));
         }
         binary_size = parameters["binary_data_size"].get<int64_t>();
@@ -392,14 +533,18 @@ absl::StatusOr<HttpInferRequest> ParseHttpInferRequest(absl::string_view model,
       }
       const absl::string_view part =
           binary.substr(binary_offset, static_cast<size_t>(*binary_size));
+      RETURN_IF_ERROR(reserve_raw(static_cast<int64_t>(part.size())));
       bytes.assign(part.data(), part.size());
       binary_offset += static_cast<size_t>(*binary_size);
     } else if (input.contains("data")) {
       // An unknown datatype keeps no bytes: the model conversion refuses it
       // by name, as for gRPC.
       if (Known(tensor.datatype())) {
+        const int64_t raw = LeafCount(input["data"]) * DatatypeBytes(tensor.datatype());
+        RETURN_IF_ERROR(reserve_raw(raw));
+        bytes.reserve(static_cast<size_t>(raw));
         int64_t index = 0;
-        RETURN_IF_ERROR(AppendData(input["data"], tensor.datatype(), what, 0, index, bytes));
+        RETURN_IF_ERROR(AppendData(input["data"], tensor.datatype(), what, index, bytes));
       }
     } else {
       return absl::InvalidArgumentError(
@@ -570,8 +715,17 @@ std::string ModelStatisticsJson(const inference::ModelStatisticsResponse& statis
 absl::StatusOr<inference::SystemSharedMemoryRegisterRequest> ParseSystemSharedMemoryRegister(
     absl::string_view name, absl::string_view body) {
   const std::string what = absl::StrCat("register shared memory region \"", name, "\"");
-  Json json = Json::parse(body, nullptr, /*allow_exceptions=*/false);
-  if (json.is_discarded() || !json.is_object()) {
+  if (body.size() > kMaxRegisterBodyBytes) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        what, ": the body of ", body.size(), " bytes is over the ", kMaxRegisterBodyBytes,
+        " bytes a {\"key\", \"offset\", \"byte_size\"} object may take"));
+  }
+  absl::StatusOr<Json> parsed = ParseBounded(body, what, nullptr);
+  if (!parsed.ok() && absl::StrContains(parsed.status().message(), kTooDeep)) {
+    return parsed.status();
+  }
+  const Json json = parsed.ok() ? *std::move(parsed) : Json();
+  if (!parsed.ok() || !json.is_object()) {
     return absl::InvalidArgumentError(
         absl::StrCat(what, ": the body is not a JSON object {\"key\", \"offset\", \"byte_size\"}"));
   }
@@ -589,7 +743,7 @@ absl::StatusOr<inference::SystemSharedMemoryRegisterRequest> ParseSystemSharedMe
     }
     const Json& value = json[field];
     if (!value.is_number_unsigned()) {
-      return absl::InvalidArgumentError(absl::StrCat(what, ": \"", field, "\" = ", value.dump(),
+      return absl::InvalidArgumentError(absl::StrCat(what, ": \"", field, "\" = ", Quote(value),
                                                      " is not a non-negative integer"));
     }
     return value.get<uint64_t>();

@@ -15,6 +15,7 @@
 #define TENSOROP_SERVER_INFERENCE_HTTP_JSON_H_
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <optional>
 #include <string>
@@ -40,18 +41,27 @@ struct HttpInferRequest {
   std::map<std::string, bool> binary_outputs;
 };
 
+// Every JSON body is refused (INVALID_ARGUMENT naming this limit) when its
+// arrays and objects nest deeper: no protocol body nests more than a few.
+inline constexpr int kMaxJsonDepth = 64;
+// A register body is one small object.
+inline constexpr size_t kMaxRegisterBodyBytes = 64 << 10;
+
+// Called with more bytes to reserve (the memory budget) before the parse
+// holds them: as nlohmann values grow, in 1 MiB steps, and before an input's
+// raw bytes are made. An error stops the parse with it. Null: nothing reserved.
+using JsonReserve = std::function<absl::Status(int64_t bytes)>;
+
 // The request to `model` (`version` may be empty) in `body`: JSON only, or,
 // with `header_length` (Inference-Header-Content-Length), that many bytes of
 // JSON then the inputs' binary parts in input order. INVALID_ARGUMENT naming
-// the model, the tensor and the element or field.
+// the model, the tensor and the element or field, or the depth limit;
+// `reserve`'s refusal when the parse does not fit the budget.
 absl::StatusOr<HttpInferRequest> ParseHttpInferRequest(absl::string_view model,
                                                        absl::string_view version,
                                                        absl::string_view body,
-                                                       std::optional<int64_t> header_length);
-
-// At most the bytes parsing `json_bytes` of JSON holds (nlohmann's values and
-// the raw bytes they become), to reserve before parsing.
-int64_t HttpJsonParseBound(int64_t json_bytes);
+                                                       std::optional<int64_t> header_length,
+                                                       const JsonReserve& reserve = nullptr);
 
 struct HttpBody {
   std::string body;
@@ -79,7 +89,8 @@ std::string ModelStatisticsJson(const inference::ModelStatisticsResponse& statis
 
 // POST /v2/systemsharedmemory/region/{name}/register's body {"key", "offset"
 // (optional, 0), "byte_size"} as the gRPC request; INVALID_ARGUMENT naming the
-// region and the field.
+// region and the field, or a body over kMaxRegisterBodyBytes or nested past
+// kMaxJsonDepth.
 absl::StatusOr<inference::SystemSharedMemoryRegisterRequest> ParseSystemSharedMemoryRegister(
     absl::string_view name, absl::string_view body);
 // GET /v2/systemsharedmemory[/region/{name}]/status: [{"name", "key", "offset",

@@ -361,10 +361,11 @@ absl::Status CudaSharedMemoryUnimplemented(absl::string_view method) {
 }
 
 absl::StatusOr<inference::SystemSharedMemoryStatusResponse> SystemSharedMemoryStatusAnswer(
-    SharedMemoryRegistry* registry, const inference::SystemSharedMemoryStatusRequest& request) {
+    SharedMemoryRegistry* registry, const inference::SystemSharedMemoryStatusRequest& request,
+    const SharedMemoryCaller& caller) {
   if (registry == nullptr) return NoSharedMemory();
   ASSIGN_OR_RETURN(std::vector<SharedMemoryRegistry::RegionInfo> infos,
-                   registry->Status(request.name()));
+                   registry->Status(request.name(), caller.owner));
   inference::SystemSharedMemoryStatusResponse response;
   for (const SharedMemoryRegistry::RegionInfo& info : infos) {
     auto& region = (*response.mutable_regions())[info.name];
@@ -377,29 +378,33 @@ absl::StatusOr<inference::SystemSharedMemoryStatusResponse> SystemSharedMemorySt
 }
 
 absl::StatusOr<inference::SystemSharedMemoryRegisterResponse> SystemSharedMemoryRegisterAnswer(
-    SharedMemoryRegistry* registry, const inference::SystemSharedMemoryRegisterRequest& request) {
+    SharedMemoryRegistry* registry, const inference::SystemSharedMemoryRegisterRequest& request,
+    const SharedMemoryCaller& caller) {
   if (registry == nullptr) return NoSharedMemory();
   // The protocol calls the region's name `name` (tensorop.v1: `region`).
   RETURN_IF_ERROR(CheckRegionName(request.name(), "name"));
   ASSIGN_OR_RETURN(const int64_t offset, ToInt64(request.offset(), "offset"));
   ASSIGN_OR_RETURN(const int64_t byte_size, ToInt64(request.byte_size(), "byte_size"));
-  RETURN_IF_ERROR(registry->Register(request.name(), request.key(), byte_size, offset).status());
+  RETURN_IF_ERROR(
+      registry->Register(request.name(), request.key(), byte_size, offset, caller).status());
   return inference::SystemSharedMemoryRegisterResponse();
 }
 
 absl::StatusOr<inference::SystemSharedMemoryUnregisterResponse> SystemSharedMemoryUnregisterAnswer(
-    SharedMemoryRegistry* registry, const inference::SystemSharedMemoryUnregisterRequest& request) {
+    SharedMemoryRegistry* registry, const inference::SystemSharedMemoryUnregisterRequest& request,
+    const SharedMemoryCaller& caller) {
   if (registry == nullptr) return NoSharedMemory();
   if (!request.name().empty()) {
-    RETURN_IF_ERROR(registry->Unregister(request.name()));
+    RETURN_IF_ERROR(registry->Unregister(request.name(), caller.owner));
     return inference::SystemSharedMemoryUnregisterResponse();
   }
   // Every region: those in use stay (FAILED_PRECONDITION naming them), the
   // rest go; one gone meanwhile is not an error.
-  ASSIGN_OR_RETURN(std::vector<SharedMemoryRegistry::RegionInfo> infos, registry->Status(""));
+  ASSIGN_OR_RETURN(std::vector<SharedMemoryRegistry::RegionInfo> infos,
+                   registry->Status("", caller.owner));
   std::vector<std::string> busy;
   for (const SharedMemoryRegistry::RegionInfo& info : infos) {
-    absl::Status status = registry->Unregister(info.name);
+    absl::Status status = registry->Unregister(info.name, caller.owner);
     if (status.code() == absl::StatusCode::kFailedPrecondition) busy.push_back(info.name);
   }
   if (!busy.empty()) {
@@ -414,7 +419,8 @@ grpc::ServerUnaryReactor* InferenceService::SystemSharedMemoryStatus(
     grpc::CallbackServerContext* context, const inference::SystemSharedMemoryStatusRequest* request,
     inference::SystemSharedMemoryStatusResponse* response) {
   absl::StatusOr<inference::SystemSharedMemoryStatusResponse> answer =
-      SystemSharedMemoryStatusAnswer(native_->options().shared_memory, *request);
+      SystemSharedMemoryStatusAnswer(native_->options().shared_memory, *request,
+                                     SharedMemoryCallerOf(*context));
   if (answer.ok()) *response = *std::move(answer);
   return Answer(context, answer.status());
 }
@@ -423,18 +429,19 @@ grpc::ServerUnaryReactor* InferenceService::SystemSharedMemoryRegister(
     grpc::CallbackServerContext* context,
     const inference::SystemSharedMemoryRegisterRequest* request,
     inference::SystemSharedMemoryRegisterResponse*) {
-  return Answer(
-      context,
-      SystemSharedMemoryRegisterAnswer(native_->options().shared_memory, *request).status());
+  return Answer(context, SystemSharedMemoryRegisterAnswer(native_->options().shared_memory,
+                                                          *request, SharedMemoryCallerOf(*context))
+                             .status());
 }
 
 grpc::ServerUnaryReactor* InferenceService::SystemSharedMemoryUnregister(
     grpc::CallbackServerContext* context,
     const inference::SystemSharedMemoryUnregisterRequest* request,
     inference::SystemSharedMemoryUnregisterResponse*) {
-  return Answer(
-      context,
-      SystemSharedMemoryUnregisterAnswer(native_->options().shared_memory, *request).status());
+  return Answer(context,
+                SystemSharedMemoryUnregisterAnswer(native_->options().shared_memory, *request,
+                                                   SharedMemoryCallerOf(*context))
+                    .status());
 }
 
 grpc::ServerUnaryReactor* InferenceService::CudaSharedMemoryStatus(

@@ -17,6 +17,7 @@
 #include "inference/grpc_service.grpc.pb.h"
 #include "inference/grpc_service.pb.h"
 #include "server/service.h"
+#include "server/shared_memory.h"
 
 namespace tensorop::server {
 
@@ -61,13 +62,16 @@ absl::StatusOr<inference::ModelStatisticsResponse> ModelStatisticsAnswer(const M
 // registry, server/shared_memory.h; null: FAILED_PRECONDITION), shared with
 // the HTTP front end so both bindings have one implementation and the same
 // messages. The protocol calls the region `name`; empty in Status and
-// Unregister: every region.
+// Unregister: every region of `caller`'s.
 absl::StatusOr<inference::SystemSharedMemoryStatusResponse> SystemSharedMemoryStatusAnswer(
-    SharedMemoryRegistry* registry, const inference::SystemSharedMemoryStatusRequest& request);
+    SharedMemoryRegistry* registry, const inference::SystemSharedMemoryStatusRequest& request,
+    const SharedMemoryCaller& caller);
 absl::StatusOr<inference::SystemSharedMemoryRegisterResponse> SystemSharedMemoryRegisterAnswer(
-    SharedMemoryRegistry* registry, const inference::SystemSharedMemoryRegisterRequest& request);
+    SharedMemoryRegistry* registry, const inference::SystemSharedMemoryRegisterRequest& request,
+    const SharedMemoryCaller& caller);
 absl::StatusOr<inference::SystemSharedMemoryUnregisterResponse> SystemSharedMemoryUnregisterAnswer(
-    SharedMemoryRegistry* registry, const inference::SystemSharedMemoryUnregisterRequest& request);
+    SharedMemoryRegistry* registry, const inference::SystemSharedMemoryUnregisterRequest& request,
+    const SharedMemoryCaller& caller);
 // UNIMPLEMENTED for the CUDA shared memory call `method`
 // ("CudaSharedMemoryRegister"): only system shared memory is served.
 absl::Status CudaSharedMemoryUnimplemented(absl::string_view method);

@@ -318,6 +318,14 @@ void AddServerSeries(Metrics& metrics, const Scheduler& scheduler, const DeviceP
   }
   for (size_t i = 0; i < devices.size(); ++i) {
     const int index = static_cast<int>(i);
+    metrics.AddSampled("tensorop_opencl_host_memory",
+                       "1 when the OpenCL device keeps its buffers in host memory (a CPU device, "
+                       "or one with unified memory): its handles count in --max_memory_bytes.",
+                       "gauge", {{"device", devices.Name(index)}, {"index", absl::StrCat(index)}},
+                       [&devices, index] { return devices.HostMemory(index) ? 1 : 0; });
+  }
+  for (size_t i = 0; i < devices.size(); ++i) {
+    const int index = static_cast<int>(i);
     metrics.AddSampled("tensorop_opencl_waiting",
                        "OPENCL requests waiting for a slot of a busy device, by device "
                        "(--opencl_max_wait_seconds bounds each wait).",

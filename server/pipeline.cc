@@ -48,6 +48,13 @@ absl::StatusOr<std::span<const std::byte>> HostCopy(PlannedRun& run, absl::strin
   return std::span<const std::byte>(found->second.get(), bytes);
 }
 
+// The shared memory regions a call uses belong to its verified identity;
+// without one, to the registry every unauthenticated caller shares.
+absl::string_view RegionOwner(const HandleAccess* handles) {
+  if (handles == nullptr || !handles->caller.authenticated) return {};
+  return handles->caller.name;
+}
+
 absl::StatusOr<std::unique_ptr<PlannedRun>> Plan(
     const v1::RunRequest& request, const Limits& limits, SharedMemoryRegistry* shared_memory,
     const StopCheck& stop, const UploadedInputs* uploaded, const HandleAccess* handles) {
@@ -81,7 +88,8 @@ absl::StatusOr<std::unique_ptr<PlannedRun>> Plan(
       ASSIGN_OR_RETURN(input.tensor.data, ZeroBytes(found->second->layout().buffer_bytes()));
     }
   }
-  RETURN_IF_ERROR(ResolveSharedMemoryInputs(request, shared_memory, run->op, run->shared_memory));
+  RETURN_IF_ERROR(ResolveSharedMemoryInputs(request, shared_memory, RegionOwner(handles), run->op,
+                                            run->shared_memory));
   ASSIGN_OR_RETURN(run->plan, PlanOperator(run->op, limits, stop));
   run->inputs.reserve(run->plan.input_names.size());
   for (absl::string_view name : run->plan.input_names) {
@@ -263,7 +271,8 @@ absl::Status PlanAndExecute(const v1::RunRequest& request, const Limits& limits,
   for (const Layout& layout : run->plan.outputs) {
     const int index = static_cast<int>(outputs.size());
     ASSIGN_OR_RETURN(std::byte * elsewhere,
-                     SharedMemoryOutput(request, index, layout, shared_memory, run->shared_memory));
+                     SharedMemoryOutput(request, index, layout, shared_memory, RegionOwner(handles),
+                                        run->shared_memory));
     if (index < request.outputs_size() && request.outputs(index).keep()) {
       if (elsewhere != nullptr) {
         return absl::InvalidArgumentError(
@@ -320,6 +329,7 @@ absl::Status PlanAndExecute(const v1::RunRequest& request, const Limits& limits,
     if (placement.device != Device::kCpu) count_host_handles();
     RETURN_IF_ERROR(scheduler.Execute(placement, run->plan, run->inputs, outputs, stop));
   }
+  RETURN_IF_ERROR(CheckSharedMemoryIntact(run->shared_memory));
   kept->assign(pending.size(), nullptr);
   for (size_t i = 0; i < pending.size(); ++i) {
     if (pending[i]) (*kept)[i] = handles->store->Commit(std::move(pending[i]));

@@ -143,8 +143,10 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Create(const ServerConfig& confi
                                config.max_memory_source.empty()
                                    ? ")"
                                    : absl::StrCat(": ", config.max_memory_source, ")")));
-  server->shared_memory_ = std::make_unique<SharedMemoryRegistry>(SharedMemoryOptions{
-      .idle_timeout = absl::Seconds(config.shared_memory_idle_seconds), .budget = &memory_budget});
+  server->shared_memory_ = std::make_unique<SharedMemoryRegistry>(
+      SharedMemoryOptions{.idle_timeout = absl::Seconds(config.shared_memory_idle_seconds),
+                          .budget = &memory_budget,
+                          .allow_remote = config.shared_memory_remote});
   AddSharedMemorySeries(metrics, *server->shared_memory_);
   effective.service.shared_memory = server->shared_memory_.get();
   HandleStoreOptions handles = config.handles;

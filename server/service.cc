@@ -147,6 +147,18 @@ bool CallStop::NearDeadline() const {
 
 StopCheck CallStopCheck(grpc::CallbackServerContext* context) { return CallStop(context); }
 
+namespace {
+
+// The v2 front ends keep no handles; their caller still owns the shared
+// memory regions the request uses (the identity the request log records).
+HandleAccess CallerAccess(const CallRecord& record) {
+  return HandleAccess{
+      .store = nullptr,
+      .caller = HandleCaller{.name = record.identity, .authenticated = !record.identity.empty()}};
+}
+
+}  // namespace
+
 absl::Status TensorOpService::ExecuteOnWorker(const v1::RunRequest& request, CallRecord& record,
                                               const StopCheck& stop,
                                               MemoryBudget::Reservation& reservation,
@@ -155,9 +167,10 @@ absl::Status TensorOpService::ExecuteOnWorker(const v1::RunRequest& request, Cal
                                               const UploadedInputs* uploaded) {
   ASSIGN_OR_RETURN(Placement placement, Place(request));
   record.backend = placement.label;
+  const HandleAccess caller = CallerAccess(record);
   absl::Status status =
       ExecuteIntoResponse(request, options_, *scheduler_, placement, stop, reservation,
-                          /*with_status=*/false, too_big_hint, response, uploaded);
+                          /*with_status=*/false, too_big_hint, response, uploaded, &caller);
   record.backend = placement.label;
   RETURN_IF_ERROR(status);
   response->set_id(request.id());
@@ -178,10 +191,10 @@ absl::StatusOr<OutputBuffers> TensorOpService::ExecuteIntoBuffersOnWorker(
     ASSIGN_OR_RETURN(placement, Place(request));
   }
   record.backend = placement.label;
+  const HandleAccess caller = CallerAccess(record);
   absl::StatusOr<OutputBuffers> outputs = ExecuteIntoAnswerBuffers(
-      request, options_, *scheduler_, placement, stop, reservation, too_big_hint, uploaded,
-      /*handles=*/nullptr, received, received_reserved,
-      tiny != nullptr ? tiny->planned.get() : nullptr);
+      request, options_, *scheduler_, placement, stop, reservation, too_big_hint, uploaded, &caller,
+      received, received_reserved, tiny != nullptr ? tiny->planned.get() : nullptr);
   record.backend = placement.label;
   if (outputs.ok()) record.bytes_out = TotalBytes(outputs->layouts);
   return outputs;

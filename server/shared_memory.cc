@@ -11,10 +11,14 @@
 #include <cstring>
 #include <utility>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/strip.h"
 #include "core/checked_math.h"
 #include "core/dtype.h"
+#include "server/auth.h"
+#include "server/mapping_guard.h"
 #include "server/metrics.h"
 #include "server/status_map.h"
 
@@ -38,12 +42,42 @@ std::string Quoted(absl::string_view text) {
   return out + "\"";
 }
 
+absl::Status ShrankWhileUsed(absl::string_view key, absl::string_view name,
+                             absl::string_view field) {
+  return absl::FailedPreconditionError(
+      absl::StrCat(field, field.empty() ? "" : ": ", "shared memory object ", Quoted(key),
+                   " of region ", Quoted(name),
+                   " shrank while a request used it; unregister the region and register it again"));
+}
+
 absl::string_view WithoutSlash(absl::string_view key) {
   if (!key.empty() && key.front() == '/') key.remove_prefix(1);
   return key;
 }
 
 }  // namespace
+
+bool IsLoopbackAddress(absl::string_view ip) {
+  absl::ConsumePrefix(&ip, "::ffff:");  // IPv4-mapped
+  return absl::StartsWith(ip, "127.") || ip == "::1";
+}
+
+bool IsLocalGrpcPeer(absl::string_view peer) {
+  if (absl::StartsWith(peer, "unix:") || absl::StartsWith(peer, "unix-abstract:")) return true;
+  if (absl::ConsumePrefix(&peer, "ipv4:")) return absl::StartsWith(peer, "127.");
+  if (absl::ConsumePrefix(&peer, "ipv6:")) {
+    // "[::1]:5" or, percent-encoded, "%5B::1%5D:5"
+    if (!absl::ConsumePrefix(&peer, "[")) absl::ConsumePrefix(&peer, "%5B");
+    const size_t close = std::min(peer.find(']'), peer.find("%5D"));
+    return close != absl::string_view::npos && IsLoopbackAddress(peer.substr(0, close));
+  }
+  return false;
+}
+
+SharedMemoryCaller SharedMemoryCallerOf(const grpc::ServerContextBase& context) {
+  return SharedMemoryCaller{.owner = PeerIdentity(context),
+                            .local = IsLocalGrpcPeer(context.peer())};
+}
 
 absl::Status CheckRegionName(absl::string_view name, absl::string_view field) {
   if (name.empty() || name.size() > kMaxRegionNameBytes ||
@@ -73,7 +107,8 @@ class SharedMemoryRegistry::Region {
   // `mapping` (of `mapped_bytes`) starts at the page holding the object's
   // byte `offset`, where the region starts.
   Region(std::string name, std::string key, int64_t offset, int64_t byte_size, int fd,
-         void* mapping, int64_t mapped_bytes, MemoryBudget::Reservation reservation)
+         void* mapping, int64_t mapped_bytes, MemoryBudget::Reservation reservation,
+         std::unique_ptr<WatchedMapping> watch)
       : name_(std::move(name)),
         key_(std::move(key)),
         offset_(offset),
@@ -82,8 +117,10 @@ class SharedMemoryRegistry::Region {
         mapping_(mapping),
         mapped_bytes_(mapped_bytes),
         base_(static_cast<std::byte*>(mapping) + (mapped_bytes - byte_size)),
-        reservation_(std::move(reservation)) {}
+        reservation_(std::move(reservation)),
+        watch_(std::move(watch)) {}
   ~Region() {
+    watch_.reset();
     munmap(mapping_, static_cast<size_t>(mapped_bytes_));
     close(fd_);
   }
@@ -115,6 +152,9 @@ class SharedMemoryRegistry::Region {
     struct stat info {};
     return fstat(fd_, &info) == 0 && info.st_size - offset_ >= byte_size_;
   }
+  // Whether an access faulted since it was mapped (the object shrank while a
+  // request used it): its mapping now holds stand-in pages, not the object.
+  bool faulted() const { return watch_->faulted(); }
 
  private:
   const std::string name_;
@@ -126,6 +166,7 @@ class SharedMemoryRegistry::Region {
   const int64_t mapped_bytes_;
   std::byte* const base_;
   MemoryBudget::Reservation reservation_;
+  std::unique_ptr<WatchedMapping> watch_;
   std::atomic<int> in_use_{0};
   std::atomic<int64_t> last_used_ns_{absl::ToUnixNanos(absl::Now())};
 };
@@ -146,6 +187,7 @@ void SharedMemoryRegistry::Pin::Reset() {
 }
 
 const std::string& SharedMemoryRegistry::Pin::name() const { return region_->name(); }
+const std::string& SharedMemoryRegistry::Pin::key() const { return region_->key(); }
 std::span<std::byte> SharedMemoryRegistry::Pin::bytes() const { return region_->bytes(); }
 
 SharedMemoryRegistry::SharedMemoryRegistry(SharedMemoryOptions options)
@@ -178,7 +220,14 @@ void SharedMemoryRegistry::Sweep() {
 }
 
 absl::StatusOr<SharedMemoryRegistry::RegionInfo> SharedMemoryRegistry::Register(
-    absl::string_view name, absl::string_view key, int64_t byte_size, int64_t offset) {
+    absl::string_view name, absl::string_view key, int64_t byte_size, int64_t offset,
+    const SharedMemoryCaller& caller) {
+  if (!caller.local && !options_.allow_remote) {
+    return absl::PermissionDeniedError(
+        "shared memory is for clients on the server's host (a Unix socket or a loopback "
+        "address): a remote client cannot have made the object it names (--shared_memory_remote "
+        "allows it)");
+  }
   if (absl::Status status = CheckRegionName(name, "region"); !status.ok()) return status;
   if (absl::Status status = CheckSharedMemoryKey(key, "key"); !status.ok()) return status;
   if (byte_size < 0) {
@@ -189,9 +238,23 @@ absl::StatusOr<SharedMemoryRegistry::RegionInfo> SharedMemoryRegistry::Register(
     return absl::InvalidArgumentError(absl::StrCat("offset: ", offset, " must not be negative"));
   }
   const std::string bare(WithoutSlash(key));
+  const std::pair<std::string, std::string> id(caller.owner, name);
+  // Another identity's object stays its own while it is mapped.
+  auto taken_by_another = [&] {
+    for (const auto& [other, region] : regions_) {
+      if (other.first != caller.owner && region->key() == bare) return true;
+    }
+    return false;
+  };
+  auto refuse_taken = [&] {
+    return absl::PermissionDeniedError(
+        absl::StrCat("key: shared memory object ", Quoted(key),
+                     " is mapped for another identity; register an object of your own"));
+  };
   {
     std::lock_guard<std::mutex> lock(mutex_);
-    if (auto found = regions_.find(name); found != regions_.end()) {
+    if (taken_by_another()) return refuse_taken();
+    if (auto found = regions_.find(id); found != regions_.end()) {
       Region& region = *found->second;
       if (region.key() == bare && offset == region.offset() &&
           (byte_size == 0 || byte_size == region.byte_size())) {
@@ -267,11 +330,19 @@ absl::StatusOr<SharedMemoryRegistry::RegionInfo> SharedMemoryRegistry::Register(
                                                      " bytes of shared memory object ", Quoted(key),
                                                      ": ", std::strerror(error)));
   }
+  absl::StatusOr<std::unique_ptr<WatchedMapping>> watch =
+      WatchedMapping::Watch(base, static_cast<size_t>(map_bytes));
+  if (!watch.ok()) {
+    munmap(base, static_cast<size_t>(map_bytes));
+    close(fd);
+    return watch.status();
+  }
   auto region = std::make_shared<Region>(std::string(name), bare, offset, size, fd, base, map_bytes,
-                                         std::move(reservation));
+                                         std::move(reservation), *std::move(watch));
   std::lock_guard<std::mutex> lock(mutex_);
+  if (taken_by_another()) return refuse_taken();
   // Another call may have registered the name meanwhile: the first one wins.
-  auto [at, inserted] = regions_.emplace(std::string(name), region);
+  auto [at, inserted] = regions_.emplace(id, region);
   if (!inserted) {
     return absl::AlreadyExistsError(absl::StrCat("shared memory region ", Quoted(name),
                                                  " was registered meanwhile; unregister it first"));
@@ -280,10 +351,10 @@ absl::StatusOr<SharedMemoryRegistry::RegionInfo> SharedMemoryRegistry::Register(
   return region->Info();
 }
 
-absl::Status SharedMemoryRegistry::Unregister(absl::string_view name) {
+absl::Status SharedMemoryRegistry::Unregister(absl::string_view name, absl::string_view owner) {
   std::shared_ptr<Region> dropped;  // unmapped outside the lock
   std::lock_guard<std::mutex> lock(mutex_);
-  auto found = regions_.find(name);
+  auto found = regions_.find({std::string(owner), std::string(name)});
   if (found == regions_.end()) {
     return absl::NotFoundError(
         absl::StrCat("shared memory region ", Quoted(name), " is not registered"));
@@ -300,11 +371,11 @@ absl::Status SharedMemoryRegistry::Unregister(absl::string_view name) {
 }
 
 absl::StatusOr<std::vector<SharedMemoryRegistry::RegionInfo>> SharedMemoryRegistry::Status(
-    absl::string_view name) {
+    absl::string_view name, absl::string_view owner) {
   std::vector<RegionInfo> infos;
   std::lock_guard<std::mutex> lock(mutex_);
-  for (const auto& [key, region] : regions_) {
-    if (!name.empty() && key != name) continue;
+  for (const auto& [id, region] : regions_) {
+    if (id.first != owner || (!name.empty() && id.second != name)) continue;
     if (!name.empty()) region->Touch();
     infos.push_back(region->Info());
   }
@@ -316,11 +387,12 @@ absl::StatusOr<std::vector<SharedMemoryRegistry::RegionInfo>> SharedMemoryRegist
 }
 
 absl::StatusOr<SharedMemoryRegistry::Pin> SharedMemoryRegistry::Acquire(absl::string_view name,
-                                                                        absl::string_view field) {
+                                                                        absl::string_view field,
+                                                                        absl::string_view owner) {
   std::shared_ptr<Region> region;
   {
     std::lock_guard<std::mutex> lock(mutex_);
-    auto found = regions_.find(name);
+    auto found = regions_.find({std::string(owner), std::string(name)});
     if (found == regions_.end()) {
       return absl::NotFoundError(
           absl::StrCat(field, ": shared memory region ", Quoted(name), " is not registered"));
@@ -329,6 +401,7 @@ absl::StatusOr<SharedMemoryRegistry::Pin> SharedMemoryRegistry::Acquire(absl::st
     region->Use();  // under the lock: the sweeper sees it pinned
   }
   Pin pin(std::move(region));
+  if (pin.region_->faulted()) return ShrankWhileUsed(pin.region_->key(), name, field);
   if (!pin.region_->StillCovered()) {
     return absl::FailedPreconditionError(
         absl::StrCat(field, ": shared memory object ", Quoted(pin.region_->key()), " of region ",
@@ -337,6 +410,8 @@ absl::StatusOr<SharedMemoryRegistry::Pin> SharedMemoryRegistry::Acquire(absl::st
   }
   return pin;
 }
+
+bool SharedMemoryRegistry::Pin::faulted() const { return region_->faulted(); }
 
 int SharedMemoryRegistry::ExpireIdle(absl::Time now) {
   std::vector<std::shared_ptr<Region>> dropped;  // unmapped outside the lock
@@ -401,6 +476,7 @@ absl::StatusOr<std::span<std::byte>> CheckedSpan(const SharedMemoryRegistry::Pin
 
 // The pin of `name` in `pins`, acquiring it the first time.
 absl::StatusOr<const SharedMemoryRegistry::Pin*> PinFor(SharedMemoryRegistry* registry,
+                                                        absl::string_view owner,
                                                         const std::string& name,
                                                         absl::string_view field,
                                                         SharedMemoryPins& pins) {
@@ -413,7 +489,7 @@ absl::StatusOr<const SharedMemoryRegistry::Pin*> PinFor(SharedMemoryRegistry* re
   if (absl::Status status = CheckRegionName(name, absl::StrCat(field, ".region")); !status.ok()) {
     return status;
   }
-  absl::StatusOr<SharedMemoryRegistry::Pin> pin = registry->Acquire(name, field);
+  absl::StatusOr<SharedMemoryRegistry::Pin> pin = registry->Acquire(name, field, owner);
   if (!pin.ok()) return pin.status();
   pins.pins.push_back(*std::move(pin));
   return &pins.pins.back();
@@ -422,8 +498,8 @@ absl::StatusOr<const SharedMemoryRegistry::Pin*> PinFor(SharedMemoryRegistry* re
 }  // namespace
 
 absl::Status ResolveSharedMemoryInputs(const v1::RunRequest& request,
-                                       SharedMemoryRegistry* registry, OpRequest& op,
-                                       SharedMemoryPins& pins) {
+                                       SharedMemoryRegistry* registry, absl::string_view owner,
+                                       OpRequest& op, SharedMemoryPins& pins) {
   // pins.pins must not reallocate while spans point at its regions: they point
   // at the mappings, not at the pins, so it may.
   for (NamedTensor& input : op.inputs) {
@@ -439,7 +515,7 @@ absl::Status ResolveSharedMemoryInputs(const v1::RunRequest& request,
     }
     const v1::SharedMemoryRef& ref = tensor.shared_memory();
     absl::StatusOr<const SharedMemoryRegistry::Pin*> pin =
-        PinFor(registry, ref.region(), field, pins);
+        PinFor(registry, owner, ref.region(), field, pins);
     if (!pin.ok()) return pin.status();
     absl::StatusOr<std::span<std::byte>> span =
         CheckedSpan(**pin, ref, ref.byte_length(), ElementSize(input.tensor.desc.dtype), field);
@@ -453,14 +529,14 @@ absl::Status ResolveSharedMemoryInputs(const v1::RunRequest& request,
 
 absl::StatusOr<std::byte*> SharedMemoryOutput(const v1::RunRequest& request, int index,
                                               const Layout& layout, SharedMemoryRegistry* registry,
-                                              SharedMemoryPins& pins) {
+                                              absl::string_view owner, SharedMemoryPins& pins) {
   if (index >= request.outputs_size() || !request.outputs(index).has_shared_memory()) {
     return nullptr;
   }
   const v1::SharedMemoryRef& ref = request.outputs(index).shared_memory();
   const std::string field = absl::StrCat("outputs[", index, "].shared_memory");
   absl::StatusOr<const SharedMemoryRegistry::Pin*> pin =
-      PinFor(registry, ref.region(), field, pins);
+      PinFor(registry, owner, ref.region(), field, pins);
   if (!pin.ok()) return pin.status();
   const int64_t needed = layout.buffer_bytes();
   if (ref.byte_length() < needed) {
@@ -488,6 +564,13 @@ absl::StatusOr<std::byte*> SharedMemoryOutput(const v1::RunRequest& request, int
     std::memset(span->data(), 0, span->size());
   }
   return span->data();
+}
+
+absl::Status CheckSharedMemoryIntact(const SharedMemoryPins& pins) {
+  for (const SharedMemoryRegistry::Pin& pin : pins.pins) {
+    if (pin.faulted()) return ShrankWhileUsed(pin.key(), pin.name(), "");
+  }
+  return absl::OkStatus();
 }
 
 int64_t SharedMemoryOutputBytes(const v1::RunRequest& request, const std::vector<Layout>& layouts) {
@@ -539,7 +622,8 @@ grpc::ServerUnaryReactor* RegisterSharedMemory(SharedMemoryRegistry* registry,
                                                v1::RegisterSharedMemoryResponse* response) {
   if (registry == nullptr) return Answer(context, NoRegistry());
   absl::StatusOr<SharedMemoryRegistry::RegionInfo> info =
-      registry->Register(request->region(), request->key(), request->byte_size());
+      registry->Register(request->region(), request->key(), request->byte_size(), /*offset=*/0,
+                         SharedMemoryCallerOf(*context));
   if (info.ok()) ToProto(*info, response->mutable_region());
   return Answer(context, info.status());
 }
@@ -549,7 +633,8 @@ grpc::ServerUnaryReactor* UnregisterSharedMemory(SharedMemoryRegistry* registry,
                                                  const v1::UnregisterSharedMemoryRequest* request,
                                                  v1::UnregisterSharedMemoryResponse*) {
   if (registry == nullptr) return Answer(context, NoRegistry());
-  return Answer(context, registry->Unregister(request->region()));
+  return Answer(context,
+                registry->Unregister(request->region(), SharedMemoryCallerOf(*context).owner));
 }
 
 grpc::ServerUnaryReactor* SharedMemoryStatus(SharedMemoryRegistry* registry,
@@ -558,7 +643,7 @@ grpc::ServerUnaryReactor* SharedMemoryStatus(SharedMemoryRegistry* registry,
                                              v1::SharedMemoryStatusResponse* response) {
   if (registry == nullptr) return Answer(context, NoRegistry());
   absl::StatusOr<std::vector<SharedMemoryRegistry::RegionInfo>> infos =
-      registry->Status(request->region());
+      registry->Status(request->region(), SharedMemoryCallerOf(*context).owner);
   if (infos.ok()) {
     for (const auto& info : *infos) ToProto(info, response->add_regions());
     response->set_mapped_bytes(registry->mapped_bytes());

@@ -4,8 +4,18 @@
 // region (ResolveSharedMemoryInputs) and its outputs written straight into one
 // (SharedMemoryOutput).
 //
-// Ownership and cleanup: a region belongs to whoever knows its name, as in
-// Triton's system shared memory extension, and lives on a lease. Any use (a
+// Ownership: with authentication (tokens, client certificates) a region
+// belongs to the identity that registered it, as handles do: to any other it
+// is NOT_FOUND, absent from status, and its object cannot be registered by
+// another identity while it is mapped. Without authentication the registry is
+// shared, as in Triton's system shared memory extension: whoever knows a
+// region's name may use it. Either way only a client on this host (a Unix
+// socket or a loopback address) may register a region, unless
+// --shared_memory_remote says otherwise: a remote client did not make the
+// objects in this host's /dev/shm, so naming one could only read another
+// process's memory.
+//
+// Cleanup: a region lives on a lease. Any use (a
 // request reading or writing it, a renewing RegisterSharedMemory, a
 // SharedMemoryStatus naming it) renews the lease; a region unused for
 // --shared_memory_idle_seconds is unmapped by the registry's sweeper, so a
@@ -17,6 +27,11 @@
 // A request holds a Pin on every region it uses from resolution until its
 // outputs are written: a pinned region is never unmapped (the sweeper skips it,
 // UnregisterSharedMemory is FAILED_PRECONDITION naming it).
+//
+// A client may shrink the object while a request reads or writes it: the
+// access past its new end does not kill the server (server/mapping_guard.h);
+// the request fails FAILED_PRECONDITION and so does every later use of the
+// region until it is registered again.
 #ifndef TENSOROP_SERVER_SHARED_MEMORY_H_
 #define TENSOROP_SERVER_SHARED_MEMORY_H_
 
@@ -54,7 +69,26 @@ struct SharedMemoryOptions {
   // Mapped bytes are reserved here (--max_memory_bytes); null: unbounded.
   // Not owned.
   MemoryBudget* budget = nullptr;
+  // Whether clients that are not on this host may register regions
+  // (--shared_memory_remote).
+  bool allow_remote = false;
 };
+
+// Who registers or uses a region: the identity it belongs to (empty: none
+// verified, the shared registry) and whether the peer is on this host.
+struct SharedMemoryCaller {
+  std::string owner;
+  bool local = true;
+};
+// The caller of `context`: its PeerIdentity, and whether its peer is a Unix
+// socket or a loopback address.
+SharedMemoryCaller SharedMemoryCallerOf(const grpc::ServerContextBase& context);
+// Whether gRPC's peer text ("unix:...", "ipv4:127.0.0.1:5", "ipv6:[::1]:5",
+// percent-encoded or not) is on this host.
+bool IsLocalGrpcPeer(absl::string_view peer);
+// Whether an IP address's text ("127.0.0.1", "::1", "::ffff:127.0.0.1") is a
+// loopback address.
+bool IsLoopbackAddress(absl::string_view ip);
 
 // The most regions mapped at once (RESOURCE_EXHAUSTED beyond): each holds a
 // descriptor and a mapping.
@@ -91,8 +125,12 @@ class SharedMemoryRegistry {
     ~Pin();
 
     const std::string& name() const;
+    const std::string& key() const;
     // The mapped bytes, byte_size of them.
     std::span<std::byte> bytes() const;
+    // Whether the object shrank under an access since it was mapped: the
+    // bytes read or written since were stand-ins (server/mapping_guard.h).
+    bool faulted() const;
 
    private:
     friend class SharedMemoryRegistry;
@@ -114,15 +152,22 @@ class SharedMemoryRegistry {
   // INVALID_ARGUMENT for a bad name, key, offset or size (naming the field and
   // value), NOT_FOUND when the object does not exist, RESOURCE_EXHAUSTED past
   // the memory budget or kMaxSharedMemoryRegions.
+  // PERMISSION_DENIED for a caller not on this host (unless allow_remote), or
+  // an object another identity has mapped.
   absl::StatusOr<RegionInfo> Register(absl::string_view name, absl::string_view key,
-                                      int64_t byte_size, int64_t offset = 0);
-  // Unmaps `name`: NOT_FOUND naming it when none, FAILED_PRECONDITION naming it
-  // while a request uses it.
-  absl::Status Unregister(absl::string_view name);
-  // Every region by name, or the one named (NOT_FOUND naming it), which renews it.
-  absl::StatusOr<std::vector<RegionInfo>> Status(absl::string_view name);
-  // Pins `name` for a request; NOT_FOUND naming `field` and the region.
-  absl::StatusOr<Pin> Acquire(absl::string_view name, absl::string_view field);
+                                      int64_t byte_size, int64_t offset = 0,
+                                      const SharedMemoryCaller& caller = {});
+  // Unmaps `owner`'s `name`: NOT_FOUND naming it when none, FAILED_PRECONDITION
+  // naming it while a request uses it.
+  absl::Status Unregister(absl::string_view name, absl::string_view owner = "");
+  // Every region of `owner` by name, or the one named (NOT_FOUND naming it),
+  // which renews it.
+  absl::StatusOr<std::vector<RegionInfo>> Status(absl::string_view name,
+                                                 absl::string_view owner = "");
+  // Pins `owner`'s `name` for a request; NOT_FOUND naming `field` and the
+  // region.
+  absl::StatusOr<Pin> Acquire(absl::string_view name, absl::string_view field,
+                              absl::string_view owner = "");
 
   // Unmaps the regions not pinned and unused since `now - idle_timeout`;
   // returns how many. The sweeper calls it; tests call it with a later `now`.
@@ -138,7 +183,8 @@ class SharedMemoryRegistry {
 
   const SharedMemoryOptions options_;
   mutable std::mutex mutex_;
-  std::map<std::string, std::shared_ptr<Region>, std::less<>> regions_;
+  // By owner, then name.
+  std::map<std::pair<std::string, std::string>, std::shared_ptr<Region>> regions_;
   int64_t mapped_bytes_ = 0;
   int64_t expired_total_ = 0;
   bool stopping_ = false;
@@ -159,14 +205,19 @@ struct SharedMemoryPins {
   std::vector<Span> spans;
 };
 
-// Points every input of `request` whose tensor references a region at that
-// region's bytes in `op` (from ToOpRequest of the same request), pinning the
-// regions in `pins`. INVALID_ARGUMENT naming the field for data and a
+// Points every input of `request` whose tensor references a region of
+// `owner` at that region's bytes in `op` (from ToOpRequest of the same
+// request), pinning the regions in `pins`. INVALID_ARGUMENT naming the field for data and a
 // reference both set, a span outside the region or one not aligned to the
 // dtype; NOT_FOUND naming the region; FAILED_PRECONDITION without a registry.
 absl::Status ResolveSharedMemoryInputs(const v1::RunRequest& request,
-                                       SharedMemoryRegistry* registry, OpRequest& op,
-                                       SharedMemoryPins& pins);
+                                       SharedMemoryRegistry* registry, absl::string_view owner,
+                                       OpRequest& op, SharedMemoryPins& pins);
+
+// FAILED_PRECONDITION naming the region when an object in `pins` shrank
+// while the request read or wrote it (its results are not the client's
+// bytes): asked once the request's work is done.
+absl::Status CheckSharedMemoryIntact(const SharedMemoryPins& pins);
 
 // Where output `index` of `request`, of `layout`, is to be written: the region's
 // bytes at its reference's offset (padding inside the output's extent zeroed),
@@ -175,7 +226,7 @@ absl::Status ResolveSharedMemoryInputs(const v1::RunRequest& request,
 // overlapping an input's or an earlier output's span.
 absl::StatusOr<std::byte*> SharedMemoryOutput(const v1::RunRequest& request, int index,
                                               const Layout& layout, SharedMemoryRegistry* registry,
-                                              SharedMemoryPins& pins);
+                                              absl::string_view owner, SharedMemoryPins& pins);
 
 // The data bytes of the outputs of `request` that go to regions: an answer
 // does not carry them.

@@ -135,6 +135,13 @@ absl::StatusOr<std::unique_ptr<Device>> Device::Open(cl_platform_id platform, cl
                                            &global_memory, nullptr),
                            "clGetDeviceInfo(CL_DEVICE_GLOBAL_MEM_SIZE)"));
   self->global_memory_bytes_ = static_cast<int64_t>(global_memory);
+  cl_device_type type = 0;
+  cl_bool unified = CL_FALSE;
+  RETURN_IF_ERROR(ClStatus(clGetDeviceInfo(device, CL_DEVICE_TYPE, sizeof type, &type, nullptr),
+                           "clGetDeviceInfo(CL_DEVICE_TYPE)"));
+  // Deprecated by OpenCL 2.0 but answered by every 1.2 device; false if not.
+  clGetDeviceInfo(device, CL_DEVICE_HOST_UNIFIED_MEMORY, sizeof unified, &unified, nullptr);
+  self->host_memory_ = (type & CL_DEVICE_TYPE_CPU) != 0 || unified == CL_TRUE;
   const cl_context_properties properties[] = {CL_CONTEXT_PLATFORM,
                                               reinterpret_cast<cl_context_properties>(platform), 0};
   cl_int error = CL_SUCCESS;

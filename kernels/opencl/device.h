@@ -118,6 +118,9 @@ class Device {
   const std::string& platform_name() const { return platform_name_; }
   // The largest single buffer the device allocates.
   int64_t max_buffer_bytes() const { return max_buffer_bytes_; }
+  // Whether its buffers live in host memory: a CPU device (PoCL's) or one
+  // reporting CL_DEVICE_HOST_UNIFIED_MEMORY (an integrated GPU).
+  bool host_memory() const { return host_memory_; }
   // Bytes of free buffers kept for reuse (at most kMaxPooledBytes).
   int64_t pooled_bytes() {
     std::lock_guard<std::mutex> lock(pool_mutex_);
@@ -258,6 +261,7 @@ class Device {
   std::string platform_name_;
   int64_t max_buffer_bytes_ = 0;
   int64_t global_memory_bytes_ = 0;
+  bool host_memory_ = false;
   // Free buffers by size; bounded so an idle device holds little memory.
   static constexpr int64_t kMaxPooledBytes = int64_t{256} << 20;
   std::mutex pool_mutex_;

@@ -263,20 +263,21 @@ TEST(ConfigTest, HelpStopsParsing) {
 // The names come from the flag definitions, in the order --help has always
 // printed them.
 TEST(ConfigTest, FlagNamesAreTheDefinitionsInHelpOrder) {
-  EXPECT_THAT(TensordFlagNames(),
-              ElementsAre("address", "worker_threads", "max_message_bytes", "max_request_bytes",
-                          "max_tensor_elements", "chunk_bytes", "backend", "max_queued_requests",
-                          "shutdown_grace_seconds", "drain_seconds", "backends", "opencl_devices",
-                          "opencl_queue_depth", "opencl_staging_bytes", "opencl_max_resident_bytes",
-                          "auto_opencl_min_bytes", "calibrate", "opencl_unhealthy_seconds",
-                          "inject_opencl_failures", "metrics_address", "http_address",
-                          "max_connection_age_seconds", "max_concurrent_streams",
-                          "max_connection_idle_seconds", "echo", "tls_cert_file", "tls_key_file",
-                          "tls_client_ca_file", "auth_token_file", "reflection", "health_address",
-                          "max_memory_bytes", "buffer_pool_bytes", "idle_timeout_seconds",
-                          "opencl_max_wait_seconds", "shared_memory_idle_seconds",
-                          "handle_ttl_seconds", "handle_max_ttl_seconds",
-                          "max_resident_bytes_per_client", "max_chain_steps", "advertise_address"));
+  EXPECT_THAT(
+      TensordFlagNames(),
+      ElementsAre("address", "worker_threads", "max_message_bytes", "max_request_bytes",
+                  "max_tensor_elements", "chunk_bytes", "backend", "max_queued_requests",
+                  "shutdown_grace_seconds", "drain_seconds", "backends", "opencl_devices",
+                  "opencl_queue_depth", "opencl_staging_bytes", "opencl_max_resident_bytes",
+                  "auto_opencl_min_bytes", "calibrate", "opencl_unhealthy_seconds",
+                  "inject_opencl_failures", "metrics_address", "http_address",
+                  "max_connection_age_seconds", "max_concurrent_streams",
+                  "max_connection_idle_seconds", "echo", "tls_cert_file", "tls_key_file",
+                  "tls_client_ca_file", "auth_token_file", "reflection", "health_address",
+                  "max_memory_bytes", "buffer_pool_bytes", "idle_timeout_seconds",
+                  "opencl_max_wait_seconds", "shared_memory_idle_seconds", "shared_memory_remote",
+                  "handle_ttl_seconds", "handle_max_ttl_seconds", "max_resident_bytes_per_client",
+                  "max_handles_per_client", "max_chain_steps", "advertise_address"));
   const std::string help = FlagsHelp();
   EXPECT_THAT(help, StartsWith("usage: tensord [--flag=value ...]\n\n  --address (default "
                                "0.0.0.0:50051)\n      host:port to listen on"));

@@ -93,10 +93,11 @@ TEST(HandleStoreTest, AnIdentitysHandlesDoNotExistForAnother) {
 }
 
 TEST(HandleStoreTest, QuotaAndBudgetRefuseAndGiveBackOnRelease) {
-  MemoryBudget budget(100);
+  constexpr int64_t kBook = kHandleBookkeepingBytes;  // each handle's, in the budget
+  MemoryBudget budget(100 + 2 * kBook);
   HandleStore store(Options(&budget, /*per_client=*/50));
   std::shared_ptr<const ResidentTensor> first = Make(store, kAlice, 40);
-  EXPECT_EQ(budget.reserved(), 40);
+  EXPECT_EQ(budget.reserved(), 40 + kBook);
   EXPECT_THAT(store.Reserve(kAlice, PackedUint8({20}), "a Put of uint8 [20]"),
               StatusIs(absl::StatusCode::kResourceExhausted,
                        "keeping the 20 bytes of a Put of uint8 [20] would take the resident bytes "
@@ -111,11 +112,56 @@ TEST(HandleStoreTest, QuotaAndBudgetRefuseAndGiveBackOnRelease) {
   store.Release(kAlice, std::vector<std::string>{first->id()});
   EXPECT_THAT(store.Use(kAlice, first->id(), "x"),
               StatusIs(absl::StatusCode::kNotFound, HasSubstr("does not exist")));
-  EXPECT_EQ(budget.reserved(), 90);  // `first` is still held here, as by a running op
+  EXPECT_EQ(budget.reserved(), 90 + 2 * kBook);  // `first` is still held, as by a running op
   first.reset();
-  EXPECT_EQ(budget.reserved(), 50);
+  EXPECT_EQ(budget.reserved(), 50 + kBook);
   EXPECT_EQ(store.resident_bytes(), 50);
   ASSERT_OK(store.Reserve(kAlice, PackedUint8({50}), "x").status());
+}
+
+TEST(HandleStoreTest, HandlesAreCountedPerClientPendingOnesToo) {
+  MemoryBudget budget(1 << 20);
+  HandleStoreOptions options = Options(&budget);
+  options.max_handles_per_client = 2;
+  HandleStore store(options);
+  std::shared_ptr<const ResidentTensor> first = Make(store, kAlice, 1);
+  ASSERT_OK_AND_ASSIGN(HandleStore::Pending pending, store.Reserve(kAlice, PackedUint8({1}), "x"));
+  EXPECT_EQ(budget.reserved(), 2 * (1 + kHandleBookkeepingBytes));
+  EXPECT_THAT(store.Reserve(kAlice, PackedUint8({1}), "a Put of uint8 [1]"),
+              StatusIs(absl::StatusCode::kResourceExhausted,
+                       "keeping a Put of uint8 [1] would give token:alice 3 handles, over "
+                       "--max_handles_per_client=2; release handles first"));
+  ASSERT_OK(store.Reserve(kBob, PackedUint8({1}), "x").status());  // a count of its own
+  pending = HandleStore::Pending();  // dropped uncommitted: counted no more
+  ASSERT_OK_AND_ASSIGN(pending, store.Reserve(kAlice, PackedUint8({1}), "x"));
+  store.Commit(std::move(pending));
+  store.Release(kAlice, std::vector<std::string>{first->id()});
+  first.reset();
+  ASSERT_OK(store.Reserve(kAlice, PackedUint8({1}), "x").status());
+}
+
+TEST(HandleStoreTest, AnUploadIsChargedInTheBudgetAsItIsWritten) {
+  constexpr int64_t kBook = kHandleBookkeepingBytes;
+  MemoryBudget budget(kBook + 1000);
+  HandleStore store(Options(&budget));
+  ASSERT_OK_AND_ASSIGN(
+      HandleStore::Pending pending,
+      store.Reserve(kAlice, PackedUint8({1000}), "a Put", -1, /*charge_as_written=*/true));
+  EXPECT_EQ(budget.reserved(), kBook);
+  ASSERT_OK(pending.Written(600));
+  EXPECT_EQ(budget.reserved(), kBook + 600);
+  // Another call takes some of the room meanwhile: the upload's next bytes no
+  // longer fit.
+  ASSERT_OK_AND_ASSIGN(MemoryBudget::Reservation other, budget.TryReserve(100, "other"));
+  EXPECT_THAT(pending.Written(400),
+              StatusIs(absl::StatusCode::kResourceExhausted, HasSubstr("--max_memory_bytes")));
+  other.Release();
+  ASSERT_OK(pending.Written(400));
+  std::shared_ptr<const ResidentTensor> tensor = store.Commit(std::move(pending));
+  EXPECT_EQ(budget.reserved(), kBook + 1000);
+  store.Release(kAlice, std::vector<std::string>{tensor->id()});
+  tensor.reset();
+  EXPECT_EQ(budget.reserved(), 0);
 }
 
 TEST(HandleStoreTest, UnusedHandlesExpireAfterTheirTtlAndUseRenews) {

@@ -22,6 +22,7 @@
 #include "inference/grpc_service.pb.h"
 #include "tests/server/grpc_matchers.h"
 #include "tests/server/inference_requests.h"
+#include "tests/server/normal_answer.h"
 #include "tests/server/tensord_client.h"
 #include "tests/support/proc_status.h"
 #include "tests/support/subprocess.h"
@@ -66,21 +67,6 @@ std::shared_ptr<grpc::Channel> AttackerChannel(const std::string& target) {
   // addresses"), which gRPC retries after a backoff, not within the call.
   channel->WaitForConnected(std::chrono::system_clock::now() + std::chrono::seconds(20));
   return channel;
-}
-
-// A normal request on a connection of its own answers correctly within 1 s.
-void ExpectNormalAnswer(const TensordProcess& server) {
-  grpc::ChannelArguments args;
-  args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
-  auto stub = v1::TensorOp::NewStub(
-      grpc::CreateCustomChannel(server.target(), grpc::InsecureChannelCredentials(), args));
-  grpc::ClientContext context;
-  context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(1));
-  v1::RunResponse response;
-  grpc::Status status = stub->Run(&context, DocSliceRequest("normal"), &response);
-  ASSERT_THAT(status, GrpcOk());
-  ASSERT_EQ(response.outputs_size(), 1);
-  EXPECT_EQ(Unpack<float>(response.outputs(0).data()), (std::vector<float>{2, 4, 10, 12}));
 }
 
 // Waits (bounded) until every reservation was given back; returns what is left.

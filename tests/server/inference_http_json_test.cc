@@ -107,7 +107,8 @@ TEST(InferenceHttpJson, ElementsOfTheWrongTypeAreRefusedByTensorAndIndex) {
   EXPECT_THAT(status.message(), HasSubstr("slice: the request is not valid JSON"));
   std::string deep = std::string(100, '[') + "1" + std::string(100, ']');
   status = parse(R"({"name":"input","shape":[1],"datatype":"FP32","data":)" + deep + "}");
-  EXPECT_THAT(status.message(), HasSubstr("data nests arrays more than 64 deep"));
+  EXPECT_THAT(status.message(),
+              HasSubstr("slice: the request nests arrays and objects more than 64 deep"));
 }
 
 TEST(InferenceHttpJson, AnUnknownDatatypeIsLeftToTheModelConversion) {
@@ -293,6 +294,96 @@ TEST(InferenceHttpJson, SystemSharedMemoryBodies) {
   EXPECT_EQ(nlohmann::json::parse(SystemSharedMemoryStatusJson(status)),
             nlohmann::json::parse(R"([{"name":"alpha","key":"k","offset":0,"byte_size":64},
                                       {"name":"zeta","key":"k","offset":0,"byte_size":64}])"));
+}
+
+// Issue 36, item 1: nesting is bounded at the parse, wherever it is, and no
+// user value is quoted whole into a message.
+TEST(InferenceHttpJson, NestingPastTheLimitIsRefusedWhereverItIs) {
+  const std::string deep = std::string(200000, '[') + std::string(200000, ']');
+  const std::string input_start = R"({"inputs":[{"name":"input","datatype":"UINT8",)";
+  for (const std::string& body :
+       {input_start + R"("shape":[)" + deep + "]}]}",
+        input_start + R"("shape":[1],"parameters":{"p":)" + deep + "}}]}",
+        input_start + R"("shape":[1],"parameters":{"binary_data_size":)" + deep + "}}]}",
+        input_start + R"("shape":[1],"data":[{"a":)" + deep + "}]}]}",
+        R"({"parameters":{"x":)" + deep + "}}"}) {
+    absl::Status status = ParseHttpInferRequest("slice", "", body, std::nullopt).status();
+    EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
+    EXPECT_EQ(status.message(), "slice: the request nests arrays and objects more than 64 deep");
+  }
+  // 64 levels are fine: the request, its inputs, an input, 61 of data.
+  const std::string deepest = std::string(61, '[') + "1" + std::string(61, ']');
+  absl::Status status =
+      ParseHttpInferRequest("slice", "", input_start + R"("shape":[1],"data":)" + deepest + "}]}",
+                            std::nullopt)
+          .status();
+  EXPECT_TRUE(status.ok()) << status;
+  // Values quoted in messages are cut: a 1 MB string is not echoed back.
+  status = ParseHttpInferRequest(
+               "slice", "",
+               input_start + R"("shape":[")" + std::string(1 << 20, 'x') + R"("],"data":[1]}]})",
+               std::nullopt)
+               .status();
+  EXPECT_THAT(status.message(),
+              HasSubstr(R"(shape[0] = ")" + std::string(64, 'x') + R"("... is not an integer)"));
+  EXPECT_LT(status.message().size(), 300u);
+  status = ParseHttpInferRequest("slice", "", input_start + R"("shape":[[1,2,3]],"data":[1]}]})",
+                                 std::nullopt)
+               .status();
+  EXPECT_THAT(status.message(), HasSubstr("shape[0] = an array of 3 items is not an integer"));
+
+  const std::string register_deep = std::string(30000, '[') + std::string(30000, ']');
+  EXPECT_EQ(ParseSystemSharedMemoryRegister("r", R"({"key":"k","byte_size":)" + register_deep + "}")
+                .status()
+                .message(),
+            "register shared memory region \"r\" nests arrays and objects more than 64 deep");
+  EXPECT_EQ(
+      ParseSystemSharedMemoryRegister("r", std::string(70000, ' ') + "{}").status().message(),
+      "register shared memory region \"r\": the body of 70002 bytes is over the 65536 bytes a "
+      "{\"key\", \"offset\", \"byte_size\"} object may take");
+}
+
+// Issue 36, item 5: what a parse holds is reserved as it grows, at what the
+// values take (about 32 bytes per byte of nested arrays, 16 of flat numbers).
+TEST(InferenceHttpJson, TheParseReservesWhatItsValuesTake) {
+  auto reserved_for = [](const std::string& data) {
+    int64_t reserved = 0;
+    const std::string body =
+        R"({"inputs":[{"name":"input","datatype":"UINT8","shape":[1],"data":)" + data + "}]}";
+    absl::Status status =
+        ParseHttpInferRequest("slice", "", body, std::nullopt, [&](int64_t bytes) {
+          reserved += bytes;
+          return absl::OkStatus();
+        }).status();
+    EXPECT_TRUE(status.ok()) << status;
+    return static_cast<double>(reserved) / static_cast<double>(body.size());
+  };
+  std::string flat = "[0";
+  std::string nested = "[[[[0]]]";
+  for (int i = 0; i < 500000; ++i) flat += ",0";
+  for (int i = 0; i < 200000; ++i) nested += ",[[[0]]]";
+  flat += "]";
+  nested += "]";
+  // Flat: 32 bytes an element (a 16-byte value in a vector up to twice its
+  // size) per 2 bytes of text, plus the raw byte.
+  EXPECT_NEAR(reserved_for(flat), 16.5, 1.0);
+  // Nested: three arrays and their slots, and a number, per 8 bytes.
+  EXPECT_NEAR(reserved_for(nested), 28.0, 1.5);
+
+  // A refusal stops the parse with it.
+  int calls = 0;
+  absl::Status refused =
+      ParseHttpInferRequest(
+          "slice", "",
+          R"({"inputs":[{"name":"input","datatype":"UINT8","shape":[1],"data":)" + nested + "}]}",
+          std::nullopt,
+          [&](int64_t) {
+            return ++calls < 3 ? absl::OkStatus()
+                               : absl::ResourceExhaustedError("over --max_memory_bytes");
+          })
+          .status();
+  EXPECT_EQ(refused, absl::ResourceExhaustedError("over --max_memory_bytes"));
+  EXPECT_EQ(calls, 3);
 }
 
 TEST(InferenceHttpJson, ErrorsAndMetadata) {

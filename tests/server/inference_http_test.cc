@@ -26,6 +26,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_replace.h"
+#include "tests/server/tensord_client.h"
 #include "tests/support/subprocess.h"
 #include "tests/support/tensord_process.h"
 
@@ -45,35 +46,6 @@ std::unique_ptr<httplib::Client> Client(const TensordProcess& server) {
   auto client = std::make_unique<httplib::Client>("127.0.0.1", server.http_port());
   client->set_read_timeout(30, 0);
   return client;
-}
-
-// A connected loopback socket to `port`, or -1.
-int Connect(int port) {
-  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in address{};
-  address.sin_family = AF_INET;
-  address.sin_port = htons(static_cast<uint16_t>(port));
-  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  if (::connect(fd, reinterpret_cast<sockaddr*>(&address), sizeof address) != 0) {
-    ::close(fd);
-    return -1;
-  }
-  timeval timeout{10, 0};
-  setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, sizeof timeout);
-  return fd;
-}
-
-// Sends `request` on a fresh connection and reads until the server closes it.
-std::string RawExchange(int port, const std::string& request) {
-  const int fd = Connect(port);
-  if (fd < 0) return "";
-  ::send(fd, request.data(), request.size(), MSG_NOSIGNAL);
-  std::string answer;
-  char buffer[4096];
-  ssize_t got;
-  while ((got = ::recv(fd, buffer, sizeof buffer, 0)) > 0) answer.append(buffer, got);
-  ::close(fd);
-  return answer;
 }
 
 TEST(InferenceHttpTest, HealthMetadataAndIndex) {
@@ -199,20 +171,20 @@ TEST(InferenceHttpTest, ErrorsHaveTheGrpcMessagesAndHttpStatuses) {
   EXPECT_THAT(answer->body, HasSubstr("slice: the request has no \\\"inputs\\\" array"));
 
   // Over --max_message_bytes: refused from the headers, before any body.
-  const std::string huge = RawExchange(
+  const std::string huge = RawHttpExchange(
       server.http_port(),
       "POST /v2/models/slice/infer HTTP/1.1\r\nHost: x\r\nContent-Length: 1000000000000\r\n\r\n");
   EXPECT_THAT(huge, HasSubstr("HTTP/1.1 413 Payload Too Large"));
   EXPECT_THAT(huge, HasSubstr("{\"error\":\"the request body of 1000000000000 bytes is larger "
                               "than the limit of 65536 bytes (--max_message_bytes)\"}"));
-  const std::string chunked = RawExchange(server.http_port(),
-                                          "POST /v2/models/slice/infer HTTP/1.1\r\nHost: "
-                                          "x\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n");
+  const std::string chunked = RawHttpExchange(server.http_port(),
+                                              "POST /v2/models/slice/infer HTTP/1.1\r\nHost: "
+                                              "x\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n");
   EXPECT_THAT(chunked, HasSubstr("HTTP/1.1 411 Length Required"));
   EXPECT_THAT(chunked, HasSubstr("send the body with a Content-Length"));
   // No Content-Length: no body.
-  const std::string no_length =
-      RawExchange(server.http_port(), "POST /v2/models/slice/infer HTTP/1.1\r\nHost: x\r\n\r\n");
+  const std::string no_length = RawHttpExchange(
+      server.http_port(), "POST /v2/models/slice/infer HTTP/1.1\r\nHost: x\r\n\r\n");
   EXPECT_THAT(no_length, HasSubstr("HTTP/1.1 400 Bad Request"));
   EXPECT_THAT(no_length, HasSubstr("slice: the request is not valid JSON"));
 }
@@ -220,7 +192,7 @@ TEST(InferenceHttpTest, ErrorsHaveTheGrpcMessagesAndHttpStatuses) {
 TEST(InferenceHttpTest, ABodyBeyondTheMemoryBudgetIsRefusedBeforeItIsRead) {
   TensordProcess server({"--backends=cpu", "--max_memory_bytes=1000000"});
   // Declared, within --max_message_bytes, never sent: refused from the headers.
-  const std::string answer = RawExchange(
+  const std::string answer = RawHttpExchange(
       server.http_port(),
       "POST /v2/models/slice/infer HTTP/1.1\r\nHost: x\r\nContent-Length: 10000000\r\n\r\n");
   EXPECT_THAT(answer, HasSubstr("HTTP/1.1 429 Too Many Requests"));
@@ -232,13 +204,13 @@ TEST(InferenceHttpTest, SlowClientsDoNotHoldUpOthers) {
   // Clients that never finish their headers, and one that never sends its body.
   std::vector<int> slow;
   for (int i = 0; i < 40; ++i) {
-    const int fd = Connect(server.http_port());
+    const int fd = ConnectHttp(server.http_port());
     ASSERT_GE(fd, 0);
     const std::string partial = "POST /v2/models/slice/infer HTTP/1.1\r\nHost: x\r\n";
     ::send(fd, partial.data(), partial.size(), MSG_NOSIGNAL);
     slow.push_back(fd);
   }
-  const int no_body = Connect(server.http_port());
+  const int no_body = ConnectHttp(server.http_port());
   const std::string head =
       "POST /v2/models/slice/infer HTTP/1.1\r\nHost: x\r\nContent-Length: 5000\r\n\r\n{";
   ::send(no_body, head.data(), head.size(), MSG_NOSIGNAL);

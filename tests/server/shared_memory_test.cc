@@ -4,17 +4,22 @@
 
 #include <fcntl.h>
 #include <stdlib.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <csignal>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <memory>
 #include <string>
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include "server/convert.h"
+#include "server/mapping_guard.h"
 #include "tests/support/status_matchers.h"
 
 namespace tensorop::server {
@@ -228,7 +233,7 @@ TEST_F(SharedMemoryTest, InputsResolveInsideTheRegionOnly) {
     v1::RunRequest request = SliceOf(16, 16);
     ASSERT_OK_AND_ASSIGN(OpRequest op, ToOpRequest(request));
     SharedMemoryPins pins;
-    ASSERT_OK(ResolveSharedMemoryInputs(request, &registry, op, pins));
+    ASSERT_OK(ResolveSharedMemoryInputs(request, &registry, "", op, pins));
     ASSERT_EQ(op.inputs[0].tensor.data.size(), 16u);
     EXPECT_EQ(static_cast<int>(op.inputs[0].tensor.data[0]), 16);
     ASSERT_OK_AND_ASSIGN(auto status, registry.Status("r"));
@@ -253,7 +258,7 @@ TEST_F(SharedMemoryTest, InputsResolveInsideTheRegionOnly) {
     v1::RunRequest request = SliceOf(bad.offset, bad.length);
     ASSERT_OK_AND_ASSIGN(OpRequest op, ToOpRequest(request));
     SharedMemoryPins pins;
-    EXPECT_THAT(ResolveSharedMemoryInputs(request, &registry, op, pins),
+    EXPECT_THAT(ResolveSharedMemoryInputs(request, &registry, "", op, pins),
                 StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr(bad.message)));
   }
   // `data` and `shared_memory` are one oneof in a message, but a RunChunked
@@ -263,18 +268,18 @@ TEST_F(SharedMemoryTest, InputsResolveInsideTheRegionOnly) {
   const std::string uploaded(16, '\0');
   op.inputs[0].tensor.data = std::as_bytes(std::span(uploaded));
   SharedMemoryPins pins;
-  EXPECT_THAT(ResolveSharedMemoryInputs(both, &registry, op, pins),
+  EXPECT_THAT(ResolveSharedMemoryInputs(both, &registry, "", op, pins),
               StatusIs(absl::StatusCode::kInvalidArgument,
                        HasSubstr("inputs[\"input\"]: data (16 bytes) and shared_memory are both "
                                  "set")));
   v1::RunRequest missing = SliceOf(0, 16);
   (*missing.mutable_inputs())["input"].mutable_shared_memory()->set_region("nope");
   ASSERT_OK_AND_ASSIGN(OpRequest op2, ToOpRequest(missing));
-  EXPECT_THAT(ResolveSharedMemoryInputs(missing, &registry, op2, pins),
+  EXPECT_THAT(ResolveSharedMemoryInputs(missing, &registry, "", op2, pins),
               StatusIs(absl::StatusCode::kNotFound,
                        HasSubstr("inputs[\"input\"].shared_memory: shared memory region \"nope\" "
                                  "is not registered")));
-  EXPECT_THAT(ResolveSharedMemoryInputs(missing, nullptr, op2, pins),
+  EXPECT_THAT(ResolveSharedMemoryInputs(missing, nullptr, "", op2, pins),
               StatusIs(absl::StatusCode::kFailedPrecondition, HasSubstr("no shared memory")));
 }
 
@@ -296,25 +301,26 @@ TEST_F(SharedMemoryTest, OutputsAreBoundsCheckedPaddedAndDoNotOverlapInputs) {
   };
   ASSERT_OK_AND_ASSIGN(OpRequest op, ToOpRequest(request));
   SharedMemoryPins pins;
-  ASSERT_OK(ResolveSharedMemoryInputs(request, &registry, op, pins));
+  ASSERT_OK(ResolveSharedMemoryInputs(request, &registry, "", op, pins));
   output_at(8, 24);
-  EXPECT_THAT(SharedMemoryOutput(request, 0, padded, &registry, pins).status(),
+  EXPECT_THAT(SharedMemoryOutput(request, 0, padded, &registry, "", pins).status(),
               StatusIs(absl::StatusCode::kInvalidArgument,
                        HasSubstr("outputs[0].shared_memory: bytes [8, 32) of region \"r\" overlap "
                                  "those of inputs[\"input\"].shared_memory [0, 16)")));
   output_at(64, 20);
-  EXPECT_THAT(SharedMemoryOutput(request, 0, padded, &registry, pins).status(),
+  EXPECT_THAT(SharedMemoryOutput(request, 0, padded, &registry, "", pins).status(),
               StatusIs(absl::StatusCode::kInvalidArgument,
                        HasSubstr("outputs[0].shared_memory: byte_length 20 is less than the 24 "
                                  "bytes the output takes (sizes [2,2], strides [4,1]) in region "
                                  "\"r\"")));
   output_at(112, 24);
-  EXPECT_THAT(SharedMemoryOutput(request, 0, padded, &registry, pins).status(),
+  EXPECT_THAT(SharedMemoryOutput(request, 0, padded, &registry, "", pins).status(),
               StatusIs(absl::StatusCode::kInvalidArgument,
                        HasSubstr("outputs[0].shared_memory: offset 112 + 24 bytes passes the end "
                                  "of region \"r\" (128 bytes)")));
   output_at(64, 24);
-  ASSERT_OK_AND_ASSIGN(std::byte * out, SharedMemoryOutput(request, 0, padded, &registry, pins));
+  ASSERT_OK_AND_ASSIGN(std::byte * out,
+                       SharedMemoryOutput(request, 0, padded, &registry, "", pins));
   // Padded: the extent is zeroed for the kernel to fill; bytes past it are untouched.
   for (int i = 0; i < 24; ++i) EXPECT_EQ(static_cast<int>(out[i]), 0) << i;
   EXPECT_EQ(static_cast<int>(out[24]), 88);
@@ -324,8 +330,139 @@ TEST_F(SharedMemoryTest, OutputsAreBoundsCheckedPaddedAndDoNotOverlapInputs) {
                        HasSubstr("outputs[0].shared_memory: RunStream streams its results")));
   // An output without a reference is the server's to allocate.
   request.mutable_outputs(0)->clear_shared_memory();
-  ASSERT_OK_AND_ASSIGN(std::byte * none, SharedMemoryOutput(request, 0, padded, &registry, pins));
+  ASSERT_OK_AND_ASSIGN(std::byte * none,
+                       SharedMemoryOutput(request, 0, padded, &registry, "", pins));
   EXPECT_EQ(none, nullptr);
+}
+
+// Issue 36, item 2: an object shrunk under a request's feet.
+TEST_F(SharedMemoryTest, AnObjectShrunkWhileInUseFaultsTheRegionNotTheProcess) {
+  MakeObject("shrinks", 3 * 4096);
+  SharedMemoryRegistry registry(Options());
+  ASSERT_OK(registry.Register("r", "shrinks", 0).status());
+  ASSERT_OK_AND_ASSIGN(SharedMemoryRegistry::Pin pin, registry.Acquire("r", "inputs"));
+  SharedMemoryPins pins;
+  pins.pins.push_back(std::move(pin));
+  ASSERT_OK(CheckSharedMemoryIntact(pins));
+  std::span<std::byte> bytes = pins.pins[0].bytes();
+  EXPECT_EQ(static_cast<int>(bytes[4097]), 1);  // 4097 % 256
+  ASSERT_EQ(truncate((dir_ + "/shrinks").c_str(), 0), 0);
+  // Past the object's new end: SIGBUS without the guard. With it, the read
+  // completes on a stand-in zero page and the region says so.
+  volatile std::byte* past_end = bytes.data() + 4097;
+  EXPECT_EQ(static_cast<int>(*past_end), 0);
+  bytes[8000] = std::byte{7};  // a write, as an output's, completes too
+  EXPECT_TRUE(pins.pins[0].faulted());
+  EXPECT_THAT(
+      CheckSharedMemoryIntact(pins),
+      StatusIs(absl::StatusCode::kFailedPrecondition,
+               HasSubstr("shared memory object \"shrinks\" of region \"r\" shrank while "
+                         "a request used it; unregister the region and register it again")));
+  // Every later use is refused until it is registered again.
+  EXPECT_THAT(registry.Acquire("r", "inputs[\"input\"].shared_memory").status(),
+              StatusIs(absl::StatusCode::kFailedPrecondition,
+                       HasSubstr("inputs[\"input\"].shared_memory: shared memory object")));
+  pins.pins.clear();
+  ASSERT_OK(registry.Unregister("r"));
+  MakeObject("shrinks", 4096);
+  ASSERT_OK(registry.Register("r", "shrinks", 0).status());
+  ASSERT_OK_AND_ASSIGN(SharedMemoryRegistry::Pin again, registry.Acquire("r", "inputs"));
+  EXPECT_FALSE(again.faulted());
+  EXPECT_EQ(static_cast<int>(again.bytes()[5]), 5);
+}
+
+// Issue 36, item 9: with authentication, regions are private to an identity.
+TEST_F(SharedMemoryTest, RegionsOfOneIdentityAreInvisibleToAnother) {
+  MakeObject("alice-secret", 4096);
+  MakeObject("bob-own", 4096);
+  SharedMemoryRegistry registry(Options());
+  const SharedMemoryCaller alice{.owner = "token:alice"};
+  const SharedMemoryCaller bob{.owner = "token:bob"};
+  ASSERT_OK(registry.Register("secret", "alice-secret", 0, 0, alice).status());
+  ASSERT_OK_AND_ASSIGN(auto listed, registry.Status("", bob.owner));
+  EXPECT_TRUE(listed.empty());
+  EXPECT_THAT(registry.Status("secret", bob.owner).status(),
+              StatusIs(absl::StatusCode::kNotFound, HasSubstr("\"secret\" is not registered")));
+  EXPECT_THAT(registry.Acquire("secret", "inputs", bob.owner).status(),
+              StatusIs(absl::StatusCode::kNotFound,
+                       HasSubstr("inputs: shared memory region \"secret\" is not registered")));
+  EXPECT_THAT(registry.Unregister("secret", bob.owner),
+              StatusIs(absl::StatusCode::kNotFound, HasSubstr("\"secret\" is not registered")));
+  // Nor may bob map alice's object under a name of his own.
+  EXPECT_THAT(registry.Register("mine", "/alice-secret", 0, 0, bob).status(),
+              StatusIs(absl::StatusCode::kPermissionDenied,
+                       HasSubstr("key: shared memory object \"/alice-secret\" is mapped for "
+                                 "another identity")));
+  // The same name is bob's own region.
+  ASSERT_OK(registry.Register("secret", "bob-own", 0, 0, bob).status());
+  ASSERT_OK_AND_ASSIGN(SharedMemoryRegistry::Pin bobs, registry.Acquire("secret", "x", bob.owner));
+  EXPECT_EQ(bobs.key(), "bob-own");
+  ASSERT_OK_AND_ASSIGN(SharedMemoryRegistry::Pin alices,
+                       registry.Acquire("secret", "x", alice.owner));
+  EXPECT_EQ(alices.key(), "alice-secret");
+  ASSERT_OK_AND_ASSIGN(listed, registry.Status("", alice.owner));
+  ASSERT_EQ(listed.size(), 1u);
+  EXPECT_EQ(listed[0].key, "alice-secret");
+}
+
+TEST_F(SharedMemoryTest, ARemoteCallerCannotRegister) {
+  MakeObject("obj", 4096);
+  SharedMemoryRegistry registry(Options());
+  EXPECT_THAT(
+      registry.Register("r", "obj", 0, 0, SharedMemoryCaller{.owner = "", .local = false}).status(),
+      StatusIs(absl::StatusCode::kPermissionDenied,
+               HasSubstr("shared memory is for clients on the server's host")));
+  EXPECT_EQ(registry.regions(), 0);
+  SharedMemoryOptions remote = Options();
+  remote.allow_remote = true;
+  SharedMemoryRegistry open(remote);
+  ASSERT_OK(
+      open.Register("r", "obj", 0, 0, SharedMemoryCaller{.owner = "", .local = false}).status());
+}
+
+// A SIGBUS that is not in a watched mapping is what it always was.
+TEST(MappingGuardDeathTest, AFaultOutsideEveryWatchedMappingStillKills) {
+  char path[] = "/tmp/tensorop-guard-XXXXXX";
+  const int fd = mkstemp(path);
+  ASSERT_GE(fd, 0);
+  ASSERT_EQ(ftruncate(fd, 4096), 0);
+  void* watched_bytes = mmap(nullptr, 4096, PROT_READ, MAP_SHARED, fd, 0);
+  void* unwatched_bytes = mmap(nullptr, 4096, PROT_READ, MAP_SHARED, fd, 0);
+  ASSERT_NE(watched_bytes, MAP_FAILED);
+  ASSERT_NE(unwatched_bytes, MAP_FAILED);
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<WatchedMapping> watch,
+                       WatchedMapping::Watch(watched_bytes, 4096));
+  ASSERT_EQ(ftruncate(fd, 0), 0);
+  EXPECT_EQ(*static_cast<volatile char*>(watched_bytes), 0);
+  EXPECT_TRUE(watch->faulted());
+  EXPECT_EXIT(
+      {
+        [[maybe_unused]] volatile char read = *static_cast<volatile char*>(unwatched_bytes);
+        std::exit(0);
+      },
+      ::testing::KilledBySignal(SIGBUS), "");
+  watch.reset();
+  munmap(watched_bytes, 4096);
+  munmap(unwatched_bytes, 4096);
+  close(fd);
+  unlink(path);
+}
+
+TEST(SharedMemoryPeerTest, LocalPeersAreUnixSocketsAndLoopback) {
+  for (const char* local :
+       {"unix:/run/tensord.sock", "unix:", "ipv4:127.0.0.1:5000", "ipv4:127.9.9.9:1",
+        "ipv6:[::1]:5000", "ipv6:%5B::1%5D:5000", "ipv6:[::ffff:127.0.0.1]:7"}) {
+    EXPECT_TRUE(IsLocalGrpcPeer(local)) << local;
+  }
+  for (const char* remote : {"ipv4:10.0.0.1:5000", "ipv4:128.0.0.1:1", "ipv6:[2001:db8::1]:5",
+                             "ipv6:%5B::2%5D:5", "ipv6:[::ffff:10.1.1.1]:7", "", "ipv4:"}) {
+    EXPECT_FALSE(IsLocalGrpcPeer(remote)) << remote;
+  }
+  EXPECT_TRUE(IsLoopbackAddress("127.0.0.1"));
+  EXPECT_TRUE(IsLoopbackAddress("::1"));
+  EXPECT_TRUE(IsLoopbackAddress("::ffff:127.0.0.1"));
+  EXPECT_FALSE(IsLoopbackAddress("192.168.1.5"));
+  EXPECT_FALSE(IsLoopbackAddress(""));
 }
 
 }  // namespace

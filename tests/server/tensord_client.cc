@@ -1,5 +1,10 @@
 #include "tests/server/tensord_client.h"
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
 #include <chrono>
 #include <sstream>
 #include <thread>
@@ -277,6 +282,48 @@ int64_t MetricValue(const TensordProcess& server, const std::string& series) {
   const size_t at = result->body.find(prefix);
   if (at == std::string::npos) return -1;
   return std::stoll(result->body.substr(at + prefix.size()));
+}
+
+int64_t FirstMetricValue(const TensordProcess& server, const std::string& family) {
+  httplib::Client client("127.0.0.1", server.metrics_port());
+  httplib::Result result = client.Get("/metrics");
+  if (!result) return -1;
+  const std::string& text = result->body;
+  size_t value = std::string::npos;
+  if (size_t at = text.find("\n" + family + " "); at != std::string::npos) {
+    value = at + family.size() + 2;
+  } else if (at = text.find("\n" + family + "{"); at != std::string::npos) {
+    const size_t labels_end = text.find("} ", at);  // label values may hold spaces
+    if (labels_end != std::string::npos) value = labels_end + 2;
+  }
+  return value == std::string::npos ? -1 : std::stoll(text.substr(value));
+}
+
+int ConnectHttp(int port) {
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in address{};
+  address.sin_family = AF_INET;
+  address.sin_port = htons(static_cast<uint16_t>(port));
+  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  if (::connect(fd, reinterpret_cast<sockaddr*>(&address), sizeof address) != 0) {
+    ::close(fd);
+    return -1;
+  }
+  timeval timeout{10, 0};
+  setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, sizeof timeout);
+  return fd;
+}
+
+std::string RawHttpExchange(int port, const std::string& request) {
+  const int fd = ConnectHttp(port);
+  if (fd < 0) return "";
+  ::send(fd, request.data(), request.size(), MSG_NOSIGNAL);
+  std::string answer;
+  char buffer[4096];
+  ssize_t got;
+  while ((got = ::recv(fd, buffer, sizeof buffer, 0)) > 0) answer.append(buffer, got);
+  ::close(fd);
+  return answer;
 }
 
 int64_t PoolBuffers(const TensordProcess& server) {

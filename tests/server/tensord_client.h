@@ -112,6 +112,17 @@ int64_t PoolBuffers(const TensordProcess& server);
 int64_t MetricValueOnceItIs(const TensordProcess& server, const std::string& series,
                             int64_t expected);
 
+// A connected loopback socket to an HTTP `port` (reads time out after 10 s),
+// or -1.
+int ConnectHttp(int port);
+// Sends `request` on a fresh connection to `port` and reads until the server
+// closes it.
+std::string RawHttpExchange(int port, const std::string& request);
+
+// The value of the first series of `family` on the server's /metrics, whatever
+// its labels, or -1.
+int64_t FirstMetricValue(const TensordProcess& server, const std::string& family);
+
 // One call of any method, in raw bytes, with every step blocking until done
 // (GenericStub's async streaming call driven on a private completion queue).
 // Works for unary methods too: on the wire they are one-message streams.

@@ -1,0 +1,74 @@
+// The waiting room's reading of a request head (server/bounded_http.h): one
+// reading of framing, so that what it admits is what httplib then parses
+// (issue 36, item 4).
+#include "server/bounded_http.h"
+
+#include <string>
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "tests/support/status_matchers.h"
+
+namespace tensorop::server {
+namespace {
+
+using ::tensorop::testing::StatusIs;
+using ::testing::HasSubstr;
+
+TEST(HttpRequestHeadTest, AWellFormedHeadIsRead) {
+  ASSERT_OK_AND_ASSIGN(
+      HttpRequestHead head,
+      ParseHttpRequestHead(
+          "POST /v2/models/slice/infer HTTP/1.1\r\nHost: x\r\n"
+          "Content-Length:  42 \r\nX-Empty:\r\nAuthorization: Bearer a b\r\n\r\n"));
+  EXPECT_EQ(head.method, "POST");
+  EXPECT_EQ(head.target, "/v2/models/slice/infer");
+  EXPECT_EQ(head.content_length, 42);
+  EXPECT_EQ(head.headers["content-length"], "42");
+  EXPECT_EQ(head.headers["x-empty"], "");
+  EXPECT_EQ(head.headers["authorization"], "Bearer a b");
+  ASSERT_OK_AND_ASSIGN(head, ParseHttpRequestHead("GET /v2 HTTP/1.0\r\n\r\n"));
+  EXPECT_EQ(head.content_length, 0);
+}
+
+TEST(HttpRequestHeadTest, HeadsFramingCouldBeReadTwoWaysFromAreRefused) {
+  const std::pair<const char*, const char*> refused[] = {
+      // The issue's two: a second Content-Length, and Transfer-Encoding
+      // after a bare line feed.
+      {"POST / HTTP/1.1\r\nContent-Length: 1000000\r\nContent-Length: 2\r\n\r\n",
+       "more than one Content-Length header"},
+      {"POST / HTTP/1.1\r\nContent-Length: 2\r\nX: y\nTransfer-Encoding: chunked\r\n\r\n",
+       "a bare line feed at byte 40 (lines end in CRLF)"},
+      {"POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\nTransfer-Encoding: identity\r\n\r\n",
+       "more than one Transfer-Encoding header"},
+      {"POST / HTTP/1.1\r\nX: a\rb\r\n\r\n", "a bare carriage return at byte 21"},
+      {"POST / HTTP/1.1\r\nContent-Length: 2\r\n Transfer-Encoding: chunked\r\n\r\n",
+       "header line 2 is not NAME: VALUE"},
+      {"POST / HTTP/1.1\r\nContent-Length : 2\r\n\r\n", "header line 1 is not NAME: VALUE"},
+      {"POST / HTTP/1.1\r\nno colon\r\n\r\n", "header line 1 is not NAME: VALUE"},
+      {"POST / HTTP/1.1\r\nContent-Length: +2\r\n\r\n", "Content-Length \"+2\" is not a size"},
+      {"POST / HTTP/1.1\r\nContent-Length: 2, 2\r\n\r\n", "Content-Length \"2, 2\" is not a size"},
+      {"POST / HTTP/1.1\r\nContent-Length: 0x10\r\n\r\n", "is not a size"},
+      {"POST / HTTP/1.1\r\nContent-Length: 99999999999999999999\r\n\r\n", "is not a size"},
+      {"POST / HTTP/1.1\r\nContent-Length: -1\r\n\r\n", "Content-Length \"-1\" is not a size"},
+      {"POST  / HTTP/1.1\r\n\r\n", "the request line is not METHOD SP TARGET SP HTTP/1.x"},
+      {"POST / HTTP/2\r\n\r\n", "the request line is not"},
+      {"PO(ST / HTTP/1.1\r\n\r\n", "the request line is not"},
+      {"POST / HTTP/1.1\r\nX: \0\r\n\r\n", "a NUL byte"},
+      {"POST / HTTP/1.1\r\n", "it does not end in a blank line"},
+  };
+  for (const auto& [head, why] : refused) {
+    const std::string text = std::string(head) == "POST / HTTP/1.1\r\nX: \0\r\n\r\n"
+                                 ? std::string("POST / HTTP/1.1\r\nX: \0\r\n\r\n", 25)
+                                 : std::string(head);
+    const absl::Status status = ParseHttpRequestHead(text).status();
+    EXPECT_THAT(status, StatusIs(absl::StatusCode::kInvalidArgument,
+                                 ::testing::StartsWith("the request's head is refused: ")))
+        << head;
+    EXPECT_THAT(status.message(), HasSubstr(why)) << head;
+  }
+}
+
+}  // namespace
+}  // namespace tensorop::server
