@@ -5,6 +5,8 @@
 # AUTO_OPENCL_MIN_BYTES is set: then that threshold, as --auto_opencl_min_bytes.
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
+. "$root/scripts/lib.sh"
+apt_install python3  # bench/kernel_table.py makes the tables
 "$root/scripts/build.sh" release operators_bench >&2
 out="$root/build/operators_bench.json"  # kept, so the tables can be made again
 "$root/build/bin/operators_bench" --benchmark_repetitions=5 \

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Builds the container image from the Dockerfile with podman and tests it on this
 # machine (no Docker engine here; see ../shared/notes/containers.md):
-#   1. installs podman, buildah and debootstrap if missing;
+#   1. installs podman, buildah, debootstrap and procps (pgrep, ps) if missing;
 #   2. makes the debian:bookworm base image with debootstrap if missing;
 #   3. builds localhost/tensorop:test (layers cached: an unchanged tree takes seconds);
 #   4. checks the image's config (user, ports, health check, entrypoint) and that
@@ -36,8 +36,9 @@ alive() { [ -n "$1" ] && [ -d "/proc/$1" ]; }
 . "$root/scripts/lib.sh"
 
 # ------------------------------------------------------------------ tools
-section "tools (podman, buildah, debootstrap, python3)"
-apt_install podman buildah debootstrap python3
+section "tools (podman, buildah, debootstrap, python3, procps)"
+# procps: pgrep and ps find the container's tensord and its uid below.
+apt_install podman buildah debootstrap python3 procps
 if [ "$(id -u)" -ne 0 ]; then
   podman() { sudo podman "$@"; }
   buildah() { sudo buildah "$@"; }

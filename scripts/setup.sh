@@ -5,6 +5,9 @@ set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 . "$root/scripts/lib.sh"
 
+# Besides the build's: the commands the tests run, prometheus (a real scrape of
+# /metrics), openssl (the tests' certificates) and curl (README.md's v2 HTTP
+# example, run as written by tests/server/inference_http_test.cc).
 apt_install \
   cmake ninja-build g++ pkg-config git ca-certificates \
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler libabsl-dev \
@@ -12,5 +15,5 @@ apt_install \
   opencl-headers ocl-icd-opencl-dev pocl-opencl-icd \
   libgtest-dev libgmock-dev libbenchmark-dev \
   nlohmann-json3-dev libcpp-httplib-dev prometheus \
-  libssl-dev openssl \
+  libssl-dev openssl curl \
   clang libclang-rt-14-dev  # clang's sanitizer runtimes and libFuzzer: scripts/fuzz.sh

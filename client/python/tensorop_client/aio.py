@@ -147,7 +147,12 @@ class AsyncClient(_ClientBase):
         )
 
     async def close(self) -> None:
-        for calls in self._replica_channels():
+        """Closes the channels (the target's and every replica's). One never
+        closed needs no finalizer of ours: a grpc.aio channel closes itself,
+        without waiting, when it is garbage-collected (at exit too), and keeps
+        no thread of its own alive (AsyncClient tracks replicas' connectivity
+        with get_state, not a subscription)."""
+        for calls in self._replicas.close():
             await calls.channel.close()
         await self._channel.close()
 

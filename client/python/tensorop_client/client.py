@@ -46,11 +46,13 @@ arrays or (kept) RemoteTensors, streamed like run_stream's.
 
 from __future__ import annotations
 
+import atexit
 import enum
 import math
 import re
 import threading
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+import weakref
+from collections.abc import Callable, Generator, Iterable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager, suppress
 from dataclasses import dataclass
 from types import TracebackType
@@ -1132,6 +1134,35 @@ class _Via:
     holding: str = ""
 
 
+class _ReplicaChannels:
+    """A client's channels to single replicas (handle calls), by replica
+    address, each made on first use. Once `close` took them, asking for one
+    raises ValueError, as a call on a closed gRPC channel does, rather than
+    opening a channel nothing would close."""
+
+    def __init__(self) -> None:
+        self._calls: dict[str, _Calls] = {}
+        self._lock = threading.Lock()
+        self._closed = False
+
+    def get(self, replica: str, make: Callable[[str], _Calls]) -> _Calls:
+        with self._lock:
+            if self._closed:
+                raise ValueError("Cannot invoke RPC on closed channel!")
+            calls = self._calls.get(replica)
+            if calls is None:
+                calls = self._calls[replica] = make(replica)
+            return calls
+
+    def close(self) -> list[_Calls]:
+        """Every channel made so far, for the caller to close; none later."""
+        with self._lock:
+            self._closed = True
+            calls = list(self._calls.values())
+            self._calls.clear()
+            return calls
+
+
 class _ClientBase:
     """What Client and AsyncClient share: options, channel arguments and the
     choice of call."""
@@ -1161,8 +1192,7 @@ class _ClientBase:
         self._replica_options = replica_channel_options(
             max_message_bytes, target_authority(target) if self._tls else None
         )
-        self._replicas: dict[str, _Calls] = {}
-        self._replicas_lock = threading.Lock()
+        self._replicas = _ReplicaChannels()
         self._timeout = timeout
         self._max_message_bytes = max_message_bytes
         self._chunk_bytes = chunk_bytes
@@ -1231,21 +1261,14 @@ class _ClientBase:
 
     def _via(self, replica: str, handle_id: str = "") -> _Via:
         """To `replica` (""; the target), for a call on `handle_id` ("": a Put);
-        its channel is made on first use and kept."""
+        its channel is made on first use and kept until the client closes."""
         if not replica:
             return _Via(self._main())
-        with self._replicas_lock:
-            calls = self._replicas.get(replica)
-            if calls is None:
-                calls = self._replicas[replica] = self._replica_calls(replica)
+        calls = self._replicas.get(replica, self._replica_calls)
         return _Via(calls, replica, f" holding {handle_id[:8]}..." if handle_id else "")
 
     def _via_handle(self, handle: pb.TensorHandle | None) -> _Via:
         return self._via(handle.replica, handle.id) if handle is not None else self._via("")
-
-    def _replica_channels(self) -> list[_Calls]:
-        with self._replicas_lock:
-            return list(self._replicas.values())
 
     def _put_parts(
         self,
@@ -1330,9 +1353,110 @@ class _Connectivity:
         return self._state is grpc.ChannelConnectivity.READY
 
 
+# ---- closing ----------------------------------------------------------------
+
+# How long interpreter exit waits for the channels of each Client collected
+# just before it, being closed on a thread of their own (_ClientChannels).
+_EXIT_CLOSE_SECONDS = 5.0
+
+# The channels of Clients not closed yet, closed at interpreter exit, and the
+# threads closing those of collected Clients, waited for there.
+_open_channels: set[_ClientChannels] = set()
+_closing_threads: set[threading.Thread] = set()
+_registry_lock = threading.Lock()
+
+
+class _ClientChannels:
+    """A Client's channels (the target's and the replicas'), closed by
+    Client.close, when the Client is garbage-collected, or at interpreter
+    exit, whichever comes first. It holds no reference to the Client.
+
+    Closing matters beyond the sockets: a replica channel's connectivity
+    subscription (_Connectivity) keeps a gRPC polling thread alive until the
+    channel closes, and a gRPC channel still open when the interpreter shuts
+    down is closed by grpc's own finalizers, which then wait forever for that
+    thread (frozen by the shutdown) to finish its connectivity watch: the
+    program never exits. Closing at exit (atexit, while every thread still
+    runs) ends those threads first."""
+
+    def __init__(self, main: grpc.Channel, replicas: _ReplicaChannels) -> None:
+        self._main = main
+        self._replicas = replicas
+        # run_many's iterations not finished yet.
+        self._streams: weakref.WeakSet[Generator[Any, None, None]] = weakref.WeakSet()
+        with _registry_lock:
+            _open_channels.add(self)
+
+    def track(self, stream: Generator[Any, None, None]) -> None:
+        """Ends `stream` (a run_many iteration) when the channels close."""
+        with _registry_lock:
+            self._streams.add(stream)
+
+    def close(self) -> None:
+        """Ends the run_many iterations still open (their calls cancelled),
+        then closes the channels, here: it returns once gRPC's threads let go
+        of them (at most a connectivity poll, 0.2 s). Idempotent.
+
+        An iteration left open must end now rather than when the interpreter
+        finally drops it: by then gRPC's threads are stopped, possibly holding
+        the lock that cancelling the call, or dropping it, takes."""
+        with _registry_lock:
+            _open_channels.discard(self)
+            streams = list(self._streams)
+            self._streams.clear()
+        for stream in streams:
+            # One being iterated on another thread ("generator already
+            # executing") ends with its call, cancelled by the channel's close.
+            with suppress(ValueError):
+                stream.close()
+        for calls in self._replicas.close():
+            calls.channel.close()
+        self._main.close()
+
+    def collected(self) -> None:
+        """The Client's finalizer (weakref.finalize): closes them on a thread
+        of its own, so that the thread the Client was collected on, which may
+        be one of gRPC's, never waits on gRPC."""
+        thread = threading.Thread(
+            target=self._close_collected, name="tensorop-client-close", daemon=True
+        )
+        with _registry_lock:
+            _closing_threads.add(thread)
+        try:
+            thread.start()
+        except RuntimeError:  # no new threads at interpreter shutdown
+            with _registry_lock:
+                _closing_threads.discard(thread)
+            self.close()
+
+    def _close_collected(self) -> None:
+        try:
+            self.close()
+        finally:
+            with _registry_lock:
+                _closing_threads.discard(threading.current_thread())
+
+
+@atexit.register
+def _close_at_exit() -> None:
+    """Closes the channels of every Client still open, and waits (bounded) for
+    those of collected Clients, while gRPC's threads still run (atexit comes
+    before the interpreter stops them)."""
+    with _registry_lock:
+        channels = list(_open_channels)
+        threads = list(_closing_threads)
+    for c in channels:
+        with suppress(Exception):  # the others are closed all the same
+            c.close()
+    for thread in threads:
+        thread.join(_EXIT_CLOSE_SECONDS)
+
+
 class Client(_ClientBase):
     """A connection to tensord. Connects lazily: an unreachable target shows up as
-    TensorOpError("UNAVAILABLE", ...) from the first call.
+    TensorOpError("UNAVAILABLE", ...) from the first call. Close it (`close`,
+    or `with`); one left open closes its channels when it is garbage-collected
+    or at interpreter exit.
 
     Results are read-only numpy arrays with the strides the server returned,
     over the received bytes (unary answers) or over one buffer per output that
@@ -1391,6 +1515,10 @@ class Client(_ClientBase):
         )
         self._channel = self._open(self._target, self._options)
         self._calls = _Calls(self._channel)
+        # Closed when this Client is collected, or at exit, if close() was not
+        # called; atexit=False: _close_at_exit closes the channels instead.
+        self._channels = _ClientChannels(self._channel, self._replicas)
+        weakref.finalize(self, self._channels.collected).atexit = False
 
     def _open(self, target: str, options: list[tuple[str, Any]]) -> grpc.Channel:
         if self._credentials is None:
@@ -1405,9 +1533,10 @@ class Client(_ClientBase):
         return _Calls(channel, _Connectivity(channel).ready)
 
     def close(self) -> None:
-        for calls in self._replica_channels():
-            calls.channel.close()
-        self._channel.close()
+        """Closes the channels (the target's and every replica's); calls in
+        flight end CANCELLED, later calls raise ValueError. A Client never
+        closed is closed when it is garbage-collected or at interpreter exit."""
+        self._channels.close()
 
     def __enter__(self) -> Client:
         return self
@@ -1747,7 +1876,15 @@ class Client(_ClientBase):
         iteration). A request or answer too large for one message runs through
         `run` instead, in its turn. If the stream fails, the requests sent and
         unanswered get its error, and the iteration then raises it when
-        requests remain unsent. `timeout` bounds the whole stream."""
+        requests remain unsent. `timeout` bounds the whole stream. Closing
+        the client ends the iteration (its call cancelled)."""
+        outcomes = self._run_many(requests, window)
+        self._channels.track(outcomes)
+        return outcomes
+
+    def _run_many(
+        self, requests: Iterable[RequestLike], window: int
+    ) -> Generator[Result | TensorOpError, None, None]:
         if window < 1:
             raise ValueError(f"window must be at least 1, got {window}")
         window_state = _Window(self, requests)
