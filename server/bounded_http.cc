@@ -205,10 +205,6 @@ std::shared_ptr<void>& ThreadHold() {
   return hold;
 }
 
-}  // namespace
-
-namespace {
-
 // RFC 9110's token characters: a header name and a method.
 bool IsTokenByte(char c) {
   return absl::ascii_isalnum(static_cast<unsigned char>(c)) ||
@@ -430,8 +426,9 @@ class BoundedHttpServer::Impl : public httplib::Server {
 
   // Room in `w.request` for `want` more bytes of the body: its buffer grows
   // by doubling from kBodyRead up to the whole request, each step held
-  // before it is allocated, so a body costs what has arrived (and at most as
-  // much again), never what its Content-Length announced.
+  // before it is allocated, so a body costs the room for its next read and
+  // what has arrived (at most as much again), never what its Content-Length
+  // announced.
   bool GrowBody(Waiting& w, size_t want) {
     const size_t needed = w.request.size() + want;
     if (needed <= w.request.capacity()) return true;

@@ -140,23 +140,13 @@ int64_t Baseline(const TensordProcess& server) {
   return ResidentBytes(server.pid());
 }
 
-// True in the AddressSanitizer build, whose tensord (built with the same
-// flags) is the one under test.
-bool TensordUnderAddressSanitizer() {
-#if defined(__SANITIZE_ADDRESS__)
-  return true;
-#else
-  return false;
-#endif
-}
-
 void ExpectPeakWithin(const TensordProcess& server, int64_t baseline, int64_t budget) {
   const int64_t peak = PeakResidentBytes(server.pid());
   ASSERT_GT(peak, 0);
   // The figure RELIABILITY.md quotes.
   ::testing::Test::RecordProperty("peak_rss_mib", static_cast<int>(peak / kMiB));
   ::testing::Test::RecordProperty("baseline_rss_mib", static_cast<int>(baseline / kMiB));
-  if (TensordUnderAddressSanitizer()) return;  // its quarantine keeps freed memory resident
+  if (!kResidentBoundsHold) return;
   EXPECT_LE(peak, baseline + budget + kRssMargin)
       << "peak " << peak / kMiB << " MiB, baseline " << baseline / kMiB << " MiB, budget "
       << budget / kMiB << " MiB";

@@ -202,8 +202,12 @@ TEST(HostileSurfacesTest, AnnouncedBodiesHoldNothingUntilTheyArrive) {
               static_cast<ssize_t>(head.size()));
     idle.push_back(fd);
   }
+  // Each holds at most the room for its next read (64 KiB), not 3 x 64 MiB.
+  constexpr int64_t kLookAhead = 64 * 1024 + 4096;
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  EXPECT_LE(MetricValue(server, "tensorop_memory_reserved_bytes"), 28 * kLookAhead);
   // One more that sends 8 MiB of its 64 MiB: it holds about that (its
-  // buffer doubles as it grows), not 3 x 64 MiB.
+  // buffer doubles as it grows).
   const int partial = ConnectHttp(server.http_port());
   const std::string head = absl::StrCat(
       "POST /v2/models/slice/infer HTTP/1.1\r\nContent-Length: ", 64 * kMiB, "\r\n\r\n");
@@ -215,7 +219,7 @@ TEST(HostileSurfacesTest, AnnouncedBodiesHoldNothingUntilTheyArrive) {
   std::this_thread::sleep_for(std::chrono::milliseconds(500));
   const int64_t reserved = MetricValue(server, "tensorop_memory_reserved_bytes");
   EXPECT_GE(reserved, 8 * kMiB);
-  EXPECT_LE(reserved, 16 * kMiB + 64 * 1024);
+  EXPECT_LE(reserved, 16 * kMiB + 29 * kLookAhead);
   ExpectNormalAnswer(server);
   ExpectHttpInferAnswers(server);
   for (int fd : idle) ::close(fd);
@@ -284,8 +288,10 @@ TEST(HostileSurfacesTest, NestedJsonBodiesStayWithinTheBudget) {
     }
   }
   const int64_t peak = PeakResidentBytes(server.pid());
-  EXPECT_LE(peak - baseline, 256 * kMiB + kRssMargin)
-      << refused << " of 3 refused; peak " << peak / kMiB << " MiB, baseline " << baseline / kMiB;
+  if (kResidentBoundsHold) {
+    EXPECT_LE(peak - baseline, 256 * kMiB + kRssMargin)
+        << refused << " of 3 refused; peak " << peak / kMiB << " MiB, baseline " << baseline / kMiB;
+  }
   ExpectNormalAnswer(server);
   EXPECT_EQ(MetricValueOnceItIs(server, "tensorop_memory_reserved_bytes", 0), 0);
 }
