@@ -21,6 +21,7 @@
 #include "server/idle_watchdog.h"
 #include "server/memory_budget.h"
 #include "server/pipeline.h"
+#include "server/raw_unary.h"
 #include "server/request_log.h"
 #include "server/service.h"
 #include "server/status_map.h"
@@ -280,39 +281,37 @@ grpc::ServerReadReactor<grpc::ByteBuffer>* TensorOpService::Put(
 // Release and ListHandles: answered at once.
 
 grpc::ServerUnaryReactor* TensorOpService::Release(grpc::CallbackServerContext* context,
-                                                   const v1::ReleaseRequest* request,
-                                                   v1::ReleaseResponse*) {
-  if (options_.handles == nullptr) return Answer(context, absl::OkStatus());
-  absl::Status status = Guarded([&] {
-    const std::vector<std::string> ids(request->ids().begin(), request->ids().end());
-    options_.handles->Release(CallerOf(*context), ids);
-    return absl::OkStatus();
-  });
-  return Answer(context, status);
+                                                   const grpc::ByteBuffer* request,
+                                                   grpc::ByteBuffer* response) {
+  return AnswerRaw<v1::ReleaseRequest, v1::ReleaseResponse>(
+      context, request, response, *budget_, "Release", [&](const auto& in, auto&) {
+        if (options_.handles == nullptr) return absl::OkStatus();
+        const std::vector<std::string> ids(in.ids().begin(), in.ids().end());
+        options_.handles->Release(CallerOf(*context), ids);
+        return absl::OkStatus();
+      });
 }
 
 grpc::ServerUnaryReactor* TensorOpService::ListHandles(grpc::CallbackServerContext* context,
-                                                       const v1::ListHandlesRequest* request,
-                                                       v1::ListHandlesResponse* response) {
-  if (options_.handles == nullptr) return Answer(context, NoStore());
-  if (request->page_size() < 0 || request->page_size() > kMaxPageSize) {
-    return Answer(context,
-                  absl::InvalidArgumentError(absl::StrCat("page_size must be in [0, ", kMaxPageSize,
-                                                          "], got ", request->page_size())));
-  }
-  absl::Status status = Guarded([&] {
-    const int limit = request->page_size() == 0 ? kDefaultPageSize : request->page_size();
-    bool more = false;
-    const HandleStore& store = *options_.handles;
-    const std::vector<std::shared_ptr<const ResidentTensor>> page =
-        store.List(CallerOf(*context), request->page_token(), limit, &more);
-    for (const auto& tensor : page) {
-      ToProtoHandle(*tensor, store.replica(), response->add_handles());
-    }
-    if (more && !page.empty()) response->set_next_page_token(page.back()->id());
-    return absl::OkStatus();
-  });
-  return Answer(context, status);
+                                                       const grpc::ByteBuffer* request,
+                                                       grpc::ByteBuffer* response) {
+  return AnswerRaw<v1::ListHandlesRequest, v1::ListHandlesResponse>(
+      context, request, response, *budget_, "ListHandles",
+      [&](const auto& in, auto& out) -> absl::Status {
+        if (options_.handles == nullptr) return NoStore();
+        if (in.page_size() < 0 || in.page_size() > kMaxPageSize) {
+          return absl::InvalidArgumentError(
+              absl::StrCat("page_size must be in [0, ", kMaxPageSize, "], got ", in.page_size()));
+        }
+        const int limit = in.page_size() == 0 ? kDefaultPageSize : in.page_size();
+        bool more = false;
+        const HandleStore& store = *options_.handles;
+        const std::vector<std::shared_ptr<const ResidentTensor>> page =
+            store.List(CallerOf(*context), in.page_token(), limit, &more);
+        for (const auto& tensor : page) ToProtoHandle(*tensor, store.replica(), out.add_handles());
+        if (more && !page.empty()) out.set_next_page_token(page.back()->id());
+        return absl::OkStatus();
+      });
 }
 
 }  // namespace tensorop::server

@@ -26,6 +26,7 @@
 #include "server/memory_budget.h"
 #include "server/metrics.h"
 #include "server/pipeline.h"
+#include "server/raw_unary.h"
 #include "server/request_log.h"
 #include "server/response_writer.h"
 #include "server/shared_memory.h"
@@ -278,58 +279,79 @@ absl::StatusOr<inference::ModelStatisticsResponse> ModelStatisticsAnswer(
 // Health and metadata: small, answered in the reaction.
 
 grpc::ServerUnaryReactor* InferenceService::ServerLive(grpc::CallbackServerContext* context,
-                                                       const inference::ServerLiveRequest*,
-                                                       inference::ServerLiveResponse* response) {
-  response->set_live(true);
-  return Answer(context, absl::OkStatus());
+                                                       const grpc::ByteBuffer* request,
+                                                       grpc::ByteBuffer* response) {
+  return AnswerRaw<inference::ServerLiveRequest, inference::ServerLiveResponse>(
+      context, request, response, native_->budget(), "ServerLive", [](const auto&, auto& out) {
+        out.set_live(true);
+        return absl::OkStatus();
+      });
 }
 
 grpc::ServerUnaryReactor* InferenceService::ServerReady(grpc::CallbackServerContext* context,
-                                                        const inference::ServerReadyRequest*,
-                                                        inference::ServerReadyResponse* response) {
-  response->set_ready(ready_.load(std::memory_order_acquire));
-  return Answer(context, absl::OkStatus());
+                                                        const grpc::ByteBuffer* request,
+                                                        grpc::ByteBuffer* response) {
+  return AnswerRaw<inference::ServerReadyRequest, inference::ServerReadyResponse>(
+      context, request, response, native_->budget(), "ServerReady", [this](const auto&, auto& out) {
+        out.set_ready(ready_.load(std::memory_order_acquire));
+        return absl::OkStatus();
+      });
 }
 
 grpc::ServerUnaryReactor* InferenceService::ModelReady(grpc::CallbackServerContext* context,
-                                                       const inference::ModelReadyRequest* request,
-                                                       inference::ModelReadyResponse* response) {
-  absl::Status status = CheckModel(request->name(), request->version());
-  if (status.ok()) response->set_ready(ready_.load(std::memory_order_acquire));
-  return Answer(context, status);
+                                                       const grpc::ByteBuffer* request,
+                                                       grpc::ByteBuffer* response) {
+  return AnswerRaw<inference::ModelReadyRequest, inference::ModelReadyResponse>(
+      context, request, response, native_->budget(), "ModelReady",
+      [this](const auto& in, auto& out) {
+        absl::Status status = CheckModel(in.name(), in.version());
+        if (status.ok()) out.set_ready(ready_.load(std::memory_order_acquire));
+        return status;
+      });
 }
 
-grpc::ServerUnaryReactor* InferenceService::ServerMetadata(
-    grpc::CallbackServerContext* context, const inference::ServerMetadataRequest*,
-    inference::ServerMetadataResponse* response) {
-  *response = ServerMetadataAnswer(
-      /*system_shared_memory=*/native_->options().shared_memory != nullptr);
-  return Answer(context, absl::OkStatus());
+grpc::ServerUnaryReactor* InferenceService::ServerMetadata(grpc::CallbackServerContext* context,
+                                                           const grpc::ByteBuffer* request,
+                                                           grpc::ByteBuffer* response) {
+  return AnswerRaw<inference::ServerMetadataRequest, inference::ServerMetadataResponse>(
+      context, request, response, native_->budget(), "ServerMetadata",
+      [this](const auto&, auto& out) {
+        out = ServerMetadataAnswer(
+            /*system_shared_memory=*/native_->options().shared_memory != nullptr);
+        return absl::OkStatus();
+      });
 }
 
-grpc::ServerUnaryReactor* InferenceService::ModelMetadata(
-    grpc::CallbackServerContext* context, const inference::ModelMetadataRequest* request,
-    inference::ModelMetadataResponse* response) {
-  absl::StatusOr<inference::ModelMetadataResponse> metadata =
-      server::ModelMetadata(request->name(), request->version());
-  if (metadata.ok()) *response = *std::move(metadata);
-  return Answer(context, metadata.status());
+grpc::ServerUnaryReactor* InferenceService::ModelMetadata(grpc::CallbackServerContext* context,
+                                                          const grpc::ByteBuffer* request,
+                                                          grpc::ByteBuffer* response) {
+  return AnswerRaw<inference::ModelMetadataRequest, inference::ModelMetadataResponse>(
+      context, request, response, native_->budget(), "ModelMetadata",
+      [](const auto& in, auto& out) -> absl::Status {
+        ASSIGN_OR_RETURN(out, server::ModelMetadata(in.name(), in.version()));
+        return absl::OkStatus();
+      });
 }
 
-grpc::ServerUnaryReactor* InferenceService::ModelStatistics(
-    grpc::CallbackServerContext* context, const inference::ModelStatisticsRequest* request,
-    inference::ModelStatisticsResponse* response) {
-  absl::StatusOr<inference::ModelStatisticsResponse> statistics =
-      ModelStatisticsAnswer(metrics_, request->name(), request->version());
-  if (statistics.ok()) *response = *std::move(statistics);
-  return Answer(context, statistics.status());
+grpc::ServerUnaryReactor* InferenceService::ModelStatistics(grpc::CallbackServerContext* context,
+                                                            const grpc::ByteBuffer* request,
+                                                            grpc::ByteBuffer* response) {
+  return AnswerRaw<inference::ModelStatisticsRequest, inference::ModelStatisticsResponse>(
+      context, request, response, native_->budget(), "ModelStatistics",
+      [this](const auto& in, auto& out) -> absl::Status {
+        ASSIGN_OR_RETURN(out, ModelStatisticsAnswer(metrics_, in.name(), in.version()));
+        return absl::OkStatus();
+      });
 }
 
-grpc::ServerUnaryReactor* InferenceService::RepositoryIndex(
-    grpc::CallbackServerContext* context, const inference::RepositoryIndexRequest*,
-    inference::RepositoryIndexResponse* response) {
-  *response = RepositoryIndexAnswer();
-  return Answer(context, absl::OkStatus());
+grpc::ServerUnaryReactor* InferenceService::RepositoryIndex(grpc::CallbackServerContext* context,
+                                                            const grpc::ByteBuffer* request,
+                                                            grpc::ByteBuffer* response) {
+  return AnswerRaw<inference::RepositoryIndexRequest, inference::RepositoryIndexResponse>(
+      context, request, response, native_->budget(), "RepositoryIndex", [](const auto&, auto& out) {
+        out = RepositoryIndexAnswer();
+        return absl::OkStatus();
+      });
 }
 
 // ---------------------------------------------------------------------------
@@ -416,50 +438,71 @@ absl::StatusOr<inference::SystemSharedMemoryUnregisterResponse> SystemSharedMemo
 }
 
 grpc::ServerUnaryReactor* InferenceService::SystemSharedMemoryStatus(
-    grpc::CallbackServerContext* context, const inference::SystemSharedMemoryStatusRequest* request,
-    inference::SystemSharedMemoryStatusResponse* response) {
-  absl::StatusOr<inference::SystemSharedMemoryStatusResponse> answer =
-      SystemSharedMemoryStatusAnswer(native_->options().shared_memory, *request,
-                                     SharedMemoryCallerOf(*context));
-  if (answer.ok()) *response = *std::move(answer);
-  return Answer(context, answer.status());
+    grpc::CallbackServerContext* context, const grpc::ByteBuffer* request,
+    grpc::ByteBuffer* response) {
+  return AnswerRaw<inference::SystemSharedMemoryStatusRequest,
+                   inference::SystemSharedMemoryStatusResponse>(
+      context, request, response, native_->budget(), "SystemSharedMemoryStatus",
+      [&](const auto& in, auto& out) -> absl::Status {
+        ASSIGN_OR_RETURN(out, SystemSharedMemoryStatusAnswer(native_->options().shared_memory, in,
+                                                             SharedMemoryCallerOf(*context)));
+        return absl::OkStatus();
+      });
 }
 
 grpc::ServerUnaryReactor* InferenceService::SystemSharedMemoryRegister(
-    grpc::CallbackServerContext* context,
-    const inference::SystemSharedMemoryRegisterRequest* request,
-    inference::SystemSharedMemoryRegisterResponse*) {
-  return Answer(context, SystemSharedMemoryRegisterAnswer(native_->options().shared_memory,
-                                                          *request, SharedMemoryCallerOf(*context))
-                             .status());
+    grpc::CallbackServerContext* context, const grpc::ByteBuffer* request,
+    grpc::ByteBuffer* response) {
+  return AnswerRaw<inference::SystemSharedMemoryRegisterRequest,
+                   inference::SystemSharedMemoryRegisterResponse>(
+      context, request, response, native_->budget(), "SystemSharedMemoryRegister",
+      [&](const auto& in, auto&) {
+        return SystemSharedMemoryRegisterAnswer(native_->options().shared_memory, in,
+                                                SharedMemoryCallerOf(*context))
+            .status();
+      });
 }
 
 grpc::ServerUnaryReactor* InferenceService::SystemSharedMemoryUnregister(
-    grpc::CallbackServerContext* context,
-    const inference::SystemSharedMemoryUnregisterRequest* request,
-    inference::SystemSharedMemoryUnregisterResponse*) {
-  return Answer(context,
-                SystemSharedMemoryUnregisterAnswer(native_->options().shared_memory, *request,
-                                                   SharedMemoryCallerOf(*context))
-                    .status());
+    grpc::CallbackServerContext* context, const grpc::ByteBuffer* request,
+    grpc::ByteBuffer* response) {
+  return AnswerRaw<inference::SystemSharedMemoryUnregisterRequest,
+                   inference::SystemSharedMemoryUnregisterResponse>(
+      context, request, response, native_->budget(), "SystemSharedMemoryUnregister",
+      [&](const auto& in, auto&) {
+        return SystemSharedMemoryUnregisterAnswer(native_->options().shared_memory, in,
+                                                  SharedMemoryCallerOf(*context))
+            .status();
+      });
 }
 
 grpc::ServerUnaryReactor* InferenceService::CudaSharedMemoryStatus(
-    grpc::CallbackServerContext* context, const inference::CudaSharedMemoryStatusRequest*,
-    inference::CudaSharedMemoryStatusResponse*) {
-  return Answer(context, CudaSharedMemoryUnimplemented("CudaSharedMemoryStatus"));
+    grpc::CallbackServerContext* context, const grpc::ByteBuffer* request,
+    grpc::ByteBuffer* response) {
+  return AnswerRaw<inference::CudaSharedMemoryStatusRequest,
+                   inference::CudaSharedMemoryStatusResponse>(
+      context, request, response, native_->budget(), "CudaSharedMemoryStatus",
+      [](const auto&, auto&) { return CudaSharedMemoryUnimplemented("CudaSharedMemoryStatus"); });
 }
 
 grpc::ServerUnaryReactor* InferenceService::CudaSharedMemoryRegister(
-    grpc::CallbackServerContext* context, const inference::CudaSharedMemoryRegisterRequest*,
-    inference::CudaSharedMemoryRegisterResponse*) {
-  return Answer(context, CudaSharedMemoryUnimplemented("CudaSharedMemoryRegister"));
+    grpc::CallbackServerContext* context, const grpc::ByteBuffer* request,
+    grpc::ByteBuffer* response) {
+  return AnswerRaw<inference::CudaSharedMemoryRegisterRequest,
+                   inference::CudaSharedMemoryRegisterResponse>(
+      context, request, response, native_->budget(), "CudaSharedMemoryRegister",
+      [](const auto&, auto&) { return CudaSharedMemoryUnimplemented("CudaSharedMemoryRegister"); });
 }
 
 grpc::ServerUnaryReactor* InferenceService::CudaSharedMemoryUnregister(
-    grpc::CallbackServerContext* context, const inference::CudaSharedMemoryUnregisterRequest*,
-    inference::CudaSharedMemoryUnregisterResponse*) {
-  return Answer(context, CudaSharedMemoryUnimplemented("CudaSharedMemoryUnregister"));
+    grpc::CallbackServerContext* context, const grpc::ByteBuffer* request,
+    grpc::ByteBuffer* response) {
+  return AnswerRaw<inference::CudaSharedMemoryUnregisterRequest,
+                   inference::CudaSharedMemoryUnregisterResponse>(
+      context, request, response, native_->budget(), "CudaSharedMemoryUnregister",
+      [](const auto&, auto&) {
+        return CudaSharedMemoryUnimplemented("CudaSharedMemoryUnregister");
+      });
 }
 
 // ---------------------------------------------------------------------------

@@ -26,27 +26,30 @@ class SharedMemoryRegistry;
 
 // The shared memory extension's six calls (system and CUDA).
 using InferenceSharedMemoryBase =
-    inference::GRPCInferenceService::WithCallbackMethod_SystemSharedMemoryStatus<
-        inference::GRPCInferenceService::WithCallbackMethod_SystemSharedMemoryRegister<
-            inference::GRPCInferenceService::WithCallbackMethod_SystemSharedMemoryUnregister<
-                inference::GRPCInferenceService::WithCallbackMethod_CudaSharedMemoryStatus<
-                    inference::GRPCInferenceService::WithCallbackMethod_CudaSharedMemoryRegister<
+    inference::GRPCInferenceService::WithRawCallbackMethod_SystemSharedMemoryStatus<
+        inference::GRPCInferenceService::WithRawCallbackMethod_SystemSharedMemoryRegister<
+            inference::GRPCInferenceService::WithRawCallbackMethod_SystemSharedMemoryUnregister<
+                inference::GRPCInferenceService::WithRawCallbackMethod_CudaSharedMemoryStatus<
+                    inference::GRPCInferenceService::WithRawCallbackMethod_CudaSharedMemoryRegister<
                         inference::GRPCInferenceService::
-                            WithCallbackMethod_CudaSharedMemoryUnregister<
+                            WithRawCallbackMethod_CudaSharedMemoryUnregister<
                                 inference::GRPCInferenceService::Service>>>>>>;
 
-// ModelInfer and ModelStreamInfer read raw bytes, like TensorOpService's Run:
-// the request is reserved in the memory budget before it is parsed.
+// Every method reads raw bytes, like TensorOpService's: ModelInfer and
+// ModelStreamInfer reserve the request in the memory budget before it is
+// parsed; the others parse it themselves (server/raw_unary.h), so bytes that
+// are no request are INVALID_ARGUMENT naming the message, not UNIMPLEMENTED.
 using InferenceServiceBase = inference::GRPCInferenceService::WithRawCallbackMethod_ModelInfer<
     inference::GRPCInferenceService::WithRawCallbackMethod_ModelStreamInfer<
-        inference::GRPCInferenceService::WithCallbackMethod_ServerLive<
-            inference::GRPCInferenceService::WithCallbackMethod_ServerReady<
-                inference::GRPCInferenceService::WithCallbackMethod_ModelReady<
-                    inference::GRPCInferenceService::WithCallbackMethod_ServerMetadata<
-                        inference::GRPCInferenceService::WithCallbackMethod_ModelMetadata<
-                            inference::GRPCInferenceService::WithCallbackMethod_ModelStatistics<
-                                inference::GRPCInferenceService::WithCallbackMethod_RepositoryIndex<
-                                    InferenceSharedMemoryBase>>>>>>>>>;
+        inference::GRPCInferenceService::WithRawCallbackMethod_ServerLive<
+            inference::GRPCInferenceService::WithRawCallbackMethod_ServerReady<
+                inference::GRPCInferenceService::WithRawCallbackMethod_ModelReady<
+                    inference::GRPCInferenceService::WithRawCallbackMethod_ServerMetadata<
+                        inference::GRPCInferenceService::WithRawCallbackMethod_ModelMetadata<
+                            inference::GRPCInferenceService::WithRawCallbackMethod_ModelStatistics<
+                                inference::GRPCInferenceService::
+                                    WithRawCallbackMethod_RepositoryIndex<
+                                        InferenceSharedMemoryBase>>>>>>>>>;
 
 // The answers of ServerMetadata, RepositoryIndex and ModelStatistics (from
 // `metrics`' counts; may be null), shared with the HTTP front end
@@ -88,26 +91,26 @@ class InferenceService final : public InferenceServiceBase {
   void SetReady(bool ready) { ready_.store(ready, std::memory_order_release); }
 
   grpc::ServerUnaryReactor* ServerLive(grpc::CallbackServerContext* context,
-                                       const inference::ServerLiveRequest* request,
-                                       inference::ServerLiveResponse* response) override;
+                                       const grpc::ByteBuffer* request,
+                                       grpc::ByteBuffer* response) override;
   grpc::ServerUnaryReactor* ServerReady(grpc::CallbackServerContext* context,
-                                        const inference::ServerReadyRequest* request,
-                                        inference::ServerReadyResponse* response) override;
+                                        const grpc::ByteBuffer* request,
+                                        grpc::ByteBuffer* response) override;
   grpc::ServerUnaryReactor* ModelReady(grpc::CallbackServerContext* context,
-                                       const inference::ModelReadyRequest* request,
-                                       inference::ModelReadyResponse* response) override;
+                                       const grpc::ByteBuffer* request,
+                                       grpc::ByteBuffer* response) override;
   grpc::ServerUnaryReactor* ServerMetadata(grpc::CallbackServerContext* context,
-                                           const inference::ServerMetadataRequest* request,
-                                           inference::ServerMetadataResponse* response) override;
+                                           const grpc::ByteBuffer* request,
+                                           grpc::ByteBuffer* response) override;
   grpc::ServerUnaryReactor* ModelMetadata(grpc::CallbackServerContext* context,
-                                          const inference::ModelMetadataRequest* request,
-                                          inference::ModelMetadataResponse* response) override;
+                                          const grpc::ByteBuffer* request,
+                                          grpc::ByteBuffer* response) override;
   grpc::ServerUnaryReactor* ModelStatistics(grpc::CallbackServerContext* context,
-                                            const inference::ModelStatisticsRequest* request,
-                                            inference::ModelStatisticsResponse* response) override;
+                                            const grpc::ByteBuffer* request,
+                                            grpc::ByteBuffer* response) override;
   grpc::ServerUnaryReactor* RepositoryIndex(grpc::CallbackServerContext* context,
-                                            const inference::RepositoryIndexRequest* request,
-                                            inference::RepositoryIndexResponse* response) override;
+                                            const grpc::ByteBuffer* request,
+                                            grpc::ByteBuffer* response) override;
   grpc::ServerUnaryReactor* ModelInfer(grpc::CallbackServerContext* context,
                                        const grpc::ByteBuffer* request,
                                        grpc::ByteBuffer* response) override;
@@ -117,30 +120,25 @@ class InferenceService final : public InferenceServiceBase {
   // The system shared memory extension, on the registry of tensorop.v1's
   // RegisterSharedMemory (the same regions, leases and budget): answered at
   // once. Without a registry, FAILED_PRECONDITION.
-  grpc::ServerUnaryReactor* SystemSharedMemoryStatus(
-      grpc::CallbackServerContext* context,
-      const inference::SystemSharedMemoryStatusRequest* request,
-      inference::SystemSharedMemoryStatusResponse* response) override;
-  grpc::ServerUnaryReactor* SystemSharedMemoryRegister(
-      grpc::CallbackServerContext* context,
-      const inference::SystemSharedMemoryRegisterRequest* request,
-      inference::SystemSharedMemoryRegisterResponse* response) override;
-  grpc::ServerUnaryReactor* SystemSharedMemoryUnregister(
-      grpc::CallbackServerContext* context,
-      const inference::SystemSharedMemoryUnregisterRequest* request,
-      inference::SystemSharedMemoryUnregisterResponse* response) override;
+  grpc::ServerUnaryReactor* SystemSharedMemoryStatus(grpc::CallbackServerContext* context,
+                                                     const grpc::ByteBuffer* request,
+                                                     grpc::ByteBuffer* response) override;
+  grpc::ServerUnaryReactor* SystemSharedMemoryRegister(grpc::CallbackServerContext* context,
+                                                       const grpc::ByteBuffer* request,
+                                                       grpc::ByteBuffer* response) override;
+  grpc::ServerUnaryReactor* SystemSharedMemoryUnregister(grpc::CallbackServerContext* context,
+                                                         const grpc::ByteBuffer* request,
+                                                         grpc::ByteBuffer* response) override;
   // UNIMPLEMENTED: only system shared memory is served.
-  grpc::ServerUnaryReactor* CudaSharedMemoryStatus(
-      grpc::CallbackServerContext* context, const inference::CudaSharedMemoryStatusRequest* request,
-      inference::CudaSharedMemoryStatusResponse* response) override;
-  grpc::ServerUnaryReactor* CudaSharedMemoryRegister(
-      grpc::CallbackServerContext* context,
-      const inference::CudaSharedMemoryRegisterRequest* request,
-      inference::CudaSharedMemoryRegisterResponse* response) override;
-  grpc::ServerUnaryReactor* CudaSharedMemoryUnregister(
-      grpc::CallbackServerContext* context,
-      const inference::CudaSharedMemoryUnregisterRequest* request,
-      inference::CudaSharedMemoryUnregisterResponse* response) override;
+  grpc::ServerUnaryReactor* CudaSharedMemoryStatus(grpc::CallbackServerContext* context,
+                                                   const grpc::ByteBuffer* request,
+                                                   grpc::ByteBuffer* response) override;
+  grpc::ServerUnaryReactor* CudaSharedMemoryRegister(grpc::CallbackServerContext* context,
+                                                     const grpc::ByteBuffer* request,
+                                                     grpc::ByteBuffer* response) override;
+  grpc::ServerUnaryReactor* CudaSharedMemoryUnregister(grpc::CallbackServerContext* context,
+                                                       const grpc::ByteBuffer* request,
+                                                       grpc::ByteBuffer* response) override;
 
  private:
   class InferReactor;

@@ -381,20 +381,6 @@ absl::Status ReserveParse(const grpc::ByteBuffer& bytes,
 
 namespace {
 
-// Parses `bytes` (reserved by ReserveParse; `received_bytes` long as they
-// arrived) into `message`.
-template <typename Message>
-absl::Status DeserializeMessage(const grpc::ByteBuffer& bytes, int64_t received_bytes,
-                                absl::string_view method, Message* message) {
-  grpc::ByteBuffer copy(bytes);  // Deserialize consumes its buffer; this shares the slices
-  if (!grpc::SerializationTraits<Message>::Deserialize(&copy, message).ok()) {
-    return absl::InvalidArgumentError(absl::StrCat(method, ": the ", received_bytes,
-                                                   " bytes received are not a valid ",
-                                                   Message::descriptor()->full_name()));
-  }
-  return absl::OkStatus();
-}
-
 // DeserializeMessage for a RunRequest, and reserves the per-output overhead of
 // planning it.
 absl::Status Deserialize(const grpc::ByteBuffer& bytes, int64_t received_bytes,

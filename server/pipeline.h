@@ -27,6 +27,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
 #include "core/cancellation.h"
 #include "core/operator.h"
@@ -153,6 +154,32 @@ int64_t InputBytes(const InputBuffers& buffers);
 absl::Status ReserveParse(const grpc::ByteBuffer& bytes,
                           const google::protobuf::Descriptor& descriptor, int64_t received_bytes,
                           absl::string_view method, MemoryBudget::Reservation& reservation);
+
+// Parses `bytes` (`received_bytes` long as they arrived) into `message`:
+// INVALID_ARGUMENT "METHOD: the N bytes received are not a valid TYPE".
+template <typename Message>
+absl::Status DeserializeMessage(const grpc::ByteBuffer& bytes, int64_t received_bytes,
+                                absl::string_view method, Message* message) {
+  grpc::ByteBuffer copy(bytes);  // Deserialize consumes its buffer; this shares the slices
+  if (!grpc::SerializationTraits<Message>::Deserialize(&copy, message).ok()) {
+    return absl::InvalidArgumentError(absl::StrCat(method, ": the ", received_bytes,
+                                                   " bytes received are not a valid ",
+                                                   Message::descriptor()->full_name()));
+  }
+  return absl::OkStatus();
+}
+
+// ReserveParse, then DeserializeMessage: a message of any method parsed from
+// its raw bytes, within the budget.
+template <typename Message>
+absl::Status ParseMessage(const grpc::ByteBuffer& bytes, absl::string_view method,
+                          MemoryBudget::Reservation& reservation, Message* message) {
+  const int64_t received_bytes = static_cast<int64_t>(bytes.Length());
+  absl::Status reserved =
+      ReserveParse(bytes, *Message::descriptor(), received_bytes, method, reservation);
+  if (!reserved.ok()) return reserved;
+  return DeserializeMessage(bytes, received_bytes, method, message);
+}
 
 // Makes a view of a large request with `make(max_rest_bytes)`, reserving
 // first the most its copy of the fields besides the data may take, then

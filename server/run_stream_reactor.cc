@@ -234,11 +234,7 @@ struct FetchPlan {
 absl::StatusOr<FetchPlan> PlanFetch(const grpc::ByteBuffer& bytes, HandleStore* store,
                                     const HandleCaller& caller) {
   v1::FetchRequest fetch;
-  grpc::ByteBuffer copy(bytes);
-  if (!grpc::SerializationTraits<v1::FetchRequest>::Deserialize(&copy, &fetch).ok()) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "Fetch: the ", bytes.Length(), " bytes received are not a valid tensorop.v1.FetchRequest"));
-  }
+  RETURN_IF_ERROR(DeserializeMessage(bytes, static_cast<int64_t>(bytes.Length()), "Fetch", &fetch));
   if (store == nullptr) return absl::FailedPreconditionError("this server keeps no handles");
   FetchPlan plan;
   ASSIGN_OR_RETURN(plan.tensor, store->Use(caller, fetch.id(), "id"));

@@ -19,6 +19,7 @@
 #include "server/handle_store.h"
 #include "server/metrics.h"
 #include "server/pipeline.h"
+#include "server/raw_unary.h"
 #include "server/request_log.h"
 #include "server/shared_memory.h"
 
@@ -105,21 +106,33 @@ absl::Status TensorOpService::RunHere(const std::function<absl::Status()>& work)
 namespace tensorop::server {
 
 grpc::ServerUnaryReactor* TensorOpService::RegisterSharedMemory(
-    grpc::CallbackServerContext* context, const v1::RegisterSharedMemoryRequest* request,
-    v1::RegisterSharedMemoryResponse* response) {
-  return server::RegisterSharedMemory(options_.shared_memory, context, request, response);
+    grpc::CallbackServerContext* context, const grpc::ByteBuffer* request,
+    grpc::ByteBuffer* response) {
+  return AnswerRaw<v1::RegisterSharedMemoryRequest, v1::RegisterSharedMemoryResponse>(
+      context, request, response, *budget_, "RegisterSharedMemory", [&](const auto& in, auto& out) {
+        return RegisterSharedMemoryAnswer(options_.shared_memory, SharedMemoryCallerOf(*context),
+                                          in, out);
+      });
 }
 
 grpc::ServerUnaryReactor* TensorOpService::UnregisterSharedMemory(
-    grpc::CallbackServerContext* context, const v1::UnregisterSharedMemoryRequest* request,
-    v1::UnregisterSharedMemoryResponse* response) {
-  return server::UnregisterSharedMemory(options_.shared_memory, context, request, response);
+    grpc::CallbackServerContext* context, const grpc::ByteBuffer* request,
+    grpc::ByteBuffer* response) {
+  return AnswerRaw<v1::UnregisterSharedMemoryRequest, v1::UnregisterSharedMemoryResponse>(
+      context, request, response, *budget_, "UnregisterSharedMemory", [&](const auto& in, auto&) {
+        return UnregisterSharedMemoryAnswer(options_.shared_memory, SharedMemoryCallerOf(*context),
+                                            in);
+      });
 }
 
-grpc::ServerUnaryReactor* TensorOpService::SharedMemoryStatus(
-    grpc::CallbackServerContext* context, const v1::SharedMemoryStatusRequest* request,
-    v1::SharedMemoryStatusResponse* response) {
-  return server::SharedMemoryStatus(options_.shared_memory, context, request, response);
+grpc::ServerUnaryReactor* TensorOpService::SharedMemoryStatus(grpc::CallbackServerContext* context,
+                                                              const grpc::ByteBuffer* request,
+                                                              grpc::ByteBuffer* response) {
+  return AnswerRaw<v1::SharedMemoryStatusRequest, v1::SharedMemoryStatusResponse>(
+      context, request, response, *budget_, "SharedMemoryStatus", [&](const auto& in, auto& out) {
+        return SharedMemoryStatusAnswer(options_.shared_memory, SharedMemoryCallerOf(*context), in,
+                                        out);
+      });
 }
 
 }  // namespace tensorop::server

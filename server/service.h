@@ -37,20 +37,21 @@ struct HandleAccess;
 class RequestDataView;
 struct UploadedInputs;
 
-// Every method reads raw bytes and parses them here: with typed reads gRPC
-// reports a message that does not parse exactly like the client's half-close
-// (streams), or answers UNIMPLEMENTED with no message (unary), and it parses
-// before the memory budget can be asked.
+// Every method reads raw bytes and parses them here (unary ones answered at
+// once through server/raw_unary.h): with typed reads gRPC reports a message
+// that does not parse exactly like the client's half-close (streams), or
+// answers UNIMPLEMENTED with no message (unary), and it parses before the
+// memory budget can be asked.
 using ServiceBase =
     v1::TensorOp::WithRawCallbackMethod_Run<v1::TensorOp::WithRawCallbackMethod_RunStream<
         v1::TensorOp::WithRawCallbackMethod_RunBidi<v1::TensorOp::WithRawCallbackMethod_RunChunked<
-            v1::TensorOp::WithCallbackMethod_RegisterSharedMemory<
-                v1::TensorOp::WithCallbackMethod_UnregisterSharedMemory<
-                    v1::TensorOp::WithCallbackMethod_SharedMemoryStatus<
+            v1::TensorOp::WithRawCallbackMethod_RegisterSharedMemory<
+                v1::TensorOp::WithRawCallbackMethod_UnregisterSharedMemory<
+                    v1::TensorOp::WithRawCallbackMethod_SharedMemoryStatus<
                         v1::TensorOp::WithRawCallbackMethod_Put<
                             v1::TensorOp::WithRawCallbackMethod_Fetch<
-                                v1::TensorOp::WithCallbackMethod_Release<
-                                    v1::TensorOp::WithCallbackMethod_ListHandles<
+                                v1::TensorOp::WithRawCallbackMethod_Release<
+                                    v1::TensorOp::WithRawCallbackMethod_ListHandles<
                                         v1::TensorOp::WithRawCallbackMethod_RunChain<
                                             v1::TensorOp::Service>>>>>>>>>>>>;
 
@@ -103,16 +104,17 @@ class TensorOpService final : public ServiceBase {
   // A RequestPart stream (request, then input chunks) answered like RunStream.
   grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>* RunChunked(
       grpc::CallbackServerContext* context) override;
-  // Shared memory regions (server/shared_memory.h), answered at once.
-  grpc::ServerUnaryReactor* RegisterSharedMemory(
-      grpc::CallbackServerContext* context, const v1::RegisterSharedMemoryRequest* request,
-      v1::RegisterSharedMemoryResponse* response) override;
-  grpc::ServerUnaryReactor* UnregisterSharedMemory(
-      grpc::CallbackServerContext* context, const v1::UnregisterSharedMemoryRequest* request,
-      v1::UnregisterSharedMemoryResponse* response) override;
+  // Shared memory regions (server/shared_memory.h), answered at once
+  // (server/raw_unary.h).
+  grpc::ServerUnaryReactor* RegisterSharedMemory(grpc::CallbackServerContext* context,
+                                                 const grpc::ByteBuffer* request,
+                                                 grpc::ByteBuffer* response) override;
+  grpc::ServerUnaryReactor* UnregisterSharedMemory(grpc::CallbackServerContext* context,
+                                                   const grpc::ByteBuffer* request,
+                                                   grpc::ByteBuffer* response) override;
   grpc::ServerUnaryReactor* SharedMemoryStatus(grpc::CallbackServerContext* context,
-                                               const v1::SharedMemoryStatusRequest* request,
-                                               v1::SharedMemoryStatusResponse* response) override;
+                                               const grpc::ByteBuffer* request,
+                                               grpc::ByteBuffer* response) override;
 
   // Handles (server/handle_store.h): a tensor uploaded to stay (a header, then
   // chunks), streamed back like RunStream, released, listed.
@@ -121,11 +123,11 @@ class TensorOpService final : public ServiceBase {
   grpc::ServerWriteReactor<grpc::ByteBuffer>* Fetch(grpc::CallbackServerContext* context,
                                                     const grpc::ByteBuffer* request) override;
   grpc::ServerUnaryReactor* Release(grpc::CallbackServerContext* context,
-                                    const v1::ReleaseRequest* request,
-                                    v1::ReleaseResponse* response) override;
+                                    const grpc::ByteBuffer* request,
+                                    grpc::ByteBuffer* response) override;
   grpc::ServerUnaryReactor* ListHandles(grpc::CallbackServerContext* context,
-                                        const v1::ListHandlesRequest* request,
-                                        v1::ListHandlesResponse* response) override;
+                                        const grpc::ByteBuffer* request,
+                                        grpc::ByteBuffer* response) override;
   // Steps run in order on one backend (server/chain.h), the results streamed
   // back like RunStream.
   grpc::ServerWriteReactor<grpc::ByteBuffer>* RunChain(grpc::CallbackServerContext* context,

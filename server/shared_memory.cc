@@ -20,7 +20,6 @@
 #include "server/auth.h"
 #include "server/mapping_guard.h"
 #include "server/metrics.h"
-#include "server/status_map.h"
 
 namespace tensorop::server {
 
@@ -616,39 +615,36 @@ absl::Status NoRegistry() {
 
 }  // namespace
 
-grpc::ServerUnaryReactor* RegisterSharedMemory(SharedMemoryRegistry* registry,
-                                               grpc::CallbackServerContext* context,
-                                               const v1::RegisterSharedMemoryRequest* request,
-                                               v1::RegisterSharedMemoryResponse* response) {
-  if (registry == nullptr) return Answer(context, NoRegistry());
-  absl::StatusOr<SharedMemoryRegistry::RegionInfo> info =
-      registry->Register(request->region(), request->key(), request->byte_size(), /*offset=*/0,
-                         SharedMemoryCallerOf(*context));
-  if (info.ok()) ToProto(*info, response->mutable_region());
-  return Answer(context, info.status());
+absl::Status RegisterSharedMemoryAnswer(SharedMemoryRegistry* registry,
+                                        const SharedMemoryCaller& caller,
+                                        const v1::RegisterSharedMemoryRequest& request,
+                                        v1::RegisterSharedMemoryResponse& response) {
+  if (registry == nullptr) return NoRegistry();
+  absl::StatusOr<SharedMemoryRegistry::RegionInfo> info = registry->Register(
+      request.region(), request.key(), request.byte_size(), /*offset=*/0, caller);
+  if (!info.ok()) return info.status();
+  ToProto(*info, response.mutable_region());
+  return absl::OkStatus();
 }
 
-grpc::ServerUnaryReactor* UnregisterSharedMemory(SharedMemoryRegistry* registry,
-                                                 grpc::CallbackServerContext* context,
-                                                 const v1::UnregisterSharedMemoryRequest* request,
-                                                 v1::UnregisterSharedMemoryResponse*) {
-  if (registry == nullptr) return Answer(context, NoRegistry());
-  return Answer(context,
-                registry->Unregister(request->region(), SharedMemoryCallerOf(*context).owner));
+absl::Status UnregisterSharedMemoryAnswer(SharedMemoryRegistry* registry,
+                                          const SharedMemoryCaller& caller,
+                                          const v1::UnregisterSharedMemoryRequest& request) {
+  if (registry == nullptr) return NoRegistry();
+  return registry->Unregister(request.region(), caller.owner);
 }
 
-grpc::ServerUnaryReactor* SharedMemoryStatus(SharedMemoryRegistry* registry,
-                                             grpc::CallbackServerContext* context,
-                                             const v1::SharedMemoryStatusRequest* request,
-                                             v1::SharedMemoryStatusResponse* response) {
-  if (registry == nullptr) return Answer(context, NoRegistry());
+absl::Status SharedMemoryStatusAnswer(SharedMemoryRegistry* registry,
+                                      const SharedMemoryCaller& caller,
+                                      const v1::SharedMemoryStatusRequest& request,
+                                      v1::SharedMemoryStatusResponse& response) {
+  if (registry == nullptr) return NoRegistry();
   absl::StatusOr<std::vector<SharedMemoryRegistry::RegionInfo>> infos =
-      registry->Status(request->region(), SharedMemoryCallerOf(*context).owner);
-  if (infos.ok()) {
-    for (const auto& info : *infos) ToProto(info, response->add_regions());
-    response->set_mapped_bytes(registry->mapped_bytes());
-  }
-  return Answer(context, infos.status());
+      registry->Status(request.region(), caller.owner);
+  if (!infos.ok()) return infos.status();
+  for (const auto& info : *infos) ToProto(info, response.add_regions());
+  response.set_mapped_bytes(registry->mapped_bytes());
+  return absl::OkStatus();
 }
 
 void AddSharedMemorySeries(Metrics& metrics, const SharedMemoryRegistry& registry) {

@@ -239,20 +239,19 @@ bool WritesToSharedMemory(const v1::RunRequest& request);
 // results (RunStream, RunChunked) carry their bytes; `method` names the call.
 absl::Status CheckNoSharedMemoryOutputs(const v1::RunRequest& request, absl::string_view method);
 
-// The three RPCs, answered at once on `context`'s default reactor. A null
-// registry answers FAILED_PRECONDITION.
-grpc::ServerUnaryReactor* RegisterSharedMemory(SharedMemoryRegistry* registry,
-                                               grpc::CallbackServerContext* context,
-                                               const v1::RegisterSharedMemoryRequest* request,
-                                               v1::RegisterSharedMemoryResponse* response);
-grpc::ServerUnaryReactor* UnregisterSharedMemory(SharedMemoryRegistry* registry,
-                                                 grpc::CallbackServerContext* context,
-                                                 const v1::UnregisterSharedMemoryRequest* request,
-                                                 v1::UnregisterSharedMemoryResponse* response);
-grpc::ServerUnaryReactor* SharedMemoryStatus(SharedMemoryRegistry* registry,
-                                             grpc::CallbackServerContext* context,
-                                             const v1::SharedMemoryStatusRequest* request,
-                                             v1::SharedMemoryStatusResponse* response);
+// The three RPCs' answers for `caller` (the front end answers them at once:
+// server/raw_unary.h). A null registry answers FAILED_PRECONDITION.
+absl::Status RegisterSharedMemoryAnswer(SharedMemoryRegistry* registry,
+                                        const SharedMemoryCaller& caller,
+                                        const v1::RegisterSharedMemoryRequest& request,
+                                        v1::RegisterSharedMemoryResponse& response);
+absl::Status UnregisterSharedMemoryAnswer(SharedMemoryRegistry* registry,
+                                          const SharedMemoryCaller& caller,
+                                          const v1::UnregisterSharedMemoryRequest& request);
+absl::Status SharedMemoryStatusAnswer(SharedMemoryRegistry* registry,
+                                      const SharedMemoryCaller& caller,
+                                      const v1::SharedMemoryStatusRequest& request,
+                                      v1::SharedMemoryStatusResponse& response);
 
 class Metrics;
 // tensorop_shared_memory_regions, tensorop_shared_memory_mapped_bytes and

@@ -577,12 +577,50 @@ TEST(HostileMemoryTest, AnswersAtTheMessageLimitAreExact) {
 
 // Item 4: bytes that are no RunRequest, on Run and RunStream, are
 // INVALID_ARGUMENT naming the message type (not UNIMPLEMENTED), and logged.
+// Every method of both services parses its own bytes: garbage is
+// INVALID_ARGUMENT naming the message it is not (gRPC's typed handlers would
+// answer UNIMPLEMENTED with an empty message), logged and counted.
 TEST(HostileMemoryTest, UnparsableRequestsAreInvalidArgument) {
   TensordProcess server(Flags(64 * kMiB));
-  for (const char* method : {kRun, kRunStream}) {
-    EXPECT_THAT(RawExchange(Connect(server.target()), method, {"\xff\xff\xff garbage"}),
+  const std::pair<std::string, std::string> methods[] = {
+      {"tensorop.v1.TensorOp/Run", "tensorop.v1.RunRequest"},
+      {"tensorop.v1.TensorOp/RunStream", "tensorop.v1.RunRequest"},
+      {"tensorop.v1.TensorOp/RunBidi", "tensorop.v1.RunRequest"},
+      {"tensorop.v1.TensorOp/RunChunked", "tensorop.v1.RequestPart"},
+      {"tensorop.v1.TensorOp/RegisterSharedMemory", "tensorop.v1.RegisterSharedMemoryRequest"},
+      {"tensorop.v1.TensorOp/UnregisterSharedMemory", "tensorop.v1.UnregisterSharedMemoryRequest"},
+      {"tensorop.v1.TensorOp/SharedMemoryStatus", "tensorop.v1.SharedMemoryStatusRequest"},
+      {"tensorop.v1.TensorOp/Put", "tensorop.v1.PutPart"},
+      {"tensorop.v1.TensorOp/Fetch", "tensorop.v1.FetchRequest"},
+      {"tensorop.v1.TensorOp/Release", "tensorop.v1.ReleaseRequest"},
+      {"tensorop.v1.TensorOp/ListHandles", "tensorop.v1.ListHandlesRequest"},
+      {"tensorop.v1.TensorOp/RunChain", "tensorop.v1.RunChainRequest"},
+      {"inference.GRPCInferenceService/ServerLive", "inference.ServerLiveRequest"},
+      {"inference.GRPCInferenceService/ServerReady", "inference.ServerReadyRequest"},
+      {"inference.GRPCInferenceService/ModelReady", "inference.ModelReadyRequest"},
+      {"inference.GRPCInferenceService/ServerMetadata", "inference.ServerMetadataRequest"},
+      {"inference.GRPCInferenceService/ModelMetadata", "inference.ModelMetadataRequest"},
+      {"inference.GRPCInferenceService/ModelInfer", "inference.ModelInferRequest"},
+      {"inference.GRPCInferenceService/ModelStreamInfer", "inference.ModelInferRequest"},
+      {"inference.GRPCInferenceService/ModelStatistics", "inference.ModelStatisticsRequest"},
+      {"inference.GRPCInferenceService/RepositoryIndex", "inference.RepositoryIndexRequest"},
+      {"inference.GRPCInferenceService/SystemSharedMemoryStatus",
+       "inference.SystemSharedMemoryStatusRequest"},
+      {"inference.GRPCInferenceService/SystemSharedMemoryRegister",
+       "inference.SystemSharedMemoryRegisterRequest"},
+      {"inference.GRPCInferenceService/SystemSharedMemoryUnregister",
+       "inference.SystemSharedMemoryUnregisterRequest"},
+      {"inference.GRPCInferenceService/CudaSharedMemoryStatus",
+       "inference.CudaSharedMemoryStatusRequest"},
+      {"inference.GRPCInferenceService/CudaSharedMemoryRegister",
+       "inference.CudaSharedMemoryRegisterRequest"},
+      {"inference.GRPCInferenceService/CudaSharedMemoryUnregister",
+       "inference.CudaSharedMemoryUnregisterRequest"},
+  };
+  for (const auto& [method, message] : methods) {
+    EXPECT_THAT(RawExchange(Connect(server.target()), "/" + method, {"\xff\xff\xff garbage"}),
                 GrpcStatusIs(grpc::StatusCode::INVALID_ARGUMENT,
-                             HasSubstr("not a valid tensorop.v1.RunRequest")))
+                             HasSubstr(absl::StrCat("not a valid ", message))))
         << method;
   }
   EXPECT_THAT(AwaitLogLine(server, {"\"method\":\"RunStream\"", "INVALID_ARGUMENT"}),
