@@ -19,6 +19,7 @@ import sys
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from tensorop_client._core.requests import _output_count
 from tensorop_client._proto import tensorop_pb2 as pb
 from tensorop_client.case_compare import find_mismatch, run_case
 from tensorop_client.cases import CaseError, LoadedCase, load_cases
@@ -28,7 +29,6 @@ from tensorop_client.client import (
     Client,
     RemoteTensor,
     Result,
-    _output_count,
     keep_outputs,
 )
 from tensorop_client.tensors import WireTensor

@@ -32,7 +32,8 @@ import numpy as np
 import numpy.typing as npt
 
 from tensorop_client._proto import tensorop_pb2 as pb
-from tensorop_client.client import BACKENDS, Attrs, Client, Result, _status_error, set_attrs
+from tensorop_client._transport import _status_error
+from tensorop_client.client import BACKENDS, Attrs, Client, Result, set_attrs
 from tensorop_client.tensors import wire_dtype
 
 
@@ -213,7 +214,7 @@ def run_request_in_region(client: Client, request: pb.RunRequest, name: str) -> 
     the input's sizes; strided_slice: a plain Run's); outputs without sizes get
     room for as many elements as the inputs hold. The region is unregistered
     and unlinked afterwards."""
-    from tensorop_client.client import _decode  # the client's layout checks
+    from tensorop_client._core.results import _decode  # the client's layout checks
 
     shared = pb.RunRequest()
     shared.CopyFrom(request)
