@@ -1,5 +1,7 @@
 #include "server/buffer_pool.h"
 
+#include <sys/mman.h>
+
 #include <algorithm>
 #include <cstdlib>
 #include <iterator>
@@ -8,9 +10,17 @@
 #include <vector>
 
 #include "server/metrics.h"
-#include "server/response_writer.h"
 
 namespace tensorop::server {
+
+void AdviseHugePages(void* data, size_t bytes) {
+  constexpr uintptr_t kHugePage = uintptr_t{2} << 20;
+  const uintptr_t begin = reinterpret_cast<uintptr_t>(data);
+  const uintptr_t first = (begin + kHugePage - 1) & ~(kHugePage - 1);
+  const uintptr_t last = (begin + bytes) & ~(kHugePage - 1);
+  if (last <= first) return;
+  madvise(reinterpret_cast<void*>(first), last - first, MADV_HUGEPAGE);
+}
 
 BufferPool::BufferPool(int64_t max_bytes, MemoryBudget* budget)
     : max_bytes_(std::max<int64_t>(max_bytes, 0)), budget_(budget) {}

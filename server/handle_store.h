@@ -41,7 +41,7 @@
 #include "core/tensor.h"
 #include "server/device_pool.h"
 #include "server/memory_budget.h"
-#include "server/response_writer.h"
+#include "server/output_buffer.h"
 #include "tensorop/v1/tensorop.pb.h"
 
 namespace tensorop::server {

@@ -19,6 +19,7 @@
 #include "core/dtype.h"
 #include "core/status_macros.h"
 #include "server/auth.h"
+#include "server/call_stop.h"
 #include "server/chunk_part.h"
 #include "server/convert.h"
 #include "server/guarded.h"

@@ -31,9 +31,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
-#include "server/device_pool.h"
 #include "server/request_log.h"
-#include "server/scheduler.h"
 
 namespace tensorop::server {
 
@@ -147,19 +145,6 @@ class Metrics {
   std::vector<SampledFamily> sampled_;
   std::vector<SampledHistogramFamily> sampled_histograms_;
 };
-
-// Adds the scheduler's and the device pool's series to `metrics`: the queue
-// depth (requests queued or running) of the CPU workers, which plan every
-// request, and of each device, each device's failures, the OPENCL requests
-// waiting for a slot of each device and how long their waits took. Both must
-// outlive every scrape.
-void AddServerSeries(Metrics& metrics, const Scheduler& scheduler, const DevicePool& devices);
-
-// The calibration's figures (server/calibration.h), as AUTO's cost model holds
-// them: bytes per second of the CPU's copy and scatter kernels and of each
-// device's upload, download, copy and scatter, and each backend's fixed cost
-// per request. 0 until the calibration ended, and for what it did not measure.
-void AddCalibrationSeries(Metrics& metrics, const Scheduler& scheduler, const DevicePool& devices);
 
 // `value` escaped for a label value: backslash, double quote and newline.
 std::string EscapeLabelValue(absl::string_view value);

@@ -19,11 +19,11 @@
 #include "core/plan/output_bands.h"
 #include "core/plan/source_pieces.h"
 #include "core/status_macros.h"
+#include "server/call_stop.h"
 #include "server/chunk_part.h"
 #include "server/convert.h"
 #include "server/guarded.h"
 #include "server/handle_store.h"
-#include "server/service.h"
 #include "server/shared_memory.h"
 #include "server/wire_bound.h"
 
@@ -912,6 +912,13 @@ absl::Status WriteFailure(const StopCheck& stop) {
     return absl::DeadlineExceededError("deadline exceeded before the request finished");
   }
   return absl::CancelledError("the client stopped receiving");
+}
+
+void ReleaseRequestBytes(const grpc::ByteBuffer* bytes, MemoryBudget::Reservation& reservation,
+                         int64_t still_held) {
+  const int64_t length = static_cast<int64_t>(bytes->Length());
+  const_cast<grpc::ByteBuffer*>(bytes)->Clear();
+  reservation.Shrink(length - still_held);
 }
 
 }  // namespace tensorop::server

@@ -155,6 +155,13 @@ absl::Status ReserveParse(const grpc::ByteBuffer& bytes,
                           const google::protobuf::Descriptor& descriptor, int64_t received_bytes,
                           absl::string_view method, MemoryBudget::Reservation& reservation);
 
+// Drops the slices of a request's bytes once it is parsed (gRPC keeps the
+// ByteBuffer object, now empty, until the call ends) and gives their
+// reservation back: the parsed copy is what the call holds from here. But
+// for `still_held` of them: the data a RequestDataView keeps of those slices.
+void ReleaseRequestBytes(const grpc::ByteBuffer* bytes, MemoryBudget::Reservation& reservation,
+                         int64_t still_held = 0);
+
 // Parses `bytes` (`received_bytes` long as they arrived) into `message`:
 // INVALID_ARGUMENT "METHOD: the N bytes received are not a valid TYPE".
 template <typename Message>

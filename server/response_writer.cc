@@ -1,10 +1,7 @@
 #include "server/response_writer.h"
 
-#include <sys/mman.h>
-
 #include <algorithm>
 #include <cstdint>
-#include <cstdlib>
 #include <string>
 #include <utility>
 #include <vector>
@@ -14,7 +11,6 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
-#include "server/buffer_pool.h"
 #include "server/convert.h"
 
 namespace tensorop::server {
@@ -35,62 +31,12 @@ void AppendVarint(uint64_t value, std::string* out) {
 
 size_t VarintSize(uint64_t value) { return CodedOutputStream::VarintSize64(value); }
 
-constexpr uintptr_t kHugePage = uintptr_t{2} << 20;
-
 // A slice's user data: the output buffer it owns, or one reference to a
 // shared output.
 void DropBuffer(void* holder) { delete static_cast<OutputBuffer*>(holder); }
 void DropReference(void* holder) { delete static_cast<SharedOutput*>(holder); }
 
 }  // namespace
-
-void BufferDeleter::operator()(std::byte* bytes) const {
-  if (pool != nullptr) {
-    pool->Give(bytes, capacity);
-  } else {
-    std::free(bytes);
-  }
-}
-
-bool CoversBuffer(const Layout& layout) {
-  // Validated outputs never place two elements at one address, so as many
-  // elements as the buffer has element slots means every slot is an element.
-  return layout.element_count == layout.buffer_elements;
-}
-
-void AdviseHugePages(void* data, size_t bytes) {
-  const uintptr_t begin = reinterpret_cast<uintptr_t>(data);
-  const uintptr_t first = (begin + kHugePage - 1) & ~(kHugePage - 1);
-  const uintptr_t last = (begin + bytes) & ~(kHugePage - 1);
-  if (last <= first) return;
-  madvise(reinterpret_cast<void*>(first), last - first, MADV_HUGEPAGE);
-}
-
-absl::StatusOr<OutputBuffer> AllocateOutput(const Layout& layout, BufferPool* pool) {
-  const size_t bytes = static_cast<size_t>(std::max<int64_t>(layout.buffer_bytes(), 1));
-  void* memory = nullptr;
-  BufferDeleter deleter;
-  if (!CoversBuffer(layout)) {
-    // calloc for padding: large blocks come zeroed from the kernel,
-    // untouched until written.
-    memory = std::calloc(bytes, 1);
-  } else if (bytes >= BufferPool::kMinBytes) {
-    // Huge pages, and when there is a pool, a previous call's resident pages.
-    if (pool == nullptr) {
-      memory = BufferPool::Allocate(bytes);
-    } else {
-      memory = pool->Take(bytes);
-      deleter = {.pool = pool, .capacity = BufferPool::CapacityFor(bytes)};
-    }
-  } else {
-    memory = std::malloc(bytes);
-  }
-  if (memory == nullptr) {
-    return absl::ResourceExhaustedError(
-        absl::StrCat("out of memory for an output of ", layout.buffer_bytes(), " bytes"));
-  }
-  return OutputBuffer(static_cast<std::byte*>(memory), deleter);
-}
 
 void SerializeRunResponse(absl::string_view id, OutputBuffers& outputs, absl::string_view backend,
                           const v1::Status* status, grpc::ByteBuffer* out) {
@@ -138,11 +84,6 @@ void SerializeRunResponse(absl::string_view id, OutputBuffers& outputs, absl::st
   outputs.buffers.clear();
   outputs.forwarded.clear();
   *out = grpc::ByteBuffer(slices.data(), slices.size());
-}
-
-SharedOutput Share(OutputBuffer buffer) {
-  const BufferDeleter deleter = buffer.get_deleter();
-  return SharedOutput(buffer.release(), deleter);
 }
 
 void SerializeWithOutputContents(const google::protobuf::MessageLite& head, int field,

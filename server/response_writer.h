@@ -16,40 +16,12 @@
 #include <grpcpp/support/byte_buffer.h>
 #include <grpcpp/support/slice.h>
 
-#include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "core/tensor.h"
+#include "server/output_buffer.h"
 #include "tensorop/v1/tensorop.pb.h"
 
 namespace tensorop::server {
-
-class BufferPool;
-
-// Frees an output buffer: back to the pool it came from (`pool`, with its
-// `capacity`), else with free().
-struct BufferDeleter {
-  BufferPool* pool = nullptr;
-  size_t capacity = 0;
-  void operator()(std::byte* bytes) const;
-};
-using OutputBuffer = std::unique_ptr<std::byte[], BufferDeleter>;
-
-// A buffer for `layout`'s buffer_bytes() (at least one byte). Only a layout
-// with padding (bytes no element covers) is zeroed; every other byte is
-// written by the kernel, which covers each element of an output exactly once,
-// so a large one may come from `pool` (null: none) holding a previous call's
-// bytes. RESOURCE_EXHAUSTED when there is no memory for it.
-absl::StatusOr<OutputBuffer> AllocateOutput(const Layout& layout, BufferPool* pool);
-
-// Asks the kernel to back the 2 MiB-aligned pages inside [data, data + bytes)
-// with transparent huge pages: a large buffer written once then takes one
-// page fault per 2 MiB instead of per 4 KiB (those faults, the zeroing of the
-// pages and their unmapping were most of tensord's CPU on bulk calls). A hint:
-// nothing happens where THP is off.
-void AdviseHugePages(void* data, size_t bytes);
-
-// Whether `layout`'s elements cover every byte of its buffer.
-bool CoversBuffer(const Layout& layout);
 
 // Outputs written into their own buffers, not yet answered.
 struct OutputBuffers {
@@ -67,11 +39,6 @@ struct OutputBuffers {
 // emptied.
 void SerializeRunResponse(absl::string_view id, OutputBuffers& outputs, absl::string_view backend,
                           const v1::Status* status, grpc::ByteBuffer* out);
-
-// A buffer shared by the slices of a streamed output: freed when the last
-// slice (and the holder) let go.
-using SharedOutput = std::shared_ptr<std::byte>;
-SharedOutput Share(OutputBuffer buffer);
 
 // Serializes `head` followed by entries of its repeated bytes field number
 // `field`, which `head` leaves empty and which comes after every other field

@@ -1,3 +1,4 @@
+#include "server/placement_series.h"
 #include "server/server.h"
 
 #include <malloc.h>

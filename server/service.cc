@@ -142,24 +142,6 @@ grpc::ServerUnaryReactor* TensorOpService::SharedMemoryStatus(grpc::CallbackServ
 
 namespace tensorop::server {
 
-CallStop::CallStop(grpc::CallbackServerContext* context)
-    : context_(context), deadline_(context->deadline()) {}
-
-absl::Status CallStop::operator()() const {
-  const bool cancelled = context_->IsCancelled();
-  if (std::chrono::system_clock::now() >= deadline_ || (cancelled && NearDeadline())) {
-    return absl::DeadlineExceededError("deadline exceeded before the request finished");
-  }
-  if (cancelled) return absl::CancelledError("the client cancelled the call");
-  return absl::OkStatus();
-}
-
-bool CallStop::NearDeadline() const {
-  return deadline_ - std::chrono::system_clock::now() <= kDeadlineSlack;
-}
-
-StopCheck CallStopCheck(grpc::CallbackServerContext* context) { return CallStop(context); }
-
 namespace {
 
 // The v2 front ends keep no handles; their caller still owns the shared
@@ -211,13 +193,6 @@ absl::StatusOr<OutputBuffers> TensorOpService::ExecuteIntoBuffersOnWorker(
   record.backend = placement.label;
   if (outputs.ok()) record.bytes_out = TotalBytes(outputs->layouts);
   return outputs;
-}
-
-void ReleaseRequestBytes(const grpc::ByteBuffer* bytes, MemoryBudget::Reservation& reservation,
-                         int64_t still_held) {
-  const int64_t length = static_cast<int64_t>(bytes->Length());
-  const_cast<grpc::ByteBuffer*>(bytes)->Clear();
-  reservation.Shrink(length - still_held);
 }
 
 }  // namespace tensorop::server

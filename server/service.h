@@ -20,6 +20,7 @@
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
 #include "core/limits.h"
+#include "server/call_stop.h"
 #include "server/idle_watchdog.h"
 #include "server/memory_budget.h"
 #include "server/request_log.h"
@@ -54,37 +55,6 @@ using ServiceBase =
                                     v1::TensorOp::WithRawCallbackMethod_ListHandles<
                                         v1::TensorOp::WithRawCallbackMethod_RunChain<
                                             v1::TensorOp::Service>>>>>>>>>>>>;
-
-// A call's stop check: DEADLINE_EXCEEDED once the call's deadline passed,
-// CANCELLED once the client cancelled (gRPC marks a call cancelled at its
-// deadline too, so the deadline is asked first). `context` must outlive every
-// use: until the call finished.
-class CallStop {
- public:
-  // A client whose deadline passes resets the call on its own clock, which
-  // started before ours (ours when the headers arrived): a client gone this
-  // close to our deadline went at its own.
-  static constexpr std::chrono::milliseconds kDeadlineSlack{100};
-
-  explicit CallStop(grpc::CallbackServerContext* context);
-  absl::Status operator()() const;
-  // Whether the deadline is at most kDeadlineSlack away, or passed.
-  bool NearDeadline() const;
-
- private:
-  grpc::CallbackServerContext* context_;
-  std::chrono::system_clock::time_point deadline_;
-};
-
-// A CallStop for `context`, as a StopCheck (WriteFailure finds the CallStop in it).
-StopCheck CallStopCheck(grpc::CallbackServerContext* context);
-
-// Drops the slices of a request's bytes once it is parsed (gRPC keeps the
-// ByteBuffer object, now empty, until the call ends) and gives their
-// reservation back: the parsed copy is what the call holds from here. But
-// for `still_held` of them: the data a RequestDataView keeps of those slices.
-void ReleaseRequestBytes(const grpc::ByteBuffer* bytes, MemoryBudget::Reservation& reservation,
-                         int64_t still_held = 0);
 
 class TensorOpService final : public ServiceBase {
  public:

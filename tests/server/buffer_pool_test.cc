@@ -10,7 +10,7 @@
 #include "gtest/gtest.h"
 #include "server/memory_budget.h"
 #include "server/metrics.h"
-#include "server/response_writer.h"
+#include "server/output_buffer.h"
 
 namespace tensorop::server {
 namespace {

@@ -1,5 +1,6 @@
 // The metrics registry and its text exposition, line for line.
 #include "server/metrics.h"
+#include "server/placement_series.h"
 
 #include <memory>
 #include <string>
