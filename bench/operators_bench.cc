@@ -5,8 +5,8 @@
 // counters upload_ms, kernel_ms and download_ms break them out.
 //
 // AutoBest/<op>: per case, the median of 5 runs on oneTBB and on the device,
-// the backend tensord's AUTO picks for it (server/cost_model.h's decision,
-// from this process's calibration, server/calibration.h) and AUTO / best.
+// the backend tensord's AUTO picks for it (server/placement/cost_model.h's decision,
+// from this process's calibration, server/placement/calibration.h) and AUTO / best.
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -23,8 +23,8 @@
 #include "kernels/opencl/device.h"
 #include "kernels/tbb/execute.h"
 #include "oneapi/tbb/task_arena.h"
-#include "server/calibration.h"
-#include "server/cost_model.h"
+#include "server/placement/calibration.h"
+#include "server/placement/cost_model.h"
 
 namespace tensorop {
 namespace {

@@ -6,8 +6,9 @@ root="$(cd "$(dirname "$0")/.." && pwd)"
 . "$root/scripts/lib.sh"
 
 # Besides the build's: the commands the tests run, prometheus (a real scrape of
-# /metrics), openssl (the tests' certificates) and curl (README.md's v2 HTTP
-# example, run as written by tests/server/inference_http_test.cc).
+# /metrics), openssl (the tests' certificates), curl (README.md's v2 HTTP
+# example, run as written by tests/server/inference_http_test.cc) and python3
+# (scripts/check_rooms.py).
 apt_install \
   cmake ninja-build g++ pkg-config git ca-certificates \
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler libabsl-dev \
@@ -16,4 +17,5 @@ apt_install \
   libgtest-dev libgmock-dev libbenchmark-dev \
   nlohmann-json3-dev libcpp-httplib-dev prometheus \
   libssl-dev openssl curl \
+  python3 \
   clang libclang-rt-14-dev  # clang's sanitizer runtimes and libFuzzer: scripts/fuzz.sh

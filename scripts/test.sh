@@ -14,6 +14,9 @@ shared="$root/../shared"
 # The sources as .clang-format writes them (include order too): seconds, so first.
 echo "== format (scripts/format.sh --check)"
 "$root/scripts/format.sh" --check
+# server/'s rooms: every include and link where docs/ARCHITECTURE.md allows it.
+echo "== rooms (scripts/check_rooms.py)"
+python3 "$root/scripts/check_rooms.py"
 # ghz for the load smoke test (server.GhzSmoke); a no-op once installed.
 "$root/bench/load/install-ghz.sh" >/dev/null
 

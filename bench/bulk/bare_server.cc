@@ -41,7 +41,7 @@
 #include <grpcpp/grpcpp.h>
 #include <grpcpp/support/byte_buffer.h>
 
-#include "server/memory_budget.h"
+#include "server/memory/memory_budget.h"
 #include "tensorop/v1/tensorop.pb.h"
 
 namespace {
@@ -120,7 +120,7 @@ struct Answers {
 std::atomic<int64_t> calls_open{0};
 std::atomic<int64_t> calls_started{0};
 
-// tensord's idle trim (server/server.cc, Server::RunTicker), by the same rule
+// tensord's idle trim (server/process/server.cc, Server::RunTicker), by the same rule
 // (IdleTrim, header only): calls started stand for the bytes ever reserved.
 void TrimWhenIdle() {
   tensorop::server::IdleTrim idle_trim(0);

@@ -94,9 +94,9 @@ tensord_port="$(listening_port "$work/tensord" tensord "$tensord_pid")"
 metrics_port="$(sed -n 's/^tensord metrics on .*:\([0-9][0-9]*\)$/\1/p' "$work/tensord" | head -n 1)"
 unary_bytes="$(for s in $unary_mib $python_mib; do echo $((s * mib)); done | sort -un | paste -sd,)"
 # The baseline runs with the malloc settings tensord makes for itself (large
-# blocks on transparent huge pages: server/malloc_tuning.h; blocks mapped on
+# blocks on transparent huge pages: server/memory/malloc_tuning.h; blocks mapped on
 # their own from 4 MiB, 64 MiB kept free at the heap's top, one arena:
-# server/main.cc),
+# server/process/main.cc),
 # so the ratio is tensord's own work, not a difference in page faults.
 malloc_tunables=glibc.malloc.hugetlb=1:glibc.malloc.mmap_threshold=4194304
 malloc_tunables+=:glibc.malloc.trim_threshold=67108864:glibc.malloc.arena_max=1
@@ -119,7 +119,7 @@ measure() {
   shift 2
   local pid="${!pid_var}"
   # Both servers trim malloc's freed memory at the second one-second tick
-  # after their last call (server/memory_budget.h, IdleTrim): waiting for it
+  # after their last call (server/memory/memory_budget.h, IdleTrim): waiting for it
   # starts every round from the idle state, so its growth is all the memory
   # its calls take, not only what a round before left unused.
   sleep 2.2

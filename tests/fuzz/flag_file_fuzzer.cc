@@ -1,4 +1,4 @@
-// tensord's --flagfile parser (server/flag_file.h) on arbitrary text: it never
+// tensord's --flagfile parser (server/process/flag_file.h) on arbitrary text: it never
 // crashes, and what it accepts is what tensord's flag parser expects.
 #include <cstddef>
 #include <cstdint>
@@ -10,7 +10,7 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
-#include "server/flag_file.h"
+#include "server/process/flag_file.h"
 
 namespace {
 

@@ -16,9 +16,9 @@
 #include "core/operator.h"
 #include "core/plan/plan.h"
 #include "google/protobuf/stubs/logging.h"
-#include "server/convert.h"
-#include "server/request_log.h"
-#include "server/scheduler.h"
+#include "server/placement/scheduler.h"
+#include "server/telemetry/request_log.h"
+#include "server/wire/convert.h"
 
 namespace tensorop::fuzz {
 namespace {

@@ -1,5 +1,5 @@
 // The v2 HTTP request path on arbitrary bytes (issue 36): the waiting room's
-// reading of the head (ParseHttpRequestHead, server/bounded_http.h), then for
+// reading of the head (ParseHttpRequestHead, server/transport/bounded_http.h), then for
 // an infer or a shared memory register, the body as the route reads it
 // (ParseHttpInferRequest with its reservations, ToRunRequest; or
 // ParseSystemSharedMemoryRegister). It never crashes; what the head reader
@@ -15,9 +15,9 @@
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_split.h"
-#include "server/bounded_http.h"
-#include "server/inference_http_json.h"
-#include "server/inference_models.h"
+#include "server/transport/bounded_http.h"
+#include "server/v2/inference_http_json.h"
+#include "server/v2/inference_models.h"
 
 namespace {
 
@@ -29,7 +29,7 @@ void Check(bool ok, const char* what) {
   std::abort();
 }
 
-// The most the parse may reserve per byte of body (server/inference_http_json.cc's
+// The most the parse may reserve per byte of body (server/v2/inference_http_json.cc's
 // cost model: 32 bytes per byte for the worst shapes, plus the raw bytes and
 // one reservation step).
 constexpr int64_t kReservedPerByte = 40;

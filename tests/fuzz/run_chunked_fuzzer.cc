@@ -1,5 +1,5 @@
 // RunChunked: the input is a stream of RequestPart messages in frames
-// (fuzz_support.h). The parts are taken in as server/run_chunked_reactor.cc's
+// (fuzz_support.h). The parts are taken in as server/native/run_chunked_reactor.cc's
 // ChunkedReactor takes them (first a request, then chunks appended to named
 // inputs, the uploaded bytes held to --max_request_bytes as they arrive), and
 // the end of the input is the client's half-close: the assembled request runs

@@ -16,7 +16,7 @@
 #include <grpcpp/support/slice.h>
 
 #include "inference/grpc_service.pb.h"
-#include "server/chunk_part.h"
+#include "server/wire/chunk_part.h"
 #include "tests/fuzz/fuzz_support.h"
 
 namespace {

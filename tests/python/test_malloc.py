@@ -1,5 +1,5 @@
 """tensord's malloc settings as its memory map shows them: one arena for all of
-its threads (server/main.cc), unless GLIBC_TUNABLES names another count. With
+its threads (server/process/main.cc), unless GLIBC_TUNABLES names another count. With
 several, each arena kept its own peak of gRPC's receive slices (RELIABILITY.md,
 "One malloc arena")."""
 

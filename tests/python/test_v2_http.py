@@ -20,7 +20,7 @@ from tensorop_client.cases import HostTensor
 from tensorop_client.tensors import numpy_dtype
 from v2_cases import DATA_INPUTS, PARAMETERS, V2Case, run_public_cases, split_sizes
 
-# The HTTP status of each gRPC code a case expects (server/status_map.cc ToHttpStatus).
+# The HTTP status of each gRPC code a case expects (server/wire/status_map.cc ToHttpStatus).
 HTTP_STATUS = {"INVALID_ARGUMENT": "400", "NOT_FOUND": "404", "RESOURCE_EXHAUSTED": "429",
                "UNAVAILABLE": "503", "UNIMPLEMENTED": "501", "OUT_OF_RANGE": "400",
                "FAILED_PRECONDITION": "400"}

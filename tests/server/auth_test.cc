@@ -1,13 +1,13 @@
 // The token file format, the constant-time token check, reloading, and the
-// request log's identity field (server/auth.h).
-#include "server/auth.h"
+// request log's identity field (server/security/auth.h).
+#include "server/security/auth.h"
 
 #include <string>
 #include <vector>
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "server/request_log.h"
+#include "server/telemetry/request_log.h"
 #include "tests/support/status_matchers.h"
 #include "tests/support/temp_files.h"
 

@@ -1,7 +1,7 @@
-// RunBidi's flow control (server/bidi_flow.h): one test per row of the header's
+// RunBidi's flow control (server/native/bidi_flow.h): one test per row of the header's
 // transition table (T1-T20), a few sequences, and an exhaustive walk over every
 // legal order of events for small streams.
-#include "server/bidi_flow.h"
+#include "server/native/bidi_flow.h"
 
 #include <string>
 #include <vector>

@@ -1,7 +1,7 @@
-// The waiting room's reading of a request head (server/bounded_http.h): one
+// The waiting room's reading of a request head (server/transport/bounded_http.h): one
 // reading of framing, so that what it admits is what httplib then parses
 // (issue 36, item 4).
-#include "server/bounded_http.h"
+#include "server/transport/bounded_http.h"
 
 #include <string>
 

@@ -1,4 +1,4 @@
-#include "server/buffer_pool.h"
+#include "server/memory/buffer_pool.h"
 
 #include <cstddef>
 #include <cstring>
@@ -8,9 +8,9 @@
 #include "absl/time/time.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "server/memory_budget.h"
-#include "server/metrics.h"
-#include "server/output_buffer.h"
+#include "server/memory/memory_budget.h"
+#include "server/memory/output_buffer.h"
+#include "server/telemetry/metrics.h"
 
 namespace tensorop::server {
 namespace {

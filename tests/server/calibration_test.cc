@@ -1,6 +1,6 @@
 // The calibration on this host's real devices (PoCL here), its bounds, and
 // AUTO placing requests by a cost model in the scheduler.
-#include "server/calibration.h"
+#include "server/placement/calibration.h"
 
 #include <memory>
 #include <optional>
@@ -12,8 +12,8 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "kernels/opencl/device.h"
-#include "server/device_pool.h"
-#include "server/scheduler.h"
+#include "server/placement/device_pool.h"
+#include "server/placement/scheduler.h"
 #include "tests/support/status_matchers.h"
 
 namespace tensorop::server {

@@ -2,7 +2,7 @@
 // the flag and the value), flag files, later flags winning, unknown flags, and
 // --help's order. tests/server/flag_bounds_test.cc and lifecycle_test.cc check
 // the same through the binary's exit status.
-#include "server/config.h"
+#include "server/process/config.h"
 
 #include <algorithm>
 #include <chrono>

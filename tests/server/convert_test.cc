@@ -1,4 +1,4 @@
-#include "server/convert.h"
+#include "server/wire/convert.h"
 
 #include <cstdint>
 #include <string>

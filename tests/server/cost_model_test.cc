@@ -1,6 +1,6 @@
 // AUTO's cost model without devices: predictions from given rates, the
 // choice they make, and the footprint (byte ranges) of real plans.
-#include "server/cost_model.h"
+#include "server/placement/cost_model.h"
 
 #include <cmath>
 #include <cstddef>

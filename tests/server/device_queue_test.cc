@@ -1,6 +1,6 @@
 // The FIFO of requests waiting for a busy device's slot: order, hand-off,
 // expiry and cancellation, with the clock passed in (no sleeping, no timing).
-#include "server/device_queue.h"
+#include "server/placement/device_queue.h"
 
 #include <atomic>
 #include <chrono>

@@ -1,5 +1,5 @@
 // The echo baseline's answers: the real answer's shape, zero data, nothing run.
-#include "server/echo_service.h"
+#include "server/native/echo_service.h"
 
 #include <string>
 

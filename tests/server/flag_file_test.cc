@@ -1,4 +1,4 @@
-#include "server/flag_file.h"
+#include "server/process/flag_file.h"
 
 #include <string>
 #include <vector>

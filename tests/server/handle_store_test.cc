@@ -1,6 +1,6 @@
 // The handle store: ids, access, quota, budget, expiry, release while in use,
 // and a request's inputs resolved from handles.
-#include "server/handle_store.h"
+#include "server/data/handle_store.h"
 
 #include <cstring>
 #include <string>
@@ -9,7 +9,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
-#include "server/convert.h"
+#include "server/wire/convert.h"
 #include "tests/support/status_matchers.h"
 
 namespace tensorop::server {

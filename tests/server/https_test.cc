@@ -1,6 +1,6 @@
 // The v2 HTTP/REST API over TLS: with --tls_cert_file, --http_address serves
-// HTTPS with gRPC's certificate, key and client CA (server/tls_stream.h's
-// TlsConnections in server/bounded_http.h's waiting room), against a real
+// HTTPS with gRPC's certificate, key and client CA (server/transport/tls_stream.h's
+// TlsConnections in server/transport/bounded_http.h's waiting room), against a real
 // tensord on loopback and httplib's HTTPS client, with certificates made by
 // openssl at test time.
 #include <netinet/in.h>

@@ -1,4 +1,4 @@
-#include "server/inference_http_json.h"
+#include "server/v2/inference_http_json.h"
 
 #include <cstring>
 #include <string>
@@ -8,11 +8,11 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
-#include "server/auth.h"
-#include "server/config.h"
-#include "server/inference_http.h"
-#include "server/inference_models.h"
-#include "server/status_map.h"
+#include "server/process/config.h"
+#include "server/security/auth.h"
+#include "server/v2/inference_http.h"
+#include "server/v2/inference_models.h"
+#include "server/wire/status_map.h"
 #include "tests/support/temp_files.h"
 
 namespace tensorop::server {

@@ -1,4 +1,4 @@
-// The v2 HTTP/REST API (server/inference_http.h) against a real tensord on
+// The v2 HTTP/REST API (server/v2/inference_http.h) against a real tensord on
 // loopback: health, metadata, infer with JSON and binary tensors, the error
 // statuses and messages, the limits on bodies and memory, slow clients, and
 // README.md's curl example run exactly as written.

@@ -1,4 +1,4 @@
-#include "server/inference_models.h"
+#include "server/v2/inference_models.h"
 
 #include <cstdint>
 #include <cstring>

@@ -1,4 +1,4 @@
-#include "server/malloc_tuning.h"
+#include "server/memory/malloc_tuning.h"
 
 #include <cstdlib>
 #include <optional>

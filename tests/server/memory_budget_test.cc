@@ -1,10 +1,10 @@
-#include "server/memory_budget.h"
+#include "server/memory/memory_budget.h"
 
 #include <utility>
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "server/metrics.h"
+#include "server/telemetry/metrics.h"
 #include "tests/support/status_matchers.h"
 
 namespace tensorop::server {

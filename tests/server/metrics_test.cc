@@ -1,6 +1,5 @@
 // The metrics registry and its text exposition, line for line.
-#include "server/metrics.h"
-#include "server/placement_series.h"
+#include "server/telemetry/metrics.h"
 
 #include <memory>
 #include <string>
@@ -13,8 +12,9 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "kernels/opencl/device.h"
-#include "server/device_pool.h"
-#include "server/scheduler.h"
+#include "server/placement/device_pool.h"
+#include "server/placement/placement_series.h"
+#include "server/placement/scheduler.h"
 
 namespace tensorop::server {
 namespace {

@@ -1,8 +1,8 @@
-// The request pipeline (server/pipeline.h) without a gRPC server: parsing
+// The request pipeline (server/pipeline/pipeline.h) without a gRPC server: parsing
 // against the memory budget, plan + execute on the CPU backend into an inline
 // answer and into streamed result parts, and the limits that refuse a request
 // before any work.
-#include "server/pipeline.h"
+#include "server/pipeline/pipeline.h"
 
 #include <cstdint>
 #include <cstring>
@@ -20,10 +20,10 @@
 #include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "server/buffer_pool.h"
-#include "server/memory_budget.h"
-#include "server/scheduler.h"
-#include "server/service_options.h"
+#include "server/memory/buffer_pool.h"
+#include "server/memory/memory_budget.h"
+#include "server/pipeline/service_options.h"
+#include "server/placement/scheduler.h"
 #include "tests/server/set_ints.h"
 #include "tests/support/status_matchers.h"
 

@@ -1,7 +1,7 @@
-// The copy-free answers and chunk reads (server/response_writer.h,
-// server/chunk_part.h) against protobuf's own serializer and parser, byte for
+// The copy-free answers and chunk reads (server/pipeline/response_writer.h,
+// server/wire/chunk_part.h) against protobuf's own serializer and parser, byte for
 // byte.
-#include "server/response_writer.h"
+#include "server/pipeline/response_writer.h"
 
 #include <algorithm>
 #include <cstring>
@@ -18,8 +18,8 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "inference/grpc_service.pb.h"
-#include "server/chunk_part.h"
-#include "server/convert.h"
+#include "server/wire/chunk_part.h"
+#include "server/wire/convert.h"
 #include "tensorop/v1/tensorop.pb.h"
 #include "tests/support/layout.h"
 

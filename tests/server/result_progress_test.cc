@@ -1,7 +1,7 @@
-// ResultProgress (server/result_progress.h): a writer waits for bytes a worker
+// ResultProgress (server/pipeline/result_progress.h): a writer waits for bytes a worker
 // has not computed yet and is resumed exactly once when they are; errors and
 // a writer that gives up end the call only after the worker finished.
-#include "server/result_progress.h"
+#include "server/pipeline/result_progress.h"
 
 #include <atomic>
 #include <cstdint>

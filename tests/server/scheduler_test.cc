@@ -1,4 +1,4 @@
-#include "server/scheduler.h"
+#include "server/placement/scheduler.h"
 
 #include <atomic>
 #include <chrono>
@@ -21,7 +21,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "kernels/opencl/device.h"
-#include "server/device_pool.h"
+#include "server/placement/device_pool.h"
 #include "tests/support/status_matchers.h"
 
 namespace tensorop::server {

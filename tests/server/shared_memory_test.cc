@@ -1,6 +1,6 @@
 // The shared memory registry and the request/region meeting points, on a
 // private directory standing in for /dev/shm.
-#include "server/shared_memory.h"
+#include "server/data/shared_memory.h"
 
 #include <fcntl.h>
 #include <stdlib.h>
@@ -19,8 +19,8 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
-#include "server/convert.h"
-#include "server/mapping_guard.h"
+#include "server/data/mapping_guard.h"
+#include "server/wire/convert.h"
 #include "tests/support/status_matchers.h"
 
 namespace tensorop::server {

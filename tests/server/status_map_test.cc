@@ -1,4 +1,4 @@
-#include "server/status_map.h"
+#include "server/wire/status_map.h"
 
 #include <string>
 

@@ -299,7 +299,7 @@ int64_t FirstMetricValue(const TensordProcess& server, const std::string& family
   return value == std::string::npos ? -1 : std::stoll(text.substr(value));
 }
 
-int ConnectHttp(int port) {
+int ConnectHttp(int port, int timeout_seconds) {
   const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
   sockaddr_in address{};
   address.sin_family = AF_INET;
@@ -309,13 +309,13 @@ int ConnectHttp(int port) {
     ::close(fd);
     return -1;
   }
-  timeval timeout{10, 0};
+  timeval timeout{timeout_seconds, 0};
   setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, sizeof timeout);
   return fd;
 }
 
-std::string RawHttpExchange(int port, const std::string& request) {
-  const int fd = ConnectHttp(port);
+std::string RawHttpExchange(int port, const std::string& request, int timeout_seconds) {
+  const int fd = ConnectHttp(port, timeout_seconds);
   if (fd < 0) return "";
   ::send(fd, request.data(), request.size(), MSG_NOSIGNAL);
   std::string answer;

@@ -112,12 +112,12 @@ int64_t PoolBuffers(const TensordProcess& server);
 int64_t MetricValueOnceItIs(const TensordProcess& server, const std::string& series,
                             int64_t expected);
 
-// A connected loopback socket to an HTTP `port` (reads time out after 10 s),
-// or -1.
-int ConnectHttp(int port);
+// A connected loopback socket to an HTTP `port` (reads time out after
+// `timeout_seconds`), or -1.
+int ConnectHttp(int port, int timeout_seconds = 10);
 // Sends `request` on a fresh connection to `port` and reads until the server
-// closes it.
-std::string RawHttpExchange(int port, const std::string& request);
+// closes it (or a read waits `timeout_seconds`).
+std::string RawHttpExchange(int port, const std::string& request, int timeout_seconds = 10);
 
 // The value of the first series of `family` on the server's /metrics, whatever
 // its labels, or -1.

@@ -1,4 +1,4 @@
-#include "server/thread_pool.h"
+#include "server/placement/thread_pool.h"
 
 #include <atomic>
 #include <condition_variable>

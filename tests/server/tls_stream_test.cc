@@ -1,7 +1,7 @@
-// TlsSession (server/tls_stream.h) driven by poll() the way the HTTP waiting
+// TlsSession (server/transport/tls_stream.h) driven by poll() the way the HTTP waiting
 // room drives it, against a real OpenSSL client on a loopback TCP connection,
 // with certificates made by openssl at test time (tests/support/test_pki.h).
-#include "server/tls_stream.h"
+#include "server/transport/tls_stream.h"
 
 #include <fcntl.h>
 #include <netinet/in.h>
@@ -25,7 +25,7 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "server/tls_credentials.h"
+#include "server/security/tls_credentials.h"
 #include "tests/support/test_pki.h"
 
 namespace tensorop::server {

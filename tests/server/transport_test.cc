@@ -1,4 +1,4 @@
-#include "server/transport.h"
+#include "server/transport/transport.h"
 
 #include <arpa/inet.h>
 #include <fcntl.h>

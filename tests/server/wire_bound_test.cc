@@ -1,4 +1,4 @@
-#include "server/wire_bound.h"
+#include "server/wire/wire_bound.h"
 
 #include <string>
 
@@ -6,7 +6,7 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "server/convert.h"
+#include "server/wire/convert.h"
 #include "tensorop/v1/tensorop.pb.h"
 
 namespace tensorop::server {

@@ -1,4 +1,4 @@
-#include "server/zero_bytes.h"
+#include "server/memory/zero_bytes.h"
 
 #include <algorithm>
 #include <cstddef>

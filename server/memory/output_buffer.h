@@ -1,0 +1,43 @@
+// Output buffers: what a kernel writes an output into, freed back to the
+// buffer pool it came from or to malloc; and a buffer shared by the parts of
+// a streamed output.
+#ifndef TENSOROP_SERVER_MEMORY_OUTPUT_BUFFER_H_
+#define TENSOROP_SERVER_MEMORY_OUTPUT_BUFFER_H_
+
+#include <cstddef>
+#include <memory>
+
+#include "absl/status/statusor.h"
+#include "core/tensor.h"
+
+namespace tensorop::server {
+
+class BufferPool;
+
+// Frees an output buffer: back to the pool it came from (`pool`, with its
+// `capacity`), else with free().
+struct BufferDeleter {
+  BufferPool* pool = nullptr;
+  size_t capacity = 0;
+  void operator()(std::byte* bytes) const;
+};
+using OutputBuffer = std::unique_ptr<std::byte[], BufferDeleter>;
+
+// A buffer for `layout`'s buffer_bytes() (at least one byte). Only a layout
+// with padding (bytes no element covers) is zeroed; every other byte is
+// written by the kernel, which covers each element of an output exactly once,
+// so a large one may come from `pool` (null: none) holding a previous call's
+// bytes. RESOURCE_EXHAUSTED when there is no memory for it.
+absl::StatusOr<OutputBuffer> AllocateOutput(const Layout& layout, BufferPool* pool);
+
+// Whether `layout`'s elements cover every byte of its buffer.
+bool CoversBuffer(const Layout& layout);
+
+// A buffer shared by the slices of a streamed output: freed when the last
+// slice (and the holder) let go.
+using SharedOutput = std::shared_ptr<std::byte>;
+SharedOutput Share(OutputBuffer buffer);
+
+}  // namespace tensorop::server
+
+#endif  // TENSOROP_SERVER_MEMORY_OUTPUT_BUFFER_H_

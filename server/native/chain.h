@@ -1,0 +1,36 @@
+// TensorOp.RunChain's pipeline: a chain's steps validated as a whole, then run
+// one after another on one backend, each step an ordinary request
+// (server/pipeline/pipeline.h) whose inputs may be earlier steps' outputs. Those stay
+// in server-held buffers between steps and are freed after their last use;
+// the results named come back as a stream of parts, or stay as handles.
+#ifndef TENSOROP_SERVER_NATIVE_CHAIN_H_
+#define TENSOROP_SERVER_NATIVE_CHAIN_H_
+
+#include "absl/status/statusor.h"
+#include "core/cancellation.h"
+#include "server/data/handle_store.h"
+#include "server/memory/memory_budget.h"
+#include "server/pipeline/pipeline.h"
+#include "server/pipeline/service_options.h"
+#include "server/placement/scheduler.h"
+#include "server/telemetry/request_log.h"
+#include "tensorop/v1/tensorop.pb.h"
+
+namespace tensorop::server {
+
+// Checks every step of `chain` (references, operators, layouts) before any
+// runs, then runs them on `placement` (AUTO is settled by the first step and
+// kept), each step's buffers reserved in `budget` while they live, and
+// returns the results' parts, their bytes moved into `reservation`. Errors
+// name steps[i] or results[j]; kept results made before a failure are
+// released.
+absl::StatusOr<ResultParts> ExecuteChainIntoParts(const v1::RunChainRequest& chain,
+                                                  const ServiceOptions& options,
+                                                  Scheduler& scheduler, Placement& placement,
+                                                  const StopCheck& stop, MemoryBudget& budget,
+                                                  MemoryBudget::Reservation& reservation,
+                                                  CallRecord& record, const HandleAccess* handles);
+
+}  // namespace tensorop::server
+
+#endif  // TENSOROP_SERVER_NATIVE_CHAIN_H_

@@ -1,0 +1,483 @@
+// TensorOp.RunChunked: a RequestPart stream (the request, then input chunks)
+// answered like RunStream.
+#include <algorithm>
+#include <cstdlib>
+#include <cstring>
+#include <map>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <utility>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/str_cat.h"
+#include "absl/time/time.h"
+#include "core/checked_math.h"
+#include "core/dtype.h"
+#include "core/operator.h"
+#include "core/plan/byte_range.h"
+#include "core/status_macros.h"
+#include "server/data/handle_store.h"
+#include "server/memory/buffer_pool.h"
+#include "server/memory/memory_budget.h"
+#include "server/memory/zero_bytes.h"
+#include "server/native/result_writer.h"
+#include "server/native/service.h"
+#include "server/pipeline/guarded.h"
+#include "server/pipeline/pipeline.h"
+#include "server/pipeline/response_writer.h"
+#include "server/placement/scheduler.h"
+#include "server/security/auth.h"
+#include "server/telemetry/request_log.h"
+#include "server/transport/idle_watchdog.h"
+#include "server/wire/chunk_part.h"
+#include "server/wire/convert.h"
+#include "server/wire/status_map.h"
+#include "server/wire/wire_bound.h"
+
+namespace tensorop::server {
+namespace {
+
+// The data bytes `tensor` declares (packed, or spanned by its strides), when
+// that is computable; used only to size buffers ahead.
+std::optional<int64_t> DeclaredBytes(const v1::Tensor& tensor) {
+  std::optional<DType> dtype = DTypeFromInt(tensor.dtype());
+  if (!dtype.has_value()) return std::nullopt;
+  const bool packed = tensor.strides_size() == 0;
+  if (!packed && tensor.strides_size() != tensor.sizes_size()) return std::nullopt;
+  std::optional<int64_t> elements = 1;
+  for (int i = 0; i < tensor.sizes_size() && elements.has_value(); ++i) {
+    const int64_t size = tensor.sizes(i);
+    if (size <= 0) return std::nullopt;
+    if (packed) {
+      elements = CheckedMul(*elements, size);
+    } else {
+      if (tensor.strides(i) < 0) return std::nullopt;
+      std::optional<int64_t> span = CheckedMul(size - 1, tensor.strides(i));
+      elements = span.has_value() ? CheckedAdd(*elements, *span) : std::nullopt;
+    }
+  }
+  if (!elements.has_value()) return std::nullopt;
+  return CheckedMul(*elements, ElementSize(*dtype));
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------------------
+// RunChunked
+//
+// The request part is reserved before it is parsed and each chunk before it is
+// stored, as the upload grows (never the total the request declares); the
+// upload is cancelled when no part arrives for --idle_timeout_seconds. Where
+// the op's plan is known before the bytes arrive, only the bytes it reads are
+// stored (ReadWindow).
+
+class TensorOpService::ChunkedReactor final
+    : public grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer> {
+ public:
+  ChunkedReactor(TensorOpService* service, grpc::CallbackServerContext* context)
+      : service_(service),
+        stop_(CallStopCheck(context)),
+        watch_(service->idle_.Watch(context)),
+        reservation_(service->budget_->Empty()),
+        handles_{.store = service->options_.handles, .caller = CallerOf(*context)} {
+    record_.method = "RunChunked";
+    record_.identity = PeerIdentity(*context);
+    watch_->Arm();
+    StartRead(&read_buffer_);
+  }
+
+  void OnReadDone(bool ok) override {
+    watch_->Touch();
+    if (!ok) {
+      watch_->Disarm();
+      HalfClosed();
+      return;
+    }
+    ++parts_read_;
+    absl::Status status = Guarded([&] { return Read(); });
+    read_buffer_.Clear();
+    if (!status.ok()) {
+      watch_->Disarm();
+      Done(status);
+      return;
+    }
+    StartRead(&read_buffer_);
+  }
+
+  void OnWriteDone(bool ok) override {
+    watch_->Disarm();
+    if (!ok) {
+      writer_.Fail(watch_->expired() ? service_->idle_.IdleStatus() : WriteFailure(stop_));
+      return;
+    }
+    writer_.WriteNext();
+  }
+
+  void OnDone() override {
+    watch_->Done();
+    delete this;
+  }
+
+ private:
+  // Parses the part in read_buffer_ and takes it in.
+  absl::Status Read() {
+    if (have_request_) {
+      // The common chunk, appended from the received slices (no parse copy);
+      // any other part, or a name that is no input, goes through the parser.
+      if (std::optional<ChunkPartView> chunk = ChunkPartView::Of(read_buffer_)) {
+        auto upload = uploads_.find(chunk->input());
+        if (upload != uploads_.end()) {
+          bytes_in_ += chunk->data_bytes();
+          RETURN_IF_ERROR(CheckBytes());
+          return Take(upload->first, upload->second, chunk->data_bytes(),
+                      [&](int64_t from, int64_t length, std::byte* out) {
+                        chunk->CopyDataTo(from, length, out);
+                      });
+        }
+      }
+    }
+    v1::RequestPart part;
+    if (!have_request_) {
+      // The request part: reserved (bounded from its tags) before parsing, and
+      // kept, since the request is held until the call ends.
+      absl::StatusOr<int64_t> bound =
+          ParsedBytesBound(read_buffer_, *v1::RequestPart::descriptor());
+      if (bound.ok()) {
+        RETURN_IF_ERROR(reservation_.Grow(*bound + kRequestOverheadBytes,
+                                          "RunChunked: parsing the request part"));
+      }
+    }
+    if (!grpc::SerializationTraits<v1::RequestPart>::Deserialize(&read_buffer_, &part).ok()) {
+      return absl::InvalidArgumentError(absl::StrCat("RunChunked: part ", parts_read_,
+                                                     " is not a valid tensorop.v1.RequestPart"));
+    }
+    return Accept(part);
+  }
+
+  // Takes one part in; a non-OK status ends the call with it.
+  absl::Status Accept(v1::RequestPart& part) {
+    if (!have_request_) {
+      if (!part.has_request()) {
+        return absl::InvalidArgumentError(
+            "RunChunked: the first part must be a request, not a chunk");
+      }
+      request_ = std::move(*part.mutable_request());
+      have_request_ = true;
+      const absl::Time start = record_.start;
+      const std::string identity = std::move(record_.identity);
+      record_ = DescribeRequest("RunChunked", request_);
+      record_.start = start;
+      record_.identity = identity;
+      for (const auto& [name, tensor] : request_.inputs()) {
+        bytes_in_ += static_cast<int64_t>(tensor.data().size());
+      }
+      RETURN_IF_ERROR(CheckBytes());
+      RETURN_IF_ERROR(
+          reservation_.Grow(kOutputOverheadBytes * std::max(1, request_.outputs_size()),
+                            absl::StrCat("RunChunked: planning the ", request_.outputs_size(),
+                                         " outputs of request \"", request_.id(), "\"")));
+      SizeUploads();
+      // Bytes the request part carries inline start their input's upload.
+      for (auto& [name, tensor] : *request_.mutable_inputs()) {
+        const std::string& data = tensor.data();
+        const int64_t inline_bytes = static_cast<int64_t>(data.size());
+        if (inline_bytes == 0) continue;
+        // Already reserved with the request part.
+        int64_t& charged = charged_[name];
+        charged = std::max(charged, inline_bytes);
+        RETURN_IF_ERROR(Take(name, uploads_[name], inline_bytes,
+                             [&](int64_t from, int64_t length, std::byte* out) {
+                               std::memcpy(out, data.data() + from, static_cast<size_t>(length));
+                             }));
+        std::string().swap(*tensor.mutable_data());  // freed, not only cleared
+      }
+      return absl::OkStatus();
+    }
+    switch (part.part_case()) {
+      case v1::RequestPart::kChunk: {
+        const v1::InputChunk& chunk = part.chunk();
+        auto upload = uploads_.find(chunk.input());
+        if (upload == uploads_.end()) {
+          return absl::InvalidArgumentError(
+              absl::StrCat("chunk.input: \"", chunk.input(), "\" is not an input of the request"));
+        }
+        const int64_t bytes = static_cast<int64_t>(chunk.data().size());
+        bytes_in_ += bytes;
+        RETURN_IF_ERROR(CheckBytes());
+        return Take(upload->first, upload->second, bytes,
+                    [&](int64_t from, int64_t length, std::byte* out) {
+                      std::memcpy(out, chunk.data().data() + from, static_cast<size_t>(length));
+                    });
+      }
+      case v1::RequestPart::kRequest:
+        return absl::InvalidArgumentError(absl::StrCat(
+            "RunChunked: part ", parts_read_, " is a second request; only the first part is one"));
+      case v1::RequestPart::PART_NOT_SET:
+        break;
+    }
+    return absl::InvalidArgumentError(
+        absl::StrCat("RunChunked: part ", parts_read_, " has neither a request nor a chunk"));
+  }
+
+  // Takes `bytes` more of input `name` into `upload`; copy(from, length, out)
+  // copies `length` of them, from the `from`th on, to `out`. An input with a
+  // read window stores only the bytes in it, at their place in the buffer
+  // (reserved as they come); the others are counted and dropped: no copy, and
+  // no memory, since the buffer's untouched pages never become resident.
+  // Bytes past the buffer are only counted: Work refuses such an input's size.
+  template <typename CopyFn>
+  absl::Status Take(const std::string& name, InputBuffer& upload, int64_t bytes, CopyFn copy) {
+    auto window = windows_.find(name);
+    if (window == windows_.end()) {
+      RETURN_IF_ERROR(Reserve(name, bytes, upload));
+      copy(0, bytes, upload.Extend(bytes));
+      return absl::OkStatus();
+    }
+    const ByteRange read = window->second.read;
+    const int64_t start = window->second.received;
+    window->second.received += bytes;
+    const int64_t from = std::max(start, read.begin);
+    const int64_t to = std::min(window->second.received, read.end);
+    if (from >= to) return absl::OkStatus();
+    int64_t& charged = charged_[name];
+    const int64_t stored = to - read.begin;  // the window fills front to back
+    if (stored > charged) {
+      RETURN_IF_ERROR(reservation_.Grow(stored - charged, What(name, stored)));
+      charged = stored;
+    }
+    copy(from - start, to - from, upload.At(from));
+    return absl::OkStatus();
+  }
+
+  // The read window of each input whose bytes the op reads only in part, where
+  // that is known before they arrive: not a scatter (its plan depends on the
+  // indices' values), every input carried in the call and packed (so a wrong
+  // size is refused whatever the bytes), and the request planned with zeros
+  // standing in for them (address space only). Inputs under
+  // BufferPool::kMinBytes, and those the op reads more than half of, are
+  // stored whole, in the pool's resident buffers: a fresh buffer's page
+  // faults would cost more than the copy they save.
+  // This runs in a reaction, so only for requests whose planning is small
+  // (at most 64 outputs: a split may ask for millions).
+  void FindReadWindows() {
+    constexpr int kMaxPlannedOutputs = 64;
+    if (request_.has_scatter_elements() || request_.outputs_size() > kMaxPlannedOutputs) return;
+    absl::StatusOr<OpRequest> op = ToOpRequest(request_);
+    if (!op.ok()) return;
+    std::map<std::string, int64_t, std::less<>> declared;
+    for (NamedTensor& input : op->inputs) {
+      auto tensor = request_.inputs().find(input.name);
+      if (tensor == request_.inputs().end() || tensor->second.has_shared_memory() ||
+          tensor->second.has_handle() || tensor->second.strides_size() != 0) {
+        return;
+      }
+      std::optional<int64_t> bytes = DeclaredBytes(tensor->second);
+      if (!bytes.has_value()) return;
+      absl::StatusOr<std::span<const std::byte>> stand_in = ZeroBytes(*bytes);
+      if (!stand_in.ok()) return;
+      input.tensor.data = *stand_in;
+      declared.emplace(input.name, *bytes);
+    }
+    absl::StatusOr<ExecutionPlan> plan = PlanOperator(*op, service_->options_.limits);
+    if (!plan.ok()) return;
+    const std::vector<ByteRange> reads = InputReadRanges(*plan);
+    for (size_t slot = 0; slot < reads.size(); ++slot) {
+      const int64_t bytes = declared.find(plan->input_names[slot])->second;
+      if (bytes >= static_cast<int64_t>(BufferPool::kMinBytes) && reads[slot].size() <= bytes / 2) {
+        windows_.emplace(std::string(plan->input_names[slot]), ReadWindow{.read = reads[slot]});
+      }
+    }
+  }
+
+  // Makes room in `upload` (input `name`) for `chunk_bytes` more, reserving
+  // first what its buffer comes to hold: its bytes as they arrive while they
+  // fit the capacity sized ahead (address space whose pages only the bytes
+  // touch), else the doubled capacity, with the old buffer for the moment of
+  // the copy.
+  absl::Status Reserve(const std::string& name, int64_t chunk_bytes, InputBuffer& upload) {
+    int64_t& charged = charged_[name];
+    const int64_t needed = upload.size() + chunk_bytes;
+    const int64_t capacity = upload.capacity();
+    if (needed <= capacity) {
+      if (needed > charged)
+        RETURN_IF_ERROR(reservation_.Grow(needed - charged, What(name, needed)));
+      charged = std::max(charged, needed);
+      return absl::OkStatus();
+    }
+    const int64_t target = std::max(needed, 2 * capacity);
+    RETURN_IF_ERROR(reservation_.Grow(target + capacity - charged, What(name, needed)));
+    bool kept = false;
+    if (!upload.Grow(target, service_->options_.buffer_pool, &kept)) {
+      reservation_.Shrink(target + capacity - charged);
+      return absl::ResourceExhaustedError(
+          absl::StrCat("out of memory for ", target, " bytes of input \"", name, "\""));
+    }
+    reservation_.Shrink(capacity);
+    charged = target;
+    return absl::OkStatus();
+  }
+
+  std::string What(const std::string& name, int64_t bytes) const {
+    return absl::StrCat("RunChunked: input \"", name, "\" of request \"", request_.id(), "\" at ",
+                        bytes, " bytes");
+  }
+
+  // Refused as soon as the uploaded bytes pass the limit, not after storing them.
+  absl::Status CheckBytes() const {
+    const int64_t limit = service_->options_.limits.max_request_bytes;
+    if (bytes_in_ <= limit) return absl::OkStatus();
+    return absl::ResourceExhaustedError(absl::StrCat("RunChunked: the inputs reached ", bytes_in_,
+                                                     " bytes, more than the server's limit of ",
+                                                     limit, " bytes (--max_request_bytes)"));
+  }
+
+  // An upload per input, sized for the bytes its description declares so the
+  // chunks append without moving, but only when the declared total fits the
+  // request limit and what the buffers come to hold (an input's read window,
+  // else all its bytes) fits the memory budget, so a declaration alone never
+  // allocates what the server could not hold. Fresh buffers are address space
+  // (pages are touched, and reserved in the budget, as bytes arrive); a
+  // buffer pool's resident one is reserved whole at once, as the pool held it.
+  void SizeUploads() {
+    std::map<std::string, int64_t, std::less<>> declared;
+    std::optional<int64_t> total = 0;
+    for (auto& [name, tensor] : *request_.mutable_inputs()) {
+      uploads_.try_emplace(name);
+      std::optional<int64_t> bytes = DeclaredBytes(tensor);
+      if (!bytes.has_value()) continue;
+      declared.emplace(name, *bytes);
+      total = total.has_value() ? CheckedAdd(*total, *bytes) : std::nullopt;
+    }
+    if (!total.has_value() || *total > service_->options_.limits.max_request_bytes) return;
+    FindReadWindows();
+    int64_t held = 0;
+    for (const auto& [name, bytes] : declared) {
+      auto window = windows_.find(name);
+      held += window != windows_.end() ? window->second.read.size() : bytes;
+    }
+    if (held > service_->budget_->limit()) {
+      windows_.clear();
+      return;
+    }
+    for (const auto& [name, bytes] : declared) {
+      bool kept = false;
+      InputBuffer& upload = uploads_[name];
+      // A read window's buffer is fresh address space, never a pool's kept
+      // one: the bytes it drops are never touched.
+      const bool windowed = windows_.contains(name);
+      if (!upload.Grow(bytes, windowed ? nullptr : service_->options_.buffer_pool, &kept)) {
+        windows_.erase(name);
+        continue;
+      }
+      if (kept && reservation_.Grow(upload.capacity(), What(name, upload.capacity())).ok()) {
+        charged_[name] = upload.capacity();
+      } else if (kept) {
+        upload = InputBuffer();  // back to the pool; sized as chunks come
+      }
+    }
+  }
+
+  void HalfClosed() {
+    if (absl::Status stop = stop_(); !stop.ok()) {
+      Done(watch_->expired() ? service_->idle_.IdleStatus() : stop);
+      return;
+    }
+    if (!have_request_) {
+      Done(absl::InvalidArgumentError("RunChunked: the stream ended before a request part"));
+      return;
+    }
+    absl::Status status =
+        service_->Dispatch(request_, record_, [this](Placement& placement) { Work(placement); });
+    if (!status.ok()) Done(status);
+  }
+
+  // On a scheduler worker.
+  // The result goes out while it is computed where it can, as RunStream's.
+  void Work(Placement& placement) {
+    StreamWhileComputing streaming = writer_.Streaming(4 * service_->options_.chunk_bytes);
+    std::optional<ResultParts> computed;
+    absl::Status status = Guarded([&]() -> absl::Status {
+      UploadedInputs uploaded = Spans(uploads_);
+      for (const auto& [name, window] : windows_) {
+        // All its bytes came: the buffer whole, what the op reads in place.
+        // Else zeros of the size that came, which validation refuses (the
+        // input is packed) before anything is read.
+        const InputBuffer& upload = uploads_.find(name)->second;
+        if (window.received == upload.capacity()) {
+          uploaded.bytes[name] = upload.Room();
+        } else {
+          ASSIGN_OR_RETURN(uploaded.bytes[name], ZeroBytes(window.received));
+        }
+      }
+      absl::StatusOr<ResultParts> parts =
+          ExecuteIntoParts(request_, service_->options_, *service_->scheduler_, placement, stop_,
+                           reservation_, record_, &uploaded, &handles_, &streaming);
+      // The uploaded inputs are done with: freed, and their reservation given
+      // back (by the worker: the writer leaves the reservation alone until
+      // the work ended), while the rest of the result streams.
+      uploads_.clear();
+      request_.Clear();
+      for (auto& [name, charged] : charged_) reservation_.Shrink(std::exchange(charged, 0));
+      if (!parts.ok()) return parts.status();
+      computed.emplace(*std::move(parts));
+      return absl::OkStatus();
+    });
+    if (streaming.started) {
+      // The writer runs already; it finishes the call once this ends.
+      streaming.progress->Finish(status);
+      return;
+    }
+    if (!status.ok()) {
+      Done(status);
+      return;
+    }
+    writer_.Start(*std::move(computed));
+  }
+
+  void Done(const absl::Status& status) {
+    record_.bytes_in = bytes_in_;
+    service_->RecordOutcome(record_, status);
+    Finish(ToGrpcStatus(status));
+  }
+
+  TensorOpService* const service_;
+  const OpenCall open_call_{service_->open_calls_};
+  const StopCheck stop_;
+  const std::shared_ptr<IdleWatch> watch_;
+  MemoryBudget::Reservation reservation_;
+  const HandleAccess handles_;
+  CallRecord record_;
+  int64_t parts_read_ = 0;
+  bool have_request_ = false;
+  v1::RunRequest request_;  // the request part, its inputs' bytes moved to uploads_
+  InputBuffers uploads_;    // every input's bytes, while the task runs
+  // An input whose op reads only `read` of its bytes: `received` counts them
+  // all, the buffer holds those in `read`.
+  struct ReadWindow {
+    ByteRange read;
+    int64_t received = 0;
+  };
+  std::map<std::string, ReadWindow, std::less<>> windows_;
+  int64_t bytes_in_ = 0;
+  std::map<std::string, int64_t> charged_;  // per input: bytes of its buffer reserved
+  grpc::ByteBuffer read_buffer_;
+  ResultWriter writer_{reservation_,
+                       [this](const grpc::ByteBuffer* part) {
+                         watch_->Arm();
+                         StartWrite(part);
+                       },
+                       [this](const absl::Status& status, int64_t bytes_out) {
+                         if (status.ok()) record_.bytes_out = bytes_out;
+                         Done(status);
+                       }};
+};
+
+grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>* TensorOpService::RunChunked(
+    grpc::CallbackServerContext* context) {
+  return new ChunkedReactor(this, context);
+}
+
+}  // namespace tensorop::server

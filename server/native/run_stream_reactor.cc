@@ -1,0 +1,314 @@
+// TensorOp.RunStream: one request, each output as a header then data chunks;
+// TensorOp.RunChain, its results alike; TensorOp.Fetch, a handle's bytes alike.
+#include <memory>
+#include <optional>
+#include <string>
+#include <utility>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/str_cat.h"
+#include "absl/time/time.h"
+#include "core/status_macros.h"
+#include "server/data/handle_store.h"
+#include "server/memory/memory_budget.h"
+#include "server/native/chain.h"
+#include "server/native/result_writer.h"
+#include "server/native/service.h"
+#include "server/pipeline/guarded.h"
+#include "server/pipeline/pipeline.h"
+#include "server/pipeline/response_writer.h"
+#include "server/placement/scheduler.h"
+#include "server/security/auth.h"
+#include "server/telemetry/request_log.h"
+#include "server/transport/idle_watchdog.h"
+#include "server/wire/status_map.h"
+
+namespace tensorop::server {
+
+// ---------------------------------------------------------------------------
+// RunStream
+
+class TensorOpService::StreamReactor final : public grpc::ServerWriteReactor<grpc::ByteBuffer> {
+ public:
+  // The method whose request is a RunChainRequest.
+  static constexpr absl::string_view kRunChain = "RunChain";
+
+  // `request`: the call's bytes, owned by gRPC; or null for a request the
+  // server made (Fetch: `own_request`), named `method` in logs and messages.
+  StreamReactor(TensorOpService* service, grpc::CallbackServerContext* context,
+                const grpc::ByteBuffer* request, absl::string_view method = "RunStream",
+                grpc::ByteBuffer own_request = grpc::ByteBuffer())
+      : service_(service),
+        method_(method),
+        own_request_(std::move(own_request)),
+        request_bytes_(request != nullptr ? request : &own_request_),
+        stop_(CallStopCheck(context)),
+        watch_(service->idle_.Watch(context)),
+        reservation_(service->budget_->Empty()),
+        handles_{.store = service->options_.handles, .caller = CallerOf(*context)} {
+    record_.method = method_;
+    record_.identity = PeerIdentity(*context);
+    absl::Status status = Guarded([&] {
+      RETURN_IF_ERROR(reservation_.Grow(static_cast<int64_t>(request_bytes_->Length()),
+                                        absl::StrCat(method_, ": the request as received")));
+      return service_->Submit([this] { Work(); });
+    });
+    if (!status.ok()) Done(status);
+  }
+
+  // A Fetch of a handle on an OpenCL device: its bytes downloaded by a
+  // worker, then streamed.
+  StreamReactor(TensorOpService* service, grpc::CallbackServerContext* context, CallRecord record,
+                std::shared_ptr<const ResidentTensor> download)
+      : StreamReactor(service, context, std::move(record)) {
+    download_ = std::move(download);
+    absl::Status status = service_->Submit([this] { Work(); });
+    if (!status.ok()) Done(status);
+  }
+
+  // A result ready to stream (a Fetch of a handle's bytes as they lie).
+  StreamReactor(TensorOpService* service, grpc::CallbackServerContext* context, CallRecord record,
+                ResultParts parts)
+      : StreamReactor(service, context, std::move(record)) {
+    writer_.Start(std::move(parts));
+  }
+
+  void OnWriteDone(bool ok) override {
+    watch_->Disarm();
+    if (!ok) {
+      writer_.Fail(WriteFailed());
+      return;
+    }
+    writer_.WriteNext();
+  }
+
+  void OnDone() override {
+    watch_->Done();
+    delete this;
+  }
+
+ private:
+  // A Fetch described by `record`, with no request bytes.
+  StreamReactor(TensorOpService* service, grpc::CallbackServerContext* context, CallRecord record)
+      : service_(service),
+        method_(record.method),
+        request_bytes_(&own_request_),
+        stop_(CallStopCheck(context)),
+        watch_(service->idle_.Watch(context)),
+        reservation_(service->budget_->Empty()),
+        handles_{.store = service->options_.handles, .caller = CallerOf(*context)},
+        record_(std::move(record)) {}
+
+  // On a scheduler worker.
+  void Work() {
+    // A RunStream result on the CPU starts going out while it is computed
+    // (from 4 chunks: smaller ones gain nothing from the overlap).
+    StreamWhileComputing streaming = writer_.Streaming(4 * service_->options_.chunk_bytes);
+    std::optional<ResultParts> computed;
+    absl::Status status = Guarded([&]() -> absl::Status {
+      ASSIGN_OR_RETURN(computed, download_ != nullptr   ? Download()
+                                 : method_ == kRunChain ? RunChain()
+                                                        : RunOne(&streaming));
+      return absl::OkStatus();
+    });
+    if (streaming.started) {
+      // The writer runs already; it finishes the call once this ends.
+      streaming.progress->Finish(status);
+      return;
+    }
+    if (!status.ok()) {
+      Done(status);
+      return;
+    }
+    writer_.Start(*std::move(computed));
+  }
+
+  absl::StatusOr<ResultParts> RunOne(StreamWhileComputing* streaming) {
+    // Large inputs are read where they were received, as Run's are.
+    RETURN_IF_ERROR(ParseReceivedRun(request_bytes_, method_, reservation_,
+                                     service_->options_.buffer_pool, &run_));
+    Describe(DescribeRequest(method_, run_.request));
+    record_.bytes_in += run_.data_bytes;
+    ASSIGN_OR_RETURN(Placement placement, service_->Place(run_.request));
+    record_.backend = placement.label;
+    absl::StatusOr<ResultParts> parts =
+        ExecuteIntoParts(run_.request, service_->options_, *service_->scheduler_, placement, stop_,
+                         reservation_, record_, &run_.uploaded, &handles_, streaming,
+                         run_.received.has_value() ? &*run_.received : nullptr, &run_.data_bytes);
+    run_.Free(reservation_);  // the inputs are done with; only the outputs stream
+    return parts;
+  }
+
+  absl::StatusOr<ResultParts> RunChain() {
+    v1::RunChainRequest chain;
+    RETURN_IF_ERROR(ParseChainRequest(*request_bytes_, method_, reservation_, &chain));
+    ReleaseRequestBytes(request_bytes_, reservation_);
+    Describe(DescribeChain(method_, chain));
+    run_.request.set_backend(chain.backend());
+    if (chain.has_device_index()) run_.request.set_device_index(chain.device_index());
+    ASSIGN_OR_RETURN(Placement placement, service_->Place(run_.request));
+    record_.backend = placement.label;
+    return ExecuteChainIntoParts(chain, service_->options_, *service_->scheduler_, placement, stop_,
+                                 *service_->budget_, reservation_, record_, &handles_);
+  }
+
+  absl::StatusOr<ResultParts> Download() {
+    const ResidentTensor& tensor = *download_;
+    const Layout& layout = tensor.layout();
+    RETURN_IF_ERROR(
+        reservation_.Grow(layout.buffer_bytes(),
+                          absl::StrCat("Fetch: the ", layout.buffer_bytes(), " bytes of handle ",
+                                       ShortId(tensor.id()), " from its OpenCL device")));
+    ASSIGN_OR_RETURN(OutputBuffer buffer, AllocateOutput(layout, service_->options_.buffer_pool));
+    RETURN_IF_ERROR(handles_.store->Download(
+        tensor, {buffer.get(), static_cast<size_t>(layout.buffer_bytes())}, stop_));
+    download_.reset();
+    Outputs outputs;
+    outputs.layouts.push_back(layout);
+    outputs.buffers.push_back(Share(std::move(buffer)));
+    return ResultParts(std::move(outputs), record_.backend, service_->options_.chunk_bytes);
+  }
+
+  // The parsed request's record, keeping when the call started and who made it.
+  void Describe(CallRecord described) {
+    described.start = record_.start;
+    described.identity = std::move(record_.identity);
+    record_ = std::move(described);
+  }
+
+  absl::Status WriteFailed() const {
+    return watch_->expired() ? service_->idle_.IdleStatus() : WriteFailure(stop_);
+  }
+
+  void Done(const absl::Status& status) {
+    service_->RecordOutcome(record_, status);
+    Finish(ToGrpcStatus(status));
+  }
+
+  TensorOpService* const service_;
+  const OpenCall open_call_{service_->open_calls_};
+  // A literal ("RunStream", "Fetch", kRunChain): CallRecord keeps a view of it, which
+  // the request log formats after the reactor is gone.
+  const absl::string_view method_;
+  grpc::ByteBuffer own_request_;
+  const grpc::ByteBuffer* const request_bytes_;  // owned by gRPC (or own_request_) until OnDone
+  const StopCheck stop_;
+  const std::shared_ptr<IdleWatch> watch_;
+  MemoryBudget::Reservation reservation_;
+  const HandleAccess handles_;
+  ReceivedRun run_;  // a RunStream's request, its input bytes apart
+  CallRecord record_;
+  std::shared_ptr<const ResidentTensor> download_;  // a Fetch from a device, until downloaded
+  ResultWriter writer_{reservation_,
+                       [this](const grpc::ByteBuffer* part) {
+                         watch_->Arm();
+                         StartWrite(part);
+                       },
+                       [this](const absl::Status& status, int64_t bytes_out) {
+                         if (status.ok()) record_.bytes_out = bytes_out;
+                         Done(status);
+                       }};
+};
+
+namespace {
+
+// A streamed call refused before it started.
+class RefusedWrite final : public grpc::ServerWriteReactor<grpc::ByteBuffer> {
+ public:
+  explicit RefusedWrite(const absl::Status& status) { Finish(ToGrpcStatus(status)); }
+  void OnDone() override { delete this; }
+};
+
+// How a Fetch is answered: the handle's bytes as they lie when they are in the
+// layout asked for (sent as slices of the resident buffer, no copy), else the
+// RunStream request that copies them into it: an identity strided_slice
+// (empty begin and end take every dimension whole) on the CPU, where the
+// handle's bytes are.
+struct FetchPlan {
+  std::shared_ptr<const ResidentTensor> tensor;
+  bool as_is = false;
+  grpc::ByteBuffer copy_request;
+};
+
+absl::StatusOr<FetchPlan> PlanFetch(const grpc::ByteBuffer& bytes, HandleStore* store,
+                                    const HandleCaller& caller) {
+  v1::FetchRequest fetch;
+  RETURN_IF_ERROR(DeserializeMessage(bytes, static_cast<int64_t>(bytes.Length()), "Fetch", &fetch));
+  if (store == nullptr) return absl::FailedPreconditionError("this server keeps no handles");
+  FetchPlan plan;
+  ASSIGN_OR_RETURN(plan.tensor, store->Use(caller, fetch.id(), "id"));
+  const Layout& layout = plan.tensor->layout();
+  const std::vector<int64_t> asked =
+      fetch.strides().empty()
+          ? PackedStrides(layout.sizes)
+          : std::vector<int64_t>(fetch.strides().begin(), fetch.strides().end());
+  if (asked == layout.strides) {
+    plan.as_is = true;
+    return plan;
+  }
+  const bool on_device = plan.tensor->on_device();
+  if (layout.sizes.empty()) {
+    return absl::InvalidArgumentError(absl::StrCat("strides has ", fetch.strides_size(),
+                                                   " entries; handle ", ShortId(fetch.id()),
+                                                   " has rank 0"));
+  }
+  v1::RunRequest request;
+  request.set_id(absl::StrCat("fetch ", ShortId(fetch.id())));
+  request.mutable_strided_slice();
+  (*request.mutable_inputs())["input"].mutable_handle()->set_id(fetch.id());
+  v1::OutputDesc* output = request.add_outputs();
+  output->mutable_sizes()->Assign(layout.sizes.begin(), layout.sizes.end());
+  *output->mutable_strides() = fetch.strides();
+  // Copied where the bytes are: on a device, the copy's output is downloaded.
+  request.set_backend(on_device ? v1::OPENCL : v1::CPU);
+  if (on_device) request.set_device_index(plan.tensor->device_index());
+  SerializeInto(request, &plan.copy_request);
+  return plan;
+}
+
+}  // namespace
+
+grpc::ServerWriteReactor<grpc::ByteBuffer>* TensorOpService::Fetch(
+    grpc::CallbackServerContext* context, const grpc::ByteBuffer* request) {
+  FetchPlan plan;
+  absl::Status status = Guarded([&] {
+    ASSIGN_OR_RETURN(plan, PlanFetch(*request, options_.handles, CallerOf(*context)));
+    return absl::OkStatus();
+  });
+  if (!status.ok()) return new RefusedWrite(status);
+  if (!plan.as_is)
+    return new StreamReactor(this, context, nullptr, "Fetch", std::move(plan.copy_request));
+  const ResidentTensor& tensor = *plan.tensor;
+  if (tensor.on_device()) {
+    CallRecord record;
+    record.method = "Fetch";
+    record.id = ShortId(tensor.id());
+    record.identity = PeerIdentity(*context);
+    record.backend = options_.handles->options().devices->Label(tensor.device_index());
+    return new StreamReactor(this, context, std::move(record), std::move(plan.tensor));
+  }
+  Outputs outputs;
+  outputs.layouts.push_back(tensor.layout());
+  // A slice of the resident buffer keeps the tensor alive, not a copy.
+  outputs.buffers.emplace_back(plan.tensor, const_cast<std::byte*>(tensor.bytes().data()));
+  CallRecord record;
+  record.method = "Fetch";
+  record.id = ShortId(tensor.id());
+  record.identity = PeerIdentity(*context);
+  record.backend = "cpu";
+  return new StreamReactor(this, context, std::move(record),
+                           ResultParts(std::move(outputs), "cpu", options_.chunk_bytes));
+}
+
+grpc::ServerWriteReactor<grpc::ByteBuffer>* TensorOpService::RunStream(
+    grpc::CallbackServerContext* context, const grpc::ByteBuffer* request) {
+  return new StreamReactor(this, context, request);
+}
+
+grpc::ServerWriteReactor<grpc::ByteBuffer>* TensorOpService::RunChain(
+    grpc::CallbackServerContext* context, const grpc::ByteBuffer* request) {
+  return new StreamReactor(this, context, request, StreamReactor::kRunChain);
+}
+
+}  // namespace tensorop::server

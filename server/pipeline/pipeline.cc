@@ -1,0 +1,924 @@
+#include "server/pipeline/pipeline.h"
+
+#include <algorithm>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/escaping.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/string_view.h"
+#include "core/operator.h"
+#include "core/plan/byte_range.h"
+#include "core/plan/output_bands.h"
+#include "core/plan/source_pieces.h"
+#include "core/status_macros.h"
+#include "server/data/handle_store.h"
+#include "server/data/shared_memory.h"
+#include "server/pipeline/guarded.h"
+#include "server/transport/call_stop.h"
+#include "server/wire/chunk_part.h"
+#include "server/wire/convert.h"
+#include "server/wire/wire_bound.h"
+
+namespace tensorop::server {
+namespace {
+
+// Input `name`'s bytes, on an OpenCL device, copied into host memory for
+// this request (once).
+absl::StatusOr<std::span<const std::byte>> HostCopy(PlannedRun& run, absl::string_view name,
+                                                    const ResidentTensor& tensor,
+                                                    const HandleAccess& handles,
+                                                    const StopCheck& stop) {
+  const size_t bytes = static_cast<size_t>(tensor.layout().buffer_bytes());
+  auto found = run.host_copies.find(name);
+  if (found == run.host_copies.end()) {
+    ASSIGN_OR_RETURN(OutputBuffer buffer, AllocateOutput(tensor.layout(), /*pool=*/nullptr));
+    RETURN_IF_ERROR(handles.store->Download(tensor, {buffer.get(), bytes}, stop));
+    handles.store->CountCopy();
+    run.host_copy_bytes += static_cast<int64_t>(bytes);
+    found = run.host_copies.emplace(std::string(name), std::move(buffer)).first;
+  }
+  return std::span<const std::byte>(found->second.get(), bytes);
+}
+
+// The shared memory regions a call uses belong to its verified identity;
+// without one, to the registry every unauthenticated caller shares.
+absl::string_view RegionOwner(const HandleAccess* handles) {
+  if (handles == nullptr || !handles->caller.authenticated) return {};
+  return handles->caller.name;
+}
+
+absl::StatusOr<std::unique_ptr<PlannedRun>> Plan(
+    const v1::RunRequest& request, const Limits& limits, SharedMemoryRegistry* shared_memory,
+    const StopCheck& stop, const UploadedInputs* uploaded, const HandleAccess* handles) {
+  auto run = std::make_unique<PlannedRun>();
+  ASSIGN_OR_RETURN(run->op, ToOpRequest(request));
+  if (uploaded != nullptr) {
+    for (NamedTensor& input : run->op.inputs) {
+      if (auto found = uploaded->bytes.find(input.name); found != uploaded->bytes.end()) {
+        input.tensor.data = found->second;
+      } else if (auto pieced = uploaded->pieces.find(input.name);
+                 pieced != uploaded->pieces.end()) {
+        // Planned with zeros standing in; read once the placement is known
+        // (ReadPiecedInputs).
+        int64_t bytes = 0;
+        for (std::span<const std::byte> piece : pieced->second) bytes += std::ssize(piece);
+        ASSIGN_OR_RETURN(input.tensor.data, ZeroBytes(bytes));
+        run->pieced.emplace(input.name, &pieced->second);
+      }
+    }
+  }
+  RETURN_IF_ERROR(ResolveHandleInputs(request, handles, run->op, run->handles, run->on_device));
+  // Bytes on a device are planned with zeros standing in, but for the index
+  // values planning checks.
+  for (NamedTensor& input : run->op.inputs) {
+    auto found = run->on_device.find(input.name);
+    if (found == run->on_device.end()) continue;
+    if (request.has_scatter_elements() && input.name == "indices") {
+      ASSIGN_OR_RETURN(input.tensor.data,
+                       HostCopy(*run, input.name, *found->second, *handles, stop));
+    } else {
+      ASSIGN_OR_RETURN(input.tensor.data, ZeroBytes(found->second->layout().buffer_bytes()));
+    }
+  }
+  RETURN_IF_ERROR(ResolveSharedMemoryInputs(request, shared_memory, RegionOwner(handles), run->op,
+                                            run->shared_memory));
+  ASSIGN_OR_RETURN(run->plan, PlanOperator(run->op, limits, stop));
+  run->inputs.reserve(run->plan.input_names.size());
+  for (absl::string_view name : run->plan.input_names) {
+    auto found = std::find_if(run->op.inputs.begin(), run->op.inputs.end(),
+                              [&](const NamedTensor& input) { return input.name == name; });
+    if (found == run->op.inputs.end()) {
+      return absl::InternalError(
+          absl::StrCat("the plan reads input \"", name, "\", which the request does not have"));
+    }
+    run->inputs.push_back(found->tensor.data);
+  }
+  return run;
+}
+
+// Reads the inputs `run` has in pieces: on the CPU in place, each copy of
+// them cut into copies that each read one piece (CutCopiesAtPieces); where
+// the cut cannot be made (reads jumping between pieces, at most 4 copies a
+// piece), or on a device, gathered into one buffer, reserved first.
+absl::Status ReadPiecedInputs(PlannedRun& run, bool on_cpu,
+                              MemoryBudget::Reservation& reservation) {
+  for (const auto& [name, pieces] : run.pieced) {
+    auto named = std::find(run.plan.input_names.begin(), run.plan.input_names.end(), name);
+    if (named == run.plan.input_names.end()) continue;
+    const int slot = static_cast<int>(named - run.plan.input_names.begin());
+    std::vector<ByteRange> ranges;
+    ranges.reserve(pieces->size());
+    int64_t bytes = 0;
+    for (std::span<const std::byte> piece : *pieces) {
+      ranges.push_back({bytes, bytes + std::ssize(piece)});
+      bytes += std::ssize(piece);
+    }
+    if (on_cpu) {
+      std::optional<ExecutionPlan> cut =
+          CutCopiesAtPieces(run.plan, slot, ranges, 4 * static_cast<int64_t>(pieces->size()) + 64);
+      if (cut.has_value()) {
+        run.plan = *std::move(cut);
+        run.inputs.insert(run.inputs.end(), pieces->begin(), pieces->end());
+        continue;
+      }
+    }
+    RETURN_IF_ERROR(reservation.Grow(bytes, absl::StrCat("input \"", absl::CHexEscape(name),
+                                                         "\" gathered (", bytes, " bytes)")));
+    const Layout whole = {.dtype = DType::kUint8,
+                          .sizes = {bytes},
+                          .strides = {1},
+                          .element_count = bytes,
+                          .buffer_elements = bytes};
+    ASSIGN_OR_RETURN(OutputBuffer buffer, AllocateOutput(whole, /*pool=*/nullptr));
+    std::byte* at = buffer.get();
+    for (std::span<const std::byte> piece : *pieces) {
+      std::memcpy(at, piece.data(), piece.size());
+      at += piece.size();
+    }
+    run.inputs[static_cast<size_t>(slot)] = {buffer.get(), static_cast<size_t>(bytes)};
+    run.host_copies.emplace(name, std::move(buffer));
+  }
+  run.pieced.clear();
+  return absl::OkStatus();
+}
+
+// The OpenCL device `run` must run on, or -1: the device holding its first
+// input on a device, where the placement lets it run there (AUTO, or OPENCL
+// on any or that device); else, for OPENCL naming a device, that device when
+// the request keeps outputs (they stay there).
+int PinnedDevice(const v1::RunRequest& request, const Placement& placement, const PlannedRun& run) {
+  if (placement.device == Device::kCpu) return -1;
+  const bool named = placement.device == Device::kOpenCl && placement.device_index >= 0;
+  for (absl::string_view name : run.plan.input_names) {
+    auto found = run.on_device.find(name);
+    if (found == run.on_device.end()) continue;
+    const int device = found->second->device_index();
+    if (!named || placement.device_index == device) return device;
+  }
+  return named && KeepsOutputs(request) ? placement.device_index : -1;
+}
+
+// The status of a request whose device failed under it. Its inputs there
+// went with the device (HandleStore::LoseDevice): NOT_FOUND naming the
+// first, as any later use says; else the device's UNAVAILABLE. Never retried
+// on the CPU: what it reads or keeps lives on the device.
+absl::Status LostInputs(const PlannedRun& run, int device, const absl::Status& failure) {
+  for (absl::string_view name : run.plan.input_names) {
+    auto found = run.on_device.find(name);
+    if (found == run.on_device.end() || found->second->device_index() != device) continue;
+    return absl::NotFoundError(absl::StrCat(
+        "inputs[\"", absl::CHexEscape(name), "\"].handle: handle ", ShortId(found->second->id()),
+        " was lost: OpenCL device ", device, " failed (", failure.message(), ")"));
+  }
+  return failure;
+}
+
+// Told a request's plan before any output is allocated: the bytes the answer
+// takes besides the output buffers (its serialized copy, a part buffer), or
+// why the request is refused (an answer over the message limit).
+using AdmitFn = std::function<absl::StatusOr<int64_t>(const ExecutionPlan& plan)>;
+
+// The outputs a request kept (OutputDesc.keep), by output index: null for
+// the others.
+using KeptOutputs = std::vector<std::shared_ptr<const ResidentTensor>>;
+
+// A streamed result that may go out while it is computed: `start` hands the
+// outputs, allocated and not yet written, to the writer and returns the
+// progress the bands report to.
+struct BandedStart {
+  int64_t band_bytes = 0;
+  std::function<ResultProgress&()> start;
+};
+
+// Plans `request`, reserves what its outputs take in `reservation` (and, on a
+// device, its device buffers: PoCL's CPU device keeps them in host memory),
+// asks `allocate(layout, elsewhere)` for each output's zeroed buffer
+// (`elsewhere`: where the output goes instead of a buffer of the call's own,
+// in a shared memory region or a kept tensor, else null), executes into them,
+// and makes the kept outputs resident (`kept`).
+// `planned`: the request planned already (PlanRun); null: planned here.
+// `banded`: a streamed call whose result may go out while it is computed.
+template <typename Allocate>
+absl::Status PlanAndExecute(const v1::RunRequest& request, const Limits& limits,
+                            SharedMemoryRegistry* shared_memory, Scheduler& scheduler,
+                            Placement& placement, const StopCheck& stop,
+                            MemoryBudget::Reservation& reservation, const AdmitFn& admit,
+                            Allocate allocate, const UploadedInputs* uploaded,
+                            const HandleAccess* handles, KeptOutputs* kept,
+                            PlannedRun* planned = nullptr, const BandedStart* banded = nullptr) {
+  // Work that expired or was cancelled while queued is not started.
+  RETURN_IF_ERROR(stop());
+  std::unique_ptr<PlannedRun> planned_here;
+  if (planned == nullptr) {
+    ASSIGN_OR_RETURN(planned_here, Plan(request, limits, shared_memory, stop, uploaded, handles));
+    planned = planned_here.get();
+  }
+  PlannedRun* const run = planned;
+  ASSIGN_OR_RETURN(int64_t answer_bytes, admit(run->plan));
+  const int64_t kept_bytes = KeptOutputBytes(request, run->plan.outputs);
+  const int64_t output_bytes = TotalBytes(run->plan.outputs) -
+                               SharedMemoryOutputBytes(request, run->plan.outputs) - kept_bytes;
+  // Inputs on the device the op is pinned to are read in place; those on
+  // another device come to host memory first.
+  const int pinned = PinnedDevice(request, placement, *run);
+  RETURN_IF_ERROR(ReadPiecedInputs(
+      *run, pinned < 0 && !scheduler.MayRunOnDevice(placement, run->plan), reservation));
+  const size_t slots = run->plan.input_names.size();
+  std::vector<const opencl_backend::ResidentBuffer*> resident_inputs(slots, nullptr);
+  int64_t copy_bytes = run->host_copy_bytes;
+  for (size_t slot = 0; slot < slots; ++slot) {
+    auto found = run->on_device.find(run->plan.input_names[slot]);
+    if (found == run->on_device.end()) continue;
+    if (found->second->device_index() == pinned) {
+      resident_inputs[slot] = &found->second->device_buffer()->buffer();
+    } else if (!run->host_copies.contains(found->first)) {
+      copy_bytes += found->second->layout().buffer_bytes();
+    }
+  }
+  int64_t bytes = output_bytes + answer_bytes + copy_bytes;
+  if (pinned >= 0) {  // the device's own copies of what is not resident there
+    bytes += output_bytes;
+    for (size_t slot = 0; slot < slots; ++slot) {
+      if (resident_inputs[slot] == nullptr) bytes += static_cast<int64_t>(run->inputs[slot].size());
+    }
+  } else if (scheduler.MayRunOnDevice(placement, run->plan)) {
+    bytes += output_bytes + kept_bytes;
+    for (std::span<const std::byte> input : run->inputs) {
+      bytes += static_cast<int64_t>(input.size());
+    }
+  }
+  RETURN_IF_ERROR(
+      reservation.Grow(bytes, absl::StrCat("the outputs of request \"", request.id(), "\"")));
+  for (size_t slot = 0; slot < slots; ++slot) {
+    auto found = run->on_device.find(run->plan.input_names[slot]);
+    if (found == run->on_device.end() || resident_inputs[slot] != nullptr) continue;
+    ASSIGN_OR_RETURN(run->inputs[slot],
+                     HostCopy(*run, found->first, *found->second, *handles, stop));
+  }
+  std::vector<const opencl_backend::ResidentBuffer*> resident_outputs(run->plan.outputs.size(),
+                                                                      nullptr);
+  std::vector<std::byte*> outputs;
+  outputs.reserve(run->plan.outputs.size());
+  std::vector<HandleStore::Pending> pending(run->plan.outputs.size());
+  for (const Layout& layout : run->plan.outputs) {
+    const int index = static_cast<int>(outputs.size());
+    ASSIGN_OR_RETURN(std::byte * elsewhere,
+                     SharedMemoryOutput(request, index, layout, shared_memory, RegionOwner(handles),
+                                        run->shared_memory));
+    if (index < request.outputs_size() && request.outputs(index).keep()) {
+      if (elsewhere != nullptr) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("outputs[", index, "]: keep and shared_memory are both set; choose one"));
+      }
+      if (handles == nullptr || handles->store == nullptr) {
+        return absl::FailedPreconditionError(
+            absl::StrCat("outputs[", index, "].keep: this call does not keep outputs"));
+      }
+      ASSIGN_OR_RETURN(
+          pending[index],
+          handles->store->Reserve(
+              handles->caller, layout,
+              absl::StrCat("outputs[", index, "] of request \"", request.id(), "\""), pinned));
+      elsewhere = pending[index].data();
+      if (pinned >= 0) {  // stays on the device: no host buffer
+        resident_outputs[index] = &pending[index].device_buffer()->buffer();
+        static std::byte on_device;
+        elsewhere = &on_device;
+      }
+    }
+    ASSIGN_OR_RETURN(std::byte * output, allocate(layout, elsewhere));
+    outputs.push_back(output);
+  }
+  // Host-memory handles that a device reads are copied there for the call.
+  const auto count_host_handles = [&] {
+    for (const auto& tensor : run->handles) {
+      if (!tensor->on_device()) handles->store->CountCopy();
+    }
+  };
+  if (pinned >= 0) {
+    count_host_handles();
+    const absl::Status status =
+        scheduler.ExecuteOnDevice(pinned, placement, run->plan, run->inputs, resident_inputs,
+                                  outputs, resident_outputs, stop);
+    if (status.code() == absl::StatusCode::kUnavailable) return LostInputs(*run, pinned, status);
+    RETURN_IF_ERROR(status);
+  } else if (std::optional<std::vector<OutputBand>> bands =
+                 banded != nullptr && !KeepsOutputs(request) &&
+                         !scheduler.MayRunOnDevice(placement, run->plan)
+                     ? SplitIntoOutputBands(run->plan, banded->band_bytes)
+                     : std::nullopt;
+             bands.has_value() && bands->size() > 1) {
+    // On the CPU, band after band, the parts going out as their bands end.
+    placement.device = Device::kCpu;
+    placement.label = "cpu";
+    ResultProgress& progress = banded->start();
+    for (const OutputBand& band : *bands) {
+      if (progress.abandoned()) return WriteFailure(stop);
+      RETURN_IF_ERROR(scheduler.Execute(placement, band.plan, run->inputs, outputs, stop));
+      progress.Advance(band.output, band.ready_bytes);
+    }
+  } else {
+    if (placement.device != Device::kCpu) count_host_handles();
+    RETURN_IF_ERROR(scheduler.Execute(placement, run->plan, run->inputs, outputs, stop));
+  }
+  RETURN_IF_ERROR(CheckSharedMemoryIntact(run->shared_memory));
+  kept->assign(pending.size(), nullptr);
+  for (size_t i = 0; i < pending.size(); ++i) {
+    if (pending[i]) (*kept)[i] = handles->store->Commit(std::move(pending[i]));
+  }
+  return absl::OkStatus();
+}
+
+// PlanAndExecute's `allocate` for outputs held in `outputs` (OutputBuffers or
+// Outputs): each one's buffer, from `pool` when large, held as `hold` makes
+// it; an output written elsewhere (a kept one) gets no buffer.
+template <typename Held, typename Hold>
+auto AllocateInto(BufferPool* pool, Held& outputs, Hold hold) {
+  return [pool, &outputs, hold](const Layout& layout,
+                                std::byte* elsewhere) -> absl::StatusOr<std::byte*> {
+    outputs.layouts.push_back(layout);
+    if (elsewhere != nullptr) {
+      outputs.buffers.emplace_back();
+      return elsewhere;
+    }
+    ASSIGN_OR_RETURN(OutputBuffer buffer, AllocateOutput(layout, pool));
+    outputs.buffers.push_back(hold(std::move(buffer)));
+    return outputs.buffers.back().get();
+  };
+}
+
+}  // namespace
+
+std::optional<int> RequestedDevice(const v1::RunRequest& request) {
+  if (!request.has_device_index()) return std::nullopt;
+  return request.device_index();
+}
+
+int64_t TotalBytes(const std::vector<Layout>& layouts) {
+  int64_t total = 0;
+  for (const Layout& layout : layouts) total += layout.buffer_bytes();
+  return total;
+}
+
+absl::Status ReserveParse(const grpc::ByteBuffer& bytes,
+                          const google::protobuf::Descriptor& descriptor, int64_t received_bytes,
+                          absl::string_view method, MemoryBudget::Reservation& reservation) {
+  absl::StatusOr<int64_t> bound = ParsedBytesBound(bytes, descriptor);
+  if (!bound.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat(method, ": ", bound.status().message()));
+  }
+  return reservation.Grow(*bound + kRequestOverheadBytes,
+                          absl::StrCat(method, ": parsing a ", received_bytes, "-byte request"));
+}
+
+namespace {
+
+// DeserializeMessage for a RunRequest, and reserves the per-output overhead of
+// planning it.
+absl::Status Deserialize(const grpc::ByteBuffer& bytes, int64_t received_bytes,
+                         absl::string_view method, MemoryBudget::Reservation& reservation,
+                         v1::RunRequest* request) {
+  RETURN_IF_ERROR(DeserializeMessage(bytes, received_bytes, method, request));
+  return reservation.Grow(kOutputOverheadBytes * std::max(1, request->outputs_size()),
+                          absl::StrCat(method, ": planning the ", request->outputs_size(),
+                                       " outputs of request \"", request->id(), "\""));
+}
+
+}  // namespace
+
+absl::Status ParseRequest(const grpc::ByteBuffer& bytes, absl::string_view method,
+                          MemoryBudget::Reservation& reservation, v1::RunRequest* request) {
+  const int64_t received_bytes = static_cast<int64_t>(bytes.Length());
+  RETURN_IF_ERROR(
+      ReserveParse(bytes, *v1::RunRequest::descriptor(), received_bytes, method, reservation));
+  return Deserialize(bytes, received_bytes, method, reservation, request);
+}
+
+absl::Status ParseChainRequest(const grpc::ByteBuffer& bytes, absl::string_view method,
+                               MemoryBudget::Reservation& reservation, v1::RunChainRequest* chain) {
+  const int64_t received_bytes = static_cast<int64_t>(bytes.Length());
+  RETURN_IF_ERROR(
+      ReserveParse(bytes, *v1::RunChainRequest::descriptor(), received_bytes, method, reservation));
+  RETURN_IF_ERROR(DeserializeMessage(bytes, received_bytes, method, chain));
+  int outputs = 0;
+  for (const v1::ChainStep& step : chain->steps()) outputs += std::max(1, step.outputs_size());
+  return reservation.Grow(
+      kOutputOverheadBytes * std::max(1, outputs),
+      absl::StrCat(method, ": planning the ", outputs, " outputs of chain \"", chain->id(), "\""));
+}
+
+absl::StatusOr<std::unique_ptr<PlannedRun>> PlanRun(const v1::RunRequest& request,
+                                                    const ServiceOptions& options,
+                                                    const StopCheck& stop,
+                                                    const UploadedInputs* uploaded,
+                                                    const HandleAccess* handles) {
+  std::unique_ptr<PlannedRun> run;
+  RETURN_IF_ERROR(Guarded([&] {
+    ASSIGN_OR_RETURN(run,
+                     Plan(request, options.limits, options.shared_memory, stop, uploaded, handles));
+    return absl::OkStatus();
+  }));
+  return run;
+}
+
+std::unique_ptr<PlannedRun> PlanIfTiny(const v1::RunRequest& request, const ServiceOptions& options,
+                                       const Scheduler& scheduler, const Placement& placement,
+                                       const StopCheck& stop, const HandleAccess* handles) {
+  if (placement.device == Device::kOpenCl) return nullptr;
+  if (KeepsOutputs(request) || WritesToSharedMemory(request)) return nullptr;
+  int64_t input_bytes = 0;
+  for (const auto& [name, tensor] : request.inputs()) {
+    if (tensor.has_handle() || tensor.has_shared_memory()) return nullptr;
+    input_bytes += static_cast<int64_t>(tensor.data().size());
+  }
+  if (input_bytes > kTinyRequestBytes) return nullptr;
+  absl::StatusOr<std::unique_ptr<PlannedRun>> run =
+      PlanRun(request, options, stop, /*uploaded=*/nullptr, handles);
+  if (!run.ok()) return nullptr;
+  const ExecutionPlan& plan = (*run)->plan;
+  if (!plan.scatters.empty() || plan.bytes_moved > kTinyRequestBytes ||
+      scheduler.MayRunOnDevice(placement, plan)) {
+    return nullptr;
+  }
+  return *std::move(run);
+}
+
+UploadedInputs Spans(const InputBuffers& buffers) {
+  UploadedInputs spans;
+  for (const auto& [name, buffer] : buffers) spans.bytes.emplace(name, buffer.bytes());
+  return spans;
+}
+
+int64_t InputBytes(const InputBuffers& buffers) {
+  int64_t total = 0;
+  for (const auto& [name, buffer] : buffers) total += buffer.size();
+  return total;
+}
+
+absl::StatusOr<std::optional<RequestDataView>> ReservedView(
+    size_t max_rest_bytes, absl::string_view method, MemoryBudget::Reservation& reservation,
+    const std::function<std::optional<RequestDataView>(size_t max_rest_bytes)>& make) {
+  const int64_t most = static_cast<int64_t>(max_rest_bytes);
+  RETURN_IF_ERROR(reservation.Grow(
+      most, absl::StrCat(method, ": reading the fields of a large request besides its data")));
+  std::optional<RequestDataView> view = make(max_rest_bytes);
+  const int64_t took = view.has_value() ? static_cast<int64_t>(view->rest().capacity()) : 0;
+  reservation.Shrink(most - std::min(most, took));
+  return view;
+}
+
+namespace {
+
+// Requests from this size are read with a RequestDataView; smaller ones are
+// parsed by protobuf.
+constexpr size_t kLiftFromBytes = size_t{1} << 20;
+// A large request whose fields besides its inputs' data take more than this
+// is parsed by protobuf: a few inputs' sizes, strides and names take far less.
+constexpr size_t kMaxRestBytes = 64 << 10;
+
+// A view of `bytes` (at least kLiftFromBytes) whose fields besides the data
+// take at most `max_rest_bytes`, those fields parsed into `request` and
+// reserved as parsed; the data stays covered by the reservation of the
+// received bytes, so a call never reserves its data twice. nullopt, having
+// reserved nothing, where there is no such view.
+absl::StatusOr<std::optional<RequestDataView>> ParseAroundData(
+    const grpc::ByteBuffer& bytes, absl::string_view method, size_t max_rest_bytes,
+    MemoryBudget::Reservation& reservation, v1::RunRequest* request) {
+  ASSIGN_OR_RETURN(std::optional<RequestDataView> view,
+                   ReservedView(max_rest_bytes, method, reservation,
+                                [&](size_t most) { return RequestDataView::Of(bytes, most); }));
+  if (!view.has_value()) return view;
+  const grpc::Slice rest_slice(view->rest().data(), view->rest().size());
+  const grpc::ByteBuffer rest(&rest_slice, 1);
+  const int64_t received_bytes = static_cast<int64_t>(bytes.Length());
+  RETURN_IF_ERROR(
+      ReserveParse(rest, *v1::RunRequest::descriptor(), received_bytes, method, reservation));
+  RETURN_IF_ERROR(Deserialize(rest, received_bytes, method, reservation, request));
+  return view;
+}
+
+// What ParseReceivedRun adds to a parsed `run`: its inputs' bytes, for
+// planning, and their count.
+void NoteInputBytes(ReceivedRun* run) {
+  run->uploaded = Spans(run->inputs);
+  run->data_bytes = InputBytes(run->inputs);
+  if (!run->received.has_value()) return;
+  for (size_t i = 0; i < run->received->inputs().size(); ++i) {
+    const RequestDataView::InputData& input = run->received->inputs()[i];
+    if (input.bytes == 0) continue;
+    auto tensor = run->request.inputs().find(input.input);
+    const std::optional<DType> dtype =
+        tensor != run->request.inputs().end() ? DTypeFromInt(tensor->second.dtype()) : std::nullopt;
+    run->uploaded.pieces.emplace(
+        input.input, run->received->ElementPieces(i, dtype.has_value() ? ElementSize(*dtype) : 1));
+    run->data_bytes += input.bytes;
+  }
+}
+
+}  // namespace
+
+absl::Status ParseRequestAndInputs(const grpc::ByteBuffer* bytes, absl::string_view method,
+                                   MemoryBudget::Reservation& reservation, BufferPool* pool,
+                                   v1::RunRequest* request, InputBuffers* inputs,
+                                   std::optional<RequestDataView>* received) {
+  std::optional<RequestDataView> view;
+  if (bytes->Length() >= kLiftFromBytes) {
+    ASSIGN_OR_RETURN(view, ParseAroundData(*bytes, method, kMaxRestBytes, reservation, request));
+  }
+  if (!view.has_value()) {
+    RETURN_IF_ERROR(ParseRequest(*bytes, method, reservation, request));
+    ReleaseRequestBytes(bytes, reservation);
+    return absl::OkStatus();
+  }
+  const int64_t data_bytes = view->DataBytes();
+  if (received != nullptr && !request->has_scatter_elements()) {
+    ReleaseRequestBytes(bytes, reservation, /*still_held=*/data_bytes);
+    received->emplace(*std::move(view));
+    return absl::OkStatus();
+  }
+  // A buffer per input, reserved before the received bytes (held by the view
+  // now) are given back and copied over.
+  RETURN_IF_ERROR(reservation.Grow(
+      data_bytes, absl::StrCat(method, ": the ", data_bytes, " data bytes of the inputs")));
+  for (const RequestDataView::InputData& input : view->inputs()) {
+    if (input.bytes == 0) continue;
+    bool kept = false;
+    if (!(*inputs)[input.input].Grow(input.bytes, pool, &kept)) {
+      return absl::ResourceExhaustedError(absl::StrCat(method, ": out of memory for the ",
+                                                       input.bytes, " bytes of input \"",
+                                                       input.input, "\""));
+    }
+  }
+  ReleaseRequestBytes(bytes, reservation);
+  for (size_t i = 0; i < view->inputs().size(); ++i) {
+    const RequestDataView::InputData& input = view->inputs()[i];
+    if (input.bytes == 0) continue;
+    view->MoveDataTo(i, (*inputs)[input.input].Extend(input.bytes));
+  }
+  return absl::OkStatus();
+}
+
+void ReceivedRun::Free(MemoryBudget::Reservation& reservation) {
+  reservation.Shrink(std::exchange(data_bytes, 0));
+  uploaded = UploadedInputs();
+  inputs.clear();
+  received.reset();
+  request.Clear();
+}
+
+absl::Status ParseReceivedRun(const grpc::ByteBuffer* bytes, absl::string_view method,
+                              MemoryBudget::Reservation& reservation, BufferPool* pool,
+                              ReceivedRun* run) {
+  RETURN_IF_ERROR(ParseRequestAndInputs(bytes, method, reservation, pool, &run->request,
+                                        &run->inputs, &run->received));
+  NoteInputBytes(run);
+  return absl::OkStatus();
+}
+
+absl::StatusOr<bool> ParseReceivedRunIfLight(const grpc::ByteBuffer* bytes,
+                                             absl::string_view method,
+                                             MemoryBudget::Reservation& reservation,
+                                             size_t max_rest_bytes, ReceivedRun* run) {
+  if (bytes->Length() < kLiftFromBytes) return false;
+  const int64_t reserved_before = reservation.bytes();
+  ASSIGN_OR_RETURN(std::optional<RequestDataView> view,
+                   ParseAroundData(*bytes, method, max_rest_bytes, reservation, &run->request));
+  if (!view.has_value()) return false;
+  if (run->request.has_scatter_elements()) {  // its indices are copied out for planning
+    run->request.Clear();
+    reservation.Shrink(reservation.bytes() - reserved_before);
+    return false;
+  }
+  ReleaseRequestBytes(bytes, reservation, /*still_held=*/view->DataBytes());
+  run->received.emplace(*std::move(view));
+  NoteInputBytes(run);
+  return true;
+}
+
+absl::Status ExecuteIntoResponse(const v1::RunRequest& request, const ServiceOptions& options,
+                                 Scheduler& scheduler, Placement& placement, const StopCheck& stop,
+                                 MemoryBudget::Reservation& reservation, bool with_status,
+                                 absl::string_view too_big_hint, v1::RunResponse* response,
+                                 const UploadedInputs* uploaded, const HandleAccess* handles,
+                                 PlannedRun* planned) {
+  const AdmitFn admit = [&](const ExecutionPlan& plan) -> absl::StatusOr<int64_t> {
+    const std::string backend = placement.device == Device::kCpu
+                                    ? std::string("cpu")
+                                    : std::string(kMaxDeviceLabelBytes, 'x');
+    // Outputs written into shared memory or kept carry no data in the answer;
+    // a kept one carries its handle.
+    const int64_t answer_bytes =
+        RunResponseBytes(request.id(), backend, with_status, "", plan.outputs) -
+        SharedMemoryOutputBytes(request, plan.outputs) + KeptAnswerBytes(request, plan.outputs);
+    if (answer_bytes > options.max_message_bytes) {
+      return absl::ResourceExhaustedError(
+          absl::StrCat("the answer would take ", answer_bytes, " bytes (", TotalBytes(plan.outputs),
+                       " of output data), more than the server's message limit of ",
+                       options.max_message_bytes, " bytes (--max_message_bytes); ", too_big_hint));
+    }
+    return answer_bytes;  // its serialized copy
+  };
+  KeptOutputs kept;
+  absl::Status status = Guarded([&] {
+    RETURN_IF_ERROR(PlanAndExecute(
+        request, options.limits, options.shared_memory, scheduler, placement, stop, reservation,
+        admit,
+        [&](const Layout& layout, std::byte* elsewhere) -> absl::StatusOr<std::byte*> {
+          v1::Tensor* tensor = response->add_outputs();
+          SetTensorLayout(layout, tensor);
+          if (elsewhere != nullptr) return elsewhere;  // the layout only
+          // An empty output carries no data field; the kernel writes nothing.
+          static std::byte no_bytes[1];
+          if (layout.buffer_bytes() == 0) return no_bytes;
+          // resize() zeroes: padding reads as zero.
+          std::string* data = tensor->mutable_data();
+          data->resize(static_cast<size_t>(layout.buffer_bytes()));
+          return reinterpret_cast<std::byte*>(data->data());
+        },
+        uploaded, handles, &kept, planned));
+    for (size_t i = 0; i < kept.size(); ++i) {
+      if (kept[i] == nullptr) continue;
+      ToProtoHandle(*kept[i], handles->store->replica(),
+                    response->mutable_outputs(static_cast<int>(i))->mutable_handle());
+    }
+    return absl::OkStatus();
+  });
+  if (!status.ok()) response->clear_outputs();
+  return status;
+}
+
+namespace {
+
+// Answers `run` with bytes of its received inputs where each output is such
+// bytes (OutputAsInputBytes): their slices go into the answer as gRPC received
+// them, with no buffer and no copy, the slices they keep reserved: taken over
+// from `*received_reserved`, the bytes of `reservation` covering `received`
+// (null: none), as far as it goes, so the same memory is not reserved twice.
+// Only where the CPU would run it: OPENCL asks for the device. False, having
+// done nothing, when an output is anything else.
+absl::StatusOr<bool> ForwardReceivedBytes(const v1::RunRequest& request, const PlannedRun& run,
+                                          const RequestDataView& received,
+                                          int64_t* received_reserved, Scheduler& scheduler,
+                                          Placement& placement, const AdmitFn& admit,
+                                          MemoryBudget::Reservation& reservation,
+                                          OutputBuffers& outputs) {
+  if (placement.device == Device::kOpenCl || scheduler.MayRunOnDevice(placement, run.plan)) {
+    return false;
+  }
+  const ExecutionPlan& plan = run.plan;
+  std::vector<std::vector<grpc::Slice>> forwarded(plan.outputs.size());
+  int64_t held = 0;
+  for (size_t output = 0; output < plan.outputs.size(); ++output) {
+    const std::optional<SlotBytes> bytes = OutputAsInputBytes(plan, static_cast<int>(output));
+    if (!bytes.has_value()) return false;
+    const absl::string_view name = plan.input_names[static_cast<size_t>(bytes->input_slot)];
+    const std::vector<RequestDataView::InputData>& inputs = received.inputs();
+    auto input = std::find_if(inputs.begin(), inputs.end(), [&](const auto& data) {
+      return data.input == name && data.bytes > 0;
+    });
+    if (input == inputs.end()) return false;  // in shared memory, a handle, ...
+    forwarded[output] = received.DataSlices(input - inputs.begin(), bytes->range, &held);
+  }
+  ASSIGN_OR_RETURN(const int64_t answer_bytes, admit(plan));
+  const int64_t taken_over = received_reserved == nullptr ? 0 : std::min(held, *received_reserved);
+  RETURN_IF_ERROR(reservation.Grow(answer_bytes + held - taken_over,
+                                   absl::StrCat("the outputs of request \"", request.id(), "\"")));
+  if (received_reserved != nullptr) *received_reserved -= taken_over;
+  outputs.layouts = plan.outputs;
+  outputs.buffers.resize(plan.outputs.size());
+  outputs.forwarded = std::move(forwarded);
+  placement.device = Device::kCpu;
+  placement.label = "cpu";
+  return true;
+}
+
+// Admits an answer of output buffers (ExecuteIntoAnswerBuffers): what it takes
+// besides them.
+AdmitFn AdmitAnswerBuffers(const v1::RunRequest& request, const ServiceOptions& options,
+                           const Placement& placement, absl::string_view too_big_hint) {
+  return [&request, &options, &placement,
+          too_big_hint](const ExecutionPlan& plan) -> absl::StatusOr<int64_t> {
+    const std::string backend = placement.device == Device::kCpu
+                                    ? std::string("cpu")
+                                    : std::string(kMaxDeviceLabelBytes, 'x');
+    const int64_t answer_bytes =
+        RunResponseBytes(request.id(), backend, /*with_status=*/false, "", plan.outputs);
+    if (answer_bytes > options.max_message_bytes) {
+      return absl::ResourceExhaustedError(
+          absl::StrCat("the answer would take ", answer_bytes, " bytes (", TotalBytes(plan.outputs),
+                       " of output data), more than the server's message limit of ",
+                       options.max_message_bytes, " bytes (--max_message_bytes); ", too_big_hint));
+    }
+    return answer_bytes - TotalBytes(plan.outputs);  // the outputs are the answer
+  };
+}
+
+// Plans `request` into `planned`, then ForwardReceivedBytes.
+absl::StatusOr<bool> PlanAndForward(const v1::RunRequest& request, const ServiceOptions& options,
+                                    Scheduler& scheduler, Placement& placement,
+                                    const StopCheck& stop, MemoryBudget::Reservation& reservation,
+                                    const AdmitFn& admit, const UploadedInputs* uploaded,
+                                    const HandleAccess* handles, const RequestDataView& received,
+                                    int64_t* received_reserved,
+                                    std::unique_ptr<PlannedRun>& planned, OutputBuffers& outputs) {
+  RETURN_IF_ERROR(stop());
+  ASSIGN_OR_RETURN(planned,
+                   Plan(request, options.limits, options.shared_memory, stop, uploaded, handles));
+  return ForwardReceivedBytes(request, *planned, received, received_reserved, scheduler, placement,
+                              admit, reservation, outputs);
+}
+
+}  // namespace
+
+absl::StatusOr<std::optional<OutputBuffers>> AnswerWithReceivedBytes(
+    const v1::RunRequest& request, const ServiceOptions& options, Scheduler& scheduler,
+    Placement& placement, const StopCheck& stop, MemoryBudget::Reservation& reservation,
+    absl::string_view too_big_hint, const UploadedInputs* uploaded, const HandleAccess* handles,
+    const RequestDataView& received, int64_t* received_reserved,
+    std::unique_ptr<PlannedRun>& planned) {
+  if (placement.device == Device::kOpenCl || KeepsOutputs(request)) return std::nullopt;
+  const AdmitFn admit = AdmitAnswerBuffers(request, options, placement, too_big_hint);
+  OutputBuffers outputs;
+  bool forwarded = false;
+  RETURN_IF_ERROR(Guarded([&]() -> absl::Status {
+    ASSIGN_OR_RETURN(forwarded, PlanAndForward(request, options, scheduler, placement, stop,
+                                               reservation, admit, uploaded, handles, received,
+                                               received_reserved, planned, outputs));
+    return absl::OkStatus();
+  }));
+  if (!forwarded) return std::nullopt;
+  planned.reset();
+  return outputs;
+}
+
+absl::StatusOr<OutputBuffers> ExecuteIntoAnswerBuffers(
+    const v1::RunRequest& request, const ServiceOptions& options, Scheduler& scheduler,
+    Placement& placement, const StopCheck& stop, MemoryBudget::Reservation& reservation,
+    absl::string_view too_big_hint, const UploadedInputs* uploaded, const HandleAccess* handles,
+    const RequestDataView* received, int64_t* received_reserved, PlannedRun* planned) {
+  if (KeepsOutputs(request)) {
+    return absl::InternalError("kept outputs are answered by ExecuteIntoResponse");
+  }
+  const AdmitFn admit = AdmitAnswerBuffers(request, options, placement, too_big_hint);
+  OutputBuffers outputs;
+  KeptOutputs kept;
+  absl::Status status = Guarded([&]() -> absl::Status {
+    std::unique_ptr<PlannedRun> planned_to_forward;
+    if (received != nullptr) {
+      ASSIGN_OR_RETURN(
+          const bool forwarded,
+          PlanAndForward(request, options, scheduler, placement, stop, reservation, admit, uploaded,
+                         handles, *received, received_reserved, planned_to_forward, outputs));
+      if (forwarded) return absl::OkStatus();
+      planned = planned_to_forward.get();
+    }
+    return PlanAndExecute(
+        request, options.limits, options.shared_memory, scheduler, placement, stop, reservation,
+        admit,
+        AllocateInto(options.buffer_pool, outputs, [](OutputBuffer buffer) { return buffer; }),
+        uploaded, handles, &kept, planned);
+  });
+  if (!status.ok()) return status;
+  return outputs;
+}
+
+int64_t ResponseDataBytes(const v1::RunResponse& response) {
+  int64_t total = 0;
+  for (const v1::Tensor& tensor : response.outputs()) total += tensor.data().size();
+  return total;
+}
+
+namespace {
+
+// Admits a streamed result: what it takes besides its outputs.
+AdmitFn AdmitParts(const ServiceOptions& options) {
+  return [&options](const ExecutionPlan&) -> absl::StatusOr<int64_t> {
+    return options.chunk_bytes + kPartOverheadBytes;  // the part being written
+  };
+}
+
+// ExecuteIntoBuffers, of `planned` when not null.
+absl::StatusOr<Outputs> IntoBuffers(const v1::RunRequest& request, PlannedRun* planned,
+                                    const ServiceOptions& options, Scheduler& scheduler,
+                                    Placement& placement, const StopCheck& stop,
+                                    MemoryBudget::Reservation& reservation,
+                                    const UploadedInputs* uploaded, const HandleAccess* handles,
+                                    StreamWhileComputing* streaming = nullptr) {
+  Outputs outputs;
+  std::optional<BandedStart> banded;
+  if (streaming != nullptr) {
+    // The parts take the outputs as they are (not written yet) to the writer.
+    const auto start = [&]() -> ResultProgress& {
+      streaming->started = true;
+      streaming->start(ResultParts(std::exchange(outputs, {}), placement.label, options.chunk_bytes,
+                                   streaming->progress));
+      return *streaming->progress;
+    };
+    banded.emplace(BandedStart{.band_bytes = streaming->band_bytes, .start = start});
+  }
+  const AdmitFn admit = AdmitParts(options);
+  absl::Status status = Guarded([&] {
+    RETURN_IF_ERROR(CheckNoSharedMemoryOutputs(request, "a streamed call"));
+    KeptOutputs kept;
+    RETURN_IF_ERROR(PlanAndExecute(request, options.limits, options.shared_memory, scheduler,
+                                   placement, stop, reservation, admit,
+                                   AllocateInto(options.buffer_pool, outputs, &Share), uploaded,
+                                   handles, &kept, planned, banded ? &*banded : nullptr));
+    outputs.handles.resize(kept.size());
+    for (size_t i = 0; i < kept.size(); ++i) {
+      if (kept[i] == nullptr) continue;
+      outputs.handles[i].emplace();
+      ToProtoHandle(*kept[i], handles->store->replica(), &*outputs.handles[i]);
+    }
+    return absl::OkStatus();
+  });
+  if (!status.ok()) return status;
+  return outputs;
+}
+
+}  // namespace
+
+absl::StatusOr<Outputs> ExecuteIntoBuffers(const v1::RunRequest& request,
+                                           const ServiceOptions& options, Scheduler& scheduler,
+                                           Placement& placement, const StopCheck& stop,
+                                           MemoryBudget::Reservation& reservation,
+                                           const UploadedInputs* uploaded,
+                                           const HandleAccess* handles) {
+  return IntoBuffers(request, nullptr, options, scheduler, placement, stop, reservation, uploaded,
+                     handles);
+}
+
+absl::StatusOr<Outputs> ExecutePlannedIntoBuffers(const v1::RunRequest& request, PlannedRun& run,
+                                                  const ServiceOptions& options,
+                                                  Scheduler& scheduler, Placement& placement,
+                                                  const StopCheck& stop,
+                                                  MemoryBudget::Reservation& reservation,
+                                                  const HandleAccess* handles) {
+  return IntoBuffers(request, &run, options, scheduler, placement, stop, reservation, nullptr,
+                     handles);
+}
+
+absl::StatusOr<ResultParts> ExecuteIntoParts(
+    const v1::RunRequest& request, const ServiceOptions& options, Scheduler& scheduler,
+    Placement& placement, const StopCheck& stop, MemoryBudget::Reservation& reservation,
+    CallRecord& record, const UploadedInputs* uploaded, const HandleAccess* handles,
+    StreamWhileComputing* streaming, const RequestDataView* received, int64_t* received_reserved) {
+  std::unique_ptr<PlannedRun> planned;
+  if (received != nullptr && !KeepsOutputs(request) && !WritesToSharedMemory(request)) {
+    OutputBuffers forwarded;
+    bool forwarding = false;
+    RETURN_IF_ERROR(Guarded([&]() -> absl::Status {
+      ASSIGN_OR_RETURN(forwarding,
+                       PlanAndForward(request, options, scheduler, placement, stop, reservation,
+                                      AdmitParts(options), uploaded, handles, *received,
+                                      received_reserved, planned, forwarded));
+      return absl::OkStatus();
+    }));
+    record.backend = placement.label;
+    if (forwarding) {
+      const size_t count = forwarded.layouts.size();
+      return ResultParts(Outputs{.layouts = std::move(forwarded.layouts),
+                                 .buffers = std::vector<SharedOutput>(count),
+                                 .handles = {},
+                                 .forwarded = std::move(forwarded.forwarded)},
+                         placement.label, options.chunk_bytes);
+    }
+  }
+  absl::StatusOr<Outputs> outputs =
+      IntoBuffers(request, planned.get(), options, scheduler, placement, stop, reservation,
+                  uploaded, handles, streaming);
+  record.backend = placement.label;
+  if (!outputs.ok()) return outputs.status();
+  if (streaming != nullptr && streaming->started) {
+    return ResultParts(Outputs(), placement.label, options.chunk_bytes);  // they went out
+  }
+  return ResultParts(*std::move(outputs), placement.label, options.chunk_bytes);
+}
+
+absl::Status WriteFailure(const StopCheck& stop) {
+  absl::Status status = stop();
+  if (!status.ok()) return status;
+  // A client at its deadline resets the stream, and the write can fail before
+  // gRPC marks the call cancelled.
+  if (const CallStop* call = stop.target<CallStop>(); call != nullptr && call->NearDeadline()) {
+    return absl::DeadlineExceededError("deadline exceeded before the request finished");
+  }
+  return absl::CancelledError("the client stopped receiving");
+}
+
+void ReleaseRequestBytes(const grpc::ByteBuffer* bytes, MemoryBudget::Reservation& reservation,
+                         int64_t still_held) {
+  const int64_t length = static_cast<int64_t>(bytes->Length());
+  const_cast<grpc::ByteBuffer*>(bytes)->Clear();
+  reservation.Shrink(length - still_held);
+}
+
+}  // namespace tensorop::server

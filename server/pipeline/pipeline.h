@@ -1,0 +1,554 @@
+// The request pipeline behind the tensorop.v1 reactors (server/native/run_*_reactor.cc)
+// and TensorOpService::ExecuteOnWorker: a request's bytes parsed against the
+// memory budget, planned, its outputs reserved and allocated, executed by the
+// scheduler, and shaped as an inline answer, answer buffers, or streamed
+// result parts. No reactor and no call: tests/server/pipeline_test.cc drives
+// it with a Scheduler and a MemoryBudget alone.
+#ifndef TENSOROP_SERVER_PIPELINE_PIPELINE_H_
+#define TENSOROP_SERVER_PIPELINE_PIPELINE_H_
+
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <grpcpp/support/byte_buffer.h>
+// SerializationTraits for protobuf messages.
+#include <grpcpp/impl/codegen/proto_utils.h>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/string_view.h"
+#include "core/cancellation.h"
+#include "core/operator.h"
+#include "core/status_macros.h"
+#include "core/tensor.h"
+#include "server/data/handle_store.h"
+#include "server/data/shared_memory.h"
+#include "server/memory/buffer_pool.h"
+#include "server/memory/memory_budget.h"
+#include "server/memory/zero_bytes.h"
+#include "server/pipeline/guarded.h"
+#include "server/pipeline/response_writer.h"
+#include "server/pipeline/result_progress.h"
+#include "server/pipeline/service_options.h"
+#include "server/placement/scheduler.h"
+#include "server/telemetry/request_log.h"
+#include "server/wire/chunk_part.h"
+#include "server/wire/convert.h"
+#include "tensorop/v1/tensorop.pb.h"
+
+namespace tensorop::server {
+
+// What one request holds besides its tensors, reserved before it is parsed
+// (the request, its log record) and per output before it is planned (the
+// output's layout, its plan step, its header in the answer), so that a small
+// request naming many outputs cannot amplify.
+constexpr int64_t kRequestOverheadBytes = 16 << 10;
+constexpr int64_t kOutputOverheadBytes = 4 << 10;
+// An answer's backend is known only once the request ran: device labels
+// ("opencl:<device name>") are taken to be at most this long when the answer's
+// size is checked against the message limit before running.
+constexpr int64_t kMaxDeviceLabelBytes = 256;
+// Room for one serialized ResultPart besides its chunk's bytes.
+constexpr int64_t kPartOverheadBytes = 4 << 10;
+
+// The device a request names, if any (proto3 `optional`).
+std::optional<int> RequestedDevice(const v1::RunRequest& request);
+
+// The bytes of every output buffer of `layouts`.
+int64_t TotalBytes(const std::vector<Layout>& layouts);
+
+// Parses `bytes` as a RunRequest into `request` for `method`, reserving what
+// parsing takes (bounded from the tags, before anything is allocated) and the
+// per-output overhead of planning it in `reservation`.
+absl::Status ParseRequest(const grpc::ByteBuffer& bytes, absl::string_view method,
+                          MemoryBudget::Reservation& reservation, v1::RunRequest* request);
+
+// Parses `bytes` as a RunChainRequest like ParseRequest: reserving what
+// parsing takes, then the per-output overhead of planning every step.
+absl::Status ParseChainRequest(const grpc::ByteBuffer& bytes, absl::string_view method,
+                               MemoryBudget::Reservation& reservation, v1::RunChainRequest* chain);
+
+// Input bytes held apart from the request, by input name: they stand for the
+// request's own data of those inputs.
+struct UploadedInputs {
+  // In one buffer.
+  std::map<std::string, std::span<const std::byte>, std::less<>> bytes;
+  // In pieces of whole elements, in order (a Run request's data left in the
+  // slices it was received in: RequestDataView::ElementPieces). The CPU reads
+  // them where they lie (CutCopiesAtPieces); a device run, or a read that
+  // jumps between pieces, gathers them first.
+  std::map<std::string, std::vector<std::span<const std::byte>>, std::less<>> pieces;
+};
+
+// An input's bytes held apart from the request (a RunChunked upload, a Run
+// request's data taken from the received slices), appended as they arrive in
+// a buffer sized ahead where the size is known, so they never move. A large
+// one is a buffer pool's (resident pages a previous call left, else fresh
+// address space whose pages only the bytes touch) and goes back to it.
+class InputBuffer {
+ public:
+  int64_t size() const { return size_; }
+  int64_t capacity() const { return capacity_; }
+  std::span<const std::byte> bytes() const { return {data_.get(), static_cast<size_t>(size_)}; }
+  // Where the next `bytes` go; Grow first when they do not fit.
+  std::byte* Extend(int64_t bytes) {
+    std::byte* end = data_.get() + size_;
+    size_ += bytes;
+    return end;
+  }
+  // Where the bytes at `offset` go in a buffer filled out of order (an upload
+  // storing only the bytes its op reads); they end within capacity().
+  std::byte* At(int64_t offset) { return data_.get() + offset; }
+  // Every byte of the capacity, for such a buffer once all its bytes arrived.
+  std::span<const std::byte> Room() const { return {data_.get(), static_cast<size_t>(capacity_)}; }
+  // Room for `capacity` bytes, the held ones copied over; false when out of
+  // memory. `kept`: whether the buffer is one the pool kept (resident).
+  bool Grow(int64_t capacity, BufferPool* pool, bool* kept) {
+    const size_t bytes = static_cast<size_t>(capacity);
+    BufferDeleter deleter;
+    void* memory = nullptr;
+    *kept = false;
+    if (bytes < BufferPool::kMinBytes) {
+      memory = std::malloc(std::max<size_t>(bytes, 1));
+    } else {
+      memory = pool != nullptr ? pool->Take(bytes, kept) : BufferPool::Allocate(bytes);
+      deleter = {.pool = pool, .capacity = BufferPool::CapacityFor(bytes)};
+    }
+    if (memory == nullptr) return false;
+    OutputBuffer grown(static_cast<std::byte*>(memory), deleter);
+    if (size_ > 0) std::memcpy(grown.get(), data_.get(), static_cast<size_t>(size_));
+    data_ = std::move(grown);
+    capacity_ = capacity;
+    return true;
+  }
+
+ private:
+  OutputBuffer data_;
+  int64_t size_ = 0;
+  int64_t capacity_ = 0;
+};
+
+using InputBuffers = std::map<std::string, InputBuffer, std::less<>>;
+
+// The bytes of `buffers` as UploadedInputs.
+UploadedInputs Spans(const InputBuffers& buffers);
+// Their bytes together.
+int64_t InputBytes(const InputBuffers& buffers);
+
+// Reserves what parsing `bytes` as a `descriptor` message takes, bounded from
+// its tags before anything is allocated, and the fixed per-request overhead.
+// `received_bytes`: the request's length as it arrived, for the refusal
+// (`bytes` may be a view's rest of it).
+absl::Status ReserveParse(const grpc::ByteBuffer& bytes,
+                          const google::protobuf::Descriptor& descriptor, int64_t received_bytes,
+                          absl::string_view method, MemoryBudget::Reservation& reservation);
+
+// Drops the slices of a request's bytes once it is parsed (gRPC keeps the
+// ByteBuffer object, now empty, until the call ends) and gives their
+// reservation back: the parsed copy is what the call holds from here. But
+// for `still_held` of them: the data a RequestDataView keeps of those slices.
+void ReleaseRequestBytes(const grpc::ByteBuffer* bytes, MemoryBudget::Reservation& reservation,
+                         int64_t still_held = 0);
+
+// Parses `bytes` (`received_bytes` long as they arrived) into `message`:
+// INVALID_ARGUMENT "METHOD: the N bytes received are not a valid TYPE".
+template <typename Message>
+absl::Status DeserializeMessage(const grpc::ByteBuffer& bytes, int64_t received_bytes,
+                                absl::string_view method, Message* message) {
+  grpc::ByteBuffer copy(bytes);  // Deserialize consumes its buffer; this shares the slices
+  if (!grpc::SerializationTraits<Message>::Deserialize(&copy, message).ok()) {
+    return absl::InvalidArgumentError(absl::StrCat(method, ": the ", received_bytes,
+                                                   " bytes received are not a valid ",
+                                                   Message::descriptor()->full_name()));
+  }
+  return absl::OkStatus();
+}
+
+// ReserveParse, then DeserializeMessage: a message of any method parsed from
+// its raw bytes, within the budget.
+template <typename Message>
+absl::Status ParseMessage(const grpc::ByteBuffer& bytes, absl::string_view method,
+                          MemoryBudget::Reservation& reservation, Message* message) {
+  const int64_t received_bytes = static_cast<int64_t>(bytes.Length());
+  absl::Status reserved =
+      ReserveParse(bytes, *Message::descriptor(), received_bytes, method, reservation);
+  if (!reserved.ok()) return reserved;
+  return DeserializeMessage(bytes, received_bytes, method, message);
+}
+
+// Makes a view of a large request with `make(max_rest_bytes)`, reserving
+// first the most its copy of the fields besides the data may take, then
+// keeping only what it took (nothing where `make` gives no view). The data
+// stays where it was received, covered by the received bytes' reservation.
+absl::StatusOr<std::optional<RequestDataView>> ReservedView(
+    size_t max_rest_bytes, absl::string_view method, MemoryBudget::Reservation& reservation,
+    const std::function<std::optional<RequestDataView>(size_t max_rest_bytes)>& make);
+
+// Parses `bytes` like ParseRequest, but leaves each input's data bytes out of
+// the message: with `received`, where they were received (the view, whose
+// slices hold them, goes to `received`; not for a scatter, whose indices
+// planning reads); else copied from the received slices into an InputBuffer of
+// their own (from `pool` when large): one copy, and each received slice is
+// let go once copied, so a large request is never held twice. The data bytes
+// stay reserved, and are reserved once: the fields besides them are reserved
+// as parsed, not the request's whole parse bound. Requests below 1 MiB, with
+// more than 64 KiB of fields besides their data, or in a form protobuf's
+// serializer does not write, are parsed as by ParseRequest (`inputs` left
+// empty, no view).
+// Either way the received bytes are released (and their reservation given
+// back) once parsed, but for what the view holds.
+absl::Status ParseRequestAndInputs(const grpc::ByteBuffer* bytes, absl::string_view method,
+                                   MemoryBudget::Reservation& reservation, BufferPool* pool,
+                                   v1::RunRequest* request, InputBuffers* inputs,
+                                   std::optional<RequestDataView>* received = nullptr);
+
+// A RunRequest parsed by ParseReceivedRun, with its large inputs' bytes held
+// apart. Built in place and never moved: `uploaded` points into `inputs` and
+// `received`.
+struct ReceivedRun {
+  v1::RunRequest request;
+  InputBuffers inputs;                      // the large inputs' data, taken out of the request
+  std::optional<RequestDataView> received;  // or left where they were received
+  UploadedInputs uploaded;                  // their bytes, for PlanRun and the Execute calls
+  int64_t data_bytes = 0;                   // reserved for them
+
+  // Frees the input bytes and the request, giving the bytes' reservation back.
+  void Free(MemoryBudget::Reservation& reservation);
+};
+
+// ParseRequestAndInputs into `run`, leaving the data where it was received
+// (no copy; not for a scatter), each input then read as pieces of whole
+// elements of its dtype.
+absl::Status ParseReceivedRun(const grpc::ByteBuffer* bytes, absl::string_view method,
+                              MemoryBudget::Reservation& reservation, BufferPool* pool,
+                              ReceivedRun* run);
+
+// ParseReceivedRun, when that is light work (for a reaction): a request of
+// at least 1 MiB that the view reads, whose fields but its inputs' data take
+// at most `max_rest_bytes`, and not a scatter (whose indices are copied out).
+// False, having parsed and reserved nothing and read at most about
+// `max_rest_bytes`, for any other request: ParseReceivedRun's on a worker.
+absl::StatusOr<bool> ParseReceivedRunIfLight(const grpc::ByteBuffer* bytes,
+                                             absl::string_view method,
+                                             MemoryBudget::Reservation& reservation,
+                                             size_t max_rest_bytes, ReceivedRun* run);
+
+struct PlannedRun;
+
+// Executes `request` with its outputs inline in `response` (Run, RunBidi),
+// refusing before any work an answer whose serialized size would pass the
+// message limit. On error `response` holds no outputs. `planned`: the request
+// planned already (PlanIfTiny); null: planned here.
+absl::Status ExecuteIntoResponse(const v1::RunRequest& request, const ServiceOptions& options,
+                                 Scheduler& scheduler, Placement& placement, const StopCheck& stop,
+                                 MemoryBudget::Reservation& reservation, bool with_status,
+                                 absl::string_view too_big_hint, v1::RunResponse* response,
+                                 const UploadedInputs* uploaded = nullptr,
+                                 const HandleAccess* handles = nullptr,
+                                 PlannedRun* planned = nullptr);
+
+// Executes `request` into output buffers that become its answer (Run):
+// SerializeRunResponse hands them to gRPC without a copy, so what the answer
+// takes besides them is only its other fields. Refused before any work, like
+// ExecuteIntoResponse, when the serialized answer would pass the message limit.
+// With `received` (the request's data where gRPC received it), a request the
+// CPU would run whose every output is a contiguous run of an input's bytes
+// (whole rows, an outer Split) is answered with those bytes instead: no
+// buffer, no copy (OutputBuffers::forwarded). `*received_reserved`, the bytes
+// of `reservation` covering `received` (ReceivedRun::data_bytes; null: none),
+// is lowered by those the answer takes over for the slices it keeps: free the
+// view with what is left. `planned`: as for ExecuteIntoResponse, without
+// `received`.
+absl::StatusOr<OutputBuffers> ExecuteIntoAnswerBuffers(
+    const v1::RunRequest& request, const ServiceOptions& options, Scheduler& scheduler,
+    Placement& placement, const StopCheck& stop, MemoryBudget::Reservation& reservation,
+    absl::string_view too_big_hint, const UploadedInputs* uploaded = nullptr,
+    const HandleAccess* handles = nullptr, const RequestDataView* received = nullptr,
+    int64_t* received_reserved = nullptr, PlannedRun* planned = nullptr);
+
+// The answer ExecuteIntoAnswerBuffers would give `request` with the bytes it
+// received, when it would: planning only, no kernel and no copy, so light
+// enough for a reaction. nullopt, having reserved nothing, when an output
+// needs a kernel or the request is placed on a device; then `planned` holds
+// the request's plan when it was made, for ExecuteIntoAnswerBuffers to run
+// rather than plan again.
+absl::StatusOr<std::optional<OutputBuffers>> AnswerWithReceivedBytes(
+    const v1::RunRequest& request, const ServiceOptions& options, Scheduler& scheduler,
+    Placement& placement, const StopCheck& stop, MemoryBudget::Reservation& reservation,
+    absl::string_view too_big_hint, const UploadedInputs* uploaded, const HandleAccess* handles,
+    const RequestDataView& received, int64_t* received_reserved,
+    std::unique_ptr<PlannedRun>& planned);
+
+// A request's plan and its input bytes. Built in place and never moved: the plan
+// may hold views of names inside `op`, whose views point into the request.
+struct PlannedRun {
+  OpRequest op;
+  ExecutionPlan plan;
+  std::vector<std::span<const std::byte>> inputs;  // by plan slot
+  SharedMemoryPins shared_memory;                  // regions the request reads or writes
+  HandlePins handles;                              // resident tensors it reads
+  // Inputs whose handles live on an OpenCL device (pinned in `handles`):
+  // planned with zeros standing in for their bytes (scatter indices, whose
+  // values planning checks, with a host copy), read in place where the op
+  // runs on that device, else from a host copy.
+  DeviceInputs on_device;
+  std::map<std::string, OutputBuffer, std::less<>> host_copies;  // by input name
+  // Inputs in pieces (UploadedInputs::pieces), planned with zeros standing in.
+  std::map<std::string, const std::vector<std::span<const std::byte>>*, std::less<>> pieced;
+  int64_t host_copy_bytes = 0;
+};
+
+// The most input data, and output bytes, of a request that runs on the thread
+// that read it (PlanIfTiny): copying it takes a few microseconds, less than
+// handing it to a worker and back (BENCHMARKS.md, "RunBidi").
+inline constexpr int64_t kTinyRequestBytes = 16 << 10;
+// A request up to this size (Run, ModelInfer) is parsed by protobuf in the
+// reaction, to see whether it is tiny: a tiny request's data and as much
+// again of other fields.
+inline constexpr size_t kParseInReactionBytes = 2 * kTinyRequestBytes;
+
+// `request` planned, when it is tiny work on the CPU: its inputs carried in
+// it (no handle, no shared memory region), its outputs answered (none kept or
+// in a region), copies only (no scatter) of at most kTinyRequestBytes, and
+// `placement` the CPU or AUTO that stays there. Null for any other request,
+// and for one that does not plan: its worker plans it again and says why.
+// `handles`: the call's, as for PlanRun (where a draining replica refuses).
+std::unique_ptr<PlannedRun> PlanIfTiny(const v1::RunRequest& request, const ServiceOptions& options,
+                                       const Scheduler& scheduler, const Placement& placement,
+                                       const StopCheck& stop, const HandleAccess* handles);
+
+// Validates and plans `request` without running it. The plan holds views
+// into `request` and the input bytes: they must outlive it.
+absl::StatusOr<std::unique_ptr<PlannedRun>> PlanRun(const v1::RunRequest& request,
+                                                    const ServiceOptions& options,
+                                                    const StopCheck& stop,
+                                                    const UploadedInputs* uploaded,
+                                                    const HandleAccess* handles);
+
+// The data bytes of `response`'s outputs.
+int64_t ResponseDataBytes(const v1::RunResponse& response);
+
+// Outputs held by the server while they stream back; each output's chunks go
+// to gRPC as slices of its buffer (server/pipeline/response_writer.h).
+struct Outputs {
+  std::vector<Layout> layouts;
+  std::vector<SharedOutput> buffers;  // null for a kept or forwarded output
+  // A kept output's handle (OutputDesc.keep), by output; empty: none kept.
+  std::vector<std::optional<v1::TensorHandle>> handles;
+  // An output that is bytes of a received input: those bytes where gRPC
+  // received them (OutputBuffers::forwarded), by output; empty: none.
+  std::vector<std::vector<grpc::Slice>> forwarded;
+};
+
+// Executes `request` into server-held buffers (RunStream, RunChunked). Streamed
+// results are not bounded by the message size, only by the request limits and
+// the memory budget.
+absl::StatusOr<Outputs> ExecuteIntoBuffers(const v1::RunRequest& request,
+                                           const ServiceOptions& options, Scheduler& scheduler,
+                                           Placement& placement, const StopCheck& stop,
+                                           MemoryBudget::Reservation& reservation,
+                                           const UploadedInputs* uploaded = nullptr,
+                                           const HandleAccess* handles = nullptr);
+
+// ExecuteIntoBuffers of `request` as PlanRun planned it (`run.inputs` may
+// since point at other bytes of the same layouts).
+absl::StatusOr<Outputs> ExecutePlannedIntoBuffers(const v1::RunRequest& request, PlannedRun& run,
+                                                  const ServiceOptions& options,
+                                                  Scheduler& scheduler, Placement& placement,
+                                                  const StopCheck& stop,
+                                                  MemoryBudget::Reservation& reservation,
+                                                  const HandleAccess* handles);
+
+// Serializes `message` into `buffer` for a raw write, replacing what the
+// previous (completed) write left there.
+template <typename Message>
+void SerializeInto(const Message& message, grpc::ByteBuffer* buffer) {
+  buffer->Clear();
+  bool own_buffer = false;
+  // Fails only past 2 GiB; every message here is bounded by
+  // --max_message_bytes (answers) or --chunk_bytes (parts).
+  grpc::SerializationTraits<Message>::Serialize(message, buffer, &own_buffer).IgnoreError();
+}
+
+// The parts of a streamed result, one at a time: per output its header, then
+// its bytes in chunks of at most chunk_bytes. An output's buffer is freed once
+// its last chunk was handed out. With a `progress`, the result is still being
+// computed: a chunk waits until its bytes are final, the end until the work
+// ended.
+class ResultParts {
+ public:
+  ResultParts(Outputs outputs, std::string backend, int64_t chunk_bytes,
+              std::shared_ptr<ResultProgress> progress = nullptr)
+      : outputs_(std::move(outputs)),
+        backend_(std::move(backend)),
+        chunk_bytes_(chunk_bytes),
+        progress_(std::move(progress)) {}
+
+  // Fills `part` with the next part, or (a chunk) `chunk` with where its bytes
+  // are; false after the last.
+  struct Chunk {
+    size_t output = 0;
+    int64_t offset = 0;
+    int64_t length = 0;  // 0: the part is a header
+  };
+  bool Next(v1::ResultPart* part, Chunk* chunk) {
+    while (output_ < outputs_.layouts.size()) {
+      const Layout& layout = outputs_.layouts[output_];
+      if (offset_ < 0) {
+        v1::OutputHeader* header = part->mutable_header();
+        header->set_index(static_cast<int32_t>(output_));
+        header->set_dtype(ToProtoDType(layout.dtype));
+        header->mutable_sizes()->Assign(layout.sizes.begin(), layout.sizes.end());
+        header->mutable_strides()->Assign(layout.strides.begin(), layout.strides.end());
+        header->set_byte_length(layout.buffer_bytes());
+        header->set_backend(backend_);
+        offset_ = 0;
+        if (output_ < outputs_.handles.size() && outputs_.handles[output_].has_value()) {
+          // Kept: the header carries its handle, and no chunks follow.
+          *header->mutable_handle() = *outputs_.handles[output_];
+          header->set_byte_length(0);
+          offset_ = layout.buffer_bytes();
+        }
+        return true;
+      }
+      if (offset_ < layout.buffer_bytes()) {
+        const int64_t length = std::min(chunk_bytes_, layout.buffer_bytes() - offset_);
+        *chunk = Chunk{.output = output_, .offset = offset_, .length = length};
+        offset_ += length;
+        return true;
+      }
+      if (outputs_.buffers[output_] != nullptr) freed_ += layout.buffer_bytes();
+      outputs_.buffers[output_].reset();
+      // Forwarded bytes stay reserved (they are the request's) until the call ends.
+      if (output_ < outputs_.forwarded.size()) outputs_.forwarded[output_].clear();
+      ++output_;
+      offset_ = -1;
+    }
+    return false;
+  }
+
+  int64_t total_bytes() const { return TotalBytes(outputs_.layouts); }
+
+  // Output bytes freed since the last call, for the memory budget.
+  int64_t TakeFreed() { return std::exchange(freed_, 0); }
+
+  // What SerializeNext did.
+  enum class Step {
+    kPart,  // serialized the next part
+    kWait,  // its bytes are not final yet: the progress resumes the writer
+    kEnd,   // there are no more parts
+  };
+
+  // Serializes the next part into `buffer` and gives the output bytes freed so
+  // far back to `reservation`. Whatever throws ends as the status (the reactors
+  // call this from reactions); so does the work's error.
+  absl::StatusOr<Step> SerializeNext(grpc::ByteBuffer* buffer,
+                                     MemoryBudget::Reservation& reservation);
+
+ private:
+  Outputs outputs_;
+  std::string backend_;
+  int64_t chunk_bytes_;
+  std::shared_ptr<ResultProgress> progress_;
+  size_t output_ = 0;
+  int64_t offset_ = -1;  // -1: the current output's header is next
+  int64_t freed_ = 0;
+  // The part Next produced, held while it waits for its bytes.
+  bool has_next_ = false;
+  bool next_more_ = false;
+  v1::ResultPart next_part_;
+  Chunk next_chunk_;
+};
+
+inline absl::StatusOr<ResultParts::Step> ResultParts::SerializeNext(
+    grpc::ByteBuffer* buffer, MemoryBudget::Reservation& reservation) {
+  Step step = Step::kEnd;
+  RETURN_IF_ERROR(Guarded([&]() -> absl::Status {
+    if (!has_next_) {
+      next_part_.Clear();
+      next_chunk_ = Chunk();  // stays so for a header
+      next_more_ = Next(&next_part_, &next_chunk_);
+      has_next_ = true;
+    }
+    if (progress_ != nullptr) {
+      // A header's layout is known up front; a chunk waits for its bytes, the
+      // end for the work to end.
+      absl::StatusOr<bool> ready = true;
+      if (!next_more_) {
+        ready = progress_->AwaitEnd();
+      } else if (next_chunk_.length > 0) {
+        ready = progress_->Await(next_chunk_.output, next_chunk_.offset + next_chunk_.length);
+      }
+      RETURN_IF_ERROR(ready.status());
+      if (!*ready) {
+        step = Step::kWait;
+        return absl::OkStatus();
+      }
+    }
+    has_next_ = false;
+    // While the work runs, the reservation is the worker's to touch too.
+    if (progress_ == nullptr || progress_->ended()) reservation.Shrink(TakeFreed());
+    if (!next_more_) return absl::OkStatus();
+    step = Step::kPart;
+    if (next_chunk_.length > 0 && next_chunk_.output < outputs_.forwarded.size() &&
+        !outputs_.forwarded[next_chunk_.output].empty()) {
+      // Bytes of the request: slices of the slices they were received in.
+      SerializeChunkPart(outputs_.forwarded[next_chunk_.output], next_chunk_.offset,
+                         next_chunk_.length, buffer);
+    } else if (next_chunk_.length > 0) {
+      // The chunk's bytes go out as a slice of the output: no copy.
+      SerializeChunkPart(outputs_.buffers[next_chunk_.output], next_chunk_.offset,
+                         next_chunk_.length, buffer);
+    } else {
+      SerializeInto(next_part_, buffer);
+    }
+    return absl::OkStatus();
+  }));
+  return step;
+}
+
+// Lets RunStream's result go out while it is computed: when the request runs
+// on the CPU and its plan splits into bands that finish the outputs front to
+// back (SplitIntoOutputBands, of band_bytes each), `start` takes the parts as
+// soon as the outputs exist, and each band marks its bytes final in
+// `progress`. The caller then owes progress->Finish(the work's status).
+struct StreamWhileComputing {
+  std::function<void(ResultParts)> start;
+  std::shared_ptr<ResultProgress> progress;
+  int64_t band_bytes = 0;
+  bool started = false;  // set once `start` ran
+};
+
+// Executes `request` into server-held buffers and cuts them into parts
+// (RunStream, RunChunked); `record` learns where it ran. Once `streaming`
+// started, the parts went to it and the answer holds none. With `received`
+// (the request's data left where it was received) an output that is a run of
+// those bytes is streamed from them, with no buffer, kernel or copy, as
+// ExecuteIntoAnswerBuffers does (`received_reserved` likewise).
+absl::StatusOr<ResultParts> ExecuteIntoParts(
+    const v1::RunRequest& request, const ServiceOptions& options, Scheduler& scheduler,
+    Placement& placement, const StopCheck& stop, MemoryBudget::Reservation& reservation,
+    CallRecord& record, const UploadedInputs* uploaded = nullptr,
+    const HandleAccess* handles = nullptr, StreamWhileComputing* streaming = nullptr,
+    const RequestDataView* received = nullptr, int64_t* received_reserved = nullptr);
+
+// The status to finish a stream with when a write failed: the call's deadline
+// when `stop` (a CallStop) finds it near, else what `stop` says, else
+// CANCELLED ("the client stopped receiving").
+absl::Status WriteFailure(const StopCheck& stop);
+
+}  // namespace tensorop::server
+
+#endif  // TENSOROP_SERVER_PIPELINE_PIPELINE_H_

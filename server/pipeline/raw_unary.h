@@ -1,0 +1,45 @@
+// Unary methods answered from raw bytes, at once in the reaction (small
+// answers, no work). gRPC's typed callback handler answers bytes that are no
+// request message UNIMPLEMENTED with an empty message, and parses before the
+// memory budget can be asked; a method registered raw
+// (WithRawCallbackMethod_*) and answered through AnswerRaw parses them itself,
+// within the budget: INVALID_ARGUMENT "METHOD: the N bytes received are not a
+// valid TYPE", as every other method answers.
+#ifndef TENSOROP_SERVER_PIPELINE_RAW_UNARY_H_
+#define TENSOROP_SERVER_PIPELINE_RAW_UNARY_H_
+
+#include <grpcpp/grpcpp.h>
+#include <grpcpp/support/byte_buffer.h>
+
+#include "absl/status/status.h"
+#include "absl/strings/string_view.h"
+#include "core/status_macros.h"
+#include "server/memory/memory_budget.h"
+#include "server/pipeline/guarded.h"
+#include "server/pipeline/pipeline.h"
+#include "server/wire/status_map.h"
+
+namespace tensorop::server {
+
+// Parses `request_bytes` as a Request for `method`, then `answer(request,
+// response)` (a status); the Response serialized into `out` when it is OK.
+template <typename Request, typename Response, typename AnswerFn>
+grpc::ServerUnaryReactor* AnswerRaw(grpc::CallbackServerContext* context,
+                                    const grpc::ByteBuffer* request_bytes, grpc::ByteBuffer* out,
+                                    MemoryBudget& budget, absl::string_view method,
+                                    AnswerFn answer) {
+  MemoryBudget::Reservation parsing = budget.Empty();
+  const absl::Status status = Guarded([&]() -> absl::Status {
+    Request request;
+    RETURN_IF_ERROR(ParseMessage(*request_bytes, method, parsing, &request));
+    Response response;
+    RETURN_IF_ERROR(answer(request, response));
+    SerializeInto(response, out);
+    return absl::OkStatus();
+  });
+  return Answer(context, status);
+}
+
+}  // namespace tensorop::server
+
+#endif  // TENSOROP_SERVER_PIPELINE_RAW_UNARY_H_

@@ -1,0 +1,384 @@
+#include "server/v2/inference_http.h"
+
+#include <future>
+#include <optional>
+#include <utility>
+
+#include <httplib.h>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "core/status_macros.h"
+#include "server/data/shared_memory.h"
+#include "server/memory/memory_budget.h"
+#include "server/pipeline/guarded.h"
+#include "server/telemetry/request_log.h"
+#include "server/v2/inference_http_json.h"
+#include "server/v2/inference_models.h"
+#include "server/v2/inference_service.h"
+#include "server/wire/status_map.h"
+
+namespace tensorop::server {
+namespace {
+
+using State = InferenceHttpServer::State;
+
+// The method name in the request log and metrics.
+constexpr absl::string_view kMethod = "HttpInfer";
+// What a request holds besides its tensors (its parsed form, the converted
+// native request, its log record), as ModelInfer reserves for its own.
+constexpr int64_t kRequestOverheadBytes = 16 << 10;
+// A whole body holds the waiting room's buffer and httplib's copy, which
+// grows by doubling.
+constexpr int64_t kBodyCopies = 3;
+// A JSON answer takes at most this many bytes (text and nlohmann values) per
+// byte of raw output: 16 for a one-byte element's value, 9 for an FP16's text.
+constexpr int64_t kJsonAnswerBytesPerByte = 32;
+constexpr absl::string_view kTooBigHint =
+    "tensorop.v1.TensorOp/RunStream streams results of any size";
+constexpr absl::string_view kBearer = "Bearer ";
+constexpr absl::string_view kHealthPrefix = "/v2/health/";
+constexpr char kJson[] = "application/json";
+
+// What the waiting room admitted a request with, until it is answered.
+struct Hold {
+  MemoryBudget::Reservation reservation;
+  std::string identity;  // "token:NAME", or empty
+};
+
+void Reply(httplib::Response& response, const absl::Status& status) {
+  response.status = ToHttpStatus(status.code());
+  response.set_content(HttpErrorJson(status), kJson);
+}
+
+HttpRefusal Refusal(const absl::Status& status) {
+  return HttpRefusal{ToHttpStatus(status.code()), kJson, HttpErrorJson(status)};
+}
+
+HttpAdmission Admit(State& state, const HttpRequestHead& head) {
+  auto hold = std::make_shared<Hold>();
+  hold->reservation = state.native->budget().Empty();
+  if (state.options.tokens != nullptr && !absl::StartsWith(head.target, kHealthPrefix)) {
+    auto header = head.headers.find("authorization");
+    absl::StatusOr<std::string> name =
+        CheckHttpBearer(header == head.headers.end() ? nullptr : &header->second,
+                        *state.options.tokens, *state.options.auth_counters);
+    if (!name.ok()) return HttpAdmission{Refusal(name.status()), nullptr, nullptr};
+    hold->identity = absl::StrCat("token:", *name);
+  }
+  const std::string what = absl::StrCat(head.method, " ", head.target, ": a ", head.content_length,
+                                        "-byte request body as received");
+  // A body that could not be held now is refused from the headers; one that
+  // could is held as it arrives, not as its Content-Length announces it, so
+  // idle connections that only announced large bodies hold nothing.
+  if (head.content_length > 0) {
+    absl::Status fits = hold->reservation.Grow(kBodyCopies * head.content_length, what);
+    if (!fits.ok()) return HttpAdmission{Refusal(fits), nullptr, nullptr};
+    hold->reservation.Release();
+  }
+  auto hold_bytes = [reservation = &hold->reservation, what](int64_t bytes) {
+    const int64_t more = bytes - reservation->bytes();
+    if (more <= 0) {
+      reservation->Shrink(-more);
+      return HttpRefusal{};
+    }
+    absl::Status reserved = reservation->Grow(more, what);
+    return reserved.ok() ? HttpRefusal{} : Refusal(reserved);
+  };
+  return HttpAdmission{{}, hold, std::move(hold_bytes)};
+}
+
+// An inference, on the HTTP worker that read it; the work itself runs on a
+// scheduler worker, as gRPC ModelInfer's.
+void Infer(State& state, const httplib::Request& http, httplib::Response& out) {
+  TensorOpService& native = *state.native;
+  std::shared_ptr<Hold> hold = std::static_pointer_cast<Hold>(BoundedHttpServer::CurrentHold());
+  if (hold == nullptr) {
+    hold = std::make_shared<Hold>();
+    hold->reservation = native.budget().Empty();
+  }
+  MemoryBudget::Reservation& reservation = hold->reservation;
+  // The waiting room's copy is gone (httplib consumed it); httplib's stays.
+  const int64_t body_bytes = static_cast<int64_t>(http.body.size());
+  reservation.Shrink(std::max<int64_t>(0, reservation.bytes() - 2 * body_bytes));
+
+  CallRecord record;
+  record.method = kMethod;
+  record.identity = hold->identity;
+  const std::string model = http.matches[1];
+  const std::string version = http.matches.size() > 2 ? std::string(http.matches[2]) : "";
+  // A model's name is its operator's; anything else stays out of the log.
+  if (CheckModel(model, version).ok()) record.op = model;
+
+  native.BeginOpenCall();
+  HttpBody answered;
+  const absl::Status status = Guarded([&]() -> absl::Status {
+    std::optional<int64_t> header_length;
+    if (http.has_header(std::string(kInferenceHeaderContentLength).c_str())) {
+      const std::string text =
+          http.get_header_value(std::string(kInferenceHeaderContentLength).c_str());
+      int64_t value = -1;
+      if (!absl::SimpleAtoi(text, &value) || value < 0) {
+        return absl::InvalidArgumentError(absl::StrCat(model, ": ", kInferenceHeaderContentLength,
+                                                       " \"", text, "\" is not a size"));
+      }
+      header_length = value;
+    }
+    const std::string parsing = absl::StrCat(
+        kMethod, ": parsing a ", header_length.value_or(body_bytes), "-byte JSON request");
+    RETURN_IF_ERROR(reservation.Grow(kRequestOverheadBytes, parsing));
+    // The parse reserves what its values take as they are made.
+    ASSIGN_OR_RETURN(
+        HttpInferRequest parsed,
+        ParseHttpInferRequest(model, version, http.body, header_length,
+                              [&](int64_t bytes) { return reservation.Grow(bytes, parsing); }));
+    // The JSON is freed; what stays: httplib's body and the request.
+    reservation.Shrink(std::max<int64_t>(
+        0, reservation.bytes() - 2 * body_bytes -
+               static_cast<int64_t>(parsed.request.ByteSizeLong()) - kRequestOverheadBytes));
+
+    const auto deadline = std::chrono::steady_clock::now() + state.options.infer_deadline;
+    StopCheck stop = [&state, deadline, limit = state.options.infer_deadline]() {
+      if (state.stopping.load(std::memory_order_relaxed)) {
+        return absl::CancelledError("the server is shutting down");
+      }
+      if (std::chrono::steady_clock::now() > deadline) {
+        return absl::DeadlineExceededError(absl::StrCat(
+            "the inference did not finish within the HTTP API's ", limit.count() / 1000, " s"));
+      }
+      return absl::OkStatus();
+    };
+    inference::ModelInferResponse response;
+    // Shared: the task may still be inside set_value when get() returns.
+    auto done = std::make_shared<std::promise<absl::Status>>();
+    std::future<absl::Status> finished = done->get_future();
+    RETURN_IF_ERROR(native.SubmitTask([&, done] {
+      done->set_value(Guarded([&]() -> absl::Status {
+        RETURN_IF_ERROR(stop());
+        ASSIGN_OR_RETURN(v1::RunRequest run, ToRunRequest(parsed.request));
+        const absl::Time start = record.start;
+        std::string identity = std::move(record.identity);
+        record = DescribeRequest(kMethod, run);
+        record.start = start;
+        record.identity = std::move(identity);
+        v1::RunResponse native_response;
+        RETURN_IF_ERROR(NameSharedMemoryOutput(
+            parsed.request,
+            native.ExecuteOnWorker(run, record, stop, reservation, kTooBigHint, &native_response)));
+        run.Clear();  // the inputs are done with
+        ASSIGN_OR_RETURN(response, ToModelInferResponse(parsed.request, native_response));
+        return absl::OkStatus();
+      }));
+    }));
+    // The task always sets it: its stop check bounds the wait.
+    RETURN_IF_ERROR(finished.get());
+    int64_t raw = 0;
+    for (const std::string& bytes : response.raw_output_contents()) {
+      raw += static_cast<int64_t>(bytes.size());
+    }
+    RETURN_IF_ERROR(reservation.Grow(
+        raw * kJsonAnswerBytesPerByte,
+        absl::StrCat(kMethod, ": the answer to request \"", parsed.request.id(), "\"")));
+    ASSIGN_OR_RETURN(HttpBody body, RenderHttpInferResponse(parsed, response));
+    response.Clear();
+    // What stays held until the answer is written: the answer and httplib's body.
+    reservation.Shrink(std::max<int64_t>(
+        0, reservation.bytes() - static_cast<int64_t>(body.body.size()) - 2 * body_bytes));
+    answered = std::move(body);
+    return absl::OkStatus();
+  });
+  native.RecordOutcome(record, status);
+  native.EndOpenCall();
+  if (!status.ok()) {
+    Reply(out, status);
+    return;
+  }
+  HttpBody* answer = &answered;
+  if (answer->header_length.has_value()) {
+    out.set_header(std::string(kInferenceHeaderContentLength).c_str(),
+                   std::to_string(*answer->header_length));
+  }
+  out.status = 200;
+  out.body = std::move(answer->body);
+  out.set_header("Content-Type", answer->content_type);
+  // `hold` (the thread's too) keeps the reservation until the answer is written.
+}
+
+// The system shared memory extension, as Triton's HTTP API: the gRPC calls'
+// answers (server/v2/inference_service.h) rendered as JSON; small, answered on
+// the HTTP worker. A region's name is the path segment {name}.
+// The caller of an HTTP request, as SharedMemoryCallerOf for gRPC: its token
+// identity (from the waiting room's admission) and whether it is on this host.
+SharedMemoryCaller HttpCaller(const httplib::Request& in) {
+  std::shared_ptr<Hold> hold = std::static_pointer_cast<Hold>(BoundedHttpServer::CurrentHold());
+  return SharedMemoryCaller{.owner = hold != nullptr ? hold->identity : std::string(),
+                            .local = IsLoopbackAddress(in.remote_addr)};
+}
+
+void SystemSharedMemoryRoutes(State* state, httplib::Server& http) {
+  constexpr char kRegion[] = "/v2/systemsharedmemory/region/([^/]+)";
+  auto region = [](const httplib::Request& in) {
+    return in.matches.size() > 1 ? std::string(in.matches[1]) : std::string();
+  };
+  auto status = [state, region](const httplib::Request& in, httplib::Response& out) {
+    inference::SystemSharedMemoryStatusRequest request;
+    request.set_name(region(in));
+    absl::StatusOr<inference::SystemSharedMemoryStatusResponse> answer =
+        SystemSharedMemoryStatusAnswer(state->native->options().shared_memory, request,
+                                       HttpCaller(in));
+    if (!answer.ok()) return Reply(out, answer.status());
+    out.set_content(SystemSharedMemoryStatusJson(*answer), kJson);
+  };
+  http.Get("/v2/systemsharedmemory/status", status);
+  http.Get(absl::StrCat(kRegion, "/status"), status);
+  http.Post(absl::StrCat(kRegion, "/register"), [state, region](const httplib::Request& in,
+                                                                httplib::Response& out) {
+    absl::StatusOr<inference::SystemSharedMemoryRegisterRequest> request =
+        ParseSystemSharedMemoryRegister(region(in), in.body);
+    if (!request.ok()) return Reply(out, request.status());
+    absl::Status registered = SystemSharedMemoryRegisterAnswer(
+                                  state->native->options().shared_memory, *request, HttpCaller(in))
+                                  .status();
+    if (!registered.ok()) return Reply(out, registered);
+    out.status = 200;
+  });
+  auto unregister = [state, region](const httplib::Request& in, httplib::Response& out) {
+    inference::SystemSharedMemoryUnregisterRequest request;
+    request.set_name(region(in));
+    absl::Status unregistered = SystemSharedMemoryUnregisterAnswer(
+                                    state->native->options().shared_memory, request, HttpCaller(in))
+                                    .status();
+    if (!unregistered.ok()) return Reply(out, unregistered);
+    out.status = 200;
+  };
+  http.Post("/v2/systemsharedmemory/unregister", unregister);
+  http.Post(absl::StrCat(kRegion, "/unregister"), unregister);
+  // CUDA shared memory: UNIMPLEMENTED (501), as the gRPC calls.
+  auto cuda = [](absl::string_view method) {
+    return [method](const httplib::Request&, httplib::Response& out) {
+      Reply(out, CudaSharedMemoryUnimplemented(method));
+    };
+  };
+  constexpr char kCuda[] = "/v2/cudasharedmemory(?:/region/[^/]+)?";
+  http.Get(absl::StrCat(kCuda, "/status"), cuda("CudaSharedMemoryStatus"));
+  http.Post("/v2/cudasharedmemory/region/[^/]+/register", cuda("CudaSharedMemoryRegister"));
+  http.Post(absl::StrCat(kCuda, "/unregister"), cuda("CudaSharedMemoryUnregister"));
+}
+
+void Routes(const std::shared_ptr<State>& shared, httplib::Server& http) {
+  State* state = shared.get();
+  http.Get("/v2/health/live",
+           [](const httplib::Request&, httplib::Response& out) { out.status = 200; });
+  http.Get("/v2/health/ready", [state](const httplib::Request&, httplib::Response& out) {
+    out.status = state->ready.load(std::memory_order_acquire) ? 200 : 400;
+  });
+  http.Get("/v2", [state](const httplib::Request&, httplib::Response& out) {
+    out.set_content(
+        ServerMetadataJson(ServerMetadataAnswer(
+            /*system_shared_memory=*/state->native->options().shared_memory != nullptr)),
+        kJson);
+  });
+  http.Post("/v2/repository/index", [](const httplib::Request&, httplib::Response& out) {
+    out.set_content(RepositoryIndexJson(RepositoryIndexAnswer()), kJson);
+  });
+  auto stats = [state](const httplib::Request& in, httplib::Response& out) {
+    const std::string name = in.matches.size() > 1 ? std::string(in.matches[1]) : "";
+    const std::string version = in.matches.size() > 2 ? std::string(in.matches[2]) : "";
+    absl::StatusOr<inference::ModelStatisticsResponse> answer =
+        ModelStatisticsAnswer(state->metrics, name, version);
+    if (!answer.ok()) return Reply(out, answer.status());
+    out.set_content(ModelStatisticsJson(*answer), kJson);
+  };
+  http.Get("/v2/models/stats", stats);
+  http.Get(R"(/v2/models/([^/]+)(?:/versions/([^/]+))?/stats)", stats);
+  http.Get(R"(/v2/models/([^/]+)(?:/versions/([^/]+))?/ready)", [state](const httplib::Request& in,
+                                                                        httplib::Response& out) {
+    absl::Status known = CheckModel(std::string(in.matches[1]), std::string(in.matches[2]));
+    if (!known.ok()) return Reply(out, known);
+    out.status = state->ready.load(std::memory_order_acquire) ? 200 : 400;
+  });
+  http.Get(R"(/v2/models/([^/]+)(?:/versions/([^/]+))?)",
+           [](const httplib::Request& in, httplib::Response& out) {
+             absl::StatusOr<inference::ModelMetadataResponse> metadata =
+                 ModelMetadata(std::string(in.matches[1]), std::string(in.matches[2]));
+             if (!metadata.ok()) return Reply(out, metadata.status());
+             out.set_content(ModelMetadataJson(*metadata), kJson);
+           });
+  http.Post(
+      R"(/v2/models/([^/]+)(?:/versions/([^/]+))?/infer)",
+      [state](const httplib::Request& in, httplib::Response& out) { Infer(*state, in, out); });
+  SystemSharedMemoryRoutes(state, http);
+  // Unknown routes (httplib answers 404 or 400 with no body): the JSON error.
+  http.set_error_handler([](const httplib::Request& in, httplib::Response& out) {
+    if (!out.body.empty()) return;
+    const std::string message =
+        out.status == 404
+            ? absl::StrCat("no such route: ", in.method, " ", in.path,
+                           " (the Open Inference Protocol's /v2 routes are served here)")
+            : absl::StrCat("the request ", in.method, " ", in.path, " was refused");
+    out.set_content(HttpErrorJson(absl::Status(absl::StatusCode::kUnknown, message)), kJson);
+  });
+}
+
+}  // namespace
+
+absl::StatusOr<std::string> CheckHttpBearer(const std::string* header, const TokenStore& tokens,
+                                            AuthCounters& counters) {
+  if (header == nullptr || !absl::StartsWith(*header, kBearer)) {
+    counters.missing.fetch_add(1, std::memory_order_relaxed);
+    return absl::UnauthenticatedError(
+        "this server needs a bearer token: send the header \"Authorization: Bearer <token>\"");
+  }
+  std::optional<std::string> name =
+      tokens.Check(absl::StripAsciiWhitespace(absl::string_view(*header).substr(kBearer.size())));
+  if (!name.has_value()) {
+    counters.invalid.fetch_add(1, std::memory_order_relaxed);
+    return absl::UnauthenticatedError(
+        "the bearer token is not accepted by this server (not in its --auth_token_file, or "
+        "rotated out)");
+  }
+  return *name;
+}
+
+absl::StatusOr<std::unique_ptr<InferenceHttpServer>> InferenceHttpServer::Start(
+    const std::string& address, TensorOpService* native, const Metrics* metrics,
+    InferenceHttpOptions options) {
+  auto state = std::make_shared<State>();
+  state->native = native;
+  state->metrics = metrics;
+  state->options = std::move(options);
+
+  BoundedHttpOptions bounded;
+  bounded.max_waiting = 256;
+  bounded.request_deadline = state->options.request_deadline;
+  bounded.max_header_bytes = 16 << 10;
+  bounded.max_body_bytes = state->options.max_body_bytes;
+  bounded.max_body_flag = "--max_message_bytes";
+  bounded.worker_threads = state->options.worker_threads;
+  bounded.queued_requests = 64;
+  bounded.write_deadline = state->options.write_deadline;
+  bounded.admit = [raw = state.get()](const HttpRequestHead& head) { return Admit(*raw, head); };
+  bounded.render_refusal = [](int status, const std::string& message) {
+    return HttpRefusal{status, kJson,
+                       HttpErrorJson(absl::Status(absl::StatusCode::kUnknown, message))};
+  };
+  bounded.make_connection = state->options.make_connection;
+
+  absl::StatusOr<std::unique_ptr<BoundedHttpServer>> http =
+      BoundedHttpServer::Start(address, "v2 HTTP address (--http_address)", std::move(bounded),
+                               [&state](httplib::Server& routes) { Routes(state, routes); });
+  if (!http.ok()) return http.status();
+  std::unique_ptr<InferenceHttpServer> server(new InferenceHttpServer());
+  server->state_ = std::move(state);
+  server->http_ = *std::move(http);
+  return server;
+}
+
+InferenceHttpServer::~InferenceHttpServer() {
+  if (state_ != nullptr) state_->stopping.store(true);
+  http_.reset();
+}
+
+}  // namespace tensorop::server
