@@ -1,0 +1,224 @@
+#include "server/pipeline/parse.h"
+
+#include <algorithm>
+#include <memory>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/str_cat.h"
+#include "core/status_macros.h"
+#include "server/wire/wire_bound.h"
+
+namespace tensorop::server {
+
+absl::Status ReserveParse(const grpc::ByteBuffer& bytes,
+                          const google::protobuf::Descriptor& descriptor, int64_t received_bytes,
+                          absl::string_view method, MemoryBudget::Reservation& reservation) {
+  absl::StatusOr<int64_t> bound = ParsedBytesBound(bytes, descriptor);
+  if (!bound.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat(method, ": ", bound.status().message()));
+  }
+  return reservation.Grow(*bound + kRequestOverheadBytes,
+                          absl::StrCat(method, ": parsing a ", received_bytes, "-byte request"));
+}
+
+namespace {
+
+// DeserializeMessage for a RunRequest, and reserves the per-output overhead of
+// planning it.
+absl::Status Deserialize(const grpc::ByteBuffer& bytes, int64_t received_bytes,
+                         absl::string_view method, MemoryBudget::Reservation& reservation,
+                         v1::RunRequest* request) {
+  RETURN_IF_ERROR(DeserializeMessage(bytes, received_bytes, method, request));
+  return reservation.Grow(kOutputOverheadBytes * std::max(1, request->outputs_size()),
+                          absl::StrCat(method, ": planning the ", request->outputs_size(),
+                                       " outputs of request \"", request->id(), "\""));
+}
+
+}  // namespace
+
+absl::Status ParseRequest(const grpc::ByteBuffer& bytes, absl::string_view method,
+                          MemoryBudget::Reservation& reservation, v1::RunRequest* request) {
+  const int64_t received_bytes = static_cast<int64_t>(bytes.Length());
+  RETURN_IF_ERROR(
+      ReserveParse(bytes, *v1::RunRequest::descriptor(), received_bytes, method, reservation));
+  return Deserialize(bytes, received_bytes, method, reservation, request);
+}
+
+absl::Status ParseChainRequest(const grpc::ByteBuffer& bytes, absl::string_view method,
+                               MemoryBudget::Reservation& reservation, v1::RunChainRequest* chain) {
+  const int64_t received_bytes = static_cast<int64_t>(bytes.Length());
+  RETURN_IF_ERROR(
+      ReserveParse(bytes, *v1::RunChainRequest::descriptor(), received_bytes, method, reservation));
+  RETURN_IF_ERROR(DeserializeMessage(bytes, received_bytes, method, chain));
+  int outputs = 0;
+  for (const v1::ChainStep& step : chain->steps()) outputs += std::max(1, step.outputs_size());
+  return reservation.Grow(
+      kOutputOverheadBytes * std::max(1, outputs),
+      absl::StrCat(method, ": planning the ", outputs, " outputs of chain \"", chain->id(), "\""));
+}
+
+UploadedInputs Spans(const InputBuffers& buffers) {
+  UploadedInputs spans;
+  for (const auto& [name, buffer] : buffers) spans.bytes.emplace(name, buffer.bytes());
+  return spans;
+}
+
+int64_t InputBytes(const InputBuffers& buffers) {
+  int64_t total = 0;
+  for (const auto& [name, buffer] : buffers) total += buffer.size();
+  return total;
+}
+
+absl::StatusOr<std::optional<RequestDataView>> ReservedView(
+    size_t max_rest_bytes, absl::string_view method, MemoryBudget::Reservation& reservation,
+    const std::function<std::optional<RequestDataView>(size_t max_rest_bytes)>& make) {
+  const int64_t most = static_cast<int64_t>(max_rest_bytes);
+  RETURN_IF_ERROR(reservation.Grow(
+      most, absl::StrCat(method, ": reading the fields of a large request besides its data")));
+  std::optional<RequestDataView> view = make(max_rest_bytes);
+  const int64_t took = view.has_value() ? static_cast<int64_t>(view->rest().capacity()) : 0;
+  reservation.Shrink(most - std::min(most, took));
+  return view;
+}
+
+namespace {
+
+// Requests from this size are read with a RequestDataView; smaller ones are
+// parsed by protobuf.
+constexpr size_t kLiftFromBytes = size_t{1} << 20;
+// A large request whose fields besides its inputs' data take more than this
+// is parsed by protobuf: a few inputs' sizes, strides and names take far less.
+constexpr size_t kMaxRestBytes = 64 << 10;
+
+// A view of `bytes` (at least kLiftFromBytes) whose fields besides the data
+// take at most `max_rest_bytes`, those fields parsed into `request` and
+// reserved as parsed; the data stays covered by the reservation of the
+// received bytes, so a call never reserves its data twice. nullopt, having
+// reserved nothing, where there is no such view.
+absl::StatusOr<std::optional<RequestDataView>> ParseAroundData(
+    const grpc::ByteBuffer& bytes, absl::string_view method, size_t max_rest_bytes,
+    MemoryBudget::Reservation& reservation, v1::RunRequest* request) {
+  ASSIGN_OR_RETURN(std::optional<RequestDataView> view,
+                   ReservedView(max_rest_bytes, method, reservation,
+                                [&](size_t most) { return RequestDataView::Of(bytes, most); }));
+  if (!view.has_value()) return view;
+  const grpc::Slice rest_slice(view->rest().data(), view->rest().size());
+  const grpc::ByteBuffer rest(&rest_slice, 1);
+  const int64_t received_bytes = static_cast<int64_t>(bytes.Length());
+  RETURN_IF_ERROR(
+      ReserveParse(rest, *v1::RunRequest::descriptor(), received_bytes, method, reservation));
+  RETURN_IF_ERROR(Deserialize(rest, received_bytes, method, reservation, request));
+  return view;
+}
+
+// What ParseReceivedRun adds to a parsed `run`: its inputs' bytes, for
+// planning, and their count.
+void NoteInputBytes(ReceivedRun* run) {
+  run->uploaded = Spans(run->inputs);
+  run->data_bytes = InputBytes(run->inputs);
+  if (!run->received.has_value()) return;
+  for (size_t i = 0; i < run->received->inputs().size(); ++i) {
+    const RequestDataView::InputData& input = run->received->inputs()[i];
+    if (input.bytes == 0) continue;
+    auto tensor = run->request.inputs().find(input.input);
+    const std::optional<DType> dtype =
+        tensor != run->request.inputs().end() ? DTypeFromInt(tensor->second.dtype()) : std::nullopt;
+    run->uploaded.pieces.emplace(
+        input.input, run->received->ElementPieces(i, dtype.has_value() ? ElementSize(*dtype) : 1));
+    run->data_bytes += input.bytes;
+  }
+}
+
+}  // namespace
+
+absl::Status ParseRequestAndInputs(const grpc::ByteBuffer* bytes, absl::string_view method,
+                                   MemoryBudget::Reservation& reservation, BufferPool* pool,
+                                   v1::RunRequest* request, InputBuffers* inputs,
+                                   std::optional<RequestDataView>* received) {
+  std::optional<RequestDataView> view;
+  if (bytes->Length() >= kLiftFromBytes) {
+    ASSIGN_OR_RETURN(view, ParseAroundData(*bytes, method, kMaxRestBytes, reservation, request));
+  }
+  if (!view.has_value()) {
+    RETURN_IF_ERROR(ParseRequest(*bytes, method, reservation, request));
+    ReleaseRequestBytes(bytes, reservation);
+    return absl::OkStatus();
+  }
+  const int64_t data_bytes = view->DataBytes();
+  if (received != nullptr && !request->has_scatter_elements()) {
+    ReleaseRequestBytes(bytes, reservation, /*still_held=*/data_bytes);
+    received->emplace(*std::move(view));
+    return absl::OkStatus();
+  }
+  // A buffer per input, reserved before the received bytes (held by the view
+  // now) are given back and copied over.
+  RETURN_IF_ERROR(reservation.Grow(
+      data_bytes, absl::StrCat(method, ": the ", data_bytes, " data bytes of the inputs")));
+  for (const RequestDataView::InputData& input : view->inputs()) {
+    if (input.bytes == 0) continue;
+    bool kept = false;
+    if (!(*inputs)[input.input].Grow(input.bytes, pool, &kept)) {
+      return absl::ResourceExhaustedError(absl::StrCat(method, ": out of memory for the ",
+                                                       input.bytes, " bytes of input \"",
+                                                       input.input, "\""));
+    }
+  }
+  ReleaseRequestBytes(bytes, reservation);
+  for (size_t i = 0; i < view->inputs().size(); ++i) {
+    const RequestDataView::InputData& input = view->inputs()[i];
+    if (input.bytes == 0) continue;
+    view->MoveDataTo(i, (*inputs)[input.input].Extend(input.bytes));
+  }
+  return absl::OkStatus();
+}
+
+void ReceivedRun::Free(MemoryBudget::Reservation& reservation) {
+  reservation.Shrink(std::exchange(data_bytes, 0));
+  uploaded = UploadedInputs();
+  inputs.clear();
+  received.reset();
+  request.Clear();
+}
+
+absl::Status ParseReceivedRun(const grpc::ByteBuffer* bytes, absl::string_view method,
+                              MemoryBudget::Reservation& reservation, BufferPool* pool,
+                              ReceivedRun* run) {
+  RETURN_IF_ERROR(ParseRequestAndInputs(bytes, method, reservation, pool, &run->request,
+                                        &run->inputs, &run->received));
+  NoteInputBytes(run);
+  return absl::OkStatus();
+}
+
+absl::StatusOr<bool> ParseReceivedRunIfLight(const grpc::ByteBuffer* bytes,
+                                             absl::string_view method,
+                                             MemoryBudget::Reservation& reservation,
+                                             size_t max_rest_bytes, ReceivedRun* run) {
+  if (bytes->Length() < kLiftFromBytes) return false;
+  const int64_t reserved_before = reservation.bytes();
+  ASSIGN_OR_RETURN(std::optional<RequestDataView> view,
+                   ParseAroundData(*bytes, method, max_rest_bytes, reservation, &run->request));
+  if (!view.has_value()) return false;
+  if (run->request.has_scatter_elements()) {  // its indices are copied out for planning
+    run->request.Clear();
+    reservation.Shrink(reservation.bytes() - reserved_before);
+    return false;
+  }
+  ReleaseRequestBytes(bytes, reservation, /*still_held=*/view->DataBytes());
+  run->received.emplace(*std::move(view));
+  NoteInputBytes(run);
+  return true;
+}
+
+void ReleaseRequestBytes(const grpc::ByteBuffer* bytes, MemoryBudget::Reservation& reservation,
+                         int64_t still_held) {
+  const int64_t length = static_cast<int64_t>(bytes->Length());
+  const_cast<grpc::ByteBuffer*>(bytes)->Clear();
+  reservation.Shrink(length - still_held);
+}
+
+}  // namespace tensorop::server

@@ -1,0 +1,194 @@
+#include "server/pipeline/plan.h"
+
+#include <algorithm>
+#include <memory>
+#include <span>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/escaping.h"
+#include "absl/strings/str_cat.h"
+#include "core/plan/byte_range.h"
+#include "core/plan/source_pieces.h"
+#include "core/status_macros.h"
+#include "server/memory/zero_bytes.h"
+#include "server/pipeline/guarded.h"
+#include "server/wire/convert.h"
+
+namespace tensorop::server {
+
+absl::StatusOr<std::span<const std::byte>> HostCopy(PlannedRun& run, absl::string_view name,
+                                                    const ResidentTensor& tensor,
+                                                    const HandleAccess& handles,
+                                                    const StopCheck& stop) {
+  const size_t bytes = static_cast<size_t>(tensor.layout().buffer_bytes());
+  auto found = run.host_copies.find(name);
+  if (found == run.host_copies.end()) {
+    ASSIGN_OR_RETURN(OutputBuffer buffer, AllocateOutput(tensor.layout(), /*pool=*/nullptr));
+    RETURN_IF_ERROR(handles.store->Download(tensor, {buffer.get(), bytes}, stop));
+    handles.store->CountCopy();
+    run.host_copy_bytes += static_cast<int64_t>(bytes);
+    found = run.host_copies.emplace(std::string(name), std::move(buffer)).first;
+  }
+  return std::span<const std::byte>(found->second.get(), bytes);
+}
+
+absl::string_view RegionOwner(const HandleAccess* handles) {
+  if (handles == nullptr || !handles->caller.authenticated) return {};
+  return handles->caller.name;
+}
+
+absl::StatusOr<std::unique_ptr<PlannedRun>> Plan(
+    const v1::RunRequest& request, const Limits& limits, SharedMemoryRegistry* shared_memory,
+    const StopCheck& stop, const UploadedInputs* uploaded, const HandleAccess* handles) {
+  auto run = std::make_unique<PlannedRun>();
+  ASSIGN_OR_RETURN(run->op, ToOpRequest(request));
+  if (uploaded != nullptr) {
+    for (NamedTensor& input : run->op.inputs) {
+      if (auto found = uploaded->bytes.find(input.name); found != uploaded->bytes.end()) {
+        input.tensor.data = found->second;
+      } else if (auto pieced = uploaded->pieces.find(input.name);
+                 pieced != uploaded->pieces.end()) {
+        // Planned with zeros standing in; read once the placement is known
+        // (ReadPiecedInputs).
+        int64_t bytes = 0;
+        for (std::span<const std::byte> piece : pieced->second) bytes += std::ssize(piece);
+        ASSIGN_OR_RETURN(input.tensor.data, ZeroBytes(bytes));
+        run->pieced.emplace(input.name, &pieced->second);
+      }
+    }
+  }
+  RETURN_IF_ERROR(ResolveHandleInputs(request, handles, run->op, run->handles, run->on_device));
+  // Bytes on a device are planned with zeros standing in, but for the index
+  // values planning checks.
+  for (NamedTensor& input : run->op.inputs) {
+    auto found = run->on_device.find(input.name);
+    if (found == run->on_device.end()) continue;
+    if (request.has_scatter_elements() && input.name == "indices") {
+      ASSIGN_OR_RETURN(input.tensor.data,
+                       HostCopy(*run, input.name, *found->second, *handles, stop));
+    } else {
+      ASSIGN_OR_RETURN(input.tensor.data, ZeroBytes(found->second->layout().buffer_bytes()));
+    }
+  }
+  RETURN_IF_ERROR(ResolveSharedMemoryInputs(request, shared_memory, RegionOwner(handles), run->op,
+                                            run->shared_memory));
+  ASSIGN_OR_RETURN(run->plan, PlanOperator(run->op, limits, stop));
+  run->inputs.reserve(run->plan.input_names.size());
+  for (absl::string_view name : run->plan.input_names) {
+    auto found = std::find_if(run->op.inputs.begin(), run->op.inputs.end(),
+                              [&](const NamedTensor& input) { return input.name == name; });
+    if (found == run->op.inputs.end()) {
+      return absl::InternalError(
+          absl::StrCat("the plan reads input \"", name, "\", which the request does not have"));
+    }
+    run->inputs.push_back(found->tensor.data);
+  }
+  return run;
+}
+
+absl::Status ReadPiecedInputs(PlannedRun& run, bool on_cpu,
+                              MemoryBudget::Reservation& reservation) {
+  for (const auto& [name, pieces] : run.pieced) {
+    auto named = std::find(run.plan.input_names.begin(), run.plan.input_names.end(), name);
+    if (named == run.plan.input_names.end()) continue;
+    const int slot = static_cast<int>(named - run.plan.input_names.begin());
+    std::vector<ByteRange> ranges;
+    ranges.reserve(pieces->size());
+    int64_t bytes = 0;
+    for (std::span<const std::byte> piece : *pieces) {
+      ranges.push_back({bytes, bytes + std::ssize(piece)});
+      bytes += std::ssize(piece);
+    }
+    if (on_cpu) {
+      std::optional<ExecutionPlan> cut =
+          CutCopiesAtPieces(run.plan, slot, ranges, 4 * static_cast<int64_t>(pieces->size()) + 64);
+      if (cut.has_value()) {
+        run.plan = *std::move(cut);
+        run.inputs.insert(run.inputs.end(), pieces->begin(), pieces->end());
+        continue;
+      }
+    }
+    RETURN_IF_ERROR(reservation.Grow(bytes, absl::StrCat("input \"", absl::CHexEscape(name),
+                                                         "\" gathered (", bytes, " bytes)")));
+    const Layout whole = {.dtype = DType::kUint8,
+                          .sizes = {bytes},
+                          .strides = {1},
+                          .element_count = bytes,
+                          .buffer_elements = bytes};
+    ASSIGN_OR_RETURN(OutputBuffer buffer, AllocateOutput(whole, /*pool=*/nullptr));
+    std::byte* at = buffer.get();
+    for (std::span<const std::byte> piece : *pieces) {
+      std::memcpy(at, piece.data(), piece.size());
+      at += piece.size();
+    }
+    run.inputs[static_cast<size_t>(slot)] = {buffer.get(), static_cast<size_t>(bytes)};
+    run.host_copies.emplace(name, std::move(buffer));
+  }
+  run.pieced.clear();
+  return absl::OkStatus();
+}
+
+int PinnedDevice(const v1::RunRequest& request, const Placement& placement, const PlannedRun& run) {
+  if (placement.device == Device::kCpu) return -1;
+  const bool named = placement.device == Device::kOpenCl && placement.device_index >= 0;
+  for (absl::string_view name : run.plan.input_names) {
+    auto found = run.on_device.find(name);
+    if (found == run.on_device.end()) continue;
+    const int device = found->second->device_index();
+    if (!named || placement.device_index == device) return device;
+  }
+  return named && KeepsOutputs(request) ? placement.device_index : -1;
+}
+
+absl::Status LostInputs(const PlannedRun& run, int device, const absl::Status& failure) {
+  for (absl::string_view name : run.plan.input_names) {
+    auto found = run.on_device.find(name);
+    if (found == run.on_device.end() || found->second->device_index() != device) continue;
+    return absl::NotFoundError(absl::StrCat(
+        "inputs[\"", absl::CHexEscape(name), "\"].handle: handle ", ShortId(found->second->id()),
+        " was lost: OpenCL device ", device, " failed (", failure.message(), ")"));
+  }
+  return failure;
+}
+
+absl::StatusOr<std::unique_ptr<PlannedRun>> PlanRun(const v1::RunRequest& request,
+                                                    const ServiceOptions& options,
+                                                    const StopCheck& stop,
+                                                    const UploadedInputs* uploaded,
+                                                    const HandleAccess* handles) {
+  std::unique_ptr<PlannedRun> run;
+  RETURN_IF_ERROR(Guarded([&] {
+    ASSIGN_OR_RETURN(run,
+                     Plan(request, options.limits, options.shared_memory, stop, uploaded, handles));
+    return absl::OkStatus();
+  }));
+  return run;
+}
+
+std::unique_ptr<PlannedRun> PlanIfTiny(const v1::RunRequest& request, const ServiceOptions& options,
+                                       const Scheduler& scheduler, const Placement& placement,
+                                       const StopCheck& stop, const HandleAccess* handles) {
+  if (placement.device == Device::kOpenCl) return nullptr;
+  if (KeepsOutputs(request) || WritesToSharedMemory(request)) return nullptr;
+  int64_t input_bytes = 0;
+  for (const auto& [name, tensor] : request.inputs()) {
+    if (tensor.has_handle() || tensor.has_shared_memory()) return nullptr;
+    input_bytes += static_cast<int64_t>(tensor.data().size());
+  }
+  if (input_bytes > kTinyRequestBytes) return nullptr;
+  absl::StatusOr<std::unique_ptr<PlannedRun>> run =
+      PlanRun(request, options, stop, /*uploaded=*/nullptr, handles);
+  if (!run.ok()) return nullptr;
+  const ExecutionPlan& plan = (*run)->plan;
+  if (!plan.scatters.empty() || plan.bytes_moved > kTinyRequestBytes ||
+      scheduler.MayRunOnDevice(placement, plan)) {
+    return nullptr;
+  }
+  return *std::move(run);
+}
+
+}  // namespace tensorop::server
