@@ -10,9 +10,9 @@
 
 #include <nlohmann/json.hpp>
 
-#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "core/status_macros.h"
+#include "server/v2/bounded_json.h"
 #include "server/v2/inference_models.h"
 
 namespace tensorop::server {
@@ -23,154 +23,6 @@ using Json = nlohmann::json;
 // nlohmann's error text names the byte offset: useful as it is.
 absl::Status JsonError(absl::string_view model, absl::string_view what) {
   return absl::InvalidArgumentError(absl::StrCat(model, ": ", what));
-}
-
-std::string Dump(const Json& json) {
-  return json.dump(-1, ' ', false, Json::error_handler_t::replace);
-}
-
-// A user's value as an error message quotes it: scalars as written, strings
-// cut, arrays and objects by kind only. Never the whole value: re-serializing
-// what a client sent is unbounded work and text.
-std::string Quote(const Json& v) {
-  constexpr size_t kMaxQuoted = 64;
-  if (v.is_array()) return absl::StrCat("an array of ", v.size(), " items");
-  if (v.is_object()) return absl::StrCat("an object of ", v.size(), " members");
-  if (v.is_string() && v.get_ref<const std::string&>().size() > kMaxQuoted) {
-    return Dump(Json(v.get_ref<const std::string&>().substr(0, kMaxQuoted))) + "...";
-  }
-  return Dump(v);
-}
-
-// The heap bytes a parsed nlohmann value takes, in glibc's x86-64 chunks: an
-// array's or object's own container, its slot in the parent array (16 bytes
-// in a vector that may be twice the size it holds) or its member node in the
-// parent object's map (node, key string, value), a string's heap object.
-// mallinfo2 after parsing flat numbers, [] and {} lists, strings, [[[0]]]
-// nests and objects gave 10.5 to 31.6 heap bytes a byte of text; this model
-// is 0 to 15% above each (NestedJsonBodiesStayWithinTheBudget checks RSS).
-constexpr int64_t kArrayBytes = 32;
-constexpr int64_t kObjectBytes = 64;
-constexpr int64_t kElementBytes = 32;
-constexpr int64_t kMemberBytes = 96;
-constexpr int64_t kStringBytes = 48;
-// Past 15 characters a std::string's text is a heap block of its own.
-int64_t TextBytes(size_t length) {
-  return length > 15 ? static_cast<int64_t>((length + 1 + 8 + 15) / 16 * 16) : 0;
-}
-constexpr absl::string_view kTooDeep = " nests arrays and objects more than ";
-// How much is reserved at a time as the values grow.
-constexpr int64_t kReserveStep = int64_t{1} << 20;
-
-// nlohmann's DOM parse (as json_sax_dom_parser) with two bounds a hostile
-// body meets before it can hurt: arrays and objects nested at most
-// kMaxJsonDepth deep, and every value's heap bytes reserved (`reserve`, in
-// kReserveStep steps) before they pile up.
-class BoundedJsonBuilder final : public nlohmann::json_sax<Json> {
- public:
-  BoundedJsonBuilder(absl::string_view what, const JsonReserve& reserve)
-      : what_(what), reserve_(reserve) {}
-
-  bool null() override { return Value(Json(nullptr), 0); }
-  bool boolean(bool v) override { return Value(Json(v), 0); }
-  bool number_integer(number_integer_t v) override { return Value(Json(v), 0); }
-  bool number_unsigned(number_unsigned_t v) override { return Value(Json(v), 0); }
-  bool number_float(number_float_t v, const string_t&) override { return Value(Json(v), 0); }
-  bool string(string_t& v) override {
-    const int64_t bytes = kStringBytes + TextBytes(v.size());
-    return Value(Json(std::move(v)), bytes);
-  }
-  bool binary(binary_t&) override {
-    return Fail(absl::InvalidArgumentError(absl::StrCat(what_, " has a binary value")));
-  }
-  bool start_object(std::size_t) override { return Open(Json::object(), kObjectBytes); }
-  bool key(string_t& key) override {
-    if (!Charge(kMemberBytes + TextBytes(key.size()))) return false;
-    member_ = &(*open_.back())[std::move(key)];
-    return true;
-  }
-  bool end_object() override { return Close(); }
-  bool start_array(std::size_t) override { return Open(Json::array(), kArrayBytes); }
-  bool end_array() override { return Close(); }
-  bool parse_error(std::size_t, const std::string&, const Json::exception& e) override {
-    return Fail(absl::InvalidArgumentError(absl::StrCat(what_, " is not valid JSON: ", e.what())));
-  }
-
-  absl::StatusOr<Json> Take() && {
-    if (!error_.ok()) return error_;
-    return std::move(root_);
-  }
-
- private:
-  bool Fail(absl::Status status) {
-    if (error_.ok()) error_ = std::move(status);
-    return false;
-  }
-  // Counts `bytes` more, reserving the next step when they pass what is held.
-  bool Charge(int64_t bytes) {
-    charged_ += bytes;
-    while (charged_ > reserved_) {
-      if (reserve_) {
-        if (absl::Status status = reserve_(kReserveStep); !status.ok()) return Fail(status);
-      }
-      reserved_ += kReserveStep;
-    }
-    return true;
-  }
-  // Places `v` where the parse is: the root, the open array's next element, or
-  // the open object's member whose key came last.
-  Json* Place(Json v) {
-    if (open_.empty()) {
-      root_ = std::move(v);
-      return &root_;
-    }
-    Json& parent = *open_.back();
-    if (parent.is_array()) {
-      parent.push_back(std::move(v));
-      return &parent.back();
-    }
-    *member_ = std::move(v);
-    return member_;
-  }
-  bool Value(Json v, int64_t bytes) {
-    if (!open_.empty() && open_.back()->is_array()) bytes += kElementBytes;
-    if (!Charge(bytes)) return false;
-    Place(std::move(v));
-    return true;
-  }
-  bool Open(Json container, int64_t bytes) {
-    if (open_.size() >= static_cast<size_t>(kMaxJsonDepth)) {
-      return Fail(
-          absl::InvalidArgumentError(absl::StrCat(what_, kTooDeep, kMaxJsonDepth, " deep")));
-    }
-    if (!open_.empty() && open_.back()->is_array()) bytes += kElementBytes;
-    if (!Charge(bytes)) return false;
-    open_.push_back(Place(std::move(container)));
-    return true;
-  }
-  bool Close() {
-    open_.pop_back();
-    return true;
-  }
-
-  const absl::string_view what_;
-  const JsonReserve& reserve_;
-  Json root_;
-  std::vector<Json*> open_;  // the arrays and objects being filled, outermost first
-  Json* member_ = nullptr;
-  int64_t charged_ = 0;
-  int64_t reserved_ = 0;
-  absl::Status error_;
-};
-
-// `text` parsed within BoundedJsonBuilder's bounds; INVALID_ARGUMENT naming
-// `what` for text that is no JSON or nests too deep, `reserve`'s refusal when
-// the values do not fit.
-absl::StatusOr<Json> ParseBounded(absl::string_view text, absl::string_view what,
-                                  const JsonReserve& reserve) {
-  BoundedJsonBuilder builder(what, reserve);
-  Json::sax_parse(text.begin(), text.end(), &builder);
-  return std::move(builder).Take();
 }
 
 template <typename T>
@@ -185,7 +37,7 @@ absl::Status AppendElement(const Json& v, absl::string_view datatype, absl::stri
                            int64_t index, std::string& out) {
   auto refuse = [&](absl::string_view expected) {
     return absl::InvalidArgumentError(
-        absl::StrCat(what, " data[", index, "] = ", Quote(v), " is not ", expected));
+        absl::StrCat(what, " data[", index, "] = ", QuoteJson(v), " is not ", expected));
   };
   auto integer = [&]<typename T>(T*) -> absl::Status {
     if (v.is_number_unsigned()) {
@@ -296,8 +148,9 @@ absl::Status ToParameters(const Json& parameters, absl::string_view what,
     } else if (value.is_string()) {
       p.set_string_param(value.get<std::string>());
     } else {
-      return absl::InvalidArgumentError(absl::StrCat(
-          what, " parameter \"", key, "\" = ", Quote(value), " is not a bool, number or string"));
+      return absl::InvalidArgumentError(absl::StrCat(what, " parameter \"", key,
+                                                     "\" = ", QuoteJson(value),
+                                                     " is not a bool, number or string"));
     }
   }
   return absl::OkStatus();
@@ -433,7 +286,7 @@ absl::StatusOr<HttpInferRequest> ParseHttpInferRequest(absl::string_view model,
     binary = body.substr(static_cast<size_t>(*header_length));
   }
   ASSIGN_OR_RETURN(const Json json,
-                   ParseBounded(json_text, absl::StrCat(model, ": the request"), reserve));
+                   ParseBoundedJson(json_text, absl::StrCat(model, ": the request"), reserve));
   if (!json.is_object()) return JsonError(model, "the request is not a JSON object");
   // The raw bytes the inputs become, reserved before they are made.
   auto reserve_raw = [&](int64_t bytes) { return reserve ? reserve(bytes) : absl::OkStatus(); };
@@ -484,7 +337,7 @@ absl::StatusOr<HttpInferRequest> ParseHttpInferRequest(absl::string_view model,
     for (const Json& size : input["shape"]) {
       if (!size.is_number_integer()) {
         return absl::InvalidArgumentError(
-            absl::StrCat(what, ": shape[", d, "] = ", Quote(size), " is not an integer"));
+            absl::StrCat(what, ": shape[", d, "] = ", QuoteJson(size), " is not an integer"));
       }
       tensor.add_shape(size.get<int64_t>());
       ++d;
@@ -497,7 +350,7 @@ absl::StatusOr<HttpInferRequest> ParseHttpInferRequest(absl::string_view model,
         if (!parameters["binary_data_size"].is_number_integer() ||
             parameters["binary_data_size"].get<int64_t>() < 0) {
           return absl::InvalidArgumentError(absl::StrCat(
-              what, ": parameters.binary_data_size = ", Quote(parameters["binary_data_size"]),
+              what, ": parameters.binary_data_size = ", QuoteJson(parameters["binary_data_size"]),
               " is not a size"));
         }
         binary_size = parameters["binary_data_size"].get<int64_t>();
@@ -624,7 +477,7 @@ absl::StatusOr<HttpBody> RenderHttpInferResponse(const HttpInferRequest& asked,
     json["outputs"].push_back(std::move(entry));
   }
   HttpBody out;
-  out.body = Dump(json);
+  out.body = DumpJson(json);
   if (any_binary) {
     out.header_length = out.body.size();
     out.body.append(binary);
@@ -636,7 +489,7 @@ absl::StatusOr<HttpBody> RenderHttpInferResponse(const HttpInferRequest& asked,
 }
 
 std::string HttpErrorJson(const absl::Status& status) {
-  return Dump(Json::object({{"error", std::string(status.message())}}));
+  return DumpJson(Json::object({{"error", std::string(status.message())}}));
 }
 
 std::string ServerMetadataJson(const inference::ServerMetadataResponse& metadata) {
@@ -646,7 +499,7 @@ std::string ServerMetadataJson(const inference::ServerMetadataResponse& metadata
   json["extensions"] = Json::array();
   for (const std::string& extension : metadata.extensions())
     json["extensions"].push_back(extension);
-  return Dump(json);
+  return DumpJson(json);
 }
 
 namespace {
@@ -674,7 +527,7 @@ std::string ModelMetadataJson(const inference::ModelMetadataResponse& metadata) 
   json["platform"] = metadata.platform();
   json["inputs"] = TensorsJson(metadata.inputs());
   json["outputs"] = TensorsJson(metadata.outputs());
-  return Dump(json);
+  return DumpJson(json);
 }
 
 std::string RepositoryIndexJson(const inference::RepositoryIndexResponse& index) {
@@ -685,7 +538,7 @@ std::string RepositoryIndexJson(const inference::RepositoryIndexResponse& index)
                                  {"state", model.state()},
                                  {"reason", model.reason()}}));
   }
-  return Dump(json);
+  return DumpJson(json);
 }
 
 std::string ModelStatisticsJson(const inference::ModelStatisticsResponse& statistics) {
@@ -709,7 +562,7 @@ std::string ModelStatisticsJson(const inference::ModelStatisticsResponse& statis
                                      {"compute_infer", duration(inference.compute_infer())},
                                      {"compute_output", duration(inference.compute_output())}})}}));
   }
-  return Dump(Json::object({{"model_stats", models}}));
+  return DumpJson(Json::object({{"model_stats", models}}));
 }
 
 absl::StatusOr<inference::SystemSharedMemoryRegisterRequest> ParseSystemSharedMemoryRegister(
@@ -720,8 +573,8 @@ absl::StatusOr<inference::SystemSharedMemoryRegisterRequest> ParseSystemSharedMe
         what, ": the body of ", body.size(), " bytes is over the ", kMaxRegisterBodyBytes,
         " bytes a {\"key\", \"offset\", \"byte_size\"} object may take"));
   }
-  absl::StatusOr<Json> parsed = ParseBounded(body, what, nullptr);
-  if (!parsed.ok() && absl::StrContains(parsed.status().message(), kTooDeep)) {
+  absl::StatusOr<Json> parsed = ParseBoundedJson(body, what, nullptr);
+  if (!parsed.ok() && NestsTooDeep(parsed.status())) {
     return parsed.status();
   }
   const Json json = parsed.ok() ? *std::move(parsed) : Json();
@@ -743,7 +596,7 @@ absl::StatusOr<inference::SystemSharedMemoryRegisterRequest> ParseSystemSharedMe
     }
     const Json& value = json[field];
     if (!value.is_number_unsigned()) {
-      return absl::InvalidArgumentError(absl::StrCat(what, ": \"", field, "\" = ", Quote(value),
+      return absl::InvalidArgumentError(absl::StrCat(what, ": \"", field, "\" = ", QuoteJson(value),
                                                      " is not a non-negative integer"));
     }
     return value.get<uint64_t>();
@@ -767,7 +620,7 @@ std::string SystemSharedMemoryStatusJson(
                                  {"offset", region->offset()},
                                  {"byte_size", region->byte_size()}}));
   }
-  return Dump(json);
+  return DumpJson(json);
 }
 
 }  // namespace tensorop::server

@@ -24,6 +24,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "inference/grpc_service.pb.h"
+#include "server/v2/bounded_json.h"
 
 namespace tensorop::server {
 
@@ -41,16 +42,8 @@ struct HttpInferRequest {
   std::map<std::string, bool> binary_outputs;
 };
 
-// Every JSON body is refused (INVALID_ARGUMENT naming this limit) when its
-// arrays and objects nest deeper: no protocol body nests more than a few.
-inline constexpr int kMaxJsonDepth = 64;
 // A register body is one small object.
 inline constexpr size_t kMaxRegisterBodyBytes = 64 << 10;
-
-// Called with more bytes to reserve (the memory budget) before the parse
-// holds them: as nlohmann values grow, in 1 MiB steps, and before an input's
-// raw bytes are made. An error stops the parse with it. Null: nothing reserved.
-using JsonReserve = std::function<absl::Status(int64_t bytes)>;
 
 // The request to `model` (`version` may be empty) in `body`: JSON only, or,
 // with `header_length` (Inference-Header-Content-Length), that many bytes of
