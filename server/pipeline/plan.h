@@ -85,12 +85,9 @@ absl::StatusOr<std::unique_ptr<PlannedRun>> PlanRun(const v1::RunRequest& reques
 
 // Validates and plans `request`, binding its inputs: its own bytes, those of
 // `uploaded`, resident handles (`handles`) and shared memory regions.
-absl::StatusOr<std::unique_ptr<PlannedRun>> Plan(const v1::RunRequest& request,
-                                                 const Limits& limits,
-                                                 SharedMemoryRegistry* shared_memory,
-                                                 const StopCheck& stop,
-                                                 const UploadedInputs* uploaded,
-                                                 const HandleAccess* handles);
+absl::StatusOr<std::unique_ptr<PlannedRun>> Plan(
+    const v1::RunRequest& request, const Limits& limits, SharedMemoryRegistry* shared_memory,
+    const StopCheck& stop, const UploadedInputs* uploaded, const HandleAccess* handles);
 // Input `name`'s bytes, on an OpenCL device, copied into host memory for
 // this request (once).
 absl::StatusOr<std::span<const std::byte>> HostCopy(PlannedRun& run, absl::string_view name,

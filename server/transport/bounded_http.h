@@ -36,6 +36,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "server/transport/http_head.h"
 
 namespace httplib {
 class Server;
@@ -68,14 +69,6 @@ class Connection {
 // A plaintext socket (owned: closed when destroyed).
 std::unique_ptr<Connection> PlainConnection(int fd);
 
-// A request's line and headers, as the waiting room read them.
-struct HttpRequestHead {
-  std::string method;
-  std::string target;                          // path and query
-  std::map<std::string, std::string> headers;  // names lowercased
-  int64_t content_length = 0;                  // 0 when none was given
-};
-
 // The answer to a request refused before its body is read.
 struct HttpRefusal {
   int status = 0;
@@ -94,13 +87,6 @@ struct HttpAdmission {
   // answer instead. Null: nothing is held.
   std::function<HttpRefusal(int64_t bytes)> hold_bytes;
 };
-
-// The request line and headers of `text` (ending in the blank line), read
-// strictly so that framing has one reading (RFC 9112): INVALID_ARGUMENT for
-// bare CR or LF, NUL, folded or malformed header lines, a request line that is
-// not METHOD SP TARGET SP HTTP/1.x, a repeated Content-Length or
-// Transfer-Encoding, or a Content-Length that is not 1..18 digits.
-absl::StatusOr<HttpRequestHead> ParseHttpRequestHead(absl::string_view text);
 
 struct BoundedHttpOptions {
   size_t max_waiting = 64;
@@ -123,14 +109,6 @@ struct BoundedHttpOptions {
   // Wraps each accepted socket. Null: PlainConnection.
   std::function<std::unique_ptr<Connection>(int fd)> make_connection;
 };
-
-// "HOST:PORT" or "[V6HOST]:PORT" split for httplib's bind; INVALID_ARGUMENT
-// naming `what` ("metrics address") otherwise.
-struct HttpHostPort {
-  std::string host;
-  int port = 0;
-};
-absl::StatusOr<HttpHostPort> SplitHttpHostPort(const std::string& address, const std::string& what);
 
 class BoundedHttpServer {
  public:
