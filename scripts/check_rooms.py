@@ -127,38 +127,37 @@ def self_test(root):
     order = list(rooms)
     siblings = next((a, b) for a in order for b in order
                     if order.index(a) < order.index(b) and a not in rooms[b] and b not in rooms[a])
-    plants = [(order[1], order[-2], 'up'), (siblings[1], siblings[0], 'sideways')]
+    low, high = order[0], order[-1]
+
+    def plant_include(copy, low, other):
+        victim = sorted((copy / 'server' / low).glob('*.cc'))[0]
+        header = sorted((copy / 'server' / other).glob('*.h'))[0].name
+        victim.write_text(f'#include "server/{other}/{header}"\n' + victim.read_text())
+        return f'{victim.relative_to(copy)}:1: {low} includes server/{other}/{header}'
+
+    def plant_link(copy):
+        cmake = copy / 'server' / low / 'CMakeLists.txt'
+        cmake.write_text(cmake.read_text() +
+                         f'target_link_libraries(tensorop_server_{low} PUBLIC tensorop_server_{high})\n')
+        return f'server/{low}/CMakeLists.txt: links tensorop_server_{high}'
+
+    plants = [('up include', lambda copy: plant_include(copy, order[1], order[-2]) + ' (up)'),
+              ('sideways include',
+               lambda copy: plant_include(copy, siblings[1], siblings[0]) + ' (sideways)'),
+              ('link', plant_link)]
     failures = 0
-    for low, other, way in plants:
+    for what, plant in plants:
         with tempfile.TemporaryDirectory() as tmp:
             copy = pathlib.Path(tmp)
             shutil.copytree(root / 'server', copy / 'server')
             (copy / 'docs').mkdir()
             shutil.copy(root / 'docs/ARCHITECTURE.md', copy / 'docs')
-            victim = sorted((copy / 'server' / low).glob('*.cc'))[0]
-            header = sorted((root / 'server' / other).glob('*.h'))[0].name
-            victim.write_text(f'#include "server/{other}/{header}"\n' + victim.read_text())
-            expected = f'{victim.relative_to(copy)}:1: {low} includes server/{other}/{header} ({way})'
-            if not any(p.startswith(expected) for p in check(copy)):
-                print(f'self-test: a planted {way} include {low} -> {other} was not refused')
-                failures += 1
+            expected = plant(copy)
+            if any(p.startswith(expected) for p in check(copy)):
+                print(f'self-test: a planted {what} is refused: {expected}')
             else:
-                print(f'self-test: a planted {way} include is refused: {expected}')
-    with tempfile.TemporaryDirectory() as tmp:
-        copy = pathlib.Path(tmp)
-        shutil.copytree(root / 'server', copy / 'server')
-        (copy / 'docs').mkdir()
-        shutil.copy(root / 'docs/ARCHITECTURE.md', copy / 'docs')
-        low, high = order[0], order[-1]
-        cmake = copy / 'server' / low / 'CMakeLists.txt'
-        cmake.write_text(cmake.read_text() +
-                         f'target_link_libraries(tensorop_server_{low} PUBLIC tensorop_server_{high})\n')
-        expected = f'server/{low}/CMakeLists.txt: links tensorop_server_{high}'
-        if not any(p.startswith(expected) for p in check(copy)):
-            print(f'self-test: a planted link {low} -> {high} was not refused')
-            failures += 1
-        else:
-            print(f'self-test: a planted link is refused: {expected}')
+                print(f'self-test: a planted {what} was not refused (expected "{expected}")')
+                failures += 1
     return 1 if failures else 0
 
 
