@@ -20,6 +20,7 @@
 #include "server/data/mapping_guard.h"
 #include "server/security/auth.h"
 #include "server/telemetry/metrics.h"
+#include "server/wire/quoted.h"
 
 namespace tensorop::server {
 
@@ -28,17 +29,6 @@ namespace {
 bool IsNameByte(char c) {
   return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' ||
          c == '.' || c == '-';
-}
-
-std::string Quoted(absl::string_view text) {
-  // Names reach messages only after validation, or cut and escaped here.
-  std::string out = "\"";
-  for (char c : text.substr(0, 80)) {
-    if (c == '"' || c == '\\') out += '\\';
-    out += (c >= 0x20 && c < 0x7f) ? c : '?';
-  }
-  if (text.size() > 80) out += "...";
-  return out + "\"";
 }
 
 absl::Status ShrankWhileUsed(absl::string_view key, absl::string_view name,

@@ -10,15 +10,9 @@
 #include "core/checked_math.h"
 #include "core/dtype.h"
 #include "server/data/shared_memory.h"
+#include "server/wire/quoted.h"
 
 namespace tensorop::server {
-namespace {
-
-// A region's name in a message: names reach here checked ([A-Za-z0-9_.-]).
-std::string Quoted(absl::string_view name) { return absl::StrCat("\"", name, "\""); }
-
-}  // namespace
-
 namespace {
 
 // The span [offset, offset + length) of `pin`'s region, checked: INVALID_ARGUMENT

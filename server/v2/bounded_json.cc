@@ -7,6 +7,7 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "server/wire/quoted.h"
 
 namespace tensorop::server {
 namespace {
@@ -64,7 +65,8 @@ class BoundedJsonBuilder final : public nlohmann::json_sax<Json> {
   bool start_array(std::size_t) override { return Open(Json::array(), kArrayBytes); }
   bool end_array() override { return Close(); }
   bool parse_error(std::size_t, const std::string&, const Json::exception& e) override {
-    return Fail(absl::InvalidArgumentError(absl::StrCat(what_, " is not valid JSON: ", e.what())));
+    return Fail(absl::InvalidArgumentError(
+        absl::StrCat(what_, " is not valid JSON: ", CutForMessage(e.what(), 256))));
   }
 
   absl::StatusOr<Json> Take() && {

@@ -14,6 +14,7 @@
 #include "core/status_macros.h"
 #include "server/v2/bounded_json.h"
 #include "server/v2/inference_models.h"
+#include "server/wire/quoted.h"
 
 namespace tensorop::server {
 namespace {
@@ -22,7 +23,7 @@ using Json = nlohmann::json;
 
 // nlohmann's error text names the byte offset: useful as it is.
 absl::Status JsonError(absl::string_view model, absl::string_view what) {
-  return absl::InvalidArgumentError(absl::StrCat(model, ": ", what));
+  return absl::InvalidArgumentError(absl::StrCat(CutForMessage(model), ": ", what));
 }
 
 template <typename T>
@@ -148,8 +149,8 @@ absl::Status ToParameters(const Json& parameters, absl::string_view what,
     } else if (value.is_string()) {
       p.set_string_param(value.get<std::string>());
     } else {
-      return absl::InvalidArgumentError(absl::StrCat(what, " parameter \"", key,
-                                                     "\" = ", QuoteJson(value),
+      return absl::InvalidArgumentError(absl::StrCat(what, " parameter ", Quoted(key), " = ",
+                                                     QuoteJson(value),
                                                      " is not a bool, number or string"));
     }
   }
@@ -285,8 +286,9 @@ absl::StatusOr<HttpInferRequest> ParseHttpInferRequest(absl::string_view model,
     json_text = body.substr(0, static_cast<size_t>(*header_length));
     binary = body.substr(static_cast<size_t>(*header_length));
   }
-  ASSIGN_OR_RETURN(const Json json,
-                   ParseBoundedJson(json_text, absl::StrCat(model, ": the request"), reserve));
+  ASSIGN_OR_RETURN(
+      const Json json,
+      ParseBoundedJson(json_text, absl::StrCat(CutForMessage(model), ": the request"), reserve));
   if (!json.is_object()) return JsonError(model, "the request is not a JSON object");
   // The raw bytes the inputs become, reserved before they are made.
   auto reserve_raw = [&](int64_t bytes) { return reserve ? reserve(bytes) : absl::OkStatus(); };
@@ -316,14 +318,14 @@ absl::StatusOr<HttpInferRequest> ParseHttpInferRequest(absl::string_view model,
   size_t binary_offset = 0;
   int i = 0;
   for (const Json& input : json["inputs"]) {
-    const std::string at = absl::StrCat(model, ": inputs[", i, "]");
+    const std::string at = absl::StrCat(CutForMessage(model), ": inputs[", i, "]");
     if (!input.is_object())
       return JsonError(model, absl::StrCat("inputs[", i, "] is not an object"));
     if (!input.contains("name") || !input["name"].is_string()) {
       return absl::InvalidArgumentError(absl::StrCat(at, " has no \"name\" string"));
     }
     const std::string name = input["name"].get<std::string>();
-    const std::string what = absl::StrCat(model, ": input \"", name, "\"");
+    const std::string what = absl::StrCat(CutForMessage(model), ": input ", Quoted(name));
     if (!input.contains("datatype") || !input["datatype"].is_string()) {
       return absl::InvalidArgumentError(absl::StrCat(what, " has no \"datatype\" string"));
     }
@@ -420,13 +422,13 @@ absl::StatusOr<HttpInferRequest> ParseHttpInferRequest(absl::string_view model,
       asked.set_name(output["name"].get<std::string>());
       if (output.contains("parameters")) {
         const Json& parameters = output["parameters"];
-        RETURN_IF_ERROR(ToParameters(parameters,
-                                     absl::StrCat(model, ": output \"", asked.name(), "\""),
-                                     *asked.mutable_parameters()));
+        RETURN_IF_ERROR(ToParameters(
+            parameters, absl::StrCat(CutForMessage(model), ": output ", Quoted(asked.name())),
+            *asked.mutable_parameters()));
         if (parameters.contains("binary_data")) {
           if (!parameters["binary_data"].is_boolean()) {
-            return JsonError(model, absl::StrCat("output \"", asked.name(),
-                                                 "\": parameters.binary_data is not true or "
+            return JsonError(model, absl::StrCat("output ", Quoted(asked.name()),
+                                                 ": parameters.binary_data is not true or "
                                                  "false"));
           }
           parsed.binary_outputs[asked.name()] = parameters["binary_data"].get<bool>();
@@ -567,7 +569,7 @@ std::string ModelStatisticsJson(const inference::ModelStatisticsResponse& statis
 
 absl::StatusOr<inference::SystemSharedMemoryRegisterRequest> ParseSystemSharedMemoryRegister(
     absl::string_view name, absl::string_view body) {
-  const std::string what = absl::StrCat("register shared memory region \"", name, "\"");
+  const std::string what = absl::StrCat("register shared memory region ", Quoted(name));
   if (body.size() > kMaxRegisterBodyBytes) {
     return absl::InvalidArgumentError(absl::StrCat(
         what, ": the body of ", body.size(), " bytes is over the ", kMaxRegisterBodyBytes,

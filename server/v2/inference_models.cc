@@ -24,6 +24,7 @@
 #include "core/tensor.h"
 #include "core/validate/strided_slice.h"
 #include "server/wire/convert.h"
+#include "server/wire/quoted.h"
 
 namespace tensorop::server {
 namespace {
@@ -289,8 +290,8 @@ absl::StatusOr<v1::Backend> BackendOf(const inference::ModelInferRequest& reques
   if (value == "cpu") return v1::CPU;
   if (value == "opencl") return v1::OPENCL;
   return absl::InvalidArgumentError(
-      absl::StrCat(request.model_name(), ": parameter \"backend\" is \"", parameter.string_param(),
-                   "\"; use \"auto\", \"cpu\" or \"opencl\""));
+      absl::StrCat(request.model_name(), ": parameter \"backend\" is ",
+                   Quoted(parameter.string_param()), "; use \"auto\", \"cpu\" or \"opencl\""));
 }
 
 // The output names of `model` for `request` (split: one per entry of `split`).
@@ -341,15 +342,15 @@ absl::Status AddSharedMemoryOutputs(const inference::ModelInferRequest& request,
   std::vector<bool> placed(names.size(), false);
   for (int i = 0; i < request.outputs_size(); ++i) {
     const auto& output = request.outputs(i);
-    const std::string what = absl::StrCat(model, ": output \"", output.name(), "\"");
+    const std::string what = absl::StrCat(model, ": output ", Quoted(output.name()));
     ASSIGN_OR_RETURN(std::optional<SharedMemorySpan> span,
                      SharedMemoryParameters(output.parameters(), what));
     if (!span.has_value()) continue;
     auto found = std::find(names.begin(), names.end(), output.name());
     if (found == names.end()) {
-      return absl::InvalidArgumentError(absl::StrCat(model, ": outputs[", i, "] \"", output.name(),
-                                                     "\" is not an output; ", "the outputs are ",
-                                                     absl::StrJoin(names, ", ")));
+      return absl::InvalidArgumentError(
+          absl::StrCat(model, ": outputs[", i, "] ", Quoted(output.name()), " is not an output; ",
+                       "the outputs are ", absl::StrJoin(names, ", ")));
     }
     const int k = static_cast<int>(found - names.begin());
     if (placed[static_cast<size_t>(k)]) {
@@ -386,12 +387,13 @@ const std::vector<std::string>& InferenceModelNames() {
 
 absl::Status CheckModel(absl::string_view name, absl::string_view version) {
   if (FindModel(name) == nullptr) {
-    return absl::NotFoundError(absl::StrCat("model \"", name, "\" is not served here; models: ",
+    return absl::NotFoundError(absl::StrCat("model ", Quoted(name), " is not served here; models: ",
                                             absl::StrJoin(InferenceModelNames(), ", ")));
   }
   if (!version.empty() && version != kModelVersion) {
-    return absl::NotFoundError(absl::StrCat("model \"", name, "\" has no version \"", version,
-                                            "\"; its only version is \"", kModelVersion, "\""));
+    return absl::NotFoundError(absl::StrCat("model ", Quoted(name), " has no version ",
+                                            Quoted(version), "; its only version is \"",
+                                            kModelVersion, "\""));
   }
   return absl::OkStatus();
 }
@@ -490,12 +492,12 @@ absl::StatusOr<v1::RunRequest> ToRunRequest(inference::ModelInferRequest& reques
   std::map<std::string, Input, std::less<>> inputs;
   for (int i = 0; i < request.inputs_size(); ++i) {
     inference::ModelInferRequest::InferInputTensor& tensor = *request.mutable_inputs(i);
-    const std::string what = absl::StrCat(model.name, ": input \"", tensor.name(), "\"");
+    const std::string what = absl::StrCat(model.name, ": input ", Quoted(tensor.name()));
     const TensorSpec* spec = FindInput(model, tensor.name());
     if (spec == nullptr) {
       return absl::InvalidArgumentError(
-          absl::StrCat(model.name, ": inputs[", i, "] \"", tensor.name(), "\" is not an input of ",
-                       model.name, "; its inputs are ", InputNames(model)));
+          absl::StrCat(model.name, ": inputs[", i, "] ", Quoted(tensor.name()),
+                       " is not an input of ", model.name, "; its inputs are ", InputNames(model)));
     }
     if (inputs.contains(tensor.name())) {
       return absl::InvalidArgumentError(absl::StrCat(what, " is given twice (inputs[", i, "])"));
@@ -504,8 +506,8 @@ absl::StatusOr<v1::RunRequest> ToRunRequest(inference::ModelInferRequest& reques
     input.datatype = tensor.datatype();
     std::optional<DType> dtype = DTypeFromV2Datatype(tensor.datatype());
     if (!dtype.has_value() || (tensor.datatype() == "BOOL" && spec->name == "indices")) {
-      return absl::InvalidArgumentError(absl::StrCat(what, " has datatype \"", tensor.datatype(),
-                                                     "\", which is not one of ", kDatatypes));
+      return absl::InvalidArgumentError(absl::StrCat(
+          what, " has datatype ", Quoted(tensor.datatype()), ", which is not one of ", kDatatypes));
     }
     input.dtype = *dtype;
     int64_t elements = 1;
@@ -671,8 +673,8 @@ absl::StatusOr<ModelInferAnswer> ModelInferAnswerFor(const inference::ModelInfer
     auto found = std::find(names.begin(), names.end(), name);
     if (found == names.end()) {
       return absl::InvalidArgumentError(
-          absl::StrCat(request.model_name(), ": outputs[", i, "] \"", name, "\" is not an output; ",
-                       "the outputs are ", absl::StrJoin(names, ", ")));
+          absl::StrCat(request.model_name(), ": outputs[", i, "] ", Quoted(name),
+                       " is not an output; ", "the outputs are ", absl::StrJoin(names, ", ")));
     }
     order.push_back(static_cast<int>(found - names.begin()));
   }

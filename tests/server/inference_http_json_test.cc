@@ -343,6 +343,34 @@ TEST(InferenceHttpJson, NestingPastTheLimitIsRefusedWhereverItIs) {
       "{\"key\", \"offset\", \"byte_size\"} object may take");
 }
 
+// Names, keys and the model a client sent are quoted cut (80 bytes) and
+// escaped: no message grows with what a client sends (http_request_fuzzer).
+TEST(InferenceHttpJson, UserTextInMessagesIsCut) {
+  const std::string long_name(100000, 'n');
+  absl::Status status =
+      ParseHttpInferRequest(long_name, "",
+                            R"({"inputs":[{"name":")" + long_name +
+                                R"(","datatype":"FP32","shape":[1],"parameters":{")" + long_name +
+                                R"(":[1]}}]})",
+                            std::nullopt)
+          .status();
+  EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(std::string(status.message()),
+            absl::StrCat(std::string(80, 'n'), "...: input \"", std::string(80, 'n'),
+                         "...\" parameter \"", std::string(80, 'n'),
+                         "...\" = an array of 1 items is not a bool, number or "
+                         "string"));
+  status = ParseHttpInferRequest("slice", "", "{\"" + long_name, std::nullopt).status();
+  EXPECT_THAT(status.message(), HasSubstr("slice: the request is not valid JSON: "));
+  EXPECT_LT(status.message().size(), 400u);
+  status = ParseHttpInferRequest(
+               "slice", "", R"({"inputs":[{"name":"a\"b\u0001","datatype":"FP32","shape":[1]}]})",
+               std::nullopt)
+               .status();
+  EXPECT_EQ(status.message(),
+            R"(slice: input "a\"b?" has neither "data" nor parameters.binary_data_size)");
+}
+
 // Issue 36, item 5: what a parse holds is reserved as it grows, at what the
 // values take (about 32 bytes per byte of nested arrays, 16 of flat numbers).
 TEST(InferenceHttpJson, TheParseReservesWhatItsValuesTake) {
