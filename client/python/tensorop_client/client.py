@@ -169,10 +169,18 @@ class _Connectivity:
 
     def __init__(self, channel: grpc.Channel) -> None:
         self._state = grpc.ChannelConnectivity.IDLE
+        self._channel = channel
         channel.subscribe(self._update)
 
     def _update(self, state: grpc.ChannelConnectivity) -> None:
         self._state = state
+
+    def stop(self) -> None:
+        """Unsubscribes, before the channel closes: closing a channel that is
+        still watched makes grpcio's polling thread raise "Cannot monitor
+        channel state: Channel closed!" (grpc/grpc#18995)."""
+        with suppress(ValueError):
+            self._channel.unsubscribe(self._update)
 
     def ready(self) -> bool:
         return self._state is grpc.ChannelConnectivity.READY
@@ -209,8 +217,15 @@ class _ClientChannels:
         self._replicas = replicas
         # run_many's iterations not finished yet.
         self._streams: weakref.WeakSet[Generator[Any, None, None]] = weakref.WeakSet()
+        # Replica channels' connectivity subscriptions, stopped on close.
+        self._connectivities: list[_Connectivity] = []
         with _registry_lock:
             _open_channels.add(self)
+
+    def watch(self, connectivity: _Connectivity) -> None:
+        """Stops `connectivity`'s subscription before the channels close."""
+        with _registry_lock:
+            self._connectivities.append(connectivity)
 
     def track(self, stream: Generator[Any, None, None]) -> None:
         """Ends `stream` (a run_many iteration) when the channels close."""
@@ -234,6 +249,11 @@ class _ClientChannels:
             # executing") ends with its call, cancelled by the channel's close.
             with suppress(ValueError):
                 stream.close()
+        with _registry_lock:
+            watched = list(self._connectivities)
+            self._connectivities.clear()
+        for connectivity in watched:
+            connectivity.stop()
         for calls in self._replicas.close():
             calls.channel.close()
         self._main.close()
@@ -309,7 +329,9 @@ class Client(_Transport[RemoteTensor]):
         weakref.finalize(self, self._channels.collected).atexit = False
 
     def _ready(self, channel: grpc.Channel) -> Callable[[], bool]:
-        return _Connectivity(channel).ready
+        connectivity = _Connectivity(channel)
+        self._channels.watch(connectivity)
+        return connectivity.ready
 
     def close(self) -> None:
         """Closes the channels (the target's and every replica's); calls in
