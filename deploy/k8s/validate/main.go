@@ -515,13 +515,13 @@ func checkCompanion(p *problems, cid string, pod *corev1.PodSpec, c corev1.Conta
 }
 
 // tensordFlags are the flags tensord accepts, read from their definitions
-// (the TENSORD_FLAG lines of server/config.cc) so they cannot drift: an
+// (the TENSORD_FLAG lines of server/process/config.cc) so they cannot drift: an
 // unknown one in the flag file stops tensord at startup.
 var tensordFlags, tensordFlagsErr = readTensordFlags()
 
 var tensordFlagLine = regexp.MustCompile(`(?m)^TENSORD_FLAG\(\s*[\w:]+\s*,\s*(\w+)\s*,`)
 
-// readTensordFlags finds server/config.cc in the working directory or the
+// readTensordFlags finds server/process/config.cc in the working directory or the
 // nearest one above it (the repository root, or the module inside it under
 // `go test`) and returns the flag names it defines.
 func readTensordFlags() (map[string]bool, error) {
@@ -530,7 +530,7 @@ func readTensordFlags() (map[string]bool, error) {
 		return nil, err
 	}
 	for {
-		path := filepath.Join(dir, "server", "config.cc")
+		path := filepath.Join(dir, "server", "process", "config.cc")
 		text, err := os.ReadFile(path)
 		if err == nil {
 			flags := map[string]bool{}
@@ -544,7 +544,7 @@ func readTensordFlags() (map[string]bool, error) {
 		}
 		parent := filepath.Dir(dir)
 		if parent == dir {
-			return nil, fmt.Errorf("no server/config.cc in the working directory or above it: run from the repository")
+			return nil, fmt.Errorf("no server/process/config.cc in the working directory or above it: run from the repository")
 		}
 		dir = parent
 	}

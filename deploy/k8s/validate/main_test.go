@@ -427,7 +427,7 @@ func TestUsage(t *testing.T) {
 	}
 }
 
-// The flag names come from server/config.cc's TENSORD_FLAG lines: the macro's
+// The flag names come from server/process/config.cc's TENSORD_FLAG lines: the macro's
 // own definition is not a flag.
 func TestTensordFlagsAreReadFromTheirDefinitions(t *testing.T) {
 	if tensordFlagsErr != nil {
