@@ -3,6 +3,11 @@
 // documented status, the server's peak resident memory stays within its
 // baseline plus --max_memory_bytes (and a margin for gRPC's own buffers), and
 // a normal request is answered within a second during and after the attack.
+//
+// Over 600 lines on purpose: one test per row of RELIABILITY.md's table
+// "Attacks (memory, slow clients, edges)", sharing this file's attack harness
+// (Attack, AttackerChannel, the budget and RSS checks); the newer surfaces'
+// attacks live in hostile_surfaces_test.cc.
 #include <atomic>
 #include <chrono>
 #include <cstdint>
