@@ -2,15 +2,13 @@
 
 #include <algorithm>
 #include <cstddef>
-#include <iterator>
-#include <map>
-#include <thread>
 #include <utility>
 
 #include "absl/status/status.h"
 #include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
 #include "client/channel.h"
+#include "client/protocol_error.h"
 #include "client/status_macros.h"
 #include "google/protobuf/field_mask.pb.h"
 #include "google/protobuf/util/field_mask_util.h"
@@ -76,10 +74,6 @@ void CopyAllFieldsExcept(const google::protobuf::Message& from, absl::string_vie
   }
   google::protobuf::util::FieldMaskUtil::MergeMessageTo(
       from, mask, google::protobuf::util::FieldMaskUtil::MergeOptions(), to);
-}
-
-absl::Status ProtocolError(absl::string_view what) {
-  return absl::InternalError(absl::StrCat("server broke the protocol: ", what));
 }
 
 // The handles a call reads, each with the field naming it, in the order the
@@ -557,250 +551,6 @@ absl::StatusOr<HostTensor> Client::FetchVia(const Route& route, const std::strin
                                       " outputs; expected one tensor with its data"));
   }
   return std::move(result.outputs[0]);
-}
-
-absl::Status Client::Release(absl::Span<const v1::TensorHandle> handles) {
-  std::map<std::string, std::vector<std::string>> by_replica;
-  for (const v1::TensorHandle& handle : handles) {
-    by_replica[handle.replica()].push_back(handle.id());
-  }
-  absl::Status first_error;
-  for (const auto& [replica, ids] : by_replica) {
-    absl::Status released = ReleaseVia(RouteTo(replica, ids.front()), ids);
-    if (first_error.ok()) first_error = released;
-  }
-  return first_error;
-}
-
-absl::Status Client::Release(const std::vector<std::string>& ids) {
-  return ReleaseVia(MainRoute(), ids);
-}
-
-absl::Status Client::ReleaseVia(const Route& route, const std::vector<std::string>& ids) {
-  grpc::ClientContext context;
-  RETURN_IF_ERROR(Prepare(context));
-  v1::ReleaseRequest request;
-  request.mutable_ids()->Assign(ids.begin(), ids.end());
-  v1::ReleaseResponse response;
-  const grpc::Status status = route.stub->Release(&context, request, &response);
-  if (!status.ok()) return Failed(status, route);
-  return absl::OkStatus();
-}
-
-absl::StatusOr<v1::ListHandlesResponse> Client::ListHandles(int page_size,
-                                                            const std::string& page_token) {
-  grpc::ClientContext context;
-  RETURN_IF_ERROR(Prepare(context));
-  v1::ListHandlesRequest request;
-  request.set_page_size(page_size);
-  request.set_page_token(page_token);
-  v1::ListHandlesResponse response;
-  const grpc::Status status = stub_->ListHandles(&context, request, &response);
-  if (!status.ok()) return Failed(status, MainRoute());
-  return response;
-}
-
-absl::StatusOr<std::vector<v1::TensorHandle>> Client::ListAllHandles() {
-  std::vector<v1::TensorHandle> handles;
-  std::string token;
-  do {
-    ASSIGN_OR_RETURN(v1::ListHandlesResponse page, ListHandles(0, token));
-    if (!page.next_page_token().empty() && page.next_page_token() == token) {
-      return ProtocolError(
-          absl::StrCat("ListHandles answered page token \"", token, "\" with itself"));
-    }
-    std::move(page.mutable_handles()->begin(), page.mutable_handles()->end(),
-              std::back_inserter(handles));
-    token = page.next_page_token();
-  } while (!token.empty());
-  return handles;
-}
-
-void DescribeOutputs(Client& client, v1::RunRequest& request) {
-  if (request.outputs_size() != 0) return;
-  if (request.has_scatter_elements() && request.inputs().contains("input")) {
-    request.add_outputs()->mutable_sizes()->CopyFrom(request.inputs().at("input").sizes());
-  } else if (request.has_strided_slice()) {
-    absl::StatusOr<Result> probe = client.Run(request);
-    if (!probe.ok()) return;
-    for (const HostTensor& output : probe->outputs) {
-      request.add_outputs()->mutable_sizes()->Assign(output.sizes.begin(), output.sizes.end());
-    }
-  }
-}
-
-std::vector<absl::StatusOr<Result>> Client::RunBidi(const std::vector<v1::RunRequest>& requests) {
-  // Every element is overwritten: by its answer, or by the reason it has none.
-  std::vector<absl::StatusOr<Result>> results(requests.size(), absl::UnknownError(""));
-  std::map<std::string, size_t, std::less<>> ids;  // id -> index of the request
-  for (size_t i = 0; i < requests.size(); ++i) {
-    auto [it, inserted] = ids.emplace(requests[i].id(), i);
-    if (!inserted) {
-      const absl::Status duplicate = absl::InvalidArgumentError(
-          absl::StrCat("RunBidi matches answers by id, and requests ", it->second, " and ", i,
-                       " share the id \"", requests[i].id(), "\""));
-      std::fill(results.begin(), results.end(), duplicate);
-      return results;
-    }
-  }
-  // Requests reading handles go to the replica holding them: one stream per
-  // replica, and one over the target for the others.
-  std::map<std::string, std::pair<Route, std::vector<size_t>>> streams;
-  for (size_t i = 0; i < requests.size(); ++i) {
-    absl::StatusOr<Route> route = RouteFor(requests[i]);
-    if (!route.ok()) {
-      results[i] = route.status();
-      continue;
-    }
-    auto& [stream_route, indices] = streams[route->replica];
-    if (indices.empty()) stream_route = *std::move(route);
-    indices.push_back(i);
-  }
-  for (const auto& [replica, stream] : streams) {
-    RunBidiOn(stream.first, requests, stream.second, results);
-  }
-  return results;
-}
-
-void Client::RunBidiOn(const Route& route, const std::vector<v1::RunRequest>& requests,
-                       const std::vector<size_t>& indices,
-                       std::vector<absl::StatusOr<Result>>& results) {
-  grpc::ClientContext context;
-  if (absl::Status prepared = Prepare(context); !prepared.ok()) {
-    for (size_t index : indices) results[index] = prepared;
-    return;
-  }
-  std::map<std::string, size_t, std::less<>> pending;  // id -> index of the request
-  for (size_t index : indices) pending.emplace(requests[index].id(), index);
-  std::unique_ptr<grpc::ClientReaderWriter<v1::RunRequest, v1::RunResponse>> stream =
-      route.stub->RunBidi(&context);
-  // Write on a second thread while this one reads: the server answers as it
-  // goes, and not reading while writing could fill both directions' windows.
-  std::thread writer([&stream, &requests, &indices] {
-    for (size_t index : indices) {
-      if (!stream->Write(requests[index])) return;  // the call is over; Finish says why
-    }
-    stream->WritesDone();
-  });
-  absl::Status broken;
-  v1::RunResponse response;
-  while (stream->Read(&response)) {
-    auto it = pending.find(response.id());
-    if (it == pending.end()) {
-      broken = ProtocolError(absl::StrCat("an answer for id \"", response.id(),
-                                          "\", which no unanswered request has"));
-      context.TryCancel();
-      break;
-    }
-    const size_t index = it->second;
-    pending.erase(it);
-    if (response.status().code() != 0) {
-      results[index] =
-          absl::Status(StatusCodeFromWire(response.status().code()), response.status().message());
-    } else {
-      results[index] = ResultFromResponse(response, &requests[index]);
-    }
-  }
-  if (!broken.ok()) {
-    while (stream->Read(&response)) {
-    }
-  }
-  writer.join();
-  const grpc::Status status = stream->Finish();
-  if (broken.ok()) {
-    broken = status.ok() ? ProtocolError("the stream ended without answering this request")
-                         : Failed(status, route);
-  }
-  for (const auto& [id, index] : pending) results[index] = broken;
-}
-
-void KeepOutputs(v1::RunRequest& request) {
-  // strided_slice and scatter_elements derive their one output: described by
-  // an empty entry (no sizes: not given), which may then be kept.
-  if (request.outputs_size() == 0 &&
-      (request.has_strided_slice() || request.has_scatter_elements())) {
-    request.add_outputs();
-  }
-  for (v1::OutputDesc& desc : *request.mutable_outputs()) desc.set_keep(true);
-}
-
-v1::ChainStep ChainStepOf(const v1::RunRequest& request) {
-  v1::ChainStep step;
-  if (request.has_slice()) *step.mutable_slice() = request.slice();
-  if (request.has_strided_slice()) *step.mutable_strided_slice() = request.strided_slice();
-  if (request.has_split()) *step.mutable_split() = request.split();
-  if (request.has_scatter_elements()) *step.mutable_scatter_elements() = request.scatter_elements();
-  for (const auto& [name, tensor] : request.inputs()) {
-    *(*step.mutable_inputs())[name].mutable_tensor() = tensor;
-  }
-  *step.mutable_outputs() = request.outputs();
-  return step;
-}
-
-v1::RunChainRequest OneStepChain(const v1::RunRequest& request) {
-  v1::RunChainRequest chain;
-  chain.set_id(request.id());
-  chain.set_backend(request.backend());
-  if (request.has_device_index()) chain.set_device_index(request.device_index());
-  *chain.add_steps() = ChainStepOf(request);
-  const int outputs = request.has_split() ? request.outputs_size() : 1;
-  for (int k = 0; k < outputs; ++k) {
-    v1::ChainResult& result = *chain.add_results();
-    result.set_step(0);
-    result.set_output(k);
-  }
-  return chain;
-}
-
-void ReferTo(const v1::TensorHandle& handle, v1::Tensor& tensor) {
-  v1::TensorHandle& named = *tensor.mutable_handle();
-  named.set_id(handle.id());
-  named.set_replica(handle.replica());
-}
-
-absl::StatusOr<Result> RunWithHandles(Client& client, const v1::RunRequest& request,
-                                      const PutOptions& put) {
-  v1::RunRequest run = request;
-  std::vector<v1::TensorHandle> made;  // every handle made, to release
-  absl::StatusOr<Result> result = [&]() -> absl::StatusOr<Result> {
-    // A call reads handles of one replica: every Put goes where the first
-    // handle lives.
-    PutOptions on_one = put;
-    std::vector<std::string> names;
-    for (const auto& [name, tensor] : run.inputs()) {
-      names.push_back(name);
-      if (tensor.has_handle() && on_one.replica.empty()) on_one.replica = tensor.handle().replica();
-    }
-    std::sort(names.begin(), names.end());
-    for (const std::string& name : names) {
-      // The layout stays beside the handle (equal to the handle's).
-      v1::Tensor& tensor = (*run.mutable_inputs())[name];
-      if (tensor.has_handle()) continue;  // already on the server
-      ASSIGN_OR_RETURN(v1::TensorHandle handle, client.Put(HostTensorFromProto(tensor), on_one));
-      on_one.replica = handle.replica();
-      ReferTo(handle, tensor);
-      made.push_back(std::move(handle));
-    }
-    KeepOutputs(run);
-    ASSIGN_OR_RETURN(Result kept, client.Run(run));
-    for (size_t i = 0; i < kept.outputs.size(); ++i) {
-      HostTensor& output = kept.outputs[i];
-      if (!output.handle.has_value()) continue;
-      made.push_back(*output.handle);
-      const int index = static_cast<int>(i);
-      ASSIGN_OR_RETURN(
-          output,
-          client.Fetch(made.back(), index < run.outputs_size()
-                                        ? absl::Span<const int64_t>(run.outputs(index).strides())
-                                        : absl::Span<const int64_t>()));
-    }
-    return kept;
-  }();
-  if (!made.empty()) {
-    const absl::Status released = client.Release(made);
-    if (result.ok() && !released.ok()) return released;
-  }
-  return result;
 }
 
 }  // namespace tensorop::client

@@ -1,6 +1,7 @@
 // One OpenCL device: its context, command queues, staging memory and program
 // cache, and the execution of plans on it. Devices are found through the ICD
-// loader.
+// loader. The members are defined in device*.cc, one concern per file (see
+// device.cc).
 #ifndef TENSOROP_KERNELS_OPENCL_DEVICE_H_
 #define TENSOROP_KERNELS_OPENCL_DEVICE_H_
 

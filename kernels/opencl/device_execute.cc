@@ -1,0 +1,194 @@
+// A plan on the device: only the bytes it reads go up (on the upload queue),
+// its copies and scatters run on the compute queue behind a marker, and its
+// outputs come down on the download queue, the three joined by events so
+// concurrent requests overlap. Small requests stay on one queue.
+#include <chrono>
+
+#include "absl/strings/str_cat.h"
+#include "core/plan/byte_range.h"
+#include "core/status_macros.h"
+#include "kernels/opencl/device.h"
+#include "kernels/opencl/scoped_event.h"
+
+namespace tensorop::opencl_backend {
+namespace {
+
+// Uploads start at a multiple of this below the first byte a plan reads, so a
+// rebased offset keeps its alignment modulo any word a kernel may use.
+constexpr int64_t kUploadAlignment = 256;
+// Requests moving fewer bytes (inputs read plus outputs) than this run on the
+// compute queue alone.
+constexpr int64_t kOneQueueBytes = int64_t{64} << 10;
+
+}  // namespace
+
+absl::Status Device::Execute(const ExecutionPlan& plan,
+                             std::span<const std::span<const std::byte>> inputs,
+                             std::span<std::byte* const> outputs, const StopCheck& stop,
+                             DeviceTimings* timings) {
+  return ExecuteResident(plan, inputs, {}, outputs, {}, stop, timings);
+}
+
+absl::Status Device::ExecuteResident(const ExecutionPlan& plan,
+                                     std::span<const std::span<const std::byte>> inputs,
+                                     std::span<const ResidentBuffer* const> resident_inputs,
+                                     std::span<std::byte* const> outputs,
+                                     std::span<const ResidentBuffer* const> resident_outputs,
+                                     const StopCheck& stop, DeviceTimings* timings) {
+  const auto resident_input = [&](size_t i) {
+    return i < resident_inputs.size() ? resident_inputs[i] : nullptr;
+  };
+  const auto resident_output = [&](size_t j) {
+    return j < resident_outputs.size() ? resident_outputs[j] : nullptr;
+  };
+  // With timings asked for, each phase is waited for (its last event) and
+  // timed on the host.
+  auto phase_start = std::chrono::steady_clock::now();
+  const auto end_phase = [&](int64_t DeviceTimings::*field, cl_event last) -> absl::Status {
+    if (timings == nullptr) return absl::OkStatus();
+    if (last != nullptr) RETURN_IF_ERROR(ClStatus(clWaitForEvents(1, &last), "clWaitForEvents"));
+    const auto now = std::chrono::steady_clock::now();
+    timings->*field +=
+        std::chrono::duration_cast<std::chrono::nanoseconds>(now - phase_start).count();
+    phase_start = now;
+    return absl::OkStatus();
+  };
+  if (inputs.size() != plan.input_names.size() || outputs.size() != plan.outputs.size()) {
+    return absl::InternalError(absl::StrCat("plan for ", plan.op, " takes ",
+                                            plan.input_names.size(), " inputs and ",
+                                            plan.outputs.size(), " outputs"));
+  }
+  RETURN_IF_ERROR(stop());
+  // Declared before the guard below, so they go back to the pool only after
+  // every command of this request completed.
+  std::vector<PooledBuffer> input_buffers;
+  std::vector<PooledBuffer> output_buffers;
+  // Where each input and output is on the device: a pooled buffer above, or
+  // a resident one.
+  std::vector<cl_mem> input_mems;
+  std::vector<cl_mem> output_mems;
+  // On an error path commands of this request may still be queued on any of
+  // the three queues: drain them all before the buffers go back. (Staging
+  // chunks carry their own events; the caller's memory is only touched by
+  // host copies, which are done.)
+  struct DrainOnError {
+    Device* device;
+    bool clean = false;
+    ~DrainOnError() {
+      if (!clean) device->Drain();
+    }
+  } drain{this};
+  ScopedEvent uploaded;
+  ScopedEvent computed;
+
+  // Only the bytes the plan reads go up; kernels address the device buffer
+  // from `upload_begin`.
+  const std::vector<ByteRange> ranges = InputReadRanges(plan);
+  std::vector<int64_t> upload_begin(inputs.size(), 0);
+  std::vector<int64_t> upload_bytes(inputs.size(), 0);
+  int64_t moved = 0;
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    const ByteRange range = i < ranges.size() ? ranges[i] : ByteRange{};
+    const int64_t size = resident_input(i) != nullptr ? resident_input(i)->bytes()
+                                                      : static_cast<int64_t>(inputs[i].size());
+    if (range.begin < 0 || range.end > size) {
+      return absl::InternalError(absl::StrCat("plan for ", plan.op, " reads bytes [", range.begin,
+                                              ", ", range.end, ") of input ", plan.input_names[i],
+                                              " of ", size, " bytes"));
+    }
+    if (resident_input(i) != nullptr) continue;  // read in place from byte 0
+    upload_begin[i] = range.empty() ? 0 : range.begin - range.begin % kUploadAlignment;
+    upload_bytes[i] = range.empty() ? 0 : range.end - upload_begin[i];
+    moved += upload_bytes[i];
+  }
+  for (size_t j = 0; j < plan.outputs.size(); ++j) {
+    if (resident_output(j) == nullptr) moved += plan.outputs[j].buffer_bytes();
+  }
+  // A small request stays on the compute queue: for it the events joining
+  // three queues cost more than any overlap gains.
+  const bool one_queue = moved < kOneQueueBytes;
+  cl_command_queue up = one_queue ? queue_ : upload_queue_;
+  cl_command_queue down = one_queue ? queue_ : download_queue_;
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    if (resident_input(i) != nullptr) {
+      input_mems.push_back(resident_input(i)->mem());
+      continue;
+    }
+    ASSIGN_OR_RETURN(PooledBuffer buffer,
+                     TakeBuffer(upload_bytes[i], absl::StrCat("input ", plan.input_names[i])));
+    RETURN_IF_ERROR(
+        UploadBytes(up, inputs[i].data() + upload_begin[i], upload_bytes[i], buffer.mem(), stop));
+    uploaded_bytes_.fetch_add(upload_bytes[i], std::memory_order_relaxed);
+    input_mems.push_back(buffer.mem());
+    input_buffers.push_back(std::move(buffer));
+  }
+  for (size_t j = 0; j < plan.outputs.size(); ++j) {
+    const Layout& layout = plan.outputs[j];
+    cl_mem mem = nullptr;
+    if (resident_output(j) != nullptr) {
+      if (resident_output(j)->bytes() < layout.buffer_bytes()) {
+        return absl::InternalError(
+            absl::StrCat("resident output ", j, " is smaller than its layout"));
+      }
+      mem = resident_output(j)->mem();
+    } else {
+      ASSIGN_OR_RETURN(PooledBuffer buffer,
+                       TakeBuffer(layout.buffer_bytes(), absl::StrCat("output ", j)));
+      mem = buffer.mem();
+      output_buffers.push_back(std::move(buffer));
+    }
+    output_mems.push_back(mem);
+    // Padding must read as zero; a packed output is written whole by the kernels.
+    if (layout.buffer_elements > layout.element_count) {
+      const cl_uchar zero = 0;
+      RETURN_IF_ERROR(ClStatus(
+          clEnqueueFillBuffer(up, mem, &zero, 1, 0, static_cast<size_t>(layout.buffer_bytes()), 0,
+                              nullptr, nullptr),
+          "clEnqueueFillBuffer"));
+    }
+  }
+  // In-order queues: a marker completes after everything queued before it.
+  // On one queue only a timing needs it.
+  if (!one_queue || timings != nullptr) {
+    RETURN_IF_ERROR(ClStatus(clEnqueueMarkerWithWaitList(up, 0, nullptr, &uploaded.event),
+                             "clEnqueueMarkerWithWaitList(upload)"));
+    RETURN_IF_ERROR(ClStatus(clFlush(up), "clFlush(upload)"));
+  }
+  RETURN_IF_ERROR(end_phase(&DeviceTimings::upload_ns, uploaded.event));
+
+  // Kernels wait for this request's uploads, not for the host.
+  if (!one_queue) {
+    RETURN_IF_ERROR(ClStatus(clEnqueueBarrierWithWaitList(queue_, 1, &uploaded.event, nullptr),
+                             "clEnqueueBarrierWithWaitList"));
+  }
+  for (const StridedCopy& copy : plan.copies) {
+    StridedCopy rebased = copy;
+    rebased.src_offset -= upload_begin[copy.input_slot];
+    RETURN_IF_ERROR(
+        RunCopy(rebased, input_mems[copy.input_slot], output_mems[copy.output_slot], stop));
+  }
+  for (const ScatterWalk& walk : plan.scatters) {
+    // Walks address indices and updates from byte 0, which their ranges hold.
+    if (upload_begin[walk.indices_slot] != 0 || upload_begin[walk.updates_slot] != 0) {
+      return absl::InternalError("scatter inputs were uploaded from past their byte 0");
+    }
+    RETURN_IF_ERROR(RunScatter(walk, input_mems[walk.indices_slot], input_mems[walk.updates_slot],
+                               output_mems[walk.output_slot], stop));
+  }
+  RETURN_IF_ERROR(ClStatus(clEnqueueMarkerWithWaitList(queue_, 0, nullptr, &computed.event),
+                           "clEnqueueMarkerWithWaitList(compute)"));
+  RETURN_IF_ERROR(ClStatus(clFlush(queue_), "clFlush"));
+  RETURN_IF_ERROR(end_phase(&DeviceTimings::kernel_ns, computed.event));
+
+  for (size_t j = 0; j < plan.outputs.size(); ++j) {
+    if (resident_output(j) != nullptr) continue;  // stays on the device
+    RETURN_IF_ERROR(DownloadBytes(down, output_mems[j], plan.outputs[j].buffer_bytes(), outputs[j],
+                                  one_queue ? nullptr : computed.event, stop));
+  }
+  // With every download done (or none to do), this request's kernels, and so
+  // its uploads, completed too: the buffers may go back to the pool.
+  RETURN_IF_ERROR(ClStatus(clWaitForEvents(1, &computed.event), "clWaitForEvents"));
+  drain.clean = true;
+  return end_phase(&DeviceTimings::download_ns, nullptr);
+}
+}  // namespace tensorop::opencl_backend

@@ -1,0 +1,471 @@
+// ModelInfer and ModelStreamInfer: a request's bytes parsed with what that
+// takes reserved, converted into a native RunRequest, run by the native
+// pipeline on a worker (or in the reaction when tiny) and its answer
+// serialized. The small methods are inference_service.cc.
+#include <algorithm>
+#include <cstdint>
+#include <exception>
+#include <limits>
+#include <memory>
+#include <new>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "core/dtype.h"
+#include "core/status_macros.h"
+#include "server/data/shared_memory.h"
+#include "server/memory/memory_budget.h"
+#include "server/pipeline/guarded.h"
+#include "server/pipeline/pipeline.h"
+#include "server/pipeline/raw_unary.h"
+#include "server/pipeline/response_writer.h"
+#include "server/security/auth.h"
+#include "server/telemetry/metrics.h"
+#include "server/telemetry/request_log.h"
+#include "server/transport/call_stop.h"
+#include "server/v2/inference_models.h"
+#include "server/v2/inference_service.h"
+#include "server/wire/chunk_part.h"
+#include "server/wire/convert.h"
+#include "server/wire/status_map.h"
+
+namespace tensorop::server {
+namespace {
+
+constexpr absl::string_view kTooBigHint =
+    "tensorop.v1.TensorOp/RunStream streams results of any size";
+
+// Parses `bytes` as a ModelInferRequest for `method` into `request`,
+// reserving what that takes, and releases the received bytes. In a request
+// of 1 MiB or more, input "input"'s raw_input_contents entry (from 64 KiB) is
+// left where gRPC received it, still covered by their reservation: `received`
+// gets the view, in which it is input `*input_entry`, named "input" (its
+// entry in `request` stays empty). Other entries that large are copied into
+// `request`, as protobuf does; so are all of a scatter_elements request, whose
+// indices planning reads.
+absl::Status ParseInferRequest(const grpc::ByteBuffer* bytes, absl::string_view method,
+                               MemoryBudget::Reservation& reservation,
+                               inference::ModelInferRequest* request,
+                               std::optional<RequestDataView>* received, int* input_entry) {
+  constexpr size_t kHoldFromBytes = size_t{1} << 20;
+  constexpr size_t kHeldEntryBytes = size_t{64} << 10;
+  // The fields besides the held entries, smaller ones included, past which
+  // the request is parsed by protobuf.
+  constexpr size_t kMaxRestBytes = size_t{256} << 10;
+  const int64_t received_bytes = static_cast<int64_t>(bytes->Length());
+  // What parsing `message` (the request, or the view's rest of it) takes.
+  const auto reserve_parse = [&](const grpc::ByteBuffer& message) {
+    return ReserveParse(message, *inference::ModelInferRequest::descriptor(), received_bytes,
+                        method, reservation);
+  };
+  const absl::Status invalid = absl::InvalidArgumentError(
+      absl::StrCat(method, ": the ", received_bytes, " bytes received are not a valid ",
+                   inference::ModelInferRequest::descriptor()->full_name()));
+  std::optional<RequestDataView> view;
+  if (bytes->Length() >= kHoldFromBytes) {
+    ASSIGN_OR_RETURN(view, ReservedView(kMaxRestBytes, method, reservation, [&](size_t most) {
+                       return RequestDataView::OfRepeatedBytes(
+                           *bytes, inference::ModelInferRequest::kRawInputContentsFieldNumber,
+                           kHeldEntryBytes, most);
+                     }));
+  }
+  if (!view.has_value()) {
+    RETURN_IF_ERROR(reserve_parse(*bytes));
+    grpc::ByteBuffer copy(*bytes);  // Deserialize consumes its buffer; this shares the slices
+    if (!grpc::SerializationTraits<inference::ModelInferRequest>::Deserialize(&copy, request)
+             .ok()) {
+      return invalid;
+    }
+    ReleaseRequestBytes(bytes, reservation);
+    return absl::OkStatus();
+  }
+  const grpc::Slice rest_slice(view->rest().data(), view->rest().size());
+  RETURN_IF_ERROR(reserve_parse(grpc::ByteBuffer(&rest_slice, 1)));
+  if (!request->ParseFromString(view->rest())) return invalid;
+  // raw_input_contents[k] is the k-th input not in shared memory (as Triton).
+  *input_entry = -1;
+  int entry = 0;
+  for (const auto& tensor : request->inputs()) {
+    if (tensor.parameters().contains(std::string(kSharedMemoryRegionParameter))) continue;
+    if (tensor.name() == "input" && *input_entry < 0) *input_entry = entry;
+    ++entry;
+  }
+  if (request->model_name() == "scatter_elements") *input_entry = -1;
+  if (*input_entry >= 0 && (static_cast<size_t>(*input_entry) >= view->inputs().size() ||
+                            view->inputs()[static_cast<size_t>(*input_entry)].bytes == 0)) {
+    *input_entry = -1;
+  }
+  const int64_t held_bytes =
+      *input_entry < 0 ? 0 : view->inputs()[static_cast<size_t>(*input_entry)].bytes;
+  const int64_t copied_bytes = view->DataBytes() - held_bytes;
+  RETURN_IF_ERROR(reservation.Grow(
+      copied_bytes, absl::StrCat(method, ": the ", copied_bytes,
+                                 " bytes of raw_input_contents copied into the request")));
+  for (size_t k = 0; k < view->inputs().size(); ++k) {
+    const int64_t held = view->inputs()[k].bytes;
+    if (held == 0 || static_cast<int>(k) == *input_entry) continue;
+    std::string& data = *request->mutable_raw_input_contents(static_cast<int>(k));
+    data.resize(static_cast<size_t>(held));
+    view->MoveDataTo(k, reinterpret_cast<std::byte*>(data.data()));
+  }
+  ReleaseRequestBytes(bytes, reservation, /*still_held=*/held_bytes);
+  if (*input_entry < 0) return absl::OkStatus();
+  view->Name(static_cast<size_t>(*input_entry), "input");
+  *received = std::move(view);
+  return absl::OkStatus();
+}
+
+// A ModelInferRequest parsed and converted: what ExecuteInfer runs.
+struct PreparedInfer {
+  inference::ModelInferRequest request;
+  std::optional<RequestDataView> received;  // input "input"'s bytes where received
+  int input_entry = -1;                     // its entry in `received`
+  std::optional<int64_t> held_bytes;        // their count
+  v1::RunRequest run;
+  UploadedInputs uploaded;
+};
+
+// An inference's first half: `bytes` parsed with what that takes reserved
+// (bounded from the tags before anything is allocated) and converted into
+// `prepared`, `record` describing it.
+absl::Status PrepareInfer(const grpc::ByteBuffer& bytes, absl::string_view method,
+                          const StopCheck& stop, CallRecord& record,
+                          MemoryBudget::Reservation& reservation, PreparedInfer& prepared) {
+  RETURN_IF_ERROR(stop());
+  inference::ModelInferRequest& request = prepared.request;
+  std::optional<RequestDataView>& received = prepared.received;
+  RETURN_IF_ERROR(
+      ParseInferRequest(&bytes, method, reservation, &request, &received, &prepared.input_entry));
+  RETURN_IF_ERROR(reservation.Grow(
+      TypedContentsBound(request),
+      absl::StrCat(method, ": the typed contents of request \"", request.id(), "\"")));
+  if (received.has_value()) {
+    prepared.held_bytes = received->inputs()[static_cast<size_t>(prepared.input_entry)].bytes;
+  }
+  ASSIGN_OR_RETURN(prepared.run, ToRunRequest(request, prepared.held_bytes));
+  const v1::RunRequest& run = prepared.run;
+  const absl::Time start = record.start;
+  std::string identity = std::move(record.identity);
+  record = DescribeRequest(method, run);
+  record.start = start;
+  record.identity = std::move(identity);
+  record.bytes_in += prepared.held_bytes.value_or(0);
+  if (received.has_value()) {
+    const std::optional<DType> dtype = DTypeFromInt(run.inputs().at("input").dtype());
+    prepared.uploaded.pieces.emplace(
+        "input", received->ElementPieces(static_cast<size_t>(prepared.input_entry),
+                                         dtype.has_value() ? ElementSize(*dtype) : 1));
+  }
+  return absl::OkStatus();
+}
+
+// Its second half: `prepared` executed by the native pipeline and its answer
+// serialized into `out`; `reservation` holds the answer when it returns OK.
+// `tiny`: the request planned to run here, in a reaction (PlanTiny).
+absl::Status ExecuteInfer(TensorOpService& native, PreparedInfer& prepared, const StopCheck& stop,
+                          CallRecord& record, MemoryBudget::Reservation& reservation,
+                          grpc::ByteBuffer* out, TensorOpService::TinyRun* tiny = nullptr) {
+  const inference::ModelInferRequest& request = prepared.request;
+  std::optional<RequestDataView>& received = prepared.received;
+  const std::optional<int64_t>& held_bytes = prepared.held_bytes;
+  v1::RunRequest& run = prepared.run;
+  UploadedInputs& uploaded = prepared.uploaded;
+  int64_t inputs_reserved = reservation.bytes();
+  // The part of it covering the bytes `received` holds: an answer forwarding
+  // them takes that over (ExecuteIntoAnswerBuffers).
+  int64_t received_reserved = held_bytes.value_or(0);
+  out->Clear();
+  if (WritesToSharedMemory(run)) {
+    // The answer carries the outputs' layouts only: a small message.
+    v1::RunResponse response;
+    RETURN_IF_ERROR(NameSharedMemoryOutput(
+        request,
+        native.ExecuteOnWorker(run, record, stop, reservation, kTooBigHint, &response, &uploaded)));
+    run.Clear();  // the inputs are done with
+    ASSIGN_OR_RETURN(inference::ModelInferResponse answer, ToModelInferResponse(request, response));
+    bool own_buffer = false;
+    // Fails only past 2 GiB; the answer was checked against --max_message_bytes.
+    grpc::SerializationTraits<inference::ModelInferResponse>::Serialize(answer, out, &own_buffer)
+        .IgnoreError();
+  } else {
+    // The output buffers the kernels wrote (or, for an output that is a run
+    // of the input's bytes, those bytes as received) become
+    // raw_output_contents as they are: no copy into the message or into its
+    // serialized bytes.
+    ASSIGN_OR_RETURN(OutputBuffers outputs,
+                     native.ExecuteIntoBuffersOnWorker(
+                         run, record, stop, reservation, kTooBigHint, &uploaded,
+                         received.has_value() ? &*received : nullptr, &received_reserved, tiny));
+    run.Clear();  // the inputs are done with
+    inputs_reserved -= held_bytes.value_or(0) - received_reserved;
+    v1::RunResponse layouts;
+    for (const Layout& layout : outputs.layouts) SetTensorLayout(layout, layouts.add_outputs());
+    layouts.set_backend(record.backend);
+    ASSIGN_OR_RETURN(ModelInferAnswer answer, ModelInferAnswerFor(request, layouts));
+    SerializeWithOutputContents(answer.head,
+                                inference::ModelInferResponse::kRawOutputContentsFieldNumber,
+                                answer.contents, outputs, out);
+  }
+  // What stays held until gRPC sent it: the answer, as the execution
+  // reserved it. The request and its inputs go now.
+  reservation.Shrink(inputs_reserved);
+  return absl::OkStatus();
+}
+
+// One inference, from its bytes to its serialized answer, on a scheduler
+// worker: both halves above.
+absl::Status Infer(TensorOpService& native, const grpc::ByteBuffer& bytes, absl::string_view method,
+                   const StopCheck& stop, CallRecord& record,
+                   MemoryBudget::Reservation& reservation, std::string* model,
+                   grpc::ByteBuffer* out) {
+  PreparedInfer prepared;
+  RETURN_IF_ERROR(PrepareInfer(bytes, method, stop, record, reservation, prepared));
+  *model = prepared.request.model_name();
+  return ExecuteInfer(native, prepared, stop, record, reservation, out);
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------------------
+// ModelInfer: reserved in the reaction, parsed and run on a worker, answered
+// from there (as TensorOpService's Run). A request of at most
+// kParseInReactionBytes is parsed in the reaction, and runs there when it is tiny
+// work for the CPU (PlanTiny), as Run's.
+
+class InferenceService::InferReactor final : public grpc::ServerUnaryReactor {
+ public:
+  InferReactor(InferenceService* service, grpc::CallbackServerContext* context,
+               const grpc::ByteBuffer* request, grpc::ByteBuffer* response)
+      : service_(service),
+        request_bytes_(request),
+        response_bytes_(response),
+        stop_(CallStopCheck(context)),
+        watch_(service->native_->idle().Watch(context)),
+        reservation_(service->native_->budget().Empty()) {
+    service_->native_->BeginOpenCall();
+    record_.method = "ModelInfer";
+    record_.identity = PeerIdentity(*context);
+    bool answered = false;
+    absl::Status status = Guarded([&] {
+      RETURN_IF_ERROR(reservation_.Grow(static_cast<int64_t>(request->Length()),
+                                        "ModelInfer: the request as received"));
+      if (request->Length() <= kParseInReactionBytes) {
+        ASSIGN_OR_RETURN(answered, RunHereIfTiny());
+        if (answered) return absl::OkStatus();
+      }
+      return service_->native_->SubmitTask([this] { Work(); });
+    });
+    if (answered || !status.ok()) Done(status);
+  }
+
+  void OnDone() override {
+    watch_->Done();
+    // Recorded when the answer was ready; an answer the client then never
+    // took gets a second log line, not a second count (as Run).
+    if (watch_->expired()) LogCall(record_, service_->native_->idle().IdleStatus());
+    service_->native_->EndOpenCall();
+    delete this;
+  }
+
+ private:
+  // Parses the request here, and runs it here too when it is tiny work for
+  // the CPU; false, the request parsed, when a worker is to go on.
+  absl::StatusOr<bool> RunHereIfTiny() {
+    prepared_ = std::make_unique<PreparedInfer>();
+    RETURN_IF_ERROR(
+        PrepareInfer(*request_bytes_, "ModelInfer", stop_, record_, reservation_, *prepared_));
+    std::optional<TensorOpService::TinyRun> tiny =
+        service_->native_->PlanTiny(prepared_->run, stop_, /*handles=*/nullptr);
+    if (!tiny.has_value()) return false;
+    RETURN_IF_ERROR(service_->native_->RunHere([&] {
+      return ExecuteInfer(*service_->native_, *prepared_, stop_, record_, reservation_,
+                          response_bytes_, &*tiny);
+    }));
+    return true;
+  }
+
+  // On a scheduler worker.
+  void Work() {
+    absl::Status status = Guarded([&] {
+      if (prepared_ == nullptr) {
+        prepared_ = std::make_unique<PreparedInfer>();
+        RETURN_IF_ERROR(
+            PrepareInfer(*request_bytes_, "ModelInfer", stop_, record_, reservation_, *prepared_));
+      }
+      return ExecuteInfer(*service_->native_, *prepared_, stop_, record_, reservation_,
+                          response_bytes_);
+    });
+    Done(status);
+  }
+
+  void Done(const absl::Status& status) {
+    service_->native_->RecordOutcome(record_, status);
+    watch_->Arm();  // the answer waits for the client from here
+    Finish(ToGrpcStatus(status));
+  }
+
+  InferenceService* const service_;
+  const grpc::ByteBuffer* const request_bytes_;  // owned by gRPC until OnDone
+  grpc::ByteBuffer* const response_bytes_;
+  const StopCheck stop_;
+  const std::shared_ptr<IdleWatch> watch_;
+  MemoryBudget::Reservation reservation_;  // held until the answer was sent
+  CallRecord record_;
+  std::unique_ptr<PreparedInfer> prepared_;  // once parsed
+};
+
+grpc::ServerUnaryReactor* InferenceService::ModelInfer(grpc::CallbackServerContext* context,
+                                                       const grpc::ByteBuffer* request,
+                                                       grpc::ByteBuffer* response) {
+  return new InferReactor(this, context, request, response);
+}
+
+// ---------------------------------------------------------------------------
+// ModelStreamInfer: one request at a time, answered in order (read, run on a
+// worker, write, read the next). A request that fails is answered with its
+// error_message and the stream goes on; bytes that are no ModelInferRequest
+// end it INVALID_ARGUMENT, as RunBidi. Only one operation is outstanding at any
+// moment, so the reactor needs no lock.
+
+class InferenceService::StreamReactor final
+    : public grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer> {
+ public:
+  StreamReactor(InferenceService* service, grpc::CallbackServerContext* context)
+      : service_(service),
+        stop_(CallStopCheck(context)),
+        identity_(PeerIdentity(*context)),
+        watch_(service->native_->idle().Watch(context)),
+        reservation_(service->native_->budget().Empty()) {
+    service_->native_->BeginOpenCall();
+    StartRead(&read_buffer_);
+  }
+
+  void OnReadDone(bool ok) override {
+    if (!ok) {
+      Finish(ToGrpcStatus(stop_()));
+      return;
+    }
+    ++messages_read_;
+    absl::Status status = Guarded([&] {
+      RETURN_IF_ERROR(reservation_.Grow(static_cast<int64_t>(read_buffer_.Length()),
+                                        "ModelStreamInfer: the request as received"));
+      return service_->native_->SubmitTask([this] { Work(); });
+    });
+    if (!status.ok()) {
+      CallRecord record;
+      record.method = "ModelStreamInfer";
+      record.identity = identity_;
+      Answer(record, status, "");
+    }
+  }
+
+  void OnWriteDone(bool ok) override {
+    watch_->Disarm();
+    reservation_.Release();
+    if (!ok) {
+      Finish(ToGrpcStatus(watch_->expired() ? service_->native_->idle().IdleStatus()
+                                            : WriteFailure(stop_)));
+      return;
+    }
+    StartRead(&read_buffer_);
+  }
+
+  void OnDone() override {
+    watch_->Done();
+    service_->native_->EndOpenCall();
+    delete this;
+  }
+
+ private:
+  // On a scheduler worker.
+  void Work() {
+    CallRecord record;
+    record.method = "ModelStreamInfer";
+    record.identity = identity_;
+    std::string model;
+    grpc::ByteBuffer answer;
+    absl::Status status = Guarded([&] {
+      return Infer(*service_->native_, read_buffer_, "ModelStreamInfer", stop_, record,
+                   reservation_, &model, &answer);
+    });
+    read_buffer_.Clear();
+    if (status.code() == absl::StatusCode::kInvalidArgument &&
+        absl::StrContains(status.message(), "are not a valid inference.ModelInferRequest")) {
+      service_->native_->RecordOutcome(record, status);
+      Finish(ToGrpcStatus(absl::InvalidArgumentError(
+          absl::StrCat("ModelStreamInfer: message ", messages_read_,
+                       " is not a valid inference.ModelInferRequest; the stream ends here"))));
+      return;
+    }
+    if (status.ok()) {
+      // The answer is a ModelInferResponse; wrapped as field 2 of a
+      // ModelStreamInferResponse without parsing it again.
+      service_->native_->RecordOutcome(record, status);
+      Wrap(answer);
+      watch_->Arm();  // the answer waits for the client from here
+      StartWrite(&write_buffer_);
+      return;
+    }
+    Answer(record, status, model);
+  }
+
+  // Writes the error answer for a request that failed.
+  void Answer(const CallRecord& record, const absl::Status& status, const std::string& model) {
+    service_->native_->RecordOutcome(record, status);
+    inference::ModelStreamInferResponse response;
+    response.set_error_message(
+        absl::StrCat(absl::StatusCodeToString(status.code()), ": ", status.message()));
+    response.mutable_infer_response()->set_model_name(model);
+    reservation_.Release();  // an error answer is small and not reserved
+    write_buffer_.Clear();
+    bool own_buffer = false;
+    grpc::SerializationTraits<inference::ModelStreamInferResponse>::Serialize(
+        response, &write_buffer_, &own_buffer)
+        .IgnoreError();
+    watch_->Arm();  // the answer waits for the client from here
+    StartWrite(&write_buffer_);
+  }
+
+  // write_buffer_ = tag of field 2 (length-delimited), the length, `answer`.
+  void Wrap(grpc::ByteBuffer& answer) {
+    std::string header;
+    header.push_back(static_cast<char>((2 << 3) | 2));
+    uint64_t length = answer.Length();
+    do {
+      uint8_t byte = length & 0x7f;
+      length >>= 7;
+      if (length != 0) byte |= 0x80;
+      header.push_back(static_cast<char>(byte));
+    } while (length != 0);
+    std::vector<grpc::Slice> slices;
+    slices.emplace_back(header);
+    std::vector<grpc::Slice> body;
+    if (answer.Dump(&body).ok()) {
+      for (grpc::Slice& slice : body) slices.push_back(std::move(slice));
+    }
+    write_buffer_ = grpc::ByteBuffer(slices.data(), slices.size());
+  }
+
+  InferenceService* const service_;
+  const StopCheck stop_;
+  const std::string identity_;
+  const std::shared_ptr<IdleWatch> watch_;
+  MemoryBudget::Reservation reservation_;  // of the request or answer in flight
+  int64_t messages_read_ = 0;
+  grpc::ByteBuffer read_buffer_;
+  grpc::ByteBuffer write_buffer_;
+};
+
+grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>* InferenceService::ModelStreamInfer(
+    grpc::CallbackServerContext* context) {
+  return new StreamReactor(this, context);
+}
+
+}  // namespace tensorop::server

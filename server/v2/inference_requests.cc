@@ -1,0 +1,498 @@
+// A ModelInferRequest as a native RunRequest (ToRunRequest): model and
+// tensors checked, typed contents converted to bytes, shared memory
+// parameters turned into native references, outputs described.
+#include <algorithm>
+#include <cstdint>
+#include <cstring>
+#include <limits>
+#include <map>
+#include <optional>
+#include <span>
+#include <string>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "core/attrs.h"
+#include "core/checked_math.h"
+#include "core/limits.h"
+#include "core/status_macros.h"
+#include "core/tensor.h"
+#include "core/validate/strided_slice.h"
+#include "server/v2/inference_model_specs.h"
+#include "server/v2/inference_models.h"
+#include "server/wire/convert.h"
+#include "server/wire/quoted.h"
+
+namespace tensorop::server {
+namespace {
+
+constexpr absl::string_view kDatatypes =
+    "BOOL, UINT8, UINT16, UINT32, UINT64, INT8, INT16, "
+    "INT32, INT64, FP16, FP32, FP64";
+
+// Appends `value` to `out` as a T, little-endian; false when it does not fit.
+template <typename T, typename V>
+bool AppendAs(V value, std::string& out) {
+  T element;
+  if constexpr (std::is_floating_point_v<T>) {
+    element = static_cast<T>(value);
+  } else {
+    if (!std::in_range<T>(value)) return false;
+    element = static_cast<T>(value);
+  }
+  char bytes[sizeof(T)];
+  std::memcpy(bytes, &element, sizeof(T));
+  out.append(bytes, sizeof(T));
+  return true;
+}
+
+// Converts one typed list into bytes of `dtype`.
+template <typename T, typename List>
+absl::Status AppendList(const List& list, absl::string_view what, std::string& out) {
+  out.reserve(list.size() * sizeof(T));
+  for (int i = 0; i < list.size(); ++i) {
+    if (!AppendAs<T>(list.Get(i), out)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(what, "[", i, "] = ", list.Get(i), " is out of range for the datatype"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+// The bytes of typed `contents` for `datatype` (its v2 name) and `dtype`.
+// `what` names the list in errors, e.g. `slice: input "offsets" contents`.
+absl::StatusOr<std::string> ContentsBytes(const inference::InferTensorContents& contents,
+                                          absl::string_view datatype, DType dtype,
+                                          absl::string_view what) {
+  std::string out;
+  if (datatype == "BOOL") {
+    out.reserve(static_cast<size_t>(contents.bool_contents_size()));
+    for (bool value : contents.bool_contents()) out.push_back(value ? 1 : 0);
+    return out;
+  }
+  const std::string list = absl::StrCat(what, ".");
+  switch (dtype) {
+    case DType::kInt8:
+      RETURN_IF_ERROR(AppendList<int8_t>(contents.int_contents(), list + "int_contents", out));
+      break;
+    case DType::kInt16:
+      RETURN_IF_ERROR(AppendList<int16_t>(contents.int_contents(), list + "int_contents", out));
+      break;
+    case DType::kInt32:
+      RETURN_IF_ERROR(AppendList<int32_t>(contents.int_contents(), list + "int_contents", out));
+      break;
+    case DType::kInt64:
+      RETURN_IF_ERROR(AppendList<int64_t>(contents.int64_contents(), list + "int64_contents", out));
+      break;
+    case DType::kUint8:
+      RETURN_IF_ERROR(AppendList<uint8_t>(contents.uint_contents(), list + "uint_contents", out));
+      break;
+    case DType::kUint16:
+      RETURN_IF_ERROR(AppendList<uint16_t>(contents.uint_contents(), list + "uint_contents", out));
+      break;
+    case DType::kUint32:
+      RETURN_IF_ERROR(AppendList<uint32_t>(contents.uint_contents(), list + "uint_contents", out));
+      break;
+    case DType::kUint64:
+      RETURN_IF_ERROR(
+          AppendList<uint64_t>(contents.uint64_contents(), list + "uint64_contents", out));
+      break;
+    case DType::kFloat32:
+      RETURN_IF_ERROR(AppendList<float>(contents.fp32_contents(), list + "fp32_contents", out));
+      break;
+    case DType::kFloat64:
+      RETURN_IF_ERROR(AppendList<double>(contents.fp64_contents(), list + "fp64_contents", out));
+      break;
+    case DType::kFloat16:
+      // The protocol has no typed list for FP16.
+      return absl::InvalidArgumentError(
+          absl::StrCat(what, ": FP16 has no typed contents; send it in raw_input_contents"));
+  }
+  return out;
+}
+
+// A tensor's place in a registered shared memory region, from its parameters
+// (Triton's system shared memory extension).
+struct SharedMemorySpan {
+  std::string region;
+  int64_t offset = 0;
+  int64_t byte_size = 0;
+};
+
+using Parameters = google::protobuf::Map<std::string, inference::InferParameter>;
+
+// Parameter `name` of `parameters` as an int64 (int64_param, or uint64_param up
+// to 2^63 - 1); nullopt when absent. `what` names the tensor in errors.
+absl::StatusOr<std::optional<int64_t>> Int64Parameter(const Parameters& parameters,
+                                                      absl::string_view name,
+                                                      absl::string_view what) {
+  auto found = parameters.find(std::string(name));
+  if (found == parameters.end()) return std::nullopt;
+  const inference::InferParameter& parameter = found->second;
+  if (parameter.parameter_choice_case() == inference::InferParameter::kInt64Param) {
+    return parameter.int64_param();
+  }
+  if (parameter.parameter_choice_case() == inference::InferParameter::kUint64Param &&
+      std::in_range<int64_t>(parameter.uint64_param())) {
+    return static_cast<int64_t>(parameter.uint64_param());
+  }
+  return absl::InvalidArgumentError(
+      absl::StrCat(what, ": parameter \"", name, "\" must be an int64 (int64_param)"));
+}
+
+// The shared memory span `parameters` give ("shared_memory_region",
+// "shared_memory_byte_size", optional "shared_memory_offset"); nullopt when
+// they name no region.
+absl::StatusOr<std::optional<SharedMemorySpan>> SharedMemoryParameters(const Parameters& parameters,
+                                                                       absl::string_view what) {
+  ASSIGN_OR_RETURN(std::optional<int64_t> offset,
+                   Int64Parameter(parameters, kSharedMemoryOffsetParameter, what));
+  ASSIGN_OR_RETURN(std::optional<int64_t> byte_size,
+                   Int64Parameter(parameters, kSharedMemoryByteSizeParameter, what));
+  auto region = parameters.find(std::string(kSharedMemoryRegionParameter));
+  if (region == parameters.end()) {
+    if (offset.has_value() || byte_size.has_value()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          what, ": parameter \"",
+          offset.has_value() ? kSharedMemoryOffsetParameter : kSharedMemoryByteSizeParameter,
+          "\" is given without \"", kSharedMemoryRegionParameter, "\""));
+    }
+    return std::nullopt;
+  }
+  if (region->second.parameter_choice_case() != inference::InferParameter::kStringParam) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(what, ": parameter \"", kSharedMemoryRegionParameter, "\" must be a string"));
+  }
+  if (!byte_size.has_value()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(what, ": parameter \"", kSharedMemoryRegionParameter, "\" needs \"",
+                     kSharedMemoryByteSizeParameter, "\" (the tensor's bytes in the region)"));
+  }
+  return SharedMemorySpan{region->second.string_param(), offset.value_or(0), *byte_size};
+}
+
+void SetReference(const SharedMemorySpan& span, v1::SharedMemoryRef* ref) {
+  ref->set_region(span.region);
+  ref->set_offset(span.offset);
+  ref->set_byte_length(span.byte_size);
+}
+
+// Whether typed `contents` hold any element.
+bool HasContents(const inference::InferTensorContents& c) {
+  return c.bool_contents_size() + c.int_contents_size() + c.int64_contents_size() +
+             c.uint_contents_size() + c.uint64_contents_size() + c.fp32_contents_size() +
+             c.fp64_contents_size() + c.bytes_contents_size() >
+         0;
+}
+
+// A decoded input: its datatype, shape and bytes, or where they are in shared
+// memory.
+struct Input {
+  std::string datatype;
+  DType dtype;
+  std::vector<int64_t> shape;
+  std::string bytes;
+  std::optional<SharedMemorySpan> shared_memory;
+};
+
+// An INT64 parameter tensor's values.
+absl::StatusOr<std::vector<int64_t>> Int64Values(const ModelSpec& model, absl::string_view name,
+                                                 const Input& input) {
+  if (input.datatype != "INT64") {
+    return absl::InvalidArgumentError(absl::StrCat(
+        model.name, ": input \"", name, "\" has datatype ", input.datatype, "; it must be INT64"));
+  }
+  const bool scalar = name == "axis";
+  if (scalar ? (input.shape != std::vector<int64_t>{1}) : input.shape.size() != 1) {
+    return absl::InvalidArgumentError(absl::StrCat(model.name, ": input \"", name, "\" has shape [",
+                                                   absl::StrJoin(input.shape, ","),
+                                                   "]; it must be ", scalar ? "[1]" : "1-D"));
+  }
+  std::vector<int64_t> values(input.bytes.size() / sizeof(int64_t));
+  std::memcpy(values.data(), input.bytes.data(), values.size() * sizeof(int64_t));
+  return values;
+}
+
+absl::StatusOr<v1::Backend> BackendOf(const inference::ModelInferRequest& request) {
+  auto found = request.parameters().find(std::string(kBackendParameter));
+  if (found == request.parameters().end()) return v1::AUTO;
+  const inference::InferParameter& parameter = found->second;
+  if (parameter.parameter_choice_case() != inference::InferParameter::kStringParam) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(request.model_name(),
+                     ": parameter \"backend\" must be a string: \"auto\", \"cpu\" or \"opencl\""));
+  }
+  const std::string value = absl::AsciiStrToLower(parameter.string_param());
+  if (value == "auto") return v1::AUTO;
+  if (value == "cpu") return v1::CPU;
+  if (value == "opencl") return v1::OPENCL;
+  return absl::InvalidArgumentError(
+      absl::StrCat(request.model_name(), ": parameter \"backend\" is ",
+                   Quoted(parameter.string_param()), "; use \"auto\", \"cpu\" or \"opencl\""));
+}
+
+// The sizes strided_slice derives for the output of `run` on `input`,
+// validated as the native pipeline will (same messages).
+absl::StatusOr<std::vector<int64_t>> StridedSliceSizes(const v1::RunRequest& run,
+                                                       const Input& input) {
+  const v1::StridedSliceAttrs& from = run.strided_slice();
+  StridedSliceAttrs attrs;
+  attrs.begin.assign(from.begin().begin(), from.begin().end());
+  attrs.end.assign(from.end().begin(), from.end().end());
+  attrs.stride.assign(from.stride().begin(), from.stride().end());
+  attrs.begin_mask.assign(from.begin_mask().begin(), from.begin_mask().end());
+  attrs.end_mask.assign(from.end_mask().begin(), from.end_mask().end());
+  attrs.new_axis_mask.assign(from.new_axis_mask().begin(), from.new_axis_mask().end());
+  attrs.shrink_axis_mask.assign(from.shrink_axis_mask().begin(), from.shrink_axis_mask().end());
+  attrs.ellipsis_mask.assign(from.ellipsis_mask().begin(), from.ellipsis_mask().end());
+  // The sizes follow from the input's shape alone: it is described here over
+  // one element, broadcast (stride 0), as its bytes may be in shared memory.
+  static constexpr std::byte kElement[8] = {};
+  TensorView view;
+  view.desc.dtype = input.dtype;
+  view.desc.sizes = input.shape;
+  if (!input.shape.empty()) view.desc.strides.assign(input.shape.size(), 0);
+  view.data = std::span<const std::byte>(kElement, static_cast<size_t>(ElementSize(input.dtype)));
+  ASSIGN_OR_RETURN(StridedSliceGeometry geometry, ValidateStridedSlice(attrs, view, {}, Limits{}));
+  return geometry.output.sizes;
+}
+
+// Points the outputs `request` asks for in shared memory (parameters
+// "shared_memory_region", "shared_memory_byte_size", "shared_memory_offset")
+// at their regions in `run`, whose outputs are described as far as the model
+// chooses them; strided_slice and scatter_elements get theirs here. The native
+// pipeline writes them there (SharedMemoryOutput): bounds, alignment and
+// overlap with the inputs are checked once, natively.
+absl::Status AddSharedMemoryOutputs(const inference::ModelInferRequest& request, const Input& input,
+                                    v1::RunRequest& run) {
+  const absl::string_view model = request.model_name();
+  const std::vector<std::string> names =
+      OutputNames(model, model == "split" ? run.outputs_size() : 1);
+  std::vector<bool> placed(names.size(), false);
+  for (int i = 0; i < request.outputs_size(); ++i) {
+    const auto& output = request.outputs(i);
+    const std::string what = absl::StrCat(model, ": output ", Quoted(output.name()));
+    ASSIGN_OR_RETURN(std::optional<SharedMemorySpan> span,
+                     SharedMemoryParameters(output.parameters(), what));
+    if (!span.has_value()) continue;
+    auto found = std::find(names.begin(), names.end(), output.name());
+    if (found == names.end()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(model, ": outputs[", i, "] ", Quoted(output.name()), " is not an output; ",
+                       "the outputs are ", absl::StrJoin(names, ", ")));
+    }
+    const int k = static_cast<int>(found - names.begin());
+    if (placed[static_cast<size_t>(k)]) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(what, " is asked for twice (outputs[", i, "]) with shared memory"));
+    }
+    placed[static_cast<size_t>(k)] = true;
+    if (run.outputs_size() == 0) {
+      // One output, whose sizes the operator derives: described here, as the
+      // native request must then carry them.
+      v1::OutputDesc* desc = run.add_outputs();
+      if (model == "strided_slice") {
+        ASSIGN_OR_RETURN(std::vector<int64_t> sizes, StridedSliceSizes(run, input));
+        desc->mutable_sizes()->Assign(sizes.begin(), sizes.end());
+      } else {
+        desc->mutable_sizes()->Assign(input.shape.begin(), input.shape.end());
+      }
+    }
+    SetReference(*span, run.mutable_outputs(k)->mutable_shared_memory());
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+int64_t TypedContentsBound(const inference::ModelInferRequest& request) {
+  if (request.raw_input_contents_size() > 0) return 0;
+  int64_t elements = 0;
+  for (const auto& input : request.inputs()) {
+    const inference::InferTensorContents& c = input.contents();
+    elements += c.bool_contents_size() + c.int_contents_size() + c.int64_contents_size() +
+                c.uint_contents_size() + c.uint64_contents_size() + c.fp32_contents_size() +
+                c.fp64_contents_size();
+  }
+  return elements * 8;
+}
+
+absl::StatusOr<v1::RunRequest> ToRunRequest(inference::ModelInferRequest& request,
+                                            std::optional<int64_t> held_input_bytes) {
+  RETURN_IF_ERROR(CheckModel(request.model_name(), request.model_version()));
+  const ModelSpec& model = *FindModel(request.model_name());
+  const bool raw = request.raw_input_contents_size() > 0;
+  // Inputs in shared memory have no entry in raw_input_contents (as Triton).
+  int in_request = 0;
+  for (const auto& tensor : request.inputs()) {
+    in_request += tensor.parameters().contains(std::string(kSharedMemoryRegionParameter)) ? 0 : 1;
+  }
+  if (raw && request.raw_input_contents_size() != in_request) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        model.name, ": raw_input_contents has ", request.raw_input_contents_size(), " entries for ",
+        in_request, " inputs", in_request != request.inputs_size() ? " not in shared memory" : "",
+        "; give every input's bytes there or none"));
+  }
+  int next_raw = 0;
+  std::map<std::string, Input, std::less<>> inputs;
+  for (int i = 0; i < request.inputs_size(); ++i) {
+    inference::ModelInferRequest::InferInputTensor& tensor = *request.mutable_inputs(i);
+    const std::string what = absl::StrCat(model.name, ": input ", Quoted(tensor.name()));
+    const TensorSpec* spec = FindInput(model, tensor.name());
+    if (spec == nullptr) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(model.name, ": inputs[", i, "] ", Quoted(tensor.name()),
+                       " is not an input of ", model.name, "; its inputs are ", InputNames(model)));
+    }
+    if (inputs.contains(tensor.name())) {
+      return absl::InvalidArgumentError(absl::StrCat(what, " is given twice (inputs[", i, "])"));
+    }
+    Input input;
+    input.datatype = tensor.datatype();
+    std::optional<DType> dtype = DTypeFromV2Datatype(tensor.datatype());
+    if (!dtype.has_value() || (tensor.datatype() == "BOOL" && spec->name == "indices")) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          what, " has datatype ", Quoted(tensor.datatype()), ", which is not one of ", kDatatypes));
+    }
+    input.dtype = *dtype;
+    int64_t elements = 1;
+    for (int d = 0; d < tensor.shape_size(); ++d) {
+      const int64_t size = tensor.shape(d);
+      std::optional<int64_t> product = CheckedMul(elements, size);
+      if (size < 0 || !product.has_value()) {
+        return absl::InvalidArgumentError(absl::StrCat(what, ": shape[", d, "] = ", size,
+                                                       " is not a size (shape [",
+                                                       absl::StrJoin(tensor.shape(), ","), "])"));
+      }
+      elements = *product;
+      input.shape.push_back(size);
+    }
+    ASSIGN_OR_RETURN(input.shared_memory, SharedMemoryParameters(tensor.parameters(), what));
+    const std::optional<int64_t> expected = CheckedMul(elements, ElementSize(*dtype));
+    if (input.shared_memory.has_value()) {
+      // The native pipeline reads the region (ResolveSharedMemoryInputs); the
+      // conversion needs parameter tensors' values, so those come inline.
+      if (!spec->data) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            what,
+            " is a parameter tensor: send its values in the request, not in shared memory "
+            "region \"",
+            input.shared_memory->region, "\""));
+      }
+      if (HasContents(tensor.contents())) {
+        return absl::InvalidArgumentError(absl::StrCat(what, ": contents and parameter \"",
+                                                       kSharedMemoryRegionParameter,
+                                                       "\" are both set; send one"));
+      }
+      if (!expected.has_value() || input.shared_memory->byte_size != *expected) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            what, ": parameter \"", kSharedMemoryByteSizeParameter, "\" is ",
+            input.shared_memory->byte_size, " but its shape [", absl::StrJoin(tensor.shape(), ","),
+            "] of ", tensor.datatype(), " takes ", expected.value_or(-1), " bytes"));
+      }
+      inputs.emplace(tensor.name(), std::move(input));
+      continue;
+    }
+    // Input "input"'s bytes when they are held apart (the caller supplies them).
+    std::optional<int64_t> held;
+    if (raw) {
+      input.bytes = std::move(*request.mutable_raw_input_contents(next_raw++));
+      if (tensor.name() == "input" && input.bytes.empty()) held = held_input_bytes;
+    } else {
+      ASSIGN_OR_RETURN(input.bytes, ContentsBytes(tensor.contents(), tensor.datatype(), *dtype,
+                                                  absl::StrCat(what, " contents")));
+      tensor.clear_contents();
+    }
+    const int64_t bytes = held.value_or(static_cast<int64_t>(input.bytes.size()));
+    if (!expected.has_value() || bytes != *expected) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          what, " has ", bytes / ElementSize(*dtype), " elements (", bytes,
+          " bytes) but its shape [", absl::StrJoin(tensor.shape(), ","), "] of ", tensor.datatype(),
+          " holds ", elements, " (", expected.value_or(-1), " bytes)"));
+    }
+    if (!spec->data) RETURN_IF_ERROR(Int64Values(model, spec->name, input).status());
+    inputs.emplace(tensor.name(), std::move(input));
+  }
+  request.clear_raw_input_contents();
+  for (const TensorSpec& spec : model.inputs) {
+    if (spec.required && !inputs.contains(spec.name)) {
+      return absl::InvalidArgumentError(absl::StrCat(model.name, ": input \"", spec.name,
+                                                     "\" is missing; the inputs are ",
+                                                     InputNames(model)));
+    }
+  }
+
+  v1::RunRequest run;
+  run.set_id(request.id());
+  ASSIGN_OR_RETURN(v1::Backend backend, BackendOf(request));
+  run.set_backend(backend);
+  auto values = [&](absl::string_view name) -> std::vector<int64_t> {
+    auto found = inputs.find(name);
+    if (found == inputs.end()) return {};
+    return *Int64Values(model, name, found->second);  // checked above
+  };
+  for (auto& [name, input] : inputs) {
+    const TensorSpec* spec = FindInput(model, name);
+    if (!spec->data) continue;
+    v1::Tensor& tensor = (*run.mutable_inputs())[name];
+    tensor.set_dtype(ToProtoDType(input.dtype));
+    tensor.mutable_sizes()->Assign(input.shape.begin(), input.shape.end());
+    if (input.shared_memory.has_value()) {
+      SetReference(*input.shared_memory, tensor.mutable_shared_memory());
+    } else {
+      *tensor.mutable_data() = std::move(input.bytes);
+    }
+  }
+  const std::vector<int64_t>& input_shape = inputs.find("input")->second.shape;
+  if (model.name == "slice") {
+    v1::SliceAttrs* attrs = run.mutable_slice();
+    const std::vector<int64_t> window_sizes = values("window_sizes");
+    const std::vector<int64_t> window_strides = values("window_strides");
+    for (int64_t v : values("offsets")) attrs->add_offsets(v);
+    for (int64_t v : window_sizes) attrs->add_window_sizes(v);
+    for (int64_t v : window_strides) attrs->add_window_strides(v);
+    // The whole window: every element its stride reaches. Invalid windows
+    // get their own size, for the native validation to name.
+    v1::OutputDesc* output = run.add_outputs();
+    for (size_t i = 0; i < window_sizes.size(); ++i) {
+      const int64_t size = window_sizes[i];
+      const int64_t stride = i < window_strides.size() ? window_strides[i] : 1;
+      const bool valid = size >= 1 && stride != 0 && stride != std::numeric_limits<int64_t>::min();
+      output->add_sizes(valid ? 1 + (size - 1) / (stride < 0 ? -stride : stride) : size);
+    }
+  } else if (model.name == "strided_slice") {
+    v1::StridedSliceAttrs* attrs = run.mutable_strided_slice();
+    for (int64_t v : values("begin")) attrs->add_begin(v);
+    for (int64_t v : values("end")) attrs->add_end(v);
+    for (int64_t v : values("stride")) attrs->add_stride(v);
+    for (int64_t v : values("begin_mask")) attrs->add_begin_mask(v);
+    for (int64_t v : values("end_mask")) attrs->add_end_mask(v);
+    for (int64_t v : values("new_axis_mask")) attrs->add_new_axis_mask(v);
+    for (int64_t v : values("shrink_axis_mask")) attrs->add_shrink_axis_mask(v);
+    for (int64_t v : values("ellipsis_mask")) attrs->add_ellipsis_mask(v);
+    // No output description: the native operator derives the sizes.
+  } else if (model.name == "split") {
+    const int64_t axis = values("axis")[0];
+    run.mutable_split()->set_axis(axis);
+    const int64_t rank = static_cast<int64_t>(input_shape.size());
+    const int64_t dim = axis < 0 ? axis + rank : axis;
+    for (int64_t size : values("split")) {
+      v1::OutputDesc* output = run.add_outputs();
+      output->mutable_sizes()->Assign(input_shape.begin(), input_shape.end());
+      // An axis out of range is left to the native validation to name.
+      if (dim >= 0 && dim < rank) output->set_sizes(static_cast<int>(dim), size);
+    }
+  } else {
+    run.mutable_scatter_elements()->set_axis(values("axis")[0]);
+  }
+  RETURN_IF_ERROR(AddSharedMemoryOutputs(request, inputs.find("input")->second, run));
+  return run;
+}
+
+}  // namespace tensorop::server
