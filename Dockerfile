@@ -26,6 +26,7 @@ RUN apt-get update \
 # client/python and build output out of the context).
 WORKDIR /src
 COPY CMakeLists.txt ./
+COPY cmake/ cmake/
 COPY proto/ proto/
 COPY core/ core/
 COPY kernels/ kernels/
@@ -35,7 +36,11 @@ COPY client/ client/
 # Release at -O2, the optimisation of the tested build (scripts/build.sh builds
 # RelWithDebInfo): CMake's -O3 default would differ, and GCC 12 warns differently
 # at -O3 (warnings are errors). No debug info, so nothing to strip but symbols.
+# The version tensord reports (.git is not in the context):
+# scripts/container-test.sh passes cmake/version.cmake's answer.
+ARG TENSOROP_VERSION=
 RUN cmake -S . -B /build -G Ninja \
+      -DTENSOROP_VERSION_OVERRIDE="$TENSOROP_VERSION" \
       -DCMAKE_BUILD_TYPE=Release -DCMAKE_CXX_FLAGS_RELEASE="-O2 -DNDEBUG" \
       -DTENSOROP_BUILD_TESTS=OFF \
       -DTENSOROP_BUILD_BENCH=OFF \

@@ -239,8 +239,18 @@ absl::StatusOr<Client::Route> Client::RouteFor(const v1::RunChainRequest& chain)
   return RouteTo(read->second->replica(), read->second->id());
 }
 
+namespace {
+thread_local std::string current_traceparent;
+}  // namespace
+
+TraceScope::TraceScope(std::string traceparent)
+    : previous_(std::exchange(current_traceparent, std::move(traceparent))) {}
+TraceScope::~TraceScope() { current_traceparent = std::move(previous_); }
+const std::string& TraceScope::Current() { return current_traceparent; }
+
 absl::Status Client::Prepare(grpc::ClientContext& context) const {
   RETURN_IF_ERROR(target_status_);
+  if (!current_traceparent.empty()) context.AddMetadata("traceparent", current_traceparent);
   if (options_.deadline != absl::InfiniteDuration()) {
     context.set_deadline(absl::ToChronoTime(absl::Now() + options_.deadline));
   }

@@ -82,6 +82,24 @@ struct PutOptions {
   std::string replica{};
 };
 
+// W3C Trace Context: while a TraceScope lives, every call this thread makes
+// through a Client carries `traceparent` ("00-<32 hex>-<16 hex>-<2 hex>") in
+// its metadata, and tensord logs the call under that trace (its own span, the
+// caller's as parent) and answers with its span's traceparent. Scopes nest; as
+// OpenTelemetry's context, the current one is per thread.
+class TraceScope {
+ public:
+  explicit TraceScope(std::string traceparent);
+  ~TraceScope();
+  TraceScope(const TraceScope&) = delete;
+  TraceScope& operator=(const TraceScope&) = delete;
+  // The innermost scope's traceparent on this thread, or "".
+  static const std::string& Current();
+
+ private:
+  std::string previous_;
+};
+
 class Client {
  public:
   // Connects lazily: an unreachable target shows up as UNAVAILABLE from the

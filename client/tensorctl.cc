@@ -72,6 +72,7 @@
 #include "client/client.h"
 #include "client/shared_memory.h"
 #include "client/status_macros.h"
+#include "core/version.h"
 #include "google/protobuf/io/coded_stream.h"
 #include "google/protobuf/io/zero_copy_stream_impl_lite.h"
 #include "proto/backend_name.h"
@@ -84,6 +85,8 @@ constexpr int kExitUsage = 2;
 
 constexpr absl::string_view kUsage =
     "usage:\n"
+    "  tensorctl --help | -h          this text\n"
+    "  tensorctl --version            tensorctl VERSION\n"
     "  tensorctl run --target ADDR [--backend auto|cpu|opencl]\n"
     "      [--stream|--chunked|--shared_memory|--handles|--chain] [--keep] FILE...\n"
     "  tensorctl conformance --target ADDR [--backend B]\n"
@@ -592,6 +595,18 @@ int HandleCommand(const Flags& flags, const std::vector<LoadedCase>& cases) {
 }
 
 int Main(int argc, char** argv) {
+  // Asked for, usage and version go to stdout and exit 0, whatever else is given.
+  for (int i = 1; i < argc; ++i) {
+    const absl::string_view arg = argv[i];
+    if (arg == "--help" || arg == "-h" || arg == "help") {
+      std::printf("%s", std::string(kUsage).c_str());
+      return 0;
+    }
+    if (arg == "--version") {
+      std::printf("tensorctl %s\n", std::string(Version()).c_str());
+      return 0;
+    }
+  }
   absl::StatusOr<Flags> flags = ParseFlags(argc, argv);
   if (!flags.ok()) {
     std::fprintf(stderr, "tensorctl: %s\n%s", std::string(flags.status().message()).c_str(),

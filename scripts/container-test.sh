@@ -66,7 +66,9 @@ fi
 # The build stage gets a tag of its own so that pruning dangling images below
 # keeps its layers (the compiled binaries) as the cache of the next run.
 section "build $image"
-build_flags=(--isolation=chroot --network=host --format docker --layers -f "$root/Dockerfile")
+version="$(cmake -DSOURCE_DIR="$root" -P "$root/cmake/version.cmake")"
+build_flags=(--isolation=chroot --network=host --format docker --layers -f "$root/Dockerfile"
+             --build-arg "TENSOROP_VERSION=$version")
 # A build that was interrupted (a killed run) leaves buildah working containers
 # behind; they pin their images, and the prune below would then fail on them.
 buildah rm --all >/dev/null
@@ -76,6 +78,11 @@ podman image prune -f >/dev/null
 podman images --filter reference=localhost/tensorop
 
 # --------------------------------------------------------- image config
+section "version"
+image_version="$(podman run --rm "$image" --version)"  # the entrypoint is tensord
+[ "$image_version" = "tensord $version" ] || fail "the image says \"$image_version\", not tensord $version"
+echo "$image_version"
+
 section "image config"
 inspect="$(podman image inspect "$image")"
 config_field() {

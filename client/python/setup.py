@@ -5,10 +5,18 @@ The stubs are not committed: build_py runs grpc_tools.protoc on
 tensorop_pb2_grpc.py into tensorop_client/_proto in the build tree, so every
 install matches the proto it was built from. It also copies the channels'
 service config, ../service_config.json, into the package.
+
+The version is tensorop's one version, as tensord --version prints it:
+../../cmake/version.cmake (the CMake project version plus what git describe
+says, e.g. 0.1.0+g2ec2a5b.dirty), or, without cmake, the bare project version
+from ../../CMakeLists.txt's project() line.
 """
 
 from __future__ import annotations
 
+import re
+import shutil
+import subprocess
 import tempfile
 from pathlib import Path
 
@@ -16,9 +24,42 @@ from setuptools import setup
 from setuptools.command.build_py import build_py
 
 HERE = Path(__file__).resolve().parent
-PROTO_ROOT = HERE.parent.parent / "proto"
+REPO = HERE.parent.parent
+PROTO_ROOT = REPO / "proto"
 PROTO = "tensorop/v1/tensorop.proto"
 GENERATED = ("tensorop_pb2.py", "tensorop_pb2.pyi", "tensorop_pb2_grpc.py")
+
+
+def project_version() -> str:
+    """The version tensord and tensorctl report (cmake/version.cmake), or the
+    CMake project version alone when cmake is missing or fails."""
+    cmake = shutil.which("cmake")
+    script = REPO / "cmake" / "version.cmake"
+    if cmake and script.is_file():
+        try:
+            done = subprocess.run(
+                [cmake, f"-DSOURCE_DIR={REPO}", "-P", str(script)],
+                capture_output=True,
+                text=True,
+                timeout=60,
+                check=True,
+            )
+            version = done.stdout.strip()
+            if version:
+                return version
+        except (OSError, subprocess.SubprocessError):
+            pass
+    lists = REPO / "CMakeLists.txt"
+    try:
+        match = re.search(r"^project\(tensorop VERSION ([0-9.]+)", lists.read_text(), re.MULTILINE)
+    except OSError:
+        match = None
+    if match is None:
+        raise SystemExit(
+            f"no project(tensorop VERSION ...) line in {lists}: build tensorop-client from "
+            "client/python inside the tensorop repository"
+        )
+    return match.group(1)
 
 
 def generate_stubs(out_dir: Path) -> None:
@@ -73,4 +114,4 @@ class BuildPyWithStubs(build_py):
         return list(super().get_outputs(include_bytecode)) + generated
 
 
-setup(cmdclass={"build_py": BuildPyWithStubs})
+setup(version=project_version(), cmdclass={"build_py": BuildPyWithStubs})

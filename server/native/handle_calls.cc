@@ -21,6 +21,7 @@
 #include "server/pipeline/pipeline.h"
 #include "server/pipeline/raw_unary.h"
 #include "server/security/auth.h"
+#include "server/security/call_origin.h"
 #include "server/telemetry/request_log.h"
 #include "server/transport/idle_watchdog.h"
 #include "server/wire/convert.h"
@@ -60,7 +61,7 @@ class TensorOpService::PutReactor final : public grpc::ServerReadReactor<grpc::B
         reservation_(service->budget_->Empty()),
         caller_(CallerOf(*context)) {
     record_.method = "Put";
-    record_.identity = PeerIdentity(*context);
+    SetCallOrigin(*context, record_);
     if (service_->options_.handles == nullptr) {
       Done(NoStore());
       return;

@@ -21,6 +21,7 @@
 #include "server/pipeline/response_writer.h"
 #include "server/placement/scheduler.h"
 #include "server/security/auth.h"
+#include "server/security/call_origin.h"
 #include "server/telemetry/request_log.h"
 #include "server/transport/idle_watchdog.h"
 #include "server/wire/status_map.h"
@@ -49,6 +50,7 @@ class TensorOpService::BidiReactor final
       : service_(service),
         stop_(CallStopCheck(context)),
         identity_(PeerIdentity(*context)),
+        trace_(JoinCallTrace(*context)),
         handles_{.store = service->options_.handles, .caller = CallerOf(*context)},
         watch_(service->idle_.Watch(context)) {
     Step step;
@@ -199,6 +201,7 @@ class TensorOpService::BidiReactor final
   void Submit(std::shared_ptr<v1::RunRequest> request, MemoryBudget::Reservation reservation) {
     CallRecord record = DescribeRequest("RunBidi", *request);
     record.identity = identity_;
+    record.trace = trace_;
     auto held = std::make_shared<MemoryBudget::Reservation>(std::move(reservation));
     // A tiny request runs in this reaction: a hop to a worker and back per
     // request cost a pipelined stream of them a quarter of its CPU.
@@ -250,6 +253,7 @@ class TensorOpService::BidiReactor final
   const OpenCall open_call_{service_->open_calls_};
   const StopCheck stop_;
   const std::string identity_;  // who called, for every request's log line
+  const TraceContext trace_;    // the trace the stream joined, likewise
   const HandleAccess handles_;  // whose handles its requests use and keep
   const std::shared_ptr<IdleWatch> watch_;
   int64_t messages_read_ = 0;  // only touched by reactions, never concurrently

@@ -30,6 +30,7 @@
 #include "server/pipeline/response_writer.h"
 #include "server/placement/scheduler.h"
 #include "server/security/auth.h"
+#include "server/security/call_origin.h"
 #include "server/telemetry/request_log.h"
 #include "server/transport/idle_watchdog.h"
 #include "server/wire/chunk_part.h"
@@ -84,7 +85,7 @@ class TensorOpService::ChunkedReactor final
         reservation_(service->budget_->Empty()),
         handles_{.store = service->options_.handles, .caller = CallerOf(*context)} {
     record_.method = "RunChunked";
-    record_.identity = PeerIdentity(*context);
+    SetCallOrigin(*context, record_);
     watch_->Arm();
     StartRead(&read_buffer_);
   }
@@ -166,11 +167,7 @@ class TensorOpService::ChunkedReactor final
       }
       request_ = std::move(*part.mutable_request());
       have_request_ = true;
-      const absl::Time start = record_.start;
-      const std::string identity = std::move(record_.identity);
-      record_ = DescribeRequest("RunChunked", request_);
-      record_.start = start;
-      record_.identity = identity;
+      Redescribe(record_, DescribeRequest("RunChunked", request_));
       for (const auto& [name, tensor] : request_.inputs()) {
         bytes_in_ += static_cast<int64_t>(tensor.data().size());
       }

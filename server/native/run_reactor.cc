@@ -19,6 +19,7 @@
 #include "server/pipeline/response_writer.h"
 #include "server/placement/scheduler.h"
 #include "server/security/auth.h"
+#include "server/security/call_origin.h"
 #include "server/telemetry/request_log.h"
 #include "server/transport/idle_watchdog.h"
 #include "server/wire/status_map.h"
@@ -53,7 +54,7 @@ class TensorOpService::UnaryReactor final : public grpc::ServerUnaryReactor {
         reservation_(service->budget_->Empty()),
         handles_{.store = service->options_.handles, .caller = CallerOf(*context)} {
     record_.method = "Run";
-    record_.identity = PeerIdentity(*context);
+    SetCallOrigin(*context, record_);
     bool answered = false;
     absl::Status status = Guarded([&] {
       RETURN_IF_ERROR(reservation_.Grow(static_cast<int64_t>(request->Length()),
@@ -159,11 +160,7 @@ class TensorOpService::UnaryReactor final : public grpc::ServerUnaryReactor {
 
   // The call's record, from the parsed request.
   void Describe() {
-    const absl::Time start = record_.start;
-    std::string identity = std::move(record_.identity);
-    record_ = DescribeRequest("Run", run_.request);
-    record_.start = start;
-    record_.identity = std::move(identity);
+    Redescribe(record_, DescribeRequest("Run", run_.request));
     record_.bytes_in += run_.data_bytes;
   }
 

@@ -20,6 +20,7 @@
 #include "server/pipeline/response_writer.h"
 #include "server/placement/scheduler.h"
 #include "server/security/auth.h"
+#include "server/security/call_origin.h"
 #include "server/telemetry/request_log.h"
 #include "server/transport/idle_watchdog.h"
 #include "server/wire/status_map.h"
@@ -48,7 +49,7 @@ class TensorOpService::StreamReactor final : public grpc::ServerWriteReactor<grp
         reservation_(service->budget_->Empty()),
         handles_{.store = service->options_.handles, .caller = CallerOf(*context)} {
     record_.method = method_;
-    record_.identity = PeerIdentity(*context);
+    SetCallOrigin(*context, record_);
     absl::Status status = Guarded([&] {
       RETURN_IF_ERROR(reservation_.Grow(static_cast<int64_t>(request_bytes_->Length()),
                                         absl::StrCat(method_, ": the request as received")));
@@ -170,12 +171,9 @@ class TensorOpService::StreamReactor final : public grpc::ServerWriteReactor<grp
     return ResultParts(std::move(outputs), record_.backend, service_->options_.chunk_bytes);
   }
 
-  // The parsed request's record, keeping when the call started and who made it.
-  void Describe(CallRecord described) {
-    described.start = record_.start;
-    described.identity = std::move(record_.identity);
-    record_ = std::move(described);
-  }
+  // The parsed request's record, keeping when the call started, who made it
+  // and its trace.
+  void Describe(CallRecord described) { Redescribe(record_, std::move(described)); }
 
   absl::Status WriteFailed() const {
     return watch_->expired() ? service_->idle_.IdleStatus() : WriteFailure(stop_);
@@ -284,7 +282,7 @@ grpc::ServerWriteReactor<grpc::ByteBuffer>* TensorOpService::Fetch(
     CallRecord record;
     record.method = "Fetch";
     record.id = ShortId(tensor.id());
-    record.identity = PeerIdentity(*context);
+    SetCallOrigin(*context, record);
     record.backend = options_.handles->options().devices->Label(tensor.device_index());
     return new StreamReactor(this, context, std::move(record), std::move(plan.tensor));
   }
@@ -295,7 +293,7 @@ grpc::ServerWriteReactor<grpc::ByteBuffer>* TensorOpService::Fetch(
   CallRecord record;
   record.method = "Fetch";
   record.id = ShortId(tensor.id());
-  record.identity = PeerIdentity(*context);
+  SetCallOrigin(*context, record);
   record.backend = "cpu";
   return new StreamReactor(this, context, std::move(record),
                            ResultParts(std::move(outputs), "cpu", options_.chunk_bytes));

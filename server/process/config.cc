@@ -203,6 +203,7 @@ constexpr int kMaxStreams = 65536;
 // What the command line said beyond the flag values themselves.
 struct Parsed {
   bool help = false;
+  bool version = false;
   // Every --address given, in order (the flag keeps only the last): tensord
   // listens on each.
   std::vector<std::string> addresses;
@@ -242,7 +243,7 @@ void ResetFlags() {
 }
 
 // Parses --name=value and --name value, and --flagfile=PATH in place (later
-// flags win) into the flags. Stops at --help.
+// flags win) into the flags. Stops at --help or --version.
 absl::StatusOr<Parsed> ParseFlags(const std::vector<std::string>& args) {
   Parsed parsed;
   std::vector<Argument> arguments;
@@ -252,6 +253,10 @@ absl::StatusOr<Parsed> ParseFlags(const std::vector<std::string>& args) {
     const std::string origin = arguments[i].origin;
     if (arg == "--help" || arg == "-h" || arg == "-help") {
       parsed.help = true;
+      return parsed;
+    }
+    if (arg == "--version" || arg == "-version") {
+      parsed.version = true;
       return parsed;
     }
     if (!absl::StartsWith(arg, "-")) {
@@ -578,9 +583,10 @@ std::string FlagsHelp() {
 absl::StatusOr<ServerConfig> ConfigFromFlags(const std::vector<std::string>& args) {
   ResetFlags();
   ASSIGN_OR_RETURN(const Parsed parsed, ParseFlags(args));
-  if (parsed.help) {
+  if (parsed.help || parsed.version) {
     ServerConfig config;
-    config.help = true;
+    config.help = parsed.help;
+    config.version = parsed.version;
     return config;
   }
   return ValidatedConfig(parsed);

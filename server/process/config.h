@@ -25,6 +25,8 @@ struct ServerConfig {
   // --help was given (before any error): print FlagsHelp(), exit 0. Nothing
   // else below is set then.
   bool help = false;
+  // --version was given (likewise): print "tensord VERSION", exit 0.
+  bool version = false;
   std::string address;                 // the first of `addresses`
   std::vector<std::string> addresses;  // TCP ones first, in the order given
   std::string metrics_address;         // empty: no metrics endpoint

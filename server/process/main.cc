@@ -23,6 +23,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "core/version.h"
 #include "server/memory/malloc_tuning.h"
 #include "server/process/config.h"
 #include "server/process/server.h"
@@ -44,6 +45,10 @@ int Main(int argc, char** argv) {
   if (!parsed.ok()) return UsageError(parsed.status().message());
   if (parsed->help) {
     std::cout << FlagsHelp();
+    return 0;
+  }
+  if (parsed->version) {
+    std::cout << "tensord " << Version() << "\n";
     return 0;
   }
   const ServerConfig& config = *parsed;

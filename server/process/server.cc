@@ -16,6 +16,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
+#include "core/version.h"
 #include "kernels/opencl/device.h"
 #include "server/pipeline/pipeline.h"
 #include "server/placement/calibration.h"
@@ -78,6 +79,7 @@ Server::Server(const ServerConfig& config) : config_(config) {}
 absl::StatusOr<std::unique_ptr<Server>> Server::Create(const ServerConfig& config) {
   std::unique_ptr<Server> server(new Server(config));
   ServerConfig& effective = server->config_;
+  LogStartupEvent("starting", absl::StrCat("tensord ", Version()));
 
   // Every connection (gRPC and /metrics) takes a descriptor, and gRPC stops
   // accepting for good once accept4 fails with EMFILE: take all we may.

@@ -7,6 +7,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "core/version.h"
 #include "google/protobuf/descriptor.h"
 #include "tensorop/v1/tensorop.pb.h"
 
@@ -187,6 +188,12 @@ void Metrics::AddSampledHistogram(const std::string& name, const std::string& he
 
 std::string Metrics::Exposition() const {
   std::string text;
+
+  // Prometheus' build_info convention: the version as a label of a constant 1.
+  AppendFamilyHeader(&text, "tensorop_build_info",
+                     "tensord's version (tensord --version), as a label; always 1.", "gauge");
+  absl::StrAppend(&text, "tensorop_build_info", FormatLabels({{"version", std::string(Version())}}),
+                  " 1\n");
 
   AppendFamilyHeader(&text, "tensorop_requests_total",
                      "Calls finished (requests, inside RunBidi), by method, operator, backend "

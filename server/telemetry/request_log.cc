@@ -9,6 +9,7 @@
 #include <deque>
 #include <mutex>
 #include <thread>
+#include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "core/dtype.h"
@@ -39,6 +40,13 @@ CallRecord DescribeChain(absl::string_view method, const v1::RunChainRequest& ch
     }
   }
   return record;
+}
+
+void Redescribe(CallRecord& record, CallRecord described) {
+  described.start = record.start;
+  described.identity = std::move(record.identity);
+  described.trace = std::move(record.trace);
+  record = std::move(described);
 }
 
 CallRecord DescribeRequest(absl::string_view method, const v1::RunRequest& request) {
@@ -111,6 +119,11 @@ std::string FormatLogLine(const CallRecord& record, const absl::Status& status, 
   line["status"] = absl::StatusCodeToString(status.code());
   if (!status.ok()) line["message"] = Cut(status.message(), kMaxLoggedMessageBytes);
   if (!record.identity.empty()) line["identity"] = record.identity;
+  if (!record.trace.empty()) {
+    line["trace_id"] = record.trace.trace_id;
+    line["span_id"] = record.trace.span_id;
+    line["parent_span_id"] = record.trace.parent_span_id;
+  }
   // Request ids and messages come from clients: replace invalid UTF-8 rather
   // than throw.
   return line.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);

@@ -12,6 +12,7 @@
 #include "absl/strings/string_view.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
+#include "server/telemetry/trace_context.h"
 #include "tensorop/v1/tensorop.pb.h"
 
 namespace tensorop::server {
@@ -36,6 +37,8 @@ struct CallRecord {
   // Who called: "token:NAME" and/or "cert:SUBJECT" (server/security/auth.h); empty
   // for an anonymous call, and then left out of the line.
   std::string identity;
+  // The trace the call joined (its traceparent); empty: none.
+  TraceContext trace;
   absl::Time start = absl::Now();
 };
 
@@ -52,12 +55,19 @@ CallRecord DescribeRequest(absl::string_view method, const v1::RunRequest& reque
 // A RunChain request's record: its id and the data bytes its steps carry.
 CallRecord DescribeChain(absl::string_view method, const v1::RunChainRequest& chain);
 
+// `described` (a parsed request's record) in place of `record`, keeping what
+// was known before the request was parsed: when the call started, who made
+// it and the trace it joined.
+void Redescribe(CallRecord& record, CallRecord described);
+
 // The line for `record` ending with `status` at `end`, without the newline:
 // {"time":"2024-05-01T12:00:00.123456Z","method":"Run","id":"a","op":"slice",
 //  "dtype":"float32","sizes":{"input":[4,4]},"backend":"cpu","bytes_in":64,
 //  "bytes_out":16,"latency_us":210,"status":"OK"}
-// plus "message" when the status is not OK, and "identity" for an
-// authenticated caller. `time` is `end` in RFC 3339, UTC.
+// plus "message" when the status is not OK, "identity" for an
+// authenticated caller, and "trace_id", "span_id" (tensord's) and
+// "parent_span_id" (the caller's) for a call that carried a traceparent. `time` is `end` in RFC
+// 3339, UTC.
 std::string FormatLogLine(const CallRecord& record, const absl::Status& status, absl::Time end);
 
 // Queues the line for `record` ending at `end` with `status`; a logger thread

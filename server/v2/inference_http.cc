@@ -107,6 +107,10 @@ void Infer(State& state, const httplib::Request& http, httplib::Response& out) {
   CallRecord record;
   record.method = kMethod;
   record.identity = hold->identity;
+  record.trace = JoinTrace(http.get_header_value(std::string(kTraceparentHeader).c_str()));
+  if (!record.trace.empty()) {
+    out.set_header(std::string(kTraceparentHeader).c_str(), TraceparentOf(record.trace).c_str());
+  }
   const std::string model = http.matches[1];
   const std::string version = http.matches.size() > 2 ? std::string(http.matches[2]) : "";
   // A model's name is its operator's; anything else stays out of the log.
@@ -158,11 +162,7 @@ void Infer(State& state, const httplib::Request& http, httplib::Response& out) {
       done->set_value(Guarded([&]() -> absl::Status {
         RETURN_IF_ERROR(stop());
         ASSIGN_OR_RETURN(v1::RunRequest run, ToRunRequest(parsed.request));
-        const absl::Time start = record.start;
-        std::string identity = std::move(record.identity);
-        record = DescribeRequest(kMethod, run);
-        record.start = start;
-        record.identity = std::move(identity);
+        Redescribe(record, DescribeRequest(kMethod, run));
         v1::RunResponse native_response;
         RETURN_IF_ERROR(NameSharedMemoryOutput(
             parsed.request,

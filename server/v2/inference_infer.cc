@@ -27,6 +27,7 @@
 #include "server/pipeline/raw_unary.h"
 #include "server/pipeline/response_writer.h"
 #include "server/security/auth.h"
+#include "server/security/call_origin.h"
 #include "server/telemetry/metrics.h"
 #include "server/telemetry/request_log.h"
 #include "server/transport/call_stop.h"
@@ -151,11 +152,7 @@ absl::Status PrepareInfer(const grpc::ByteBuffer& bytes, absl::string_view metho
   }
   ASSIGN_OR_RETURN(prepared.run, ToRunRequest(request, prepared.held_bytes));
   const v1::RunRequest& run = prepared.run;
-  const absl::Time start = record.start;
-  std::string identity = std::move(record.identity);
-  record = DescribeRequest(method, run);
-  record.start = start;
-  record.identity = std::move(identity);
+  Redescribe(record, DescribeRequest(method, run));
   record.bytes_in += prepared.held_bytes.value_or(0);
   if (received.has_value()) {
     const std::optional<DType> dtype = DTypeFromInt(run.inputs().at("input").dtype());
@@ -251,7 +248,7 @@ class InferenceService::InferReactor final : public grpc::ServerUnaryReactor {
         reservation_(service->native_->budget().Empty()) {
     service_->native_->BeginOpenCall();
     record_.method = "ModelInfer";
-    record_.identity = PeerIdentity(*context);
+    SetCallOrigin(*context, record_);
     bool answered = false;
     absl::Status status = Guarded([&] {
       RETURN_IF_ERROR(reservation_.Grow(static_cast<int64_t>(request->Length()),
@@ -341,6 +338,7 @@ class InferenceService::StreamReactor final
       : service_(service),
         stop_(CallStopCheck(context)),
         identity_(PeerIdentity(*context)),
+        trace_(JoinCallTrace(*context)),
         watch_(service->native_->idle().Watch(context)),
         reservation_(service->native_->budget().Empty()) {
     service_->native_->BeginOpenCall();
@@ -362,6 +360,8 @@ class InferenceService::StreamReactor final
       CallRecord record;
       record.method = "ModelStreamInfer";
       record.identity = identity_;
+      record.trace = trace_;
+      record.trace = trace_;
       Answer(record, status, "");
     }
   }
@@ -389,6 +389,7 @@ class InferenceService::StreamReactor final
     CallRecord record;
     record.method = "ModelStreamInfer";
     record.identity = identity_;
+    record.trace = trace_;
     std::string model;
     grpc::ByteBuffer answer;
     absl::Status status = Guarded([&] {
@@ -456,6 +457,7 @@ class InferenceService::StreamReactor final
   InferenceService* const service_;
   const StopCheck stop_;
   const std::string identity_;
+  const TraceContext trace_;  // the stream's, for every request's log line
   const std::shared_ptr<IdleWatch> watch_;
   MemoryBudget::Reservation reservation_;  // of the request or answer in flight
   int64_t messages_read_ = 0;

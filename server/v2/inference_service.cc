@@ -18,6 +18,7 @@
 #include "absl/strings/str_join.h"
 #include "core/dtype.h"
 #include "core/status_macros.h"
+#include "core/version.h"
 #include "server/data/shared_memory.h"
 #include "server/memory/memory_budget.h"
 #include "server/pipeline/guarded.h"
@@ -37,14 +38,13 @@ namespace tensorop::server {
 namespace {
 
 constexpr absl::string_view kServerName = "tensord";
-constexpr absl::string_view kServerVersion = "0.1.0";
 
 }  // namespace
 
 inference::ServerMetadataResponse ServerMetadataAnswer(bool system_shared_memory) {
   inference::ServerMetadataResponse response;
   response.set_name(std::string(kServerName));
-  response.set_version(std::string(kServerVersion));
+  response.set_version(std::string(Version()));
   // Of the protocol's optional extensions, system shared memory where it is
   // served; not model_repository, statistics as Triton defines them, CUDA
   // shared memory, ...

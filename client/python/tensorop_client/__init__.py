@@ -13,8 +13,17 @@ with Client("127.0.0.1:50051") as client:
         kept.outputs[0].fetch()  # the same array as result.outputs[0], fetched when wanted
         kept.outputs[0].release()
 result.outputs[0]  # array([[ 1.,  3.], [ 9., 11.]], dtype=float32)
+
+`__version__` is tensorop's one version, the string `tensord --version` and
+`tensorctl --version` print (e.g. 0.1.0+g2ec2a5b.dirty), fixed when the
+package was built. `traceparent(value)` sends a W3C traceparent with every
+call made inside it (tensorop_client._core.trace); `new_traceparent()` makes one.
 """
 
+from importlib.metadata import PackageNotFoundError
+from importlib.metadata import version as _distribution_version
+
+from tensorop_client._core.trace import new_traceparent, traceparent
 from tensorop_client.aio import AsyncClient, AsyncRemoteTensor
 from tensorop_client.client import (
     BACKENDS,
@@ -39,6 +48,12 @@ from tensorop_client.tensors import (
     to_tensor,
 )
 
+try:
+    # setup.py sets it from cmake/version.cmake at build time.
+    __version__ = _distribution_version("tensorop-client")
+except PackageNotFoundError:  # imported from a tree that was never installed
+    __version__ = "0+unknown"
+
 __all__ = [
     "AsyncClient",
     "AsyncRemoteTensor",
@@ -59,5 +74,8 @@ __all__ = [
     "keep_outputs",
     "make_chain_request",
     "make_request",
+    "new_traceparent",
     "to_tensor",
+    "traceparent",
+    "__version__",
 ]

@@ -39,6 +39,12 @@ from tensorop_client._core.plans import Call, Plan, PlanRunner
 from tensorop_client._core.progress import ProgressFn
 from tensorop_client._core.requests import Attrs, OutputLike, RequestLike, _Prepared
 from tensorop_client._core.results import Result
+from tensorop_client._core.trace import (
+    call_metadata,
+    current_traceparent,
+    metadata_of,
+    traceparent,
+)
 from tensorop_client._core.window import _Window
 from tensorop_client._proto import tensorop_pb2 as pb
 from tensorop_client._transport import (
@@ -167,7 +173,9 @@ class AsyncClient(_Transport[AsyncRemoteTensor]):
         via = self._via(call.to)
         request = _sent(call.request) if isinstance(call.request, Iterator) else call.request
         with self._errors(via, call):
-            started = getattr(via.calls, call.method)(request, timeout=self._timeout)
+            started = getattr(via.calls, call.method)(
+                request, timeout=self._timeout, metadata=call_metadata()
+            )
             if call.answer is None:
                 return await started
             with _cancelled_on_error(started):
@@ -175,17 +183,23 @@ class AsyncClient(_Transport[AsyncRemoteTensor]):
                     call.answer.feed(part)
             return call.answer.result()
 
-    async def run_many(
+    def run_many(
         self, requests: Iterable[RequestLike], *, window: int = 16
     ) -> AsyncIterator[Result | TensorOpError]:
         """Client.run_many: outcomes in request order, at most `window`
         requests sent and not yet handed out. `requests` is a plain iterable,
-        read on the loop."""
+        read on the loop. The stream carries the traceparent in force here,
+        at the call (traceparent)."""
+        return self._run_many(requests, window, current_traceparent())
+
+    async def _run_many(
+        self, requests: Iterable[RequestLike], window: int, trace: str | None
+    ) -> AsyncIterator[Result | TensorOpError]:
         if window < 1:
             raise ValueError(f"window must be at least 1, got {window}")
         state = _Window(self, requests)
         slots = asyncio.Semaphore(window)
-        call = self._calls.run_bidi(timeout=self._timeout)
+        call = self._calls.run_bidi(timeout=self._timeout, metadata=metadata_of(trace))
 
         async def write() -> None:
             try:
@@ -201,7 +215,7 @@ class AsyncClient(_Transport[AsyncRemoteTensor]):
             while True:
                 while (ready := state.pop_ready()) is not None:
                     if ready.local is not None:
-                        yield await self._local(ready.local)
+                        yield await self._local(ready.local, trace)
                         continue
                     slots.release()  # once handed out (Client.run_many)
                     yield ready.outcome()
@@ -221,14 +235,15 @@ class AsyncClient(_Transport[AsyncRemoteTensor]):
                 await writer
             state.end()
             while (ready := state.pop_ready()) is not None:
-                yield ready.outcome() if ready.local is None else await self._local(ready.local)
+                yield ready.outcome() if ready.local is None else await self._local(ready.local, trace)
             state.raise_if_unfinished()
         finally:
             writer.cancel()
             call.cancel()
 
-    async def _local(self, prepared: _Prepared) -> Result | TensorOpError:
+    async def _local(self, prepared: _Prepared, trace: str | None) -> Result | TensorOpError:
         try:
-            return await self._drive(plans.run_prepared(self, prepared, None))
+            with traceparent(trace):  # run_many's, wherever it is iterated
+                return await self._drive(plans.run_prepared(self, prepared, None))
         except TensorOpError as e:
             return e

@@ -93,6 +93,12 @@ from tensorop_client._core.results import (
     _decode,  # noqa: F401 (likewise)
     _read_parts,  # noqa: F401 (likewise)
 )
+from tensorop_client._core.trace import (
+    call_metadata,
+    current_traceparent,
+    metadata_of,
+    traceparent,
+)
 from tensorop_client._core.window import _Window
 from tensorop_client._proto import tensorop_pb2 as pb
 from tensorop_client._transport import (
@@ -376,7 +382,9 @@ class Client(_Transport[RemoteTensor]):
         reassembled (Call.answer)."""
         via = self._via(call.to)
         with self._errors(via, call):
-            started = getattr(via.calls, call.method)(call.request, timeout=self._timeout)
+            started = getattr(via.calls, call.method)(
+                call.request, timeout=self._timeout, metadata=call_metadata()
+            )
             if call.answer is None:
                 return started
             with _cancelled_on_error(started):
@@ -397,13 +405,14 @@ class Client(_Transport[RemoteTensor]):
         `run` instead, in its turn. If the stream fails, the requests sent and
         unanswered get its error, and the iteration then raises it when
         requests remain unsent. `timeout` bounds the whole stream. Closing
-        the client ends the iteration (its call cancelled)."""
-        outcomes = self._run_many(requests, window)
+        the client ends the iteration (its call cancelled). The stream
+        carries the traceparent in force here, at the call (traceparent)."""
+        outcomes = self._run_many(requests, window, current_traceparent())
         self._channels.track(outcomes)
         return outcomes
 
     def _run_many(
-        self, requests: Iterable[RequestLike], window: int
+        self, requests: Iterable[RequestLike], window: int, trace: str | None
     ) -> Generator[Result | TensorOpError, None, None]:
         if window < 1:
             raise ValueError(f"window must be at least 1, got {window}")
@@ -423,7 +432,9 @@ class Client(_Transport[RemoteTensor]):
                         return
                 yield item
 
-        call = self._calls.run_bidi(outgoing(), timeout=self._timeout)
+        call = self._calls.run_bidi(
+            outgoing(), timeout=self._timeout, metadata=metadata_of(trace)
+        )
         try:
             while True:
                 while True:
@@ -432,7 +443,7 @@ class Client(_Transport[RemoteTensor]):
                     if ready is None:
                         break
                     if ready.local is not None:
-                        yield self._local(ready.local)
+                        yield self._local(ready.local, trace)
                         continue
                     # Its slot is free once it is handed out, not when it is
                     # answered: answers that overtake a slow request then wait
@@ -456,14 +467,15 @@ class Client(_Transport[RemoteTensor]):
             with lock:
                 window_state.end()
             while (ready := window_state.pop_ready()) is not None:
-                yield ready.outcome() if ready.local is None else self._local(ready.local)
+                yield ready.outcome() if ready.local is None else self._local(ready.local, trace)
             window_state.raise_if_unfinished()
         finally:
             closed.set()
             call.cancel()
 
-    def _local(self, prepared: _Prepared) -> Result | TensorOpError:
+    def _local(self, prepared: _Prepared, trace: str | None) -> Result | TensorOpError:
         try:
-            return self._drive(plans.run_prepared(self, prepared, None))
+            with traceparent(trace):  # run_many's, wherever it is iterated
+                return self._drive(plans.run_prepared(self, prepared, None))
         except TensorOpError as e:
             return e

@@ -31,6 +31,7 @@ import grpc
 import numpy as np
 import numpy.typing as npt
 
+from tensorop_client._core.trace import call_metadata
 from tensorop_client._proto import tensorop_pb2 as pb
 from tensorop_client._transport import _status_error
 from tensorop_client.client import BACKENDS, Attrs, Client, Result, set_attrs
@@ -55,7 +56,9 @@ def shared_memory_status(client: Client, region: str = "") -> pb.SharedMemorySta
 
 def _call(client: Client, method: str, request):  # type: ignore[no-untyped-def]
     try:
-        return getattr(client._calls.stub, method)(request, timeout=client._timeout)
+        return getattr(client._calls.stub, method)(
+            request, timeout=client._timeout, metadata=call_metadata()
+        )
     except grpc.RpcError as e:
         raise _status_error(e, client._tls) from None
 
@@ -150,7 +153,9 @@ class SharedRegion:
         region: the Result's outputs are the `outputs` arrays, filled in."""
         try:
             response = self._client._calls.stub.Run(
-                self.request(op, inputs, attrs, outputs, backend), timeout=self._client._timeout
+                self.request(op, inputs, attrs, outputs, backend),
+                timeout=self._client._timeout,
+                metadata=call_metadata(),
             )
         except grpc.RpcError as e:
             raise _status_error(e, self._client._tls) from None
@@ -227,7 +232,9 @@ def run_request_in_region(client: Client, request: pb.RunRequest, name: str) -> 
             shared.outputs.add().sizes.extend(shared.inputs["input"].sizes)
         elif op == "strided_slice":
             try:
-                probe = client._calls.stub.Run(request, timeout=client._timeout)
+                probe = client._calls.stub.Run(
+                    request, timeout=client._timeout, metadata=call_metadata()
+                )
                 for t in probe.outputs:
                     shared.outputs.add().sizes.extend(t.sizes)
             except grpc.RpcError:
@@ -264,7 +271,9 @@ def run_request_in_region(client: Client, request: pb.RunRequest, name: str) -> 
             )
             tensor.ClearField("data")
         try:
-            response = client._calls.stub.Run(shared, timeout=client._timeout)
+            response = client._calls.stub.Run(
+                shared, timeout=client._timeout, metadata=call_metadata()
+            )
         except grpc.RpcError as e:
             raise _status_error(e, client._tls) from None
         outputs = []

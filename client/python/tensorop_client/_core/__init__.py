@@ -12,6 +12,7 @@ classes that can be tested without a server.
     results.py   answers decoded and checked: Result, RunResponse, ResultParts
     window.py    run_many's bookkeeping over RunBidi
     plans.py     each call as a plan: the gRPC calls to make, in order, and its result
+    trace.py     the W3C traceparent in force (a context variable) and the metadata it makes
 
 The transports make the gRPC calls a plan yields (plans.Call) and hand back
 what each answered; nothing here opens a channel, sends or waits."""

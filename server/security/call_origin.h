@@ -1,0 +1,22 @@
+// Who made a gRPC call and the trace it joined, for its request log line.
+#ifndef TENSOROP_SERVER_SECURITY_CALL_ORIGIN_H_
+#define TENSOROP_SERVER_SECURITY_CALL_ORIGIN_H_
+
+#include <grpcpp/grpcpp.h>
+
+#include "server/telemetry/request_log.h"
+#include "server/telemetry/trace_context.h"
+
+namespace tensorop::server {
+
+// The trace the call's "traceparent" metadata names (server/telemetry/
+// trace_context.h); when there is one, the traceparent of tensord's span is
+// added to the call's initial metadata, so call this before that is sent.
+TraceContext JoinCallTrace(grpc::ServerContextBase& context);
+
+// record.identity (PeerIdentity) and record.trace (JoinCallTrace).
+void SetCallOrigin(grpc::ServerContextBase& context, CallRecord& record);
+
+}  // namespace tensorop::server
+
+#endif  // TENSOROP_SERVER_SECURITY_CALL_ORIGIN_H_
