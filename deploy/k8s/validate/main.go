@@ -170,6 +170,10 @@ func newObject(apiVersion, kind string) any {
 		return &policyv1.PodDisruptionBudget{}
 	case "networking.k8s.io/v1 NetworkPolicy":
 		return &networkingv1.NetworkPolicy{}
+	case "monitoring.coreos.com/v1 ServiceMonitor": // monitoring.go
+		return &ServiceMonitor{}
+	case "monitoring.coreos.com/v1 PrometheusRule":
+		return &PrometheusRule{}
 	}
 	return nil
 }
@@ -214,6 +218,8 @@ type rendered struct {
 	configMaps  map[string]*corev1.ConfigMap
 	hpas        []*autoscalingv2.HorizontalPodAutoscaler
 	pdbs        []*policyv1.PodDisruptionBudget
+	monitors    []*ServiceMonitor
+	rules       []*PrometheusRule
 }
 
 func (r *rendered) add(obj any) {
@@ -231,6 +237,10 @@ func (r *rendered) add(obj any) {
 		r.hpas = append(r.hpas, o)
 	case *policyv1.PodDisruptionBudget:
 		r.pdbs = append(r.pdbs, o)
+	case *ServiceMonitor:
+		r.monitors = append(r.monitors, o)
+	case *PrometheusRule:
+		r.rules = append(r.rules, o)
 	}
 }
 
@@ -293,6 +303,12 @@ func (r *rendered) check(p *problems) {
 				}
 			}
 		}
+	}
+	for _, m := range r.monitors {
+		r.checkServiceMonitor(p, m)
+	}
+	for _, pr := range r.rules {
+		checkPrometheusRule(p, pr)
 	}
 	for _, pdb := range r.pdbs {
 		id := "PodDisruptionBudget/" + pdb.Name

@@ -17,7 +17,7 @@ func TestRepositoryManifests(t *testing.T) {
 	if status := run(&stdout, &stderr, []string{".."}); status != 0 {
 		t.Fatalf("validate ..: status %d\n%s%s", status, stdout.String(), stderr.String())
 	}
-	for _, dir := range []string{"base", "overlays/cpu", "overlays/gpu", "overlays/tls", "overlays/sidecar"} {
+	for _, dir := range []string{"base", "overlays/cpu", "overlays/gpu", "overlays/tls", "overlays/sidecar", "overlays/monitoring"} {
 		if !strings.Contains(stdout.String(), "ok "+filepath.Join("..", dir)+": ") {
 			t.Errorf("no ok line for %s in\n%s", dir, stdout.String())
 		}
