@@ -193,7 +193,7 @@ TEST(MetricsScrapeTest, ServesThePrometheusContentTypeAndOnlyMetrics) {
   Scrape metrics = Get(server, "/metrics");
   EXPECT_EQ(metrics.status, 200);
   EXPECT_EQ(metrics.content_type, "text/plain; version=0.0.4; charset=utf-8");
-  EXPECT_THAT(metrics.body, StartsWith("# HELP tensorop_requests_total "));
+  EXPECT_THAT(metrics.body, StartsWith("# HELP tensorop_build_info "));
   EXPECT_EQ(Get(server, "/").status, 404);
   EXPECT_EQ(Get(server, "/metrics/extra").status, 404);
 }

@@ -7,8 +7,10 @@
 #include <vector>
 
 #include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "absl/time/time.h"
+#include "core/version.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "kernels/opencl/device.h"
@@ -42,21 +44,31 @@ std::vector<std::string> LinesStartingWith(const std::string& text, absl::string
   return lines;
 }
 
+// Every exposition's first family: the version as a label of a constant 1.
+std::string BuildInfo() {
+  return absl::StrCat(
+      "# HELP tensorop_build_info tensord's version (tensord --version), as a label; always 1.\n"
+      "# TYPE tensorop_build_info gauge\n"
+      "tensorop_build_info{version=\"",
+      Version(), "\"} 1\n");
+}
+
 TEST(MetricsTest, FreshRegistryHasEveryFamilyAndZeroByteTotals) {
   Metrics metrics;
   EXPECT_EQ(metrics.Exposition(),
-            "# HELP tensorop_requests_total Calls finished (requests, inside RunBidi), by "
-            "method, operator, backend and status code.\n"
-            "# TYPE tensorop_requests_total counter\n"
-            "# HELP tensorop_request_latency_seconds Time from a call's arrival (a request's, "
-            "inside RunBidi) to its outcome, by method and operator.\n"
-            "# TYPE tensorop_request_latency_seconds histogram\n"
-            "# HELP tensorop_bytes_in_total Input data bytes received in requests.\n"
-            "# TYPE tensorop_bytes_in_total counter\n"
-            "tensorop_bytes_in_total 0\n"
-            "# HELP tensorop_bytes_out_total Output data bytes sent in answers.\n"
-            "# TYPE tensorop_bytes_out_total counter\n"
-            "tensorop_bytes_out_total 0\n");
+            BuildInfo() +
+                "# HELP tensorop_requests_total Calls finished (requests, inside RunBidi), by "
+                "method, operator, backend and status code.\n"
+                "# TYPE tensorop_requests_total counter\n"
+                "# HELP tensorop_request_latency_seconds Time from a call's arrival (a request's, "
+                "inside RunBidi) to its outcome, by method and operator.\n"
+                "# TYPE tensorop_request_latency_seconds histogram\n"
+                "# HELP tensorop_bytes_in_total Input data bytes received in requests.\n"
+                "# TYPE tensorop_bytes_in_total counter\n"
+                "tensorop_bytes_in_total 0\n"
+                "# HELP tensorop_bytes_out_total Output data bytes sent in answers.\n"
+                "# TYPE tensorop_bytes_out_total counter\n"
+                "tensorop_bytes_out_total 0\n");
 }
 
 TEST(MetricsTest, OneCallGivesItsCounterHistogramAndBytes) {
@@ -65,40 +77,41 @@ TEST(MetricsTest, OneCallGivesItsCounterHistogramAndBytes) {
                      absl::Microseconds(180));
   EXPECT_EQ(
       metrics.Exposition(),
-      "# HELP tensorop_requests_total Calls finished (requests, inside RunBidi), by "
-      "method, operator, backend and status code.\n"
-      "# TYPE tensorop_requests_total counter\n"
-      "tensorop_requests_total{method=\"Run\",op=\"slice\",backend=\"cpu\",code=\"OK\"} 1\n"
-      "# HELP tensorop_request_latency_seconds Time from a call's arrival (a request's, "
-      "inside RunBidi) to its outcome, by method and operator.\n"
-      "# TYPE tensorop_request_latency_seconds histogram\n"
-      "tensorop_request_latency_seconds_bucket{method=\"Run\",op=\"slice\",le=\"0.00005\"} 0\n"
-      "tensorop_request_latency_seconds_bucket{method=\"Run\",op=\"slice\",le=\"0.0001\"} 0\n"
-      "tensorop_request_latency_seconds_bucket{method=\"Run\",op=\"slice\",le=\"0.00025\"} 1\n"
-      "tensorop_request_latency_seconds_bucket{method=\"Run\",op=\"slice\",le=\"0.0005\"} 1\n"
-      "tensorop_request_latency_seconds_bucket{method=\"Run\",op=\"slice\",le=\"0.001\"} 1\n"
-      "tensorop_request_latency_seconds_bucket{method=\"Run\",op=\"slice\",le=\"0.0025\"} 1\n"
-      "tensorop_request_latency_seconds_bucket{method=\"Run\",op=\"slice\",le=\"0.005\"} 1\n"
-      "tensorop_request_latency_seconds_bucket{method=\"Run\",op=\"slice\",le=\"0.01\"} 1\n"
-      "tensorop_request_latency_seconds_bucket{method=\"Run\",op=\"slice\",le=\"0.025\"} 1\n"
-      "tensorop_request_latency_seconds_bucket{method=\"Run\",op=\"slice\",le=\"0.05\"} 1\n"
-      "tensorop_request_latency_seconds_bucket{method=\"Run\",op=\"slice\",le=\"0.1\"} 1\n"
-      "tensorop_request_latency_seconds_bucket{method=\"Run\",op=\"slice\",le=\"0.25\"} 1\n"
-      "tensorop_request_latency_seconds_bucket{method=\"Run\",op=\"slice\",le=\"0.5\"} 1\n"
-      "tensorop_request_latency_seconds_bucket{method=\"Run\",op=\"slice\",le=\"1\"} 1\n"
-      "tensorop_request_latency_seconds_bucket{method=\"Run\",op=\"slice\",le=\"2.5\"} 1\n"
-      "tensorop_request_latency_seconds_bucket{method=\"Run\",op=\"slice\",le=\"5\"} 1\n"
-      "tensorop_request_latency_seconds_bucket{method=\"Run\",op=\"slice\",le=\"10\"} 1\n"
-      "tensorop_request_latency_seconds_bucket{method=\"Run\",op=\"slice\",le=\"30\"} 1\n"
-      "tensorop_request_latency_seconds_bucket{method=\"Run\",op=\"slice\",le=\"+Inf\"} 1\n"
-      "tensorop_request_latency_seconds_sum{method=\"Run\",op=\"slice\"} 0.00018\n"
-      "tensorop_request_latency_seconds_count{method=\"Run\",op=\"slice\"} 1\n"
-      "# HELP tensorop_bytes_in_total Input data bytes received in requests.\n"
-      "# TYPE tensorop_bytes_in_total counter\n"
-      "tensorop_bytes_in_total 64\n"
-      "# HELP tensorop_bytes_out_total Output data bytes sent in answers.\n"
-      "# TYPE tensorop_bytes_out_total counter\n"
-      "tensorop_bytes_out_total 16\n");
+      BuildInfo() +
+          "# HELP tensorop_requests_total Calls finished (requests, inside RunBidi), by "
+          "method, operator, backend and status code.\n"
+          "# TYPE tensorop_requests_total counter\n"
+          "tensorop_requests_total{method=\"Run\",op=\"slice\",backend=\"cpu\",code=\"OK\"} 1\n"
+          "# HELP tensorop_request_latency_seconds Time from a call's arrival (a request's, "
+          "inside RunBidi) to its outcome, by method and operator.\n"
+          "# TYPE tensorop_request_latency_seconds histogram\n"
+          "tensorop_request_latency_seconds_bucket{method=\"Run\",op=\"slice\",le=\"0.00005\"} 0\n"
+          "tensorop_request_latency_seconds_bucket{method=\"Run\",op=\"slice\",le=\"0.0001\"} 0\n"
+          "tensorop_request_latency_seconds_bucket{method=\"Run\",op=\"slice\",le=\"0.00025\"} 1\n"
+          "tensorop_request_latency_seconds_bucket{method=\"Run\",op=\"slice\",le=\"0.0005\"} 1\n"
+          "tensorop_request_latency_seconds_bucket{method=\"Run\",op=\"slice\",le=\"0.001\"} 1\n"
+          "tensorop_request_latency_seconds_bucket{method=\"Run\",op=\"slice\",le=\"0.0025\"} 1\n"
+          "tensorop_request_latency_seconds_bucket{method=\"Run\",op=\"slice\",le=\"0.005\"} 1\n"
+          "tensorop_request_latency_seconds_bucket{method=\"Run\",op=\"slice\",le=\"0.01\"} 1\n"
+          "tensorop_request_latency_seconds_bucket{method=\"Run\",op=\"slice\",le=\"0.025\"} 1\n"
+          "tensorop_request_latency_seconds_bucket{method=\"Run\",op=\"slice\",le=\"0.05\"} 1\n"
+          "tensorop_request_latency_seconds_bucket{method=\"Run\",op=\"slice\",le=\"0.1\"} 1\n"
+          "tensorop_request_latency_seconds_bucket{method=\"Run\",op=\"slice\",le=\"0.25\"} 1\n"
+          "tensorop_request_latency_seconds_bucket{method=\"Run\",op=\"slice\",le=\"0.5\"} 1\n"
+          "tensorop_request_latency_seconds_bucket{method=\"Run\",op=\"slice\",le=\"1\"} 1\n"
+          "tensorop_request_latency_seconds_bucket{method=\"Run\",op=\"slice\",le=\"2.5\"} 1\n"
+          "tensorop_request_latency_seconds_bucket{method=\"Run\",op=\"slice\",le=\"5\"} 1\n"
+          "tensorop_request_latency_seconds_bucket{method=\"Run\",op=\"slice\",le=\"10\"} 1\n"
+          "tensorop_request_latency_seconds_bucket{method=\"Run\",op=\"slice\",le=\"30\"} 1\n"
+          "tensorop_request_latency_seconds_bucket{method=\"Run\",op=\"slice\",le=\"+Inf\"} 1\n"
+          "tensorop_request_latency_seconds_sum{method=\"Run\",op=\"slice\"} 0.00018\n"
+          "tensorop_request_latency_seconds_count{method=\"Run\",op=\"slice\"} 1\n"
+          "# HELP tensorop_bytes_in_total Input data bytes received in requests.\n"
+          "# TYPE tensorop_bytes_in_total counter\n"
+          "tensorop_bytes_in_total 64\n"
+          "# HELP tensorop_bytes_out_total Output data bytes sent in answers.\n"
+          "# TYPE tensorop_bytes_out_total counter\n"
+          "tensorop_bytes_out_total 16\n");
 }
 
 TEST(MetricsTest, CallsAreCountedByMethodOpBackendAndCodeInDescriptorOrder) {
