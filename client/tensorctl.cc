@@ -1,4 +1,6 @@
-// tensorctl: runs conformance cases against a tensord.
+// tensorctl: runs conformance cases against a tensord. (About 630 lines, past
+// the project's ~600: one program's usage, flags and one short function per
+// command, kept in one file so the usage text and its parser change together.)
 //
 //   tensorctl run --target ADDR [--backend auto|cpu|opencl]
 //       [--stream|--chunked|--shared_memory|--handles|--chain] [--keep] FILE...

@@ -7,6 +7,9 @@
 #
 #   scripts/fresh-debian-test.sh            test command in a new root, removed after
 #   scripts/fresh-debian-test.sh CMD...     another command in it (e.g. scripts/run.sh --help)
+#   scripts/fresh-debian-test.sh --deb      the .deb of build/ (cpack) installed with apt-get
+#                                           in a new root: its user, tensord --version,
+#                                           and the public cases served by the flags it ships
 #   FRESH_ROOT=/var/tmp/x KEEP_ROOT=1 ...   reuse/keep a root (to look around afterwards)
 #
 # Needs root (or sudo), about 12 GB of disk and, on 2 cores, about an hour. The
@@ -19,6 +22,23 @@ root="$(cd "$(dirname "$0")/.." && pwd)"
 
 command=("$@")
 [ "${#command[@]}" -gt 0 ] || command=(scripts/test.sh)
+deb_dir=""
+if [ "${1:-}" = --deb ]; then
+  deb_dir="$(mktemp -d)"
+  (cd "$root/build" && cpack -G DEB -B "$deb_dir" >/dev/null)
+  # In the root: apt-get resolves the package's Depends from Debian's archive.
+  command=(bash -euo pipefail -c '
+    apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq ./tensord_*.deb >/dev/null
+    getent passwd tensord
+    tensord --version
+    tensord --flagfile=/etc/tensord/tensord.flags --address=127.0.0.1:0 --metrics_address= \
+      --http_address= --backends=cpu >/tmp/tensord.out 2>/tmp/tensord.log &
+    for i in $(seq 600); do grep -q "listening on" /tmp/tensord.out && break; sleep 0.05; done
+    port="$(sed -n "s/^tensord listening on .*:\([0-9]*\)$/\1/p" /tmp/tensord.out)"
+    tensorctl conformance --target "127.0.0.1:$port" /work/shared/conformance/cases | tail -n 1
+    kill %1')
+fi
 rootfs="${FRESH_ROOT:-$(mktemp -d /var/tmp/tensorop-fresh.XXXXXX)}"
 start=$SECONDS
 
@@ -58,6 +78,7 @@ as_root rm -rf --one-file-system "$rootfs/work"
 as_root mkdir -p "$rootfs/work"
 as_root git clone -q "$root" "$rootfs/work/tensorop"
 as_root cp -a "$root/../shared" "$rootfs/work/shared"
+if [ -n "$deb_dir" ]; then as_root cp "$deb_dir"/tensord_*.deb "$rootfs/work/tensorop/"; fi
 echo "fresh-debian-test: $(git -C "$root" log -1 --format='%h %s') in $rootfs" >&2
 
 # The environment of a new root login: no Go, no ~/.local/bin, nothing of ours.

@@ -7,8 +7,9 @@ root="$(cd "$(dirname "$0")/.." && pwd)"
 
 # Besides the build's: the commands the tests run, prometheus (a real scrape of
 # /metrics), openssl (the tests' certificates), curl (README.md's v2 HTTP
-# example, run as written by tests/server/inference_http_test.cc) and python3
-# (scripts/check_rooms.py).
+# example, run as written by tests/server/inference_http_test.cc), python3
+# (scripts/check_rooms.py), and for the package tests (tests/install/):
+# dpkg-dev and file (cpack's DEB dependencies) and systemd (systemd-analyze).
 apt_install \
   cmake ninja-build g++ pkg-config git ca-certificates \
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler libabsl-dev \
@@ -17,5 +18,5 @@ apt_install \
   libgtest-dev libgmock-dev libbenchmark-dev \
   nlohmann-json3-dev libcpp-httplib-dev prometheus \
   libssl-dev openssl curl \
-  python3 \
+  python3 dpkg-dev file systemd \
   clang libclang-rt-14-dev  # clang's sanitizer runtimes and libFuzzer: scripts/fuzz.sh

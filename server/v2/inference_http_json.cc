@@ -1,3 +1,6 @@
+// The v2 HTTP/REST JSON bodies, both ways. (About 630 lines, past the
+// project's ~600: requests read and answers written share the datatype sizes
+// and the parameter and float16 conversions, which must stay in step.)
 #include "server/v2/inference_http_json.h"
 
 #include <cmath>
