@@ -44,17 +44,7 @@ done
 [ -x "$tensord" ] || fail "$tensord is not an executable"
 [ -x "$tensorctl" ] || fail "$tensorctl is not an executable (set TENSORCTL)"
 
-work="$(mktemp -d)"
-pids=()
-cleanup() {
-  local pid
-  for pid in "${pids[@]}"; do
-    kill -TERM "$pid" 2>/dev/null || true
-    wait "$pid" 2>/dev/null || true
-  done
-  rm -rf "$work"
-}
-trap cleanup EXIT
+bench_scratch  # $work, and $servers stopped on exit (scripts/lib.sh)
 
 # 1. The rules, statically and on synthetic series.
 promtool check rules "$rules" >"$work/check.out" 2>&1 || { cat "$work/check.out" >&2; fail "promtool check rules"; }
@@ -89,9 +79,9 @@ EOF
 "$tensord" --address=127.0.0.1:0 --metrics_address=127.0.0.1:0 --http_address= \
   --backends=cpu --worker_threads=2 --max_memory_bytes=65536 \
   >"$work/tensord.out" 2>"$work/tensord.log" &
-pids+=("$!")
-if ! port="$(tensord_port "$work/tensord.out" "${pids[-1]}")" ||
-   ! metrics_port="$(tensord_port "$work/tensord.out" "${pids[-1]}" metrics)"; then
+servers+=("$!")
+if ! port="$(tensord_port "$work/tensord.out" "${servers[-1]}")" ||
+   ! metrics_port="$(tensord_port "$work/tensord.out" "${servers[-1]}" metrics)"; then
   tail -n 20 "$work/tensord.log" >&2
   fail "tensord did not start"
 fi
@@ -115,7 +105,7 @@ mkdir "$work/tsdb"
 prometheus --config.file="$work/prometheus.yml" --storage.tsdb.path="$work/tsdb" \
   --web.listen-address="127.0.0.1:$prom_port" --log.level=warn \
   >"$work/prometheus.log" 2>&1 &
-pids+=("$!")
+servers+=("$!")
 prom="http://127.0.0.1:$prom_port"
 export PROM="$prom"
 
@@ -143,7 +133,7 @@ deadline=$((SECONDS + 30))
 while :; do
   read -r status n value <<<"$(promql 'up{job="tensord"}')"
   if [ "$status" = success ] && [ "$n" = 1 ] && [ "$value" = 1 ]; then break; fi
-  if ((SECONDS >= deadline)) || ! kill -0 "${pids[-1]}" 2>/dev/null; then
+  if ((SECONDS >= deadline)) || ! kill -0 "${servers[-1]}" 2>/dev/null; then
     tail -n 20 "$work/prometheus.log" >&2
     fail "prometheus did not scrape tensord (up{job=\"tensord\"}: $status $n $value)"
   fi

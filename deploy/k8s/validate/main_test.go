@@ -106,24 +106,32 @@ func baseFlags(t *testing.T) string {
 	return string(data)
 }
 
-// tlsOverlay is a copy of overlays/tls (on the real base) with one file edited;
-// the edit must change something.
-func tlsOverlay(t *testing.T, name string, edit func(string) string) map[string]string {
+// editedOverlay is a copy of overlays/<overlay>'s `files` (on the real base)
+// with file `name` edited; the edit must change something.
+func editedOverlay(t *testing.T, overlay string, files []string, name string,
+	edit func(string) string) map[string]string {
 	t.Helper()
-	files := map[string]string{}
-	for _, file := range []string{"kustomization.yaml", "security.flags", "deployment-tls.yaml"} {
-		data, err := os.ReadFile(filepath.Join("../overlays/tls", file))
+	copied := map[string]string{}
+	for _, file := range files {
+		data, err := os.ReadFile(filepath.Join("../overlays", overlay, file))
 		if err != nil {
 			t.Fatal(err)
 		}
-		files[file] = string(data)
+		copied[file] = string(data)
 	}
-	edited := edit(files[name])
-	if edited == files[name] {
+	edited := edit(copied[name])
+	if edited == copied[name] {
 		t.Fatalf("the edit of %s changed nothing", name)
 	}
-	files[name] = edited
-	return files
+	copied[name] = edited
+	return copied
+}
+
+// tlsOverlay is overlays/tls with one file edited (editedOverlay).
+func tlsOverlay(t *testing.T, name string, edit func(string) string) map[string]string {
+	t.Helper()
+	return editedOverlay(t, "tls", []string{"kustomization.yaml", "security.flags", "deployment-tls.yaml"},
+		name, edit)
 }
 
 // sidecarOverlay is overlays/sidecar (on the real base) with its kustomization

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"os"
 	"path/filepath"
 	"reflect"
 	"strings"
@@ -10,24 +9,11 @@ import (
 	"sigs.k8s.io/kustomize/kyaml/filesys"
 )
 
-// monitoringOverlay is a copy of overlays/monitoring (on the real base) with
-// one file edited; the edit must change something.
+// monitoringOverlay is overlays/monitoring with one file edited (editedOverlay).
 func monitoringOverlay(t *testing.T, name string, edit func(string) string) map[string]string {
 	t.Helper()
-	files := map[string]string{}
-	for _, file := range []string{"kustomization.yaml", "servicemonitor.yaml", "prometheusrule.yaml"} {
-		data, err := os.ReadFile(filepath.Join("../overlays/monitoring", file))
-		if err != nil {
-			t.Fatal(err)
-		}
-		files[file] = string(data)
-	}
-	edited := edit(files[name])
-	if edited == files[name] {
-		t.Fatalf("the edit of %s changed nothing", name)
-	}
-	files[name] = edited
-	return files
+	return editedOverlay(t, "monitoring",
+		[]string{"kustomization.yaml", "servicemonitor.yaml", "prometheusrule.yaml"}, name, edit)
 }
 
 func TestMonitoringProblems(t *testing.T) {
