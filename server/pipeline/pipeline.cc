@@ -231,7 +231,8 @@ absl::Status ExecuteIntoResponse(const v1::RunRequest& request, const ServiceOpt
     // a kept one carries its handle.
     const int64_t answer_bytes =
         RunResponseBytes(request.id(), backend, with_status, "", plan.outputs) -
-        SharedMemoryOutputBytes(request, plan.outputs) + KeptAnswerBytes(request, plan.outputs);
+        SharedMemoryOutputBytes(request, plan.outputs) - KeptOutputBytes(request, plan.outputs) +
+        KeptAnswerBytes(request, plan.outputs);
     if (answer_bytes > options.max_message_bytes) {
       return absl::ResourceExhaustedError(
           absl::StrCat("the answer would take ", answer_bytes, " bytes (", TotalBytes(plan.outputs),

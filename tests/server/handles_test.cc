@@ -333,6 +333,31 @@ TEST_F(HandleLimitsTest, AClientsResidentBytesAreBoundedByItsQuota) {
       GrpcOk());
 }
 
+class HandleMessageLimitTest : public HandlesTest {
+ protected:
+  HandleMessageLimitTest() : HandlesTest({"--max_message_bytes=65536", "--chunk_bytes=32768"}) {}
+};
+
+TEST_F(HandleMessageLimitTest, AKeptOutputLargerThanAMessageIsAnsweredByRun) {
+  v1::TensorHandle input;
+  ASSERT_THAT(
+      PutTensor(*stub_, MakeTensor(v1::UINT8, {256, 1024}, std::string(256 * 1024, 'x')), &input,
+                /*ttl_seconds=*/0, /*chunk_bytes=*/32768),
+      GrpcOk());
+  v1::RunRequest request =
+      SliceRequest("big", HandleTensor(input.id()), {0, 0}, {128, 1024}, {1, 1}, {128, 1024});
+  request.mutable_outputs(0)->set_keep(true);
+  v1::RunResponse response;
+  ASSERT_THAT(Run(request, &response), GrpcOk());  // 128 KiB kept: only its handle is answered
+  EXPECT_EQ(response.outputs(0).handle().byte_size(), 128 * 1024);
+  // Answered, the same bytes are over the limit.
+  request.mutable_outputs(0)->set_keep(false);
+  EXPECT_THAT(Run(request, &response),
+              GrpcStatusIs(grpc::StatusCode::RESOURCE_EXHAUSTED,
+                           HasSubstr("(131072 of output data), more than the server's message "
+                                     "limit of 65536 bytes")));
+}
+
 TEST_F(HandlesTest, AClientThatGoesAwayMidPutLeavesNothingBehind) {
   const int64_t reserved_before = MetricValue(server_, "tensorop_memory_reserved_bytes");
   grpc::ClientContext context;
