@@ -10,6 +10,7 @@
 #include "absl/strings/string_view.h"
 #include "core/operator_info.h"
 #include "core/tensor.h"
+#include "core/window.h"
 
 namespace tensorop {
 
@@ -62,7 +63,11 @@ struct ExecutionPlan {
   std::vector<Layout> outputs;                 // the buffers the caller provides
   std::vector<StridedCopy> copies;             // disjoint outputs: any order
   std::vector<ScatterWalk> scatters;           // after every copy
-  int64_t bytes_moved = 0;                     // for scheduling decisions
+  // For an operator whose outputs are windows on input slot 0 (slice,
+  // strided_slice, split): output j's window, before copies[j] folded it;
+  // empty for any other. A chain composes them (core/plan/compose_windows.h).
+  std::vector<InputWindow> windows;
+  int64_t bytes_moved = 0;  // for scheduling decisions
 };
 
 // A plan named for `op` with its input slots, nothing to move yet.

@@ -55,6 +55,7 @@ ExecutionPlan PlanWindowCopy(const OperatorInfo& op, const Layout& output,
   ExecutionPlan plan = EmptyPlan(op);
   plan.outputs = {output};
   plan.copies = {PlanStridedCopy(output, window, 0, 0)};
+  plan.windows = {window};
   return plan;
 }
 

@@ -1,6 +1,7 @@
 #include "server/native/chain.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <functional>
@@ -15,6 +16,8 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
+#include "core/plan/compose_windows.h"
+#include "core/plan/strided_copy.h"
 #include "core/status_macros.h"
 #include "core/validate/tensor.h"
 #include "server/memory/zero_bytes.h"
@@ -22,6 +25,8 @@
 
 namespace tensorop::server {
 namespace {
+
+std::atomic<int64_t> fused_chain_steps{0};
 
 // `status` of steps[step], its message naming the step.
 absl::Status InStep(int step, const absl::Status& status) {
@@ -248,6 +253,111 @@ struct StepOutputs {
   }
 };
 
+// Where an output of a step that does not run lives: `window` on the input
+// of step `root`, the first step up its line whose input exists as bytes.
+struct View {
+  int root = -1;
+  InputWindow window;
+};
+
+// Which steps run. A window step (slice, strided_slice, split) whose outputs
+// no one needs as bytes does not: each of its outputs is a View, its window
+// composed onto what its input reads. Bytes are needed for a result, and
+// where any step but a window step reads the output through "input" (or the
+// output is not packed, or empty). A step that runs while reading a view
+// copies once, from its root's input, through the composed windows.
+struct ChainViews {
+  std::vector<bool> skipped;                            // by step
+  std::vector<std::vector<std::optional<View>>> views;  // by step, output: of skipped steps
+  std::vector<int> root;  // by step: a running step reading a view, its root; else -1
+  std::vector<std::vector<InputWindow>> composed;  // by step, output: such a step's windows
+};
+
+bool IsWindowStep(const PlannedStep& step) {
+  return !step.replan && !step.run->plan.windows.empty();
+}
+
+// The step output `step` reads through its input "input", if any.
+std::optional<v1::StepOutput> InputStep(const v1::ChainStep& step) {
+  const auto input = step.inputs().find("input");
+  if (input == step.inputs().end() || !input->second.has_step()) return std::nullopt;
+  return input->second.step();
+}
+
+ChainViews PlanViews(const v1::RunChainRequest& chain, const std::vector<PlannedStep>& planned,
+                     const std::vector<std::vector<Layout>>& layouts,
+                     const std::vector<std::vector<bool>>& answered) {
+  const int steps = chain.steps_size();
+  std::vector<std::vector<bool>> needed = answered;
+  for (int t = 0; t < steps; ++t) {
+    for (const auto& [name, input] : chain.steps(t).inputs()) {
+      if (!input.has_step()) continue;
+      const int i = input.step().step();
+      const int k = input.step().output();
+      if (!IsWindowStep(planned[t]) || name != "input" || !ComposableMiddle(layouts[i][k])) {
+        needed[i][k] = true;
+      }
+    }
+  }
+  ChainViews plan{.skipped = std::vector<bool>(steps, false),
+                  .views = std::vector<std::vector<std::optional<View>>>(steps),
+                  .root = std::vector<int>(steps, -1),
+                  .composed = std::vector<std::vector<InputWindow>>(steps)};
+  for (int i = 0; i < steps; ++i) {
+    if (!IsWindowStep(planned[i])) continue;
+    const std::vector<InputWindow>& windows = planned[i].run->plan.windows;
+    const std::optional<v1::StepOutput> from = InputStep(chain.steps(i));
+    const View* read = from.has_value() && plan.skipped[from->step()]
+                           ? &*plan.views[from->step()][from->output()]
+                           : nullptr;
+    std::vector<InputWindow> onto_root;
+    for (size_t j = 0; j < windows.size(); ++j) {
+      onto_root.push_back(read == nullptr
+                              ? windows[j]
+                              : ComposeWindows(read->window, layouts[from->step()][from->output()],
+                                               windows[j], layouts[i][j].sizes));
+    }
+    const int root = read == nullptr ? i : read->root;
+    if (std::none_of(needed[i].begin(), needed[i].end(), [](bool need) { return need; })) {
+      plan.skipped[i] = true;
+      for (InputWindow& window : onto_root) {
+        plan.views[i].push_back(View{.root = root, .window = std::move(window)});
+      }
+    } else if (read != nullptr) {
+      plan.root[i] = root;
+      plan.composed[i] = std::move(onto_root);
+    }
+  }
+  return plan;
+}
+
+// Points `run`'s input "input" at what `source`'s reads (the same bytes, on a
+// device or in host memory, whole or in pieces), and its copies at `windows`
+// on it: one copy per output, however many windows were composed.
+void ReadThroughViews(const PlannedRun& source, const std::vector<InputWindow>& windows,
+                      PlannedRun& run) {
+  const auto slot_of = [](const PlannedRun& of) {
+    const std::vector<absl::string_view>& names = of.plan.input_names;
+    return static_cast<size_t>(std::find(names.begin(), names.end(), "input") - names.begin());
+  };
+  const size_t slot = slot_of(run);
+  run.inputs[slot] = source.inputs[slot_of(source)];
+  run.on_device.erase("input");
+  if (const auto found = source.on_device.find("input"); found != source.on_device.end()) {
+    run.on_device.emplace("input", found->second);
+  }
+  run.pieced.erase("input");
+  if (const auto found = source.pieced.find("input"); found != source.pieced.end()) {
+    run.pieced.emplace("input", found->second);
+  }
+  run.plan.windows = windows;
+  run.plan.copies.clear();
+  for (size_t j = 0; j < windows.size(); ++j) {
+    run.plan.copies.push_back(PlanStridedCopy(run.plan.outputs[j], windows[j],
+                                              static_cast<int>(slot), static_cast<int>(j)));
+  }
+}
+
 // Releases the handles a failed chain kept.
 class KeptUntilDone {
  public:
@@ -264,6 +374,8 @@ class KeptUntilDone {
 };
 
 }  // namespace
+
+int64_t FusedChainSteps() { return fused_chain_steps.load(std::memory_order_relaxed); }
 
 absl::StatusOr<ResultParts> ExecuteChainIntoParts(const v1::RunChainRequest& chain,
                                                   const ServiceOptions& options,
@@ -320,6 +432,16 @@ absl::StatusOr<ResultParts> ExecuteChainIntoParts(const v1::RunChainRequest& cha
   for (const v1::ChainResult& result : chain.results()) {
     answered[result.step()][result.output()] = true;
   }
+  const ChainViews views = PlanViews(chain, planned, layouts, answered);
+  // A root's input is read until the last step copying through its views.
+  for (int t = 0; t < steps; ++t) {
+    if (views.root[t] < 0) continue;
+    for (const auto& [name, input] : chain.steps(views.root[t]).inputs()) {
+      if (!input.has_step()) continue;
+      int& last = last_read[input.step().step()][input.step().output()];
+      last = std::max(last, t);
+    }
+  }
 
   std::vector<StepOutputs> done(steps);
   KeptUntilDone kept_ids(handles);
@@ -328,7 +450,7 @@ absl::StatusOr<ResultParts> ExecuteChainIntoParts(const v1::RunChainRequest& cha
     // Earlier steps' outputs in place of the zeros they were planned with:
     // read in place where they are on a device, else their host bytes.
     for (const auto& [name, input] : chain.steps(i).inputs()) {
-      if (!input.has_step()) continue;
+      if (!input.has_step() || views.skipped[input.step().step()]) continue;  // a view: no bytes
       StepOutputs& from = done[input.step().step()];
       const int k = input.step().output();
       if (!plan.replan && from.kept[k] != nullptr && from.kept[k]->on_device()) {
@@ -340,6 +462,24 @@ absl::StatusOr<ResultParts> ExecuteChainIntoParts(const v1::RunChainRequest& cha
       const std::vector<absl::string_view>& names = plan.run->plan.input_names;
       const auto slot = std::find(names.begin(), names.end(), name);
       if (slot != names.end()) plan.run->inputs[slot - names.begin()] = bytes;
+    }
+    // Freed after their last use: what this step read (views hold no bytes).
+    const auto free_read = [&] {
+      for (const auto& [name, input] : chain.steps(i).inputs()) {
+        if (!input.has_step() || views.skipped[input.step().step()]) continue;
+        const int from = input.step().step();
+        const int k = input.step().output();
+        if (last_read[from][k] == i && !answered[from][k]) done[from].Free(k, *handles);
+      }
+    };
+    if (views.skipped[i]) {
+      // Its outputs are views; its run stays, holding what its input reads.
+      fused_chain_steps.fetch_add(1, std::memory_order_relaxed);
+      free_read();
+      continue;
+    }
+    if (views.root[i] >= 0) {
+      ReadThroughViews(*planned[views.root[i]].run, views.composed[i], *plan.run);
     }
     // On a device, what later steps read stays there: kept on it like a
     // result, and released after its last use.
@@ -375,15 +515,8 @@ absl::StatusOr<ResultParts> ExecuteChainIntoParts(const v1::RunChainRequest& cha
     }
     // What the step reserved besides its outputs (device copies, a part) is done with.
     step.reservation.Shrink(step.reservation.bytes() - held);
-    // Freed after their last use: what this step read, and what it made for
-    // no one.
-    for (const auto& [name, input] : chain.steps(i).inputs()) {
-      const int from = input.step().step();
-      const int k = input.step().output();
-      if (input.has_step() && last_read[from][k] == i && !answered[from][k]) {
-        done[from].Free(k, *handles);
-      }
-    }
+    // And what it made for no one.
+    free_read();
     for (size_t k = 0; k < layouts[i].size(); ++k) {
       if (last_read[i][k] == i && !answered[i][k]) step.Free(static_cast<int>(k), *handles);
     }

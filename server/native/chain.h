@@ -3,6 +3,9 @@
 // (server/pipeline/pipeline.h) whose inputs may be earlier steps' outputs. Those stay
 // in server-held buffers between steps and are freed after their last use;
 // the results named come back as a stream of parts, or stay as handles.
+// Window steps (slice, strided_slice, split) whose outputs only other window
+// steps read are not run: their outputs are views, and the step that needs
+// bytes copies once through the composed windows (core/plan/compose_windows.h).
 #ifndef TENSOROP_SERVER_NATIVE_CHAIN_H_
 #define TENSOROP_SERVER_NATIVE_CHAIN_H_
 
@@ -30,6 +33,11 @@ absl::StatusOr<ResultParts> ExecuteChainIntoParts(const v1::RunChainRequest& cha
                                                   const StopCheck& stop, MemoryBudget& budget,
                                                   MemoryBudget::Reservation& reservation,
                                                   CallRecord& record, const HandleAccess* handles);
+
+// Chain steps not run because their outputs were views (a window on a window
+// copied once, when bytes are needed), since the process started: the
+// counter tensorop_chain_steps_fused_total.
+int64_t FusedChainSteps();
 
 }  // namespace tensorop::server
 

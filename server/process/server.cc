@@ -18,6 +18,7 @@
 #include "absl/strings/string_view.h"
 #include "core/version.h"
 #include "kernels/opencl/device.h"
+#include "server/native/chain.h"
 #include "server/pipeline/pipeline.h"
 #include "server/placement/calibration.h"
 #include "server/placement/placement_series.h"
@@ -160,6 +161,10 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Create(const ServerConfig& confi
   devices.SetFailureListener(
       [store = server->handles_.get()](int index) { store->LoseDevice(index); });
   AddHandleSeries(metrics, *server->handles_);
+  metrics.AddSampled("tensorop_chain_steps_fused_total",
+                     "RunChain window steps not run: their outputs were views on another "
+                     "step's input, copied once where bytes were needed.",
+                     "counter", {}, [] { return FusedChainSteps(); });
   effective.service.handles = server->handles_.get();
   server->service_ = std::make_unique<TensorOpService>(effective.service, &scheduler);
   metrics.AddSampled("tensorop_forwarded_answers_total",

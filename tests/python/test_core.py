@@ -452,6 +452,18 @@ def test_a_chain_over_the_message_limit_puts_its_largest_input_and_releases_it_a
         plan.send(pb.ReleaseResponse())
 
 
+def test_a_chain_past_the_stream_threshold_puts_its_input_though_it_fits_a_message() -> None:
+    """One large message is slower than a Put's chunks (as `run` takes RunChunked):
+    data past stream_threshold_bytes goes as a handle; below it, inline."""
+    client = FakeClient(max_message_bytes=1 << 20, chunk_bytes=4096, stream_threshold_bytes=8192)
+    big = np.zeros(3000, np.float32)  # 12000 bytes: fits a message, past the threshold
+    plan = plans.chain(client, [Step("strided_slice", {"input": big}, {"begin": [0], "end": [10]})])
+    assert start(plan).method == "put"
+    small = np.zeros(2000, np.float32)  # 8000 bytes: inline
+    plan = plans.chain(client, [Step("strided_slice", {"input": small}, {"begin": [0], "end": [9]})])
+    assert start(plan).method == "run_chain"
+
+
 def test_the_runner_throws_each_error_into_the_plan() -> None:
     answers: dict[str, Any] = {"run": ValueError("Cannot invoke RPC on closed channel!")}
 

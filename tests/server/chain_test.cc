@@ -191,6 +191,78 @@ TEST_P(ChainBackendTest, AChainGivesTheBytesOfItsStepsRunOneByOne) {
   EXPECT_EQ(MetricValueOnceItIs(server_, "tensorop_memory_reserved_bytes", 0), 0);
 }
 
+// A new axis, the rows of a [4, 3] tensor reversed, and column 1 (axis 2
+// shrunk): [1, 4].
+v1::RunRequest NewAxisReversedColumn(v1::Tensor input) {
+  v1::RunRequest request;
+  request.set_id("column");
+  v1::StridedSliceAttrs* attrs = request.mutable_strided_slice();
+  for (int64_t value : {0, 0, 1}) attrs->add_begin(value);
+  for (int64_t value : {0, 0, 2}) attrs->add_end(value);
+  for (int64_t value : {1, -1, 1}) attrs->add_stride(value);
+  for (int64_t value : {0, 1, 0}) attrs->add_begin_mask(value);
+  for (int64_t value : {0, 1, 0}) attrs->add_end_mask(value);
+  for (int64_t value : {1, 0, 0}) attrs->add_new_axis_mask(value);
+  for (int64_t value : {0, 0, 1}) attrs->add_shrink_axis_mask(value);
+  (*request.mutable_inputs())["input"] = std::move(input);
+  return request;
+}
+
+// Window steps only: reversed rows, every other column, a split, then a new
+// axis with the rows reversed again and one column: one copy, from `input`,
+// whatever its layout. Answers the last step and, when `split_too`, the
+// split's first half.
+v1::RunChainRequest WindowChain(const v1::Tensor& input, v1::Backend backend, bool split_too) {
+  v1::RunChainRequest chain;
+  chain.set_id("windows");
+  chain.set_backend(backend);
+  *chain.add_steps() = client::ChainStepOf(ReverseRows(input));
+  *chain.add_steps() = client::ChainStepOf(EveryOtherColumn(v1::Tensor()));
+  ReadStep(*chain.mutable_steps(1), "input", 0);
+  *chain.add_steps() = client::ChainStepOf(SplitInTwo(v1::Tensor()));
+  ReadStep(*chain.mutable_steps(2), "input", 1);
+  *chain.add_steps() = client::ChainStepOf(NewAxisReversedColumn(v1::Tensor()));
+  ReadStep(*chain.mutable_steps(3), "input", 2, 1);
+  *chain.add_results() = Result(3, 0);
+  if (split_too) *chain.add_results() = Result(2, 0);
+  return chain;
+}
+
+TEST_P(ChainBackendTest, WindowStepsAreViewsWithTheBytesOfTheStepsRunOneByOne) {
+  const v1::Backend backend = GetParam();
+  // Padded rows, a broadcast row (stride 0), and packed.
+  for (const v1::Tensor& input :
+       {MakeTensor(v1::FLOAT32, {kRows, kCols}, Pack(Counting((kRows - 1) * 8 + kCols)), {8, 1}),
+        MakeTensor(v1::FLOAT32, {kRows, kCols}, Pack(Counting(kCols)), {0, 1}),
+        MakeTensor(v1::FLOAT32, {kRows, kCols}, Pack(Counting(kRows * kCols)))}) {
+    const v1::Tensor reversed = RunAlone(ReverseRows(input), backend).at(0);
+    const v1::Tensor columns = RunAlone(EveryOtherColumn(reversed), backend).at(0);
+    const std::vector<v1::Tensor> halves = RunAlone(SplitInTwo(columns), backend);
+    ASSERT_EQ(halves.size(), 2u);
+    const v1::Tensor column = RunAlone(NewAxisReversedColumn(halves[1]), backend).at(0);
+    ASSERT_THAT(column.sizes(), ElementsAre(1, 4));
+
+    // Steps 0-2 do not run: step 3 copies once from the input.
+    const int64_t fused = MetricValue(server_, "tensorop_chain_steps_fused_total");
+    const ChainAnswer alone = RunChain(WindowChain(input, backend, /*split_too=*/false));
+    ASSERT_THAT(alone.status, GrpcOk());
+    ASSERT_EQ(alone.headers.size(), 1u);
+    EXPECT_THAT(alone.headers[0].sizes(), ElementsAre(1, 4));
+    EXPECT_EQ(alone.data[0], column.data());
+    EXPECT_EQ(MetricValue(server_, "tensorop_chain_steps_fused_total"), fused + 3);
+
+    // The split answered too: it runs, copying through steps 0 and 1 fused;
+    // step 3 reads its bytes.
+    const ChainAnswer both = RunChain(WindowChain(input, backend, /*split_too=*/true));
+    ASSERT_THAT(both.status, GrpcOk());
+    ASSERT_EQ(both.headers.size(), 2u);
+    EXPECT_EQ(both.data[0], column.data());
+    EXPECT_EQ(both.data[1], halves[0].data());
+    EXPECT_EQ(MetricValue(server_, "tensorop_chain_steps_fused_total"), fused + 5);
+  }
+  EXPECT_EQ(MetricValueOnceItIs(server_, "tensorop_memory_reserved_bytes", 0), 0);
+}
+
 INSTANTIATE_TEST_SUITE_P(Backends, ChainBackendTest, ::testing::Values(v1::CPU, v1::OPENCL),
                          [](const ::testing::TestParamInfo<v1::Backend>& info) {
                            return info.param == v1::CPU ? "Cpu" : "OpenCl";

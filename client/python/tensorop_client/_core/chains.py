@@ -71,7 +71,8 @@ ChainResultLike = StepRef | Step | tuple[int | Step, int]
 class _PreparedChain:
     """A RunChainRequest ready to send: itself without its input tensors'
     bytes, and those bytes by (step, input name), as _Prepared. It goes in one
-    message: inputs that would take it over the limit go as handles instead."""
+    message: inputs that would take it over the limit, or its data past the
+    stream threshold, go as handles instead."""
 
     header: pb.RunChainRequest
     data: dict[tuple[int, str], memoryview]
@@ -84,11 +85,13 @@ class _PreparedChain:
     def data_bytes(self) -> int:
         return sum(view.nbytes for view in self.data.values())
 
-    def next_to_put(self, limit: int) -> tuple[int, str] | None:
-        """The input to Put, so that the request fits `limit` bytes: None when
-        it fits, else the largest one still carrying bytes."""
+    def next_to_put(self, limit: int, data_limit: int) -> tuple[int, str] | None:
+        """The input to Put, so that the request fits `limit` bytes and carries
+        at most `data_limit` of tensor data (past a few MiB, gRPC moves one
+        large message much slower than a Put's chunks): None when it does,
+        else the largest one still carrying bytes."""
         size = pieces_bytes(encode_chain_request(self.header, self.data))
-        if size <= limit:
+        if size <= limit and self.data_bytes <= data_limit:
             return None
         carried = [key for key, view in self.data.items() if view.nbytes]
         if not carried:

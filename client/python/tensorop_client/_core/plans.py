@@ -357,8 +357,9 @@ def chain(
 
     The request is one message, so it must fit max_message_bytes (the
     server's --max_message_bytes): the largest array inputs that would
-    take it over are Put first (handles in host memory), named instead,
-    and released after the call. Errors name steps[i] or results[j], as
+    take it over, or take its data past stream_threshold_bytes (as `run`
+    then uploads in chunks), are Put first (handles in host memory),
+    named instead, and released after the call. Errors name steps[i] or results[j], as
     the server does; ValueError or TypeError for steps that cannot be
     built here. `progress` as for `run`."""
     prepared = _prepare_chain(steps, results, backend, device_index, id, keep)
@@ -381,7 +382,9 @@ def _chain(
     limit = client._max_message_bytes
     try:
         while True:
-            while (key := prepared.next_to_put(limit)) is not None:
+            while (
+                key := prepared.next_to_put(limit, client._stream_threshold_bytes)
+            ) is not None:
                 chunk_bytes = _chunks_within(limit, client._chunk_bytes)
                 beside = _replica_read(_chain_reads(prepared.header))
                 made.append(
