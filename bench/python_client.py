@@ -14,6 +14,10 @@
     # many small requests: Client.run one by one against run_many over RunBidi
     build/python-venv/bin/python bench/python_client.py --many 2000 [--window 32]
 
+    # window steps on one 32 MiB tensor: four separate runs, put + kept runs +
+    # fetch, one chain; and chains of 1 and 16 steps on a resident tensor
+    build/python-venv/bin/python bench/python_client.py --chain [--rounds 3]
+
 Rounds alternate raw and client calls on the same server: grpcio sending the
 request pre-serialized to Run (one message each way), grpcio sending it
 pre-serialized as RunChunked parts (1 MiB chunks; the answer's parts taken as
@@ -41,7 +45,7 @@ from pathlib import Path
 import grpc
 import numpy as np
 
-from tensorop_client import AsyncClient, Client, Result, make_request
+from tensorop_client import AsyncClient, Client, Result, Step, make_request
 from tensorop_client._proto import tensorop_pb2 as pb
 
 REPO = Path(__file__).resolve().parents[1]
@@ -252,6 +256,111 @@ def rss(target: str, kind: str, gib: int, as_json: bool) -> None:
     )
 
 
+def resident_kib(pid: int | None) -> int | None:
+    """tensord's resident memory (VmRSS), when it runs here."""
+    if pid is None:
+        return None
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1])
+    return None
+
+
+def chain_steps(client: Client, rounds: int, server_pid: int | None) -> None:
+    """Four whole-window Slices of a float32 [4096, 2048] (32 MiB): as four
+    runs sending and returning the tensor, as put + four run(keep=True) +
+    fetch, and as one chain (the tensor inline, the result back). Then chains
+    of 1 and 16 such steps on a resident tensor, their result kept. Best of
+    `rounds` each; every answer checked equal to the input."""
+    x = np.arange(4096 * 2048, dtype=np.float32).reshape(4096, 2048)
+    attrs = {"offsets": [0, 0], "window_sizes": [4096, 2048], "window_strides": [1, 1]}
+    outputs = [(4096, 2048)]
+
+    def separate() -> np.ndarray:
+        y = x
+        for _ in range(4):
+            y = client.run("slice", {"input": y}, attrs, outputs=outputs).outputs[0]
+        return y
+
+    def kept() -> np.ndarray:
+        made = [client.put(x)]
+        for _ in range(4):
+            made.append(client.run("slice", {"input": made[-1]}, attrs, outputs=outputs,
+                                   keep=True).outputs[0])
+        y = made[-1].fetch()
+        for handle in made:
+            handle.release()
+        return y
+
+    def steps(source: object, count: int) -> list[Step]:
+        chain = [Step("slice", {"input": source}, attrs, outputs)]
+        for _ in range(count - 1):
+            chain.append(Step("slice", {"input": chain[-1]}, attrs, outputs))
+        return chain
+
+    def chained() -> np.ndarray:
+        return client.chain(steps(x, 4)).outputs[0]
+
+    def best(fn) -> float:
+        times = []
+        for _ in range(rounds):
+            start = time.perf_counter()
+            y = fn()
+            times.append(time.perf_counter() - start)
+            if y is not None:
+                assert np.array_equal(y, x)
+        return min(times)
+
+    rows = [("4 separate runs", best(separate)), ("put + 4 kept runs + fetch", best(kept)),
+            ("one chain of the 4 steps", best(chained))]
+    base = rows[0][1]
+    print("32 MiB, four Slice steps (best of %d)" % rounds)
+    for name, seconds in rows:
+        print(f"  {name:28s} {seconds * 1e3:7.1f} ms  {base / seconds:5.2f}x separate")
+    resident = client.put(x)
+    try:
+        def on_resident(count: int):
+            def call() -> None:
+                client.chain(steps(resident, count), keep=True).outputs[0].release()
+            return call
+        one, sixteen = best(on_resident(1)), best(on_resident(16))
+    finally:
+        resident.release()
+    print(f"  resident: chain of 1 step {one * 1e3:.1f} ms, of 16 steps {sixteen * 1e3:.1f} ms "
+          f"({sixteen / one:.2f}x), result kept")
+
+    def kept_slice(tensor, window: list[int]) -> tuple[float, int | None]:
+        """Best time of run(keep=True) of rows [0, window[0]) (release not
+        timed), and the server's RSS growth over the first."""
+        attrs = {"offsets": [0, 0], "window_sizes": window, "window_strides": [1, 1]}
+        before, growth, times = resident_kib(server_pid), None, []
+        for _ in range(rounds):
+            start = time.perf_counter()
+            kept = client.run("slice", {"input": tensor}, attrs, outputs=[tuple(window)],
+                              keep=True).outputs[0]
+            times.append(time.perf_counter() - start)
+            if growth is None and before is not None:
+                growth = resident_kib(server_pid) - before
+            kept.release()
+        return min(times), growth
+
+    # run(keep=True) of a Slice (half the rows) on a resident 1 GiB tensor,
+    # and the same on a 16-byte tensor: the floor of a call from here.
+    big = client.put(np.ones((16384, 16384), dtype=np.float32))
+    try:
+        seconds, growth = kept_slice(big, [8192, 16384])
+    finally:
+        big.release()
+    tiny = client.put(np.ones((2, 2), dtype=np.float32))
+    try:
+        floor, _ = kept_slice(tiny, [1, 2])
+    finally:
+        tiny.release()
+    rss = "" if growth is None else f", server RSS {growth / 1024:+.1f} MiB"
+    print(f"  run(keep=True) of half a resident 1 GiB tensor: {seconds * 1e3:.2f} ms{rss}; "
+          f"of half a 16-byte one: {floor * 1e3:.2f} ms")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument(
@@ -267,6 +376,7 @@ def main() -> None:
     parser.add_argument("--json", action="store_true", help="--rss: print one JSON object")
     parser.add_argument("--many", type=int, help="time this many small requests instead")
     parser.add_argument("--window", type=int, default=32, help="run_many's window (--many)")
+    parser.add_argument("--chain", action="store_true", help="time window steps (see above)")
     args = parser.parse_args()
     if args.rss_child:
         rss_child(args.target, args.rss_child, args.gib)
@@ -281,6 +391,9 @@ def main() -> None:
     try:
         if args.many:
             many(target, args.many, args.window)
+        elif args.chain:
+            with Client(target, timeout=600) as client:
+                chain_steps(client, args.rounds, process.pid if process is not None else None)
         elif args.rss:
             rss(target, args.rss, args.gib, args.json)
         else:

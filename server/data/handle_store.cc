@@ -144,6 +144,33 @@ bool HandleStore::InHostMemory(int device_index) const {
          (options_.devices != nullptr && options_.devices->HostMemory(device_index));
 }
 
+absl::Status HandleStore::TakeQuota(const HandleCaller& caller, int64_t bytes,
+                                    absl::string_view what) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  int64_t& count = client_handles_[caller.name];
+  if (options_.max_handles_per_client > 0 && count >= options_.max_handles_per_client) {
+    quota_refusals_total_.fetch_add(1, std::memory_order_relaxed);
+    return absl::ResourceExhaustedError(
+        absl::StrCat("keeping ", what, " would give ", caller.name, " ", count + 1,
+                     " handles, over --max_handles_per_client=", options_.max_handles_per_client,
+                     "; release handles first"));
+  }
+  int64_t& held = client_bytes_[caller.name];
+  if (options_.max_bytes_per_client > 0 && held + bytes > options_.max_bytes_per_client) {
+    const int64_t before = held;
+    if (held == 0) client_bytes_.erase(caller.name);
+    quota_refusals_total_.fetch_add(1, std::memory_order_relaxed);
+    return absl::ResourceExhaustedError(absl::StrCat(
+        "keeping the ", bytes, " bytes of ", what, " would take the resident bytes of ",
+        caller.name, " from ", before, " to ", before + bytes,
+        ", over --max_resident_bytes_per_client=", options_.max_bytes_per_client,
+        "; release handles first"));
+  }
+  held += bytes;
+  ++count;
+  return absl::OkStatus();
+}
+
 absl::StatusOr<HandleStore::Pending> HandleStore::Reserve(const HandleCaller& caller,
                                                           const Layout& layout,
                                                           absl::string_view what, int device_index,
@@ -154,30 +181,7 @@ absl::StatusOr<HandleStore::Pending> HandleStore::Reserve(const HandleCaller& ca
     return absl::FailedPreconditionError(
         absl::StrCat(what, ": this server has no OpenCL devices to keep tensors on"));
   }
-  {
-    std::lock_guard<std::mutex> lock(mutex_);
-    int64_t& count = client_handles_[caller.name];
-    if (options_.max_handles_per_client > 0 && count >= options_.max_handles_per_client) {
-      quota_refusals_total_.fetch_add(1, std::memory_order_relaxed);
-      return absl::ResourceExhaustedError(
-          absl::StrCat("keeping ", what, " would give ", caller.name, " ", count + 1,
-                       " handles, over --max_handles_per_client=", options_.max_handles_per_client,
-                       "; release handles first"));
-    }
-    int64_t& held = client_bytes_[caller.name];
-    if (options_.max_bytes_per_client > 0 && held + bytes > options_.max_bytes_per_client) {
-      const int64_t before = held;
-      if (held == 0) client_bytes_.erase(caller.name);
-      quota_refusals_total_.fetch_add(1, std::memory_order_relaxed);
-      return absl::ResourceExhaustedError(absl::StrCat(
-          "keeping the ", bytes, " bytes of ", what, " would take the resident bytes of ",
-          caller.name, " from ", before, " to ", before + bytes,
-          ", over --max_resident_bytes_per_client=", options_.max_bytes_per_client,
-          "; release handles first"));
-    }
-    held += bytes;
-    ++count;
-  }
+  RETURN_IF_ERROR(TakeQuota(caller, bytes, what));
   (on_device ? device_resident_bytes_ : resident_bytes_)
       .fetch_add(bytes, std::memory_order_relaxed);
   // Bytes in host memory are the budget's: those of a device whose memory
@@ -217,6 +221,38 @@ absl::StatusOr<HandleStore::Pending> HandleStore::Reserve(const HandleCaller& ca
   pending.tensor_ = std::move(tensor);
   pending.charge_as_written_ = charge_as_written;
   return pending;
+}
+
+absl::StatusOr<std::shared_ptr<const ResidentTensor>> HandleStore::MakeView(
+    const HandleCaller& caller, std::shared_ptr<const ResidentTensor> base, const Layout& layout,
+    int64_t byte_offset, absl::string_view what) {
+  RETURN_IF_ERROR(TakeQuota(caller, 0, what));
+  MemoryBudget::Reservation reservation;
+  if (options_.budget != nullptr) {
+    absl::StatusOr<MemoryBudget::Reservation> reserved =
+        options_.budget->TryReserve(kHandleBookkeepingBytes, what);
+    if (!reserved.ok()) {
+      Uncharge(caller.name, 0, /*on_device=*/false);
+      return reserved.status();
+    }
+    reservation = *std::move(reserved);
+  }
+  auto tensor = std::make_shared<ResidentTensor>();
+  tensor->charge_ = std::make_unique<ResidentTensor::Charge>(
+      this, caller.name, 0, /*on_device=*/false, std::move(reservation), std::string(what));
+  if (base->base_ != nullptr) {  // share the first base: no chain of views to walk
+    byte_offset += base->base_offset_;
+    base = base->base_;
+  }
+  tensor->base_ = std::move(base);
+  tensor->base_offset_ = byte_offset;
+  tensor->owner_ = caller.name;
+  tensor->owner_authenticated_ = caller.authenticated;
+  tensor->layout_ = layout;
+  views_total_.fetch_add(1, std::memory_order_relaxed);
+  Pending pending;
+  pending.tensor_ = std::move(tensor);
+  return Commit(std::move(pending));
 }
 
 std::shared_ptr<const ResidentTensor> HandleStore::Commit(Pending pending, absl::Duration ttl) {
@@ -477,6 +513,10 @@ void ToProtoHandle(const ResidentTensor& tensor, absl::string_view replica,
   handle->set_byte_size(layout.buffer_bytes());
   handle->set_expires_unix_ms(absl::ToUnixMillis(tensor.expiry()));
   handle->set_last_use_unix_ms(absl::ToUnixMillis(tensor.last_use()));
+  if (tensor.view_of() != nullptr) {
+    handle->set_view_of(tensor.view_of()->id());
+    handle->set_byte_offset(tensor.byte_offset());
+  }
 }
 
 void AddHandleSeries(Metrics& metrics, const HandleStore& store) {
@@ -503,6 +543,9 @@ void AddHandleSeries(Metrics& metrics, const HandleStore& store) {
   metrics.AddSampled("tensorop_handle_quota_refusals_total",
                      "Puts and kept outputs refused over --max_resident_bytes_per_client.",
                      "counter", {}, [&store] { return store.quota_refusals_total(); });
+  metrics.AddSampled("tensorop_views_total",
+                     "Kept outputs made as views of a handle's bytes: copies saved.", "counter", {},
+                     [&store] { return store.views_total(); });
   metrics.AddSampled("tensorop_handle_copies_total",
                      "Resident inputs copied to another backend for one call.", "counter", {},
                      [&store] { return store.copies_total(); });

@@ -104,11 +104,20 @@ class ResidentTensor {
   const std::string& owner() const { return owner_; }
   bool owner_authenticated() const { return owner_authenticated_; }
   const Layout& layout() const { return layout_; }
-  // Its bytes in host memory; empty for a tensor on a device.
+  // Its bytes in host memory; empty for a tensor on a device. A view's are
+  // its base's, from byte_offset().
   std::span<const std::byte> bytes() const {
     if (on_device()) return {};
+    if (base_ != nullptr) {
+      return base_->bytes().subspan(static_cast<size_t>(base_offset_),
+                                    static_cast<size_t>(layout_.buffer_bytes()));
+    }
     return {buffer_.get(), static_cast<size_t>(layout_.buffer_bytes())};
   }
+  // For a view (HandleStore::MakeView): the tensor whose bytes it shares,
+  // held alive by it, and where in them it starts; else null and 0.
+  const ResidentTensor* view_of() const { return base_.get(); }
+  int64_t byte_offset() const { return base_offset_; }
   absl::Duration ttl() const { return ttl_; }
   absl::Time last_use() const {
     return absl::FromUnixMillis(last_use_ms_.load(std::memory_order_relaxed));
@@ -127,6 +136,8 @@ class ResidentTensor {
   // were freed.
   std::unique_ptr<Charge> charge_;
   OutputBuffer buffer_;
+  std::shared_ptr<const ResidentTensor> base_;  // a view's; never itself a view
+  int64_t base_offset_ = 0;
   int device_index_ = -1;
   std::unique_ptr<DeviceResident> device_;
   absl::Duration ttl_;
@@ -175,6 +186,15 @@ class HandleStore {
   absl::StatusOr<Pending> Reserve(const HandleCaller& caller, const Layout& layout,
                                   absl::string_view what, int device_index = -1,
                                   bool charge_as_written = false);
+  // A handle for `caller` on `layout` from `byte_offset` of `base`'s bytes
+  // (host memory; non-negative strides; inside them): no copy. It counts in
+  // the caller's handles and reserves its bookkeeping (kHandleBookkeepingBytes)
+  // in the budget; the bytes stay counted once, as `base`'s, for as long as
+  // `base` or any view of it lives. A view of a view shares the first base.
+  // RESOURCE_EXHAUSTED as Reserve's.
+  absl::StatusOr<std::shared_ptr<const ResidentTensor>> MakeView(
+      const HandleCaller& caller, std::shared_ptr<const ResidentTensor> base, const Layout& layout,
+      int64_t byte_offset, absl::string_view what);
   // Writes a pending device tensor's bytes (all of its layout's), and copies
   // a device tensor's bytes into `host` (its layout's buffer_bytes()).
   absl::Status Upload(const Pending& pending, std::span<const std::byte> host,
@@ -236,6 +256,7 @@ class HandleStore {
     return quota_refusals_total_.load(std::memory_order_relaxed);
   }
   int64_t copies_total() const { return copies_total_.load(std::memory_order_relaxed); }
+  int64_t views_total() const { return views_total_.load(std::memory_order_relaxed); }
   // A resident input copied to another backend for one call.
   void CountCopy() { copies_total_.fetch_add(1, std::memory_order_relaxed); }
 
@@ -243,6 +264,9 @@ class HandleStore {
   friend class ResidentTensor::Charge;
   void Sweep();
   void Uncharge(const std::string& owner, int64_t bytes, bool on_device);
+  // Counts a handle of `bytes` for `caller` against its quotas, or says which
+  // is full (RESOURCE_EXHAUSTED naming the flag and `what`).
+  absl::Status TakeQuota(const HandleCaller& caller, int64_t bytes, absl::string_view what);
   // Whether `device_index` keeps its bytes in host memory (none: -1).
   bool InHostMemory(int device_index) const;
   static bool MayUse(const HandleCaller& caller, const ResidentTensor& tensor);
@@ -270,6 +294,7 @@ class HandleStore {
   std::atomic<int64_t> expired_total_{0};
   std::atomic<int64_t> quota_refusals_total_{0};
   std::atomic<int64_t> copies_total_{0};
+  std::atomic<int64_t> views_total_{0};
   std::atomic<bool> draining_{false};
   bool stopping_ = false;
   std::condition_variable wake_;
@@ -288,6 +313,10 @@ struct HandleAccess {
   // (HandleStore::Admit): a step reading no handle itself is still part of a
   // call on a handle here.
   bool admitted = false;
+  // Whether kept outputs of a window on a handle may be views of it
+  // (HandleStore::MakeView). A chain's steps say no: their outputs keep the
+  // layouts the chain was planned with.
+  bool views = true;
 };
 
 // Points every input of `request` that names a handle at its resident bytes
@@ -320,8 +349,8 @@ void ToProtoHandle(const ResidentTensor& tensor, absl::string_view replica,
 class Metrics;
 // tensorop_resident_bytes{backend}, tensorop_handles{backend},
 // tensorop_handle_expiries_total, tensorop_handle_quota_refusals_total,
-// tensorop_handle_copies_total and tensorop_handles_lost_total, sampled at
-// each scrape.
+// tensorop_handle_copies_total, tensorop_handles_lost_total and
+// tensorop_views_total, sampled at each scrape.
 void AddHandleSeries(Metrics& metrics, const HandleStore& store);
 
 }  // namespace tensorop::server

@@ -388,6 +388,7 @@ absl::StatusOr<ResultParts> ExecuteChainIntoParts(const v1::RunChainRequest& cha
   // Admitted as one call, so that while the store drains the steps reading
   // no handle themselves are not turned away one by one.
   HandleAccess admitted = handles != nullptr ? *handles : HandleAccess{};
+  admitted.views = false;  // outputs keep the layouts the chain is planned with
   if (admitted.store != nullptr) {
     RETURN_IF_ERROR(admitted.store->Admit(ReadsHandle(chain)));
     admitted.admitted = true;

@@ -47,6 +47,62 @@ struct BandedStart {
   std::function<ResultProgress&()> start;
 };
 
+// Makes every output of `run` a view of the handle it windows, when all are
+// kept (in no strides asked), are windows of non-negative strides on a handle
+// in host memory, and the call is not sent to OpenCL: true, with `kept` and
+// the layouts `allocate` is told (no buffers). False when any of that does not
+// hold: the outputs are then copied as any others.
+template <typename Allocate>
+absl::StatusOr<bool> KeepAsViews(const v1::RunRequest& request, const PlannedRun& run,
+                                 const HandleAccess* handles, Allocate& allocate,
+                                 KeptOutputs* kept) {
+  const ExecutionPlan& plan = run.plan;
+  if (handles == nullptr || handles->store == nullptr || !handles->views ||
+      request.backend() == v1::OPENCL || plan.windows.size() != plan.outputs.size() ||
+      plan.windows.empty() || request.outputs_size() < static_cast<int>(plan.outputs.size()) ||
+      run.on_device.contains("input")) {
+    return false;
+  }
+  const auto slot = std::find(plan.input_names.begin(), plan.input_names.end(), "input");
+  if (slot == plan.input_names.end()) return false;
+  const std::span<const std::byte> read = run.inputs[slot - plan.input_names.begin()];
+  const auto base = std::find_if(run.handles.begin(), run.handles.end(), [&](const auto& tensor) {
+    return !tensor->on_device() && tensor->bytes().data() == read.data() &&
+           tensor->bytes().size() == read.size();
+  });
+  if (base == run.handles.end()) return false;
+  std::vector<Layout> layouts;
+  for (size_t j = 0; j < plan.outputs.size(); ++j) {
+    const v1::OutputDesc& asked = request.outputs(static_cast<int>(j));
+    if (!asked.keep() || !asked.strides().empty() || asked.has_shared_memory()) return false;
+    Layout layout = plan.outputs[j];
+    if (layout.element_count == 0) return false;
+    layout.buffer_elements = 1;
+    for (size_t d = 0; d < layout.sizes.size(); ++d) {
+      layout.strides[d] = layout.sizes[d] == 1 ? 0 : plan.windows[j].strides[d];
+      if (layout.strides[d] < 0) return false;  // a reversed window: no layout says it
+      layout.buffer_elements += (layout.sizes[d] - 1) * layout.strides[d];
+    }
+    layouts.push_back(std::move(layout));
+  }
+  KeptOutputs views;
+  std::vector<std::string> made;
+  for (size_t j = 0; j < layouts.size(); ++j) {
+    absl::StatusOr<std::shared_ptr<const ResidentTensor>> view = handles->store->MakeView(
+        handles->caller, *base, layouts[j], plan.windows[j].base * ElementSize(layouts[j].dtype),
+        absl::StrCat("outputs[", j, "] of request \"", request.id(), "\""));
+    if (!view.ok()) {
+      handles->store->Release(handles->caller, made);
+      return view.status();
+    }
+    made.push_back((*view)->id());
+    RETURN_IF_ERROR(allocate(layouts[j], const_cast<std::byte*>((*view)->bytes().data())).status());
+    views.push_back(*std::move(view));
+  }
+  *kept = std::move(views);
+  return true;
+}
+
 // Plans `request`, reserves what its outputs take in `reservation` (and, on a
 // device, its device buffers: PoCL's CPU device keeps them in host memory),
 // asks `allocate(layout, elsewhere)` for each output's zeroed buffer
@@ -72,6 +128,8 @@ absl::Status PlanAndExecute(const v1::RunRequest& request, const Limits& limits,
   }
   PlannedRun* const run = planned;
   ASSIGN_OR_RETURN(int64_t answer_bytes, admit(run->plan));
+  ASSIGN_OR_RETURN(const bool views, KeepAsViews(request, *run, handles, allocate, kept));
+  if (views) return absl::OkStatus();
   const int64_t kept_bytes = KeptOutputBytes(request, run->plan.outputs);
   const int64_t output_bytes = TotalBytes(run->plan.outputs) -
                                SharedMemoryOutputBytes(request, run->plan.outputs) - kept_bytes;

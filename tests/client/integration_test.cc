@@ -364,7 +364,11 @@ TEST_F(HandleTest, SliceOfAHandleKeepsItsOutputUntilReleased) {
     EXPECT_NE(kept.handle->id(), put.id());
     EXPECT_EQ(kept.handle->dtype(), v1::INT32);
     EXPECT_THAT(kept.handle->sizes(), ElementsAre(2, 2));
-    EXPECT_EQ(kept.handle->byte_size(), 16);
+    // A view of the put tensor: its rows 4 apart, every other column, from row 1.
+    EXPECT_THAT(kept.handle->strides(), ElementsAre(4, 2));
+    EXPECT_EQ(kept.handle->byte_size(), (1 + 4 + 2) * 4);
+    EXPECT_EQ(kept.handle->view_of(), put.id());
+    EXPECT_EQ(kept.handle->byte_offset(), 16);
     ASSERT_OK_AND_ASSIGN(const HostTensor fetched, client.Fetch(kept.handle->id()));
     EXPECT_THAT(fetched.sizes, ElementsAre(2, 2));
     EXPECT_TRUE(fetched.data == expected);

@@ -114,14 +114,19 @@ TEST_F(HandlesTest, APutTensorIsAnInputAndAKeptOutputFetchesByteExact) {
   ASSERT_EQ(response.outputs_size(), 1);
   EXPECT_EQ(Unpack<float>(response.outputs(0).data()), (std::vector<float>{2, 4, 10, 12}));
 
-  // Kept: the answer carries the layout and a handle, no bytes.
+  // Kept: the answer carries the layout and a handle, no bytes. A window on
+  // a handle is a view of its bytes: rows 2 apart, every other column, from
+  // element 1; the size-1 dimensions stride 0.
   response.Clear();
   ASSERT_THAT(Run(DocSliceOf(HandleTensor(input.id()), /*keep=*/true), &response), GrpcOk());
   ASSERT_EQ(response.outputs_size(), 1);
   const v1::Tensor& kept = response.outputs(0);
   EXPECT_EQ(kept.location_case(), v1::Tensor::kHandle);
   EXPECT_THAT(kept.sizes(), ElementsAre(1, 1, 2, 2));
-  EXPECT_EQ(kept.handle().byte_size(), 16);
+  EXPECT_THAT(kept.strides(), ElementsAre(0, 0, 8, 2));
+  EXPECT_EQ(kept.handle().byte_size(), (1 + 8 + 2) * 4);
+  EXPECT_EQ(kept.handle().view_of(), input.id());
+  EXPECT_EQ(kept.handle().byte_offset(), 4);
   EXPECT_NE(kept.handle().id(), input.id());
 
   v1::OutputHeader header;
@@ -168,8 +173,10 @@ TEST_F(HandlesTest, StreamedAndBidiCallsKeepOutputsToo) {
   std::string data;
   ASSERT_THAT(Fetch(response.outputs(0).handle().id(), {}, &header, &data), GrpcOk());
   EXPECT_EQ(Unpack<float>(data), (std::vector<float>{2, 4, 10, 12}));
+  // Two views: the input's bytes are held once.
   EXPECT_EQ(MetricValue(server_, "tensorop_handles{backend=\"cpu\"}"), 3);
-  EXPECT_EQ(MetricValue(server_, "tensorop_resident_bytes{backend=\"cpu\"}"), 64 + 16 + 16);
+  EXPECT_EQ(MetricValue(server_, "tensorop_resident_bytes{backend=\"cpu\"}"), 64);
+  EXPECT_EQ(MetricValue(server_, "tensorop_views_total"), 2);
 }
 
 TEST_F(HandlesTest, AReleasedHandleIsNotFoundNamingOnlyItsFirstCharacters) {
@@ -315,8 +322,9 @@ TEST_F(HandleLimitsTest, AClientsResidentBytesAreBoundedByItsQuota) {
       PutTensor(*stub_, MakeTensor(v1::FLOAT32, {1, 1, 4, 4}, Pack(OneToSixteen())), &second),
       GrpcStatusIs(grpc::StatusCode::RESOURCE_EXHAUSTED,
                    HasSubstr("from 64 to 128, over --max_resident_bytes_per_client=100")));
-  // A kept output counts too.
-  v1::RunRequest request = DocSliceOf(HandleTensor(first.id()), /*keep=*/true);
+  // A kept output counts too (a copy: its input is not a handle).
+  v1::RunRequest request =
+      DocSliceOf(MakeTensor(v1::FLOAT32, {1, 1, 4, 4}, Pack(OneToSixteen())), /*keep=*/true);
   v1::RunResponse response;
   ASSERT_THAT(Run(request, &response), GrpcOk());  // 16 bytes: 80 of 100
   request.mutable_slice()->set_offsets(3, 0);      // [1, 1, 2, 4]: 32 bytes more
@@ -331,6 +339,98 @@ TEST_F(HandleLimitsTest, AClientsResidentBytesAreBoundedByItsQuota) {
   ASSERT_THAT(
       Run(DocSliceOf(MakeTensor(v1::FLOAT32, {1, 1, 4, 4}, Pack(OneToSixteen())), true), &response),
       GrpcOk());
+}
+
+// Split along rows into two kept halves of [1, 1, 2, 4] on `input`.
+v1::RunRequest KeptHalvesOf(const std::string& input) {
+  v1::RunRequest request;
+  request.set_id("halves");
+  request.set_backend(v1::CPU);
+  request.mutable_split()->set_axis(2);
+  (*request.mutable_inputs())["input"] = HandleTensor(input);
+  for (int i = 0; i < 2; ++i) {
+    v1::OutputDesc* output = request.add_outputs();
+    for (int64_t size : {1, 1, 2, 4}) output->add_sizes(size);
+    output->set_keep(true);
+  }
+  return request;
+}
+
+TEST_F(HandlesTest, KeptWindowsAreViewsHoldingTheirBaseUntilTheLastGoes) {
+  const int64_t reserved_before = MetricValue(server_, "tensorop_memory_reserved_bytes");
+  const v1::TensorHandle input = PutDocInput();
+  v1::RunResponse response;
+  ASSERT_THAT(Run(KeptHalvesOf(input.id()), &response), GrpcOk());
+  ASSERT_EQ(response.outputs_size(), 2);
+  const v1::TensorHandle top = response.outputs(0).handle();
+  const v1::TensorHandle bottom = response.outputs(1).handle();
+  EXPECT_EQ(top.view_of(), input.id());
+  EXPECT_EQ(bottom.view_of(), input.id());
+  EXPECT_EQ(top.byte_offset(), 0);
+  EXPECT_EQ(bottom.byte_offset(), 32);
+  EXPECT_THAT(bottom.strides(), ElementsAre(0, 0, 4, 1));
+  EXPECT_EQ(MetricValue(server_, "tensorop_views_total"), 2);
+  // One buffer, three handles' bookkeeping.
+  EXPECT_EQ(MetricValue(server_, "tensorop_resident_bytes{backend=\"cpu\"}"), 64);
+  constexpr int64_t kHeld = 64 + 3 * 1024;
+  EXPECT_EQ(MetricValueOnceItIs(server_, "tensorop_memory_reserved_bytes", reserved_before + kHeld),
+            reserved_before + kHeld);
+
+  // A view of a view shares the first base.
+  v1::RunRequest column = SliceRequest("column", HandleTensor(bottom.id()), {0, 0, 0, 3},
+                                       {1, 1, 2, 1}, {1, 1, 1, 1}, {1, 1, 2, 1});
+  column.mutable_outputs(0)->set_keep(true);
+  column.set_backend(v1::CPU);
+  ASSERT_THAT(Run(column, &response), GrpcOk());
+  const v1::TensorHandle last = response.outputs(0).handle();
+  EXPECT_EQ(last.view_of(), input.id());
+  EXPECT_EQ(last.byte_offset(), 32 + 12);
+
+  // The base released: its id is gone, its bytes live on in the views.
+  ASSERT_THAT(Release({input.id()}), GrpcOk());
+  v1::OutputHeader header;
+  std::string data;
+  EXPECT_THAT(Fetch(input.id(), {}, &header, &data),
+              GrpcStatusIs(grpc::StatusCode::NOT_FOUND, HasSubstr("does not exist")));
+  data.clear();
+  ASSERT_THAT(Fetch(bottom.id(), {}, &header, &data), GrpcOk());
+  EXPECT_THAT(header.strides(), ElementsAre(8, 8, 4, 1));  // packed, as asked by default
+  EXPECT_EQ(Unpack<float>(data), (std::vector<float>{9, 10, 11, 12, 13, 14, 15, 16}));
+  data.clear();
+  ASSERT_THAT(Fetch(last.id(), {}, &header, &data), GrpcOk());
+  EXPECT_EQ(Unpack<float>(data), (std::vector<float>{12, 16}));
+  data.clear();
+  ASSERT_THAT(Fetch(top.id(), {}, &header, &data), GrpcOk());
+  EXPECT_EQ(Unpack<float>(data), (std::vector<float>{1, 2, 3, 4, 5, 6, 7, 8}));
+  EXPECT_EQ(MetricValue(server_, "tensorop_resident_bytes{backend=\"cpu\"}"), 64);
+
+  // The last view released frees the bytes.
+  ASSERT_THAT(Release({top.id(), bottom.id()}), GrpcOk());
+  EXPECT_EQ(MetricValue(server_, "tensorop_resident_bytes{backend=\"cpu\"}"), 64);
+  ASSERT_THAT(Release({last.id()}), GrpcOk());
+  EXPECT_EQ(MetricValueOnceItIs(server_, "tensorop_resident_bytes{backend=\"cpu\"}", 0), 0);
+  EXPECT_EQ(MetricValueOnceItIs(server_, "tensorop_memory_reserved_bytes", reserved_before),
+            reserved_before);
+}
+
+TEST_F(HandlesTest, ReversedWindowsAskedStridesAndInlineInputsAreCopies) {
+  const v1::TensorHandle input = PutDocInput();
+  v1::RunRequest reversed = SliceRequest("reversed", HandleTensor(input.id()), {0, 0, 0, 0},
+                                         {1, 1, 4, 4}, {1, 1, -1, 1}, {1, 1, 4, 4});
+  reversed.mutable_outputs(0)->set_keep(true);
+  reversed.set_backend(v1::CPU);
+  v1::RunRequest strided = DocSliceOf(HandleTensor(input.id()), /*keep=*/true);
+  for (int64_t stride : {4, 4, 2, 1}) strided.mutable_outputs(0)->add_strides(stride);
+  v1::RunRequest inline_input =
+      DocSliceOf(MakeTensor(v1::FLOAT32, {1, 1, 4, 4}, Pack(OneToSixteen())), /*keep=*/true);
+  for (v1::RunRequest* request : {&reversed, &strided, &inline_input}) {
+    v1::RunResponse response;
+    ASSERT_THAT(Run(*request, &response), GrpcOk()) << request->id();
+    EXPECT_EQ(response.outputs(0).handle().view_of(), "") << request->id();
+  }
+  EXPECT_EQ(MetricValue(server_, "tensorop_views_total"), 0);
+  EXPECT_EQ(MetricValue(server_, "tensorop_resident_bytes{backend=\"cpu\"}"),
+            64 + 64 + 16 + 16);  // the strided copy spans 4 elements
 }
 
 class HandleMessageLimitTest : public HandlesTest {
@@ -356,6 +456,52 @@ TEST_F(HandleMessageLimitTest, AKeptOutputLargerThanAMessageIsAnsweredByRun) {
               GrpcStatusIs(grpc::StatusCode::RESOURCE_EXHAUSTED,
                            HasSubstr("(131072 of output data), more than the server's message "
                                      "limit of 65536 bytes")));
+}
+
+class HandleCountTest : public HandlesTest {
+ protected:
+  HandleCountTest() : HandlesTest({"--max_handles_per_client=2"}) {}
+};
+
+TEST_F(HandleCountTest, ViewsCountInTheHandleQuota) {
+  const v1::TensorHandle input = PutDocInput();
+  v1::RunResponse response;
+  ASSERT_THAT(Run(DocSliceOf(HandleTensor(input.id()), /*keep=*/true), &response), GrpcOk());
+  EXPECT_THAT(Run(DocSliceOf(HandleTensor(input.id()), /*keep=*/true), &response),
+              GrpcStatusIs(grpc::StatusCode::RESOURCE_EXHAUSTED,
+                           HasSubstr("handles, over --max_handles_per_client=2")));
+  EXPECT_EQ(MetricValue(server_, "tensorop_handle_quota_refusals_total"), 1);
+  // Both halves or neither: the first view made is released again.
+  ASSERT_THAT(Release({response.outputs(0).handle().id()}), GrpcOk());
+  ASSERT_THAT(Run(DocSliceOf(HandleTensor(input.id()), /*keep=*/true), &response), GrpcOk());
+  ASSERT_THAT(Release({response.outputs(0).handle().id()}), GrpcOk());
+  EXPECT_THAT(Run(KeptHalvesOf(input.id()), &response),
+              GrpcStatusIs(grpc::StatusCode::RESOURCE_EXHAUSTED,
+                           HasSubstr("outputs[1] of request \"halves\"")));
+  EXPECT_EQ(MetricValue(server_, "tensorop_handles{backend=\"cpu\"}"), 1);
+  EXPECT_EQ(MetricValue(server_, "tensorop_views_total"), 3);
+}
+
+TEST_F(HandleLimitsTest, AViewInUseKeepsItsExpiredBasesBytesCounted) {
+  const v1::TensorHandle input = PutDocInput();  // 1 s to live
+  v1::RunResponse response;
+  ASSERT_THAT(Run(DocSliceOf(HandleTensor(input.id()), /*keep=*/true), &response), GrpcOk());
+  const std::string view = response.outputs(0).handle().id();
+  // Used every 400 ms the view lives; the base, unused, expires.
+  for (int i = 0; i < 6; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(400));
+    v1::OutputHeader header;
+    std::string data;
+    ASSERT_THAT(Fetch(view, {}, &header, &data), GrpcOk());
+    EXPECT_EQ(Unpack<float>(data), (std::vector<float>{2, 4, 10, 12}));
+  }
+  v1::OutputHeader header;
+  std::string data;
+  EXPECT_THAT(Fetch(input.id(), {}, &header, &data),
+              GrpcStatusIs(grpc::StatusCode::NOT_FOUND, HasSubstr("does not exist")));
+  EXPECT_EQ(MetricValue(server_, "tensorop_resident_bytes{backend=\"cpu\"}"), 64);
+  std::this_thread::sleep_for(std::chrono::milliseconds(2600));  // and now the view
+  EXPECT_EQ(MetricValueOnceItIs(server_, "tensorop_resident_bytes{backend=\"cpu\"}", 0), 0);
 }
 
 TEST_F(HandlesTest, AClientThatGoesAwayMidPutLeavesNothingBehind) {
