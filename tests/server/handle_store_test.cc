@@ -92,6 +92,54 @@ TEST(HandleStoreTest, AnIdentitysHandlesDoNotExistForAnother) {
   ASSERT_OK(store.Use(kBob, open->id(), "x").status());
 }
 
+TEST(HandleStoreTest, AViewIsItsMakersSharesItsBaseAndIsCountedOnce) {
+  constexpr int64_t kBook = kHandleBookkeepingBytes;
+  MemoryBudget budget(100 + 3 * kBook);
+  HandleStore store(Options(&budget));
+  std::shared_ptr<const ResidentTensor> base = Make(store, kAlice, 10);
+  // Elements 2, 4, 6 of the base.
+  Layout every_other = PackedUint8({3});
+  every_other.strides = {2};
+  every_other.buffer_elements = 5;
+  ASSERT_OK_AND_ASSIGN(std::shared_ptr<const ResidentTensor> view,
+                       store.MakeView(kAlice, base, every_other, 2, "a view"));
+  EXPECT_EQ(view->view_of(), base.get());
+  EXPECT_EQ(view->byte_offset(), 2);
+  ASSERT_EQ(view->bytes().size(), 5u);
+  EXPECT_EQ(view->bytes().data(), base->bytes().data() + 2);
+  // One buffer's bytes, two handles' bookkeeping.
+  EXPECT_EQ(store.resident_bytes(), 10);
+  EXPECT_EQ(store.handles(), 2);
+  EXPECT_EQ(budget.reserved(), 10 + 2 * kBook);
+  // A view belongs to whoever made it: to another identity it does not exist.
+  EXPECT_THAT(store.Use(kBob, view->id(), "x"),
+              StatusIs(absl::StatusCode::kNotFound, HasSubstr("does not exist")));
+  ASSERT_OK(store.Use(kAlice, view->id(), "x").status());
+  // A view of the view shares the first base, from its offset.
+  Layout one = PackedUint8({1});
+  ASSERT_OK_AND_ASSIGN(std::shared_ptr<const ResidentTensor> inner,
+                       store.MakeView(kAlice, view, one, 4, "a view of a view"));
+  EXPECT_EQ(inner->view_of(), base.get());
+  EXPECT_EQ(inner->byte_offset(), 6);
+  EXPECT_EQ(std::to_integer<int>(inner->bytes()[0]), 6);
+  // Over the budget, the bookkeeping alone refuses a view, and gives its count back.
+  EXPECT_THAT(store.MakeView(kAlice, base, one, 0, "a fourth handle"),
+              StatusIs(absl::StatusCode::kResourceExhausted, HasSubstr("--max_memory_bytes")));
+  EXPECT_EQ(store.handles(), 3);
+  // The base released and dropped: its bytes live while a view does.
+  const std::string base_id = base->id();
+  store.Release(kAlice, std::vector<std::string>{base_id, view->id()});
+  base.reset();
+  view.reset();
+  EXPECT_EQ(store.resident_bytes(), 10);
+  EXPECT_EQ(std::to_integer<int>(inner->bytes()[0]), 6);
+  store.Release(kAlice, std::vector<std::string>{inner->id()});
+  inner.reset();
+  EXPECT_EQ(store.resident_bytes(), 0);
+  EXPECT_EQ(budget.reserved(), 0);
+  EXPECT_EQ(store.views_total(), 2);
+}
+
 TEST(HandleStoreTest, QuotaAndBudgetRefuseAndGiveBackOnRelease) {
   constexpr int64_t kBook = kHandleBookkeepingBytes;  // each handle's, in the budget
   MemoryBudget budget(100 + 2 * kBook);
