@@ -27,6 +27,7 @@ namespace tensorop::server {
 namespace {
 
 std::atomic<int64_t> fused_chain_steps{0};
+std::atomic<int64_t> lent_chain_steps{0};
 
 // `status` of steps[step], its message naming the step.
 absl::Status InStep(int step, const absl::Status& status) {
@@ -222,6 +223,7 @@ struct StepOutputs {
   Outputs outputs;  // a kept output's buffer is null: its bytes are `kept`'s
   std::vector<std::shared_ptr<const ResidentTensor>> kept;
   MemoryBudget::Reservation reservation;  // the bytes of the buffers still held
+  bool lent = false;  // the buffers are a resident tensor's (LentFromResident), not reserved
 
   // Output `output`'s bytes in host memory: a kept result that lives on a
   // device is downloaded for the steps that read it (once, reserved with the
@@ -358,6 +360,50 @@ void ReadThroughViews(const PlannedRun& source, const std::vector<InputWindow>& 
   }
 }
 
+// The outputs of `run` (a step reading views, its copies through them made
+// by ReadThroughViews) lent from the resident tensor its input reads, which
+// `source` (its root's run) pins, when every one is answered and read by no
+// later step (`answer_only`) and is one contiguous run of that tensor's bytes
+// in its own unpadded layout: as Fetch answers a handle, nothing is copied.
+// Null otherwise.
+std::optional<Outputs> LentFromResident(const v1::RunRequest& request, const PlannedRun& run,
+                                        const PlannedRun& source,
+                                        const std::vector<bool>& answer_only) {
+  const std::vector<absl::string_view>& names = run.plan.input_names;
+  const size_t slot =
+      static_cast<size_t>(std::find(names.begin(), names.end(), "input") - names.begin());
+  if (slot >= names.size() || run.on_device.contains("input") || run.pieced.contains("input")) {
+    return std::nullopt;
+  }
+  const std::span<const std::byte> read = run.inputs[slot];
+  const auto tensor =
+      std::find_if(source.handles.begin(), source.handles.end(), [&](const auto& resident) {
+        return !resident->on_device() && resident->bytes().data() == read.data();
+      });
+  if (tensor == source.handles.end() || run.plan.copies.size() != run.plan.outputs.size()) {
+    return std::nullopt;
+  }
+  Outputs lent;
+  for (size_t j = 0; j < run.plan.outputs.size(); ++j) {
+    const Layout& layout = run.plan.outputs[j];
+    const StridedCopy& copy = run.plan.copies[j];
+    const bool contiguous =
+        copy.sizes.empty() || (copy.sizes.size() == 1 && copy.src_strides[0] == copy.element_size &&
+                               copy.dst_strides[0] == copy.element_size);
+    if (!answer_only[j] ||
+        (static_cast<int>(j) < request.outputs_size() &&
+         request.outputs(static_cast<int>(j)).keep()) ||
+        layout.element_count == 0 || layout.buffer_elements != layout.element_count ||
+        copy.dst_offset != 0 || !contiguous) {
+      return std::nullopt;
+    }
+    lent.layouts.push_back(layout);
+    // Holds the tensor (and so its bytes) for as long as the answer needs them.
+    lent.buffers.emplace_back(*tensor, const_cast<std::byte*>(read.data() + copy.src_offset));
+  }
+  return lent;
+}
+
 // Releases the handles a failed chain kept.
 class KeptUntilDone {
  public:
@@ -376,6 +422,7 @@ class KeptUntilDone {
 }  // namespace
 
 int64_t FusedChainSteps() { return fused_chain_steps.load(std::memory_order_relaxed); }
+int64_t LentChainSteps() { return lent_chain_steps.load(std::memory_order_relaxed); }
 
 absl::StatusOr<ResultParts> ExecuteChainIntoParts(const v1::RunChainRequest& chain,
                                                   const ServiceOptions& options,
@@ -480,7 +527,30 @@ absl::StatusOr<ResultParts> ExecuteChainIntoParts(const v1::RunChainRequest& cha
       continue;
     }
     if (views.root[i] >= 0) {
-      ReadThroughViews(*planned[views.root[i]].run, views.composed[i], *plan.run);
+      const PlannedRun& root = *planned[views.root[i]].run;
+      ReadThroughViews(root, views.composed[i], *plan.run);
+      std::vector<bool> answer_only(layouts[i].size());
+      for (size_t k = 0; k < answer_only.size(); ++k) {
+        answer_only[k] = answered[i][k] && last_read[i][k] == i;
+      }
+      std::optional<Outputs> lent =
+          placement.device == Device::kOpenCl
+              ? std::nullopt
+              : LentFromResident(plan.request, *plan.run, root, answer_only);
+      if (lent.has_value()) {
+        // Settled where the bytes are, as an op on a host handle would be.
+        placement.device = Device::kCpu;
+        placement.label = "cpu";
+        record.backend = placement.label;
+        done[i].outputs = *std::move(lent);
+        done[i].kept.resize(layouts[i].size());
+        done[i].reservation = budget.Empty();
+        done[i].lent = true;
+        lent_chain_steps.fetch_add(1, std::memory_order_relaxed);
+        plan.run.reset();
+        free_read();
+        continue;
+      }
     }
     // On a device, what later steps read stays there: kept on it like a
     // result, and released after its last use.
@@ -531,7 +601,7 @@ absl::StatusOr<ResultParts> ExecuteChainIntoParts(const v1::RunChainRequest& cha
     answer.buffers.push_back(from.outputs.buffers[k]);
     answer.handles.push_back(
         k < static_cast<int>(from.outputs.handles.size()) ? from.outputs.handles[k] : std::nullopt);
-    if (from.outputs.buffers[k] != nullptr) {
+    if (from.outputs.buffers[k] != nullptr && !from.lent) {
       from.reservation.TransferTo(reservation, from.outputs.layouts[k].buffer_bytes());
     }
   }

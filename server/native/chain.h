@@ -38,6 +38,10 @@ absl::StatusOr<ResultParts> ExecuteChainIntoParts(const v1::RunChainRequest& cha
 // copied once, when bytes are needed), since the process started: the
 // counter tensorop_chain_steps_fused_total.
 int64_t FusedChainSteps();
+// Chain steps whose results, one contiguous run of a resident tensor through
+// views, were answered from its bytes without a copy (as Fetch answers a
+// handle): tensorop_chain_results_lent_total.
+int64_t LentChainSteps();
 
 }  // namespace tensorop::server
 

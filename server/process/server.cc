@@ -165,6 +165,10 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Create(const ServerConfig& confi
                      "RunChain window steps not run: their outputs were views on another "
                      "step's input, copied once where bytes were needed.",
                      "counter", {}, [] { return FusedChainSteps(); });
+  metrics.AddSampled("tensorop_chain_results_lent_total",
+                     "RunChain steps answered from a resident tensor's bytes through views, "
+                     "without a copy.",
+                     "counter", {}, [] { return LentChainSteps(); });
   effective.service.handles = server->handles_.get();
   server->service_ = std::make_unique<TensorOpService>(effective.service, &scheduler);
   metrics.AddSampled("tensorop_forwarded_answers_total",

@@ -263,6 +263,44 @@ TEST_P(ChainBackendTest, WindowStepsAreViewsWithTheBytesOfTheStepsRunOneByOne) {
   EXPECT_EQ(MetricValueOnceItIs(server_, "tensorop_memory_reserved_bytes", 0), 0);
 }
 
+TEST_F(ChainTest, ContiguousResultsOfViewsOnAHandleAreItsBytesNotACopy) {
+  const v1::Tensor bytes = MakeTensor(v1::FLOAT32, {kRows, kCols}, Pack(Counting(kRows * kCols)));
+  v1::TensorHandle input;
+  ASSERT_THAT(PutTensor(*stub_, bytes, &input), GrpcOk());
+  v1::Tensor by_handle;
+  by_handle.mutable_handle()->set_id(input.id());
+  // Rows 2..6 whole, then rows 1..3 of those: rows 3..5, one run of the input.
+  const auto rows = [](v1::Tensor from, int64_t first, int64_t count) {
+    return client::ChainStepOf(
+        SliceRequest("rows", std::move(from), {first, 0}, {count, kCols}, {1, 1}, {count, kCols}));
+  };
+  v1::RunChainRequest chain;
+  chain.set_id("lent");
+  chain.set_backend(v1::AUTO);
+  *chain.add_steps() = rows(by_handle, 2, 5);
+  *chain.add_steps() = rows(v1::Tensor(), 1, 3);
+  ReadStep(*chain.mutable_steps(1), "input", 0);
+  *chain.add_results() = Result(1, 0);
+  const int64_t lent = MetricValue(server_, "tensorop_chain_results_lent_total");
+  const ChainAnswer answer = RunChain(chain);
+  ASSERT_THAT(answer.status, GrpcOk());
+  const std::vector<float> all = Counting(kRows * kCols);
+  EXPECT_EQ(Unpack<float>(answer.data[0]),
+            std::vector<float>(all.begin() + 3 * kCols, all.begin() + 6 * kCols));
+  EXPECT_THAT(answer.headers[0].backend(), StartsWith("cpu"));
+  EXPECT_EQ(MetricValue(server_, "tensorop_chain_results_lent_total"), lent + 1);
+
+  // Every other column is not one run: copied, with the same bytes as before.
+  *chain.mutable_steps(1) = client::ChainStepOf(EveryOtherColumn(v1::Tensor()));
+  ReadStep(*chain.mutable_steps(1), "input", 0);
+  const ChainAnswer copied = RunChain(chain);
+  ASSERT_THAT(copied.status, GrpcOk());
+  ASSERT_EQ(Unpack<float>(copied.data[0]).size(), 5u * 3u);
+  EXPECT_EQ(Unpack<float>(copied.data[0]).at(0), all.at(2 * kCols));
+  EXPECT_EQ(Unpack<float>(copied.data[0]).at(1), all.at(2 * kCols + 2));
+  EXPECT_EQ(MetricValue(server_, "tensorop_chain_results_lent_total"), lent + 1);
+}
+
 INSTANTIATE_TEST_SUITE_P(Backends, ChainBackendTest, ::testing::Values(v1::CPU, v1::OPENCL),
                          [](const ::testing::TestParamInfo<v1::Backend>& info) {
                            return info.param == v1::CPU ? "Cpu" : "OpenCl";
