@@ -29,10 +29,8 @@ set(CPACK_DEBIAN_PACKAGE_CONTROL_EXTRA
     ${PROJECT_SOURCE_DIR}/deploy/debian/prerm
     ${PROJECT_SOURCE_DIR}/deploy/debian/conffiles)
 set(CPACK_DEBIAN_PACKAGE_CONTROL_STRICT_PERMISSION ON)
-# The version is the build's (cmake/version.cmake), asked when cpack runs, so
-# a package made after new commits names them.
-# (CPACK_* variables are the ones cpack sees.)
-set(CPACK_TENSOROP_SOURCE_DIR ${PROJECT_SOURCE_DIR})
-set(CPACK_TENSOROP_VERSION_OVERRIDE "${TENSOROP_VERSION_OVERRIDE}")
+# The version is the one the binaries were built with, read when cpack runs
+# (CPACK_* variables are the ones cpack sees).
+set(CPACK_TENSOROP_VERSION_CC ${CMAKE_BINARY_DIR}/generated/tensorop_version.cc)  # core/CMakeLists.txt
 set(CPACK_PROJECT_CONFIG_FILE ${PROJECT_SOURCE_DIR}/cmake/package_version.cmake)
 include(CPack)

@@ -1,10 +1,8 @@
 # Read by cpack when it runs (CPACK_PROJECT_CONFIG_FILE): the package version
-# and file name from cmake/version.cmake.
-execute_process(
-  COMMAND ${CMAKE_COMMAND} -DSOURCE_DIR=${CPACK_TENSOROP_SOURCE_DIR}
-          "-DTENSOROP_VERSION_OVERRIDE=${CPACK_TENSOROP_VERSION_OVERRIDE}"
-          -P ${CPACK_TENSOROP_SOURCE_DIR}/cmake/version.cmake
-  OUTPUT_VARIABLE tensorop_version OUTPUT_STRIP_TRAILING_WHITESPACE)
+# and file name are the version the binaries were built with (the generated
+# tensorop_version.cc), not the tree's now.
+file(STRINGS "${CPACK_TENSOROP_VERSION_CC}" version_line REGEX "return \"")
+string(REGEX REPLACE ".*return \"([^\"]*)\".*" "\\1" tensorop_version "${version_line}")
 set(CPACK_PACKAGE_VERSION "${tensorop_version}")
 set(CPACK_DEBIAN_PACKAGE_VERSION "${tensorop_version}")
 execute_process(COMMAND dpkg --print-architecture OUTPUT_VARIABLE architecture

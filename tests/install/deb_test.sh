@@ -13,7 +13,7 @@ cases="$2"
 bench_scratch  # $work, and $servers stopped on exit (scripts/lib.sh)
 fail() { echo "deb: FAILED: $*" >&2; exit 1; }
 
-version="$(cmake -DSOURCE_DIR="$root" -P "$root/cmake/version.cmake")"
+version="$("$build/bin/tensord" --version | cut -d' ' -f2)"  # the build's
 arch="$(dpkg --print-architecture)"
 (cd "$build" && cpack -G DEB -B "$work/out" >"$work/cpack.log") || { cat "$work/cpack.log" >&2; fail "cpack"; }
 deb="$work/out/tensord_${version}_${arch}.deb"
