@@ -338,12 +338,8 @@ ChainViews PlanViews(const v1::RunChainRequest& chain, const std::vector<Planned
 // on it: one copy per output, however many windows were composed.
 void ReadThroughViews(const PlannedRun& source, const std::vector<InputWindow>& windows,
                       PlannedRun& run) {
-  const auto slot_of = [](const PlannedRun& of) {
-    const std::vector<absl::string_view>& names = of.plan.input_names;
-    return static_cast<size_t>(std::find(names.begin(), names.end(), "input") - names.begin());
-  };
-  const size_t slot = slot_of(run);
-  run.inputs[slot] = source.inputs[slot_of(source)];
+  const size_t slot = InputSlot(run.plan, "input");
+  run.inputs[slot] = source.inputs[InputSlot(source.plan, "input")];
   run.on_device.erase("input");
   if (const auto found = source.on_device.find("input"); found != source.on_device.end()) {
     run.on_device.emplace("input", found->second);
@@ -369,18 +365,14 @@ void ReadThroughViews(const PlannedRun& source, const std::vector<InputWindow>& 
 std::optional<Outputs> LentFromResident(const v1::RunRequest& request, const PlannedRun& run,
                                         const PlannedRun& source,
                                         const std::vector<bool>& answer_only) {
-  const std::vector<absl::string_view>& names = run.plan.input_names;
-  const size_t slot =
-      static_cast<size_t>(std::find(names.begin(), names.end(), "input") - names.begin());
-  if (slot >= names.size() || run.on_device.contains("input") || run.pieced.contains("input")) {
+  const size_t slot = InputSlot(run.plan, "input");
+  if (slot == run.plan.input_names.size() || run.on_device.contains("input") ||
+      run.pieced.contains("input")) {
     return std::nullopt;
   }
   const std::span<const std::byte> read = run.inputs[slot];
-  const auto tensor =
-      std::find_if(source.handles.begin(), source.handles.end(), [&](const auto& resident) {
-        return !resident->on_device() && resident->bytes().data() == read.data();
-      });
-  if (tensor == source.handles.end() || run.plan.copies.size() != run.plan.outputs.size()) {
+  const std::shared_ptr<const ResidentTensor>* tensor = HostTensorRead(source.handles, read);
+  if (tensor == nullptr || run.plan.copies.size() != run.plan.outputs.size()) {
     return std::nullopt;
   }
   Outputs lent;
@@ -507,9 +499,8 @@ absl::StatusOr<ResultParts> ExecuteChainIntoParts(const v1::RunChainRequest& cha
       }
       ASSIGN_OR_RETURN(const std::span<const std::byte> bytes, from.Bytes(k, *handles, stop));
       plan.uploaded.bytes[name] = bytes;
-      const std::vector<absl::string_view>& names = plan.run->plan.input_names;
-      const auto slot = std::find(names.begin(), names.end(), name);
-      if (slot != names.end()) plan.run->inputs[slot - names.begin()] = bytes;
+      const size_t slot = InputSlot(plan.run->plan, name);
+      if (slot < plan.run->inputs.size()) plan.run->inputs[slot] = bytes;
     }
     // Freed after their last use: what this step read (views hold no bytes).
     const auto free_read = [&] {

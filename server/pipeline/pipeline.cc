@@ -63,14 +63,11 @@ absl::StatusOr<bool> KeepAsViews(const v1::RunRequest& request, const PlannedRun
       run.on_device.contains("input")) {
     return false;
   }
-  const auto slot = std::find(plan.input_names.begin(), plan.input_names.end(), "input");
-  if (slot == plan.input_names.end()) return false;
-  const std::span<const std::byte> read = run.inputs[slot - plan.input_names.begin()];
-  const auto base = std::find_if(run.handles.begin(), run.handles.end(), [&](const auto& tensor) {
-    return !tensor->on_device() && tensor->bytes().data() == read.data() &&
-           tensor->bytes().size() == read.size();
-  });
-  if (base == run.handles.end()) return false;
+  const size_t slot = InputSlot(plan, "input");
+  if (slot == plan.input_names.size()) return false;
+  const std::span<const std::byte> read = run.inputs[slot];
+  const std::shared_ptr<const ResidentTensor>* base = HostTensorRead(run.handles, read);
+  if (base == nullptr || (*base)->bytes().size() != read.size()) return false;
   std::vector<Layout> layouts;
   for (size_t j = 0; j < plan.outputs.size(); ++j) {
     const v1::OutputDesc& asked = request.outputs(static_cast<int>(j));

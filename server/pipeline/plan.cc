@@ -191,4 +191,17 @@ std::unique_ptr<PlannedRun> PlanIfTiny(const v1::RunRequest& request, const Serv
   return *std::move(run);
 }
 
+size_t InputSlot(const ExecutionPlan& plan, absl::string_view name) {
+  return static_cast<size_t>(std::find(plan.input_names.begin(), plan.input_names.end(), name) -
+                             plan.input_names.begin());
+}
+
+const std::shared_ptr<const ResidentTensor>* HostTensorRead(const HandlePins& pins,
+                                                            std::span<const std::byte> read) {
+  const auto found = std::find_if(pins.begin(), pins.end(), [&](const auto& tensor) {
+    return !tensor->on_device() && tensor->bytes().data() == read.data();
+  });
+  return found == pins.end() ? nullptr : &*found;
+}
+
 }  // namespace tensorop::server

@@ -81,6 +81,15 @@ absl::StatusOr<std::unique_ptr<PlannedRun>> PlanRun(const v1::RunRequest& reques
                                                     const UploadedInputs* uploaded,
                                                     const HandleAccess* handles);
 
+// The plan slot of input `name`: an index of plan.input_names, or its size
+// when the plan has no such input.
+size_t InputSlot(const ExecutionPlan& plan, absl::string_view name);
+
+// The tensor of `pins` in host memory whose bytes `read` starts at (a
+// request's input read from a handle), or null.
+const std::shared_ptr<const ResidentTensor>* HostTensorRead(const HandlePins& pins,
+                                                            std::span<const std::byte> read);
+
 // The parts of planning that execution uses again (server/pipeline/pipeline.cc).
 
 // Validates and plans `request`, binding its inputs: its own bytes, those of
