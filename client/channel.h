@@ -46,7 +46,7 @@ absl::string_view ReplicaServiceConfigJson();
 // dialled (a Kubernetes Service's) verify when a pod is reached by its IP.
 std::string TargetAuthority(absl::string_view target);
 
-// How a client proves who it talks to and who it is (README "Security").
+// How a client proves who it talks to and who it is (docs/security.md).
 struct ChannelSecurity {
   bool tls = false;        // TLS; implied by any file below
   std::string ca_file;     // PEM CA certificates the server's must chain to; empty: system roots

@@ -135,7 +135,7 @@ class Client {
   // the status's name ("SERVING", "NOT_SERVING", ...), or the call's error.
   absl::StatusOr<std::string> CheckHealth(const std::string& service);
 
-  // Shared memory (README "Shared memory"; client/shared_memory.h makes
+  // Shared memory (docs/colocated.md; client/shared_memory.h makes
   // regions): maps the POSIX shared memory object `key` in the server under
   // the name `region` (byte_size 0: the whole object). Requests then reference
   // it with SharedMemoryRef; Run's outputs written into a region come back as

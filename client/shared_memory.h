@@ -1,4 +1,4 @@
-// Client side of shared memory (README "Shared memory"): a POSIX shared memory
+// Client side of shared memory (docs/colocated.md): a POSIX shared memory
 // object this process creates and maps, and a helper that runs one request
 // with every input and output in such a region.
 #ifndef TENSOROP_CLIENT_SHARED_MEMORY_H_

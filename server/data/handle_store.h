@@ -1,4 +1,4 @@
-// Tensors that stay on the server (README "Handles"): a Put's bytes or a kept
+// Tensors that stay on the server (docs/handles.md): a Put's bytes or a kept
 // output (OutputDesc.keep), held under a random id until Release or until
 // they go unused for their time to live, and the point where a request meets
 // them: its inputs read in place from resident bytes (ResolveHandleInputs).

@@ -1,4 +1,4 @@
-// Shared memory for co-located clients (README "Shared memory"): a registry of
+// Shared memory for co-located clients (docs/colocated.md): a registry of
 // POSIX shared memory objects mapped from /dev/shm under client-chosen names,
 // and the two points where a request meets it — its inputs read in place from a
 // region (ResolveSharedMemoryInputs) and its outputs written straight into one

@@ -121,7 +121,7 @@ TENSORD_FLAG(int, max_connection_idle_seconds, 600,
 TENSORD_FLAG(bool, echo, false,
              "load-test baseline: Run answers zero-filled outputs of the right shape at "
              "once, without executing; other methods are UNIMPLEMENTED");
-// Transport security (README "Security"; server/security/security.h).
+// Transport security (docs/security.md; server/security/security.h).
 TENSORD_FLAG(std::string, tls_cert_file, "",
              "PEM certificate chain: serve TLS only on --address (reloaded when the file changes)");
 TENSORD_FLAG(std::string, tls_key_file, "", "PEM private key of --tls_cert_file (unencrypted)");

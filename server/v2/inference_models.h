@@ -1,6 +1,6 @@
 // tensorop's operators as Open Inference Protocol (KServe v2) models: one model
-// per operator, version "1", with fixed tensor names (README "Open Inference
-// Protocol"). Pure functions: a ModelInferRequest becomes a v1::RunRequest for
+// per operator, version "1", with fixed tensor names (docs/kserve-v2.md). Pure
+// functions: a ModelInferRequest becomes a v1::RunRequest for
 // the native pipeline, and its RunResponse becomes a ModelInferResponse.
 //
 //   slice             input, offsets, window_sizes, window_strides -> output

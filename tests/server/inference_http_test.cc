@@ -1,7 +1,7 @@
 // The v2 HTTP/REST API (server/v2/inference_http.h) against a real tensord on
 // loopback: health, metadata, infer with JSON and binary tensors, the error
 // statuses and messages, the limits on bodies and memory, slow clients, and
-// README.md's curl example run exactly as written.
+// docs/kserve-v2.md's curl example run exactly as written.
 #include <arpa/inet.h>
 #include <fcntl.h>
 #include <netinet/in.h>
@@ -247,14 +247,14 @@ TEST(InferenceHttpTest, ReadyTurnsFalseWhileDraining) {
   EXPECT_EQ(live->status, 200);
 }
 
-TEST(InferenceHttpTest, TheReadmeCurlExampleAnswers) {
-  std::ifstream readme(std::string(TENSOROP_SOURCE_DIR) + "/README.md");
+TEST(InferenceHttpTest, TheGuidesCurlExampleAnswers) {
+  std::ifstream readme(std::string(TENSOROP_SOURCE_DIR) + "/docs/kserve-v2.md");
   std::stringstream text;
   text << readme.rdbuf();
   const std::string all = text.str();
   const std::string begin = "<!-- v2-http-curl-begin -->\n```bash\n";
   const size_t start = all.find(begin);
-  ASSERT_NE(start, std::string::npos) << "README.md has no v2-http-curl marker";
+  ASSERT_NE(start, std::string::npos) << "docs/kserve-v2.md has no v2-http-curl marker";
   const size_t end = all.find("```\n<!-- v2-http-curl-end -->", start);
   ASSERT_NE(end, std::string::npos);
   std::string command = all.substr(start + begin.size(), end - start - begin.size());

@@ -132,7 +132,7 @@ def replica_channel_options(
     return options
 
 
-# Transport security (README "Security"), as the C++ client's ChannelSecurity:
+# Transport security (docs/security.md), as the C++ client's ChannelSecurity:
 # the environment fills what the caller leaves out, so tokens stay out of shell
 # history and source code.
 ENVIRONMENT = {

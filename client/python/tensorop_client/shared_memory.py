@@ -1,4 +1,4 @@
-"""Shared memory for clients on tensord's host or pod (README "Shared memory").
+"""Shared memory for clients on tensord's host or pod (docs/colocated.md).
 
 A SharedRegion is a POSIX shared memory object (multiprocessing.shared_memory)
 registered with tensord under a name. Its `ndarray` views are ordinary numpy
