@@ -37,7 +37,10 @@ fi
 # proto/ at build time (client/python/setup.py); the build requirements are read
 # from pyproject.toml and installed into the venv, so builds need no isolation env.
 stamp="$venv/.tensorop-client-sources"
-sources="$(cmake -DSOURCE_DIR="$root" -P "$root/cmake/version.cmake"; cd "$root" && find proto client/python/pyproject.toml client/python/setup.py \
+# The package reports the version of the tensord it is tested against.
+TENSOROP_VERSION="$("$TENSORD" --version | cut -d' ' -f2)"
+export TENSOROP_VERSION
+sources="$(echo "$TENSOROP_VERSION"; cd "$root" && find proto client/python/pyproject.toml client/python/setup.py \
   client/service_config.json client/python/tensorop_client -type f \( -name '*.proto' -o -name '*.py' -o -name '*.toml' \
   -o -name '*.json' -o -name py.typed \) -not -path '*/__pycache__/*' | LC_ALL=C sort | xargs sha256sum)"
 if [[ "$(cat "$stamp" 2>/dev/null)" != "$sources" ]]; then

@@ -14,6 +14,7 @@ from ../../CMakeLists.txt's project() line.
 
 from __future__ import annotations
 
+import os
 import re
 import shutil
 import subprocess
@@ -31,8 +32,12 @@ GENERATED = ("tensorop_pb2.py", "tensorop_pb2.pyi", "tensorop_pb2_grpc.py")
 
 
 def project_version() -> str:
-    """The version tensord and tensorctl report (cmake/version.cmake), or the
-    CMake project version alone when cmake is missing or fails."""
+    """The version tensord and tensorctl report: $TENSOROP_VERSION when set (a
+    build's, as scripts/python-test.sh passes its tensord's), else
+    cmake/version.cmake's, or the CMake project version alone when cmake is
+    missing or fails."""
+    if given := os.environ.get("TENSOROP_VERSION"):
+        return given
     cmake = shutil.which("cmake")
     script = REPO / "cmake" / "version.cmake"
     if cmake and script.is_file():
