@@ -502,13 +502,17 @@ absl::StatusOr<ResultParts> ExecuteChainIntoParts(const v1::RunChainRequest& cha
       const size_t slot = InputSlot(plan.run->plan, name);
       if (slot < plan.run->inputs.size()) plan.run->inputs[slot] = bytes;
     }
-    // Freed after their last use: what this step read (views hold no bytes).
+    // Freed after their last use: what this step read (views hold no bytes),
+    // and what its root read when it reads through views.
     const auto free_read = [&] {
-      for (const auto& [name, input] : chain.steps(i).inputs()) {
-        if (!input.has_step() || views.skipped[input.step().step()]) continue;
-        const int from = input.step().step();
-        const int k = input.step().output();
-        if (last_read[from][k] == i && !answered[from][k]) done[from].Free(k, *handles);
+      for (const int reader : {i, views.root[i]}) {
+        if (reader < 0) continue;
+        for (const auto& [name, input] : chain.steps(reader).inputs()) {
+          if (!input.has_step() || views.skipped[input.step().step()]) continue;
+          const int from = input.step().step();
+          const int k = input.step().output();
+          if (last_read[from][k] == i && !answered[from][k]) done[from].Free(k, *handles);
+        }
       }
     };
     if (views.skipped[i]) {
