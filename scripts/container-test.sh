@@ -78,11 +78,6 @@ podman image prune -f >/dev/null
 podman images --filter reference=localhost/tensorop
 
 # --------------------------------------------------------- image config
-section "version"
-image_version="$(podman run --rm "$image" --version)"  # the entrypoint is tensord
-[ "$image_version" = "tensord $version" ] || fail "the image says \"$image_version\", not tensord $version"
-echo "$image_version"
-
 section "image config"
 inspect="$(podman image inspect "$image")"
 config_field() {
@@ -150,6 +145,13 @@ for variable in "${env[@]}"; do run_flags+=(--env "$variable"); done
 in_container() { buildah run "${run_flags[@]}" "$container" -- "$@"; }
 # The health check, bounded (the image's HEALTHCHECK allows 3 s).
 health_check() { as_root timeout 20 buildah run "${run_flags[@]}" "$container" -- "${health[@]}"; }
+
+# `podman run` cannot start containers here (crun cannot set rlimits), so the
+# image's entrypoint runs through buildah like everything below.
+section "version"
+image_version="$(in_container "${entrypoint[@]}" --version)"
+[ "$image_version" = "tensord $version" ] || fail "the image says \"$image_version\", not tensord $version"
+echo "$image_version"
 
 section "libraries inside the image"
 for binary in /usr/local/bin/tensord /usr/local/bin/tensorctl; do
