@@ -105,6 +105,13 @@ class ResidentBuffer {
   int64_t bytes_;
 };
 
+// An input held on the device: its resident buffer and the byte of it where
+// the input's layout starts (past 0 for a view of a larger tensor).
+struct ResidentInput {
+  const ResidentBuffer* buffer = nullptr;
+  int64_t byte_offset = 0;
+};
+
 class Device {
  public:
   // Creates the context and queues for `device`.
@@ -150,14 +157,15 @@ class Device {
                        DeviceTimings* timings = nullptr);
 
   // Execute with some inputs already on the device and some outputs staying
-  // there: `resident_inputs[i]` (when not null) holds input i whole from its
-  // byte 0 and is read in place, not uploaded; `resident_outputs[j]` (when
-  // not null, `bytes` at least the output's) is written in place and not
-  // downloaded (outputs[j] is then not touched). Either span may be empty:
-  // nothing resident.
+  // there: `resident_inputs[i]` (when its buffer is not null) holds input i
+  // whole from its byte_offset and is read in place, not uploaded (a scatter
+  // reads its indices and updates from byte 0: their offsets must be 0);
+  // `resident_outputs[j]` (when not null, `bytes` at least the output's) is
+  // written in place and not downloaded (outputs[j] is then not touched).
+  // Either span may be empty: nothing resident.
   absl::Status ExecuteResident(const ExecutionPlan& plan,
                                std::span<const std::span<const std::byte>> inputs,
-                               std::span<const ResidentBuffer* const> resident_inputs,
+                               std::span<const ResidentInput> resident_inputs,
                                std::span<std::byte* const> outputs,
                                std::span<const ResidentBuffer* const> resident_outputs,
                                const StopCheck& stop, DeviceTimings* timings = nullptr);
@@ -168,12 +176,12 @@ class Device {
   // when `zero`). RESOURCE_EXHAUSTED when the device cannot allocate it (past
   // max_buffer_bytes(), or out of device memory): not a device failure.
   absl::StatusOr<std::unique_ptr<ResidentBuffer>> AllocateResident(int64_t bytes, bool zero);
-  // Copies `host` into `buffer` from its byte 0, and the buffer's first
-  // `host.size()` bytes into `host`; each returns once done.
+  // Copies `host` into `buffer` from its byte 0, and `host.size()` bytes of
+  // the buffer from `byte_offset` into `host`; each returns once done.
   absl::Status WriteResident(const ResidentBuffer& buffer, std::span<const std::byte> host,
                              const StopCheck& stop);
-  absl::Status ReadResident(const ResidentBuffer& buffer, std::span<std::byte> host,
-                            const StopCheck& stop);
+  absl::Status ReadResident(const ResidentBuffer& buffer, int64_t byte_offset,
+                            std::span<std::byte> host, const StopCheck& stop);
 
   // Transfer probes, for benchmarks and calibration; each waits for its end.
   // `bytes` by DMA between staging and a device buffer, chunked as Execute
@@ -224,10 +232,11 @@ class Device {
   // longer read.
   absl::Status UploadBytes(cl_command_queue queue, const std::byte* host, int64_t bytes, cl_mem dst,
                            const StopCheck& stop);
-  // Downloads `bytes` of `src` into `host` on `queue` once `ready` (may be
-  // null) completed; returns when they are in `host`.
-  absl::Status DownloadBytes(cl_command_queue queue, cl_mem src, int64_t bytes, std::byte* host,
-                             cl_event ready, const StopCheck& stop);
+  // Downloads `bytes` of `src` from its byte `src_begin` into `host` on
+  // `queue` once `ready` (may be null) completed; returns when they are in
+  // `host`.
+  absl::Status DownloadBytes(cl_command_queue queue, cl_mem src, int64_t src_begin, int64_t bytes,
+                             std::byte* host, cl_event ready, const StopCheck& stop);
   // Waits for every command queued on any queue (error paths).
   void Drain();
   enum class Source { kStridedCopy, kScatterElements };

@@ -31,12 +31,12 @@ absl::Status Device::Execute(const ExecutionPlan& plan,
 
 absl::Status Device::ExecuteResident(const ExecutionPlan& plan,
                                      std::span<const std::span<const std::byte>> inputs,
-                                     std::span<const ResidentBuffer* const> resident_inputs,
+                                     std::span<const ResidentInput> resident_inputs,
                                      std::span<std::byte* const> outputs,
                                      std::span<const ResidentBuffer* const> resident_outputs,
                                      const StopCheck& stop, DeviceTimings* timings) {
   const auto resident_input = [&](size_t i) {
-    return i < resident_inputs.size() ? resident_inputs[i] : nullptr;
+    return i < resident_inputs.size() ? resident_inputs[i] : ResidentInput{};
   };
   const auto resident_output = [&](size_t j) {
     return j < resident_outputs.size() ? resident_outputs[j] : nullptr;
@@ -82,21 +82,27 @@ absl::Status Device::ExecuteResident(const ExecutionPlan& plan,
   ScopedEvent computed;
 
   // Only the bytes the plan reads go up; kernels address the device buffer
-  // from `upload_begin`.
+  // from `upload_begin` (a resident input's: before its buffer's byte 0 by
+  // its offset, so copies read from there).
   const std::vector<ByteRange> ranges = InputReadRanges(plan);
   std::vector<int64_t> upload_begin(inputs.size(), 0);
   std::vector<int64_t> upload_bytes(inputs.size(), 0);
   int64_t moved = 0;
   for (size_t i = 0; i < inputs.size(); ++i) {
     const ByteRange range = i < ranges.size() ? ranges[i] : ByteRange{};
-    const int64_t size = resident_input(i) != nullptr ? resident_input(i)->bytes()
-                                                      : static_cast<int64_t>(inputs[i].size());
-    if (range.begin < 0 || range.end > size) {
+    const ResidentInput resident = resident_input(i);
+    const int64_t size = resident.buffer != nullptr
+                             ? resident.buffer->bytes() - resident.byte_offset
+                             : static_cast<int64_t>(inputs[i].size());
+    if (resident.byte_offset < 0 || range.begin < 0 || range.end > size) {
       return absl::InternalError(absl::StrCat("plan for ", plan.op, " reads bytes [", range.begin,
                                               ", ", range.end, ") of input ", plan.input_names[i],
                                               " of ", size, " bytes"));
     }
-    if (resident_input(i) != nullptr) continue;  // read in place from byte 0
+    if (resident.buffer != nullptr) {  // read in place from its offset
+      upload_begin[i] = -resident.byte_offset;
+      continue;
+    }
     upload_begin[i] = range.empty() ? 0 : range.begin - range.begin % kUploadAlignment;
     upload_bytes[i] = range.empty() ? 0 : range.end - upload_begin[i];
     moved += upload_bytes[i];
@@ -110,8 +116,8 @@ absl::Status Device::ExecuteResident(const ExecutionPlan& plan,
   cl_command_queue up = one_queue ? queue_ : upload_queue_;
   cl_command_queue down = one_queue ? queue_ : download_queue_;
   for (size_t i = 0; i < inputs.size(); ++i) {
-    if (resident_input(i) != nullptr) {
-      input_mems.push_back(resident_input(i)->mem());
+    if (resident_input(i).buffer != nullptr) {
+      input_mems.push_back(resident_input(i).buffer->mem());
       continue;
     }
     ASSIGN_OR_RETURN(PooledBuffer buffer,
@@ -170,7 +176,8 @@ absl::Status Device::ExecuteResident(const ExecutionPlan& plan,
   for (const ScatterWalk& walk : plan.scatters) {
     // Walks address indices and updates from byte 0, which their ranges hold.
     if (upload_begin[walk.indices_slot] != 0 || upload_begin[walk.updates_slot] != 0) {
-      return absl::InternalError("scatter inputs were uploaded from past their byte 0");
+      return absl::InternalError(
+          "scatter indices or updates do not start at their buffer's byte 0");
     }
     RETURN_IF_ERROR(RunScatter(walk, input_mems[walk.indices_slot], input_mems[walk.updates_slot],
                                output_mems[walk.output_slot], stop));
@@ -182,8 +189,8 @@ absl::Status Device::ExecuteResident(const ExecutionPlan& plan,
 
   for (size_t j = 0; j < plan.outputs.size(); ++j) {
     if (resident_output(j) != nullptr) continue;  // stays on the device
-    RETURN_IF_ERROR(DownloadBytes(down, output_mems[j], plan.outputs[j].buffer_bytes(), outputs[j],
-                                  one_queue ? nullptr : computed.event, stop));
+    RETURN_IF_ERROR(DownloadBytes(down, output_mems[j], 0, plan.outputs[j].buffer_bytes(),
+                                  outputs[j], one_queue ? nullptr : computed.event, stop));
   }
   // With every download done (or none to do), this request's kernels, and so
   // its uploads, completed too: the buffers may go back to the pool.

@@ -52,13 +52,14 @@ absl::Status Device::WriteResident(const ResidentBuffer& buffer, std::span<const
   return status;
 }
 
-absl::Status Device::ReadResident(const ResidentBuffer& buffer, std::span<std::byte> host,
-                                  const StopCheck& stop) {
-  if (static_cast<int64_t>(host.size()) > buffer.bytes()) {
+absl::Status Device::ReadResident(const ResidentBuffer& buffer, int64_t byte_offset,
+                                  std::span<std::byte> host, const StopCheck& stop) {
+  if (byte_offset < 0 || static_cast<int64_t>(host.size()) > buffer.bytes() - byte_offset) {
     return absl::InternalError("a resident read past its buffer");
   }
-  const absl::Status status = DownloadBytes(
-      download_queue_, buffer.mem(), static_cast<int64_t>(host.size()), host.data(), nullptr, stop);
+  const absl::Status status =
+      DownloadBytes(download_queue_, buffer.mem(), byte_offset, static_cast<int64_t>(host.size()),
+                    host.data(), nullptr, stop);
   if (!status.ok()) clFinish(download_queue_);
   return status;
 }
@@ -93,15 +94,17 @@ absl::Status Device::UploadBytes(cl_command_queue queue, const std::byte* host, 
   return absl::OkStatus();
 }
 
-absl::Status Device::DownloadBytes(cl_command_queue queue, cl_mem src, int64_t bytes,
-                                   std::byte* host, cl_event ready, const StopCheck& stop) {
+absl::Status Device::DownloadBytes(cl_command_queue queue, cl_mem src, int64_t src_begin,
+                                   int64_t bytes, std::byte* host, cl_event ready,
+                                   const StopCheck& stop) {
   if (bytes <= 0) return absl::OkStatus();
   const cl_uint waits = ready != nullptr ? 1 : 0;
   const cl_event* wait_list = ready != nullptr ? &ready : nullptr;
   if (staging_chunk_bytes_ == 0) {
-    return ClStatus(clEnqueueReadBuffer(queue, src, CL_TRUE, 0, static_cast<size_t>(bytes), host,
-                                        waits, wait_list, nullptr),
-                    "clEnqueueReadBuffer");
+    return ClStatus(
+        clEnqueueReadBuffer(queue, src, CL_TRUE, static_cast<size_t>(src_begin),
+                            static_cast<size_t>(bytes), host, waits, wait_list, nullptr),
+        "clEnqueueReadBuffer");
   }
   // Two pieces in flight: the DMA of piece i+1 runs while piece i is copied
   // out of staging into `host`.
@@ -138,8 +141,9 @@ absl::Status Device::DownloadBytes(cl_command_queue queue, cl_mem src, int64_t b
     }
     const size_t n = static_cast<size_t>(std::min(piece, bytes - done));
     cl_event read = nullptr;
-    const cl_int error = clEnqueueReadBuffer(queue, src, CL_FALSE, static_cast<size_t>(done), n,
-                                             (*chunk)->host, waits, wait_list, &read);
+    const cl_int error =
+        clEnqueueReadBuffer(queue, src, CL_FALSE, static_cast<size_t>(src_begin + done), n,
+                            (*chunk)->host, waits, wait_list, &read);
     if (error != CL_SUCCESS) {
       ReturnStaging(*chunk, nullptr);
       status = ClStatus(error, "clEnqueueReadBuffer");
@@ -211,7 +215,7 @@ absl::Status Device::Download(std::span<std::byte> host) {
   const int64_t bytes = static_cast<int64_t>(host.size());
   ASSIGN_OR_RETURN(PooledBuffer buffer, TakeBuffer(bytes, "download probe"));
   const absl::Status status =
-      DownloadBytes(download_queue_, buffer.mem(), bytes, host.data(), nullptr, NeverStop);
+      DownloadBytes(download_queue_, buffer.mem(), 0, bytes, host.data(), nullptr, NeverStop);
   if (!status.ok()) clFinish(download_queue_);
   return status;
 }

@@ -227,19 +227,22 @@ absl::StatusOr<std::shared_ptr<const ResidentTensor>> HandleStore::MakeView(
     const HandleCaller& caller, std::shared_ptr<const ResidentTensor> base, const Layout& layout,
     int64_t byte_offset, absl::string_view what) {
   RETURN_IF_ERROR(TakeQuota(caller, 0, what));
+  const bool on_device = base->on_device();
   MemoryBudget::Reservation reservation;
   if (options_.budget != nullptr) {
     absl::StatusOr<MemoryBudget::Reservation> reserved =
         options_.budget->TryReserve(kHandleBookkeepingBytes, what);
     if (!reserved.ok()) {
-      Uncharge(caller.name, 0, /*on_device=*/false);
+      Uncharge(caller.name, 0, on_device);
       return reserved.status();
     }
     reservation = *std::move(reserved);
   }
   auto tensor = std::make_shared<ResidentTensor>();
   tensor->charge_ = std::make_unique<ResidentTensor::Charge>(
-      this, caller.name, 0, /*on_device=*/false, std::move(reservation), std::string(what));
+      this, caller.name, 0, on_device, std::move(reservation), std::string(what));
+  // A view of a tensor on a device stays there (and is lost with it).
+  tensor->device_index_ = base->device_index_;
   if (base->base_ != nullptr) {  // share the first base: no chain of views to walk
     byte_offset += base->base_offset_;
     base = base->base_;
@@ -380,7 +383,8 @@ absl::Status HandleStore::Upload(const Pending& pending, std::span<const std::by
 
 absl::Status HandleStore::Download(const ResidentTensor& tensor, std::span<std::byte> host,
                                    const StopCheck& stop) const {
-  return options_.devices->ReadResident(tensor.device_index_, *tensor.device_, host, stop);
+  return options_.devices->ReadResident(tensor.device_index_, *tensor.device_buffer(),
+                                        tensor.base_offset_, host, stop);
 }
 
 void HandleStore::LoseDevice(int index) {

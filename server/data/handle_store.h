@@ -95,10 +95,13 @@ class ResidentTensor {
   ~ResidentTensor();
   const std::string& id() const { return id_; }
   // -1: in host memory (bytes()); else the OpenCL device (pool index) whose
-  // buffer holds it, and bytes() is empty.
+  // buffer holds it (a view's: its base's, from byte_offset()), and bytes()
+  // is empty.
   int device_index() const { return device_index_; }
   bool on_device() const { return device_index_ >= 0; }
-  const DeviceResident* device_buffer() const { return device_.get(); }
+  const DeviceResident* device_buffer() const {
+    return base_ != nullptr ? base_->device_.get() : device_.get();
+  }
   // Where its bytes live, as TensorHandle.backend says it: "cpu" or "opencl".
   absl::string_view backend() const { return on_device() ? "opencl" : "cpu"; }
   const std::string& owner() const { return owner_; }
@@ -187,7 +190,8 @@ class HandleStore {
                                   absl::string_view what, int device_index = -1,
                                   bool charge_as_written = false);
   // A handle for `caller` on `layout` from `byte_offset` of `base`'s bytes
-  // (host memory; non-negative strides; inside them): no copy. It counts in
+  // (non-negative strides; inside them): no copy, and where `base` is (host
+  // memory or its OpenCL device, and lost with that device). It counts in
   // the caller's handles and reserves its bookkeeping (kHandleBookkeepingBytes)
   // in the budget; the bytes stay counted once, as `base`'s, for as long as
   // `base` or any view of it lives. A view of a view shares the first base.
@@ -196,7 +200,8 @@ class HandleStore {
       const HandleCaller& caller, std::shared_ptr<const ResidentTensor> base, const Layout& layout,
       int64_t byte_offset, absl::string_view what);
   // Writes a pending device tensor's bytes (all of its layout's), and copies
-  // a device tensor's bytes into `host` (its layout's buffer_bytes()).
+  // a device tensor's bytes into `host` (its layout's buffer_bytes(), from a
+  // view's offset in its base).
   absl::Status Upload(const Pending& pending, std::span<const std::byte> host,
                       const StopCheck& stop) const;
   absl::Status Download(const ResidentTensor& tensor, std::span<std::byte> host,

@@ -39,6 +39,16 @@ using AdmitFn = std::function<absl::StatusOr<int64_t>(const ExecutionPlan& plan)
 // the others.
 using KeptOutputs = std::vector<std::shared_ptr<const ResidentTensor>>;
 
+// Whether a scatter of `plan` reads input `slot` as its indices or updates,
+// which device kernels address from their buffer's byte 0 (a view of a
+// device tensor past it is read from a host copy instead).
+bool ScatterReadsFromByteZero(const ExecutionPlan& plan, size_t slot) {
+  return std::any_of(plan.scatters.begin(), plan.scatters.end(), [slot](const ScatterWalk& walk) {
+    return walk.indices_slot == static_cast<int>(slot) ||
+           walk.updates_slot == static_cast<int>(slot);
+  });
+}
+
 // A streamed result that may go out while it is computed: `start` hands the
 // outputs, allocated and not yet written, to the writer and returns the
 // progress the bands report to.
@@ -47,27 +57,44 @@ struct BandedStart {
   std::function<ResultProgress&()> start;
 };
 
+// The handle input "input" of `run` reads whole: in host memory when the call
+// runs there (`pinned` < 0, not sent to OpenCL), or on the device it is
+// pinned to. Null when there is none.
+const std::shared_ptr<const ResidentTensor>* WindowedHandle(const v1::RunRequest& request,
+                                                            const PlannedRun& run, int pinned) {
+  const size_t slot = InputSlot(run.plan, "input");
+  if (slot == run.plan.input_names.size()) return nullptr;
+  auto on_device = run.on_device.find("input");
+  if (on_device != run.on_device.end()) {
+    if (on_device->second->device_index() != pinned) return nullptr;
+    for (const auto& pin : run.handles) {
+      if (pin.get() == on_device->second) return &pin;
+    }
+    return nullptr;
+  }
+  if (pinned >= 0 || request.backend() == v1::OPENCL) return nullptr;
+  const std::span<const std::byte> read = run.inputs[slot];
+  const std::shared_ptr<const ResidentTensor>* base = HostTensorRead(run.handles, read);
+  return base != nullptr && (*base)->bytes().size() == read.size() ? base : nullptr;
+}
+
 // Makes every output of `run` a view of the handle it windows, when all are
-// kept (in no strides asked), are windows of non-negative strides on a handle
-// in host memory, and the call is not sent to OpenCL: true, with `kept` and
-// the layouts `allocate` is told (no buffers). False when any of that does not
+// kept (in no strides asked) and are windows of non-negative strides on a
+// handle where the call runs (WindowedHandle): true, with `kept` and the
+// layouts `allocate` is told (no buffers). False when any of that does not
 // hold: the outputs are then copied as any others.
 template <typename Allocate>
-absl::StatusOr<bool> KeepAsViews(const v1::RunRequest& request, const PlannedRun& run,
+absl::StatusOr<bool> KeepAsViews(const v1::RunRequest& request, const PlannedRun& run, int pinned,
                                  const HandleAccess* handles, Allocate& allocate,
                                  KeptOutputs* kept) {
   const ExecutionPlan& plan = run.plan;
   if (handles == nullptr || handles->store == nullptr || !handles->views ||
-      request.backend() == v1::OPENCL || plan.windows.size() != plan.outputs.size() ||
-      plan.windows.empty() || request.outputs_size() < static_cast<int>(plan.outputs.size()) ||
-      run.on_device.contains("input")) {
+      plan.windows.size() != plan.outputs.size() || plan.windows.empty() ||
+      request.outputs_size() < static_cast<int>(plan.outputs.size())) {
     return false;
   }
-  const size_t slot = InputSlot(plan, "input");
-  if (slot == plan.input_names.size()) return false;
-  const std::span<const std::byte> read = run.inputs[slot];
-  const std::shared_ptr<const ResidentTensor>* base = HostTensorRead(run.handles, read);
-  if (base == nullptr || (*base)->bytes().size() != read.size()) return false;
+  const std::shared_ptr<const ResidentTensor>* base = WindowedHandle(request, run, pinned);
+  if (base == nullptr) return false;
   std::vector<Layout> layouts;
   for (size_t j = 0; j < plan.outputs.size(); ++j) {
     const v1::OutputDesc& asked = request.outputs(static_cast<int>(j));
@@ -93,7 +120,11 @@ absl::StatusOr<bool> KeepAsViews(const v1::RunRequest& request, const PlannedRun
       return view.status();
     }
     made.push_back((*view)->id());
-    RETURN_IF_ERROR(allocate(layouts[j], const_cast<std::byte*>((*view)->bytes().data())).status());
+    // A view on a device has no host bytes: the answer is only its handle.
+    static std::byte on_device;
+    std::byte* bytes =
+        (*view)->on_device() ? &on_device : const_cast<std::byte*>((*view)->bytes().data());
+    RETURN_IF_ERROR(allocate(layouts[j], bytes).status());
     views.push_back(*std::move(view));
   }
   *kept = std::move(views);
@@ -125,24 +156,27 @@ absl::Status PlanAndExecute(const v1::RunRequest& request, const Limits& limits,
   }
   PlannedRun* const run = planned;
   ASSIGN_OR_RETURN(int64_t answer_bytes, admit(run->plan));
-  ASSIGN_OR_RETURN(const bool views, KeepAsViews(request, *run, handles, allocate, kept));
+  // Inputs on the device the op is pinned to are read in place; those on
+  // another device come to host memory first.
+  const int pinned = PinnedDevice(request, placement, *run);
+  ASSIGN_OR_RETURN(const bool views, KeepAsViews(request, *run, pinned, handles, allocate, kept));
   if (views) return absl::OkStatus();
   const int64_t kept_bytes = KeptOutputBytes(request, run->plan.outputs);
   const int64_t output_bytes = TotalBytes(run->plan.outputs) -
                                SharedMemoryOutputBytes(request, run->plan.outputs) - kept_bytes;
-  // Inputs on the device the op is pinned to are read in place; those on
-  // another device come to host memory first.
-  const int pinned = PinnedDevice(request, placement, *run);
   RETURN_IF_ERROR(ReadPiecedInputs(
       *run, pinned < 0 && !scheduler.MayRunOnDevice(placement, run->plan), reservation));
   const size_t slots = run->plan.input_names.size();
-  std::vector<const opencl_backend::ResidentBuffer*> resident_inputs(slots, nullptr);
+  std::vector<opencl_backend::ResidentInput> resident_inputs(slots);
   int64_t copy_bytes = run->host_copy_bytes;
   for (size_t slot = 0; slot < slots; ++slot) {
     auto found = run->on_device.find(run->plan.input_names[slot]);
     if (found == run->on_device.end()) continue;
-    if (found->second->device_index() == pinned) {
-      resident_inputs[slot] = &found->second->device_buffer()->buffer();
+    const ResidentTensor& tensor = *found->second;
+    if (tensor.device_index() == pinned &&
+        (tensor.byte_offset() == 0 || !ScatterReadsFromByteZero(run->plan, slot))) {
+      resident_inputs[slot] = {.buffer = &tensor.device_buffer()->buffer(),
+                               .byte_offset = tensor.byte_offset()};
     } else if (!run->host_copies.contains(found->first)) {
       copy_bytes += found->second->layout().buffer_bytes();
     }
@@ -151,7 +185,9 @@ absl::Status PlanAndExecute(const v1::RunRequest& request, const Limits& limits,
   if (pinned >= 0) {  // the device's own copies of what is not resident there
     bytes += output_bytes;
     for (size_t slot = 0; slot < slots; ++slot) {
-      if (resident_inputs[slot] == nullptr) bytes += static_cast<int64_t>(run->inputs[slot].size());
+      if (resident_inputs[slot].buffer == nullptr) {
+        bytes += static_cast<int64_t>(run->inputs[slot].size());
+      }
     }
   } else if (scheduler.MayRunOnDevice(placement, run->plan)) {
     bytes += output_bytes + kept_bytes;
@@ -163,7 +199,7 @@ absl::Status PlanAndExecute(const v1::RunRequest& request, const Limits& limits,
       reservation.Grow(bytes, absl::StrCat("the outputs of request \"", request.id(), "\"")));
   for (size_t slot = 0; slot < slots; ++slot) {
     auto found = run->on_device.find(run->plan.input_names[slot]);
-    if (found == run->on_device.end() || resident_inputs[slot] != nullptr) continue;
+    if (found == run->on_device.end() || resident_inputs[slot].buffer != nullptr) continue;
     ASSIGN_OR_RETURN(run->inputs[slot],
                      HostCopy(*run, found->first, *found->second, *handles, stop));
   }

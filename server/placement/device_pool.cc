@@ -170,7 +170,7 @@ absl::Status DevicePool::Execute(int index, const ExecutionPlan& plan,
 
 absl::Status DevicePool::ExecuteResident(
     int index, const ExecutionPlan& plan, std::span<const std::span<const std::byte>> inputs,
-    std::span<const opencl_backend::ResidentBuffer* const> resident_inputs,
+    std::span<const opencl_backend::ResidentInput> resident_inputs,
     std::span<std::byte* const> outputs,
     std::span<const opencl_backend::ResidentBuffer* const> resident_outputs,
     const StopCheck& stop) {
@@ -219,8 +219,9 @@ absl::Status DevicePool::WriteResident(int index, const DeviceResident& resident
 }
 
 absl::Status DevicePool::ReadResident(int index, const DeviceResident& resident,
-                                      std::span<std::byte> host, const StopCheck& stop) {
-  return devices_[index]->ReadResident(resident.buffer(), host, stop);
+                                      int64_t byte_offset, std::span<std::byte> host,
+                                      const StopCheck& stop) {
+  return devices_[index]->ReadResident(resident.buffer(), byte_offset, host, stop);
 }
 
 void DevicePool::MarkFailed(int index) {

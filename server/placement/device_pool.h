@@ -113,7 +113,7 @@ class DevicePool {
   // in place (opencl_backend::Device::ExecuteResident).
   absl::Status ExecuteResident(
       int index, const ExecutionPlan& plan, std::span<const std::span<const std::byte>> inputs,
-      std::span<const opencl_backend::ResidentBuffer* const> resident_inputs,
+      std::span<const opencl_backend::ResidentInput> resident_inputs,
       std::span<std::byte* const> outputs,
       std::span<const opencl_backend::ResidentBuffer* const> resident_outputs,
       const StopCheck& stop);
@@ -128,8 +128,9 @@ class DevicePool {
                                                                    absl::string_view what);
   absl::Status WriteResident(int index, const DeviceResident& resident,
                              std::span<const std::byte> host, const StopCheck& stop);
-  absl::Status ReadResident(int index, const DeviceResident& resident, std::span<std::byte> host,
-                            const StopCheck& stop);
+  // `host.size()` bytes of `resident` from its byte `byte_offset` (a view's).
+  absl::Status ReadResident(int index, const DeviceResident& resident, int64_t byte_offset,
+                            std::span<std::byte> host, const StopCheck& stop);
   int64_t resident_bytes(int index) const {
     return states_[index].resident_bytes.load(std::memory_order_relaxed);
   }

@@ -111,7 +111,7 @@ class Scheduler {
   absl::Status ExecuteOnDevice(
       int index, Placement& placement, const ExecutionPlan& plan,
       std::span<const std::span<const std::byte>> inputs,
-      std::span<const opencl_backend::ResidentBuffer* const> resident_inputs,
+      std::span<const opencl_backend::ResidentInput> resident_inputs,
       std::span<std::byte* const> outputs,
       std::span<const opencl_backend::ResidentBuffer* const> resident_outputs,
       const StopCheck& stop);

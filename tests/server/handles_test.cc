@@ -591,18 +591,22 @@ TEST_F(DeviceHandlesTest, APutOnOpenClStaysThereAndOpsRunWhereItIs) {
   EXPECT_EQ(MetricValue(server_, "tensorop_handle_copies_total"), 1);
 
   // A kept output stays on the device; Fetch brings it, packed or strided.
-  request = DocSliceOf(HandleTensor(input.id()), /*keep=*/true);
+  // (Reversed, it is a copy, not a view: no layout says a reversed window.)
+  request = SliceRequest("reversed doc", HandleTensor(input.id()), {0, 0, 0, 1}, {1, 1, 4, 3},
+                         {1, 1, -2, 2}, {1, 1, 2, 2});
+  request.mutable_outputs(0)->set_keep(true);
   request.set_backend(v1::OPENCL);
   ASSERT_THAT(Run(request, &response), GrpcOk());
   const v1::TensorHandle& kept = response.outputs(0).handle();
   EXPECT_EQ(kept.backend(), "opencl");
+  EXPECT_EQ(kept.view_of(), "");
   v1::OutputHeader header;
   std::string data;
   ASSERT_THAT(Fetch(kept.id(), {}, &header, &data), GrpcOk());
-  EXPECT_EQ(Unpack<float>(data), (std::vector<float>{2, 4, 10, 12}));
+  EXPECT_EQ(Unpack<float>(data), (std::vector<float>{14, 16, 6, 8}));
   data.clear();
   ASSERT_THAT(Fetch(kept.id(), {8, 8, 4, 1}, &header, &data), GrpcOk());
-  EXPECT_EQ(Unpack<float>(data), (std::vector<float>{2, 4, 0, 0, 10, 12}));
+  EXPECT_EQ(Unpack<float>(data), (std::vector<float>{14, 16, 0, 0, 6, 8}));
   data.clear();
   ASSERT_THAT(Fetch(input.id(), {}, &header, &data), GrpcOk());
   EXPECT_EQ(data, Pack(OneToSixteen()));
@@ -637,6 +641,81 @@ TEST_F(DeviceHandlesTest, ScatterReadsIndicesAndUpdatesOnTheDevice) {
                            HasSubstr("indices[1, 1] = 2 is outside [-2, 2)")));
 }
 
+TEST_F(DeviceHandlesTest, KeptWindowsOfADeviceTensorAreViewsThatStayOnTheDevice) {
+  const v1::TensorHandle input = PutDocInputOnDevice();
+  v1::RunRequest halves = KeptHalvesOf(input.id());
+  halves.set_backend(v1::AUTO);
+  v1::RunResponse response;
+  ASSERT_THAT(Run(halves, &response), GrpcOk());
+  ASSERT_EQ(response.outputs_size(), 2);
+  const v1::TensorHandle top = response.outputs(0).handle();
+  const v1::TensorHandle bottom = response.outputs(1).handle();
+  for (const v1::TensorHandle* view : {&top, &bottom}) {
+    EXPECT_EQ(view->view_of(), input.id());
+    EXPECT_EQ(view->backend(), "opencl");
+    EXPECT_EQ(view->device_index(), 0);
+  }
+  EXPECT_EQ(bottom.byte_offset(), 32);
+  EXPECT_EQ(MetricValue(server_, "tensorop_views_total"), 2);
+  EXPECT_EQ(MetricValue(server_, "tensorop_handles{backend=\"opencl\"}"), 3);
+  EXPECT_EQ(MetricValue(server_, "tensorop_resident_bytes{backend=\"opencl\"}"), 64);
+
+  // A view of a view, 12 bytes further into the device buffer.
+  v1::RunRequest column = SliceRequest("column", HandleTensor(bottom.id()), {0, 0, 0, 3},
+                                       {1, 1, 2, 1}, {1, 1, 1, 1}, {1, 1, 2, 1});
+  column.mutable_outputs(0)->set_keep(true);
+  column.set_backend(v1::AUTO);
+  ASSERT_THAT(Run(column, &response), GrpcOk());
+  const v1::TensorHandle last = response.outputs(0).handle();
+  EXPECT_EQ(last.view_of(), input.id());
+  EXPECT_EQ(last.byte_offset(), 32 + 12);
+
+  // Fetches and ops read each view from its offset in the base, on the device.
+  v1::OutputHeader header;
+  std::string data;
+  ASSERT_THAT(Fetch(bottom.id(), {}, &header, &data), GrpcOk());
+  EXPECT_EQ(Unpack<float>(data), (std::vector<float>{9, 10, 11, 12, 13, 14, 15, 16}));
+  data.clear();
+  ASSERT_THAT(Fetch(last.id(), {}, &header, &data), GrpcOk());
+  EXPECT_EQ(Unpack<float>(data), (std::vector<float>{12, 16}));
+  v1::RunRequest every_other = SliceRequest("every other", HandleTensor(bottom.id()), {0, 0, 0, 0},
+                                            {1, 1, 2, 4}, {1, 1, 1, 2}, {1, 1, 2, 2});
+  every_other.set_backend(v1::AUTO);
+  ASSERT_THAT(Run(every_other, &response), GrpcOk());
+  EXPECT_THAT(response.backend(), StartsWith("opencl:"));
+  EXPECT_EQ(Unpack<float>(response.outputs(0).data()), (std::vector<float>{9, 11, 13, 15}));
+  EXPECT_EQ(MetricValue(server_, "tensorop_handle_copies_total"), 0);
+
+  // A scatter's updates past their buffer's byte 0 come to host memory once
+  // (device kernels read updates from byte 0), as its indices do for their
+  // check before any work; the result is the same.
+  const v1::TensorHandle zeros =
+      PutOnDevice(MakeTensor(v1::FLOAT32, {1, 1, 2, 4}, Pack(std::vector<float>(8, 0))));
+  const v1::TensorHandle rows = PutOnDevice(
+      MakeTensor(v1::INT64, {1, 1, 2, 4}, Pack(std::vector<int64_t>{1, 1, 1, 1, 0, 0, 0, 0})));
+  v1::RunRequest scatter;
+  scatter.set_id("scatter a view");
+  scatter.mutable_scatter_elements()->set_axis(2);
+  (*scatter.mutable_inputs())["input"] = HandleTensor(zeros.id());
+  (*scatter.mutable_inputs())["indices"] = HandleTensor(rows.id());
+  (*scatter.mutable_inputs())["updates"] = HandleTensor(bottom.id());
+  ASSERT_THAT(Run(scatter, &response), GrpcOk());
+  EXPECT_THAT(response.backend(), StartsWith("opencl:"));
+  EXPECT_EQ(Unpack<float>(response.outputs(0).data()),
+            (std::vector<float>{13, 14, 15, 16, 9, 10, 11, 12}));
+  EXPECT_EQ(MetricValue(server_, "tensorop_handle_copies_total"), 2);
+
+  // The base released, its device bytes live on until the last view goes.
+  ASSERT_THAT(Release({input.id(), top.id(), bottom.id()}), GrpcOk());
+  EXPECT_EQ(MetricValue(server_, "tensorop_resident_bytes{backend=\"opencl\"}"), 64 + 32 + 64);
+  data.clear();
+  ASSERT_THAT(Fetch(last.id(), {}, &header, &data), GrpcOk());
+  EXPECT_EQ(Unpack<float>(data), (std::vector<float>{12, 16}));
+  ASSERT_THAT(Release({last.id()}), GrpcOk());
+  EXPECT_EQ(MetricValueOnceItIs(server_, "tensorop_resident_bytes{backend=\"opencl\"}", 32 + 64),
+            32 + 64);
+}
+
 class DeviceHandleLimitsTest : public DeviceHandlesTest {
  protected:
   DeviceHandleLimitsTest() : DeviceHandlesTest({"--opencl_max_resident_bytes=100"}) {}
@@ -664,9 +743,15 @@ class DeviceFailureTest : public DeviceHandlesTest {
 
 TEST_F(DeviceFailureTest, AFailedDeviceLosesItsHandlesAndNothingFallsBackToTheCpu) {
   const v1::TensorHandle input = PutDocInputOnDevice();
+  v1::RunResponse response;
+  // A view runs nothing on the device: the injected failure is still to come.
+  v1::RunRequest halves = KeptHalvesOf(input.id());
+  halves.set_backend(v1::AUTO);
+  ASSERT_THAT(Run(halves, &response), GrpcOk());
+  const std::string view = response.outputs(1).handle().id();
+  ASSERT_EQ(response.outputs(1).handle().view_of(), input.id());
   v1::RunRequest request = DocSliceOf(HandleTensor(input.id()), /*keep=*/false);
   request.set_backend(v1::AUTO);
-  v1::RunResponse response;
   const std::string lost = "inputs[\"input\"].handle: handle " + input.id().substr(0, 8) +
                            "... was lost: OpenCL device 0 failed";
   EXPECT_THAT(Run(request, &response), GrpcStatusIs(grpc::StatusCode::NOT_FOUND,
@@ -678,7 +763,12 @@ TEST_F(DeviceFailureTest, AFailedDeviceLosesItsHandlesAndNothingFallsBackToTheCp
   EXPECT_THAT(
       Fetch(input.id(), {}, &header, &data),
       GrpcStatusIs(grpc::StatusCode::NOT_FOUND, HasSubstr("was lost: OpenCL device 0 failed")));
-  EXPECT_EQ(MetricValue(server_, "tensorop_handles_lost_total"), 1);
+  // The views made of it are lost with it.
+  EXPECT_THAT(
+      Fetch(view, {}, &header, &data),
+      GrpcStatusIs(grpc::StatusCode::NOT_FOUND, HasSubstr("handle " + view.substr(0, 8) +
+                                                          "... was lost: OpenCL device 0 failed")));
+  EXPECT_EQ(MetricValue(server_, "tensorop_handles_lost_total"), 3);
   EXPECT_EQ(MetricValue(server_, "tensorop_handles{backend=\"opencl\"}"), 0);
   EXPECT_EQ(MetricValue(server_, "tensorop_resident_bytes{backend=\"opencl\"}"), 0);
   // The server still serves.
