@@ -6,12 +6,15 @@ names a file that exists.
 
     scripts/check_docs.py            checks; exits 1 naming what is missing
     scripts/check_docs.py --self-test   shows that a lost heading and a broken link fail
-    scripts/check_docs.py --flags TENSORD   docs/flags.md's table names exactly the flags
-                                     `TENSORD --help` lists (no flag undocumented, none gone)
+    scripts/check_docs.py --flags TENSORD   docs/flags.md's table is exactly what
+                                     `TENSORD --help=markdown` prints (the flags' help texts
+                                     are its one source), and a planted stale row is refused
+    scripts/check_docs.py --flags TENSORD --write   rewrites that table from TENSORD
 """
 
 from __future__ import annotations
 
+import difflib
 import re
 import subprocess
 import sys
@@ -91,29 +94,51 @@ def self_test() -> int:
     return 0
 
 
-def flag_drift(tensord: str) -> int:
-    listed = re.findall(r"^  --([a-z0-9_]+)", subprocess.run(
-        [tensord, "--help"], capture_output=True, text=True, check=True).stdout, re.M)
-    table = (ROOT / "docs" / "flags.md").read_text()
-    documented = [name for cell in re.findall(r"^\| ([^|]*)\|", table, re.M)
-                  for name in re.findall(r"`--([a-z0-9_]+)`", cell)]
-    missing = [name for name in listed if name not in documented]
-    gone = [name for name in documented if name not in listed]
-    for name in missing:
-        print(f"docs/flags.md: --{name} (tensord --help) has no row")
-    for name in gone:
-        print(f"docs/flags.md: --{name} has a row but tensord has no such flag")
-    if missing or gone:
+FLAGS_PAGE = ROOT / "docs" / "flags.md"
+GENERATED = re.compile(r"(<!-- generated: tensord --help=markdown[^\n]*-->\n)(.*?)(<!-- end generated -->)",
+                       re.S)
+
+
+def stale_table(page: str, table: str) -> list[str]:
+    """The differences between `page`'s generated table and `table`."""
+    found = GENERATED.search(page)
+    if found is None:
+        return ["docs/flags.md: no generated table (its begin and end markers are gone)"]
+    return [line.rstrip("\n") for line in difflib.unified_diff(
+        found.group(2).splitlines(True), table.splitlines(True),
+        "docs/flags.md", "tensord --help=markdown", n=0)]
+
+
+def flag_table(tensord: str, write: bool) -> int:
+    table = subprocess.run([tensord, "--help=markdown"], capture_output=True, text=True,
+                           check=True).stdout
+    page = FLAGS_PAGE.read_text()
+    if write:
+        FLAGS_PAGE.write_text(GENERATED.sub(lambda m: m.group(1) + table + m.group(3), page))
+        print("docs/flags.md: table rewritten from tensord --help=markdown")
+        return 0
+    # The check itself, shown to refuse a row that no longer says what the flag does.
+    planted = page.replace("| `--address` |", "| `--address` | stale |", 1)
+    if not stale_table(planted, table):
+        print("self-test: a planted stale row was not refused")
         return 1
-    print(f"docs/flags.md: a row for each of the {len(listed)} flags tensord --help lists")
+    print("a planted stale row is refused")
+    stale = stale_table(page, table)
+    for line in stale:
+        print(line)
+    if stale:
+        print("docs/flags.md differs from tensord --help=markdown: run "
+              "scripts/check_docs.py --flags build/bin/tensord --write")
+        return 1
+    print(f"docs/flags.md: the table is tensord --help=markdown ({table.count(chr(10)) - 2} rows)")
     return 0
 
 
 def main() -> int:
     if sys.argv[1:] == ["--self-test"]:
         return self_test()
-    if len(sys.argv) == 3 and sys.argv[1] == "--flags":
-        return flag_drift(sys.argv[2])
+    if len(sys.argv) in (3, 4) and sys.argv[1] == "--flags":
+        return flag_table(sys.argv[2], write=sys.argv[3:] == ["--write"])
     found = problems(ROOT)
     for problem in found:
         print(f"docs: {problem}")

@@ -10,7 +10,9 @@
 #include <cstdint>
 #include <fstream>
 #include <limits>
+#include <map>
 #include <optional>
+#include <regex>
 #include <set>
 #include <sstream>
 #include <string>
@@ -24,6 +26,8 @@
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_replace.h"
+#include "absl/strings/str_split.h"
 #include "absl/strings/string_view.h"
 #include "absl/strings/strip.h"
 #include "core/limits.h"
@@ -43,143 +47,203 @@ std::vector<std::string>& DefinedFlagNames() {
   return *names;
 }
 
+// Each flag's default as a reader says it, where its value alone does not
+// (computed from the machine, or a sentinel such as -1); else absent.
+std::map<std::string, std::string, std::less<>>& ShownDefaults() {
+  static auto* shown = new std::map<std::string, std::string, std::less<>>();
+  return *shown;
+}
+
 struct ListedFlag {
-  explicit ListedFlag(const char* name) { DefinedFlagNames().emplace_back(name); }
+  ListedFlag(const char* name, const char* shown_default) {
+    DefinedFlagNames().emplace_back(name);
+    if (*shown_default != '\0') ShownDefaults().emplace(name, shown_default);
+  }
 };
 
 }  // namespace
 
-// ABSL_FLAG, and the flag's name listed for --help and the parser.
+// ABSL_FLAG, and the flag listed for --help (both forms) and the parser. The
+// help text is the flag's whole reference: docs/flags.md is generated from it
+// (tensord --help=markdown).
+#define TENSORD_FLAG_SHOWN(Type, name, default_value, shown_default, help) \
+  ABSL_FLAG(Type, name, default_value, help);                              \
+  static const ListedFlag tensord_listed_flag_##name(#name, shown_default)
 #define TENSORD_FLAG(Type, name, default_value, help) \
-  ABSL_FLAG(Type, name, default_value, help);         \
-  static const ListedFlag tensord_listed_flag_##name(#name)
+  TENSORD_FLAG_SHOWN(Type, name, default_value, "", help)
 
 TENSORD_FLAG(std::string, address, "0.0.0.0:50051",
-             "host:port to listen on (port 0: any free port), or unix:PATH (a Unix domain "
-             "socket); may repeat to listen on several");
-TENSORD_FLAG(int, worker_threads,
-             static_cast<int>(std::max(1u, std::thread::hardware_concurrency())),
-             "CPU worker threads (default: the hardware concurrency)");
+             "where to listen (`:0` picks a port; the chosen one is printed); port in [0, 65535]. "
+             "May repeat; `unix:PATH` or `unix:///ABSOLUTE_PATH` is a Unix domain socket "
+             "(docs/colocated.md). One `tensord listening on ADDRESS` line per address, TCP ones "
+             "first");
+TENSORD_FLAG_SHOWN(int, worker_threads,
+                   static_cast<int>(std::max(1u, std::thread::hardware_concurrency())),
+                   "the number of cores",
+                   "threads running requests, in [1, 1024]: as many for CPU and AUTO requests, "
+                   "and as many oneTBB workers for OPENCL requests and the parallel loops of "
+                   "copies over 1 MiB");
 TENSORD_FLAG(int64_t, max_message_bytes, int64_t{64} << 20,
-             "largest gRPC message received or sent; a Run answer must fit");
+             "largest gRPC message in either direction, in [4096, 2^31-1]");
 TENSORD_FLAG(int64_t, max_request_bytes, int64_t{4} << 30,
-             "largest request: bytes of all inputs plus all outputs");
-TENSORD_FLAG(int64_t, max_tensor_elements, tensorop::kMaxTensorElements,
-             "most elements in one tensor (at most 2^32-1)");
-TENSORD_FLAG(int64_t, chunk_bytes, int64_t{1} << 20, "data bytes per streamed ResultPart chunk");
+             "inputs plus output buffers of one request (RESOURCE_EXHAUSTED above), in [1, 2^50]");
+TENSORD_FLAG_SHOWN(int64_t, max_tensor_elements, tensorop::kMaxTensorElements, "2^32-1",
+                   "elements of any one tensor (RESOURCE_EXHAUSTED above), in [1, 2^32-1]");
+TENSORD_FLAG(int64_t, chunk_bytes, int64_t{1} << 20,
+             "data bytes per streamed result part, in [1, `--max_message_bytes` - 64]");
 TENSORD_FLAG(std::string, backend, "auto",
-             "where requests asking for AUTO run: auto, cpu or opencl");
+             "where requests asking for AUTO run: `auto` (placed by the cost model), `cpu` or "
+             "`opencl`");
 TENSORD_FLAG(int, max_queued_requests, 256,
-             "requests queued or running at once; more are RESOURCE_EXHAUSTED");
+             "requests queued or running (RESOURCE_EXHAUSTED above), in [1, 2^20]");
 TENSORD_FLAG(int, shutdown_grace_seconds, 30,
-             "on SIGTERM/SIGINT, how long in-flight calls may take to finish");
+             "on SIGTERM/SIGINT, after `--drain_seconds`, within this period: a server holding "
+             "handles serves only calls on them (every "
+             "other call and every `Put` is `UNAVAILABLE`, which clients retry on another "
+             "replica) until the period ends or no handle is left (docs/handles.md); then keep "
+             "answering until no call is open and the kernel has delivered every byte already "
+             "sent (at most half of what is left of it: gRPC closes a connection as soon as its "
+             "last call ends after GOAWAY, and a close then can cut the tail of a large answer), "
+             "stop accepting, let in-flight calls finish; then they are cancelled and their work "
+             "stops at its next stop check; the process exits (status 1) 5 s after the grace "
+             "period even if something did not stop; in [0, 3600]");
 TENSORD_FLAG(int, drain_seconds, 0,
-             "on SIGTERM/SIGINT, first report NOT_SERVING on the health service this long "
-             "while still serving, so health-checking clients and balancers move away "
-             "before new calls are refused");
+             "on SIGTERM/SIGINT, first report NOT_SERVING this long while still answering, so "
+             "health-checking clients move away (Kubernetes: 5); in [0, 3600]");
 TENSORD_FLAG(std::string, backends, "cpu,opencl",
-             "enabled backends: cpu, or cpu,opencl (the CPU is always enabled)");
-TENSORD_FLAG(std::string, opencl_devices, "",
-             "use only OpenCL devices whose name contains this text (empty: all)");
-TENSORD_FLAG(int, opencl_queue_depth, 8, "requests queued or running per OpenCL device");
+             "enabled backends (`cpu` alone skips OpenCL discovery)");
+TENSORD_FLAG_SHOWN(std::string, opencl_devices, "", "(all)",
+                   "use only OpenCL devices whose name contains this text");
+TENSORD_FLAG(int, opencl_queue_depth, 8,
+             "requests queued or running per device; an explicit OPENCL request that finds its "
+             "device full waits in the device's FIFO (holding no worker thread) for "
+             "`--opencl_max_wait_seconds`; AUTO requests go to the CPU instead; in [1, 1024]");
 TENSORD_FLAG(int64_t, opencl_staging_bytes, int64_t{64} << 20,
-             "pinned host staging per OpenCL device for uploads and downloads, counted in "
-             "--max_memory_bytes from startup (0: none, transfers from pageable memory)");
-TENSORD_FLAG(int64_t, opencl_max_resident_bytes, -1,
-             "bytes of handles (Put, OutputDesc.keep) each OpenCL device may hold, in buffers "
-             "of their exact size outside the buffer pool; RESOURCE_EXHAUSTED past it (-1: 70% "
-             "of the device's global memory)");
-TENSORD_FLAG(int64_t, auto_opencl_min_bytes, std::numeric_limits<int64_t>::max(),
-             "when given, AUTO requests moving at least this many output bytes go to a "
-             "device, instead of where the calibrated cost model predicts them fastest");
+             "pinned host staging per device (`CL_MEM_ALLOC_HOST_PTR` buffers mapped once, "
+             "allocated in chunks of an eighth as transfers need them, at most 8 MiB each) "
+             "through which inputs are uploaded and outputs downloaded, host copies overlapping "
+             "the DMA; reserved against `--max_memory_bytes` at startup for every device opened "
+             "(startup fails, exit 2, naming both flags when it does not fit); 0: no staging, "
+             "transfers from the caller's pageable memory; in [0, 2^40]");
+TENSORD_FLAG_SHOWN(int64_t, opencl_max_resident_bytes, -1, "70% of each device's memory",
+                   "bytes of handles (`Put` with `OPENCL`, kept outputs of ops on a device) each "
+                   "OpenCL device may hold, in buffers of their exact size outside its buffer "
+                   "pool; past it `RESOURCE_EXHAUSTED` naming the flag; -1: the default");
+TENSORD_FLAG_SHOWN(int64_t, auto_opencl_min_bytes, std::numeric_limits<int64_t>::max(),
+                   "(none: the cost model)",
+                   "when given, replaces the cost model: AUTO requests moving at least this many "
+                   "output bytes go to a device, smaller ones to the CPU; in [0, 2^63-1]");
 TENSORD_FLAG(std::string, calibrate, "on",
-             "on: right after startup, measure the CPU's and each OpenCL device's rates in "
-             "the background (at most 2 s of measuring) for AUTO's cost model; until then, "
-             "and with off, AUTO runs on the CPU unless --auto_opencl_min_bytes is given");
+             "`on`: right after startup, a background thread measures AUTO's cost model (at most "
+             "2 s of measuring; program builds not counted): each OpenCL device's upload and "
+             "download rates, fixed cost per request, copy and scatter kernel rates, and oneTBB's "
+             "copy and scatter rates and fixed cost at `--worker_threads`; logged as one "
+             "`{\"event\":\"calibration\",...}` line and exported on `/metrics`. AUTO then runs "
+             "each request where its predicted time is least (docs/backends.md). Until it ends, "
+             "and with `off`, AUTO runs on the CPU");
 TENSORD_FLAG(int, opencl_unhealthy_seconds, 30,
-             "after a device fails, how long it is left alone before being tried again");
+             "a failed device is left alone this long; its requests are retried on the CPU; in "
+             "[0, 86400]");
 TENSORD_FLAG(int, inject_opencl_failures, 0,
-             "testing aid: the first N device executions fail as a broken device would");
+             "testing aid: the first N device executions fail like a broken device; in [0, 2^20]");
 TENSORD_FLAG(std::string, metrics_address, "127.0.0.1:9464",
-             "host:port of the Prometheus /metrics endpoint (port 0: any free port; "
-             "empty: no metrics). Loopback by default: a bare run exposes nothing; "
-             "Kubernetes sets the pod IP");
+             "Prometheus text format at `GET /metrics` (`:0` picks a port, printed as `tensord "
+             "metrics on HOST:PORT`; empty: off); loopback unless told otherwise (the image: "
+             "`0.0.0.0:9464`; Kubernetes: the pod IP); port in [0, 65535]");
 TENSORD_FLAG(std::string, http_address, "0.0.0.0:8000",
-             "host:port of the Open Inference Protocol's (KServe v2) HTTP/REST API, as "
-             "Triton's (port 0: any free port; empty: none). HTTPS when --tls_cert_file is set, "
-             "with the gRPC port's certificate, key and client CA");
+             "the Open Inference Protocol (KServe v2) over HTTP/REST, as Triton serves it (`:0` "
+             "picks a port, printed as `tensord http on HOST:PORT`; empty: off); HTTPS when "
+             "`--tls_cert_file` is set (the gRPC port's certificate, key and client CA); port in "
+             "[0, 65535]");
 TENSORD_FLAG(int, max_connection_age_seconds, 0,
-             "close each client connection after about this long (gracefully: calls in "
-             "flight finish), so clients balancing over DNS re-resolve and reach replicas "
-             "added since; 0: never");
+             "close each client connection after about this long (gracefully), so DNS-balancing "
+             "clients re-resolve and find new replicas (Kubernetes: 300); in [0, 2147483]");
 TENSORD_FLAG(int, max_concurrent_streams, 128,
              "calls open at once on one client connection (HTTP/2 "
-             "SETTINGS_MAX_CONCURRENT_STREAMS); more wait in the client");
+             "`SETTINGS_MAX_CONCURRENT_STREAMS`), in [1, 65536]");
 TENSORD_FLAG(int, max_connection_idle_seconds, 600,
-             "close a client connection with no call open for this long (gracefully); "
-             "0: never");
+             "close a client connection with no call open this long (gracefully); 0: never; in "
+             "[0, 86400]");
 TENSORD_FLAG(bool, echo, false,
-             "load-test baseline: Run answers zero-filled outputs of the right shape at "
-             "once, without executing; other methods are UNIMPLEMENTED");
+             "load-test baseline: `Run` answers zero-filled outputs of the right shape at once; "
+             "nothing is executed, logged or counted; other methods are UNIMPLEMENTED");
 // Transport security (docs/security.md; server/security/security.h).
 TENSORD_FLAG(std::string, tls_cert_file, "",
-             "PEM certificate chain: serve TLS only on --address (reloaded when the file changes)");
-TENSORD_FLAG(std::string, tls_key_file, "", "PEM private key of --tls_cert_file (unencrypted)");
+             "PEM certificate chain (its key: `--tls_key_file`): `--address` serves TLS only "
+             "(reloaded when the files change; docs/security.md)");
+TENSORD_FLAG(std::string, tls_key_file, "",
+             "PEM unencrypted private key of `--tls_cert_file` (reloaded with it)");
 TENSORD_FLAG(std::string, tls_client_ca_file, "",
-             "PEM CA certificates: require client certificates that chain to them (mutual TLS)");
+             "PEM CA certificates: every client must present a certificate signed by one (mutual "
+             "TLS)");
 TENSORD_FLAG(std::string, auth_token_file, "",
-             "accepted bearer tokens, one NAME:TOKEN (or TOKEN) a line; calls to TensorOp without "
-             "one are UNAUTHENTICATED; reread on change and on SIGHUP (needs TLS)");
+             "accepted bearer tokens, one `NAME:TOKEN` (or bare `TOKEN`) a line; calls to "
+             "TensorOp without a valid `authorization: Bearer` are UNAUTHENTICATED; reread on "
+             "change and on SIGHUP; needs TLS");
 TENSORD_FLAG(std::string, reflection, "auth",
-             "server reflection: on (open to all), off, or auth (needs a token when "
-             "--auth_token_file is set)");
-TENSORD_FLAG(std::string, health_address, "",
-             "host:port of a second, plaintext listener serving only grpc.health.v1 (for kubelet "
-             "probes when --address is TLS); empty: none");
-TENSORD_FLAG(int64_t, max_memory_bytes, 0,
-             "bytes every call together may hold (requests, outputs, answers waiting to be "
-             "sent); past it calls are RESOURCE_EXHAUSTED (0: half the memory the process may "
-             "use: the cgroup limit, else physical RAM)");
-TENSORD_FLAG(int64_t, buffer_pool_bytes, -1,
-             "bytes of large (4 MiB and more) freed output buffers kept for reuse, so the next "
-             "call writes into resident pages instead of faulting in fresh zeroed ones; "
-             "reserved in --max_memory_bytes, freed first when a call needs the room and after "
-             "10 s unused (-1: a quarter of --max_memory_bytes; 0: none)");
+             "server reflection: `on` (open to all), `off`, or `auth` (needs a token when "
+             "`--auth_token_file` is set, else open)");
+TENSORD_FLAG_SHOWN(std::string, health_address, "", "(none)",
+                   "a second, plaintext listener serving only `grpc.health.v1` with the same "
+                   "statuses, for kubelet probes when `--address` is TLS (`:0` picks a port, "
+                   "printed as `tensord health on HOST:PORT`)");
+TENSORD_FLAG_SHOWN(int64_t, max_memory_bytes, 0, "half the memory the process may use",
+                   "bytes all calls together may hold (requests as received and parsed, output "
+                   "buffers, answers waiting to be sent, streamed results, RunBidi windows); a "
+                   "call that would pass it is RESOURCE_EXHAUSTED naming the flag. Default: half "
+                   "the cgroup's `memory.max` (v1: `memory.limit_in_bytes`) when set, else half "
+                   "the physical RAM (also for 0); printed at startup as "
+                   "`{\"event\":\"memory_budget\",...}`");
+TENSORD_FLAG_SHOWN(int64_t, buffer_pool_bytes, -1, "a quarter of `--max_memory_bytes`",
+                   "bytes of large (4 MiB and more, whole 2 MiB huge pages) freed output buffers "
+                   "kept for the next call of the same rounded size, which then writes into "
+                   "resident pages instead of faulting in fresh zeroed ones (on a 256 MiB result "
+                   "that costs more than the copy itself); every kept byte is reserved in "
+                   "`--max_memory_bytes` and freed first when a call needs the room, and a buffer "
+                   "unused for 10 s is freed, so an idle server gives the memory back; -1: the "
+                   "default; 0: none (`tensorop_buffer_pool_bytes`, "
+                   "`tensorop_buffer_pool_reuses_total`, "
+                   "`tensorop_buffer_pool_allocations_total`)");
 TENSORD_FLAG(int, idle_timeout_seconds, 60,
-             "a call whose client sends nothing (RunChunked upload) or takes nothing (answers, "
-             "result parts) this long is cancelled and its memory freed; 0: never");
+             "a call whose client sends nothing (a RunChunked upload before its half-close) or "
+             "takes nothing (a unary answer, a result part, a RunBidi answer) this long is "
+             "cancelled (CANCELLED) and its memory freed; 0: never; in [0, 86400]");
 TENSORD_FLAG(int, opencl_max_wait_seconds, 30,
-             "how long an OPENCL request waits for a slot of a busy device before it ends "
-             "DEADLINE_EXCEEDED (0: it does not wait)");
+             "how long an OPENCL request waits for a slot of a busy device (or until its own "
+             "deadline, or its cancellation): past it DEADLINE_EXCEEDED naming the wait and this "
+             "flag; 0: no waiting; in [0, 86400]");
 TENSORD_FLAG(int, shared_memory_idle_seconds, 300,
-             "a shared memory region no request used for this long is unmapped, so a client "
-             "that died leaves no mapping behind; 0: never");
+             "a shared memory region no request used this long is unmapped (a client that died "
+             "leaves no mapping behind); 0: never; in [0, 86400]");
 TENSORD_FLAG(bool, shared_memory_remote, false,
-             "let clients that are not on this host (neither a Unix socket nor a loopback "
-             "address) register shared memory regions: off, since a remote client did not make "
-             "the objects in this host's /dev/shm and could only map other processes' memory");
+             "let clients that are not on this host (neither the Unix socket nor a loopback "
+             "address) register shared memory regions; off, since a remote client did not make "
+             "the objects in this host's `/dev/shm` and could only map other processes' memory "
+             "(`PERMISSION_DENIED`)");
 
 TENSORD_FLAG(int, handle_ttl_seconds, 600,
-             "a handle (Put, OutputDesc.keep) nobody used for this long is released; in "
-             "[1, 86400]");
+             "a handle (`Put`, `OutputDesc.keep`) no call used this long is released; in [1, "
+             "86400]");
 TENSORD_FLAG(int, handle_max_ttl_seconds, 86400,
-             "the longest time to live a Put may ask for (longer is clamped); in [1, 2592000]");
-TENSORD_FLAG(int64_t, max_resident_bytes_per_client, -1,
-             "bytes of handles one client (its token or certificate identity, else its IP "
-             "address) may hold; RESOURCE_EXHAUSTED past it (-1: half of --max_memory_bytes; "
-             "0: no limit beyond --max_memory_bytes)");
+             "the longest time to live a `Put` may ask for (`ttl_seconds`; longer is clamped); in "
+             "[1, 2592000]");
+TENSORD_FLAG_SHOWN(int64_t, max_resident_bytes_per_client, -1, "half of `--max_memory_bytes`",
+                   "bytes of handles one client (its token name or certificate subject, else its "
+                   "IP address) may hold; past it `RESOURCE_EXHAUSTED` naming the flag; -1: the "
+                   "default; 0: no limit beyond `--max_memory_bytes`");
 TENSORD_FLAG(int64_t, max_handles_per_client, 100000,
-             "handles one client (as --max_resident_bytes_per_client counts clients) may hold, "
-             "each also taking 1 KiB of --max_memory_bytes for its bookkeeping; "
-             "RESOURCE_EXHAUSTED past it; in [1, 100000000]");
+             "handles one client (counted as for `--max_resident_bytes_per_client`) may hold; "
+             "past it `RESOURCE_EXHAUSTED` naming the flag; each handle also reserves 1 KiB of "
+             "`--max_memory_bytes` for its bookkeeping; in [1, 100000000]");
 TENSORD_FLAG(int, max_chain_steps, 64,
-             "the most steps a RunChain request may have; RESOURCE_EXHAUSTED past it; in "
-             "[1, 4096]");
-TENSORD_FLAG(std::string, advertise_address, "",
-             "host:port clients reach this server at, named in every handle's replica "
-             "(Kubernetes: $(POD_IP):50051); empty: the first --address, unless that is a "
-             "wildcard (0.0.0.0, [::]): then none, and clients send handle calls over their "
-             "target");
+             "the most steps a `RunChain` request may have; more is `RESOURCE_EXHAUSTED` naming "
+             "the flag; in [1, 4096]");
+TENSORD_FLAG_SHOWN(
+    std::string, advertise_address, "", "the first `--address`, unless a wildcard",
+    "`host:port` clients reach this server at, named in every handle's `replica`, "
+    "where clients send every call on the handle (Kubernetes: `$(POD_IP):50051`); "
+    "by default the first `--address`, none when that is a wildcard (`0.0.0.0`, `[::]`); "
+    "without one, clients send handle calls over their target; at most 255 bytes");
 
 namespace tensorop::server {
 namespace {
@@ -203,6 +267,7 @@ constexpr int kMaxStreams = 65536;
 // What the command line said beyond the flag values themselves.
 struct Parsed {
   bool help = false;
+  bool help_markdown = false;
   bool version = false;
   // Every --address given, in order (the flag keeps only the last): tensord
   // listens on each.
@@ -251,8 +316,9 @@ absl::StatusOr<Parsed> ParseFlags(const std::vector<std::string>& args) {
   for (size_t i = 0; i < arguments.size(); ++i) {
     absl::string_view arg = arguments[i].text;
     const std::string origin = arguments[i].origin;
-    if (arg == "--help" || arg == "-h" || arg == "-help") {
+    if (arg == "--help" || arg == "-h" || arg == "-help" || arg == "--help=markdown") {
       parsed.help = true;
+      parsed.help_markdown = arg == "--help=markdown";
       return parsed;
     }
     if (arg == "--version" || arg == "-version") {
@@ -567,17 +633,84 @@ bool IsWildcardAddress(absl::string_view address) {
 
 const std::vector<std::string>& TensordFlagNames() { return DefinedFlagNames(); }
 
+namespace {
+
+constexpr absl::string_view kFlagfileHelp =
+    "read flags from a file, one `--name=value` per line, `#` comments; may repeat, later "
+    "flags win (Kubernetes mounts them from a ConfigMap)";
+
+// A flag's default as --help and docs/flags.md say it: its shown default,
+// else its value (as code in Markdown), sizes of whole MiB or GiB also in
+// those units.
+std::string ShownDefault(const std::string& name, const absl::CommandLineFlag& flag,
+                         bool markdown) {
+  auto shown = ShownDefaults().find(name);
+  if (shown != ShownDefaults().end()) return shown->second;
+  const std::string value = flag.DefaultValue();
+  if (value.empty()) return value;
+  const std::string code = markdown ? absl::StrCat("`", value, "`") : value;
+  int64_t bytes = 0;
+  if (absl::EndsWith(name, "_bytes") && absl::SimpleAtoi(value, &bytes) && bytes > 0) {
+    constexpr int64_t kMiB = int64_t{1} << 20;
+    constexpr int64_t kGiB = int64_t{1} << 30;
+    if (bytes % kGiB == 0) return absl::StrCat(code, " (", bytes / kGiB, " GiB)");
+    if (bytes % kMiB == 0) return absl::StrCat(code, " (", bytes / kMiB, " MiB)");
+  }
+  return code;
+}
+
+// `text` in lines of at most `width` characters (longer words alone), each
+// after `indent`.
+std::string Wrapped(absl::string_view text, absl::string_view indent, size_t width) {
+  std::string out;
+  size_t line = 0;
+  for (absl::string_view word : absl::StrSplit(text, ' ', absl::SkipEmpty())) {
+    if (line > 0 && line + 1 + word.size() > width) {
+      out += "\n";
+      line = 0;
+    }
+    if (line == 0) {
+      absl::StrAppend(&out, indent, word);
+      line = indent.size() + word.size();
+    } else {
+      absl::StrAppend(&out, " ", word);
+      line += 1 + word.size();
+    }
+  }
+  return out + "\n";
+}
+
+// A help text as a Markdown table cell in docs/: its guides named as links.
+std::string MarkdownCell(absl::string_view help) {
+  std::string cell = absl::StrReplaceAll(help, {{"|", "\\|"}});
+  static const std::regex kGuide(R"(docs/([a-z0-9-]+\.md))");
+  return std::regex_replace(cell, kGuide, "[$1]($1)");
+}
+
+}  // namespace
+
 std::string FlagsHelp() {
   std::string help = "usage: tensord [--flag=value ...]\n\n";
   for (const std::string& name : TensordFlagNames()) {
     const absl::CommandLineFlag* flag = absl::FindCommandLineFlag(name);
-    absl::StrAppend(&help, "  --", name, " (default ", flag->DefaultValue(), ")\n      ",
-                    flag->Help(), "\n");
+    const std::string shown = ShownDefault(name, *flag, false);
+    absl::StrAppend(&help, "  --", name,
+                    shown.empty() ? "" : absl::StrCat(" (default ", shown, ")"), "\n",
+                    Wrapped(flag->Help(), "      ", 80));
   }
-  absl::StrAppend(&help,
-                  "  --flagfile=PATH\n      reads flags from PATH, one --name=value per line "
-                  "(# comments); later flags win\n");
+  absl::StrAppend(&help, "  --flagfile=PATH\n", Wrapped(kFlagfileHelp, "      ", 80));
   return help;
+}
+
+std::string FlagsMarkdown() {
+  std::string table = "| flag | default | meaning |\n| --- | --- | --- |\n";
+  for (const std::string& name : TensordFlagNames()) {
+    const absl::CommandLineFlag* flag = absl::FindCommandLineFlag(name);
+    absl::StrAppend(&table, "| `--", name, "` | ", MarkdownCell(ShownDefault(name, *flag, true)),
+                    " | ", MarkdownCell(flag->Help()), " |\n");
+  }
+  absl::StrAppend(&table, "| `--flagfile` | | ", MarkdownCell(kFlagfileHelp), " |\n");
+  return table;
 }
 
 absl::StatusOr<ServerConfig> ConfigFromFlags(const std::vector<std::string>& args) {
@@ -586,6 +719,7 @@ absl::StatusOr<ServerConfig> ConfigFromFlags(const std::vector<std::string>& arg
   if (parsed.help || parsed.version) {
     ServerConfig config;
     config.help = parsed.help;
+    config.help_markdown = parsed.help_markdown;
     config.version = parsed.version;
     return config;
   }

@@ -25,6 +25,8 @@ struct ServerConfig {
   // --help was given (before any error): print FlagsHelp(), exit 0. Nothing
   // else below is set then.
   bool help = false;
+  // --help=markdown: FlagsMarkdown() instead.
+  bool help_markdown = false;
   // --version was given (likewise): print "tensord VERSION", exit 0.
   bool version = false;
   std::string address;                 // the first of `addresses`
@@ -69,6 +71,8 @@ const std::vector<std::string>& TensordFlagNames();
 
 // The --help text: every flag with its default and help, then --flagfile.
 std::string FlagsHelp();
+// The same as docs/flags.md's table (--help=markdown): one row a flag.
+std::string FlagsMarkdown();
 
 // "unix:" and "unix-abstract:" addresses (no port to report or check).
 bool IsUnixAddress(absl::string_view address);

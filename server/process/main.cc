@@ -44,7 +44,7 @@ int Main(int argc, char** argv) {
       ConfigFromFlags(std::vector<std::string>(argv + 1, argv + argc));
   if (!parsed.ok()) return UsageError(parsed.status().message());
   if (parsed->help) {
-    std::cout << FlagsHelp();
+    std::cout << (parsed->help_markdown ? FlagsMarkdown() : FlagsHelp());
     return 0;
   }
   if (parsed->version) {

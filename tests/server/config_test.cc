@@ -11,6 +11,8 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "absl/strings/string_view.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "proto/backend_name.h"
@@ -280,13 +282,36 @@ TEST(ConfigTest, FlagNamesAreTheDefinitionsInHelpOrder) {
                   "max_handles_per_client", "max_chain_steps", "advertise_address"));
   const std::string help = FlagsHelp();
   EXPECT_THAT(help, StartsWith("usage: tensord [--flag=value ...]\n\n  --address (default "
-                               "0.0.0.0:50051)\n      host:port to listen on"));
+                               "0.0.0.0:50051)\n      where to listen (`:0` picks a port;"));
   EXPECT_THAT(help, HasSubstr("  --metrics_address (default 127.0.0.1:9464)\n"));
+  // Defaults as a reader says them: whole MiB spelled out, computed ones in words.
+  EXPECT_THAT(help, HasSubstr("  --max_message_bytes (default 67108864 (64 MiB))\n"));
+  EXPECT_THAT(help, HasSubstr("  --worker_threads (default the number of cores)\n"));
   // Each flag's own entry (a help text may name another flag).
   EXPECT_LT(help.find("\n  --echo (default false)"), help.find("\n  --tls_cert_file (default"));
-  EXPECT_THAT(help, ::testing::EndsWith(
-                        "  --flagfile=PATH\n      reads flags from PATH, one --name=value per "
-                        "line (# comments); later flags win\n"));
+  EXPECT_THAT(help, HasSubstr("\n  --tls_cert_file\n"));  // no default
+  EXPECT_THAT(help, ::testing::EndsWith("  --flagfile=PATH\n      read flags from a file, one "
+                                        "`--name=value` per line, `#` comments; may\n      "
+                                        "repeat, later flags win (Kubernetes mounts them from a "
+                                        "ConfigMap)\n"));
+  // No line past 80 columns but a word longer than a line.
+  for (absl::string_view line : absl::StrSplit(help, '\n')) {
+    if (line.find(' ', 6) != absl::string_view::npos) {
+      EXPECT_LE(line.size(), 80u) << line;
+    }
+  }
+}
+
+// docs/flags.md's table, from the same texts: a row a flag, guides as links.
+TEST(ConfigTest, MarkdownHelpIsTheFlagsTable) {
+  const std::string table = FlagsMarkdown();
+  EXPECT_THAT(table, StartsWith("| flag | default | meaning |\n| --- | --- | --- |\n| "
+                                "`--address` | `0.0.0.0:50051` | where to listen"));
+  EXPECT_THAT(table, HasSubstr("| `--max_message_bytes` | `67108864` (64 MiB) | "));
+  EXPECT_THAT(table, HasSubstr("| `--worker_threads` | the number of cores | "));
+  EXPECT_THAT(table, HasSubstr("Unix domain socket ([colocated.md](colocated.md))"));
+  EXPECT_THAT(table, ::testing::EndsWith("(Kubernetes mounts them from a ConfigMap) |\n"));
+  EXPECT_EQ(std::count(table.begin(), table.end(), '\n'), TensordFlagNames().size() + 3);
 }
 
 // Handles name no replica for these (server.cc): no client can dial them.

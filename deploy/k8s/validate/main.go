@@ -535,7 +535,7 @@ func checkCompanion(p *problems, cid string, pod *corev1.PodSpec, c corev1.Conta
 // unknown one in the flag file stops tensord at startup.
 var tensordFlags, tensordFlagsErr = readTensordFlags()
 
-var tensordFlagLine = regexp.MustCompile(`(?m)^TENSORD_FLAG\(\s*[\w:]+\s*,\s*(\w+)\s*,`)
+var tensordFlagLine = regexp.MustCompile(`(?m)^TENSORD_FLAG(?:_SHOWN)?\(\s*[\w:]+\s*,\s*(\w+)\s*,`)
 
 // readTensordFlags finds server/process/config.cc in the working directory or the
 // nearest one above it (the repository root, or the module inside it under

@@ -441,7 +441,8 @@ func TestTensordFlagsAreReadFromTheirDefinitions(t *testing.T) {
 	if tensordFlagsErr != nil {
 		t.Fatal(tensordFlagsErr)
 	}
-	for _, name := range []string{"address", "metrics_address", "tls_cert_file", "shared_memory_idle_seconds"} {
+	for _, name := range []string{"address", "metrics_address", "tls_cert_file", "shared_memory_idle_seconds",
+		"worker_threads", "advertise_address"} { // the last two: TENSORD_FLAG_SHOWN
 		if !tensordFlags[name] {
 			t.Errorf("tensordFlags lacks %q", name)
 		}
