@@ -4,8 +4,8 @@
 # UndefinedBehaviorSanitizer,
 # the server's unit tests under ThreadSanitizer, each fuzz target for a bounded
 # time, then the public conformance cases through a real tensord with tensorctl,
-# the Python client's tests, the Kubernetes manifests' validation, and the
-# container image's build and test.
+# the Python client's tests, the Kubernetes manifests' validation, every example
+# in README.md and docs/, and the container image's build and test.
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 shared="$root/../shared"
@@ -81,6 +81,14 @@ echo "== python client and grpcurl (tests/python)"
 # The Kubernetes manifests: every overlay rendered and decoded strictly.
 echo "== kubernetes manifests (deploy/k8s)"
 "$root/scripts/k8s-validate.sh" || status=1
+
+# Every example in README.md and docs/ as written, against a real tensord on the
+# addresses the docs dial, outputs compared. Here, not in ctest: it needs the venv
+# and grpcurl that python-test.sh installs after the ctest suites, warm Go caches
+# for its scripts/k8s-validate.sh example, and its fixed ports (50051, 8000, 9464)
+# would collide with tests that ctest runs beside it.
+echo "== doc examples (scripts/run_doc_examples.py)"
+python3 "$root/scripts/run_doc_examples.py" --tensord "$root/build/bin/tensord" || status=1
 
 # The container image: built with podman, its tensord health-checked and run
 # against the public cases.
