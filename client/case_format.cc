@@ -212,20 +212,14 @@ absl::StatusOr<HostTensor> TensorFromJson(const Json& json) {
   return tensor;
 }
 
-absl::StatusOr<Case> CaseFromJson(const Json& json) {
+// The operator of a case or of one of its later steps (`first` false): its
+// op, attrs, inputs and outputs into `request`. A later step's "input" is
+// the output of the step before it: it names only its other inputs.
+absl::Status StepFromJson(const Json& json, bool first, v1::RunRequest* request) {
   if (!json.is_object()) {
     return absl::InvalidArgumentError(
-        absl::StrCat("a case is an object, got ", DescribeJson(json)));
+        absl::StrCat("a step is an object, got ", DescribeJson(json)));
   }
-  Case c;
-  ASSIGN_OR_RETURN(const Json* name, Required(json, "name"));
-  if (!name->is_string() || name->get_ref<const std::string&>().empty()) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("name: expected a non-empty string, got ", DescribeJson(*name)));
-  }
-  c.name = name->get<std::string>();
-  c.request.set_id(c.name);
-
   ASSIGN_OR_RETURN(const Json* op, Required(json, "op"));
   if (!op->is_string()) {
     return absl::InvalidArgumentError(
@@ -233,12 +227,20 @@ absl::StatusOr<Case> CaseFromJson(const Json& json) {
   }
   auto attrs = json.find("attrs");
   RETURN_IF_ERROR(SetAttrs(op->get_ref<const std::string&>(),
-                           attrs == json.end() ? nullptr : &*attrs, &c.request));
+                           attrs == json.end() ? nullptr : &*attrs, request));
 
-  ASSIGN_OR_RETURN(const Json* inputs, Required(json, "inputs"));
+  static const Json kNoInputs = Json::object();
+  const Json* inputs = &kNoInputs;
+  if (first || json.contains("inputs")) {
+    ASSIGN_OR_RETURN(inputs, Required(json, "inputs"));
+  }
   if (!inputs->is_object()) {
     return absl::InvalidArgumentError(
         absl::StrCat("inputs: expected an object, got ", DescribeJson(*inputs)));
+  }
+  if (!first && inputs->contains("input")) {
+    return absl::InvalidArgumentError(
+        "inputs.input: a later step's input is the output of the step before it (\"from\")");
   }
   for (const auto& [input_name, input] : inputs->items()) {
     // {"handle": "ID"}: a tensor that stays on the server (tensorctl put).
@@ -249,12 +251,12 @@ absl::StatusOr<Case> CaseFromJson(const Json& json) {
             absl::StrCat("inputs.", input_name, ": a handle input is {\"handle\": \"ID\"}, got ",
                          DescribeJson(input)));
       }
-      (*c.request.mutable_inputs())[input_name].mutable_handle()->set_id(id.get<std::string>());
+      (*request->mutable_inputs())[input_name].mutable_handle()->set_id(id.get<std::string>());
       continue;
     }
     absl::StatusOr<HostTensor> tensor = TensorFromJson(input);
     if (!tensor.ok()) return Within(absl::StrCat("inputs.", input_name, ": "), tensor.status());
-    v1::Tensor& wire = (*c.request.mutable_inputs())[input_name];
+    v1::Tensor& wire = (*request->mutable_inputs())[input_name];
     wire.set_dtype(tensor->dtype);
     wire.mutable_sizes()->Add(tensor->sizes.begin(), tensor->sizes.end());
     wire.mutable_strides()->Add(tensor->strides.begin(), tensor->strides.end());
@@ -269,7 +271,49 @@ absl::StatusOr<Case> CaseFromJson(const Json& json) {
     for (size_t i = 0; i < outputs->size(); ++i) {
       absl::StatusOr<v1::OutputDesc> desc = OutputDescFromJson((*outputs)[i]);
       if (!desc.ok()) return Within(absl::StrCat("outputs[", i, "]: "), desc.status());
-      *c.request.add_outputs() = *std::move(desc);
+      *request->add_outputs() = *std::move(desc);
+    }
+  }
+
+  return absl::OkStatus();
+}
+
+absl::StatusOr<Case> CaseFromJson(const Json& json) {
+  if (!json.is_object()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("a case is an object, got ", DescribeJson(json)));
+  }
+  Case c;
+  ASSIGN_OR_RETURN(const Json* name, Required(json, "name"));
+  if (!name->is_string() || name->get_ref<const std::string&>().empty()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("name: expected a non-empty string, got ", DescribeJson(*name)));
+  }
+  c.name = name->get<std::string>();
+  c.request.set_id(c.name);
+
+  RETURN_IF_ERROR(StepFromJson(json, /*first=*/true, &c.request));
+  if (auto then = json.find("then"); then != json.end()) {
+    if (!then->is_array() || then->empty()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("then: expected a list of steps, got ", DescribeJson(*then)));
+    }
+    for (size_t i = 0; i < then->size(); ++i) {
+      const Json& step = (*then)[i];
+      LaterStep later;
+      later.request.set_id(absl::StrCat(c.name, " then[", i, "]"));
+      absl::Status parsed = StepFromJson(step, /*first=*/false, &later.request);
+      if (parsed.ok() && step.contains("from")) {
+        const Json& from = step["from"];
+        if (!from.is_number_integer() || from.get<int64_t>() < 0 || from.get<int64_t>() > 1024) {
+          parsed = absl::InvalidArgumentError(
+              absl::StrCat("from: expected an output index, got ", DescribeJson(from)));
+        } else {
+          later.from = from.get<int>();
+        }
+      }
+      RETURN_IF_ERROR(Within(absl::StrCat("then[", i, "]."), parsed));
+      c.then.push_back(std::move(later));
     }
   }
 

@@ -17,6 +17,14 @@
 
 namespace tensorop::client {
 
+// A step after a case's first (the case's optional "then", tensorop's own
+// extension of the format: tests/conformance/README.md): an operator whose
+// "input" is output `from` of the step before it, its other inputs given.
+struct LaterStep {
+  v1::RunRequest request;  // without "input": the runner fills it in
+  int from = 0;
+};
+
 // One case, ready to send.
 struct Case {
   std::string name;
@@ -26,6 +34,8 @@ struct Case {
   v1::RunRequest request;
   // kOk when the case expects outputs, else the error code it expects.
   absl::StatusCode expected_error = absl::StatusCode::kOk;
+  // The steps after `request`, in order; the expectation is the last one's.
+  std::vector<LaterStep> then;
   // The expected outputs: logical values packed row-major (no strides), exactly
   // product(sizes) of them.
   std::vector<HostTensor> expected_outputs;

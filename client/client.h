@@ -284,6 +284,10 @@ v1::ChainStep ChainStepOf(const v1::RunRequest& request);
 // `request` as a chain of one step answering every output (split: one per
 // OutputDesc; the others: one), with its backend and device.
 v1::RunChainRequest OneStepChain(const v1::RunRequest& request);
+// `steps` (at least one) as one chain with the first's id, backend and device:
+// each later step reads its "input" from output `from[i - 1]` (missing: 0) of
+// the step before, and every output of the last step is answered.
+v1::RunChainRequest ChainOf(absl::Span<const v1::RunRequest> steps, absl::Span<const int> from);
 
 // Makes `tensor` name `handle` (its id, and its replica to route by), in
 // place of any data; its layout stays beside it.

@@ -105,15 +105,27 @@ v1::ChainStep ChainStepOf(const v1::RunRequest& request) {
 }
 
 v1::RunChainRequest OneStepChain(const v1::RunRequest& request) {
+  return ChainOf({&request, 1}, {});
+}
+
+v1::RunChainRequest ChainOf(absl::Span<const v1::RunRequest> steps, absl::Span<const int> from) {
   v1::RunChainRequest chain;
-  chain.set_id(request.id());
-  chain.set_backend(request.backend());
-  if (request.has_device_index()) chain.set_device_index(request.device_index());
-  *chain.add_steps() = ChainStepOf(request);
-  const int outputs = request.has_split() ? request.outputs_size() : 1;
+  const v1::RunRequest& first = steps.front();
+  chain.set_id(first.id());
+  chain.set_backend(first.backend());
+  if (first.has_device_index()) chain.set_device_index(first.device_index());
+  for (size_t i = 0; i < steps.size(); ++i) {
+    v1::ChainStep& step = *chain.add_steps() = ChainStepOf(steps[i]);
+    if (i == 0) continue;
+    v1::StepOutput& input = *(*step.mutable_inputs())["input"].mutable_step();
+    input.set_step(static_cast<int>(i) - 1);
+    input.set_output(i - 1 < from.size() ? from[i - 1] : 0);
+  }
+  const v1::RunRequest& last = steps.back();
+  const int outputs = last.has_split() ? last.outputs_size() : 1;
   for (int k = 0; k < outputs; ++k) {
     v1::ChainResult& result = *chain.add_results();
-    result.set_step(0);
+    result.set_step(static_cast<int>(steps.size()) - 1);
     result.set_output(k);
   }
   return chain;

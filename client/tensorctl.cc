@@ -1,4 +1,4 @@
-// tensorctl: runs conformance cases against a tensord. (About 630 lines, past
+// tensorctl: runs conformance cases against a tensord. (About 670 lines, past
 // the project's ~600: one program's usage, flags and one short function per
 // command, kept in one file so the usage text and its parser change together.)
 //
@@ -22,9 +22,11 @@
 // --handles every case goes through handles (client.h: RunWithHandles): each
 // input is Put, the op runs on the handles with every output kept, the
 // outputs are Fetched (with the case's output strides) and every handle is
-// Released. With --chain every case is a one-step RunChain answering every
-// output (client.h: OneStepChain). run --keep keeps every output on the
-// server and prints its handle in place of its data.
+// Released. With --chain every case is one RunChain of its steps answering
+// every output of the last (client.h: ChainOf); without, a case with later
+// steps ("then": tests/conformance/README.md) runs them one call each, the
+// output before fed in as bytes. run --keep keeps every output of a case's
+// last step on the server and prints its handle in place of its data.
 //
 // Handles: put uploads every input of each case (the inputs of case files, as
 // run sends them) and prints one line per input, "CASE:INPUT ID {handle}";
@@ -104,7 +106,7 @@ constexpr absl::string_view kUsage =
     "  tensorctl handles --target ADDR\n"
     "run, conformance: --shared_memory sends inputs and outputs through a shared memory region;\n"
     "  --handles Puts each input, runs on the handles keeping every output, Fetches the\n"
-    "  outputs and Releases every handle. --chain runs each case as a one-step RunChain.\n"
+    "  outputs and Releases every handle. --chain runs each case's steps as one RunChain.\n"
     "  run --keep: outputs stay on the server; prints\n"
     "  their handles in place of their data.\n"
     "put: every input of every case in PATH; one line per input: CASE:INPUT ID {handle}.\n"
@@ -409,6 +411,44 @@ absl::StatusOr<Result> Call(Client& client, ProgressLine& progress, CallStyle st
   return result;
 }
 
+// A case's steps in `style`: with --chain one RunChain; else its first step,
+// then each later one with its "input" the output before it (as bytes) in a
+// call of its own. `keep` keeps the last step's outputs.
+absl::StatusOr<Result> RunSteps(Client& client, ProgressLine& progress, CallStyle style,
+                                v1::Backend backend, bool keep, const Case& c) {
+  std::vector<v1::RunRequest> steps = {c.request};
+  std::vector<int> from;
+  for (const LaterStep& later : c.then) {
+    steps.push_back(later.request);
+    from.push_back(later.from);
+  }
+  for (v1::RunRequest& step : steps) step.set_backend(backend);
+  if (keep) KeepOutputs(steps.back());
+  if (style == CallStyle::kChain && steps.size() > 1) {
+    progress.Start();
+    absl::StatusOr<Result> result = client.RunChain(ChainOf(steps, from));
+    progress.Stop();
+    return result;
+  }
+  ASSIGN_OR_RETURN(Result result, Call(client, progress, style, steps.front()));
+  for (size_t i = 1; i < steps.size(); ++i) {
+    const int output = from[i - 1];
+    if (output >= static_cast<int>(result.outputs.size())) {
+      return absl::InvalidArgumentError(absl::StrCat("then[", i - 1, "].from is ", output,
+                                                     " but the step before has ",
+                                                     result.outputs.size(), " outputs"));
+    }
+    HostTensor& previous = result.outputs[output];
+    v1::Tensor& input = (*steps[i].mutable_inputs())["input"];
+    input.set_dtype(previous.dtype);
+    input.mutable_sizes()->Add(previous.sizes.begin(), previous.sizes.end());
+    input.mutable_strides()->Add(previous.strides.begin(), previous.strides.end());
+    input.set_data(std::move(previous.data));
+    ASSIGN_OR_RETURN(result, Call(client, progress, style, steps[i]));
+  }
+  return result;
+}
+
 int RunCases(const Flags& flags, const std::vector<LoadedCase>& cases) {
   ProgressLine progress;
   ClientOptions options;
@@ -427,10 +467,7 @@ int RunCases(const Flags& flags, const std::vector<LoadedCase>& cases) {
           absl::StrCat("invalid case: ", loaded.parsed.status().message()));
       mismatch = std::string(result.status().message());
     } else {
-      v1::RunRequest request = loaded.parsed->request;
-      request.set_backend(flags.backend);
-      if (flags.keep) KeepOutputs(request);
-      result = Call(client, progress, flags.style, request);
+      result = RunSteps(client, progress, flags.style, flags.backend, flags.keep, *loaded.parsed);
       if (conformance) mismatch = FindMismatch(*loaded.parsed, result);
       unreachable |= result.status().code() == absl::StatusCode::kUnavailable;
     }
@@ -457,6 +494,11 @@ int Encode(const Flags& flags, const std::vector<LoadedCase>& cases) {
     if (!loaded.parsed.ok()) {
       std::fprintf(stderr, "tensorctl: invalid case %s: %s\n", loaded.name.c_str(),
                    std::string(loaded.parsed.status().message()).c_str());
+      return kExitFailure;
+    }
+    if (!loaded.parsed->then.empty()) {
+      std::fprintf(stderr, "tensorctl: case %s has %zu later steps; encode takes one request\n",
+                   loaded.name.c_str(), loaded.parsed->then.size());
       return kExitFailure;
     }
     v1::RunRequest request = loaded.parsed->request;

@@ -57,7 +57,7 @@ echo "== fuzz (scripts/fuzz.sh)"
 "$root/scripts/fuzz.sh" 30
 
 # The public cases through the real server, as a user would run them.
-echo "== conformance (release tensord, both backends, unary, streamed, through handles and as chains)"
+echo "== conformance (public cases and tests/conformance: release tensord, both backends, unary, streamed, through handles and as chains)"
 log="$(mktemp)"
 "$root/build/bin/tensord" --address=127.0.0.1:0 --metrics_address=127.0.0.1:0 --http_address= >"$log" 2>&1 &
 server=$!
@@ -68,7 +68,7 @@ for backend in cpu opencl; do
   for mode in "" "--stream" "--handles" "--chain"; do
     echo "-- tensorctl conformance --backend $backend $mode"
     "$root/build/bin/tensorctl" conformance --target "127.0.0.1:$port" --backend "$backend" \
-      $mode "$shared/conformance/cases" || status=1
+      $mode "$shared/conformance/cases" "$root/tests/conformance" || status=1
   done
 done
 kill -TERM "$server"

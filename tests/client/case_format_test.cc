@@ -23,6 +23,7 @@ namespace tensorop::client {
 namespace {
 
 using ::tensorop::testing::StatusIs;
+using ::testing::ElementsAre;
 using ::testing::Eq;
 using ::testing::HasSubstr;
 
@@ -295,6 +296,46 @@ TEST(CaseFromJsonTest, SendsInputsWithTheWrongCountAsWritten) {
 absl::StatusOr<Case> CaseWith(absl::string_view fields) {
   return OneCase(
       absl::StrCat(R"({"name": "a/b", )", fields, R"(, "expect": {"error": "INTERNAL"}})"));
+}
+
+// tensorop's extension: later steps reading the output before them.
+TEST(CaseFromJsonTest, LaterStepsReadTheOutputBeforeThem) {
+  ASSERT_OK_AND_ASSIGN(const Case c, CaseWith(R"("op": "split", "attrs": {"axis": 0},
+      "inputs": {"input": {"dtype": "int32", "sizes": [4], "data": [1,2,3,4]}},
+      "outputs": [{"sizes": [1]}, {"sizes": [3]}],
+      "then": [{"from": 1, "op": "slice", "outputs": [{"sizes": [2]}],
+                "attrs": {"offsets": [0], "window_sizes": [3], "window_strides": [-2]}},
+               {"op": "scatter_elements", "attrs": {"axis": 0},
+                "inputs": {"indices": {"dtype": "int64", "sizes": [1], "data": [0]},
+                           "updates": {"dtype": "int32", "sizes": [1], "data": [9]}}}])"));
+  ASSERT_EQ(c.then.size(), 2u);
+  EXPECT_EQ(c.then[0].from, 1);
+  EXPECT_EQ(c.then[0].request.id(), "a/b then[0]");
+  EXPECT_THAT(c.then[0].request.slice().window_strides(), ElementsAre(-2));
+  EXPECT_TRUE(c.then[0].request.inputs().empty());
+  EXPECT_EQ(c.then[1].from, 0);
+  EXPECT_TRUE(c.then[1].request.has_scatter_elements());
+  EXPECT_EQ(c.then[1].request.inputs().size(), 2u);  // indices, updates: "input" comes later
+}
+
+TEST(CaseFromJsonTest, RejectsMalformedLaterSteps) {
+  const std::string first = R"("op": "split", "attrs": {"axis": 0},
+      "inputs": {"input": {"dtype": "int32", "sizes": [1], "data": [1]}},
+      "outputs": [{"sizes": [1]}], )";
+  EXPECT_THAT(CaseWith(first + R"("then": [])"),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       Eq("then: expected a list of steps, got []")));
+  EXPECT_THAT(CaseWith(first + R"("then": [{"op": "split", "attrs": {"axis": 0}, "from": -1}])"),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       Eq("then[0].from: expected an output index, got -1")));
+  EXPECT_THAT(
+      CaseWith(first + R"("then": [{"op": "split", "attrs": {"axis": 0},
+          "inputs": {"input": {"dtype": "int32", "sizes": [1], "data": [1]}}}])"),
+      StatusIs(absl::StatusCode::kInvalidArgument,
+               HasSubstr("then[0].inputs.input: a later step's input is the output of the step "
+                         "before it")));
+  EXPECT_THAT(CaseWith(first + R"("then": [{"op": "transpose"}])"),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("then[0].op")));
 }
 
 TEST(CaseFromJsonTest, AnInputMayNameAHandle) {

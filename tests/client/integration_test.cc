@@ -43,6 +43,7 @@ using ::tensorop::testing::StatusIs;
 using ::tensorop::testing::TempFiles;
 using ::tensorop::testing::TensorctlPath;
 using ::tensorop::testing::TensordProcess;
+using ::tensorop::testing::ViewCasesPath;
 using ::testing::AllOf;
 using ::testing::ElementsAre;
 using ::testing::Eq;
@@ -495,6 +496,24 @@ TEST_F(TensorctlTest, ConformancePassesEveryPublicCase) {
     SCOPED_TRACE(absl::StrJoin(command, " "));
     EXPECT_EQ(result.exit_code, 0) << result.out << result.err;
     EXPECT_THAT(Lines(result.out), ElementsAre(summary));
+  }
+}
+
+// Cases of several steps, windows composed over padded, zero, permuted and
+// negative strides and scatters before and after them (tests/conformance/):
+// one RunChain with --chain (its windows fused into views), else a call per
+// step, through handles with --handles (kept windows are views).
+TEST_F(TensorctlTest, ViewCasesPassInEveryStyleOnBothBackends) {
+  for (const char* backend : {"cpu", "opencl"}) {
+    for (const char* style : {"--stream", "--shared_memory", "--handles", "--chain"}) {
+      const std::vector<std::string> command = {
+          TensorctlPath(), "conformance", "--target", server_->target(),
+          "--backend",     backend,       style,      ViewCasesPath()};
+      const CommandResult result = RunCommand(command);
+      SCOPED_TRACE(absl::StrJoin(command, " "));
+      EXPECT_EQ(result.exit_code, 0) << result.out << result.err;
+      EXPECT_THAT(Lines(result.out), ElementsAre("conformance: 7 passed, 0 failed"));
+    }
   }
 }
 

@@ -18,6 +18,7 @@ namespace tensorop::testing {
 std::string TensordPath() { return TENSOROP_TENSORD_PATH; }
 std::string TensorctlPath() { return TENSOROP_TENSORCTL_PATH; }
 std::string ConformanceCasesDir() { return TENSOROP_CONFORMANCE_DIR; }
+std::string ViewCasesPath() { return TENSOROP_VIEW_CASES_PATH; }
 
 namespace {
 

@@ -70,6 +70,8 @@ std::string TensordPath();
 std::string TensorctlPath();
 // The directory of the public conformance cases (../shared/conformance/cases).
 std::string ConformanceCasesDir();
+// The project's own cases of several steps (tests/conformance/views.json).
+std::string ViewCasesPath();
 
 }  // namespace tensorop::testing
 

@@ -1,0 +1,188 @@
+#!/usr/bin/env python3
+"""Writes views.json: cases whose steps chain window operators (Slice,
+StridedSlice, Split) over padded, broadcast (zero), permuted and reversed
+(negative) strides, with ScatterElements before and after windows. Their
+expectations come from the NumPy reference below (OPERATORS.md's formulas),
+not from tensord. Run: build/python-venv/bin/python tests/conformance/make_view_cases.py
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+from numpy.lib.stride_tricks import as_strided
+
+NAMES = {np.float64: "float64", np.float32: "float32", np.float16: "float16", np.int64: "int64",
+         np.int32: "int32", np.int16: "int16", np.int8: "int8", np.uint8: "uint8"}
+
+
+def tensor_json(buffer: np.ndarray, sizes: list[int], strides: list[int] | None = None) -> dict:
+    """A case tensor: `buffer` is the physical buffer, read through `strides`."""
+    out = {"dtype": NAMES[buffer.dtype.type], "sizes": sizes, "data": buffer.tolist()}
+    if strides is not None:
+        out["strides"] = strides
+    return out
+
+
+def logical(buffer: np.ndarray, sizes: list[int], strides: list[int] | None) -> np.ndarray:
+    if strides is None:
+        return buffer.reshape(sizes).copy()
+    item = buffer.itemsize
+    return as_strided(buffer, shape=sizes, strides=[s * item for s in strides]).copy()
+
+
+def slice_op(x: np.ndarray, offsets, window_sizes, window_strides, sizes) -> np.ndarray:
+    # start = offset + (stride < 0 ? window - 1 : 0); output[c] = input[start + stride * c]
+    index = [o + (w - 1 if s < 0 else 0) + s * np.arange(n)
+             for o, w, s, n in zip(offsets, window_sizes, window_strides, sizes)]
+    return x[np.ix_(*index)]
+
+
+def split_op(x: np.ndarray, axis: int, sizes_along: list[int]) -> list[np.ndarray]:
+    return np.split(x, np.cumsum(sizes_along)[:-1], axis=axis)
+
+
+def scatter_op(x: np.ndarray, indices: np.ndarray, updates: np.ndarray, axis: int) -> np.ndarray:
+    out = x.copy()
+    for c in np.ndindex(indices.shape):
+        k = int(indices[c])
+        if k < 0:
+            k += x.shape[axis]
+        target = list(c)
+        target[axis] = k
+        out[tuple(target)] = updates[c]
+    return out
+
+
+def expect(*outputs: np.ndarray) -> dict:
+    return {"outputs": [{"dtype": NAMES[o.dtype.type], "sizes": list(o.shape),
+                         "data": o.reshape(-1).tolist()} for o in outputs]}
+
+
+def slice_attrs(offsets, window_sizes, window_strides) -> dict:
+    return {"offsets": offsets, "window_sizes": window_sizes, "window_strides": window_strides}
+
+
+def cases() -> list[dict]:
+    made = []
+
+    # Rows reversed, then every other column: two windows, one copy.
+    buf = np.arange(1, 17, dtype=np.float32)
+    x = logical(buf, [4, 4], None)
+    a = slice_op(x, [0, 0], [4, 4], [-1, 1], [4, 4])
+    b = slice_op(a, [0, 0], [4, 4], [1, 2], [4, 2])
+    made.append({
+        "name": "views/reversed_rows_then_every_other_column",
+        "source": "derived: two Slice windows composed (negative then positive strides)",
+        "op": "slice", "inputs": {"input": tensor_json(buf, [4, 4])},
+        "attrs": slice_attrs([0, 0], [4, 4], [-1, 1]), "outputs": [{"sizes": [4, 4]}],
+        "then": [{"op": "slice", "attrs": slice_attrs([0, 0], [4, 4], [1, 2]),
+                  "outputs": [{"sizes": [4, 2]}]}],
+        "expect": expect(b)})
+
+    # A padded input (rows 6 apart), a row window, then columns reversed by
+    # StridedSlice (all masks set, stride -1).
+    buf = np.arange(-8, 8, dtype=np.int16)
+    x = logical(buf, [3, 4], [6, 1])
+    a = slice_op(x, [1, 0], [2, 4], [1, 1], [2, 4])
+    b = a[:, ::-1]
+    made.append({
+        "name": "views/padded_rows_then_strided_slice_reversed_columns",
+        "source": "derived: Slice over padded strides, then StridedSlice stride -1 with masks",
+        "op": "slice", "inputs": {"input": tensor_json(buf, [3, 4], [6, 1])},
+        "attrs": slice_attrs([1, 0], [2, 4], [1, 1]), "outputs": [{"sizes": [2, 4]}],
+        "then": [{"op": "strided_slice",
+                  "attrs": {"begin": [0, 0], "end": [0, 0], "stride": [1, -1],
+                            "begin_mask": [1, 1], "end_mask": [1, 1]}}],
+        "expect": expect(b)})
+
+    # A broadcast input (stride 0: every row the same 4 bytes), split in two,
+    # the second part windowed with a reversed row stride.
+    buf = np.array([10, 20, 30, 40], dtype=np.uint8)
+    x = logical(buf, [3, 4], [0, 1])
+    parts = split_op(x, 0, [1, 2])
+    b = slice_op(parts[1], [0, 1], [2, 3], [-1, 2], [2, 2])
+    made.append({
+        "name": "views/broadcast_rows_split_then_reversed_window",
+        "source": "derived: Split over a zero stride, then Slice of its second output",
+        "op": "split", "inputs": {"input": tensor_json(buf, [3, 4], [0, 1])},
+        "attrs": {"axis": 0}, "outputs": [{"sizes": [1, 4]}, {"sizes": [2, 4]}],
+        "then": [{"from": 1, "op": "slice", "attrs": slice_attrs([0, 1], [2, 3], [-1, 2]),
+                  "outputs": [{"sizes": [2, 2]}]}],
+        "expect": expect(b)})
+
+    # A column-major input, three windows: columns reversed, every other row,
+    # then a 2x2 corner.
+    buf = np.arange(1, 10, dtype=np.float64) / 4
+    x = logical(buf, [3, 3], [1, 3])
+    a = slice_op(x, [0, 0], [3, 3], [1, -1], [3, 3])
+    b = slice_op(a, [0, 0], [3, 3], [2, 1], [2, 3])
+    c = slice_op(b, [0, 1], [2, 2], [1, 1], [2, 2])
+    made.append({
+        "name": "views/column_major_three_windows",
+        "source": "derived: three Slice windows composed over permuted strides",
+        "op": "slice", "inputs": {"input": tensor_json(buf, [3, 3], [1, 3])},
+        "attrs": slice_attrs([0, 0], [3, 3], [1, -1]), "outputs": [{"sizes": [3, 3]}],
+        "then": [{"op": "slice", "attrs": slice_attrs([0, 0], [3, 3], [2, 1]),
+                  "outputs": [{"sizes": [2, 3]}]},
+                 {"op": "slice", "attrs": slice_attrs([0, 1], [2, 2], [1, 1]),
+                  "outputs": [{"sizes": [2, 2]}]}],
+        "expect": expect(c)})
+
+    # ScatterElements after windows: its input is a reversed inner window.
+    buf = np.arange(16, dtype=np.int32)
+    x = logical(buf, [4, 4], None)
+    a = slice_op(x, [1, 1], [3, 3], [-1, -1], [3, 3])
+    indices = np.array([[2], [0], [1]], dtype=np.int64)
+    updates = np.array([[100], [200], [300]], dtype=np.int32)
+    b = scatter_op(a, indices, updates, 1)
+    made.append({
+        "name": "views/scatter_after_a_reversed_window",
+        "source": "derived: ScatterElements whose input is a Slice with negative strides",
+        "op": "slice", "inputs": {"input": tensor_json(buf, [4, 4])},
+        "attrs": slice_attrs([1, 1], [3, 3], [-1, -1]), "outputs": [{"sizes": [3, 3]}],
+        "then": [{"op": "scatter_elements", "attrs": {"axis": 1},
+                  "inputs": {"indices": tensor_json(indices.reshape(-1), [3, 1]),
+                             "updates": tensor_json(updates.reshape(-1), [3, 1])}}],
+        "expect": expect(b)})
+
+    # Windows after ScatterElements: split, then a window of each part's rows.
+    buf = np.zeros(6, dtype=np.int8)
+    x = logical(buf, [2, 3], None)
+    indices = np.array([[1, 0, 1]], dtype=np.int32)
+    updates = np.array([[-1, -2, -3]], dtype=np.int8)
+    a = scatter_op(x, indices, updates, 0)
+    parts = split_op(a, 1, [2, 1])
+    b = slice_op(parts[0], [0, 0], [2, 2], [-1, -1], [2, 2])
+    made.append({
+        "name": "views/split_and_window_after_scatter",
+        "source": "derived: Split and Slice (negative strides) of a ScatterElements output",
+        "op": "scatter_elements", "attrs": {"axis": 0},
+        "inputs": {"input": tensor_json(buf, [2, 3]),
+                   "indices": tensor_json(indices.reshape(-1), [1, 3]),
+                   "updates": tensor_json(updates.reshape(-1), [1, 3])},
+        "then": [{"op": "split", "attrs": {"axis": 1},
+                  "outputs": [{"sizes": [2, 2]}, {"sizes": [2, 1]}]},
+                 {"op": "slice", "attrs": slice_attrs([0, 0], [2, 2], [-1, -1]),
+                  "outputs": [{"sizes": [2, 2]}]}],
+        "expect": expect(b)})
+
+    # A later step whose window does not fit the step before's output.
+    made.append({
+        "name": "views/invalid_window_past_the_step_before",
+        "source": "derived: the second Slice's window exceeds the first's output",
+        "op": "slice", "inputs": {"input": tensor_json(np.arange(16, dtype=np.float32), [4, 4])},
+        "attrs": slice_attrs([0, 0], [2, 4], [1, 1]), "outputs": [{"sizes": [2, 4]}],
+        "then": [{"op": "slice", "attrs": slice_attrs([0, 0], [3, 4], [1, 1]),
+                  "outputs": [{"sizes": [3, 4]}]}],
+        "expect": {"error": "INVALID_ARGUMENT"}})
+    return made
+
+
+if __name__ == "__main__":
+    path = Path(__file__).with_name("views.json")
+    # One case a line: a diff names the case that changed.
+    path.write_text("[\n" + ",\n".join(json.dumps(case) for case in cases()) + "\n]\n")
+    print(f"{path}: {len(cases())} cases")
