@@ -18,7 +18,8 @@ def human(n):
 
 
 def load(path):
-    runs = json.load(open(path))
+    """From a file's path, or the JSON already read."""
+    runs = path if isinstance(path, dict) else json.load(open(path))
     rows, auto = {}, {}
     for b in runs["benchmarks"]:
         if b.get("aggregate_name", "median") != "median":

@@ -8,8 +8,7 @@
 
     # peak client RSS (ru_maxrss of a child process) for a GiB-sized input,
     # result, or both, against the payload
-    # (--json: one JSON object instead, for bench/bulk/run.sh)
-    build/python-venv/bin/python bench/python_client.py --rss input|output|both [--gib 1] [--json]
+    build/python-venv/bin/python bench/python_client.py --rss input|output|both [--gib 1]
 
     # many small requests: Client.run one by one against run_many over RunBidi
     build/python-venv/bin/python bench/python_client.py --many 2000 [--window 32]
@@ -17,6 +16,10 @@
     # window steps on one 32 MiB tensor: four separate runs, put + kept runs +
     # fetch, one chain; and chains of 1 and 16 steps on a resident tensor
     build/python-venv/bin/python bench/python_client.py --chain [--rounds 3]
+
+Every mode takes --json [FILE]: the figures as one JSON object, on stdout (the
+lines above then go to stderr) or into FILE (for bench/bulk/run.sh and
+bench/run-all.sh).
 
 Rounds alternate raw and client calls on the same server: grpcio sending the
 request pre-serialized to Run (one message each way), grpcio sending it
@@ -49,6 +52,12 @@ from tensorop_client import AsyncClient, Client, Result, Step, make_request
 from tensorop_client._proto import tensorop_pb2 as pb
 
 REPO = Path(__file__).resolve().parents[1]
+# Where the human-readable lines go: stderr when the JSON object takes stdout.
+_human = sys.stdout
+
+
+def say(*args: object, **kwargs: object) -> None:
+    print(*args, file=_human, **kwargs)  # type: ignore[call-overload]
 LISTENING = re.compile(r"tensord listening on (\S+:\d+)")
 RUN = "/tensorop.v1.TensorOp/Run"
 RUN_CHUNKED = "/tensorop.v1.TensorOp/RunChunked"
@@ -73,7 +82,7 @@ def slice_all(n: int) -> tuple[str, dict, dict, list]:
     return "slice", {"offsets": [0], "window_sizes": [n], "window_strides": [1]}, {}, [(n,)]
 
 
-def round_trip(target: str, mib: float, rounds: int, calls: int) -> None:
+def round_trip(target: str, mib: float, rounds: int, calls: int) -> dict:
     n = int(mib * (1 << 20)) // 4
     x = np.arange(n, dtype=np.float32)
     op, attrs, _, outputs = slice_all(n)
@@ -142,14 +151,14 @@ def round_trip(target: str, mib: float, rounds: int, calls: int) -> None:
                     call()
                     times[name].append(time.perf_counter() - start)
             medians = {name: statistics.median(t[-calls:]) for name, t in times.items()}
-            print(
+            say(
                 f"round {r + 1}: "
                 + ", ".join(f"{name} {m * 1e3:.1f} ms" for name, m in medians.items())
                 + f"; raw / client {medians['raw'] / medians['client']:.2f}",
                 flush=True,
             )
         medians = {name: statistics.median(t) for name, t in times.items()}
-        print(
+        say(
             f"{mib:g} MiB in + {mib:g} MiB out, median of {len(times['raw'])} calls each: "
             f"raw grpcio Run {medians['raw'] * 1e3:.1f} ms, "
             f"raw grpcio RunChunked {medians['raw_chunked'] * 1e3:.1f} ms, "
@@ -164,9 +173,11 @@ def round_trip(target: str, mib: float, rounds: int, calls: int) -> None:
         # Check the answer once, byte for byte.
         out = client.run(op, {"input": x}, attrs, outputs, backend="cpu").outputs[0]
         assert np.array_equal(out.view(np.uint32), x.view(np.uint32))
+    return {"mode": "round_trip", "mib": mib, "rounds": rounds, "calls": calls,
+            "seconds": medians}
 
 
-def many(target: str, count: int, window: int) -> None:
+def many(target: str, count: int, window: int) -> dict:
     """`count` small slices (4 KiB in, 64 bytes out): one Client.run after
     another, against run_many over RunBidi (sync and async)."""
     x = np.arange(1024, dtype=np.float32)
@@ -196,12 +207,15 @@ def many(target: str, count: int, window: int) -> None:
             return seconds
 
     pipelined_async = asyncio.run(run_async())
-    print(
+    say(
         f"{count} small slices: Client.run one by one {count / sequential:.0f}/s, "
         f"run_many(window={window}) {count / pipelined:.0f}/s "
         f"({sequential / pipelined:.2f}x), AsyncClient.run_many {count / pipelined_async:.0f}/s "
         f"({sequential / pipelined_async:.2f}x)"
     )
+    return {"mode": "many", "count": count, "window": window,
+            "seconds": {"sequential": sequential, "run_many": pipelined,
+                        "async_run_many": pipelined_async}}
 
 
 def rss_child(target: str, kind: str, gib: int) -> None:
@@ -235,7 +249,7 @@ def rss_child(target: str, kind: str, gib: int) -> None:
     print(f"{base} {peak} {seconds}")
 
 
-def rss(target: str, kind: str, gib: int, as_json: bool) -> None:
+def rss(target: str, kind: str, gib: int) -> dict:
     child = subprocess.run(
         [sys.executable, __file__, "--target", target, "--rss-child", kind, "--gib", str(gib)],
         capture_output=True,
@@ -244,16 +258,14 @@ def rss(target: str, kind: str, gib: int, as_json: bool) -> None:
     )
     base, peak, seconds = child.stdout.split()
     payload = gib << 30
-    if as_json:
-        print(json.dumps({"kind": kind, "gib": gib, "seconds": float(seconds),
-                          "base_bytes": int(base), "peak_bytes": int(peak),
-                          "peak_per_payload": int(peak) / payload}))
-        return
-    print(
+    say(
         f"{gib} GiB {kind}: {float(seconds):.2f} s, peak client RSS {int(peak) / 2**30:.2f} GiB "
         f"= {int(peak) / payload:.2f}x the payload ({int(base) / 2**20:.0f} MiB before the call; "
         f"for 'both' the process holds the input and the result, 2x by themselves)"
     )
+    return {"kind": kind, "gib": gib, "seconds": float(seconds),
+            "base_bytes": int(base), "peak_bytes": int(peak),
+            "peak_per_payload": int(peak) / payload}
 
 
 def resident_kib(pid: int | None) -> int | None:
@@ -266,7 +278,7 @@ def resident_kib(pid: int | None) -> int | None:
     return None
 
 
-def chain_steps(client: Client, rounds: int, server_pid: int | None) -> None:
+def chain_steps(client: Client, rounds: int, server_pid: int | None) -> dict:
     """Four whole-window Slices of a float32 [4096, 2048] (32 MiB): as four
     runs sending and returning the tensor, as put + four run(keep=True) +
     fetch, and as one chain (the tensor inline, the result back). Then chains
@@ -314,9 +326,9 @@ def chain_steps(client: Client, rounds: int, server_pid: int | None) -> None:
     rows = [("4 separate runs", best(separate)), ("put + 4 kept runs + fetch", best(kept)),
             ("one chain of the 4 steps", best(chained))]
     base = rows[0][1]
-    print("32 MiB, four Slice steps (best of %d)" % rounds)
+    say("32 MiB, four Slice steps (best of %d)" % rounds)
     for name, seconds in rows:
-        print(f"  {name:28s} {seconds * 1e3:7.1f} ms  {base / seconds:5.2f}x separate")
+        say(f"  {name:28s} {seconds * 1e3:7.1f} ms  {base / seconds:5.2f}x separate")
     resident = client.put(x)
     try:
         def on_resident(count: int):
@@ -326,7 +338,7 @@ def chain_steps(client: Client, rounds: int, server_pid: int | None) -> None:
         one, sixteen = best(on_resident(1)), best(on_resident(16))
     finally:
         resident.release()
-    print(f"  resident: chain of 1 step {one * 1e3:.1f} ms, of 16 steps {sixteen * 1e3:.1f} ms "
+    say(f"  resident: chain of 1 step {one * 1e3:.1f} ms, of 16 steps {sixteen * 1e3:.1f} ms "
           f"({sixteen / one:.2f}x), result kept")
 
     def kept_slice(tensor, window: list[int]) -> tuple[float, int | None]:
@@ -357,8 +369,13 @@ def chain_steps(client: Client, rounds: int, server_pid: int | None) -> None:
     finally:
         tiny.release()
     rss = "" if growth is None else f", server RSS {growth / 1024:+.1f} MiB"
-    print(f"  run(keep=True) of half a resident 1 GiB tensor: {seconds * 1e3:.2f} ms{rss}; "
-          f"of half a 16-byte one: {floor * 1e3:.2f} ms")
+    say(f"  run(keep=True) of half a resident 1 GiB tensor: {seconds * 1e3:.2f} ms{rss}; "
+        f"of half a 16-byte one: {floor * 1e3:.2f} ms")
+    return {"mode": "chain", "rounds": rounds,
+            "seconds": {"separate": rows[0][1], "kept": rows[1][1], "chain": rows[2][1],
+                        "resident_chain_1": one, "resident_chain_16": sixteen,
+                        "keep_half_of_1gib": seconds, "keep_half_of_16_bytes": floor},
+            "server_rss_growth_kib": growth}
 
 
 def main() -> None:
@@ -373,7 +390,8 @@ def main() -> None:
     parser.add_argument("--rss", choices=["input", "output", "both"])
     parser.add_argument("--rss-child", choices=["input", "output", "both"], help=argparse.SUPPRESS)
     parser.add_argument("--gib", type=int, default=1)
-    parser.add_argument("--json", action="store_true", help="--rss: print one JSON object")
+    parser.add_argument("--json", nargs="?", const="-", metavar="FILE",
+                        help="the figures as one JSON object, on stdout or into FILE")
     parser.add_argument("--many", type=int, help="time this many small requests instead")
     parser.add_argument("--window", type=int, default=32, help="run_many's window (--many)")
     parser.add_argument("--chain", action="store_true", help="time window steps (see above)")
@@ -388,16 +406,24 @@ def main() -> None:
         # calls are not bounded by it.
         limit = int((2 * args.mib + 2) * (1 << 20))
         process, target = start_tensord(args.tensord, f"--max_message_bytes={limit}")
+    global _human
+    if args.json == "-":
+        _human = sys.stderr
     try:
         if args.many:
-            many(target, args.many, args.window)
+            figures = many(target, args.many, args.window)
         elif args.chain:
             with Client(target, timeout=600) as client:
-                chain_steps(client, args.rounds, process.pid if process is not None else None)
+                figures = chain_steps(client, args.rounds,
+                                      process.pid if process is not None else None)
         elif args.rss:
-            rss(target, args.rss, args.gib, args.json)
+            figures = rss(target, args.rss, args.gib)
         else:
-            round_trip(target, args.mib, args.rounds, args.calls)
+            figures = round_trip(target, args.mib, args.rounds, args.calls)
+        if args.json == "-":
+            print(json.dumps(figures))
+        elif args.json:
+            Path(args.json).write_text(json.dumps(figures) + "\n")
     finally:
         if process is not None:
             process.terminate()

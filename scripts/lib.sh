@@ -192,10 +192,29 @@ bench_scratch() {
   trap bench_cleanup EXIT
 }
 bench_cleanup() {
+  stop_servers
+  rm -rf "$work"
+}
+# SIGTERM to each PID in $servers, each waited for; the list emptied.
+stop_servers() {
   local pid
   for pid in "${servers[@]}"; do
     kill -TERM "$pid" 2>/dev/null || true
     wait "$pid" 2>/dev/null || true
   done
-  rm -rf "$work"
+  servers=()
+}
+
+# The options of the load benchmarks (bench/load/): sets $rounds (--rounds N,
+# default 3) and $json_out (--json FILE, default none).
+bench_load_options() {
+  rounds=3
+  json_out=""
+  while [ "$#" -gt 0 ]; do
+    case "$1" in
+      --rounds) rounds="$2"; shift 2 ;;
+      --json) json_out="$2"; shift 2 ;;
+      *) echo "usage: $0 [--rounds N] [--json FILE]" >&2; exit 2 ;;
+    esac
+  done
 }

@@ -22,6 +22,7 @@
 #   bench/bulk/run.sh [--unary-mib "1 32"] [--stream-mib 256] [--upload-mib 1024]
 #                     [--python-mib 32] [--rss-gib 1] [--shm-mib 32] [--rounds 3]
 #                     [--no-python]                   (--rss-gib 0, --shm-mib 0: skip those)
+#                     [--json FILE]    also writes the figures to FILE (for bench/run-all.sh)
 #   TENSOROP_BIN=build-x/bin bench/bulk/run.sh    uses binaries already built there
 #
 # Prints the BENCHMARKS.md tables on stdout, the last one every target of the
@@ -40,6 +41,7 @@ rss_gib=1
 shm_mib=32
 rounds=3
 python=1
+json_out=""
 while [ "$#" -gt 0 ]; do
   case "$1" in
     --unary-mib) unary_mib="$2"; shift 2 ;;
@@ -50,8 +52,10 @@ while [ "$#" -gt 0 ]; do
     --shm-mib) shm_mib="$2"; shift 2 ;;
     --rounds) rounds="$2"; shift 2 ;;
     --no-python) python=0; shift ;;
+    --json) json_out="$2"; shift 2 ;;
     *) echo "usage: $0 [--unary-mib \"1 32\"] [--stream-mib N] [--upload-mib N]" \
-            "[--python-mib N] [--rss-gib N] [--shm-mib N] [--rounds N] [--no-python]" >&2
+            "[--python-mib N] [--rss-gib N] [--shm-mib N] [--rounds N] [--no-python]" \
+            "[--json FILE]" >&2
      exit 2 ;;
   esac
 done
@@ -178,6 +182,19 @@ median() { sort -g | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] 
 
 rows=()
 row() { local line="|" cell; for cell in "$@"; do line+=" $cell |"; done; rows+=("$line"); }
+# The same row's figures for --json, one object a line in $work/rows.jsonl:
+# scenario unit tensord bare target tensord_cpu_ms bare_cpu_ms tensord_rss bare_rss
+# (ratio: tensord's throughput over the baseline's; rss: peak per request in
+# flight over the payload).
+json_row() {
+  jq -nc --arg scenario "$1" --arg unit "$2" --argjson tensord "$3" --argjson bare "$4" \
+    --arg target "$5" --argjson tensord_cpu_ms "$6" --argjson bare_cpu_ms "$7" \
+    --argjson tensord_rss "$8" --argjson bare_rss "$9" \
+    '{scenario: $scenario, unit: $unit, tensord: $tensord, bare: $bare, ratio: ($tensord / $bare),
+      target: $target, tensord_cpu_ms: $tensord_cpu_ms, bare_cpu_ms: $bare_cpu_ms,
+      tensord_rss_per_payload: $tensord_rss, bare_rss_per_payload: $bare_rss,
+      rss_target: "≤ 1.25"}' >>"$work/rows.jsonl"
+}
 # The targets table: what is measured, its bound ("≥ 0.9", "≤ 1.25"), this
 # run's figure, and whether the figure keeps the bound.
 targets=()
@@ -241,6 +258,10 @@ round_trips() {  # method size_mib concurrency target label [order]
   [ -z "$4" ] || target "$5 (ghz -c $c): calls/s, tensord / bare" "$4" \
     "$(ratio "$tensord_rps" "$bare_rps")"
   rss_target "$5 (ghz -c $c)" "$tag" "$c" $((2 * bytes))
+  json_row "$5 (ghz -c $c, $calls calls)" calls/s "$tensord_rps" "$bare_rps" "$4" \
+    "$(cpu_ms "$tag.tensord.$tensord_round" "$calls")" "$(cpu_ms "$tag.bare.$bare_round" "$calls")" \
+    "$(rss_per_payload "$tag.tensord" "$c" $((2 * bytes)))" \
+    "$(rss_per_payload "$tag.bare" "$c" $((2 * bytes)))"
   row "$5 (ghz -c $c, $calls calls)" \
     "$(printf '%.1f' "$tensord_rps") calls/s" "$(printf '%.1f' "$bare_rps") calls/s" \
     "**$(ratio "$tensord_rps" "$bare_rps")**" "$4" \
@@ -290,6 +311,11 @@ streamed() {  # what label mode mib calls target [flag]
   echo "$bare_cpu" >"$work/$2.bare.cpu"
   [ -z "$6" ] || target "$1: GB/s, tensord / bare" "$6" "$(ratio "$bare_s" "$tensord_s")"
   rss_target "$1" "$2" 1 "$bytes"
+  json_row "$1 ($5 calls a round)" GB/s \
+    "$(awk -v b="$bytes" -v s="$tensord_s" 'BEGIN { printf "%.4f", b / s / 1e9 }')" \
+    "$(awk -v b="$bytes" -v s="$bare_s" 'BEGIN { printf "%.4f", b / s / 1e9 }')" "$6" \
+    "$(cpu_ms "$2.tensord" "$5")" "$(cpu_ms "$2.bare" "$5")" \
+    "$(rss_per_payload "$2.tensord" 1 "$bytes")" "$(rss_per_payload "$2.bare" 1 "$bytes")"
   row "$1 ($5 calls a round)" \
     "$(awk -v b="$bytes" -v s="$tensord_s" 'BEGIN { printf "%.2f GB/s", b / s / 1e9 }')" \
     "$(awk -v b="$bytes" -v s="$bare_s" 'BEGIN { printf "%.2f GB/s", b / s / 1e9 }')" \
@@ -394,3 +420,16 @@ echo
 echo "| measured | target | this run | |"
 echo "| --- | --- | --- | --- |"
 printf '%s\n' "${targets[@]}"
+
+if [ -n "$json_out" ]; then
+  # The Python parts, where they ran, as their own scripts wrote them.
+  for part in python rss shm; do
+    [ -s "$work/$part.json" ] || echo null >"$work/$part.json"
+  done
+  jq -s --arg tree "$(git -C "$root" rev-parse --short HEAD 2>/dev/null || echo '?')" \
+    --argjson rounds "$rounds" \
+    --slurpfile python "$work/python.json" --slurpfile rss "$work/rss.json" \
+    --slurpfile shm "$work/shm.json" \
+    '{tree: $tree, rounds: $rounds, rows: ., python: $python[0], rss: $rss[0], shm: $shm[0]}' \
+    "$work/rows.jsonl" >"$json_out"
+fi

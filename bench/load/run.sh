@@ -6,6 +6,9 @@
 #
 #   bench/load/run.sh                      builds release tensord/tensorctl in build/
 #   TENSOROP_BIN=build-x/bin bench/load/run.sh   uses binaries already built there
+#   bench/load/run.sh [--rounds N] [--json FILE]
+#       --rounds: unary rounds per server (default 3); --json: also writes the
+#       table's figures to FILE (for bench/run-all.sh)
 #
 # Not part of CI: on two cores shared by ghz and the server the figures are
 # noisy and the run takes minutes. Every scenario has a bounded request count.
@@ -13,6 +16,8 @@ set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 root="$(cd "$here/../.." && pwd)"
 . "$root/scripts/lib.sh"
+
+bench_load_options "$@"
 
 bin="$(bench_bin_dir "$root" tensord tensorctl)"
 ghz="$("$here/install-ghz.sh")"
@@ -74,7 +79,6 @@ load() {
 # Unary scenarios run against tensord and the echo baseline in alternating
 # rounds, so a slow spell of the shared machine hits both; the table takes each
 # server's median round.
-rounds=3
 compare() {  # label payload [ghz flags...]
   local label="$1" payload="$2"
   shift 2
@@ -119,9 +123,18 @@ cpu_us() {
   echo $(( ticks * 1000000 / ticks_per_second / calls / ${2:-1} ))
 }
 
-# One table row: what, server, report label, requests per call.
+# One table row: what, server, report label, requests per call. With --json
+# the same figures go to $work/rows.jsonl too.
 row() {
   local what="$1" server="$2" label="$3" per_call="${4:-1}" report="$work/$3.json"
+  jq -c --arg what "$what" --arg server "$server" --argjson per_call "$per_call" \
+    --argjson cpu_us "$(cpu_us "$label" "$per_call")" \
+    '{scenario: $what, server: $server, calls: .count, rps: .rps, requests_per_call: $per_call,
+      p50_ms: (.latencyDistribution[] | select(.percentage == 50) | .latency / 1e6),
+      p95_ms: (.latencyDistribution[] | select(.percentage == 95) | .latency / 1e6),
+      p99_ms: (.latencyDistribution[] | select(.percentage == 99) | .latency / 1e6),
+      errors: ([.statusCodeDistribution | to_entries[] | select(.key != "OK") | .value] | add // 0),
+      server_cpu_us: $cpu_us}' "$report" >>"$work/rows.jsonl"
   printf '| %s | %s | %s | %s | %s | %s | %s | %s | %s |\n' "$what" "$server" \
     "$(jq -r '.count' "$report")" "$(jq -r '.rps | round' "$report")" \
     "$(ms "$report" 50)" "$(ms "$report" 95)" "$(ms "$report" 99)" "$(errors "$report")" \
@@ -154,3 +167,7 @@ row "RunBidi, $bidi_messages small Slices per call (-c 8)" tensord bidi_slice_sm
 echo
 for ratio in "${ratios[@]}"; do echo "- $ratio"; done
 echo "- RunBidi: $(jq -r ".rps * $bidi_messages | round" "$work/bidi_slice_small.json") requests/s"
+if [ -n "$json_out" ]; then
+  jq -s --arg tree "$(git -C "$root" rev-parse --short HEAD 2>/dev/null || echo '?')" \
+    --argjson rounds "$rounds" '{tree: $tree, rounds: $rounds, rows: .}' "$work/rows.jsonl" >"$json_out"
+fi

@@ -6,6 +6,9 @@
 # and the ratio ModelInfer / Run in calls/s.
 #
 #   bench/load/v2_vs_native.sh       builds release tensord in build/ (or TENSOROP_BIN)
+#   bench/load/v2_vs_native.sh [--rounds N] [--json FILE]
+#       --rounds: rounds per API (default 3); --json: also writes the rows to
+#       FILE (for bench/run-all.sh)
 #
 # The payloads are serialized with the Python venv of scripts/python-test.sh
 # (build/python-venv: tensorop_client's and tritonclient's generated messages).
@@ -13,6 +16,8 @@ set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 root="$(cd "$here/../.." && pwd)"
 . "$root/scripts/lib.sh"
+
+bench_load_options "$@"
 
 bin="$(bench_bin_dir "$root" tensord)"
 ghz="$("$here/install-ghz.sh")"
@@ -68,7 +73,6 @@ load() {  # label call payload [ghz flags...]
     --max-recv-message-size=80MB --max-send-message-size=80MB \
     -O json -o "$work/$label.json" "$@" "127.0.0.1:$port"
 }
-rounds=3
 median() {  # label
   for round in $(seq 1 "$rounds"); do jq -r '.rps' "$work/$1.$round.json"; done |
     sort -g | sed -n "$(( (rounds + 1) / 2 ))p"
@@ -95,4 +99,10 @@ for what in small 1mib; do
   done
   printf '| %s | %.0f | %.0f | %.2f× | %s |\n' "$what" "$run" "$v2" \
     "$(jq -rn --argjson a "$v2" --argjson b "$run" '$a / $b')" "$errs"
+  jq -nc --arg what "$what" --argjson run "$run" --argjson v2 "$v2" --argjson errors "$errs" \
+    '{request: $what, run_rps: $run, model_infer_rps: $v2, errors: $errors}' >>"$work/rows.jsonl"
 done
+if [ -n "$json_out" ]; then
+  jq -s --arg tree "$(git -C "$root" rev-parse --short HEAD 2>/dev/null || echo '?')" \
+    --argjson rounds "$rounds" '{tree: $tree, rounds: $rounds, rows: .}' "$work/rows.jsonl" >"$json_out"
+fi
