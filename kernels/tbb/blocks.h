@@ -20,7 +20,7 @@ namespace tensorop::tbb_backend {
 // workers for a 1 MiB copy saves under 0.1 ms on an idle machine, and they
 // then spin and yield before sleeping: a server making 1 MiB calls used about
 // a quarter more CPU per call that way, CPU its clients' threads wanted
-// (BENCHMARKS.md, "Bulk data"). Concurrent requests keep the cores busy.
+// (bench/NOTES.md, "Bulk data"). Concurrent requests keep the cores busy.
 inline constexpr int64_t kSerialBytes = int64_t{1} << 20;
 // The bytes one block moves: large enough to amortise scheduling, small enough
 // that a stop request is noticed quickly and both cores get work.

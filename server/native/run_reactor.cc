@@ -38,7 +38,7 @@ namespace tensorop::server {
 // an outer Split) needs no kernel. When parsing and planning it is light work
 // (ParseReceivedRunIfLight) it is answered in the reaction with those bytes,
 // which spares it the hop to a worker and back: about 5 % of a 1 MiB call
-// when calls come one at a time (BENCHMARKS.md, "Bulk data"). A request of
+// when calls come one at a time (bench/NOTES.md, "Bulk data"). A request of
 // at most kParseInReactionBytes is parsed in the reaction too, and runs there
 // when its plan is a tiny copy on the CPU (PlanIfTiny); else a worker goes on.
 

@@ -56,7 +56,7 @@ struct PlannedRun {
 
 // The most input data, and output bytes, of a request that runs on the thread
 // that read it (PlanIfTiny): copying it takes a few microseconds, less than
-// handing it to a worker and back (BENCHMARKS.md, "RunBidi").
+// handing it to a worker and back (bench/NOTES.md, "RunBidi").
 inline constexpr int64_t kTinyRequestBytes = 16 << 10;
 // A request up to this size (Run, ModelInfer) is parsed by protobuf in the
 // reaction, to see whether it is tiny: a tiny request's data and as much

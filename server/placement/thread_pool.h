@@ -4,7 +4,7 @@
 // Why not oneTBB's arena for everything: its idle workers spin and yield for a
 // while after each task before they sleep. With a request every millisecond
 // (1 MiB calls) that spinning is a quarter of the server's CPU on a machine it
-// shares with its clients (BENCHMARKS.md, "Bulk data"). oneTBB stays for the
+// shares with its clients (bench/NOTES.md, "Bulk data"). oneTBB stays for the
 // parallel loops of large copies and for tasks that suspend while waiting for
 // a device (server/placement/scheduler.h).
 #ifndef TENSOROP_SERVER_PLACEMENT_THREAD_POOL_H_

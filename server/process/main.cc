@@ -74,7 +74,7 @@ int Main(int argc, char** argv) {
   // sum more than the server ever held at once: a 32 MiB round trip read
   // backwards at -c 2 peaked at 1.14-1.42x its payload per request with two
   // arenas, 1.07-1.09x with one; 1 MiB at -c 2 at 1.6-3.5x, 1.4-2.3x. Calls/s
-  // and CPU per call did not move, from small calls to 32 MiB (BENCHMARKS.md,
+  // and CPU per call did not move, from small calls to 32 MiB (bench/NOTES.md,
   // "One malloc arena"): small blocks stay in each thread's cache (glibc's
   // tcache), so the arena's lock is taken for large blocks only. A many-core
   // host that finds it contended sets GLIBC_TUNABLES=glibc.malloc.arena_max=N.
