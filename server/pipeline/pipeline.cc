@@ -39,6 +39,10 @@ using AdmitFn = std::function<absl::StatusOr<int64_t>(const ExecutionPlan& plan)
 // the others.
 using KeptOutputs = std::vector<std::shared_ptr<const ResidentTensor>>;
 
+// Where an output kept on a device "is" for `allocate`: it has no host bytes,
+// its answer is only its handle.
+std::byte on_device_output;
+
 // Whether a scatter of `plan` reads input `slot` as its indices or updates,
 // which device kernels address from their buffer's byte 0 (a view of a
 // device tensor past it is read from a host copy instead).
@@ -120,10 +124,8 @@ absl::StatusOr<bool> KeepAsViews(const v1::RunRequest& request, const PlannedRun
       return view.status();
     }
     made.push_back((*view)->id());
-    // A view on a device has no host bytes: the answer is only its handle.
-    static std::byte on_device;
     std::byte* bytes =
-        (*view)->on_device() ? &on_device : const_cast<std::byte*>((*view)->bytes().data());
+        (*view)->on_device() ? &on_device_output : const_cast<std::byte*>((*view)->bytes().data());
     RETURN_IF_ERROR(allocate(layouts[j], bytes).status());
     views.push_back(*std::move(view));
   }
@@ -230,8 +232,7 @@ absl::Status PlanAndExecute(const v1::RunRequest& request, const Limits& limits,
       elsewhere = pending[index].data();
       if (pinned >= 0) {  // stays on the device: no host buffer
         resident_outputs[index] = &pending[index].device_buffer()->buffer();
-        static std::byte on_device;
-        elsewhere = &on_device;
+        elsewhere = &on_device_output;
       }
     }
     ASSIGN_OR_RETURN(std::byte * output, allocate(layout, elsewhere));
