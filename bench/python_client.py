@@ -48,7 +48,7 @@ from pathlib import Path
 import grpc
 import numpy as np
 
-from tensorop_client import AsyncClient, Client, Result, Step, make_request
+from tensorop_client import AsyncClient, Client, Result, Step, TensorOpError, make_request
 from tensorop_client._proto import tensorop_pb2 as pb
 
 REPO = Path(__file__).resolve().parents[1]
@@ -371,11 +371,43 @@ def chain_steps(client: Client, rounds: int, server_pid: int | None) -> dict:
     rss = "" if growth is None else f", server RSS {growth / 1024:+.1f} MiB"
     say(f"  run(keep=True) of half a resident 1 GiB tensor: {seconds * 1e3:.2f} ms{rss}; "
         f"of half a 16-byte one: {floor * 1e3:.2f} ms")
-    return {"mode": "chain", "rounds": rounds,
-            "seconds": {"separate": rows[0][1], "kept": rows[1][1], "chain": rows[2][1],
-                        "resident_chain_1": one, "resident_chain_16": sixteen,
-                        "keep_half_of_1gib": seconds, "keep_half_of_16_bytes": floor},
+    figures = {"separate": rows[0][1], "kept": rows[1][1], "chain": rows[2][1],
+               "resident_chain_1": one, "resident_chain_16": sixteen,
+               "keep_half_of_1gib": seconds, "keep_half_of_16_bytes": floor}
+    figures.update(device_views(client, rounds))
+    return {"mode": "chain", "rounds": rounds, "seconds": figures,
             "server_rss_growth_kib": growth}
+
+
+def device_views(client: Client, rounds: int) -> dict:
+    """On the server's first OpenCL device, if it has one: run(keep=True) of
+    half the rows of a resident 256 MiB tensor (a view: no kernel) against the
+    same window reversed (a copy on the device, what every kept window cost
+    before views)."""
+    try:
+        big = client.put(np.ones((8192, 8192), dtype=np.float32), backend="opencl")
+    except TensorOpError as error:
+        say(f"  no OpenCL device to keep views on ({error})")
+        return {}
+
+    def kept(stride: int) -> float:
+        attrs = {"offsets": [0, 0], "window_sizes": [4096, 8192], "window_strides": [stride, 1]}
+        times = []
+        for _ in range(rounds):
+            start = time.perf_counter()
+            out = client.run("slice", {"input": big}, attrs, outputs=[(4096, 8192)], keep=True,
+                             backend="opencl").outputs[0]
+            times.append(time.perf_counter() - start)
+            out.release()
+        return min(times)
+
+    try:
+        view, copy = kept(1), kept(-1)
+    finally:
+        big.release()
+    say(f"  on OpenCL: run(keep=True) of half a resident 256 MiB tensor {view * 1e3:.2f} ms; "
+        f"reversed (a copy on the device) {copy * 1e3:.2f} ms ({copy / view:.0f}x)")
+    return {"device_keep_half_view": view, "device_keep_half_copy": copy}
 
 
 def main() -> None:
