@@ -322,9 +322,9 @@ TEST(CaseFromJsonTest, RejectsMalformedLaterSteps) {
   const std::string first = R"("op": "split", "attrs": {"axis": 0},
       "inputs": {"input": {"dtype": "int32", "sizes": [1], "data": [1]}},
       "outputs": [{"sizes": [1]}], )";
-  EXPECT_THAT(CaseWith(first + R"("then": [])"),
-              StatusIs(absl::StatusCode::kInvalidArgument,
-                       Eq("then: expected a list of steps, got []")));
+  EXPECT_THAT(
+      CaseWith(first + R"("then": [])"),
+      StatusIs(absl::StatusCode::kInvalidArgument, Eq("then: expected a list of steps, got []")));
   EXPECT_THAT(CaseWith(first + R"("then": [{"op": "split", "attrs": {"axis": 0}, "from": -1}])"),
               StatusIs(absl::StatusCode::kInvalidArgument,
                        Eq("then[0].from: expected an output index, got -1")));
