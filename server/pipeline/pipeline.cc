@@ -162,7 +162,14 @@ absl::Status PlanAndExecute(const v1::RunRequest& request, const Limits& limits,
   // another device come to host memory first.
   const int pinned = PinnedDevice(request, placement, *run);
   ASSIGN_OR_RETURN(const bool views, KeepAsViews(request, *run, pinned, handles, allocate, kept));
-  if (views) return absl::OkStatus();
+  if (views) {
+    if (pinned >= 0) {  // answered as where the views are: on the device
+      placement.device = Device::kOpenCl;
+      placement.device_index = pinned;
+      placement.label = handles->store->options().devices->Label(pinned);
+    }
+    return absl::OkStatus();
+  }
   const int64_t kept_bytes = KeptOutputBytes(request, run->plan.outputs);
   const int64_t output_bytes = TotalBytes(run->plan.outputs) -
                                SharedMemoryOutputBytes(request, run->plan.outputs) - kept_bytes;

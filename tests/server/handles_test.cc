@@ -648,6 +648,7 @@ TEST_F(DeviceHandlesTest, KeptWindowsOfADeviceTensorAreViewsThatStayOnTheDevice)
   v1::RunResponse response;
   ASSERT_THAT(Run(halves, &response), GrpcOk());
   ASSERT_EQ(response.outputs_size(), 2);
+  EXPECT_THAT(response.backend(), StartsWith("opencl:"));  // where the views are
   const v1::TensorHandle top = response.outputs(0).handle();
   const v1::TensorHandle bottom = response.outputs(1).handle();
   for (const v1::TensorHandle* view : {&top, &bottom}) {
