@@ -29,8 +29,17 @@ echo "k8s-validate: $("$go" version)"
 # time, the module cache after that. The sum pins the release's content.
 kserve_module=github.com/kserve/kserve@v0.15.2
 kserve_sum="h1:uph7Umk331fvBMrHHpTJNDt6+lf3IAuyiskaQw8wIAk="
-# Outside the validator's module: a download must not touch its go.mod.
-kserve_json="$(cd / && GOFLAGS= "$go" mod download -json "$kserve_module")"
+# Outside the validator's module: a download must not touch its go.mod. A failed
+# download says why in its JSON (stdout): printed, after three tries.
+for attempt in 1 2 3; do
+  if kserve_json="$(cd / && GOFLAGS= "$go" mod download -json "$kserve_module")"; then break; fi
+  if [ "$attempt" = 3 ]; then
+    echo "k8s-validate: go mod download $kserve_module failed:" >&2
+    echo "$kserve_json" >&2
+    exit 1
+  fi
+  sleep 2
+done
 if ! grep -qF "\"Sum\": \"$kserve_sum\"" <<<"$kserve_json"; then
   echo "k8s-validate: $kserve_module does not have the pinned sum $kserve_sum:" >&2
   echo "$kserve_json" >&2

@@ -84,9 +84,8 @@ echo "== kubernetes manifests (deploy/k8s)"
 
 # Every example in README.md and docs/ as written, against a real tensord on the
 # addresses the docs dial, outputs compared. Here, not in ctest: it needs the venv
-# and grpcurl that python-test.sh installs after the ctest suites, warm Go caches
-# for its scripts/k8s-validate.sh example, and its fixed ports (50051, 8000, 9464)
-# would collide with tests that ctest runs beside it.
+# and grpcurl that python-test.sh installs after the ctest suites, and its fixed
+# ports (50051, 8000, 9464) would collide with tests that ctest runs beside it.
 echo "== doc examples (scripts/run_doc_examples.py)"
 python3 "$root/scripts/run_doc_examples.py" --tensord "$root/build/bin/tensord" || status=1
 
