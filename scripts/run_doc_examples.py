@@ -1,6 +1,8 @@
 #!/usr/bin/env python3
 """Runs every example in README.md and docs/*.md against a real tensord, as
-written, and compares the outputs the docs show.
+written, and compares the outputs the docs show. (About 650 lines, past the
+project's ~600: one runner, its block parser, server and self-test, which change
+together.)
 
     scripts/run_doc_examples.py [--tensord PATH] [FILE...]   runs them (default: every page)
     scripts/run_doc_examples.py --self-test   shows that planted broken, hanging and

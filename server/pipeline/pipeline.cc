@@ -1,3 +1,6 @@
+// One request from plan to outputs (about 630 lines, past the project's ~600:
+// admission, views, device residency and execution share one reservation and
+// are read together; planning is already apart in plan.cc).
 #include "server/pipeline/pipeline.h"
 
 #include <algorithm>

@@ -1,3 +1,5 @@
+// The case format read into requests and expectations (about 660 lines: one
+// suite per reader, tensors, cases and later steps, kept with the format).
 #include "client/case_format.h"
 
 #include <bit>

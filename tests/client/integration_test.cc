@@ -1,7 +1,8 @@
 // The client and tensorctl against the real tensord: every public conformance
 // case through each of the four RPCs and through handles, compared exactly,
 // handles (Put, Fetch, Release, ListHandles, kept outputs), and tensorctl's
-// commands as a user runs them.
+// commands as a user runs them. (About 850 lines: one real tensord shared by
+// every test here, which a split would start once per file.)
 #include <netinet/in.h>
 #include <signal.h>
 #include <sys/socket.h>
