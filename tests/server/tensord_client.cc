@@ -6,6 +6,8 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdio>
+#include <fstream>
 #include <sstream>
 #include <thread>
 #include <utility>
@@ -232,6 +234,16 @@ std::string AwaitLogLine(const TensordProcess& server, const std::vector<std::st
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
+  // For the failure this empty line leads to: whether the server still runs (a
+  // crash under a sanitizer ends its log with the report) and what it logged last.
+  std::ifstream stat("/proc/" + std::to_string(server.pid()) + "/stat");
+  std::string pid, name, state;
+  stat >> pid >> name >> state;
+  const std::string log = server.Log();
+  const size_t tail = 16 * 1024;
+  std::fprintf(stderr, "AwaitLogLine: no line with every needle; tensord %s; its log's end:\n%s\n",
+               state.empty() || state == "Z" ? "has exited" : "still runs",
+               log.substr(log.size() > tail ? log.size() - tail : 0).c_str());
   return "";
 }
 
