@@ -1,4 +1,3 @@
-// (About 660 lines: one attack table, its rows sharing the attacker helpers.)
 // Hostile and faulty clients against a real tensord with a small memory budget
 // (issue 9, rows 1-7 and 12 of its attack table): each attack ends with its
 // documented status, the server's peak resident memory stays within its

@@ -7,7 +7,6 @@
 
 #include <chrono>
 #include <cstdio>
-#include <fstream>
 #include <sstream>
 #include <thread>
 #include <utility>
@@ -16,6 +15,8 @@
 #include <google/protobuf/io/zero_copy_stream_impl_lite.h>
 #include <google/protobuf/unknown_field_set.h>
 #include <httplib.h>
+
+#include "tests/support/proc_status.h"
 
 namespace tensorop::testing {
 
@@ -219,7 +220,9 @@ grpc::Status RawExchange(const std::shared_ptr<grpc::Channel>& channel, const st
 std::string AwaitLogLine(const TensordProcess& server, const std::vector<std::string>& needles) {
   // Bounded only so that a bug fails the test instead of hanging it; the line is
   // written as the call ends, so it normally is there on the first look.
-  for (int attempt = 0; attempt < 3000; ++attempt) {
+  bool exited = false;
+  for (int attempt = 0; attempt < 3000 && !exited; ++attempt) {
+    exited = ProcessHasExited(server.pid());  // before the read: that read is then the last
     std::istringstream log(server.Log());
     std::string line;
     while (std::getline(log, line)) {
@@ -232,17 +235,14 @@ std::string AwaitLogLine(const TensordProcess& server, const std::vector<std::st
       }
       if (all) return line;
     }
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    if (!exited) std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
   // For the failure this empty line leads to: whether the server still runs (a
   // crash under a sanitizer ends its log with the report) and what it logged last.
-  std::ifstream stat("/proc/" + std::to_string(server.pid()) + "/stat");
-  std::string pid, name, state;
-  stat >> pid >> name >> state;
   const std::string log = server.Log();
   const size_t tail = 16 * 1024;
   std::fprintf(stderr, "AwaitLogLine: no line with every needle; tensord %s; its log's end:\n%s\n",
-               state.empty() || state == "Z" ? "has exited" : "still runs",
+               exited ? "has exited" : "still runs",
                log.substr(log.size() > tail ? log.size() - tail : 0).c_str());
   return "";
 }

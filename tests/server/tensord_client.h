@@ -151,8 +151,8 @@ grpc::Status RawExchange(const std::shared_ptr<grpc::Channel>& channel, const st
                          const std::vector<std::string>& messages);
 
 // Waits until the server's log has a line containing every one of `needles`
-// and returns it, or returns "" after a generous wait (30 s), having printed
-// whether the server still runs and the end of its log.
+// and returns it, or returns "" once the server has exited or after a generous
+// wait (30 s), having printed which and the end of its log.
 std::string AwaitLogLine(const TensordProcess& server, const std::vector<std::string>& needles);
 
 }  // namespace tensorop::testing

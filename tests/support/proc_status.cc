@@ -24,4 +24,11 @@ int64_t ProcStatusBytes(pid_t pid, std::string_view field) {
   return -1;
 }
 
+bool ProcessHasExited(pid_t pid) {
+  std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
+  std::string id, name, state;  // "1234 (tensord) S ..."
+  stat >> id >> name >> state;
+  return state.empty() || state == "Z";
+}
+
 }  // namespace tensorop::testing
