@@ -95,14 +95,17 @@ class SharedMemoryRegistry::Region {
  public:
   // `mapping` (of `mapped_bytes`) starts at the page holding the object's
   // byte `offset`, where the region starts.
+  // `fd` (owned from here) is the object's, `object` its fstat when opened.
   Region(std::string name, std::string key, int64_t offset, int64_t byte_size, int fd,
-         void* mapping, int64_t mapped_bytes, MemoryBudget::Reservation reservation,
-         std::unique_ptr<WatchedMapping> watch)
+         const struct stat& object, void* mapping, int64_t mapped_bytes,
+         MemoryBudget::Reservation reservation, std::unique_ptr<WatchedMapping> watch)
       : name_(std::move(name)),
         key_(std::move(key)),
         offset_(offset),
         byte_size_(byte_size),
         fd_(fd),
+        device_(object.st_dev),
+        inode_(object.st_ino),
         mapping_(mapping),
         mapped_bytes_(mapped_bytes),
         base_(static_cast<std::byte*>(mapping) + (mapped_bytes - byte_size)),
@@ -137,13 +140,28 @@ class SharedMemoryRegistry::Region {
   }
   // Whether the object still holds every mapped byte: a client that shrank it
   // would make our reads fault (SIGBUS) past its new end.
+  // One fstat of the descriptor the region keeps.
   bool StillCovered() const {
     struct stat info {};
     return fstat(fd_, &info) == 0 && info.st_size - offset_ >= byte_size_;
   }
-  // Whether an access faulted since it was mapped (the object shrank while a
-  // request used it): its mapping now holds stand-in pages, not the object.
-  bool faulted() const { return watch_->faulted(); }
+  // Whether `object` (an fstat) is the object this region maps, by device and
+  // inode: a client that unlinks and re-creates its key makes a new one.
+  bool Maps(const struct stat& object) const {
+    return object.st_dev == device_ && object.st_ino == inode_;
+  }
+  // Whether the object shrank while a request used the region: an access
+  // past its new end faulted (the mapping now holds stand-in pages), or a
+  // request found it short once done (a truncation inside the last page
+  // faults nowhere: those bytes read as zeros and writes there are lost).
+  bool faulted() const { return watch_->faulted() || shrank_.load(std::memory_order_acquire); }
+  // Marks the region faulted, as a fault does, when the object no longer
+  // holds every mapped byte; whether it still does.
+  bool CheckCovered() {
+    if (StillCovered()) return true;
+    shrank_.store(true, std::memory_order_release);
+    return false;
+  }
 
  private:
   const std::string name_;
@@ -151,12 +169,15 @@ class SharedMemoryRegistry::Region {
   const int64_t offset_;
   const int64_t byte_size_;
   const int fd_;
+  const dev_t device_;
+  const ino_t inode_;
   void* const mapping_;
   const int64_t mapped_bytes_;
   std::byte* const base_;
   MemoryBudget::Reservation reservation_;
   std::unique_ptr<WatchedMapping> watch_;
   std::atomic<int> in_use_{0};
+  std::atomic<bool> shrank_{false};
   std::atomic<int64_t> last_used_ns_{absl::ToUnixNanos(absl::Now())};
 };
 
@@ -208,6 +229,30 @@ void SharedMemoryRegistry::Sweep() {
   }
 }
 
+namespace {
+
+// An object opened for a registration: its descriptor, closed unless a
+// region takes it, and its fstat.
+struct OpenedObject {
+  OpenedObject() = default;
+  OpenedObject(const OpenedObject&) = delete;
+  OpenedObject& operator=(const OpenedObject&) = delete;
+  ~OpenedObject() {
+    if (fd >= 0) close(fd);
+  }
+  int Take() { return std::exchange(fd, -1); }
+
+  int fd = -1;
+  struct stat info {};
+};
+
+// Why `region` no longer maps what the key names now (`object`, of which
+// bytes from `offset` on are to be mapped): empty when it still does.
+std::string ChangedSince(const SharedMemoryRegistry::Region& region, const OpenedObject& object,
+                         int64_t offset, absl::string_view key);
+
+}  // namespace
+
 absl::StatusOr<SharedMemoryRegistry::RegionInfo> SharedMemoryRegistry::Register(
     absl::string_view name, absl::string_view key, int64_t byte_size, int64_t offset,
     const SharedMemoryCaller& caller) {
@@ -240,23 +285,24 @@ absl::StatusOr<SharedMemoryRegistry::RegionInfo> SharedMemoryRegistry::Register(
         absl::StrCat("key: shared memory object ", Quoted(key),
                      " is mapped for another identity; register an object of your own"));
   };
+  // The same name, key, offset and size again: renewed when the region still
+  // maps the object the key names now, else mapped again (below).
+  std::shared_ptr<Region> existing;
   {
     std::lock_guard<std::mutex> lock(mutex_);
     if (taken_by_another()) return refuse_taken();
     if (auto found = regions_.find(id); found != regions_.end()) {
       Region& region = *found->second;
-      if (region.key() == bare && offset == region.offset() &&
-          (byte_size == 0 || byte_size == region.byte_size())) {
-        region.Touch();
-        return region.Info();
+      if (region.key() != bare || offset != region.offset() ||
+          (byte_size != 0 && byte_size != region.byte_size())) {
+        return absl::AlreadyExistsError(absl::StrCat(
+            "shared memory region ", Quoted(name), " is already registered with key ",
+            Quoted(region.key()),
+            region.offset() != 0 ? absl::StrCat(", offset ", region.offset()) : std::string(),
+            " and byte_size ", region.byte_size(), "; unregister it first"));
       }
-      return absl::AlreadyExistsError(absl::StrCat(
-          "shared memory region ", Quoted(name), " is already registered with key ",
-          Quoted(region.key()),
-          region.offset() != 0 ? absl::StrCat(", offset ", region.offset()) : std::string(),
-          " and byte_size ", region.byte_size(), "; unregister it first"));
-    }
-    if (static_cast<int>(regions_.size()) >= kMaxSharedMemoryRegions) {
+      existing = found->second;
+    } else if (static_cast<int>(regions_.size()) >= kMaxSharedMemoryRegions) {
       return absl::ResourceExhaustedError(
           absl::StrCat("at most ", kMaxSharedMemoryRegions,
                        " shared memory regions may be registered at once; unregister some"));
@@ -264,36 +310,78 @@ absl::StatusOr<SharedMemoryRegistry::RegionInfo> SharedMemoryRegistry::Register(
   }
 
   const std::string path = absl::StrCat(options_.directory, "/", bare);
+  OpenedObject object;
   // O_NOFOLLOW: a symbolic link in /dev/shm cannot point us elsewhere.
-  const int fd = open(path.c_str(), O_RDWR | O_CLOEXEC | O_NOFOLLOW);
-  if (fd < 0) {
+  object.fd = open(path.c_str(), O_RDWR | O_CLOEXEC | O_NOFOLLOW);
+  if (object.fd < 0) {
     const int error = errno;
-    const std::string what = absl::StrCat("key: cannot open shared memory object ", Quoted(key),
-                                          " (", path, "): ", std::strerror(error));
+    std::string what = absl::StrCat("key: cannot open shared memory object ", Quoted(key), " (",
+                                    path, "): ", std::strerror(error));
+    if (existing != nullptr) {
+      absl::StrAppend(&what, "; region ", Quoted(name),
+                      " still maps the object it named when it was registered");
+    }
     if (error == ENOENT) return absl::NotFoundError(what);
     if (error == EACCES || error == EPERM) return absl::PermissionDeniedError(what);
     return absl::InvalidArgumentError(what);
   }
-  struct stat info {};
-  if (fstat(fd, &info) != 0 || !S_ISREG(info.st_mode)) {
-    close(fd);
+  if (fstat(object.fd, &object.info) != 0 || !S_ISREG(object.info.st_mode)) {
     return absl::InvalidArgumentError(
         absl::StrCat("key: ", Quoted(key), " (", path, ") is not a shared memory object"));
   }
-  const int64_t object_size = static_cast<int64_t>(info.st_size);
+  const int64_t object_size = static_cast<int64_t>(object.info.st_size);
   if (offset > 0 && offset >= object_size) {
-    close(fd);
     return absl::InvalidArgumentError(absl::StrCat("offset: ", offset,
                                                    " is not inside shared memory object ",
                                                    Quoted(key), " of ", object_size, " bytes"));
   }
   const int64_t size = byte_size == 0 ? object_size - offset : byte_size;
   if (size == 0 || size > object_size - offset) {
-    close(fd);
     return absl::InvalidArgumentError(absl::StrCat(
         "byte_size: ", size, " bytes of shared memory object ", Quoted(key), " requested",
         offset != 0 ? absl::StrCat(" from offset ", offset) : std::string(), "; it has ",
         object_size, size == 0 ? " (an empty object cannot be mapped)" : ""));
+  }
+  // Whether the name's stale region was dropped for this one: a failure
+  // from here on leaves the name unregistered, and says so.
+  bool replaced = false;
+  auto failed = [&](const absl::Status& status) {
+    if (!replaced) return status;
+    return absl::Status(status.code(),
+                        absl::StrCat(status.message(), "; region ", Quoted(name),
+                                     " is no longer registered (its stale mapping was dropped)"));
+  };
+  if (existing != nullptr) {
+    const std::string why = ChangedSince(*existing, object, offset, key);
+    if (why.empty()) {
+      existing->Touch();
+      return existing->Info();
+    }
+    // The stale mapping goes first (its reservation with it), unless a
+    // request uses it: the new one is mapped only once it is gone.
+    std::shared_ptr<Region> retired;  // unmapped outside the lock
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      auto found = regions_.find(id);
+      if (found != regions_.end() && found->second != existing) {
+        return absl::AlreadyExistsError(
+            absl::StrCat("shared memory region ", Quoted(name),
+                         " was registered meanwhile; unregister it first"));
+      }
+      if (found != regions_.end()) {
+        if (const int in_use = existing->in_use(); in_use > 0) {
+          return absl::FailedPreconditionError(absl::StrCat(
+              why, "; the region is in use by ", in_use, in_use == 1 ? " request" : " requests",
+              " and keeps its mapping until they finish: register it again then"));
+        }
+        retired = std::move(found->second);
+        mapped_bytes_ -= retired->byte_size();
+        regions_.erase(found);
+      }
+    }
+    existing.reset();
+    retired.reset();
+    replaced = true;
   }
   // mmap's offset must be a multiple of the page size: map from the page
   // holding `offset`.
@@ -304,30 +392,26 @@ absl::StatusOr<SharedMemoryRegistry::RegionInfo> SharedMemoryRegistry::Register(
   if (options_.budget != nullptr) {
     absl::StatusOr<MemoryBudget::Reservation> reserved = options_.budget->TryReserve(
         size, absl::StrCat("mapping shared memory region ", Quoted(name)));
-    if (!reserved.ok()) {
-      close(fd);
-      return reserved.status();
-    }
+    if (!reserved.ok()) return failed(reserved.status());
     reservation = *std::move(reserved);
   }
-  void* base = mmap(nullptr, static_cast<size_t>(map_bytes), PROT_READ | PROT_WRITE, MAP_SHARED, fd,
-                    static_cast<off_t>(map_offset));
+  void* base = mmap(nullptr, static_cast<size_t>(map_bytes), PROT_READ | PROT_WRITE, MAP_SHARED,
+                    object.fd, static_cast<off_t>(map_offset));
   if (base == MAP_FAILED) {
     const int error = errno;
-    close(fd);
-    return absl::ResourceExhaustedError(absl::StrCat("cannot map ", size,
-                                                     " bytes of shared memory object ", Quoted(key),
-                                                     ": ", std::strerror(error)));
+    return failed(absl::ResourceExhaustedError(
+        absl::StrCat("cannot map ", size, " bytes of shared memory object ", Quoted(key), ": ",
+                     std::strerror(error))));
   }
   absl::StatusOr<std::unique_ptr<WatchedMapping>> watch =
       WatchedMapping::Watch(base, static_cast<size_t>(map_bytes));
   if (!watch.ok()) {
     munmap(base, static_cast<size_t>(map_bytes));
-    close(fd);
-    return watch.status();
+    return failed(watch.status());
   }
-  auto region = std::make_shared<Region>(std::string(name), bare, offset, size, fd, base, map_bytes,
-                                         std::move(reservation), *std::move(watch));
+  auto region =
+      std::make_shared<Region>(std::string(name), bare, offset, size, object.Take(), object.info,
+                               base, map_bytes, std::move(reservation), *std::move(watch));
   std::lock_guard<std::mutex> lock(mutex_);
   if (taken_by_another()) return refuse_taken();
   // Another call may have registered the name meanwhile: the first one wins.
@@ -339,6 +423,27 @@ absl::StatusOr<SharedMemoryRegistry::RegionInfo> SharedMemoryRegistry::Register(
   mapped_bytes_ += size;
   return region->Info();
 }
+
+namespace {
+
+std::string ChangedSince(const SharedMemoryRegistry::Region& region, const OpenedObject& object,
+                         int64_t offset, absl::string_view key) {
+  if (!region.Maps(object.info)) {
+    return absl::StrCat("shared memory object ", Quoted(key), " was re-created since region ",
+                        Quoted(region.name()), " mapped it");
+  }
+  if (region.faulted()) {
+    return absl::StrCat("shared memory object ", Quoted(key), " of region ", Quoted(region.name()),
+                        " shrank while a request used it");
+  }
+  if (static_cast<int64_t>(object.info.st_size) - offset < region.byte_size()) {
+    return absl::StrCat("shared memory object ", Quoted(key), " is now smaller than the ",
+                        region.byte_size(), " bytes region ", Quoted(region.name()), " maps");
+  }
+  return "";
+}
+
+}  // namespace
 
 absl::Status SharedMemoryRegistry::Unregister(absl::string_view name, absl::string_view owner) {
   std::shared_ptr<Region> dropped;  // unmapped outside the lock
@@ -402,6 +507,10 @@ absl::StatusOr<SharedMemoryRegistry::Pin> SharedMemoryRegistry::Acquire(absl::st
 
 bool SharedMemoryRegistry::Pin::faulted() const { return region_->faulted(); }
 
+bool SharedMemoryRegistry::Pin::StillIntact() const {
+  return !region_->faulted() && region_->CheckCovered();
+}
+
 int SharedMemoryRegistry::ExpireIdle(absl::Time now) {
   std::vector<std::shared_ptr<Region>> dropped;  // unmapped outside the lock
   {
@@ -438,7 +547,7 @@ int64_t SharedMemoryRegistry::expired_total() const {
 
 absl::Status CheckSharedMemoryIntact(const SharedMemoryPins& pins) {
   for (const SharedMemoryRegistry::Pin& pin : pins.pins) {
-    if (pin.faulted()) return ShrankWhileUsed(pin.key(), pin.name(), "");
+    if (!pin.StillIntact()) return ShrankWhileUsed(pin.key(), pin.name(), "");
   }
   return absl::OkStatus();
 }

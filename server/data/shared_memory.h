@@ -128,9 +128,16 @@ class SharedMemoryRegistry {
     const std::string& key() const;
     // The mapped bytes, byte_size of them.
     std::span<std::byte> bytes() const;
-    // Whether the object shrank under an access since it was mapped: the
-    // bytes read or written since were stand-ins (server/data/mapping_guard.h).
+    // Whether the object shrank under a request since it was mapped: an
+    // access faulted, so the bytes read or written since were stand-ins
+    // (server/data/mapping_guard.h), or a request found it short when done.
     bool faulted() const;
+    // Whether the object is still whole under the region: not faulted, and
+    // (one fstat of the descriptor the region keeps) still holding every
+    // mapped byte. A truncation inside the last page raises no fault (the
+    // cut bytes read as zeros, writes there are lost): an object found short
+    // here marks the region faulted, as a fault does.
+    bool StillIntact() const;
 
    private:
     friend class SharedMemoryRegistry;
@@ -148,7 +155,12 @@ class SharedMemoryRegistry {
   // of the object) as `name`; the region's byte 0 is the object's byte
   // `offset` (Triton's system shared memory registers such sub-ranges; the
   // native API always maps from 0). Registering a name again with the same
-  // key, offset and size renews it; with another, ALREADY_EXISTS.
+  // key, offset and size renews it while the region still maps the object
+  // the key names now (the same device and inode, not faulted, still
+  // covering the region); otherwise (the client unlinked and re-created the
+  // object, or it shrank) the stale mapping is replaced by one of the object
+  // now there, or, while a request uses the region, FAILED_PRECONDITION says
+  // why. With another key, offset or size, ALREADY_EXISTS.
   // INVALID_ARGUMENT for a bad name, key, offset or size (naming the field and
   // value), NOT_FOUND when the object does not exist, RESOURCE_EXHAUSTED past
   // the memory budget or kMaxSharedMemoryRegions.
@@ -216,7 +228,8 @@ absl::Status ResolveSharedMemoryInputs(const v1::RunRequest& request,
 
 // FAILED_PRECONDITION naming the region when an object in `pins` shrank
 // while the request read or wrote it (its results are not the client's
-// bytes): asked once the request's work is done.
+// bytes): asked once the request's work is done, one fstat per region
+// (Pin::StillIntact), which marks a region found short faulted.
 absl::Status CheckSharedMemoryIntact(const SharedMemoryPins& pins);
 
 // Where output `index` of `request`, of `layout`, is to be written: the region's

@@ -372,6 +372,147 @@ TEST_F(SharedMemoryTest, AnObjectShrunkWhileInUseFaultsTheRegionNotTheProcess) {
   EXPECT_EQ(static_cast<int>(again.bytes()[5]), 5);
 }
 
+// An object unlinked and made again under `key` (a new inode), `bytes` bytes
+// of `fill`, as a client does after its restart.
+void Recreate(const std::string& dir, const std::string& key, int64_t bytes, char fill) {
+  const std::string path = dir + "/" + key;
+  ASSERT_EQ(unlink(path.c_str()), 0);
+  const int fd = open(path.c_str(), O_CREAT | O_EXCL | O_RDWR, 0600);
+  ASSERT_GE(fd, 0);
+  const std::string data(static_cast<size_t>(bytes), fill);
+  ASSERT_EQ(write(fd, data.data(), data.size()), static_cast<ssize_t>(data.size()));
+  close(fd);
+}
+
+// Issue 42, item 9: a re-created object registered again kept the old
+// mapping (the unlinked inode) and answered OK.
+TEST_F(SharedMemoryTest, ARecreatedObjectRegisteredAgainIsMappedAgain) {
+  MakeObject("obj", 4096);
+  MemoryBudget budget(1 << 20);
+  SharedMemoryRegistry registry(Options(&budget));
+  ASSERT_OK(registry.Register("r", "obj", 0).status());
+  const std::byte* first = nullptr;
+  {
+    ASSERT_OK_AND_ASSIGN(SharedMemoryRegistry::Pin pin, registry.Acquire("r", "input"));
+    EXPECT_EQ(static_cast<int>(pin.bytes()[5]), 5);
+    first = pin.bytes().data();
+  }
+  // The same object again only renews: the mapping stays.
+  ASSERT_OK(registry.Register("r", "obj", 4096).status());
+  {
+    ASSERT_OK_AND_ASSIGN(SharedMemoryRegistry::Pin pin, registry.Acquire("r", "input"));
+    EXPECT_EQ(pin.bytes().data(), first);
+  }
+  Recreate(dir_, "obj", 4096, '\x5a');
+  ASSERT_OK_AND_ASSIGN(SharedMemoryRegistry::RegionInfo info, registry.Register("r", "/obj", 0));
+  EXPECT_EQ(info.byte_size, 4096);
+  {
+    ASSERT_OK_AND_ASSIGN(SharedMemoryRegistry::Pin pin, registry.Acquire("r", "input"));
+    EXPECT_EQ(static_cast<int>(pin.bytes()[5]), 0x5a);
+    EXPECT_EQ(static_cast<int>(pin.bytes()[4095]), 0x5a);
+    // A write lands in the object the client sees.
+    pin.bytes()[7] = std::byte{0x11};
+  }
+  {
+    const int fd = open((dir_ + "/obj").c_str(), O_RDONLY);
+    ASSERT_GE(fd, 0);
+    char byte = 0;
+    ASSERT_EQ(pread(fd, &byte, 1, 7), 1);
+    close(fd);
+    EXPECT_EQ(byte, '\x11');
+  }
+  // The old mapping is gone with its reservation: one region, its bytes once.
+  EXPECT_EQ(registry.regions(), 1);
+  EXPECT_EQ(registry.mapped_bytes(), 4096);
+  EXPECT_EQ(budget.reserved(), 4096);
+  // Re-created larger, byte_size 0 maps the whole new object.
+  Recreate(dir_, "obj", 8192, '\x33');
+  ASSERT_OK_AND_ASSIGN(info, registry.Register("r", "obj", 0));
+  EXPECT_EQ(info.byte_size, 8192);
+  EXPECT_EQ(registry.mapped_bytes(), 8192);
+  EXPECT_EQ(budget.reserved(), 8192);
+  // Unlinked and not made again: NOT_FOUND saying the region keeps what it maps.
+  ASSERT_EQ(unlink((dir_ + "/obj").c_str()), 0);
+  EXPECT_THAT(registry.Register("r", "obj", 0).status(),
+              StatusIs(absl::StatusCode::kNotFound,
+                       HasSubstr("key: cannot open shared memory object \"obj\"")));
+  EXPECT_THAT(registry.Register("r", "obj", 0).status(),
+              StatusIs(absl::StatusCode::kNotFound,
+                       HasSubstr("; region \"r\" still maps the object it named when it was "
+                                 "registered")));
+  ASSERT_OK_AND_ASSIGN(SharedMemoryRegistry::Pin pin, registry.Acquire("r", "input"));
+  EXPECT_EQ(static_cast<int>(pin.bytes()[8000]), 0x33);
+}
+
+// Issue 42, item 9: while a request uses the region its mapping stays; the
+// re-registration says why it cannot map the new object yet.
+TEST_F(SharedMemoryTest, ReRegisteringARecreatedObjectInUseIsRefused) {
+  MakeObject("obj", 4096);
+  MemoryBudget budget(1 << 20);
+  SharedMemoryRegistry registry(Options(&budget));
+  ASSERT_OK(registry.Register("r", "obj", 0).status());
+  {
+    ASSERT_OK_AND_ASSIGN(SharedMemoryRegistry::Pin pin, registry.Acquire("r", "input"));
+    Recreate(dir_, "obj", 4096, '\x5a');
+    EXPECT_THAT(registry.Register("r", "obj", 0).status(),
+                StatusIs(absl::StatusCode::kFailedPrecondition,
+                         HasSubstr("shared memory object \"obj\" was re-created since region "
+                                   "\"r\" mapped it; the region is in use by 1 request and "
+                                   "keeps its mapping until they finish: register it again then")));
+    // The request still reads what it was given.
+    EXPECT_EQ(static_cast<int>(pin.bytes()[5]), 5);
+    EXPECT_EQ(budget.reserved(), 4096);
+  }
+  ASSERT_OK(registry.Register("r", "obj", 0).status());
+  ASSERT_OK_AND_ASSIGN(SharedMemoryRegistry::Pin pin, registry.Acquire("r", "input"));
+  EXPECT_EQ(static_cast<int>(pin.bytes()[5]), 0x5a);
+  EXPECT_EQ(budget.reserved(), 4096);
+}
+
+// Issue 42, item 10: a truncation inside the last page faults nowhere (the
+// cut bytes read as zeros); the check after the request's work finds it.
+TEST_F(SharedMemoryTest, AnObjectShrunkInsideItsLastPageFailsTheIntactnessCheck) {
+  constexpr int64_t kBytes = 3 * 4096;
+  MakeObject("shrinks", kBytes);
+  SharedMemoryRegistry registry(Options());
+  ASSERT_OK(registry.Register("r", "shrinks", 0).status());
+  ASSERT_OK_AND_ASSIGN(SharedMemoryRegistry::Pin pin, registry.Acquire("r", "inputs"));
+  SharedMemoryPins pins;
+  pins.pins.push_back(std::move(pin));
+  ASSERT_OK(CheckSharedMemoryIntact(pins));
+  std::span<std::byte> bytes = pins.pins[0].bytes();
+  EXPECT_EQ(static_cast<int>(bytes[kBytes - 1]), (kBytes - 1) % 256);
+  ASSERT_EQ(truncate((dir_ + "/shrinks").c_str(), kBytes - 100), 0);
+  volatile std::byte* cut = bytes.data() + kBytes - 1;
+  EXPECT_EQ(static_cast<int>(*cut), 0);  // no SIGBUS, no stand-in: a zero
+  EXPECT_FALSE(pins.pins[0].faulted());
+  EXPECT_THAT(
+      CheckSharedMemoryIntact(pins),
+      StatusIs(absl::StatusCode::kFailedPrecondition,
+               HasSubstr("shared memory object \"shrinks\" of region \"r\" shrank while "
+                         "a request used it; unregister the region and register it again")));
+  // Marked as a fault marks it: every later use is refused.
+  EXPECT_TRUE(pins.pins[0].faulted());
+  EXPECT_THAT(registry.Acquire("r", "inputs[\"input\"].shared_memory").status(),
+              StatusIs(absl::StatusCode::kFailedPrecondition,
+                       HasSubstr("inputs[\"input\"].shared_memory: shared memory object "
+                                 "\"shrinks\" of region \"r\" shrank while a request used it")));
+  // While the request holds it, registering it again says why it cannot.
+  EXPECT_THAT(registry.Register("r", "shrinks", 0).status(),
+              StatusIs(absl::StatusCode::kFailedPrecondition,
+                       HasSubstr("of region \"r\" shrank while a request used it; the region is "
+                                 "in use by 1 request")));
+  pins.pins.clear();
+  // Then it maps the object as it is now.
+  ASSERT_OK_AND_ASSIGN(SharedMemoryRegistry::RegionInfo info, registry.Register("r", "shrinks", 0));
+  EXPECT_EQ(info.byte_size, kBytes - 100);
+  ASSERT_OK_AND_ASSIGN(SharedMemoryRegistry::Pin again, registry.Acquire("r", "inputs"));
+  EXPECT_FALSE(again.faulted());
+  SharedMemoryPins intact;
+  intact.pins.push_back(std::move(again));
+  ASSERT_OK(CheckSharedMemoryIntact(intact));
+}
+
 // Issue 36, item 9: with authentication, regions are private to an identity.
 TEST_F(SharedMemoryTest, RegionsOfOneIdentityAreInvisibleToAnother) {
   MakeObject("alice-secret", 4096);
