@@ -169,9 +169,10 @@ class Client {
   absl::StatusOr<HostTensor> Fetch(const v1::TensorHandle& handle,
                                    absl::Span<const int64_t> strides = {});
   absl::StatusOr<HostTensor> Fetch(const std::string& id, absl::Span<const int64_t> strides = {});
-  // Release: frees the handles, each on its replica (one call per replica;
-  // the first error, after trying every one); by ids alone, on whichever
-  // replica the target reaches. Unknown ids are ignored.
+  // Release: frees the handles, each on its replica (a call per replica and
+  // per kMaxReleaseIds ids; the first error, after trying every one); by ids
+  // alone, on whichever replica the target reaches. Unknown ids are ignored.
+  static constexpr size_t kMaxReleaseIds = 1000;  // per call, as the server takes
   absl::Status Release(absl::Span<const v1::TensorHandle> handles);
   absl::Status Release(const std::vector<std::string>& ids);
   // ListHandles: one page of the caller's handles (page_size 0: the server's

@@ -1,6 +1,7 @@
 // The handle calls (Release, ListHandles) and the helpers built on them that
 // run a request with its inputs put and its outputs kept, then fetched.
 #include <algorithm>
+#include <cstddef>
 #include <iterator>
 #include <map>
 
@@ -29,13 +30,18 @@ absl::Status Client::Release(const std::vector<std::string>& ids) {
 }
 
 absl::Status Client::ReleaseVia(const Route& route, const std::vector<std::string>& ids) {
-  grpc::ClientContext context;
-  RETURN_IF_ERROR(Prepare(context));
-  v1::ReleaseRequest request;
-  request.mutable_ids()->Assign(ids.begin(), ids.end());
-  v1::ReleaseResponse response;
-  const grpc::Status status = route.stub->Release(&context, request, &response);
-  if (!status.ok()) return Failed(status, route);
+  // The server takes at most kMaxReleaseIds ids a call.
+  for (size_t begin = 0; begin < ids.size() || begin == 0; begin += kMaxReleaseIds) {
+    const size_t end = std::min(ids.size(), begin + kMaxReleaseIds);
+    grpc::ClientContext context;
+    RETURN_IF_ERROR(Prepare(context));
+    v1::ReleaseRequest request;
+    request.mutable_ids()->Assign(ids.begin() + static_cast<std::ptrdiff_t>(begin),
+                                  ids.begin() + static_cast<std::ptrdiff_t>(end));
+    v1::ReleaseResponse response;
+    const grpc::Status status = route.stub->Release(&context, request, &response);
+    if (!status.ok()) return Failed(status, route);
+  }
   return absl::OkStatus();
 }
 

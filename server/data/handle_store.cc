@@ -108,11 +108,27 @@ HandleStore::~HandleStore() {
   if (sweeper_.joinable()) sweeper_.join();
   // Tensors still held by a call outlive the map, not the store: the server
   // destroys the store after its calls ended.
-  std::map<std::string, std::shared_ptr<ResidentTensor>, std::less<>> tensors;
+  TensorMap tensors;
   {
     std::lock_guard<std::mutex> lock(mutex_);
+    by_owner_.clear();
     tensors.swap(tensors_);
   }
+}
+
+void HandleStore::InsertLocked(std::shared_ptr<ResidentTensor> tensor) {
+  by_owner_.emplace(tensor->owner_, tensor->id_);
+  ++handle_counts_[tensor->on_device() ? 1 : 0];
+  const std::string& id = tensor->id_;
+  tensors_.emplace(id, std::move(tensor));
+}
+
+std::shared_ptr<ResidentTensor> HandleStore::TakeLocked(TensorMap::iterator* it) {
+  std::shared_ptr<ResidentTensor> tensor = std::move((*it)->second);
+  by_owner_.erase({tensor->owner_, tensor->id_});
+  --handle_counts_[tensor->on_device() ? 1 : 0];
+  *it = tensors_.erase(*it);
+  return tensor;
 }
 
 void HandleStore::Sweep() {
@@ -202,8 +218,11 @@ absl::StatusOr<HandleStore::Pending> HandleStore::Reserve(const HandleCaller& ca
   }
   auto tensor = std::make_shared<ResidentTensor>();
   // From here the charge gives everything back however this ends.
+  // Only an upload charged as written names itself again (in a refusal of a
+  // later chunk); a kept output's description is not kept with it.
   tensor->charge_ = std::make_unique<ResidentTensor::Charge>(
-      this, caller.name, bytes, on_device, std::move(reservation), std::string(what));
+      this, caller.name, bytes, on_device, std::move(reservation),
+      charge_as_written ? std::string(what) : std::string());
   if (on_device) {
     // Padding reads as zero, as in host memory.
     ASSIGN_OR_RETURN(tensor->device_,
@@ -239,8 +258,8 @@ absl::StatusOr<std::shared_ptr<const ResidentTensor>> HandleStore::MakeView(
     reservation = *std::move(reserved);
   }
   auto tensor = std::make_shared<ResidentTensor>();
-  tensor->charge_ = std::make_unique<ResidentTensor::Charge>(
-      this, caller.name, 0, on_device, std::move(reservation), std::string(what));
+  tensor->charge_ = std::make_unique<ResidentTensor::Charge>(this, caller.name, 0, on_device,
+                                                             std::move(reservation), std::string());
   // A view of a tensor on a device stays there (and is lost with it).
   tensor->device_index_ = base->device_index_;
   if (base->base_ != nullptr) {  // share the first base: no chain of views to walk
@@ -267,7 +286,7 @@ std::shared_ptr<const ResidentTensor> HandleStore::Commit(Pending pending, absl:
   do {
     tensor->id_ = RandomId();
   } while (tensors_.contains(tensor->id_));
-  tensors_.emplace(tensor->id_, tensor);
+  InsertLocked(tensor);
   return tensor;
 }
 
@@ -289,8 +308,7 @@ absl::StatusOr<std::shared_ptr<const ResidentTensor>> HandleStore::Use(const Han
       tensor.last_use_ms_.store(absl::ToUnixMillis(now), std::memory_order_relaxed);
       return found->second;
     }
-    expired = std::move(found->second);
-    tensors_.erase(found);
+    expired = TakeLocked(&found);
     expired_total_.fetch_add(1, std::memory_order_relaxed);
   }
   if (auto lost = lost_.find(id);
@@ -307,13 +325,17 @@ absl::StatusOr<std::shared_ptr<const ResidentTensor>> HandleStore::Use(const Han
 }
 
 void HandleStore::Release(const HandleCaller& caller, std::span<const std::string> ids) {
-  std::vector<std::shared_ptr<ResidentTensor>> released;  // freed outside the lock
-  std::lock_guard<std::mutex> lock(mutex_);
-  for (const std::string& id : ids) {
-    auto found = tensors_.find(id);
-    if (found == tensors_.end() || !MayUse(caller, *found->second)) continue;
-    released.push_back(std::move(found->second));
-    tensors_.erase(found);
+  // A batch at a time under the lock, the tensors freed outside it, so that a
+  // long list never holds other calls' lookups for long.
+  constexpr size_t kIdsPerLock = 128;
+  for (size_t begin = 0; begin < ids.size(); begin += kIdsPerLock) {
+    std::vector<std::shared_ptr<ResidentTensor>> released;  // freed outside the lock
+    std::lock_guard<std::mutex> lock(mutex_);
+    for (const std::string& id : ids.subspan(begin, std::min(kIdsPerLock, ids.size() - begin))) {
+      auto found = tensors_.find(id);
+      if (found == tensors_.end() || !MayUse(caller, *found->second)) continue;
+      released.push_back(TakeLocked(&found));
+    }
   }
 }
 
@@ -323,13 +345,14 @@ std::vector<std::shared_ptr<const ResidentTensor>> HandleStore::List(const Handl
   std::vector<std::shared_ptr<const ResidentTensor>> page;
   *more = false;
   std::lock_guard<std::mutex> lock(mutex_);
-  for (auto it = tensors_.upper_bound(after); it != tensors_.end(); ++it) {
-    if (it->second->owner() != caller.name) continue;
+  const absl::string_view owner = caller.name;
+  for (auto it = by_owner_.upper_bound({owner, after}); it != by_owner_.end() && it->first == owner;
+       ++it) {
     if (static_cast<int>(page.size()) == limit) {
       *more = true;
       break;
     }
-    page.push_back(it->second);
+    page.push_back(tensors_.find(it->second)->second);
   }
   return page;
 }
@@ -340,8 +363,7 @@ int HandleStore::ExpireIdle(absl::Time now) {
     std::lock_guard<std::mutex> lock(mutex_);
     for (auto it = tensors_.begin(); it != tensors_.end();) {
       if (it->second->expiry() < now) {
-        expired.push_back(std::move(it->second));
-        it = tensors_.erase(it);
+        expired.push_back(TakeLocked(&it));
       } else {
         ++it;
       }
@@ -370,9 +392,7 @@ absl::Status HandleStore::Admit(bool reads_handle) const {
 
 int64_t HandleStore::handles(bool on_device) const {
   std::lock_guard<std::mutex> lock(mutex_);
-  return std::count_if(tensors_.begin(), tensors_.end(), [on_device](const auto& entry) {
-    return entry.second->on_device() == on_device;
-  });
+  return handle_counts_[on_device ? 1 : 0];
 }
 
 absl::Status HandleStore::Upload(const Pending& pending, std::span<const std::byte> host,
@@ -399,8 +419,7 @@ void HandleStore::LoseDevice(int index) {
                                            .owner_authenticated = it->second->owner_authenticated(),
                                            .device_index = index});
     lost_order_.push_back(it->first);
-    lost.push_back(std::move(it->second));
-    it = tensors_.erase(it);
+    lost.push_back(TakeLocked(&it));
   }
   while (lost_order_.size() > kMaxLost) {
     lost_.erase(lost_order_.front());

@@ -17,6 +17,7 @@
 #ifndef TENSOROP_SERVER_DATA_HANDLE_STORE_H_
 #define TENSOROP_SERVER_DATA_HANDLE_STORE_H_
 
+#include <array>
 #include <atomic>
 #include <condition_variable>
 #include <cstddef>
@@ -25,9 +26,11 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <set>
 #include <span>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include <grpcpp/grpcpp.h>
@@ -267,6 +270,12 @@ class HandleStore {
 
  private:
   friend class ResidentTensor::Charge;
+  using TensorMap = std::map<std::string, std::shared_ptr<ResidentTensor>, std::less<>>;
+  // Adds `tensor` (its id set) to tensors_ and the indexes; under mutex_.
+  void InsertLocked(std::shared_ptr<ResidentTensor> tensor);
+  // Removes `*it` from tensors_ and the indexes, advancing `*it`; the
+  // tensor is returned to be freed outside the lock. Under mutex_.
+  std::shared_ptr<ResidentTensor> TakeLocked(TensorMap::iterator* it);
   void Sweep();
   void Uncharge(const std::string& owner, int64_t bytes, bool on_device);
   // Counts a handle of `bytes` for `caller` against its quotas, or says which
@@ -279,7 +288,13 @@ class HandleStore {
   const HandleStoreOptions options_;
   mutable std::mutex mutex_;
   std::string replica_;  // guarded by mutex_
-  std::map<std::string, std::shared_ptr<ResidentTensor>, std::less<>> tensors_;
+  TensorMap tensors_;    // guarded by mutex_
+  // tensors_'s handles by owner, as (owner, id) views of the tensor's own
+  // strings, so that a caller's page of ListHandles costs that page, not
+  // every handle of every client. Guarded by mutex_.
+  std::set<std::pair<absl::string_view, absl::string_view>> by_owner_;
+  // Handles in host memory and on devices, for the metrics; under mutex_.
+  std::array<int64_t, 2> handle_counts_{};
   // Held, by owner: bytes, and handles (pending ones too).
   std::map<std::string, int64_t, std::less<>> client_bytes_;
   std::map<std::string, int64_t, std::less<>> client_handles_;

@@ -108,6 +108,12 @@ void MemoryBudget::Give(int64_t bytes) {
   if (bytes > 0) reserved_.fetch_sub(bytes, std::memory_order_relaxed);
 }
 
+void MemoryBudget::TakeAnyway(int64_t bytes) {
+  if (bytes <= 0) return;
+  reserved_.fetch_add(bytes, std::memory_order_relaxed);
+  reserved_total_.fetch_add(bytes, std::memory_order_relaxed);
+}
+
 absl::StatusOr<MemoryBudget::Reservation> MemoryBudget::TryReserve(int64_t bytes,
                                                                    absl::string_view what) {
   Reservation reservation = Empty();
@@ -136,6 +142,15 @@ absl::Status MemoryBudget::Reservation::Grow(int64_t bytes, absl::string_view wh
   }
   bytes_ += bytes;
   return absl::OkStatus();
+}
+
+void MemoryBudget::Reservation::HoldExactly(int64_t bytes) {
+  if (bytes <= bytes_) {
+    Shrink(bytes_ - bytes);
+    return;
+  }
+  if (budget_ != nullptr) budget_->TakeAnyway(bytes - bytes_);
+  bytes_ = bytes;
 }
 
 void MemoryBudget::Reservation::Shrink(int64_t bytes) {

@@ -38,6 +38,11 @@ class MemoryBudget {
     // RESOURCE_EXHAUSTED naming --max_memory_bytes, holding what it held
     // before, when they do not fit. Without a budget: always OK.
     absl::Status Grow(int64_t bytes, absl::string_view what);
+    // Holds exactly `bytes` (>= 0): gives back the rest, or reserves what is
+    // missing even past the limit. For a few bytes that must be held anyway
+    // (an error answer a stream owes its client, bounded in size): the budget
+    // still counts them and refuses the next reservation instead.
+    void HoldExactly(int64_t bytes);
     // Gives back `bytes` (at most what is held), as a part is written or freed.
     void Shrink(int64_t bytes);
     // Gives back everything.
@@ -89,6 +94,7 @@ class MemoryBudget {
   absl::Status Take(int64_t bytes, absl::string_view what);
   bool TryTake(int64_t bytes);
   void Give(int64_t bytes);
+  void TakeAnyway(int64_t bytes);
 
   const int64_t limit_;
   std::atomic<int64_t> reserved_{0};

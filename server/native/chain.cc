@@ -139,7 +139,9 @@ absl::StatusOr<v1::RunRequest> StepRequest(const v1::RunChainRequest& chain, int
                                            UploadedInputs* uploaded) {
   const v1::ChainStep& step = chain.steps(i);
   v1::RunRequest request;
-  request.set_id(chain.id());
+  // The step by its place, not the chain's id: messages about it then say
+  // which step, and no step copies a client's string.
+  request.set_id(absl::StrCat("steps[", i, "]"));
   switch (step.op_case()) {
     case v1::ChainStep::kSlice:
       *request.mutable_slice() = step.slice();

@@ -35,6 +35,8 @@ namespace {
 constexpr RankRule kPutRanks{.min_rank = 1, .max_rank = 32, .allow_zero_sizes = true, .op = "Put"};
 constexpr int kDefaultPageSize = 100;
 constexpr int kMaxPageSize = 1000;
+// Ids one Release may name (the proto and docs/handles.md say so).
+constexpr int kMaxReleaseIds = 1000;
 
 absl::Status NoStore() { return absl::FailedPreconditionError("this server keeps no handles"); }
 
@@ -286,6 +288,11 @@ grpc::ServerUnaryReactor* TensorOpService::Release(grpc::CallbackServerContext* 
                                                    grpc::ByteBuffer* response) {
   return AnswerRaw<v1::ReleaseRequest, v1::ReleaseResponse>(
       context, request, response, *budget_, "Release", [&](const auto& in, auto&) {
+        if (in.ids_size() > kMaxReleaseIds) {
+          return absl::InvalidArgumentError(absl::StrCat("ids has ", in.ids_size(),
+                                                         " entries; Release takes at most ",
+                                                         kMaxReleaseIds, " ids a call"));
+        }
         if (options_.handles == nullptr) return absl::OkStatus();
         const std::vector<std::string> ids(in.ids().begin(), in.ids().end());
         options_.handles->Release(CallerOf(*context), ids);

@@ -24,6 +24,7 @@
 #include "server/security/call_origin.h"
 #include "server/telemetry/request_log.h"
 #include "server/transport/idle_watchdog.h"
+#include "server/wire/quoted.h"
 #include "server/wire/status_map.h"
 
 namespace tensorop::server {
@@ -98,7 +99,14 @@ class TensorOpService::BidiReactor final
       std::lock_guard<std::mutex> lock(mu_);
       flow_.RequestRead();  // answered exactly once, by Answer()
     }
-    if (parsed.ok()) {
+    // An id over the limit is this request's error, not the stream's: the
+    // answer goes without it (it cannot be echoed), and the stream goes on.
+    const absl::Status id_fits = parsed.ok() ? CheckIdBytes(request->id(), "id") : parsed;
+    if (!id_fits.ok() && parsed.ok()) {
+      request->clear_id();
+      CallRecord record = DescribeRequest("RunBidi", *request);
+      Answer(*request, std::move(record), id_fits, v1::RunResponse(), std::move(reservation));
+    } else if (parsed.ok()) {
       Submit(std::move(request), std::move(reservation));
     } else {
       // Over the budget: answered at once, without its request (not parsed).
@@ -237,9 +245,11 @@ class TensorOpService::BidiReactor final
       SerializeInto(response, &queued.bytes);
       return absl::OkStatus();
     });
-    // An error answer is small and not reserved: refusing it would lose it.
-    const int64_t answer_bytes = status.ok() ? static_cast<int64_t>(queued.bytes.Length()) : 0;
-    reservation.Shrink(reservation.bytes() - answer_bytes);
+    // Held until written, error answers too: the request's reservation
+    // (parse and overhead) covers an error answer, whose id and message are
+    // bounded; one refused before its request was reserved holds its few
+    // hundred bytes past the limit rather than being lost.
+    reservation.HoldExactly(static_cast<int64_t>(queued.bytes.Length()));
     queued.reservation = std::move(reservation);
     Step step;
     {

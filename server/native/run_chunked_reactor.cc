@@ -35,6 +35,7 @@
 #include "server/transport/idle_watchdog.h"
 #include "server/wire/chunk_part.h"
 #include "server/wire/convert.h"
+#include "server/wire/quoted.h"
 #include "server/wire/status_map.h"
 #include "server/wire/wire_bound.h"
 
@@ -165,6 +166,7 @@ class TensorOpService::ChunkedReactor final
         return absl::InvalidArgumentError(
             "RunChunked: the first part must be a request, not a chunk");
       }
+      RETURN_IF_ERROR(CheckIdBytes(part.request().id(), "request.id"));
       request_ = std::move(*part.mutable_request());
       have_request_ = true;
       Redescribe(record_, DescribeRequest("RunChunked", request_));
@@ -175,7 +177,7 @@ class TensorOpService::ChunkedReactor final
       RETURN_IF_ERROR(
           reservation_.Grow(kOutputOverheadBytes * std::max(1, request_.outputs_size()),
                             absl::StrCat("RunChunked: planning the ", request_.outputs_size(),
-                                         " outputs of request \"", request_.id(), "\"")));
+                                         " outputs of request ", Quoted(request_.id()))));
       SizeUploads();
       // Bytes the request part carries inline start their input's upload.
       for (auto& [name, tensor] : *request_.mutable_inputs()) {
@@ -318,8 +320,8 @@ class TensorOpService::ChunkedReactor final
   }
 
   std::string What(const std::string& name, int64_t bytes) const {
-    return absl::StrCat("RunChunked: input \"", name, "\" of request \"", request_.id(), "\" at ",
-                        bytes, " bytes");
+    return absl::StrCat("RunChunked: input ", Quoted(name), " of request ", Quoted(request_.id()),
+                        " at ", bytes, " bytes");
   }
 
   // Refused as soon as the uploaded bytes pass the limit, not after storing them.

@@ -11,6 +11,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
 #include "core/status_macros.h"
+#include "server/wire/quoted.h"
 #include "server/wire/wire_bound.h"
 
 namespace tensorop::server {
@@ -36,7 +37,7 @@ absl::Status Deserialize(const grpc::ByteBuffer& bytes, int64_t received_bytes,
   RETURN_IF_ERROR(DeserializeMessage(bytes, received_bytes, method, request));
   return reservation.Grow(kOutputOverheadBytes * std::max(1, request->outputs_size()),
                           absl::StrCat(method, ": planning the ", request->outputs_size(),
-                                       " outputs of request \"", request->id(), "\""));
+                                       " outputs of request ", Quoted(request->id())));
 }
 
 }  // namespace
@@ -55,11 +56,12 @@ absl::Status ParseChainRequest(const grpc::ByteBuffer& bytes, absl::string_view 
   RETURN_IF_ERROR(
       ReserveParse(bytes, *v1::RunChainRequest::descriptor(), received_bytes, method, reservation));
   RETURN_IF_ERROR(DeserializeMessage(bytes, received_bytes, method, chain));
+  RETURN_IF_ERROR(CheckIdBytes(chain->id(), "id"));
   int outputs = 0;
   for (const v1::ChainStep& step : chain->steps()) outputs += std::max(1, step.outputs_size());
   return reservation.Grow(
       kOutputOverheadBytes * std::max(1, outputs),
-      absl::StrCat(method, ": planning the ", outputs, " outputs of chain \"", chain->id(), "\""));
+      absl::StrCat(method, ": planning the ", outputs, " outputs of chain ", Quoted(chain->id())));
 }
 
 UploadedInputs Spans(const InputBuffers& buffers) {
@@ -190,6 +192,7 @@ absl::Status ParseReceivedRun(const grpc::ByteBuffer* bytes, absl::string_view m
                               ReceivedRun* run) {
   RETURN_IF_ERROR(ParseRequestAndInputs(bytes, method, reservation, pool, &run->request,
                                         &run->inputs, &run->received));
+  RETURN_IF_ERROR(CheckIdBytes(run->request.id(), "id"));
   NoteInputBytes(run);
   return absl::OkStatus();
 }
@@ -210,6 +213,7 @@ absl::StatusOr<bool> ParseReceivedRunIfLight(const grpc::ByteBuffer* bytes,
   }
   ReleaseRequestBytes(bytes, reservation, /*still_held=*/view->DataBytes());
   run->received.emplace(*std::move(view));
+  RETURN_IF_ERROR(CheckIdBytes(run->request.id(), "id"));
   NoteInputBytes(run);
   return true;
 }

@@ -28,6 +28,7 @@
 #include "server/transport/call_stop.h"
 #include "server/wire/chunk_part.h"
 #include "server/wire/convert.h"
+#include "server/wire/quoted.h"
 #include "server/wire/wire_bound.h"
 
 namespace tensorop::server {
@@ -121,7 +122,7 @@ absl::StatusOr<bool> KeepAsViews(const v1::RunRequest& request, const PlannedRun
   for (size_t j = 0; j < layouts.size(); ++j) {
     absl::StatusOr<std::shared_ptr<const ResidentTensor>> view = handles->store->MakeView(
         handles->caller, *base, layouts[j], plan.windows[j].base * ElementSize(layouts[j].dtype),
-        absl::StrCat("outputs[", j, "] of request \"", request.id(), "\""));
+        absl::StrCat("outputs[", j, "] of request ", Quoted(request.id())));
     if (!view.ok()) {
       handles->store->Release(handles->caller, made);
       return view.status();
@@ -208,7 +209,7 @@ absl::Status PlanAndExecute(const v1::RunRequest& request, const Limits& limits,
     }
   }
   RETURN_IF_ERROR(
-      reservation.Grow(bytes, absl::StrCat("the outputs of request \"", request.id(), "\"")));
+      reservation.Grow(bytes, absl::StrCat("the outputs of request ", Quoted(request.id()))));
   for (size_t slot = 0; slot < slots; ++slot) {
     auto found = run->on_device.find(run->plan.input_names[slot]);
     if (found == run->on_device.end() || resident_inputs[slot].buffer != nullptr) continue;
@@ -238,7 +239,7 @@ absl::Status PlanAndExecute(const v1::RunRequest& request, const Limits& limits,
           pending[index],
           handles->store->Reserve(
               handles->caller, layout,
-              absl::StrCat("outputs[", index, "] of request \"", request.id(), "\""), pinned));
+              absl::StrCat("outputs[", index, "] of request ", Quoted(request.id())), pinned));
       elsewhere = pending[index].data();
       if (pinned >= 0) {  // stays on the device: no host buffer
         resident_outputs[index] = &pending[index].device_buffer()->buffer();
@@ -407,7 +408,7 @@ absl::StatusOr<bool> ForwardReceivedBytes(const v1::RunRequest& request, const P
   ASSIGN_OR_RETURN(const int64_t answer_bytes, admit(plan));
   const int64_t taken_over = received_reserved == nullptr ? 0 : std::min(held, *received_reserved);
   RETURN_IF_ERROR(reservation.Grow(answer_bytes + held - taken_over,
-                                   absl::StrCat("the outputs of request \"", request.id(), "\"")));
+                                   absl::StrCat("the outputs of request ", Quoted(request.id()))));
   if (received_reserved != nullptr) *received_reserved -= taken_over;
   outputs.layouts = plan.outputs;
   outputs.buffers.resize(plan.outputs.size());

@@ -1,17 +1,19 @@
 // Unary methods answered from raw bytes, at once in the reaction (small
-// answers, no work). gRPC's typed callback handler answers bytes that are no
-// request message UNIMPLEMENTED with an empty message, and parses before the
-// memory budget can be asked; a method registered raw
-// (WithRawCallbackMethod_*) and answered through AnswerRaw parses them itself,
-// within the budget: INVALID_ARGUMENT "METHOD: the N bytes received are not a
-// valid TYPE", as every other method answers.
+// requests and answers, no work: larger requests are refused unparsed). gRPC's typed callback
+// handler answers bytes that are no request message UNIMPLEMENTED with an empty message, and parses
+// before the memory budget can be asked; a method registered raw (WithRawCallbackMethod_*) and
+// answered through AnswerRaw parses them itself, within the budget: INVALID_ARGUMENT "METHOD: the N
+// bytes received are not a valid TYPE", as every other method answers.
 #ifndef TENSOROP_SERVER_PIPELINE_RAW_UNARY_H_
 #define TENSOROP_SERVER_PIPELINE_RAW_UNARY_H_
+
+#include <cstdint>
 
 #include <grpcpp/grpcpp.h>
 #include <grpcpp/support/byte_buffer.h>
 
 #include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
 #include "core/status_macros.h"
 #include "server/memory/memory_budget.h"
@@ -20,6 +22,12 @@
 #include "server/wire/status_map.h"
 
 namespace tensorop::server {
+
+// The largest request a raw unary method takes: each one's fields are a few
+// names, numbers and ids (Release's at most kMaxReleaseIds of 32 hex digits),
+// so refusing anything larger before parsing keeps the work done on gRPC's
+// thread bounded by a constant.
+inline constexpr int64_t kMaxRawRequestBytes = 128 << 10;
 
 // Parses `request_bytes` as a Request for `method`, then `answer(request,
 // response)` (a status); the Response serialized into `out` when it is OK.
@@ -30,6 +38,12 @@ grpc::ServerUnaryReactor* AnswerRaw(grpc::CallbackServerContext* context,
                                     AnswerFn answer) {
   MemoryBudget::Reservation parsing = budget.Empty();
   const absl::Status status = Guarded([&]() -> absl::Status {
+    if (const int64_t bytes = static_cast<int64_t>(request_bytes->Length());
+        bytes > kMaxRawRequestBytes) {
+      return absl::ResourceExhaustedError(absl::StrCat(method, ": a ", bytes,
+                                                       "-byte request; this method takes at most ",
+                                                       kMaxRawRequestBytes, " bytes"));
+    }
     Request request;
     RETURN_IF_ERROR(ParseMessage(*request_bytes, method, parsing, &request));
     Response response;

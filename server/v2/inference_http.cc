@@ -18,6 +18,7 @@
 #include "server/v2/inference_http_json.h"
 #include "server/v2/inference_models.h"
 #include "server/v2/inference_service.h"
+#include "server/wire/quoted.h"
 #include "server/wire/status_map.h"
 
 namespace tensorop::server {
@@ -180,7 +181,7 @@ void Infer(State& state, const httplib::Request& http, httplib::Response& out) {
     }
     RETURN_IF_ERROR(reservation.Grow(
         raw * kJsonAnswerBytesPerByte,
-        absl::StrCat(kMethod, ": the answer to request \"", parsed.request.id(), "\"")));
+        absl::StrCat(kMethod, ": the answer to request ", Quoted(parsed.request.id()))));
     ASSIGN_OR_RETURN(HttpBody body, RenderHttpInferResponse(parsed, response));
     response.Clear();
     // What stays held until the answer is written: the answer and httplib's body.

@@ -302,7 +302,9 @@ absl::StatusOr<HttpInferRequest> ParseHttpInferRequest(absl::string_view model,
   request.set_model_version(std::string(version));
   if (json.contains("id")) {
     if (!json["id"].is_string()) return JsonError(model, "\"id\" is not a string");
-    request.set_id(json["id"].get<std::string>());
+    const std::string& id = json["id"].get_ref<const std::string&>();
+    RETURN_IF_ERROR(CheckIdBytes(id, absl::StrCat(model, ": \"id\"")));
+    request.set_id(id);
   }
   if (json.contains("parameters")) {
     const Json& parameters = json["parameters"];

@@ -35,6 +35,7 @@
 #include "server/v2/inference_service.h"
 #include "server/wire/chunk_part.h"
 #include "server/wire/convert.h"
+#include "server/wire/quoted.h"
 #include "server/wire/status_map.h"
 
 namespace tensorop::server {
@@ -144,9 +145,10 @@ absl::Status PrepareInfer(const grpc::ByteBuffer& bytes, absl::string_view metho
   std::optional<RequestDataView>& received = prepared.received;
   RETURN_IF_ERROR(
       ParseInferRequest(&bytes, method, reservation, &request, &received, &prepared.input_entry));
+  RETURN_IF_ERROR(CheckIdBytes(request.id(), absl::StrCat(method, ": id")));
   RETURN_IF_ERROR(reservation.Grow(
       TypedContentsBound(request),
-      absl::StrCat(method, ": the typed contents of request \"", request.id(), "\"")));
+      absl::StrCat(method, ": the typed contents of request ", Quoted(request.id()))));
   if (received.has_value()) {
     prepared.held_bytes = received->inputs()[static_cast<size_t>(prepared.input_entry)].bytes;
   }
@@ -424,12 +426,15 @@ class InferenceService::StreamReactor final
     response.set_error_message(
         absl::StrCat(absl::StatusCodeToString(status.code()), ": ", status.message()));
     response.mutable_infer_response()->set_model_name(model);
-    reservation_.Release();  // an error answer is small and not reserved
     write_buffer_.Clear();
     bool own_buffer = false;
     grpc::SerializationTraits<inference::ModelStreamInferResponse>::Serialize(
         response, &write_buffer_, &own_buffer)
         .IgnoreError();
+    // Held until written like any answer: its few hundred bytes (a bounded
+    // message) from the request's reservation, or past the limit when the
+    // request was refused before it was reserved, rather than lost.
+    reservation_.HoldExactly(static_cast<int64_t>(write_buffer_.Length()));
     watch_->Arm();  // the answer waits for the client from here
     StartWrite(&write_buffer_);
   }

@@ -250,6 +250,47 @@ TEST(HandleStoreTest, ListPagesByIdForItsOwnerOnly) {
   EXPECT_EQ(page[2]->id(), ids[4]);
 }
 
+// ListHandles' index by owner stays the store's truth through every way a
+// handle goes (release, expiry on use, expiry by the sweep) and another
+// owner's handles interleaved by id never show, nor end a page early.
+TEST(HandleStoreTest, ListFollowsReleaseAndExpiryAcrossInterleavedOwners) {
+  HandleStore store(Options());
+  const HandleCaller other{.name = "peer:10.9.9.9"};
+  std::vector<std::string> mine;
+  std::vector<std::shared_ptr<const ResidentTensor>> short_lived;
+  for (int i = 0; i < 40; ++i) {
+    mine.push_back(Make(store, kAnonymous, 1)->id());
+    Make(store, other, 1);
+  }
+  for (int i = 0; i < 3; ++i) short_lived.push_back(Make(store, kAnonymous, 1, absl::Seconds(1)));
+  const std::string used_late = Make(store, kAnonymous, 1, absl::Milliseconds(1))->id();
+  EXPECT_EQ(store.handles(), 84);
+  store.Release(kAnonymous, {mine.begin(), mine.begin() + 10});
+  mine.erase(mine.begin(), mine.begin() + 10);
+  short_lived.clear();
+  absl::SleepFor(absl::Milliseconds(5));
+  EXPECT_THAT(store.Use(kAnonymous, used_late, "x"),
+              StatusIs(absl::StatusCode::kNotFound, HasSubstr("x: handle ")));
+  EXPECT_EQ(store.ExpireIdle(absl::Now() + absl::Seconds(5)), 3);
+  std::sort(mine.begin(), mine.end());
+  std::vector<std::string> listed;
+  std::string after;
+  bool more = true;
+  while (more) {
+    auto page = store.List(kAnonymous, after, 7, &more);
+    ASSERT_FALSE(page.empty());
+    for (const auto& tensor : page) {
+      EXPECT_EQ(tensor->owner(), kAnonymous.name);
+      listed.push_back(tensor->id());
+    }
+    after = listed.back();
+  }
+  EXPECT_EQ(listed, mine);
+  EXPECT_EQ(store.handles(), 40 + 30);
+  EXPECT_EQ(store.handles(/*on_device=*/false), 70);
+  EXPECT_EQ(store.handles(/*on_device=*/true), 0);
+}
+
 TEST(HandleStoreTest, InputsResolveToTheHandlesLayoutAndBytes) {
   HandleStore store(Options());
   std::shared_ptr<const ResidentTensor> resident = Make(store, kAnonymous, 6);

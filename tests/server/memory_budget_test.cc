@@ -32,6 +32,26 @@ TEST(MemoryBudgetTest, ReservesUpToTheLimitAndRefusesPastIt) {
   EXPECT_EQ(budget.reserved(), 100);
 }
 
+// An answer a stream owes (HoldExactly) is held even past the limit: the
+// budget counts it, and the next reservation is refused until it goes.
+TEST(MemoryBudgetTest, HoldExactlyShrinksOrHoldsPastTheLimit) {
+  MemoryBudget budget(100);
+  MemoryBudget::Reservation answer = budget.Empty();
+  ASSERT_TRUE(answer.Grow(90, "request").ok());
+  answer.HoldExactly(30);
+  EXPECT_EQ(answer.bytes(), 30);
+  EXPECT_EQ(budget.reserved(), 30);
+  MemoryBudget::Reservation other = budget.Empty();
+  ASSERT_TRUE(other.Grow(70, "other").ok());
+  answer.HoldExactly(45);
+  EXPECT_EQ(answer.bytes(), 45);
+  EXPECT_EQ(budget.reserved(), 115);
+  EXPECT_EQ(budget.TryReserve(1, "next").status().code(), absl::StatusCode::kResourceExhausted);
+  answer.Release();
+  EXPECT_EQ(budget.reserved(), 70);
+  EXPECT_TRUE(budget.TryReserve(30, "next").ok());
+}
+
 TEST(MemoryBudgetTest, GivesBackOnDestructionShrinkAndRelease) {
   MemoryBudget budget(100);
   {

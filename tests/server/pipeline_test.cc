@@ -354,7 +354,10 @@ TEST_F(PipelineTest, OutputsThatNeedAKernelAreNotAnsweredWithTheReceivedBytes) {
 
 TEST_F(PipelineTest, RequestsThatAreNotLightToParseAreLeftAsTheyArrived) {
   v1::RunRequest many_fields = RowsRequest(0, 1, 1);
-  many_fields.set_id(std::string(20 << 10, 'i'));  // 20 KiB besides the data
+  // 20 KiB besides the data (an unknown field: ids are at most 256 bytes)
+  many_fields.GetReflection()
+      ->MutableUnknownFields(&many_fields)
+      ->AddLengthDelimited(1000, std::string(20 << 10, 'i'));
   v1::RunRequest scatter = RowsRequest(0, 1, 1);
   scatter.mutable_scatter_elements()->set_axis(0);  // its indices are read to plan it
   for (const v1::RunRequest& request : {many_fields, scatter, SliceRequest()}) {

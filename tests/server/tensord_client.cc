@@ -270,20 +270,22 @@ grpc::Status PutTensor(v1::TensorOp::Stub& stub, const v1::Tensor& tensor, v1::T
 }
 
 void ReleaseEveryHandle(v1::TensorOp::Stub& stub) {
-  v1::ReleaseRequest release;
-  v1::ListHandlesRequest list;
-  do {
+  // A page at a time (at most 1000 ids, as Release takes), always the first
+  // page: the one released is gone from the next listing.
+  for (;;) {
     grpc::ClientContext context;
     context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(30));
+    v1::ListHandlesRequest list;
+    list.set_page_size(1000);
     v1::ListHandlesResponse page;
-    if (!stub.ListHandles(&context, list, &page).ok()) return;
+    if (!stub.ListHandles(&context, list, &page).ok() || page.handles().empty()) return;
+    v1::ReleaseRequest release;
     for (const v1::TensorHandle& handle : page.handles()) release.add_ids(handle.id());
-    list.set_page_token(page.next_page_token());
-  } while (!list.page_token().empty());
-  grpc::ClientContext context;
-  context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(30));
-  v1::ReleaseResponse released;
-  (void)stub.Release(&context, release, &released);
+    grpc::ClientContext releasing;
+    releasing.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(30));
+    v1::ReleaseResponse released;
+    if (!stub.Release(&releasing, release, &released).ok()) return;
+  }
 }
 
 int64_t MetricValue(const TensordProcess& server, const std::string& series) {

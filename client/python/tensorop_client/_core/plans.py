@@ -73,6 +73,8 @@ from tensorop_client.wire import chain_request_meta
 
 T = TypeVar("T")
 R = TypeVar("R")  # the RemoteTensor kind of a client
+# Ids one Release call may name (the server refuses more).
+MAX_RELEASE_IDS = 1000
 
 
 @dataclass(eq=False)
@@ -471,10 +473,13 @@ def release(client: Planning[Any], tensors: HandleLike | Iterable[HandleLike]) -
     error is raised after trying every replica."""
     errors: list[TensorOpError] = []
     for replica, ids in _by_replica(tensors).items():
-        try:
-            yield Call("release", pb.ReleaseRequest(ids=ids), Target(replica, ids[0]))
-        except TensorOpError as e:
-            errors.append(e)
+        # The server takes at most MAX_RELEASE_IDS ids a call.
+        for begin in range(0, len(ids), MAX_RELEASE_IDS):
+            batch = ids[begin : begin + MAX_RELEASE_IDS]
+            try:
+                yield Call("release", pb.ReleaseRequest(ids=batch), Target(replica, batch[0]))
+            except TensorOpError as e:
+                errors.append(e)
     if errors:
         raise errors[0]
 
