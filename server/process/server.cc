@@ -7,8 +7,10 @@
 #include <cstdint>
 #include <cstdlib>
 #include <iostream>
+#include <optional>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include <grpc/grpc.h>
 #include <grpcpp/ext/proto_server_reflection_plugin.h>
@@ -65,6 +67,19 @@ void LogStartupEvent(absl::string_view event, absl::string_view detail) {
   line["event"] = event;
   line["detail"] = detail;
   std::cerr << line.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) << std::endl;
+}
+
+// Why `flag`'s `addresses` could not all be listened on, for the exit
+// message: the flag, the address that is taken (else the first) and the OS's
+// reason.
+std::string CannotListen(absl::string_view flag, const std::vector<std::string>& addresses) {
+  for (const std::string& address : addresses) {
+    if (IsUnixAddress(address)) continue;
+    if (std::optional<std::string> reason = ListenFailure(address); reason.has_value()) {
+      return absl::StrCat(flag, "=", address, ": cannot listen there: ", *reason);
+    }
+  }
+  return absl::StrCat(flag, "=", addresses.front(), ": cannot listen there");
 }
 
 // "HOST:PORT" with the port the server actually bound.
@@ -264,6 +279,9 @@ absl::Status Server::Start() {
   for (size_t i = 0; i < config.addresses.size(); ++i) {
     builder.AddListeningPort(config.addresses[i], credentials, &ports_[i]);
   }
+  // A taken port is an error, never a port shared with another process
+  // (gRPC's default SO_REUSEPORT would split the calls between the two).
+  builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
   builder.SetMaxReceiveMessageSize(config.max_message_bytes);
   builder.SetMaxSendMessageSize(config.max_message_bytes);
   if (config.max_connection_age_seconds > 0) {
@@ -280,10 +298,8 @@ absl::Status Server::Start() {
   ApplyTransportLimits(transport, *quota_, builder);
   RegisterServices(builder);
   server_ = builder.BuildAndStart();
-  for (size_t i = 0; i < config.addresses.size(); ++i) {
-    if (server_ == nullptr || ports_[i] == 0) {
-      return absl::UnavailableError(absl::StrCat("cannot listen on ", config.addresses[i]));
-    }
+  if (server_ == nullptr || std::count(ports_.begin(), ports_.end(), 0) > 0) {
+    return absl::UnavailableError(CannotListen("--address", config.addresses));
   }
   // Handles name the first address as their replica unless --advertise_address
   // did; a wildcard one is no address to route to, so they name none (clients
@@ -295,7 +311,9 @@ absl::Status Server::Start() {
   // --health_address: every status below goes to both servers.
   if (!config.health_address.empty()) {
     absl::StatusOr<HealthListener> started = StartHealthListener(config.health_address);
-    if (!started.ok()) return started.status();
+    if (!started.ok()) {
+      return absl::UnavailableError(CannotListen("--health_address", {config.health_address}));
+    }
     health_listener_ = *std::move(started);
     health_mirror_ = std::make_unique<HealthMirror>(std::vector<grpc::HealthCheckServiceInterface*>{
         health_, health_listener_.server->GetHealthCheckService()});

@@ -50,6 +50,7 @@ absl::StatusOr<HealthListener> StartHealthListener(const std::string& address) {
   // other service.
   grpc::ServerBuilder builder;
   builder.SetOption(WithoutReflection());
+  builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);  // a taken port is an error
   HealthListener listener;
   listener.others = std::make_unique<grpc::CallbackGenericService>();
   builder.RegisterCallbackGenericService(listener.others.get());

@@ -25,6 +25,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
+#include "server/transport/transport.h"
 
 namespace tensorop::server {
 namespace {
@@ -567,7 +568,9 @@ absl::StatusOr<std::unique_ptr<BoundedHttpServer>> BoundedHttpServer::Start(
     server->port_ = -1;
   }
   if (server->port_ <= 0) {
-    return absl::UnavailableError(absl::StrCat("cannot listen for ", what, " on ", address));
+    return absl::UnavailableError(
+        absl::StrCat(what, "=", address, ": cannot listen there: ",
+                     ListenFailure(address).value_or("it was free when tried again")));
   }
   http.RaiseBacklog();
   auto returned = std::make_shared<std::atomic<bool>>(false);

@@ -113,8 +113,9 @@ struct BoundedHttpOptions {
 class BoundedHttpServer {
  public:
   // Binds `address` (port 0 picks a free one) and starts serving with routes
-  // that `routes` adds to the httplib server. UNAVAILABLE naming `what` when
-  // the address cannot be bound, INVALID_ARGUMENT when it is not HOST:PORT.
+  // that `routes` adds to the httplib server. UNAVAILABLE naming `what` (the
+  // flag: "--http_address"), the address and the OS's reason when it cannot be
+  // bound, INVALID_ARGUMENT when it is not HOST:PORT.
   static absl::StatusOr<std::unique_ptr<BoundedHttpServer>> Start(
       const std::string& address, const std::string& what, BoundedHttpOptions options,
       const std::function<void(httplib::Server&)>& routes);

@@ -31,17 +31,12 @@ BoundedHttpOptions MetricsOptions() {
 absl::StatusOr<std::unique_ptr<MetricsHttpServer>> MetricsHttpServer::Start(
     const std::string& address, const Metrics* metrics) {
   absl::StatusOr<std::unique_ptr<BoundedHttpServer>> http = BoundedHttpServer::Start(
-      address, "metrics address", MetricsOptions(), [metrics](httplib::Server& routes) {
+      address, "--metrics_address", MetricsOptions(), [metrics](httplib::Server& routes) {
         routes.Get("/metrics", [metrics](const httplib::Request&, httplib::Response& response) {
           response.set_content(metrics->Exposition(), std::string(kExpositionContentType));
         });
       });
-  if (!http.ok()) {
-    if (http.status().code() == absl::StatusCode::kUnavailable) {
-      return absl::UnavailableError(absl::StrCat("cannot listen for metrics on ", address));
-    }
-    return http.status();
-  }
+  if (!http.ok()) return http.status();
   std::unique_ptr<MetricsHttpServer> server(new MetricsHttpServer());
   server->http_ = *std::move(http);
   return server;

@@ -2,6 +2,7 @@
 
 #include <dirent.h>
 #include <linux/sockios.h>
+#include <netdb.h>
 #include <sys/ioctl.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
@@ -21,6 +22,7 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "server/transport/http_head.h"
 
 namespace tensorop::server {
 namespace {
@@ -115,6 +117,38 @@ int64_t ProcessMemoryBytes() {
     }
   }
   return memory;
+}
+
+std::optional<std::string> ListenFailure(const std::string& address) {
+  absl::StatusOr<HttpHostPort> split = SplitHttpHostPort(address, "address");
+  if (!split.ok()) return std::string(split.status().message());
+  addrinfo hints{};
+  hints.ai_family = AF_UNSPEC;
+  hints.ai_socktype = SOCK_STREAM;
+  hints.ai_flags = AI_PASSIVE;
+  addrinfo* found = nullptr;
+  const std::string port = std::to_string(split->port);
+  if (const int error = getaddrinfo(split->host.empty() ? nullptr : split->host.c_str(),
+                                    port.c_str(), &hints, &found);
+      error != 0) {
+    return gai_strerror(error);
+  }
+  std::optional<std::string> reason;
+  for (const addrinfo* at = found; at != nullptr; at = at->ai_next) {
+    const int fd = socket(at->ai_family, at->ai_socktype | SOCK_CLOEXEC, at->ai_protocol);
+    if (fd < 0) {
+      reason = std::strerror(errno);
+      continue;
+    }
+    const int on = 1;
+    setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &on, sizeof(on));
+    const bool bound = bind(fd, at->ai_addr, at->ai_addrlen) == 0;
+    if (!bound) reason = std::strerror(errno);
+    close(fd);
+    if (!bound) break;
+  }
+  freeaddrinfo(found);
+  return reason;
 }
 
 }  // namespace tensorop::server

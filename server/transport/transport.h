@@ -5,6 +5,8 @@
 #define TENSOROP_SERVER_TRANSPORT_TRANSPORT_H_
 
 #include <cstdint>
+#include <optional>
+#include <string>
 
 #include <grpcpp/resource_quota.h>
 #include <grpcpp/server_builder.h>
@@ -48,6 +50,12 @@ int64_t UnsentSocketBytes();
 // The memory this process may use: the cgroup's limit when there is one (v2,
 // then v1), else physical RAM.
 int64_t ProcessMemoryBytes();
+
+// Why a TCP listener on `address` ("HOST:PORT", "[V6HOST]:PORT") cannot be
+// made: the OS's reason (strerror) from binding a socket there the way a
+// server does (SO_REUSEADDR, never SO_REUSEPORT), e.g. "Address already in
+// use"; nothing when that bind succeeds now.
+std::optional<std::string> ListenFailure(const std::string& address);
 
 }  // namespace tensorop::server
 

@@ -368,7 +368,7 @@ absl::StatusOr<std::unique_ptr<InferenceHttpServer>> InferenceHttpServer::Start(
   bounded.make_connection = state->options.make_connection;
 
   absl::StatusOr<std::unique_ptr<BoundedHttpServer>> http =
-      BoundedHttpServer::Start(address, "v2 HTTP address (--http_address)", std::move(bounded),
+      BoundedHttpServer::Start(address, "--http_address", std::move(bounded),
                                [&state](httplib::Server& routes) { Routes(state, routes); });
   if (!http.ok()) return http.status();
   std::unique_ptr<InferenceHttpServer> server(new InferenceHttpServer());

@@ -61,6 +61,40 @@ TEST(FlagBoundsTest, OutOfRangeValuesExitTwoNamingFlagAndRange) {
   }
 }
 
+// Every listener refuses an address another process listens on: tensord
+// exits 1 naming the flag, the address and the OS's reason, before it says it
+// listens (gRPC's SO_REUSEPORT would otherwise share the port and split the
+// calls between the two servers).
+TEST(FlagBoundsTest, EveryListenerRefusesATakenAddress) {
+  TensordProcess first(
+      {"--backends=cpu", "--http_address=127.0.0.1:0", "--health_address=127.0.0.1:0"});
+  const std::string health_port =
+      first.health_target().substr(first.health_target().rfind(':') + 1);
+  const std::vector<std::string> taken = {
+      "--address=" + first.target(),
+      "--health_address=" + first.target(),
+      "--health_address=127.0.0.1:" + health_port,
+      "--http_address=127.0.0.1:" + std::to_string(first.http_port()),
+      "--metrics_address=127.0.0.1:" + std::to_string(first.metrics_port()),
+  };
+  for (const std::string& flag : taken) {
+    // Every other listener on a free port (or off), so that only `flag`
+    // collides (--address may repeat: given once).
+    std::vector<std::string> argv = {"/usr/bin/timeout", "30", TensordPath(), "--backends=cpu"};
+    for (const std::string free :
+         {"--address=127.0.0.1:0", "--metrics_address=127.0.0.1:0", "--http_address="}) {
+      if (free.substr(0, free.find('=')) != flag.substr(0, flag.find('='))) argv.push_back(free);
+    }
+    argv.push_back(flag);
+    const CommandResult result = RunCommand(argv);
+    EXPECT_EQ(result.exit_code, 1) << flag << "\n" << result.err;
+    EXPECT_THAT(result.err,
+                HasSubstr("tensord: " + flag + ": cannot listen there: Address already in use"))
+        << flag;
+    EXPECT_THAT(result.out, ::testing::Not(HasSubstr("listening"))) << flag;
+  }
+}
+
 TEST(FlagBoundsTest, TheEdgesOfEachRangeAreAccepted) {
   TensordProcess server({"--backends=cpu", "--worker_threads=1", "--max_queued_requests=1",
                          "--max_message_bytes=4096", "--chunk_bytes=4032",
