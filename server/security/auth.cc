@@ -196,20 +196,29 @@ grpc::Status TokenAuthProcessor::Process(const InputMetadata& auth_metadata,
   return grpc::Status::OK;
 }
 
+std::string CallerIdentity(absl::string_view token_name, absl::string_view cert_subject) {
+  std::string identity;
+  if (!token_name.empty()) identity = absl::StrCat("token:", token_name);
+  if (!cert_subject.empty()) {
+    absl::StrAppend(&identity, identity.empty() ? "" : " ", "cert:", cert_subject);
+  }
+  return identity;
+}
+
 std::string PeerIdentity(const grpc::ServerContextBase& context) {
   std::shared_ptr<const grpc::AuthContext> auth = context.auth_context();
   if (auth == nullptr) return "";
-  std::string identity;
+  absl::string_view token_name;
   for (const grpc::string_ref& name : auth->FindPropertyValues(kTokenNameProperty)) {
-    identity = absl::StrCat("token:", absl::string_view(name.data(), name.size()));
+    token_name = absl::string_view(name.data(), name.size());
   }
+  absl::string_view cert_subject;
   for (const grpc::string_ref& subject :
        auth->FindPropertyValues(GRPC_X509_SUBJECT_PROPERTY_NAME)) {
-    absl::StrAppend(&identity, identity.empty() ? "" : " ",
-                    "cert:", absl::string_view(subject.data(), subject.size()));
+    cert_subject = absl::string_view(subject.data(), subject.size());
     break;
   }
-  return identity;
+  return CallerIdentity(token_name, cert_subject);
 }
 
 }  // namespace tensorop::server

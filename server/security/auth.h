@@ -108,9 +108,17 @@ class TokenAuthProcessor : public grpc::AuthMetadataProcessor {
   AuthCounters* counters_;
 };
 
-// Who made the call, for the request log: "token:NAME" for a bearer token,
-// "cert:SUBJECT" for a verified client certificate (both, joined by a space,
-// when there are both); empty for an anonymous call.
+// The one rule for who a caller is, whichever protocol it came by: "token:NAME"
+// for the accepted bearer token named `token_name`, "cert:SUBJECT" for a
+// verified client certificate whose subject is `cert_subject` (RFC 2253, as
+// gRPC's x509 subject property and TlsSession::PeerCertificateSubject write
+// it), both joined by a space when there are both; empty (anonymous) when both
+// are empty. The request log records it, and a handle, a shared memory region
+// and a quota belong to it, so a caller is the same one over gRPC and HTTPS.
+std::string CallerIdentity(absl::string_view token_name, absl::string_view cert_subject);
+
+// The CallerIdentity of a gRPC call: the token name its AuthContext carries
+// (TokenAuthProcessor) and its peer's x509 subject.
 std::string PeerIdentity(const grpc::ServerContextBase& context);
 
 }  // namespace tensorop::server

@@ -343,6 +343,7 @@ class BoundedHttpServer::Impl : public httplib::Server {
                           " bytes (", options_.max_body_flag, ")"));
       return;
     }
+    head.peer_certificate_subject = w.connection->PeerCertificateSubject();
     HttpAdmission admission = options_.admit(head);
     if (admission.refusal.status != 0) {
       StartRefusal(w, admission.refusal);

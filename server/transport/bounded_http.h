@@ -64,6 +64,9 @@ class Connection {
   // Ends the writing side once the answer is written (TLS: close_notify,
   // best effort, then FIN).
   virtual void ShutdownWrite();
+  // The subject of the client certificate the connection verified (TLS with a
+  // client CA: TlsSession::PeerCertificateSubject); empty otherwise.
+  virtual std::string PeerCertificateSubject() const { return ""; }
 };
 
 // A plaintext socket (owned: closed when destroyed).
@@ -101,7 +104,8 @@ struct BoundedHttpOptions {
   size_t queued_requests = 16;
   std::chrono::milliseconds write_deadline{5000};
   // Called in the waiting room for every request whose headers are in and
-  // whose declared body fits max_body_bytes; must not block.
+  // whose declared body fits max_body_bytes, with the head's
+  // peer_certificate_subject set from its connection; must not block.
   std::function<HttpAdmission(const HttpRequestHead&)> admit;
   // The refusals the server itself makes (411, 413, 400): status and message
   // to a body. Null: a text/plain body of the message.

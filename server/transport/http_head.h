@@ -20,6 +20,9 @@ struct HttpRequestHead {
   std::string target;                          // path and query
   std::map<std::string, std::string> headers;  // names lowercased
   int64_t content_length = 0;                  // 0 when none was given
+  // Not read from the text: the waiting room sets it from the connection
+  // (Connection::PeerCertificateSubject) before admitting the request.
+  std::string peer_certificate_subject;
 };
 
 // The request line and headers of `text` (ending in the blank line), read

@@ -348,7 +348,7 @@ short TlsSession::PollEvents() const { return last_ == TlsStep::kWantWrite ? POL
 
 bool TlsSession::Buffered() const { return SSL_has_pending(ssl_) == 1; }
 
-std::string TlsSession::PeerIdentity() const {
+std::string TlsSession::PeerCertificateSubject() const {
   if (!context_->requires_client_certificate() || !handshake_done_) return "";
   X509* cert = SSL_get0_peer_certificate(ssl_);
   if (cert == nullptr || SSL_get_verify_result(ssl_) != X509_V_OK) return "";
@@ -360,7 +360,7 @@ std::string TlsSession::PeerIdentity() const {
   }
   char* text = nullptr;
   const long length = BIO_get_mem_data(bio.get(), &text);
-  return absl::StrCat("cert:", absl::string_view(text, static_cast<size_t>(length)));
+  return length > 0 ? std::string(text, static_cast<size_t>(length)) : std::string();
 }
 
 std::string TlsSession::Version() const { return SSL_get_version(ssl_); }
@@ -416,6 +416,10 @@ class TlsConnection final : public Connection {
   // part of a record still arriving, which poll() announces.
   bool Pending() const override {
     return session_ != nullptr && session_->last() == TlsStep::kDone && session_->Buffered();
+  }
+
+  std::string PeerCertificateSubject() const override {
+    return session_ != nullptr ? session_->PeerCertificateSubject() : std::string();
   }
 
   void ShutdownWrite() override {

@@ -132,10 +132,11 @@ class TlsSession {
   // Why the session failed (OpenSSL's reason), for the log; empty before.
   const std::string& error() const { return error_; }
 
-  // For the request log, like PeerIdentity in server/security/auth.h:
-  // "cert:SUBJECT" (RFC 2253, as gRPC writes it) when the context requires a
-  // client certificate and the peer's was verified; empty otherwise.
-  std::string PeerIdentity() const;
+  // The verified client certificate's subject, RFC 2253 as gRPC's x509
+  // subject property writes it ("CN=client-a,O=tensorop test"), when the
+  // context requires a client certificate; empty otherwise. CallerIdentity
+  // (server/security/auth.h) makes the caller's identity of it.
+  std::string PeerCertificateSubject() const;
   // The negotiated protocol ("TLSv1.3") and ALPN protocol ("http/1.1" or "").
   std::string Version() const;
   std::string Alpn() const;

@@ -46,7 +46,7 @@ constexpr char kJson[] = "application/json";
 // What the waiting room admitted a request with, until it is answered.
 struct Hold {
   MemoryBudget::Reservation reservation;
-  std::string identity;  // "token:NAME", or empty
+  std::string identity;  // CallerIdentity: token name and certificate subject, or empty
 };
 
 void Reply(httplib::Response& response, const absl::Status& status) {
@@ -61,14 +61,18 @@ HttpRefusal Refusal(const absl::Status& status) {
 HttpAdmission Admit(State& state, const HttpRequestHead& head) {
   auto hold = std::make_shared<Hold>();
   hold->reservation = state.native->budget().Empty();
+  std::string token_name;
   if (state.options.tokens != nullptr && !absl::StartsWith(head.target, kHealthPrefix)) {
     auto header = head.headers.find("authorization");
     absl::StatusOr<std::string> name =
         CheckHttpBearer(header == head.headers.end() ? nullptr : &header->second,
                         *state.options.tokens, *state.options.auth_counters);
     if (!name.ok()) return HttpAdmission{Refusal(name.status()), nullptr, nullptr};
-    hold->identity = absl::StrCat("token:", *name);
+    token_name = *std::move(name);
   }
+  // As gRPC's PeerIdentity: the same caller over either protocol owns the
+  // same regions and is logged alike.
+  hold->identity = CallerIdentity(token_name, head.peer_certificate_subject);
   const std::string what = absl::StrCat(head.method, " ", head.target, ": a ", head.content_length,
                                         "-byte request body as received");
   // A body that could not be held now is refused from the headers; one that
@@ -210,8 +214,9 @@ void Infer(State& state, const httplib::Request& http, httplib::Response& out) {
 // The system shared memory extension, as Triton's HTTP API: the gRPC calls'
 // answers (server/v2/inference_service.h) rendered as JSON; small, answered on
 // the HTTP worker. A region's name is the path segment {name}.
-// The caller of an HTTP request, as SharedMemoryCallerOf for gRPC: its token
-// identity (from the waiting room's admission) and whether it is on this host.
+// The caller of an HTTP request, as SharedMemoryCallerOf for gRPC: its
+// CallerIdentity (from the waiting room's admission) and whether it is on this
+// host.
 SharedMemoryCaller HttpCaller(const httplib::Request& in) {
   std::shared_ptr<Hold> hold = std::static_pointer_cast<Hold>(BoundedHttpServer::CurrentHold());
   return SharedMemoryCaller{.owner = hold != nullptr ? hold->identity : std::string(),

@@ -9,7 +9,10 @@
 // runs exactly as gRPC ModelInfer does (server/v2/inference_models.h, then
 // TensorOpService::ExecuteOnWorker on a scheduler worker), its bytes reserved
 // in the memory budget before its body is read. Errors are the gRPC API's
-// messages as {"error": ...} with ToHttpStatus's status.
+// messages as {"error": ...} with ToHttpStatus's status. The caller is who
+// it is over gRPC: CallerIdentity (server/security/auth.h) of its bearer token
+// and its verified client certificate, for its shared memory regions and its
+// request log line.
 #ifndef TENSOROP_SERVER_V2_INFERENCE_HTTP_H_
 #define TENSOROP_SERVER_V2_INFERENCE_HTTP_H_
 

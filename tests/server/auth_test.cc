@@ -113,6 +113,21 @@ TEST(ReflectionAccessTest, ParsesTheThreeModes) {
   EXPECT_EQ(ParseReflectionAccess("yes"), std::nullopt);
 }
 
+TEST(CallerIdentityTest, TokenThenCertificateJoinedByASpace) {
+  EXPECT_EQ(CallerIdentity("", ""), "");
+  EXPECT_EQ(CallerIdentity("alice", ""), "token:alice");
+  EXPECT_EQ(CallerIdentity("", "CN=alice,O=tensorop test"), "cert:CN=alice,O=tensorop test");
+  EXPECT_EQ(CallerIdentity("alice", "CN=alice,O=tensorop test"),
+            "token:alice cert:CN=alice,O=tensorop test");
+  // The subject as given (RFC 2253 escapes kept): one caller, one string.
+  EXPECT_EQ(CallerIdentity("ci", R"(CN=alice\, ops,O=tensorop test)"),
+            R"(token:ci cert:CN=alice\, ops,O=tensorop test)");
+  // Different tokens or certificates are different callers.
+  EXPECT_NE(CallerIdentity("alice", "CN=a"), CallerIdentity("alice", "CN=b"));
+  EXPECT_NE(CallerIdentity("alice", "CN=a"), CallerIdentity("alice", ""));
+  EXPECT_NE(CallerIdentity("alice", ""), CallerIdentity("", "CN=alice"));
+}
+
 TEST(RequestLogIdentityTest, LoggedOnlyForAnAuthenticatedCaller) {
   CallRecord record;
   record.method = "Run";

@@ -296,7 +296,7 @@ TEST_F(TlsStreamTest, HandshakeThenEchoBothWaysIncludingOneMebibyte) {
   ASSERT_EQ(DriveHandshake(*session), TlsStep::kDone) << session->error();
   EXPECT_THAT(session->Version(), StartsWith("TLSv1."));
   EXPECT_EQ(session->Alpn(), "http/1.1");
-  EXPECT_EQ(session->PeerIdentity(), "");  // no client CA: none asked
+  EXPECT_EQ(session->PeerCertificateSubject(), "");  // no client CA: none asked
   EXPECT_EQ(ReadBytes(*session, 4), "ping");
   EXPECT_TRUE(WriteBytes(*session, "pong"));
   EXPECT_EQ(ReadBytes(*session, big.size()), big);
@@ -383,7 +383,7 @@ TEST_F(TlsStreamTest, MutualTlsRefusesAClientWithoutACertificate) {
   ASSERT_NE(session, nullptr);
   EXPECT_EQ(DriveHandshake(*session), TlsStep::kError);
   EXPECT_THAT(session->error(), HasSubstr("peer did not return a certificate"));
-  EXPECT_EQ(session->PeerIdentity(), "");
+  EXPECT_EQ(session->PeerCertificateSubject(), "");
   server.reset();
   EXPECT_FALSE(client.get());
 }
@@ -420,8 +420,9 @@ TEST_F(TlsStreamTest, MutualTlsNamesTheVerifiedClient) {
   TlsSession* session = server->session.get();
   ASSERT_NE(session, nullptr);
   ASSERT_EQ(DriveHandshake(*session), TlsStep::kDone) << session->error();
-  // As gRPC's x509 subject property (RFC 2253), like PeerIdentity in auth.h.
-  EXPECT_EQ(session->PeerIdentity(), "cert:CN=client-a,O=tensorop test");
+  // As gRPC's x509 subject property (RFC 2253), which CallerIdentity in
+  // auth.h makes "cert:CN=client-a,O=tensorop test" of.
+  EXPECT_EQ(session->PeerCertificateSubject(), "CN=client-a,O=tensorop test");
   EXPECT_EQ(ReadBytes(*session, 2), "hi");
   EXPECT_TRUE(WriteBytes(*session, "yo"));
   EXPECT_EQ(client.get(), "yo");
