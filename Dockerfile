@@ -79,6 +79,10 @@ EXPOSE 50051 9464 8000
 HEALTHCHECK --interval=10s --timeout=3s --start-period=10s --retries=3 \
   CMD ["/usr/local/bin/tensorctl", "health", "--target", "127.0.0.1:50051"]
 
+# SIGTERM drains (docs/deploy.md, "Stopping"): within --shutdown_grace_seconds (30) and
+# 5 s more at most, so give `docker stop -t 35` (docker's default 10 s can cut a drain
+# short with SIGKILL); a second SIGTERM stops at once.
+STOPSIGNAL SIGTERM
 ENTRYPOINT ["/usr/local/bin/tensord"]
 # Inside a container 127.0.0.1 (tensord's default for /metrics) is unreachable
 # from the published port, so the image asks for every interface explicitly.

@@ -306,6 +306,7 @@ absl::StatusOr<std::shared_ptr<const ResidentTensor>> HandleStore::Use(const Han
     ResidentTensor& tensor = *found->second;
     if (tensor.expiry() >= now) {
       tensor.last_use_ms_.store(absl::ToUnixMillis(now), std::memory_order_relaxed);
+      last_use_ms_.store(absl::ToUnixMillis(now), std::memory_order_relaxed);
       return found->second;
     }
     expired = TakeLocked(&found);

@@ -250,6 +250,12 @@ class HandleStore {
   // and every Put, is UNAVAILABLE "replica R is shutting down: ...", which
   // clients' retry policy sends to another replica. OK when not draining.
   absl::Status Admit(bool reads_handle) const;
+  // When a call last used a handle here (Use), for a shutdown that waits
+  // only while handles are being read; InfinitePast before any.
+  absl::Time last_use() const {
+    const int64_t ms = last_use_ms_.load(std::memory_order_relaxed);
+    return ms == 0 ? absl::InfinitePast() : absl::FromUnixMillis(ms);
+  }
   // For /metrics: host memory, then OpenCL devices.
   int64_t resident_bytes() const { return resident_bytes_.load(std::memory_order_relaxed); }
   int64_t device_resident_bytes() const {
@@ -316,6 +322,7 @@ class HandleStore {
   std::atomic<int64_t> copies_total_{0};
   std::atomic<int64_t> views_total_{0};
   std::atomic<bool> draining_{false};
+  std::atomic<int64_t> last_use_ms_{0};  // of any handle (last_use())
   bool stopping_ = false;
   std::condition_variable wake_;
   std::thread sweeper_;

@@ -102,13 +102,15 @@ TENSORD_FLAG(int, shutdown_grace_seconds, 30,
              "on SIGTERM/SIGINT, after `--drain_seconds`, within this period: a server holding "
              "handles serves only calls on them (every "
              "other call and every `Put` is `UNAVAILABLE`, which clients retry on another "
-             "replica) until the period ends or no handle is left (docs/handles.md); then keep "
+             "replica) while calls on them come (until none came for 3 s, no handle is left, "
+             "or the period ends: docs/handles.md); then keep "
              "answering until no call is open and the kernel has delivered every byte already "
              "sent (at most half of what is left of it: gRPC closes a connection as soon as its "
              "last call ends after GOAWAY, and a close then can cut the tail of a large answer), "
              "stop accepting, let in-flight calls finish; then they are cancelled and their work "
              "stops at its next stop check; the process exits (status 1) 5 s after the grace "
-             "period even if something did not stop; in [0, 3600]");
+             "period even if something did not stop, and at once on a second SIGTERM/SIGINT; "
+             "a `stopped` event says what was cut short; in [0, 3600]");
 TENSORD_FLAG(int, drain_seconds, 0,
              "on SIGTERM/SIGINT, first report NOT_SERVING this long while still answering, so "
              "health-checking clients move away (Kubernetes: 5); in [0, 3600]");

@@ -13,20 +13,24 @@
 #include <pthread.h>
 #include <signal.h>
 
+#include <cstdlib>
 #include <iostream>
 #include <memory>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include <grpc/grpc.h>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
 #include "core/version.h"
 #include "server/memory/malloc_tuning.h"
 #include "server/process/config.h"
 #include "server/process/server.h"
+#include "server/telemetry/request_log.h"
 
 namespace tensorop::server {
 namespace {
@@ -113,8 +117,20 @@ int Main(int argc, char** argv) {
   }
   int signal = 0;
   sigwait(&shutdown_signals, &signal);
+  // A second SIGTERM or SIGINT while the first one drains: stop at once
+  // (an operator's "now", as a second Ctrl-C), saying what it cut short.
+  std::thread([&shutdown_signals, stopping = server->get()] {
+    int again = 0;
+    sigwait(&shutdown_signals, &again);
+    FlushRequestLog();
+    LogEvent("stopped",
+             absl::StrCat("at once, on a second ", again == SIGINT ? "SIGINT" : "SIGTERM", ": ",
+                          stopping->CutShort()));
+    std::_Exit(1);
+  }).detach();
   (*server)->Shutdown();
   (*server)->Wait();
+  (*server)->LogStopped();
   return 0;
 }
 

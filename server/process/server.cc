@@ -17,6 +17,7 @@
 #include <nlohmann/json.hpp>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "absl/strings/string_view.h"
 #include "core/version.h"
 #include "kernels/opencl/device.h"
@@ -52,11 +53,25 @@ void WaitForQuiet(const TensorOpService& service, std::chrono::system_clock::tim
   }
 }
 
+// How long a draining replica waits for the next call on one of its
+// handles: handles nobody reads (forgotten ones, a client gone) do not hold
+// the stop for the whole grace period, and a client reading them in turn
+// keeps it going.
+constexpr absl::Duration kHandlesQuietFor = absl::Seconds(3);
+
 // A draining replica's grace period: it serves calls on its handles (and
-// only those: HandleStore::Admit) until `until`, or until no handle is left
-// (released or expired), when it goes on to shut down as one without handles.
-void ServeHandlesUntil(const HandleStore& handles, std::chrono::system_clock::time_point until) {
-  while (std::chrono::system_clock::now() < until && handles.handles() > 0) {
+// only those: HandleStore::Admit) until `until`, until no handle is left
+// (released or expired), or until no call used one for kHandlesQuietFor;
+// then it goes on to shut down as one without handles. Says which ended it.
+std::string ServeHandlesUntil(const HandleStore& handles,
+                              std::chrono::system_clock::time_point until) {
+  const absl::Time started = absl::Now();
+  for (;;) {
+    if (handles.handles() == 0) return "every handle was released or expired";
+    if (absl::Now() - std::max(started, handles.last_use()) >= kHandlesQuietFor) {
+      return absl::StrCat("no call used a handle for ", absl::FormatDuration(kHandlesQuietFor));
+    }
+    if (std::chrono::system_clock::now() >= until) return "the grace period ended";
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
 }
@@ -367,6 +382,7 @@ void Server::RunTicker() {
 }
 
 void Server::Shutdown() {
+  stop_.signalled = absl::Now();
   // Health first, so balancers and health-checking clients stop sending, and
   // keep serving while they notice (gRPC answers calls that arrive after
   // Shutdown with CANCELLED, which clients do not retry). Then stop accepting
@@ -393,21 +409,46 @@ void Server::Shutdown() {
   }).detach();
   const auto grace_end = std::chrono::system_clock::now() + config_.grace;
   // A handle lives on this replica alone: while it holds any, calls on them
-  // are served for the grace period, and every other call is turned away for
-  // clients to retry elsewhere. Without handles, nothing waits here.
+  // are served while clients still make them (within the grace period), and
+  // every other call is turned away for clients to retry elsewhere. Without
+  // handles, nothing waits here.
   if (const int64_t held = handles_->handles(); held > 0) {
     handles_->StartDraining();
-    LogEvent("draining", absl::StrCat(held,
-                                      " handles: serving only calls on them until "
-                                      "--shutdown_grace_seconds=",
-                                      config_.grace.count(), " ends"));
-    ServeHandlesUntil(*handles_, grace_end);
+    LogEvent("draining",
+             absl::StrCat(held,
+                          " handles: serving only calls on them while they come (until none "
+                          "came for ",
+                          absl::FormatDuration(kHandlesQuietFor),
+                          ") within --shutdown_grace_seconds=", config_.grace.count()));
+    stop_.handles_wait = ServeHandlesUntil(*handles_, grace_end);
   }
   // WaitForQuiet's bound: half of what is left of the grace period.
   const auto now = std::chrono::system_clock::now();
   WaitForQuiet(*service_,
                now + std::max(grace_end - now, std::chrono::system_clock::duration::zero()) / 2);
+  stop_.calls_open_at_shutdown = service_->open_calls();
   server_->Shutdown(grace_end);
+  stop_.grace_ran_out = std::chrono::system_clock::now() >= grace_end;
+}
+
+std::string Server::CutShort() const {
+  return absl::StrCat(service_->open_calls(), " calls open, ", handles_->handles(),
+                      " handles dropped");
+}
+
+void Server::LogStopped() const {
+  std::string detail = absl::StrCat(
+      "after ", absl::StrFormat("%.2f", absl::ToDoubleSeconds(absl::Now() - stop_.signalled)),
+      " s; ", handles_->handles(), " handles dropped");
+  if (!stop_.handles_wait.empty()) {
+    absl::StrAppend(&detail, "; handles served until ", stop_.handles_wait);
+  }
+  if (stop_.grace_ran_out) {
+    absl::StrAppend(&detail, "; --shutdown_grace_seconds=", config_.grace.count(), " ran out with ",
+                    stop_.calls_open_at_shutdown,
+                    " calls open: those still running were cancelled");
+  }
+  LogEvent("stopped", detail);
 }
 
 void Server::Wait() {

@@ -14,6 +14,7 @@
 #include <condition_variable>
 #include <memory>
 #include <mutex>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -22,6 +23,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/time/time.h"
 #include "server/data/handle_store.h"
 #include "server/data/shared_memory.h"
 #include "server/memory/buffer_pool.h"
@@ -69,6 +71,13 @@ class Server {
   // the ticker and calibration, and waits for the scheduler's tasks.
   void Wait();
 
+  // After Wait: the "stopped" event, with how long the stop took and what it
+  // cut short (handles dropped, calls cancelled when the grace period ran out).
+  void LogStopped() const;
+  // For a stop cut short at once (a second signal): the calls still open and
+  // the handles about to be dropped. Thread-safe.
+  std::string CutShort() const;
+
  private:
   explicit Server(const ServerConfig& config);
 
@@ -114,6 +123,13 @@ class Server {
   std::condition_variable ticker_wake_;
   bool stopping_ = false;  // guarded by ticker_mutex_
   std::thread ticker_;
+  // How the stop went, for LogStopped; written by Shutdown.
+  struct StopRecord {
+    absl::Time signalled;
+    std::string handles_wait;  // what ended the wait for handle calls; empty: none held
+    int64_t calls_open_at_shutdown = 0;
+    bool grace_ran_out = false;
+  } stop_;
 };
 
 }  // namespace tensorop::server

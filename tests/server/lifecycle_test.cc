@@ -125,7 +125,7 @@ TEST(ShutdownTest, SigtermLetsTheCallInFlightFinishAndExitsZero) {
   EXPECT_THAT(reader->Finish(), GrpcOk());
   EXPECT_EQ(received, kRows * kCols);
 
-  const int status = server.Stop();
+  const int status = server.Signal(0);  // waits: a second SIGTERM would stop it at once
   ASSERT_TRUE(WIFEXITED(status)) << "wait status " << status;
   EXPECT_EQ(WEXITSTATUS(status), 0);
 }
@@ -133,7 +133,7 @@ TEST(ShutdownTest, SigtermLetsTheCallInFlightFinishAndExitsZero) {
 TEST(ShutdownTest, IdleServerExitsZeroOnSigint) {
   TensordProcess server;
   ASSERT_EQ(kill(server.pid(), SIGINT), 0);
-  const int status = server.Stop();
+  const int status = server.Signal(0);
   ASSERT_TRUE(WIFEXITED(status)) << "wait status " << status;
   EXPECT_EQ(WEXITSTATUS(status), 0);
 }
@@ -192,8 +192,86 @@ TEST(ShutdownTest, DrainReportsNotServingWhileStillServing) {
   // Still within the drain: calls are answered.
   auto stub = v1::TensorOp::NewStub(Connect(server.target()));
   ExpectStillServing(*stub);
-  const int exit_status = server.Stop();
+  const int exit_status = server.Signal(0);
   EXPECT_TRUE(WIFEXITED(exit_status) && WEXITSTATUS(exit_status) == 0) << exit_status;
+}
+
+// Keeps a handle to read, for the shutdown tests.
+v1::TensorHandle PutDocInput(v1::TensorOp::Stub& stub) {
+  v1::TensorHandle handle;
+  EXPECT_THAT(PutTensor(stub, DocSliceRequest("").inputs().at("input"), &handle), GrpcOk());
+  return handle;
+}
+
+grpc::Status FetchHandle(v1::TensorOp::Stub& stub, const std::string& id) {
+  grpc::ClientContext context;
+  context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(5));
+  v1::FetchRequest request;
+  request.set_id(id);
+  auto reader = stub.Fetch(&context, request);
+  v1::ResultPart part;
+  while (reader->Read(&part)) {
+  }
+  return reader->Finish();
+}
+
+std::chrono::duration<double> Since(std::chrono::steady_clock::time_point start) {
+  return std::chrono::steady_clock::now() - start;
+}
+
+// Handles nobody reads do not hold a SIGTERM for --shutdown_grace_seconds
+// (30 s by default): the wait for calls on them ends once none came for 3 s.
+TEST(ShutdownTest, ForgottenHandlesHoldTheStopOnlyBriefly) {
+  TensordProcess server({"--backends=cpu"});
+  auto stub = v1::TensorOp::NewStub(Connect(server.target()));
+  for (int i = 0; i < 14; ++i) PutDocInput(*stub);
+  const auto sigterm = std::chrono::steady_clock::now();
+  ASSERT_EQ(kill(server.pid(), SIGTERM), 0);
+  const int exit_status = server.Signal(0);
+  EXPECT_TRUE(WIFEXITED(exit_status) && WEXITSTATUS(exit_status) == 0) << exit_status;
+  EXPECT_LT(Since(sigterm).count(), 20) << "waited out the grace period";
+  const std::string log = server.Log();
+  EXPECT_THAT(log, HasSubstr("\"event\":\"draining\",\"detail\":\"14 handles:"));
+  EXPECT_THAT(log, HasSubstr("14 handles dropped; handles served until no call used a handle "
+                             "for 3s"));
+}
+
+// A client still reading its handles keeps the drain going (within the grace
+// period), every read answered; once it stops, the stop follows.
+TEST(ShutdownTest, HandlesBeingReadKeepTheStopGoingUntilTheReadsEnd) {
+  TensordProcess server({"--backends=cpu"});
+  auto stub = v1::TensorOp::NewStub(Connect(server.target()));
+  const v1::TensorHandle handle = PutDocInput(*stub);
+  const auto sigterm = std::chrono::steady_clock::now();
+  ASSERT_EQ(kill(server.pid(), SIGTERM), 0);
+  int fetched = 0;
+  while (Since(sigterm).count() < 5) {  // longer than the 3 s a quiet replica waits
+    ASSERT_THAT(FetchHandle(*stub, handle.id()), GrpcOk()) << "fetch " << fetched;
+    ++fetched;
+    std::this_thread::sleep_for(std::chrono::milliseconds(250));
+  }
+  const int exit_status = server.Signal(0);
+  EXPECT_TRUE(WIFEXITED(exit_status) && WEXITSTATUS(exit_status) == 0) << exit_status;
+  EXPECT_GE(fetched, 10);
+  EXPECT_LT(Since(sigterm).count(), 25) << "waited out the grace period";
+  EXPECT_THAT(server.Log(), HasSubstr("1 handles dropped; handles served until no call used a "
+                                      "handle for 3s"));
+}
+
+// A second signal while the first drains stops tensord at once (status 1),
+// logging what it cut short.
+TEST(ShutdownTest, ASecondSignalStopsAtOnceSayingWhatItCutShort) {
+  TensordProcess server({"--backends=cpu"});
+  auto stub = v1::TensorOp::NewStub(Connect(server.target()));
+  const v1::TensorHandle handle = PutDocInput(*stub);
+  ASSERT_EQ(kill(server.pid(), SIGTERM), 0);
+  // Draining, and kept so by a read.
+  ASSERT_THAT(FetchHandle(*stub, handle.id()), GrpcOk());
+  ASSERT_THAT(AwaitLogLine(server, {"\"event\":\"draining\""}), HasSubstr("1 handles"));
+  const int exit_status = server.Signal(SIGINT);
+  EXPECT_TRUE(WIFEXITED(exit_status) && WEXITSTATUS(exit_status) == 1) << exit_status;
+  EXPECT_THAT(server.Log(), HasSubstr("\"event\":\"stopped\",\"detail\":\"at once, on a "
+                                      "second SIGINT: 0 calls open, 1 handles dropped"));
 }
 
 // Flag files as Kubernetes mounts them from a ConfigMap.
