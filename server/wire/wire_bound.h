@@ -1,8 +1,9 @@
 // Sizes of messages without building them, so the memory budget is asked
 // before protobuf allocates: a bound on what parsing a received message takes
 // (a packed field of N one-byte entries becomes N int64s, eight times its wire
-// size), and the exact serialized size of a RunResponse from its outputs'
-// layouts (the message limit is checked before any work).
+// size; each of N two-byte unknown fields a 16-byte UnknownField), and the
+// exact serialized size of a RunResponse from its outputs' layouts (the
+// message limit is checked before any work).
 #ifndef TENSOROP_SERVER_WIRE_BOUND_H_
 #define TENSOROP_SERVER_WIRE_BOUND_H_
 
@@ -18,10 +19,13 @@
 
 namespace tensorop::server {
 
-// An upper bound on the heap bytes parsing `bytes` as a `type` message takes,
-// found by reading its tags and lengths only (bytes fields and packed fields
-// are skipped, not read). INVALID_ARGUMENT naming the type when the bytes are
-// not a well-formed message of it.
+// An upper bound on the heap bytes parsing `bytes` as a `type` message takes
+// at its peak, found by reading its tags and lengths only (bytes fields and
+// packed fields are skipped, not read): every field costs at least what
+// protobuf allocates for it, measured (wire_bound.cc), unknown fields and
+// known ones of another wire type included. INVALID_ARGUMENT naming the type
+// when the bytes are not a well-formed message of it (or nest more than 16
+// deep).
 absl::StatusOr<int64_t> ParsedBytesBound(const grpc::ByteBuffer& bytes,
                                          const google::protobuf::Descriptor& type);
 
