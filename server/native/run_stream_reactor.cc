@@ -229,10 +229,12 @@ struct FetchPlan {
   grpc::ByteBuffer copy_request;
 };
 
+// The request is parsed within `budget` (ParseMessage), as every method's is.
 absl::StatusOr<FetchPlan> PlanFetch(const grpc::ByteBuffer& bytes, HandleStore* store,
-                                    const HandleCaller& caller) {
+                                    const HandleCaller& caller, MemoryBudget& budget) {
+  MemoryBudget::Reservation parsing = budget.Empty();
   v1::FetchRequest fetch;
-  RETURN_IF_ERROR(DeserializeMessage(bytes, static_cast<int64_t>(bytes.Length()), "Fetch", &fetch));
+  RETURN_IF_ERROR(ParseMessage(bytes, "Fetch", parsing, &fetch));
   if (store == nullptr) return absl::FailedPreconditionError("this server keeps no handles");
   FetchPlan plan;
   ASSIGN_OR_RETURN(plan.tensor, store->Use(caller, fetch.id(), "id"));
@@ -271,7 +273,7 @@ grpc::ServerWriteReactor<grpc::ByteBuffer>* TensorOpService::Fetch(
     grpc::CallbackServerContext* context, const grpc::ByteBuffer* request) {
   FetchPlan plan;
   absl::Status status = Guarded([&] {
-    ASSIGN_OR_RETURN(plan, PlanFetch(*request, options_.handles, CallerOf(*context)));
+    ASSIGN_OR_RETURN(plan, PlanFetch(*request, options_.handles, CallerOf(*context), *budget_));
     return absl::OkStatus();
   });
   if (!status.ok()) return new RefusedWrite(status);
