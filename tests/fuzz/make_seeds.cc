@@ -3,7 +3,9 @@
 // writes OUT_DIR/run/ (each case's RunRequest), run_bidi/ (a file's cases as
 // one stream of frames), run_chunked/ (each request with its input bytes sent
 // as chunks), case_format/ (each case as its own JSON text) and flag_file/
-// (the given flag files). scripts/fuzz.sh merges them into the kept corpus.
+// (the given flag files); and the hostile requests of issue 42 (HostileSeeds:
+// long ids, floods of unknown fields). scripts/fuzz.sh merges them into the
+// kept corpus.
 #include <algorithm>
 #include <cstdio>
 #include <filesystem>
@@ -46,6 +48,16 @@ std::string Serialize(const google::protobuf::Message& message) {
   return wire;
 }
 
+// `value` as a protobuf varint.
+std::string Varint(uint64_t value) {
+  std::string bytes;
+  do {
+    bytes.push_back(static_cast<char>((value & 0x7f) | (value >= 0x80 ? 0x80 : 0)));
+    value >>= 7;
+  } while (value != 0);
+  return bytes;
+}
+
 // The request with each input's data sent as two chunks after it.
 std::string Chunked(const tensorop::v1::RunRequest& request) {
   tensorop::v1::RequestPart first;
@@ -66,6 +78,86 @@ std::string Chunked(const tensorop::v1::RunRequest& request) {
   frames.push_back(Serialize(first));
   for (const auto& part : chunks) frames.push_back(Serialize(part));
   return tensorop::fuzz::JoinFrames(frames);
+}
+
+// A small slice of a 4-byte input, named `id`.
+tensorop::v1::RunRequest SliceRequest(const std::string& id) {
+  tensorop::v1::RunRequest request;
+  request.set_id(id);
+  request.mutable_slice()->add_offsets(1);
+  request.mutable_slice()->add_window_sizes(2);
+  request.mutable_slice()->add_window_strides(1);
+  tensorop::v1::Tensor& input = (*request.mutable_inputs())["input"];
+  input.set_dtype(tensorop::v1::UINT8);
+  input.add_sizes(4);
+  input.set_data("abcd");
+  return request;
+}
+
+// `message` followed by varint fields numbered 15 (none of our messages has
+// one) until it is `bytes` long.
+std::string WithUnknownVarints(const std::string& message, size_t bytes) {
+  std::string wire = message;
+  while (wire.size() + 2 <= bytes) wire.append("\x78\x01", 2);
+  return wire;
+}
+
+// Unknown fields of every wire type, groups nested in groups, and known
+// fields sent with a wire type not theirs (kept as unknown fields too).
+std::string UnknownFieldsOfEveryKind(int rounds) {
+  std::string wire;
+  for (int i = 0; i < rounds; ++i) {
+    wire.append("\x78\x96\x01", 3);                          // 15: varint 150
+    wire.append("\x79\x01\x02\x03\x04\x05\x06\x07\x08", 9);  // 15: fixed64
+    wire.append("\x7d\x01\x02\x03\x04", 5);                  // 15: fixed32
+    wire.append("\x7a\x03\x61\x62\x63", 5);                  // 15: "abc"
+    wire.append("\x7b\x08\x01\x13\x13\x14\x14\x7c", 8);  // 15: group {1: 1, 2: group {2: group {}}}
+    wire.append("\x08\x01", 2);                          // id (a string) as a varint
+    wire.append("\x15\x00\x00\x00\x00", 5);              // slice (a message) as a fixed32
+  }
+  return wire;
+}
+
+// The hostile requests of issue 42 (RELIABILITY.md, "The third attack"), each
+// within the fuzzers' -max_len: a Run request whose id takes it to 64 KiB;
+// one flooded with unknown varints to 64 KiB; unknown fields of every kind;
+// as RunBidi frames and as RunChunked parts. Release, ListHandles and
+// RunChain requests have no fuzzer.
+void HostileSeeds(const fs::path& out) {
+  const std::string small = Serialize(SliceRequest("a"));
+  const size_t id_bytes = kMaxSeedBytes - small.size() - 3;  // its length takes 3 bytes more
+  const std::string long_id = Serialize(SliceRequest(std::string(id_bytes, 'i')));
+  Write(out / "run", "hostile_long_id", long_id);
+  Write(out / "run", "hostile_unknown_varints", WithUnknownVarints(small, kMaxSeedBytes));
+  Write(out / "run", "hostile_unknown_fields", small + UnknownFieldsOfEveryKind(256));
+
+  Write(out / "run_bidi", "hostile_long_ids",
+        tensorop::fuzz::JoinFrames({Serialize(SliceRequest(std::string(16000, 'b'))),
+                                    Serialize(SliceRequest(std::string(16000, 'c'))), small,
+                                    Serialize(SliceRequest(std::string(16000, 'd')))}));
+  Write(out / "run_bidi", "hostile_unknown_varints",
+        tensorop::fuzz::JoinFrames(
+            {WithUnknownVarints(small, 32 << 10), small, small + UnknownFieldsOfEveryKind(64)}));
+
+  // RunChunked: a request part (RequestPart.request = 1) with a long id, and
+  // one whose request and part are flooded, each followed by its chunk.
+  tensorop::v1::RequestPart chunk;
+  chunk.mutable_chunk()->set_input("input");
+  chunk.mutable_chunk()->set_data("abcd");
+  for (auto [name, request] : {std::pair{"hostile_long_id", SliceRequest(std::string(32000, 'k'))},
+                               std::pair{"hostile_unknown_varints", SliceRequest("f")}}) {
+    request.mutable_inputs()->at("input").clear_data();
+    tensorop::v1::RequestPart first;
+    *first.mutable_request() = request;
+    std::string first_wire = Serialize(first);
+    if (std::string(name) == "hostile_unknown_varints") {
+      // The flood inside the request (field 1 of the part), then in the part.
+      const std::string flooded = WithUnknownVarints(Serialize(request), 24 << 10);
+      first_wire = std::string("\x0a") + Varint(flooded.size()) + flooded;
+      first_wire = WithUnknownVarints(first_wire, first_wire.size() + (16 << 10));
+    }
+    Write(out / "run_chunked", name, tensorop::fuzz::JoinFrames({first_wire, Serialize(chunk)}));
+  }
 }
 
 }  // namespace
@@ -110,6 +202,7 @@ int main(int argc, char** argv) {
     if (!stream.empty())
       Write(out / "run_bidi", stem + "_rest", tensorop::fuzz::JoinFrames(stream));
   }
+  HostileSeeds(out);
   for (int i = 3; i < argc; ++i) {
     Write(out / "flag_file", fs::path(argv[i]).filename().string() + std::to_string(i),
           Slurp(argv[i]));
