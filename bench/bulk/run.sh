@@ -343,19 +343,15 @@ echo "| --- | --- | --- | --- | --- | --- | --- | --- | --- |"
 printf '%s\n' "${rows[@]}"
 
 if [ "$python" = 1 ]; then
-  # The client's venv, as scripts/python-test.sh makes it (same place, same stamp).
+  # The client's venv, where scripts/python-test.sh makes it: the same wheel
+  # (scripts/python-wheel.sh) and pins (tests/python/pins/newest.txt).
   venv="$root/build/python-venv"
   apt_install python3 python3-venv
   "$venv/bin/python" -c "" 2>/dev/null || { rm -rf "$venv"; python3 -m venv "$venv"; }
   if ! "$venv/bin/python" -c "import tensorop_client, numpy" 2>/dev/null; then
-    read -r -a build_requires < <("$venv/bin/python" -c '
-import sys, tomllib
-print(" ".join(tomllib.load(open(sys.argv[1], "rb"))["build-system"]["requires"]))
-' "$root/client/python/pyproject.toml")
-    "$venv/bin/python" -m pip --disable-pip-version-check --quiet install "${build_requires[@]}" >&2
-    "$venv/bin/python" -m pip --disable-pip-version-check --quiet install --no-build-isolation \
-      "$root/client/python" >&2
-    rm -rf "$root/client/python/build" "$root/client/python/"*.egg-info
+    wheel="$("$root/scripts/python-wheel.sh")"
+    "$venv/bin/python" -m pip --disable-pip-version-check --quiet install "$wheel" \
+      -r "$root/tests/python/pins/newest.txt" >&2
   fi
   echo "run: python_bench.py --bytes=$((python_mib * mib))" >&2
   "$venv/bin/python" "$here/python_bench.py" --tensord "127.0.0.1:$tensord_port" \
