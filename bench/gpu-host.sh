@@ -6,6 +6,8 @@
 #   bench/gpu-host.sh pack BUNDLE     here, after ../shared/gpu/bundle.sh build BUNDLE
 #   bash BUNDLE/gpu-host.sh           on the GPU host, after `bash BUNDLE/run.sh correct`
 #                                     (which points the ICD loader at NVIDIA's alone)
+#   bash bench/gpu-measure.sh BUNDLE  on the GPU host: both of those and the kernels' figures
+#                                     by profiling events and wall clock (issue 48)
 set -u
 if [ "${1:-}" = pack ]; then
   set -e
@@ -13,10 +15,10 @@ if [ "${1:-}" = pack ]; then
   # bundle.sh takes the first tensord under build/, which may be cpack's staged copy in
   # build/_CPack_Packages, older than the build: the built binaries replace what it took.
   for b in tensord tensorctl operators_bench handles_bench transfer_bench; do
-    strip -o "$out/bin/$b" "$root/build/bin/$b"
+    if [ -x "$root/build/bin/$b" ]; then strip -o "$out/bin/$b" "$root/build/bin/$b"; else echo "pack: no build/bin/$b" >&2; fi
   done
   for b in tensord_integration_tests opencl_device_test; do
-    strip -o "$out/extra/$b" "$root/build/bin/$b"
+    if [ -x "$root/build/bin/$b" ]; then strip -o "$out/extra/$b" "$root/build/bin/$b"; else echo "pack: no build/bin/$b" >&2; fi
   done
   for x in "$out"/extra/*_test*; do ldd "$x"; done | awk '/=> \//{print $3}' | sort -u |
     grep -vE '/(libc|libm|libdl|libpthread|librt|ld-linux-x86-64|libstdc\+\+|libgcc_s)\.so' |
@@ -25,6 +27,10 @@ if [ "${1:-}" = pack ]; then
   echo "$root/build/bin" >"$out/extra/tensord_dir"
   cp -r "$root/tests/conformance" "$out/views"
   cp "$0" "$out/gpu-host.sh"
+  # bench/gpu-measure.sh's tools: OpenCL's own copies timed by profiling events too, and
+  # PyTorch's, and the table of what came back.
+  gcc -O2 -o "$out/bin/oclbw_events" "$root/bench/gpu/oclbw.c" -lOpenCL -lm
+  mkdir -p "$out/gpu" && cp "$root/bench/gpu/torch_ref.py" "$root/bench/gpu/summary.py" "$out/gpu/"
   exit 0
 fi
 
@@ -47,7 +53,9 @@ echo "== opencl_device_test"
 timeout 120 "$G/extra/opencl_device_test" --gtest_brief=1 >"$O/opencl_device_test.log" 2>&1
 echo "rc=$? $(grep -E '^\[  (PASSED|FAILED)' "$O/opencl_device_test.log" | tr '\n' ' ')"
 want=$(cat "$G/extra/tensord_dir")
-if [ -e "$want/tensord" ]; then
+if [ ! -x "$G/extra/tensord_integration_tests" ]; then
+  echo "no tensord_integration_tests in the bundle: integration tests not run"
+elif [ -e "$want/tensord" ]; then
   echo "$want/tensord is already there (not this bundle's): integration tests not run"
 elif mkdir -p "$want" && ln -s "$G/bin/tensord" "$want/tensord" && ln -s "$G/bin/tensorctl" "$want/tensorctl"; then
   echo "== tensord_integration_tests Device*, Chain*"

@@ -6,7 +6,8 @@ AutoBest rows (the benchmark's own calibration), or a given threshold."""
 import json
 import sys
 
-WINDOWS = {"0": "contiguous", "1": "strided", "2": "reversed", "3": "broadcast input"}
+WINDOWS = {"0": "contiguous", "1": "strided", "2": "reversed", "3": "broadcast input",
+           "4": "transposed"}
 TARGETS = {"contiguous": 0.7, "strided": 0.4}
 
 
@@ -43,8 +44,9 @@ def gbps(b):
 def main(path, auto_min_bytes):
     rows, auto = load(path)
     memcpy = {size: gbps(b) for (op, _, size, _), b in rows.items() if op == "Memcpy"}
-    cases = sorted({k[:3] for k in rows if k[0] != "Memcpy"},
-                   key=lambda k: (["Slice", "StridedSlice", "Split", "ScatterElements"].index(k[0]),
+    ops = ["Slice", "StridedSlice", "Split", "ScatterElements"]
+    cases = sorted({k[:3] for k in rows if k[0] in ops},
+                   key=lambda k: (ops.index(k[0]),
                                   k[1], k[2]))
     print("### oneTBB against memcpy\n")
     print("| operator | case | bytes | GB/s | memcpy GB/s | ratio | target |")

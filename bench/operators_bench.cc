@@ -2,14 +2,20 @@
 // the first OpenCL device (PoCL's CPU device here), beside a memcpy of the same
 // bytes in the same run. bytes_per_second counts output bytes. Planning happens
 // once, outside the timed loop. OpenCL figures include the transfers; the
-// counters upload_ms, kernel_ms and download_ms break them out.
+// counters upload_ms, kernel_ms and download_ms break them out (host wall
+// clock, each phase waited for). With TENSOROP_BENCH_PROFILE=1 in the
+// environment the device records profiling events and kernel_device_ms is the
+// kernel phase as the device saw it (the sum of its commands' START..END; GPU
+// figures compare it with oclbw's events, bench/gpu/oclbw.c).
 //
 // AutoBest/<op>: per case, the median of 5 runs on oneTBB and on the device,
 // the backend tensord's AUTO picks for it (server/placement/cost_model.h's decision,
 // from this process's calibration, server/placement/calibration.h) and AUTO / best.
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <memory>
 #include <numeric>
@@ -49,14 +55,39 @@ struct Prepared {
 
 enum Backend { kTbb, kOpenCl };
 
+// An environment variable's integer value, or `otherwise` when it is not set.
+int64_t EnvInt(const char* name, int64_t otherwise) {
+  const char* value = std::getenv(name);
+  return value == nullptr || *value == '\0' ? otherwise : std::atoll(value);
+}
+
+// The first device; TENSOROP_BENCH_PROFILE=1 opens it profiling its kernels,
+// TENSOROP_BENCH_GROUP_WIDTH and TENSOROP_BENCH_RUNS_BY_KERNEL (0 or 1)
+// replace those fields of its launch table row (device.h's LaunchTable).
 opencl_backend::Device* FirstDevice() {
-  static std::vector<std::unique_ptr<opencl_backend::Device>>* devices =
-      new std::vector<std::unique_ptr<opencl_backend::Device>>(
-          opencl_backend::OpenAllDevices(nullptr));
+  static std::vector<std::unique_ptr<opencl_backend::Device>>* devices = [] {
+    opencl_backend::DeviceOptions options;
+    options.profile_kernels = EnvInt("TENSOROP_BENCH_PROFILE", 0) == 1;
+    auto* opened = new std::vector<std::unique_ptr<opencl_backend::Device>>(
+        opencl_backend::OpenAllDevices(nullptr, options));
+    const int64_t width = EnvInt("TENSOROP_BENCH_GROUP_WIDTH", -1);
+    const int64_t runs = EnvInt("TENSOROP_BENCH_RUNS_BY_KERNEL", -1);
+    if (!opened->empty() && (width >= 0 || runs >= 0)) {
+      opencl_backend::LaunchTable table = opened->front()->launch_table();
+      if (width >= 0) table.group_width = static_cast<size_t>(width);
+      if (runs >= 0) table.runs_by_kernel = runs == 1;
+      options.launch_table = table;
+      opened->clear();
+      *opened = opencl_backend::OpenAllDevices(nullptr, options);
+    }
+    return opened;
+  }();
   return devices->empty() ? nullptr : devices->front().get();
 }
 
-void RunPrepared(benchmark::State& state, Prepared& p, Backend backend) {
+// With `phases`, the OpenCL run times its phases (DeviceTimings: each waited
+// for); without, it runs as tensord runs it.
+void RunPrepared(benchmark::State& state, Prepared& p, Backend backend, bool phases = true) {
   std::vector<const std::byte*> inputs;
   std::vector<std::span<const std::byte>> input_spans;
   for (auto& input : p.inputs) {
@@ -79,18 +110,24 @@ void RunPrepared(benchmark::State& state, Prepared& p, Backend backend) {
     (void)device->Execute(p.plan, input_spans, outputs, NeverStop);
   }
   for (auto _ : state) {
-    absl::Status status = device == nullptr
-                              ? tbb_backend::Execute(p.plan, inputs, outputs)
-                              : device->Execute(p.plan, input_spans, outputs, NeverStop, &timings);
+    absl::Status status =
+        device == nullptr
+            ? tbb_backend::Execute(p.plan, inputs, outputs)
+            : device->Execute(p.plan, input_spans, outputs, NeverStop, phases ? &timings : nullptr);
     if (!status.ok()) state.SkipWithError(std::string(status.message()).c_str());
     benchmark::ClobberMemory();
   }
   state.SetBytesProcessed(state.iterations() * output_bytes);
-  if (device != nullptr) {
+  if (device != nullptr && phases) {
     const double n = static_cast<double>(state.iterations()) * 1e6;
     state.counters["upload_ms"] = static_cast<double>(timings.upload_ns) / n;
     state.counters["kernel_ms"] = static_cast<double>(timings.kernel_ns) / n;
     state.counters["download_ms"] = static_cast<double>(timings.download_ns) / n;
+    if (timings.kernel_commands > 0) {
+      state.counters["kernel_device_ms"] = static_cast<double>(timings.kernel_device_ns) / n;
+      state.counters["kernel_commands"] =
+          static_cast<double>(timings.kernel_commands) / static_cast<double>(state.iterations());
+    }
   }
 }
 
@@ -122,13 +159,19 @@ void BM_Memcpy(benchmark::State& state) {
   state.SetBytesProcessed(state.iterations() * bytes);
 }
 
-enum Window { kContiguous, kStrided, kReversed, kBroadcast };
+enum Window { kContiguous, kStrided, kReversed, kBroadcast, kTransposed };
 
 // A slice whose output is [rows, columns]: rows from the middle of a taller
 // input (contiguous), every other column of a twice-as-wide input (strided),
-// the columns backwards (reversed), or one row repeated (broadcast input).
+// the columns backwards (reversed), one row repeated (broadcast input), or a
+// whole square input laid out column-major, so the copy transposes
+// (transposed: [4096, 4096] at 64 MiB).
 Prepared MakeSlice(int64_t bytes, Window window) {
-  const std::vector<int64_t> out = OutputShape(bytes);
+  std::vector<int64_t> out = OutputShape(bytes);
+  if (window == kTransposed) {
+    const auto side = static_cast<int64_t>(std::sqrt(static_cast<double>(bytes / 4)));
+    out = {side, side};
+  }
   const int64_t rows = out[0], columns = out[1];
   Prepared p;
   TensorDesc desc{DType::kFloat32, {rows + 2, columns}, {}};
@@ -141,6 +184,9 @@ Prepared MakeSlice(int64_t bytes, Window window) {
     attrs = {{0, 0}, {rows, columns}, {1, -1}};
   } else if (window == kBroadcast) {
     desc = {DType::kFloat32, {rows, columns}, {0, 1}};
+    attrs = {{0, 0}, {rows, columns}, {1, 1}};
+  } else if (window == kTransposed) {
+    desc = {DType::kFloat32, {rows, columns}, {1, rows}};
     attrs = {{0, 0}, {rows, columns}, {1, 1}};
   }
   const int64_t input_elements = window == kBroadcast ? columns : desc.sizes[0] * desc.sizes[1];
@@ -236,6 +282,12 @@ void BM_StridedSlice(benchmark::State& state) {
 void BM_Split(benchmark::State& state) {
   Prepared p = MakeSplit(state.range(0), static_cast<Window>(state.range(1)));
   RunPrepared(state, p, static_cast<Backend>(state.range(2)));
+}
+// A whole Slice on the device as tensord runs it, its phases not timed
+// apart: the small request's figure. Arguments: bytes, window.
+void BM_SliceWhole(benchmark::State& state) {
+  Prepared p = MakeSlice(state.range(0), static_cast<Window>(state.range(1)));
+  RunPrepared(state, p, kOpenCl, /*phases=*/false);
 }
 // Arguments: bytes, backend.
 void BM_ScatterElements(benchmark::State& state) {
@@ -337,8 +389,14 @@ const std::vector<int64_t> kSizes = {kKiB, kMiB, 64 * kMiB};
 
 BENCHMARK(BM_Memcpy)->ArgsProduct({kSizes})->ArgNames({"bytes"})->UseRealTime();
 BENCHMARK(BM_Slice)
-    ->ArgsProduct({kSizes, {kContiguous, kStrided, kReversed, kBroadcast}, {kTbb, kOpenCl}})
+    ->ArgsProduct({kSizes,
+                   {kContiguous, kStrided, kReversed, kBroadcast, kTransposed},
+                   {kTbb, kOpenCl}})
     ->ArgNames({"bytes", "window", "backend"})
+    ->UseRealTime();
+BENCHMARK(BM_SliceWhole)
+    ->ArgsProduct({{kKiB, kMiB}, {kContiguous, kReversed}})
+    ->ArgNames({"bytes", "window"})
     ->UseRealTime();
 BENCHMARK(BM_StridedSlice)
     ->ArgsProduct({kSizes, {kContiguous, kStrided, kReversed}, {kTbb, kOpenCl}})

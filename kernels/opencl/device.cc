@@ -19,6 +19,25 @@ namespace {
 // cost is small next to its bytes.
 constexpr int64_t kMaxStagingChunkBytes = int64_t{8} << 20;
 
+// The launch table (device.h's LaunchTable), by kind of device. A CPU device
+// (PoCL's here) keeps the sizes measured before the table existed: launches of
+// 4 Mi words, the runtime's work-groups. A GPU (an H200 on NVIDIA's OpenCL,
+// 2026-11-28, BENCHMARKS.md "GPU"): a 64 MiB copy is some 45 us there, so one
+// launch of up to 16 Mi words (64 to 256 MiB) instead of four keeps the tail
+// of each launch and the wait between them out of it (stride 2: 97 us in four
+// launches, 64 in one); work-groups of the runtime's choice measured as fast
+// as or faster than 256 x 1 (stride 2 59 against 64 us, reversed 45 and 45,
+// the scatter 213 and 215); runs by clEnqueueCopyBuffer (44 us) rather than
+// the kernel (47).
+LaunchTable LaunchTableFor(cl_device_type type) {
+  LaunchTable table;
+  if ((type & CL_DEVICE_TYPE_GPU) != 0) {
+    table.items_per_launch = int64_t{1} << 24;
+    table.bytes_per_command = int64_t{256} << 20;
+  }
+  return table;
+}
+
 std::string DeviceString(cl_device_id device, cl_device_info what) {
   size_t size = 0;
   if (clGetDeviceInfo(device, what, 0, nullptr, &size) != CL_SUCCESS || size == 0) return "";
@@ -64,12 +83,19 @@ absl::StatusOr<std::unique_ptr<Device>> Device::Open(cl_platform_id platform, cl
   // Deprecated by OpenCL 2.0 but answered by every 1.2 device; false if not.
   clGetDeviceInfo(device, CL_DEVICE_HOST_UNIFIED_MEMORY, sizeof unified, &unified, nullptr);
   self->host_memory_ = (type & CL_DEVICE_TYPE_CPU) != 0 || unified == CL_TRUE;
+  self->launch_table_ = options.launch_table.value_or(LaunchTableFor(type));
+  // transpose_copy's work-groups are 32 x 8.
+  size_t max_group = 0;
+  clGetDeviceInfo(device, CL_DEVICE_MAX_WORK_GROUP_SIZE, sizeof max_group, &max_group, nullptr);
+  if (max_group < 256) self->launch_table_.tiles = false;
   const cl_context_properties properties[] = {CL_CONTEXT_PLATFORM,
                                               reinterpret_cast<cl_context_properties>(platform), 0};
   cl_int error = CL_SUCCESS;
   self->context_ = clCreateContext(properties, 1, &device, nullptr, nullptr, &error);
   RETURN_IF_ERROR(ClStatus(error, "clCreateContext"));
-  self->queue_ = clCreateCommandQueue(self->context_, device, 0, &error);
+  self->profile_kernels_ = options.profile_kernels;
+  self->queue_ = clCreateCommandQueue(
+      self->context_, device, options.profile_kernels ? CL_QUEUE_PROFILING_ENABLE : 0, &error);
   RETURN_IF_ERROR(ClStatus(error, "clCreateCommandQueue"));
   self->upload_queue_ = clCreateCommandQueue(self->context_, device, 0, &error);
   RETURN_IF_ERROR(ClStatus(error, "clCreateCommandQueue(upload)"));

@@ -12,6 +12,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <span>
 #include <string>
 #include <tuple>
@@ -30,6 +31,29 @@ struct DeviceTimings {
   int64_t upload_ns = 0;
   int64_t kernel_ns = 0;
   int64_t download_ns = 0;
+  // On a device opened with DeviceOptions::profile_kernels: the kernel phase
+  // as the device saw it, the sum of CL_PROFILING_COMMAND_START..END over its
+  // commands (copies, kernels, fills, the scatter's flag read), and how many.
+  int64_t kernel_device_ns = 0;
+  int64_t kernel_commands = 0;
+};
+
+// The work sizes of copy and scatter launches. Device::Open takes the row of
+// kLaunchTables for the device's kind (device.cc says how each was measured);
+// DeviceOptions::launch_table replaces it (benchmarks compare rows with it).
+struct LaunchTable {
+  // Words (or updates) per kernel launch: the stop check runs between.
+  int64_t items_per_launch = int64_t{1} << 22;
+  // Bytes per clEnqueueCopyBuffer(Rect) command, likewise.
+  int64_t bytes_per_command = int64_t{64} << 20;
+  // The work-group width of the 2-D launches (a power of two; one row high);
+  // 0: the runtime chooses.
+  size_t group_width = 0;
+  // Contiguous runs by the strided_copy kernel (16-byte words) rather than
+  // clEnqueueCopyBuffer(Rect).
+  bool runs_by_kernel = false;
+  // Transposing copies by the tiled transpose_copy kernel.
+  bool tiles = true;
 };
 
 // How a device is opened.
@@ -38,6 +62,12 @@ struct DeviceOptions {
   // the device may hold; it grows in chunks up to this bound as transfers need
   // it. 0: no staging, transfers go straight from the caller's memory.
   int64_t staging_bytes = int64_t{64} << 20;
+  // The compute queue records profiling events (CL_QUEUE_PROFILING_ENABLE), so
+  // DeviceTimings can say what the kernels took on the device. For benchmarks:
+  // tensord never sets it, and without a DeviceTimings nothing is read.
+  bool profile_kernels = false;
+  // Replaces the device's row of the launch table (for benchmarks).
+  std::optional<LaunchTable> launch_table = std::nullopt;
 };
 
 class Device;
@@ -170,6 +200,9 @@ class Device {
                                std::span<const ResidentBuffer* const> resident_outputs,
                                const StopCheck& stop, DeviceTimings* timings = nullptr);
 
+  // The launch table row this device uses.
+  const LaunchTable& launch_table() const { return launch_table_; }
+
   // CL_DEVICE_GLOBAL_MEM_SIZE.
   int64_t global_memory_bytes() const { return global_memory_bytes_; }
   // A buffer of exactly `bytes` to hold a tensor on the device (zero-filled
@@ -240,25 +273,42 @@ class Device {
   // Waits for every command queued on any queue (error paths).
   void Drain();
   enum class Source { kStridedCopy, kScatterElements };
-  // Built once per (source, word size, index math size: 4 or 8) and reused.
-  absl::StatusOr<cl_program> Program(Source source, int word_size, int index_size);
+  enum class Kernel { kStridedCopy, kTransposeCopy, kScatterElements };
+  // Built once per (source, word size, index math size: 4 or 8, words per
+  // vector) and reused.
+  absl::StatusOr<cl_program> Program(Source source, int word_size, int index_size, int vec);
   // A kernel object of a cached program, from the cache when one is free.
-  absl::StatusOr<KernelLease> MakeKernel(Source source, int word_size, int index_size,
-                                         const char* name);
+  absl::StatusOr<KernelLease> MakeKernel(Kernel kernel, int word_size, int index_size, int vec);
+  // A pooled buffer holding `bytes` of `data` (the kernels' outer dimensions
+  // past eight), written before the call returns; none for 0 bytes.
+  absl::StatusOr<std::optional<PooledBuffer>> DimensionsBuffer(const void* data, int64_t bytes);
   void ReturnKernel(int key, cl_kernel kernel);
-  absl::Status RunCopy(const StridedCopy& copy, cl_mem src, cl_mem dst, const StopCheck& stop);
+  // The launches below keep (retained) the events of their commands in `log`
+  // when it is not null: the profiled kernel phase of DeviceTimings.
+  using EventLog = std::vector<cl_event>;
+  absl::Status RunCopy(const StridedCopy& copy, cl_mem src, cl_mem dst, const StopCheck& stop,
+                       EventLog* log);
   // RunCopy's cases: one contiguous run, runs of at most three dimensions with
   // positive pitches (both clEnqueueCopyBuffer*), anything else (the kernel).
   absl::Status CopyRun(cl_mem src, cl_mem dst, int64_t src_offset, int64_t dst_offset,
-                       int64_t bytes, const StopCheck& stop);
-  absl::Status CopyRect(const StridedCopy& copy, cl_mem src, cl_mem dst, const StopCheck& stop);
+                       int64_t bytes, const StopCheck& stop, EventLog* log);
+  absl::Status CopyRect(const StridedCopy& copy, cl_mem src, cl_mem dst, const StopCheck& stop,
+                        EventLog* log);
+  // strided_copy over `words` (the copy in the kernel's words), `vec` words per
+  // store, the source read as src_mode says (strided_copy.cl).
   template <typename Index>
-  absl::Status CopyKernel(const StridedCopy& words, cl_mem src, cl_mem dst, const StopCheck& stop);
+  absl::Status CopyKernel(const StridedCopy& words, int vec, int src_mode, cl_mem src, cl_mem dst,
+                          const StopCheck& stop, EventLog* log);
+  // transpose_copy over `words`: the source contiguous along the second
+  // innermost dimension, the destination along the innermost.
+  template <typename Index>
+  absl::Status TransposeKernel(const StridedCopy& words, cl_mem src, cl_mem dst,
+                               const StopCheck& stop, EventLog* log);
   absl::Status RunScatter(const ScatterWalk& walk, cl_mem indices, cl_mem updates, cl_mem output,
-                          const StopCheck& stop);
+                          const StopCheck& stop, EventLog* log);
   template <typename Index>
   absl::Status ScatterKernel(const ScatterWalk& walk, cl_mem indices, cl_mem updates, cl_mem output,
-                             const StopCheck& stop);
+                             const StopCheck& stop, EventLog* log);
 
   cl_device_id device_ = nullptr;
   cl_context context_ = nullptr;
@@ -272,6 +322,8 @@ class Device {
   int64_t max_buffer_bytes_ = 0;
   int64_t global_memory_bytes_ = 0;
   bool host_memory_ = false;
+  bool profile_kernels_ = false;  // the compute queue records profiling events
+  LaunchTable launch_table_;
   // Free buffers by size; bounded so an idle device holds little memory.
   static constexpr int64_t kMaxPooledBytes = int64_t{256} << 20;
   std::mutex pool_mutex_;
@@ -286,7 +338,7 @@ class Device {
   int64_t staging_allocated_ = 0;
   std::atomic<int64_t> uploaded_bytes_{0};
   std::mutex programs_mutex_;
-  std::map<std::tuple<Source, int, int>, cl_program> programs_;
+  std::map<std::tuple<Source, int, int, int>, cl_program> programs_;
   // Free kernel objects by program (key: Source, word size, index size packed
   // in an int); a few per program at most, one per concurrent launcher.
   std::mutex kernels_mutex_;

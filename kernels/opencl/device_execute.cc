@@ -80,6 +80,16 @@ absl::Status Device::ExecuteResident(const ExecutionPlan& plan,
   } drain{this};
   ScopedEvent uploaded;
   ScopedEvent computed;
+  // The kernel phase's events, when timings are asked of a profiling device.
+  struct Profiled {
+    std::vector<cl_event> events;
+    ~Profiled() {
+      for (cl_event event : events) {
+        if (event != nullptr) clReleaseEvent(event);
+      }
+    }
+  } profiled;
+  std::vector<cl_event>* log = timings != nullptr && profile_kernels_ ? &profiled.events : nullptr;
 
   // Only the bytes the plan reads go up; kernels address the device buffer
   // from `upload_begin` (a resident input's: before its buffer's byte 0 by
@@ -171,7 +181,7 @@ absl::Status Device::ExecuteResident(const ExecutionPlan& plan,
     StridedCopy rebased = copy;
     rebased.src_offset -= upload_begin[copy.input_slot];
     RETURN_IF_ERROR(
-        RunCopy(rebased, input_mems[copy.input_slot], output_mems[copy.output_slot], stop));
+        RunCopy(rebased, input_mems[copy.input_slot], output_mems[copy.output_slot], stop, log));
   }
   for (const ScatterWalk& walk : plan.scatters) {
     // Walks address indices and updates from byte 0, which their ranges hold.
@@ -180,12 +190,26 @@ absl::Status Device::ExecuteResident(const ExecutionPlan& plan,
           "scatter indices or updates do not start at their buffer's byte 0");
     }
     RETURN_IF_ERROR(RunScatter(walk, input_mems[walk.indices_slot], input_mems[walk.updates_slot],
-                               output_mems[walk.output_slot], stop));
+                               output_mems[walk.output_slot], stop, log));
   }
   RETURN_IF_ERROR(ClStatus(clEnqueueMarkerWithWaitList(queue_, 0, nullptr, &computed.event),
                            "clEnqueueMarkerWithWaitList(compute)"));
   RETURN_IF_ERROR(ClStatus(clFlush(queue_), "clFlush"));
   RETURN_IF_ERROR(end_phase(&DeviceTimings::kernel_ns, computed.event));
+  if (log != nullptr) {  // every command of the phase completed: read its start and end
+    for (cl_event event : profiled.events) {
+      cl_ulong start = 0, end = 0;
+      if (event == nullptr) continue;
+      RETURN_IF_ERROR(ClStatus(
+          clGetEventProfilingInfo(event, CL_PROFILING_COMMAND_START, sizeof start, &start, nullptr),
+          "clGetEventProfilingInfo(START)"));
+      RETURN_IF_ERROR(ClStatus(
+          clGetEventProfilingInfo(event, CL_PROFILING_COMMAND_END, sizeof end, &end, nullptr),
+          "clGetEventProfilingInfo(END)"));
+      timings->kernel_device_ns += static_cast<int64_t>(end - start);
+      ++timings->kernel_commands;
+    }
+  }
 
   for (size_t j = 0; j < plan.outputs.size(); ++j) {
     if (resident_output(j) != nullptr) continue;  // stays on the device

@@ -1,11 +1,17 @@
 // Launches of one StridedCopy or ScatterWalk on the compute queue: a
 // contiguous run or runs of up to three dimensions by clEnqueueCopyBuffer*,
-// anything else by the strided_copy / scatter_elements kernels in launches of
-// bounded size (the stop check runs between), with 32-bit index math where
-// every offset fits.
+// copies whose source is contiguous across the destination's rows by the tiled
+// transpose_copy kernel, anything else by the strided_copy kernel (VEC words
+// per store where the destination's rows allow), scatters by scatter_elements;
+// each in launches of bounded size (the device's LaunchTable; the stop check
+// runs between), with 32-bit index math where every offset fits. About 600
+// lines, at the project's ~600: the copy paths share the launch pipeline,
+// splitting and range helpers above them and are chosen among in RunCopy.
 #include <algorithm>
 #include <array>
 #include <cstdlib>
+#include <optional>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "core/status_macros.h"
@@ -13,9 +19,6 @@
 
 namespace tensorop::opencl_backend {
 namespace {
-
-// Work-items per launch: between launches the stop check runs.
-constexpr int64_t kItemsPerLaunch = int64_t{1} << 22;
 
 template <typename T>
 absl::Status SetArg(cl_kernel kernel, cl_uint index, const T& value) {
@@ -41,13 +44,14 @@ absl::Status SetArgs(cl_kernel kernel, const Args&... args) {
 // Words (or updates) per work-item: ITEMS in the .cl files.
 constexpr int64_t kItemsPerWorkItem = 4;
 // Rows per launch at most: a runtime built on CUDA may map the range's second
-// dimension to a grid dimension, which CUDA caps at 65535 blocks.
+// and third dimensions to grid dimensions, which CUDA caps at 65535 blocks.
 constexpr int64_t kMaxRowsPerLaunch = 65535;
 // Runs shorter than this go to the kernel rather than clEnqueueCopyBufferRect,
 // whose per-row cost would dominate short rows.
 constexpr int64_t kRectMinRunBytes = 256;
-// Bytes per clEnqueueCopyBuffer(Rect) command: the stop check runs between.
-constexpr int64_t kBytesPerCommand = kItemsPerLaunch * 16;
+// transpose_copy's tile side and work-group (reqd_work_group_size in the .cl).
+constexpr int64_t kTile = 32;
+constexpr size_t kTileGroup[3] = {32, 8, 1};
 
 template <typename Index>
 struct IndexVector;
@@ -68,7 +72,9 @@ struct IndexVector<cl_long> {
 // on an early return, before those buffers go back to the pool.
 class LaunchPipeline {
  public:
-  explicit LaunchPipeline(bool wait_on_exit) : wait_on_exit_(wait_on_exit) {}
+  // With `log`, each command's event is also retained there (profiling).
+  LaunchPipeline(bool wait_on_exit, std::vector<cl_event>* log)
+      : wait_on_exit_(wait_on_exit), log_(log) {}
   LaunchPipeline(const LaunchPipeline&) = delete;
   LaunchPipeline& operator=(const LaunchPipeline&) = delete;
   ~LaunchPipeline() {
@@ -81,6 +87,9 @@ class LaunchPipeline {
   // Where the next enqueue writes its event.
   cl_event* event() { return &fresh_; }
   absl::Status Launched(cl_command_queue queue) {
+    if (log_ != nullptr && fresh_ != nullptr && clRetainEvent(fresh_) == CL_SUCCESS) {
+      log_->push_back(fresh_);
+    }
     cl_event wait = previous_;
     previous_ = fresh_;
     fresh_ = nullptr;
@@ -105,37 +114,49 @@ class LaunchPipeline {
     return ClStatus(error, "clWaitForEvents");
   }
   bool wait_on_exit_;
+  std::vector<cl_event>* log_;
   cl_event previous_ = nullptr;
   cl_event fresh_ = nullptr;
 };
 
-// Splits rows × columns into launches of at most kItemsPerLaunch items: whole
-// rows when rows are shorter, else pieces of one row. fn(row_begin, row_count,
-// column_begin, column_end).
+// Where a command outside a LaunchPipeline writes its event: the end of `log`
+// when profiling, else nowhere.
+cl_event* Logged(std::vector<cl_event>* log) {
+  if (log == nullptr) return nullptr;
+  log->push_back(nullptr);
+  return &log->back();
+}
+
+// Splits rows × columns into launches of at most `per_launch` items: whole
+// rows when rows are shorter, else pieces of one row (a multiple of `align`
+// columns each). fn(row_begin, row_count, column_begin, column_end).
 template <typename Fn>
-absl::Status ForEachLaunch(int64_t rows, int64_t columns, Fn&& fn) {
-  if (columns >= kItemsPerLaunch) {
+absl::Status ForEachLaunch(int64_t rows, int64_t columns, int64_t per_launch, int64_t align,
+                           Fn&& fn) {
+  if (columns >= per_launch) {
+    const int64_t piece = std::max(align, per_launch / align * align);
     for (int64_t row = 0; row < rows; ++row) {
-      for (int64_t column = 0; column < columns; column += kItemsPerLaunch) {
-        RETURN_IF_ERROR(fn(row, 1, column, std::min(columns, column + kItemsPerLaunch)));
+      for (int64_t column = 0; column < columns; column += piece) {
+        RETURN_IF_ERROR(fn(row, 1, column, std::min(columns, column + piece)));
       }
     }
     return absl::OkStatus();
   }
-  const int64_t rows_per_launch = std::min(kMaxRowsPerLaunch, kItemsPerLaunch / columns);
+  const int64_t rows_per_launch = std::min(kMaxRowsPerLaunch, per_launch / columns);
   for (int64_t row = 0; row < rows; row += rows_per_launch) {
     RETURN_IF_ERROR(fn(row, std::min(rows_per_launch, rows - row), 0, columns));
   }
   return absl::OkStatus();
 }
 
-// The 2-D range of a launch: ITEMS columns per work-item, one row per line.
-// The first dimension is rounded up (to a power of two below 64, else to a
-// multiple of 64; the kernel skips columns past the end) so that a runtime
-// choosing the work-group size itself finds one of full warps, whatever the
-// row length.
-std::array<size_t, 2> LaunchRange(int64_t row_count, int64_t column_begin, int64_t column_end) {
-  int64_t items = (column_end - column_begin + kItemsPerWorkItem - 1) / kItemsPerWorkItem;
+// The 2-D range of a launch: ITEMS times `vec` columns per work-item, one row
+// per line. The first dimension is rounded up (to a power of two below 64,
+// else to a multiple of 64; the kernel skips columns past the end) so that
+// work-groups are full warps, whatever the row length.
+std::array<size_t, 2> LaunchRange(int64_t row_count, int64_t column_begin, int64_t column_end,
+                                  int64_t vec = 1) {
+  const int64_t per_item = kItemsPerWorkItem * vec;
+  int64_t items = (column_end - column_begin + per_item - 1) / per_item;
   if (items < 64) {
     int64_t power = 1;
     while (power < items) power *= 2;
@@ -156,10 +177,20 @@ int64_t Extent(int64_t offset, const std::vector<int64_t>& sizes,
   return extent;
 }
 
+// The work-group of a launch of `range`: the table's width (the largest power
+// of two up to it that divides the range's first dimension) by one row, or the
+// runtime's choice (null) when the table says 0 or the rows are short.
+std::array<size_t, 2> GroupOf(const std::array<size_t, 2>& range, size_t width) {
+  if (width == 0 || range[0] < 64) return {0, 0};
+  size_t group = 1;
+  while (group * 2 <= width && range[0] % (group * 2) == 0) group *= 2;
+  return {group, 1};
+}
+
 // The largest index a launch over rows × columns computes besides addresses:
 // the row, and a column past the end by up to ITEMS strides of LaunchRange's
-// rounded-up width.
-int64_t LaunchExtent(int64_t rows, int64_t columns) { return std::max(rows, 4 * columns + 1024); }
+// rounded-up width (64 work-items of up to 16 words each past the end).
+int64_t LaunchExtent(int64_t rows, int64_t columns) { return std::max(rows, 4 * columns + 4096); }
 
 // clEnqueueCopyBufferRect's origin of byte `offset` for these pitches.
 std::array<size_t, 3> RectOrigin(int64_t offset, int64_t row_pitch, int64_t slice_pitch) {
@@ -179,18 +210,51 @@ bool RectFits(const std::vector<int64_t>& sizes, const std::vector<int64_t>& str
   return strides[1] >= run && strides[0] >= sizes[1] * strides[1] && strides[0] % strides[1] == 0;
 }
 
+// The dimensions of `copy` outside its `inner` innermost ones, innermost first,
+// as the kernels take them: 8 as vector components, the rest (rare: only
+// size-1 dimensions are dropped) in a small pooled buffer after the call.
+template <typename Index>
+struct OuterDimensions {
+  using Vector = typename IndexVector<Index>::type;
+  Vector sizes{}, src_strides{}, dst_strides{};
+  int vector_rank = 0;
+  int more_rank = 0;
+  std::vector<Index> more;  // sizes, then source strides, then destination strides
+  OuterDimensions(const StridedCopy& words, int inner) {
+    const int rank = static_cast<int>(words.sizes.size());
+    const int outer = rank - inner;
+    vector_rank = std::min(outer, 8);
+    more_rank = outer - vector_rank;
+    more.resize(3 * static_cast<size_t>(more_rank));
+    for (int c = 0; c < outer; ++c) {
+      const int d = rank - inner - 1 - c;
+      const Index values[] = {static_cast<Index>(words.sizes[d]),
+                              static_cast<Index>(words.src_strides[d]),
+                              static_cast<Index>(words.dst_strides[d])};
+      if (c < 8) {
+        sizes.s[c] = values[0];
+        src_strides.s[c] = values[1];
+        dst_strides.s[c] = values[2];
+      } else {
+        for (int k = 0; k < 3; ++k) more[k * more_rank + c - 8] = values[k];
+      }
+    }
+  }
+};
+
 }  // namespace
 
 absl::Status Device::CopyRun(cl_mem src, cl_mem dst, int64_t src_offset, int64_t dst_offset,
-                             int64_t bytes, const StopCheck& stop) {
-  LaunchPipeline pipeline(/*wait_on_exit=*/false);
-  for (int64_t first = 0; first < bytes; first += kBytesPerCommand) {
+                             int64_t bytes, const StopCheck& stop, EventLog* log) {
+  LaunchPipeline pipeline(/*wait_on_exit=*/false, log);
+  const int64_t per_command = launch_table_.bytes_per_command;
+  for (int64_t first = 0; first < bytes; first += per_command) {
     RETURN_IF_ERROR(stop());
     RETURN_IF_ERROR(
         ClStatus(clEnqueueCopyBuffer(queue_, src, dst, static_cast<size_t>(src_offset + first),
                                      static_cast<size_t>(dst_offset + first),
-                                     static_cast<size_t>(std::min(kBytesPerCommand, bytes - first)),
-                                     0, nullptr, pipeline.event()),
+                                     static_cast<size_t>(std::min(per_command, bytes - first)), 0,
+                                     nullptr, pipeline.event()),
                  "clEnqueueCopyBuffer"));
     RETURN_IF_ERROR(pipeline.Launched(queue_));
   }
@@ -198,18 +262,18 @@ absl::Status Device::CopyRun(cl_mem src, cl_mem dst, int64_t src_offset, int64_t
 }
 
 absl::Status Device::CopyRect(const StridedCopy& copy, cl_mem src, cl_mem dst,
-                              const StopCheck& stop) {
+                              const StopCheck& stop, EventLog* log) {
   const bool three = copy.sizes.size() == 3;
   const int64_t run = copy.sizes.back() * copy.element_size;
   const int64_t rows = three ? copy.sizes[1] : 1;  // per step of the outermost dimension
   const int64_t outer = copy.sizes[0];
-  const int64_t per_command = std::max<int64_t>(1, kBytesPerCommand / (run * rows));
+  const int64_t per_command = std::max<int64_t>(1, launch_table_.bytes_per_command / (run * rows));
   // Pitches: rows and slices; a 2-D copy's slice pitch 0 lets OpenCL compute it.
   const int64_t src_row = copy.src_strides[three ? 1 : 0];
   const int64_t dst_row = copy.dst_strides[three ? 1 : 0];
   const int64_t src_slice = three ? copy.src_strides[0] : 0;
   const int64_t dst_slice = three ? copy.dst_strides[0] : 0;
-  LaunchPipeline pipeline(/*wait_on_exit=*/false);
+  LaunchPipeline pipeline(/*wait_on_exit=*/false, log);
   for (int64_t first = 0; first < outer; first += per_command) {
     RETURN_IF_ERROR(stop());
     const int64_t count = std::min(per_command, outer - first);
@@ -231,73 +295,108 @@ absl::Status Device::CopyRect(const StridedCopy& copy, cl_mem src, cl_mem dst,
   return absl::OkStatus();
 }
 
+absl::StatusOr<std::optional<PooledBuffer>> Device::DimensionsBuffer(const void* data,
+                                                                     int64_t bytes) {
+  std::optional<PooledBuffer> result;
+  if (bytes == 0) return result;
+  ASSIGN_OR_RETURN(PooledBuffer buffer, TakeBuffer(bytes, "kernel dimensions"));
+  RETURN_IF_ERROR(
+      ClStatus(clEnqueueWriteBuffer(queue_, buffer.mem(), CL_TRUE, 0, static_cast<size_t>(bytes),
+                                    data, 0, nullptr, nullptr),
+               "clEnqueueWriteBuffer(kernel dimensions)"));
+  result.emplace(std::move(buffer));
+  return result;
+}
+
 template <typename Index>
-absl::Status Device::CopyKernel(const StridedCopy& words, cl_mem src, cl_mem dst,
-                                const StopCheck& stop) {
-  using Vector = typename IndexVector<Index>::type;
-  ASSIGN_OR_RETURN(KernelLease kernel, MakeKernel(Source::kStridedCopy, words.element_size,
-                                                  sizeof(Index), "strided_copy"));
-  const int rank = static_cast<int>(words.sizes.size());
+absl::Status Device::CopyKernel(const StridedCopy& words, int vec, int src_mode, cl_mem src,
+                                cl_mem dst, const StopCheck& stop, EventLog* log) {
+  ASSIGN_OR_RETURN(KernelLease kernel,
+                   MakeKernel(Kernel::kStridedCopy, words.element_size, sizeof(Index), vec));
   const int64_t columns = words.sizes.back();
   const int64_t rows = words.element_count / columns;
-  // Dimensions outside the row, innermost first: 8 as vector components, the
-  // rest (rare: only size-1 dimensions are dropped) in a small pooled buffer.
-  const int outer = rank - 1;
-  const int vector_rank = std::min(outer, 8);
-  const int more_rank = outer - vector_rank;
-  Vector sizes{}, src_strides{}, dst_strides{};
-  std::vector<Index> more(3 * static_cast<size_t>(more_rank));
-  for (int c = 0; c < outer; ++c) {
-    const int d = rank - 2 - c;
-    const Index values[] = {static_cast<Index>(words.sizes[d]),
-                            static_cast<Index>(words.src_strides[d]),
-                            static_cast<Index>(words.dst_strides[d])};
-    if (c < 8) {
-      sizes.s[c] = values[0];
-      src_strides.s[c] = values[1];
-      dst_strides.s[c] = values[2];
-    } else {
-      for (int k = 0; k < 3; ++k) more[k * more_rank + c - 8] = values[k];
-    }
-  }
-  std::optional<PooledBuffer> more_buffer;
-  cl_mem more_mem = nullptr;
-  if (more_rank > 0) {
-    const int64_t bytes = static_cast<int64_t>(more.size() * sizeof(Index));
-    ASSIGN_OR_RETURN(PooledBuffer buffer, TakeBuffer(bytes, "strided_copy dimensions"));
-    RETURN_IF_ERROR(
-        ClStatus(clEnqueueWriteBuffer(queue_, buffer.mem(), CL_TRUE, 0, static_cast<size_t>(bytes),
-                                      more.data(), 0, nullptr, nullptr),
-                 "clEnqueueWriteBuffer(strided_copy dimensions)"));
-    more_mem = buffer.mem();
-    more_buffer.emplace(std::move(buffer));
-  }
-  RETURN_IF_ERROR(SetArgs(
-      kernel.get(), src, dst, sizes, src_strides, dst_strides, static_cast<cl_int>(vector_rank),
-      more_mem, static_cast<cl_int>(more_rank), static_cast<Index>(words.src_strides.back()),
-      static_cast<Index>(words.dst_strides.back()), static_cast<Index>(words.src_offset),
-      static_cast<Index>(words.dst_offset)));
-  LaunchPipeline pipeline(/*wait_on_exit=*/more_buffer.has_value());
+  const OuterDimensions<Index> outer(words, 1);
+  ASSIGN_OR_RETURN(
+      std::optional<PooledBuffer> more_buffer,
+      DimensionsBuffer(outer.more.data(), static_cast<int64_t>(outer.more.size() * sizeof(Index))));
+  cl_mem more_mem = more_buffer.has_value() ? more_buffer->mem() : nullptr;
+  RETURN_IF_ERROR(
+      SetArgs(kernel.get(), src, dst, outer.sizes, outer.src_strides, outer.dst_strides,
+              static_cast<cl_int>(outer.vector_rank), more_mem,
+              static_cast<cl_int>(outer.more_rank), static_cast<Index>(words.src_strides.back()),
+              static_cast<Index>(words.dst_strides.back()), static_cast<Index>(words.src_offset),
+              static_cast<Index>(words.dst_offset), static_cast<cl_int>(src_mode)));
+  LaunchPipeline pipeline(/*wait_on_exit=*/more_buffer.has_value(), log);
   RETURN_IF_ERROR(ForEachLaunch(
-      rows, columns,
+      rows, columns, launch_table_.items_per_launch, vec,
       [&](int64_t row, int64_t row_count, int64_t column_begin,
           int64_t column_end) -> absl::Status {
         RETURN_IF_ERROR(stop());
-        RETURN_IF_ERROR(SetArgsAt(kernel.get(), 12, static_cast<Index>(row),
+        RETURN_IF_ERROR(SetArgsAt(kernel.get(), 13, static_cast<Index>(row),
                                   static_cast<Index>(column_begin),
                                   static_cast<Index>(column_end)));
-        const std::array<size_t, 2> range = LaunchRange(row_count, column_begin, column_end);
+        const std::array<size_t, 2> range = LaunchRange(row_count, column_begin, column_end, vec);
+        const std::array<size_t, 2> group = GroupOf(range, launch_table_.group_width);
         RETURN_IF_ERROR(
-            ClStatus(clEnqueueNDRangeKernel(queue_, kernel.get(), 2, nullptr, range.data(), nullptr,
-                                            0, nullptr, pipeline.event()),
+            ClStatus(clEnqueueNDRangeKernel(queue_, kernel.get(), 2, nullptr, range.data(),
+                                            group[0] == 0 ? nullptr : group.data(), 0, nullptr,
+                                            pipeline.event()),
                      "clEnqueueNDRangeKernel(strided_copy)"));
         return pipeline.Launched(queue_);
       }));
   return more_buffer.has_value() ? pipeline.Drain() : absl::OkStatus();
 }
 
-absl::Status Device::RunCopy(const StridedCopy& copy, cl_mem src, cl_mem dst,
-                             const StopCheck& stop) {
+template <typename Index>
+absl::Status Device::TransposeKernel(const StridedCopy& words, cl_mem src, cl_mem dst,
+                                     const StopCheck& stop, EventLog* log) {
+  ASSIGN_OR_RETURN(KernelLease kernel,
+                   MakeKernel(Kernel::kTransposeCopy, words.element_size, sizeof(Index), 1));
+  const int rank = static_cast<int>(words.sizes.size());
+  const int64_t a_size = words.sizes[rank - 2], b_size = words.sizes[rank - 1];
+  const int64_t rows = words.element_count / (a_size * b_size);  // of the outer dimensions
+  const OuterDimensions<Index> outer(words, 2);
+  ASSIGN_OR_RETURN(
+      std::optional<PooledBuffer> more_buffer,
+      DimensionsBuffer(outer.more.data(), static_cast<int64_t>(outer.more.size() * sizeof(Index))));
+  cl_mem more_mem = more_buffer.has_value() ? more_buffer->mem() : nullptr;
+  RETURN_IF_ERROR(
+      SetArgs(kernel.get(), src, dst, outer.sizes, outer.src_strides, outer.dst_strides,
+              static_cast<cl_int>(outer.vector_rank), more_mem,
+              static_cast<cl_int>(outer.more_rank), static_cast<Index>(a_size),
+              static_cast<Index>(b_size), static_cast<Index>(words.src_strides[rank - 1]),
+              static_cast<Index>(words.dst_strides[rank - 2]), static_cast<Index>(words.src_offset),
+              static_cast<Index>(words.dst_offset)));
+  // Launches of whole tiles: several outer rows of every tile when they fit the
+  // table's items per launch, else bands of tile rows of one outer row.
+  const int64_t a_padded = (a_size + kTile - 1) / kTile * kTile;
+  const int64_t b_padded = (b_size + kTile - 1) / kTile * kTile;
+  const int64_t per_launch = launch_table_.items_per_launch;
+  const int64_t rows_per_launch =
+      std::clamp<int64_t>(per_launch / (a_padded * b_padded), 1, kMaxRowsPerLaunch);
+  const int64_t band =
+      std::clamp<int64_t>(per_launch / b_padded / kTile * kTile, kTile, kMaxRowsPerLaunch * kTile);
+  LaunchPipeline pipeline(/*wait_on_exit=*/more_buffer.has_value(), log);
+  for (int64_t row = 0; row < rows; row += rows_per_launch) {
+    const int64_t row_count = std::min(rows_per_launch, rows - row);
+    for (int64_t a = 0; a < a_size; a += band) {
+      RETURN_IF_ERROR(stop());
+      RETURN_IF_ERROR(SetArgsAt(kernel.get(), 14, static_cast<Index>(row), static_cast<Index>(a)));
+      const int64_t a_count = std::min(band, a_padded - a);
+      const size_t range[3] = {static_cast<size_t>(b_padded),
+                               static_cast<size_t>(a_count / kTile * kTileGroup[1]),
+                               static_cast<size_t>(row_count)};
+      RETURN_IF_ERROR(ClStatus(clEnqueueNDRangeKernel(queue_, kernel.get(), 3, nullptr, range,
+                                                      kTileGroup, 0, nullptr, pipeline.event()),
+                               "clEnqueueNDRangeKernel(transpose_copy)"));
+      RETURN_IF_ERROR(pipeline.Launched(queue_));
+    }
+  }
+  return more_buffer.has_value() ? pipeline.Drain() : absl::OkStatus();
+}
+
+absl::Status Device::RunCopy(const StridedCopy& copy, cl_mem src, cl_mem dst, const StopCheck& stop,
+                             EventLog* log) {
   if (copy.element_count == 0) return absl::OkStatus();
   const int64_t width = copy.element_size;
   const size_t rank = copy.sizes.size();
@@ -305,13 +404,15 @@ absl::Status Device::RunCopy(const StridedCopy& copy, cl_mem src, cl_mem dst,
   // dimension is as long a run as the copy has.
   const bool contiguous =
       rank == 0 || (copy.src_strides.back() == width && copy.dst_strides.back() == width);
-  if (contiguous && rank <= 1) {
-    return CopyRun(src, dst, copy.src_offset, copy.dst_offset, copy.element_count * width, stop);
+  if (rank == 0 || (contiguous && rank <= 1 && !launch_table_.runs_by_kernel)) {
+    return CopyRun(src, dst, copy.src_offset, copy.dst_offset, copy.element_count * width, stop,
+                   log);
   }
-  if (contiguous && rank <= 3 && copy.sizes.back() * width >= kRectMinRunBytes &&
+  if (contiguous && rank <= 3 && !launch_table_.runs_by_kernel &&
+      copy.sizes.back() * width >= kRectMinRunBytes &&
       RectFits(copy.sizes, copy.src_strides, copy.sizes.back() * width) &&
       RectFits(copy.sizes, copy.dst_strides, copy.sizes.back() * width)) {
-    return CopyRect(copy, src, dst, stop);
+    return CopyRect(copy, src, dst, stop, log);
   }
   // The kernel moves words: contiguous runs as the widest of 16, 8, 4 or 2
   // bytes that divides the run, both offsets and every outer stride.
@@ -339,23 +440,58 @@ absl::Status Device::RunCopy(const StridedCopy& copy, cl_mem src, cl_mem dst,
   if (contiguous) words.src_strides.back() = words.dst_strides.back() = 1;  // was one element
   words.src_offset /= word;
   words.dst_offset /= word;
-  const int64_t extent =
-      std::max({Extent(words.src_offset, words.sizes, words.src_strides, 1),
-                Extent(words.dst_offset, words.sizes, words.dst_strides, 1),
-                LaunchExtent(words.element_count / words.sizes.back(), words.sizes.back())});
-  if (extent <= index32_limit_.load(std::memory_order_relaxed)) {
-    return CopyKernel<cl_int>(words, src, dst, stop);
+  const int64_t src_extent = Extent(words.src_offset, words.sizes, words.src_strides, 1);
+  const int64_t dst_extent = Extent(words.dst_offset, words.sizes, words.dst_strides, 1);
+  const auto fits32 = [&](int64_t launch_extent) {
+    return std::max({src_extent, dst_extent, launch_extent}) <=
+           index32_limit_.load(std::memory_order_relaxed);
+  };
+  // A transposing copy: the source contiguous along the destination's second
+  // innermost dimension, the destination along its innermost, both at least
+  // a tile long.
+  const int r = static_cast<int>(rank);
+  if (!contiguous && r >= 2 && launch_table_.tiles && words.dst_strides[r - 1] == 1 &&
+      words.src_strides[r - 2] == 1 && words.sizes[r - 1] >= kTile && words.sizes[r - 2] >= kTile) {
+    const int64_t launch_extent =
+        std::max({words.element_count / (words.sizes[r - 2] * words.sizes[r - 1]),
+                  words.sizes[r - 2] + 2 * kTile, words.sizes[r - 1] + 2 * kTile});
+    return fits32(launch_extent) ? TransposeKernel<cl_int>(words, src, dst, stop, log)
+                                 : TransposeKernel<cl_long>(words, src, dst, stop, log);
   }
-  return CopyKernel<cl_long>(words, src, dst, stop);
+  // VEC words per store: the widest vector of at most 16 bytes whose words
+  // divide the row, the destination's offset and every outer destination
+  // stride, along a contiguous destination row. The source is then read as one
+  // vector when its rows are contiguous (forwards or backwards) and aligned
+  // alike, else word by word.
+  int vec = 1;
+  int src_mode = 0;
+  if (!contiguous && words.dst_strides.back() == 1) {
+    for (int64_t v = 16 / word; v >= 2; v /= 2) {
+      bool fits = words.sizes.back() % v == 0 && words.dst_offset % v == 0;
+      for (size_t d = 0; d + 1 < rank; ++d) fits = fits && words.dst_strides[d] % v == 0;
+      if (!fits) continue;
+      vec = static_cast<int>(v);
+      const int64_t step = words.src_strides.back();
+      bool aligned = (step == 1 && words.src_offset % v == 0) ||
+                     (step == -1 && (words.src_offset - (v - 1)) % v == 0);
+      for (size_t d = 0; d + 1 < rank; ++d) aligned = aligned && words.src_strides[d] % v == 0;
+      if (aligned) src_mode = step == 1 ? 1 : 2;
+      break;
+    }
+  }
+  const int64_t launch_extent =
+      LaunchExtent(words.element_count / words.sizes.back(), words.sizes.back());
+  return fits32(launch_extent) ? CopyKernel<cl_int>(words, vec, src_mode, src, dst, stop, log)
+                               : CopyKernel<cl_long>(words, vec, src_mode, src, dst, stop, log);
 }
 
 template <typename Index>
 absl::Status Device::ScatterKernel(const ScatterWalk& walk, cl_mem indices, cl_mem updates,
-                                   cl_mem output, const StopCheck& stop) {
+                                   cl_mem output, const StopCheck& stop, EventLog* log) {
   using Vector = typename IndexVector<Index>::type;
   const int64_t width = walk.element_size;
-  ASSIGN_OR_RETURN(KernelLease kernel, MakeKernel(Source::kScatterElements, walk.element_size,
-                                                  sizeof(Index), "scatter_elements"));
+  ASSIGN_OR_RETURN(KernelLease kernel,
+                   MakeKernel(Kernel::kScatterElements, walk.element_size, sizeof(Index), 1));
   const int rank = static_cast<int>(walk.sizes.size());
   const int64_t columns = rank > 0 ? walk.sizes.back() : 1;
   const int64_t rows = walk.element_count / columns;
@@ -389,25 +525,13 @@ absl::Status Device::ScatterKernel(const ScatterWalk& walk, cl_mem indices, cl_m
   const int64_t axis_stride = walk.output_axis_stride / width;
   const int64_t targets =
       Extent(0, walk.sizes, walk.output_strides, width) + (walk.axis_size - 1) * axis_stride + 1;
-  const int64_t map_bytes = 4 * (1 + (targets + 31) / 32);
+  // The collision flag, then one uint per target (scatter_elements.cl).
+  const int64_t map_bytes = 4 * (1 + targets);
   ASSIGN_OR_RETURN(PooledBuffer map, TakeBuffer(map_bytes, "scatter_elements map"));
-  std::optional<PooledBuffer> ranks;
-  std::optional<PooledBuffer> more_buffer;
-  cl_mem more_mem = nullptr;
-  if (more_rank > 0) {
-    const int64_t bytes = static_cast<int64_t>(more.size() * sizeof(Index));
-    ASSIGN_OR_RETURN(PooledBuffer buffer, TakeBuffer(bytes, "scatter_elements dimensions"));
-    RETURN_IF_ERROR(
-        ClStatus(clEnqueueWriteBuffer(queue_, buffer.mem(), CL_TRUE, 0, static_cast<size_t>(bytes),
-                                      more.data(), 0, nullptr, nullptr),
-                 "clEnqueueWriteBuffer(scatter_elements dimensions)"));
-    more_mem = buffer.mem();
-    more_buffer.emplace(std::move(buffer));
-  }
-  const cl_uint zero = 0;
-  RETURN_IF_ERROR(ClStatus(clEnqueueFillBuffer(queue_, map.mem(), &zero, sizeof zero, 0,
-                                               static_cast<size_t>(map_bytes), 0, nullptr, nullptr),
-                           "clEnqueueFillBuffer(scatter_elements map)"));
+  ASSIGN_OR_RETURN(
+      std::optional<PooledBuffer> more_buffer,
+      DimensionsBuffer(more.data(), static_cast<int64_t>(more.size() * sizeof(Index))));
+  cl_mem more_mem = more_buffer.has_value() ? more_buffer->mem() : nullptr;
   const cl_int index_mode = (walk.index_size == 8 ? 1 : 0) | (walk.index_signed ? 2 : 0);
   RETURN_IF_ERROR(SetArgs(
       kernel.get(), indices, updates, output, map.mem(), cl_int{0}, sizes, strides[0], strides[1],
@@ -416,11 +540,11 @@ absl::Status Device::ScatterKernel(const ScatterWalk& walk, cl_mem indices, cl_m
       static_cast<Index>(rank > 0 ? step(rank - 1, 1) : 0),
       static_cast<Index>(rank > 0 ? step(rank - 1, 2) : 0), static_cast<Index>(axis_stride),
       static_cast<Index>(walk.axis_size), index_mode));
-  LaunchPipeline pipeline(/*wait_on_exit=*/true);
-  const auto run_phase = [&](cl_int phase, cl_mem phase_map) -> absl::Status {
-    RETURN_IF_ERROR(SetArgsAt(kernel.get(), 3, phase_map, phase));
+  LaunchPipeline pipeline(/*wait_on_exit=*/true, log);
+  const auto run_phase = [&](cl_int phase) -> absl::Status {
+    RETURN_IF_ERROR(SetArgsAt(kernel.get(), 4, phase));
     return ForEachLaunch(
-        rows, columns,
+        rows, columns, launch_table_.items_per_launch, 1,
         [&](int64_t row, int64_t row_count, int64_t column_begin,
             int64_t column_end) -> absl::Status {
           RETURN_IF_ERROR(stop());
@@ -428,35 +552,43 @@ absl::Status Device::ScatterKernel(const ScatterWalk& walk, cl_mem indices, cl_m
                                     static_cast<Index>(column_begin),
                                     static_cast<Index>(column_end)));
           const std::array<size_t, 2> range = LaunchRange(row_count, column_begin, column_end);
+          const std::array<size_t, 2> group = GroupOf(range, launch_table_.group_width);
           RETURN_IF_ERROR(
               ClStatus(clEnqueueNDRangeKernel(queue_, kernel.get(), 2, nullptr, range.data(),
-                                              nullptr, 0, nullptr, pipeline.event()),
+                                              group[0] == 0 ? nullptr : group.data(), 0, nullptr,
+                                              pipeline.event()),
                        "clEnqueueNDRangeKernel(scatter_elements)"));
           return pipeline.Launched(queue_);
         });
   };
-  RETURN_IF_ERROR(run_phase(0, map.mem()));
+  const cl_uint zero = 0;
+  // Phase 0 writes every update (and its rank); only updates of one line can
+  // collide, so with one update per line (the axis dropped) that is all.
+  RETURN_IF_ERROR(run_phase(0));
+  if (walk.axis_dim < 0) return pipeline.Drain();
+  RETURN_IF_ERROR(ClStatus(clEnqueueFillBuffer(queue_, map.mem(), &zero, sizeof zero, 0,
+                                               sizeof zero, 0, nullptr, Logged(log)),
+                           "clEnqueueFillBuffer(scatter_elements flag)"));
+  RETURN_IF_ERROR(run_phase(3));
   cl_uint collided = 0;
   RETURN_IF_ERROR(ClStatus(clEnqueueReadBuffer(queue_, map.mem(), CL_TRUE, 0, sizeof collided,
-                                               &collided, 0, nullptr, nullptr),
-                           "clEnqueueReadBuffer(scatter_elements map)"));
+                                               &collided, 0, nullptr, Logged(log)),
+                           "clEnqueueReadBuffer(scatter_elements flag)"));
   RETURN_IF_ERROR(pipeline.Drain());
   if (collided == 0) return absl::OkStatus();
   // Two updates met: rank every target's updates by axis position and let the
   // last one write again.
-  ASSIGN_OR_RETURN(PooledBuffer rank_buffer, TakeBuffer(4 * targets, "scatter_elements ranks"));
-  ranks.emplace(std::move(rank_buffer));
   RETURN_IF_ERROR(
-      ClStatus(clEnqueueFillBuffer(queue_, ranks->mem(), &zero, sizeof zero, 0,
-                                   static_cast<size_t>(4 * targets), 0, nullptr, nullptr),
+      ClStatus(clEnqueueFillBuffer(queue_, map.mem(), &zero, sizeof zero, 0,
+                                   static_cast<size_t>(map_bytes), 0, nullptr, Logged(log)),
                "clEnqueueFillBuffer(scatter_elements ranks)"));
-  RETURN_IF_ERROR(run_phase(1, ranks->mem()));
-  RETURN_IF_ERROR(run_phase(2, ranks->mem()));
+  RETURN_IF_ERROR(run_phase(1));
+  RETURN_IF_ERROR(run_phase(2));
   return pipeline.Drain();
 }
 
 absl::Status Device::RunScatter(const ScatterWalk& walk, cl_mem indices, cl_mem updates,
-                                cl_mem output, const StopCheck& stop) {
+                                cl_mem output, const StopCheck& stop, EventLog* log) {
   if (walk.element_count == 0) return absl::OkStatus();
   const int64_t width = walk.element_size;
   const int64_t columns = walk.sizes.empty() ? 1 : walk.sizes.back();
@@ -468,8 +600,8 @@ absl::Status Device::RunScatter(const ScatterWalk& walk, cl_mem indices, cl_mem 
                     (walk.axis_size - 1) * (walk.output_axis_stride / width) + 1,
                 walk.axis_size, LaunchExtent(walk.element_count / columns, columns)});
   if (extent <= index32_limit_.load(std::memory_order_relaxed)) {
-    return ScatterKernel<cl_int>(walk, indices, updates, output, stop);
+    return ScatterKernel<cl_int>(walk, indices, updates, output, stop, log);
   }
-  return ScatterKernel<cl_long>(walk, indices, updates, output, stop);
+  return ScatterKernel<cl_long>(walk, indices, updates, output, stop, log);
 }
 }  // namespace tensorop::opencl_backend

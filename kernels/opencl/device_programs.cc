@@ -27,9 +27,9 @@ const char* WordType(int size) {
 
 }  // namespace
 
-absl::StatusOr<cl_program> Device::Program(Source source, int word_size, int index_size) {
+absl::StatusOr<cl_program> Device::Program(Source source, int word_size, int index_size, int vec) {
   std::lock_guard<std::mutex> lock(programs_mutex_);
-  const auto key = std::make_tuple(source, word_size, index_size);
+  const auto key = std::make_tuple(source, word_size, index_size, vec);
   if (auto found = programs_.find(key); found != programs_.end()) return found->second;
 
   const char* text =
@@ -37,9 +37,12 @@ absl::StatusOr<cl_program> Device::Program(Source source, int word_size, int ind
   cl_int error = CL_SUCCESS;
   cl_program program = clCreateProgramWithSource(context_, 1, &text, nullptr, &error);
   RETURN_IF_ERROR(ClStatus(error, "clCreateProgramWithSource"));
-  std::string options =
-      absl::StrCat("-cl-std=CL1.2 -DWORD=", WordType(word_size),
-                   index_size == 4 ? " -DIDX=int -DIDX8=int8" : " -DIDX=long -DIDX8=long8");
+  // WORDV: the vector of `vec` words (a word of 16 bytes is already uint4).
+  const std::string vector =
+      vec == 1 ? WordType(word_size) : absl::StrCat(WordType(word_size), vec);
+  std::string options = absl::StrCat(
+      "-cl-std=CL1.2 -DWORD=", WordType(word_size), " -DVEC=", vec, " -DWORDV=", vector,
+      index_size == 4 ? " -DIDX=int -DIDX8=int8" : " -DIDX=long -DIDX8=long8");
   error = clBuildProgram(program, 1, &device_, options.c_str(), nullptr, nullptr);
   if (error != CL_SUCCESS) {
     size_t log_size = 0;
@@ -58,9 +61,15 @@ KernelLease::~KernelLease() {
   if (kernel_ != nullptr) owner_->ReturnKernel(key_, kernel_);
 }
 
-absl::StatusOr<KernelLease> Device::MakeKernel(Source source, int word_size, int index_size,
-                                               const char* name) {
-  const int key = (static_cast<int>(source) << 16) | (word_size << 8) | index_size;
+absl::StatusOr<KernelLease> Device::MakeKernel(Kernel which, int word_size, int index_size,
+                                               int vec) {
+  const Source source =
+      which == Kernel::kScatterElements ? Source::kScatterElements : Source::kStridedCopy;
+  const char* name = which == Kernel::kStridedCopy     ? "strided_copy"
+                     : which == Kernel::kTransposeCopy ? "transpose_copy"
+                                                       : "scatter_elements";
+  // word_size and vec are at most 16, index_size 4 or 8.
+  const int key = (static_cast<int>(which) << 24) | (vec << 16) | (word_size << 8) | index_size;
   {
     std::lock_guard<std::mutex> lock(kernels_mutex_);
     std::vector<cl_kernel>& free = free_kernels_[key];
@@ -70,7 +79,7 @@ absl::StatusOr<KernelLease> Device::MakeKernel(Source source, int word_size, int
       return KernelLease(this, key, kernel);
     }
   }
-  ASSIGN_OR_RETURN(cl_program program, Program(source, word_size, index_size));
+  ASSIGN_OR_RETURN(cl_program program, Program(source, word_size, index_size, vec));
   cl_int error = CL_SUCCESS;
   cl_kernel kernel = clCreateKernel(program, name, &error);
   RETURN_IF_ERROR(ClStatus(error, absl::StrCat("clCreateKernel(", name, ")")));

@@ -4,13 +4,15 @@
 // equal), where row-major order is axis order, so the winner of an output
 // element is the update with the largest axis position j among those aimed at it.
 //
-// The host runs phase 0 over every update: set the target's bit in `map`
-// (map[0] is the collision flag, bits from map[1]) with atomic_or and, when
-// this update set it, write the update; a bit already set means two updates
-// met and raises the flag. Only
-// when the flag is up does it run phase 1 (map, zeroed, holds one uint per
-// output element: atomic_max of j + 1) and phase 2 (the update whose j + 1 is
-// its target's maximum writes again). Every targeted element then holds its
+// `map` holds a collision flag (map[0]) and one uint per output element an
+// update can reach (from map[1]). The host runs phase 0 over every update:
+// write the update and j + 1 into the target's uint, plain stores (when
+// updates collide, any one of them lands). Then phase 3: an update whose
+// target's uint is not its own j + 1 met another and raises the flag. No
+// atomics and no fill of the map: every uint phase 3 reads, phase 0 wrote.
+// Only when the flag is up does the host zero the map and run phase 1
+// (atomic_max of j + 1 per target) and phase 2 (the update whose j + 1 is its
+// target's maximum writes again). Every targeted element then holds its
 // winner; untouched elements keep the input's copy. 32-bit atomics of OpenCL
 // 1.2 suffice (j + 1 < 2^32: a tensor holds fewer than 2^32 elements).
 //
@@ -87,22 +89,22 @@ __kernel void scatter_elements(__global const uint* indices, __global const WORD
     if (k < 0) k += axis_size;  // range checked on the host
     const IDX target = output_at + column * output_step + k * output_axis_stride;
     const IDX update = update_at + column * update_step;
-    // Plain reads first skip read-modify-writes that cannot change anything
-    // (bits are only set and ranks only grow), so updates that all aim at
-    // one element do not fight over its cache line.
-    volatile __global uint* seen = map;
+    volatile __global uint* flag = map;
+    __global uint* rank = map + 1;
     if (phase == 0) {
-      const uint bit = 1u << (uint)(target & 31);
-      __global uint* word = &map[1 + (target >> 5)];
-      // Only the update that sets the bit writes; a later one marks the collision.
-      if ((((volatile __global uint*)word)[0] & bit) == 0 && (atomic_or(word, bit) & bit) == 0) {
-        output[target] = updates[update];
-      } else if (seen[0] == 0) {
-        atomic_or(&map[0], 1u);
-      }
+      output[target] = updates[update];
+      rank[target] = (uint)j + 1u;
+    } else if (phase == 3) {
+      // Another update of this line aimed here too; the flag is only ever set.
+      if (rank[target] != (uint)j + 1u && flag[0] == 0) flag[0] = 1u;
     } else if (phase == 1) {
-      if (seen[target] < (uint)j + 1u) atomic_max(&map[target], (uint)j + 1u);
-    } else if (map[target] == (uint)j + 1u) {
+      // A plain read first skips read-modify-writes that cannot change
+      // anything (ranks only grow), so updates that all aim at one element
+      // do not fight over its cache line.
+      if (((volatile __global uint*)rank)[target] < (uint)j + 1u) {
+        atomic_max(&rank[target], (uint)j + 1u);
+      }
+    } else if (rank[target] == (uint)j + 1u) {
       output[target] = updates[update];
     }
   }

@@ -3,7 +3,9 @@
 // clEnqueueCopyBuffer(Rect), 16-byte words or the kernel, more dimensions than
 // the kernel's vector arguments hold, ScatterElements with no, half or every
 // update colliding; each on the 32-bit index path and, with the device's limit
-// lowered to 0, the 64-bit one.
+// lowered to 0, the 64-bit one. Also rows stored as vectors, tiled transposes,
+// a launch table of tiny launches and fixed work-groups, and the profiled
+// kernel phase.
 #include <cstring>
 #include <numeric>
 #include <random>
@@ -113,6 +115,14 @@ TEST_P(OpenClKernelsTest, LargeSlicesOfEveryKindAndWidth) {
       {"reversed", {150, 301}, {}, {{0, 0}, {150, 301}, {-1, -1}}, false},
       {"stride 2", {150, 301}, {}, {{0, 1}, {150, 300}, {1, 2}}, true},
       {"transposed", {301, 150}, {1, 301}, {{0, 0}, {301, 150}, {1, 1}}, false},
+      // Rows the destination takes in vectors: read backwards as vectors
+      // (aligned), two and three apart word by word.
+      {"reversed aligned", {150, 304}, {}, {{0, 0}, {150, 304}, {1, -1}}, false},
+      {"stride 2 aligned", {150, 608}, {}, {{0, 0}, {150, 608}, {1, 2}}, false},
+      {"stride 3 odd offset", {150, 913}, {}, {{0, 1}, {150, 912}, {1, 3}}, false},
+      // Tiles of a transposing copy under an outer dimension, a window of it.
+      {"transposed box", {5, 70, 40}, {2800, 1, 70}, {{0, 0, 0}, {5, 70, 40}, {1, 1, 1}}, false},
+      {"transposed window", {5, 70, 40}, {2800, 1, 70}, {{1, 3, 2}, {4, 66, 37}, {1, 1, 1}}, true},
       // One long reversed line: several launches of the kernel.
       {"long line", {1 << 23}, {}, {{1}, {(1 << 23) - 2}, {-1}}, false},
   };
@@ -285,6 +295,83 @@ TEST_P(OpenClKernelsTest, ConcurrentRequestsShareTheCachedKernels) {
   }
   for (std::thread& thread : threads) thread.join();
   EXPECT_EQ(mismatches, std::vector<int>(4, 0));
+}
+
+// Every row of the launch table gives the same bytes: a device opened with
+// tiny launches, runs copied by the kernel and fixed work-groups, against
+// oneTBB, on copies of each path and a colliding scatter.
+TEST_P(OpenClKernelsTest, EveryLaunchTableRowGivesTheSameBytes) {
+  opencl_backend::LaunchTable table;
+  table.items_per_launch = 1 << 12;
+  table.bytes_per_command = 1 << 14;
+  table.group_width = 64;
+  table.runs_by_kernel = true;
+  opencl_backend::DeviceOptions options;
+  options.launch_table = table;
+  std::vector<std::unique_ptr<opencl_backend::Device>> devices =
+      opencl_backend::OpenAllDevices(nullptr, options);
+  ASSERT_FALSE(devices.empty());
+  opencl_backend::Device& device = *devices.front();
+  device.set_index32_limit(GetParam() ? 0 : opencl_backend::Device::kDefaultIndex32Limit);
+  std::mt19937_64 rng(12);
+  OwnedTensor input = MakeTensor(DType::kFloat32, {150, 608}, LayoutKind::kPacked, rng);
+  OwnedTensor square = MakeTensor(DType::kUint8, {300, 200}, LayoutKind::kPacked, rng);
+  square.desc.strides = {1, 300};
+  const auto slice = [](const OwnedTensor& tensor, SliceAttrs attrs) -> OpRequest {
+    return {attrs, {{"input", tensor.view()}}, {{SliceSizes(attrs), {}}}};
+  };
+  const std::vector<OpRequest> requests = {
+      slice(input, {{3, 0}, {140, 608}, {1, 1}}),  slice(input, {{1, 8}, {140, 512}, {1, 1}}),
+      slice(input, {{0, 0}, {150, 608}, {-1, 2}}), slice(input, {{0, 0}, {150, 608}, {1, -1}}),
+      slice(square, {{0, 0}, {300, 200}, {1, 1}}),
+  };
+  for (const OpRequest& request : requests) {
+    ASSERT_OK_AND_ASSIGN(std::vector<OwnedOutput> cpu, RunOnTbb(request));
+    ASSERT_OK_AND_ASSIGN(std::vector<std::vector<std::byte>> opencl, RunOnDevice(device, request));
+    ASSERT_EQ(opencl.size(), 1u);
+    EXPECT_TRUE(cpu[0].bytes == opencl[0]);
+  }
+  std::vector<int64_t> values = RowIndices(120, 90, Collisions::kHalf, true, rng);
+  OwnedTensor target = MakeTensor(DType::kFloat32, {120, 90}, LayoutKind::kPacked, rng);
+  OwnedTensor indices = MakeIndexTensor(DType::kInt64, {120, 90}, values, LayoutKind::kPacked, rng);
+  OwnedTensor updates = MakeTensor(DType::kFloat32, {120, 90}, LayoutKind::kPacked, rng);
+  const OpRequest scatter{
+      ScatterElementsAttrs{0},
+      {{"input", target.view()}, {"indices", indices.view()}, {"updates", updates.view()}},
+      {}};
+  ASSERT_OK_AND_ASSIGN(std::vector<OwnedOutput> cpu, RunOnTbb(scatter));
+  ASSERT_OK_AND_ASSIGN(std::vector<std::vector<std::byte>> opencl, RunOnDevice(device, scatter));
+  EXPECT_TRUE(cpu[0].bytes == opencl[0]);
+}
+
+// A device opened to profile its kernels says what the kernel phase took on
+// it: every command of a copy and of a scatter's phases, each START..END.
+TEST(OpenClProfilingTest, TimingsCountTheKernelPhasesCommands) {
+  opencl_backend::DeviceOptions options;
+  options.profile_kernels = true;
+  std::vector<std::unique_ptr<opencl_backend::Device>> devices =
+      opencl_backend::OpenAllDevices(nullptr, options);
+  ASSERT_FALSE(devices.empty());
+  std::mt19937_64 rng(13);
+  OwnedTensor input = MakeTensor(DType::kFloat32, {64, 300}, LayoutKind::kPacked, rng);
+  const SliceAttrs attrs{{0, 0}, {64, 300}, {1, -1}};
+  const OpRequest request{attrs, {{"input", input.view()}}, {{SliceSizes(attrs), {}}}};
+  ASSERT_OK_AND_ASSIGN(ExecutionPlan plan, PlanOperator(request, {}));
+  std::vector<std::byte> output(plan.outputs[0].buffer_bytes());
+  std::byte* outputs[] = {output.data()};
+  const std::span<const std::byte> inputs[] = {input.bytes};
+  opencl_backend::DeviceTimings timings;
+  ASSERT_OK(devices.front()->Execute(plan, inputs, outputs, NeverStop, &timings));
+  EXPECT_EQ(timings.kernel_commands, 1);  // one launch of strided_copy
+  EXPECT_GT(timings.kernel_device_ns, 0);
+  EXPECT_GT(timings.kernel_ns, 0);
+  // Without timings asked for, nothing is read; with a device not profiling,
+  // no command is counted.
+  ASSERT_OK(devices.front()->Execute(plan, inputs, outputs, NeverStop));
+  opencl_backend::DeviceTimings plain;
+  ASSERT_OK(TestDevice().Execute(plan, inputs, outputs, NeverStop, &plain));
+  EXPECT_EQ(plain.kernel_commands, 0);
+  EXPECT_EQ(plain.kernel_device_ns, 0);
 }
 
 INSTANTIATE_TEST_SUITE_P(IndexPaths, OpenClKernelsTest, ::testing::Bool(),
