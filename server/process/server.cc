@@ -25,6 +25,7 @@
 #include "server/pipeline/pipeline.h"
 #include "server/placement/calibration.h"
 #include "server/placement/placement_series.h"
+#include "server/telemetry/process_series.h"
 #include "server/telemetry/request_log.h"
 #include "server/transport/tls_stream.h"
 #include "server/transport/transport.h"
@@ -142,6 +143,7 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Create(const ServerConfig& confi
   server->scheduler_ = std::make_unique<Scheduler>(effective.scheduler);
   Scheduler& scheduler = *server->scheduler_;
   Metrics& metrics = server->metrics_;
+  AddProcessSeries(metrics);
   AddServerSeries(metrics, scheduler, devices);
   effective.service.metrics = &metrics;
   server->memory_budget_ = std::make_unique<MemoryBudget>(config.max_memory_bytes);

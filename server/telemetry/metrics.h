@@ -17,6 +17,7 @@
 //   tensorop_calibration_bytes_per_second{backend="opencl",device="<name>",index="0",
 //                                         direction="upload"}
 //   tensorop_calibration_fixed_seconds{backend="cpu"}
+//   process_cpu_seconds_total, process_resident_memory_bytes, ... (process_series.h)
 #ifndef TENSOROP_SERVER_TELEMETRY_METRICS_H_
 #define TENSOROP_SERVER_TELEMETRY_METRICS_H_
 

@@ -1,10 +1,12 @@
 // /metrics of a real tensord, scraped over HTTP after known calls: exact counts
-// per method, op, backend and code, bytes, queue depths and device failures.
+// per method, op, backend and code, bytes, queue depths and device failures;
+// the process_* series, and the whole text as promtool checks it.
 #include <fcntl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <chrono>
+#include <map>
 #include <memory>
 #include <string>
 #include <thread>
@@ -13,12 +15,17 @@
 #include <httplib.h>
 
 #include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_split.h"
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/server/grpc_matchers.h"
 #include "tests/server/set_ints.h"
 #include "tests/server/tensord_client.h"
+#include "tests/support/subprocess.h"
+#include "tests/support/temp_files.h"
 #include "tests/support/tensord_process.h"
 
 namespace tensorop::testing {
@@ -186,6 +193,68 @@ TEST(MetricsScrapeTest, DeviceFailureIsCountedAndTheCpuAnswerToo) {
   std::vector<std::string> failures = LinesStartingWith(text, "tensorop_device_failures_total{");
   ASSERT_GE(failures.size(), 1u);
   EXPECT_EQ(failures[0], "tensorop_device_failures_total{device=\"" + device + "\",index=\"0\"} 1");
+}
+
+constexpr char kPromtool[] = "/usr/bin/promtool";
+
+// The value of the one unlabelled series `name` in `text`, or -1.
+double SeriesValue(const std::string& text, const std::string& name) {
+  const std::vector<std::string> lines = LinesStartingWith(text, name + " ");
+  double value = -1;
+  if (lines.size() != 1 || !absl::SimpleAtod(lines[0].substr(name.size() + 1), &value)) return -1;
+  return value;
+}
+
+// The process series every exporter has (issue 46, item 7), read from the
+// tensord this test started, and the whole exposition linted by promtool
+// (Debian's prometheus package), the tool Prometheus' users check a target with.
+TEST(MetricsScrapeTest, ProcessSeriesAreTensordsOwnAndPromtoolAcceptsTheText) {
+  ASSERT_EQ(access(kPromtool, X_OK), 0)
+      << kPromtool << " is missing: scripts/setup.sh installs Debian's prometheus";
+  const int64_t launched = absl::ToUnixSeconds(absl::Now());
+  // Its open-file limit fixed (soft and hard), so process_max_fds is known.
+  TensordProcess server({}, /*max_open_files=*/512);
+  auto stub = v1::TensorOp::NewStub(Connect(server.target()));
+  {
+    grpc::ClientContext context;
+    v1::RunResponse response;
+    ASSERT_THAT(stub->Run(&context, DocSliceRequest("process"), &response), GrpcOk());
+  }
+  const std::string text = ScrapeWhenIdle(server);
+
+  const std::map<std::string, std::string> types = {{"process_cpu_seconds_total", "counter"},
+                                                    {"process_resident_memory_bytes", "gauge"},
+                                                    {"process_virtual_memory_bytes", "gauge"},
+                                                    {"process_open_fds", "gauge"},
+                                                    {"process_max_fds", "gauge"},
+                                                    {"process_start_time_seconds", "gauge"}};
+  for (const auto& [name, type] : types) {
+    EXPECT_THAT(LinesStartingWith(text, "# HELP " + name + " "), ElementsAre(_)) << name;
+    EXPECT_THAT(LinesStartingWith(text, "# TYPE " + name + " "),
+                ElementsAre("# TYPE " + name + " " + type));
+  }
+  EXPECT_GE(SeriesValue(text, "process_cpu_seconds_total"), 0) << text;
+  const double resident = SeriesValue(text, "process_resident_memory_bytes");
+  EXPECT_GT(resident, 0) << text;
+  EXPECT_GE(SeriesValue(text, "process_virtual_memory_bytes"), resident) << text;
+  EXPECT_EQ(SeriesValue(text, "process_max_fds"), 512) << text;
+  const double open_fds = SeriesValue(text, "process_open_fds");
+  EXPECT_GT(open_fds, 2) << text;  // stdio, the listeners, this scrape's connection
+  EXPECT_LE(open_fds, 512) << text;
+  // This tensord's start, not the machine's or the test's: between the launch
+  // (less a second of rounding in /proc/stat's boot time) and now.
+  const double start = SeriesValue(text, "process_start_time_seconds");
+  EXPECT_GE(start, static_cast<double>(launched - 1)) << text;
+  EXPECT_LE(start, static_cast<double>(absl::ToUnixSeconds(absl::Now()))) << text;
+
+  // promtool check metrics reads the text on stdin; it exits non-zero naming each
+  // problem (a counter without _total, a missing HELP, a bad line).
+  TempFiles files;
+  const std::string scraped = files.Write(text, "tensord-metrics", ".txt");
+  const CommandResult check =
+      RunCommand({"/bin/sh", "-c", std::string(kPromtool) + " check metrics < " + scraped});
+  EXPECT_EQ(check.exit_code, 0) << check.out << check.err;
+  EXPECT_EQ(check.out + check.err, "");
 }
 
 TEST(MetricsScrapeTest, ServesThePrometheusContentTypeAndOnlyMetrics) {

@@ -1,12 +1,18 @@
 // The metrics registry and its text exposition, line for line.
 #include "server/telemetry/metrics.h"
 
+#include <fcntl.h>
+#include <time.h>
+#include <unistd.h>
+
 #include <memory>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "absl/status/statusor.h"
 #include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "absl/time/time.h"
@@ -17,6 +23,7 @@
 #include "server/placement/device_pool.h"
 #include "server/placement/placement_series.h"
 #include "server/placement/scheduler.h"
+#include "server/telemetry/process_series.h"
 
 namespace tensorop::server {
 namespace {
@@ -360,6 +367,101 @@ TEST(ServerSeriesTest, EachDeviceHasItsWaitingRequestsAndWaitHistogram) {
       LinesStartingWith(text, "tensorop_opencl_wait_seconds_bucket{" + labels)[0],
       ::testing::StartsWith("tensorop_opencl_wait_seconds_bucket{" + labels + ",le=\"0.0001\"} "));
   devices.Release(0);
+}
+
+// This process's figures, read as the process collectors of the Prometheus
+// client libraries read them.
+TEST(ProcessSeriesTest, SampleIsPlausible) {
+  const ProcessSample sample = SampleProcess();
+  EXPECT_GT(sample.resident_bytes, 0);
+  EXPECT_GE(sample.virtual_bytes, sample.resident_bytes);
+  EXPECT_GT(sample.open_fds, 0);  // stdin, stdout, stderr at least
+  EXPECT_GT(sample.max_fds, 0);
+  EXPECT_LE(sample.open_fds, sample.max_fds);
+  EXPECT_GE(sample.cpu_seconds, 0);
+}
+
+TEST(ProcessSeriesTest, StartTimeIsInThePastHourAndNotAfterNow) {
+  absl::StatusOr<int64_t> start = ProcessStartTimeSeconds();
+  ASSERT_TRUE(start.ok()) << start.status();
+  const int64_t now = absl::ToUnixSeconds(absl::Now());
+  EXPECT_LE(*start, now);
+  EXPECT_GT(*start, now - 3600) << "the test binary started over an hour ago?";
+}
+
+TEST(ProcessSeriesTest, CpuSecondsGrowByAtLeastTheBusyWorkDone) {
+  const double before = SampleProcess().cpu_seconds;
+  ASSERT_GE(before, 0);
+  // Spin until this thread alone has used 50 ms of CPU: the process's user and
+  // system time grows by at least as much, however fast the machine is.
+  timespec start{};
+  ASSERT_EQ(clock_gettime(CLOCK_THREAD_CPUTIME_ID, &start), 0);
+  volatile uint64_t sink = 0;
+  for (;;) {
+    for (int i = 0; i < 100'000; ++i) sink = sink + static_cast<uint64_t>(i);
+    timespec now{};
+    ASSERT_EQ(clock_gettime(CLOCK_THREAD_CPUTIME_ID, &now), 0);
+    const double spent = static_cast<double>(now.tv_sec - start.tv_sec) +
+                         static_cast<double>(now.tv_nsec - start.tv_nsec) / 1e9;
+    if (spent >= 0.05) break;
+  }
+  const double after = SampleProcess().cpu_seconds;
+  // getrusage counts in microseconds; a little slack for its rounding.
+  EXPECT_GE(after, before + 0.049) << "before " << before << ", after " << after;
+}
+
+TEST(ProcessSeriesTest, OpenFdsCountsDescriptorsOpenedAndClosed) {
+  const int64_t before = SampleProcess().open_fds;
+  ASSERT_GT(before, 0);
+  int fds[3];
+  for (int& fd : fds) {
+    fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+    ASSERT_GE(fd, 0);
+  }
+  EXPECT_EQ(SampleProcess().open_fds, before + 3);
+  for (int fd : fds) close(fd);
+  EXPECT_EQ(SampleProcess().open_fds, before);
+}
+
+TEST(ProcessSeriesTest, ExpositionHasTheSixSeriesWithHelpAndType) {
+  Metrics metrics;
+  AddProcessSeries(metrics);
+  const std::string text = metrics.Exposition();
+  const struct {
+    const char* name;
+    const char* type;
+  } families[] = {{"process_cpu_seconds_total", "counter"},
+                  {"process_resident_memory_bytes", "gauge"},
+                  {"process_virtual_memory_bytes", "gauge"},
+                  {"process_open_fds", "gauge"},
+                  {"process_max_fds", "gauge"},
+                  {"process_start_time_seconds", "gauge"}};
+  for (const auto& family : families) {
+    SCOPED_TRACE(family.name);
+    EXPECT_THAT(LinesStartingWith(text, absl::StrCat("# HELP ", family.name, " ")),
+                ElementsAre(::testing::Not(IsEmpty())));
+    EXPECT_THAT(LinesStartingWith(text, absl::StrCat("# TYPE ", family.name, " ")),
+                ElementsAre(absl::StrCat("# TYPE ", family.name, " ", family.type)));
+    const std::vector<std::string> values = LinesStartingWith(text, absl::StrCat(family.name, " "));
+    ASSERT_EQ(values.size(), 1u) << text;
+    double value = -1;
+    ASSERT_TRUE(absl::SimpleAtod(values[0].substr(values[0].find(' ') + 1), &value)) << values[0];
+    EXPECT_GE(value, 0) << values[0];
+  }
+  // Sampled at each scrape: a descriptor opened between two scrapes shows.
+  const auto open_fds = [&metrics] {
+    const std::vector<std::string> line =
+        LinesStartingWith(metrics.Exposition(), "process_open_fds ");
+    int64_t value = -1;
+    if (line.size() != 1 || !absl::SimpleAtoi(line[0].substr(17), &value)) return int64_t{-1};
+    return value;
+  };
+  const int64_t before = open_fds();
+  ASSERT_GT(before, 0);
+  const int fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+  ASSERT_GE(fd, 0);
+  EXPECT_EQ(open_fds(), before + 1);
+  close(fd);
 }
 
 }  // namespace
