@@ -10,12 +10,19 @@ names a file that exists.
                                      `TENSORD --help=markdown` prints (the flags' help texts
                                      are its one source), and a planted stale row is refused
     scripts/check_docs.py --flags TENSORD --write   rewrites that table from TENSORD
+    scripts/check_docs.py --cases    tests/conformance/cases is ../shared/conformance/cases
+                                     byte for byte (a file there may also come from
+                                     ../shared/conformance/new_operators); without ../shared
+                                     it says it skipped the comparison and passes. Planted
+                                     drift is refused first.
 """
 
 from __future__ import annotations
 
 import difflib
+import os
 import re
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -134,9 +141,122 @@ def flag_table(tensord: str, write: bool) -> int:
     return 0
 
 
+COPY = Path("tests") / "conformance" / "cases"  # the repository's copy of the public cases
+
+
+def first_difference(ours: bytes, theirs: bytes) -> int:
+    """The 1-based line at which two files first differ."""
+    a, b = ours.splitlines(), theirs.splitlines()
+    for line, (x, y) in enumerate(zip(a, b), start=1):
+        if x != y:
+            return line
+    return min(len(a), len(b)) + 1
+
+
+def case_drift(root: Path, conformance: Path) -> tuple[str | None, list[str]]:
+    """(why the comparison is skipped, or None; what differs) between root's
+    tests/conformance/cases and `conformance` (../shared/conformance): every
+    *.json of its cases/ copied as it is, and every other file of the copy the
+    same-named file of its new_operators/. Each problem names the file and the
+    command that fixes it."""
+    copy, public, newer = root / COPY, conformance / "cases", conformance / "new_operators"
+    show = lambda path: os.path.relpath(path, root)  # noqa: E731
+    ours = {p.name: p for p in copy.glob("*.json")}
+    if not ours:
+        return None, [f"{COPY}: no *.json files (the public cases are missing)"]
+    if not public.is_dir():
+        return (f"{show(public)} is absent (no ../shared beside the repository, as in a "
+                "fresh clone)"), []
+    theirs = {p.name: p for p in public.glob("*.json")}
+    found = []
+    for name, source in sorted(theirs.items()):
+        if name not in ours:
+            found.append(f"{show(source)} has no copy in {COPY}: cp {show(source)} {COPY}/")
+        elif ours[name].read_bytes() != source.read_bytes():
+            line = first_difference(ours[name].read_bytes(), source.read_bytes())
+            found.append(f"{COPY / name} differs from {show(source)} (first at line {line}): "
+                         f"cp {show(source)} {COPY}/")
+    for name in sorted(set(ours) - set(theirs)):
+        source = newer / name
+        if not source.exists():
+            found.append(f"{COPY / name} is in neither {show(public)} nor {show(newer)}: "
+                         f"git rm {COPY / name}")
+        elif ours[name].read_bytes() != source.read_bytes():
+            line = first_difference(ours[name].read_bytes(), source.read_bytes())
+            found.append(f"{COPY / name} differs from {show(source)} (first at line {line}): "
+                         f"cp {show(source)} {COPY}/")
+    return None, found
+
+
+def planted_drift() -> list[str]:
+    """What is wrong with the check itself, shown on planted copies: a changed,
+    a missing and an unknown file refused, a new operator's file accepted, and
+    a repository without ../shared skipped (this script run in it) and passing."""
+    wrong = []
+    with tempfile.TemporaryDirectory() as scratch:
+        root, conformance = Path(scratch) / "repo", Path(scratch) / "shared" / "conformance"
+        for folder in (root / COPY, conformance / "cases", conformance / "new_operators"):
+            folder.mkdir(parents=True)
+        for name in ("same.json", "changed.json", "missing.json"):
+            (conformance / "cases" / name).write_text(f'[{{"name": "{name}"}},\n 1]\n')
+        (conformance / "new_operators" / "newer.json").write_text("[]\n")
+        for name in ("same.json", "changed.json"):
+            shutil.copy(conformance / "cases" / name, root / COPY / name)
+        (root / COPY / "changed.json").write_text('[{"name": "changed.json"},\n 2]\n')
+        shutil.copy(conformance / "new_operators" / "newer.json", root / COPY)
+        (root / COPY / "unknown.json").write_text("[]\n")
+        skipped, found = case_drift(root, conformance)
+        want = [
+            f"{COPY}/changed.json differs from ../shared/conformance/cases/changed.json "
+            f"(first at line 2): cp ../shared/conformance/cases/changed.json {COPY}/",
+            f"../shared/conformance/cases/missing.json has no copy in {COPY}: "
+            f"cp ../shared/conformance/cases/missing.json {COPY}/",
+            f"{COPY}/unknown.json is in neither ../shared/conformance/cases nor "
+            f"../shared/conformance/new_operators: git rm {COPY}/unknown.json"]
+        if skipped is not None or found != want:
+            wrong.append(f"planted drift: expected {want}, got {found} (skipped: {skipped})")
+        # The same repository without ../shared: this script, run there, skips and passes.
+        (root / "scripts").mkdir()
+        shutil.copy(__file__, root / "scripts" / "check_docs.py")
+        shutil.rmtree(Path(scratch) / "shared")
+        done = subprocess.run([sys.executable, str(root / "scripts" / "check_docs.py"), "--cases",
+                               "--no-planted"], capture_output=True, text=True, check=False)
+        if done.returncode != 0 or "comparison with ../shared/conformance/cases skipped: " \
+                "../shared/conformance/cases is absent" not in done.stdout:
+            wrong.append(f"without ../shared: exit {done.returncode}, printed "
+                         f"{done.stdout + done.stderr!r}")
+    return wrong
+
+
+def cases(planted: bool) -> int:
+    if planted:
+        wrong = planted_drift()
+        for line in wrong:
+            print(f"self-test: {line}")
+        if wrong:
+            return 1
+        print("a planted drift is refused (a changed, a missing and an unknown file; a file of "
+              "new_operators/ is accepted), and a clone without ../shared skips and passes")
+    skipped, found = case_drift(ROOT, ROOT.parent / "shared" / "conformance")
+    if skipped is not None:
+        print(f"{COPY}: the comparison with ../shared/conformance/cases skipped: {skipped}")
+        return 0
+    for problem in found:
+        print(f"cases: {problem}")
+    if found:
+        print(f"{COPY} differs from ../shared/conformance: copy the files as they are "
+              "(tests/conformance/README.md)")
+        return 1
+    count = len(list((ROOT / COPY).glob("*.json")))
+    print(f"{COPY} is ../shared/conformance/cases as it is ({count} files)")
+    return 0
+
+
 def main() -> int:
     if sys.argv[1:] == ["--self-test"]:
         return self_test()
+    if sys.argv[1:2] == ["--cases"] and sys.argv[2:] in ([], ["--no-planted"]):
+        return cases(planted=sys.argv[2:] == [])
     if len(sys.argv) in (3, 4) and sys.argv[1] == "--flags":
         return flag_table(sys.argv[2], write=sys.argv[3:] == ["--write"])
     found = problems(ROOT)

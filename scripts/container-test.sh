@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Builds the container image from the Dockerfile with podman and tests it on this
-# machine (no Docker engine here; see ../shared/notes/containers.md):
+# machine (no Docker engine here: podman builds, buildah runs; docs/deploy.md):
 #   1. installs podman, buildah, debootstrap and procps (pgrep, ps) if missing;
 #   2. makes the debian:bookworm base image with debootstrap if missing;
 #   3. builds localhost/tensorop:test (layers cached: an unchanged tree takes seconds);
@@ -22,7 +22,7 @@
 # on any failure.
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
-shared="$root/../shared"
+cases="$root/tests/conformance/cases"
 image="localhost/tensorop:test"
 build_cache_image="localhost/tensorop:test-build"
 base="docker.io/library/debian:bookworm"
@@ -120,7 +120,7 @@ done
 grep -qx "POCL_CACHE_DIR=/tmp/pocl" < <(printf '%s\n' "${env[@]}") ||
   fail "image does not set POCL_CACHE_DIR=/tmp/pocl"
 [ -x "$tensorctl" ] || fail "no host tensorctl at $tensorctl (build it: scripts/build.sh, or set TENSORCTL)"
-[ -d "$shared/conformance/cases" ] || fail "no conformance cases at $shared/conformance/cases"
+[ -d "$cases" ] || fail "no conformance cases at $cases"
 
 # ------------------------------------------------------------- container
 container=""
@@ -212,7 +212,7 @@ for run in "cpu" "cpu --stream" "opencl" "opencl --stream"; do
   section "conformance --backend $backend ${mode:-(unary)}"
   # shellcheck disable=SC2086
   if ! out="$(timeout 300 "$tensorctl" conformance --target "127.0.0.1:$port" --backend "$backend" $mode \
-                "$shared/conformance/cases" 2>&1)"; then
+                "$cases" 2>&1)"; then
     status=1
   fi
   echo "$out" | tail -n 20
@@ -320,7 +320,7 @@ server_pid="$(pgrep -f -x -- "${entrypoint[*]} --address=127\.0\.0\.1:0 .*" | he
 section "TLS: conformance over mutual TLS with a token"
 if ! out="$(timeout 300 "$tensorctl" conformance --target "127.0.0.1:$port" --backend cpu \
               --ca_file "$pki/ca.crt" --cert_file "$pki/client.crt" --key_file "$pki/client.key" \
-              --token_file "$pki/client.token" "$shared/conformance/cases" 2>&1)"; then
+              --token_file "$pki/client.token" "$cases" 2>&1)"; then
   echo "$out" | tail -n 20
   server_log
   fail "conformance over TLS failed against the container"

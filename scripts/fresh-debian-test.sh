@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Proves the README's test command on a bare Debian 12: debootstraps a minimal
 # bookworm root (nothing but apt, no Go, no compiler), puts a clean clone of this
-# repository's HEAD and ../shared in it, and runs scripts/test.sh there as root
+# repository's HEAD in it (and ../shared beside it when this machine has one, as CI
+# has: the test command then checks that tests/conformance/cases is still its
+# conformance/cases), and runs scripts/test.sh there as root
 # with chroot, so every package, Go toolchain and Python module the tests need
 # must be installed by the project's own scripts.
 #
@@ -36,7 +38,7 @@ if [ "${1:-}" = --deb ]; then
       --http_address= --backends=cpu >/tmp/tensord.out 2>/tmp/tensord.log &
     for i in $(seq 600); do grep -q "listening on" /tmp/tensord.out && break; sleep 0.05; done
     port="$(sed -n "s/^tensord listening on .*:\([0-9]*\)$/\1/p" /tmp/tensord.out)"
-    tensorctl conformance --target "127.0.0.1:$port" /work/shared/conformance/cases | tail -n 1
+    tensorctl conformance --target "127.0.0.1:$port" /work/tensorop/tests/conformance/cases | tail -n 1
     kill %1')
 fi
 rootfs="${FRESH_ROOT:-$(mktemp -d /var/tmp/tensorop-fresh.XXXXXX)}"
@@ -73,11 +75,12 @@ if compgen -G "/usr/local/share/ca-certificates/*" >/dev/null; then
 fi
 if [ -f /etc/pip.conf ]; then as_root cp /etc/pip.conf "$rootfs/etc/pip.conf"; fi
 
-# A clean clone of what is committed (as CI sees it), with shared/ beside it.
+# A clean clone of what is committed (as CI sees it), with shared/ beside it when
+# there is one (only the drift check of tests/conformance/cases reads it).
 as_root rm -rf --one-file-system "$rootfs/work"
 as_root mkdir -p "$rootfs/work"
 as_root git clone -q "$root" "$rootfs/work/tensorop"
-as_root cp -a "$root/../shared" "$rootfs/work/shared"
+if [ -d "$root/../shared" ]; then as_root cp -a "$root/../shared" "$rootfs/work/shared"; fi
 if [ -n "$deb_dir" ]; then as_root cp "$deb_dir"/tensord_*.deb "$rootfs/work/tensorop/"; fi
 echo "fresh-debian-test: $(git -C "$root" log -1 --format='%h %s') in $rootfs" >&2
 

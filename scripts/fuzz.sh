@@ -10,7 +10,6 @@
 # finds (new inputs in FUZZ_WORK_DIR/TARGET, crashes as FUZZ_WORK_DIR/TARGET-*).
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
-shared="$root/../shared"
 bin="$root/build-fuzz/bin"
 corpus="$root/tests/fuzz/corpus"
 targets=(${FUZZ_TARGETS:-run_fuzzer run_bidi_fuzzer run_chunked_fuzzer case_format_fuzzer
@@ -32,7 +31,7 @@ options=(-timeout=25 -rss_limit_mb=2048 -max_len=65536 -print_final_stats=1)
 if [ "${1:-}" = "--seed" ]; then
   seeds="$(mktemp -d)"
   trap 'rm -rf "$seeds"' EXIT
-  "$bin/make_seeds" "$shared/conformance/cases" "$seeds" \
+  "$bin/make_seeds" "$root/tests/conformance/cases" "$seeds" \
     "$root"/deploy/k8s/base/*.flags "$root"/deploy/k8s/overlays/*/*.flags
   for target in "${targets[@]}"; do
     name="${target%_fuzzer}"

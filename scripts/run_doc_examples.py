@@ -5,6 +5,11 @@ project's ~600: one runner, its block parser, server and self-test, which change
 together.)
 
     scripts/run_doc_examples.py [--tensord PATH] [FILE...]   runs them (default: every page)
+    scripts/run_doc_examples.py --fresh-clone [--tensord PATH] [PAGE...]   the same in a
+        `git clone` of HEAD in a scratch directory with nothing beside it (no ../shared),
+        its build/bin holding only the built tensord and tensorctl (symlinks to
+        --tensord's directory): the repository stands alone. PAGEs are relative to
+        the repository (default: every page, README.md's tour first).
     scripts/run_doc_examples.py --self-test   shows that planted broken, hanging and
                                               unmarked examples are refused
 
@@ -30,10 +35,10 @@ naming it. It stops at once at the end (--shutdown_grace_seconds=0: examples
 leave handles behind, as the programs they stand for do). Each example gets a
 fresh working directory that looks like the repository (every top-level entry a
 symlink to the real one, client/python a copy so that `pip install client/python`
-builds there) with ../shared beside it, so `build/bin/tensorctl`,
-`../shared/conformance/cases` and `scripts/...` resolve and whatever it writes
-(slice.bin, pki/) is thrown away. Examples are self-contained: none reads what
-another made. PATH puts first: the run's own Go bin directory (GOBIN, where a
+builds there) and nothing beside it: `build/bin/tensorctl`, `tests/conformance/cases`
+and `scripts/...` resolve, a path outside the repository (`../shared/...`) does not,
+and whatever it writes (slice.bin, pki/) is thrown away. Examples are self-contained:
+none reads what another made. PATH puts first: the run's own Go bin directory (GOBIN, where a
 `go install` lands), a scratch venv of the run (whose `pip install` never touches
 build/python-venv; it sees build/python-venv's packages through a .pth file),
 build/bin (tensord, tensorctl), build/go-bin (grpcurl), ghz's directory and Go's.
@@ -245,8 +250,7 @@ def kill_group(pgid: int) -> None:
 
 @dataclass
 class Settings:
-    root: Path
-    shared: Path  # what ../shared is beside the repository
+    root: Path  # the repository the examples run in (a fresh clone with --fresh-clone)
     env: dict[str, str]
     python: str
     timeout: float
@@ -258,7 +262,6 @@ def workspace(settings: Settings, scratch: Path) -> Path:
     """A directory that looks like the repository (see the module's docstring)."""
     repo = scratch / "repo"
     repo.mkdir(parents=True)
-    (scratch / "shared").symlink_to(settings.shared)
     for entry in settings.root.iterdir():
         # .git stays out: nothing an example runs should reach the real history.
         if entry.name in (".git", "client"):
@@ -422,8 +425,11 @@ def go_directory(root: Path) -> str | None:
     return str(Path(found.stdout.strip()).parent) if found.returncode == 0 else None
 
 
-def example_environment(root: Path, scratch: Path, venv: Path | None,
+def example_environment(root: Path, tools: Path, scratch: Path, venv: Path | None,
                         tensord: Path | None) -> dict[str, str]:
+    """The examples' environment: `root` is the repository they run in, whose
+    build/bin comes first; `tools` the one whose build holds grpcurl (build/go-bin)
+    and whose scripts find Go (the same but with --fresh-clone)."""
     env = dict(os.environ)
     # The examples show plaintext calls: no TLS settings from the caller's shell.
     for name in ("TENSOROP_TLS", "TENSOROP_CA_FILE", "TENSOROP_CERT_FILE", "TENSOROP_KEY_FILE",
@@ -435,7 +441,7 @@ def example_environment(root: Path, scratch: Path, venv: Path | None,
     if venv is not None and tensord is not None:
         path.append(str(venv / "bin"))
         env["VIRTUAL_ENV"] = str(venv)
-        go = go_directory(root)
+        go = go_directory(tools)
         # The version scripts/python-test.sh builds the package with (setup.py
         # would ask git, which the examples' copy of client/python is outside of).
         env["TENSOROP_VERSION"] = subprocess.run(
@@ -443,7 +449,7 @@ def example_environment(root: Path, scratch: Path, venv: Path | None,
             check=True).stdout.split()[-1]
     else:
         go = None
-    path += [str(root / "build" / "bin"), str(root / "build" / "go-bin"),
+    path += [str(root / "build" / "bin"), str(tools / "build" / "go-bin"),
              os.environ.get("GHZ_BIN_DIR", str(Path.home() / ".local" / "bin"))]
     if go:
         path.append(go)
@@ -453,33 +459,67 @@ def example_environment(root: Path, scratch: Path, venv: Path | None,
     return env
 
 
-def run(args: argparse.Namespace) -> int:
-    root = Path(args.root).resolve()
-    examples: list[Block] = []
-    problems: list[str] = []
-    for page in pages_of(root, args.files):
-        parsed = parse_page(page.read_text(), str(page.relative_to(root)))
-        examples += parsed.examples
-        problems += parsed.problems
-    for problem in problems:
-        print(f"FAIL {problem}")
+def fresh_clone(repository: Path, scratch: Path, tensord: Path) -> Path:
+    """A `git clone` of `repository`'s HEAD in scratch/clone/, alone there (no
+    ../shared beside it), with build/bin/tensord and build/bin/tensorctl linked
+    to the built ones (tensorctl: the one beside `tensord`)."""
+    head = subprocess.run(["git", "-C", str(repository), "log", "-1", "--format=%h %s"],
+                          capture_output=True, text=True, check=False)
+    if head.returncode != 0:
+        raise SystemExit(f"run_doc_examples: --fresh-clone: {repository} is no git repository "
+                         f"with a HEAD: {head.stderr.strip()}")
+    parent = scratch / "clone"
+    parent.mkdir()
+    clone = parent / repository.name
+    cloned = subprocess.run(["git", "clone", "--quiet", str(repository), str(clone)],
+                            capture_output=True, text=True, check=False)
+    if cloned.returncode != 0:
+        raise SystemExit(f"run_doc_examples: git clone {repository} failed: "
+                         f"{cloned.stderr.strip()}")
+    (clone / "build" / "bin").mkdir(parents=True)
+    for built in (tensord, tensord.parent / "tensorctl"):
+        if not built.is_file():
+            raise SystemExit(f"run_doc_examples: --fresh-clone: no {built} (build it first)")
+        (clone / "build" / "bin" / built.name).symlink_to(built)
+    beside = sorted(p.name for p in parent.iterdir() if p != clone)
+    assert not beside, f"the clone has {beside} beside it"
+    print(f"fresh clone of {head.stdout.strip()} in {clone}: nothing beside it; build/bin: "
+          f"{tensord.parent}'s tensord and tensorctl", flush=True)
+    return clone
 
+
+def run(args: argparse.Namespace) -> int:
+    repository = Path(args.root).resolve()
     passed = not_runnable = failed = 0
     with tempfile.TemporaryDirectory(prefix="doc-examples-") as scratch_name:
         scratch = Path(scratch_name)
+        tensord = None if args.no_server else Path(args.tensord).resolve()
+        root = repository
+        if args.fresh_clone:
+            if tensord is None:
+                raise SystemExit("run_doc_examples: --fresh-clone needs a tensord")
+            root = fresh_clone(repository, scratch, tensord)
+        examples: list[Block] = []
+        problems: list[str] = []
+        names = [str(root / n) for n in args.files] if args.fresh_clone else args.files
+        for page in pages_of(root, names):
+            parsed = parse_page(page.read_text(), str(page.relative_to(root)))
+            examples += parsed.examples
+            problems += parsed.problems
+        for problem in problems:
+            print(f"FAIL {problem}")
+
         server = None
         try:
-            if args.no_server:
+            if tensord is None:
                 venv, python = None, sys.executable
             else:
-                tensord = Path(args.tensord).resolve()
-                venv = scratch_venv(root, scratch)
+                venv = scratch_venv(repository, scratch)
                 python = str(venv / "bin" / "python")
                 server = Server(tensord, scratch)
             settings = Settings(
-                root=root, shared=(root.parent / "shared").resolve(),
-                env=example_environment(root, scratch, venv,
-                                        None if args.no_server else tensord),
+                root=root,
+                env=example_environment(root, repository, scratch, venv, tensord),
                 python=python, timeout=args.timeout, python_timeout=args.python_timeout,
                 python_exit_seconds=args.python_exit_seconds)
             for number, block in enumerate(examples):
@@ -564,6 +604,10 @@ an untagged block
 ```text
 a tree, not an example
 ```
+
+```sh
+cat ../shared/README.md  # beside the repository, so outside it: examples never see it
+```
 """
 
 # (what the self-test checks, the line of the runner's output that shows it)
@@ -589,8 +633,10 @@ EXPECTED = [
      r"^FAIL docs/planted\.md:47: 'not runnable here' needs a reason"),
     ("an untagged block is refused",
      r"^FAIL docs/planted\.md:51: a fenced block without an info string"),
+    ("an example reading ../shared, which sits beside the repository, is refused",
+     r"^FAIL docs/planted\.md:59 sh \(exit status 1\)$"),
     ("the summary counts them",
-     r"^2 examples passed, 1 marked not runnable here, 7 failed$"),
+     r"^2 examples passed, 1 marked not runnable here, 8 failed$"),
 ]
 
 
@@ -600,6 +646,9 @@ def self_test() -> int:
         (root / "docs").mkdir(parents=True)
         (root / "README.md").write_text("# planted\n\nNo examples here.\n")
         (root / "docs" / "planted.md").write_text(PLANTED)
+        # What a repository may have beside it, which its examples must not reach.
+        (Path(scratch) / "shared").mkdir()
+        (Path(scratch) / "shared" / "README.md").write_text("beside the repository\n")
         start = time.monotonic()
         done = subprocess.run(
             [sys.executable, __file__, "--root", str(root), "--no-server", "--timeout", "2",
@@ -635,6 +684,8 @@ def main() -> int:
                         help="seconds before a Python example is killed (default 10)")
     parser.add_argument("--python-exit-seconds", type=float, default=5,
                         help="seconds within which a Python example must have exited (default 5)")
+    parser.add_argument("--fresh-clone", action="store_true",
+                        help="run in a git clone of HEAD with nothing beside it")
     parser.add_argument("--self-test", action="store_true")
     # For the self-test: no tensord, no venv; Python examples run by this python.
     parser.add_argument("--no-server", action="store_true", help=argparse.SUPPRESS)

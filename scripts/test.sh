@@ -5,10 +5,12 @@
 # the server's unit tests under ThreadSanitizer, each fuzz target for a bounded
 # time, then the public conformance cases through a real tensord with tensorctl,
 # the Python client's tests, the Kubernetes manifests' validation, every example
-# in README.md and docs/, and the container image's build and test.
+# in README.md and docs/, the same again in a fresh clone of HEAD with nothing
+# beside it, and the container image's build and test. Nothing here needs
+# ../shared: the public cases are in tests/conformance/cases (ctest's
+# docs.PublicCasesMatchShared compares them with ../shared's where it exists).
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
-shared="$root/../shared"
 . "$root/scripts/lib.sh"
 "$root/scripts/setup.sh"
 # The sources as .clang-format writes them (include order too): seconds, so first.
@@ -57,7 +59,7 @@ echo "== fuzz (scripts/fuzz.sh)"
 "$root/scripts/fuzz.sh" 30
 
 # The public cases through the real server, as a user would run them.
-echo "== conformance (public cases and tests/conformance: release tensord, both backends, unary, streamed, through handles and as chains)"
+echo "== conformance (tests/conformance/cases and tests/conformance: release tensord, both backends, unary, streamed, through handles and as chains)"
 log="$(mktemp)"
 "$root/build/bin/tensord" --address=127.0.0.1:0 --metrics_address=127.0.0.1:0 --http_address= >"$log" 2>&1 &
 server=$!
@@ -68,7 +70,7 @@ for backend in cpu opencl; do
   for mode in "" "--stream" "--handles" "--chain"; do
     echo "-- tensorctl conformance --backend $backend $mode"
     "$root/build/bin/tensorctl" conformance --target "127.0.0.1:$port" --backend "$backend" \
-      $mode "$shared/conformance/cases" "$root/tests/conformance" || status=1
+      $mode "$root/tests/conformance/cases" "$root/tests/conformance" || status=1
   done
 done
 kill -TERM "$server"
@@ -88,6 +90,13 @@ echo "== kubernetes manifests (deploy/k8s)"
 # ports (50051, 8000, 9464) would collide with tests that ctest runs beside it.
 echo "== doc examples (scripts/run_doc_examples.py)"
 python3 "$root/scripts/run_doc_examples.py" --tensord "$root/build/bin/tensord" || status=1
+
+# The repository stands alone: the examples of README.md (its tour) and docs/ as
+# written in a `git clone` of HEAD in a scratch directory, with no ../shared beside
+# it, build/bin's tensord and tensorctl in its build/bin.
+echo "== doc examples in a fresh clone of HEAD (scripts/run_doc_examples.py --fresh-clone)"
+python3 "$root/scripts/run_doc_examples.py" --fresh-clone --tensord "$root/build/bin/tensord" ||
+  status=1
 
 # The container image: built with podman, its tensord health-checked and run
 # against the public cases.

@@ -3,7 +3,7 @@ public conformance cases.
 
 Paths come from the environment, with the repository's defaults:
 TENSORD (build/bin/tensord), GRPCURL (build/go-bin/grpcurl, else on PATH),
-TENSOROP_CASES (../shared/conformance/cases).
+TENSOROP_CASES (tests/conformance/cases).
 """
 
 from __future__ import annotations
@@ -116,7 +116,7 @@ def grpcurl() -> str:
 
 @pytest.fixture(scope="session")
 def cases_dir() -> Path:
-    path = Path(os.environ.get("TENSOROP_CASES", REPO.parent / "shared/conformance/cases"))
+    path = Path(os.environ.get("TENSOROP_CASES", REPO / "tests/conformance/cases"))
     if not any(path.glob("*.json")):
         pytest.fail(f"no conformance cases in {path}", pytrace=False)
     return path

@@ -68,7 +68,7 @@ class TensordProcess {
 // The path of the built tensord / tensorctl (compile definitions set by CMake).
 std::string TensordPath();
 std::string TensorctlPath();
-// The directory of the public conformance cases (../shared/conformance/cases).
+// The directory of the public conformance cases (tests/conformance/cases).
 std::string ConformanceCasesDir();
 // The project's own cases of several steps (tests/conformance/views.json).
 std::string ViewCasesPath();
