@@ -1,4 +1,4 @@
-// Conformance cases (shared/conformance/FORMAT.md) read into requests and their
+// Conformance cases (docs/operators.md, "Conformance cases") read into requests and their
 // expectations. The JSON reading is client/exact_json.h, the element values
 // client/element_codec.h, the comparison with results client/case_compare.h.
 #ifndef TENSOROP_CLIENT_CASE_FORMAT_H_

@@ -1,4 +1,4 @@
-"""Conformance cases (shared/conformance/FORMAT.md) read into requests and their
+"""Conformance cases (docs/operators.md, "Conformance cases") read into requests and their
 expectations. Mirrors the C++ client's case_format.cc; the JSON reading is
 exact_json.py, the element values element_codec.py, the comparison with
 results case_compare.py.

@@ -1,4 +1,4 @@
-"""JSON text read for the conformance case format (shared/conformance/FORMAT.md):
+"""JSON text read for the conformance case format (docs/operators.md, "Conformance cases"):
 numbers with a fraction or exponent keep their decimal text, so they can round
 once, from the text, to a narrow float type. Mirrors the C++ client's
 exact_json.cc.
