@@ -1,6 +1,7 @@
 # cmake --install: tensord and tensorctl (component runtime), and the C++ client
 # for other projects (component dev): static libraries, headers under
-# include/tensorop/, tensoropConfig.cmake (find_package(tensorop CONFIG)) and
+# include/tensorop/ (included as <tensorop/client/client.h>, with include/ the
+# only include path), tensoropConfig.cmake (find_package(tensorop CONFIG)) and
 # tensorop.pc. tests/install/install_test.sh proves both against a real tensord.
 include(GNUInstallDirs)
 include(CMakePackageConfigHelpers)
@@ -12,15 +13,15 @@ set_target_properties(tensorop_proto PROPERTIES EXPORT_NAME proto)
 install(TARGETS tensorop_client tensorop_proto grpc_health_proto
         EXPORT tensoropTargets
         ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR} COMPONENT dev
-        INCLUDES DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/tensorop)
-# Headers keep their include paths ("client/client.h", "tensorop/v1/...") below
-# include/tensorop/, so nothing generic lands in include/ itself.
-install(DIRECTORY ${PROJECT_SOURCE_DIR}/client/
-        DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/tensorop/client COMPONENT dev
-        FILES_MATCHING PATTERN "*.h" PATTERN "python" EXCLUDE)
-install(DIRECTORY ${PROJECT_BINARY_DIR}/proto/tensorop ${PROJECT_BINARY_DIR}/proto/grpc
-        DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/tensorop COMPONENT dev
-        FILES_MATCHING PATTERN "*.pb.h")
+        INCLUDES DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
+# Every header below include/tensorop/ (tensorop/client/, tensorop/v1/,
+# tensorop/grpc/health/v1/), their includes of each other rewritten from the
+# tree's paths ("client/channel.h") to <tensorop/client/channel.h>: a consumer's
+# own client/ folder cannot shadow them, as with <grpcpp/...> and <absl/...>.
+install(CODE "set(TENSOROP_SOURCE_DIR [[${PROJECT_SOURCE_DIR}]])
+set(TENSOROP_BINARY_DIR [[${PROJECT_BINARY_DIR}]])
+set(TENSOROP_INCLUDEDIR [[${CMAKE_INSTALL_INCLUDEDIR}]])
+include([[${PROJECT_SOURCE_DIR}/cmake/install_headers.cmake]])" COMPONENT dev)
 install(EXPORT tensoropTargets NAMESPACE tensorop::
         DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/tensorop COMPONENT dev)
 configure_package_config_file(${PROJECT_SOURCE_DIR}/cmake/tensoropConfig.cmake.in

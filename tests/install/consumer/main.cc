@@ -1,12 +1,15 @@
 // consumer TARGET CASE_FILE CASE_NAME: runs one conformance case on tensord
 // at TARGET with the installed client and says whether the answer is
-// byte-exact. Exit 0 only when it is.
+// byte-exact. Exit 0 only when it is. The installed headers are included by
+// the package's prefix; "client/client.h" is the consumer's own.
 #include <cstdio>
 #include <optional>
 #include <string>
 
-#include "client/case_compare.h"
-#include "client/case_format.h"
+#include <tensorop/client/case_compare.h>
+#include <tensorop/client/case_format.h>
+#include <tensorop/client/client.h>
+
 #include "client/client.h"
 
 int main(int argc, char** argv) {
@@ -28,7 +31,7 @@ int main(int argc, char** argv) {
       std::printf("%s: %s\n", argv[3], mismatch->c_str());
       return 1;
     }
-    std::printf("%s: byte-exact\n", argv[3]);
+    std::printf("%s: byte-exact (%s)\n", argv[3], consumer::Tag());
     return 0;
   }
   std::fprintf(stderr, "no readable case %s in %s\n", argv[3], argv[2]);
