@@ -287,7 +287,8 @@ grpc::ServerUnaryReactor* TensorOpService::Release(grpc::CallbackServerContext* 
                                                    const grpc::ByteBuffer* request,
                                                    grpc::ByteBuffer* response) {
   return AnswerRaw<v1::ReleaseRequest, v1::ReleaseResponse>(
-      context, request, response, *budget_, "Release", [&](const auto& in, auto&) {
+      context, request, response, *budget_, CallOrigin(*context, "Release"),
+      [&](const auto& in, auto&) {
         if (in.ids_size() > kMaxReleaseIds) {
           return absl::InvalidArgumentError(absl::StrCat("ids has ", in.ids_size(),
                                                          " entries; Release takes at most ",
@@ -304,7 +305,7 @@ grpc::ServerUnaryReactor* TensorOpService::ListHandles(grpc::CallbackServerConte
                                                        const grpc::ByteBuffer* request,
                                                        grpc::ByteBuffer* response) {
   return AnswerRaw<v1::ListHandlesRequest, v1::ListHandlesResponse>(
-      context, request, response, *budget_, "ListHandles",
+      context, request, response, *budget_, CallOrigin(*context, "ListHandles"),
       [&](const auto& in, auto& out) -> absl::Status {
         if (options_.handles == nullptr) return NoStore();
         if (in.page_size() < 0 || in.page_size() > kMaxPageSize) {

@@ -51,6 +51,7 @@ class TensorOpService::BidiReactor final
       : service_(service),
         stop_(CallStopCheck(context)),
         identity_(PeerIdentity(*context)),
+        peer_(context->peer()),
         trace_(JoinCallTrace(*context)),
         handles_{.store = service->options_.handles, .caller = CallerOf(*context)},
         watch_(service->idle_.Watch(context)) {
@@ -86,7 +87,7 @@ class TensorOpService::BidiReactor final
                        " is not a valid tensorop.v1.RunRequest; the stream ends here"));
       CallRecord record;
       record.method = "RunBidi";
-      service_->RecordOutcome(record, status);
+      service_->RecordOutcome(Origin(std::move(record)), status);
       Step step;
       {
         std::lock_guard<std::mutex> lock(mu_);
@@ -194,7 +195,7 @@ class TensorOpService::BidiReactor final
         // line of its own: its requests' lines say they were answered.
         CallRecord record;
         record.method = "RunBidi";
-        service_->RecordOutcome(record, *step.finish);
+        service_->RecordOutcome(Origin(std::move(record)), *step.finish);
       }
       Finish(ToGrpcStatus(*step.finish));
       return;  // `this` may be gone
@@ -208,8 +209,6 @@ class TensorOpService::BidiReactor final
 
   void Submit(std::shared_ptr<v1::RunRequest> request, MemoryBudget::Reservation reservation) {
     CallRecord record = DescribeRequest("RunBidi", *request);
-    record.identity = identity_;
-    record.trace = trace_;
     auto held = std::make_shared<MemoryBudget::Reservation>(std::move(reservation));
     // A tiny request runs in this reaction: a hop to a worker and back per
     // request cost a pipelined stream of them a quarter of its CPU.
@@ -235,6 +234,7 @@ class TensorOpService::BidiReactor final
   // outputs; the request's part is given back once the answer is serialized.
   void Answer(const v1::RunRequest& request, CallRecord record, const absl::Status& status,
               v1::RunResponse response, MemoryBudget::Reservation reservation) {
+    record = Origin(std::move(record));
     response.set_id(request.id());
     response.mutable_status()->set_code(static_cast<int32_t>(ToGrpcCode(status.code())));
     response.mutable_status()->set_message(std::string(status.message()));
@@ -262,7 +262,16 @@ class TensorOpService::BidiReactor final
   TensorOpService* const service_;
   const OpenCall open_call_{service_->open_calls_};
   const StopCheck stop_;
+  // `record` with the stream's caller: who, the trace it joined, from where.
+  CallRecord Origin(CallRecord record) const {
+    record.identity = identity_;
+    record.trace = trace_;
+    record.peer = peer_;
+    return record;
+  }
+
   const std::string identity_;  // who called, for every request's log line
+  const std::string peer_;      // from where, likewise
   const TraceContext trace_;    // the trace the stream joined, likewise
   const HandleAccess handles_;  // whose handles its requests use and keep
   const std::shared_ptr<IdleWatch> watch_;

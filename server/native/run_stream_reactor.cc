@@ -23,6 +23,7 @@
 #include "server/security/call_origin.h"
 #include "server/telemetry/request_log.h"
 #include "server/transport/idle_watchdog.h"
+#include "server/wire/convert.h"
 #include "server/wire/status_map.h"
 
 namespace tensorop::server {
@@ -129,7 +130,9 @@ class TensorOpService::StreamReactor final : public grpc::ServerWriteReactor<grp
     // Large inputs are read where they were received, as Run's are.
     RETURN_IF_ERROR(ParseReceivedRun(request_bytes_, method_, reservation_,
                                      service_->options_.buffer_pool, &run_));
-    Describe(DescribeRequest(method_, run_.request));
+    CallRecord described = DescribeRequest(method_, run_.request);
+    if (method_ == "Fetch") described.op.clear();  // a Fetch in a layout: no operator asked
+    Describe(std::move(described));
     record_.bytes_in += run_.data_bytes;
     ASSIGN_OR_RETURN(Placement placement, service_->Place(run_.request));
     record_.backend = placement.label;
@@ -256,7 +259,12 @@ absl::StatusOr<FetchPlan> PlanFetch(const grpc::ByteBuffer& bytes, HandleStore* 
   v1::RunRequest request;
   request.set_id(absl::StrCat("fetch ", ShortId(fetch.id())));
   request.mutable_strided_slice();
-  (*request.mutable_inputs())["input"].mutable_handle()->set_id(fetch.id());
+  v1::Tensor& input = (*request.mutable_inputs())["input"];
+  input.mutable_handle()->set_id(fetch.id());
+  // The handle's own dtype and sizes (the request may name them): the log
+  // line says what was fetched.
+  input.set_dtype(ToProtoDType(layout.dtype));
+  input.mutable_sizes()->Assign(layout.sizes.begin(), layout.sizes.end());
   v1::OutputDesc* output = request.add_outputs();
   output->mutable_sizes()->Assign(layout.sizes.begin(), layout.sizes.end());
   *output->mutable_strides() = fetch.strides();
@@ -276,7 +284,10 @@ grpc::ServerWriteReactor<grpc::ByteBuffer>* TensorOpService::Fetch(
     ASSIGN_OR_RETURN(plan, PlanFetch(*request, options_.handles, CallerOf(*context), *budget_));
     return absl::OkStatus();
   });
-  if (!status.ok()) return new RefusedWrite(status);
+  if (!status.ok()) {
+    RecordOutcome(CallOrigin(*context, "Fetch"), status);
+    return new RefusedWrite(status);
+  }
   if (!plan.as_is)
     return new StreamReactor(this, context, nullptr, "Fetch", std::move(plan.copy_request));
   const ResidentTensor& tensor = *plan.tensor;

@@ -20,6 +20,7 @@
 #include "server/data/shared_memory.h"
 #include "server/pipeline/pipeline.h"
 #include "server/pipeline/raw_unary.h"
+#include "server/security/call_origin.h"
 #include "server/telemetry/metrics.h"
 #include "server/telemetry/request_log.h"
 
@@ -109,7 +110,8 @@ grpc::ServerUnaryReactor* TensorOpService::RegisterSharedMemory(
     grpc::CallbackServerContext* context, const grpc::ByteBuffer* request,
     grpc::ByteBuffer* response) {
   return AnswerRaw<v1::RegisterSharedMemoryRequest, v1::RegisterSharedMemoryResponse>(
-      context, request, response, *budget_, "RegisterSharedMemory", [&](const auto& in, auto& out) {
+      context, request, response, *budget_, CallOrigin(*context, "RegisterSharedMemory"),
+      [&](const auto& in, auto& out) {
         return RegisterSharedMemoryAnswer(options_.shared_memory, SharedMemoryCallerOf(*context),
                                           in, out);
       });
@@ -119,7 +121,8 @@ grpc::ServerUnaryReactor* TensorOpService::UnregisterSharedMemory(
     grpc::CallbackServerContext* context, const grpc::ByteBuffer* request,
     grpc::ByteBuffer* response) {
   return AnswerRaw<v1::UnregisterSharedMemoryRequest, v1::UnregisterSharedMemoryResponse>(
-      context, request, response, *budget_, "UnregisterSharedMemory", [&](const auto& in, auto&) {
+      context, request, response, *budget_, CallOrigin(*context, "UnregisterSharedMemory"),
+      [&](const auto& in, auto&) {
         return UnregisterSharedMemoryAnswer(options_.shared_memory, SharedMemoryCallerOf(*context),
                                             in);
       });
@@ -129,7 +132,8 @@ grpc::ServerUnaryReactor* TensorOpService::SharedMemoryStatus(grpc::CallbackServ
                                                               const grpc::ByteBuffer* request,
                                                               grpc::ByteBuffer* response) {
   return AnswerRaw<v1::SharedMemoryStatusRequest, v1::SharedMemoryStatusResponse>(
-      context, request, response, *budget_, "SharedMemoryStatus", [&](const auto& in, auto& out) {
+      context, request, response, *budget_, CallOrigin(*context, "SharedMemoryStatus"),
+      [&](const auto& in, auto& out) {
         return SharedMemoryStatusAnswer(options_.shared_memory, SharedMemoryCallerOf(*context), in,
                                         out);
       });

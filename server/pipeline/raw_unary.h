@@ -19,6 +19,7 @@
 #include "server/memory/memory_budget.h"
 #include "server/pipeline/guarded.h"
 #include "server/pipeline/pipeline.h"
+#include "server/telemetry/request_log.h"
 #include "server/wire/status_map.h"
 
 namespace tensorop::server {
@@ -29,13 +30,15 @@ namespace tensorop::server {
 // thread bounded by a constant.
 inline constexpr int64_t kMaxRawRequestBytes = 128 << 10;
 
-// Parses `request_bytes` as a Request for `method`, then `answer(request,
-// response)` (a status); the Response serialized into `out` when it is OK.
+// Parses `request_bytes` as a Request for the method `record` names, then
+// `answer(request, response)` (a status); the Response serialized into `out`
+// when it is OK. The call's line goes to the request log with `record` (its
+// caller: CallOrigin).
 template <typename Request, typename Response, typename AnswerFn>
 grpc::ServerUnaryReactor* AnswerRaw(grpc::CallbackServerContext* context,
                                     const grpc::ByteBuffer* request_bytes, grpc::ByteBuffer* out,
-                                    MemoryBudget& budget, absl::string_view method,
-                                    AnswerFn answer) {
+                                    MemoryBudget& budget, CallRecord record, AnswerFn answer) {
+  const absl::string_view method = record.method;
   MemoryBudget::Reservation parsing = budget.Empty();
   const absl::Status status = Guarded([&]() -> absl::Status {
     if (const int64_t bytes = static_cast<int64_t>(request_bytes->Length());
@@ -51,6 +54,8 @@ grpc::ServerUnaryReactor* AnswerRaw(grpc::CallbackServerContext* context,
     SerializeInto(response, out);
     return absl::OkStatus();
   });
+  record.bytes_in = static_cast<int64_t>(request_bytes->Length());
+  LogCall(record, status);
   return Answer(context, status);
 }
 

@@ -114,6 +114,10 @@ TENSORD_FLAG(int, shutdown_grace_seconds, 30,
 TENSORD_FLAG(int, drain_seconds, 0,
              "on SIGTERM/SIGINT, first report NOT_SERVING this long while still answering, so "
              "health-checking clients move away (Kubernetes: 5); in [0, 3600]");
+TENSORD_FLAG(std::string, request_log, "all",
+             "which calls get a JSON line on stderr: `all`, `errors` (failed calls only), "
+             "`sample:N` (every failed call and one OK call in N) or `off`; events, gRPC's and "
+             "other libraries' messages are logged regardless");
 TENSORD_FLAG(std::string, backends, "cpu,opencl",
              "enabled backends (`cpu` alone skips OpenCL discovery)");
 TENSORD_FLAG_SHOWN(std::string, opencl_devices, "", "(all)",
@@ -536,6 +540,7 @@ absl::StatusOr<ServerConfig> ValidatedConfig(const Parsed& parsed) {
   ASSIGN_OR_RETURN(const int drain,
                    FlagInRange(FLAGS_drain_seconds, "drain_seconds", 0, kMaxShutdownSeconds));
   config.drain = std::chrono::seconds(drain);
+  ASSIGN_OR_RETURN(config.request_log, ParseRequestLogPolicy(absl::GetFlag(FLAGS_request_log)));
   ASSIGN_OR_RETURN(config.max_connection_age_seconds,
                    FlagInRange(FLAGS_max_connection_age_seconds, "max_connection_age_seconds", 0,
                                INT_MAX / 1000));

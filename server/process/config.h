@@ -18,6 +18,7 @@
 #include "server/placement/device_pool.h"
 #include "server/placement/scheduler.h"
 #include "server/security/security.h"
+#include "server/telemetry/request_log.h"
 
 namespace tensorop::server {
 
@@ -44,6 +45,7 @@ struct ServerConfig {
   int max_message_bytes = 0;
   std::chrono::seconds grace{0};
   std::chrono::seconds drain{0};
+  RequestLogPolicy request_log;        // --request_log
   int max_connection_age_seconds = 0;  // 0: never
   int max_concurrent_streams = 0;
   int max_connection_idle_seconds = 0;  // 0: never

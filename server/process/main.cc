@@ -21,6 +21,7 @@
 #include <vector>
 
 #include <grpc/grpc.h>
+#include <grpc/support/log.h>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
@@ -38,8 +39,19 @@ namespace {
 constexpr int kUsageExit = 2;
 
 int UsageError(absl::string_view message) {
-  std::cerr << "tensord: " << message << "\n(tensord --help lists the flags)\n";
+  WriteToStderr(absl::StrCat("tensord: ", message, "\n(tensord --help lists the flags)\n"));
   return kUsageExit;
+}
+
+// gRPC core's messages (handshake failures, ...) as the log's JSON lines.
+void LogGrpcMessage(gpr_log_func_args* args) {
+  const absl::string_view file = args->file != nullptr ? args->file : "";
+  LogForeign(
+      "grpc",
+      args->severity == GPR_LOG_SEVERITY_ERROR  ? "error"
+      : args->severity == GPR_LOG_SEVERITY_INFO ? "info"
+                                                : "debug",
+      absl::StrCat(args->message, " (", file.substr(file.rfind('/') + 1), ":", args->line, ")"));
 }
 
 int Main(int argc, char** argv) {
@@ -99,6 +111,12 @@ int Main(int argc, char** argv) {
     pthread_sigmask(SIG_BLOCK, &reload_signals, nullptr);
   }
 
+  // Every line on stderr is JSON: gRPC's through its log hook, anything else
+  // written there (PoCL's warnings) read back and wrapped.
+  gpr_set_log_function(LogGrpcMessage);
+  CaptureForeignStderr();
+  SetRequestLogPolicy(config.request_log);
+
   // Hold one gRPC initialization for the life of the process and never release
   // it: releasing the last one runs gRPC's synchronous shutdown, which joins an
   // executor thread that may sit in a 10 s poll, and would delay every exit.
@@ -108,11 +126,11 @@ int Main(int argc, char** argv) {
   if (!server.ok()) {
     // Staging that does not fit the memory budget is a usage error.
     if (absl::IsResourceExhausted(server.status())) return UsageError(server.status().message());
-    std::cerr << "tensord: " << server.status().message() << "\n";
+    WriteToStderr(absl::StrCat("tensord: ", server.status().message(), "\n"));
     return 1;
   }
   if (absl::Status started = (*server)->Start(); !started.ok()) {
-    std::cerr << "tensord: " << started.message() << "\n";
+    WriteToStderr(absl::StrCat("tensord: ", started.message(), "\n"));
     return 1;
   }
   int signal = 0;

@@ -14,7 +14,6 @@
 
 #include <grpc/grpc.h>
 #include <grpcpp/ext/proto_server_reflection_plugin.h>
-#include <nlohmann/json.hpp>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -77,14 +76,6 @@ std::string ServeHandlesUntil(const HandleStore& handles,
   }
 }
 
-// A startup fact on stderr, as a JSON line like the request log's.
-void LogStartupEvent(absl::string_view event, absl::string_view detail) {
-  nlohmann::ordered_json line;
-  line["event"] = event;
-  line["detail"] = detail;
-  std::cerr << line.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) << std::endl;
-}
-
 // Why `flag`'s `addresses` could not all be listened on, for the exit
 // message: the flag, the address that is taken (else the first) and the OS's
 // reason.
@@ -111,14 +102,14 @@ Server::Server(const ServerConfig& config) : config_(config) {}
 absl::StatusOr<std::unique_ptr<Server>> Server::Create(const ServerConfig& config) {
   std::unique_ptr<Server> server(new Server(config));
   ServerConfig& effective = server->config_;
-  LogStartupEvent("starting", absl::StrCat("tensord ", Version()));
+  LogEvent("starting", absl::StrCat("tensord ", Version()));
 
   // Every connection (gRPC and /metrics) takes a descriptor, and gRPC stops
   // accepting for good once accept4 fails with EMFILE: take all we may.
   if (absl::StatusOr<uint64_t> files = RaiseOpenFileLimit(); files.ok()) {
-    LogStartupEvent("open_files", absl::StrCat("RLIMIT_NOFILE ", *files));
+    LogEvent("open_files", absl::StrCat("RLIMIT_NOFILE ", *files));
   } else {
-    LogStartupEvent("open_files", files.status().message());
+    LogEvent("open_files", files.status().message());
   }
 
   // The device pool: every OpenCL device the ICD loader offers, or those the
@@ -132,12 +123,12 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Create(const ServerConfig& confi
       to_calibrate.push_back(device.get());
       opened.push_back(std::move(device));
     }
-    for (const std::string& reason : skipped) LogStartupEvent("device_skipped", reason);
+    for (const std::string& reason : skipped) LogEvent("device_skipped", reason);
   }
   server->devices_ = std::make_unique<DevicePool>(std::move(opened), config.devices);
   DevicePool& devices = *server->devices_;
   for (size_t i = 0; i < devices.size(); ++i) {
-    LogStartupEvent("device", absl::StrCat(i, " ", devices.Label(static_cast<int>(i))));
+    LogEvent("device", absl::StrCat(i, " ", devices.Label(static_cast<int>(i))));
   }
   effective.scheduler.devices = &devices;
   server->scheduler_ = std::make_unique<Scheduler>(effective.scheduler);
@@ -163,10 +154,9 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Create(const ServerConfig& confi
           " OpenCL device(s) does not fit --max_memory_bytes=", config.max_memory_bytes));
     }
     server->staging_reservation_ = *std::move(reserved);
-    LogStartupEvent(
-        "opencl_staging",
-        absl::StrCat(staging, " bytes reserved (--opencl_staging_bytes=",
-                     config.device.staging_bytes, " for ", devices.size(), " device(s))"));
+    LogEvent("opencl_staging",
+             absl::StrCat(staging, " bytes reserved (--opencl_staging_bytes=",
+                          config.device.staging_bytes, " for ", devices.size(), " device(s))"));
   }
   server->buffer_pool_ = std::make_unique<BufferPool>(config.buffer_pool_bytes, &memory_budget);
   BufferPool& buffer_pool = *server->buffer_pool_;
@@ -174,11 +164,10 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Create(const ServerConfig& confi
       [&buffer_pool](int64_t missing) { return buffer_pool.Release(missing); });
   AddBufferPoolSeries(metrics, buffer_pool);
   effective.service.buffer_pool = &buffer_pool;
-  LogStartupEvent("memory_budget",
-                  absl::StrCat(config.max_memory_bytes, " bytes (--max_memory_bytes",
-                               config.max_memory_source.empty()
-                                   ? ")"
-                                   : absl::StrCat(": ", config.max_memory_source, ")")));
+  LogEvent("memory_budget", absl::StrCat(config.max_memory_bytes, " bytes (--max_memory_bytes",
+                                         config.max_memory_source.empty()
+                                             ? ")"
+                                             : absl::StrCat(": ", config.max_memory_source, ")")));
   server->shared_memory_ = std::make_unique<SharedMemoryRegistry>(
       SharedMemoryOptions{.idle_timeout = absl::Seconds(config.shared_memory_idle_seconds),
                           .budget = &memory_budget,
@@ -404,9 +393,10 @@ void Server::Shutdown() {
   // stopped kForcedExitAfter later does not hold the process: it exits 1.
   std::thread([grace = config_.grace] {
     std::this_thread::sleep_for(grace + kForcedExitAfter);
-    LogStartupEvent("forced_exit",
-                    absl::StrCat("work still running ", kForcedExitAfter.count(),
-                                 " s after --shutdown_grace_seconds=", grace.count()));
+    LogEvent("forced_exit",
+             absl::StrCat("work still running ", kForcedExitAfter.count(),
+                          " s after --shutdown_grace_seconds=", grace.count()),
+             "error");
     std::_Exit(1);
   }).detach();
   const auto grace_end = std::chrono::system_clock::now() + config_.grace;

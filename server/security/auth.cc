@@ -14,6 +14,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "server/telemetry/request_log.h"
 
 namespace tensorop::server {
 namespace {
@@ -158,6 +159,38 @@ void TokenStore::Reload() {
   events_("auth_tokens_reloaded", absl::StrCat(tokens_.size(), " tokens from ", path_));
 }
 
+namespace {
+
+// The method of `path` ("/package.Service/Method") as a log line names it:
+// its last part, kept for the life of the process. Paths come from clients,
+// so at most kMaxMethodNames distinct ones are kept (the rest are "(other)")
+// and each is cut.
+absl::string_view MethodOf(absl::string_view path) {
+  constexpr size_t kMaxMethodNames = 64;
+  static std::mutex mutex;
+  static std::set<std::string, std::less<>>* names = new std::set<std::string, std::less<>>();
+  const absl::string_view method = path.substr(path.rfind('/') + 1).substr(0, 64);
+  std::lock_guard<std::mutex> lock(mutex);
+  if (auto found = names->find(method); found != names->end()) return *found;
+  if (names->size() >= kMaxMethodNames) return "(other)";
+  return *names->emplace(method).first;
+}
+
+}  // namespace
+
+grpc::Status TokenAuthProcessor::Refused(absl::string_view path, const grpc::AuthContext* context,
+                                         const std::string& message) const {
+  // A call refused here never reaches a handler: its line is written here.
+  CallRecord record;
+  record.method = MethodOf(path);
+  for (const grpc::string_ref& subject :
+       context->FindPropertyValues(GRPC_X509_SUBJECT_PROPERTY_NAME)) {
+    record.identity = CallerIdentity("", absl::string_view(subject.data(), subject.size()));
+  }
+  LogCall(record, absl::UnauthenticatedError(message));
+  return grpc::Status(grpc::StatusCode::UNAUTHENTICATED, message);
+}
+
 grpc::Status TokenAuthProcessor::Process(const InputMetadata& auth_metadata,
                                          grpc::AuthContext* context,
                                          OutputMetadata* consumed_auth_metadata,
@@ -177,18 +210,18 @@ grpc::Status TokenAuthProcessor::Process(const InputMetadata& auth_metadata,
   const absl::string_view header(header_ref.data(), header_ref.size());
   if (!has_header || !absl::StartsWith(header, kBearer)) {
     counters_->missing.fetch_add(1, std::memory_order_relaxed);
-    return grpc::Status(grpc::StatusCode::UNAUTHENTICATED,
-                        "this server needs a bearer token: send the metadata "
-                        "\"authorization: Bearer <token>\" (tensorctl --token_file, "
-                        "TENSOROP_TOKEN_FILE)");
+    return Refused(path, context,
+                   "this server needs a bearer token: send the metadata "
+                   "\"authorization: Bearer <token>\" (tensorctl --token_file, "
+                   "TENSOROP_TOKEN_FILE)");
   }
   std::optional<std::string> name =
       tokens_->Check(absl::StripAsciiWhitespace(header.substr(kBearer.size())));
   if (!name.has_value()) {
     counters_->invalid.fetch_add(1, std::memory_order_relaxed);
-    return grpc::Status(grpc::StatusCode::UNAUTHENTICATED,
-                        "the bearer token is not accepted by this server (not in its "
-                        "--auth_token_file, or rotated out)");
+    return Refused(path, context,
+                   "the bearer token is not accepted by this server (not in its "
+                   "--auth_token_file, or rotated out)");
   }
   // The handler and the log see who called, never the token.
   consumed_auth_metadata->insert({"authorization", std::string(header)});

@@ -103,6 +103,9 @@ class TokenAuthProcessor : public grpc::AuthMetadataProcessor {
                        OutputMetadata* response_metadata) override;
 
  private:
+  // Logs the refused call (every RPC has its line) and returns the status.
+  grpc::Status Refused(absl::string_view path, const grpc::AuthContext* context,
+                       const std::string& message) const;
   const TokenStore* tokens_;
   const ReflectionAccess reflection_;
   AuthCounters* counters_;

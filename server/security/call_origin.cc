@@ -21,6 +21,14 @@ TraceContext JoinCallTrace(grpc::ServerContextBase& context) {
 void SetCallOrigin(grpc::ServerContextBase& context, CallRecord& record) {
   record.identity = PeerIdentity(context);
   record.trace = JoinCallTrace(context);
+  record.peer = context.peer();
+}
+
+CallRecord CallOrigin(grpc::ServerContextBase& context, absl::string_view method) {
+  CallRecord record;
+  record.method = method;
+  SetCallOrigin(context, record);
+  return record;
 }
 
 }  // namespace tensorop::server

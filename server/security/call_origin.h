@@ -14,8 +14,13 @@ namespace tensorop::server {
 // added to the call's initial metadata, so call this before that is sent.
 TraceContext JoinCallTrace(grpc::ServerContextBase& context);
 
-// record.identity (PeerIdentity) and record.trace (JoinCallTrace).
+// record.identity (PeerIdentity), record.trace (JoinCallTrace) and
+// record.peer (gRPC's name of the peer's address).
 void SetCallOrigin(grpc::ServerContextBase& context, CallRecord& record);
+
+// A record of a call to `method` (a string literal or other that outlives
+// the call's log line) with its origin set as SetCallOrigin sets it.
+CallRecord CallOrigin(grpc::ServerContextBase& context, absl::string_view method);
 
 }  // namespace tensorop::server
 

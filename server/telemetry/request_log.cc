@@ -1,5 +1,6 @@
 #include "server/telemetry/request_log.h"
 
+#include <fcntl.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -11,7 +12,11 @@
 #include <thread>
 #include <utility>
 
+#include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/strip.h"
 #include "core/dtype.h"
 #include "nlohmann/json.hpp"
 #include "server/wire/convert.h"
@@ -46,6 +51,7 @@ void Redescribe(CallRecord& record, CallRecord described) {
   described.start = record.start;
   described.identity = std::move(record.identity);
   described.trace = std::move(record.trace);
+  described.peer = std::move(record.peer);
   record = std::move(described);
 }
 
@@ -107,6 +113,7 @@ std::string FormatLogLine(const CallRecord& record, const absl::Status& status, 
 
   nlohmann::ordered_json line;
   line["time"] = absl::FormatTime("%Y-%m-%d%ET%H:%M:%E6SZ", end, absl::UTCTimeZone());
+  line["level"] = LevelOf(status.code());
   line["method"] = record.method;
   line["id"] = Cut(record.id, kMaxLoggedIdBytes + 32);  // DescribeRequest cut it already
   line["op"] = record.op;
@@ -118,6 +125,7 @@ std::string FormatLogLine(const CallRecord& record, const absl::Status& status, 
   line["latency_us"] = absl::ToInt64Microseconds(end - record.start);
   line["status"] = absl::StatusCodeToString(status.code());
   if (!status.ok()) line["message"] = Cut(status.message(), kMaxLoggedMessageBytes);
+  if (!record.peer.empty()) line["peer"] = Cut(record.peer, kMaxLoggedIdBytes);
   if (!record.identity.empty()) line["identity"] = record.identity;
   if (!record.trace.empty()) {
     line["trace_id"] = record.trace.trace_id;
@@ -131,6 +139,15 @@ std::string FormatLogLine(const CallRecord& record, const absl::Status& status, 
 
 namespace {
 
+// Where this log writes: stderr, or the descriptor stderr was before
+// CaptureForeignStderr put a pipe in its place.
+std::atomic<int> log_fd{STDERR_FILENO};
+int LogFd() { return log_fd.load(std::memory_order_relaxed); }
+
+std::string Now() {
+  return absl::FormatTime("%Y-%m-%d%ET%H:%M:%E6SZ", absl::Now(), absl::UTCTimeZone());
+}
+
 // Writes `lines` (each ending in a newline) with as few writes as the kernel
 // takes, under a lock: stderr is unbuffered, and a line split over several
 // writes could interleave with another's.
@@ -140,7 +157,7 @@ void WriteLines(absl::string_view lines) {
   const char* data = lines.data();
   size_t left = lines.size();
   while (left > 0) {
-    ssize_t written = ::write(STDERR_FILENO, data, left);
+    ssize_t written = ::write(LogFd(), data, left);
     if (written < 0) {
       if (errno == EINTR) continue;
       return;  // nowhere to report a broken log
@@ -216,7 +233,8 @@ class Logger {
       lines.clear();
       if (const int64_t dropped = dropped_.load(std::memory_order_relaxed); dropped > reported) {
         nlohmann::ordered_json line;
-        line["time"] = absl::FormatTime("%Y-%m-%d%ET%H:%M:%E6SZ", absl::Now(), absl::UTCTimeZone());
+        line["time"] = Now();
+        line["level"] = "warning";
         line["event"] = "log_dropped";
         line["lines"] = dropped - reported;
         absl::StrAppend(&lines, line.dump(), "\n");
@@ -245,7 +263,70 @@ Logger& TheLogger() {
 
 }  // namespace
 
+absl::string_view LevelOf(absl::StatusCode code) {
+  switch (code) {
+    case absl::StatusCode::kOk:
+      return "info";
+    case absl::StatusCode::kUnknown:
+    case absl::StatusCode::kInternal:
+    case absl::StatusCode::kUnavailable:
+    case absl::StatusCode::kDataLoss:
+    case absl::StatusCode::kUnimplemented:
+    case absl::StatusCode::kAborted:
+      return "error";
+    default:
+      return "warning";
+  }
+}
+
+absl::StatusOr<RequestLogPolicy> ParseRequestLogPolicy(absl::string_view text) {
+  using Mode = RequestLogPolicy::Mode;
+  if (text == "all") return RequestLogPolicy{Mode::kAll, 1};
+  if (text == "errors") return RequestLogPolicy{Mode::kErrors, 1};
+  if (text == "off") return RequestLogPolicy{Mode::kOff, 1};
+  int64_t every = 0;
+  if (absl::string_view n = text; absl::ConsumePrefix(&n, "sample:") &&
+                                  absl::SimpleAtoi(n, &every) && every >= 1 &&
+                                  every <= 1'000'000'000) {
+    return RequestLogPolicy{Mode::kSample, every};
+  }
+  return absl::InvalidArgumentError(absl::StrCat(
+      "--request_log=", text, ": expected all, errors, sample:N (N in [1, 10^9]) or off"));
+}
+
+namespace {
+
+std::atomic<int> policy_mode{static_cast<int>(RequestLogPolicy::Mode::kAll)};
+std::atomic<int64_t> policy_every{1};
+std::atomic<uint64_t> ok_calls{0};
+
+// Whether the policy keeps the line of a call that ended with `code`.
+bool Keeps(absl::StatusCode code) {
+  switch (static_cast<RequestLogPolicy::Mode>(policy_mode.load(std::memory_order_relaxed))) {
+    case RequestLogPolicy::Mode::kAll:
+      return true;
+    case RequestLogPolicy::Mode::kOff:
+      return false;
+    case RequestLogPolicy::Mode::kErrors:
+      return code != absl::StatusCode::kOk;
+    case RequestLogPolicy::Mode::kSample:
+      if (code != absl::StatusCode::kOk) return true;
+      return ok_calls.fetch_add(1, std::memory_order_relaxed) %
+                 static_cast<uint64_t>(policy_every.load(std::memory_order_relaxed)) ==
+             0;
+  }
+  return true;
+}
+
+}  // namespace
+
+void SetRequestLogPolicy(const RequestLogPolicy& policy) {
+  policy_every.store(policy.sample_every, std::memory_order_relaxed);
+  policy_mode.store(static_cast<int>(policy.mode), std::memory_order_relaxed);
+}
+
 void LogCall(const CallRecord& record, const absl::Status& status, absl::Time end) {
+  if (!Keeps(status.code())) return;
   TheLogger().Push(record, status, end);
 }
 
@@ -255,7 +336,8 @@ int64_t DroppedLogLines() { return TheLogger().dropped(); }
 
 void LogDeviceFailure(absl::string_view device, const absl::Status& status) {
   nlohmann::ordered_json line;
-  line["time"] = absl::FormatTime("%Y-%m-%d%ET%H:%M:%E6SZ", absl::Now(), absl::UTCTimeZone());
+  line["time"] = Now();
+  line["level"] = "error";
   line["event"] = "device_failure";
   line["device"] = device;
   line["status"] = absl::StatusCodeToString(status.code());
@@ -264,12 +346,72 @@ void LogDeviceFailure(absl::string_view device, const absl::Status& status) {
   WriteLine(line.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
 }
 
-void LogEvent(absl::string_view event, absl::string_view detail) {
+void LogEvent(absl::string_view event, absl::string_view detail, absl::string_view level) {
   nlohmann::ordered_json line;
-  line["time"] = absl::FormatTime("%Y-%m-%d%ET%H:%M:%E6SZ", absl::Now(), absl::UTCTimeZone());
+  line["time"] = Now();
+  line["level"] = level;
   line["event"] = event;
   line["detail"] = detail;
   WriteLine(line.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
+}
+
+void WriteToStderr(absl::string_view text) { WriteLines(text); }
+
+void LogForeign(absl::string_view source, absl::string_view level, absl::string_view message) {
+  nlohmann::ordered_json line;
+  line["time"] = Now();
+  line["level"] = level;
+  line["source"] = source;
+  line["message"] = Cut(absl::StripTrailingAsciiWhitespace(message), kMaxLoggedMessageBytes);
+  WriteLine(line.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
+}
+
+void CaptureForeignStderr() {
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+  return;
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer) || \
+    __has_feature(undefined_behavior_sanitizer)
+  return;
+#endif
+#endif
+  int ends[2];
+  if (log_fd.load() != STDERR_FILENO || pipe2(ends, O_CLOEXEC) != 0) return;
+  const int original = fcntl(STDERR_FILENO, F_DUPFD_CLOEXEC, 3);
+  if (original < 0 || dup2(ends[1], STDERR_FILENO) < 0) {
+    close(ends[0]);
+    close(ends[1]);
+    if (original >= 0) close(original);
+    return;
+  }
+  close(ends[1]);
+  log_fd.store(original);
+  // Reads what others write until the process ends; a line is whatever came
+  // before a newline (or 64 KiB of it).
+  std::thread([read_end = ends[0]] {
+    std::string pending;
+    char buffer[4096];
+    for (;;) {
+      const ssize_t got = read(read_end, buffer, sizeof(buffer));
+      if (got < 0 && errno == EINTR) continue;
+      if (got <= 0) break;
+      pending.append(buffer, static_cast<size_t>(got));
+      for (size_t newline;
+           (newline = pending.find('\n')) != std::string::npos || pending.size() >= (64 << 10);) {
+        const size_t end = newline == std::string::npos ? pending.size() : newline;
+        const absl::string_view text(pending.data(), end);
+        if (!absl::StripAsciiWhitespace(text).empty()) {
+          const std::string lower = absl::AsciiStrToLower(text);
+          LogForeign("stderr",
+                     absl::StrContains(lower, "error")  ? "error"
+                     : absl::StrContains(lower, "info") ? "info"
+                                                        : "warning",
+                     text);
+        }
+        pending.erase(0, newline == std::string::npos ? end : end + 1);
+      }
+    }
+  }).detach();
 }
 
 }  // namespace tensorop::server

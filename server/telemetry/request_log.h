@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
@@ -39,6 +40,9 @@ struct CallRecord {
   std::string identity;
   // The trace the call joined (its traceparent); empty: none.
   TraceContext trace;
+  // Where the call came from, as gRPC names peers ("ipv4:127.0.0.1:41234",
+  // "unix:/run/tensord.sock"); empty when unknown, and then left out.
+  std::string peer;
   absl::Time start = absl::Now();
 };
 
@@ -57,20 +61,40 @@ CallRecord DescribeChain(absl::string_view method, const v1::RunChainRequest& ch
 
 // `described` (a parsed request's record) in place of `record`, keeping what
 // was known before the request was parsed: when the call started, who made
-// it and the trace it joined.
+// it, from where, and the trace it joined.
 void Redescribe(CallRecord& record, CallRecord described);
 
 // The line for `record` ending with `status` at `end`, without the newline:
-// {"time":"2024-05-01T12:00:00.123456Z","method":"Run","id":"a","op":"slice",
-//  "dtype":"float32","sizes":{"input":[4,4]},"backend":"cpu","bytes_in":64,
-//  "bytes_out":16,"latency_us":210,"status":"OK"}
+// {"time":"2024-05-01T12:00:00.123456Z","level":"info","method":"Run","id":"a",
+//  "op":"slice","dtype":"float32","sizes":{"input":[4,4]},"backend":"cpu",
+//  "bytes_in":64,"bytes_out":16,"latency_us":210,"status":"OK",
+//  "peer":"ipv4:127.0.0.1:41234"}
 // plus "message" when the status is not OK, "identity" for an
 // authenticated caller, and "trace_id", "span_id" (tensord's) and
 // "parent_span_id" (the caller's) for a call that carried a traceparent. `time` is `end` in RFC
-// 3339, UTC.
+// 3339, UTC; `level` is LevelOf(status).
 std::string FormatLogLine(const CallRecord& record, const absl::Status& status, absl::Time end);
 
-// Queues the line for `record` ending at `end` with `status`; a logger thread
+// A line's level: "info" for OK, "warning" for what the caller did or asked
+// (a bad request, a limit, a missing handle, a cancellation), "error" for what
+// the server failed at (INTERNAL, UNAVAILABLE, ...).
+absl::string_view LevelOf(absl::StatusCode code);
+
+// Which calls get a line (--request_log): every call, those that failed,
+// every failure and one OK call in `sample_every`, or none.
+struct RequestLogPolicy {
+  enum class Mode { kAll, kErrors, kSample, kOff };
+  Mode mode = Mode::kAll;
+  int64_t sample_every = 1;
+};
+// "all", "errors", "sample:N" (N in [1, 10^9]) or "off"; INVALID_ARGUMENT
+// naming the flag otherwise.
+absl::StatusOr<RequestLogPolicy> ParseRequestLogPolicy(absl::string_view text);
+// The policy LogCall follows from now on (all until set).
+void SetRequestLogPolicy(const RequestLogPolicy& policy);
+
+// Queues the line for `record` ending at `end` with `status` (when the
+// policy keeps it); a logger thread
 // formats it and writes it to stderr whole (lines from concurrent calls never
 // interleave), so no formatting runs in the caller (a gRPC reaction). When
 // kLogQueueLength lines wait already the line is dropped and counted; the
@@ -94,8 +118,24 @@ int64_t DroppedLogLines();
 void LogDeviceFailure(absl::string_view device, const absl::Status& status);
 
 // A line of its own for a server event, written whole like the others:
-// {"time":...,"event":"<event>","detail":"<detail>"}
-void LogEvent(absl::string_view event, absl::string_view detail);
+// {"time":...,"level":"<level>","event":"<event>","detail":"<detail>"}
+void LogEvent(absl::string_view event, absl::string_view detail, absl::string_view level = "info");
+
+// A line for a message of a library tensord runs (gRPC core, PoCL), so that
+// every line on stderr is JSON: {"time":...,"level":...,"source":"grpc",
+// "message":...} (the message cut at kMaxLoggedMessageBytes).
+void LogForeign(absl::string_view source, absl::string_view level, absl::string_view message);
+
+// Writes `text` as it is to stderr (the original one when captured): a
+// message a person reads as tensord exits, such as a usage error.
+void WriteToStderr(absl::string_view text);
+
+// From here on, whatever writes to file descriptor 2 other than this log
+// (PoCL prints its warnings there) is read back a line at a time and written
+// as LogForeign("stderr", ...) lines; this log writes to the original stderr.
+// Call once, early (before OpenCL starts). Not in sanitizer builds, whose
+// reports must reach stderr even as the process dies.
+void CaptureForeignStderr();
 
 }  // namespace tensorop::server
 

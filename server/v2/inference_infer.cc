@@ -340,6 +340,7 @@ class InferenceService::StreamReactor final
       : service_(service),
         stop_(CallStopCheck(context)),
         identity_(PeerIdentity(*context)),
+        peer_(context->peer()),
         trace_(JoinCallTrace(*context)),
         watch_(service->native_->idle().Watch(context)),
         reservation_(service->native_->budget().Empty()) {
@@ -362,7 +363,7 @@ class InferenceService::StreamReactor final
       CallRecord record;
       record.method = "ModelStreamInfer";
       record.identity = identity_;
-      record.trace = trace_;
+      record.peer = peer_;
       record.trace = trace_;
       Answer(record, status, "");
     }
@@ -391,6 +392,7 @@ class InferenceService::StreamReactor final
     CallRecord record;
     record.method = "ModelStreamInfer";
     record.identity = identity_;
+    record.peer = peer_;
     record.trace = trace_;
     std::string model;
     grpc::ByteBuffer answer;
@@ -462,6 +464,7 @@ class InferenceService::StreamReactor final
   InferenceService* const service_;
   const StopCheck stop_;
   const std::string identity_;
+  const std::string peer_;
   const TraceContext trace_;  // the stream's, for every request's log line
   const std::shared_ptr<IdleWatch> watch_;
   MemoryBudget::Reservation reservation_;  // of the request or answer in flight

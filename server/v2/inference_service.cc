@@ -26,6 +26,7 @@
 #include "server/pipeline/raw_unary.h"
 #include "server/pipeline/response_writer.h"
 #include "server/security/auth.h"
+#include "server/security/call_origin.h"
 #include "server/telemetry/metrics.h"
 #include "server/telemetry/request_log.h"
 #include "server/transport/call_stop.h"
@@ -92,7 +93,8 @@ grpc::ServerUnaryReactor* InferenceService::ServerLive(grpc::CallbackServerConte
                                                        const grpc::ByteBuffer* request,
                                                        grpc::ByteBuffer* response) {
   return AnswerRaw<inference::ServerLiveRequest, inference::ServerLiveResponse>(
-      context, request, response, native_->budget(), "ServerLive", [](const auto&, auto& out) {
+      context, request, response, native_->budget(), CallOrigin(*context, "ServerLive"),
+      [](const auto&, auto& out) {
         out.set_live(true);
         return absl::OkStatus();
       });
@@ -102,7 +104,8 @@ grpc::ServerUnaryReactor* InferenceService::ServerReady(grpc::CallbackServerCont
                                                         const grpc::ByteBuffer* request,
                                                         grpc::ByteBuffer* response) {
   return AnswerRaw<inference::ServerReadyRequest, inference::ServerReadyResponse>(
-      context, request, response, native_->budget(), "ServerReady", [this](const auto&, auto& out) {
+      context, request, response, native_->budget(), CallOrigin(*context, "ServerReady"),
+      [this](const auto&, auto& out) {
         out.set_ready(ready_.load(std::memory_order_acquire));
         return absl::OkStatus();
       });
@@ -112,7 +115,7 @@ grpc::ServerUnaryReactor* InferenceService::ModelReady(grpc::CallbackServerConte
                                                        const grpc::ByteBuffer* request,
                                                        grpc::ByteBuffer* response) {
   return AnswerRaw<inference::ModelReadyRequest, inference::ModelReadyResponse>(
-      context, request, response, native_->budget(), "ModelReady",
+      context, request, response, native_->budget(), CallOrigin(*context, "ModelReady"),
       [this](const auto& in, auto& out) {
         absl::Status status = CheckModel(in.name(), in.version());
         if (status.ok()) out.set_ready(ready_.load(std::memory_order_acquire));
@@ -124,7 +127,7 @@ grpc::ServerUnaryReactor* InferenceService::ServerMetadata(grpc::CallbackServerC
                                                            const grpc::ByteBuffer* request,
                                                            grpc::ByteBuffer* response) {
   return AnswerRaw<inference::ServerMetadataRequest, inference::ServerMetadataResponse>(
-      context, request, response, native_->budget(), "ServerMetadata",
+      context, request, response, native_->budget(), CallOrigin(*context, "ServerMetadata"),
       [this](const auto&, auto& out) {
         out = ServerMetadataAnswer(
             /*system_shared_memory=*/native_->options().shared_memory != nullptr);
@@ -136,7 +139,7 @@ grpc::ServerUnaryReactor* InferenceService::ModelMetadata(grpc::CallbackServerCo
                                                           const grpc::ByteBuffer* request,
                                                           grpc::ByteBuffer* response) {
   return AnswerRaw<inference::ModelMetadataRequest, inference::ModelMetadataResponse>(
-      context, request, response, native_->budget(), "ModelMetadata",
+      context, request, response, native_->budget(), CallOrigin(*context, "ModelMetadata"),
       [](const auto& in, auto& out) -> absl::Status {
         ASSIGN_OR_RETURN(out, server::ModelMetadata(in.name(), in.version()));
         return absl::OkStatus();
@@ -147,7 +150,7 @@ grpc::ServerUnaryReactor* InferenceService::ModelStatistics(grpc::CallbackServer
                                                             const grpc::ByteBuffer* request,
                                                             grpc::ByteBuffer* response) {
   return AnswerRaw<inference::ModelStatisticsRequest, inference::ModelStatisticsResponse>(
-      context, request, response, native_->budget(), "ModelStatistics",
+      context, request, response, native_->budget(), CallOrigin(*context, "ModelStatistics"),
       [this](const auto& in, auto& out) -> absl::Status {
         ASSIGN_OR_RETURN(out, ModelStatisticsAnswer(metrics_, in.name(), in.version()));
         return absl::OkStatus();
@@ -158,7 +161,8 @@ grpc::ServerUnaryReactor* InferenceService::RepositoryIndex(grpc::CallbackServer
                                                             const grpc::ByteBuffer* request,
                                                             grpc::ByteBuffer* response) {
   return AnswerRaw<inference::RepositoryIndexRequest, inference::RepositoryIndexResponse>(
-      context, request, response, native_->budget(), "RepositoryIndex", [](const auto&, auto& out) {
+      context, request, response, native_->budget(), CallOrigin(*context, "RepositoryIndex"),
+      [](const auto&, auto& out) {
         out = RepositoryIndexAnswer();
         return absl::OkStatus();
       });
@@ -252,7 +256,8 @@ grpc::ServerUnaryReactor* InferenceService::SystemSharedMemoryStatus(
     grpc::ByteBuffer* response) {
   return AnswerRaw<inference::SystemSharedMemoryStatusRequest,
                    inference::SystemSharedMemoryStatusResponse>(
-      context, request, response, native_->budget(), "SystemSharedMemoryStatus",
+      context, request, response, native_->budget(),
+      CallOrigin(*context, "SystemSharedMemoryStatus"),
       [&](const auto& in, auto& out) -> absl::Status {
         ASSIGN_OR_RETURN(out, SystemSharedMemoryStatusAnswer(native_->options().shared_memory, in,
                                                              SharedMemoryCallerOf(*context)));
@@ -265,8 +270,8 @@ grpc::ServerUnaryReactor* InferenceService::SystemSharedMemoryRegister(
     grpc::ByteBuffer* response) {
   return AnswerRaw<inference::SystemSharedMemoryRegisterRequest,
                    inference::SystemSharedMemoryRegisterResponse>(
-      context, request, response, native_->budget(), "SystemSharedMemoryRegister",
-      [&](const auto& in, auto&) {
+      context, request, response, native_->budget(),
+      CallOrigin(*context, "SystemSharedMemoryRegister"), [&](const auto& in, auto&) {
         return SystemSharedMemoryRegisterAnswer(native_->options().shared_memory, in,
                                                 SharedMemoryCallerOf(*context))
             .status();
@@ -278,8 +283,8 @@ grpc::ServerUnaryReactor* InferenceService::SystemSharedMemoryUnregister(
     grpc::ByteBuffer* response) {
   return AnswerRaw<inference::SystemSharedMemoryUnregisterRequest,
                    inference::SystemSharedMemoryUnregisterResponse>(
-      context, request, response, native_->budget(), "SystemSharedMemoryUnregister",
-      [&](const auto& in, auto&) {
+      context, request, response, native_->budget(),
+      CallOrigin(*context, "SystemSharedMemoryUnregister"), [&](const auto& in, auto&) {
         return SystemSharedMemoryUnregisterAnswer(native_->options().shared_memory, in,
                                                   SharedMemoryCallerOf(*context))
             .status();
@@ -291,7 +296,7 @@ grpc::ServerUnaryReactor* InferenceService::CudaSharedMemoryStatus(
     grpc::ByteBuffer* response) {
   return AnswerRaw<inference::CudaSharedMemoryStatusRequest,
                    inference::CudaSharedMemoryStatusResponse>(
-      context, request, response, native_->budget(), "CudaSharedMemoryStatus",
+      context, request, response, native_->budget(), CallOrigin(*context, "CudaSharedMemoryStatus"),
       [](const auto&, auto&) { return CudaSharedMemoryUnimplemented("CudaSharedMemoryStatus"); });
 }
 
@@ -300,7 +305,8 @@ grpc::ServerUnaryReactor* InferenceService::CudaSharedMemoryRegister(
     grpc::ByteBuffer* response) {
   return AnswerRaw<inference::CudaSharedMemoryRegisterRequest,
                    inference::CudaSharedMemoryRegisterResponse>(
-      context, request, response, native_->budget(), "CudaSharedMemoryRegister",
+      context, request, response, native_->budget(),
+      CallOrigin(*context, "CudaSharedMemoryRegister"),
       [](const auto&, auto&) { return CudaSharedMemoryUnimplemented("CudaSharedMemoryRegister"); });
 }
 
@@ -309,8 +315,8 @@ grpc::ServerUnaryReactor* InferenceService::CudaSharedMemoryUnregister(
     grpc::ByteBuffer* response) {
   return AnswerRaw<inference::CudaSharedMemoryUnregisterRequest,
                    inference::CudaSharedMemoryUnregisterResponse>(
-      context, request, response, native_->budget(), "CudaSharedMemoryUnregister",
-      [](const auto&, auto&) {
+      context, request, response, native_->budget(),
+      CallOrigin(*context, "CudaSharedMemoryUnregister"), [](const auto&, auto&) {
         return CudaSharedMemoryUnimplemented("CudaSharedMemoryUnregister");
       });
 }

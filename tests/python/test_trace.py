@@ -392,7 +392,7 @@ def test_async_run_inside_traceparent_joins_the_trace(tensord: Tensord) -> None:
 
 def test_every_logged_method_joins_the_trace(tensord: Tensord, client: Client) -> None:
     """Each call in a span of its own (parent span ids 0x101...): its log line
-    names it. Release and ListHandles write no log line."""
+    names it."""
     calls: list[tuple[str, Callable[[], Any]]] = [
         ("Run", lambda: client.run("slice", {"input": X}, ATTRS, outputs=[(2, 2)])),
         ("RunStream", lambda: client.run_stream("slice", {"input": X}, ATTRS, outputs=[(2, 2)])),

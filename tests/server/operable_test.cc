@@ -49,7 +49,8 @@ TEST(VersionTest, EveryBinaryAndSurfaceReportsTheSameVersion) {
   TensordProcess server(
       {"--backends=cpu", "--metrics_address=127.0.0.1:0", "--http_address=127.0.0.1:0"});
   EXPECT_THAT(server.Log(),
-              HasSubstr("{\"event\":\"starting\",\"detail\":\"tensord " + version + "\"}"));
+              HasSubstr("\"level\":\"info\",\"event\":\"starting\",\"detail\":\"tensord " +
+                        version + "\"}"));
   httplib::Client metrics("127.0.0.1", server.metrics_port());
   auto scraped = metrics.Get("/metrics");
   ASSERT_TRUE(scraped);

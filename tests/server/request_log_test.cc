@@ -19,6 +19,7 @@
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
 #include "tests/server/set_ints.h"
+#include "tests/support/status_matchers.h"
 
 namespace tensorop::server {
 namespace {
@@ -70,7 +71,49 @@ TEST(RequestLogTest, OkLineHasEveryFieldAndNoMessage) {
   EXPECT_EQ(json["bytes_out"], 16);
   EXPECT_EQ(json["latency_us"], 1234);
   EXPECT_EQ(json["status"], "OK");
+  EXPECT_EQ(json["level"], "info");
   EXPECT_FALSE(json.contains("message"));
+  EXPECT_FALSE(json.contains("peer"));  // unknown: left out
+  record.peer = "ipv4:127.0.0.1:41234";
+  EXPECT_EQ(nlohmann::json::parse(FormatLogLine(record, absl::OkStatus(), end))["peer"],
+            "ipv4:127.0.0.1:41234");
+}
+
+// What the caller asked or did is a warning; what the server failed at, an error.
+TEST(RequestLogTest, EveryLineHasALevelByWhoseFaultItIs) {
+  EXPECT_EQ(LevelOf(absl::StatusCode::kOk), "info");
+  for (absl::StatusCode code :
+       {absl::StatusCode::kInvalidArgument, absl::StatusCode::kNotFound,
+        absl::StatusCode::kResourceExhausted, absl::StatusCode::kCancelled,
+        absl::StatusCode::kDeadlineExceeded, absl::StatusCode::kUnauthenticated,
+        absl::StatusCode::kFailedPrecondition, absl::StatusCode::kPermissionDenied}) {
+    EXPECT_EQ(LevelOf(code), "warning") << absl::StatusCodeToString(code);
+  }
+  for (absl::StatusCode code : {absl::StatusCode::kInternal, absl::StatusCode::kUnavailable,
+                                absl::StatusCode::kUnknown, absl::StatusCode::kDataLoss}) {
+    EXPECT_EQ(LevelOf(code), "error") << absl::StatusCodeToString(code);
+  }
+  CallRecord record = DescribeRequest("Run", SliceRequest());
+  const nlohmann::json json = nlohmann::json::parse(
+      FormatLogLine(record, absl::InternalError("a kernel failed"), absl::Now()));
+  EXPECT_EQ(json["level"], "error");
+}
+
+TEST(RequestLogTest, ThePolicyIsAllErrorsASampleOrOff) {
+  using Mode = RequestLogPolicy::Mode;
+  ASSERT_OK_AND_ASSIGN(RequestLogPolicy policy, ParseRequestLogPolicy("sample:100"));
+  EXPECT_EQ(policy.mode, Mode::kSample);
+  EXPECT_EQ(policy.sample_every, 100);
+  EXPECT_EQ(ParseRequestLogPolicy("errors")->mode, Mode::kErrors);
+  EXPECT_EQ(ParseRequestLogPolicy("off")->mode, Mode::kOff);
+  EXPECT_EQ(ParseRequestLogPolicy("all")->mode, Mode::kAll);
+  for (const char* bad : {"sample:0", "sample:", "sample:x", "some", "sample:1000000001"}) {
+    EXPECT_THAT(ParseRequestLogPolicy(bad),
+                ::tensorop::testing::StatusIs(
+                    absl::StatusCode::kInvalidArgument,
+                    absl::StrCat("--request_log=", bad,
+                                 ": expected all, errors, sample:N (N in [1, 10^9]) or off")));
+  }
 }
 
 TEST(RequestLogTest, ErrorLineNamesTheCodeAndCarriesTheMessage) {
@@ -203,6 +246,22 @@ TEST(RequestLogTest, ALoneLineIsWrittenWithoutWaitingForMore) {
   EXPECT_EQ(json["id"], "alone");
   EXPECT_EQ(json["status"], "NOT_FOUND");
   EXPECT_EQ(json["message"], "no such handle");
+}
+
+TEST(RequestLogTest, ForeignMessagesAreLinesOfTheirOwnCut) {
+  const std::string long_message(5000, 'x');
+  CapturedStderr captured;
+  LogForeign("grpc", "error", "Handshake failed\n");
+  LogForeign("stderr", "warning", long_message);
+  const std::vector<std::string> lines = captured.Lines();
+  ASSERT_EQ(lines.size(), 2u);
+  const nlohmann::json first = nlohmann::json::parse(lines[0]);
+  EXPECT_EQ(first["level"], "error");
+  EXPECT_EQ(first["source"], "grpc");
+  EXPECT_EQ(first["message"], "Handshake failed");
+  EXPECT_TRUE(first.contains("time"));
+  const std::string cut = nlohmann::json::parse(lines[1])["message"];
+  EXPECT_EQ(cut, absl::StrCat(std::string(kMaxLoggedMessageBytes, 'x'), "...(5000 bytes)"));
 }
 
 }  // namespace

@@ -199,6 +199,9 @@ TEST_F(SecurityTest, PlaintextClientToATlsPortFailsAndReachesNoHandler) {
   EXPECT_EQ(plain.exit_code, 1);
   EXPECT_THAT(plain.out, HasSubstr("\"code\":\"UNAVAILABLE\""));
   EXPECT_THAT(plain.out, HasSubstr("if it serves TLS, connect with --tls"));
+  // gRPC core's own message about it is one of the log's JSON lines.
+  EXPECT_THAT(AwaitLogLine(server, {"\"source\":\"grpc\"", "andshake"}),
+              HasSubstr("\"level\":\"error\""));
   // The same server over TLS answers.
   EXPECT_TRUE(RunDocSlice(SecureChannel(server.target(), {pki_->Read("ca.crt")})).ok());
   EXPECT_THAT(Metrics(server), HasSubstr("tensorop_requests_total{method=\"Run\",op=\"slice\","));
@@ -304,7 +307,11 @@ TEST_F(SecurityTest, TokenMissingOrWrongIsUnauthenticatedBeforeAnyHandler) {
   EXPECT_THAT(metrics, HasSubstr("tensorop_auth_failures_total{reason=\"missing\"} 1\n"));
   EXPECT_THAT(metrics, HasSubstr("tensorop_auth_failures_total{reason=\"invalid\"} 1\n"));
   EXPECT_THAT(metrics, Not(HasSubstr("tensorop_requests_total{")));
-  EXPECT_THAT(server.Log(), Not(HasSubstr("\"method\":\"Run\"")));
+  // Every RPC has its line, refusals too: the method, the status and why.
+  EXPECT_THAT(AwaitLogLine(server, {"\"method\":\"Run\"", "authorization: Bearer <token>"}),
+              HasSubstr("\"status\":\"UNAUTHENTICATED\""));
+  EXPECT_THAT(AwaitLogLine(server, {"\"method\":\"Run\"", "the bearer token is not accepted"}),
+              HasSubstr("\"level\":\"warning\""));
 
   CommandResult tensorctl =
       RunCommand({TensorctlPath(), "run", "--target", server.target(), "--ca_file", P("ca.crt"),
