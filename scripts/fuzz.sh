@@ -13,7 +13,7 @@ root="$(cd "$(dirname "$0")/.." && pwd)"
 bin="$root/build-fuzz/bin"
 corpus="$root/tests/fuzz/corpus"
 targets=(${FUZZ_TARGETS:-run_fuzzer run_bidi_fuzzer run_chunked_fuzzer case_format_fuzzer
-         flag_file_fuzzer http_request_fuzzer})
+         flag_file_fuzzer http_request_fuzzer handles_fuzzer})
 
 "$root/scripts/setup.sh"
 "$root/scripts/build.sh" fuzz >/dev/null

@@ -524,6 +524,36 @@ int64_t KeptAnswerBytes(const v1::RunRequest& request, const std::vector<Layout>
   return total;
 }
 
+absl::Status ReleaseAnswer(HandleStore* store, const HandleCaller& caller,
+                           const v1::ReleaseRequest& request) {
+  if (request.ids_size() > kMaxReleaseIds) {
+    return absl::InvalidArgumentError(absl::StrCat("ids has ", request.ids_size(),
+                                                   " entries; Release takes at most ",
+                                                   kMaxReleaseIds, " ids a call"));
+  }
+  if (store == nullptr) return absl::OkStatus();
+  const std::vector<std::string> ids(request.ids().begin(), request.ids().end());
+  store->Release(caller, ids);
+  return absl::OkStatus();
+}
+
+absl::Status ListHandlesAnswer(const HandleStore* store, const HandleCaller& caller,
+                               const v1::ListHandlesRequest& request,
+                               v1::ListHandlesResponse& response) {
+  if (store == nullptr) return absl::FailedPreconditionError("this server keeps no handles");
+  if (request.page_size() < 0 || request.page_size() > kMaxPageSize) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("page_size must be in [0, ", kMaxPageSize, "], got ", request.page_size()));
+  }
+  const int limit = request.page_size() == 0 ? kDefaultPageSize : request.page_size();
+  bool more = false;
+  const std::vector<std::shared_ptr<const ResidentTensor>> page =
+      store->List(caller, request.page_token(), limit, &more);
+  for (const auto& tensor : page) ToProtoHandle(*tensor, store->replica(), response.add_handles());
+  if (more && !page.empty()) response.set_next_page_token(page.back()->id());
+  return absl::OkStatus();
+}
+
 void ToProtoHandle(const ResidentTensor& tensor, absl::string_view replica,
                    v1::TensorHandle* handle) {
   const Layout& layout = tensor.layout();

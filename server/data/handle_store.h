@@ -369,6 +369,21 @@ int64_t KeptOutputBytes(const v1::RunRequest& request, const std::vector<Layout>
 // A bound on the bytes the kept outputs' handles add to an answer.
 int64_t KeptAnswerBytes(const v1::RunRequest& request, const std::vector<Layout>& layouts);
 
+// Ids one Release may name, and a ListHandles page's default and largest size
+// (the proto and docs/handles.md say so).
+inline constexpr int kMaxReleaseIds = 1000;
+inline constexpr int kDefaultPageSize = 100;
+inline constexpr int kMaxPageSize = 1000;
+// TensorOp.Release and ListHandles for `caller` on `store` (null: a server that
+// keeps no handles), from their parsed requests: INVALID_ARGUMENT past the
+// limits above, each call's cost bounded by them (a batch of ids, or a page
+// of the caller's own handles: HandleStore::List).
+absl::Status ReleaseAnswer(HandleStore* store, const HandleCaller& caller,
+                           const v1::ReleaseRequest& request);
+absl::Status ListHandlesAnswer(const HandleStore* store, const HandleCaller& caller,
+                               const v1::ListHandlesRequest& request,
+                               v1::ListHandlesResponse& response);
+
 // `tensor` as the API's TensorHandle.
 void ToProtoHandle(const ResidentTensor& tensor, absl::string_view replica,
                    v1::TensorHandle* handle);

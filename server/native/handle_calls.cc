@@ -33,10 +33,6 @@ namespace {
 
 // The ranks a handle may have: any that some operator takes.
 constexpr RankRule kPutRanks{.min_rank = 1, .max_rank = 32, .allow_zero_sizes = true, .op = "Put"};
-constexpr int kDefaultPageSize = 100;
-constexpr int kMaxPageSize = 1000;
-// Ids one Release may name (the proto and docs/handles.md say so).
-constexpr int kMaxReleaseIds = 1000;
 
 absl::Status NoStore() { return absl::FailedPreconditionError("this server keeps no handles"); }
 
@@ -289,15 +285,7 @@ grpc::ServerUnaryReactor* TensorOpService::Release(grpc::CallbackServerContext* 
   return AnswerRaw<v1::ReleaseRequest, v1::ReleaseResponse>(
       context, request, response, *budget_, CallOrigin(*context, "Release"),
       [&](const auto& in, auto&) {
-        if (in.ids_size() > kMaxReleaseIds) {
-          return absl::InvalidArgumentError(absl::StrCat("ids has ", in.ids_size(),
-                                                         " entries; Release takes at most ",
-                                                         kMaxReleaseIds, " ids a call"));
-        }
-        if (options_.handles == nullptr) return absl::OkStatus();
-        const std::vector<std::string> ids(in.ids().begin(), in.ids().end());
-        options_.handles->Release(CallerOf(*context), ids);
-        return absl::OkStatus();
+        return ReleaseAnswer(options_.handles, CallerOf(*context), in);
       });
 }
 
@@ -306,20 +294,8 @@ grpc::ServerUnaryReactor* TensorOpService::ListHandles(grpc::CallbackServerConte
                                                        grpc::ByteBuffer* response) {
   return AnswerRaw<v1::ListHandlesRequest, v1::ListHandlesResponse>(
       context, request, response, *budget_, CallOrigin(*context, "ListHandles"),
-      [&](const auto& in, auto& out) -> absl::Status {
-        if (options_.handles == nullptr) return NoStore();
-        if (in.page_size() < 0 || in.page_size() > kMaxPageSize) {
-          return absl::InvalidArgumentError(
-              absl::StrCat("page_size must be in [0, ", kMaxPageSize, "], got ", in.page_size()));
-        }
-        const int limit = in.page_size() == 0 ? kDefaultPageSize : in.page_size();
-        bool more = false;
-        const HandleStore& store = *options_.handles;
-        const std::vector<std::shared_ptr<const ResidentTensor>> page =
-            store.List(CallerOf(*context), in.page_token(), limit, &more);
-        for (const auto& tensor : page) ToProtoHandle(*tensor, store.replica(), out.add_handles());
-        if (more && !page.empty()) out.set_next_page_token(page.back()->id());
-        return absl::OkStatus();
+      [&](const auto& in, auto& out) {
+        return ListHandlesAnswer(options_.handles, CallerOf(*context), in, out);
       });
 }
 

@@ -30,6 +30,15 @@ namespace tensorop::server {
 // thread bounded by a constant.
 inline constexpr int64_t kMaxRawRequestBytes = 128 << 10;
 
+// RESOURCE_EXHAUSTED naming `method` when a request of `bytes` is over
+// kMaxRawRequestBytes (refused before it is parsed), else OK.
+inline absl::Status CheckRawRequestBytes(int64_t bytes, absl::string_view method) {
+  if (bytes <= kMaxRawRequestBytes) return absl::OkStatus();
+  return absl::ResourceExhaustedError(absl::StrCat(method, ": a ", bytes,
+                                                   "-byte request; this method takes at most ",
+                                                   kMaxRawRequestBytes, " bytes"));
+}
+
 // Parses `request_bytes` as a Request for the method `record` names, then
 // `answer(request, response)` (a status); the Response serialized into `out`
 // when it is OK. The call's line goes to the request log with `record` (its
@@ -41,12 +50,7 @@ grpc::ServerUnaryReactor* AnswerRaw(grpc::CallbackServerContext* context,
   const absl::string_view method = record.method;
   MemoryBudget::Reservation parsing = budget.Empty();
   const absl::Status status = Guarded([&]() -> absl::Status {
-    if (const int64_t bytes = static_cast<int64_t>(request_bytes->Length());
-        bytes > kMaxRawRequestBytes) {
-      return absl::ResourceExhaustedError(absl::StrCat(method, ": a ", bytes,
-                                                       "-byte request; this method takes at most ",
-                                                       kMaxRawRequestBytes, " bytes"));
-    }
+    RETURN_IF_ERROR(CheckRawRequestBytes(static_cast<int64_t>(request_bytes->Length()), method));
     Request request;
     RETURN_IF_ERROR(ParseMessage(*request_bytes, method, parsing, &request));
     Response response;
