@@ -33,6 +33,7 @@
 #include "absl/strings/string_view.h"
 #include "absl/strings/strip.h"
 #include "core/limits.h"
+#include "core/nearest_name.h"
 #include "core/status_macros.h"
 #include "proto/backend_name.h"
 #include "server/memory/memory_budget.h"
@@ -305,6 +306,15 @@ bool IsTensordFlag(absl::string_view name) {
   return std::find(names.begin(), names.end(), name) != names.end();
 }
 
+// "; did you mean --address?" for a mistyped flag near enough to one
+// (core/nearest_name.h), else "".
+std::string DidYouMean(absl::string_view name) {
+  std::vector<std::string> names = TensordFlagNames();
+  names.insert(names.end(), {"flagfile", "help", "version"});
+  const std::optional<std::string> nearest = NearestName(name, names);
+  return nearest.has_value() ? absl::StrCat("; did you mean --", *nearest, "?") : "";
+}
+
 // Every tensord flag back to its default, so that parsing starts from a clean
 // slate (tests parse many command lines in one process).
 void ResetFlags() {
@@ -337,10 +347,15 @@ absl::StatusOr<Parsed> ParseFlags(const std::vector<std::string>& args) {
       return absl::InvalidArgumentError(absl::StrCat(origin, "unexpected argument \"", arg, "\""));
     }
     arg.remove_prefix(absl::StartsWith(arg, "--") ? 2 : 1);
-    absl::string_view name = arg;
+    const size_t equals = arg.find('=');
+    const absl::string_view name = arg.substr(0, equals);
+    // Before its value: a mistyped flag is told as such, not as one needing a value.
+    if (name != "flagfile" && !IsTensordFlag(name)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(origin, "unknown flag --", name, DidYouMean(name)));
+    }
     std::string value;
-    if (size_t equals = arg.find('='); equals != absl::string_view::npos) {
-      name = arg.substr(0, equals);
+    if (equals != absl::string_view::npos) {
       value = std::string(arg.substr(equals + 1));
     } else if (const absl::CommandLineFlag* flag = absl::FindCommandLineFlag(name);
                flag != nullptr && flag->IsOfType<bool>()) {
@@ -355,9 +370,6 @@ absl::StatusOr<Parsed> ParseFlags(const std::vector<std::string>& args) {
       arguments.insert(arguments.begin() + static_cast<std::ptrdiff_t>(i) + 1, from_file.begin(),
                        from_file.end());
       continue;
-    }
-    if (!IsTensordFlag(name)) {
-      return absl::InvalidArgumentError(absl::StrCat(origin, "unknown flag --", name));
     }
     if (name == "address" && std::find(parsed.addresses.begin(), parsed.addresses.end(), value) ==
                                  parsed.addresses.end()) {

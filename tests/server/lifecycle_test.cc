@@ -8,6 +8,7 @@
 #include <memory>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "gmock/gmock.h"
@@ -170,6 +171,27 @@ TEST(FlagsTest, InvalidFlagsExitWithStatusTwo) {
 }
 
 TEST(FlagsTest, HelpExitsZero) { EXPECT_EQ(ExitStatusWith({"--help"}), 0); }
+
+// A mistyped flag is a usage error naming the flag it is nearest to, given
+// with = or before its value; one near none is named alone.
+TEST(FlagsTest, AMistypedFlagSaysWhichFlagItMeant) {
+  for (const auto& [args, expected] : std::vector<std::pair<std::vector<std::string>, std::string>>{
+           {{"--adress=127.0.0.1:0"}, "unknown flag --adress; did you mean --address?"},
+           {{"--worker_thread", "4"},
+            "unknown flag --worker_thread; did you mean --worker_threads?"},
+           {{"--max-message-bytes=1024"},
+            "unknown flag --max-message-bytes; did you mean --max_message_bytes?"},
+           {{"--flagfle=/etc/tensord/tensord.flags"},
+            "unknown flag --flagfle; did you mean --flagfile?"},
+           {{"--no_such_flag=1"}, "unknown flag --no_such_flag"}}) {
+    std::vector<std::string> argv = {TensordPath()};
+    argv.insert(argv.end(), args.begin(), args.end());
+    const CommandResult result = RunCommand(argv);
+    EXPECT_EQ(result.exit_code, 2) << args[0];
+    EXPECT_EQ(result.err, "tensord: " + expected + "\n(tensord --help lists the flags)\n");
+    EXPECT_EQ(result.out, "");
+  }
+}
 
 TEST(ShutdownTest, DrainReportsNotServingWhileStillServing) {
   TensordProcess server({"--drain_seconds=2"});
