@@ -343,7 +343,7 @@ absl::StatusOr<std::vector<LoadedCase>> ParseCases(absl::string_view text) {
         name = it->get<std::string>();
       }
     }
-    cases.push_back(LoadedCase{std::move(name), CaseFromJson(entry)});
+    cases.push_back(LoadedCase{std::move(name), CaseFromJson(entry), ""});
   }
   return cases;
 }
@@ -368,6 +368,7 @@ absl::StatusOr<std::vector<LoadedCase>> LoadCases(const std::string& path) {
     ASSIGN_OR_RETURN(const std::string text, ReadFile(file));
     absl::StatusOr<std::vector<LoadedCase>> parsed = ParseCases(text);
     if (!parsed.ok()) return Within(absl::StrCat(file.string(), ": "), parsed.status());
+    for (LoadedCase& loaded : *parsed) loaded.file = file.string();
     std::move(parsed->begin(), parsed->end(), std::back_inserter(cases));
   }
   return cases;

@@ -43,10 +43,12 @@ struct Case {
 
 // One entry of a case file: the case, or why it cannot be run, so one malformed
 // case does not hide the others. `name` is the case's name, or "#<index in the
-// file>" when it has no readable one.
+// file>" when it has no readable one; `file` the file it came from (LoadCases;
+// empty from ParseCases).
 struct LoadedCase {
   std::string name;
   absl::StatusOr<Case> parsed;
+  std::string file;
 };
 
 // A tensor object {"dtype", "sizes", "strides"?, "data"} with its values encoded

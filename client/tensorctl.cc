@@ -1,20 +1,6 @@
-// tensorctl: runs conformance cases against a tensord. (About 670 lines, past
-// the project's ~600: one program's usage, flags and one short function per
-// command, kept in one file so the usage text and its parser change together.)
-//
-//   tensorctl run --target ADDR [--backend auto|cpu|opencl]
-//       [--stream|--chunked|--shared_memory|--handles|--chain] [--keep] FILE...
-//   tensorctl conformance --target ADDR [--backend B]
-//       [--stream|--chunked|--shared_memory|--handles|--chain] PATH...
-//   tensorctl encode FILE --case NAME [--backend B]
-//   tensorctl health --target ADDR [--service NAME]
-//   tensorctl shm-register --target ADDR --region NAME --key KEY [--byte_size N]
-//   tensorctl shm-unregister --target ADDR --region NAME
-//   tensorctl shm-status --target ADDR [--region NAME]
-//   tensorctl put --target ADDR [--backend auto|cpu] [--ttl_seconds N] PATH...
-//   tensorctl fetch --target ADDR [--strides S,S,...] ID
-//   tensorctl release --target ADDR ID...
-//   tensorctl handles --target ADDR
+// tensorctl: runs conformance cases against a tensord. Its commands, flags and
+// usage texts are in client/tensorctl_flags.h (`tensorctl --help`, `tensorctl
+// COMMAND --help`); here, one short function per command.
 //
 // run and conformance with --shared_memory send every case through a shared
 // memory region tensorctl creates: inputs read by the server in place, outputs
@@ -34,18 +20,26 @@
 // --strides); release frees handles; handles lists the caller's handles, one
 // JSON line each. Each exits 1 on an error (put after trying every input).
 //
-// A target may be a Unix socket: unix:///run/tensord/tensord.sock.
+// ADDR (--target, default localhost:50051) is one address, a comma-separated
+// list of replicas' IP addresses, a gRPC target such as dns:///NAME:PORT, or a
+// Unix socket (unix:///run/tensord/tensord.sock); calls go round-robin over the
+// replicas (client/channel.h).
 //
-// ADDR is one address, a comma-separated list of replicas' IP addresses, or a
-// gRPC target such as dns:///NAME:PORT; calls go round-robin over the replicas
-// (client/channel.h).
+// run prints one JSON line per case (its outputs, or the error the server
+// answered) and exits 1 when the server cannot be reached (UNAVAILABLE) or a
+// case cannot be read; conformance prints each failure and a summary line and
+// exits 1 on any failure; encode writes one case's RunRequest as binary
+// protobuf (for `ghz -B`); health prints the gRPC health status of the server
+// (or of one of its services) and exits 0 only for SERVING (the container's
+// HEALTHCHECK).
 //
-// run prints one JSON line per case and exits 1 only when the server cannot be
-// reached (UNAVAILABLE); conformance prints each failure and a summary line and
-// exits 1 on any failure; encode writes one case's RunRequest as binary protobuf
-// (for `ghz -B`); health prints the gRPC health status of the server (or of one
-// of its services) and exits 0 only for SERVING (the container's HEALTHCHECK).
-// Usage errors exit 2.
+// What tensorctl itself finds wrong goes to stderr as one "tensorctl: ..."
+// line, never as if the server had answered: a usage error (exit 2, with "did
+// you mean" and the --help to read), a case file it cannot read (exit 2) or a
+// case in it it cannot parse ("tensorctl: FILE: case NAME: why"; run and put
+// go on with the others and exit 1), a server it cannot reach ("tensorctl:
+// cannot connect to ADDR: why", exit 1: every command but health and encode
+// asks the server's health once, within kConnectDeadline, before its calls).
 //
 // Transport security, for every command that connects: --tls, --ca_file,
 // --cert_file, --key_file, --token_file, or from the environment (flags win):
@@ -62,11 +56,8 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
-#include "absl/strings/match.h"
-#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
-#include "absl/strings/str_split.h"
 #include "absl/strings/string_view.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
@@ -76,262 +67,54 @@
 #include "client/client.h"
 #include "client/shared_memory.h"
 #include "client/status_macros.h"
+#include "client/tensorctl_flags.h"
 #include "core/version.h"
 #include "google/protobuf/io/coded_stream.h"
 #include "google/protobuf/io/zero_copy_stream_impl_lite.h"
-#include "proto/backend_name.h"
 
 namespace tensorop::client {
 namespace {
 
-constexpr int kExitFailure = 1;
-constexpr int kExitUsage = 2;
-
-constexpr absl::string_view kUsage =
-    "usage:\n"
-    "  tensorctl --help | -h          this text\n"
-    "  tensorctl --version            tensorctl VERSION\n"
-    "  tensorctl run --target ADDR [--backend auto|cpu|opencl]\n"
-    "      [--stream|--chunked|--shared_memory|--handles|--chain] [--keep] FILE...\n"
-    "  tensorctl conformance --target ADDR [--backend B]\n"
-    "      [--stream|--chunked|--shared_memory|--handles|--chain] PATH...\n"
-    "  tensorctl encode FILE --case NAME [--backend B]\n"
-    "  tensorctl health --target ADDR [--service NAME]\n"
-    "  tensorctl shm-register --target ADDR --region NAME --key KEY [--byte_size N]\n"
-    "  tensorctl shm-unregister --target ADDR --region NAME\n"
-    "  tensorctl shm-status --target ADDR [--region NAME]\n"
-    "  tensorctl put --target ADDR [--backend auto|cpu] [--ttl_seconds N] PATH...\n"
-    "  tensorctl fetch --target ADDR [--strides S,S,...] ID\n"
-    "  tensorctl release --target ADDR ID...\n"
-    "  tensorctl handles --target ADDR\n"
-    "run, conformance: --shared_memory sends inputs and outputs through a shared memory region;\n"
-    "  --handles Puts each input, runs on the handles keeping every output, Fetches the\n"
-    "  outputs and Releases every handle. --chain runs each case's steps as one RunChain.\n"
-    "  run --keep: outputs stay on the server; prints\n"
-    "  their handles in place of their data.\n"
-    "put: every input of every case in PATH; one line per input: CASE:INPUT ID {handle}.\n"
-    "fetch: the handle's tensor as JSON, packed or with --strides. handles: one JSON line\n"
-    "  per handle (id, dtype, sizes, byte_size, expires_unix_ms, ...).\n"
-    "security (every command but encode): [--tls] [--ca_file PEM] [--cert_file PEM --key_file "
-    "PEM]\n"
-    "  [--token_file FILE]; or TENSOROP_TLS=1, TENSOROP_CA_FILE, TENSOROP_CERT_FILE,\n"
-    "  TENSOROP_KEY_FILE, TENSOROP_TOKEN_FILE. Any file implies --tls.\n"
-    "FILE/PATH: a case file, or a directory of *.json case files.\n"
-    "ADDR: HOST:PORT, a list IP:PORT,IP:PORT,... of replicas, dns:///NAME:PORT, or\n"
-    "  unix:///PATH (a Unix domain socket).\n";
-
 // A health check answers at once or not at all; Docker's HEALTHCHECK gives 3 s.
 constexpr absl::Duration kHealthDeadline = absl::Seconds(2);
 
-enum class CallStyle { kUnary, kStream, kChunked, kSharedMemory, kHandles, kChain };
+// How long the first contact may take before tensorctl says it cannot connect:
+// a refused connection fails at once, an address that drops packets takes this.
+constexpr absl::Duration kConnectDeadline = absl::Seconds(5);
 
-struct Flags {
-  std::string command;
-  std::string target;
-  v1::Backend backend = v1::AUTO;
-  CallStyle style = CallStyle::kUnary;
-  std::string case_name;
-  std::string health_service;
-  std::vector<std::string> paths;
-  ChannelSecurity security;
-  std::string region;  // shm-*
-  std::string key;
-  int64_t byte_size = 0;
-  bool keep = false;             // run
-  int64_t ttl_seconds = 0;       // put
-  std::vector<int64_t> strides;  // fetch
-};
-
-bool IsSharedMemoryCommand(absl::string_view command) {
-  return command == "shm-register" || command == "shm-unregister" || command == "shm-status";
+// "tensorctl: FILE: case NAME: why", for a case tensorctl cannot parse.
+void PrintInvalidCase(const LoadedCase& loaded) {
+  std::fprintf(stderr, "tensorctl: %s: case %s: %s\n", loaded.file.c_str(), loaded.name.c_str(),
+               std::string(loaded.parsed.status().message()).c_str());
 }
 
-// The commands that name handles rather than case files.
-bool IsHandleIdCommand(absl::string_view command) {
-  return command == "fetch" || command == "release" || command == "handles";
+// Whether the server answers at all: one health check of the whole server,
+// without client-side health checking (a draining server counts as reached).
+// Any answer counts (SERVING or not, UNAUTHENTICATED, UNIMPLEMENTED: the calls
+// after it say what they meet); UNAVAILABLE and DEADLINE_EXCEEDED, as the
+// check's error, do not.
+absl::Status CheckReachable(const Flags& flags) {
+  ClientOptions options;
+  options.deadline = kConnectDeadline;
+  options.skip_unhealthy_replicas = false;
+  options.security = flags.security;
+  Client client(flags.target, options);
+  const absl::StatusOr<std::string> health = client.CheckHealth("");
+  if (health.status().code() == absl::StatusCode::kUnavailable) return health.status();
+  if (health.status().code() == absl::StatusCode::kDeadlineExceeded) {
+    return absl::DeadlineExceededError(
+        absl::StrCat("no answer within ", absl::FormatDuration(kConnectDeadline)));
+  }
+  return absl::OkStatus();
 }
 
-// "2,1" -> {2, 1}.
-absl::StatusOr<std::vector<int64_t>> ParseStrides(absl::string_view text) {
-  std::vector<int64_t> strides;
-  for (absl::string_view part : absl::StrSplit(text, ',')) {
-    int64_t stride = 0;
-    if (!absl::SimpleAtoi(part, &stride)) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("--strides is a comma-separated list of integers, not \"", text, "\""));
-    }
-    strides.push_back(stride);
-  }
-  return strides;
-}
-
-absl::StatusOr<Flags> ParseFlags(int argc, char** argv) {
-  if (argc < 2) return absl::InvalidArgumentError("no command");
-  Flags flags;
-  flags.command = argv[1];
-  if (flags.command != "run" && flags.command != "conformance" && flags.command != "encode" &&
-      flags.command != "health" && flags.command != "put" &&
-      !IsSharedMemoryCommand(flags.command) && !IsHandleIdCommand(flags.command)) {
-    return absl::InvalidArgumentError(absl::StrCat("unknown command \"", flags.command, "\""));
-  }
-  std::optional<std::string> backend;
-  bool stream = false;
-  bool chunked = false;
-  bool shared_memory = false;
-  bool handles = false;
-  bool chain = false;
-  for (int i = 2; i < argc; ++i) {
-    absl::string_view arg = argv[i];
-    if (!absl::StartsWith(arg, "--")) {
-      flags.paths.emplace_back(arg);
-      continue;
-    }
-    // --name=value or --name value.
-    absl::string_view name = arg.substr(2);
-    std::optional<std::string> value;
-    if (size_t equals = name.find('='); equals != absl::string_view::npos) {
-      value = std::string(name.substr(equals + 1));
-      name = name.substr(0, equals);
-    }
-    auto take_value = [&]() -> absl::StatusOr<std::string> {
-      if (value.has_value()) return *value;
-      if (i + 1 >= argc) {
-        return absl::InvalidArgumentError(absl::StrCat("--", name, " needs a value"));
-      }
-      return std::string(argv[++i]);
-    };
-    if (name == "tls") {
-      if (value.has_value()) return absl::InvalidArgumentError("--tls takes no value");
-      flags.security.tls = true;
-    } else if (name == "ca_file") {
-      ASSIGN_OR_RETURN(flags.security.ca_file, take_value());
-    } else if (name == "cert_file") {
-      ASSIGN_OR_RETURN(flags.security.cert_file, take_value());
-    } else if (name == "key_file") {
-      ASSIGN_OR_RETURN(flags.security.key_file, take_value());
-    } else if (name == "token_file") {
-      ASSIGN_OR_RETURN(flags.security.token_file, take_value());
-    } else if (name == "stream" || name == "chunked" || name == "shared_memory" ||
-               name == "handles" || name == "chain" || name == "keep") {
-      if (value.has_value()) {
-        return absl::InvalidArgumentError(absl::StrCat("--", name, " takes no value"));
-      }
-      if ((name == "handles" || name == "chain") && flags.command != "run" &&
-          flags.command != "conformance") {
-        return absl::InvalidArgumentError(absl::StrCat("--", name, " is for run and conformance"));
-      }
-      if (name == "keep" && flags.command != "run") {
-        return absl::InvalidArgumentError("--keep is for run");
-      }
-      (name == "stream"          ? stream
-       : name == "chunked"       ? chunked
-       : name == "shared_memory" ? shared_memory
-       : name == "handles"       ? handles
-       : name == "chain"         ? chain
-                                 : flags.keep) = true;
-    } else if (name == "ttl_seconds") {
-      if (flags.command != "put") return absl::InvalidArgumentError("--ttl_seconds is for put");
-      ASSIGN_OR_RETURN(std::string text, take_value());
-      if (!absl::SimpleAtoi(text, &flags.ttl_seconds) || flags.ttl_seconds < 0) {
-        return absl::InvalidArgumentError(
-            absl::StrCat("--ttl_seconds is a number of seconds >= 0, not \"", text, "\""));
-      }
-    } else if (name == "strides") {
-      if (flags.command != "fetch") return absl::InvalidArgumentError("--strides is for fetch");
-      ASSIGN_OR_RETURN(std::string text, take_value());
-      ASSIGN_OR_RETURN(flags.strides, ParseStrides(text));
-    } else if (name == "region" || name == "key" || name == "byte_size") {
-      if (!IsSharedMemoryCommand(flags.command)) {
-        return absl::InvalidArgumentError(absl::StrCat("--", name, " is for shm-* commands"));
-      }
-      ASSIGN_OR_RETURN(std::string text, take_value());
-      if (name == "region") {
-        flags.region = text;
-      } else if (name == "key") {
-        flags.key = text;
-      } else if (!absl::SimpleAtoi(text, &flags.byte_size) || flags.byte_size < 0) {
-        return absl::InvalidArgumentError(
-            absl::StrCat("--byte_size is a byte count >= 0, not \"", text, "\""));
-      }
-    } else if (name == "target") {
-      ASSIGN_OR_RETURN(flags.target, take_value());
-    } else if (name == "backend") {
-      ASSIGN_OR_RETURN(backend, take_value());
-    } else if (name == "case") {
-      ASSIGN_OR_RETURN(flags.case_name, take_value());
-    } else if (name == "service") {
-      if (flags.command != "health") return absl::InvalidArgumentError("--service is for health");
-      ASSIGN_OR_RETURN(flags.health_service, take_value());
-    } else {
-      return absl::InvalidArgumentError(absl::StrCat("unknown flag --", name));
-    }
-  }
-  if (backend.has_value()) {
-    std::optional<v1::Backend> parsed = ParseBackendName(*backend);
-    if (!parsed.has_value()) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("--backend is ", kBackendNames, ", not \"", *backend, "\""));
-    }
-    flags.backend = *parsed;
-  }
-  if (static_cast<int>(stream) + static_cast<int>(chunked) + static_cast<int>(shared_memory) +
-          static_cast<int>(handles) + static_cast<int>(chain) >
-      1) {
-    return absl::InvalidArgumentError(
-        "--stream, --chunked, --shared_memory, --handles and --chain exclude each other");
-  }
-  if (flags.keep && (shared_memory || handles || chain)) {
-    return absl::InvalidArgumentError("--keep excludes --shared_memory, --handles and --chain");
-  }
-  flags.style = stream          ? CallStyle::kStream
-                : chunked       ? CallStyle::kChunked
-                : shared_memory ? CallStyle::kSharedMemory
-                : handles       ? CallStyle::kHandles
-                : chain         ? CallStyle::kChain
-                                : CallStyle::kUnary;
-  if (flags.command != "encode") {
-    if (flags.target.empty()) return absl::InvalidArgumentError("--target ADDR is required");
-    RETURN_IF_ERROR(ChannelTarget(flags.target).status());
-    flags.security = WithSecurityEnvironment(flags.security);
-    // A missing or unreadable file is a usage error, before any call.
-    RETURN_IF_ERROR(ChannelCredentials(flags.security).status());
-  }
-  if (flags.command == "health") {
-    if (!flags.paths.empty()) return absl::InvalidArgumentError("health takes no case files");
-    return flags;
-  }
-  if (IsSharedMemoryCommand(flags.command)) {
-    if (!flags.paths.empty()) {
-      return absl::InvalidArgumentError(absl::StrCat(flags.command, " takes no case files"));
-    }
-    if (flags.command != "shm-status" && flags.region.empty()) {
-      return absl::InvalidArgumentError(absl::StrCat(flags.command, " needs --region NAME"));
-    }
-    if (flags.command == "shm-register" && flags.key.empty()) {
-      return absl::InvalidArgumentError("shm-register needs --key KEY");
-    }
-    return flags;
-  }
-  if (IsHandleIdCommand(flags.command)) {
-    if (flags.command == "fetch" && flags.paths.size() != 1) {
-      return absl::InvalidArgumentError("fetch takes one handle ID");
-    }
-    if (flags.command == "release" && flags.paths.empty()) {
-      return absl::InvalidArgumentError("release takes one or more handle IDs");
-    }
-    if (flags.command == "handles" && !flags.paths.empty()) {
-      return absl::InvalidArgumentError("handles takes no arguments");
-    }
-    return flags;
-  }
-  if (flags.paths.empty()) return absl::InvalidArgumentError("no case files given");
-  if (flags.command == "encode") {
-    if (flags.paths.size() != 1) return absl::InvalidArgumentError("encode takes one FILE");
-    if (flags.case_name.empty()) return absl::InvalidArgumentError("encode needs --case NAME");
-  } else if (!flags.case_name.empty()) {
-    return absl::InvalidArgumentError("--case is for encode");
-  }
-  return flags;
+// CheckReachable, printing "tensorctl: cannot connect to ADDR: why" when not.
+bool Reachable(const Flags& flags) {
+  const absl::Status reached = CheckReachable(flags);
+  if (reached.ok()) return true;
+  std::fprintf(stderr, "tensorctl: cannot connect to %s: %s\n", flags.target.c_str(),
+               std::string(reached.message()).c_str());
+  return false;
 }
 
 absl::StatusOr<std::vector<LoadedCase>> LoadAll(const std::vector<std::string>& paths) {
@@ -450,12 +233,24 @@ absl::StatusOr<Result> RunSteps(Client& client, ProgressLine& progress, CallStyl
 }
 
 int RunCases(const Flags& flags, const std::vector<LoadedCase>& cases) {
+  const bool conformance = flags.command == "conformance";
+  // run tells a case it cannot parse on stderr, before any call; conformance
+  // counts it as a failure, in its place.
+  bool invalid = false;
+  bool any_valid = false;
+  for (const LoadedCase& loaded : cases) {
+    any_valid |= loaded.parsed.ok();
+    if (!loaded.parsed.ok() && !conformance) {
+      PrintInvalidCase(loaded);
+      invalid = true;
+    }
+  }
+  if (any_valid && !Reachable(flags)) return kExitFailure;
   ProgressLine progress;
   ClientOptions options;
   options.progress = [&progress](const Progress& p) { progress.Update(p); };
   options.security = flags.security;
   Client client(flags.target, options);
-  const bool conformance = flags.command == "conformance";
   int passed = 0;
   int failed = 0;
   bool unreachable = false;
@@ -463,9 +258,8 @@ int RunCases(const Flags& flags, const std::vector<LoadedCase>& cases) {
     absl::StatusOr<Result> result;
     std::optional<std::string> mismatch;
     if (!loaded.parsed.ok()) {
-      result = absl::InvalidArgumentError(
-          absl::StrCat("invalid case: ", loaded.parsed.status().message()));
-      mismatch = std::string(result.status().message());
+      if (!conformance) continue;
+      mismatch = absl::StrCat("invalid case: ", loaded.parsed.status().message());
     } else {
       result = RunSteps(client, progress, flags.style, flags.backend, flags.keep, *loaded.parsed);
       if (conformance) mismatch = FindMismatch(*loaded.parsed, result);
@@ -485,15 +279,14 @@ int RunCases(const Flags& flags, const std::vector<LoadedCase>& cases) {
     std::printf("conformance: %d passed, %d failed\n", passed, failed);
     return failed == 0 ? 0 : kExitFailure;
   }
-  return unreachable ? kExitFailure : 0;
+  return unreachable || invalid ? kExitFailure : 0;
 }
 
 int Encode(const Flags& flags, const std::vector<LoadedCase>& cases) {
   for (const LoadedCase& loaded : cases) {
     if (loaded.name != flags.case_name) continue;
     if (!loaded.parsed.ok()) {
-      std::fprintf(stderr, "tensorctl: invalid case %s: %s\n", loaded.name.c_str(),
-                   std::string(loaded.parsed.status().message()).c_str());
+      PrintInvalidCase(loaded);
       return kExitFailure;
     }
     if (!loaded.parsed->then.empty()) {
@@ -588,14 +381,19 @@ int HandleCommand(const Flags& flags, const std::vector<LoadedCase>& cases) {
   Client client(flags.target, options);
   absl::Status status;
   if (flags.command == "put") {
+    // A case tensorctl cannot parse is told on stderr, before any call.
+    bool any_valid = false;
+    for (const LoadedCase& loaded : cases) {
+      any_valid |= loaded.parsed.ok();
+      if (!loaded.parsed.ok()) {
+        PrintInvalidCase(loaded);
+        status = loaded.parsed.status();
+      }
+    }
+    if (any_valid && !Reachable(flags)) return kExitFailure;
     const PutOptions put{.backend = flags.backend, .ttl_seconds = flags.ttl_seconds};
     for (const LoadedCase& loaded : cases) {
-      if (!loaded.parsed.ok()) {
-        status = loaded.parsed.status();
-        std::printf("%s invalid case: %s\n", loaded.name.c_str(),
-                    std::string(status.message()).c_str());
-        continue;
-      }
+      if (!loaded.parsed.ok()) continue;
       std::map<std::string, v1::Tensor> inputs(loaded.parsed->request.inputs().begin(),
                                                loaded.parsed->request.inputs().end());
       for (auto& [name, tensor] : inputs) {
@@ -639,11 +437,15 @@ int HandleCommand(const Flags& flags, const std::vector<LoadedCase>& cases) {
 }
 
 int Main(int argc, char** argv) {
-  // Asked for, usage and version go to stdout and exit 0, whatever else is given.
+  // Asked for, usage and version go to stdout and exit 0, whatever else is
+  // given: the usage of the command named (tensorctl run --help, tensorctl
+  // help run), else every command's.
   for (int i = 1; i < argc; ++i) {
     const absl::string_view arg = argv[i];
     if (arg == "--help" || arg == "-h" || arg == "help") {
-      std::printf("%s", std::string(kUsage).c_str());
+      std::optional<std::string> usage;
+      for (int j = 1; j < argc && !usage.has_value(); ++j) usage = CommandUsage(argv[j]);
+      std::printf("%s", usage.value_or(Usage()).c_str());
       return 0;
     }
     if (arg == "--version") {
@@ -653,13 +455,16 @@ int Main(int argc, char** argv) {
   }
   absl::StatusOr<Flags> flags = ParseFlags(argc, argv);
   if (!flags.ok()) {
-    std::fprintf(stderr, "tensorctl: %s\n%s", std::string(flags.status().message()).c_str(),
-                 std::string(kUsage).c_str());
+    std::fprintf(stderr, "tensorctl: %s (%s)\n", std::string(flags.status().message()).c_str(),
+                 HelpHint(argc, argv).c_str());
     return kExitUsage;
   }
   if (flags->command == "health") return Health(*flags);
-  if (IsSharedMemoryCommand(flags->command)) return SharedMemoryCommand(*flags);
-  if (IsHandleIdCommand(flags->command)) return HandleCommand(*flags, {});
+  if (IsSharedMemoryCommand(flags->command) || IsHandleIdCommand(flags->command)) {
+    if (!Reachable(*flags)) return kExitFailure;
+    return IsSharedMemoryCommand(flags->command) ? SharedMemoryCommand(*flags)
+                                                 : HandleCommand(*flags, {});
+  }
   absl::StatusOr<std::vector<LoadedCase>> cases = LoadAll(flags->paths);
   if (!cases.ok()) {
     std::fprintf(stderr, "tensorctl: %s\n", std::string(cases.status().message()).c_str());
