@@ -7,11 +7,12 @@
 #include <cerrno>
 #include <utility>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
-#include "nlohmann/json.hpp"
 #include "server/security/health_listener.h"
+#include "server/telemetry/request_log.h"
 
 namespace tensorop::server {
 
@@ -34,25 +35,10 @@ absl::Status CheckSecurityFlags(const SecurityOptions& options) {
   return absl::OkStatus();
 }
 
+// Reloads of certificates and tokens, as the log's event lines: a failed
+// one a warning (the old files still serve).
 void LogSecurityEvent(absl::string_view event, absl::string_view detail) {
-  nlohmann::ordered_json line;
-  line["time"] = absl::FormatTime("%Y-%m-%d%ET%H:%M:%E6SZ", absl::Now(), absl::UTCTimeZone());
-  line["event"] = event;
-  line["detail"] = detail;
-  std::string text = line.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
-  text.push_back('\n');
-  // One write, so it never interleaves with a request log line.
-  const char* data = text.data();
-  size_t left = text.size();
-  while (left > 0) {
-    const ssize_t written = ::write(STDERR_FILENO, data, left);
-    if (written < 0) {
-      if (errno == EINTR) continue;
-      return;
-    }
-    data += written;
-    left -= static_cast<size_t>(written);
-  }
+  LogEvent(event, detail, absl::EndsWith(event, "_failed") ? "warning" : "info");
 }
 
 absl::StatusOr<std::unique_ptr<Security>> Security::Create(const SecurityOptions& options,

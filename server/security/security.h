@@ -37,7 +37,7 @@ struct SecurityOptions {
 // TLS, ...), or OK. Files are not read here.
 absl::Status CheckSecurityFlags(const SecurityOptions& options);
 
-// One JSON line on stderr, written whole: {"time":...,"event":...,"detail":...}.
+// An event line of the log (LogEvent): "info", or "warning" for a failed reload.
 void LogSecurityEvent(absl::string_view event, absl::string_view detail);
 
 class Security {
