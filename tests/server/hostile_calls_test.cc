@@ -27,6 +27,7 @@
 #include "inference/grpc_service.pb.h"
 #include "tensorop/v1/tensorop.grpc.pb.h"
 #include "tests/server/grpc_matchers.h"
+#include "tests/server/hostile_checks.h"
 #include "tests/server/inference_requests.h"
 #include "tests/server/normal_answer.h"
 #include "tests/server/tensord_client.h"
@@ -41,26 +42,8 @@ using ::testing::AllOf;
 using ::testing::HasSubstr;
 using ::testing::SizeIs;
 
-constexpr int64_t kMiB = int64_t{1} << 20;
-// What the server may take beyond its budget: gRPC's transport buffers and
-// the messages it holds before a handler sees them, malloc's retained blocks
-// (as hostile_memory_test.cc).
-constexpr int64_t kRssMargin = 64 * kMiB;
 // Every refusal of an over-long id is about this long, never the id's size.
 constexpr size_t kMaxRefusalBytes = 200;
-
-bool Alive(const TensordProcess& server) {
-  return waitpid(server.pid(), nullptr, WNOHANG) == 0 && kill(server.pid(), 0) == 0;
-}
-
-void ExpectPeakWithin(const TensordProcess& server, int64_t baseline, int64_t budget) {
-  const int64_t peak = PeakResidentBytes(server.pid());
-  ASSERT_GT(peak, 0);
-  ::testing::Test::RecordProperty("peak_rss_mib", static_cast<int>(peak / kMiB));
-  if (!kResidentBoundsHold) return;
-  EXPECT_LE(peak, baseline + budget + kRssMargin)
-      << "peak " << peak / kMiB << " MiB, baseline " << baseline / kMiB << " MiB";
-}
 
 auto IdRefusal(const std::string& field, int64_t bytes) {
   return GrpcStatusIs(

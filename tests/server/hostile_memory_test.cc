@@ -26,6 +26,7 @@
 #include "gtest/gtest.h"
 #include "inference/grpc_service.pb.h"
 #include "tests/server/grpc_matchers.h"
+#include "tests/server/hostile_checks.h"
 #include "tests/server/inference_requests.h"
 #include "tests/server/normal_answer.h"
 #include "tests/server/tensord_client.h"
@@ -42,12 +43,6 @@ using ::testing::AnyOf;
 using ::testing::HasSubstr;
 using ::testing::Not;
 
-constexpr int64_t kMiB = int64_t{1} << 20;
-// Resident memory the server may take beyond its budget: what is outside it
-// (gRPC's transport buffers, a few MiB per connection; a message received
-// before it can be reserved; a chunk's parsed copy while it is appended) and
-// what malloc keeps of freed blocks. The attacks would take GiBs without it.
-constexpr int64_t kRssMargin = 64 * kMiB;
 constexpr char kRun[] = "/tensorop.v1.TensorOp/Run";
 constexpr char kRunStream[] = "/tensorop.v1.TensorOp/RunStream";
 constexpr char kRunBidi[] = "/tensorop.v1.TensorOp/RunBidi";
@@ -143,18 +138,6 @@ std::vector<std::string> Flags(int64_t budget, std::vector<std::string> more = {
 int64_t Baseline(const TensordProcess& server) {
   ExpectNormalAnswer(server);
   return ResidentBytes(server.pid());
-}
-
-void ExpectPeakWithin(const TensordProcess& server, int64_t baseline, int64_t budget) {
-  const int64_t peak = PeakResidentBytes(server.pid());
-  ASSERT_GT(peak, 0);
-  // The figure RELIABILITY.md quotes.
-  ::testing::Test::RecordProperty("peak_rss_mib", static_cast<int>(peak / kMiB));
-  ::testing::Test::RecordProperty("baseline_rss_mib", static_cast<int>(baseline / kMiB));
-  if (!kResidentBoundsHold) return;
-  EXPECT_LE(peak, baseline + budget + kRssMargin)
-      << "peak " << peak / kMiB << " MiB, baseline " << baseline / kMiB << " MiB, budget "
-      << budget / kMiB << " MiB";
 }
 
 const auto kBudgetRefusal = GrpcStatusIs(

@@ -31,6 +31,7 @@
 #include "gtest/gtest.h"
 #include "tensorop/v1/tensorop.grpc.pb.h"
 #include "tests/server/grpc_matchers.h"
+#include "tests/server/hostile_checks.h"
 #include "tests/server/normal_answer.h"
 #include "tests/server/tensord_client.h"
 #include "tests/support/proc_status.h"
@@ -43,19 +44,11 @@ namespace {
 using ::testing::AnyOf;
 using ::testing::HasSubstr;
 
-constexpr int64_t kMiB = int64_t{1} << 20;
-// What the server may take beyond its budget: gRPC's transport buffers,
-// malloc's retained blocks (as hostile_memory_test.cc).
-constexpr int64_t kRssMargin = 64 * kMiB;
 constexpr char kSliceJson[] = R"({"id":"t","parameters":{"backend":"cpu"},"inputs":[
   {"name":"input","shape":[2,3],"datatype":"FP32","data":[[1,2,3],[4,5,6]]},
   {"name":"offsets","shape":[2],"datatype":"INT64","data":[0,1]},
   {"name":"window_sizes","shape":[2],"datatype":"INT64","data":[2,2]},
   {"name":"window_strides","shape":[2],"datatype":"INT64","data":[1,1]}]})";
-
-bool Alive(const TensordProcess& server) {
-  return waitpid(server.pid(), nullptr, WNOHANG) == 0 && kill(server.pid(), 0) == 0;
-}
 
 std::string Post(const std::string& path, const std::string& body,
                  const std::string& extra_headers = "") {
@@ -619,11 +612,7 @@ TEST(HostileSurfacesTest, ARecreatedObjectRegisteredAgainIsTheOneMapped) {
   // One mapping held, the stale ones given back with their reservations.
   EXPECT_EQ(MetricValue(server, "tensorop_shared_memory_mapped_bytes"), kBytes);
   EXPECT_EQ(MetricValueOnceItIs(server, "tensorop_memory_reserved_bytes", kBytes), kBytes);
-  if (kResidentBoundsHold) {
-    const int64_t peak = PeakResidentBytes(server.pid());
-    EXPECT_LE(peak - baseline, kBudget + kRssMargin)
-        << "peak " << peak / kMiB << " MiB, baseline " << baseline / kMiB;
-  }
+  ExpectPeakWithin(server, baseline, kBudget);
   ASSERT_TRUE(Alive(server));
   ExpectNormalAnswer(server);
   ExpectHttpInferAnswers(server);
@@ -718,11 +707,7 @@ TEST(HostileSurfacesTest, ShrinkingAnObjectInsideItsLastPageFailsTheRun) {
   }
   EXPECT_GE(shrank, 1) << short_at_pin << " tries found the object short at pin, " << too_late
                        << " came too late";
-  if (kResidentBoundsHold) {
-    const int64_t peak = PeakResidentBytes(server.pid());
-    EXPECT_LE(peak - baseline, kBudget + kRssMargin)
-        << "peak " << peak / kMiB << " MiB, baseline " << baseline / kMiB;
-  }
+  ExpectPeakWithin(server, baseline, kBudget);
   ExpectNormalAnswer(server);
   EXPECT_EQ(MetricValueOnceItIs(server, "tensorop_memory_reserved_bytes", 0), 0);
 }

@@ -21,6 +21,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/server/grpc_matchers.h"
+#include "tests/server/hostile_checks.h"
 #include "tests/server/normal_answer.h"
 #include "tests/server/tensord_client.h"
 #include "tests/support/proc_status.h"
@@ -32,16 +33,6 @@ namespace {
 using ::testing::AllOf;
 using ::testing::HasSubstr;
 using ::testing::Matcher;
-
-constexpr int64_t kMiB = int64_t{1} << 20;
-// What the server may take beyond its budget: gRPC's transport buffers and
-// the messages it holds before a handler sees them, malloc's retained blocks
-// (as hostile_memory_test.cc).
-constexpr int64_t kRssMargin = 64 * kMiB;
-
-bool Alive(const TensordProcess& server) {
-  return waitpid(server.pid(), nullptr, WNOHANG) == 0 && kill(server.pid(), 0) == 0;
-}
 
 // A channel of its own connection, connected before its call.
 std::shared_ptr<grpc::Channel> AttackerChannel(const std::string& target) {
@@ -144,13 +135,7 @@ TEST(HostileWireTest, UnknownFieldFloodsAreRefusedBeforeTheyAreParsed) {
 
   ExpectNormalAnswer(server);
   EXPECT_EQ(MetricValueOnceItIs(server, "tensorop_memory_reserved_bytes", 0), 0);
-  const int64_t peak = PeakResidentBytes(server.pid());
-  ASSERT_GT(peak, 0);
-  ::testing::Test::RecordProperty("peak_rss_mib", static_cast<int>((peak - baseline) / kMiB));
-  if (kResidentBoundsHold) {
-    EXPECT_LE(peak - baseline, kBudget + kRssMargin)
-        << "peak " << peak / kMiB << " MiB, baseline " << baseline / kMiB << " MiB";
-  }
+  ExpectPeakWithin(server, baseline, kBudget);
 }
 
 }  // namespace
