@@ -321,6 +321,7 @@ TEST(HostileCallsTest, ListHandlesCostsTheCallersPageNotTheStore) {
         args));
   };
   auto alice = stub_of("alice");
+  const int64_t baseline = ResidentBytes(server.pid());
   constexpr int kCalls = 50;
   constexpr int kPerCall = 1000;
   std::vector<std::string> ids;
@@ -374,6 +375,7 @@ TEST(HostileCallsTest, ListHandlesCostsTheCallersPageNotTheStore) {
   EXPECT_EQ(listed, ids);
   ReleaseEveryHandle(*alice);
   EXPECT_TRUE(Alive(server));
+  ExpectPeakWithin(server, baseline, budget);
 }
 
 }  // namespace
