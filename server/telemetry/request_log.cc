@@ -367,14 +367,7 @@ void LogForeign(absl::string_view source, absl::string_view level, absl::string_
 }
 
 void CaptureForeignStderr() {
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
-  return;
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer) || \
-    __has_feature(undefined_behavior_sanitizer)
-  return;
-#endif
-#endif
+  if (!kCapturesForeignStderr) return;
   int ends[2];
   if (log_fd.load() != STDERR_FILENO || pipe2(ends, O_CLOEXEC) != 0) return;
   const int original = fcntl(STDERR_FILENO, F_DUPFD_CLOEXEC, 3);

@@ -130,11 +130,20 @@ void LogForeign(absl::string_view source, absl::string_view level, absl::string_
 // message a person reads as tensord exits, such as a usage error.
 void WriteToStderr(absl::string_view text);
 
+// Whether CaptureForeignStderr captures: not in sanitizer builds, whose
+// reports must reach stderr as the process dies (a process test built with
+// the same flags reads this to know what tensord's stderr holds).
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+inline constexpr bool kCapturesForeignStderr = false;
+#else
+inline constexpr bool kCapturesForeignStderr = true;
+#endif
+
 // From here on, whatever writes to file descriptor 2 other than this log
 // (PoCL prints its warnings there) is read back a line at a time and written
 // as LogForeign("stderr", ...) lines; this log writes to the original stderr.
-// Call once, early (before OpenCL starts). Not in sanitizer builds, whose
-// reports must reach stderr even as the process dies.
+// Call once, early (before OpenCL starts). A no-op unless
+// kCapturesForeignStderr.
 void CaptureForeignStderr();
 
 }  // namespace tensorop::server
