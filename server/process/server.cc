@@ -7,7 +7,6 @@
 #include <cstdint>
 #include <cstdlib>
 #include <iostream>
-#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -74,19 +73,6 @@ std::string ServeHandlesUntil(const HandleStore& handles,
     if (std::chrono::system_clock::now() >= until) return "the grace period ended";
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
-}
-
-// Why `flag`'s `addresses` could not all be listened on, for the exit
-// message: the flag, the address that is taken (else the first) and the OS's
-// reason.
-std::string CannotListen(absl::string_view flag, const std::vector<std::string>& addresses) {
-  for (const std::string& address : addresses) {
-    if (IsUnixAddress(address)) continue;
-    if (std::optional<std::string> reason = ListenFailure(address); reason.has_value()) {
-      return absl::StrCat(flag, "=", address, ": cannot listen there: ", *reason);
-    }
-  }
-  return absl::StrCat(flag, "=", addresses.front(), ": cannot listen there");
 }
 
 // "HOST:PORT" with the port the server actually bound.

@@ -569,9 +569,7 @@ absl::StatusOr<std::unique_ptr<BoundedHttpServer>> BoundedHttpServer::Start(
     server->port_ = -1;
   }
   if (server->port_ <= 0) {
-    return absl::UnavailableError(
-        absl::StrCat(what, "=", address, ": cannot listen there: ",
-                     ListenFailure(address).value_or("it was free when tried again")));
+    return absl::UnavailableError(CannotListen(what, {address}));
   }
   http.RaiseBacklog();
   auto returned = std::make_shared<std::atomic<bool>>(false);

@@ -20,6 +20,7 @@
 #include <grpc/grpc.h>
 
 #include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "server/transport/http_head.h"
@@ -119,6 +120,9 @@ int64_t ProcessMemoryBytes() {
   return memory;
 }
 
+namespace {
+
+// The OS's reason a server socket cannot bind `address` now; nothing when it can.
 std::optional<std::string> ListenFailure(const std::string& address) {
   absl::StatusOr<HttpHostPort> split = SplitHttpHostPort(address, "address");
   if (!split.ok()) return std::string(split.status().message());
@@ -149,6 +153,18 @@ std::optional<std::string> ListenFailure(const std::string& address) {
   }
   freeaddrinfo(found);
   return reason;
+}
+
+}  // namespace
+
+std::string CannotListen(absl::string_view flag, const std::vector<std::string>& addresses) {
+  for (const std::string& address : addresses) {
+    if (absl::StartsWith(address, "unix")) continue;  // unix: and unix-abstract:
+    if (std::optional<std::string> reason = ListenFailure(address); reason.has_value()) {
+      return absl::StrCat(flag, "=", address, ": cannot listen there: ", *reason);
+    }
+  }
+  return absl::StrCat(flag, "=", addresses.front(), ": cannot listen there");
 }
 
 }  // namespace tensorop::server

@@ -5,13 +5,14 @@
 #define TENSOROP_SERVER_TRANSPORT_TRANSPORT_H_
 
 #include <cstdint>
-#include <optional>
 #include <string>
+#include <vector>
 
 #include <grpcpp/resource_quota.h>
 #include <grpcpp/server_builder.h>
 
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 
 namespace tensorop::server {
 
@@ -51,11 +52,12 @@ int64_t UnsentSocketBytes();
 // then v1), else physical RAM.
 int64_t ProcessMemoryBytes();
 
-// Why a TCP listener on `address` ("HOST:PORT", "[V6HOST]:PORT") cannot be
-// made: the OS's reason (strerror) from binding a socket there the way a
-// server does (SO_REUSEADDR, never SO_REUSEPORT), e.g. "Address already in
-// use"; nothing when that bind succeeds now.
-std::optional<std::string> ListenFailure(const std::string& address);
+// Why `flag`'s `addresses` could not all be listened on, for tensord's exit
+// message: "FLAG=ADDR: cannot listen there: REASON", naming the first TCP
+// address a probe socket cannot bind the way a server does (SO_REUSEADDR,
+// never SO_REUSEPORT) and the OS's reason ("Address already in use"), else
+// the first address without a reason.
+std::string CannotListen(absl::string_view flag, const std::vector<std::string>& addresses);
 
 }  // namespace tensorop::server
 
