@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """Runs every example in README.md and docs/*.md against a real tensord, as
-written, and compares the outputs the docs show. (About 650 lines, past the
-project's ~600: one runner, its block parser, server and self-test, which change
-together.)
+written, and compares the outputs the docs show. (About 700 lines, past the
+project's ~600: one runner, its block parser, server, fresh-clone mode and
+self-test, which change together.)
 
     scripts/run_doc_examples.py [--tensord PATH] [FILE...]   runs them (default: every page)
     scripts/run_doc_examples.py --fresh-clone [--tensord PATH] [PAGE...]   the same in a

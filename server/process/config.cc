@@ -1,5 +1,5 @@
 // tensord's flags, and their parsing and validation into a ServerConfig. (About
-// 730 lines, past the project's ~600: each flag's help text is its whole
+// 750 lines, past the project's ~600: each flag's help text is its whole
 // reference, docs/flags.md generated from it, so the definitions are long.)
 #include "server/process/config.h"
 

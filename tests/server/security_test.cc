@@ -1,7 +1,9 @@
 // Transport security on a real tensord (issue 10): TLS, mutual TLS, bearer
 // tokens, the plaintext health listener, reflection per flag, reloading
 // certificates and tokens, and precise startup errors. Certificates are made
-// by Debian's openssl at test time (tests/support/test_pki.h).
+// by Debian's openssl at test time (tests/support/test_pki.h). (About 610
+// lines, past the project's ~600: every test here shares the SecurityTest
+// fixture's PKI; who a caller is across APIs is caller_identity_test.cc.)
 #include <stdlib.h>
 
 #include <atomic>
