@@ -30,8 +30,9 @@ absl::Status Client::Release(const std::vector<std::string>& ids) {
 }
 
 absl::Status Client::ReleaseVia(const Route& route, const std::vector<std::string>& ids) {
-  // The server takes at most kMaxReleaseIds ids a call.
-  for (size_t begin = 0; begin < ids.size() || begin == 0; begin += kMaxReleaseIds) {
+  // The server takes at most kMaxReleaseIds ids a call (an empty list is one call).
+  size_t begin = 0;
+  do {
     const size_t end = std::min(ids.size(), begin + kMaxReleaseIds);
     grpc::ClientContext context;
     RETURN_IF_ERROR(Prepare(context));
@@ -41,7 +42,8 @@ absl::Status Client::ReleaseVia(const Route& route, const std::vector<std::strin
     v1::ReleaseResponse response;
     const grpc::Status status = route.stub->Release(&context, request, &response);
     if (!status.ok()) return Failed(status, route);
-  }
+    begin = end;
+  } while (begin < ids.size());
   return absl::OkStatus();
 }
 

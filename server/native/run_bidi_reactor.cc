@@ -100,20 +100,19 @@ class TensorOpService::BidiReactor final
       std::lock_guard<std::mutex> lock(mu_);
       flow_.RequestRead();  // answered exactly once, by Answer()
     }
-    // An id over the limit is this request's error, not the stream's: the
-    // answer goes without it (it cannot be echoed), and the stream goes on.
-    const absl::Status id_fits = parsed.ok() ? CheckIdBytes(request->id(), "id") : parsed;
-    if (!id_fits.ok() && parsed.ok()) {
-      request->clear_id();
-      CallRecord record = DescribeRequest("RunBidi", *request);
-      Answer(*request, std::move(record), id_fits, v1::RunResponse(), std::move(reservation));
-    } else if (parsed.ok()) {
-      Submit(std::move(request), std::move(reservation));
-    } else {
+    if (!parsed.ok()) {
       // Over the budget: answered at once, without its request (not parsed).
       CallRecord record;
       record.method = "RunBidi";
       Answer(*request, std::move(record), parsed, v1::RunResponse(), std::move(reservation));
+    } else if (absl::Status id = CheckIdBytes(request->id(), "id"); !id.ok()) {
+      // This request's error, not the stream's: answered without the id (it
+      // cannot be echoed), and the stream goes on.
+      request->clear_id();
+      Answer(*request, DescribeRequest("RunBidi", *request), id, v1::RunResponse(),
+             std::move(reservation));
+    } else {
+      Submit(std::move(request), std::move(reservation));
     }
     Step step;
     {
