@@ -4,9 +4,10 @@
 # UndefinedBehaviorSanitizer,
 # the server's unit tests under ThreadSanitizer, each fuzz target for a bounded
 # time, then the public conformance cases through a real tensord with tensorctl,
-# the Python client's tests, the Kubernetes manifests' validation, every example
-# in README.md and docs/, the same again in a fresh clone of HEAD with nothing
-# beside it, and the container image's build and test. Nothing here needs
+# the Python client's static checks (ruff, mypy --strict) and tests, the
+# Kubernetes manifests' validation, every example in README.md and docs/, the
+# same again in a fresh clone of HEAD with nothing beside it, and the container
+# image's build and test. Nothing here needs
 # ../shared: the public cases are in tests/conformance/cases (ctest's
 # docs.PublicCasesMatchShared compares them with ../shared's where it exists).
 set -euo pipefail
@@ -75,6 +76,10 @@ for backend in cpu opencl; do
 done
 kill -TERM "$server"
 wait "$server" || status=1
+
+# The Python client's static checks: ruff, and mypy --strict over the package.
+echo "== python lint (scripts/python-lint.sh)"
+"$root/scripts/python-lint.sh" || status=1
 
 # The Python client and grpcurl against the release tensord (pytest in tests/python).
 echo "== python client and grpcurl (tests/python)"

@@ -75,7 +75,9 @@ class Tensord:
         self.address = ""
         self.metrics_address = ""  # where GET /metrics answers
         self.http_address = ""  # where the v2 HTTP/REST API answers, or "" without it
-        while not (self.address and self.metrics_address and (self.http_address or not http_wanted)):
+        while not (
+            self.address and self.metrics_address and (self.http_address or not http_wanted)
+        ):
             try:
                 line = lines.get(timeout=30)
             except queue.Empty:

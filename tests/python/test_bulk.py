@@ -6,7 +6,6 @@ tensors stay small (the 1 GiB round trip runs where 8 GiB of memory are availabl
 from __future__ import annotations
 
 import asyncio
-import os
 import re
 import subprocess
 import sys

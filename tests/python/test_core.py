@@ -12,6 +12,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+
 from tensorop_client import (
     AsyncClient,
     Client,
@@ -460,7 +461,9 @@ def test_a_chain_past_the_stream_threshold_puts_its_input_though_it_fits_a_messa
     plan = plans.chain(client, [Step("strided_slice", {"input": big}, {"begin": [0], "end": [10]})])
     assert start(plan).method == "put"
     small = np.zeros(2000, np.float32)  # 8000 bytes: inline
-    plan = plans.chain(client, [Step("strided_slice", {"input": small}, {"begin": [0], "end": [9]})])
+    plan = plans.chain(
+        client, [Step("strided_slice", {"input": small}, {"begin": [0], "end": [9]})]
+    )
     assert start(plan).method == "run_chain"
 
 

@@ -56,7 +56,7 @@ def test_put_then_fetch_is_byte_exact(client: Client, name: str) -> None:
     with client.put(array) as h:
         assert isinstance(h, RemoteTensor) and len(h.id) == 32
         assert (h.dtype, h.shape, h.strides) == (array.dtype, array.shape, strides)
-        span = 1 + sum((n - 1) * s for n, s in zip(array.shape, strides))
+        span = 1 + sum((n - 1) * s for n, s in zip(array.shape, strides, strict=True))
         assert (h.handle.backend, h.handle.byte_size) == ("cpu", span * array.itemsize)
         out = h.fetch()
         assert out.dtype == array.dtype and out.shape == array.shape

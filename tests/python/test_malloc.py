@@ -26,7 +26,7 @@ def extra_arena_heaps(pid: int) -> int:
     reserved right after it with no access."""
     maps = [line.split() for line in Path(f"/proc/{pid}/maps").read_text().splitlines()]
     heaps = 0
-    for used, reserved in zip(maps, maps[1:]):
+    for used, reserved in zip(maps, maps[1:], strict=False):
         start, end = (int(x, 16) for x in used[0].split("-"))
         reserved_start, reserved_end = (int(x, 16) for x in reserved[0].split("-"))
         heaps += (

@@ -13,8 +13,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import Tensord
 
+from conftest import Tensord
 from tensorop_client import AsyncClient, Client, RemoteTensor, Step, TensorOpError
 from tensorop_client._proto import tensorop_pb2 as pb
 from tensorop_client.channel import (

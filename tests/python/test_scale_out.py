@@ -14,8 +14,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import Tensord
 
+from conftest import Tensord
 from tensorop_client import Client, TensorOpError
 from tensorop_client.channel import channel_target, service_config_json
 

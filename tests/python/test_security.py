@@ -133,7 +133,11 @@ def test_conformance_cli_over_tls_with_options(
     [(None, "this server needs a bearer token"), ("wrong.token", "is not accepted")],
 )
 def test_missing_or_wrong_token_is_unauthenticated(
-    tls_server: Tensord, pki: Path, token_file: str | None, says: str, monkeypatch: pytest.MonkeyPatch
+    tls_server: Tensord,
+    pki: Path,
+    token_file: str | None,
+    says: str,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     monkeypatch.delenv("TENSOROP_TOKEN_FILE", raising=False)
     options = _secure(pki, token_file=str(pki / token_file) if token_file else None)
@@ -145,7 +149,8 @@ def test_missing_or_wrong_token_is_unauthenticated(
 
 
 def test_untrusted_server_certificate_says_so(tls_server: Tensord, pki: Path) -> None:
-    with Client(tls_server.address, timeout=30, **_secure(pki, ca_file=str(pki / "other.crt"))) as c:
+    secure = _secure(pki, ca_file=str(pki / "other.crt"))
+    with Client(tls_server.address, timeout=30, **secure) as c:
         with pytest.raises(TensorOpError) as error:
             _slice(c)
     assert error.value.code == "UNAVAILABLE"

@@ -243,7 +243,9 @@ def async_recorded(monkeypatch: pytest.MonkeyPatch) -> Iterator[AsyncRecorder]:
 
     def record(self: _Transport[Any], target: str, options: list[tuple[str, Any]]) -> Any:
         assert self._credentials is None
-        return grpc.aio.insecure_channel(target, options=options, interceptors=recorder.interceptors)
+        return grpc.aio.insecure_channel(
+            target, options=options, interceptors=recorder.interceptors
+        )
 
     monkeypatch.setattr(AsyncClient, "_open", record)
     yield recorder

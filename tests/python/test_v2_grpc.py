@@ -28,6 +28,7 @@ from tensorop_client.cases import HostTensor
 from tensorop_client.tensors import numpy_dtype
 from v2_cases import DATA_INPUTS, PARAMETERS, V2Case, run_public_cases, split_sizes
 
+
 def _inputs(v2: V2Case) -> list[triton.InferInput]:
     request = v2.case.request
     inputs = []
@@ -65,8 +66,8 @@ def _inputs(v2: V2Case) -> list[triton.InferInput]:
 def _compare(expected: list[HostTensor], result: triton.InferResult, op: str) -> None:
     response = result.get_response()
     assert len(response.outputs) == len(expected)
-    for k, (want, got) in enumerate(zip(expected, response.outputs)):
-        assert got.name == ("output_%d" % k if op == "split" else "output")
+    for k, (want, got) in enumerate(zip(expected, response.outputs, strict=True)):
+        assert got.name == (f"output_{k}" if op == "split" else "output")
         assert got.datatype == triton.np_to_triton_dtype(numpy_dtype(want.dtype))
         assert list(got.shape) == want.sizes
         assert response.raw_output_contents[k] == want.data

@@ -66,8 +66,8 @@ def _outputs(v2: V2Case, binary: bool) -> list[triton.InferRequestedOutput]:
 def _compare(expected: list[HostTensor], result: triton.InferResult, op: str) -> None:
     outputs = result.get_response()["outputs"]
     assert len(outputs) == len(expected)
-    for k, (want, got) in enumerate(zip(expected, outputs)):
-        assert got["name"] == ("output_%d" % k if op == "split" else "output")
+    for k, (want, got) in enumerate(zip(expected, outputs, strict=True)):
+        assert got["name"] == (f"output_{k}" if op == "split" else "output")
         assert got["datatype"] == triton.np_to_triton_dtype(numpy_dtype(want.dtype))
         assert list(got["shape"]) == want.sizes
         array = result.as_numpy(got["name"])
@@ -133,7 +133,8 @@ def test_errors_have_the_expected_status(http_client: triton.InferenceServerClie
 def test_bool_and_fp16_as_json(tensord: Tensord) -> None:
     """JSON data as curl would send it: BOOL as true/false, FP16 as numbers."""
     body = {"inputs": [
-        {"name": "input", "datatype": "BOOL", "shape": [2, 2], "data": [[True, False], [False, True]]},
+        {"name": "input", "datatype": "BOOL", "shape": [2, 2],
+         "data": [[True, False], [False, True]]},
         {"name": "axis", "datatype": "INT64", "shape": [1], "data": [1]},
         {"name": "split", "datatype": "INT64", "shape": [2], "data": [1, 1]},
     ]}

@@ -20,8 +20,14 @@ from tritonclient.utils import InferenceServerException
 from conftest import Tensord
 from tensorop_client.tensors import numpy_dtype
 from test_v2_http import _inputs
-from v2_shm import (CASES_PER_OPERATOR, REGION_BYTES, place_in_region, registered_region, shm,
-                    shm_cases)
+from v2_shm import (
+    CASES_PER_OPERATOR,
+    REGION_BYTES,
+    place_in_region,
+    registered_region,
+    shm,
+    shm_cases,
+)
 
 
 @pytest.fixture
@@ -53,7 +59,8 @@ def test_public_cases_through_system_shared_memory_over_http(
                                parameters={"backend": "cpu"})
         response = result.get_response()
         assert len(response["outputs"]) == len(v2.case.expected_outputs), name
-        for k, (want, got) in enumerate(zip(v2.case.expected_outputs, response["outputs"])):
+        pairs = zip(v2.case.expected_outputs, response["outputs"], strict=True)
+        for k, (want, got) in enumerate(pairs):
             assert got["name"] == outputs[k].name(), name
             assert list(got["shape"]) == want.sizes, name
             assert "data" not in got, name

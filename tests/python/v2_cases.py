@@ -4,9 +4,10 @@ shared by the gRPC and HTTP tritonclient tests."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from tritonclient.utils import InferenceServerException
 

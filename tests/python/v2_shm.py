@@ -23,7 +23,6 @@ if importlib.util.find_spec("pkg_resources") is None:
         os.path.dirname(importlib.util.find_spec(package).origin), name)
     sys.modules["pkg_resources"] = _shim
 import tritonclient.utils.shared_memory as shm  # noqa: E402,F401
-
 from tritonclient.utils import InferenceServerException  # noqa: E402
 
 from tensorop_client.tensors import numpy_dtype  # noqa: E402
@@ -86,7 +85,7 @@ def place_in_region(v2, inputs: list, handle, name: str, requested_output) -> tu
     outputs = []
     placed = []
     for k, want in enumerate(v2.case.expected_outputs):
-        output = requested_output("output_%d" % k if v2.op == "split" else "output")
+        output = requested_output(f"output_{k}" if v2.op == "split" else "output")
         output.set_shared_memory(name, len(want.data), offset=offset)
         outputs.append(output)
         placed.append(offset)

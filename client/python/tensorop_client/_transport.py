@@ -248,9 +248,9 @@ def _public(method: F, plan: Callable[..., Any], doc: str | None, returns: str |
     if returns is None and annotation.startswith("Plan[") and annotation.endswith("]"):
         returns = annotation[len("Plan[") : -1]
     method.__name__ = plan.__name__
-    method._plan = plan  # type: ignore[attr-defined]
+    method._plan = plan  # type: ignore[attr-defined]  # an attribute of our own on the method
     method.__doc__ = plan.__doc__ if doc is None else doc
-    method.__signature__ = signature.replace(  # type: ignore[attr-defined]
+    method.__signature__ = signature.replace(  # type: ignore[attr-defined]  # what inspect.signature reads
         parameters=[client.replace(name="self", annotation=inspect.Parameter.empty), *parameters],
         return_annotation=inspect.Signature.empty if returns is None else returns,
     )

@@ -12,7 +12,6 @@ errors as Client; progress callbacks run on the event loop. Handles too:
 `await client.chain(steps, results)`, with Client.chain's Steps.
 """
 
-
 from __future__ import annotations
 
 import asyncio
@@ -235,7 +234,11 @@ class AsyncClient(_Transport[AsyncRemoteTensor]):
                 await writer
             state.end()
             while (ready := state.pop_ready()) is not None:
-                yield ready.outcome() if ready.local is None else await self._local(ready.local, trace)
+                yield (
+                    ready.outcome()
+                    if ready.local is None
+                    else await self._local(ready.local, trace)
+                )
             state.raise_if_unfinished()
         finally:
             writer.cancel()

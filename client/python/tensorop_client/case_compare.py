@@ -83,7 +83,7 @@ def run_case(
     """Sends one case's request with `backend`; the result or the error."""
     request = pb.RunRequest()
     request.CopyFrom(case.request)
-    request.backend = backend  # type: ignore[assignment]
+    request.backend = backend  # type: ignore[assignment]  # a Backend value
     try:
         return call(request)
     except TensorOpError as e:

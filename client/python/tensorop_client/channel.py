@@ -96,7 +96,7 @@ def target_authority(target: str) -> str | None:
     present it, so certificates issued for the name the user dialled (a
     Kubernetes Service's) verify when a pod is reached by its IP."""
     if target.startswith("dns:"):
-        rest = target[len("dns:"):]
+        rest = target[len("dns:") :]
         if rest.startswith("//"):
             _, slash, rest = rest[2:].partition("/")
             if not slash:
@@ -171,8 +171,12 @@ def channel_credentials(
     Bearer <token>" on every call. Raises ValueError naming the option and the
     file when one cannot be read."""
     env = os.environ if environ is None else environ
-    files = {"ca_file": ca_file, "cert_file": cert_file, "key_file": key_file,
-             "token_file": token_file}
+    files = {
+        "ca_file": ca_file,
+        "cert_file": cert_file,
+        "key_file": key_file,
+        "token_file": token_file,
+    }
     for option, variable in ENVIRONMENT.items():
         if not files[option]:
             files[option] = env.get(variable) or None
@@ -180,10 +184,12 @@ def channel_credentials(
     if not tls and not any(files.values()):
         return None
     if bool(files["cert_file"]) != bool(files["key_file"]):
-        raise ValueError("--cert_file and --key_file go together: a client certificate needs its key")
+        raise ValueError(
+            "--cert_file and --key_file go together: a client certificate needs its key"
+        )
     roots = _read_option_file("ca_file", files["ca_file"]) if files["ca_file"] else None
     chain = key = None
-    if files["cert_file"]:
+    if files["cert_file"] and files["key_file"]:  # both or neither (above)
         chain = _read_option_file("cert_file", files["cert_file"])
         key = _read_option_file("key_file", files["key_file"])
     credentials = grpc.ssl_channel_credentials(
@@ -237,8 +243,13 @@ def explain_security_error(code: str, message: str, tls: bool = False) -> str:
             "the server closed the connection at once; if it serves TLS, connect with tls "
             f"(and ca_file): {message}"
         )
-    for alert in ("alert_certificate_required", "alert_handshake_failure", "alert_bad_certificate",
-                  "alert_unknown_ca", "alert_certificate_expired"):
+    for alert in (
+        "alert_certificate_required",
+        "alert_handshake_failure",
+        "alert_bad_certificate",
+        "alert_unknown_ca",
+        "alert_certificate_expired",
+    ):
         if alert in lowered:
             return (
                 "TLS: the server refused our client certificate, or its absence (mutual TLS: "

@@ -432,9 +432,7 @@ class Client(_Transport[RemoteTensor]):
                         return
                 yield item
 
-        call = self._calls.run_bidi(
-            outgoing(), timeout=self._timeout, metadata=metadata_of(trace)
-        )
+        call = self._calls.run_bidi(outgoing(), timeout=self._timeout, metadata=metadata_of(trace))
         try:
             while True:
                 while True:

@@ -47,8 +47,7 @@ def integer_value(value: Any) -> int:
         # named another one.
         if abs(number) >= _TWO_TO_53:
             raise CaseError(
-                f"{describe(value)} is too large for a JSON float to be exact; "
-                "write it as a string"
+                f"{describe(value)} is too large for a JSON float to be exact; write it as a string"
             )
         return int(number)
     if isinstance(value, str):

@@ -26,10 +26,12 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from multiprocessing import shared_memory
 from types import TracebackType
+from typing import Any
 
 import grpc
 import numpy as np
 import numpy.typing as npt
+from google.protobuf.message import Message
 
 from tensorop_client._core.trace import call_metadata
 from tensorop_client._proto import tensorop_pb2 as pb
@@ -40,8 +42,11 @@ from tensorop_client.tensors import wire_dtype
 
 def register_shared_memory(client: Client, region: str, key: str, byte_size: int = 0) -> None:
     """Maps the shared memory object `key` in tensord as `region` (byte_size 0: all of it)."""
-    _call(client, "RegisterSharedMemory",
-          pb.RegisterSharedMemoryRequest(region=region, key=key, byte_size=byte_size))
+    _call(
+        client,
+        "RegisterSharedMemory",
+        pb.RegisterSharedMemoryRequest(region=region, key=key, byte_size=byte_size),
+    )
 
 
 def unregister_shared_memory(client: Client, region: str) -> None:
@@ -51,10 +56,13 @@ def unregister_shared_memory(client: Client, region: str) -> None:
 
 def shared_memory_status(client: Client, region: str = "") -> pb.SharedMemoryStatusResponse:
     """Every region tensord maps, or the one named (which renews its lease)."""
-    return _call(client, "SharedMemoryStatus", pb.SharedMemoryStatusRequest(region=region))
+    response: pb.SharedMemoryStatusResponse = _call(
+        client, "SharedMemoryStatus", pb.SharedMemoryStatusRequest(region=region)
+    )
+    return response
 
 
-def _call(client: Client, method: str, request):  # type: ignore[no-untyped-def]
+def _call(client: Client, method: str, request: Message) -> Any:
     try:
         return getattr(client._calls.stub, method)(
             request, timeout=client._timeout, metadata=call_metadata()
@@ -71,6 +79,7 @@ class SharedRegion:
         self._client = client
         self.name = name
         self._shm = shared_memory.SharedMemory(create=True, size=byte_size)
+        assert self._shm.buf is not None  # None only once closed
         self._base = np.frombuffer(self._shm.buf, dtype=np.uint8)
         self._address = self._base.__array_interface__["data"][0]
         self.byte_size = byte_size
@@ -96,8 +105,9 @@ class SharedRegion:
         with `strides` in elements."""
         dt = np.dtype(dtype)
         byte_strides = None if strides is None else tuple(int(s) * dt.itemsize for s in strides)
-        return np.ndarray(tuple(shape), dtype=dt, buffer=self._shm.buf, offset=offset,
-                          strides=byte_strides)
+        return np.ndarray(
+            tuple(shape), dtype=dt, buffer=self._shm.buf, offset=offset, strides=byte_strides
+        )
 
     def _ref(self, array: np.ndarray, what: str) -> tuple[pb.SharedMemoryRef, list[int]]:
         """Where `array` lies in the region, and its strides in elements."""
@@ -106,11 +116,17 @@ class SharedRegion:
         strides = []
         for i, s in enumerate(array.strides):
             if s < 0 or s % itemsize:
-                raise ValueError(f"{what}: stride {s} bytes of dimension {i} is not a "
-                                 f"non-negative multiple of the element size {itemsize}")
+                raise ValueError(
+                    f"{what}: stride {s} bytes of dimension {i} is not a "
+                    f"non-negative multiple of the element size {itemsize}"
+                )
             strides.append(s // itemsize)
-        extent = 0 if 0 in array.shape else (
-            1 + sum((n - 1) * s for n, s in zip(array.shape, strides, strict=True))) * itemsize
+        extent = (
+            0
+            if 0 in array.shape
+            else (1 + sum((n - 1) * s for n, s in zip(array.shape, strides, strict=True)))
+            * itemsize
+        )
         if offset < 0 or offset + extent > self.byte_size:
             raise ValueError(f"{what}: the array does not lie in region {self.name!r}")
         return pb.SharedMemoryRef(region=self.name, offset=offset, byte_length=extent), strides
@@ -124,12 +140,12 @@ class SharedRegion:
         backend: str = "auto",
     ) -> pb.RunRequest:
         """A RunRequest reading `inputs` and writing `outputs`, arrays of this region."""
-        request = pb.RunRequest(backend=BACKENDS[backend])  # type: ignore[arg-type]
+        request = pb.RunRequest(backend=BACKENDS[backend])  # type: ignore[arg-type]  # a Backend value
         set_attrs(request, op, attrs)
         for name, array in inputs.items():
             ref, strides = self._ref(array, f"inputs[{name!r}]")
             tensor = request.inputs[name]
-            tensor.dtype = wire_dtype(array.dtype)  # type: ignore[assignment]
+            tensor.dtype = wire_dtype(array.dtype)  # type: ignore[assignment]  # a DType value
             tensor.sizes.extend(array.shape)
             tensor.strides.extend(strides)
             tensor.shared_memory.CopyFrom(ref)
@@ -180,7 +196,7 @@ class SharedRegion:
             self._shm.close()
         except BufferError:
             pass  # arrays from ndarray() still use it: unmapped once they are gone
-        self._shm = None  # type: ignore[assignment]
+        self._shm = None  # type: ignore[assignment]  # closed: close() checks for None
 
     def __enter__(self) -> SharedRegion:
         return self
@@ -207,7 +223,9 @@ def _output_room(desc: pb.OutputDesc, itemsize: int) -> int | None:
     if any(n <= 0 for n in desc.sizes):
         return 0
     if len(desc.strides) == len(desc.sizes):
-        return (1 + sum((n - 1) * max(s, 0) for n, s in zip(desc.sizes, desc.strides))) * itemsize
+        return (
+            1 + sum((n - 1) * max(s, 0) for n, s in zip(desc.sizes, desc.strides, strict=True))
+        ) * itemsize
     return int(np.prod(desc.sizes, dtype=object)) * itemsize
 
 
@@ -263,6 +281,7 @@ def run_request_in_region(client: Client, request: pb.RunRequest, name: str) -> 
         end += room
     with SharedRegion(client, name, max(end, 1)) as region:
         buf = region._shm.buf
+        assert buf is not None  # None only once closed
         for key, offset in placed:
             tensor = shared.inputs[key]
             buf[offset : offset + len(tensor.data)] = tensor.data
@@ -299,5 +318,5 @@ def _itemsize_dtype(wire: int) -> np.dtype:
 def _extent(tensor: pb.Tensor) -> int:
     if any(n == 0 for n in tensor.sizes):
         return 0
-    elements = 1 + sum((n - 1) * s for n, s in zip(tensor.sizes, tensor.strides))
+    elements = 1 + sum((n - 1) * s for n, s in zip(tensor.sizes, tensor.strides, strict=False))
     return elements * _itemsize_dtype(tensor.dtype).itemsize

@@ -21,14 +21,17 @@ Field numbers are tensorop.proto's:
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping, Sequence
+from typing import TypeVar
 
 from google.protobuf import field_mask_pb2
-from google.protobuf.message import DecodeError
+from google.protobuf.message import DecodeError, Message
 
 from tensorop_client._proto import tensorop_pb2 as pb
 
 _LEN = 2  # wire type of length-delimited fields
 _VARINT = 0
+
+_M = TypeVar("_M", bound=Message)
 
 
 class WireError(ValueError):
@@ -89,7 +92,7 @@ def fields(buf: bytes, start: int, end: int) -> Iterator[tuple[int, int, int, in
         yield field, field_start, value_start, pos
 
 
-def _parse(message_type: type, data: bytes) -> object:
+def _parse(message_type: type[_M], data: bytes) -> _M:
     try:
         return message_type.FromString(data)
     except DecodeError as e:
@@ -168,8 +171,8 @@ def parse_run_response(
                 payload = view[value_start:value_end]  # proto3: the last one wins
             else:
                 meta.append(data[inner_start:value_end])
-        outputs.append((_parse(pb.Tensor, b"".join(meta)), payload))  # type: ignore[misc]
-    return _parse(pb.RunResponse, b"".join(rest)), outputs  # type: ignore[return-value]
+        outputs.append((_parse(pb.Tensor, b"".join(meta)), payload))
+    return _parse(pb.RunResponse, b"".join(rest)), outputs
 
 
 def parse_result_part(data: bytes) -> pb.OutputHeader | memoryview | None:
@@ -178,16 +181,16 @@ def parse_result_part(data: bytes) -> pb.OutputHeader | memoryview | None:
     part: pb.OutputHeader | memoryview | None = None
     for field, _, start, end in fields(data, 0, len(data)):
         if field == 1:
-            part = _parse(pb.OutputHeader, data[start:end])  # type: ignore[assignment]
+            part = _parse(pb.OutputHeader, data[start:end])
         elif field == 2:
             part = memoryview(data)[start:end]
     return part
 
 
-def _copy_all_fields_except(source: object, skip: str, destination: object) -> None:
+def _copy_all_fields_except(source: Message, skip: str, destination: Message) -> None:
     """Copies every field of `source` but `skip` (the C++ client's
     CopyAllFieldsExcept), so fields added to the proto later travel too."""
-    descriptor = source.DESCRIPTOR  # type: ignore[attr-defined]
+    descriptor = source.DESCRIPTOR
     mask = field_mask_pb2.FieldMask(paths=[f.name for f in descriptor.fields if f.name != skip])
     mask.MergeMessage(source, destination)
 

@@ -145,8 +145,7 @@ def _input_source(source: pb.ChainInput, value: Any, steps: _StepIndex) -> memor
         count = _output_count(value.op, value.outputs or ())
         if count != 1:
             raise ValueError(
-                f"a {value.op} step with {count} outputs as an input: name one "
-                "with step.output(k)"
+                f"a {value.op} step with {count} outputs as an input: name one with step.output(k)"
             )
         value = value.output(0)
     if isinstance(value, StepRef):
@@ -189,7 +188,7 @@ def _prepare_chain(
     request_id: str,
     keep: bool,
 ) -> _PreparedChain:
-    header = pb.RunChainRequest(id=request_id, backend=_backend(backend))  # type: ignore[arg-type]
+    header = pb.RunChainRequest(id=request_id, backend=_backend(backend))  # type: ignore[arg-type]  # a Backend value
     if device_index is not None:
         header.device_index = device_index
     steps = list(steps)

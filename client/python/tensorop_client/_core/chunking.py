@@ -56,10 +56,10 @@ def _put_header(
     (encode_array), as run sends them."""
     wire = array if isinstance(array, WireTensor) else encode_array(array)
     header = pb.PutHeader(
-        dtype=wire.dtype,  # type: ignore[arg-type]
+        dtype=wire.dtype,  # type: ignore[arg-type]  # a DType value
         sizes=wire.sizes,
         strides=wire.strides or (),
-        backend=_backend(backend),  # type: ignore[arg-type]
+        backend=_backend(backend),  # type: ignore[arg-type]  # a Backend value
         ttl_seconds=ttl_seconds,
     )
     if device_index is not None:
@@ -67,9 +67,7 @@ def _put_header(
     return header, _put_data(wire)
 
 
-def _put_parts(
-    header: pb.PutHeader, data: memoryview, size: int
-) -> Iterator[tuple[bytes, int]]:
+def _put_parts(header: pb.PutHeader, data: memoryview, size: int) -> Iterator[tuple[bytes, int]]:
     """Put's parts (each with the data bytes it carries): the header, then
     `data` in chunks of `size`."""
     yield pb.PutPart(header=header).SerializeToString(), 0

@@ -384,9 +384,7 @@ def _chain(
     limit = client._max_message_bytes
     try:
         while True:
-            while (
-                key := prepared.next_to_put(limit, client._stream_threshold_bytes)
-            ) is not None:
+            while (key := prepared.next_to_put(limit, client._stream_threshold_bytes)) is not None:
                 chunk_bytes = _chunks_within(limit, client._chunk_bytes)
                 beside = _replica_read(_chain_reads(prepared.header))
                 made.append(
@@ -436,8 +434,9 @@ def put(
     between its elements, as `run` sends it; np.ascontiguousarray(a)
     first to keep only the elements); other layouts are packed.
     `backend`: "cpu" or "auto" (host memory) or "opencl" (on device
-    `device_index`, else the least-loaded one). `ttl_seconds`: it lives that long after its last use (0:
-    the server's --handle_ttl_seconds). `progress` as for `run`, called
+    `device_index`, else the least-loaded one). `ttl_seconds`: it lives
+    that long after its last use (0: the server's --handle_ttl_seconds).
+    `progress` as for `run`, called
     from a gRPC thread. `replica`: the replica to keep it on (another
     handle's `handle.replica`, so that one call can read both); None:
     any, as the target balances."""

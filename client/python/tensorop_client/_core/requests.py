@@ -103,7 +103,7 @@ def _request_header(
     device_index: int | None,
     keep: bool = False,
 ) -> pb.RunRequest:
-    request = pb.RunRequest(backend=_backend(backend))  # type: ignore[arg-type]
+    request = pb.RunRequest(backend=_backend(backend))  # type: ignore[arg-type]  # a Backend value
     set_attrs(request, op, attrs)
     request.outputs.extend(_output_desc(o) for o in outputs or ())
     if device_index is not None:
@@ -186,7 +186,7 @@ def _set_input(tensor: pb.Tensor, array: npt.ArrayLike | _Remote) -> memoryview 
         _refer(tensor, array.handle)  # no bytes: no data field (wire.py)
         return None
     wire = encode_array(array)
-    tensor.dtype = wire.dtype  # type: ignore[assignment]
+    tensor.dtype = wire.dtype  # type: ignore[assignment]  # a DType value
     tensor.sizes.extend(wire.sizes)
     tensor.strides.extend(wire.strides or ())
     return wire.data

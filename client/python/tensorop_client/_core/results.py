@@ -86,9 +86,7 @@ class _Assembler:
         """One part, serialized (as the client receives them) or parsed."""
         if isinstance(part, pb.ResultPart):
             kind = part.WhichOneof("part")
-            parsed = (
-                part.header if kind == "header" else memoryview(part.chunk) if kind else None
-            )
+            parsed = part.header if kind == "header" else memoryview(part.chunk) if kind else None
         else:
             try:
                 parsed = parse_result_part(part)
@@ -167,9 +165,7 @@ class _Assembler:
         return Result(outputs, self._headers[0].backend if self._headers else "")
 
 
-def _read_parts(
-    parts: Iterable[bytes | pb.ResultPart], owner: _Owner | None = None
-) -> Result:
+def _read_parts(parts: Iterable[bytes | pb.ResultPart], owner: _Owner | None = None) -> Result:
     """Reassembles a RunStream or RunChunked answer (see _Assembler)."""
     assembler = _Assembler(owner=owner)
     for part in parts:
@@ -177,9 +173,7 @@ def _read_parts(
     return assembler.result()
 
 
-def _result_from_response(
-    data: bytes, owner: _Owner
-) -> tuple[pb.RunResponse, Result, int]:
+def _result_from_response(data: bytes, owner: _Owner) -> tuple[pb.RunResponse, Result, int]:
     """A serialized RunResponse: its small fields, its outputs as read-only
     arrays over `data` itself (no copy) or RemoteTensors, and their bytes."""
     try:
@@ -188,6 +182,7 @@ def _result_from_response(
         raise protocol_error(f"a RunResponse that does not parse: {e}") from None
     outputs = [_output(owner, i, t, payload) for i, (t, payload) in enumerate(tensors)]
     return meta, Result(outputs, meta.backend), sum(payload.nbytes for _, payload in tensors)
+
 
 def _fetched(result: Result) -> np.ndarray:
     """Fetch's one output."""
