@@ -17,6 +17,7 @@
 #include "server/native/service.h"
 #include "server/pipeline/guarded.h"
 #include "server/pipeline/pipeline.h"
+#include "server/pipeline/raw_unary.h"
 #include "server/pipeline/response_writer.h"
 #include "server/placement/scheduler.h"
 #include "server/security/auth.h"
@@ -232,9 +233,13 @@ struct FetchPlan {
   grpc::ByteBuffer copy_request;
 };
 
-// The request is parsed within `budget` (ParseMessage), as every method's is.
+// The request is parsed within `budget` (ParseMessage), as every method's is,
+// here in the reaction: its fields are an id and strides, so one larger than a
+// raw unary request is refused unparsed (a flood of fields would otherwise
+// hold gRPC's thread while the bound counts them).
 absl::StatusOr<FetchPlan> PlanFetch(const grpc::ByteBuffer& bytes, HandleStore* store,
                                     const HandleCaller& caller, MemoryBudget& budget) {
+  RETURN_IF_ERROR(CheckRawRequestBytes(static_cast<int64_t>(bytes.Length()), "Fetch"));
   MemoryBudget::Reservation parsing = budget.Empty();
   v1::FetchRequest fetch;
   RETURN_IF_ERROR(ParseMessage(bytes, "Fetch", parsing, &fetch));
