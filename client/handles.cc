@@ -9,6 +9,7 @@
 #include "client/client.h"
 #include "client/protocol_error.h"
 #include "client/status_macros.h"
+#include "proto/operator_oneof.h"
 
 namespace tensorop::client {
 
@@ -101,10 +102,7 @@ void KeepOutputs(v1::RunRequest& request) {
 
 v1::ChainStep ChainStepOf(const v1::RunRequest& request) {
   v1::ChainStep step;
-  if (request.has_slice()) *step.mutable_slice() = request.slice();
-  if (request.has_strided_slice()) *step.mutable_strided_slice() = request.strided_slice();
-  if (request.has_split()) *step.mutable_split() = request.split();
-  if (request.has_scatter_elements()) *step.mutable_scatter_elements() = request.scatter_elements();
+  CopyOperator(request, &step);
   for (const auto& [name, tensor] : request.inputs()) {
     *(*step.mutable_inputs())[name].mutable_tensor() = tensor;
   }

@@ -23,6 +23,7 @@
 #include "core/plan/strided_copy.h"
 #include "core/status_macros.h"
 #include "core/validate/tensor.h"
+#include "proto/operator_oneof.h"
 #include "server/memory/zero_bytes.h"
 #include "server/wire/convert.h"
 
@@ -145,22 +146,7 @@ absl::StatusOr<v1::RunRequest> StepRequest(const v1::RunChainRequest& chain, int
   // The step by its place, not the chain's id: messages about it then say
   // which step, and no step copies a client's string.
   request.set_id(absl::StrCat("steps[", i, "]"));
-  switch (step.op_case()) {
-    case v1::ChainStep::kSlice:
-      *request.mutable_slice() = step.slice();
-      break;
-    case v1::ChainStep::kStridedSlice:
-      *request.mutable_strided_slice() = step.strided_slice();
-      break;
-    case v1::ChainStep::kSplit:
-      *request.mutable_split() = step.split();
-      break;
-    case v1::ChainStep::kScatterElements:
-      *request.mutable_scatter_elements() = step.scatter_elements();
-      break;
-    case v1::ChainStep::OP_NOT_SET:
-      break;  // planning names the missing operator
-  }
+  CopyOperator(step, &request);  // none set: planning names the missing operator
   for (const auto& [name, input] : step.inputs()) {
     v1::Tensor& tensor = (*request.mutable_inputs())[name];
     if (input.has_step()) {
