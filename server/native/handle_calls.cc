@@ -55,17 +55,17 @@ class TensorOpService::PutReactor final : public grpc::ServerReadReactor<grpc::B
              grpc::ByteBuffer* response)
       : service_(service),
         response_(response),
-        watch_(service->idle_.Watch(context)),
-        reservation_(service->budget_->Empty()),
+        watch_(service->engine_.idle().Watch(context)),
+        reservation_(service->engine_.budget().Empty()),
         caller_(CallerOf(*context)) {
     record_.method = "Put";
     SetCallOrigin(*context, record_);
-    if (service_->options_.handles == nullptr) {
+    if (service_->engine_.options().handles == nullptr) {
       Done(NoStore());
       return;
     }
     // A draining replica makes no new handles: they would go with it.
-    if (absl::Status admitted = service_->options_.handles->Admit(/*reads_handle=*/false);
+    if (absl::Status admitted = service_->engine_.options().handles->Admit(/*reads_handle=*/false);
         !admitted.ok()) {
       Done(admitted);
       return;
@@ -83,10 +83,10 @@ class TensorOpService::PutReactor final : public grpc::ServerReadReactor<grpc::B
         return;
       }
       // The upload to the device waits for it: a worker's work, not a reaction's.
-      const absl::Status queued = service_->Submit([this] {
+      const absl::Status queued = service_->engine_.Submit([this] {
         Done(Guarded([&] {
           RETURN_IF_ERROR(Complete());
-          RETURN_IF_ERROR(service_->options_.handles->Upload(
+          RETURN_IF_ERROR(service_->engine_.options().handles->Upload(
               pending_, {staging_.get(), static_cast<size_t>(received_)}, NeverStop));
           staging_.reset();
           reservation_.Release();
@@ -121,7 +121,7 @@ class TensorOpService::PutReactor final : public grpc::ServerReadReactor<grpc::B
           absl::StrCat("Put: part ", parts_read_, ": ", bound.status().message()));
     }
     // Held only while the part is parsed and copied.
-    MemoryBudget::Reservation parsing = service_->budget_->Empty();
+    MemoryBudget::Reservation parsing = service_->engine_.budget().Empty();
     RETURN_IF_ERROR(parsing.Grow(*bound, absl::StrCat("Put: parsing part ", parts_read_)));
     v1::PutPart part;
     if (!grpc::SerializationTraits<v1::PutPart>::Deserialize(&read_buffer_, &part).ok()) {
@@ -170,7 +170,7 @@ class TensorOpService::PutReactor final : public grpc::ServerReadReactor<grpc::B
         }
         return -1;
       case v1::OPENCL: {
-        const DevicePool* devices = service_->options_.handles->options().devices;
+        const DevicePool* devices = service_->engine_.options().handles->options().devices;
         if (devices == nullptr) {
           return absl::FailedPreconditionError(
               "header.backend is OPENCL, but this server has no OpenCL device");
@@ -198,7 +198,7 @@ class TensorOpService::PutReactor final : public grpc::ServerReadReactor<grpc::B
     const TensorDesc desc{.dtype = dtype,
                           .sizes = {header.sizes().begin(), header.sizes().end()},
                           .strides = {header.strides().begin(), header.strides().end()}};
-    const Limits& limits = service_->options_.limits;
+    const Limits& limits = service_->engine_.options().limits;
     ASSIGN_OR_RETURN(const Layout layout, ValidateInputLayout(desc, "header", kPutRanks, limits));
     if (layout.buffer_bytes() > limits.max_request_bytes) {
       return absl::ResourceExhaustedError(absl::StrCat(
@@ -207,7 +207,7 @@ class TensorOpService::PutReactor final : public grpc::ServerReadReactor<grpc::B
     }
     ASSIGN_OR_RETURN(
         pending_,
-        service_->options_.handles->Reserve(
+        service_->engine_.options().handles->Reserve(
             caller_, layout,
             absl::StrCat("a Put of ", DTypeName(dtype), " ", FormatList(desc.sizes)), device,
             /*charge_as_written=*/true));
@@ -221,7 +221,7 @@ class TensorOpService::PutReactor final : public grpc::ServerReadReactor<grpc::B
     ttl_ = absl::Seconds(std::min<int64_t>(header.ttl_seconds(), int64_t{1} << 40));
     record_.dtype = std::string(DTypeName(dtype));
     record_.backend =
-        device >= 0 ? service_->options_.handles->options().devices->Label(device) : "cpu";
+        device >= 0 ? service_->engine_.options().handles->options().devices->Label(device) : "cpu";
     return absl::OkStatus();
   }
 
@@ -240,7 +240,7 @@ class TensorOpService::PutReactor final : public grpc::ServerReadReactor<grpc::B
   // Then the handle is made.
   absl::Status Finished() {
     RETURN_IF_ERROR(Complete());
-    HandleStore& store = *service_->options_.handles;
+    HandleStore& store = *service_->engine_.options().handles;
     std::shared_ptr<const ResidentTensor> tensor = store.Commit(std::move(pending_), ttl_);
     v1::TensorHandle handle;
     ToProtoHandle(*tensor, store.replica(), &handle);
@@ -251,12 +251,12 @@ class TensorOpService::PutReactor final : public grpc::ServerReadReactor<grpc::B
   }
 
   void Done(const absl::Status& status) {
-    service_->RecordOutcome(record_, status);
+    service_->engine_.RecordOutcome(record_, status);
     Finish(ToGrpcStatus(status));
   }
 
   TensorOpService* const service_;
-  const OpenCall open_call_{service_->open_calls_};
+  const Engine::OpenCall open_call_{service_->engine_};
   grpc::ByteBuffer* const response_;
   const std::shared_ptr<IdleWatch> watch_;
   MemoryBudget::Reservation reservation_;
@@ -283,9 +283,9 @@ grpc::ServerUnaryReactor* TensorOpService::Release(grpc::CallbackServerContext* 
                                                    const grpc::ByteBuffer* request,
                                                    grpc::ByteBuffer* response) {
   return AnswerRaw<v1::ReleaseRequest, v1::ReleaseResponse>(
-      context, request, response, *budget_, CallOrigin(*context, "Release"),
+      context, request, response, engine_.budget(), CallOrigin(*context, "Release"),
       [&](const auto& in, auto&) {
-        return ReleaseAnswer(options_.handles, CallerOf(*context), in);
+        return ReleaseAnswer(engine_.options().handles, CallerOf(*context), in);
       });
 }
 
@@ -293,9 +293,9 @@ grpc::ServerUnaryReactor* TensorOpService::ListHandles(grpc::CallbackServerConte
                                                        const grpc::ByteBuffer* request,
                                                        grpc::ByteBuffer* response) {
   return AnswerRaw<v1::ListHandlesRequest, v1::ListHandlesResponse>(
-      context, request, response, *budget_, CallOrigin(*context, "ListHandles"),
+      context, request, response, engine_.budget(), CallOrigin(*context, "ListHandles"),
       [&](const auto& in, auto& out) {
-        return ListHandlesAnswer(options_.handles, CallerOf(*context), in, out);
+        return ListHandlesAnswer(engine_.options().handles, CallerOf(*context), in, out);
       });
 }
 

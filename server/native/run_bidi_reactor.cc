@@ -53,8 +53,8 @@ class TensorOpService::BidiReactor final
         identity_(PeerIdentity(*context)),
         peer_(context->peer()),
         trace_(JoinCallTrace(*context)),
-        handles_{.store = service->options_.handles, .caller = CallerOf(*context)},
-        watch_(service->idle_.Watch(context)) {
+        handles_{.store = service->engine_.options().handles, .caller = CallerOf(*context)},
+        watch_(service->engine_.idle().Watch(context)) {
     Step step;
     {
       std::lock_guard<std::mutex> lock(mu_);
@@ -75,7 +75,7 @@ class TensorOpService::BidiReactor final
     }
     ++messages_read_;
     auto request = std::make_shared<v1::RunRequest>();
-    MemoryBudget::Reservation reservation = service_->budget_->Empty();
+    MemoryBudget::Reservation reservation = service_->engine_.budget().Empty();
     const absl::Status parsed = Guarded([&] {
       return ParseRequest(read_buffer_, absl::StrCat("RunBidi: message ", messages_read_),
                           reservation, request.get());
@@ -87,7 +87,7 @@ class TensorOpService::BidiReactor final
                        " is not a valid tensorop.v1.RunRequest; the stream ends here"));
       CallRecord record;
       record.method = "RunBidi";
-      service_->RecordOutcome(Origin(std::move(record)), status);
+      service_->engine_.RecordOutcome(Origin(std::move(record)), status);
       Step step;
       {
         std::lock_guard<std::mutex> lock(mu_);
@@ -180,7 +180,8 @@ class TensorOpService::BidiReactor final
         step.finish = steps.end_status;
         break;
       case BidiFlow::FinishKind::kWriteFailed:
-        step.finish = watch_->expired() ? service_->idle_.IdleStatus() : WriteFailure(stop_);
+        step.finish =
+            watch_->expired() ? service_->engine_.idle().IdleStatus() : WriteFailure(stop_);
         step.log_finish = true;
         break;
     }
@@ -194,7 +195,7 @@ class TensorOpService::BidiReactor final
         // line of its own: its requests' lines say they were answered.
         CallRecord record;
         record.method = "RunBidi";
-        service_->RecordOutcome(Origin(std::move(record)), *step.finish);
+        service_->engine_.RecordOutcome(Origin(std::move(record)), *step.finish);
       }
       Finish(ToGrpcStatus(*step.finish));
       return;  // `this` may be gone
@@ -211,12 +212,13 @@ class TensorOpService::BidiReactor final
     auto held = std::make_shared<MemoryBudget::Reservation>(std::move(reservation));
     // A tiny request runs in this reaction: a hop to a worker and back per
     // request cost a pipelined stream of them a quarter of its CPU.
-    absl::Status status = service_->DispatchOrRunHere(
+    absl::Status status = service_->engine_.DispatchOrRunHere(
         *request, record, stop_, &handles_,
         [this, request, record, held](Placement& placement, PlannedRun* planned) mutable {
           v1::RunResponse response;
           absl::Status status = ExecuteIntoResponse(
-              *request, service_->options_, *service_->scheduler_, placement, stop_, *held,
+              *request, service_->engine_.options(), service_->engine_.scheduler(), placement,
+              stop_, *held,
               /*with_status=*/true, "use RunStream or RunChunked for large results", &response,
               /*uploaded=*/nullptr, &handles_, planned);
           record.backend = placement.label;
@@ -238,7 +240,7 @@ class TensorOpService::BidiReactor final
     response.mutable_status()->set_code(static_cast<int32_t>(ToGrpcCode(status.code())));
     response.mutable_status()->set_message(std::string(status.message()));
     if (status.ok()) record.bytes_out = ResponseDataBytes(response);
-    service_->RecordOutcome(record, status);
+    service_->engine_.RecordOutcome(record, status);
     Queued queued;
     const absl::Status serialized = Guarded([&] {
       SerializeInto(response, &queued.bytes);
@@ -259,7 +261,7 @@ class TensorOpService::BidiReactor final
   }
 
   TensorOpService* const service_;
-  const OpenCall open_call_{service_->open_calls_};
+  const Engine::OpenCall open_call_{service_->engine_};
   const StopCheck stop_;
   // `record` with the stream's caller: who, the trace it joined, from where.
   CallRecord Origin(CallRecord record) const {

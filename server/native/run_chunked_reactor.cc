@@ -82,9 +82,9 @@ class TensorOpService::ChunkedReactor final
   ChunkedReactor(TensorOpService* service, grpc::CallbackServerContext* context)
       : service_(service),
         stop_(CallStopCheck(context)),
-        watch_(service->idle_.Watch(context)),
-        reservation_(service->budget_->Empty()),
-        handles_{.store = service->options_.handles, .caller = CallerOf(*context)} {
+        watch_(service->engine_.idle().Watch(context)),
+        reservation_(service->engine_.budget().Empty()),
+        handles_{.store = service->engine_.options().handles, .caller = CallerOf(*context)} {
     record_.method = "RunChunked";
     SetCallOrigin(*context, record_);
     watch_->Arm();
@@ -112,7 +112,7 @@ class TensorOpService::ChunkedReactor final
   void OnWriteDone(bool ok) override {
     watch_->Disarm();
     if (!ok) {
-      writer_.Fail(watch_->expired() ? service_->idle_.IdleStatus() : WriteFailure(stop_));
+      writer_.Fail(watch_->expired() ? service_->engine_.idle().IdleStatus() : WriteFailure(stop_));
       return;
     }
     writer_.WriteNext();
@@ -280,7 +280,7 @@ class TensorOpService::ChunkedReactor final
       input.tensor.data = *stand_in;
       declared.emplace(input.name, *bytes);
     }
-    absl::StatusOr<ExecutionPlan> plan = PlanOperator(*op, service_->options_.limits);
+    absl::StatusOr<ExecutionPlan> plan = PlanOperator(*op, service_->engine_.options().limits);
     if (!plan.ok()) return;
     const std::vector<ByteRange> reads = InputReadRanges(*plan);
     for (size_t slot = 0; slot < reads.size(); ++slot) {
@@ -309,7 +309,7 @@ class TensorOpService::ChunkedReactor final
     const int64_t target = std::max(needed, 2 * capacity);
     RETURN_IF_ERROR(reservation_.Grow(target + capacity - charged, What(name, needed)));
     bool kept = false;
-    if (!upload.Grow(target, service_->options_.buffer_pool, &kept)) {
+    if (!upload.Grow(target, service_->engine_.options().buffer_pool, &kept)) {
       reservation_.Shrink(target + capacity - charged);
       return absl::ResourceExhaustedError(
           absl::StrCat("out of memory for ", target, " bytes of input \"", name, "\""));
@@ -326,7 +326,7 @@ class TensorOpService::ChunkedReactor final
 
   // Refused as soon as the uploaded bytes pass the limit, not after storing them.
   absl::Status CheckBytes() const {
-    const int64_t limit = service_->options_.limits.max_request_bytes;
+    const int64_t limit = service_->engine_.options().limits.max_request_bytes;
     if (bytes_in_ <= limit) return absl::OkStatus();
     return absl::ResourceExhaustedError(absl::StrCat("RunChunked: the inputs reached ", bytes_in_,
                                                      " bytes, more than the server's limit of ",
@@ -350,14 +350,14 @@ class TensorOpService::ChunkedReactor final
       declared.emplace(name, *bytes);
       total = total.has_value() ? CheckedAdd(*total, *bytes) : std::nullopt;
     }
-    if (!total.has_value() || *total > service_->options_.limits.max_request_bytes) return;
+    if (!total.has_value() || *total > service_->engine_.options().limits.max_request_bytes) return;
     FindReadWindows();
     int64_t held = 0;
     for (const auto& [name, bytes] : declared) {
       auto window = windows_.find(name);
       held += window != windows_.end() ? window->second.read.size() : bytes;
     }
-    if (held > service_->budget_->limit()) {
+    if (held > service_->engine_.budget().limit()) {
       windows_.clear();
       return;
     }
@@ -367,7 +367,8 @@ class TensorOpService::ChunkedReactor final
       // A read window's buffer is fresh address space, never a pool's kept
       // one: the bytes it drops are never touched.
       const bool windowed = windows_.contains(name);
-      if (!upload.Grow(bytes, windowed ? nullptr : service_->options_.buffer_pool, &kept)) {
+      if (!upload.Grow(bytes, windowed ? nullptr : service_->engine_.options().buffer_pool,
+                       &kept)) {
         windows_.erase(name);
         continue;
       }
@@ -381,22 +382,22 @@ class TensorOpService::ChunkedReactor final
 
   void HalfClosed() {
     if (absl::Status stop = stop_(); !stop.ok()) {
-      Done(watch_->expired() ? service_->idle_.IdleStatus() : stop);
+      Done(watch_->expired() ? service_->engine_.idle().IdleStatus() : stop);
       return;
     }
     if (!have_request_) {
       Done(absl::InvalidArgumentError("RunChunked: the stream ended before a request part"));
       return;
     }
-    absl::Status status =
-        service_->Dispatch(request_, record_, [this](Placement& placement) { Work(placement); });
+    absl::Status status = service_->engine_.Dispatch(
+        request_, record_, [this](Placement& placement) { Work(placement); });
     if (!status.ok()) Done(status);
   }
 
   // On a scheduler worker.
   // The result goes out while it is computed where it can, as RunStream's.
   void Work(Placement& placement) {
-    StreamWhileComputing streaming = writer_.Streaming(4 * service_->options_.chunk_bytes);
+    StreamWhileComputing streaming = writer_.Streaming(4 * service_->engine_.options().chunk_bytes);
     std::optional<ResultParts> computed;
     absl::Status status = Guarded([&]() -> absl::Status {
       UploadedInputs uploaded = Spans(uploads_);
@@ -411,9 +412,9 @@ class TensorOpService::ChunkedReactor final
           ASSIGN_OR_RETURN(uploaded.bytes[name], ZeroBytes(window.received));
         }
       }
-      absl::StatusOr<ResultParts> parts =
-          ExecuteIntoParts(request_, service_->options_, *service_->scheduler_, placement, stop_,
-                           reservation_, record_, &uploaded, &handles_, &streaming);
+      absl::StatusOr<ResultParts> parts = ExecuteIntoParts(
+          request_, service_->engine_.options(), service_->engine_.scheduler(), placement, stop_,
+          reservation_, record_, &uploaded, &handles_, &streaming);
       // The uploaded inputs are done with: freed, and their reservation given
       // back (by the worker: the writer leaves the reservation alone until
       // the work ended), while the rest of the result streams.
@@ -438,12 +439,12 @@ class TensorOpService::ChunkedReactor final
 
   void Done(const absl::Status& status) {
     record_.bytes_in = bytes_in_;
-    service_->RecordOutcome(record_, status);
+    service_->engine_.RecordOutcome(record_, status);
     Finish(ToGrpcStatus(status));
   }
 
   TensorOpService* const service_;
-  const OpenCall open_call_{service_->open_calls_};
+  const Engine::OpenCall open_call_{service_->engine_};
   const StopCheck stop_;
   const std::shared_ptr<IdleWatch> watch_;
   MemoryBudget::Reservation reservation_;

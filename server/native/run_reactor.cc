@@ -50,9 +50,9 @@ class TensorOpService::UnaryReactor final : public grpc::ServerUnaryReactor {
         request_bytes_(request),
         response_bytes_(response),
         stop_(CallStopCheck(context)),
-        watch_(service->idle_.Watch(context)),
-        reservation_(service->budget_->Empty()),
-        handles_{.store = service->options_.handles, .caller = CallerOf(*context)} {
+        watch_(service->engine_.idle().Watch(context)),
+        reservation_(service->engine_.budget().Empty()),
+        handles_{.store = service->engine_.options().handles, .caller = CallerOf(*context)} {
     record_.method = "Run";
     SetCallOrigin(*context, record_);
     bool answered = false;
@@ -62,8 +62,10 @@ class TensorOpService::UnaryReactor final : public grpc::ServerUnaryReactor {
       ASSIGN_OR_RETURN(answered, AnswerInReaction());
       if (answered) return absl::OkStatus();
       auto work = [this] { Done(Guarded([&] { return Work(planned_.get()); })); };
-      if (placed_.has_value()) return service_->Submit(run_.request, *placed_, std::move(work));
-      return service_->Submit(std::move(work));
+      if (placed_.has_value()) {
+        return service_->engine_.Submit(run_.request, *placed_, std::move(work));
+      }
+      return service_->engine_.Submit(std::move(work));
     });
     if (answered || !status.ok()) Done(status);
   }
@@ -73,7 +75,7 @@ class TensorOpService::UnaryReactor final : public grpc::ServerUnaryReactor {
     // The call was recorded when its answer was ready (so a client holding the
     // answer finds it counted); an answer the client then never took gets a
     // second log line, not a second count.
-    if (watch_->expired()) LogCall(record_, service_->idle_.IdleStatus());
+    if (watch_->expired()) LogCall(record_, service_->engine_.idle().IdleStatus());
     delete this;
   }
 
@@ -95,18 +97,18 @@ class TensorOpService::UnaryReactor final : public grpc::ServerUnaryReactor {
       if (tensor.has_shared_memory() || tensor.has_handle()) return false;
     }
     if (WritesToSharedMemory(run_.request) || KeepsOutputs(run_.request)) return false;
-    ASSIGN_OR_RETURN(Placement placement, service_->Place(run_.request));
+    ASSIGN_OR_RETURN(Placement placement, service_->engine_.Place(run_.request));
     record_.backend = placement.label;
     placed_ = placement;
     tried_forwarding_ = true;
-    ASSIGN_OR_RETURN(
-        std::optional<OutputBuffers> outputs,
-        AnswerWithReceivedBytes(run_.request, service_->options_, *service_->scheduler_, placement,
-                                stop_, reservation_, kTooBigHint, &run_.uploaded, &handles_,
-                                *run_.received, &run_.data_bytes, planned_));
+    ASSIGN_OR_RETURN(std::optional<OutputBuffers> outputs,
+                     AnswerWithReceivedBytes(run_.request, service_->engine_.options(),
+                                             service_->engine_.scheduler(), placement, stop_,
+                                             reservation_, kTooBigHint, &run_.uploaded, &handles_,
+                                             *run_.received, &run_.data_bytes, planned_));
     if (!outputs.has_value()) return false;
     Answer(*outputs, placement);
-    service_->forwarded_answers_.fetch_add(1, std::memory_order_relaxed);
+    service_->engine_.CountForwardedAnswer();
     return true;
   }
 
@@ -114,16 +116,17 @@ class TensorOpService::UnaryReactor final : public grpc::ServerUnaryReactor {
   // tiny work for the CPU, the plan going with it; else left to a worker.
   absl::StatusOr<bool> RunHereIfTiny() {
     RETURN_IF_ERROR(ParseReceivedRun(request_bytes_, "Run", reservation_,
-                                     service_->options_.buffer_pool, &run_));
+                                     service_->engine_.options().buffer_pool, &run_));
     parsed_ = true;
     Describe();
-    ASSIGN_OR_RETURN(Placement placement, service_->Place(run_.request));
+    ASSIGN_OR_RETURN(Placement placement, service_->engine_.Place(run_.request));
     record_.backend = placement.label;
     placed_ = placement;
-    std::unique_ptr<PlannedRun> planned = PlanIfTiny(
-        run_.request, service_->options_, *service_->scheduler_, placement, stop_, &handles_);
+    std::unique_ptr<PlannedRun> planned =
+        PlanIfTiny(run_.request, service_->engine_.options(), service_->engine_.scheduler(),
+                   placement, stop_, &handles_);
     if (planned == nullptr) return false;
-    RETURN_IF_ERROR(service_->RunHere([&] { return Work(planned.get()); }));
+    RETURN_IF_ERROR(service_->engine_.RunHere([&] { return Work(planned.get()); }));
     return true;
   }
 
@@ -133,7 +136,7 @@ class TensorOpService::UnaryReactor final : public grpc::ServerUnaryReactor {
   absl::Status Work(PlannedRun* planned = nullptr) {
     if (!parsed_) {
       RETURN_IF_ERROR(ParseReceivedRun(request_bytes_, "Run", reservation_,
-                                       service_->options_.buffer_pool, &run_));
+                                       service_->engine_.options().buffer_pool, &run_));
       Describe();
     }
     // Placed in the reaction when parsed there: the placement that chose this worker.
@@ -141,7 +144,7 @@ class TensorOpService::UnaryReactor final : public grpc::ServerUnaryReactor {
     if (placed_.has_value()) {
       placement = *placed_;
     } else {
-      ASSIGN_OR_RETURN(placement, service_->Place(run_.request));
+      ASSIGN_OR_RETURN(placement, service_->engine_.Place(run_.request));
     }
     record_.backend = placement.label;
     if (WritesToSharedMemory(run_.request) || KeepsOutputs(run_.request)) {
@@ -149,9 +152,9 @@ class TensorOpService::UnaryReactor final : public grpc::ServerUnaryReactor {
     }
     const bool may_forward = run_.received.has_value() && !tried_forwarding_;
     absl::StatusOr<OutputBuffers> outputs = ExecuteIntoAnswerBuffers(
-        run_.request, service_->options_, *service_->scheduler_, placement, stop_, reservation_,
-        kTooBigHint, &run_.uploaded, &handles_, may_forward ? &*run_.received : nullptr,
-        &run_.data_bytes, planned);
+        run_.request, service_->engine_.options(), service_->engine_.scheduler(), placement, stop_,
+        reservation_, kTooBigHint, &run_.uploaded, &handles_,
+        may_forward ? &*run_.received : nullptr, &run_.data_bytes, planned);
     record_.backend = placement.label;
     RETURN_IF_ERROR(outputs.status());
     Answer(*outputs, placement);
@@ -180,7 +183,8 @@ class TensorOpService::UnaryReactor final : public grpc::ServerUnaryReactor {
   absl::Status WorkWithOutputsElsewhere(Placement& placement) {
     v1::RunResponse response;
     absl::Status status = ExecuteIntoResponse(
-        run_.request, service_->options_, *service_->scheduler_, placement, stop_, reservation_,
+        run_.request, service_->engine_.options(), service_->engine_.scheduler(), placement, stop_,
+        reservation_,
         /*with_status=*/false, kTooBigHint, &response, &run_.uploaded, &handles_);
     record_.backend = placement.label;
     RETURN_IF_ERROR(status);
@@ -195,13 +199,13 @@ class TensorOpService::UnaryReactor final : public grpc::ServerUnaryReactor {
   }
 
   void Done(const absl::Status& status) {
-    service_->RecordOutcome(record_, status);
+    service_->engine_.RecordOutcome(record_, status);
     watch_->Arm();  // the answer waits for the client from here
     Finish(ToGrpcStatus(status));
   }
 
   TensorOpService* const service_;
-  const OpenCall open_call_{service_->open_calls_};
+  const Engine::OpenCall open_call_{service_->engine_};
   const grpc::ByteBuffer* const request_bytes_;  // owned by gRPC until OnDone
   grpc::ByteBuffer* const response_bytes_;
   const StopCheck stop_;

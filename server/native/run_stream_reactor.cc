@@ -47,15 +47,15 @@ class TensorOpService::StreamReactor final : public grpc::ServerWriteReactor<grp
         own_request_(std::move(own_request)),
         request_bytes_(request != nullptr ? request : &own_request_),
         stop_(CallStopCheck(context)),
-        watch_(service->idle_.Watch(context)),
-        reservation_(service->budget_->Empty()),
-        handles_{.store = service->options_.handles, .caller = CallerOf(*context)} {
+        watch_(service->engine_.idle().Watch(context)),
+        reservation_(service->engine_.budget().Empty()),
+        handles_{.store = service->engine_.options().handles, .caller = CallerOf(*context)} {
     record_.method = method_;
     SetCallOrigin(*context, record_);
     absl::Status status = Guarded([&] {
       RETURN_IF_ERROR(reservation_.Grow(static_cast<int64_t>(request_bytes_->Length()),
                                         absl::StrCat(method_, ": the request as received")));
-      return service_->Submit([this] { Work(); });
+      return service_->engine_.Submit([this] { Work(); });
     });
     if (!status.ok()) Done(status);
   }
@@ -66,7 +66,7 @@ class TensorOpService::StreamReactor final : public grpc::ServerWriteReactor<grp
                 std::shared_ptr<const ResidentTensor> download)
       : StreamReactor(service, context, std::move(record)) {
     download_ = std::move(download);
-    absl::Status status = service_->Submit([this] { Work(); });
+    absl::Status status = service_->engine_.Submit([this] { Work(); });
     if (!status.ok()) Done(status);
   }
 
@@ -98,16 +98,16 @@ class TensorOpService::StreamReactor final : public grpc::ServerWriteReactor<grp
         method_(record.method),
         request_bytes_(&own_request_),
         stop_(CallStopCheck(context)),
-        watch_(service->idle_.Watch(context)),
-        reservation_(service->budget_->Empty()),
-        handles_{.store = service->options_.handles, .caller = CallerOf(*context)},
+        watch_(service->engine_.idle().Watch(context)),
+        reservation_(service->engine_.budget().Empty()),
+        handles_{.store = service->engine_.options().handles, .caller = CallerOf(*context)},
         record_(std::move(record)) {}
 
   // On a scheduler worker.
   void Work() {
     // A RunStream result on the CPU starts going out while it is computed
     // (from 4 chunks: smaller ones gain nothing from the overlap).
-    StreamWhileComputing streaming = writer_.Streaming(4 * service_->options_.chunk_bytes);
+    StreamWhileComputing streaming = writer_.Streaming(4 * service_->engine_.options().chunk_bytes);
     std::optional<ResultParts> computed;
     absl::Status status = Guarded([&]() -> absl::Status {
       ASSIGN_OR_RETURN(computed, download_ != nullptr   ? Download()
@@ -130,17 +130,17 @@ class TensorOpService::StreamReactor final : public grpc::ServerWriteReactor<grp
   absl::StatusOr<ResultParts> RunOne(StreamWhileComputing* streaming) {
     // Large inputs are read where they were received, as Run's are.
     RETURN_IF_ERROR(ParseReceivedRun(request_bytes_, method_, reservation_,
-                                     service_->options_.buffer_pool, &run_));
+                                     service_->engine_.options().buffer_pool, &run_));
     CallRecord described = DescribeRequest(method_, run_.request);
     if (method_ == "Fetch") described.op.clear();  // a Fetch in a layout: no operator asked
     Describe(std::move(described));
     record_.bytes_in += run_.data_bytes;
-    ASSIGN_OR_RETURN(Placement placement, service_->Place(run_.request));
+    ASSIGN_OR_RETURN(Placement placement, service_->engine_.Place(run_.request));
     record_.backend = placement.label;
-    absl::StatusOr<ResultParts> parts =
-        ExecuteIntoParts(run_.request, service_->options_, *service_->scheduler_, placement, stop_,
-                         reservation_, record_, &run_.uploaded, &handles_, streaming,
-                         run_.received.has_value() ? &*run_.received : nullptr, &run_.data_bytes);
+    absl::StatusOr<ResultParts> parts = ExecuteIntoParts(
+        run_.request, service_->engine_.options(), service_->engine_.scheduler(), placement, stop_,
+        reservation_, record_, &run_.uploaded, &handles_, streaming,
+        run_.received.has_value() ? &*run_.received : nullptr, &run_.data_bytes);
     run_.Free(reservation_);  // the inputs are done with; only the outputs stream
     return parts;
   }
@@ -152,10 +152,11 @@ class TensorOpService::StreamReactor final : public grpc::ServerWriteReactor<grp
     Describe(DescribeChain(method_, chain));
     run_.request.set_backend(chain.backend());
     if (chain.has_device_index()) run_.request.set_device_index(chain.device_index());
-    ASSIGN_OR_RETURN(Placement placement, service_->Place(run_.request));
+    ASSIGN_OR_RETURN(Placement placement, service_->engine_.Place(run_.request));
     record_.backend = placement.label;
-    return ExecuteChainIntoParts(chain, service_->options_, *service_->scheduler_, placement, stop_,
-                                 *service_->budget_, reservation_, record_, &handles_);
+    return ExecuteChainIntoParts(chain, service_->engine_.options(), service_->engine_.scheduler(),
+                                 placement, stop_, service_->engine_.budget(), reservation_,
+                                 record_, &handles_);
   }
 
   absl::StatusOr<ResultParts> Download() {
@@ -165,14 +166,16 @@ class TensorOpService::StreamReactor final : public grpc::ServerWriteReactor<grp
         reservation_.Grow(layout.buffer_bytes(),
                           absl::StrCat("Fetch: the ", layout.buffer_bytes(), " bytes of handle ",
                                        ShortId(tensor.id()), " from its OpenCL device")));
-    ASSIGN_OR_RETURN(OutputBuffer buffer, AllocateOutput(layout, service_->options_.buffer_pool));
+    ASSIGN_OR_RETURN(OutputBuffer buffer,
+                     AllocateOutput(layout, service_->engine_.options().buffer_pool));
     RETURN_IF_ERROR(handles_.store->Download(
         tensor, {buffer.get(), static_cast<size_t>(layout.buffer_bytes())}, stop_));
     download_.reset();
     Outputs outputs;
     outputs.layouts.push_back(layout);
     outputs.buffers.push_back(Share(std::move(buffer)));
-    return ResultParts(std::move(outputs), record_.backend, service_->options_.chunk_bytes);
+    return ResultParts(std::move(outputs), record_.backend,
+                       service_->engine_.options().chunk_bytes);
   }
 
   // The parsed request's record, keeping when the call started, who made it
@@ -180,16 +183,16 @@ class TensorOpService::StreamReactor final : public grpc::ServerWriteReactor<grp
   void Describe(CallRecord described) { Redescribe(record_, std::move(described)); }
 
   absl::Status WriteFailed() const {
-    return watch_->expired() ? service_->idle_.IdleStatus() : WriteFailure(stop_);
+    return watch_->expired() ? service_->engine_.idle().IdleStatus() : WriteFailure(stop_);
   }
 
   void Done(const absl::Status& status) {
-    service_->RecordOutcome(record_, status);
+    service_->engine_.RecordOutcome(record_, status);
     Finish(ToGrpcStatus(status));
   }
 
   TensorOpService* const service_;
-  const OpenCall open_call_{service_->open_calls_};
+  const Engine::OpenCall open_call_{service_->engine_};
   // A literal ("RunStream", "Fetch", kRunChain): CallRecord keeps a view of it, which
   // the request log formats after the reactor is gone.
   const absl::string_view method_;
@@ -286,11 +289,12 @@ grpc::ServerWriteReactor<grpc::ByteBuffer>* TensorOpService::Fetch(
     grpc::CallbackServerContext* context, const grpc::ByteBuffer* request) {
   FetchPlan plan;
   absl::Status status = Guarded([&] {
-    ASSIGN_OR_RETURN(plan, PlanFetch(*request, options_.handles, CallerOf(*context), *budget_));
+    ASSIGN_OR_RETURN(
+        plan, PlanFetch(*request, engine_.options().handles, CallerOf(*context), engine_.budget()));
     return absl::OkStatus();
   });
   if (!status.ok()) {
-    RecordOutcome(CallOrigin(*context, "Fetch"), status);
+    engine_.RecordOutcome(CallOrigin(*context, "Fetch"), status);
     return new RefusedWrite(status);
   }
   if (!plan.as_is)
@@ -301,7 +305,7 @@ grpc::ServerWriteReactor<grpc::ByteBuffer>* TensorOpService::Fetch(
     record.method = "Fetch";
     record.id = ShortId(tensor.id());
     SetCallOrigin(*context, record);
-    record.backend = options_.handles->options().devices->Label(tensor.device_index());
+    record.backend = engine_.options().handles->options().devices->Label(tensor.device_index());
     return new StreamReactor(this, context, std::move(record), std::move(plan.tensor));
   }
   Outputs outputs;
@@ -314,7 +318,7 @@ grpc::ServerWriteReactor<grpc::ByteBuffer>* TensorOpService::Fetch(
   SetCallOrigin(*context, record);
   record.backend = "cpu";
   return new StreamReactor(this, context, std::move(record),
-                           ResultParts(std::move(outputs), "cpu", options_.chunk_bytes));
+                           ResultParts(std::move(outputs), "cpu", engine_.options().chunk_bytes));
 }
 
 grpc::ServerWriteReactor<grpc::ByteBuffer>* TensorOpService::RunStream(

@@ -1,8 +1,7 @@
-// TensorOpService's shared methods: placement, submission, the outcome's
-// record, and the pipeline for other front ends. Each Run method's reactor
-// has its own file (server/native/run_reactor.cc, run_stream_reactor.cc,
-// run_bidi_reactor.cc, run_chunked_reactor.cc), the pipeline they share is
-// server/pipeline/pipeline.h.
+// TensorOpService's shared memory calls. Each Run method's reactor has its own
+// file (server/native/run_reactor.cc, run_stream_reactor.cc,
+// run_bidi_reactor.cc, run_chunked_reactor.cc); what runs their requests is
+// the engine (server/pipeline/engine.h).
 
 #include "server/native/service.h"
 
@@ -25,95 +24,17 @@
 #include "server/telemetry/request_log.h"
 
 namespace tensorop::server {
-TensorOpService::TensorOpService(const ServiceOptions& options, Scheduler* scheduler)
-    : options_(options),
-      scheduler_(scheduler),
-      budget_(options.memory_budget != nullptr ? options.memory_budget : &unbounded_),
-      idle_(options.idle_timeout) {}
 
-void TensorOpService::RecordOutcome(const CallRecord& record, const absl::Status& status) const {
-  // One clock reading, so the log's latency and the histogram's agree.
-  const absl::Time end = absl::Now();
-  if (options_.metrics != nullptr) {
-    options_.metrics->RecordCall(record, status.code(), end - record.start);
-  }
-  LogCall(record, status, end);
-}
-
-absl::StatusOr<Placement> TensorOpService::Place(const v1::RunRequest& request) const {
-  return scheduler_->Place(request.backend(), RequestedDevice(request));
-}
-
-absl::Status TensorOpService::Submit(std::function<void()> work) {
-  return scheduler_->Submit(std::move(work));
-}
-
-absl::Status TensorOpService::Submit(const v1::RunRequest& request, const Placement& placement,
-                                     std::function<void()> work) {
-  // AUTO runs pinned to the device that holds a resident input or is to keep
-  // an output, and may wait for a slot there as OPENCL does.
-  if (placement.device == Device::kAuto && (ReadsHandles(request) || KeepsOutputs(request))) {
-    return scheduler_->Submit(std::move(work));
-  }
-  return scheduler_->Submit(placement, std::move(work));
-}
-
-absl::Status TensorOpService::Dispatch(const v1::RunRequest& request, CallRecord& record,
-                                       std::function<void(Placement&)> work) {
-  absl::StatusOr<Placement> placement = Place(request);
-  if (!placement.ok()) return placement.status();
-  record.backend = placement->label;
-  return Submit(request, *placement,
-                [work = std::move(work), placement = *placement]() mutable { work(placement); });
-}
-
-absl::Status TensorOpService::DispatchOrRunHere(const v1::RunRequest& request, CallRecord& record,
-                                                const StopCheck& stop, const HandleAccess* handles,
-                                                std::function<void(Placement&, PlannedRun*)> work) {
-  ASSIGN_OR_RETURN(Placement placement, Place(request));
-  record.backend = placement.label;
-  if (std::unique_ptr<PlannedRun> planned =
-          PlanIfTiny(request, options_, *scheduler_, placement, stop, handles)) {
-    return RunHere([&] {
-      work(placement, planned.get());
-      return absl::OkStatus();
-    });
-  }
-  return Submit(request, placement,
-                [work = std::move(work), placement]() mutable { work(placement, nullptr); });
-}
-
-std::optional<TensorOpService::TinyRun> TensorOpService::PlanTiny(
-    const v1::RunRequest& request, const StopCheck& stop, const HandleAccess* handles) const {
-  absl::StatusOr<Placement> placement = Place(request);
-  if (!placement.ok()) return std::nullopt;
-  std::unique_ptr<PlannedRun> planned =
-      PlanIfTiny(request, options_, *scheduler_, *placement, stop, handles);
-  if (planned == nullptr) return std::nullopt;
-  return TinyRun{.placement = *placement, .planned = std::move(planned)};
-}
-
-absl::Status TensorOpService::RunHere(const std::function<absl::Status()>& work) {
-  absl::Status status;
-  RETURN_IF_ERROR(scheduler_->RunHere([&] {
-    run_here_.fetch_add(1, std::memory_order_relaxed);  // counted before its answer goes out
-    status = work();
-  }));
-  return status;
-}
-
-}  // namespace tensorop::server
-
-namespace tensorop::server {
+TensorOpService::TensorOpService(Engine* engine) : engine_(*engine) {}
 
 grpc::ServerUnaryReactor* TensorOpService::RegisterSharedMemory(
     grpc::CallbackServerContext* context, const grpc::ByteBuffer* request,
     grpc::ByteBuffer* response) {
   return AnswerRaw<v1::RegisterSharedMemoryRequest, v1::RegisterSharedMemoryResponse>(
-      context, request, response, *budget_, CallOrigin(*context, "RegisterSharedMemory"),
+      context, request, response, engine_.budget(), CallOrigin(*context, "RegisterSharedMemory"),
       [&](const auto& in, auto& out) {
-        return RegisterSharedMemoryAnswer(options_.shared_memory, SharedMemoryCallerOf(*context),
-                                          in, out);
+        return RegisterSharedMemoryAnswer(engine_.options().shared_memory,
+                                          SharedMemoryCallerOf(*context), in, out);
       });
 }
 
@@ -121,10 +42,10 @@ grpc::ServerUnaryReactor* TensorOpService::UnregisterSharedMemory(
     grpc::CallbackServerContext* context, const grpc::ByteBuffer* request,
     grpc::ByteBuffer* response) {
   return AnswerRaw<v1::UnregisterSharedMemoryRequest, v1::UnregisterSharedMemoryResponse>(
-      context, request, response, *budget_, CallOrigin(*context, "UnregisterSharedMemory"),
+      context, request, response, engine_.budget(), CallOrigin(*context, "UnregisterSharedMemory"),
       [&](const auto& in, auto&) {
-        return UnregisterSharedMemoryAnswer(options_.shared_memory, SharedMemoryCallerOf(*context),
-                                            in);
+        return UnregisterSharedMemoryAnswer(engine_.options().shared_memory,
+                                            SharedMemoryCallerOf(*context), in);
       });
 }
 
@@ -132,71 +53,11 @@ grpc::ServerUnaryReactor* TensorOpService::SharedMemoryStatus(grpc::CallbackServ
                                                               const grpc::ByteBuffer* request,
                                                               grpc::ByteBuffer* response) {
   return AnswerRaw<v1::SharedMemoryStatusRequest, v1::SharedMemoryStatusResponse>(
-      context, request, response, *budget_, CallOrigin(*context, "SharedMemoryStatus"),
+      context, request, response, engine_.budget(), CallOrigin(*context, "SharedMemoryStatus"),
       [&](const auto& in, auto& out) {
-        return SharedMemoryStatusAnswer(options_.shared_memory, SharedMemoryCallerOf(*context), in,
-                                        out);
+        return SharedMemoryStatusAnswer(engine_.options().shared_memory,
+                                        SharedMemoryCallerOf(*context), in, out);
       });
-}
-
-}  // namespace tensorop::server
-
-// ---------------------------------------------------------------------------
-// The pipeline for other front ends (server/v2/inference_service.h).
-
-namespace tensorop::server {
-
-namespace {
-
-// The v2 front ends keep no handles; their caller still owns the shared
-// memory regions the request uses (the identity the request log records).
-HandleAccess CallerAccess(const CallRecord& record) {
-  return HandleAccess{
-      .store = nullptr,
-      .caller = HandleCaller{.name = record.identity, .authenticated = !record.identity.empty()}};
-}
-
-}  // namespace
-
-absl::Status TensorOpService::ExecuteOnWorker(const v1::RunRequest& request, CallRecord& record,
-                                              const StopCheck& stop,
-                                              MemoryBudget::Reservation& reservation,
-                                              absl::string_view too_big_hint,
-                                              v1::RunResponse* response,
-                                              const UploadedInputs* uploaded) {
-  ASSIGN_OR_RETURN(Placement placement, Place(request));
-  record.backend = placement.label;
-  const HandleAccess caller = CallerAccess(record);
-  absl::Status status =
-      ExecuteIntoResponse(request, options_, *scheduler_, placement, stop, reservation,
-                          /*with_status=*/false, too_big_hint, response, uploaded, &caller);
-  record.backend = placement.label;
-  RETURN_IF_ERROR(status);
-  response->set_id(request.id());
-  response->set_backend(placement.label);
-  record.bytes_out = ResponseDataBytes(*response);
-  return absl::OkStatus();
-}
-
-absl::StatusOr<OutputBuffers> TensorOpService::ExecuteIntoBuffersOnWorker(
-    const v1::RunRequest& request, CallRecord& record, const StopCheck& stop,
-    MemoryBudget::Reservation& reservation, absl::string_view too_big_hint,
-    const UploadedInputs* uploaded, const RequestDataView* received, int64_t* received_reserved,
-    TinyRun* tiny) {
-  Placement placement;
-  if (tiny != nullptr) {
-    placement = tiny->placement;
-  } else {
-    ASSIGN_OR_RETURN(placement, Place(request));
-  }
-  record.backend = placement.label;
-  const HandleAccess caller = CallerAccess(record);
-  absl::StatusOr<OutputBuffers> outputs = ExecuteIntoAnswerBuffers(
-      request, options_, *scheduler_, placement, stop, reservation, too_big_hint, uploaded, &caller,
-      received, received_reserved, tiny != nullptr ? tiny->planned.get() : nullptr);
-  record.backend = placement.label;
-  if (outputs.ok()) record.bytes_out = TotalBytes(outputs->layouts);
-  return outputs;
 }
 
 }  // namespace tensorop::server

@@ -1,5 +1,5 @@
 // The request pipeline behind the tensorop.v1 reactors (server/native/run_*_reactor.cc)
-// and TensorOpService::ExecuteOnWorker: a request's bytes parsed against the
+// and Engine::ExecuteOnWorker: a request's bytes parsed against the
 // memory budget, planned, its outputs reserved and allocated, executed by the
 // scheduler, and shaped as an inline answer, answer buffers, or streamed
 // result parts. No reactor and no call: tests/server/pipeline_test.cc drives

@@ -45,9 +45,9 @@ constexpr absl::string_view kCpuHealthName = "tensorop.cpu";
 // dropping what it still held for the client: the tail of a large answer.
 // Calls keep being served meanwhile; the bound (half the grace period) leaves
 // the rest of it to calls that clients which ignore health keep sending.
-void WaitForQuiet(const TensorOpService& service, std::chrono::system_clock::time_point until) {
+void WaitForQuiet(const Engine& engine, std::chrono::system_clock::time_point until) {
   while (std::chrono::system_clock::now() < until &&
-         (service.open_calls() > 0 || UnsentSocketBytes() > 0)) {
+         (engine.open_calls() > 0 || UnsentSocketBytes() > 0)) {
     std::this_thread::sleep_for(std::chrono::milliseconds(5));
   }
 }
@@ -177,20 +177,21 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Create(const ServerConfig& confi
                      "without a copy.",
                      "counter", {}, [] { return LentChainSteps(); });
   effective.service.handles = server->handles_.get();
-  server->service_ = std::make_unique<TensorOpService>(effective.service, &scheduler);
+  server->engine_ = std::make_unique<Engine>(effective.service, &scheduler);
+  server->service_ = std::make_unique<TensorOpService>(server->engine_.get());
   metrics.AddSampled("tensorop_forwarded_answers_total",
                      "Run calls answered with the bytes their requests carried (every output a "
                      "contiguous run of an input): no kernel, no copy, no worker.",
                      "counter", {},
-                     [service = server->service_.get()] { return service->forwarded_answers(); });
+                     [engine = server->engine_.get()] { return engine->forwarded_answers(); });
   metrics.AddSampled("tensorop_requests_run_here_total",
                      absl::StrCat("Run, RunBidi and ModelInfer requests run on the thread that "
                                   "read them, "
                                   "with no hop to a worker: copies of at most ",
                                   kTinyRequestBytes >> 10, " KiB on the CPU."),
                      "counter", {},
-                     [service = server->service_.get()] { return service->requests_run_here(); });
-  server->inference_ = std::make_unique<InferenceService>(server->service_.get(), &metrics);
+                     [engine = server->engine_.get()] { return engine->requests_run_here(); });
+  server->inference_ = std::make_unique<InferenceService>(server->engine_.get(), &metrics);
   server->echo_ = std::make_unique<EchoService>(config.service.max_message_bytes);
   AddCalibrationSeries(metrics, scheduler, devices);
   // AUTO's cost model, measured in the background while the server starts
@@ -244,7 +245,7 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Create(const ServerConfig& confi
       http.make_connection = TlsConnections(*std::move(holder));
     }
     absl::StatusOr<std::unique_ptr<InferenceHttpServer>> started = InferenceHttpServer::Start(
-        config.http_address, server->service_.get(), &metrics, std::move(http));
+        config.http_address, server->engine_.get(), &metrics, std::move(http));
     if (!started.ok()) return started.status();
     server->inference_http_ = *std::move(started);
   }
@@ -402,15 +403,15 @@ void Server::Shutdown() {
   }
   // WaitForQuiet's bound: half of what is left of the grace period.
   const auto now = std::chrono::system_clock::now();
-  WaitForQuiet(*service_,
+  WaitForQuiet(*engine_,
                now + std::max(grace_end - now, std::chrono::system_clock::duration::zero()) / 2);
-  stop_.calls_open_at_shutdown = service_->open_calls();
+  stop_.calls_open_at_shutdown = engine_->open_calls();
   server_->Shutdown(grace_end);
   stop_.grace_ran_out = std::chrono::system_clock::now() >= grace_end;
 }
 
 std::string Server::CutShort() const {
-  return absl::StrCat(service_->open_calls(), " calls open, ", handles_->handles(),
+  return absl::StrCat(engine_->open_calls(), " calls open, ", handles_->handles(),
                       " handles dropped");
 }
 

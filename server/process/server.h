@@ -30,6 +30,7 @@
 #include "server/memory/memory_budget.h"
 #include "server/native/echo_service.h"
 #include "server/native/service.h"
+#include "server/pipeline/engine.h"
 #include "server/placement/device_pool.h"
 #include "server/placement/scheduler.h"
 #include "server/process/config.h"
@@ -101,8 +102,10 @@ class Server {
   std::unique_ptr<SharedMemoryRegistry> shared_memory_;
   // Handles' resident bytes, counted in the budget likewise.
   std::unique_ptr<HandleStore> handles_;
+  // What runs every front end's requests (server/pipeline/engine.h).
+  std::unique_ptr<Engine> engine_;
   std::unique_ptr<TensorOpService> service_;
-  // The Open Inference Protocol (KServe v2) on the same port(s), run by service_.
+  // The Open Inference Protocol (KServe v2) on the same port(s), run by engine_.
   std::unique_ptr<InferenceService> inference_;
   std::unique_ptr<EchoService> echo_;
   // AUTO's cost model, measured in the background. Declared after what it
@@ -110,7 +113,7 @@ class Server {
   std::jthread calibration_;
   std::unique_ptr<Security> security_;
   std::unique_ptr<MetricsHttpServer> metrics_http_;
-  // The v2 HTTP/REST API (--http_address), run by service_.
+  // The v2 HTTP/REST API (--http_address), run by engine_.
   std::unique_ptr<InferenceHttpServer> inference_http_;
   std::unique_ptr<grpc::ResourceQuota> quota_;
   std::vector<int> ports_;

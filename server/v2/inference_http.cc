@@ -60,7 +60,7 @@ HttpRefusal Refusal(const absl::Status& status) {
 
 HttpAdmission Admit(State& state, const HttpRequestHead& head) {
   auto hold = std::make_shared<Hold>();
-  hold->reservation = state.native->budget().Empty();
+  hold->reservation = state.engine->budget().Empty();
   std::string token_name;
   if (state.options.tokens != nullptr && !absl::StartsWith(head.target, kHealthPrefix)) {
     auto header = head.headers.find("authorization");
@@ -98,11 +98,11 @@ HttpAdmission Admit(State& state, const HttpRequestHead& head) {
 // An inference, on the HTTP worker that read it; the work itself runs on a
 // scheduler worker, as gRPC ModelInfer's.
 void Infer(State& state, const httplib::Request& http, httplib::Response& out) {
-  TensorOpService& native = *state.native;
+  Engine& engine = *state.engine;
   std::shared_ptr<Hold> hold = std::static_pointer_cast<Hold>(BoundedHttpServer::CurrentHold());
   if (hold == nullptr) {
     hold = std::make_shared<Hold>();
-    hold->reservation = native.budget().Empty();
+    hold->reservation = engine.budget().Empty();
   }
   MemoryBudget::Reservation& reservation = hold->reservation;
   // The waiting room's copy is gone (httplib consumed it); httplib's stays.
@@ -121,7 +121,7 @@ void Infer(State& state, const httplib::Request& http, httplib::Response& out) {
   // A model's name is its operator's; anything else stays out of the log.
   if (CheckModel(model, version).ok()) record.op = model;
 
-  native.BeginOpenCall();
+  engine.BeginOpenCall();
   HttpBody answered;
   const absl::Status status = Guarded([&]() -> absl::Status {
     std::optional<int64_t> header_length;
@@ -163,7 +163,7 @@ void Infer(State& state, const httplib::Request& http, httplib::Response& out) {
     // Shared: the task may still be inside set_value when get() returns.
     auto done = std::make_shared<std::promise<absl::Status>>();
     std::future<absl::Status> finished = done->get_future();
-    RETURN_IF_ERROR(native.SubmitTask([&, done] {
+    RETURN_IF_ERROR(engine.Submit([&, done] {
       done->set_value(Guarded([&]() -> absl::Status {
         RETURN_IF_ERROR(stop());
         ASSIGN_OR_RETURN(v1::RunRequest run, ToRunRequest(parsed.request));
@@ -171,7 +171,7 @@ void Infer(State& state, const httplib::Request& http, httplib::Response& out) {
         v1::RunResponse native_response;
         RETURN_IF_ERROR(NameSharedMemoryOutput(
             parsed.request,
-            native.ExecuteOnWorker(run, record, stop, reservation, kTooBigHint, &native_response)));
+            engine.ExecuteOnWorker(run, record, stop, reservation, kTooBigHint, &native_response)));
         run.Clear();  // the inputs are done with
         ASSIGN_OR_RETURN(response, ToModelInferResponse(parsed.request, native_response));
         return absl::OkStatus();
@@ -194,8 +194,8 @@ void Infer(State& state, const httplib::Request& http, httplib::Response& out) {
     answered = std::move(body);
     return absl::OkStatus();
   });
-  native.RecordOutcome(record, status);
-  native.EndOpenCall();
+  engine.RecordOutcome(record, status);
+  engine.EndOpenCall();
   if (!status.ok()) {
     Reply(out, status);
     return;
@@ -232,7 +232,7 @@ void SystemSharedMemoryRoutes(State* state, httplib::Server& http) {
     inference::SystemSharedMemoryStatusRequest request;
     request.set_name(region(in));
     absl::StatusOr<inference::SystemSharedMemoryStatusResponse> answer =
-        SystemSharedMemoryStatusAnswer(state->native->options().shared_memory, request,
+        SystemSharedMemoryStatusAnswer(state->engine->options().shared_memory, request,
                                        HttpCaller(in));
     if (!answer.ok()) return Reply(out, answer.status());
     out.set_content(SystemSharedMemoryStatusJson(*answer), kJson);
@@ -245,7 +245,7 @@ void SystemSharedMemoryRoutes(State* state, httplib::Server& http) {
         ParseSystemSharedMemoryRegister(region(in), in.body);
     if (!request.ok()) return Reply(out, request.status());
     absl::Status registered = SystemSharedMemoryRegisterAnswer(
-                                  state->native->options().shared_memory, *request, HttpCaller(in))
+                                  state->engine->options().shared_memory, *request, HttpCaller(in))
                                   .status();
     if (!registered.ok()) return Reply(out, registered);
     out.status = 200;
@@ -254,7 +254,7 @@ void SystemSharedMemoryRoutes(State* state, httplib::Server& http) {
     inference::SystemSharedMemoryUnregisterRequest request;
     request.set_name(region(in));
     absl::Status unregistered = SystemSharedMemoryUnregisterAnswer(
-                                    state->native->options().shared_memory, request, HttpCaller(in))
+                                    state->engine->options().shared_memory, request, HttpCaller(in))
                                     .status();
     if (!unregistered.ok()) return Reply(out, unregistered);
     out.status = 200;
@@ -283,7 +283,7 @@ void Routes(const std::shared_ptr<State>& shared, httplib::Server& http) {
   http.Get("/v2", [state](const httplib::Request&, httplib::Response& out) {
     out.set_content(
         ServerMetadataJson(ServerMetadataAnswer(
-            /*system_shared_memory=*/state->native->options().shared_memory != nullptr)),
+            /*system_shared_memory=*/state->engine->options().shared_memory != nullptr)),
         kJson);
   });
   http.Post("/v2/repository/index", [](const httplib::Request&, httplib::Response& out) {
@@ -349,10 +349,10 @@ absl::StatusOr<std::string> CheckHttpBearer(const std::string* header, const Tok
 }
 
 absl::StatusOr<std::unique_ptr<InferenceHttpServer>> InferenceHttpServer::Start(
-    const std::string& address, TensorOpService* native, const Metrics* metrics,
+    const std::string& address, Engine* engine, const Metrics* metrics,
     InferenceHttpOptions options) {
   auto state = std::make_shared<State>();
-  state->native = native;
+  state->engine = engine;
   state->metrics = metrics;
   state->options = std::move(options);
 

@@ -7,7 +7,7 @@
 // (server/transport/bounded_http.h) reads each request; an infer request is converted
 // (server/v2/inference_http_json.h) into an inference::ModelInferRequest and
 // runs exactly as gRPC ModelInfer does (server/v2/inference_models.h, then
-// TensorOpService::ExecuteOnWorker on a scheduler worker), its bytes reserved
+// Engine::ExecuteOnWorker on a scheduler worker), its bytes reserved
 // in the memory budget before its body is read. Errors are the gRPC API's
 // messages as {"error": ...} with ToHttpStatus's status. The caller is who
 // it is over gRPC: CallerIdentity (server/security/auth.h) of its bearer token
@@ -24,7 +24,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
-#include "server/native/service.h"
+#include "server/pipeline/engine.h"
 #include "server/security/auth.h"
 #include "server/transport/bounded_http.h"
 
@@ -57,11 +57,11 @@ absl::StatusOr<std::string> CheckHttpBearer(const std::string* header, const Tok
 
 class InferenceHttpServer {
  public:
-  // Serves on `address` (HOST:PORT; port 0: a free one). `native` runs every
+  // Serves on `address` (HOST:PORT; port 0: a free one). `engine` runs every
   // inference and `metrics` (may be null) gives statistics; both must outlive
   // the server.
   static absl::StatusOr<std::unique_ptr<InferenceHttpServer>> Start(const std::string& address,
-                                                                    TensorOpService* native,
+                                                                    Engine* engine,
                                                                     const Metrics* metrics,
                                                                     InferenceHttpOptions options);
   // Stops serving; answers being written end at their next wait.
@@ -75,7 +75,7 @@ class InferenceHttpServer {
   void SetReady(bool ready) { state_->ready.store(ready, std::memory_order_release); }
 
   struct State {
-    TensorOpService* native = nullptr;
+    Engine* engine = nullptr;
     const Metrics* metrics = nullptr;
     InferenceHttpOptions options;
     std::atomic<bool> ready{false};

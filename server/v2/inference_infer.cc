@@ -168,9 +168,9 @@ absl::Status PrepareInfer(const grpc::ByteBuffer& bytes, absl::string_view metho
 // Its second half: `prepared` executed by the native pipeline and its answer
 // serialized into `out`; `reservation` holds the answer when it returns OK.
 // `tiny`: the request planned to run here, in a reaction (PlanTiny).
-absl::Status ExecuteInfer(TensorOpService& native, PreparedInfer& prepared, const StopCheck& stop,
+absl::Status ExecuteInfer(Engine& engine, PreparedInfer& prepared, const StopCheck& stop,
                           CallRecord& record, MemoryBudget::Reservation& reservation,
-                          grpc::ByteBuffer* out, TensorOpService::TinyRun* tiny = nullptr) {
+                          grpc::ByteBuffer* out, Engine::TinyRun* tiny = nullptr) {
   const inference::ModelInferRequest& request = prepared.request;
   std::optional<RequestDataView>& received = prepared.received;
   const std::optional<int64_t>& held_bytes = prepared.held_bytes;
@@ -186,7 +186,7 @@ absl::Status ExecuteInfer(TensorOpService& native, PreparedInfer& prepared, cons
     v1::RunResponse response;
     RETURN_IF_ERROR(NameSharedMemoryOutput(
         request,
-        native.ExecuteOnWorker(run, record, stop, reservation, kTooBigHint, &response, &uploaded)));
+        engine.ExecuteOnWorker(run, record, stop, reservation, kTooBigHint, &response, &uploaded)));
     run.Clear();  // the inputs are done with
     ASSIGN_OR_RETURN(inference::ModelInferResponse answer, ToModelInferResponse(request, response));
     bool own_buffer = false;
@@ -199,7 +199,7 @@ absl::Status ExecuteInfer(TensorOpService& native, PreparedInfer& prepared, cons
     // raw_output_contents as they are: no copy into the message or into its
     // serialized bytes.
     ASSIGN_OR_RETURN(OutputBuffers outputs,
-                     native.ExecuteIntoBuffersOnWorker(
+                     engine.ExecuteIntoBuffersOnWorker(
                          run, record, stop, reservation, kTooBigHint, &uploaded,
                          received.has_value() ? &*received : nullptr, &received_reserved, tiny));
     run.Clear();  // the inputs are done with
@@ -220,21 +220,21 @@ absl::Status ExecuteInfer(TensorOpService& native, PreparedInfer& prepared, cons
 
 // One inference, from its bytes to its serialized answer, on a scheduler
 // worker: both halves above.
-absl::Status Infer(TensorOpService& native, const grpc::ByteBuffer& bytes, absl::string_view method,
+absl::Status Infer(Engine& engine, const grpc::ByteBuffer& bytes, absl::string_view method,
                    const StopCheck& stop, CallRecord& record,
                    MemoryBudget::Reservation& reservation, std::string* model,
                    grpc::ByteBuffer* out) {
   PreparedInfer prepared;
   RETURN_IF_ERROR(PrepareInfer(bytes, method, stop, record, reservation, prepared));
   *model = prepared.request.model_name();
-  return ExecuteInfer(native, prepared, stop, record, reservation, out);
+  return ExecuteInfer(engine, prepared, stop, record, reservation, out);
 }
 
 }  // namespace
 
 // ---------------------------------------------------------------------------
 // ModelInfer: reserved in the reaction, parsed and run on a worker, answered
-// from there (as TensorOpService's Run). A request of at most
+// from there (as the native Run). A request of at most
 // kParseInReactionBytes is parsed in the reaction, and runs there when it is tiny
 // work for the CPU (PlanTiny), as Run's.
 
@@ -246,9 +246,9 @@ class InferenceService::InferReactor final : public grpc::ServerUnaryReactor {
         request_bytes_(request),
         response_bytes_(response),
         stop_(CallStopCheck(context)),
-        watch_(service->native_->idle().Watch(context)),
-        reservation_(service->native_->budget().Empty()) {
-    service_->native_->BeginOpenCall();
+        watch_(service->engine_->idle().Watch(context)),
+        reservation_(service->engine_->budget().Empty()) {
+    service_->engine_->BeginOpenCall();
     record_.method = "ModelInfer";
     SetCallOrigin(*context, record_);
     bool answered = false;
@@ -259,7 +259,7 @@ class InferenceService::InferReactor final : public grpc::ServerUnaryReactor {
         ASSIGN_OR_RETURN(answered, RunHereIfTiny());
         if (answered) return absl::OkStatus();
       }
-      return service_->native_->SubmitTask([this] { Work(); });
+      return service_->engine_->Submit([this] { Work(); });
     });
     if (answered || !status.ok()) Done(status);
   }
@@ -268,8 +268,8 @@ class InferenceService::InferReactor final : public grpc::ServerUnaryReactor {
     watch_->Done();
     // Recorded when the answer was ready; an answer the client then never
     // took gets a second log line, not a second count (as Run).
-    if (watch_->expired()) LogCall(record_, service_->native_->idle().IdleStatus());
-    service_->native_->EndOpenCall();
+    if (watch_->expired()) LogCall(record_, service_->engine_->idle().IdleStatus());
+    service_->engine_->EndOpenCall();
     delete this;
   }
 
@@ -280,11 +280,11 @@ class InferenceService::InferReactor final : public grpc::ServerUnaryReactor {
     prepared_ = std::make_unique<PreparedInfer>();
     RETURN_IF_ERROR(
         PrepareInfer(*request_bytes_, "ModelInfer", stop_, record_, reservation_, *prepared_));
-    std::optional<TensorOpService::TinyRun> tiny =
-        service_->native_->PlanTiny(prepared_->run, stop_, /*handles=*/nullptr);
+    std::optional<Engine::TinyRun> tiny =
+        service_->engine_->PlanTiny(prepared_->run, stop_, /*handles=*/nullptr);
     if (!tiny.has_value()) return false;
-    RETURN_IF_ERROR(service_->native_->RunHere([&] {
-      return ExecuteInfer(*service_->native_, *prepared_, stop_, record_, reservation_,
+    RETURN_IF_ERROR(service_->engine_->RunHere([&] {
+      return ExecuteInfer(*service_->engine_, *prepared_, stop_, record_, reservation_,
                           response_bytes_, &*tiny);
     }));
     return true;
@@ -298,14 +298,14 @@ class InferenceService::InferReactor final : public grpc::ServerUnaryReactor {
         RETURN_IF_ERROR(
             PrepareInfer(*request_bytes_, "ModelInfer", stop_, record_, reservation_, *prepared_));
       }
-      return ExecuteInfer(*service_->native_, *prepared_, stop_, record_, reservation_,
+      return ExecuteInfer(*service_->engine_, *prepared_, stop_, record_, reservation_,
                           response_bytes_);
     });
     Done(status);
   }
 
   void Done(const absl::Status& status) {
-    service_->native_->RecordOutcome(record_, status);
+    service_->engine_->RecordOutcome(record_, status);
     watch_->Arm();  // the answer waits for the client from here
     Finish(ToGrpcStatus(status));
   }
@@ -342,9 +342,9 @@ class InferenceService::StreamReactor final
         identity_(PeerIdentity(*context)),
         peer_(context->peer()),
         trace_(JoinCallTrace(*context)),
-        watch_(service->native_->idle().Watch(context)),
-        reservation_(service->native_->budget().Empty()) {
-    service_->native_->BeginOpenCall();
+        watch_(service->engine_->idle().Watch(context)),
+        reservation_(service->engine_->budget().Empty()) {
+    service_->engine_->BeginOpenCall();
     StartRead(&read_buffer_);
   }
 
@@ -357,7 +357,7 @@ class InferenceService::StreamReactor final
     absl::Status status = Guarded([&] {
       RETURN_IF_ERROR(reservation_.Grow(static_cast<int64_t>(read_buffer_.Length()),
                                         "ModelStreamInfer: the request as received"));
-      return service_->native_->SubmitTask([this] { Work(); });
+      return service_->engine_->Submit([this] { Work(); });
     });
     if (!status.ok()) {
       CallRecord record;
@@ -373,7 +373,7 @@ class InferenceService::StreamReactor final
     watch_->Disarm();
     reservation_.Release();
     if (!ok) {
-      Finish(ToGrpcStatus(watch_->expired() ? service_->native_->idle().IdleStatus()
+      Finish(ToGrpcStatus(watch_->expired() ? service_->engine_->idle().IdleStatus()
                                             : WriteFailure(stop_)));
       return;
     }
@@ -382,7 +382,7 @@ class InferenceService::StreamReactor final
 
   void OnDone() override {
     watch_->Done();
-    service_->native_->EndOpenCall();
+    service_->engine_->EndOpenCall();
     delete this;
   }
 
@@ -397,13 +397,13 @@ class InferenceService::StreamReactor final
     std::string model;
     grpc::ByteBuffer answer;
     absl::Status status = Guarded([&] {
-      return Infer(*service_->native_, read_buffer_, "ModelStreamInfer", stop_, record,
+      return Infer(*service_->engine_, read_buffer_, "ModelStreamInfer", stop_, record,
                    reservation_, &model, &answer);
     });
     read_buffer_.Clear();
     if (status.code() == absl::StatusCode::kInvalidArgument &&
         absl::StrContains(status.message(), "are not a valid inference.ModelInferRequest")) {
-      service_->native_->RecordOutcome(record, status);
+      service_->engine_->RecordOutcome(record, status);
       Finish(ToGrpcStatus(absl::InvalidArgumentError(
           absl::StrCat("ModelStreamInfer: message ", messages_read_,
                        " is not a valid inference.ModelInferRequest; the stream ends here"))));
@@ -412,7 +412,7 @@ class InferenceService::StreamReactor final
     if (status.ok()) {
       // The answer is a ModelInferResponse; wrapped as field 2 of a
       // ModelStreamInferResponse without parsing it again.
-      service_->native_->RecordOutcome(record, status);
+      service_->engine_->RecordOutcome(record, status);
       Wrap(answer);
       watch_->Arm();  // the answer waits for the client from here
       StartWrite(&write_buffer_);
@@ -423,7 +423,7 @@ class InferenceService::StreamReactor final
 
   // Writes the error answer for a request that failed.
   void Answer(const CallRecord& record, const absl::Status& status, const std::string& model) {
-    service_->native_->RecordOutcome(record, status);
+    service_->engine_->RecordOutcome(record, status);
     inference::ModelStreamInferResponse response;
     response.set_error_message(
         absl::StrCat(absl::StatusCodeToString(status.code()), ": ", status.message()));

@@ -93,7 +93,7 @@ grpc::ServerUnaryReactor* InferenceService::ServerLive(grpc::CallbackServerConte
                                                        const grpc::ByteBuffer* request,
                                                        grpc::ByteBuffer* response) {
   return AnswerRaw<inference::ServerLiveRequest, inference::ServerLiveResponse>(
-      context, request, response, native_->budget(), CallOrigin(*context, "ServerLive"),
+      context, request, response, engine_->budget(), CallOrigin(*context, "ServerLive"),
       [](const auto&, auto& out) {
         out.set_live(true);
         return absl::OkStatus();
@@ -104,7 +104,7 @@ grpc::ServerUnaryReactor* InferenceService::ServerReady(grpc::CallbackServerCont
                                                         const grpc::ByteBuffer* request,
                                                         grpc::ByteBuffer* response) {
   return AnswerRaw<inference::ServerReadyRequest, inference::ServerReadyResponse>(
-      context, request, response, native_->budget(), CallOrigin(*context, "ServerReady"),
+      context, request, response, engine_->budget(), CallOrigin(*context, "ServerReady"),
       [this](const auto&, auto& out) {
         out.set_ready(ready_.load(std::memory_order_acquire));
         return absl::OkStatus();
@@ -115,7 +115,7 @@ grpc::ServerUnaryReactor* InferenceService::ModelReady(grpc::CallbackServerConte
                                                        const grpc::ByteBuffer* request,
                                                        grpc::ByteBuffer* response) {
   return AnswerRaw<inference::ModelReadyRequest, inference::ModelReadyResponse>(
-      context, request, response, native_->budget(), CallOrigin(*context, "ModelReady"),
+      context, request, response, engine_->budget(), CallOrigin(*context, "ModelReady"),
       [this](const auto& in, auto& out) {
         absl::Status status = CheckModel(in.name(), in.version());
         if (status.ok()) out.set_ready(ready_.load(std::memory_order_acquire));
@@ -127,10 +127,10 @@ grpc::ServerUnaryReactor* InferenceService::ServerMetadata(grpc::CallbackServerC
                                                            const grpc::ByteBuffer* request,
                                                            grpc::ByteBuffer* response) {
   return AnswerRaw<inference::ServerMetadataRequest, inference::ServerMetadataResponse>(
-      context, request, response, native_->budget(), CallOrigin(*context, "ServerMetadata"),
+      context, request, response, engine_->budget(), CallOrigin(*context, "ServerMetadata"),
       [this](const auto&, auto& out) {
         out = ServerMetadataAnswer(
-            /*system_shared_memory=*/native_->options().shared_memory != nullptr);
+            /*system_shared_memory=*/engine_->options().shared_memory != nullptr);
         return absl::OkStatus();
       });
 }
@@ -139,7 +139,7 @@ grpc::ServerUnaryReactor* InferenceService::ModelMetadata(grpc::CallbackServerCo
                                                           const grpc::ByteBuffer* request,
                                                           grpc::ByteBuffer* response) {
   return AnswerRaw<inference::ModelMetadataRequest, inference::ModelMetadataResponse>(
-      context, request, response, native_->budget(), CallOrigin(*context, "ModelMetadata"),
+      context, request, response, engine_->budget(), CallOrigin(*context, "ModelMetadata"),
       [](const auto& in, auto& out) -> absl::Status {
         ASSIGN_OR_RETURN(out, server::ModelMetadata(in.name(), in.version()));
         return absl::OkStatus();
@@ -150,7 +150,7 @@ grpc::ServerUnaryReactor* InferenceService::ModelStatistics(grpc::CallbackServer
                                                             const grpc::ByteBuffer* request,
                                                             grpc::ByteBuffer* response) {
   return AnswerRaw<inference::ModelStatisticsRequest, inference::ModelStatisticsResponse>(
-      context, request, response, native_->budget(), CallOrigin(*context, "ModelStatistics"),
+      context, request, response, engine_->budget(), CallOrigin(*context, "ModelStatistics"),
       [this](const auto& in, auto& out) -> absl::Status {
         ASSIGN_OR_RETURN(out, ModelStatisticsAnswer(metrics_, in.name(), in.version()));
         return absl::OkStatus();
@@ -161,7 +161,7 @@ grpc::ServerUnaryReactor* InferenceService::RepositoryIndex(grpc::CallbackServer
                                                             const grpc::ByteBuffer* request,
                                                             grpc::ByteBuffer* response) {
   return AnswerRaw<inference::RepositoryIndexRequest, inference::RepositoryIndexResponse>(
-      context, request, response, native_->budget(), CallOrigin(*context, "RepositoryIndex"),
+      context, request, response, engine_->budget(), CallOrigin(*context, "RepositoryIndex"),
       [](const auto&, auto& out) {
         out = RepositoryIndexAnswer();
         return absl::OkStatus();
@@ -256,10 +256,10 @@ grpc::ServerUnaryReactor* InferenceService::SystemSharedMemoryStatus(
     grpc::ByteBuffer* response) {
   return AnswerRaw<inference::SystemSharedMemoryStatusRequest,
                    inference::SystemSharedMemoryStatusResponse>(
-      context, request, response, native_->budget(),
+      context, request, response, engine_->budget(),
       CallOrigin(*context, "SystemSharedMemoryStatus"),
       [&](const auto& in, auto& out) -> absl::Status {
-        ASSIGN_OR_RETURN(out, SystemSharedMemoryStatusAnswer(native_->options().shared_memory, in,
+        ASSIGN_OR_RETURN(out, SystemSharedMemoryStatusAnswer(engine_->options().shared_memory, in,
                                                              SharedMemoryCallerOf(*context)));
         return absl::OkStatus();
       });
@@ -270,9 +270,9 @@ grpc::ServerUnaryReactor* InferenceService::SystemSharedMemoryRegister(
     grpc::ByteBuffer* response) {
   return AnswerRaw<inference::SystemSharedMemoryRegisterRequest,
                    inference::SystemSharedMemoryRegisterResponse>(
-      context, request, response, native_->budget(),
+      context, request, response, engine_->budget(),
       CallOrigin(*context, "SystemSharedMemoryRegister"), [&](const auto& in, auto&) {
-        return SystemSharedMemoryRegisterAnswer(native_->options().shared_memory, in,
+        return SystemSharedMemoryRegisterAnswer(engine_->options().shared_memory, in,
                                                 SharedMemoryCallerOf(*context))
             .status();
       });
@@ -283,9 +283,9 @@ grpc::ServerUnaryReactor* InferenceService::SystemSharedMemoryUnregister(
     grpc::ByteBuffer* response) {
   return AnswerRaw<inference::SystemSharedMemoryUnregisterRequest,
                    inference::SystemSharedMemoryUnregisterResponse>(
-      context, request, response, native_->budget(),
+      context, request, response, engine_->budget(),
       CallOrigin(*context, "SystemSharedMemoryUnregister"), [&](const auto& in, auto&) {
-        return SystemSharedMemoryUnregisterAnswer(native_->options().shared_memory, in,
+        return SystemSharedMemoryUnregisterAnswer(engine_->options().shared_memory, in,
                                                   SharedMemoryCallerOf(*context))
             .status();
       });
@@ -296,7 +296,7 @@ grpc::ServerUnaryReactor* InferenceService::CudaSharedMemoryStatus(
     grpc::ByteBuffer* response) {
   return AnswerRaw<inference::CudaSharedMemoryStatusRequest,
                    inference::CudaSharedMemoryStatusResponse>(
-      context, request, response, native_->budget(), CallOrigin(*context, "CudaSharedMemoryStatus"),
+      context, request, response, engine_->budget(), CallOrigin(*context, "CudaSharedMemoryStatus"),
       [](const auto&, auto&) { return CudaSharedMemoryUnimplemented("CudaSharedMemoryStatus"); });
 }
 
@@ -305,7 +305,7 @@ grpc::ServerUnaryReactor* InferenceService::CudaSharedMemoryRegister(
     grpc::ByteBuffer* response) {
   return AnswerRaw<inference::CudaSharedMemoryRegisterRequest,
                    inference::CudaSharedMemoryRegisterResponse>(
-      context, request, response, native_->budget(),
+      context, request, response, engine_->budget(),
       CallOrigin(*context, "CudaSharedMemoryRegister"),
       [](const auto&, auto&) { return CudaSharedMemoryUnimplemented("CudaSharedMemoryRegister"); });
 }
@@ -315,7 +315,7 @@ grpc::ServerUnaryReactor* InferenceService::CudaSharedMemoryUnregister(
     grpc::ByteBuffer* response) {
   return AnswerRaw<inference::CudaSharedMemoryUnregisterRequest,
                    inference::CudaSharedMemoryUnregisterResponse>(
-      context, request, response, native_->budget(),
+      context, request, response, engine_->budget(),
       CallOrigin(*context, "CudaSharedMemoryUnregister"), [](const auto&, auto&) {
         return CudaSharedMemoryUnimplemented("CudaSharedMemoryUnregister");
       });

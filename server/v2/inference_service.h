@@ -1,7 +1,7 @@
 // inference.GRPCInferenceService, the Open Inference Protocol (KServe v2) over
 // gRPC, on the callback API next to tensorop.v1.TensorOp. The operators are
-// models (server/v2/inference_models.h); every inference goes through the native
-// pipeline (TensorOpService::ExecuteOnWorker): the same budgeted parse, limits,
+// models (server/v2/inference_models.h); every inference goes through the engine
+// (server/pipeline/engine.h, Engine::ExecuteOnWorker): the same budgeted parse, limits,
 // validation, placement, request log and metrics.
 #ifndef TENSOROP_SERVER_V2_INFERENCE_SERVICE_H_
 #define TENSOROP_SERVER_V2_INFERENCE_SERVICE_H_
@@ -17,7 +17,7 @@
 #include "inference/grpc_service.grpc.pb.h"
 #include "inference/grpc_service.pb.h"
 #include "server/data/shared_memory.h"
-#include "server/native/service.h"
+#include "server/pipeline/engine.h"
 
 namespace tensorop::server {
 
@@ -35,7 +35,7 @@ using InferenceSharedMemoryBase =
                             WithRawCallbackMethod_CudaSharedMemoryUnregister<
                                 inference::GRPCInferenceService::Service>>>>>>;
 
-// Every method reads raw bytes, like TensorOpService's: ModelInfer and
+// Every method reads raw bytes, like TensorOpService's (server/native/service.h): ModelInfer and
 // ModelStreamInfer reserve the request in the memory budget before it is
 // parsed; the others parse it themselves (server/pipeline/raw_unary.h), so bytes that
 // are no request are INVALID_ARGUMENT naming the message, not UNIMPLEMENTED.
@@ -81,10 +81,9 @@ absl::Status CudaSharedMemoryUnimplemented(absl::string_view method);
 
 class InferenceService final : public InferenceServiceBase {
  public:
-  // `native` runs every inference and must outlive the service; `metrics`
+  // `engine` runs every inference and must outlive the service; `metrics`
   // (may be null) gives ModelStatistics its counts.
-  InferenceService(TensorOpService* native, const Metrics* metrics)
-      : native_(native), metrics_(metrics) {}
+  InferenceService(Engine* engine, const Metrics* metrics) : engine_(engine), metrics_(metrics) {}
 
   // ServerReady's answer: true once the server serves, false from the moment
   // it starts draining (as the health service's status).
@@ -144,7 +143,7 @@ class InferenceService final : public InferenceServiceBase {
   class InferReactor;
   class StreamReactor;
 
-  TensorOpService* const native_;
+  Engine* const engine_;
   const Metrics* const metrics_;
   std::atomic<bool> ready_{false};
 };
