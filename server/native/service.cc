@@ -1,7 +1,7 @@
 // TensorOpService's shared memory calls. Each Run method's reactor has its own
 // file (server/native/run_reactor.cc, run_stream_reactor.cc,
 // run_bidi_reactor.cc, run_chunked_reactor.cc); what runs their requests is
-// the engine (server/pipeline/engine.h).
+// the engine (server/engine/engine.h).
 
 #include "server/native/service.h"
 

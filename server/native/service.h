@@ -1,5 +1,5 @@
 // The tensorop.v1.TensorOp gRPC service on the callback API, a front end of
-// the engine (server/pipeline/engine.h): it reads and writes the wire.
+// the engine (server/engine/engine.h): it reads and writes the wire.
 // Reactions never block: every request is planned and executed by a scheduler
 // task, which also finishes the call (or starts its writes).
 #ifndef TENSOROP_SERVER_NATIVE_SERVICE_H_
@@ -17,8 +17,8 @@
 #include "absl/time/time.h"
 #include "core/limits.h"
 #include "server/data/shared_memory.h"
+#include "server/engine/engine.h"
 #include "server/memory/memory_budget.h"
-#include "server/pipeline/engine.h"
 #include "server/pipeline/response_writer.h"
 #include "server/pipeline/service_options.h"
 #include "server/placement/scheduler.h"
@@ -91,7 +91,7 @@ class TensorOpService final : public ServiceBase {
   grpc::ServerUnaryReactor* ListHandles(grpc::CallbackServerContext* context,
                                         const grpc::ByteBuffer* request,
                                         grpc::ByteBuffer* response) override;
-  // Steps run in order on one backend (server/native/chain.h), the results streamed
+  // Steps run in order on one backend (server/engine/chain.h), the results streamed
   // back like RunStream.
   grpc::ServerWriteReactor<grpc::ByteBuffer>* RunChain(grpc::CallbackServerContext* context,
                                                        const grpc::ByteBuffer* request) override;

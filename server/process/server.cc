@@ -19,7 +19,7 @@
 #include "absl/strings/string_view.h"
 #include "core/version.h"
 #include "kernels/opencl/device.h"
-#include "server/native/chain.h"
+#include "server/engine/chain.h"
 #include "server/pipeline/pipeline.h"
 #include "server/placement/calibration.h"
 #include "server/placement/placement_series.h"

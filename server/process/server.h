@@ -26,11 +26,11 @@
 #include "absl/time/time.h"
 #include "server/data/handle_store.h"
 #include "server/data/shared_memory.h"
+#include "server/engine/engine.h"
 #include "server/memory/buffer_pool.h"
 #include "server/memory/memory_budget.h"
 #include "server/native/echo_service.h"
 #include "server/native/service.h"
-#include "server/pipeline/engine.h"
 #include "server/placement/device_pool.h"
 #include "server/placement/scheduler.h"
 #include "server/process/config.h"
@@ -102,7 +102,7 @@ class Server {
   std::unique_ptr<SharedMemoryRegistry> shared_memory_;
   // Handles' resident bytes, counted in the budget likewise.
   std::unique_ptr<HandleStore> handles_;
-  // What runs every front end's requests (server/pipeline/engine.h).
+  // What runs every front end's requests (server/engine/engine.h).
   std::unique_ptr<Engine> engine_;
   std::unique_ptr<TensorOpService> service_;
   // The Open Inference Protocol (KServe v2) on the same port(s), run by engine_.

@@ -24,7 +24,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
-#include "server/pipeline/engine.h"
+#include "server/engine/engine.h"
 #include "server/security/auth.h"
 #include "server/transport/bounded_http.h"
 

@@ -1,7 +1,7 @@
 // inference.GRPCInferenceService, the Open Inference Protocol (KServe v2) over
 // gRPC, on the callback API next to tensorop.v1.TensorOp. The operators are
 // models (server/v2/inference_models.h); every inference goes through the engine
-// (server/pipeline/engine.h, Engine::ExecuteOnWorker): the same budgeted parse, limits,
+// (server/engine/engine.h, Engine::ExecuteOnWorker): the same budgeted parse, limits,
 // validation, placement, request log and metrics.
 #ifndef TENSOROP_SERVER_V2_INFERENCE_SERVICE_H_
 #define TENSOROP_SERVER_V2_INFERENCE_SERVICE_H_
@@ -17,7 +17,7 @@
 #include "inference/grpc_service.grpc.pb.h"
 #include "inference/grpc_service.pb.h"
 #include "server/data/shared_memory.h"
-#include "server/pipeline/engine.h"
+#include "server/engine/engine.h"
 
 namespace tensorop::server {
 

@@ -6,8 +6,8 @@
 // Window steps (slice, strided_slice, split) whose outputs only other window
 // steps read are not run: their outputs are views, and the step that needs
 // bytes copies once through the composed windows (core/plan/compose_windows.h).
-#ifndef TENSOROP_SERVER_NATIVE_CHAIN_H_
-#define TENSOROP_SERVER_NATIVE_CHAIN_H_
+#ifndef TENSOROP_SERVER_ENGINE_CHAIN_H_
+#define TENSOROP_SERVER_ENGINE_CHAIN_H_
 
 #include "absl/status/statusor.h"
 #include "core/cancellation.h"
@@ -45,4 +45,4 @@ int64_t LentChainSteps();
 
 }  // namespace tensorop::server
 
-#endif  // TENSOROP_SERVER_NATIVE_CHAIN_H_
+#endif  // TENSOROP_SERVER_ENGINE_CHAIN_H_

@@ -1,7 +1,7 @@
 // RunChain's planning and execution over the steps' parallel arrays. (About
-// 610 lines, past the project's ~600: issue 43 moves the executor into
-// pipeline over one step structure, which is where this file is split.)
-#include "server/native/chain.h"
+// 600 lines, at the project's ~600: issue 43 rewrites the executor over one
+// step structure, which is where this file is split.)
+#include "server/engine/chain.h"
 
 #include <algorithm>
 #include <atomic>

@@ -1,4 +1,4 @@
-#include "server/pipeline/engine.h"
+#include "server/engine/engine.h"
 
 #include <functional>
 #include <memory>

@@ -4,8 +4,8 @@
 // options, the open-call count and the outcome's record only through it
 // (Triton's TRITONSERVER_Server in that role). A front end reads and writes
 // its wire; what a request needs to run is the engine's.
-#ifndef TENSOROP_SERVER_PIPELINE_ENGINE_H_
-#define TENSOROP_SERVER_PIPELINE_ENGINE_H_
+#ifndef TENSOROP_SERVER_ENGINE_ENGINE_H_
+#define TENSOROP_SERVER_ENGINE_ENGINE_H_
 
 #include <atomic>
 #include <cstdint>
@@ -149,4 +149,4 @@ class Engine {
 
 }  // namespace tensorop::server
 
-#endif  // TENSOROP_SERVER_PIPELINE_ENGINE_H_
+#endif  // TENSOROP_SERVER_ENGINE_ENGINE_H_
