@@ -30,57 +30,18 @@
 namespace tensorop::server {
 
 // ---------------------------------------------------------------------------
-// RunStream
+// The streamed methods: one reactor each over what they share.
 
-class TensorOpService::StreamReactor final : public grpc::ServerWriteReactor<grpc::ByteBuffer> {
+// A call answered with a stream of result parts: its record, reservation,
+// idle watch and handle access, and the writer that sends the parts and
+// finishes the call. A method's reactor says how its result is computed
+// (Compute, on a scheduler worker) or hands a ready one to the writer.
+class TensorOpService::StreamReactor : public grpc::ServerWriteReactor<grpc::ByteBuffer> {
  public:
-  // The method whose request is a RunChainRequest.
-  static constexpr absl::string_view kRunChain = "RunChain";
-
-  // `request`: the call's bytes, owned by gRPC; or null for a request the
-  // server made (Fetch: `own_request`), named `method` in logs and messages.
-  StreamReactor(TensorOpService* service, grpc::CallbackServerContext* context,
-                const grpc::ByteBuffer* request, absl::string_view method = "RunStream",
-                grpc::ByteBuffer own_request = grpc::ByteBuffer())
-      : service_(service),
-        method_(method),
-        own_request_(std::move(own_request)),
-        request_bytes_(request != nullptr ? request : &own_request_),
-        stop_(CallStopCheck(context)),
-        watch_(service->engine_.idle().Watch(context)),
-        reservation_(service->engine_.budget().Empty()),
-        handles_{.store = service->engine_.options().handles, .caller = CallerOf(*context)} {
-    record_.method = method_;
-    SetCallOrigin(*context, record_);
-    absl::Status status = Guarded([&] {
-      RETURN_IF_ERROR(reservation_.Grow(static_cast<int64_t>(request_bytes_->Length()),
-                                        absl::StrCat(method_, ": the request as received")));
-      return service_->engine_.Submit([this] { Work(); });
-    });
-    if (!status.ok()) Done(status);
-  }
-
-  // A Fetch of a handle on an OpenCL device: its bytes downloaded by a
-  // worker, then streamed.
-  StreamReactor(TensorOpService* service, grpc::CallbackServerContext* context, CallRecord record,
-                std::shared_ptr<const ResidentTensor> download)
-      : StreamReactor(service, context, std::move(record)) {
-    download_ = std::move(download);
-    absl::Status status = service_->engine_.Submit([this] { Work(); });
-    if (!status.ok()) Done(status);
-  }
-
-  // A result ready to stream (a Fetch of a handle's bytes as they lie).
-  StreamReactor(TensorOpService* service, grpc::CallbackServerContext* context, CallRecord record,
-                ResultParts parts)
-      : StreamReactor(service, context, std::move(record)) {
-    writer_.Start(std::move(parts));
-  }
-
   void OnWriteDone(bool ok) override {
     watch_->Disarm();
     if (!ok) {
-      writer_.Fail(WriteFailed());
+      writer_.Fail(watch_->expired() ? engine().idle().IdleStatus() : WriteFailure(stop_));
       return;
     }
     writer_.WriteNext();
@@ -91,28 +52,71 @@ class TensorOpService::StreamReactor final : public grpc::ServerWriteReactor<grp
     delete this;
   }
 
- private:
-  // A Fetch described by `record`, with no request bytes.
+ protected:
   StreamReactor(TensorOpService* service, grpc::CallbackServerContext* context, CallRecord record)
       : service_(service),
-        method_(record.method),
-        request_bytes_(&own_request_),
         stop_(CallStopCheck(context)),
         watch_(service->engine_.idle().Watch(context)),
         reservation_(service->engine_.budget().Empty()),
         handles_{.store = service->engine_.options().handles, .caller = CallerOf(*context)},
         record_(std::move(record)) {}
+  ~StreamReactor() override = default;
 
-  // On a scheduler worker.
+  // The result, on a scheduler worker. A result on the CPU may start going
+  // out while it is computed (`streaming`, pipeline.h).
+  virtual absl::StatusOr<ResultParts> Compute(StreamWhileComputing* streaming) = 0;
+
+  // Queues Compute on a worker (the last thing a method's constructor does:
+  // the worker may start at once); the call ends when it cannot be queued.
+  void ComputeOnWorker() {
+    const absl::Status queued = Guarded([&] { return engine().Submit([this] { Work(); }); });
+    if (!queued.ok()) Done(queued);
+  }
+
+  // Reserves `request`, the call's bytes as received, then ComputeOnWorker.
+  void ReserveAndCompute(const grpc::ByteBuffer& request) {
+    const absl::Status reserved = Guarded([&] {
+      return reservation_.Grow(static_cast<int64_t>(request.Length()),
+                               absl::StrCat(record_.method, ": the request as received"));
+    });
+    if (!reserved.ok()) {
+      Done(reserved);
+      return;
+    }
+    ComputeOnWorker();
+  }
+
+  // The parsed request's record, keeping when the call started, who made it
+  // and its trace.
+  void Describe(CallRecord described) { Redescribe(record_, std::move(described)); }
+
+  Engine& engine() const { return service_->engine_; }
+
+  TensorOpService* const service_;
+  const Engine::OpenCall open_call_{service_->engine_};
+  const StopCheck stop_;
+  const std::shared_ptr<IdleWatch> watch_;
+  MemoryBudget::Reservation reservation_;
+  const HandleAccess handles_;
+  CallRecord record_;
+  ResultWriter writer_{reservation_,
+                       [this](const grpc::ByteBuffer* part) {
+                         watch_->Arm();
+                         StartWrite(part);
+                       },
+                       [this](const absl::Status& status, int64_t bytes_out) {
+                         if (status.ok()) record_.bytes_out = bytes_out;
+                         Done(status);
+                       }};
+
+ private:
   void Work() {
     // A RunStream result on the CPU starts going out while it is computed
     // (from 4 chunks: smaller ones gain nothing from the overlap).
-    StreamWhileComputing streaming = writer_.Streaming(4 * service_->engine_.options().chunk_bytes);
+    StreamWhileComputing streaming = writer_.Streaming(4 * engine().options().chunk_bytes);
     std::optional<ResultParts> computed;
     absl::Status status = Guarded([&]() -> absl::Status {
-      ASSIGN_OR_RETURN(computed, download_ != nullptr   ? Download()
-                                 : method_ == kRunChain ? RunChain()
-                                                        : RunOne(&streaming));
+      ASSIGN_OR_RETURN(computed, Compute(&streaming));
       return absl::OkStatus();
     });
     if (streaming.started) {
@@ -127,93 +131,116 @@ class TensorOpService::StreamReactor final : public grpc::ServerWriteReactor<grp
     writer_.Start(*std::move(computed));
   }
 
-  absl::StatusOr<ResultParts> RunOne(StreamWhileComputing* streaming) {
+  void Done(const absl::Status& status) {
+    engine().RecordOutcome(record_, status);
+    Finish(ToGrpcStatus(status));
+  }
+};
+
+// RunStream; and a Fetch of a handle into another layout, which is the
+// RunStream request the server made (`own_request`), named "Fetch".
+class TensorOpService::RunStreamReactor final : public StreamReactor {
+ public:
+  // `request`: the call's bytes, owned by gRPC; or null for `own_request`.
+  // `method`: a literal (CallRecord keeps a view of it, which the request log
+  // formats after the reactor is gone).
+  RunStreamReactor(TensorOpService* service, grpc::CallbackServerContext* context,
+                   const grpc::ByteBuffer* request, absl::string_view method = "RunStream",
+                   grpc::ByteBuffer own_request = grpc::ByteBuffer())
+      : StreamReactor(service, context, CallOrigin(*context, method)),
+        own_request_(std::move(own_request)),
+        request_bytes_(request != nullptr ? request : &own_request_) {
+    ReserveAndCompute(*request_bytes_);
+  }
+
+ private:
+  absl::StatusOr<ResultParts> Compute(StreamWhileComputing* streaming) override {
+    const absl::string_view method = record_.method;
     // Large inputs are read where they were received, as Run's are.
-    RETURN_IF_ERROR(ParseReceivedRun(request_bytes_, method_, reservation_,
-                                     service_->engine_.options().buffer_pool, &run_));
-    CallRecord described = DescribeRequest(method_, run_.request);
-    if (method_ == "Fetch") described.op.clear();  // a Fetch in a layout: no operator asked
+    RETURN_IF_ERROR(ParseReceivedRun(request_bytes_, method, reservation_,
+                                     engine().options().buffer_pool, &run_));
+    CallRecord described = DescribeRequest(method, run_.request);
+    if (method == "Fetch") described.op.clear();  // a Fetch in a layout: no operator asked
     Describe(std::move(described));
     record_.bytes_in += run_.data_bytes;
-    ASSIGN_OR_RETURN(Placement placement, service_->engine_.Place(run_.request));
+    ASSIGN_OR_RETURN(Placement placement, engine().Place(run_.request));
     record_.backend = placement.label;
-    absl::StatusOr<ResultParts> parts = ExecuteIntoParts(
-        run_.request, service_->engine_.options(), service_->engine_.scheduler(), placement, stop_,
-        reservation_, record_, &run_.uploaded, &handles_, streaming,
-        run_.received.has_value() ? &*run_.received : nullptr, &run_.data_bytes);
+    absl::StatusOr<ResultParts> parts =
+        ExecuteIntoParts(run_.request, engine().options(), engine().scheduler(), placement, stop_,
+                         reservation_, record_, &run_.uploaded, &handles_, streaming,
+                         run_.received.has_value() ? &*run_.received : nullptr, &run_.data_bytes);
     run_.Free(reservation_);  // the inputs are done with; only the outputs stream
     return parts;
   }
 
-  absl::StatusOr<ResultParts> RunChain() {
-    v1::RunChainRequest chain;
-    RETURN_IF_ERROR(ParseChainRequest(*request_bytes_, method_, reservation_, &chain));
-    ReleaseRequestBytes(request_bytes_, reservation_);
-    Describe(DescribeChain(method_, chain));
-    run_.request.set_backend(chain.backend());
-    if (chain.has_device_index()) run_.request.set_device_index(chain.device_index());
-    ASSIGN_OR_RETURN(Placement placement, service_->engine_.Place(run_.request));
-    record_.backend = placement.label;
-    return ExecuteChainIntoParts(chain, service_->engine_.options(), service_->engine_.scheduler(),
-                                 placement, stop_, service_->engine_.budget(), reservation_,
-                                 record_, &handles_);
+  grpc::ByteBuffer own_request_;
+  const grpc::ByteBuffer* const request_bytes_;  // owned by gRPC (or own_request_) until OnDone
+  ReceivedRun run_;                              // the request, its input bytes apart
+};
+
+// RunChain: the steps executed by the engine (server/engine/chain.h).
+class TensorOpService::RunChainReactor final : public StreamReactor {
+ public:
+  RunChainReactor(TensorOpService* service, grpc::CallbackServerContext* context,
+                  const grpc::ByteBuffer* request)
+      : StreamReactor(service, context, CallOrigin(*context, "RunChain")), request_bytes_(request) {
+    ReserveAndCompute(*request_bytes_);
   }
 
-  absl::StatusOr<ResultParts> Download() {
+ private:
+  absl::StatusOr<ResultParts> Compute(StreamWhileComputing*) override {
+    v1::RunChainRequest chain;
+    RETURN_IF_ERROR(ParseChainRequest(*request_bytes_, record_.method, reservation_, &chain));
+    ReleaseRequestBytes(request_bytes_, reservation_);
+    Describe(DescribeChain(record_.method, chain));
+    // Placed as a request of the chain's backend and device.
+    v1::RunRequest where;
+    where.set_backend(chain.backend());
+    if (chain.has_device_index()) where.set_device_index(chain.device_index());
+    ASSIGN_OR_RETURN(Placement placement, engine().Place(where));
+    record_.backend = placement.label;
+    return ExecuteChainIntoParts(chain, engine().options(), engine().scheduler(), placement, stop_,
+                                 engine().budget(), reservation_, record_, &handles_);
+  }
+
+  const grpc::ByteBuffer* const request_bytes_;  // owned by gRPC until OnDone
+};
+
+// A Fetch of a handle in its own layout: its bytes as they lie (a ready
+// result), or downloaded from its OpenCL device by a worker, then streamed.
+class TensorOpService::FetchReactor final : public StreamReactor {
+ public:
+  // `record` describes the Fetch (it has no request bytes to reserve).
+  FetchReactor(TensorOpService* service, grpc::CallbackServerContext* context, CallRecord record,
+               ResultParts parts)
+      : StreamReactor(service, context, std::move(record)) {
+    writer_.Start(std::move(parts));
+  }
+  FetchReactor(TensorOpService* service, grpc::CallbackServerContext* context, CallRecord record,
+               std::shared_ptr<const ResidentTensor> on_device)
+      : StreamReactor(service, context, std::move(record)), download_(std::move(on_device)) {
+    ComputeOnWorker();
+  }
+
+ private:
+  absl::StatusOr<ResultParts> Compute(StreamWhileComputing*) override {
     const ResidentTensor& tensor = *download_;
     const Layout& layout = tensor.layout();
     RETURN_IF_ERROR(
         reservation_.Grow(layout.buffer_bytes(),
                           absl::StrCat("Fetch: the ", layout.buffer_bytes(), " bytes of handle ",
                                        ShortId(tensor.id()), " from its OpenCL device")));
-    ASSIGN_OR_RETURN(OutputBuffer buffer,
-                     AllocateOutput(layout, service_->engine_.options().buffer_pool));
+    ASSIGN_OR_RETURN(OutputBuffer buffer, AllocateOutput(layout, engine().options().buffer_pool));
     RETURN_IF_ERROR(handles_.store->Download(
         tensor, {buffer.get(), static_cast<size_t>(layout.buffer_bytes())}, stop_));
     download_.reset();
     Outputs outputs;
     outputs.layouts.push_back(layout);
     outputs.buffers.push_back(Share(std::move(buffer)));
-    return ResultParts(std::move(outputs), record_.backend,
-                       service_->engine_.options().chunk_bytes);
+    return ResultParts(std::move(outputs), record_.backend, engine().options().chunk_bytes);
   }
 
-  // The parsed request's record, keeping when the call started, who made it
-  // and its trace.
-  void Describe(CallRecord described) { Redescribe(record_, std::move(described)); }
-
-  absl::Status WriteFailed() const {
-    return watch_->expired() ? service_->engine_.idle().IdleStatus() : WriteFailure(stop_);
-  }
-
-  void Done(const absl::Status& status) {
-    service_->engine_.RecordOutcome(record_, status);
-    Finish(ToGrpcStatus(status));
-  }
-
-  TensorOpService* const service_;
-  const Engine::OpenCall open_call_{service_->engine_};
-  // A literal ("RunStream", "Fetch", kRunChain): CallRecord keeps a view of it, which
-  // the request log formats after the reactor is gone.
-  const absl::string_view method_;
-  grpc::ByteBuffer own_request_;
-  const grpc::ByteBuffer* const request_bytes_;  // owned by gRPC (or own_request_) until OnDone
-  const StopCheck stop_;
-  const std::shared_ptr<IdleWatch> watch_;
-  MemoryBudget::Reservation reservation_;
-  const HandleAccess handles_;
-  ReceivedRun run_;  // a RunStream's request, its input bytes apart
-  CallRecord record_;
-  std::shared_ptr<const ResidentTensor> download_;  // a Fetch from a device, until downloaded
-  ResultWriter writer_{reservation_,
-                       [this](const grpc::ByteBuffer* part) {
-                         watch_->Arm();
-                         StartWrite(part);
-                       },
-                       [this](const absl::Status& status, int64_t bytes_out) {
-                         if (status.ok()) record_.bytes_out = bytes_out;
-                         Done(status);
-                       }};
+  std::shared_ptr<const ResidentTensor> download_;  // until downloaded
 };
 
 namespace {
@@ -297,8 +324,9 @@ grpc::ServerWriteReactor<grpc::ByteBuffer>* TensorOpService::Fetch(
     engine_.RecordOutcome(CallOrigin(*context, "Fetch"), status);
     return new RefusedWrite(status);
   }
-  if (!plan.as_is)
-    return new StreamReactor(this, context, nullptr, "Fetch", std::move(plan.copy_request));
+  if (!plan.as_is) {
+    return new RunStreamReactor(this, context, nullptr, "Fetch", std::move(plan.copy_request));
+  }
   const ResidentTensor& tensor = *plan.tensor;
   if (tensor.on_device()) {
     CallRecord record;
@@ -306,7 +334,7 @@ grpc::ServerWriteReactor<grpc::ByteBuffer>* TensorOpService::Fetch(
     record.id = ShortId(tensor.id());
     SetCallOrigin(*context, record);
     record.backend = engine_.options().handles->options().devices->Label(tensor.device_index());
-    return new StreamReactor(this, context, std::move(record), std::move(plan.tensor));
+    return new FetchReactor(this, context, std::move(record), std::move(plan.tensor));
   }
   Outputs outputs;
   outputs.layouts.push_back(tensor.layout());
@@ -317,18 +345,18 @@ grpc::ServerWriteReactor<grpc::ByteBuffer>* TensorOpService::Fetch(
   record.id = ShortId(tensor.id());
   SetCallOrigin(*context, record);
   record.backend = "cpu";
-  return new StreamReactor(this, context, std::move(record),
-                           ResultParts(std::move(outputs), "cpu", engine_.options().chunk_bytes));
+  return new FetchReactor(this, context, std::move(record),
+                          ResultParts(std::move(outputs), "cpu", engine_.options().chunk_bytes));
 }
 
 grpc::ServerWriteReactor<grpc::ByteBuffer>* TensorOpService::RunStream(
     grpc::CallbackServerContext* context, const grpc::ByteBuffer* request) {
-  return new StreamReactor(this, context, request);
+  return new RunStreamReactor(this, context, request);
 }
 
 grpc::ServerWriteReactor<grpc::ByteBuffer>* TensorOpService::RunChain(
     grpc::CallbackServerContext* context, const grpc::ByteBuffer* request) {
-  return new StreamReactor(this, context, request, StreamReactor::kRunChain);
+  return new RunChainReactor(this, context, request);
 }
 
 }  // namespace tensorop::server

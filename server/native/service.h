@@ -99,6 +99,9 @@ class TensorOpService final : public ServiceBase {
  private:
   class UnaryReactor;
   class StreamReactor;
+  class RunStreamReactor;
+  class RunChainReactor;
+  class FetchReactor;
   class BidiReactor;
   class ChunkedReactor;
   class PutReactor;
