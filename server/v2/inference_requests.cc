@@ -204,15 +204,24 @@ struct Input {
 // An INT64 parameter tensor's values.
 absl::StatusOr<std::vector<int64_t>> Int64Values(const ModelSpec& model, absl::string_view name,
                                                  const Input& input) {
-  if (input.datatype != "INT64") {
-    return absl::InvalidArgumentError(absl::StrCat(
-        model.name, ": input \"", name, "\" has datatype ", input.datatype, "; it must be INT64"));
+  // INT32 too, as Triton's clients and NumPy's default integers often send
+  // them: widened here, so the native attributes stay INT64.
+  const bool narrow = input.datatype == "INT32";
+  if (input.datatype != "INT64" && !narrow) {
+    return absl::InvalidArgumentError(absl::StrCat(model.name, ": input \"", name,
+                                                   "\" has datatype ", input.datatype,
+                                                   "; it must be INT64 or INT32"));
   }
   const bool scalar = name == "axis";
   if (scalar ? (input.shape != std::vector<int64_t>{1}) : input.shape.size() != 1) {
     return absl::InvalidArgumentError(absl::StrCat(model.name, ": input \"", name, "\" has shape [",
                                                    absl::StrJoin(input.shape, ","),
                                                    "]; it must be ", scalar ? "[1]" : "1-D"));
+  }
+  if (narrow) {
+    std::vector<int32_t> narrow_values(input.bytes.size() / sizeof(int32_t));
+    std::memcpy(narrow_values.data(), input.bytes.data(), narrow_values.size() * sizeof(int32_t));
+    return std::vector<int64_t>(narrow_values.begin(), narrow_values.end());
   }
   std::vector<int64_t> values(input.bytes.size() / sizeof(int64_t));
   std::memcpy(values.data(), input.bytes.data(), values.size() * sizeof(int64_t));

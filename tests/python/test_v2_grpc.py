@@ -149,6 +149,21 @@ def test_typed_contents_and_bool(v2_client: triton.InferenceServerClient) -> Non
     assert np.frombuffer(response.raw_output_contents[0], dtype=np.int32).tolist() == [-8, 7, -6]
 
 
+def test_int32_parameters_are_accepted(v2_client: triton.InferenceServerClient) -> None:
+    """A Triton user's INT32 parameter tensors (NumPy's int32) work as INT64 ones do,
+    negative values included."""
+    data = triton.InferInput("input", [2, 3], "FP32")
+    data.set_data_from_numpy(np.arange(6, dtype=np.float32).reshape(2, 3))
+    parameters = []
+    for name, values in [("offsets", [0, 0]), ("window_sizes", [2, 3]),
+                         ("window_strides", [1, -1])]:
+        tensor = triton.InferInput(name, [2], "INT32")
+        tensor.set_data_from_numpy(np.array(values, dtype=np.int32))
+        parameters.append(tensor)
+    result = v2_client.infer("slice", [data, *parameters])
+    assert result.as_numpy("output").tolist() == [[2, 1, 0], [5, 4, 3]]
+
+
 def test_proto_matches_tritonclients(tmp_path: Path) -> None:
     """Every message, field (number, type, label) and rpc of proto/inference/
     grpc_service.proto is the same in tritonclient's generated grpc_service

@@ -99,6 +99,22 @@ def test_every_contiguous_public_case_passes(
         HTTP_STATUS.__getitem__, check)
 
 
+@pytest.mark.parametrize("binary", [True, False], ids=["binary", "json"])
+def test_int32_parameters_are_accepted(
+    http_client: triton.InferenceServerClient, binary: bool
+) -> None:
+    """INT32 parameter tensors, as binary parts and as JSON data, work as INT64 ones do."""
+    data = triton.InferInput("input", [2, 3], "FP32")
+    data.set_data_from_numpy(np.arange(6, dtype=np.float32).reshape(2, 3), binary_data=binary)
+    axis = triton.InferInput("axis", [1], "INT32")
+    axis.set_data_from_numpy(np.array([1], dtype=np.int32), binary_data=binary)
+    split = triton.InferInput("split", [2], "INT32")
+    split.set_data_from_numpy(np.array([1, 2], dtype=np.int32), binary_data=binary)
+    result = http_client.infer("split", [data, axis, split])
+    assert result.as_numpy("output_0").tolist() == [[0], [3]]
+    assert result.as_numpy("output_1").tolist() == [[1, 2], [4, 5]]
+
+
 def test_health_metadata_and_repository(http_client: triton.InferenceServerClient) -> None:
     assert http_client.is_server_live()
     assert http_client.is_server_ready()

@@ -37,6 +37,31 @@ inference::ModelInferRequest SliceRequest() {
   return request;
 }
 
+TEST(InferenceModelsTest, Int32ParametersAreWidenedToTheNativeInt64Attributes) {
+  inference::ModelInferRequest slice;
+  slice.set_model_name("slice");
+  AddRaw(slice, "input", "FP32", {2, 3}, Bytes<float>({0, 1, 2, 3, 4, 5}));
+  AddRaw(slice, "offsets", "INT32", {2}, Bytes<int32_t>({1, 2}));
+  AddRaw(slice, "window_sizes", "INT32", {2}, Bytes<int32_t>({1, 3}));
+  AddRaw(slice, "window_strides", "INT32", {2}, Bytes<int32_t>({1, -2}));
+  ASSERT_OK_AND_ASSIGN(v1::RunRequest run, ToRunRequest(slice));
+  EXPECT_THAT(run.slice().offsets(), ElementsAre(1, 2));
+  EXPECT_THAT(run.slice().window_sizes(), ElementsAre(1, 3));
+  EXPECT_THAT(run.slice().window_strides(), ElementsAre(1, -2));  // sign-extended
+  ASSERT_EQ(run.outputs_size(), 1);
+  EXPECT_THAT(run.outputs(0).sizes(), ElementsAre(1, 2));
+
+  inference::ModelInferRequest split;
+  split.set_model_name("split");
+  AddRaw(split, "input", "FP32", {2, 3}, Bytes<float>({0, 1, 2, 3, 4, 5}));
+  AddRaw(split, "axis", "INT32", {1}, Bytes<int32_t>({1}));
+  AddRaw(split, "split", "INT32", {2}, Bytes<int32_t>({1, 2}));
+  ASSERT_OK_AND_ASSIGN(run, ToRunRequest(split));
+  EXPECT_EQ(run.split().axis(), 1);
+  ASSERT_EQ(run.outputs_size(), 2);
+  EXPECT_THAT(run.outputs(1).sizes(), ElementsAre(2, 2));
+}
+
 TEST(InferenceModelsTest, ModelsAreTheFourOperators) {
   EXPECT_THAT(InferenceModelNames(),
               ElementsAre("slice", "strided_slice", "split", "scatter_elements"));
@@ -176,11 +201,11 @@ TEST(InferenceModelsTest, ErrorsNameTheModelTensorAndValues) {
   }
   {
     inference::ModelInferRequest request = SliceRequest();
-    request.mutable_inputs(1)->set_datatype("INT32");
+    request.mutable_inputs(1)->set_datatype("FP32");
     request.mutable_inputs(1)->set_shape(0, 4);
     EXPECT_THAT(ToRunRequest(request),
                 StatusIs(absl::StatusCode::kInvalidArgument,
-                         "slice: input \"offsets\" has datatype INT32; it must be INT64"));
+                         "slice: input \"offsets\" has datatype FP32; it must be INT64 or INT32"));
   }
   {
     inference::ModelInferRequest request = SliceRequest();
