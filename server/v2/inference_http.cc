@@ -1,15 +1,22 @@
 #include "server/v2/inference_http.h"
 
+#include <functional>
 #include <future>
+#include <memory>
 #include <optional>
+#include <regex>
+#include <string>
 #include <utility>
+#include <vector>
 
 #include <httplib.h>
 
+#include "absl/algorithm/container.h"
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "core/status_macros.h"
 #include "server/data/shared_memory.h"
 #include "server/memory/memory_budget.h"
@@ -223,7 +230,45 @@ SharedMemoryCaller HttpCaller(const httplib::Request& in) {
                             .local = IsLoopbackAddress(in.remote_addr)};
 }
 
-void SystemSharedMemoryRoutes(State* state, httplib::Server& http) {
+// The routes as registered with httplib, kept so that a path served for
+// other methods is answered 405 with those methods (Allow), not 404.
+class RouteTable {
+ public:
+  explicit RouteTable(httplib::Server& http) : http_(http) {}
+
+  template <typename Handler>
+  void Get(const std::string& pattern, Handler handler) {
+    http_.Get(pattern, std::move(handler));
+    routes_->emplace_back("GET", std::regex(pattern));
+  }
+  template <typename Handler>
+  void Post(const std::string& pattern, Handler handler) {
+    http_.Post(pattern, std::move(handler));
+    routes_->emplace_back("POST", std::regex(pattern));
+  }
+
+  // The methods served at `path`, in registration order ("GET, POST"); empty
+  // for a path no route serves. Safe to call from httplib's threads once the
+  // routes are registered (read only).
+  std::function<std::string(const std::string& path)> MethodsAt() const {
+    return [routes = routes_](const std::string& path) {
+      std::vector<std::string> methods;
+      for (const auto& [method, pattern] : *routes) {
+        if (std::regex_match(path, pattern) && absl::c_find(methods, method) == methods.end()) {
+          methods.push_back(method);
+        }
+      }
+      return absl::StrJoin(methods, ", ");
+    };
+  }
+
+ private:
+  httplib::Server& http_;
+  std::shared_ptr<std::vector<std::pair<std::string, std::regex>>> routes_ =
+      std::make_shared<std::vector<std::pair<std::string, std::regex>>>();
+};
+
+void SystemSharedMemoryRoutes(State* state, RouteTable& http) {
   constexpr char kRegion[] = "/v2/systemsharedmemory/region/([^/]+)";
   auto region = [](const httplib::Request& in) {
     return in.matches.size() > 1 ? std::string(in.matches[1]) : std::string();
@@ -273,8 +318,9 @@ void SystemSharedMemoryRoutes(State* state, httplib::Server& http) {
   http.Post(absl::StrCat(kCuda, "/unregister"), cuda("CudaSharedMemoryUnregister"));
 }
 
-void Routes(const std::shared_ptr<State>& shared, httplib::Server& http) {
+void Routes(const std::shared_ptr<State>& shared, httplib::Server& server) {
   State* state = shared.get();
+  RouteTable http(server);
   http.Get("/v2/health/live",
            [](const httplib::Request&, httplib::Response& out) { out.status = 200; });
   http.Get("/v2/health/ready", [state](const httplib::Request&, httplib::Response& out) {
@@ -316,16 +362,26 @@ void Routes(const std::shared_ptr<State>& shared, httplib::Server& http) {
       R"(/v2/models/([^/]+)(?:/versions/([^/]+))?/infer)",
       [state](const httplib::Request& in, httplib::Response& out) { Infer(*state, in, out); });
   SystemSharedMemoryRoutes(state, http);
-  // Unknown routes (httplib answers 404 or 400 with no body): the JSON error.
-  http.set_error_handler([](const httplib::Request& in, httplib::Response& out) {
-    if (!out.body.empty()) return;
-    const std::string message =
-        out.status == 404
-            ? absl::StrCat("no such route: ", in.method, " ", in.path,
-                           " (the Open Inference Protocol's /v2 routes are served here)")
-            : absl::StrCat("the request ", in.method, " ", in.path, " was refused");
-    out.set_content(HttpErrorJson(absl::Status(absl::StatusCode::kUnknown, message)), kJson);
-  });
+  // Unknown routes (httplib answers 404 or 400 with no body): the JSON error;
+  // a route served for other methods is 405 with the methods it takes.
+  server.set_error_handler(
+      [methods_at = http.MethodsAt()](const httplib::Request& in, httplib::Response& out) {
+        if (!out.body.empty()) return;
+        std::string message;
+        if (out.status == 404) {
+          if (const std::string allowed = methods_at(in.path); !allowed.empty()) {
+            out.status = 405;
+            out.set_header("Allow", allowed);
+            message = absl::StrCat(in.method, " ", in.path, " is not served; use ", allowed);
+          } else {
+            message = absl::StrCat("no such route: ", in.method, " ", in.path,
+                                   " (the Open Inference Protocol's /v2 routes are served here)");
+          }
+        } else {
+          message = absl::StrCat("the request ", in.method, " ", in.path, " was refused");
+        }
+        out.set_content(HttpErrorJson(absl::Status(absl::StatusCode::kUnknown, message)), kJson);
+      });
 }
 
 }  // namespace

@@ -7,6 +7,7 @@ exclude the others are test_v2_grpc.py's (v2_cases.py)."""
 from __future__ import annotations
 
 import json
+import urllib.error
 import urllib.request
 from pathlib import Path
 
@@ -144,6 +145,31 @@ def test_errors_have_the_expected_status(http_client: triton.InferenceServerClie
         http_client.infer("slice", [item, offsets])
     assert error.value.status() == "400"
     assert 'slice: input "window_sizes" is missing' in error.value.message()
+
+
+def test_a_route_asked_with_another_method_is_405_with_allow(tensord: Tensord) -> None:
+    """A path served for other methods answers 405 naming them in Allow (not 404);
+    a path served for none stays 404."""
+    base = f"http://{tensord.http_address}"
+    for method, path, allowed in [
+        ("GET", "/v2/models/slice/infer", "POST"),
+        ("GET", "/v2/models/slice/versions/1/infer", "POST"),
+        ("POST", "/v2/models/split", "GET"),
+        ("DELETE", "/v2/health/live", "GET"),
+    ]:
+        request = urllib.request.Request(base + path, method=method,
+                                         data=b"{}" if method == "POST" else None)
+        with pytest.raises(urllib.error.HTTPError) as error:
+            urllib.request.urlopen(request, timeout=30)
+        assert error.value.code == 405, (method, path)
+        assert error.value.headers["Allow"] == allowed, (method, path)
+        body = json.loads(error.value.read())
+        assert body["error"] == f"{method} {path} is not served; use {allowed}"
+
+    with pytest.raises(urllib.error.HTTPError) as error:
+        urllib.request.urlopen(base + "/v2/models/slice/nothing", timeout=30)
+    assert error.value.code == 404
+    assert error.value.headers["Allow"] is None
 
 
 def test_bool_and_fp16_as_json(tensord: Tensord) -> None:
