@@ -124,7 +124,8 @@ Metrics::Metrics()
       codes_(CodeNames()),
       requests_(new std::atomic<uint64_t>[methods_.size() * ops_.size() * backends_.size() *
                                           codes_.size()]()),
-      latency_(new Histogram[methods_.size() * ops_.size()]) {
+      latency_(new Histogram[methods_.size() * ops_.size()]),
+      op_ns_(new std::atomic<uint64_t>[ops_.size() * 2]()) {
   for (size_t i = 0; i < methods_.size() * ops_.size(); ++i) {
     latency_[i].buckets.reset(new std::atomic<uint64_t>[kLatencyBuckets]());
   }
@@ -147,6 +148,9 @@ void Metrics::RecordCall(const CallRecord& record, absl::StatusCode code, absl::
   Histogram& histogram = latency_[method * ops_.size() + op];
   histogram.buckets[LatencyBucket(micros)].fetch_add(1, std::memory_order_relaxed);
   histogram.sum_us.fetch_add(static_cast<uint64_t>(micros), std::memory_order_relaxed);
+  op_ns_[op * 2 + (code == absl::StatusCode::kOk ? 0 : 1)].fetch_add(
+      static_cast<uint64_t>(std::max<int64_t>(0, absl::ToInt64Nanoseconds(latency))),
+      std::memory_order_relaxed);
   bytes_in_.fetch_add(static_cast<uint64_t>(std::max<int64_t>(0, record.bytes_in)),
                       std::memory_order_relaxed);
   bytes_out_.fetch_add(static_cast<uint64_t>(std::max<int64_t>(0, record.bytes_out)),
@@ -306,6 +310,8 @@ Metrics::OpCounts Metrics::CallCounts(absl::string_view op) const {
       }
     }
   }
+  counts.success_ns = op_ns_[op_index * 2].load(std::memory_order_relaxed);
+  counts.fail_ns = op_ns_[op_index * 2 + 1].load(std::memory_order_relaxed);
   return counts;
 }
 

@@ -67,10 +67,13 @@ class Metrics {
   void RecordCall(const CallRecord& record, absl::StatusCode code, absl::Duration latency);
 
   // Calls of operator `op` ("slice", ...) counted so far, through any method
-  // and backend: those that ended OK and the others (ModelStatistics).
+  // and backend: those that ended OK and the others, and the time they took
+  // from arrival to answer, in nanoseconds (ModelStatistics).
   struct OpCounts {
     uint64_t success = 0;
     uint64_t fail = 0;
+    uint64_t success_ns = 0;
+    uint64_t fail_ns = 0;
   };
   OpCounts CallCounts(absl::string_view op) const;
 
@@ -141,6 +144,9 @@ class Metrics {
 
   std::unique_ptr<std::atomic<uint64_t>[]> requests_;  // [method][op][backend][code]
   std::unique_ptr<Histogram[]> latency_;               // [method][op]
+  // Nanoseconds of the calls of each op: [op][0] those that ended OK, [op][1]
+  // the others.
+  std::unique_ptr<std::atomic<uint64_t>[]> op_ns_;
   std::atomic<uint64_t> bytes_in_{0};
   std::atomic<uint64_t> bytes_out_{0};
   std::vector<SampledFamily> sampled_;

@@ -74,14 +74,17 @@ absl::StatusOr<inference::ModelStatisticsResponse> ModelStatisticsAnswer(
     stats->set_name(model);
     stats->set_version(std::string(kModelVersion));
     // The counts tensord keeps (server/telemetry/metrics.h): calls of the operator
-    // through either API that ended OK or not. Durations are not kept per
-    // outcome, so every `ns` stays 0.
+    // through either API that ended OK or not, and their time from arrival to
+    // answer. Its parts (queue, input, compute, output) are not kept apart:
+    // those `ns` stay 0, and execution is counted as the successes.
     const Metrics::OpCounts counts =
         metrics != nullptr ? metrics->CallCounts(model) : Metrics::OpCounts{};
     stats->set_inference_count(counts.success);
     stats->set_execution_count(counts.success);
     stats->mutable_inference_stats()->mutable_success()->set_count(counts.success);
+    stats->mutable_inference_stats()->mutable_success()->set_ns(counts.success_ns);
     stats->mutable_inference_stats()->mutable_fail()->set_count(counts.fail);
+    stats->mutable_inference_stats()->mutable_fail()->set_ns(counts.fail_ns);
   }
   return response;
 }

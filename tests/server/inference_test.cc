@@ -360,6 +360,9 @@ TEST_F(InferenceTest, RepositoryIndexAndStatistics) {
   EXPECT_EQ(stats.model_stats(0).name(), "slice");
   EXPECT_EQ(stats.model_stats(0).inference_stats().success().count(), 2u);
   EXPECT_EQ(stats.model_stats(0).inference_stats().fail().count(), 1u);
+  // Every call takes some time: the durations are counted, not 0.
+  EXPECT_GT(stats.model_stats(0).inference_stats().success().ns(), 0u);
+  EXPECT_GT(stats.model_stats(0).inference_stats().fail().ns(), 0u);
   EXPECT_EQ(stats.model_stats(0).inference_count(), 2u);
 }
 

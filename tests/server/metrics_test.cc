@@ -191,6 +191,24 @@ TEST(MetricsTest, LatencyOnABoundIsInThatBucketAndSumsStayExact) {
       ElementsAre(R"(tensorop_request_latency_seconds_sum{method="Run",op="split"} 42.500101)"));
 }
 
+TEST(MetricsTest, OperatorCountsKeepTheTimeOfEachOutcome) {
+  Metrics metrics;
+  metrics.RecordCall(Record("ModelInfer", "slice", "cpu"), absl::StatusCode::kOk,
+                     absl::Nanoseconds(1500));
+  metrics.RecordCall(Record("Run", "slice", "opencl"), absl::StatusCode::kOk,
+                     absl::Microseconds(2));
+  metrics.RecordCall(Record("Run", "slice", "cpu"), absl::StatusCode::kInvalidArgument,
+                     absl::Nanoseconds(700));
+  metrics.RecordCall(Record("Run", "split", "cpu"), absl::StatusCode::kOk, absl::Seconds(1));
+  const Metrics::OpCounts slice = metrics.CallCounts("slice");
+  EXPECT_EQ(slice.success, 2u);
+  EXPECT_EQ(slice.fail, 1u);
+  EXPECT_EQ(slice.success_ns, 3500u);
+  EXPECT_EQ(slice.fail_ns, 700u);
+  EXPECT_EQ(metrics.CallCounts("split").success_ns, 1'000'000'000u);
+  EXPECT_EQ(metrics.CallCounts("scatter_elements").success_ns, 0u);
+}
+
 TEST(MetricsTest, SampledSeriesAreGroupedByNameWithEscapedLabels) {
   Metrics metrics;
   int64_t depth = 3;
