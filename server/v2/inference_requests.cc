@@ -202,6 +202,14 @@ struct Input {
 };
 
 // An INT64 parameter tensor's values.
+// The little-endian `T` elements of `bytes` as int64s (sign-extended).
+template <typename T>
+std::vector<int64_t> WidenedValues(const std::string& bytes) {
+  std::vector<T> values(bytes.size() / sizeof(T));
+  std::memcpy(values.data(), bytes.data(), values.size() * sizeof(T));
+  return std::vector<int64_t>(values.begin(), values.end());
+}
+
 absl::StatusOr<std::vector<int64_t>> Int64Values(const ModelSpec& model, absl::string_view name,
                                                  const Input& input) {
   // INT32 too, as Triton's clients and NumPy's default integers often send
@@ -218,14 +226,7 @@ absl::StatusOr<std::vector<int64_t>> Int64Values(const ModelSpec& model, absl::s
                                                    absl::StrJoin(input.shape, ","),
                                                    "]; it must be ", scalar ? "[1]" : "1-D"));
   }
-  if (narrow) {
-    std::vector<int32_t> narrow_values(input.bytes.size() / sizeof(int32_t));
-    std::memcpy(narrow_values.data(), input.bytes.data(), narrow_values.size() * sizeof(int32_t));
-    return std::vector<int64_t>(narrow_values.begin(), narrow_values.end());
-  }
-  std::vector<int64_t> values(input.bytes.size() / sizeof(int64_t));
-  std::memcpy(values.data(), input.bytes.data(), values.size() * sizeof(int64_t));
-  return values;
+  return narrow ? WidenedValues<int32_t>(input.bytes) : WidenedValues<int64_t>(input.bytes);
 }
 
 absl::StatusOr<v1::Backend> BackendOf(const inference::ModelInferRequest& request) {
