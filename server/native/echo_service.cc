@@ -2,27 +2,24 @@
 
 #include <algorithm>
 #include <optional>
+#include <span>
 #include <string>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "core/checked_math.h"
 #include "core/dtype.h"
+#include "core/tensor.h"
 #include "server/wire/status_map.h"
 
 namespace tensorop::server {
 namespace {
 
-// Packed row-major strides for `sizes`.
-google::protobuf::RepeatedField<int64_t> PackedStrides(
+// Packed row-major strides for `sizes` (core's PackedStrides), as a field.
+google::protobuf::RepeatedField<int64_t> PackedStridesField(
     const google::protobuf::RepeatedField<int64_t>& sizes) {
-  google::protobuf::RepeatedField<int64_t> strides;
-  strides.Resize(sizes.size(), 0);
-  int64_t stride = 1;
-  for (int i = sizes.size() - 1; i >= 0; --i) {
-    strides[i] = stride;
-    stride *= sizes[i] > 0 ? sizes[i] : 1;
-  }
-  return strides;
+  const std::vector<int64_t> strides = PackedStrides(std::span(sizes.data(), sizes.size()));
+  return {strides.begin(), strides.end()};
 }
 
 // The elements `sizes` and `strides` span: 0 when a size is 0, else
@@ -62,7 +59,7 @@ absl::Status FillEchoResponse(const v1::RunRequest& request, int64_t max_output_
         desc != nullptr && desc->sizes_size() > 0 ? desc->sizes() : input->second.sizes();
     *tensor->mutable_strides() = desc != nullptr && desc->strides_size() == tensor->sizes_size()
                                      ? desc->strides()
-                                     : PackedStrides(tensor->sizes());
+                                     : PackedStridesField(tensor->sizes());
     std::optional<int64_t> elements = SpannedElements(tensor->sizes(), tensor->strides());
     std::optional<int64_t> bytes =
         elements.has_value() ? CheckedMul(*elements, ElementSize(*dtype)) : std::nullopt;

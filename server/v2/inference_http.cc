@@ -44,8 +44,6 @@ constexpr int64_t kBodyCopies = 3;
 // A JSON answer takes at most this many bytes (text and nlohmann values) per
 // byte of raw output: 16 for a one-byte element's value, 9 for an FP16's text.
 constexpr int64_t kJsonAnswerBytesPerByte = 32;
-constexpr absl::string_view kTooBigHint =
-    "tensorop.v1.TensorOp/RunStream streams results of any size";
 constexpr absl::string_view kBearer = "Bearer ";
 constexpr absl::string_view kHealthPrefix = "/v2/health/";
 constexpr char kJson[] = "application/json";
@@ -177,8 +175,8 @@ void Infer(State& state, const httplib::Request& http, httplib::Response& out) {
         Redescribe(record, DescribeRequest(kMethod, run));
         v1::RunResponse native_response;
         RETURN_IF_ERROR(NameSharedMemoryOutput(
-            parsed.request,
-            engine.ExecuteOnWorker(run, record, stop, reservation, kTooBigHint, &native_response)));
+            parsed.request, engine.ExecuteOnWorker(run, record, stop, reservation,
+                                                   kAnswerTooBigHint, &native_response)));
         run.Clear();  // the inputs are done with
         ASSIGN_OR_RETURN(response, ToModelInferResponse(parsed.request, native_response));
         return absl::OkStatus();

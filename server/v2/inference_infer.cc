@@ -41,9 +41,6 @@
 namespace tensorop::server {
 namespace {
 
-constexpr absl::string_view kTooBigHint =
-    "tensorop.v1.TensorOp/RunStream streams results of any size";
-
 // Parses `bytes` as a ModelInferRequest for `method` into `request`,
 // reserving what that takes, and releases the received bytes. In a request
 // of 1 MiB or more, input "input"'s raw_input_contents entry (from 64 KiB) is
@@ -185,8 +182,8 @@ absl::Status ExecuteInfer(Engine& engine, PreparedInfer& prepared, const StopChe
     // The answer carries the outputs' layouts only: a small message.
     v1::RunResponse response;
     RETURN_IF_ERROR(NameSharedMemoryOutput(
-        request,
-        engine.ExecuteOnWorker(run, record, stop, reservation, kTooBigHint, &response, &uploaded)));
+        request, engine.ExecuteOnWorker(run, record, stop, reservation, kAnswerTooBigHint,
+                                        &response, &uploaded)));
     run.Clear();  // the inputs are done with
     ASSIGN_OR_RETURN(inference::ModelInferResponse answer, ToModelInferResponse(request, response));
     bool own_buffer = false;
@@ -200,7 +197,7 @@ absl::Status ExecuteInfer(Engine& engine, PreparedInfer& prepared, const StopChe
     // serialized bytes.
     ASSIGN_OR_RETURN(OutputBuffers outputs,
                      engine.ExecuteIntoBuffersOnWorker(
-                         run, record, stop, reservation, kTooBigHint, &uploaded,
+                         run, record, stop, reservation, kAnswerTooBigHint, &uploaded,
                          received.has_value() ? &*received : nullptr, &received_reserved, tiny));
     run.Clear();  // the inputs are done with
     inputs_reserved -= held_bytes.value_or(0) - received_reserved;

@@ -32,6 +32,9 @@ namespace tensorop::server {
 inline constexpr absl::string_view kModelVersion = "1";
 // The request and response parameter naming the backend.
 inline constexpr absl::string_view kBackendParameter = "backend";
+// What an answer over the message limit is told to use instead.
+inline constexpr absl::string_view kAnswerTooBigHint =
+    "tensorop.v1.TensorOp/RunStream streams results of any size";
 
 // Tensor parameters of the system shared memory extension: an input's bytes,
 // or where an output is written, in a region registered with

@@ -9,6 +9,7 @@
 #include "core/operator.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "tests/support/byte_units.h"
 
 namespace tensorop::server {
 namespace {
@@ -16,8 +17,8 @@ namespace {
 using ::testing::ElementsAre;
 using ::testing::IsEmpty;
 
-constexpr int64_t kKiB = 1024;
-constexpr int64_t kMiB = kKiB * kKiB;
+using ::tensorop::testing::kKiB;
+using ::tensorop::testing::kMiB;
 
 // A 2-core host beside a GPU behind PCIe: the CPU starts at once and copies
 // at 2 GB/s; the device costs 50 us per request, moves 20 GB/s each way and

@@ -15,12 +15,12 @@
 #include <httplib.h>
 
 #include "absl/strings/str_cat.h"
+#include "tests/support/byte_units.h"
 #include "tests/support/proc_status.h"
 #include "tests/support/tensord_process.h"
 
 namespace tensorop::testing {
 
-inline constexpr int64_t kMiB = int64_t{1} << 20;
 // Resident memory the server may take beyond its budget: what is outside it
 // (gRPC's transport buffers, a few MiB per connection; a message received
 // before it can be reserved; a chunk's parsed copy while it is appended) and

@@ -20,6 +20,7 @@
 #include <gtest/gtest.h>
 #include <httplib.h>
 
+#include "tests/support/eventually.h"
 #include "tests/support/tensord_process.h"
 #include "tests/support/test_pki.h"
 
@@ -29,7 +30,7 @@ namespace {
 using ::testing::HasSubstr;
 using ::testing::Not;
 
-constexpr char kToken[] = "s3cret-token-for-https-0123456789";
+constexpr char kHttpsToken[] = "s3cret-token-for-https-0123456789";
 constexpr char kSliceJson[] = R"({"id":"t","parameters":{"backend":"cpu"},"inputs":[
   {"name":"input","shape":[2,3],"datatype":"FP32","data":[[1,2,3],[4,5,6]]},
   {"name":"offsets","shape":[2],"datatype":"INT64","data":[0,1]},
@@ -48,7 +49,7 @@ class InferenceHttpTlsTest : public ::testing::Test {
     pki_->MakeCa("other", "another CA");
     pki_->MakeCert("stranger", "other", "client-stranger", "");
     pki_->MakeServerCert("server_other", "other");
-    pki_->Replace("tokens", std::string("ci:") + kToken + "\n");
+    pki_->Replace("tokens", std::string("ci:") + kHttpsToken + "\n");
   }
   static void TearDownTestSuite() {
     delete pki_;
@@ -114,14 +115,6 @@ std::string SendAndReadToClose(int port, const std::string& text) {
   }
   ::close(fd);
   return got;
-}
-
-bool Eventually(const std::function<bool()>& done) {
-  for (int i = 0; i < 100; ++i) {
-    if (done()) return true;
-    std::this_thread::sleep_for(std::chrono::milliseconds(200));
-  }
-  return false;
 }
 
 TEST_F(InferenceHttpTlsTest, ServesHealthAndInferOverHttps) {
@@ -220,7 +213,7 @@ TEST_F(InferenceHttpTlsTest, BearerTokensApplyOverHttps) {
   EXPECT_THAT(missing->body, HasSubstr("this server needs a bearer token"));
 
   auto https = Https(server);
-  https->set_bearer_token_auth(kToken);
+  https->set_bearer_token_auth(kHttpsToken);
   auto answer = https->Post("/v2/models/slice/infer", kSliceJson, "application/json");
   ASSERT_TRUE(answer) << httplib::to_string(answer.error());
   ASSERT_EQ(answer->status, 200) << answer->body;

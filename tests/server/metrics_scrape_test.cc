@@ -27,6 +27,7 @@
 #include "tests/support/subprocess.h"
 #include "tests/support/temp_files.h"
 #include "tests/support/tensord_process.h"
+#include "tests/support/text_lines.h"
 
 namespace tensorop::testing {
 namespace {
@@ -48,14 +49,6 @@ Scrape Get(const TensordProcess& server, const std::string& path) {
   httplib::Result result = client.Get(path);
   if (!result) return Scrape{};
   return Scrape{result->status, result->get_header_value("Content-Type"), result->body};
-}
-
-std::vector<std::string> LinesStartingWith(const std::string& text, absl::string_view prefix) {
-  std::vector<std::string> lines;
-  for (absl::string_view line : absl::StrSplit(text, '\n')) {
-    if (absl::StartsWith(line, prefix)) lines.emplace_back(line);
-  }
-  return lines;
 }
 
 // The text of /metrics once the CPU queue depth is back to 0. A task counts

@@ -24,9 +24,15 @@
 #include "server/placement/placement_series.h"
 #include "server/placement/scheduler.h"
 #include "server/telemetry/process_series.h"
+#include "tests/support/gate.h"
+#include "tests/support/text_lines.h"
 
 namespace tensorop::server {
 namespace {
+
+using ::tensorop::testing::LinesStartingWith;
+
+using ::tensorop::testing::Gate;
 
 using ::testing::ElementsAre;
 using ::testing::IsEmpty;
@@ -40,15 +46,6 @@ CallRecord Record(absl::string_view method, const std::string& op, const std::st
   record.bytes_in = bytes_in;
   record.bytes_out = bytes_out;
   return record;
-}
-
-// The lines of `text` that start with `prefix`.
-std::vector<std::string> LinesStartingWith(const std::string& text, absl::string_view prefix) {
-  std::vector<std::string> lines;
-  for (absl::string_view line : absl::StrSplit(text, '\n')) {
-    if (absl::StartsWith(line, prefix)) lines.emplace_back(line);
-  }
-  return lines;
 }
 
 // Every exposition's first family: the version as a label of a constant 1.
@@ -272,25 +269,6 @@ TEST(MetricsTest, EscapeLabelValueEscapesBackslashQuoteAndNewline) {
   EXPECT_EQ(EscapeLabelValue("plain-name_0"), "plain-name_0");
   EXPECT_EQ(EscapeLabelValue("a\\b\"c\nd"), "a\\\\b\\\"c\\nd");
 }
-
-// Blocks a scheduler task until opened, so the queue depth holds still.
-class Gate {
- public:
-  void Wait() {
-    std::unique_lock<std::mutex> lock(mu_);
-    cv_.wait(lock, [this] { return open_; });
-  }
-  void Open() {
-    std::lock_guard<std::mutex> lock(mu_);
-    open_ = true;
-    cv_.notify_all();
-  }
-
- private:
-  std::mutex mu_;
-  std::condition_variable cv_;
-  bool open_ = false;
-};
 
 TEST(ServerSeriesTest, CpuQueueDepthFollowsTheScheduler) {
   DevicePool no_devices({}, {});

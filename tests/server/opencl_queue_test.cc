@@ -18,6 +18,7 @@
 #include "tests/server/grpc_matchers.h"
 #include "tests/server/tensord_client.h"
 #include "tests/support/tensord_process.h"
+#include "tests/support/text_lines.h"
 
 namespace tensorop::testing {
 namespace {
@@ -45,14 +46,6 @@ std::string ScrapeMetrics(const TensordProcess& server) {
   httplib::Client client("127.0.0.1", server.metrics_port());
   httplib::Result result = client.Get("/metrics");
   return result ? result->body : std::string();
-}
-
-std::vector<std::string> LinesStartingWith(const std::string& text, absl::string_view prefix) {
-  std::vector<std::string> lines;
-  for (absl::string_view line : absl::StrSplit(text, '\n')) {
-    if (absl::StartsWith(line, prefix)) lines.emplace_back(line);
-  }
-  return lines;
 }
 
 TEST(OpenClQueueTest, RunBidiWithMoreOpenClRequestsInFlightThanTheQueueDepthAnswersEvery) {

@@ -76,10 +76,6 @@ grpc::ByteBuffer RawBytes(const std::string& text) {
   return grpc::ByteBuffer(&slice, 1);
 }
 
-StopCheck NeverStop() {
-  return [] { return absl::OkStatus(); };
-}
-
 class PipelineTest : public ::testing::Test {
  protected:
   // Runs `work` on a scheduler worker (where the CPU kernels expect to run)
@@ -97,7 +93,7 @@ class PipelineTest : public ::testing::Test {
       ReceivedRun& run, Placement& placement, MemoryBudget::Reservation& reservation,
       std::unique_ptr<PlannedRun>* planned = nullptr) {
     std::unique_ptr<PlannedRun> dropped;
-    return AnswerWithReceivedBytes(run.request, options_, scheduler_, placement, NeverStop(),
+    return AnswerWithReceivedBytes(run.request, options_, scheduler_, placement, NeverStop,
                                    reservation, "hint", &run.uploaded, nullptr, *run.received,
                                    &run.data_bytes, planned != nullptr ? *planned : dropped);
   }
@@ -187,7 +183,7 @@ TEST_F(PipelineTest, LargeInputsAreTakenOutOfTheRequestIntoBuffersOfTheirOwn) {
   Placement placement = CpuPlacement();
   v1::RunResponse response;
   ASSERT_OK(OnWorker([&] {
-    return ExecuteIntoResponse(parsed, options_, scheduler_, placement, NeverStop(), reservation,
+    return ExecuteIntoResponse(parsed, options_, scheduler_, placement, NeverStop, reservation,
                                /*with_status=*/false, "", &response, &uploaded);
   }));
   ASSERT_EQ(response.outputs_size(), 1);
@@ -335,7 +331,7 @@ TEST_F(PipelineTest, OutputsThatNeedAKernelAreNotAnsweredWithTheReceivedBytes) {
   ASSERT_NE(planned, nullptr);
   absl::StatusOr<OutputBuffers> outputs = absl::InternalError("not run");
   ASSERT_OK(OnWorker([&] {
-    outputs = ExecuteIntoAnswerBuffers(run.request, options_, scheduler_, placement, NeverStop(),
+    outputs = ExecuteIntoAnswerBuffers(run.request, options_, scheduler_, placement, NeverStop,
                                        reservation, "hint", &run.uploaded, nullptr, nullptr,
                                        &run.data_bytes, planned.get());
     return outputs.status();
@@ -382,7 +378,7 @@ TEST_F(PipelineTest, ExecuteIntoResponseSlicesOnTheCpuWithExactBytes) {
   MemoryBudget::Reservation reservation = budget_.Empty();
   v1::RunResponse response;
   ASSERT_OK(OnWorker([&] {
-    return ExecuteIntoResponse(request, options_, scheduler_, placement, NeverStop(), reservation,
+    return ExecuteIntoResponse(request, options_, scheduler_, placement, NeverStop, reservation,
                                /*with_status=*/false, "hint", &response);
   }));
   EXPECT_EQ(placement.label, "cpu");
@@ -404,7 +400,7 @@ TEST_F(PipelineTest, ExecuteIntoResponseOverTheMessageLimitIsRefusedBeforeAnyWor
   MemoryBudget::Reservation reservation = budget_.Empty();
   v1::RunResponse response;
   const absl::Status status = OnWorker([&] {
-    return ExecuteIntoResponse(request, options_, scheduler_, placement, NeverStop(), reservation,
+    return ExecuteIntoResponse(request, options_, scheduler_, placement, NeverStop, reservation,
                                /*with_status=*/true,
                                "use RunStream or RunChunked for large results", &response);
   });
@@ -425,7 +421,7 @@ TEST_F(PipelineTest, ExecuteIntoResponseOverTheBudgetNamesTheRequestsOutputs) {
   MemoryBudget::Reservation reservation = small.Empty();
   v1::RunResponse response;
   EXPECT_THAT(OnWorker([&] {
-                return ExecuteIntoResponse(request, options_, scheduler_, placement, NeverStop(),
+                return ExecuteIntoResponse(request, options_, scheduler_, placement, NeverStop,
                                            reservation, false, "hint", &response);
               }),
               StatusIs(absl::StatusCode::kResourceExhausted,
@@ -441,7 +437,7 @@ TEST_F(PipelineTest, ExecuteIntoResponseReportsTheValidatorsError) {
   MemoryBudget::Reservation reservation = budget_.Empty();
   v1::RunResponse response;
   EXPECT_THAT(OnWorker([&] {
-                return ExecuteIntoResponse(request, options_, scheduler_, placement, NeverStop(),
+                return ExecuteIntoResponse(request, options_, scheduler_, placement, NeverStop,
                                            reservation, false, "hint", &response);
               }),
               StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("offsets[1]")));
@@ -451,7 +447,7 @@ TEST_F(PipelineTest, ExecuteIntoResponseReportsTheValidatorsError) {
 TEST_F(PipelineTest, OnlyTinyCopiesOnTheCpuArePlannedToRunWhereTheyAreRead) {
   const Placement cpu = CpuPlacement();
   const auto tiny = [&](const v1::RunRequest& request, const Placement& placement) {
-    return PlanIfTiny(request, options_, scheduler_, placement, NeverStop(), nullptr) != nullptr;
+    return PlanIfTiny(request, options_, scheduler_, placement, NeverStop, nullptr) != nullptr;
   };
   EXPECT_TRUE(tiny(SliceRequest(), cpu));
   Placement opencl = cpu;
@@ -500,7 +496,7 @@ TEST_F(PipelineTest, OnlyTinyCopiesOnTheCpuArePlannedToRunWhereTheyAreRead) {
     SetInts(tensor.mutable_sizes(), {1});
     tensor.set_data(Int32Bytes({0}));
   }
-  ASSERT_TRUE(PlanRun(scatter, options_, NeverStop(), nullptr, nullptr).ok());
+  ASSERT_TRUE(PlanRun(scatter, options_, NeverStop, nullptr, nullptr).ok());
   EXPECT_FALSE(tiny(scatter, cpu));
   v1::RunRequest bad = SliceRequest();
   bad.mutable_slice()->set_window_strides(0, 0);
@@ -529,8 +525,8 @@ TEST_F(PipelineTest, ExecuteIntoPartsCutsTheOutputIntoAHeaderAndChunks) {
   CallRecord record;
   std::optional<ResultParts> parts;
   ASSERT_OK(OnWorker([&]() -> absl::Status {
-    absl::StatusOr<ResultParts> made = ExecuteIntoParts(request, options_, scheduler_, placement,
-                                                        NeverStop(), reservation, record);
+    absl::StatusOr<ResultParts> made =
+        ExecuteIntoParts(request, options_, scheduler_, placement, NeverStop, reservation, record);
     if (!made.ok()) return made.status();
     parts.emplace(*std::move(made));
     return absl::OkStatus();
@@ -562,7 +558,7 @@ TEST_F(PipelineTest, ExecuteIntoPartsCutsTheOutputIntoAHeaderAndChunks) {
 }
 
 TEST_F(PipelineTest, WriteFailureSaysWhyTheStreamEnded) {
-  EXPECT_THAT(WriteFailure(NeverStop()),
+  EXPECT_THAT(WriteFailure(NeverStop),
               StatusIs(absl::StatusCode::kCancelled, "the client stopped receiving"));
   EXPECT_THAT(WriteFailure([] { return absl::DeadlineExceededError("late"); }),
               StatusIs(absl::StatusCode::kDeadlineExceeded, "late"));

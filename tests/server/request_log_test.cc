@@ -28,7 +28,7 @@ using ::tensorop::testing::SetInts;
 
 using ::testing::ElementsAre;
 
-v1::RunRequest SliceRequest() {
+v1::RunRequest SliceOfSixteenFloats() {
   v1::RunRequest request;
   request.set_id("req-7");
   request.mutable_slice();
@@ -40,7 +40,7 @@ v1::RunRequest SliceRequest() {
 }
 
 TEST(RequestLogTest, DescribeRequestTakesIdOpDtypeSizesAndBytes) {
-  CallRecord record = DescribeRequest("Run", SliceRequest());
+  CallRecord record = DescribeRequest("Run", SliceOfSixteenFloats());
   EXPECT_EQ(record.method, "Run");
   EXPECT_EQ(record.id, "req-7");
   EXPECT_EQ(record.op, "slice");
@@ -52,7 +52,7 @@ TEST(RequestLogTest, DescribeRequestTakesIdOpDtypeSizesAndBytes) {
 }
 
 TEST(RequestLogTest, OkLineHasEveryFieldAndNoMessage) {
-  CallRecord record = DescribeRequest("RunStream", SliceRequest());
+  CallRecord record = DescribeRequest("RunStream", SliceOfSixteenFloats());
   record.backend = "cpu";
   record.bytes_out = 16;
   record.start = absl::FromUnixMicros(1714564800'000000);
@@ -93,7 +93,7 @@ TEST(RequestLogTest, EveryLineHasALevelByWhoseFaultItIs) {
                                 absl::StatusCode::kUnknown, absl::StatusCode::kDataLoss}) {
     EXPECT_EQ(LevelOf(code), "error") << absl::StatusCodeToString(code);
   }
-  CallRecord record = DescribeRequest("Run", SliceRequest());
+  CallRecord record = DescribeRequest("Run", SliceOfSixteenFloats());
   const nlohmann::json json = nlohmann::json::parse(
       FormatLogLine(record, absl::InternalError("a kernel failed"), absl::Now()));
   EXPECT_EQ(json["level"], "error");
@@ -139,13 +139,13 @@ TEST(RequestLogTest, InvalidUtf8FromClientsDoesNotBreakTheLine) {
 }
 
 TEST(RequestLogTest, UnknownDtypeLeavesTheFieldEmpty) {
-  v1::RunRequest request = SliceRequest();
+  v1::RunRequest request = SliceOfSixteenFloats();
   (*request.mutable_inputs())["input"].set_dtype(static_cast<v1::DType>(42));
   EXPECT_EQ(DescribeRequest("Run", request).dtype, "");
 }
 
 TEST(RequestLogTest, LongListsManyInputsAndLongIdsAreCut) {
-  v1::RunRequest request = SliceRequest();
+  v1::RunRequest request = SliceOfSixteenFloats();
   request.set_id(std::string(100, 'x'));
   auto* sizes = (*request.mutable_inputs())["input"].mutable_sizes();
   sizes->Clear();

@@ -22,32 +22,19 @@
 #include "gtest/gtest.h"
 #include "kernels/opencl/device.h"
 #include "server/placement/device_pool.h"
+#include "tests/support/eventually.h"
+#include "tests/support/gate.h"
 #include "tests/support/status_matchers.h"
 
 namespace tensorop::server {
 namespace {
 
+using ::tensorop::testing::Eventually;
+
+using ::tensorop::testing::Gate;
+
 using ::tensorop::testing::StatusIs;
 using ::testing::HasSubstr;
-
-// Blocks tasks until opened, so a test controls how many are in flight.
-class Gate {
- public:
-  void Wait() {
-    std::unique_lock<std::mutex> lock(mu_);
-    open_cv_.wait(lock, [this] { return open_; });
-  }
-  void Open() {
-    std::lock_guard<std::mutex> lock(mu_);
-    open_ = true;
-    open_cv_.notify_all();
-  }
-
- private:
-  std::mutex mu_;
-  std::condition_variable open_cv_;
-  bool open_ = false;
-};
 
 TEST(SchedulerTest, AutoAndCpuRunOnTheCpuWithoutDevices) {
   Scheduler scheduler({.worker_threads = 1});
@@ -346,17 +333,6 @@ TEST(SchedulerDeviceTest, AutoSendsWorkAtTheThresholdToADevice) {
 }
 
 // --- OPENCL requests that find their device busy ---------------------------
-
-// Polls `condition` until it holds (a state the test waits for, never a speed:
-// the bound only keeps a broken build from hanging).
-template <typename Condition>
-bool Eventually(Condition condition) {
-  for (int i = 0; i < 60'000; ++i) {
-    if (condition()) return true;
-    std::this_thread::sleep_for(std::chrono::milliseconds(1));
-  }
-  return condition();
-}
 
 // Submits `job` as an OPENCL request for device 0 and returns its outcome.
 std::future<absl::Status> SubmitOpenCl(Scheduler& scheduler, SliceJob& job, Placement& placement,

@@ -20,6 +20,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/server/tensord_client.h"
+#include "tests/support/eventually.h"
 #include "tests/support/subprocess.h"
 #include "tests/support/tensord_process.h"
 #include "tests/support/test_pki.h"
@@ -146,16 +147,6 @@ std::string Metrics(const TensordProcess& server) {
   httplib::Client client("127.0.0.1", server.metrics_port());
   httplib::Result result = client.Get("/metrics");
   return result ? result->body : "";
-}
-
-// Polls `done` every 100 ms for up to 15 s (reloads look once a second).
-template <typename Predicate>
-bool Eventually(Predicate done) {
-  for (int i = 0; i < 150; ++i) {
-    if (done()) return true;
-    std::this_thread::sleep_for(std::chrono::milliseconds(100));
-  }
-  return done();
 }
 
 // ---------------------------------------------------------------------------

@@ -13,6 +13,7 @@
 #include "tests/server/grpc_matchers.h"
 #include "tests/server/set_ints.h"
 #include "tests/server/tensord_client.h"
+#include "tests/support/byte_units.h"
 #include "tests/support/subprocess.h"
 #include "tests/support/tensord_process.h"
 
@@ -24,7 +25,7 @@ using ::testing::HasSubstr;
 using ::testing::IsEmpty;
 using ::testing::MatchesRegex;
 
-constexpr int64_t kMiB = int64_t{1} << 20;
+using ::tensorop::testing::kMiB;
 
 // A streamed output put back together.
 struct StreamedOutput {
