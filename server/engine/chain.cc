@@ -550,11 +550,17 @@ absl::StatusOr<ResultParts> ExecuteChainIntoParts(const v1::RunChainRequest& cha
     }
     StepOutputs& step = done[i];
     step.reservation = budget.Empty();
-    absl::StatusOr<Outputs> outputs =
-        plan.replan ? ExecuteIntoBuffers(plan.request, options, scheduler, placement, stop,
-                                         step.reservation, &plan.uploaded, handles)
-                    : ExecutePlannedIntoBuffers(plan.request, *plan.run, options, scheduler,
-                                                placement, stop, step.reservation, handles);
+    // A replanned step reads its inputs as uploaded pieces; the others run as planned.
+    const CallContext call{.request = plan.request,
+                           .options = options,
+                           .scheduler = scheduler,
+                           .placement = placement,
+                           .stop = stop,
+                           .reservation = step.reservation,
+                           .uploaded = plan.replan ? &plan.uploaded : nullptr,
+                           .handles = handles,
+                           .planned = plan.replan ? nullptr : plan.run.get()};
+    absl::StatusOr<Outputs> outputs = Execute(call, IntoHeldBuffers{});
     plan.run.reset();  // and with it the handles and regions it pinned
     // The first step settles AUTO (Execute leaves `placement` where it ran),
     // so the rest of the chain runs there too.

@@ -113,9 +113,11 @@ absl::Status Engine::ExecuteOnWorker(const v1::RunRequest& request, CallRecord& 
   ASSIGN_OR_RETURN(Placement placement, Place(request));
   record.backend = placement.label;
   const HandleAccess caller = CallerAccess(record);
+  CallContext call = Call(request, placement, stop, reservation);
+  call.uploaded = uploaded;
+  call.handles = &caller;
   absl::Status status =
-      ExecuteIntoResponse(request, options_, *scheduler_, placement, stop, reservation,
-                          /*with_status=*/false, too_big_hint, response, uploaded, &caller);
+      Execute(call, IntoResponse{.response = response, .too_big_hint = too_big_hint});
   record.backend = placement.label;
   RETURN_IF_ERROR(status);
   response->set_id(request.id());
@@ -137,9 +139,14 @@ absl::StatusOr<OutputBuffers> Engine::ExecuteIntoBuffersOnWorker(
   }
   record.backend = placement.label;
   const HandleAccess caller = CallerAccess(record);
-  absl::StatusOr<OutputBuffers> outputs = ExecuteIntoAnswerBuffers(
-      request, options_, *scheduler_, placement, stop, reservation, too_big_hint, uploaded, &caller,
-      received, received_reserved, tiny != nullptr ? tiny->planned.get() : nullptr);
+  CallContext call = Call(request, placement, stop, reservation);
+  call.uploaded = uploaded;
+  call.handles = &caller;
+  call.received = received;
+  call.received_reserved = received_reserved;
+  call.planned = tiny != nullptr ? tiny->planned.get() : nullptr;
+  absl::StatusOr<OutputBuffers> outputs =
+      Execute(call, IntoAnswerBuffers{.too_big_hint = too_big_hint});
   record.backend = placement.label;
   if (outputs.ok()) record.bytes_out = TotalBytes(outputs->layouts);
   return outputs;

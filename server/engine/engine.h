@@ -44,6 +44,19 @@ class Engine {
 
   // Where `request` runs (backend, device), as the scheduler places it.
   absl::StatusOr<Placement> Place(const v1::RunRequest& request) const;
+  // The context of a call of `request` through this engine's pipeline
+  // (Execute): its options and scheduler, and the call's own parts; the
+  // caller sets where inputs are besides the request (uploaded, handles,
+  // received) and a plan made already.
+  CallContext Call(const v1::RunRequest& request, Placement& placement, const StopCheck& stop,
+                   MemoryBudget::Reservation& reservation) const {
+    return CallContext{.request = request,
+                       .options = options_,
+                       .scheduler = *scheduler_,
+                       .placement = placement,
+                       .stop = stop,
+                       .reservation = reservation};
+  }
   // Queues `work` on a scheduler worker before the request is parsed; it
   // places the request itself with Place(). A non-OK status says why nothing
   // was queued.
@@ -92,12 +105,12 @@ class Engine {
                                absl::string_view too_big_hint, v1::RunResponse* response,
                                const UploadedInputs* uploaded = nullptr);
   // As ExecuteOnWorker, into output buffers that become the answer
-  // (ExecuteIntoAnswerBuffers), for a front end that hands them to gRPC
+  // (Execute into IntoAnswerBuffers), for a front end that hands them to gRPC
   // without a copy (SerializeWithOutputContents); `record.backend` says
   // where it ran. With `received` (the inputs' bytes where gRPC received
   // them, covered by `*received_reserved` of `reservation`), outputs that are
   // runs of those bytes are answered with them, taking that cover over
-  // (ExecuteIntoAnswerBuffers). Not for a request writing to shared memory.
+  // (CallContext::received). Not for a request writing to shared memory.
   // `tiny`: the request as PlanTiny planned it, run here (RunHere).
   absl::StatusOr<OutputBuffers> ExecuteIntoBuffersOnWorker(
       const v1::RunRequest& request, CallRecord& record, const StopCheck& stop,

@@ -216,11 +216,13 @@ class TensorOpService::BidiReactor final
         *request, record, stop_, &handles_,
         [this, request, record, held](Placement& placement, PlannedRun* planned) mutable {
           v1::RunResponse response;
-          absl::Status status = ExecuteIntoResponse(
-              *request, service_->engine_.options(), service_->engine_.scheduler(), placement,
-              stop_, *held,
-              /*with_status=*/true, "use RunStream or RunChunked for large results", &response,
-              /*uploaded=*/nullptr, &handles_, planned);
+          CallContext call = service_->engine_.Call(*request, placement, stop_, *held);
+          call.handles = &handles_;
+          call.planned = planned;
+          absl::Status status = Execute(
+              call, IntoResponse{.response = &response,
+                                 .with_status = true,
+                                 .too_big_hint = "use RunStream or RunChunked for large results"});
           record.backend = placement.label;
           if (status.ok()) response.set_backend(placement.label);
           Answer(*request, std::move(record), status, std::move(response), std::move(*held));

@@ -412,9 +412,11 @@ class TensorOpService::ChunkedReactor final
           ASSIGN_OR_RETURN(uploaded.bytes[name], ZeroBytes(window.received));
         }
       }
-      absl::StatusOr<ResultParts> parts = ExecuteIntoParts(
-          request_, service_->engine_.options(), service_->engine_.scheduler(), placement, stop_,
-          reservation_, record_, &uploaded, &handles_, &streaming);
+      CallContext call = service_->engine_.Call(request_, placement, stop_, reservation_);
+      call.uploaded = &uploaded;
+      call.handles = &handles_;
+      absl::StatusOr<ResultParts> parts =
+          Execute(call, IntoParts{.record = &record_, .streaming = &streaming});
       // The uploaded inputs are done with: freed, and their reservation given
       // back (by the worker: the writer leaves the reservation alone until
       // the work ended), while the rest of the result streams.

@@ -101,11 +101,11 @@ class TensorOpService::UnaryReactor final : public grpc::ServerUnaryReactor {
     record_.backend = placement.label;
     placed_ = placement;
     tried_forwarding_ = true;
+    CallContext call = Call(placement);
+    call.received = &*run_.received;
+    call.received_reserved = &run_.data_bytes;
     ASSIGN_OR_RETURN(std::optional<OutputBuffers> outputs,
-                     AnswerWithReceivedBytes(run_.request, service_->engine_.options(),
-                                             service_->engine_.scheduler(), placement, stop_,
-                                             reservation_, kTooBigHint, &run_.uploaded, &handles_,
-                                             *run_.received, &run_.data_bytes, planned_));
+                     AnswerWithReceivedBytes(call, {.too_big_hint = kTooBigHint}, planned_));
     if (!outputs.has_value()) return false;
     Answer(*outputs, placement);
     service_->engine_.CountForwardedAnswer();
@@ -150,15 +150,24 @@ class TensorOpService::UnaryReactor final : public grpc::ServerUnaryReactor {
     if (WritesToSharedMemory(run_.request) || KeepsOutputs(run_.request)) {
       return WorkWithOutputsElsewhere(placement);
     }
-    const bool may_forward = run_.received.has_value() && !tried_forwarding_;
-    absl::StatusOr<OutputBuffers> outputs = ExecuteIntoAnswerBuffers(
-        run_.request, service_->engine_.options(), service_->engine_.scheduler(), placement, stop_,
-        reservation_, kTooBigHint, &run_.uploaded, &handles_,
-        may_forward ? &*run_.received : nullptr, &run_.data_bytes, planned);
+    CallContext call = Call(placement);
+    if (run_.received.has_value() && !tried_forwarding_) call.received = &*run_.received;
+    call.received_reserved = &run_.data_bytes;
+    call.planned = planned;
+    absl::StatusOr<OutputBuffers> outputs = Execute(call, IntoAnswerBuffers{kTooBigHint});
     record_.backend = placement.label;
     RETURN_IF_ERROR(outputs.status());
     Answer(*outputs, placement);
     return absl::OkStatus();
+  }
+
+  // The request's call through the pipeline, its inputs where this call
+  // holds them: uploaded pieces and the caller's handles.
+  CallContext Call(Placement& placement) {
+    CallContext call = service_->engine_.Call(run_.request, placement, stop_, reservation_);
+    call.uploaded = &run_.uploaded;
+    call.handles = &handles_;
+    return call;
   }
 
   // The call's record, from the parsed request.
@@ -182,10 +191,8 @@ class TensorOpService::UnaryReactor final : public grpc::ServerUnaryReactor {
   // handles) only, so it is a small protobuf serialized as usual.
   absl::Status WorkWithOutputsElsewhere(Placement& placement) {
     v1::RunResponse response;
-    absl::Status status = ExecuteIntoResponse(
-        run_.request, service_->engine_.options(), service_->engine_.scheduler(), placement, stop_,
-        reservation_,
-        /*with_status=*/false, kTooBigHint, &response, &run_.uploaded, &handles_);
+    absl::Status status =
+        Execute(Call(placement), IntoResponse{.response = &response, .too_big_hint = kTooBigHint});
     record_.backend = placement.label;
     RETURN_IF_ERROR(status);
     response.set_id(run_.request.id());

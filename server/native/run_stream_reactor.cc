@@ -165,10 +165,13 @@ class TensorOpService::RunStreamReactor final : public StreamReactor {
     record_.bytes_in += run_.data_bytes;
     ASSIGN_OR_RETURN(Placement placement, engine().Place(run_.request));
     record_.backend = placement.label;
+    CallContext call = engine().Call(run_.request, placement, stop_, reservation_);
+    call.uploaded = &run_.uploaded;
+    call.handles = &handles_;
+    if (run_.received.has_value()) call.received = &*run_.received;
+    call.received_reserved = &run_.data_bytes;
     absl::StatusOr<ResultParts> parts =
-        ExecuteIntoParts(run_.request, engine().options(), engine().scheduler(), placement, stop_,
-                         reservation_, record_, &run_.uploaded, &handles_, streaming,
-                         run_.received.has_value() ? &*run_.received : nullptr, &run_.data_bytes);
+        Execute(call, IntoParts{.record = &record_, .streaming = streaming});
     run_.Free(reservation_);  // the inputs are done with; only the outputs stream
     return parts;
   }

@@ -92,9 +92,10 @@ const std::shared_ptr<const ResidentTensor>* WindowedHandle(const v1::RunRequest
 // layouts `allocate` is told (no buffers). False when any of that does not
 // hold: the outputs are then copied as any others.
 template <typename Allocate>
-absl::StatusOr<bool> KeepAsViews(const v1::RunRequest& request, const PlannedRun& run, int pinned,
-                                 const HandleAccess* handles, Allocate& allocate,
-                                 KeptOutputs* kept) {
+absl::StatusOr<bool> KeepAsViews(const CallContext& call, const PlannedRun& run, int pinned,
+                                 Allocate& allocate, KeptOutputs* kept) {
+  const v1::RunRequest& request = call.request;
+  const HandleAccess* handles = call.handles;
   const ExecutionPlan& plan = run.plan;
   if (handles == nullptr || handles->store == nullptr || !handles->views ||
       plan.windows.size() != plan.outputs.size() || plan.windows.empty() ||
@@ -137,35 +138,37 @@ absl::StatusOr<bool> KeepAsViews(const v1::RunRequest& request, const PlannedRun
   return true;
 }
 
-// Plans `request`, reserves what its outputs take in `reservation` (and, on a
-// device, its device buffers: PoCL's CPU device keeps them in host memory),
-// asks `allocate(layout, elsewhere)` for each output's zeroed buffer
-// (`elsewhere`: where the output goes instead of a buffer of the call's own,
-// in a shared memory region or a kept tensor, else null), executes into them,
-// and makes the kept outputs resident (`kept`).
-// `planned`: the request planned already (PlanRun); null: planned here.
-// `banded`: a streamed call whose result may go out while it is computed.
+// Plans the call's request (unless `call.planned`), admits it (`admit`),
+// reserves what its outputs take in the call's reservation (and, on a device,
+// its device buffers: PoCL's CPU device keeps them in host memory), asks
+// `allocate(layout, elsewhere)` for each output's zeroed buffer (`elsewhere`:
+// where the output goes instead of a buffer of the call's own, in a shared
+// memory region or a kept tensor, else null), executes into them, and makes
+// the kept outputs resident (`kept`). `banded`: a streamed call whose result
+// may go out while it is computed.
 template <typename Allocate>
-absl::Status PlanAndExecute(const v1::RunRequest& request, const Limits& limits,
-                            SharedMemoryRegistry* shared_memory, Scheduler& scheduler,
-                            Placement& placement, const StopCheck& stop,
-                            MemoryBudget::Reservation& reservation, const AdmitFn& admit,
-                            Allocate allocate, const UploadedInputs* uploaded,
-                            const HandleAccess* handles, KeptOutputs* kept,
-                            PlannedRun* planned = nullptr, const BandedStart* banded = nullptr) {
+absl::Status PlanAndExecute(const CallContext& call, const AdmitFn& admit, Allocate allocate,
+                            KeptOutputs* kept, const BandedStart* banded = nullptr) {
+  const v1::RunRequest& request = call.request;
+  Scheduler& scheduler = call.scheduler;
+  Placement& placement = call.placement;
+  const StopCheck& stop = call.stop;
+  const HandleAccess* handles = call.handles;
+  SharedMemoryRegistry* shared_memory = call.options.shared_memory;
   // Work that expired or was cancelled while queued is not started.
   RETURN_IF_ERROR(stop());
   std::unique_ptr<PlannedRun> planned_here;
-  if (planned == nullptr) {
-    ASSIGN_OR_RETURN(planned_here, Plan(request, limits, shared_memory, stop, uploaded, handles));
-    planned = planned_here.get();
+  PlannedRun* run = call.planned;
+  if (run == nullptr) {
+    ASSIGN_OR_RETURN(planned_here, Plan(request, call.options.limits, shared_memory, stop,
+                                        call.uploaded, handles));
+    run = planned_here.get();
   }
-  PlannedRun* const run = planned;
   ASSIGN_OR_RETURN(int64_t answer_bytes, admit(run->plan));
   // Inputs on the device the op is pinned to are read in place; those on
   // another device come to host memory first.
   const int pinned = PinnedDevice(request, placement, *run);
-  ASSIGN_OR_RETURN(const bool views, KeepAsViews(request, *run, pinned, handles, allocate, kept));
+  ASSIGN_OR_RETURN(const bool views, KeepAsViews(call, *run, pinned, allocate, kept));
   if (views) {
     if (pinned >= 0) {  // answered as where the views are: on the device
       placement.device = Device::kOpenCl;
@@ -178,7 +181,7 @@ absl::Status PlanAndExecute(const v1::RunRequest& request, const Limits& limits,
   const int64_t output_bytes = TotalBytes(run->plan.outputs) -
                                SharedMemoryOutputBytes(request, run->plan.outputs) - kept_bytes;
   RETURN_IF_ERROR(ReadPiecedInputs(
-      *run, pinned < 0 && !scheduler.MayRunOnDevice(placement, run->plan), reservation));
+      *run, pinned < 0 && !scheduler.MayRunOnDevice(placement, run->plan), call.reservation));
   const size_t slots = run->plan.input_names.size();
   std::vector<opencl_backend::ResidentInput> resident_inputs(slots);
   int64_t copy_bytes = run->host_copy_bytes;
@@ -209,7 +212,7 @@ absl::Status PlanAndExecute(const v1::RunRequest& request, const Limits& limits,
     }
   }
   RETURN_IF_ERROR(
-      reservation.Grow(bytes, absl::StrCat("the outputs of request ", Quoted(request.id()))));
+      call.reservation.Grow(bytes, absl::StrCat("the outputs of request ", Quoted(request.id()))));
   for (size_t slot = 0; slot < slots; ++slot) {
     auto found = run->on_device.find(run->plan.input_names[slot]);
     if (found == run->on_device.end() || resident_inputs[slot].buffer != nullptr) continue;
@@ -320,35 +323,32 @@ int64_t TotalBytes(const std::vector<Layout>& layouts) {
   return total;
 }
 
-absl::Status ExecuteIntoResponse(const v1::RunRequest& request, const ServiceOptions& options,
-                                 Scheduler& scheduler, Placement& placement, const StopCheck& stop,
-                                 MemoryBudget::Reservation& reservation, bool with_status,
-                                 absl::string_view too_big_hint, v1::RunResponse* response,
-                                 const UploadedInputs* uploaded, const HandleAccess* handles,
-                                 PlannedRun* planned) {
+absl::Status Execute(const CallContext& call, const IntoResponse& sink) {
+  const v1::RunRequest& request = call.request;
+  const ServiceOptions& options = call.options;
   const AdmitFn admit = [&](const ExecutionPlan& plan) -> absl::StatusOr<int64_t> {
-    const std::string backend = placement.device == Device::kCpu
+    const std::string backend = call.placement.device == Device::kCpu
                                     ? std::string("cpu")
                                     : std::string(kMaxDeviceLabelBytes, 'x');
     // Outputs written into shared memory or kept carry no data in the answer;
     // a kept one carries its handle.
     const int64_t answer_bytes =
-        RunResponseBytes(request.id(), backend, with_status, "", plan.outputs) -
+        RunResponseBytes(request.id(), backend, sink.with_status, "", plan.outputs) -
         SharedMemoryOutputBytes(request, plan.outputs) - KeptOutputBytes(request, plan.outputs) +
         KeptAnswerBytes(request, plan.outputs);
     if (answer_bytes > options.max_message_bytes) {
-      return absl::ResourceExhaustedError(
-          absl::StrCat("the answer would take ", answer_bytes, " bytes (", TotalBytes(plan.outputs),
-                       " of output data), more than the server's message limit of ",
-                       options.max_message_bytes, " bytes (--max_message_bytes); ", too_big_hint));
+      return absl::ResourceExhaustedError(absl::StrCat(
+          "the answer would take ", answer_bytes, " bytes (", TotalBytes(plan.outputs),
+          " of output data), more than the server's message limit of ", options.max_message_bytes,
+          " bytes (--max_message_bytes); ", sink.too_big_hint));
     }
     return answer_bytes;  // its serialized copy
   };
+  v1::RunResponse* response = sink.response;
   KeptOutputs kept;
   absl::Status status = Guarded([&] {
     RETURN_IF_ERROR(PlanAndExecute(
-        request, options.limits, options.shared_memory, scheduler, placement, stop, reservation,
-        admit,
+        call, admit,
         [&](const Layout& layout, std::byte* elsewhere) -> absl::StatusOr<std::byte*> {
           v1::Tensor* tensor = response->add_outputs();
           SetTensorLayout(layout, tensor);
@@ -361,10 +361,10 @@ absl::Status ExecuteIntoResponse(const v1::RunRequest& request, const ServiceOpt
           data->resize(static_cast<size_t>(layout.buffer_bytes()));
           return reinterpret_cast<std::byte*>(data->data());
         },
-        uploaded, handles, &kept, planned));
+        &kept));
     for (size_t i = 0; i < kept.size(); ++i) {
       if (kept[i] == nullptr) continue;
-      ToProtoHandle(*kept[i], handles->store->replica(),
+      ToProtoHandle(*kept[i], call.handles->store->replica(),
                     response->mutable_outputs(static_cast<int>(i))->mutable_handle());
     }
     return absl::OkStatus();
@@ -375,20 +375,18 @@ absl::Status ExecuteIntoResponse(const v1::RunRequest& request, const ServiceOpt
 
 namespace {
 
-// Answers `run` with bytes of its received inputs where each output is such
-// bytes (OutputAsInputBytes): their slices go into the answer as gRPC received
-// them, with no buffer and no copy, the slices they keep reserved: taken over
-// from `*received_reserved`, the bytes of `reservation` covering `received`
-// (null: none), as far as it goes, so the same memory is not reserved twice.
-// Only where the CPU would run it: OPENCL asks for the device. False, having
-// done nothing, when an output is anything else.
-absl::StatusOr<bool> ForwardReceivedBytes(const v1::RunRequest& request, const PlannedRun& run,
-                                          const RequestDataView& received,
-                                          int64_t* received_reserved, Scheduler& scheduler,
-                                          Placement& placement, const AdmitFn& admit,
-                                          MemoryBudget::Reservation& reservation,
-                                          OutputBuffers& outputs) {
-  if (placement.device == Device::kOpenCl || scheduler.MayRunOnDevice(placement, run.plan)) {
+// Answers the call's request, as `run` planned it, with bytes of its received
+// inputs where each output is such bytes (OutputAsInputBytes): their slices
+// go into the answer as gRPC received them, with no buffer and no copy, the
+// slices they keep reserved: taken over from `*call.received_reserved` (the
+// bytes of the reservation covering `call.received`; null: none), as far as
+// it goes, so the same memory is not reserved twice. Only where the CPU would
+// run it: OPENCL asks for the device. False, having done nothing, when an
+// output is anything else.
+absl::StatusOr<bool> ForwardReceivedBytes(const CallContext& call, const PlannedRun& run,
+                                          const AdmitFn& admit, OutputBuffers& outputs) {
+  Placement& placement = call.placement;
+  if (placement.device == Device::kOpenCl || call.scheduler.MayRunOnDevice(placement, run.plan)) {
     return false;
   }
   const ExecutionPlan& plan = run.plan;
@@ -398,17 +396,19 @@ absl::StatusOr<bool> ForwardReceivedBytes(const v1::RunRequest& request, const P
     const std::optional<SlotBytes> bytes = OutputAsInputBytes(plan, static_cast<int>(output));
     if (!bytes.has_value()) return false;
     const absl::string_view name = plan.input_names[static_cast<size_t>(bytes->input_slot)];
-    const std::vector<RequestDataView::InputData>& inputs = received.inputs();
+    const std::vector<RequestDataView::InputData>& inputs = call.received->inputs();
     auto input = std::find_if(inputs.begin(), inputs.end(), [&](const auto& data) {
       return data.input == name && data.bytes > 0;
     });
     if (input == inputs.end()) return false;  // in shared memory, a handle, ...
-    forwarded[output] = received.DataSlices(input - inputs.begin(), bytes->range, &held);
+    forwarded[output] = call.received->DataSlices(input - inputs.begin(), bytes->range, &held);
   }
   ASSIGN_OR_RETURN(const int64_t answer_bytes, admit(plan));
+  int64_t* const received_reserved = call.received_reserved;
   const int64_t taken_over = received_reserved == nullptr ? 0 : std::min(held, *received_reserved);
-  RETURN_IF_ERROR(reservation.Grow(answer_bytes + held - taken_over,
-                                   absl::StrCat("the outputs of request ", Quoted(request.id()))));
+  RETURN_IF_ERROR(
+      call.reservation.Grow(answer_bytes + held - taken_over,
+                            absl::StrCat("the outputs of request ", Quoted(call.request.id()))));
   if (received_reserved != nullptr) *received_reserved -= taken_over;
   outputs.layouts = plan.outputs;
   outputs.buffers.resize(plan.outputs.size());
@@ -418,58 +418,46 @@ absl::StatusOr<bool> ForwardReceivedBytes(const v1::RunRequest& request, const P
   return true;
 }
 
-// Admits an answer of output buffers (ExecuteIntoAnswerBuffers): what it takes
+// Admits an answer of output buffers (IntoAnswerBuffers): what it takes
 // besides them.
-AdmitFn AdmitAnswerBuffers(const v1::RunRequest& request, const ServiceOptions& options,
-                           const Placement& placement, absl::string_view too_big_hint) {
-  return [&request, &options, &placement,
-          too_big_hint](const ExecutionPlan& plan) -> absl::StatusOr<int64_t> {
-    const std::string backend = placement.device == Device::kCpu
+AdmitFn AdmitAnswerBuffers(const CallContext& call, const IntoAnswerBuffers& sink) {
+  return [&call,
+          too_big_hint = sink.too_big_hint](const ExecutionPlan& plan) -> absl::StatusOr<int64_t> {
+    const std::string backend = call.placement.device == Device::kCpu
                                     ? std::string("cpu")
                                     : std::string(kMaxDeviceLabelBytes, 'x');
     const int64_t answer_bytes =
-        RunResponseBytes(request.id(), backend, /*with_status=*/false, "", plan.outputs);
-    if (answer_bytes > options.max_message_bytes) {
+        RunResponseBytes(call.request.id(), backend, /*with_status=*/false, "", plan.outputs);
+    const int64_t limit = call.options.max_message_bytes;
+    if (answer_bytes > limit) {
       return absl::ResourceExhaustedError(
           absl::StrCat("the answer would take ", answer_bytes, " bytes (", TotalBytes(plan.outputs),
-                       " of output data), more than the server's message limit of ",
-                       options.max_message_bytes, " bytes (--max_message_bytes); ", too_big_hint));
+                       " of output data), more than the server's message limit of ", limit,
+                       " bytes (--max_message_bytes); ", too_big_hint));
     }
     return answer_bytes - TotalBytes(plan.outputs);  // the outputs are the answer
   };
 }
 
-// Plans `request` into `planned`, then ForwardReceivedBytes.
-absl::StatusOr<bool> PlanAndForward(const v1::RunRequest& request, const ServiceOptions& options,
-                                    Scheduler& scheduler, Placement& placement,
-                                    const StopCheck& stop, MemoryBudget::Reservation& reservation,
-                                    const AdmitFn& admit, const UploadedInputs* uploaded,
-                                    const HandleAccess* handles, const RequestDataView& received,
-                                    int64_t* received_reserved,
+// Plans the call's request into `planned`, then ForwardReceivedBytes.
+absl::StatusOr<bool> PlanAndForward(const CallContext& call, const AdmitFn& admit,
                                     std::unique_ptr<PlannedRun>& planned, OutputBuffers& outputs) {
-  RETURN_IF_ERROR(stop());
-  ASSIGN_OR_RETURN(planned,
-                   Plan(request, options.limits, options.shared_memory, stop, uploaded, handles));
-  return ForwardReceivedBytes(request, *planned, received, received_reserved, scheduler, placement,
-                              admit, reservation, outputs);
+  RETURN_IF_ERROR(call.stop());
+  ASSIGN_OR_RETURN(planned, Plan(call.request, call.options.limits, call.options.shared_memory,
+                                 call.stop, call.uploaded, call.handles));
+  return ForwardReceivedBytes(call, *planned, admit, outputs);
 }
 
 }  // namespace
 
 absl::StatusOr<std::optional<OutputBuffers>> AnswerWithReceivedBytes(
-    const v1::RunRequest& request, const ServiceOptions& options, Scheduler& scheduler,
-    Placement& placement, const StopCheck& stop, MemoryBudget::Reservation& reservation,
-    absl::string_view too_big_hint, const UploadedInputs* uploaded, const HandleAccess* handles,
-    const RequestDataView& received, int64_t* received_reserved,
-    std::unique_ptr<PlannedRun>& planned) {
-  if (placement.device == Device::kOpenCl || KeepsOutputs(request)) return std::nullopt;
-  const AdmitFn admit = AdmitAnswerBuffers(request, options, placement, too_big_hint);
+    const CallContext& call, const IntoAnswerBuffers& sink, std::unique_ptr<PlannedRun>& planned) {
+  if (call.placement.device == Device::kOpenCl || KeepsOutputs(call.request)) return std::nullopt;
+  const AdmitFn admit = AdmitAnswerBuffers(call, sink);
   OutputBuffers outputs;
   bool forwarded = false;
   RETURN_IF_ERROR(Guarded([&]() -> absl::Status {
-    ASSIGN_OR_RETURN(forwarded, PlanAndForward(request, options, scheduler, placement, stop,
-                                               reservation, admit, uploaded, handles, received,
-                                               received_reserved, planned, outputs));
+    ASSIGN_OR_RETURN(forwarded, PlanAndForward(call, admit, planned, outputs));
     return absl::OkStatus();
   }));
   if (!forwarded) return std::nullopt;
@@ -477,32 +465,26 @@ absl::StatusOr<std::optional<OutputBuffers>> AnswerWithReceivedBytes(
   return outputs;
 }
 
-absl::StatusOr<OutputBuffers> ExecuteIntoAnswerBuffers(
-    const v1::RunRequest& request, const ServiceOptions& options, Scheduler& scheduler,
-    Placement& placement, const StopCheck& stop, MemoryBudget::Reservation& reservation,
-    absl::string_view too_big_hint, const UploadedInputs* uploaded, const HandleAccess* handles,
-    const RequestDataView* received, int64_t* received_reserved, PlannedRun* planned) {
-  if (KeepsOutputs(request)) {
-    return absl::InternalError("kept outputs are answered by ExecuteIntoResponse");
+absl::StatusOr<OutputBuffers> Execute(const CallContext& call, const IntoAnswerBuffers& sink) {
+  if (KeepsOutputs(call.request)) {
+    return absl::InternalError("kept outputs are answered IntoResponse");
   }
-  const AdmitFn admit = AdmitAnswerBuffers(request, options, placement, too_big_hint);
+  const AdmitFn admit = AdmitAnswerBuffers(call, sink);
   OutputBuffers outputs;
   KeptOutputs kept;
   absl::Status status = Guarded([&]() -> absl::Status {
     std::unique_ptr<PlannedRun> planned_to_forward;
-    if (received != nullptr) {
-      ASSIGN_OR_RETURN(
-          const bool forwarded,
-          PlanAndForward(request, options, scheduler, placement, stop, reservation, admit, uploaded,
-                         handles, *received, received_reserved, planned_to_forward, outputs));
+    CallContext planned_call = call;
+    if (call.received != nullptr) {
+      ASSIGN_OR_RETURN(const bool forwarded,
+                       PlanAndForward(call, admit, planned_to_forward, outputs));
       if (forwarded) return absl::OkStatus();
-      planned = planned_to_forward.get();
+      planned_call.planned = planned_to_forward.get();
     }
     return PlanAndExecute(
-        request, options.limits, options.shared_memory, scheduler, placement, stop, reservation,
-        admit,
-        AllocateInto(options.buffer_pool, outputs, [](OutputBuffer buffer) { return buffer; }),
-        uploaded, handles, &kept, planned);
+        planned_call, admit,
+        AllocateInto(call.options.buffer_pool, outputs, [](OutputBuffer buffer) { return buffer; }),
+        &kept);
   });
   if (!status.ok()) return status;
   return outputs;
@@ -523,38 +505,34 @@ AdmitFn AdmitParts(const ServiceOptions& options) {
   };
 }
 
-// ExecuteIntoBuffers, of `planned` when not null.
-absl::StatusOr<Outputs> IntoBuffers(const v1::RunRequest& request, PlannedRun* planned,
-                                    const ServiceOptions& options, Scheduler& scheduler,
-                                    Placement& placement, const StopCheck& stop,
-                                    MemoryBudget::Reservation& reservation,
-                                    const UploadedInputs* uploaded, const HandleAccess* handles,
+// Executes the call's request into held buffers; with `streaming`, the parts
+// may go out while it is computed.
+absl::StatusOr<Outputs> IntoBuffers(const CallContext& call,
                                     StreamWhileComputing* streaming = nullptr) {
+  const ServiceOptions& options = call.options;
   Outputs outputs;
   std::optional<BandedStart> banded;
   if (streaming != nullptr) {
     // The parts take the outputs as they are (not written yet) to the writer.
     const auto start = [&]() -> ResultProgress& {
       streaming->started = true;
-      streaming->start(ResultParts(std::exchange(outputs, {}), placement.label, options.chunk_bytes,
-                                   streaming->progress));
+      streaming->start(ResultParts(std::exchange(outputs, {}), call.placement.label,
+                                   options.chunk_bytes, streaming->progress));
       return *streaming->progress;
     };
     banded.emplace(BandedStart{.band_bytes = streaming->band_bytes, .start = start});
   }
   const AdmitFn admit = AdmitParts(options);
   absl::Status status = Guarded([&] {
-    RETURN_IF_ERROR(CheckNoSharedMemoryOutputs(request, "a streamed call"));
+    RETURN_IF_ERROR(CheckNoSharedMemoryOutputs(call.request, "a streamed call"));
     KeptOutputs kept;
-    RETURN_IF_ERROR(PlanAndExecute(request, options.limits, options.shared_memory, scheduler,
-                                   placement, stop, reservation, admit,
-                                   AllocateInto(options.buffer_pool, outputs, &Share), uploaded,
-                                   handles, &kept, planned, banded ? &*banded : nullptr));
+    RETURN_IF_ERROR(PlanAndExecute(call, admit, AllocateInto(options.buffer_pool, outputs, &Share),
+                                   &kept, banded ? &*banded : nullptr));
     outputs.handles.resize(kept.size());
     for (size_t i = 0; i < kept.size(); ++i) {
       if (kept[i] == nullptr) continue;
       outputs.handles[i].emplace();
-      ToProtoHandle(*kept[i], handles->store->replica(), &*outputs.handles[i]);
+      ToProtoHandle(*kept[i], call.handles->store->replica(), &*outputs.handles[i]);
     }
     return absl::OkStatus();
   });
@@ -564,61 +542,42 @@ absl::StatusOr<Outputs> IntoBuffers(const v1::RunRequest& request, PlannedRun* p
 
 }  // namespace
 
-absl::StatusOr<Outputs> ExecuteIntoBuffers(const v1::RunRequest& request,
-                                           const ServiceOptions& options, Scheduler& scheduler,
-                                           Placement& placement, const StopCheck& stop,
-                                           MemoryBudget::Reservation& reservation,
-                                           const UploadedInputs* uploaded,
-                                           const HandleAccess* handles) {
-  return IntoBuffers(request, nullptr, options, scheduler, placement, stop, reservation, uploaded,
-                     handles);
+absl::StatusOr<Outputs> Execute(const CallContext& call, const IntoHeldBuffers&) {
+  return IntoBuffers(call);
 }
 
-absl::StatusOr<Outputs> ExecutePlannedIntoBuffers(const v1::RunRequest& request, PlannedRun& run,
-                                                  const ServiceOptions& options,
-                                                  Scheduler& scheduler, Placement& placement,
-                                                  const StopCheck& stop,
-                                                  MemoryBudget::Reservation& reservation,
-                                                  const HandleAccess* handles) {
-  return IntoBuffers(request, &run, options, scheduler, placement, stop, reservation, nullptr,
-                     handles);
-}
-
-absl::StatusOr<ResultParts> ExecuteIntoParts(
-    const v1::RunRequest& request, const ServiceOptions& options, Scheduler& scheduler,
-    Placement& placement, const StopCheck& stop, MemoryBudget::Reservation& reservation,
-    CallRecord& record, const UploadedInputs* uploaded, const HandleAccess* handles,
-    StreamWhileComputing* streaming, const RequestDataView* received, int64_t* received_reserved) {
+absl::StatusOr<ResultParts> Execute(const CallContext& call, const IntoParts& sink) {
+  const v1::RunRequest& request = call.request;
+  const int64_t chunk_bytes = call.options.chunk_bytes;
+  Placement& placement = call.placement;
   std::unique_ptr<PlannedRun> planned;
-  if (received != nullptr && !KeepsOutputs(request) && !WritesToSharedMemory(request)) {
+  if (call.received != nullptr && !KeepsOutputs(request) && !WritesToSharedMemory(request)) {
     OutputBuffers forwarded;
     bool forwarding = false;
     RETURN_IF_ERROR(Guarded([&]() -> absl::Status {
       ASSIGN_OR_RETURN(forwarding,
-                       PlanAndForward(request, options, scheduler, placement, stop, reservation,
-                                      AdmitParts(options), uploaded, handles, *received,
-                                      received_reserved, planned, forwarded));
+                       PlanAndForward(call, AdmitParts(call.options), planned, forwarded));
       return absl::OkStatus();
     }));
-    record.backend = placement.label;
+    sink.record->backend = placement.label;
     if (forwarding) {
       const size_t count = forwarded.layouts.size();
       return ResultParts(Outputs{.layouts = std::move(forwarded.layouts),
                                  .buffers = std::vector<SharedOutput>(count),
                                  .handles = {},
                                  .forwarded = std::move(forwarded.forwarded)},
-                         placement.label, options.chunk_bytes);
+                         placement.label, chunk_bytes);
     }
   }
-  absl::StatusOr<Outputs> outputs =
-      IntoBuffers(request, planned.get(), options, scheduler, placement, stop, reservation,
-                  uploaded, handles, streaming);
-  record.backend = placement.label;
+  CallContext planned_call = call;
+  if (planned != nullptr) planned_call.planned = planned.get();
+  absl::StatusOr<Outputs> outputs = IntoBuffers(planned_call, sink.streaming);
+  sink.record->backend = placement.label;
   if (!outputs.ok()) return outputs.status();
-  if (streaming != nullptr && streaming->started) {
-    return ResultParts(Outputs(), placement.label, options.chunk_bytes);  // they went out
+  if (sink.streaming != nullptr && sink.streaming->started) {
+    return ResultParts(Outputs(), placement.label, chunk_bytes);  // they went out
   }
-  return ResultParts(*std::move(outputs), placement.label, options.chunk_bytes);
+  return ResultParts(*std::move(outputs), placement.label, chunk_bytes);
 }
 
 absl::Status WriteFailure(const StopCheck& stop) {

@@ -1,9 +1,10 @@
-// The request pipeline behind the tensorop.v1 reactors (server/native/run_*_reactor.cc)
-// and Engine::ExecuteOnWorker: a request's bytes parsed against the
-// memory budget, planned, its outputs reserved and allocated, executed by the
-// scheduler, and shaped as an inline answer, answer buffers, or streamed
-// result parts. No reactor and no call: tests/server/pipeline_test.cc drives
-// it with a Scheduler and a MemoryBudget alone.
+// The request pipeline behind every front end (the tensorop.v1 reactors, v2
+// through Engine, RunChain's steps): Execute(call, sink) plans a request,
+// admits it (its answer within the message limit, its bytes within the
+// memory budget), binds its outputs to the sink's buffers, and runs it on
+// the scheduler. The call context and the sinks: call_context.h. No reactor
+// and no gRPC call: tests/server/pipeline_test.cc drives it with a Scheduler
+// and a MemoryBudget alone.
 #ifndef TENSOROP_SERVER_PIPELINE_PIPELINE_H_
 #define TENSOROP_SERVER_PIPELINE_PIPELINE_H_
 
@@ -38,6 +39,7 @@
 #include "server/memory/buffer_pool.h"
 #include "server/memory/memory_budget.h"
 #include "server/memory/zero_bytes.h"
+#include "server/pipeline/call_context.h"
 #include "server/pipeline/guarded.h"
 #include "server/pipeline/parse.h"
 #include "server/pipeline/plan.h"
@@ -65,49 +67,24 @@ std::optional<int> RequestedDevice(const v1::RunRequest& request);
 // The bytes of every output buffer of `layouts`.
 int64_t TotalBytes(const std::vector<Layout>& layouts);
 
-// Executes `request` with its outputs inline in `response` (Run, RunBidi),
-// refusing before any work an answer whose serialized size would pass the
-// message limit. On error `response` holds no outputs. `planned`: the request
-// planned already (PlanIfTiny); null: planned here.
-absl::Status ExecuteIntoResponse(const v1::RunRequest& request, const ServiceOptions& options,
-                                 Scheduler& scheduler, Placement& placement, const StopCheck& stop,
-                                 MemoryBudget::Reservation& reservation, bool with_status,
-                                 absl::string_view too_big_hint, v1::RunResponse* response,
-                                 const UploadedInputs* uploaded = nullptr,
-                                 const HandleAccess* handles = nullptr,
-                                 PlannedRun* planned = nullptr);
+// Executes the call's request with its outputs inline (IntoResponse).
+absl::Status Execute(const CallContext& call, const IntoResponse& sink);
 
-// Executes `request` into output buffers that become its answer (Run):
-// SerializeRunResponse hands them to gRPC without a copy, so what the answer
-// takes besides them is only its other fields. Refused before any work, like
-// ExecuteIntoResponse, when the serialized answer would pass the message limit.
-// With `received` (the request's data where gRPC received it), a request the
-// CPU would run whose every output is a contiguous run of an input's bytes
-// (whole rows, an outer Split) is answered with those bytes instead: no
-// buffer, no copy (OutputBuffers::forwarded). `*received_reserved`, the bytes
-// of `reservation` covering `received` (ReceivedRun::data_bytes; null: none),
-// is lowered by those the answer takes over for the slices it keeps: free the
-// view with what is left. `planned`: as for ExecuteIntoResponse, without
-// `received`.
-absl::StatusOr<OutputBuffers> ExecuteIntoAnswerBuffers(
-    const v1::RunRequest& request, const ServiceOptions& options, Scheduler& scheduler,
-    Placement& placement, const StopCheck& stop, MemoryBudget::Reservation& reservation,
-    absl::string_view too_big_hint, const UploadedInputs* uploaded = nullptr,
-    const HandleAccess* handles = nullptr, const RequestDataView* received = nullptr,
-    int64_t* received_reserved = nullptr, PlannedRun* planned = nullptr);
+// Executes the call's request into output buffers that become its answer
+// (IntoAnswerBuffers): what the answer takes besides them is only its other
+// fields. With the call's `received` bytes, a request the CPU would run whose
+// every output is a contiguous run of an input's bytes (whole rows, an outer
+// Split) is answered with those bytes instead (OutputBuffers::forwarded).
+absl::StatusOr<OutputBuffers> Execute(const CallContext& call, const IntoAnswerBuffers& sink);
 
-// The answer ExecuteIntoAnswerBuffers would give `request` with the bytes it
-// received, when it would: planning only, no kernel and no copy, so light
-// enough for a reaction. nullopt, having reserved nothing, when an output
-// needs a kernel or the request is placed on a device; then `planned` holds
-// the request's plan when it was made, for ExecuteIntoAnswerBuffers to run
+// The answer Execute(call, IntoAnswerBuffers) would give with the bytes the
+// call received, when it would: planning only, no kernel and no copy, so
+// light enough for a reaction. nullopt, having reserved nothing, when an
+// output needs a kernel or the request is placed on a device; then
+// `planned` holds the request's plan when it was made, for Execute to run
 // rather than plan again.
 absl::StatusOr<std::optional<OutputBuffers>> AnswerWithReceivedBytes(
-    const v1::RunRequest& request, const ServiceOptions& options, Scheduler& scheduler,
-    Placement& placement, const StopCheck& stop, MemoryBudget::Reservation& reservation,
-    absl::string_view too_big_hint, const UploadedInputs* uploaded, const HandleAccess* handles,
-    const RequestDataView& received, int64_t* received_reserved,
-    std::unique_ptr<PlannedRun>& planned);
+    const CallContext& call, const IntoAnswerBuffers& sink, std::unique_ptr<PlannedRun>& planned);
 
 // The data bytes of `response`'s outputs.
 int64_t ResponseDataBytes(const v1::RunResponse& response);
@@ -124,24 +101,8 @@ struct Outputs {
   std::vector<std::vector<grpc::Slice>> forwarded;
 };
 
-// Executes `request` into server-held buffers (RunStream, RunChunked). Streamed
-// results are not bounded by the message size, only by the request limits and
-// the memory budget.
-absl::StatusOr<Outputs> ExecuteIntoBuffers(const v1::RunRequest& request,
-                                           const ServiceOptions& options, Scheduler& scheduler,
-                                           Placement& placement, const StopCheck& stop,
-                                           MemoryBudget::Reservation& reservation,
-                                           const UploadedInputs* uploaded = nullptr,
-                                           const HandleAccess* handles = nullptr);
-
-// ExecuteIntoBuffers of `request` as PlanRun planned it (`run.inputs` may
-// since point at other bytes of the same layouts).
-absl::StatusOr<Outputs> ExecutePlannedIntoBuffers(const v1::RunRequest& request, PlannedRun& run,
-                                                  const ServiceOptions& options,
-                                                  Scheduler& scheduler, Placement& placement,
-                                                  const StopCheck& stop,
-                                                  MemoryBudget::Reservation& reservation,
-                                                  const HandleAccess* handles);
+// Executes the call's request into server-held buffers (IntoHeldBuffers).
+absl::StatusOr<Outputs> Execute(const CallContext& call, const IntoHeldBuffers& sink);
 
 // Serializes `message` into `buffer` for a raw write, replacing what the
 // previous (completed) write left there.
@@ -303,18 +264,11 @@ struct StreamWhileComputing {
   bool started = false;  // set once `start` ran
 };
 
-// Executes `request` into server-held buffers and cuts them into parts
-// (RunStream, RunChunked); `record` learns where it ran. Once `streaming`
-// started, the parts went to it and the answer holds none. With `received`
-// (the request's data left where it was received) an output that is a run of
-// those bytes is streamed from them, with no buffer, kernel or copy, as
-// ExecuteIntoAnswerBuffers does (`received_reserved` likewise).
-absl::StatusOr<ResultParts> ExecuteIntoParts(
-    const v1::RunRequest& request, const ServiceOptions& options, Scheduler& scheduler,
-    Placement& placement, const StopCheck& stop, MemoryBudget::Reservation& reservation,
-    CallRecord& record, const UploadedInputs* uploaded = nullptr,
-    const HandleAccess* handles = nullptr, StreamWhileComputing* streaming = nullptr,
-    const RequestDataView* received = nullptr, int64_t* received_reserved = nullptr);
+// Executes the call's request into server-held buffers and cuts them into
+// parts (IntoParts). With the call's `received` bytes an output that is a run
+// of them is streamed from them, with no buffer, kernel or copy, as
+// Execute(call, IntoAnswerBuffers) answers.
+absl::StatusOr<ResultParts> Execute(const CallContext& call, const IntoParts& sink);
 
 // The status to finish a stream with when a write failed: the call's deadline
 // when `stop` (a CallStop) finds it near, else what `stop` says, else

@@ -175,7 +175,7 @@ absl::Status ExecuteInfer(Engine& engine, PreparedInfer& prepared, const StopChe
   UploadedInputs& uploaded = prepared.uploaded;
   int64_t inputs_reserved = reservation.bytes();
   // The part of it covering the bytes `received` holds: an answer forwarding
-  // them takes that over (ExecuteIntoAnswerBuffers).
+  // them takes that over (CallContext::received).
   int64_t received_reserved = held_bytes.value_or(0);
   out->Clear();
   if (WritesToSharedMemory(run)) {

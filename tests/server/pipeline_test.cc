@@ -76,6 +76,8 @@ grpc::ByteBuffer RawBytes(const std::string& text) {
   return grpc::ByteBuffer(&slice, 1);
 }
 
+const StopCheck kNeverStop = NeverStop;
+
 class PipelineTest : public ::testing::Test {
  protected:
   // Runs `work` on a scheduler worker (where the CPU kernels expect to run)
@@ -93,9 +95,24 @@ class PipelineTest : public ::testing::Test {
       ReceivedRun& run, Placement& placement, MemoryBudget::Reservation& reservation,
       std::unique_ptr<PlannedRun>* planned = nullptr) {
     std::unique_ptr<PlannedRun> dropped;
-    return AnswerWithReceivedBytes(run.request, options_, scheduler_, placement, NeverStop,
-                                   reservation, "hint", &run.uploaded, nullptr, *run.received,
-                                   &run.data_bytes, planned != nullptr ? *planned : dropped);
+    CallContext call = Call(run.request, placement, reservation);
+    call.uploaded = &run.uploaded;
+    call.received = &*run.received;
+    call.received_reserved = &run.data_bytes;
+    return AnswerWithReceivedBytes(call, {.too_big_hint = "hint"},
+                                   planned != nullptr ? *planned : dropped);
+  }
+
+  // The call of `request` through the pipeline under test, stopped by `stop`
+  // (which outlives the call).
+  CallContext Call(const v1::RunRequest& request, Placement& placement,
+                   MemoryBudget::Reservation& reservation, const StopCheck& stop = kNeverStop) {
+    return CallContext{.request = request,
+                       .options = options_,
+                       .scheduler = scheduler_,
+                       .placement = placement,
+                       .stop = stop,
+                       .reservation = reservation};
   }
 
   Placement CpuPlacement() {
@@ -183,8 +200,9 @@ TEST_F(PipelineTest, LargeInputsAreTakenOutOfTheRequestIntoBuffersOfTheirOwn) {
   Placement placement = CpuPlacement();
   v1::RunResponse response;
   ASSERT_OK(OnWorker([&] {
-    return ExecuteIntoResponse(parsed, options_, scheduler_, placement, NeverStop, reservation,
-                               /*with_status=*/false, "", &response, &uploaded);
+    CallContext call = Call(parsed, placement, reservation);
+    call.uploaded = &uploaded;
+    return Execute(call, IntoResponse{.response = &response});
   }));
   ASSERT_EQ(response.outputs_size(), 1);
   std::vector<int32_t> last_row(values.end() - kCols, values.end());
@@ -331,9 +349,11 @@ TEST_F(PipelineTest, OutputsThatNeedAKernelAreNotAnsweredWithTheReceivedBytes) {
   ASSERT_NE(planned, nullptr);
   absl::StatusOr<OutputBuffers> outputs = absl::InternalError("not run");
   ASSERT_OK(OnWorker([&] {
-    outputs = ExecuteIntoAnswerBuffers(run.request, options_, scheduler_, placement, NeverStop,
-                                       reservation, "hint", &run.uploaded, nullptr, nullptr,
-                                       &run.data_bytes, planned.get());
+    CallContext call = Call(run.request, placement, reservation);
+    call.uploaded = &run.uploaded;
+    call.received_reserved = &run.data_bytes;
+    call.planned = planned.get();
+    outputs = Execute(call, IntoAnswerBuffers{"hint"});
     return outputs.status();
   }));
   ASSERT_EQ(outputs->buffers.size(), 1u);
@@ -372,14 +392,14 @@ TEST_F(PipelineTest, RequestsThatAreNotLightToParseAreLeftAsTheyArrived) {
   }
 }
 
-TEST_F(PipelineTest, ExecuteIntoResponseSlicesOnTheCpuWithExactBytes) {
+TEST_F(PipelineTest, ExecuteInlineAnswerSlicesOnTheCpuWithExactBytes) {
   const v1::RunRequest request = SliceRequest();
   Placement placement = CpuPlacement();
   MemoryBudget::Reservation reservation = budget_.Empty();
   v1::RunResponse response;
   ASSERT_OK(OnWorker([&] {
-    return ExecuteIntoResponse(request, options_, scheduler_, placement, NeverStop, reservation,
-                               /*with_status=*/false, "hint", &response);
+    return Execute(Call(request, placement, reservation),
+                   IntoResponse{.response = &response, .too_big_hint = "hint"});
   }));
   EXPECT_EQ(placement.label, "cpu");
   ASSERT_EQ(response.outputs_size(), 1);
@@ -393,16 +413,17 @@ TEST_F(PipelineTest, ExecuteIntoResponseSlicesOnTheCpuWithExactBytes) {
   EXPECT_GE(reservation.bytes(), 16);
 }
 
-TEST_F(PipelineTest, ExecuteIntoResponseOverTheMessageLimitIsRefusedBeforeAnyWork) {
+TEST_F(PipelineTest, ExecuteInlineAnswerOverTheMessageLimitIsRefusedBeforeAnyWork) {
   options_.max_message_bytes = 32;
   const v1::RunRequest request = SliceRequest();
   Placement placement = CpuPlacement();
   MemoryBudget::Reservation reservation = budget_.Empty();
   v1::RunResponse response;
   const absl::Status status = OnWorker([&] {
-    return ExecuteIntoResponse(request, options_, scheduler_, placement, NeverStop, reservation,
-                               /*with_status=*/true,
-                               "use RunStream or RunChunked for large results", &response);
+    return Execute(Call(request, placement, reservation),
+                   IntoResponse{.response = &response,
+                                .with_status = true,
+                                .too_big_hint = "use RunStream or RunChunked for large results"});
   });
   EXPECT_THAT(status,
               StatusIs(absl::StatusCode::kResourceExhausted,
@@ -414,15 +435,15 @@ TEST_F(PipelineTest, ExecuteIntoResponseOverTheMessageLimitIsRefusedBeforeAnyWor
   EXPECT_EQ(reservation.bytes(), 0);  // refused before the outputs were reserved
 }
 
-TEST_F(PipelineTest, ExecuteIntoResponseOverTheBudgetNamesTheRequestsOutputs) {
+TEST_F(PipelineTest, ExecuteInlineAnswerOverTheBudgetNamesTheRequestsOutputs) {
   MemoryBudget small(16);
   const v1::RunRequest request = SliceRequest();
   Placement placement = CpuPlacement();
   MemoryBudget::Reservation reservation = small.Empty();
   v1::RunResponse response;
   EXPECT_THAT(OnWorker([&] {
-                return ExecuteIntoResponse(request, options_, scheduler_, placement, NeverStop,
-                                           reservation, false, "hint", &response);
+                return Execute(Call(request, placement, reservation),
+                               IntoResponse{.response = &response, .too_big_hint = "hint"});
               }),
               StatusIs(absl::StatusCode::kResourceExhausted,
                        AllOf(HasSubstr("the outputs of request \"slice-1\""),
@@ -430,15 +451,15 @@ TEST_F(PipelineTest, ExecuteIntoResponseOverTheBudgetNamesTheRequestsOutputs) {
   EXPECT_EQ(response.outputs_size(), 0);
 }
 
-TEST_F(PipelineTest, ExecuteIntoResponseReportsTheValidatorsError) {
+TEST_F(PipelineTest, ExecuteInlineAnswerReportsTheValidatorsError) {
   v1::RunRequest request = SliceRequest();
   request.mutable_slice()->set_offsets(1, 2);  // 2 + 2 > 3
   Placement placement = CpuPlacement();
   MemoryBudget::Reservation reservation = budget_.Empty();
   v1::RunResponse response;
   EXPECT_THAT(OnWorker([&] {
-                return ExecuteIntoResponse(request, options_, scheduler_, placement, NeverStop,
-                                           reservation, false, "hint", &response);
+                return Execute(Call(request, placement, reservation),
+                               IntoResponse{.response = &response, .too_big_hint = "hint"});
               }),
               StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("offsets[1]")));
   EXPECT_EQ(response.outputs_size(), 0);
@@ -510,8 +531,8 @@ TEST_F(PipelineTest, AStoppedCallIsNotStarted) {
   v1::RunResponse response;
   const StopCheck cancelled = [] { return absl::CancelledError("the client cancelled the call"); };
   EXPECT_THAT(OnWorker([&] {
-                return ExecuteIntoResponse(request, options_, scheduler_, placement, cancelled,
-                                           reservation, false, "hint", &response);
+                return Execute(Call(request, placement, reservation, cancelled),
+                               IntoResponse{.response = &response, .too_big_hint = "hint"});
               }),
               StatusIs(absl::StatusCode::kCancelled, "the client cancelled the call"));
   EXPECT_EQ(reservation.bytes(), 0);
@@ -526,7 +547,7 @@ TEST_F(PipelineTest, ExecuteIntoPartsCutsTheOutputIntoAHeaderAndChunks) {
   std::optional<ResultParts> parts;
   ASSERT_OK(OnWorker([&]() -> absl::Status {
     absl::StatusOr<ResultParts> made =
-        ExecuteIntoParts(request, options_, scheduler_, placement, NeverStop, reservation, record);
+        Execute(Call(request, placement, reservation), IntoParts{.record = &record});
     if (!made.ok()) return made.status();
     parts.emplace(*std::move(made));
     return absl::OkStatus();
