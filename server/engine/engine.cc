@@ -106,48 +106,37 @@ HandleAccess CallerAccess(const CallRecord& record) {
 
 }  // namespace
 
-absl::Status Engine::ExecuteOnWorker(const v1::RunRequest& request, CallRecord& record,
-                                     const StopCheck& stop, MemoryBudget::Reservation& reservation,
-                                     absl::string_view too_big_hint, v1::RunResponse* response,
-                                     const UploadedInputs* uploaded) {
-  ASSIGN_OR_RETURN(Placement placement, Place(request));
-  record.backend = placement.label;
+absl::Status Engine::ExecuteOnWorker(const CallContext& call, CallRecord& record,
+                                     const IntoResponse& sink) {
+  ASSIGN_OR_RETURN(call.placement, Place(call.request));
+  record.backend = call.placement.label;
   const HandleAccess caller = CallerAccess(record);
-  CallContext call = Call(request, placement, stop, reservation);
-  call.uploaded = uploaded;
-  call.handles = &caller;
-  absl::Status status =
-      Execute(call, IntoResponse{.response = response, .too_big_hint = too_big_hint});
-  record.backend = placement.label;
+  CallContext with_caller = call;
+  with_caller.handles = &caller;
+  absl::Status status = Execute(with_caller, sink);
+  record.backend = call.placement.label;
   RETURN_IF_ERROR(status);
-  response->set_id(request.id());
-  response->set_backend(placement.label);
-  record.bytes_out = ResponseDataBytes(*response);
+  sink.response->set_id(call.request.id());
+  sink.response->set_backend(call.placement.label);
+  record.bytes_out = ResponseDataBytes(*sink.response);
   return absl::OkStatus();
 }
 
-absl::StatusOr<OutputBuffers> Engine::ExecuteIntoBuffersOnWorker(
-    const v1::RunRequest& request, CallRecord& record, const StopCheck& stop,
-    MemoryBudget::Reservation& reservation, absl::string_view too_big_hint,
-    const UploadedInputs* uploaded, const RequestDataView* received, int64_t* received_reserved,
-    TinyRun* tiny) {
-  Placement placement;
-  if (tiny != nullptr) {
-    placement = tiny->placement;
-  } else {
-    ASSIGN_OR_RETURN(placement, Place(request));
-  }
-  record.backend = placement.label;
+absl::StatusOr<OutputBuffers> Engine::ExecuteOnWorker(const CallContext& call, CallRecord& record,
+                                                      const IntoAnswerBuffers& sink,
+                                                      TinyRun* tiny) {
   const HandleAccess caller = CallerAccess(record);
-  CallContext call = Call(request, placement, stop, reservation);
-  call.uploaded = uploaded;
-  call.handles = &caller;
-  call.received = received;
-  call.received_reserved = received_reserved;
-  call.planned = tiny != nullptr ? tiny->planned.get() : nullptr;
-  absl::StatusOr<OutputBuffers> outputs =
-      Execute(call, IntoAnswerBuffers{.too_big_hint = too_big_hint});
-  record.backend = placement.label;
+  CallContext with_caller = call;
+  with_caller.handles = &caller;
+  if (tiny != nullptr) {
+    call.placement = tiny->placement;
+    with_caller.planned = tiny->planned.get();
+  } else {
+    ASSIGN_OR_RETURN(call.placement, Place(call.request));
+  }
+  record.backend = call.placement.label;
+  absl::StatusOr<OutputBuffers> outputs = Execute(with_caller, sink);
+  record.backend = call.placement.label;
   if (outputs.ok()) record.bytes_out = TotalBytes(outputs->layouts);
   return outputs;
 }

@@ -93,30 +93,21 @@ class Engine {
   absl::Status RunHere(const std::function<absl::Status()>& work);
 
   // From a worker (Submit), for a front end without handles (v2): places
-  // `request` (parsed, its bytes reserved in `reservation`) and executes it
-  // like a RunBidi request, its outputs inline in `response` (packed unless
-  // the request asks for strides), refused before any work when the answer
-  // would pass --max_message_bytes (`too_big_hint` says what to do instead).
-  // `record` learns where it ran and the bytes out; the caller records the
-  // outcome (RecordOutcome). `uploaded`: input bytes held apart from
-  // `request` (server/pipeline/pipeline.h).
-  absl::Status ExecuteOnWorker(const v1::RunRequest& request, CallRecord& record,
-                               const StopCheck& stop, MemoryBudget::Reservation& reservation,
-                               absl::string_view too_big_hint, v1::RunResponse* response,
-                               const UploadedInputs* uploaded = nullptr);
-  // As ExecuteOnWorker, into output buffers that become the answer
-  // (Execute into IntoAnswerBuffers), for a front end that hands them to gRPC
-  // without a copy (SerializeWithOutputContents); `record.backend` says
-  // where it ran. With `received` (the inputs' bytes where gRPC received
-  // them, covered by `*received_reserved` of `reservation`), outputs that are
-  // runs of those bytes are answered with them, taking that cover over
-  // (CallContext::received). Not for a request writing to shared memory.
-  // `tiny`: the request as PlanTiny planned it, run here (RunHere).
-  absl::StatusOr<OutputBuffers> ExecuteIntoBuffersOnWorker(
-      const v1::RunRequest& request, CallRecord& record, const StopCheck& stop,
-      MemoryBudget::Reservation& reservation, absl::string_view too_big_hint,
-      const UploadedInputs* uploaded = nullptr, const RequestDataView* received = nullptr,
-      int64_t* received_reserved = nullptr, TinyRun* tiny = nullptr);
+  // `call.request` (parsed, its bytes reserved in `call.reservation`) into
+  // `call.placement` and executes it into `sink` with the caller's shared
+  // memory regions (`record.identity` owns them; the context's handles are
+  // not read). `record` learns where it ran and the bytes out; the caller
+  // records the outcome (RecordOutcome). Inline (IntoResponse): a
+  // request whose outputs go to shared memory.
+  absl::Status ExecuteOnWorker(const CallContext& call, CallRecord& record,
+                               const IntoResponse& sink);
+  // As above, into output buffers that become the answer (IntoAnswerBuffers),
+  // for a front end that hands them to gRPC without a copy
+  // (SerializeWithOutputContents). `tiny`: the request as PlanTiny placed
+  // and planned it, run here (RunHere).
+  absl::StatusOr<OutputBuffers> ExecuteOnWorker(const CallContext& call, CallRecord& record,
+                                                const IntoAnswerBuffers& sink,
+                                                TinyRun* tiny = nullptr);
 
   // The one place a call's outcome is recorded: its request log line and, when
   // the server has them, its metrics.

@@ -174,9 +174,12 @@ void Infer(State& state, const httplib::Request& http, httplib::Response& out) {
         ASSIGN_OR_RETURN(v1::RunRequest run, ToRunRequest(parsed.request));
         Redescribe(record, DescribeRequest(kMethod, run));
         v1::RunResponse native_response;
+        Placement placement;
         RETURN_IF_ERROR(NameSharedMemoryOutput(
-            parsed.request, engine.ExecuteOnWorker(run, record, stop, reservation,
-                                                   kAnswerTooBigHint, &native_response)));
+            parsed.request,
+            engine.ExecuteOnWorker(
+                engine.Call(run, placement, stop, reservation), record,
+                {.response = &native_response, .too_big_hint = kAnswerTooBigHint})));
         run.Clear();  // the inputs are done with
         ASSIGN_OR_RETURN(response, ToModelInferResponse(parsed.request, native_response));
         return absl::OkStatus();

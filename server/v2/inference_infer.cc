@@ -177,13 +177,16 @@ absl::Status ExecuteInfer(Engine& engine, PreparedInfer& prepared, const StopChe
   // The part of it covering the bytes `received` holds: an answer forwarding
   // them takes that over (CallContext::received).
   int64_t received_reserved = held_bytes.value_or(0);
+  Placement placement;
+  CallContext call = engine.Call(run, placement, stop, reservation);
+  call.uploaded = &uploaded;
   out->Clear();
   if (WritesToSharedMemory(run)) {
     // The answer carries the outputs' layouts only: a small message.
     v1::RunResponse response;
     RETURN_IF_ERROR(NameSharedMemoryOutput(
-        request, engine.ExecuteOnWorker(run, record, stop, reservation, kAnswerTooBigHint,
-                                        &response, &uploaded)));
+        request, engine.ExecuteOnWorker(
+                     call, record, {.response = &response, .too_big_hint = kAnswerTooBigHint})));
     run.Clear();  // the inputs are done with
     ASSIGN_OR_RETURN(inference::ModelInferResponse answer, ToModelInferResponse(request, response));
     bool own_buffer = false;
@@ -195,10 +198,11 @@ absl::Status ExecuteInfer(Engine& engine, PreparedInfer& prepared, const StopChe
     // of the input's bytes, those bytes as received) become
     // raw_output_contents as they are: no copy into the message or into its
     // serialized bytes.
-    ASSIGN_OR_RETURN(OutputBuffers outputs,
-                     engine.ExecuteIntoBuffersOnWorker(
-                         run, record, stop, reservation, kAnswerTooBigHint, &uploaded,
-                         received.has_value() ? &*received : nullptr, &received_reserved, tiny));
+    if (received.has_value()) call.received = &*received;
+    call.received_reserved = &received_reserved;
+    ASSIGN_OR_RETURN(
+        OutputBuffers outputs,
+        engine.ExecuteOnWorker(call, record, {.too_big_hint = kAnswerTooBigHint}, tiny));
     run.Clear();  // the inputs are done with
     inputs_reserved -= held_bytes.value_or(0) - received_reserved;
     v1::RunResponse layouts;
