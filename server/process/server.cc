@@ -263,7 +263,6 @@ void Server::RegisterServices(grpc::ServerBuilder& builder) {
 
 absl::Status Server::Start() {
   const ServerConfig& config = config_;
-  grpc::EnableDefaultHealthCheckService(true);
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();
   grpc::ServerBuilder builder;
   ports_.assign(config.addresses.size(), 0);
@@ -290,6 +289,8 @@ absl::Status Server::Start() {
   quota_ = std::make_unique<grpc::ResourceQuota>("tensord");
   ApplyTransportLimits(transport, *quota_, builder);
   RegisterServices(builder);
+  health_service_ = health_->NewService();
+  builder.RegisterService(health_service_.get());
   server_ = builder.BuildAndStart();
   if (server_ == nullptr || std::count(ports_.begin(), ports_.end(), 0) > 0) {
     return absl::UnavailableError(CannotListen("--address", config.addresses));
@@ -300,17 +301,13 @@ absl::Status Server::Start() {
   if (!IsWildcardAddress(config.addresses[0])) {
     handles_->SetReplica(ListeningAddress(config.addresses[0], ports_[0]));
   }
-  health_ = server_->GetHealthCheckService();
-  // --health_address: every status below goes to both servers.
+  // --health_address: a second server answering from the same statuses.
   if (!config.health_address.empty()) {
-    absl::StatusOr<HealthListener> started = StartHealthListener(config.health_address);
+    absl::StatusOr<HealthListener> started = StartHealthListener(config.health_address, *health_);
     if (!started.ok()) {
       return absl::UnavailableError(CannotListen("--health_address", {config.health_address}));
     }
     health_listener_ = *std::move(started);
-    health_mirror_ = std::make_unique<HealthMirror>(std::vector<grpc::HealthCheckServiceInterface*>{
-        health_, health_listener_.server->GetHealthCheckService()});
-    health_ = health_mirror_.get();
   }
   security_->StartReloading();
   health_->SetServingStatus("", true);

@@ -35,6 +35,7 @@
 #include "server/placement/scheduler.h"
 #include "server/process/config.h"
 #include "server/security/health_listener.h"
+#include "server/security/health_statuses.h"
 #include "server/security/security.h"
 #include "server/telemetry/metrics.h"
 #include "server/transport/metrics_http.h"
@@ -117,11 +118,12 @@ class Server {
   std::unique_ptr<InferenceHttpServer> inference_http_;
   std::unique_ptr<grpc::ResourceQuota> quota_;
   std::vector<int> ports_;
+  // grpc.health.v1's statuses, served on the main server and the health
+  // listener; the services outlive the servers.
+  std::unique_ptr<HealthStatuses> health_ = std::make_unique<HealthStatuses>();
+  std::unique_ptr<grpc::Service> health_service_;
   std::unique_ptr<grpc::Server> server_;
-  // gRPC's health service, or the mirror to it and the health listener's.
-  grpc::HealthCheckServiceInterface* health_ = nullptr;
   HealthListener health_listener_;
-  std::unique_ptr<HealthMirror> health_mirror_;
   std::mutex ticker_mutex_;
   std::condition_variable ticker_wake_;
   bool stopping_ = false;  // guarded by ticker_mutex_

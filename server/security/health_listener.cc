@@ -30,34 +30,19 @@ std::unique_ptr<grpc::ServerBuilderOption> WithoutReflection() {
   return std::make_unique<WithoutReflectionOption>();
 }
 
-void HealthMirror::SetServingStatus(const std::string& service_name, bool serving) {
-  for (grpc::HealthCheckServiceInterface* target : targets_) {
-    target->SetServingStatus(service_name, serving);
-  }
-}
-
-void HealthMirror::SetServingStatus(bool serving) {
-  for (grpc::HealthCheckServiceInterface* target : targets_) target->SetServingStatus(serving);
-}
-
-void HealthMirror::Shutdown() {
-  for (grpc::HealthCheckServiceInterface* target : targets_) target->Shutdown();
-}
-
-absl::StatusOr<HealthListener> StartHealthListener(const std::string& address) {
-  // The default health service comes with every server once
-  // grpc::EnableDefaultHealthCheckService(true) was called; this one has no
-  // other service.
+absl::StatusOr<HealthListener> StartHealthListener(const std::string& address,
+                                                   HealthStatuses& statuses) {
   grpc::ServerBuilder builder;
   builder.SetOption(WithoutReflection());
   builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);  // a taken port is an error
   HealthListener listener;
+  listener.health = statuses.NewService();
+  builder.RegisterService(listener.health.get());
   listener.others = std::make_unique<grpc::CallbackGenericService>();
   builder.RegisterCallbackGenericService(listener.others.get());
   builder.AddListeningPort(address, grpc::InsecureServerCredentials(), &listener.port);
   listener.server = builder.BuildAndStart();
-  if (listener.server == nullptr || listener.port == 0 ||
-      listener.server->GetHealthCheckService() == nullptr) {
+  if (listener.server == nullptr || listener.port == 0) {
     return absl::FailedPreconditionError(
         absl::StrCat("--health_address=", address, ": cannot listen there"));
   }

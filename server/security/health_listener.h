@@ -1,8 +1,8 @@
 // The pieces server/process/server.cc puts together for transport security: a plaintext
 // listener that serves only grpc.health.v1 (--health_address: kubelet gRPC
-// probes cannot do TLS), a health service that mirrors every status into it,
-// and a builder option that leaves server reflection out (--reflection=off, and
-// always on the health listener).
+// probes cannot do TLS) from the main server's health statuses, and a builder
+// option that leaves server reflection out (--reflection=off, and always on
+// the health listener).
 #ifndef TENSOROP_SERVER_SECURITY_HEALTH_LISTENER_H_
 #define TENSOROP_SERVER_SECURITY_HEALTH_LISTENER_H_
 
@@ -16,6 +16,7 @@
 #include <grpcpp/server.h>
 
 #include "absl/status/statusor.h"
+#include "server/security/health_statuses.h"
 
 namespace tensorop::server {
 
@@ -23,32 +24,21 @@ namespace tensorop::server {
 // reflection library adds to every builder of the process.
 std::unique_ptr<grpc::ServerBuilderOption> WithoutReflection();
 
-// Sets every status on all of `targets` (the main server's health service and
-// the health listener's), so both always say the same.
-class HealthMirror : public grpc::HealthCheckServiceInterface {
- public:
-  explicit HealthMirror(std::vector<grpc::HealthCheckServiceInterface*> targets)
-      : targets_(std::move(targets)) {}
-  void SetServingStatus(const std::string& service_name, bool serving) override;
-  void SetServingStatus(bool serving) override;
-  void Shutdown() override;
-
- private:
-  std::vector<grpc::HealthCheckServiceInterface*> targets_;
-};
-
 struct HealthListener {
-  // Answers every other method UNIMPLEMENTED; it also gives the server the
-  // callback completion queue that gRPC's default health service runs on.
+  // grpc.health.v1, answering from the main server's statuses; declared
+  // before the server, which must not outlive it.
+  std::unique_ptr<grpc::Service> health;
+  // Answers every other method UNIMPLEMENTED.
   std::unique_ptr<grpc::CallbackGenericService> others;
   std::unique_ptr<grpc::Server> server;
   int port = 0;
 };
 
-// A plaintext server on `address` (HOST:PORT, port 0: any) with gRPC's default
-// health service and nothing else; FAILED_PRECONDITION naming the address when
-// it cannot listen.
-absl::StatusOr<HealthListener> StartHealthListener(const std::string& address);
+// A plaintext server on `address` (HOST:PORT, port 0: any) serving `statuses`
+// and nothing else; FAILED_PRECONDITION naming the address when it cannot
+// listen.
+absl::StatusOr<HealthListener> StartHealthListener(const std::string& address,
+                                                   HealthStatuses& statuses);
 
 }  // namespace tensorop::server
 

@@ -25,6 +25,7 @@ namespace {
 
 using ::testing::_;
 using ::testing::HasSubstr;
+using ::testing::Not;
 
 void ExpectStillServing(v1::TensorOp::Stub& stub) {
   grpc::ClientContext context;
@@ -216,6 +217,34 @@ TEST(ShutdownTest, DrainReportsNotServingWhileStillServing) {
   ExpectStillServing(*stub);
   const int exit_status = server.Signal(0);
   EXPECT_TRUE(WIFEXITED(exit_status) && WEXITSTATUS(exit_status) == 0) << exit_status;
+}
+
+// A client watching health (gRPC's client-side health checking, which the
+// C++ client's service config turns on, keeps one Watch per connection) does
+// not hold a stop: its watch is told NOT_SERVING and ended, and the stop does
+// not wait out --shutdown_grace_seconds for it.
+TEST(ShutdownTest, HealthWatchesAreEndedAndDoNotHoldTheStop) {
+  using grpc::health::v1::HealthCheckResponse;
+  TensordProcess server({"--drain_seconds=0", "--shutdown_grace_seconds=20"});
+  auto health = grpc::health::v1::Health::NewStub(Connect(server.target()));
+  grpc::ClientContext context;
+  grpc::health::v1::HealthCheckRequest request;
+  request.set_service("tensorop.v1.TensorOp");
+  auto watch = health->Watch(&context, request);
+  HealthCheckResponse response;
+  ASSERT_TRUE(watch->Read(&response));
+  EXPECT_EQ(response.status(), HealthCheckResponse::SERVING);
+
+  ASSERT_EQ(kill(server.pid(), SIGTERM), 0);
+  std::vector<HealthCheckResponse::ServingStatus> told;
+  while (watch->Read(&response)) told.push_back(response.status());
+  ASSERT_FALSE(told.empty());
+  EXPECT_EQ(told.back(), HealthCheckResponse::NOT_SERVING);
+  EXPECT_THAT(watch->Finish(),
+              GrpcStatusIs(grpc::StatusCode::UNAVAILABLE, HasSubstr("tensord is stopping")));
+  const int exit_status = server.Signal(0);
+  EXPECT_TRUE(WIFEXITED(exit_status) && WEXITSTATUS(exit_status) == 0) << exit_status;
+  EXPECT_THAT(server.Log(), Not(HasSubstr("ran out"))) << "the stop waited out its grace period";
 }
 
 // Keeps a handle to read, for the shutdown tests.
