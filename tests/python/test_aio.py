@@ -110,3 +110,19 @@ def test_errors_and_concurrent_calls(tensord: Tensord) -> None:
             assert error.value.code == "UNAVAILABLE"
 
     asyncio.run(main())
+
+
+def test_an_unknown_attribute_is_answered_with_the_valid_ones(tensord: Tensord) -> None:
+    x = np.zeros(4, dtype=np.uint8)
+
+    async def main() -> None:
+        async with AsyncClient(tensord.address, timeout=60) as client:
+            for call in (client.run, client.run_stream, client.run_chunked):
+                with pytest.raises(
+                    ValueError,
+                    match=r"attrs\.offset: not an attribute of slice; its attributes are offsets, "
+                    r"window_sizes, window_strides$",
+                ):
+                    await call("slice", {"input": x}, {"offset": [0]}, outputs=[(2,)])
+
+    asyncio.run(main())

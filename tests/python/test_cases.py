@@ -145,7 +145,8 @@ def test_malformed_cases_are_reported_one_by_one() -> None:
     )
     loaded = parse_cases(json.dumps([bad_attr, bad_error, bad_expect, {"op": "slice"}, SLICE_CASE]))
     assert [(c.name, c.error) for c in loaded] == [
-        ("a", "attrs.bogus: not an attribute of slice"),
+        ("a", "attrs.bogus: not an attribute of slice; its attributes are offsets, window_sizes, "
+              "window_strides"),
         ("b", 'expect: error: "WRONG" is not a gRPC error code name'),
         ("c", "expect: outputs[0]: sizes [2, 2] hold 4 elements but data has 1 values"),
         ("#3", 'missing field "name"'),

@@ -159,3 +159,14 @@ def test_streamed_results_are_reassembled_from_many_chunks(tensord_small_chunks:
         ).outputs
     np.testing.assert_array_equal(first, x[:1])
     np.testing.assert_array_equal(second, x[1:])
+
+
+def test_an_unknown_attribute_is_answered_with_the_valid_ones(client: Client) -> None:
+    x = np.zeros(4, dtype=np.uint8)
+    for call in (client.run, client.run_stream, client.run_chunked):
+        with pytest.raises(
+            ValueError,
+            match=r"attrs\.offset: not an attribute of slice; its attributes are offsets, "
+            r"window_sizes, window_strides$",
+        ):
+            call("slice", {"input": x}, {"offset": [0]}, outputs=[(2,)])

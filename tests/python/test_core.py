@@ -169,8 +169,15 @@ def test_attrs_are_checked_against_the_operator() -> None:
         set_attrs(request, "slice", {"offsets": 3})
     with pytest.raises(ValueError, match=r"attrs\.axis: expected an integer"):
         set_attrs(request, "split", {"axis": [0]})
-    with pytest.raises(ValueError, match=r"attrs\.size: not an attribute of split"):
+    with pytest.raises(
+        ValueError, match=r"attrs\.size: not an attribute of split; its attributes are axis$"
+    ):
         set_attrs(request, "split", {"size": 1})
+    with pytest.raises(
+        ValueError,
+        match=r"attrs\.axes: not an attribute of scatter_elements; its attributes are axis$",
+    ):
+        set_attrs(request, "scatter_elements", {"axes": 1})
     with pytest.raises(ValueError, match="backend is one of auto, cpu, opencl, not 'gpu'"):
         _prepare("split", {}, None, None, "gpu", None)
 

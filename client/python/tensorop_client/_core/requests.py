@@ -73,6 +73,12 @@ def _output_desc(output: OutputLike) -> pb.OutputDesc:
     return pb.OutputDesc(sizes=[int(n) for n in sizes], strides=[int(s) for s in strides or ()])
 
 
+def attribute_names(op: str) -> list[str]:
+    """The attributes `op` takes, in the proto's order (its integer fields)."""
+    fields = getattr(pb.RunRequest(), op).DESCRIPTOR.fields
+    return [f.name for f in fields if f.type == f.TYPE_INT64]
+
+
 def set_attrs(request: pb.RunRequest | pb.ChainStep, op: str, attrs: Attrs | None) -> None:
     """Selects `op` in the request's (or chain step's) oneof and sets its
     attributes by proto field name, so the attribute names are exactly the
@@ -84,7 +90,10 @@ def set_attrs(request: pb.RunRequest | pb.ChainStep, op: str, attrs: Attrs | Non
     for name, value in (attrs or {}).items():
         field = message.DESCRIPTOR.fields_by_name.get(name)
         if field is None or field.type != field.TYPE_INT64:
-            raise ValueError(f"attrs.{name}: not an attribute of {op}")
+            raise ValueError(
+                f"attrs.{name}: not an attribute of {op}; its attributes are "
+                f"{', '.join(attribute_names(op))}"
+            )
         if field.is_repeated:
             if isinstance(value, (int, np.integer)):
                 raise ValueError(f"attrs.{name}: expected a list of integers")
