@@ -126,3 +126,16 @@ def test_an_unknown_attribute_is_answered_with_the_valid_ones(tensord: Tensord) 
                     await call("slice", {"input": x}, {"offset": [0]}, outputs=[(2,)])
 
     asyncio.run(main())
+
+
+def test_a_negative_axis_counts_from_the_end_as_in_numpy(tensord: Tensord) -> None:
+    x = np.arange(8, dtype=np.int32).reshape(2, 4)
+
+    async def main() -> None:
+        async with AsyncClient(tensord.address, timeout=60) as client:
+            for call in (client.run, client.run_stream, client.run_chunked):
+                result = await call("split", {"input": x}, {"axis": -1}, outputs=[(2, 1), (2, 3)])
+                expected = np.split(x, [1], axis=-1)
+                assert [o.tolist() for o in result.outputs] == [e.tolist() for e in expected]
+
+    asyncio.run(main())

@@ -170,3 +170,26 @@ def test_an_unknown_attribute_is_answered_with_the_valid_ones(client: Client) ->
             r"window_sizes, window_strides$",
         ):
             call("slice", {"input": x}, {"offset": [0]}, outputs=[(2,)])
+
+
+def test_a_negative_axis_counts_from_the_end_as_in_numpy(client: Client) -> None:
+    x = np.arange(8, dtype=np.int32).reshape(2, 4)
+    for call in (client.run, client.run_stream, client.run_chunked):
+        result = call("split", {"input": x}, {"axis": -1}, outputs=[(2, 1), (2, 3)])
+        expected = np.split(x, [1], axis=-1)
+        assert [o.tolist() for o in result.outputs] == [e.tolist() for e in expected]
+    # Past the rank it is the server's to refuse, naming the range.
+    with pytest.raises(TensorOpError) as error:
+        client.run("split", {"input": x}, {"axis": -3}, outputs=[(2, 4)])
+    assert error.value.code == "INVALID_ARGUMENT" and "[0, 2)" in error.value.message
+
+
+def test_make_request_turns_a_negative_axis_into_numpys() -> None:
+    x = np.zeros((2, 3, 4), dtype=np.uint8)
+    assert make_request("split", {"input": x}, {"axis": -1}).split.axis == 2
+    indices = np.zeros((2, 3, 1), dtype=np.int64)
+    request = make_request(
+        "scatter_elements", {"input": x, "indices": indices, "updates": x[..., :1]}, {"axis": -2}
+    )
+    assert request.scatter_elements.axis == 1
+    assert make_request("split", {"input": x}, {"axis": -4}).split.axis == -4

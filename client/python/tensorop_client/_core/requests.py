@@ -104,6 +104,28 @@ def set_attrs(request: pb.RunRequest | pb.ChainStep, op: str, attrs: Attrs | Non
             setattr(message, name, int(value))
 
 
+# The operators whose `axis` attribute names an axis of their input "input".
+_AXIS_OPS = ("split", "scatter_elements")
+
+
+def _numpy_axis(request: pb.RunRequest, ranks: Mapping[str, int]) -> None:
+    """A negative `axis` counts from the end, as in NumPy (-1: the last axis),
+    when the rank of input "input" is known (`ranks`); the server takes axes in
+    [0, rank) and names that range when one is outside it."""
+    op = request.WhichOneof("op")
+    if op not in _AXIS_OPS or "input" not in ranks:
+        return
+    attrs = getattr(request, op)
+    if -ranks["input"] <= attrs.axis < 0:
+        attrs.axis += ranks["input"]
+
+
+def _rank(array: npt.ArrayLike | _Remote) -> int:
+    if isinstance(array, _Remote):
+        return len(array.handle.sizes)
+    return int(np.ndim(array))
+
+
 def _request_header(
     op: str,
     attrs: Attrs | None,
@@ -147,6 +169,7 @@ def make_request(
             _refer(request.inputs[name], array.handle)
         else:
             request.inputs[name].CopyFrom(to_tensor(array))
+    _numpy_axis(request, {name: _rank(array) for name, array in inputs.items()})
     return request
 
 
@@ -183,6 +206,7 @@ def _prepare(
         payload = _set_input(header.inputs[name], array)
         if payload is not None:
             data[name] = payload
+    _numpy_axis(header, {name: _rank(array) for name, array in inputs.items()})
     return _Prepared(header, data)
 
 
