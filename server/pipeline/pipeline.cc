@@ -1,6 +1,6 @@
-// One request from plan to outputs (about 630 lines, past the project's ~600:
-// admission, views, device residency and execution share one reservation and
-// are read together; planning is already apart in plan.cc).
+// One request from plan to outputs, into the call's sink: admission, views,
+// device residency and execution share one reservation and are read together;
+// planning is apart in plan.cc, the call context and sinks in call_context.h.
 #include "server/pipeline/pipeline.h"
 
 #include <algorithm>
