@@ -550,16 +550,11 @@ absl::StatusOr<ResultParts> ExecuteChainIntoParts(const v1::RunChainRequest& cha
     }
     StepOutputs& step = done[i];
     step.reservation = budget.Empty();
+    CallContext call{plan.request, options, scheduler, placement, stop, step.reservation};
+    call.handles = handles;
     // A replanned step reads its inputs as uploaded pieces; the others run as planned.
-    const CallContext call{.request = plan.request,
-                           .options = options,
-                           .scheduler = scheduler,
-                           .placement = placement,
-                           .stop = stop,
-                           .reservation = step.reservation,
-                           .uploaded = plan.replan ? &plan.uploaded : nullptr,
-                           .handles = handles,
-                           .planned = plan.replan ? nullptr : plan.run.get()};
+    call.uploaded = plan.replan ? &plan.uploaded : nullptr;
+    call.planned = plan.replan ? nullptr : plan.run.get();
     absl::StatusOr<Outputs> outputs = Execute(call, IntoHeldBuffers{});
     plan.run.reset();  // and with it the handles and regions it pinned
     // The first step settles AUTO (Execute leaves `placement` where it ran),

@@ -108,16 +108,19 @@ def set_attrs(request: pb.RunRequest | pb.ChainStep, op: str, attrs: Attrs | Non
 _AXIS_OPS = ("split", "scatter_elements")
 
 
-def _numpy_axis(request: pb.RunRequest, ranks: Mapping[str, int]) -> None:
+def _numpy_axis(request: pb.RunRequest, inputs: Mapping[str, npt.ArrayLike | _Remote]) -> None:
     """A negative `axis` counts from the end, as in NumPy (-1: the last axis),
-    when the rank of input "input" is known (`ranks`); the server takes axes in
+    when input "input" is given (its rank known); the server takes axes in
     [0, rank) and names that range when one is outside it."""
     op = request.WhichOneof("op")
-    if op not in _AXIS_OPS or "input" not in ranks:
+    if op not in _AXIS_OPS or "input" not in inputs:
         return
     attrs = getattr(request, op)
-    if -ranks["input"] <= attrs.axis < 0:
-        attrs.axis += ranks["input"]
+    if attrs.axis >= 0:
+        return
+    rank = _rank(inputs["input"])
+    if -rank <= attrs.axis:
+        attrs.axis += rank
 
 
 def _rank(array: npt.ArrayLike | _Remote) -> int:
@@ -169,7 +172,7 @@ def make_request(
             _refer(request.inputs[name], array.handle)
         else:
             request.inputs[name].CopyFrom(to_tensor(array))
-    _numpy_axis(request, {name: _rank(array) for name, array in inputs.items()})
+    _numpy_axis(request, inputs)
     return request
 
 
@@ -206,7 +209,7 @@ def _prepare(
         payload = _set_input(header.inputs[name], array)
         if payload is not None:
             data[name] = payload
-    _numpy_axis(header, {name: _rank(array) for name, array in inputs.items()})
+    _numpy_axis(header, inputs)
     return _Prepared(header, data)
 
 
