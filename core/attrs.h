@@ -10,21 +10,21 @@ namespace tensorop {
 
 // DML_SLICE1_OPERATOR_DESC (OPERATORS.md "Slice").
 struct SliceAttrs {
-  std::vector<int64_t> offsets;
-  std::vector<int64_t> window_sizes;
-  std::vector<int64_t> window_strides;
+  std::vector<int64_t> offsets = {};
+  std::vector<int64_t> window_sizes = {};
+  std::vector<int64_t> window_strides = {};
 };
 
 // OpenVINO StridedSlice-1 (OPERATORS.md "StridedSlice").
 struct StridedSliceAttrs {
-  std::vector<int64_t> begin;
-  std::vector<int64_t> end;
-  std::vector<int64_t> stride;  // empty: all 1
-  std::vector<int64_t> begin_mask;
-  std::vector<int64_t> end_mask;
-  std::vector<int64_t> new_axis_mask;
-  std::vector<int64_t> shrink_axis_mask;
-  std::vector<int64_t> ellipsis_mask;
+  std::vector<int64_t> begin = {};
+  std::vector<int64_t> end = {};
+  std::vector<int64_t> stride = {};  // empty: all 1
+  std::vector<int64_t> begin_mask = {};
+  std::vector<int64_t> end_mask = {};
+  std::vector<int64_t> new_axis_mask = {};
+  std::vector<int64_t> shrink_axis_mask = {};
+  std::vector<int64_t> ellipsis_mask = {};
 };
 
 // DML_SPLIT_OPERATOR_DESC (OPERATORS.md "Split").

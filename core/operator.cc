@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <array>
+#include <limits>
 #include <span>
 
 #include "absl/strings/str_cat.h"
@@ -106,7 +107,55 @@ absl::Status CheckRequestBytes(const OpRequest& request, const ExecutionPlan& pl
   return absl::OkStatus();
 }
 
+// OutputSizes, per operator.
+struct OutputSizer {
+  const TensorDesc& input;
+  std::span<const int64_t> split_sizes;
+
+  using Sizes = std::vector<std::vector<int64_t>>;
+
+  absl::StatusOr<Sizes> operator()(const SliceAttrs& attrs) const {
+    // The whole window: every element its stride reaches.
+    std::vector<int64_t> sizes;
+    for (size_t i = 0; i < attrs.window_sizes.size(); ++i) {
+      const int64_t size = attrs.window_sizes[i];
+      const int64_t stride = i < attrs.window_strides.size() ? attrs.window_strides[i] : 1;
+      const bool valid = size >= 1 && stride != 0 && stride != std::numeric_limits<int64_t>::min();
+      sizes.push_back(valid ? 1 + (size - 1) / (stride < 0 ? -stride : stride) : size);
+    }
+    return Sizes{sizes};
+  }
+  absl::StatusOr<Sizes> operator()(const StridedSliceAttrs& attrs) const {
+    // The rules read the input's sizes only: it is described over one element,
+    // broadcast (stride 0).
+    static constexpr std::byte kElement[8] = {};
+    TensorView view;
+    view.desc.dtype = input.dtype;
+    view.desc.sizes = input.sizes;
+    view.desc.strides.assign(input.sizes.size(), 0);
+    view.data = std::span<const std::byte>(kElement, static_cast<size_t>(ElementSize(input.dtype)));
+    ASSIGN_OR_RETURN(StridedSliceGeometry geometry,
+                     ValidateStridedSlice(attrs, view, {}, Limits{}));
+    return Sizes{geometry.output.sizes};
+  }
+  absl::StatusOr<Sizes> operator()(const SplitAttrs& attrs) const {
+    const int64_t rank = static_cast<int64_t>(input.sizes.size());
+    const int64_t axis = attrs.axis < 0 ? attrs.axis + rank : attrs.axis;
+    Sizes outputs(split_sizes.size(), input.sizes);
+    for (size_t k = 0; k < outputs.size() && axis >= 0 && axis < rank; ++k) {
+      outputs[k][static_cast<size_t>(axis)] = split_sizes[k];
+    }
+    return outputs;
+  }
+  absl::StatusOr<Sizes> operator()(const ScatterElementsAttrs&) const { return Sizes{input.sizes}; }
+};
+
 }  // namespace
+
+absl::StatusOr<std::vector<std::vector<int64_t>>> OutputSizes(
+    const OpAttrs& attrs, const TensorDesc& input, std::span<const int64_t> split_sizes) {
+  return std::visit(OutputSizer{input, split_sizes}, attrs);
+}
 
 absl::string_view OpName(const OpAttrs& attrs) { return InfoOf(attrs).name; }
 

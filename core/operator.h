@@ -4,6 +4,7 @@
 #define TENSOROP_CORE_OPERATOR_H_
 
 #include <cstdint>
+#include <span>
 #include <string>
 #include <variant>
 #include <vector>
@@ -30,8 +31,8 @@ struct NamedTensor {
 
 struct OpRequest {
   OpAttrs attrs;
-  std::vector<NamedTensor> inputs;  // any order; names per operator
-  std::vector<OutputDesc> outputs;  // one per output, where the op needs them
+  std::vector<NamedTensor> inputs = {};  // any order; names per operator
+  std::vector<OutputDesc> outputs = {};  // one per output, where the op needs them
 };
 
 // Validates every rule of OPERATORS.md for `request` and plans its execution.
@@ -41,6 +42,16 @@ struct OpRequest {
 // every output): its first non-OK status is returned.
 absl::StatusOr<ExecutionPlan> PlanOperator(const OpRequest& request, const Limits& limits,
                                            const StopCheck& stop = NeverStop);
+
+// The sizes of the outputs of `attrs`' operator as they follow from the
+// attributes and input "input" alone (`input`'s dtype and sizes; its strides
+// and bytes are not read), for a front end that describes the outputs before
+// the request is planned (v2's models). Split's outputs, whose sizes its
+// callers give, take `split_sizes` in turn along the axis. Strided slice's
+// rules are checked as planning checks them, with the same messages; a slice
+// window or split axis that breaks a rule is left for planning to name.
+absl::StatusOr<std::vector<std::vector<int64_t>>> OutputSizes(
+    const OpAttrs& attrs, const TensorDesc& input, std::span<const int64_t> split_sizes = {});
 
 }  // namespace tensorop
 

@@ -40,6 +40,10 @@ struct OperatorInfo {
   std::span<const absl::string_view> input_names;
   OutputRule outputs;
   RankRule input_rank;  // every input
+  // The attributes a request may leave out (empty or 0), each with the default
+  // OPERATORS.md gives it; every other attribute must be given (v2's models
+  // mark them required).
+  std::span<const absl::string_view> optional_attrs;
 };
 
 inline constexpr size_t kMaxOperatorInputs = 3;
@@ -48,10 +52,13 @@ namespace operator_info_internal {
 
 inline constexpr absl::string_view kInput[] = {"input"};
 inline constexpr absl::string_view kScatterInputs[] = {"input", "indices", "updates"};
+inline constexpr absl::string_view kStridedSliceDefaults[] = {
+    "stride", "begin_mask", "end_mask", "new_axis_mask", "shrink_axis_mask", "ellipsis_mask"};
 
 constexpr OperatorInfo Describe(absl::string_view name, std::span<const absl::string_view> inputs,
-                                OutputRule outputs, int max_rank, bool allow_zero_sizes) {
-  return {name, inputs, outputs, RankRule{1, max_rank, allow_zero_sizes, name}};
+                                OutputRule outputs, int max_rank, bool allow_zero_sizes,
+                                std::span<const absl::string_view> optional_attrs = {}) {
+  return {name, inputs, outputs, RankRule{1, max_rank, allow_zero_sizes, name}, optional_attrs};
 }
 
 // The position of T among the alternatives of OpAttrs.
@@ -71,7 +78,8 @@ inline constexpr std::array<OperatorInfo, std::variant_size_v<OpAttrs>> kOperato
     operator_info_internal::Describe("slice", operator_info_internal::kInput, OutputRule::kOneGiven,
                                      8, false),
     operator_info_internal::Describe("strided_slice", operator_info_internal::kInput,
-                                     OutputRule::kOneDerived, 32, true),
+                                     OutputRule::kOneDerived, 32, true,
+                                     operator_info_internal::kStridedSliceDefaults),
     operator_info_internal::Describe("split", operator_info_internal::kInput,
                                      OutputRule::kOneOrMoreGiven, 8, false),
     operator_info_internal::Describe("scatter_elements", operator_info_internal::kScatterInputs,

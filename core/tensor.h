@@ -16,8 +16,8 @@ namespace tensorop {
 // packed row-major. Nothing here is trusted until validated.
 struct TensorDesc {
   DType dtype = DType::kFloat32;
-  std::vector<int64_t> sizes;
-  std::vector<int64_t> strides;
+  std::vector<int64_t> sizes = {};
+  std::vector<int64_t> strides = {};
 };
 
 // A described tensor over bytes owned by someone else (usually the request).
@@ -29,8 +29,8 @@ struct TensorView {
 // The layout the caller asks for one output: sizes (where the op lets the caller
 // choose them, or as a check) and optional strides (elements; empty: packed).
 struct OutputDesc {
-  std::vector<int64_t> sizes;
-  std::vector<int64_t> strides;
+  std::vector<int64_t> sizes = {};
+  std::vector<int64_t> strides = {};
 };
 
 // A validated layout: strides are explicit and every product fits in 64 bits.

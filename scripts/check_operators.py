@@ -55,8 +55,8 @@ def places():
         4: [('core/plan/<op>.{h,cc}',
              lambda op: (ROOT / f'core/plan/{op}.h').exists()
              and (ROOT / f'core/plan/{op}.cc').exists())],
-        5: [('a Planner overload in core/operator.cc',
-             lambda op: f'operator()(const {camel(op)}Attrs&' in text('core/operator.cc'))],
+        5: [('a Planner and an OutputSizer overload in core/operator.cc',
+             lambda op: text('core/operator.cc').count(f'operator()(const {camel(op)}Attrs&') == 2)],
         6: [('case in both switches of server/wire/convert.cc (the name, the conversion)',
              lambda op: text('server/wire/convert.cc').count(
                  f'case v1::RunRequest::k{camel(op)}:') == 2)],
@@ -65,10 +65,7 @@ def places():
              lambda op: (ROOT / f'tests/core/kernels/{op}_test.cc').exists()),
             ('a benchmark in bench/operators_bench.cc',
              lambda op: f'{camel(op)}Attrs' in text('bench/operators_bench.cc'))],
-        9: [('its model in server/v2/inference_models.cc',
-             lambda op: f'{{"{op}",' in text('server/v2/inference_models.cc')),
-            ('its model in tests/server/inference_models_test.cc',
-             lambda op: f'"{op}"' in text('tests/server/inference_models_test.cc'))],
+        9: [],  # server/v2 makes each model from the row and the attrs message (ModelOf)
         10: [('its section in docs/operators.md',
               lambda op: re.search(rf'^## {camel(op)}\b', text('docs/operators.md'), re.M)),
              ('its row in docs/operators.md\'s names table',

@@ -31,6 +31,7 @@
 #include "server/telemetry/metrics.h"
 #include "server/telemetry/request_log.h"
 #include "server/transport/call_stop.h"
+#include "server/v2/inference_model_specs.h"
 #include "server/v2/inference_models.h"
 #include "server/v2/inference_service.h"
 #include "server/wire/chunk_part.h"
@@ -96,7 +97,10 @@ absl::Status ParseInferRequest(const grpc::ByteBuffer* bytes, absl::string_view 
     if (tensor.name() == "input" && *input_entry < 0) *input_entry = entry;
     ++entry;
   }
-  if (request->model_name() == "scatter_elements") *input_entry = -1;
+  // Only an operator of one input has it held apart (the pipeline reads
+  // received pieces for "input" alone).
+  const ModelSpec* model = FindModel(request->model_name());
+  if (model == nullptr || model->op->input_names.size() != 1) *input_entry = -1;
   if (*input_entry >= 0 && (static_cast<size_t>(*input_entry) >= view->inputs().size() ||
                             view->inputs()[static_cast<size_t>(*input_entry)].bytes == 0)) {
     *input_entry = -1;

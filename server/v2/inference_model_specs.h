@@ -7,21 +7,38 @@
 #include <vector>
 
 #include "absl/strings/string_view.h"
+#include "core/operator_info.h"
+#include "google/protobuf/descriptor.h"
 
 namespace tensorop::server {
 
 // One tensor of a model: its name, whether a request must carry it, and
-// whether it is data (any datatype) rather than an INT64 parameter.
+// whether it is data (any datatype) rather than an INT64 parameter. A
+// parameter is the operator attribute of its name (null: split's "split",
+// the outputs' sizes along the axis); a scalar attribute takes shape [1].
 struct TensorSpec {
   absl::string_view name;
-  bool required;
-  bool data;
+  bool required = true;
+  bool data = false;
+  bool scalar = false;
+  const google::protobuf::FieldDescriptor* attribute = nullptr;
 };
 
+// The model of one operator, made from core's row (kOperators) and the
+// operator's attributes message: its inputs, then one parameter per attribute.
 struct ModelSpec {
-  absl::string_view name;
-  std::vector<TensorSpec> inputs;
+  const OperatorInfo* op;
+  absl::string_view name;  // op->name
+  std::vector<TensorSpec> inputs = {};
+  const google::protobuf::FieldDescriptor* field;  // RunRequest's `op` field
 };
+
+// The input of split's model that gives each output's size along the axis
+// (ONNX Split's name for it).
+inline constexpr absl::string_view kSplitSizesInput = "split";
+// The input of index values, by the ONNX name every operator that takes one
+// gives it: an integer datatype only.
+inline constexpr absl::string_view kIndicesInput = "indices";
 
 // The model named `name`, or null.
 const ModelSpec* FindModel(absl::string_view name);
@@ -29,8 +46,9 @@ const ModelSpec* FindModel(absl::string_view name);
 const TensorSpec* FindInput(const ModelSpec& model, absl::string_view name);
 // `model`'s input names, comma-separated, for messages.
 std::string InputNames(const ModelSpec& model);
-// The output names of `model` for `request` (split: one per entry of `split`).
-std::vector<std::string> OutputNames(absl::string_view model, int split_count);
+// The output names of `model` when its run gives `count` outputs: "output",
+// or, where the caller gives the outputs (split), "output_0", "output_1", ...
+std::vector<std::string> OutputNames(const ModelSpec& model, int count);
 
 }  // namespace tensorop::server
 

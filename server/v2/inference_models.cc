@@ -23,9 +23,9 @@
 #include "core/attrs.h"
 #include "core/checked_math.h"
 #include "core/limits.h"
+#include "core/operator_info.h"
 #include "core/status_macros.h"
 #include "core/tensor.h"
-#include "core/validate/strided_slice.h"
 #include "server/v2/inference_model_specs.h"
 #include "server/wire/convert.h"
 #include "server/wire/quoted.h"
@@ -33,30 +33,38 @@
 namespace tensorop::server {
 namespace {
 
+// One model per row of kOperators: the operator's inputs, as data, then one
+// INT64 parameter per field of its attributes message, required unless the
+// row lets it default; split's model also takes the outputs' sizes along the
+// axis ("split"), as ONNX's Split does.
+ModelSpec ModelOf(const OperatorInfo& op) {
+  ModelSpec model{.op = &op,
+                  .name = op.name,
+                  .field = v1::RunRequest::descriptor()->FindFieldByName(std::string(op.name))};
+  for (absl::string_view name : op.input_names)
+    model.inputs.push_back({.name = name, .data = true});
+  const google::protobuf::Descriptor& attrs = *model.field->message_type();
+  for (int i = 0; i < attrs.field_count(); ++i) {
+    const google::protobuf::FieldDescriptor* field = attrs.field(i);
+    // Attributes of other types have no parameter tensor yet (a test names them).
+    if (field->cpp_type() != google::protobuf::FieldDescriptor::CPPTYPE_INT64) continue;
+    const bool optional = std::find(op.optional_attrs.begin(), op.optional_attrs.end(),
+                                    field->name()) != op.optional_attrs.end();
+    model.inputs.push_back({.name = field->name(),
+                            .required = !optional,
+                            .scalar = !field->is_repeated(),
+                            .attribute = field});
+  }
+  if (op.outputs == OutputRule::kOneOrMoreGiven) model.inputs.push_back({.name = kSplitSizesInput});
+  return model;
+}
+
 const std::vector<ModelSpec>& Models() {
-  static const std::vector<ModelSpec>* const models = new std::vector<ModelSpec>{
-      {"slice",
-       {{"input", true, true},
-        {"offsets", true, false},
-        {"window_sizes", true, false},
-        {"window_strides", true, false}}},
-      {"strided_slice",
-       {{"input", true, true},
-        {"begin", true, false},
-        {"end", true, false},
-        {"stride", false, false},
-        {"begin_mask", false, false},
-        {"end_mask", false, false},
-        {"new_axis_mask", false, false},
-        {"shrink_axis_mask", false, false},
-        {"ellipsis_mask", false, false}}},
-      {"split", {{"input", true, true}, {"axis", true, false}, {"split", true, false}}},
-      {"scatter_elements",
-       {{"input", true, true},
-        {"indices", true, true},
-        {"updates", true, true},
-        {"axis", true, false}}},
-  };
+  static const std::vector<ModelSpec>* const models = [] {
+    auto* models = new std::vector<ModelSpec>;
+    for (const OperatorInfo& op : kOperators) models->push_back(ModelOf(op));
+    return models;
+  }();
   return *models;
 }
 
@@ -82,11 +90,10 @@ std::string InputNames(const ModelSpec& model) {
   return absl::StrJoin(names, ", ");
 }
 
-// The output names of `model` for `request` (split: one per entry of `split`).
-std::vector<std::string> OutputNames(absl::string_view model, int split_count) {
-  if (model != "split") return {"output"};
+std::vector<std::string> OutputNames(const ModelSpec& model, int count) {
+  if (model.op->outputs != OutputRule::kOneOrMoreGiven) return {"output"};
   std::vector<std::string> names;
-  for (int k = 0; k < split_count; ++k) names.push_back(absl::StrCat("output_", k));
+  for (int k = 0; k < count; ++k) names.push_back(absl::StrCat("output_", k));
   return names;
 }
 
@@ -125,13 +132,13 @@ absl::StatusOr<inference::ModelMetadataResponse> ModelMetadata(absl::string_view
     input->set_name(std::string(spec.name));
     // Data tensors take any rank and datatype: listed as one variable
     // dimension; parameters are INT64 (axis [1], the rest 1-D).
-    input->set_datatype(spec.data && spec.name != "indices" ? "FP32" : "INT64");
-    input->add_shape(spec.name == "axis" ? 1 : -1);
+    input->set_datatype(spec.data && spec.name != kIndicesInput ? "FP32" : "INT64");
+    input->add_shape(spec.scalar ? 1 : -1);
   }
   // split has as many outputs as its `split` tensor has entries: listed as
   // output_0, the first of them.
   auto* output = response.add_outputs();
-  output->set_name(name == "split" ? "output_0" : "output");
+  output->set_name(OutputNames(model, 1)[0]);
   output->set_datatype("FP32");
   output->add_shape(-1);
   return response;
@@ -188,7 +195,9 @@ absl::StatusOr<ModelInferAnswer> ModelInferAnswerFor(const inference::ModelInfer
   for (const auto& input : request.inputs()) {
     if (input.name() == "input") input_datatype = input.datatype();
   }
-  const std::vector<std::string> names = OutputNames(request.model_name(), response.outputs_size());
+  const ModelSpec* model = FindModel(request.model_name());
+  if (model == nullptr) return CheckModel(request.model_name(), "");
+  const std::vector<std::string> names = OutputNames(*model, response.outputs_size());
   if (names.size() != static_cast<size_t>(response.outputs_size())) {
     return absl::InternalError(absl::StrCat(request.model_name(), ": the run gave ",
                                             response.outputs_size(), " outputs, expected ",
@@ -279,8 +288,9 @@ absl::Status NameSharedMemoryOutput(const inference::ModelInferRequest& request,
       k < 0) {
     return status;
   }
-  const std::string name =
-      request.model_name() == "split" ? absl::StrCat("output_", k) : std::string("output");
+  const ModelSpec* model = FindModel(request.model_name());
+  if (model == nullptr) return status;
+  const std::string name = OutputNames(*model, k + 1).back();
   return absl::Status(status.code(),
                       absl::StrCat(request.model_name(), ": output \"", name, "\": ", message));
 }

@@ -1,7 +1,9 @@
 // tensorop's operators as Open Inference Protocol (KServe v2) models: one model
-// per operator, version "1", with fixed tensor names (docs/kserve-v2.md). Pure
-// functions: a ModelInferRequest becomes a v1::RunRequest for
-// the native pipeline, and its RunResponse becomes a ModelInferResponse.
+// per operator, version "1", with fixed tensor names (docs/kserve-v2.md), each
+// made from the operator's row in core (kOperators) and its attributes message
+// (inference_model_specs.h). Pure functions: a ModelInferRequest becomes a
+// v1::RunRequest for the native pipeline, and its RunResponse becomes a
+// ModelInferResponse. Today's models:
 //
 //   slice             input, offsets, window_sizes, window_strides -> output
 //   strided_slice     input, begin, end, [stride, begin_mask, end_mask,
@@ -9,8 +11,9 @@
 //   split             input, axis ([1]), split -> output_0 ... output_{k-1}
 //   scatter_elements  input, indices, updates, axis ([1]) -> output
 //
-// Parameter tensors are INT64 (1-D; axis has shape [1]). Tensors are row-major
-// contiguous; their bytes come from raw_input_contents or typed contents.
+// Parameter tensors are INT64 or INT32 (1-D; a scalar attribute such as axis
+// has shape [1]). Tensors are row-major contiguous; their bytes come from
+// raw_input_contents or typed contents.
 #ifndef TENSOROP_SERVER_V2_INFERENCE_MODELS_H_
 #define TENSOROP_SERVER_V2_INFERENCE_MODELS_H_
 

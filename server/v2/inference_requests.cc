@@ -4,7 +4,6 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
-#include <limits>
 #include <map>
 #include <optional>
 #include <span>
@@ -21,9 +20,9 @@
 #include "core/attrs.h"
 #include "core/checked_math.h"
 #include "core/limits.h"
+#include "core/operator.h"
 #include "core/status_macros.h"
 #include "core/tensor.h"
-#include "core/validate/strided_slice.h"
 #include "server/v2/inference_model_specs.h"
 #include "server/v2/inference_models.h"
 #include "server/wire/convert.h"
@@ -210,17 +209,18 @@ std::vector<int64_t> WidenedValues(const std::string& bytes) {
   return std::vector<int64_t>(values.begin(), values.end());
 }
 
-absl::StatusOr<std::vector<int64_t>> Int64Values(const ModelSpec& model, absl::string_view name,
+absl::StatusOr<std::vector<int64_t>> Int64Values(const ModelSpec& model, const TensorSpec& spec,
                                                  const Input& input) {
+  const absl::string_view name = spec.name;
   // INT32 too, as Triton's clients and NumPy's default integers often send
   // them: widened here, so the native attributes stay INT64.
-  const bool narrow = input.datatype == "INT32";
-  if (input.datatype != "INT64" && !narrow) {
+  const bool narrow = input.dtype == DType::kInt32;
+  if (input.dtype != DType::kInt64 && !narrow) {
     return absl::InvalidArgumentError(absl::StrCat(model.name, ": input \"", name,
                                                    "\" has datatype ", input.datatype,
                                                    "; it must be INT64 or INT32"));
   }
-  const bool scalar = name == "axis";
+  const bool scalar = spec.scalar;
   if (scalar ? (input.shape != std::vector<int64_t>{1}) : input.shape.size() != 1) {
     return absl::InvalidArgumentError(absl::StrCat(model.name, ": input \"", name, "\" has shape [",
                                                    absl::StrJoin(input.shape, ","),
@@ -247,30 +247,20 @@ absl::StatusOr<v1::Backend> BackendOf(const inference::ModelInferRequest& reques
                    Quoted(parameter.string_param()), "; use \"auto\", \"cpu\" or \"opencl\""));
 }
 
-// The sizes strided_slice derives for the output of `run` on `input`,
-// validated as the native pipeline will (same messages).
-absl::StatusOr<std::vector<int64_t>> StridedSliceSizes(const v1::RunRequest& run,
-                                                       const Input& input) {
-  const v1::StridedSliceAttrs& from = run.strided_slice();
-  StridedSliceAttrs attrs;
-  attrs.begin.assign(from.begin().begin(), from.begin().end());
-  attrs.end.assign(from.end().begin(), from.end().end());
-  attrs.stride.assign(from.stride().begin(), from.stride().end());
-  attrs.begin_mask.assign(from.begin_mask().begin(), from.begin_mask().end());
-  attrs.end_mask.assign(from.end_mask().begin(), from.end_mask().end());
-  attrs.new_axis_mask.assign(from.new_axis_mask().begin(), from.new_axis_mask().end());
-  attrs.shrink_axis_mask.assign(from.shrink_axis_mask().begin(), from.shrink_axis_mask().end());
-  attrs.ellipsis_mask.assign(from.ellipsis_mask().begin(), from.ellipsis_mask().end());
-  // The sizes follow from the input's shape alone: it is described here over
-  // one element, broadcast (stride 0), as its bytes may be in shared memory.
-  static constexpr std::byte kElement[8] = {};
-  TensorView view;
-  view.desc.dtype = input.dtype;
-  view.desc.sizes = input.shape;
-  if (!input.shape.empty()) view.desc.strides.assign(input.shape.size(), 0);
-  view.data = std::span<const std::byte>(kElement, static_cast<size_t>(ElementSize(input.dtype)));
-  ASSIGN_OR_RETURN(StridedSliceGeometry geometry, ValidateStridedSlice(attrs, view, {}, Limits{}));
-  return geometry.output.sizes;
+// The sizes of `run`'s outputs as its operator derives them from input
+// "input" (`input`) and, for split, `split_sizes`, checked as the native
+// pipeline checks them (same messages).
+absl::StatusOr<std::vector<std::vector<int64_t>>> DerivedOutputSizes(
+    const v1::RunRequest& run, const Input& input, std::span<const int64_t> split_sizes = {}) {
+  ASSIGN_OR_RETURN(OpAttrs attrs, ToOpAttrs(run));
+  return OutputSizes(attrs, TensorDesc{.dtype = input.dtype, .sizes = input.shape}, split_sizes);
+}
+
+// `sizes` as `run`'s outputs.
+void AddOutputs(const std::vector<std::vector<int64_t>>& sizes, v1::RunRequest& run) {
+  for (const std::vector<int64_t>& output : sizes) {
+    run.add_outputs()->mutable_sizes()->Assign(output.begin(), output.end());
+  }
 }
 
 // Points the outputs `request` asks for in shared memory (parameters
@@ -279,11 +269,11 @@ absl::StatusOr<std::vector<int64_t>> StridedSliceSizes(const v1::RunRequest& run
 // chooses them; strided_slice and scatter_elements get theirs here. The native
 // pipeline writes them there (SharedMemoryOutput): bounds, alignment and
 // overlap with the inputs are checked once, natively.
-absl::Status AddSharedMemoryOutputs(const inference::ModelInferRequest& request, const Input& input,
+absl::Status AddSharedMemoryOutputs(const inference::ModelInferRequest& request,
+                                    const ModelSpec& spec, const Input& input,
                                     v1::RunRequest& run) {
-  const absl::string_view model = request.model_name();
-  const std::vector<std::string> names =
-      OutputNames(model, model == "split" ? run.outputs_size() : 1);
+  const absl::string_view model = spec.name;
+  const std::vector<std::string> names = OutputNames(spec, run.outputs_size());
   std::vector<bool> placed(names.size(), false);
   for (int i = 0; i < request.outputs_size(); ++i) {
     const auto& output = request.outputs(i);
@@ -306,13 +296,8 @@ absl::Status AddSharedMemoryOutputs(const inference::ModelInferRequest& request,
     if (run.outputs_size() == 0) {
       // One output, whose sizes the operator derives: described here, as the
       // native request must then carry them.
-      v1::OutputDesc* desc = run.add_outputs();
-      if (model == "strided_slice") {
-        ASSIGN_OR_RETURN(std::vector<int64_t> sizes, StridedSliceSizes(run, input));
-        desc->mutable_sizes()->Assign(sizes.begin(), sizes.end());
-      } else {
-        desc->mutable_sizes()->Assign(input.shape.begin(), input.shape.end());
-      }
+      ASSIGN_OR_RETURN(std::vector<std::vector<int64_t>> sizes, DerivedOutputSizes(run, input));
+      AddOutputs(sizes, run);
     }
     SetReference(*span, run.mutable_outputs(k)->mutable_shared_memory());
   }
@@ -366,7 +351,7 @@ absl::StatusOr<v1::RunRequest> ToRunRequest(inference::ModelInferRequest& reques
     Input input;
     input.datatype = tensor.datatype();
     std::optional<DType> dtype = DTypeFromV2Datatype(tensor.datatype());
-    if (!dtype.has_value() || (tensor.datatype() == "BOOL" && spec->name == "indices")) {
+    if (!dtype.has_value() || (tensor.datatype() == "BOOL" && spec->name == kIndicesInput)) {
       return absl::InvalidArgumentError(absl::StrCat(
           what, " has datatype ", Quoted(tensor.datatype()), ", which is not one of ", kDatatypes));
     }
@@ -426,7 +411,7 @@ absl::StatusOr<v1::RunRequest> ToRunRequest(inference::ModelInferRequest& reques
           " bytes) but its shape [", absl::StrJoin(tensor.shape(), ","), "] of ", tensor.datatype(),
           " holds ", elements, " (", expected.value_or(-1), " bytes)"));
     }
-    if (!spec->data) RETURN_IF_ERROR(Int64Values(model, spec->name, input).status());
+    if (!spec->data) RETURN_IF_ERROR(Int64Values(model, *spec, input).status());
     inputs.emplace(tensor.name(), std::move(input));
   }
   request.clear_raw_input_contents();
@@ -445,11 +430,21 @@ absl::StatusOr<v1::RunRequest> ToRunRequest(inference::ModelInferRequest& reques
   auto values = [&](absl::string_view name) -> std::vector<int64_t> {
     auto found = inputs.find(name);
     if (found == inputs.end()) return {};
-    return *Int64Values(model, name, found->second);  // checked above
+    return *Int64Values(model, *FindInput(model, name), found->second);  // checked above
   };
+  google::protobuf::Message& attrs = *run.GetReflection()->MutableMessage(&run, model.field);
+  for (const TensorSpec& spec : model.inputs) {
+    if (spec.attribute == nullptr) continue;  // data, or split's sizes
+    for (int64_t value : values(spec.name)) {
+      if (spec.scalar) {
+        attrs.GetReflection()->SetInt64(&attrs, spec.attribute, value);
+      } else {
+        attrs.GetReflection()->AddInt64(&attrs, spec.attribute, value);
+      }
+    }
+  }
   for (auto& [name, input] : inputs) {
-    const TensorSpec* spec = FindInput(model, name);
-    if (!spec->data) continue;
+    if (!FindInput(model, name)->data) continue;
     v1::Tensor& tensor = (*run.mutable_inputs())[name];
     tensor.set_dtype(ToProtoDType(input.dtype));
     tensor.mutable_sizes()->Assign(input.shape.begin(), input.shape.end());
@@ -459,49 +454,16 @@ absl::StatusOr<v1::RunRequest> ToRunRequest(inference::ModelInferRequest& reques
       *tensor.mutable_data() = std::move(input.bytes);
     }
   }
-  const std::vector<int64_t>& input_shape = inputs.find("input")->second.shape;
-  if (model.name == "slice") {
-    v1::SliceAttrs* attrs = run.mutable_slice();
-    const std::vector<int64_t> window_sizes = values("window_sizes");
-    const std::vector<int64_t> window_strides = values("window_strides");
-    for (int64_t v : values("offsets")) attrs->add_offsets(v);
-    for (int64_t v : window_sizes) attrs->add_window_sizes(v);
-    for (int64_t v : window_strides) attrs->add_window_strides(v);
-    // The whole window: every element its stride reaches. Invalid windows
-    // get their own size, for the native validation to name.
-    v1::OutputDesc* output = run.add_outputs();
-    for (size_t i = 0; i < window_sizes.size(); ++i) {
-      const int64_t size = window_sizes[i];
-      const int64_t stride = i < window_strides.size() ? window_strides[i] : 1;
-      const bool valid = size >= 1 && stride != 0 && stride != std::numeric_limits<int64_t>::min();
-      output->add_sizes(valid ? 1 + (size - 1) / (stride < 0 ? -stride : stride) : size);
-    }
-  } else if (model.name == "strided_slice") {
-    v1::StridedSliceAttrs* attrs = run.mutable_strided_slice();
-    for (int64_t v : values("begin")) attrs->add_begin(v);
-    for (int64_t v : values("end")) attrs->add_end(v);
-    for (int64_t v : values("stride")) attrs->add_stride(v);
-    for (int64_t v : values("begin_mask")) attrs->add_begin_mask(v);
-    for (int64_t v : values("end_mask")) attrs->add_end_mask(v);
-    for (int64_t v : values("new_axis_mask")) attrs->add_new_axis_mask(v);
-    for (int64_t v : values("shrink_axis_mask")) attrs->add_shrink_axis_mask(v);
-    for (int64_t v : values("ellipsis_mask")) attrs->add_ellipsis_mask(v);
-    // No output description: the native operator derives the sizes.
-  } else if (model.name == "split") {
-    const int64_t axis = values("axis")[0];
-    run.mutable_split()->set_axis(axis);
-    const int64_t rank = static_cast<int64_t>(input_shape.size());
-    const int64_t dim = axis < 0 ? axis + rank : axis;
-    for (int64_t size : values("split")) {
-      v1::OutputDesc* output = run.add_outputs();
-      output->mutable_sizes()->Assign(input_shape.begin(), input_shape.end());
-      // An axis out of range is left to the native validation to name.
-      if (dim >= 0 && dim < rank) output->set_sizes(static_cast<int>(dim), size);
-    }
-  } else {
-    run.mutable_scatter_elements()->set_axis(values("axis")[0]);
+  const Input& input = inputs.find("input")->second;
+  if (model.op->outputs != OutputRule::kOneDerived) {
+    // The native request gives these outputs' sizes (slice's whole windows,
+    // split's parts): as the operator derives them.
+    const std::vector<int64_t> split_sizes = values(kSplitSizesInput);
+    ASSIGN_OR_RETURN(std::vector<std::vector<int64_t>> sizes,
+                     DerivedOutputSizes(run, input, split_sizes));
+    AddOutputs(sizes, run);
   }
-  RETURN_IF_ERROR(AddSharedMemoryOutputs(request, inputs.find("input")->second, run));
+  RETURN_IF_ERROR(AddSharedMemoryOutputs(request, model, input, run));
   return run;
 }
 

@@ -10,6 +10,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "core/operator_info.h"
+#include "core/status_macros.h"
 
 namespace tensorop::server {
 namespace {
@@ -66,29 +67,30 @@ absl::string_view OpCaseName(const v1::RunRequest& request) {
   return "";
 }
 
-absl::StatusOr<OpRequest> ToOpRequest(const v1::RunRequest& request) {
-  OpRequest op;
+absl::StatusOr<OpAttrs> ToOpAttrs(const v1::RunRequest& request) {
   switch (request.op_case()) {
     case v1::RunRequest::kSlice:
-      op.attrs = ToSliceAttrs(request.slice());
-      break;
+      return ToSliceAttrs(request.slice());
     case v1::RunRequest::kStridedSlice:
-      op.attrs = ToStridedSliceAttrs(request.strided_slice());
-      break;
+      return ToStridedSliceAttrs(request.strided_slice());
     case v1::RunRequest::kSplit:
-      op.attrs = SplitAttrs{.axis = request.split().axis()};
-      break;
+      return SplitAttrs{.axis = request.split().axis()};
     case v1::RunRequest::kScatterElements:
-      op.attrs = ScatterElementsAttrs{.axis = request.scatter_elements().axis()};
-      break;
+      return ScatterElementsAttrs{.axis = request.scatter_elements().axis()};
     case v1::RunRequest::OP_NOT_SET:
-      return absl::InvalidArgumentError(absl::StrCat(
-          "op: none of ",
-          absl::StrJoin(
-              kOperators, ", ",
-              [](std::string* out, const OperatorInfo& info) { absl::StrAppend(out, info.name); }),
-          " is set"));
+      break;
   }
+  return absl::InvalidArgumentError(absl::StrCat(
+      "op: none of ",
+      absl::StrJoin(
+          kOperators, ", ",
+          [](std::string* out, const OperatorInfo& info) { absl::StrAppend(out, info.name); }),
+      " is set"));
+}
+
+absl::StatusOr<OpRequest> ToOpRequest(const v1::RunRequest& request) {
+  OpRequest op;
+  ASSIGN_OR_RETURN(op.attrs, ToOpAttrs(request));
 
   // The proto map's order is unspecified; name order keeps the error for "the
   // first bad input" the same from call to call.

@@ -27,6 +27,10 @@ v1::DType ToProtoDType(DType dtype);
 // The op's name as in OPERATORS.md ("slice", ...), or "" when none is set.
 absl::string_view OpCaseName(const v1::RunRequest& request);
 
+// `request`'s operator and attributes as core's; INVALID_ARGUMENT when it sets
+// none.
+absl::StatusOr<OpAttrs> ToOpAttrs(const v1::RunRequest& request);
+
 // `request` as a core OpRequest. Every TensorView's data spans the bytes of the
 // corresponding `request.inputs()` entry, so `request` must stay alive and
 // unchanged while the result is used. Only wire-level problems are reported

@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "core/operator_info.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/server/inference_requests.h"
@@ -65,6 +66,54 @@ TEST(InferenceModelsTest, Int32ParametersAreWidenedToTheNativeInt64Attributes) {
 TEST(InferenceModelsTest, ModelsAreTheFourOperators) {
   EXPECT_THAT(InferenceModelNames(),
               ElementsAre("slice", "strided_slice", "split", "scatter_elements"));
+}
+
+// Each model is made from its operator's row and attributes message: a new
+// operator is a model with nothing written here, and an attribute of a type
+// the models cannot take yet (not INT64) fails this test.
+TEST(InferenceModelsTest, EachModelIsItsOperatorsInputsThenItsAttributes) {
+  for (const OperatorInfo& op : kOperators) {
+    SCOPED_TRACE(std::string(op.name));
+    ASSERT_OK_AND_ASSIGN(inference::ModelMetadataResponse metadata, ModelMetadata(op.name, ""));
+    std::vector<std::string> expected(op.input_names.begin(), op.input_names.end());
+    const google::protobuf::FieldDescriptor* field =
+        v1::RunRequest::descriptor()->FindFieldByName(std::string(op.name));
+    ASSERT_NE(field, nullptr) << "RunRequest.op has no field " << op.name;
+    const google::protobuf::Descriptor& attrs = *field->message_type();
+    for (int i = 0; i < attrs.field_count(); ++i) expected.push_back(attrs.field(i)->name());
+    if (op.outputs == OutputRule::kOneOrMoreGiven) expected.push_back("split");
+    std::vector<std::string> names;
+    for (const auto& input : metadata.inputs()) {
+      names.push_back(input.name());
+      const google::protobuf::FieldDescriptor* attribute = attrs.FindFieldByName(input.name());
+      if (attribute == nullptr) continue;
+      EXPECT_EQ(attribute->cpp_type(), google::protobuf::FieldDescriptor::CPPTYPE_INT64)
+          << input.name() << ": v2 models take INT64 parameters only";
+      EXPECT_THAT(input.shape(), ElementsAre(attribute->is_repeated() ? -1 : 1)) << input.name();
+    }
+    EXPECT_EQ(names, expected);
+    for (absl::string_view optional : op.optional_attrs) {
+      EXPECT_NE(attrs.FindFieldByName(std::string(optional)), nullptr)
+          << optional << " is not an attribute";
+    }
+  }
+}
+
+TEST(InferenceModelsTest, OnlyTheRowsOptionalAttributesMayBeLeftOut) {
+  inference::ModelInferRequest slice = SliceRequest();
+  slice.mutable_inputs()->RemoveLast();  // window_strides
+  slice.mutable_raw_input_contents()->RemoveLast();
+  EXPECT_THAT(ToRunRequest(slice),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("slice: input \"window_strides\" is missing")));
+  inference::ModelInferRequest strided;
+  strided.set_model_name("strided_slice");
+  AddRaw(strided, "input", "FP32", {4}, Bytes<float>({0, 1, 2, 3}));
+  AddInt64(strided, "begin", {1});
+  AddInt64(strided, "end", {3});
+  ASSERT_OK_AND_ASSIGN(v1::RunRequest run, ToRunRequest(strided));
+  EXPECT_THAT(run.strided_slice().begin(), ElementsAre(1));
+  EXPECT_THAT(run.strided_slice().stride(), ElementsAre());
 }
 
 TEST(InferenceModelsTest, UnknownModelOrVersionIsNotFound) {
