@@ -96,7 +96,14 @@ std::pair<Int128, Int128> IntegerRange(v1::DType dtype) {
 
 // Rounds one double to a narrow float type's bits.
 Rounded RoundTo(v1::DType dtype, double value) {
-  return dtype == v1::FLOAT16 ? RoundToFloat16(value) : RoundToFloat32(value);
+  switch (dtype) {
+    case v1::FLOAT16:
+      return RoundToFloat16(value);
+    case v1::BFLOAT16:
+      return RoundToBfloat16(value);
+    default:
+      return RoundToFloat32(value);
+  }
 }
 
 // The sign bit, the infinity and the quiet-NaN bit of a float dtype.
@@ -112,6 +119,8 @@ SpecialBits SpecialBitsOf(v1::DType dtype) {
       return {uint64_t{1} << 63, 0x7FF0000000000000, uint64_t{1} << 51};
     case v1::FLOAT32:
       return {0x80000000, 0x7F800000, 0x400000};
+    case v1::BFLOAT16:
+      return {0x8000, 0x7F80, 0x40};
     default:
       return {0x8000, 0x7C00, 0x200};
   }
@@ -140,7 +149,7 @@ absl::StatusOr<uint64_t> FloatBitsFromJson(v1::DType dtype, const Json& value) {
       return std::bit_cast<uint32_t>(is_unsigned ? static_cast<float>(u) : static_cast<float>(s));
     }
     const double number = is_unsigned ? static_cast<double>(u) : static_cast<double>(s);
-    return is64 ? std::bit_cast<uint64_t>(number) : RoundToFloat16(number).bits;
+    return is64 ? std::bit_cast<uint64_t>(number) : RoundTo(dtype, number).bits;
   }
   if (IsFloatNumber(value)) {
     if (is64) return std::bit_cast<uint64_t>(NearestDouble(value));
@@ -196,6 +205,14 @@ std::string IntegerToJson(Integer value) {
 // Encodes one element of `dtype` from JSON.
 absl::Status AppendElement(v1::DType dtype, const Json& value, std::string* out) {
   const int size = ElementSize(dtype);
+  if (dtype == v1::BOOL) {
+    if (!value.is_boolean()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("expected true or false (bool), got ", DescribeJson(value)));
+    }
+    out->push_back(value.get<bool>() ? 1 : 0);
+    return absl::OkStatus();
+  }
   if (IsFloat(dtype)) {
     ASSIGN_OR_RETURN(const uint64_t bits, FloatBitsFromJson(dtype, value));
     AppendLittleEndian(bits, size, out);
@@ -222,6 +239,11 @@ std::string ElementToJson(v1::DType dtype, const char* bytes) {
     case v1::FLOAT16:
       // Exact: every float16 value is a float value.
       return FloatToJson(static_cast<float>(Float16ToDouble(static_cast<uint16_t>(bits))));
+    case v1::BFLOAT16:
+      return FloatToJson(static_cast<float>(Bfloat16ToDouble(static_cast<uint16_t>(bits))));
+    case v1::BOOL:
+      // Any nonzero byte is shown as it is: operators copy bytes, never check them.
+      return bits == 0 ? "false" : bits == 1 ? "true" : std::to_string(bits);
     case v1::INT64:
       return IntegerToJson(static_cast<int64_t>(bits));
     case v1::INT32:

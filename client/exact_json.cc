@@ -23,7 +23,8 @@ class DomBuilder {
   bool number_integer(Json::number_integer_t value) { return Add(Json(value)); }
   bool number_unsigned(Json::number_unsigned_t value) { return Add(Json(value)); }
   bool number_float(Json::number_float_t value, const Json::string_t& text) {
-    if (RoundToFloat32(value).was_tie || RoundToFloat16(value).was_tie) {
+    if (RoundToFloat32(value).was_tie || RoundToFloat16(value).was_tie ||
+        RoundToBfloat16(value).was_tie) {
       return Add(Json::binary(std::vector<uint8_t>(text.begin(), text.end())));
     }
     return Add(Json(value));

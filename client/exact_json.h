@@ -1,5 +1,6 @@
 // JSON text read with exact decimals, for the conformance case format: a number
-// whose nearest double is a rounding tie for float32 or float16 keeps its text,
+// whose nearest double is a rounding tie for float32, float16 or bfloat16 keeps
+// its text,
 // so it can round once, from the text, to the narrow type.
 #ifndef TENSOROP_CLIENT_EXACT_JSON_H_
 #define TENSOROP_CLIENT_EXACT_JSON_H_
@@ -14,8 +15,8 @@
 namespace tensorop::client {
 
 // Parses JSON text. Unlike nlohmann::json::parse it keeps the decimal text of a
-// number whose nearest double lies exactly halfway between two float32 or float16
-// values (see TensorFromJson). Those numbers are held as JSON binary values, which
+// number whose nearest double lies exactly halfway between two float32, float16
+// or bfloat16 values (see TensorFromJson). Those numbers are held as JSON binary values, which
 // JSON text itself never produces.
 absl::StatusOr<nlohmann::json> ParseJson(absl::string_view text);
 

@@ -62,6 +62,19 @@ Rounded RoundToFloat16(double value) { return RoundToNarrow(value, 5, 10); }
 
 Rounded RoundToFloat32(double value) { return RoundToNarrow(value, 8, 23); }
 
+Rounded RoundToBfloat16(double value) { return RoundToNarrow(value, 8, 7); }
+
+double Bfloat16ToDouble(uint16_t bits) {
+  if ((bits & 0x7F80) == 0x7F80 && (bits & 0x7F) != 0) {
+    // NaN: the payload moves to the top of the double's mantissa (a float ->
+    // double conversion would quiet a signalling one).
+    const uint64_t sign = static_cast<uint64_t>(bits >> 15) << 63;
+    return std::bit_cast<double>(sign | (uint64_t{0x7FF} << 52) |
+                                 (static_cast<uint64_t>(bits & 0x7F) << 45));
+  }
+  return static_cast<double>(std::bit_cast<float>(static_cast<uint32_t>(bits) << 16));
+}
+
 double Float16ToDouble(uint16_t bits) {
   const uint64_t sign = static_cast<uint64_t>(bits >> 15) << 63;
   const int exponent = (bits >> 10) & 0x1F;

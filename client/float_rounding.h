@@ -26,10 +26,18 @@ Rounded RoundToFloat16(double value);
 // Rounds to binary32, nearest-even, with the same NaN rule (top 23 payload bits).
 Rounded RoundToFloat32(double value);
 
+// Rounds to bfloat16 (binary32's exponent, 7 fraction bits), nearest-even, with
+// the same NaN rule (top 7 payload bits).
+Rounded RoundToBfloat16(double value);
+
 // The exact value of a binary16 bit pattern. NaN payloads (signalling or not) are
 // kept in the top mantissa bits, so RoundToFloat16(Float16ToDouble(h)).bits == h
 // for all 65536 patterns.
 double Float16ToDouble(uint16_t bits);
+
+// The exact value of a bfloat16 bit pattern (the upper half of a binary32's);
+// NaN payloads kept as Float16ToDouble keeps them.
+double Bfloat16ToDouble(uint16_t bits);
 
 }  // namespace tensorop::client
 

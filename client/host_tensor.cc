@@ -23,7 +23,8 @@ constexpr DTypeInfo kDTypes[] = {
     {v1::INT32, "int32", 4, false},    {v1::INT16, "int16", 2, false},
     {v1::INT8, "int8", 1, false},      {v1::UINT64, "uint64", 8, false},
     {v1::UINT32, "uint32", 4, false},  {v1::UINT16, "uint16", 2, false},
-    {v1::UINT8, "uint8", 1, false},
+    {v1::UINT8, "uint8", 1, false},    {v1::BFLOAT16, "bfloat16", 2, true},
+    {v1::BOOL, "bool", 1, false},
 };
 
 const DTypeInfo* Find(v1::DType dtype) {

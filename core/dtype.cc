@@ -13,11 +13,13 @@ int ElementSize(DType dtype) {
     case DType::kUint32:
       return 4;
     case DType::kFloat16:
+    case DType::kBfloat16:
     case DType::kInt16:
     case DType::kUint16:
       return 2;
     case DType::kInt8:
     case DType::kUint8:
+    case DType::kBool:
       return 1;
   }
   return 0;
@@ -47,6 +49,10 @@ absl::string_view DTypeName(DType dtype) {
       return "uint16";
     case DType::kUint8:
       return "uint8";
+    case DType::kBfloat16:
+      return "bfloat16";
+    case DType::kBool:
+      return "bool";
   }
   return "unknown";
 }
@@ -59,15 +65,15 @@ std::optional<DType> DTypeFromName(absl::string_view name) {
 }
 
 std::optional<DType> DTypeFromInt(int64_t value) {
-  if (value < static_cast<int64_t>(DType::kFloat64) ||
-      value > static_cast<int64_t>(DType::kUint8)) {
+  if (value < static_cast<int64_t>(DType::kFloat64) || value > static_cast<int64_t>(DType::kBool)) {
     return std::nullopt;
   }
   return static_cast<DType>(value);
 }
 
 bool IsFloat(DType dtype) {
-  return dtype == DType::kFloat64 || dtype == DType::kFloat32 || dtype == DType::kFloat16;
+  return dtype == DType::kFloat64 || dtype == DType::kFloat32 || dtype == DType::kFloat16 ||
+         dtype == DType::kBfloat16;
 }
 
 bool IsSigned(DType dtype) {

@@ -22,11 +22,19 @@ enum class DType : uint8_t {
   kUint32 = 9,
   kUint16 = 10,
   kUint8 = 11,
+  kBfloat16 = 12,  // the upper half of a float32
+  kBool = 13,      // one byte, 0 or 1; copied as it is, never checked
 };
 
 inline constexpr DType kAllDTypes[] = {
-    DType::kFloat64, DType::kFloat32, DType::kFloat16, DType::kInt64,  DType::kInt32, DType::kInt16,
-    DType::kInt8,    DType::kUint64,  DType::kUint32,  DType::kUint16, DType::kUint8};
+    DType::kFloat64, DType::kFloat32,  DType::kFloat16, DType::kInt64,  DType::kInt32,
+    DType::kInt16,   DType::kInt8,     DType::kUint64,  DType::kUint32, DType::kUint16,
+    DType::kUint8,   DType::kBfloat16, DType::kBool};
+
+// One dtype of each element size, 1, 2, 4 and 8 bytes: the kernels see only the
+// size, so these cover every dtype (the kernel test matrices run them).
+inline constexpr DType kOneDTypePerSize[] = {DType::kBool, DType::kBfloat16, DType::kFloat32,
+                                             DType::kInt64};
 
 // Bytes per element: 1, 2, 4 or 8.
 int ElementSize(DType dtype);

@@ -36,9 +36,10 @@ void Append(T value, std::string& out) {
   out.append(bytes, sizeof(T));
 }
 
-// Appends JSON value `v` (element `index` of `what`) as `datatype`.
-absl::Status AppendElement(const Json& v, absl::string_view datatype, absl::string_view what,
-                           int64_t index, std::string& out) {
+// Appends JSON value `v` (element `index` of `what`) as `dtype`.
+absl::Status AppendElement(const Json& v, DType dtype, absl::string_view what, int64_t index,
+                           std::string& out) {
+  const absl::string_view datatype = V2DatatypeName(dtype);
   auto refuse = [&](absl::string_view expected) {
     return absl::InvalidArgumentError(
         absl::StrCat(what, " data[", index, "] = ", QuoteJson(v), " is not ", expected));
@@ -57,62 +58,73 @@ absl::Status AppendElement(const Json& v, absl::string_view datatype, absl::stri
     }
     return absl::OkStatus();
   };
-  if (datatype == "BOOL") {
-    if (!v.is_boolean()) return refuse("true or false (BOOL)");
-    out.push_back(v.get<bool>() ? 1 : 0);
+  // A 16-bit float, refused where it overflows what `v` says.
+  auto narrow = [&](uint16_t bits, uint16_t infinity) -> absl::Status {
+    const double x = v.get<double>();
+    if (std::isfinite(x) && (bits & infinity) == infinity) {
+      return refuse(absl::StrCat("within ", datatype, "'s range"));
+    }
+    Append(bits, out);
     return absl::OkStatus();
+  };
+  switch (dtype) {
+    case DType::kBool:
+      if (!v.is_boolean()) return refuse("true or false (BOOL)");
+      out.push_back(v.get<bool>() ? 1 : 0);
+      return absl::OkStatus();
+    case DType::kInt8:
+      return integer(static_cast<int8_t*>(nullptr));
+    case DType::kInt16:
+      return integer(static_cast<int16_t*>(nullptr));
+    case DType::kInt32:
+      return integer(static_cast<int32_t*>(nullptr));
+    case DType::kInt64:
+      return integer(static_cast<int64_t*>(nullptr));
+    case DType::kUint8:
+      return integer(static_cast<uint8_t*>(nullptr));
+    case DType::kUint16:
+      return integer(static_cast<uint16_t*>(nullptr));
+    case DType::kUint32:
+      return integer(static_cast<uint32_t*>(nullptr));
+    case DType::kUint64:
+      return integer(static_cast<uint64_t*>(nullptr));
+    case DType::kFloat64:
+    case DType::kFloat32:
+    case DType::kFloat16:
+    case DType::kBfloat16:
+      break;
   }
-  if (datatype == "INT8") return integer(static_cast<int8_t*>(nullptr));
-  if (datatype == "INT16") return integer(static_cast<int16_t*>(nullptr));
-  if (datatype == "INT32") return integer(static_cast<int32_t*>(nullptr));
-  if (datatype == "INT64") return integer(static_cast<int64_t*>(nullptr));
-  if (datatype == "UINT8") return integer(static_cast<uint8_t*>(nullptr));
-  if (datatype == "UINT16") return integer(static_cast<uint16_t*>(nullptr));
-  if (datatype == "UINT32") return integer(static_cast<uint32_t*>(nullptr));
-  if (datatype == "UINT64") return integer(static_cast<uint64_t*>(nullptr));
   if (!v.is_number()) return refuse(absl::StrCat("a number (", datatype, ")"));
   const double x = v.get<double>();
-  if (datatype == "FP64") {
+  if (dtype == DType::kFloat64) {
     Append(x, out);
-  } else if (datatype == "FP32") {
+  } else if (dtype == DType::kFloat32) {
     if (std::isfinite(x) && std::fabs(x) > std::numeric_limits<float>::max()) {
       return refuse("within FP32's range");
     }
     Append(static_cast<float>(x), out);
-  } else {  // FP16
-    const uint16_t half = DoubleToHalf(x);
-    if (std::isfinite(x) && (half & 0x7c00) == 0x7c00) return refuse("within FP16's range");
-    Append(half, out);
+  } else if (dtype == DType::kBfloat16) {
+    return narrow(DoubleToBfloat16(x), 0x7f80);
+  } else {
+    return narrow(DoubleToHalf(x), 0x7c00);
   }
   return absl::OkStatus();
 }
 
 // Every element of `data` (flat or nested arrays: the parse bounded their
 // depth), row-major.
-absl::Status AppendData(const Json& data, absl::string_view datatype, absl::string_view what,
-                        int64_t& index, std::string& out) {
+absl::Status AppendData(const Json& data, DType dtype, absl::string_view what, int64_t& index,
+                        std::string& out) {
   if (data.is_array()) {
     for (const Json& item : data) {
-      RETURN_IF_ERROR(AppendData(item, datatype, what, index, out));
+      RETURN_IF_ERROR(AppendData(item, dtype, what, index, out));
     }
     return absl::OkStatus();
   }
-  RETURN_IF_ERROR(AppendElement(data, datatype, what, index, out));
+  RETURN_IF_ERROR(AppendElement(data, dtype, what, index, out));
   ++index;
   return absl::OkStatus();
 }
-
-// The bytes of one element of a datatype of the protocol; 0 for none.
-int64_t DatatypeBytes(absl::string_view datatype) {
-  static constexpr std::pair<absl::string_view, int64_t> kBytes[] = {
-      {"BOOL", 1},  {"UINT8", 1}, {"UINT16", 2}, {"UINT32", 4}, {"UINT64", 8}, {"INT8", 1},
-      {"INT16", 2}, {"INT32", 4}, {"INT64", 8},  {"FP16", 2},   {"FP32", 4},   {"FP64", 8}};
-  for (const auto& [name, bytes] : kBytes) {
-    if (datatype == name) return bytes;
-  }
-  return 0;
-}
-bool Known(absl::string_view datatype) { return DatatypeBytes(datatype) != 0; }
 
 // The values that are no arrays in `data`, however nested (the parse bounded
 // the depth).
@@ -193,63 +205,86 @@ T Load(const char* p) {
   return value;
 }
 
-// `bytes` as a flat JSON array of `datatype` elements.
-absl::StatusOr<Json> DataJson(absl::string_view bytes, absl::string_view datatype,
-                              absl::string_view what) {
+// `bytes` as a flat JSON array of `dtype` elements.
+Json DataJson(absl::string_view bytes, DType dtype) {
   Json data = Json::array();
   auto each = [&]<typename T>(T*) {
     for (size_t i = 0; i + sizeof(T) <= bytes.size(); i += sizeof(T)) {
       data.push_back(Load<T>(bytes.data() + i));
     }
   };
-  if (datatype == "BOOL") {
-    for (char c : bytes) data.push_back(c != 0);
-  } else if (datatype == "INT8") {
-    each(static_cast<int8_t*>(nullptr));
-  } else if (datatype == "INT16") {
-    each(static_cast<int16_t*>(nullptr));
-  } else if (datatype == "INT32") {
-    each(static_cast<int32_t*>(nullptr));
-  } else if (datatype == "INT64") {
-    each(static_cast<int64_t*>(nullptr));
-  } else if (datatype == "UINT8") {
-    each(static_cast<uint8_t*>(nullptr));
-  } else if (datatype == "UINT16") {
-    each(static_cast<uint16_t*>(nullptr));
-  } else if (datatype == "UINT32") {
-    each(static_cast<uint32_t*>(nullptr));
-  } else if (datatype == "UINT64") {
-    each(static_cast<uint64_t*>(nullptr));
-  } else if (datatype == "FP32") {
-    each(static_cast<float*>(nullptr));
-  } else if (datatype == "FP64") {
-    each(static_cast<double*>(nullptr));
-  } else if (datatype == "FP16") {
+  auto each_narrow = [&](double (*to_double)(uint16_t)) {
     for (size_t i = 0; i + 2 <= bytes.size(); i += 2) {
-      data.push_back(HalfToDouble(Load<uint16_t>(bytes.data() + i)));
+      data.push_back(to_double(Load<uint16_t>(bytes.data() + i)));
     }
-  } else {
-    return absl::InternalError(
-        absl::StrCat(what, " has datatype \"", datatype, "\", which has no JSON form here"));
+  };
+  switch (dtype) {
+    case DType::kBool:
+      for (char c : bytes) data.push_back(c != 0);
+      break;
+    case DType::kInt8:
+      each(static_cast<int8_t*>(nullptr));
+      break;
+    case DType::kInt16:
+      each(static_cast<int16_t*>(nullptr));
+      break;
+    case DType::kInt32:
+      each(static_cast<int32_t*>(nullptr));
+      break;
+    case DType::kInt64:
+      each(static_cast<int64_t*>(nullptr));
+      break;
+    case DType::kUint8:
+      each(static_cast<uint8_t*>(nullptr));
+      break;
+    case DType::kUint16:
+      each(static_cast<uint16_t*>(nullptr));
+      break;
+    case DType::kUint32:
+      each(static_cast<uint32_t*>(nullptr));
+      break;
+    case DType::kUint64:
+      each(static_cast<uint64_t*>(nullptr));
+      break;
+    case DType::kFloat32:
+      each(static_cast<float*>(nullptr));
+      break;
+    case DType::kFloat64:
+      each(static_cast<double*>(nullptr));
+      break;
+    case DType::kFloat16:
+      each_narrow(&HalfToDouble);
+      break;
+    case DType::kBfloat16:
+      each_narrow(&Bfloat16ToDouble);
+      break;
   }
   return data;
 }
 
 }  // namespace
 
-uint16_t DoubleToHalf(double value) {
+namespace {
+
+// Rounds `value` to nearest-even in the 16-bit float format of `exponent_bits`
+// and `mantissa_bits` (1 + exponent_bits + mantissa_bits = 16); a NaN stays a
+// (quiet) NaN.
+uint16_t DoubleToFloat16Format(double value, int exponent_bits, int mantissa_bits) {
   uint64_t bits;
   std::memcpy(&bits, &value, sizeof bits);
   const uint16_t sign = static_cast<uint16_t>((bits >> 48) & 0x8000);
   const int exponent = static_cast<int>((bits >> 52) & 0x7ff);
   const uint64_t mantissa = bits & ((uint64_t{1} << 52) - 1);
-  if (exponent == 0x7ff) return sign | 0x7c00 | (mantissa != 0 ? 0x200 : 0);  // inf, NaN
-  if (exponent == 0) return sign;      // zero or a double subnormal: far below FP16's
-  const int e = exponent - 1023 + 15;  // FP16's biased exponent
-  if (e >= 31) return sign | 0x7c00;
+  const int max_exponent = (1 << exponent_bits) - 1;
+  const uint16_t infinity = static_cast<uint16_t>(max_exponent << mantissa_bits);
+  const uint16_t quiet = static_cast<uint16_t>(1 << (mantissa_bits - 1));
+  if (exponent == 0x7ff) return sign | infinity | (mantissa != 0 ? quiet : 0);  // inf, NaN
+  if (exponent == 0) return sign;  // zero or a double subnormal: far below the format's
+  const int e = exponent - 1023 + (max_exponent >> 1);  // the format's biased exponent
+  if (e >= max_exponent) return sign | infinity;
   const uint64_t significand = mantissa | (uint64_t{1} << 52);
-  // Normal halves keep 11 significant bits; subnormal ones fewer.
-  const int shift = 42 + (e >= 1 ? 0 : 1 - e);
+  // Normal values keep mantissa_bits + 1 significant bits; subnormal ones fewer.
+  const int shift = 52 - mantissa_bits + (e >= 1 ? 0 : 1 - e);
   if (shift > 53) return sign;  // below half the smallest subnormal
   uint64_t rounded = significand >> shift;
   const uint64_t rest = significand & ((uint64_t{1} << shift) - 1);
@@ -257,9 +292,22 @@ uint16_t DoubleToHalf(double value) {
   if (rest > halfway || (rest == halfway && (rounded & 1) != 0)) ++rounded;
   // The implicit bit carries into the exponent field, as does a rounding
   // overflow of the mantissa.
-  uint64_t half = e >= 1 ? (static_cast<uint64_t>(e - 1) << 10) + rounded : rounded;
-  if (half >= 0x7c00) half = 0x7c00;
-  return static_cast<uint16_t>(sign | half);
+  uint64_t result = e >= 1 ? (static_cast<uint64_t>(e - 1) << mantissa_bits) + rounded : rounded;
+  if (result >= infinity) result = infinity;
+  return static_cast<uint16_t>(sign | result);
+}
+
+}  // namespace
+
+uint16_t DoubleToHalf(double value) { return DoubleToFloat16Format(value, 5, 10); }
+
+uint16_t DoubleToBfloat16(double value) { return DoubleToFloat16Format(value, 8, 7); }
+
+double Bfloat16ToDouble(uint16_t bits) {
+  float value;
+  const uint32_t wide = static_cast<uint32_t>(bits) << 16;
+  std::memcpy(&value, &wide, sizeof value);
+  return value;
 }
 
 double HalfToDouble(uint16_t half) {
@@ -399,12 +447,12 @@ absl::StatusOr<HttpInferRequest> ParseHttpInferRequest(absl::string_view model,
     } else if (input.contains("data")) {
       // An unknown datatype keeps no bytes: the model conversion refuses it
       // by name, as for gRPC.
-      if (Known(tensor.datatype())) {
-        const int64_t raw = LeafCount(input["data"]) * DatatypeBytes(tensor.datatype());
+      if (const std::optional<DType> dtype = DTypeFromV2Datatype(tensor.datatype())) {
+        const int64_t raw = LeafCount(input["data"]) * ElementSize(*dtype);
         RETURN_IF_ERROR(reserve_raw(raw));
         bytes.reserve(static_cast<size_t>(raw));
         int64_t index = 0;
-        RETURN_IF_ERROR(AppendData(input["data"], tensor.datatype(), what, index, bytes));
+        RETURN_IF_ERROR(AppendData(input["data"], *dtype, what, index, bytes));
       }
     } else {
       return absl::InvalidArgumentError(
@@ -477,9 +525,13 @@ absl::StatusOr<HttpBody> RenderHttpInferResponse(const HttpInferRequest& asked,
       binary.append(bytes.data(), bytes.size());
       any_binary = true;
     } else {
-      ASSIGN_OR_RETURN(entry["data"], DataJson(bytes, output.datatype(),
-                                               absl::StrCat(response.model_name(), ": output \"",
-                                                            output.name(), "\"")));
+      const std::optional<DType> dtype = DTypeFromV2Datatype(output.datatype());
+      if (!dtype.has_value()) {
+        return absl::InternalError(absl::StrCat(response.model_name(), ": output \"", output.name(),
+                                                "\" has datatype \"", output.datatype(),
+                                                "\", which has no JSON form"));
+      }
+      entry["data"] = DataJson(bytes, *dtype);
     }
     json["outputs"].push_back(std::move(entry));
   }

@@ -168,13 +168,15 @@ absl::string_view V2DatatypeName(DType dtype) {
       return "UINT16";
     case DType::kUint8:
       return "UINT8";
+    case DType::kBfloat16:
+      return "BF16";
+    case DType::kBool:
+      return "BOOL";
   }
   return "";
 }
 
 std::optional<DType> DTypeFromV2Datatype(absl::string_view datatype) {
-  // Data movement does not look at values: a BOOL is a byte.
-  if (datatype == "BOOL") return DType::kUint8;
   for (DType dtype : kAllDTypes) {
     if (V2DatatypeName(dtype) == datatype) return dtype;
   }
@@ -190,11 +192,6 @@ absl::StatusOr<ModelInferAnswer> ModelInferAnswerFor(const inference::ModelInfer
   answer.set_id(request.id());
   (*answer.mutable_parameters())[std::string(kBackendParameter)].set_string_param(
       response.backend());
-  // Every output has the input's datatype; a BOOL input gives BOOL outputs.
-  std::string input_datatype;
-  for (const auto& input : request.inputs()) {
-    if (input.name() == "input") input_datatype = input.datatype();
-  }
   const ModelSpec* model = FindModel(request.model_name());
   if (model == nullptr) return CheckModel(request.model_name(), "");
   const std::vector<std::string> names = OutputNames(*model, response.outputs_size());
@@ -236,9 +233,7 @@ absl::StatusOr<ModelInferAnswer> ModelInferAnswerFor(const inference::ModelInfer
     auto* output = answer.add_outputs();
     output->set_name(names[static_cast<size_t>(k)]);
     std::optional<DType> dtype = DTypeFromInt(tensor.dtype());
-    output->set_datatype(input_datatype == "BOOL"
-                             ? std::string("BOOL")
-                             : std::string(dtype.has_value() ? V2DatatypeName(*dtype) : ""));
+    output->set_datatype(std::string(dtype.has_value() ? V2DatatypeName(*dtype) : ""));
     output->mutable_shape()->Assign(tensor.sizes().begin(), tensor.sizes().end());
     // An output written into shared memory says where, as Triton's do; its
     // raw_output_contents entry stays empty (keeping the entries in step with

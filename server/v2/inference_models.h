@@ -60,9 +60,9 @@ absl::Status CheckModel(absl::string_view name, absl::string_view version);
 absl::StatusOr<inference::ModelMetadataResponse> ModelMetadata(absl::string_view name,
                                                                absl::string_view version);
 
-// The v2 datatype name of a core dtype ("FP32", "INT64", ...), and back
-// (BOOL reads as UINT8, one byte per element; nullopt: not a datatype tensord
-// takes).
+// The v2 datatype name of a core dtype ("FP32", "BF16", "BOOL", ...), and
+// back (nullopt: not a datatype tensord takes). Every other place reads a
+// tensor's datatype through these, once, at the edge.
 absl::string_view V2DatatypeName(DType dtype);
 std::optional<DType> DTypeFromV2Datatype(absl::string_view datatype);
 

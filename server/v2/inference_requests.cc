@@ -33,7 +33,7 @@ namespace {
 
 constexpr absl::string_view kDatatypes =
     "BOOL, UINT8, UINT16, UINT32, UINT64, INT8, INT16, "
-    "INT32, INT64, FP16, FP32, FP64";
+    "INT32, INT64, FP16, BF16, FP32, FP64";
 
 // Appends `value` to `out` as a T, little-endian; false when it does not fit.
 template <typename T, typename V>
@@ -64,19 +64,17 @@ absl::Status AppendList(const List& list, absl::string_view what, std::string& o
   return absl::OkStatus();
 }
 
-// The bytes of typed `contents` for `datatype` (its v2 name) and `dtype`.
-// `what` names the list in errors, e.g. `slice: input "offsets" contents`.
+// The bytes of typed `contents` for `dtype`. `what` names the list in errors,
+// e.g. `slice: input "offsets" contents`.
 absl::StatusOr<std::string> ContentsBytes(const inference::InferTensorContents& contents,
-                                          absl::string_view datatype, DType dtype,
-                                          absl::string_view what) {
+                                          DType dtype, absl::string_view what) {
   std::string out;
-  if (datatype == "BOOL") {
-    out.reserve(static_cast<size_t>(contents.bool_contents_size()));
-    for (bool value : contents.bool_contents()) out.push_back(value ? 1 : 0);
-    return out;
-  }
   const std::string list = absl::StrCat(what, ".");
   switch (dtype) {
+    case DType::kBool:
+      out.reserve(static_cast<size_t>(contents.bool_contents_size()));
+      for (bool value : contents.bool_contents()) out.push_back(value ? 1 : 0);
+      break;
     case DType::kInt8:
       RETURN_IF_ERROR(AppendList<int8_t>(contents.int_contents(), list + "int_contents", out));
       break;
@@ -109,9 +107,11 @@ absl::StatusOr<std::string> ContentsBytes(const inference::InferTensorContents& 
       RETURN_IF_ERROR(AppendList<double>(contents.fp64_contents(), list + "fp64_contents", out));
       break;
     case DType::kFloat16:
-      // The protocol has no typed list for FP16.
-      return absl::InvalidArgumentError(
-          absl::StrCat(what, ": FP16 has no typed contents; send it in raw_input_contents"));
+    case DType::kBfloat16:
+      // The protocol has no typed list for 16-bit floats.
+      return absl::InvalidArgumentError(absl::StrCat(what, ": ", V2DatatypeName(dtype),
+                                                     " has no typed contents; send it in "
+                                                     "raw_input_contents"));
   }
   return out;
 }
@@ -190,10 +190,9 @@ bool HasContents(const inference::InferTensorContents& c) {
          0;
 }
 
-// A decoded input: its datatype, shape and bytes, or where they are in shared
+// A decoded input: its dtype, shape and bytes, or where they are in shared
 // memory.
 struct Input {
-  std::string datatype;
   DType dtype;
   std::vector<int64_t> shape;
   std::string bytes;
@@ -217,7 +216,7 @@ absl::StatusOr<std::vector<int64_t>> Int64Values(const ModelSpec& model, const T
   const bool narrow = input.dtype == DType::kInt32;
   if (input.dtype != DType::kInt64 && !narrow) {
     return absl::InvalidArgumentError(absl::StrCat(model.name, ": input \"", name,
-                                                   "\" has datatype ", input.datatype,
+                                                   "\" has datatype ", V2DatatypeName(input.dtype),
                                                    "; it must be INT64 or INT32"));
   }
   const bool scalar = spec.scalar;
@@ -349,9 +348,8 @@ absl::StatusOr<v1::RunRequest> ToRunRequest(inference::ModelInferRequest& reques
       return absl::InvalidArgumentError(absl::StrCat(what, " is given twice (inputs[", i, "])"));
     }
     Input input;
-    input.datatype = tensor.datatype();
     std::optional<DType> dtype = DTypeFromV2Datatype(tensor.datatype());
-    if (!dtype.has_value() || (tensor.datatype() == "BOOL" && spec->name == kIndicesInput)) {
+    if (!dtype.has_value()) {
       return absl::InvalidArgumentError(absl::StrCat(
           what, " has datatype ", Quoted(tensor.datatype()), ", which is not one of ", kDatatypes));
     }
@@ -400,8 +398,8 @@ absl::StatusOr<v1::RunRequest> ToRunRequest(inference::ModelInferRequest& reques
       input.bytes = std::move(*request.mutable_raw_input_contents(next_raw++));
       if (tensor.name() == "input" && input.bytes.empty()) held = held_input_bytes;
     } else {
-      ASSIGN_OR_RETURN(input.bytes, ContentsBytes(tensor.contents(), tensor.datatype(), *dtype,
-                                                  absl::StrCat(what, " contents")));
+      ASSIGN_OR_RETURN(input.bytes,
+                       ContentsBytes(tensor.contents(), *dtype, absl::StrCat(what, " contents")));
       tensor.clear_contents();
     }
     const int64_t bytes = held.value_or(static_cast<int64_t>(input.bytes.size()));

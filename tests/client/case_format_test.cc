@@ -115,6 +115,12 @@ TEST(TensorFromJsonTest, EncodesEveryDtypeLittleEndian) {
               StatusIs(absl::StatusCode::kInvalidArgument,
                        Eq("data[1]: -2000.0 is out of range for uint16")));
   EXPECT_THAT(Encode("uint8", "[255, 0]"), IsOkAndHolds(LittleEndian({0xFF, 0}, 1)));
+  EXPECT_THAT(Encode("bfloat16", "[0.1, -2, 3.3895313892515355e38, -0.0]"),
+              IsOkAndHolds(LittleEndian({0x3DCD, 0xC000, 0x7F7F, 0x8000}, 2)));
+  EXPECT_THAT(Encode("bool", "[true, false]"), IsOkAndHolds(LittleEndian({1, 0}, 1)));
+  EXPECT_THAT(Encode("bool", "[true, 1]"),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       Eq("data[1]: expected true or false (bool), got 1")));
 }
 
 TEST(TensorFromJsonTest, SixtyFourBitIntegersBeyondTwoTo53ComeFromStrings) {
@@ -167,6 +173,8 @@ TEST(TensorFromJsonTest, NonFiniteFloatsFromStrings) {
               IsOkAndHolds(LittleEndian({0x7E00, 0x7C00, 0xFC00}, 2)));
   EXPECT_THAT(Encode("float32", R"(["nan", "inf", "-inf"])"),
               IsOkAndHolds(LittleEndian({0x7FC00000, 0x7F800000, 0xFF800000}, 4)));
+  EXPECT_THAT(Encode("bfloat16", R"(["nan", "inf", "-inf"])"),
+              IsOkAndHolds(LittleEndian({0x7FC0, 0x7F80, 0xFF80}, 2)));
   EXPECT_THAT(
       Encode("float64", R"(["nan", "inf", "-inf"])"),
       IsOkAndHolds(LittleEndian({0x7FF8000000000000, 0x7FF0000000000000, 0xFFF0000000000000}, 8)));
@@ -196,6 +204,20 @@ TEST(TensorFromJsonTest, Float16RoundsTheDecimalTextOnce) {
   }
 }
 
+TEST(TensorFromJsonTest, Bfloat16RoundsTheDecimalTextOnce) {
+  const std::pair<const char*, uint16_t> examples[] = {
+      {"1.00390625", 0x3F80},              // exactly halfway: to even
+      {"1.00390625000000000001", 0x3F81},  // just above
+      {"1.01171875", 0x3F82},              // halfway: to even, upwards
+      {"1.01171874999999999999", 0x3F81},  // just below
+  };
+  for (const auto& [text, bits] : examples) {
+    EXPECT_THAT(Encode("bfloat16", absl::StrCat("[", text, "]")),
+                IsOkAndHolds(LittleEndian({bits}, 2)))
+        << text;
+  }
+}
+
 TEST(TensorFromJsonTest, Float32RoundsTheDecimalTextOnce) {
   EXPECT_THAT(Encode("float32", "[1.000000059604644775390625]"),
               IsOkAndHolds(LittleEndian({0x3F800000}, 4)));
@@ -210,8 +232,8 @@ TEST(TensorFromJsonTest, Float32RoundsTheDecimalTextOnce) {
 
 TEST(TensorFromJsonTest, RejectsMalformedTensors) {
   EXPECT_THAT(
-      Tensor(R"({"dtype":"bfloat16","sizes":[1],"data":[1]})"),
-      StatusIs(absl::StatusCode::kInvalidArgument, Eq(R"(dtype: "bfloat16" is not a dtype)")));
+      Tensor(R"({"dtype":"complex64","sizes":[1],"data":[1]})"),
+      StatusIs(absl::StatusCode::kInvalidArgument, Eq(R"(dtype: "complex64" is not a dtype)")));
   EXPECT_THAT(Tensor(R"({"dtype":"int8","sizes":[1]})"),
               StatusIs(absl::StatusCode::kInvalidArgument, Eq(R"(missing field "data")")));
   EXPECT_THAT(
@@ -539,16 +561,29 @@ TEST(ElementToJsonTest, RendersEachDtype) {
   EXPECT_EQ(render(v1::UINT16, 0xFFFF), "65535");
   EXPECT_EQ(render(v1::INT8, 0x80), "-128");
   EXPECT_EQ(render(v1::UINT8, 0xFF), "255");
+  EXPECT_EQ(render(v1::BFLOAT16, 0x3DCD), "0.100097656");
+  EXPECT_EQ(render(v1::BFLOAT16, 0x8000), "-0.0");
+  EXPECT_EQ(render(v1::BFLOAT16, 0xFF80), "\"-inf\"");
+  EXPECT_EQ(render(v1::BFLOAT16, 0x7FC1), "\"nan\"");
+  EXPECT_EQ(render(v1::BOOL, 1), "true");
+  EXPECT_EQ(render(v1::BOOL, 0), "false");
+  EXPECT_EQ(render(v1::BOOL, 2), "2");  // copied as it is, shown as it is
 }
 
-// What tensorctl prints reads back as the same bits: every float16 value, and
-// float32 values across the whole range.
+// What tensorctl prints reads back as the same bits: every float16 and bfloat16
+// value, and float32 values across the whole range.
 TEST(ElementToJsonTest, FloatTextReadsBackExactly) {
   for (uint32_t bits = 0; bits <= 0xFFFF; ++bits) {
     if ((bits & 0x7C00) == 0x7C00 && (bits & 0x3FF) != 0) continue;  // NaN: one text
     const std::string bytes = LittleEndian({bits}, 2);
     const std::string text = ElementToJson(v1::FLOAT16, bytes.data());
     ASSERT_THAT(Encode("float16", absl::StrCat("[", text, "]")), IsOkAndHolds(bytes)) << text;
+  }
+  for (uint32_t bits = 0; bits <= 0xFFFF; ++bits) {
+    if ((bits & 0x7F80) == 0x7F80 && (bits & 0x7F) != 0) continue;  // NaN: one text
+    const std::string bytes = LittleEndian({bits}, 2);
+    const std::string text = ElementToJson(v1::BFLOAT16, bytes.data());
+    ASSERT_THAT(Encode("bfloat16", absl::StrCat("[", text, "]")), IsOkAndHolds(bytes)) << text;
   }
   std::mt19937 random(3);
   for (int i = 0; i < 200000; ++i) {

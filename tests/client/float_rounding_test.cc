@@ -124,5 +124,39 @@ TEST(Float32Test, ReportsTies) {
   EXPECT_EQ(RoundToFloat32(3.4028235677973366e38).bits, 0x7F800000u);  // max + half ulp
 }
 
+TEST(Bfloat16Test, EveryBitPatternRoundTripsThroughDouble) {
+  for (uint32_t bits = 0; bits <= 0xFFFF; ++bits) {
+    const uint16_t half = static_cast<uint16_t>(bits);
+    const double value = Bfloat16ToDouble(half);
+    const bool is_nan = (half & 0x7F80) == 0x7F80 && (half & 0x7F) != 0;
+    EXPECT_EQ(std::isnan(value), is_nan) << std::hex << half;
+    // Exactly the float32 whose upper half it is.
+    if (!is_nan) {
+      EXPECT_EQ(std::bit_cast<uint32_t>(static_cast<float>(value)), bits << 16) << std::hex << half;
+    }
+    const Rounded back = RoundToBfloat16(value);
+    EXPECT_EQ(back.bits, half) << std::hex << half;
+    EXPECT_FALSE(back.was_tie) << std::hex << half;
+  }
+}
+
+// For a float32, bfloat16's rounding is the well-known one on its bits: add
+// 0x7FFF plus the lowest kept bit, then drop the low half.
+TEST(Bfloat16Test, MatchesRoundingTheFloat32Bits) {
+  std::mt19937 random(11);
+  for (int i = 0; i < 1000000; ++i) {
+    uint32_t bits = random();
+    if (i % 8 == 0) bits = (bits & 0xFFFF0000) | 0x8000;  // a tie
+    if (std::isnan(std::bit_cast<float>(bits))) continue;
+    const uint32_t reference = (bits + 0x7FFF + ((bits >> 16) & 1)) >> 16;
+    const Rounded rounded = RoundToBfloat16(static_cast<double>(std::bit_cast<float>(bits)));
+    ASSERT_EQ(rounded.bits, reference) << std::hex << bits;
+    EXPECT_EQ(rounded.was_tie, (bits & 0xFFFF) == 0x8000) << std::hex << bits;
+  }
+  EXPECT_EQ(RoundToBfloat16(3.4e38).bits, 0x7F80u);  // past the largest value's half ulp
+  EXPECT_EQ(RoundToBfloat16(-0.0).bits, 0x8000u);
+  EXPECT_EQ(RoundToBfloat16(NAN).bits & 0x7FC0u, 0x7FC0u);
+}
+
 }  // namespace
 }  // namespace tensorop::client

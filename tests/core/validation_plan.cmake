@@ -22,5 +22,8 @@ foreach(stem strided_copy byte_range slice strided_slice split scatter_elements 
                                 ${CMAKE_CURRENT_LIST_DIR}/plan/${stem}_test.cc)
 endforeach()
 
+# The dtypes in core/dtype.h.
+tensorop_validation_plan_test(dtype_test ${CMAKE_CURRENT_LIST_DIR}/dtype_test.cc)
+
 # The per-operator descriptions in core/operator_info.h.
 tensorop_validation_plan_test(operator_info_test ${CMAKE_CURRENT_LIST_DIR}/operator_info_test.cc)

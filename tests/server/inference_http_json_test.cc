@@ -1,6 +1,7 @@
 #include "server/v2/inference_http_json.h"
 
 #include <cstring>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -100,6 +101,10 @@ TEST(InferenceHttpJson, ElementsOfTheWrongTypeAreRefusedByTensorAndIndex) {
   EXPECT_THAT(status.message(), HasSubstr("data[1] = 1 is not true or false (BOOL)"));
   status = parse(R"({"name":"input","shape":[1],"datatype":"FP16","data":[70000]})");
   EXPECT_THAT(status.message(), HasSubstr("data[0] = 70000 is not within FP16's range"));
+  status = parse(R"({"name":"input","shape":[1],"datatype":"BF16","data":[4e38]})");
+  EXPECT_THAT(status.message(), HasSubstr("is not within BF16's range"));
+  status = parse(R"({"name":"input","shape":[1],"datatype":"BF16","data":[true]})");
+  EXPECT_THAT(status.message(), HasSubstr("data[0] = true is not a number (BF16)"));
   status = parse(R"({"name":"input","shape":[1],"datatype":"FP32"})");
   EXPECT_THAT(status.message(),
               HasSubstr("input \"input\" has neither \"data\" nor parameters.binary_data_size"));
@@ -135,6 +140,52 @@ TEST(InferenceHttpJson, Fp16RoundsToNearestEven) {
   for (uint16_t bits : {0x0001, 0x03ff, 0x0400, 0x3c00, 0x7bff, 0xbc00}) {
     EXPECT_EQ(DoubleToHalf(HalfToDouble(bits)), bits) << bits;
   }
+}
+
+TEST(InferenceHttpJson, Bf16RoundsToNearestEven) {
+  EXPECT_EQ(DoubleToBfloat16(1.0), 0x3f80);
+  EXPECT_EQ(DoubleToBfloat16(-2.0), 0xc000);
+  EXPECT_EQ(DoubleToBfloat16(0.1), 0x3dcd);
+  EXPECT_EQ(DoubleToBfloat16(3.3895313892515355e38), 0x7f7f);  // the largest finite
+  EXPECT_EQ(DoubleToBfloat16(3.4e38), 0x7f80);                 // past it: inf
+  EXPECT_EQ(DoubleToBfloat16(1.0 + 1.0 / 256), 0x3f80);        // tie: to even (down)
+  EXPECT_EQ(DoubleToBfloat16(1.0 + 3.0 / 256), 0x3f82);        // tie: to even (up)
+  EXPECT_EQ(DoubleToBfloat16(9.183549615799121e-41), 0x0001);  // smallest subnormal, 2^-133
+  EXPECT_EQ(DoubleToBfloat16(-std::numeric_limits<double>::infinity()), 0xff80);
+  EXPECT_EQ(DoubleToBfloat16(std::numeric_limits<double>::quiet_NaN()), 0x7fc0);
+  for (uint16_t bits : {0x0001, 0x007f, 0x0080, 0x3f80, 0x7f7f, 0xbf80, 0x8000}) {
+    EXPECT_EQ(DoubleToBfloat16(Bfloat16ToDouble(bits)), bits) << bits;
+  }
+}
+
+TEST(InferenceHttpJson, Bf16AndBoolComeAndGoAsJsonValues) {
+  absl::StatusOr<HttpInferRequest> parsed = ParseHttpInferRequest(
+      "slice", "",
+      R"({"inputs":[{"name":"input","shape":[3],"datatype":"BF16","data":[1.5,-0.0,0.1]},
+                    {"name":"updates","shape":[2],"datatype":"BOOL","data":[true,false]}]})",
+      std::nullopt);
+  ASSERT_TRUE(parsed.ok()) << parsed.status();
+  EXPECT_THAT(Values<uint16_t>(parsed->request.raw_input_contents(0)),
+              ::testing::ElementsAre(0x3fc0, 0x8000, 0x3dcd));
+  EXPECT_EQ(parsed->request.raw_input_contents(1), std::string("\x01\x00", 2));
+
+  inference::ModelInferResponse response;
+  response.set_model_name("split");
+  for (const char* datatype : {"BF16", "BOOL"}) {
+    auto* output = response.add_outputs();
+    output->set_name(datatype);
+    output->set_datatype(datatype);
+    output->add_shape(2);
+  }
+  const uint16_t bf16[] = {0x3fc0, 0xc049};
+  response.add_raw_output_contents(std::string(reinterpret_cast<const char*>(bf16), 4));
+  response.add_raw_output_contents(std::string("\x00\x01", 2));
+  absl::StatusOr<HttpBody> json = RenderHttpInferResponse(HttpInferRequest{}, response);
+  ASSERT_TRUE(json.ok()) << json.status();
+  const nlohmann::json body = nlohmann::json::parse(json->body);
+  EXPECT_EQ(body["outputs"][0]["data"][0], 1.5);
+  EXPECT_EQ(body["outputs"][0]["data"][1], -3.140625);
+  EXPECT_EQ(body["outputs"][1]["data"], nlohmann::json::parse("[false,true]"));
 }
 
 TEST(InferenceHttpJson, AnswersAsJsonDataOrBinaryParts) {

@@ -131,14 +131,15 @@ TEST(InferenceModelsTest, EveryDatatypeNameMapsBothWays) {
       {"UINT8", DType::kUint8},   {"UINT16", DType::kUint16}, {"UINT32", DType::kUint32},
       {"UINT64", DType::kUint64}, {"INT8", DType::kInt8},     {"INT16", DType::kInt16},
       {"INT32", DType::kInt32},   {"INT64", DType::kInt64},   {"FP16", DType::kFloat16},
-      {"FP32", DType::kFloat32},  {"FP64", DType::kFloat64}};
+      {"FP32", DType::kFloat32},  {"FP64", DType::kFloat64},  {"BF16", DType::kBfloat16},
+      {"BOOL", DType::kBool}};
+  ASSERT_EQ(names.size(), std::size(kAllDTypes));
   for (const auto& [name, dtype] : names) {
     EXPECT_EQ(DTypeFromV2Datatype(name), dtype) << name;
     EXPECT_EQ(V2DatatypeName(dtype), name) << name;
   }
-  EXPECT_EQ(DTypeFromV2Datatype("BOOL"), DType::kUint8);
   EXPECT_EQ(DTypeFromV2Datatype("BYTES"), std::nullopt);
-  EXPECT_EQ(DTypeFromV2Datatype("BF16"), std::nullopt);
+  EXPECT_EQ(DTypeFromV2Datatype("bool"), std::nullopt);
 }
 
 TEST(InferenceModelsTest, MetadataListsEveryInputAndOutput) {
@@ -321,13 +322,13 @@ TEST(InferenceModelsTest, ResponseCarriesRawOutputsNamesAndBackend) {
   AddInt64(request, "axis", {0});
   AddInt64(request, "split", {1, 2});
   ASSERT_OK_AND_ASSIGN(v1::RunRequest run, ToRunRequest(request));
-  EXPECT_EQ(run.inputs().at("input").dtype(), v1::UINT8);
+  EXPECT_EQ(run.inputs().at("input").dtype(), v1::BOOL);
   v1::RunResponse response;
   response.set_backend("cpu");
   for (const auto& [sizes, data] :
        std::vector<std::pair<int64_t, std::string>>{{1, "\x01"}, {2, std::string("\x00\x01", 2)}}) {
     v1::Tensor* tensor = response.add_outputs();
-    tensor->set_dtype(v1::UINT8);
+    tensor->set_dtype(v1::BOOL);
     tensor->add_sizes(sizes);
     tensor->add_strides(1);
     tensor->set_data(data);

@@ -115,6 +115,44 @@ TEST_F(InferenceTest, ModelInferOnOpenClReportsTheDevice) {
   EXPECT_THAT(response.raw_output_contents(), ElementsAre(Bytes<float>({0, 2, 3, 5})));
 }
 
+// BF16 and BOOL are tensorop.v1's BFLOAT16 and BOOL: copied bit for bit on
+// both backends and answered with their own datatypes; neither is an index.
+TEST_F(InferenceTest, Bf16AndBoolAreDtypesOfTheirOwn) {
+  for (const std::string backend : {"cpu", "opencl"}) {
+    SCOPED_TRACE(backend);
+    inference::ModelInferRequest request = InferSliceRequest(backend);
+    // 1.5, -0.0, a signalling NaN, -inf, 0.1 and the largest finite value.
+    *request.mutable_raw_input_contents(0) =
+        Bytes<uint16_t>({0x3fc0, 0x8000, 0x7f81, 0xff80, 0x3dcd, 0x7f7f});
+    request.mutable_inputs(0)->set_datatype("BF16");
+    grpc::ClientContext context;
+    inference::ModelInferResponse response;
+    ASSERT_THAT(stub_->ModelInfer(&context, request, &response), GrpcOk());
+    EXPECT_EQ(response.outputs(0).datatype(), "BF16");
+    EXPECT_THAT(response.raw_output_contents(),
+                ElementsAre(Bytes<uint16_t>({0x3fc0, 0x7f81, 0xff80, 0x7f7f})));
+
+    *request.mutable_raw_input_contents(0) = std::string("\x01\x00\x02\x00\x01\x01", 6);
+    request.mutable_inputs(0)->set_datatype("BOOL");
+    grpc::ClientContext bool_context;
+    ASSERT_THAT(stub_->ModelInfer(&bool_context, request, &response), GrpcOk());
+    EXPECT_EQ(response.outputs(0).datatype(), "BOOL");
+    EXPECT_THAT(response.raw_output_contents(), ElementsAre(std::string("\x01\x02\x00\x01", 4)));
+  }
+  inference::ModelInferRequest scatter;
+  scatter.set_model_name("scatter_elements");
+  AddRaw(scatter, "input", "FP32", {2}, Bytes<float>({1, 2}));
+  AddRaw(scatter, "indices", "BOOL", {1}, std::string("\x01", 1));
+  AddRaw(scatter, "updates", "FP32", {1}, Bytes<float>({9}));
+  AddRaw(scatter, "axis", "INT64", {1}, Bytes<int64_t>({0}));
+  grpc::ClientContext context;
+  inference::ModelInferResponse response;
+  EXPECT_THAT(stub_->ModelInfer(&context, scatter, &response),
+              GrpcStatusIs(grpc::StatusCode::INVALID_ARGUMENT,
+                           HasSubstr("indices.dtype is bool; it must be int32, int64, uint32 or "
+                                     "uint64")));
+}
+
 TEST_F(InferenceTest, NativeValidationErrorsAreInvalidArgument) {
   inference::ModelInferRequest request = InferSliceRequest();
   *request.mutable_raw_input_contents(3) = Bytes<int64_t>({1, 0});

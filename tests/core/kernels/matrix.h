@@ -61,7 +61,7 @@ inline std::string MatrixName(const ::testing::TestParamInfo<MatrixParam>& info)
 #define INSTANTIATE_KERNEL_MATRIX(suite)                                          \
   INSTANTIATE_TEST_SUITE_P(                                                       \
       DtypesLayouts, suite,                                                       \
-      ::testing::Combine(::testing::ValuesIn(::tensorop::kAllDTypes),             \
+      ::testing::Combine(::testing::ValuesIn(::tensorop::kOneDTypePerSize),       \
                          ::testing::ValuesIn(::tensorop::testing::kAllLayouts),   \
                          ::testing::ValuesIn(::tensorop::testing::kAllBackends)), \
       ::tensorop::testing::MatrixName)

@@ -149,6 +149,19 @@ TEST_F(ScatterElementsValidationTest, Uint16IndicesAreRejected) {
                                   "uint32 or uint64")));
 }
 
+// Neither is an index dtype (OPERATORS.md, Tensors), though bool is one byte
+// and bfloat16 two, as uint8 and uint16 are.
+TEST_F(ScatterElementsValidationTest, BoolAndBfloat16IndicesAreRejected) {
+  indices_ = Zeros(DType::kBool, {2, 4});
+  EXPECT_THAT(Run(0), StatusIs(absl::StatusCode::kInvalidArgument,
+                               Eq("indices.dtype is bool; it must be int32, int64, "
+                                  "uint32 or uint64")));
+  indices_ = Zeros(DType::kBfloat16, {2, 4});
+  EXPECT_THAT(Run(0), StatusIs(absl::StatusCode::kInvalidArgument,
+                               Eq("indices.dtype is bfloat16; it must be int32, int64, "
+                                  "uint32 or uint64")));
+}
+
 TEST_F(ScatterElementsValidationTest, Int8IndicesAreRejected) {
   indices_ = Zeros(DType::kInt8, {2, 4});
   EXPECT_THAT(Run(0), StatusIs(absl::StatusCode::kInvalidArgument,
