@@ -3,7 +3,8 @@ public conformance cases.
 
 Paths come from the environment, with the repository's defaults:
 TENSORD (build/bin/tensord), GRPCURL (build/go-bin/grpcurl, else on PATH),
-TENSOROP_CASES (tests/conformance/cases).
+TENSOROP_CASES (tests/conformance/cases), TENSOROP_DTYPE_CASES
+(tests/conformance/dtypes.json).
 """
 
 from __future__ import annotations
@@ -124,14 +125,34 @@ def cases_dir() -> Path:
     return path
 
 
-@pytest.fixture(scope="session")
-def case_count(cases_dir: Path) -> int:
+def count_cases(*files: Path) -> int:
     """Cases in the files, counted from the JSON (a file is a case or a list of them)."""
     total = 0
-    for file in sorted(cases_dir.glob("*.json")):
+    for file in files:
         root = json.loads(file.read_text())
         total += len(root) if isinstance(root, list) else 1
     return total
+
+
+@pytest.fixture(scope="session")
+def case_count(cases_dir: Path) -> int:
+    """Cases in the public files (cases_dir)."""
+    return count_cases(*sorted(cases_dir.glob("*.json")))
+
+
+@pytest.fixture(scope="session")
+def dtype_cases() -> Path:
+    """tests/conformance/dtypes.json: the bfloat16 and bool cases of the operators
+    implemented (tests/conformance/README.md), beside the public cases."""
+    path = Path(os.environ.get("TENSOROP_DTYPE_CASES", REPO / "tests/conformance/dtypes.json"))
+    if not path.is_file():
+        pytest.fail(f"no bfloat16 and bool cases at {path}", pytrace=False)
+    return path
+
+
+@pytest.fixture(scope="session")
+def dtype_case_count(dtype_cases: Path) -> int:
+    return count_cases(dtype_cases)
 
 
 def _serve(binary: str, tmp: pytest.TempPathFactory, name: str, *flags: str) -> Iterator[Tensord]:

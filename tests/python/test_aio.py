@@ -1,12 +1,14 @@
-"""AsyncClient (grpc.aio) against the real tensord: every public case through each
-of its calls on both backends, tensors over the message limit, errors, and calls
-running concurrently on one channel."""
+"""AsyncClient (grpc.aio) against the real tensord: every public case and every
+bfloat16 and bool case through each of its calls on both backends, bfloat16 and bool
+arrays bit for bit, tensors over the message limit, errors, and calls running
+concurrently on one channel."""
 
 from __future__ import annotations
 
 import asyncio
 from pathlib import Path
 
+import ml_dtypes
 import numpy as np
 import pytest
 
@@ -21,10 +23,16 @@ from tensorop_client.client import BACKENDS
 @pytest.mark.parametrize("call", ["run_request", "run_stream_request", "run_chunked_request"])
 @pytest.mark.parametrize("backend", ["cpu", "opencl"])
 def test_every_public_case_passes(
-    tensord: Tensord, cases_dir: Path, case_count: int, backend: str, call: str
+    tensord: Tensord,
+    cases_dir: Path,
+    case_count: int,
+    dtype_cases: Path,
+    dtype_case_count: int,
+    backend: str,
+    call: str,
 ) -> None:
-    cases = [loaded.case for loaded in load_cases(cases_dir)]
-    assert None not in cases and len(cases) == case_count
+    cases = [loaded.case for path in (cases_dir, dtype_cases) for loaded in load_cases(path)]
+    assert None not in cases and len(cases) == case_count + dtype_case_count
 
     async def run_all() -> list[str]:
         failures = []
@@ -45,6 +53,40 @@ def test_every_public_case_passes(
         return failures
 
     assert asyncio.run(run_all()) == []
+
+
+@pytest.mark.parametrize("backend", ["cpu", "opencl"])
+def test_bfloat16_and_bool_arrays_round_trip_bit_for_bit(tensord: Tensord, backend: str) -> None:
+    bits = np.arange(1 << 16, dtype=np.uint16)  # every pattern: NaN payloads, -0.0, infs
+    halves = bits.view(ml_dtypes.bfloat16).reshape(256, 256)
+    flags = np.frombuffer(bytes([1, 0, 0, 1, 2, 255]), dtype=np.bool_).reshape(2, 3)
+
+    async def main() -> None:
+        async with AsyncClient(tensord.address, timeout=60) as client:
+            for call in (client.run, client.run_stream, client.run_chunked):
+                result = await call(
+                    "slice",
+                    {"input": halves[::2, 1::3]},  # strided view: element strides (512, 3)
+                    {"offsets": [0, 0], "window_sizes": [128, 85], "window_strides": [-1, 1]},
+                    outputs=[(128, 85)],
+                    backend=backend,
+                )
+                (out,) = result.outputs
+                assert out.dtype == np.dtype(ml_dtypes.bfloat16)
+                np.testing.assert_array_equal(
+                    out.view(np.uint16), bits.reshape(256, 256)[::2, 1::3][::-1]
+                )
+                result = await call(
+                    "split", {"input": flags.T}, {"axis": 1}, outputs=[(3, 1), (3, 1)],
+                    backend=backend,
+                )
+                assert [o.dtype for o in result.outputs] == [np.bool_, np.bool_]
+                assert [o.view(np.uint8).tolist() for o in result.outputs] == [
+                    [[1], [0], [0]],
+                    [[1], [2], [255]],
+                ]
+
+    asyncio.run(main())
 
 
 def test_tensors_over_the_limit_both_ways_with_progress(tensord_small_messages: Tensord) -> None:

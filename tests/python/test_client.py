@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 
 import grpc
+import ml_dtypes
 import numpy as np
 import pytest
 
@@ -60,6 +61,112 @@ def test_every_float16_bit_pattern_survives_the_server(
     out = result.outputs[0]
     assert out.dtype == np.float16
     np.testing.assert_array_equal(out.view(np.uint16), bits[::-1])
+
+
+@pytest.mark.parametrize("call", CALLS)
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_every_bfloat16_bit_pattern_survives_the_server(
+    client: Client, backend: str, call: str
+) -> None:
+    bits = np.arange(1 << 16, dtype=np.uint16)  # NaN payloads, -0.0, infs, subnormals
+    result = getattr(client, call)(
+        "slice",
+        {"input": bits.view(ml_dtypes.bfloat16)},
+        {"offsets": [0], "window_sizes": [1 << 16], "window_strides": [-1]},
+        outputs=[(1 << 16,)],
+        backend=backend,
+    )
+    check_backend(backend, result.backend)
+    out = result.outputs[0]
+    assert out.dtype == np.dtype(ml_dtypes.bfloat16)
+    np.testing.assert_array_equal(out.view(np.uint16), bits[::-1])
+
+
+@pytest.mark.parametrize("call", CALLS)
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_bfloat16_specials_of_a_strided_view_split_exactly(
+    client: Client, backend: str, call: str
+) -> None:
+    # -0.0, a quiet NaN with a payload, a signalling NaN, -inf, inf, the smallest
+    # subnormal, the largest value, 1.5: in a 2x4 matrix sent transposed (strides (1, 4)).
+    bits = np.array(
+        [[0x8000, 0x7FC1, 0x7F81, 0xFF80], [0x7F80, 0x0001, 0x7F7F, 0x3FC0]], dtype="<u2"
+    )
+    values = bits.view(ml_dtypes.bfloat16)
+    result = getattr(client, call)(
+        "split", {"input": values.T}, {"axis": 0}, outputs=[(1, 2), (3, 2)], backend=backend
+    )
+    check_backend(backend, result.backend)
+    first, rest = result.outputs
+    assert first.dtype == rest.dtype == np.dtype(ml_dtypes.bfloat16)
+    assert first.view(np.uint16).tolist() == [[0x8000, 0x7F80]]
+    assert rest.view(np.uint16).tolist() == [[0x7FC1, 0x0001], [0x7F81, 0x7F7F], [0xFF80, 0x3FC0]]
+    assert float(rest[2, 1]) == 1.5 and float(rest[1, 1]) == 3.3895313892515355e38
+
+
+@pytest.mark.parametrize("call", CALLS)
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_bool_arrays_are_copied_byte_for_byte(client: Client, backend: str, call: str) -> None:
+    flags = np.array([True, False, False, True, True, False, True, True])
+    result = getattr(client, call)(
+        "slice",
+        {"input": flags.reshape(2, 4)[:, ::2]},  # strided view: element strides (4, 2)
+        {"offsets": [0, 0], "window_sizes": [2, 2], "window_strides": [-1, 1]},
+        outputs=[Output((2, 2), strides=(1, 2))],
+        backend=backend,
+    )
+    check_backend(backend, result.backend)
+    (out,) = result.outputs
+    assert out.dtype == np.bool_ and out.strides == (1, 2)
+    assert out.tolist() == [[True, True], [True, False]]
+    # Bytes that are neither 0 nor 1 are copied as they are, never checked.
+    odd = np.frombuffer(bytes([0, 1, 2, 255, 128, 1]), dtype=np.bool_)
+    result = getattr(client, call)(
+        "strided_slice", {"input": odd}, {"begin": [5], "end": [0], "stride": [-1]},
+        backend=backend,
+    )
+    (out,) = result.outputs
+    assert out.dtype == np.bool_ and out.view(np.uint8).tolist() == [1, 128, 255, 2, 1]
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_scatter_elements_moves_bool_and_bfloat16_but_refuses_them_as_indices(
+    client: Client, backend: str
+) -> None:
+    data = np.array([[1.5, -0.0, 2.0], [4.0, 8.0, -16.0]], dtype=ml_dtypes.bfloat16)
+    indices = np.array([[2], [0]], dtype=np.int32)
+    updates = np.array([[0x7FC1], [0xFF80]], dtype="<u2").view(ml_dtypes.bfloat16)
+    result = client.run(
+        "scatter_elements",
+        {"input": data, "indices": indices, "updates": updates},
+        {"axis": 1},
+        backend=backend,
+    )
+    assert result.outputs[0].view(np.uint16).tolist() == [
+        [0x3FC0, 0x8000, 0x7FC1],
+        [0xFF80, 0x4100, 0xC180],
+    ]
+    flags = np.zeros((2, 3), dtype=np.bool_)
+    result = client.run_stream(
+        "scatter_elements",
+        {"input": flags, "indices": indices.astype(np.uint64), "updates": np.ones((2, 1), bool)},
+        {"axis": 1},
+        backend=backend,
+    )
+    assert result.outputs[0].view(np.uint8).tolist() == [[0, 0, 1], [1, 0, 0]]
+    for bad in (np.array([[1], [0]], dtype=np.bool_), np.array([[1], [0]], ml_dtypes.bfloat16)):
+        with pytest.raises(TensorOpError) as error:
+            client.run(
+                "scatter_elements",
+                {"input": flags, "indices": bad, "updates": np.ones((2, 1), bool)},
+                {"axis": 1},
+                backend=backend,
+            )
+        name = "bool" if bad.dtype == np.bool_ else "bfloat16"
+        assert (error.value.code, error.value.message) == (
+            "INVALID_ARGUMENT",
+            f"indices.dtype is {name}; it must be int32, int64, uint32 or uint64",
+        )
 
 
 @pytest.mark.parametrize("backend", BACKENDS)

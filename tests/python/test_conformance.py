@@ -1,7 +1,7 @@
 """`python -m tensorop_client conformance` against the real tensord: every public case
-passes on both backends, unary, streamed, chunked, through handles (inputs Put,
-outputs kept and Fetched) and as a one-step RunChain; failures are reported and
-exit 1."""
+and every bfloat16 and bool case (tests/conformance/dtypes.json) passes on both
+backends, unary, streamed, chunked, through handles (inputs Put, outputs kept and
+Fetched) and as a one-step RunChain; failures are reported and exit 1."""
 
 from __future__ import annotations
 
@@ -31,12 +31,55 @@ def conformance(address: str, *args: str) -> subprocess.CompletedProcess[str]:
 )
 @pytest.mark.parametrize("backend", ["cpu", "opencl"])
 def test_every_public_case_passes(
-    tensord: Tensord, cases_dir: Path, case_count: int, backend: str, style: list[str]
+    tensord: Tensord,
+    cases_dir: Path,
+    case_count: int,
+    dtype_cases: Path,
+    dtype_case_count: int,
+    backend: str,
+    style: list[str],
 ) -> None:
-    args = ["--backend", backend, *style, str(cases_dir)]
+    args = ["--backend", backend, *style, str(cases_dir), str(dtype_cases)]
     run = conformance(tensord.address, *args)
-    assert run.stdout.splitlines()[-1] == f"conformance: {case_count} passed, 0 failed", run.stdout
+    total = case_count + dtype_case_count
+    assert run.stdout.splitlines()[-1] == f"conformance: {total} passed, 0 failed", run.stdout
     assert (run.returncode, run.stderr) == (0, "")
+
+
+def test_bfloat16_and_bool_failures_are_printed(tensord: Tensord, tmp_path: Path) -> None:
+    def case(name: str, dtype: str, data: list[object], expected: list[object]) -> object:
+        return {
+            "name": name,
+            "op": "slice",
+            "inputs": {"input": {"dtype": dtype, "sizes": [len(data)], "data": data}},
+            "attrs": {"offsets": [0], "window_sizes": [len(data)], "window_strides": [-1]},
+            "outputs": [{"sizes": [len(data)]}],
+            "expect": {"outputs": [{"dtype": dtype, "sizes": [len(data)], "data": expected}]},
+        }
+
+    path = tmp_path / "cases.json"
+    path.write_text(
+        json.dumps(
+            [
+                case("bf16/reverse", "bfloat16", [1.5, "nan", -0.0, "-inf"],
+                     ["-inf", -0.0, "nan", 1.5]),
+                case("bf16/wrong", "bfloat16", [1.5, 0.0, "inf"], ["inf", -0.0, 1.5]),
+                case("bool/reverse", "bool", [True, False, False], [False, False, True]),
+                case("bool/wrong", "bool", [True, False, False], [True, False, False]),
+                case("bool/number", "bool", [1, 0], [0, 1]),
+            ]
+        )
+    )
+    run = conformance(tensord.address, str(path))
+    assert run.returncode == 1
+    assert run.stdout.splitlines() == [
+        "FAIL bf16/wrong: outputs[0]: element [1] is 0.0, expected -0.0 (1 of 3 elements differ)",
+        "FAIL bool/wrong: outputs[0]: element [0] is false, expected true "
+        "(2 of 3 elements differ)",
+        "FAIL bool/number: invalid case: inputs.input: data[0]: expected true or false (bool), "
+        "got 1",
+        "conformance: 2 passed, 3 failed",
+    ]
 
 
 def test_failures_are_printed_and_exit_1(tensord: Tensord, tmp_path: Path) -> None:

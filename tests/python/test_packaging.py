@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 from packaging.requirements import Requirement
+from packaging.utils import canonicalize_name
 from packaging.version import Version
 
 import tensorop_client
@@ -26,9 +27,10 @@ PROTO = resources.files("tensorop_client") / "_proto"
 
 
 def declared() -> dict[str, Requirement]:
-    """The installed distribution's requirements (its METADATA), extras left out."""
+    """The installed distribution's requirements (its METADATA), extras left out, by
+    canonical name (ml-dtypes for ml_dtypes)."""
     requirements = [Requirement(text) for text in metadata.requires("tensorop-client") or []]
-    return {r.name: r for r in requirements if r.marker is None}
+    return {canonicalize_name(r.name): r for r in requirements if r.marker is None}
 
 
 def floor(requirement: Requirement) -> Version:
@@ -45,7 +47,7 @@ def ceiling(requirement: Requirement) -> Version:
 
 def test_dependencies_are_ranges_not_pins() -> None:
     requirements = declared()
-    assert sorted(requirements) == ["grpcio", "numpy", "protobuf"]
+    assert sorted(requirements) == ["grpcio", "ml-dtypes", "numpy", "protobuf"]
     for requirement in requirements.values():
         assert floor(requirement) < ceiling(requirement), str(requirement)
         assert not any(s.operator in ("==", "===", "~=") for s in requirement.specifier), (
@@ -82,7 +84,7 @@ def test_the_oldest_pins_are_the_floors() -> None:
             requirement = Requirement(line)
             (spec,) = requirement.specifier
             assert spec.operator == "==", line
-            pins[requirement.name] = Version(spec.version)
+            pins[canonicalize_name(requirement.name)] = Version(spec.version)
     for name, requirement in declared().items():
         assert pins[name] == floor(requirement), name
 

@@ -1,12 +1,19 @@
-"""numpy <-> wire tensor mapping: zero-copy strided views, exact dtypes, strided results."""
+"""numpy <-> wire tensor mapping: zero-copy strided views, exact dtypes (bool and
+ml_dtypes.bfloat16 included), strided results."""
 
 from __future__ import annotations
 
+import math
+
+import ml_dtypes
 import numpy as np
 import pytest
 
 from tensorop_client import LayoutError, decode_array, encode_array, from_tensor, to_tensor
 from tensorop_client._proto import tensorop_pb2 as pb
+from tensorop_client.tensors import numpy_dtype, wire_dtype
+
+BFLOAT16 = np.dtype(ml_dtypes.bfloat16)
 
 
 def wire_bytes(data: memoryview) -> np.ndarray:
@@ -85,10 +92,80 @@ def test_rank0_and_empty_arrays() -> None:
     assert back.shape == () and back[()] == 2.5
 
 
-@pytest.mark.parametrize("dtype", [np.bool_, np.complex64, np.object_])
-def test_unsupported_dtypes_are_rejected(dtype: type) -> None:
+# "V2": raw 2-byte voids share bfloat16's numpy kind and size, and are not it;
+# float8_e4m3fn: another ml_dtypes type (kind "V", 1 byte).
+@pytest.mark.parametrize("dtype", [np.complex64, np.object_, "V2", ml_dtypes.float8_e4m3fn])
+def test_unsupported_dtypes_are_rejected(dtype: object) -> None:
     with pytest.raises(TypeError, match="tensorop has no dtype"):
         encode_array(np.zeros(2, dtype=dtype))
+
+
+def test_bool_and_bfloat16_map_to_their_wire_dtypes_and_back() -> None:
+    assert wire_dtype(np.bool_) == wire_dtype(bool) == wire_dtype("?") == pb.BOOL
+    assert wire_dtype(ml_dtypes.bfloat16) == wire_dtype(BFLOAT16) == pb.BFLOAT16
+    assert wire_dtype(BFLOAT16.newbyteorder(">")) == pb.BFLOAT16
+    assert numpy_dtype(pb.BOOL) == np.dtype(np.bool_)
+    assert numpy_dtype(pb.BFLOAT16) == BFLOAT16
+    assert numpy_dtype(pb.BFLOAT16).type is ml_dtypes.bfloat16
+    assert numpy_dtype(pb.BFLOAT16).itemsize == 2 and numpy_dtype(pb.BOOL).itemsize == 1
+
+
+def test_bool_arrays_travel_byte_for_byte() -> None:
+    flags = np.array([[True, False, True], [False, False, True]])
+    tensor = to_tensor(flags)
+    assert (tensor.dtype, list(tensor.sizes)) == (pb.BOOL, [2, 3])
+    assert tensor.data == bytes([1, 0, 1, 0, 0, 1])
+    back = from_tensor(tensor)
+    assert back.dtype == np.bool_ and back.tolist() == flags.tolist()
+    # A strided view keeps its strides (itemsize 1: byte strides are element strides).
+    wire = encode_array(flags.T)
+    assert (wire.dtype, wire.sizes, wire.strides) == (pb.BOOL, (3, 2), (1, 3))
+    np.testing.assert_array_equal(
+        decode_array(wire.dtype, wire.sizes, wire.strides or (), bytes(wire.data)), flags.T
+    )
+    # Bytes that are neither 0 nor 1 are sent and read back as they are, never checked.
+    odd = np.frombuffer(bytes([0, 1, 2, 255]), dtype=np.bool_)
+    tensor = to_tensor(odd)
+    assert tensor.data == bytes([0, 1, 2, 255])
+    assert from_tensor(tensor).view(np.uint8).tolist() == [0, 1, 2, 255]
+
+
+def test_every_bfloat16_bit_pattern_round_trips() -> None:
+    bits = np.arange(1 << 16, dtype=np.uint16)  # NaN payloads, -0.0, subnormals, infs
+    values = bits.view(BFLOAT16)
+    tensor = to_tensor(values)
+    assert tensor.dtype == pb.BFLOAT16 and tensor.data == bits.astype("<u2").tobytes()
+    back = from_tensor(tensor)
+    assert back.dtype == BFLOAT16
+    np.testing.assert_array_equal(back.view(np.uint16), bits)
+    # Strided too: every third row, every fifth column of a 2-D view.
+    view = values.reshape(256, 256)[::3, 1::5]
+    wire = encode_array(view)
+    assert wire.strides == (768, 5)
+    np.testing.assert_array_equal(
+        from_tensor(to_tensor(view)).view(np.uint16), view.view(np.uint16)
+    )
+
+
+def test_bfloat16_specials_are_exact_bits() -> None:
+    # 1.0, -0.0, inf, -inf, the quiet NaN, a NaN with a payload, a signalling NaN,
+    # the smallest subnormal, the largest finite value.
+    bits = [0x3F80, 0x8000, 0x7F80, 0xFF80, 0x7FC0, 0xFFC1, 0x7F81, 0x0001, 0x7F7F]
+    values = np.array(bits, dtype="<u2").view(BFLOAT16)
+    tensor = to_tensor(values)
+    assert tensor.data == b"".join(b.to_bytes(2, "little") for b in bits)
+    back = from_tensor(tensor)
+    assert back.view(np.uint16).tolist() == bits
+    assert back[0] == 1.0 and np.signbit(back[1]) and back[2] == np.inf and back[3] == -np.inf
+    assert all(math.isnan(float(v)) for v in back[4:7]) and float(back[8]) == 3.3895313892515355e38
+
+
+def test_big_endian_bfloat16_is_sent_little_endian() -> None:
+    big = np.array([1.0, -2.0, 0.5], dtype=BFLOAT16).astype(BFLOAT16.newbyteorder(">"))
+    assert big.tobytes() == b"\x3f\x80\xc0\x00\x3f\x00"
+    wire = encode_array(big)
+    assert (wire.dtype, bytes(wire.data)) == (pb.BFLOAT16, b"\x80\x3f\x00\xc0\x00\x3f")
+    assert from_tensor(wire.to_proto()).astype(np.float32).tolist() == [1.0, -2.0, 0.5]
 
 
 def test_every_float16_bit_pattern_round_trips() -> None:
@@ -133,6 +210,13 @@ def test_results_honour_the_returned_strides_without_copy() -> None:
     # No strides: packed.
     packed = decode_array(pb.FLOAT16, [2], [], np.array([1.5, -0.0], dtype="<f2").tobytes())
     assert packed.view(np.uint16).tolist() == [0x3E00, 0x8000]
+    # bfloat16 and bool results, strided: every other element.
+    halves = decode_array(pb.BFLOAT16, [2], [2], bytes.fromhex("c03f11117fc0"))
+    assert halves.dtype == BFLOAT16 and halves.strides == (4,)
+    assert halves.view(np.uint16).tolist() == [0x3FC0, 0xC07F]
+    assert halves.astype(np.float32).tolist() == [1.5, -3.984375]
+    flags = decode_array(pb.BOOL, [2, 2], [1, 2], bytes([1, 0, 0, 1]))
+    assert flags.dtype == np.bool_ and flags.tolist() == [[True, False], [False, True]]
 
 
 @pytest.mark.parametrize(

@@ -14,8 +14,13 @@ little-endian first.
 
 Results come back as read-only numpy views over the received bytes that keep
 the returned strides, so padded or permuted outputs are not repacked either.
-All of it moves bits: float16 NaN payloads, -0.0 and every 64-bit integer are
-exact.
+All of it moves bits: float16 and bfloat16 NaN payloads, -0.0, every 64-bit
+integer and every byte of a bool (even one that is neither 0 nor 1) are exact.
+
+The dtypes: numpy's float64, float32, float16, the signed and unsigned integers of
+1, 2, 4 and 8 bytes, bool (np.bool_, one byte) and ml_dtypes.bfloat16 (numpy has
+no bfloat16; ml_dtypes is the package numpy users, JAX and TensorFlow among them,
+take it from).
 """
 
 from __future__ import annotations
@@ -23,6 +28,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+import ml_dtypes
 import numpy as np
 import numpy.typing as npt
 
@@ -41,11 +47,14 @@ _NUMPY_BY_WIRE: dict[int, np.dtype] = {
     pb.UINT32: np.dtype("<u4"),
     pb.UINT16: np.dtype("<u2"),
     pb.UINT8: np.dtype("u1"),
+    pb.BFLOAT16: np.dtype(ml_dtypes.bfloat16).newbyteorder("<"),
+    pb.BOOL: np.dtype("?"),
 }
 # Keyed by (kind, itemsize) so that every spelling (np.intc, np.longlong, '>i4')
-# finds its wire type.
+# finds its wire type. Not bfloat16: its kind is "V" (void), which a raw 2-byte
+# void (np.dtype("V2")) shares, so wire_dtype finds it by its scalar type.
 _WIRE_BY_KIND: dict[tuple[str, int], int] = {
-    (dt.kind, dt.itemsize): wire for wire, dt in _NUMPY_BY_WIRE.items()
+    (dt.kind, dt.itemsize): wire for wire, dt in _NUMPY_BY_WIRE.items() if dt.kind != "V"
 }
 
 # The most elements one tensor may hold (OPERATORS.md).
@@ -59,9 +68,14 @@ class LayoutError(ValueError):
 def wire_dtype(dtype: npt.DTypeLike) -> int:
     """The tensorop.v1.DType of a numpy dtype; TypeError for types the service lacks."""
     dt = np.dtype(dtype)
+    if dt.type is ml_dtypes.bfloat16:  # either byte order
+        return pb.BFLOAT16
     wire = _WIRE_BY_KIND.get((dt.kind, dt.itemsize))
     if wire is None:
-        raise TypeError(f"tensorop has no dtype for numpy {dt} (kinds f, i, u of 1..8 bytes)")
+        raise TypeError(
+            f"tensorop has no dtype for numpy {dt} (kinds f, i, u of 1..8 bytes, "
+            "bool, ml_dtypes.bfloat16)"
+        )
     return wire
 
 
