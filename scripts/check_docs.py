@@ -20,6 +20,7 @@ names a file that exists.
 from __future__ import annotations
 
 import difflib
+import json
 import os
 import re
 import shutil
@@ -185,7 +186,34 @@ def case_drift(root: Path, conformance: Path) -> tuple[str | None, list[str]]:
             line = first_difference(ours[name].read_bytes(), source.read_bytes())
             found.append(f"{COPY / name} differs from {show(source)} (first at line {line}): "
                          f"cp {show(source)} {COPY}/")
-    return None, found
+    return None, found + derived_drift(root, newer)
+
+
+DERIVED = Path("tests") / "conformance" / "dtypes.json"  # the dtypes' cases of today's operators
+# Shared cases whose expectation contradicts the copy they describe: the shared
+# generator maps the input's integers to bool by parity, the expected floats by
+# nonzero. The copy keeps them with their outputs mapped as the inputs are.
+CORRECTED = {"slice/doc_example_2_negative_strides/as_bool", "split/doc_example_1_axis_2/as_bool",
+             "split/single_output_is_copy/as_bool", "split/doc_example_2_axis_3/as_bool"}
+
+
+def derived_drift(root: Path, newer: Path) -> list[str]:
+    """What differs between root's tests/conformance/dtypes.json and the cases of
+    `newer`/dtypes.json whose operator has its public cases in the copy: each
+    such case there as it is (compared as JSON), none of them missing."""
+    source = newer / "dtypes.json"
+    if not source.exists():
+        return []
+    ops = {p.stem for p in (root / COPY).glob("*.json")}
+    theirs = {c["name"]: c for c in json.loads(source.read_text()) if c["op"] in ops}
+    ours = {c["name"]: c for c in json.loads((root / DERIVED).read_text())} \
+        if (root / DERIVED).exists() else {}
+    found = [f"{DERIVED}: case {name} differs from {os.path.relpath(source, root)}'s"
+             for name in sorted(set(theirs) & set(ours) - CORRECTED)
+             if ours[name] != theirs[name]]
+    found += [f"{DERIVED}: case {name} of {os.path.relpath(source, root)} is missing"
+              for name in sorted(set(theirs) - set(ours))]
+    return found
 
 
 def planted_drift() -> list[str]:
@@ -200,6 +228,12 @@ def planted_drift() -> list[str]:
         for name in ("same.json", "changed.json", "missing.json"):
             (conformance / "cases" / name).write_text(f'[{{"name": "{name}"}},\n 1]\n')
         (conformance / "new_operators" / "newer.json").write_text("[]\n")
+        (conformance / "new_operators" / "dtypes.json").write_text(json.dumps([
+            {"name": "kept", "op": "same"}, {"name": "edited", "op": "same"},
+            {"name": "dropped", "op": "changed"}, {"name": "later", "op": "unlanded"}]))
+        (root / DERIVED).write_text(json.dumps([
+            {"name": "kept", "op": "same"}, {"name": "edited", "op": "same", "attrs": {}},
+            {"name": "own", "op": "same"}]))
         for name in ("same.json", "changed.json"):
             shutil.copy(conformance / "cases" / name, root / COPY / name)
         (root / COPY / "changed.json").write_text('[{"name": "changed.json"},\n 2]\n')
@@ -212,7 +246,9 @@ def planted_drift() -> list[str]:
             f"../shared/conformance/cases/missing.json has no copy in {COPY}: "
             f"cp ../shared/conformance/cases/missing.json {COPY}/",
             f"{COPY}/unknown.json is in neither ../shared/conformance/cases nor "
-            f"../shared/conformance/new_operators: git rm {COPY}/unknown.json"]
+            f"../shared/conformance/new_operators: git rm {COPY}/unknown.json",
+            f"{DERIVED}: case edited differs from ../shared/conformance/new_operators/dtypes.json's",
+            f"{DERIVED}: case dropped of ../shared/conformance/new_operators/dtypes.json is missing"]
         if skipped is not None or found != want:
             wrong.append(f"planted drift: expected {want}, got {found} (skipped: {skipped})")
         # The same repository without ../shared: this script, run there, skips and passes.
@@ -236,7 +272,8 @@ def cases(planted: bool) -> int:
         if wrong:
             return 1
         print("a planted drift is refused (a changed, a missing and an unknown file; a file of "
-              "new_operators/ is accepted), and a clone without ../shared skips and passes")
+              "new_operators/ is accepted; a changed or missing dtypes case of a landed "
+              "operator), and a clone without ../shared skips and passes")
     skipped, found = case_drift(ROOT, ROOT.parent / "shared" / "conformance")
     if skipped is not None:
         print(f"{COPY}: the comparison with ../shared/conformance/cases skipped: {skipped}")
