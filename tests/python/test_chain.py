@@ -278,6 +278,7 @@ def test_inputs_over_the_message_limit_go_as_handles(
     np.testing.assert_array_equal(whole[10:], x[::-1][10:])
     total = 160_000 + 40 + 80 + 40 + 160_000  # inputs, then both results
     assert seen[-1] == (total, total)
+    assert {t for _, t in seen} == {total}  # the results' bytes counted from the start
     assert [d for d, _ in seen] == sorted(d for d, _ in seen)
 
 

@@ -21,7 +21,7 @@ from tensorop_client import (
     TensorOpError,
     make_request,
 )
-from tensorop_client._core import plans
+from tensorop_client._core import operators, plans
 from tensorop_client._core.chunking import (
     _chunk_parts,
     _chunk_size,
@@ -533,17 +533,27 @@ def test_the_window_hands_out_outcomes_in_request_order() -> None:
 
 
 @pytest.mark.parametrize(
-    "name", ["run", "run_stream", "run_chunked", "chain", "put", "fetch", "release", "list_handles"]
-)
-def test_client_and_async_client_methods_take_the_plans_arguments(name: str) -> None:
-    plan = inspect.signature(getattr(plans, name))
+    ("module", "name"),
+    [
+        *[
+            (plans, name)
+            for name in (
+                "run", "run_stream", "run_chunked", "chain", "put", "fetch", "release",
+                "list_handles",
+            )
+        ],
+        *[(operators, name) for name in ("split", "strided_slice", "slice", "scatter_elements")],
+    ],
+)  # fmt: skip
+def test_client_and_async_client_methods_take_the_plans_arguments(module: Any, name: str) -> None:
+    plan = inspect.signature(getattr(module, name))
     expected = list(plan.parameters)[1:]
     for cls in (Client, AsyncClient):
         method = inspect.signature(getattr(cls, name))
         assert list(method.parameters) == ["self", *expected]
     assert inspect.iscoroutinefunction(getattr(AsyncClient, name))
     assert not inspect.iscoroutinefunction(getattr(Client, name))
-    assert getattr(Client, name).__doc__ == getattr(plans, name).__doc__
+    assert getattr(Client, name).__doc__ == getattr(module, name).__doc__
 
 
 def test_the_transports_describe_their_own_results() -> None:

@@ -9,7 +9,9 @@ The same choice of call (Run, RunStream, RunChunked), the same results and
 errors as Client; progress callbacks run on the event loop. Handles too:
 `put` returns an AsyncRemoteTensor (`await h.fetch()`, `await h.release()`,
 `async with`), and `run(..., keep=True)` returns them. Chains:
-`await client.chain(steps, results)`, with Client.chain's Steps.
+`await client.chain(steps, results)`, with Client.chain's Steps. The
+operators' own methods (Client.split, strided_slice, slice,
+scatter_elements) too: `await client.split(x, 2)`.
 """
 
 from __future__ import annotations
@@ -30,7 +32,7 @@ from typing import Any, Concatenate, ParamSpec, TypeVar
 import grpc
 import numpy as np
 
-from tensorop_client._core import plans
+from tensorop_client._core import operators, plans
 from tensorop_client._core.chains import ChainResultLike, StepLike
 from tensorop_client._core.errors import TensorOpError
 from tensorop_client._core.handles import HandleLike, _Remote
@@ -152,6 +154,18 @@ class AsyncClient(_Transport[AsyncRemoteTensor]):
     fetch = _awaiting(plans.fetch, "Client.fetch.")
     release = _awaiting(plans.release, "Client.release.")
     list_handles = _awaiting(plans.list_handles, "Client.list_handles.")
+    split = _awaiting(
+        operators.split,
+        "Client.split (kept parts are AsyncRemoteTensors).",
+        returns="list[np.ndarray | AsyncRemoteTensor]",
+    )
+    strided_slice = _awaiting(
+        operators.strided_slice, "Client.strided_slice.", "np.ndarray | AsyncRemoteTensor"
+    )
+    slice = _awaiting(operators.slice, "Client.slice.", "np.ndarray | AsyncRemoteTensor")
+    scatter_elements = _awaiting(
+        operators.scatter_elements, "Client.scatter_elements.", "np.ndarray | AsyncRemoteTensor"
+    )
 
     def _remote(self, handle: pb.TensorHandle) -> AsyncRemoteTensor:
         return AsyncRemoteTensor(self, handle)

@@ -42,6 +42,15 @@ arrays or (kept) RemoteTensors, streamed like run_stream's.
     first = Step("slice", {"input": x}, attrs, outputs=[(4, 4)])
     halves = Step("split", {"input": first}, {"axis": 0}, outputs=[(2, 4), (2, 4)])
     top, bottom = client.chain([first, halves]).outputs  # the last step's outputs
+
+One method per operator computes the outputs itself, with NumPy's
+conventions where NumPy has the operation, over the same core as `run`
+(arrays or RemoteTensors in, arrays or, with keep=True, RemoteTensors out):
+
+    a, b, c = client.split(x, [1, 3], axis=-1)  # numpy.split(x, [1, 3], axis=-1)
+    client.strided_slice(x, np.s_[1:3, ::-2, None, ...])  # x[1:3, ::-2, None, ...]
+    client.slice(x, offsets=[0, 1], window_sizes=[4, 3], window_strides=[2, 2])
+    client.scatter_elements(x, indices, updates, axis=-1)
 """
 
 # The work is done by a core without I/O (tensorop_client._core: requests,
@@ -60,7 +69,7 @@ from typing import Any, Concatenate, ParamSpec, TypeVar
 import grpc
 import numpy as np
 
-from tensorop_client._core import plans
+from tensorop_client._core import operators, plans
 from tensorop_client._core.chains import (
     ChainResultLike,
     Step,
@@ -363,6 +372,10 @@ class Client(_Transport[RemoteTensor]):
     fetch = _blocking(plans.fetch)
     release = _blocking(plans.release)
     list_handles = _blocking(plans.list_handles)
+    split = _blocking(operators.split, returns="list[np.ndarray | RemoteTensor]")
+    strided_slice = _blocking(operators.strided_slice, returns="np.ndarray | RemoteTensor")
+    slice = _blocking(operators.slice, returns="np.ndarray | RemoteTensor")
+    scatter_elements = _blocking(operators.scatter_elements, returns="np.ndarray | RemoteTensor")
 
     def _remote(self, handle: pb.TensorHandle) -> RemoteTensor:
         return RemoteTensor(self, handle)

@@ -11,7 +11,10 @@ classes that can be tested without a server.
     progress.py  progress callbacks' byte counts
     results.py   answers decoded and checked: Result, RunResponse, ResultParts
     window.py    run_many's bookkeeping over RunBidi
+    shapes.py    output sizes that follow from a request, and the bytes its answer carries
     plans.py     each call as a plan: the gRPC calls to make, in order, and its result
+    indexing.py  NumPy's conventions: axes from the end, numpy.split's parts, x[key] as attributes
+    operators.py each operator's own method (Client.split, strided_slice, ...) as a plan
     trace.py     the W3C traceparent in force (a context variable) and the metadata it makes
 
 The transports make the gRPC calls a plan yields (plans.Call) and hand back

@@ -20,6 +20,7 @@ from tensorop_client._core.requests import (
     _output_count,
     _output_desc,
     _set_input,
+    derive_slice_output,
     set_attrs,
 )
 from tensorop_client._proto import tensorop_pb2 as pb
@@ -44,6 +45,13 @@ class Step:
         """Output `index` of this step, as a later step's input or as a chain
         result (where `strides` and `keep` apply: see StepRef)."""
         return StepRef(self, index, strides, keep)
+
+    def output_count(self) -> int:
+        """How many outputs it makes (a slice without `outputs`: its whole
+        window, one output; derive_slice_output)."""
+        if self.op == "slice" and not self.outputs:
+            return 1
+        return _output_count(self.op, self.outputs or ())
 
 
 @dataclass(frozen=True)
@@ -142,7 +150,7 @@ def _input_source(source: pb.ChainInput, value: Any, steps: _StepIndex) -> memor
     """One input of a chain step: an earlier step's output, or a tensor
     (_set_input: its bytes, or None for a handle)."""
     if isinstance(value, Step):
-        count = _output_count(value.op, value.outputs or ())
+        count = value.output_count()
         if count != 1:
             raise ValueError(
                 f"a {value.op} step with {count} outputs as an input: name one with step.output(k)"
@@ -170,8 +178,7 @@ def _result_refs(
         if isinstance(item, StepRef):
             yield j, item
         elif isinstance(item, Step):
-            count = _output_count(item.op, item.outputs or ())
-            yield from ((j, item.output(k)) for k in range(count))
+            yield from ((j, item.output(k)) for k in range(item.output_count()))
         elif isinstance(item, Sequence) and not isinstance(item, str) and len(item) == 2:
             yield j, StepRef(*item)
         else:
@@ -200,6 +207,7 @@ def _prepare_chain(
             step = _as_step(item)
             set_attrs(message, step.op, step.attrs)
             message.outputs.extend(_output_desc(o) for o in step.outputs or ())
+            derive_slice_output(message)
             for name, value in step.inputs.items():
                 payload = _input_source(message.inputs[name], value, index)
                 if payload is not None:

@@ -67,6 +67,7 @@ from tensorop_client._core.routing import (
     _target,
     _tensor_reads,
 )
+from tensorop_client._core.shapes import answer_bytes, chain_answer_bytes, layout_bytes
 from tensorop_client._proto import tensorop_pb2 as pb
 from tensorop_client.tensors import WireTensor
 from tensorop_client.wire import chain_request_meta
@@ -206,16 +207,25 @@ def run(
     the arrays' own memory (strided views keep their strides); a
     RemoteTensor input is named by its handle and sends no bytes.
 
+    `outputs`: one size list (or Output, or mapping) per output. Only
+    split needs them: a slice without them makes its whole window, sizes
+    1 + (window_sizes[i] - 1) // |window_strides[i]| (an Output with
+    strides and no sizes gets those sizes too), and strided_slice's and
+    scatter_elements' follow from the input.
+
     `keep`: every output stays on the server and comes back as a
-    RemoteTensor (strided_slice and scatter_elements need no `outputs`
-    for it; slice and split need their sizes as always).
+    RemoteTensor.
 
     `progress(done, total)`, if given, is called as bytes move in chunks
     (and once at the end of a unary call): the bytes of input and output
-    data moved so far and in all; `total` grows by each output's size as
-    its header arrives, and the last call has done == total. During a
-    chunked upload it is called from a gRPC thread. An exception it raises
-    cancels the call and comes out of `run`."""
+    data moved so far and in all. `total` is the same in every call, the
+    outputs' bytes counted from the first (their sizes follow from the
+    request: given, or derived as the server derives them), and the last
+    call has done == total. (Only where they cannot be known before, a
+    RunRequest naming a handle without its layout, does `total` grow by
+    each output's size as its header arrives.) During a chunked upload it is
+    called from a gRPC thread. An exception it raises cancels the call
+    and comes out of `run`."""
     prepared = _prepare(op, inputs, attrs, outputs, backend, device_index, keep)
     return (yield from run_prepared(client, prepared, progress))
 
@@ -255,8 +265,7 @@ def run_chunked(
     """RunChunked whatever the size: inputs uploaded in chunks of
     `chunk_bytes` (default: the client's), the answer streamed back."""
     prepared = _prepare(op, inputs, attrs, outputs, backend, device_index, keep)
-    counter = _Progress(progress, prepared.data_bytes)
-    return (yield from _chunked(client, prepared, counter, chunk_bytes))
+    return (yield from _chunked(client, prepared, _counter(prepared, progress), chunk_bytes))
 
 
 def run_request(
@@ -282,8 +291,7 @@ def run_chunked_request(
 ) -> Plan[Result]:
     """`run_chunked` with a ready RunRequest."""
     prepared = _prepare_request(request)
-    counter = _Progress(progress, prepared.data_bytes)
-    return (yield from _chunked(client, prepared, counter, chunk_bytes))
+    return (yield from _chunked(client, prepared, _counter(prepared, progress), chunk_bytes))
 
 
 def run_prepared(
@@ -295,7 +303,7 @@ def run_prepared(
     to = _target(_replica_read(_tensor_reads(prepared.header.inputs)))
     pieces, request_bytes = prepared.pieces()
     route = client._route(prepared, request_bytes, stream)
-    counter = _Progress(progress, prepared.data_bytes)
+    counter = _counter(prepared, progress)
     if route is _Route.CHUNKED:
         del pieces
         return (yield from _chunked(client, prepared, counter, None))
@@ -308,7 +316,9 @@ def run_prepared(
             return (yield from _streamed(call))
         response = yield Call("run", payload, to)
         _, result, out = _result_from_response(response, client)
-        counter.add(done=prepared.data_bytes + out, total=out)
+        counter.announce(out)
+        counter.settle()
+        counter.add(done=prepared.data_bytes + out)
         return result
     except TensorOpError as e:
         if not _too_big(e):
@@ -317,8 +327,13 @@ def run_prepared(
     # The server's limit is lower than ours: the streaming calls avoid it,
     # in chunks that fit its limit.
     del payload
-    counter = _Progress(progress, prepared.data_bytes)
-    return (yield from _chunked(client, prepared, counter, chunk_bytes))
+    return (yield from _chunked(client, prepared, _counter(prepared, progress), chunk_bytes))
+
+
+def _counter(prepared: _Prepared, progress: ProgressFn | None) -> _Progress:
+    """The progress count of one request: its inputs' bytes, and its outputs'
+    from the start where they are known before the call (answer_bytes)."""
+    return _Progress(progress, prepared.data_bytes, answer=answer_bytes(prepared.header))
 
 
 def _chunked(
@@ -379,7 +394,9 @@ def chain_request(
 def _chain(
     client: Planning[Any], prepared: _PreparedChain, progress: ProgressFn | None
 ) -> Plan[Result]:
-    counter = _Progress(progress, prepared.data_bytes)
+    sent = prepared.data_bytes  # the inputs' bytes, Put or in the request
+    expected = chain_answer_bytes(prepared.header)  # the results', where known
+    counter = _Progress(progress, sent, answer=expected)
     made: list[_Remote] = []  # inputs Put to fit the message limit
     limit = client._max_message_bytes
     try:
@@ -400,7 +417,7 @@ def _chain(
                 counter.add(done=prepared.refer(key, made[-1].handle))
             to = _target(_replica_read(_chain_reads(prepared.header)))
             # The request goes in one message: its inputs are sent.
-            answer = _Assembler(_Progress(progress, counter.total, counter.total), client)
+            answer = _Assembler(_Progress(progress, sent, sent, expected), client)
             try:
                 return (yield from _streamed(Call("run_chain", prepared.payload(), to, answer)))
             except TensorOpError as e:
@@ -461,7 +478,12 @@ def fetch(
     replica the target reaches."""
     to = _target(tensor.handle if isinstance(tensor, _Remote) else None)
     request = _fetch_request(tensor, strides)
-    return _fetched((yield Call("fetch", request, to, _Assembler(_Progress(progress), client))))
+    expected = None  # the bytes coming, known for a RemoteTensor
+    if isinstance(tensor, _Remote):
+        layout = (tensor.handle.dtype, tuple(tensor.handle.sizes))
+        expected = layout_bytes(layout, [int(s) for s in strides or ()])
+    counter = _Progress(progress, answer=expected)
+    return _fetched((yield Call("fetch", request, to, _Assembler(counter, client))))
 
 
 def release(client: Planning[Any], tensors: HandleLike | Iterable[HandleLike]) -> Plan[None]:

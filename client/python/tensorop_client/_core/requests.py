@@ -14,6 +14,7 @@ import numpy as np
 import numpy.typing as npt
 
 from tensorop_client._core.handles import _refer, _Remote
+from tensorop_client._core.shapes import slice_window_sizes
 from tensorop_client._proto import tensorop_pb2 as pb
 from tensorop_client.tensors import (
     LayoutError,
@@ -32,8 +33,9 @@ Attrs = Mapping[str, int | Sequence[int]]
 
 @dataclass(frozen=True)
 class Output:
-    """The layout wanted for one output: sizes (required for slice and split) and
-    optional strides in elements (None: packed)."""
+    """The layout wanted for one output: sizes (required for split; a slice's
+    default to its whole window) and optional strides in elements (None:
+    packed)."""
 
     sizes: Sequence[int] = ()
     strides: Sequence[int] | None = None
@@ -49,6 +51,25 @@ _DERIVED_OUTPUT_OPS = ("strided_slice", "scatter_elements")
 def _output_count(op: str | None, outputs: Sequence[Any]) -> int:
     """How many outputs a step or request of `op` with `outputs` makes."""
     return 1 if op in _DERIVED_OUTPUT_OPS else len(outputs)
+
+
+def derive_slice_output(message: pb.RunRequest | pb.ChainStep) -> None:
+    """A slice request (or chain step) without outputs, or whose one output
+    gives no sizes (only strides), gets the whole window: sizes 1 +
+    (window_sizes[i] - 1) // |window_strides[i]| (slice_window_sizes: 1
+    where that is no size, so that the server names what is wrong with the
+    attributes). Without window_sizes it is left as it is."""
+    if message.WhichOneof("op") != "slice" or len(message.outputs) > 1:
+        return
+    if message.outputs and message.outputs[0].sizes:
+        return
+    sizes = slice_window_sizes(message.slice.window_sizes, message.slice.window_strides)
+    if not sizes:
+        return
+    if message.outputs:
+        message.outputs[0].sizes.extend(sizes)
+    else:
+        message.outputs.add(sizes=sizes)
 
 
 def keep_outputs(request: pb.RunRequest) -> None:
@@ -140,6 +161,7 @@ def _request_header(
     request = pb.RunRequest(backend=_backend(backend))  # type: ignore[arg-type]  # a Backend value
     set_attrs(request, op, attrs)
     request.outputs.extend(_output_desc(o) for o in outputs or ())
+    derive_slice_output(request)
     if device_index is not None:
         request.device_index = device_index
     if keep:

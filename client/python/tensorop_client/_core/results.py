@@ -139,7 +139,8 @@ class _Assembler:
         self._buffers.append(buffer)
         self._filled = 0
         self._remaining = header.byte_length
-        self._progress.add(total=header.byte_length)
+        if self._progress.announce(header.byte_length):
+            self._progress.add()
 
     def _chunk(self, chunk: memoryview) -> None:
         size = chunk.nbytes
@@ -158,6 +159,8 @@ class _Assembler:
             raise protocol_error(
                 f"the stream ended {self._remaining} bytes short of output {len(self._headers) - 1}"
             )
+        if self._progress.settle():
+            self._progress.add()
         outputs = [
             _output(self._owner, i, h, data)
             for i, (h, data) in enumerate(zip(self._headers, self._buffers, strict=True))

@@ -1,0 +1,254 @@
+"""One method per operator, beside `run`: each takes arrays or RemoteTensors
+with NumPy's conventions where NumPy has the operation (numpy.split,
+`x[key]`), computes the outputs itself, and is a plan over `run`'s (or, for
+the splits one Split cannot make, `chain`'s), so the choice of call, the
+chunking, `keep` and progress are run's. Results are what `run` returns: a
+read-only array per output, or a RemoteTensor with `keep`."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from tensorop_client._core.chains import Step
+from tensorop_client._core.handles import _Remote
+from tensorop_client._core.indexing import (
+    normalize_axis,
+    range_attrs,
+    split_parts,
+    strided_slice_key,
+    tiles,
+)
+from tensorop_client._core.plans import Plan, Planning, chain, run
+from tensorop_client._core.progress import ProgressFn
+from tensorop_client.tensors import wire_dtype
+
+# The largest rank Split takes (docs/operators.md, "Limits"); StridedSlice takes 32.
+_MAX_SPLIT_RANK = 8
+
+Operand = npt.ArrayLike | _Remote
+
+
+def _operand(x: Operand) -> np.ndarray | _Remote:
+    """An input whose shape and dtype can be read: a RemoteTensor as it is,
+    anything else as numpy sees it (np.asarray: arrays, views and all, as
+    they are), TypeError for a dtype no tensor has, even where nothing is
+    sent."""
+    if isinstance(x, _Remote):
+        return x
+    array = np.asarray(x)
+    wire_dtype(array.dtype)
+    return array
+
+
+def _one_output(
+    client: Planning[Any],
+    op: str,
+    inputs: dict[str, Any],
+    attrs: dict[str, Any],
+    outputs: list[tuple[int, ...]] | None,
+    backend: str,
+    device_index: int | None,
+    progress: ProgressFn | None,
+    keep: bool,
+) -> Plan[Any]:
+    """`run`'s one output (an array, or a RemoteTensor with `keep`)."""
+    result = yield from run(
+        client, op, inputs, attrs, outputs, backend, device_index, progress=progress, keep=keep
+    )
+    return result.outputs[0]
+
+
+def _empty(shape: tuple[int, ...], dtype: np.dtype) -> np.ndarray:
+    """An empty part made here, read-only as the server's outputs are."""
+    part = np.empty(shape, dtype)
+    part.flags.writeable = False
+    return part
+
+
+def split(
+    client: Planning[Any],
+    x: Operand,
+    indices_or_sections: int | Sequence[int] | npt.NDArray[np.integer],
+    axis: int = 0,
+    *,
+    keep: bool = False,
+    backend: str = "auto",
+    device_index: int | None = None,
+    progress: ProgressFn | None = None,
+) -> Plan[list[Any]]:
+    """numpy.split(x, indices_or_sections, axis) on the server: a list of
+    arrays (RemoteTensors with `keep`), parts as NumPy makes them. An
+    integer N: N equal sections (ValueError when N does not divide the
+    axis); indices: the parts between them, clipped as x[a:b] is, empty
+    ones included. `axis` may be negative (AxisError, a ValueError and an
+    IndexError, outside the rank).
+
+    Without `keep`, empty parts are never sent (Split refuses them): each
+    is an empty read-only array of the input's dtype made here; an input
+    without elements makes no call (`progress` then reports (0, 0) once).
+    One Split makes the other parts when its rules allow
+    (docs/operators.md): they follow one another, and the input has rank
+    8 or less. Otherwise (indices that decrease, so that parts overlap; a
+    rank over 8), and for empty parts with `keep` (empty RemoteTensors, so
+    that every part can be fetched), one RunChain makes each part with a
+    StridedSlice, reading the input once. `backend`, `device_index`,
+    `progress` and `keep` as for `run`."""
+    x = _operand(x)
+    shape = tuple(x.shape)
+    axis = normalize_axis(axis, len(shape))
+    parts = split_parts(shape[axis], indices_or_sections)
+    shapes = [(*shape[:axis], stop - start, *shape[axis + 1 :]) for start, stop in parts]
+    made = [k for k, part in enumerate(shapes) if math.prod(part)]  # non-empty parts
+    if not keep and not made:  # nothing to move: no call, one report
+        if progress is not None:
+            progress(0, 0)
+        return [_empty(part, x.dtype) for part in shapes]
+    one_split = len(shape) <= _MAX_SPLIT_RANK and bool(made) and tiles(parts, shape[axis])
+    if one_split and (not keep or len(made) == len(parts)):
+        result = yield from run(
+            client,
+            "split",
+            {"input": x},
+            {"axis": axis},
+            [shapes[k] for k in made],
+            backend,
+            device_index,
+            progress=progress,
+            keep=keep,
+        )
+        return _in_order(shapes, dict(zip(made, result.outputs, strict=True)), x.dtype)
+    wanted = range(len(parts)) if keep else made
+    steps: list[Step] = []
+    source: Any = x
+    if not isinstance(x, _Remote) and len(wanted) > 1:
+        steps.append(Step("strided_slice", {"input": x}, {"begin": [], "end": []}))  # a copy
+        source = steps[0]
+    pieces = [
+        Step("strided_slice", {"input": source}, range_attrs(axis, *parts[k])) for k in wanted
+    ]
+    result = yield from chain(
+        client,
+        [*steps, *pieces],
+        [piece.output(0) for piece in pieces],
+        backend,
+        device_index,
+        progress=progress,
+        keep=keep,
+    )
+    return _in_order(shapes, dict(zip(wanted, result.outputs, strict=True)), x.dtype)
+
+
+def _in_order(shapes: list[tuple[int, ...]], made: dict[int, Any], dtype: np.dtype) -> list[Any]:
+    """Every part in order: those the server made, and empty ones made here."""
+    return [made[k] if k in made else _empty(part, dtype) for k, part in enumerate(shapes)]
+
+
+def strided_slice(
+    client: Planning[Any],
+    x: Operand,
+    key: Any,
+    *,
+    keep: bool = False,
+    backend: str = "auto",
+    device_index: int | None = None,
+    progress: ProgressFn | None = None,
+) -> Plan[Any]:
+    """`x[key]` on the server, NumPy's basic indexing: `key` is an integer,
+    a slice, None (np.newaxis), Ellipsis or a tuple of them, as
+    `np.s_[1:3, ::-2, None, ...]` makes. The result equals x[key], shape
+    and bits: an array (a copy, read-only; where NumPy gives a scalar, a
+    0-d array), or a RemoteTensor with `keep`. Keys NumPy refuses raise
+    what NumPy raises (IndexError, ValueError) before anything is sent;
+    advanced indexing (arrays, lists, booleans) raises TypeError.
+
+    The key becomes StridedSlice's begin, end, stride and masks (one step
+    per item: an integer shrinks its axis, None adds one, Ellipsis stands
+    for the dimensions no item names); bounds are sent as NumPy resolves
+    them, so the result is NumPy's even where the operator's clamping
+    differs. `backend`, `device_index`, `progress` and `keep` as for
+    `run`."""
+    x = _operand(x)
+    mapped = strided_slice_key(key, tuple(x.shape))
+    # The shape goes as the output's sizes: the server checks it is what it derives.
+    outputs = [mapped.shape] if mapped.shape else None
+    return (
+        yield from _one_output(
+            client, "strided_slice", {"input": x}, mapped.attrs, outputs, backend, device_index,
+            progress, keep,
+        )
+    )  # fmt: skip
+
+
+def scatter_elements(
+    client: Planning[Any],
+    x: Operand,
+    indices: Operand,
+    updates: Operand,
+    axis: int = 0,
+    *,
+    keep: bool = False,
+    backend: str = "auto",
+    device_index: int | None = None,
+    progress: ProgressFn | None = None,
+) -> Plan[Any]:
+    """ScatterElements: a copy of `x` with `updates` written where `indices`
+    point along `axis` (numpy.put_along_axis's writes, into a new array;
+    the last of two updates to one element wins). `axis` may be negative
+    (AxisError outside the rank); `indices` negative count from the end of
+    the axis. `updates` that is not an array (a list, a scalar) becomes
+    one of x's dtype; an array that is not of indices' shape is broadcast
+    to it where NumPy can (sent as a broadcast view, one copy of its
+    elements). The server checks the rest (INVALID_ARGUMENT naming the
+    first bad index). `backend`, `device_index`, `progress` and `keep` as
+    for `run`."""
+    x = _operand(x)
+    indices = _operand(indices)
+    if not isinstance(updates, _Remote | np.ndarray):
+        updates = np.asarray(updates, dtype=x.dtype)
+    if isinstance(updates, np.ndarray) and updates.shape != tuple(indices.shape):
+        try:
+            updates = np.broadcast_to(updates, tuple(indices.shape))
+        except ValueError:
+            pass  # the server names the sizes that differ
+    axis = normalize_axis(axis, len(x.shape))
+    inputs = {"input": x, "indices": indices, "updates": updates}
+    return (
+        yield from _one_output(
+            client, "scatter_elements", inputs, {"axis": axis}, None, backend, device_index,
+            progress, keep,
+        )
+    )  # fmt: skip
+
+
+# Last: from here on `slice` is this plan, not the builtin (the operator's
+# name, as the other methods have theirs).
+def slice(
+    client: Planning[Any],
+    x: Operand,
+    offsets: Sequence[int],
+    window_sizes: Sequence[int],
+    window_strides: Sequence[int] | None = None,
+    *,
+    keep: bool = False,
+    backend: str = "auto",
+    device_index: int | None = None,
+    progress: ProgressFn | None = None,
+) -> Plan[Any]:
+    """Slice (DML_SLICE1) in DirectML's window form: the window of
+    `window_sizes` at `offsets`, walked with `window_strides` (default: all
+    1; a negative one walks it backwards), whole: sizes 1 +
+    (window_sizes[i] - 1) // |window_strides[i]|. For NumPy's `x[key]`,
+    strided_slice. An array, or a RemoteTensor with `keep`; `backend`,
+    `device_index`, `progress` as for `run`."""
+    strides = [1] * len(window_sizes) if window_strides is None else window_strides
+    attrs = {"offsets": offsets, "window_sizes": window_sizes, "window_strides": strides}
+    return (
+        yield from _one_output(
+            client, "slice", {"input": x}, attrs, None, backend, device_index, progress, keep
+        )
+    )

@@ -1,0 +1,224 @@
+"""Output layouts that follow from a request, derived without I/O: a slice's
+whole window (its output sizes when the caller gives none), a strided
+slice's sizes (docs/operators.md, StridedSlice), a scatter's, and from them
+the bytes of output data an answer, or a chain's, carries, which progress
+counts from its first report.
+
+Each derivation answers None where the request is not one the server runs
+(a stride of 0, an index out of range, ...): the request is then sent as
+given, for the server to name what is wrong."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+
+from tensorop_client._proto import tensorop_pb2 as pb
+from tensorop_client.tensors import LayoutError, numpy_dtype, span_elements
+
+# StridedSlice's rank limit (docs/operators.md, "Limits").
+_MAX_STRIDED_SLICE_RANK = 32
+
+# An output's dtype (a DType value) and sizes.
+Layout = tuple[int, tuple[int, ...]]
+
+
+def slice_window_sizes(window_sizes: Sequence[int], window_strides: Sequence[int]) -> list[int]:
+    """A slice's whole window, its largest valid output: 1 + (window_sizes[i]
+    - 1) // |window_strides[i]| per dimension of window_sizes. Where that is
+    no valid size (a window size below 1, a stride of 0 or none), 1: the
+    server then names what is wrong with the attributes, not a missing
+    output."""
+    sizes = []
+    for i, size in enumerate(window_sizes):
+        stride = window_strides[i] if i < len(window_strides) else 0
+        sizes.append(1 + (size - 1) // abs(stride) if size >= 1 and stride != 0 else 1)
+    return sizes
+
+
+def _ceil_div(a: int, b: int) -> int:
+    """ceil(a / b) for b > 0."""
+    return -(-a // b)
+
+
+def _range_size(n: int, begin: int | None, end: int | None, stride: int) -> int:
+    """Elements of one strided range over a dimension of size n (None: the
+    mask is set), as docs/operators.md's StridedSlice section computes them."""
+    if n == 0:
+        return 0
+    if stride > 0:
+        b = 0 if begin is None else begin + n if begin < 0 else begin
+        e = n if end is None else end + n if end < 0 else end
+        b, e = min(max(b, 0), n), min(max(e, 0), n)
+        return max(0, _ceil_div(e - b, stride))
+    b = n - 1 if begin is None else begin + n if begin < 0 else begin
+    e = -1 if end is None else end + n if end < 0 else end
+    b, e = min(max(b, 0), n - 1), min(max(e, -1), n)
+    return max(0, _ceil_div(b - e, -stride))
+
+
+def strided_slice_sizes(sizes: Sequence[int], attrs: pb.StridedSliceAttrs) -> list[int] | None:
+    """The sizes of a strided slice of an input of `sizes` (docs/operators.md,
+    StridedSlice), or None for a request the server refuses."""
+    steps = len(attrs.begin)
+    strides = list(attrs.stride) or [1] * steps
+    if len(attrs.end) != steps or len(strides) != steps:
+        return None
+    if not 1 <= len(sizes) <= _MAX_STRIDED_SLICE_RANK or any(n < 0 for n in sizes):
+        return None
+    masks = (
+        attrs.begin_mask,
+        attrs.end_mask,
+        attrs.new_axis_mask,
+        attrs.shrink_axis_mask,
+        attrs.ellipsis_mask,
+    )
+    if any(bit not in (0, 1) for mask in masks for bit in mask):
+        return None
+    begin_mask, end_mask, new_axis, shrink, ellipsis = (
+        [bool(m[i]) if i < len(m) else False for i in range(steps)] for m in masks
+    )
+    if sum(ellipsis) > 1:
+        return None
+    out: list[int] = []
+    dim = 0  # the next input dimension
+    for i in range(steps):
+        if ellipsis[i] + new_axis[i] + shrink[i] > 1:
+            return None
+        if ellipsis[i]:
+            whole = len(sizes) - (steps - sum(new_axis) - 1)
+            if whole < 0:
+                return None
+            out.extend(sizes[dim : dim + whole])
+            dim += whole
+            continue
+        if new_axis[i]:
+            out.append(1)
+            continue
+        if dim >= len(sizes):
+            return None  # more input-consuming steps than input dimensions
+        n = sizes[dim]
+        dim += 1
+        if shrink[i]:
+            index = attrs.begin[i] + n if attrs.begin[i] < 0 else attrs.begin[i]
+            if not 0 <= index < n:
+                return None
+            continue
+        if strides[i] == 0:
+            return None
+        out.append(
+            _range_size(
+                n,
+                None if begin_mask[i] else attrs.begin[i],
+                None if end_mask[i] else attrs.end[i],
+                strides[i],
+            )
+        )
+    out.extend(sizes[dim:])
+    return out
+
+
+def step_outputs(
+    op: str | None,
+    attrs: object,
+    inputs: Mapping[str, Layout | None],
+    outputs: Sequence[pb.OutputDesc],
+) -> list[Layout | None]:
+    """The layout of each output of one operator (a request, or a chain
+    step), None where it is not known here: every output has the dtype of
+    input "input"; slice's and split's sizes are the caller's, strided
+    slice's and scatter's follow from the input when not given."""
+    source = inputs.get("input")
+    if op in ("slice", "split"):
+        return [(source[0], tuple(o.sizes)) if source and o.sizes else None for o in outputs]
+    given = tuple(outputs[0].sizes) if outputs else ()
+    if source is None:
+        return [None]
+    if given:
+        return [(source[0], given)]
+    if op == "strided_slice" and isinstance(attrs, pb.StridedSliceAttrs):
+        sizes = strided_slice_sizes(source[1], attrs)
+        return [None if sizes is None else (source[0], tuple(sizes))]
+    if op == "scatter_elements":
+        return [source]
+    return [None]
+
+
+def layout_bytes(layout: Layout, strides: Sequence[int]) -> int | None:
+    """The bytes a tensor of `layout` in `strides` (empty: packed) takes on
+    the wire; None for a layout the server refuses."""
+    dtype, sizes = layout
+    try:
+        itemsize = numpy_dtype(dtype).itemsize
+    except LayoutError:
+        return None
+    if any(n < 0 for n in sizes) or any(s < 0 for s in strides):
+        return None
+    if not strides:
+        return math.prod(sizes) * itemsize
+    if len(strides) != len(sizes):
+        return None
+    return span_elements(sizes, strides) * itemsize
+
+
+def _tensor_layout(tensor: pb.Tensor) -> Layout:
+    return tensor.dtype, tuple(tensor.sizes)
+
+
+def answer_bytes(request: pb.RunRequest) -> int | None:
+    """The bytes of output data the answer to `request` carries, where every
+    output's layout is known before it is sent (kept outputs and outputs in
+    shared memory carry none); None otherwise."""
+    op = request.WhichOneof("op")
+    inputs = {name: _tensor_layout(t) for name, t in request.inputs.items()}
+    layouts = step_outputs(op, getattr(request, op) if op else None, inputs, request.outputs)
+    descs = list(request.outputs) or [pb.OutputDesc()]
+    if len(layouts) != len(descs):
+        return None
+    total = 0
+    for layout, desc in zip(layouts, descs, strict=True):
+        if desc.keep or desc.HasField("shared_memory"):
+            continue
+        size = None if layout is None else layout_bytes(layout, desc.strides)
+        if size is None:
+            return None
+        total += size
+    return total
+
+
+def chain_answer_bytes(chain: pb.RunChainRequest) -> int | None:
+    """answer_bytes for a chain: its results' bytes, each step's outputs
+    derived from the layouts of the steps before it; None when one is not
+    known here."""
+    produced: list[list[Layout | None]] = []
+    for step in chain.steps:
+        inputs: dict[str, Layout | None] = {}
+        for name, source in step.inputs.items():
+            if source.HasField("step"):
+                inputs[name] = _produced(produced, source.step.step, source.step.output)
+            else:
+                inputs[name] = _tensor_layout(source.tensor)
+        op = step.WhichOneof("op")
+        produced.append(step_outputs(op, getattr(step, op) if op else None, inputs, step.outputs))
+    total = 0
+    for result in chain.results:
+        if result.keep:
+            continue
+        layout = _produced(produced, result.step, result.output)
+        if layout is None:
+            return None
+        strides: Sequence[int] = result.strides
+        step = chain.steps[result.step]
+        if not strides and result.output < len(step.outputs):
+            strides = step.outputs[result.output].strides
+        size = layout_bytes(layout, strides)
+        if size is None:
+            return None
+        total += size
+    return total
+
+
+def _produced(produced: list[list[Layout | None]], step: int, output: int) -> Layout | None:
+    if not 0 <= step < len(produced) or not 0 <= output < len(produced[step]):
+        return None
+    return produced[step][output]
