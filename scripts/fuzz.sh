@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Builds the libFuzzer targets (scripts/build.sh fuzz: clang, ASan + UBSan) and
 # runs each for a bounded time from its kept corpus (tests/fuzz/corpus/TARGET),
-# one at a time; fails on any crash, leak, timeout or out-of-memory.
+# as many at a time as there are cores (FUZZ_JOBS=N to choose); fails on any
+# crash, leak, timeout or out-of-memory.
 #   scripts/fuzz.sh [SECONDS]        each target SECONDS (default 30)
 #   scripts/fuzz.sh --seed           regenerate seeds from the conformance cases
 #                                    and the flag files and merge them (and any
@@ -53,21 +54,39 @@ if [ -z "$work" ]; then
   work="$(mktemp -d)"
   trap 'rm -rf "$work"' EXIT
 fi
-status=0
-for target in "${targets[@]}"; do
-  name="${target%_fuzzer}"
+# One target per core at a time: each libFuzzer run is one process, so the
+# test command's fuzzing takes its time per core, not per target.
+jobs="${FUZZ_JOBS:-$(nproc)}"
+run_target() {
+  local target="$1" name="${1%_fuzzer}"
   mkdir -p "$work/$name"
-  echo "== fuzz $target for ${seconds}s (corpus tests/fuzz/corpus/$name)"
   # New inputs go to the scratch directory (the first); the kept corpus is read.
-  if ! "$bin/$target" "${options[@]}" -max_total_time="$seconds" \
-       -artifact_prefix="$work/$name-" "$work/$name" "$corpus/$name" \
-       >"$work/$name.log" 2>&1; then
-    status=1
+  "$bin/$target" "${options[@]}" -max_total_time="$seconds" \
+    -artifact_prefix="$work/$name-" "$work/$name" "$corpus/$name" >"$work/$name.log" 2>&1
+}
+report() {
+  local target="$1" code="$2" name="${1%_fuzzer}"
+  echo "== fuzz $target for ${seconds}s (corpus tests/fuzz/corpus/$name)"
+  if [ "$code" -ne 0 ]; then
     echo "FAILED: $target (log below; reproducer: $bin/$target $work/$name-*)"
     tail -n 60 "$work/$name.log"
-  else
-    grep -E "^#[0-9]+.*(DONE|pulse)|stat::number_of_executed_units|stat::average_exec_per_sec|stat::new_units_added|stat::peak_rss_mb" \
-      "$work/$name.log" | tail -n 5
+    return 1
   fi
+  grep -E "^#[0-9]+.*(DONE|pulse)|stat::number_of_executed_units|stat::average_exec_per_sec|stat::new_units_added|stat::peak_rss_mb" \
+    "$work/$name.log" | tail -n 5
+}
+status=0
+for ((first = 0; first < ${#targets[@]}; first += jobs)); do
+  batch=("${targets[@]:first:jobs}")
+  pids=()
+  for target in "${batch[@]}"; do
+    run_target "$target" &
+    pids+=($!)
+  done
+  for i in "${!batch[@]}"; do
+    code=0
+    wait "${pids[$i]}" || code=$?
+    report "${batch[$i]}" "$code" || status=1
+  done
 done
 exit "$status"
