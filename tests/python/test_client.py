@@ -44,41 +44,24 @@ def test_slice_of_a_strided_view_with_requested_output_strides(
     np.testing.assert_array_equal(out, [[11.0, 14.0], [43.0, 46.0]])
 
 
+@pytest.mark.parametrize("dtype", [np.float16, ml_dtypes.bfloat16], ids=["float16", "bfloat16"])
 @pytest.mark.parametrize("call", CALLS)
 @pytest.mark.parametrize("backend", BACKENDS)
-def test_every_float16_bit_pattern_survives_the_server(
-    client: Client, backend: str, call: str
+def test_every_16_bit_float_pattern_survives_the_server(
+    client: Client, backend: str, call: str, dtype: type
 ) -> None:
-    bits = np.arange(1 << 16, dtype=np.uint16)
+    bits = np.arange(1 << 16, dtype=np.uint16)  # NaN payloads, -0.0, infs, subnormals
     # Reversed on the server (negative window stride) so the data really moves.
     result = getattr(client, call)(
         "slice",
-        {"input": bits.view(np.float16)},
-        {"offsets": [0], "window_sizes": [1 << 16], "window_strides": [-1]},
-        outputs=[(1 << 16,)],
-        backend=backend,
-    )
-    out = result.outputs[0]
-    assert out.dtype == np.float16
-    np.testing.assert_array_equal(out.view(np.uint16), bits[::-1])
-
-
-@pytest.mark.parametrize("call", CALLS)
-@pytest.mark.parametrize("backend", BACKENDS)
-def test_every_bfloat16_bit_pattern_survives_the_server(
-    client: Client, backend: str, call: str
-) -> None:
-    bits = np.arange(1 << 16, dtype=np.uint16)  # NaN payloads, -0.0, infs, subnormals
-    result = getattr(client, call)(
-        "slice",
-        {"input": bits.view(ml_dtypes.bfloat16)},
+        {"input": bits.view(dtype)},
         {"offsets": [0], "window_sizes": [1 << 16], "window_strides": [-1]},
         outputs=[(1 << 16,)],
         backend=backend,
     )
     check_backend(backend, result.backend)
     out = result.outputs[0]
-    assert out.dtype == np.dtype(ml_dtypes.bfloat16)
+    assert out.dtype == np.dtype(dtype)
     np.testing.assert_array_equal(out.view(np.uint16), bits[::-1])
 
 
