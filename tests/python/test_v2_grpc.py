@@ -149,6 +149,22 @@ def test_typed_contents_and_bool(v2_client: triton.InferenceServerClient) -> Non
     assert np.frombuffer(response.raw_output_contents[0], dtype=np.int32).tolist() == [-8, 7, -6]
 
 
+def test_bf16_as_tritonclient_sends_it(v2_client: triton.InferenceServerClient) -> None:
+    """tritonclient takes BF16 as float32 arrays and sends their upper halves; the
+    outputs come back as BF16, which it reads back into float32."""
+    values = np.array([[1.5, -2.0], [0.5, 65280.0]], dtype=np.float32)  # exact in bfloat16
+    data = triton.InferInput("input", [2, 2], "BF16")
+    data.set_data_from_numpy(values)
+    axis = triton.InferInput("axis", [1], "INT64")
+    axis.set_data_from_numpy(np.array([1], dtype=np.int64))
+    split = triton.InferInput("split", [2], "INT64")
+    split.set_data_from_numpy(np.array([1, 1], dtype=np.int64))
+    result = v2_client.infer("split", [data, axis, split])
+    assert result.get_output("output_0").datatype == "BF16"
+    assert result.as_numpy("output_0").tolist() == [[1.5], [0.5]]
+    assert result.as_numpy("output_1").tolist() == [[-2.0], [65280.0]]
+
+
 def test_int32_parameters_are_accepted(v2_client: triton.InferenceServerClient) -> None:
     """A Triton user's INT32 parameter tensors (NumPy's int32) work as INT64 ones do,
     negative values included."""

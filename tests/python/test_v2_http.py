@@ -116,6 +116,37 @@ def test_int32_parameters_are_accepted(
     assert result.as_numpy("output_1").tolist() == [[1, 2], [4, 5]]
 
 
+def test_bf16_in_binary_parts_and_as_json(
+    http_client: triton.InferenceServerClient, tensord: Tensord
+) -> None:
+    """BF16 as tritonclient sends it (float32 arrays, their upper halves in binary
+    parts), and as JSON numbers rounded to the nearest bfloat16."""
+    data = triton.InferInput("input", [2, 2], "BF16")
+    data.set_data_from_numpy(np.array([[1.5, -2.0], [0.5, 65280.0]], dtype=np.float32))
+    axis = triton.InferInput("axis", [1], "INT64")
+    axis.set_data_from_numpy(np.array([0], dtype=np.int64))
+    split = triton.InferInput("split", [2], "INT64")
+    split.set_data_from_numpy(np.array([1, 1], dtype=np.int64))
+    result = http_client.infer("split", [data, axis, split])
+    assert result.get_output("output_1")["datatype"] == "BF16"
+    assert result.as_numpy("output_1").tolist() == [[0.5, 65280.0]]
+
+    body = {"inputs": [
+        {"name": "input", "datatype": "BF16", "shape": [4], "data": [0.1, 1.0, 65280, -2.5]},
+        {"name": "axis", "datatype": "INT64", "shape": [1], "data": [0]},
+        {"name": "split", "datatype": "INT64", "shape": [2], "data": [2, 2]},
+    ]}
+    request = urllib.request.Request(
+        f"http://{tensord.http_address}/v2/models/split/infer", data=json.dumps(body).encode(),
+        headers={"Content-Type": "application/json"})
+    with urllib.request.urlopen(request, timeout=30) as r:
+        answer = json.loads(r.read())
+    # 0.1 rounds to the nearest bfloat16, 0.10009765625.
+    assert answer["outputs"][0] == {
+        "name": "output_0", "datatype": "BF16", "shape": [2], "data": [0.10009765625, 1.0]}
+    assert answer["outputs"][1]["data"] == [65280.0, -2.5]
+
+
 def test_health_metadata_and_repository(http_client: triton.InferenceServerClient) -> None:
     assert http_client.is_server_live()
     assert http_client.is_server_ready()
