@@ -1,6 +1,5 @@
-// The v2 HTTP/REST JSON bodies, both ways. (About 630 lines, past the
-// project's ~600: requests read and answers written share the datatype sizes
-// and the parameter and float16 conversions, which must stay in step.)
+// The v2 HTTP/REST JSON bodies, both ways. A tensor's `data` values are
+// json_tensor_data.cc's.
 #include "server/v2/inference_http_json.h"
 
 #include <cmath>
@@ -17,6 +16,7 @@
 #include "core/status_macros.h"
 #include "server/v2/bounded_json.h"
 #include "server/v2/inference_models.h"
+#include "server/v2/json_tensor_data.h"
 #include "server/wire/quoted.h"
 
 namespace tensorop::server {
@@ -27,112 +27,6 @@ using Json = nlohmann::json;
 // nlohmann's error text names the byte offset: useful as it is.
 absl::Status JsonError(absl::string_view model, absl::string_view what) {
   return absl::InvalidArgumentError(absl::StrCat(CutForMessage(model), ": ", what));
-}
-
-template <typename T>
-void Append(T value, std::string& out) {
-  char bytes[sizeof(T)];
-  std::memcpy(bytes, &value, sizeof(T));
-  out.append(bytes, sizeof(T));
-}
-
-// Appends JSON value `v` (element `index` of `what`) as `dtype`.
-absl::Status AppendElement(const Json& v, DType dtype, absl::string_view what, int64_t index,
-                           std::string& out) {
-  const absl::string_view datatype = V2DatatypeName(dtype);
-  auto refuse = [&](absl::string_view expected) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(what, " data[", index, "] = ", QuoteJson(v), " is not ", expected));
-  };
-  auto integer = [&]<typename T>(T*) -> absl::Status {
-    if (v.is_number_unsigned()) {
-      const uint64_t x = v.get<uint64_t>();
-      if (!std::in_range<T>(x)) return refuse(absl::StrCat("a ", datatype));
-      Append(static_cast<T>(x), out);
-    } else if (v.is_number_integer()) {
-      const int64_t x = v.get<int64_t>();
-      if (!std::in_range<T>(x)) return refuse(absl::StrCat("a ", datatype));
-      Append(static_cast<T>(x), out);
-    } else {
-      return refuse(absl::StrCat("an integer (", datatype, ")"));
-    }
-    return absl::OkStatus();
-  };
-  // A 16-bit float, refused where it overflows what `v` says.
-  auto narrow = [&](uint16_t bits, uint16_t infinity) -> absl::Status {
-    const double x = v.get<double>();
-    if (std::isfinite(x) && (bits & infinity) == infinity) {
-      return refuse(absl::StrCat("within ", datatype, "'s range"));
-    }
-    Append(bits, out);
-    return absl::OkStatus();
-  };
-  switch (dtype) {
-    case DType::kBool:
-      if (!v.is_boolean()) return refuse("true or false (BOOL)");
-      out.push_back(v.get<bool>() ? 1 : 0);
-      return absl::OkStatus();
-    case DType::kInt8:
-      return integer(static_cast<int8_t*>(nullptr));
-    case DType::kInt16:
-      return integer(static_cast<int16_t*>(nullptr));
-    case DType::kInt32:
-      return integer(static_cast<int32_t*>(nullptr));
-    case DType::kInt64:
-      return integer(static_cast<int64_t*>(nullptr));
-    case DType::kUint8:
-      return integer(static_cast<uint8_t*>(nullptr));
-    case DType::kUint16:
-      return integer(static_cast<uint16_t*>(nullptr));
-    case DType::kUint32:
-      return integer(static_cast<uint32_t*>(nullptr));
-    case DType::kUint64:
-      return integer(static_cast<uint64_t*>(nullptr));
-    case DType::kFloat64:
-    case DType::kFloat32:
-    case DType::kFloat16:
-    case DType::kBfloat16:
-      break;
-  }
-  if (!v.is_number()) return refuse(absl::StrCat("a number (", datatype, ")"));
-  const double x = v.get<double>();
-  if (dtype == DType::kFloat64) {
-    Append(x, out);
-  } else if (dtype == DType::kFloat32) {
-    if (std::isfinite(x) && std::fabs(x) > std::numeric_limits<float>::max()) {
-      return refuse("within FP32's range");
-    }
-    Append(static_cast<float>(x), out);
-  } else if (dtype == DType::kBfloat16) {
-    return narrow(DoubleToBfloat16(x), 0x7f80);
-  } else {
-    return narrow(DoubleToHalf(x), 0x7c00);
-  }
-  return absl::OkStatus();
-}
-
-// Every element of `data` (flat or nested arrays: the parse bounded their
-// depth), row-major.
-absl::Status AppendData(const Json& data, DType dtype, absl::string_view what, int64_t& index,
-                        std::string& out) {
-  if (data.is_array()) {
-    for (const Json& item : data) {
-      RETURN_IF_ERROR(AppendData(item, dtype, what, index, out));
-    }
-    return absl::OkStatus();
-  }
-  RETURN_IF_ERROR(AppendElement(data, dtype, what, index, out));
-  ++index;
-  return absl::OkStatus();
-}
-
-// The values that are no arrays in `data`, however nested (the parse bounded
-// the depth).
-int64_t LeafCount(const Json& data) {
-  if (!data.is_array()) return 1;
-  int64_t count = 0;
-  for (const Json& item : data) count += LeafCount(item);
-  return count;
 }
 
 // A JSON parameters object into a protobuf parameter map; binary extension
@@ -198,129 +92,7 @@ Json FromParameters(const google::protobuf::Map<std::string, inference::InferPar
   return out;
 }
 
-template <typename T>
-T Load(const char* p) {
-  T value;
-  std::memcpy(&value, p, sizeof(T));
-  return value;
-}
-
-// `bytes` as a flat JSON array of `dtype` elements.
-Json DataJson(absl::string_view bytes, DType dtype) {
-  Json data = Json::array();
-  auto each = [&]<typename T>(T*) {
-    for (size_t i = 0; i + sizeof(T) <= bytes.size(); i += sizeof(T)) {
-      data.push_back(Load<T>(bytes.data() + i));
-    }
-  };
-  auto each_narrow = [&](double (*to_double)(uint16_t)) {
-    for (size_t i = 0; i + 2 <= bytes.size(); i += 2) {
-      data.push_back(to_double(Load<uint16_t>(bytes.data() + i)));
-    }
-  };
-  switch (dtype) {
-    case DType::kBool:
-      for (char c : bytes) data.push_back(c != 0);
-      break;
-    case DType::kInt8:
-      each(static_cast<int8_t*>(nullptr));
-      break;
-    case DType::kInt16:
-      each(static_cast<int16_t*>(nullptr));
-      break;
-    case DType::kInt32:
-      each(static_cast<int32_t*>(nullptr));
-      break;
-    case DType::kInt64:
-      each(static_cast<int64_t*>(nullptr));
-      break;
-    case DType::kUint8:
-      each(static_cast<uint8_t*>(nullptr));
-      break;
-    case DType::kUint16:
-      each(static_cast<uint16_t*>(nullptr));
-      break;
-    case DType::kUint32:
-      each(static_cast<uint32_t*>(nullptr));
-      break;
-    case DType::kUint64:
-      each(static_cast<uint64_t*>(nullptr));
-      break;
-    case DType::kFloat32:
-      each(static_cast<float*>(nullptr));
-      break;
-    case DType::kFloat64:
-      each(static_cast<double*>(nullptr));
-      break;
-    case DType::kFloat16:
-      each_narrow(&HalfToDouble);
-      break;
-    case DType::kBfloat16:
-      each_narrow(&Bfloat16ToDouble);
-      break;
-  }
-  return data;
-}
-
 }  // namespace
-
-namespace {
-
-// Rounds `value` to nearest-even in the 16-bit float format of `exponent_bits`
-// and `mantissa_bits` (1 + exponent_bits + mantissa_bits = 16); a NaN stays a
-// (quiet) NaN.
-uint16_t DoubleToFloat16Format(double value, int exponent_bits, int mantissa_bits) {
-  uint64_t bits;
-  std::memcpy(&bits, &value, sizeof bits);
-  const uint16_t sign = static_cast<uint16_t>((bits >> 48) & 0x8000);
-  const int exponent = static_cast<int>((bits >> 52) & 0x7ff);
-  const uint64_t mantissa = bits & ((uint64_t{1} << 52) - 1);
-  const int max_exponent = (1 << exponent_bits) - 1;
-  const uint16_t infinity = static_cast<uint16_t>(max_exponent << mantissa_bits);
-  const uint16_t quiet = static_cast<uint16_t>(1 << (mantissa_bits - 1));
-  if (exponent == 0x7ff) return sign | infinity | (mantissa != 0 ? quiet : 0);  // inf, NaN
-  if (exponent == 0) return sign;  // zero or a double subnormal: far below the format's
-  const int e = exponent - 1023 + (max_exponent >> 1);  // the format's biased exponent
-  if (e >= max_exponent) return sign | infinity;
-  const uint64_t significand = mantissa | (uint64_t{1} << 52);
-  // Normal values keep mantissa_bits + 1 significant bits; subnormal ones fewer.
-  const int shift = 52 - mantissa_bits + (e >= 1 ? 0 : 1 - e);
-  if (shift > 53) return sign;  // below half the smallest subnormal
-  uint64_t rounded = significand >> shift;
-  const uint64_t rest = significand & ((uint64_t{1} << shift) - 1);
-  const uint64_t halfway = uint64_t{1} << (shift - 1);
-  if (rest > halfway || (rest == halfway && (rounded & 1) != 0)) ++rounded;
-  // The implicit bit carries into the exponent field, as does a rounding
-  // overflow of the mantissa.
-  uint64_t result = e >= 1 ? (static_cast<uint64_t>(e - 1) << mantissa_bits) + rounded : rounded;
-  if (result >= infinity) result = infinity;
-  return static_cast<uint16_t>(sign | result);
-}
-
-}  // namespace
-
-uint16_t DoubleToHalf(double value) { return DoubleToFloat16Format(value, 5, 10); }
-
-uint16_t DoubleToBfloat16(double value) { return DoubleToFloat16Format(value, 8, 7); }
-
-double Bfloat16ToDouble(uint16_t bits) {
-  float value;
-  const uint32_t wide = static_cast<uint32_t>(bits) << 16;
-  std::memcpy(&value, &wide, sizeof value);
-  return value;
-}
-
-double HalfToDouble(uint16_t half) {
-  const double sign = (half & 0x8000) != 0 ? -1.0 : 1.0;
-  const int exponent = (half >> 10) & 0x1f;
-  const int mantissa = half & 0x3ff;
-  if (exponent == 0) return sign * std::ldexp(mantissa, -24);
-  if (exponent == 31) {
-    return mantissa == 0 ? sign * std::numeric_limits<double>::infinity()
-                         : std::numeric_limits<double>::quiet_NaN();
-  }
-  return sign * std::ldexp(mantissa + 1024, exponent - 25);
-}
 
 absl::StatusOr<HttpInferRequest> ParseHttpInferRequest(absl::string_view model,
                                                        absl::string_view version,
@@ -448,11 +220,10 @@ absl::StatusOr<HttpInferRequest> ParseHttpInferRequest(absl::string_view model,
       // An unknown datatype keeps no bytes: the model conversion refuses it
       // by name, as for gRPC.
       if (const std::optional<DType> dtype = DTypeFromV2Datatype(tensor.datatype())) {
-        const int64_t raw = LeafCount(input["data"]) * ElementSize(*dtype);
+        const int64_t raw = JsonLeafCount(input["data"]) * ElementSize(*dtype);
         RETURN_IF_ERROR(reserve_raw(raw));
         bytes.reserve(static_cast<size_t>(raw));
-        int64_t index = 0;
-        RETURN_IF_ERROR(AppendData(input["data"], *dtype, what, index, bytes));
+        RETURN_IF_ERROR(AppendJsonData(input["data"], *dtype, what, bytes));
       }
     } else {
       return absl::InvalidArgumentError(

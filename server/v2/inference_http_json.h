@@ -90,13 +90,6 @@ absl::StatusOr<inference::SystemSharedMemoryRegisterRequest> ParseSystemSharedMe
 // "byte_size"}, ...] by name, as Triton.
 std::string SystemSharedMemoryStatusJson(const inference::SystemSharedMemoryStatusResponse& status);
 
-// Round-to-nearest-even conversions between a double and FP16's bits, and
-// BF16's (the upper half of an FP32).
-uint16_t DoubleToHalf(double value);
-double HalfToDouble(uint16_t half);
-uint16_t DoubleToBfloat16(double value);
-double Bfloat16ToDouble(uint16_t bits);
-
 }  // namespace tensorop::server
 
 #endif  // TENSOROP_SERVER_V2_INFERENCE_HTTP_JSON_H_

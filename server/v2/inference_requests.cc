@@ -219,7 +219,7 @@ absl::StatusOr<std::vector<int64_t>> Int64Values(const ModelSpec& model, const T
                                                    "\" has datatype ", V2DatatypeName(input.dtype),
                                                    "; it must be INT64 or INT32"));
   }
-  const bool scalar = spec.scalar;
+  const bool scalar = spec.scalar;  // [1]; else 1-D
   if (scalar ? (input.shape != std::vector<int64_t>{1}) : input.shape.size() != 1) {
     return absl::InvalidArgumentError(absl::StrCat(model.name, ": input \"", name, "\" has shape [",
                                                    absl::StrJoin(input.shape, ","),

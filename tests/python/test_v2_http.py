@@ -10,6 +10,7 @@ import json
 import urllib.error
 import urllib.request
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -25,6 +26,15 @@ from v2_cases import DATA_INPUTS, PARAMETERS, V2Case, run_public_cases, split_si
 HTTP_STATUS = {"INVALID_ARGUMENT": "400", "NOT_FOUND": "404", "RESOURCE_EXHAUSTED": "429",
                "UNAVAILABLE": "503", "UNIMPLEMENTED": "501", "OUT_OF_RANGE": "400",
                "FAILED_PRECONDITION": "400"}
+
+
+def _post_json_infer(tensord: Tensord, model: str, body: dict[str, Any]) -> Any:
+    """POST /v2/models/MODEL/infer with a JSON body, as curl would; the JSON answer."""
+    request = urllib.request.Request(
+        f"http://{tensord.http_address}/v2/models/{model}/infer", data=json.dumps(body).encode(),
+        headers={"Content-Type": "application/json"})
+    with urllib.request.urlopen(request, timeout=30) as r:
+        return json.loads(r.read())
 
 
 def _inputs(v2: V2Case, binary: bool) -> list[triton.InferInput]:
@@ -136,11 +146,7 @@ def test_bf16_in_binary_parts_and_as_json(
         {"name": "axis", "datatype": "INT64", "shape": [1], "data": [0]},
         {"name": "split", "datatype": "INT64", "shape": [2], "data": [2, 2]},
     ]}
-    request = urllib.request.Request(
-        f"http://{tensord.http_address}/v2/models/split/infer", data=json.dumps(body).encode(),
-        headers={"Content-Type": "application/json"})
-    with urllib.request.urlopen(request, timeout=30) as r:
-        answer = json.loads(r.read())
+    answer = _post_json_infer(tensord, "split", body)
     # 0.1 rounds to the nearest bfloat16, 0.10009765625.
     assert answer["outputs"][0] == {
         "name": "output_0", "datatype": "BF16", "shape": [2], "data": [0.10009765625, 1.0]}
@@ -211,21 +217,13 @@ def test_bool_and_fp16_as_json(tensord: Tensord) -> None:
         {"name": "axis", "datatype": "INT64", "shape": [1], "data": [1]},
         {"name": "split", "datatype": "INT64", "shape": [2], "data": [1, 1]},
     ]}
-    request = urllib.request.Request(
-        f"http://{tensord.http_address}/v2/models/split/infer", data=json.dumps(body).encode(),
-        headers={"Content-Type": "application/json"})
-    with urllib.request.urlopen(request, timeout=30) as r:
-        answer = json.loads(r.read())
+    answer = _post_json_infer(tensord, "split", body)
     assert [o["data"] for o in answer["outputs"]] == [[True, False], [False, True]]
     assert answer["outputs"][0]["datatype"] == "BOOL"
 
     body["inputs"][0] = {"name": "input", "datatype": "FP16", "shape": [2, 2],
                          "data": [0.1, 1.0, 65504, -2.5]}
-    request = urllib.request.Request(
-        f"http://{tensord.http_address}/v2/models/split/infer", data=json.dumps(body).encode(),
-        headers={"Content-Type": "application/json"})
-    with urllib.request.urlopen(request, timeout=30) as r:
-        answer = json.loads(r.read())
+    answer = _post_json_infer(tensord, "split", body)
     # 0.1 rounds to the nearest half, 0.0999755859375.
     assert answer["outputs"][0]["data"] == [0.0999755859375, 65504.0]
     assert answer["outputs"][1]["data"] == [1.0, -2.5]

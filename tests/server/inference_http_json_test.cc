@@ -13,6 +13,7 @@
 #include "server/security/auth.h"
 #include "server/v2/inference_http.h"
 #include "server/v2/inference_models.h"
+#include "server/v2/json_tensor_data.h"
 #include "server/wire/status_map.h"
 #include "tests/support/temp_files.h"
 
