@@ -22,9 +22,12 @@
 #define ASSIGN_OR_RETURN(lhs, expr) \
   ASSIGN_OR_RETURN_IMPL(TENSOROP_CONCAT(status_or_, __LINE__), lhs, expr)
 
+// lhs may be a declaration and tmp is a name, so neither is parenthesized.
+// NOLINTBEGIN(bugprone-macro-parentheses)
 #define ASSIGN_OR_RETURN_IMPL(tmp, lhs, expr)    \
   auto tmp = (expr);                             \
   if (!tmp.ok()) return std::move(tmp).status(); \
   lhs = std::move(tmp).value()
+// NOLINTEND(bugprone-macro-parentheses)
 
 #endif  // TENSOROP_CORE_STATUS_MACROS_H_

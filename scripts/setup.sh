@@ -9,7 +9,8 @@ root="$(cd "$(dirname "$0")/.." && pwd)"
 # /metrics), openssl (the tests' certificates), curl (docs/kserve-v2.md's v2 HTTP
 # example, run as written by tests/server/inference_http_test.cc), python3
 # (scripts/check_rooms.py), and for the package tests (tests/install/):
-# dpkg-dev and file (cpack's DEB dependencies) and systemd (systemd-analyze).
+# dpkg-dev and file (cpack's DEB dependencies) and systemd (systemd-analyze),
+# clang-tidy-14 (scripts/tidy.py).
 apt_install \
   cmake ninja-build g++ pkg-config git ca-certificates \
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler libabsl-dev \
@@ -19,4 +20,5 @@ apt_install \
   nlohmann-json3-dev libcpp-httplib-dev prometheus \
   libssl-dev openssl curl \
   python3 dpkg-dev file systemd \
-  clang libclang-rt-14-dev  # clang's sanitizer runtimes and libFuzzer: scripts/fuzz.sh
+  clang libclang-rt-14-dev \
+  clang-tidy-14  # clang: sanitizer runtimes and libFuzzer for scripts/fuzz.sh

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# The test command: installs what is missing, checks the formatting, builds, and
-# runs every test twice, in the release build and under AddressSanitizer +
-# UndefinedBehaviorSanitizer,
+# The test command: installs what is missing, checks the formatting, builds,
+# runs clang-tidy over what changed, and runs every test twice, in the release
+# build and under AddressSanitizer + UndefinedBehaviorSanitizer,
 # the server's unit tests under ThreadSanitizer, each fuzz target for a bounded
 # time, then the public conformance cases through a real tensord with tensorctl,
 # the Python client's static checks (ruff, mypy --strict) and tests, the
@@ -32,6 +32,12 @@ run_suite() {
 }
 
 run_suite release "$root/build"
+
+# clang-tidy (.clang-tidy: bugprone-*, functions of at most 80 lines and 7
+# parameters) over the C++ changed since its tidy-base commit, with the release
+# build's compile commands.
+echo "== tidy (scripts/tidy.py)"
+python3 "$root/scripts/tidy.py"
 
 # Sanitizers: abort on the first report. Container-overflow checks are off
 # because Debian's gRPC and protobuf are not instrumented (false positives

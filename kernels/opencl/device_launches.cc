@@ -22,6 +22,8 @@ namespace {
 
 template <typename T>
 absl::Status SetArg(cl_kernel kernel, cl_uint index, const T& value) {
+  // T is often cl_mem, itself a pointer: its size is what OpenCL asks for.
+  // NOLINTNEXTLINE(bugprone-sizeof-expression)
   return ClStatus(clSetKernelArg(kernel, index, sizeof(T), &value),
                   absl::StrCat("clSetKernelArg(", index, ")"));
 }

@@ -492,7 +492,8 @@ absl::StatusOr<OutputBuffers> Execute(const CallContext& call, const IntoAnswerB
 
 int64_t ResponseDataBytes(const v1::RunResponse& response) {
   int64_t total = 0;
-  for (const v1::Tensor& tensor : response.outputs()) total += tensor.data().size();
+  for (const v1::Tensor& tensor : response.outputs())
+    total += static_cast<int64_t>(tensor.data().size());
   return total;
 }
 

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstddef>
 #include <cstring>
 #include <memory>
 #include <utility>
@@ -124,7 +125,8 @@ Sample Median(std::vector<Sample> samples) {
        {&Sample::total, &Sample::upload, &Sample::kernel, &Sample::download}) {
     std::vector<double> values;
     for (const Sample& s : samples) values.push_back(s.*field);
-    std::nth_element(values.begin(), values.begin() + values.size() / 2, values.end());
+    const auto middle = static_cast<std::ptrdiff_t>(values.size() / 2);
+    std::nth_element(values.begin(), values.begin() + middle, values.end());
     median.*field = values[values.size() / 2];
   }
   return median;

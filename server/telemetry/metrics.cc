@@ -173,7 +173,10 @@ void Metrics::AddSampledReal(const std::string& name, const std::string& help,
                              std::function<double()> sample) {
   AddSampled(name, help, type, std::move(labels), nullptr);
   for (SampledFamily& family : sampled_) {
-    if (family.name == name) family.series.back().real = std::move(sample);
+    if (family.name == name) {
+      family.series.back().real = std::move(sample);
+      break;  // names are unique: AddSampled just added this series
+    }
   }
 }
 

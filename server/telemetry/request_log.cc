@@ -79,8 +79,9 @@ CallRecord DescribeRequest(absl::string_view method, const v1::RunRequest& reque
   for (size_t i = 0; i < logged; ++i) {
     const auto& sizes = inputs[i]->second.sizes();
     const size_t kept = std::min<size_t>(static_cast<size_t>(sizes.size()), kMaxLoggedEntries);
-    record.sizes.emplace_back(Cut(inputs[i]->first, kMaxLoggedIdBytes),
-                              std::vector<int64_t>(sizes.begin(), sizes.begin() + kept));
+    record.sizes.emplace_back(
+        Cut(inputs[i]->first, kMaxLoggedIdBytes),
+        std::vector<int64_t>(sizes.begin(), sizes.begin() + static_cast<int>(kept)));
     record.sizes_lengths.push_back(sizes.size());
   }
   return record;
@@ -101,7 +102,8 @@ std::string FormatLogLine(const CallRecord& record, const absl::Status& status, 
       // "[1,1,...(60000000 entries)]"
       std::string cut = "[";
       for (size_t d = 0; d < 2 && d < dims.size(); ++d) absl::StrAppend(&cut, dims[d], ",");
-      absl::StrAppend(&cut, "...(", std::max<int64_t>(length, dims.size()), " entries)]");
+      absl::StrAppend(&cut, "...(", std::max<int64_t>(length, static_cast<int64_t>(dims.size())),
+                      " entries)]");
       sizes.emplace(Cut(name, kMaxLoggedIdBytes), cut);
     }
   }

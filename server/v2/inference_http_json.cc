@@ -407,11 +407,11 @@ absl::StatusOr<inference::SystemSharedMemoryRegisterRequest> ParseSystemSharedMe
   if (!parsed.ok() && NestsTooDeep(parsed.status())) {
     return parsed.status();
   }
-  const Json json = parsed.ok() ? *std::move(parsed) : Json();
-  if (!parsed.ok() || !json.is_object()) {
+  if (!parsed.ok() || !parsed->is_object()) {
     return absl::InvalidArgumentError(
         absl::StrCat(what, ": the body is not a JSON object {\"key\", \"offset\", \"byte_size\"}"));
   }
+  const Json json = *std::move(parsed);
   inference::SystemSharedMemoryRegisterRequest request;
   request.set_name(std::string(name));
   if (!json.contains("key") || !json["key"].is_string()) {

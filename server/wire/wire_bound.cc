@@ -298,7 +298,8 @@ bool Scan(CodedInputStream& in, const Descriptor* type, uint32_t end_tag, int de
 }
 
 int64_t LengthDelimited(int64_t bytes) {
-  return 1 + CodedOutputStream::VarintSize64(static_cast<uint64_t>(bytes)) + bytes;
+  return 1 + static_cast<int64_t>(CodedOutputStream::VarintSize64(static_cast<uint64_t>(bytes))) +
+         bytes;
 }
 
 }  // namespace
