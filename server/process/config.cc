@@ -64,6 +64,45 @@ struct ListedFlag {
   }
 };
 
+// The numeric flags' ranges in definition order, each appended as its
+// TENSORD_RANGED_FLAG is registered.
+std::vector<tensorop::server::FlagRange>& DefinedFlagRanges() {
+  static auto* ranges = new std::vector<tensorop::server::FlagRange>();
+  return *ranges;
+}
+
+// The range of the flag `name`; nullptr for a flag without one.
+const tensorop::server::FlagRange* RangeOf(absl::string_view name) {
+  for (const tensorop::server::FlagRange& range : DefinedFlagRanges()) {
+    if (range.name == name) return &range;
+  }
+  return nullptr;
+}
+
+struct RangedFlag {
+  RangedFlag(const char* name, int64_t lo, int64_t hi, const char* hi_text = "") {
+    DefinedFlagRanges().push_back({.name = name, .lo = lo, .hi = hi, .hi_text = hi_text});
+  }
+};
+
+// The bounds the ranges are made of. Generous, but each keeps a typo from
+// becoming a server that never answers (2^31 worker threads) or one that
+// cannot be stopped.
+constexpr int64_t kMax63 = std::numeric_limits<int64_t>::max();
+constexpr int kMaxWorkerThreads = 1024;
+constexpr int kMaxQueuedRequests = 1 << 20;
+// Health and reflection answers must fit, and a chunk plus its framing.
+constexpr int64_t kMinMessageBytes = 4096;
+constexpr int64_t kDefaultMessageBytes = int64_t{64} << 20;
+constexpr int64_t kChunkFraming = 64;  // a chunk plus this much framing is one message
+constexpr int64_t kMaxRequestBytes = int64_t{1} << 50;  // 1 PiB
+constexpr int kMaxOpenClQueueDepth = 1024;
+constexpr int64_t kMaxStagingBytes = int64_t{1} << 40;  // 1 TiB
+constexpr int kMaxSeconds = 86400;                      // one day
+constexpr int kMaxShutdownSeconds = 3600;
+constexpr int kMaxInjectedFailures = 1 << 20;
+constexpr int kMaxStreams = 65536;
+
 }  // namespace
 
 // ABSL_FLAG, and the flag listed for --help (both forms) and the parser. The
@@ -74,47 +113,59 @@ struct ListedFlag {
   static const ListedFlag tensord_listed_flag_##name(#name, shown_default)
 #define TENSORD_FLAG(Type, name, default_value, help) \
   TENSORD_FLAG_SHOWN(Type, name, default_value, "", help)
+// A numeric flag and its range [lo, hi] (FlagRange): --help appends "in [lo,
+// hi]" to `help`, and ValidatedConfig refuses a value outside it.
+#define TENSORD_RANGED_FLAG_SHOWN(Type, name, lo, hi, default_value, shown_default, help) \
+  TENSORD_FLAG_SHOWN(Type, name, default_value, shown_default, help);                     \
+  static const RangedFlag tensord_ranged_flag_##name(#name, lo, hi)
+#define TENSORD_RANGED_FLAG(Type, name, lo, hi, default_value, help) \
+  TENSORD_RANGED_FLAG_SHOWN(Type, name, lo, hi, default_value, "", help)
 
 TENSORD_FLAG(std::string, address, "0.0.0.0:50051",
              "where to listen (`:0` picks a port; the chosen one is printed); port in [0, 65535]. "
              "May repeat; `unix:PATH` or `unix:///ABSOLUTE_PATH` is a Unix domain socket "
              "(docs/colocated.md). One `tensord listening on ADDRESS` line per address, TCP ones "
              "first");
-TENSORD_FLAG_SHOWN(int, worker_threads,
-                   static_cast<int>(std::max(1u, std::thread::hardware_concurrency())),
-                   "the number of cores",
-                   "threads running requests, in [1, 1024]: as many for CPU and AUTO requests, "
-                   "and as many oneTBB workers for OPENCL requests and the parallel loops of "
-                   "copies over 1 MiB");
-TENSORD_FLAG(int64_t, max_message_bytes, int64_t{64} << 20,
-             "largest gRPC message in either direction, in [4096, 2^31-1]");
-TENSORD_FLAG(int64_t, max_request_bytes, int64_t{4} << 30,
-             "inputs plus output buffers of one request (RESOURCE_EXHAUSTED above), in [1, 2^50]");
-TENSORD_FLAG_SHOWN(int64_t, max_tensor_elements, tensorop::kMaxTensorElements, "2^32-1",
-                   "elements of any one tensor (RESOURCE_EXHAUSTED above), in [1, 2^32-1]");
-TENSORD_FLAG(int64_t, chunk_bytes, int64_t{1} << 20,
-             "data bytes per streamed result part, in [1, `--max_message_bytes` - 64]");
+TENSORD_RANGED_FLAG_SHOWN(
+    int, worker_threads, 1, kMaxWorkerThreads,
+    static_cast<int>(std::max(1u, std::thread::hardware_concurrency())), "the number of cores",
+    "threads running requests: as many for CPU and AUTO requests, "
+    "and as many oneTBB workers for OPENCL requests and the parallel loops of "
+    "copies over 1 MiB");
+TENSORD_RANGED_FLAG(int64_t, max_message_bytes, kMinMessageBytes, int64_t{INT_MAX},
+                    kDefaultMessageBytes, "largest gRPC message in either direction");
+TENSORD_RANGED_FLAG(int64_t, max_request_bytes, 1, kMaxRequestBytes, int64_t{4} << 30,
+                    "inputs plus output buffers of one request (RESOURCE_EXHAUSTED above)");
+TENSORD_RANGED_FLAG_SHOWN(int64_t, max_tensor_elements, 1, tensorop::kMaxTensorElements,
+                          tensorop::kMaxTensorElements, "2^32-1",
+                          "elements of any one tensor (RESOURCE_EXHAUSTED above)");
+TENSORD_FLAG(int64_t, chunk_bytes, int64_t{1} << 20, "data bytes per streamed result part");
+static const RangedFlag tensord_ranged_flag_chunk_bytes("chunk_bytes", 1,
+                                                        kDefaultMessageBytes - kChunkFraming,
+                                                        "`--max_message_bytes` - 64");
 TENSORD_FLAG(std::string, backend, "auto",
              "where requests asking for AUTO run: `auto` (placed by the cost model), `cpu` or "
              "`opencl`");
-TENSORD_FLAG(int, max_queued_requests, 256,
-             "requests queued or running (RESOURCE_EXHAUSTED above), in [1, 2^20]");
-TENSORD_FLAG(int, shutdown_grace_seconds, 30,
-             "on SIGTERM/SIGINT, after `--drain_seconds`, within this period: a server holding "
-             "handles serves only calls on them (every "
-             "other call and every `Put` is `UNAVAILABLE`, which clients retry on another "
-             "replica) while calls on them come (until none came for 3 s, no handle is left, "
-             "or the period ends: docs/handles.md); then keep "
-             "answering until no call is open and the kernel has delivered every byte already "
-             "sent (at most half of what is left of it: gRPC closes a connection as soon as its "
-             "last call ends after GOAWAY, and a close then can cut the tail of a large answer), "
-             "stop accepting, let in-flight calls finish; then they are cancelled and their work "
-             "stops at its next stop check; the process exits (status 1) 5 s after the grace "
-             "period even if something did not stop, and at once on a second SIGTERM/SIGINT; "
-             "a `stopped` event says what was cut short; in [0, 3600]");
-TENSORD_FLAG(int, drain_seconds, 0,
-             "on SIGTERM/SIGINT, first report NOT_SERVING this long while still answering, so "
-             "health-checking clients move away (Kubernetes: 5); in [0, 3600]");
+TENSORD_RANGED_FLAG(int, max_queued_requests, 1, kMaxQueuedRequests, 256,
+                    "requests queued or running (RESOURCE_EXHAUSTED above)");
+TENSORD_RANGED_FLAG(
+    int, shutdown_grace_seconds, 0, kMaxShutdownSeconds, 30,
+    "on SIGTERM/SIGINT, after `--drain_seconds`, within this period: a server holding "
+    "handles serves only calls on them (every "
+    "other call and every `Put` is `UNAVAILABLE`, which clients retry on another "
+    "replica) while calls on them come (until none came for 3 s, no handle is left, "
+    "or the period ends: docs/handles.md); then keep "
+    "answering until no call is open and the kernel has delivered every byte already "
+    "sent (at most half of what is left of it: gRPC closes a connection as soon as its "
+    "last call ends after GOAWAY, and a close then can cut the tail of a large answer), "
+    "stop accepting, let in-flight calls finish; then they are cancelled and their work "
+    "stops at its next stop check; the process exits (status 1) 5 s after the grace "
+    "period even if something did not stop, and at once on a second SIGTERM/SIGINT; "
+    "a `stopped` event says what was cut short");
+TENSORD_RANGED_FLAG(
+    int, drain_seconds, 0, kMaxShutdownSeconds, 0,
+    "on SIGTERM/SIGINT, first report NOT_SERVING this long while still answering, so "
+    "health-checking clients move away (Kubernetes: 5)");
 TENSORD_FLAG(std::string, request_log, "all",
              "which calls get a JSON line on stderr: `all`, `errors` (failed calls only), "
              "`sample:N` (every failed call and one OK call in N) or `off`; events, gRPC's and "
@@ -123,25 +174,29 @@ TENSORD_FLAG(std::string, backends, "cpu,opencl",
              "enabled backends (`cpu` alone skips OpenCL discovery)");
 TENSORD_FLAG_SHOWN(std::string, opencl_devices, "", "(all)",
                    "use only OpenCL devices whose name contains this text");
-TENSORD_FLAG(int, opencl_queue_depth, 8,
-             "requests queued or running per device; an explicit OPENCL request that finds its "
-             "device full waits in the device's FIFO (holding no worker thread) for "
-             "`--opencl_max_wait_seconds`; AUTO requests go to the CPU instead; in [1, 1024]");
-TENSORD_FLAG(int64_t, opencl_staging_bytes, int64_t{64} << 20,
-             "pinned host staging per device (`CL_MEM_ALLOC_HOST_PTR` buffers mapped once, "
-             "allocated in chunks of an eighth as transfers need them, at most 8 MiB each) "
-             "through which inputs are uploaded and outputs downloaded, host copies overlapping "
-             "the DMA; reserved against `--max_memory_bytes` at startup for every device opened "
-             "(startup fails, exit 2, naming both flags when it does not fit); 0: no staging, "
-             "transfers from the caller's pageable memory; in [0, 2^40]");
-TENSORD_FLAG_SHOWN(int64_t, opencl_max_resident_bytes, -1, "70% of each device's memory",
-                   "bytes of handles (`Put` with `OPENCL`, kept outputs of ops on a device) each "
-                   "OpenCL device may hold, in buffers of their exact size outside its buffer "
-                   "pool; past it `RESOURCE_EXHAUSTED` naming the flag; -1: the default");
-TENSORD_FLAG_SHOWN(int64_t, auto_opencl_min_bytes, std::numeric_limits<int64_t>::max(),
-                   "(none: the cost model)",
-                   "when given, replaces the cost model: AUTO requests moving at least this many "
-                   "output bytes go to a device, smaller ones to the CPU; in [0, 2^63-1]");
+TENSORD_RANGED_FLAG(
+    int, opencl_queue_depth, 1, kMaxOpenClQueueDepth, 8,
+    "requests queued or running per device; an explicit OPENCL request that finds its "
+    "device full waits in the device's FIFO (holding no worker thread) for "
+    "`--opencl_max_wait_seconds`; AUTO requests go to the CPU instead");
+TENSORD_RANGED_FLAG(
+    int64_t, opencl_staging_bytes, 0, kMaxStagingBytes, int64_t{64} << 20,
+    "pinned host staging per device (`CL_MEM_ALLOC_HOST_PTR` buffers mapped once, "
+    "allocated in chunks of an eighth as transfers need them, at most 8 MiB each) "
+    "through which inputs are uploaded and outputs downloaded, host copies overlapping "
+    "the DMA; reserved against `--max_memory_bytes` at startup for every device opened "
+    "(startup fails, exit 2, naming both flags when it does not fit); 0: no staging, "
+    "transfers from the caller's pageable memory");
+TENSORD_RANGED_FLAG_SHOWN(
+    int64_t, opencl_max_resident_bytes, -1, kMax63, -1, "70% of each device's memory",
+    "bytes of handles (`Put` with `OPENCL`, kept outputs of ops on a device) each "
+    "OpenCL device may hold, in buffers of their exact size outside its buffer "
+    "pool; past it `RESOURCE_EXHAUSTED` naming the flag; -1: the default");
+TENSORD_RANGED_FLAG_SHOWN(
+    int64_t, auto_opencl_min_bytes, 0, kMax63, std::numeric_limits<int64_t>::max(),
+    "(none: the cost model)",
+    "when given, replaces the cost model: AUTO requests moving at least this many "
+    "output bytes go to a device, smaller ones to the CPU");
 TENSORD_FLAG(std::string, calibrate, "on",
              "`on`: right after startup, a background thread measures AUTO's cost model (at most "
              "2 s of measuring; program builds not counted): each OpenCL device's upload and "
@@ -150,11 +205,10 @@ TENSORD_FLAG(std::string, calibrate, "on",
              "`{\"event\":\"calibration\",...}` line and exported on `/metrics`. AUTO then runs "
              "each request where its predicted time is least (docs/backends.md). Until it ends, "
              "and with `off`, AUTO runs on the CPU");
-TENSORD_FLAG(int, opencl_unhealthy_seconds, 30,
-             "a failed device is left alone this long; its requests are retried on the CPU; in "
-             "[0, 86400]");
-TENSORD_FLAG(int, inject_opencl_failures, 0,
-             "testing aid: the first N device executions fail like a broken device; in [0, 2^20]");
+TENSORD_RANGED_FLAG(int, opencl_unhealthy_seconds, 0, kMaxSeconds, 30,
+                    "a failed device is left alone this long; its requests are retried on the CPU");
+TENSORD_RANGED_FLAG(int, inject_opencl_failures, 0, kMaxInjectedFailures, 0,
+                    "testing aid: the first N device executions fail like a broken device");
 TENSORD_FLAG(std::string, metrics_address, "127.0.0.1:9464",
              "Prometheus text format at `GET /metrics` (`:0` picks a port, printed as `tensord "
              "metrics on HOST:PORT`; empty: off); loopback unless told otherwise (the image: "
@@ -164,15 +218,15 @@ TENSORD_FLAG(std::string, http_address, "0.0.0.0:8000",
              "picks a port, printed as `tensord http on HOST:PORT`; empty: off); HTTPS when "
              "`--tls_cert_file` is set (the gRPC port's certificate, key and client CA); port in "
              "[0, 65535]");
-TENSORD_FLAG(int, max_connection_age_seconds, 0,
-             "close each client connection after about this long (gracefully), so DNS-balancing "
-             "clients re-resolve and find new replicas (Kubernetes: 300); in [0, 2147483]");
-TENSORD_FLAG(int, max_concurrent_streams, 128,
-             "calls open at once on one client connection (HTTP/2 "
-             "`SETTINGS_MAX_CONCURRENT_STREAMS`), in [1, 65536]");
-TENSORD_FLAG(int, max_connection_idle_seconds, 600,
-             "close a client connection with no call open this long (gracefully); 0: never; in "
-             "[0, 86400]");
+TENSORD_RANGED_FLAG(
+    int, max_connection_age_seconds, 0, INT_MAX / 1000, 0,
+    "close each client connection after about this long (gracefully), so DNS-balancing "
+    "clients re-resolve and find new replicas (Kubernetes: 300)");
+TENSORD_RANGED_FLAG(int, max_concurrent_streams, 1, kMaxStreams, 128,
+                    "calls open at once on one client connection (HTTP/2 "
+                    "`SETTINGS_MAX_CONCURRENT_STREAMS`)");
+TENSORD_RANGED_FLAG(int, max_connection_idle_seconds, 0, kMaxSeconds, 600,
+                    "close a client connection with no call open this long (gracefully); 0: never");
 TENSORD_FLAG(bool, echo, false,
              "load-test baseline: `Run` answers zero-filled outputs of the right shape at once; "
              "nothing is executed, logged or counted; other methods are UNIMPLEMENTED");
@@ -196,57 +250,64 @@ TENSORD_FLAG_SHOWN(std::string, health_address, "", "(none)",
                    "a second, plaintext listener serving only `grpc.health.v1` with the same "
                    "statuses, for kubelet probes when `--address` is TLS (`:0` picks a port, "
                    "printed as `tensord health on HOST:PORT`)");
-TENSORD_FLAG_SHOWN(int64_t, max_memory_bytes, 0, "half the memory the process may use",
-                   "bytes all calls together may hold (requests as received and parsed, output "
-                   "buffers, answers waiting to be sent, streamed results, RunBidi windows); a "
-                   "call that would pass it is RESOURCE_EXHAUSTED naming the flag. Default: half "
-                   "the cgroup's `memory.max` (v1: `memory.limit_in_bytes`) when set, else half "
-                   "the physical RAM (also for 0); printed at startup as "
-                   "`{\"event\":\"memory_budget\",...}`");
-TENSORD_FLAG_SHOWN(int64_t, buffer_pool_bytes, -1, "a quarter of `--max_memory_bytes`",
-                   "bytes of large (4 MiB and more, whole 2 MiB huge pages) freed output buffers "
-                   "kept for the next call of the same rounded size, which then writes into "
-                   "resident pages instead of faulting in fresh zeroed ones (on a 256 MiB result "
-                   "that costs more than the copy itself); every kept byte is reserved in "
-                   "`--max_memory_bytes` and freed first when a call needs the room, and a buffer "
-                   "unused for 10 s is freed, so an idle server gives the memory back; -1: the "
-                   "default; 0: none (`tensorop_buffer_pool_bytes`, "
-                   "`tensorop_buffer_pool_reuses_total`, "
-                   "`tensorop_buffer_pool_allocations_total`)");
-TENSORD_FLAG(int, idle_timeout_seconds, 60,
-             "a call whose client sends nothing (a RunChunked upload before its half-close) or "
-             "takes nothing (a unary answer, a result part, a RunBidi answer) this long is "
-             "cancelled (CANCELLED) and its memory freed; 0: never; in [0, 86400]");
-TENSORD_FLAG(int, opencl_max_wait_seconds, 30,
-             "how long an OPENCL request waits for a slot of a busy device (or until its own "
-             "deadline, or its cancellation): past it DEADLINE_EXCEEDED naming the wait and this "
-             "flag; 0: no waiting; in [0, 86400]");
-TENSORD_FLAG(int, shared_memory_idle_seconds, 300,
-             "a shared memory region no request used this long is unmapped (a client that died "
-             "leaves no mapping behind); 0: never; in [0, 86400]");
+TENSORD_RANGED_FLAG_SHOWN(
+    int64_t, max_memory_bytes, 0, kMax63, 0, "half the memory the process may use",
+    "bytes all calls together may hold (requests as received and parsed, output "
+    "buffers, answers waiting to be sent, streamed results, RunBidi windows); a "
+    "call that would pass it is RESOURCE_EXHAUSTED naming the flag. Default: half "
+    "the cgroup's `memory.max` (v1: `memory.limit_in_bytes`) when set, else half "
+    "the physical RAM (also for 0); printed at startup as "
+    "`{\"event\":\"memory_budget\",...}`");
+TENSORD_RANGED_FLAG_SHOWN(
+    int64_t, buffer_pool_bytes, -1, kMax63, -1, "a quarter of `--max_memory_bytes`",
+    "bytes of large (4 MiB and more, whole 2 MiB huge pages) freed output buffers "
+    "kept for the next call of the same rounded size, which then writes into "
+    "resident pages instead of faulting in fresh zeroed ones (on a 256 MiB result "
+    "that costs more than the copy itself); every kept byte is reserved in "
+    "`--max_memory_bytes` and freed first when a call needs the room, and a buffer "
+    "unused for 10 s is freed, so an idle server gives the memory back; -1: the "
+    "default; 0: none (`tensorop_buffer_pool_bytes`, "
+    "`tensorop_buffer_pool_reuses_total`, "
+    "`tensorop_buffer_pool_allocations_total`)");
+TENSORD_RANGED_FLAG(
+    int, idle_timeout_seconds, 0, kMaxSeconds, 60,
+    "a call whose client sends nothing (a RunChunked upload before its half-close) or "
+    "takes nothing (a unary answer, a result part, a RunBidi answer) this long is "
+    "cancelled (CANCELLED) and its memory freed; 0: never");
+TENSORD_RANGED_FLAG(
+    int, opencl_max_wait_seconds, 0, kMaxSeconds, 30,
+    "how long an OPENCL request waits for a slot of a busy device (or until its own "
+    "deadline, or its cancellation): past it DEADLINE_EXCEEDED naming the wait and this "
+    "flag; 0: no waiting");
+TENSORD_RANGED_FLAG(
+    int, shared_memory_idle_seconds, 0, kMaxSeconds, 300,
+    "a shared memory region no request used this long is unmapped (a client that died "
+    "leaves no mapping behind); 0: never");
 TENSORD_FLAG(bool, shared_memory_remote, false,
              "let clients that are not on this host (neither the Unix socket nor a loopback "
              "address) register shared memory regions; off, since a remote client did not make "
              "the objects in this host's `/dev/shm` and could only map other processes' memory "
              "(`PERMISSION_DENIED`)");
 
-TENSORD_FLAG(int, handle_ttl_seconds, 600,
-             "a handle (`Put`, `OutputDesc.keep`) no call used this long is released; in [1, "
-             "86400]");
-TENSORD_FLAG(int, handle_max_ttl_seconds, 86400,
-             "the longest time to live a `Put` may ask for (`ttl_seconds`; longer is clamped); in "
-             "[1, 2592000]");
-TENSORD_FLAG_SHOWN(int64_t, max_resident_bytes_per_client, -1, "half of `--max_memory_bytes`",
-                   "bytes of handles one client (its token name or certificate subject, else its "
-                   "IP address) may hold; past it `RESOURCE_EXHAUSTED` naming the flag; -1: the "
-                   "default; 0: no limit beyond `--max_memory_bytes`");
-TENSORD_FLAG(int64_t, max_handles_per_client, 100000,
-             "handles one client (counted as for `--max_resident_bytes_per_client`) may hold; "
-             "past it `RESOURCE_EXHAUSTED` naming the flag; each handle also reserves 1 KiB of "
-             "`--max_memory_bytes` for its bookkeeping; in [1, 100000000]");
-TENSORD_FLAG(int, max_chain_steps, 64,
-             "the most steps a `RunChain` request may have; more is `RESOURCE_EXHAUSTED` naming "
-             "the flag; in [1, 4096]");
+TENSORD_RANGED_FLAG(int, handle_ttl_seconds, 1, kMaxSeconds, 600,
+                    "a handle (`Put`, `OutputDesc.keep`) no call used this long is released");
+TENSORD_RANGED_FLAG(
+    int, handle_max_ttl_seconds, 1, 30 * int64_t{kMaxSeconds}, 86400,
+    "the longest time to live a `Put` may ask for (`ttl_seconds`; longer is clamped)");
+TENSORD_RANGED_FLAG_SHOWN(
+    int64_t, max_resident_bytes_per_client, -1, kMax63, -1, "half of `--max_memory_bytes`",
+    "bytes of handles one client (its token name or certificate subject, else its "
+    "IP address) may hold; past it `RESOURCE_EXHAUSTED` naming the flag; -1: the "
+    "default; 0: no limit beyond `--max_memory_bytes`");
+TENSORD_RANGED_FLAG(
+    int64_t, max_handles_per_client, 1, 100000000, 100000,
+    "handles one client (counted as for `--max_resident_bytes_per_client`) may hold; "
+    "past it `RESOURCE_EXHAUSTED` naming the flag; each handle also reserves 1 KiB of "
+    "`--max_memory_bytes` for its bookkeeping");
+TENSORD_RANGED_FLAG(
+    int, max_chain_steps, 1, 4096, 64,
+    "the most steps a `RunChain` request may have; more is `RESOURCE_EXHAUSTED` naming "
+    "the flag");
 TENSORD_FLAG_SHOWN(
     std::string, advertise_address, "", "the first `--address`, unless a wildcard",
     "`host:port` clients reach this server at, named in every handle's `replica`, "
@@ -257,21 +318,7 @@ TENSORD_FLAG_SHOWN(
 namespace tensorop::server {
 namespace {
 
-// The ranges of the numeric flags (out of range: a usage error naming flag and
-// range). Generous, but each keeps a typo from becoming a server that never
-// answers (2^31 worker threads) or one that cannot be stopped.
 constexpr int64_t kMaxPort = 65535;
-constexpr int kMaxWorkerThreads = 1024;
-constexpr int kMaxQueuedRequests = 1 << 20;
-// Health and reflection answers must fit, and a chunk plus its framing.
-constexpr int64_t kMinMessageBytes = 4096;
-constexpr int64_t kMaxRequestBytes = int64_t{1} << 50;  // 1 PiB
-constexpr int kMaxOpenClQueueDepth = 1024;
-constexpr int64_t kMaxStagingBytes = int64_t{1} << 40;  // 1 TiB
-constexpr int kMaxSeconds = 86400;                      // one day
-constexpr int kMaxShutdownSeconds = 3600;
-constexpr int kMaxInjectedFailures = 1 << 20;
-constexpr int kMaxStreams = 65536;
 
 // What the command line said beyond the flag values themselves.
 struct Parsed {
@@ -385,14 +432,22 @@ absl::StatusOr<Parsed> ParseFlags(const std::vector<std::string>& args) {
   return parsed;
 }
 
-// An integer flag's value, which must lie in [lo, hi]: out of range is a usage
+// A numeric flag's value, which must lie in its range (TENSORD_RANGED_FLAG),
+// with `hi_now` for a bound that follows another flag: out of range is a usage
 // error naming the flag and the range ("--worker_threads=0 must be in [1, 1024]").
 template <typename T>
-absl::StatusOr<T> FlagInRange(const absl::Flag<T>& flag, absl::string_view name, T lo, T hi) {
+absl::StatusOr<T> FlagInRange(const absl::Flag<T>& flag,
+                              std::optional<int64_t> hi_now = std::nullopt) {
+  const absl::string_view name = absl::GetFlagReflectionHandle(flag).Name();
+  const FlagRange* range = RangeOf(name);
+  if (range == nullptr) {
+    return absl::InternalError(absl::StrCat("--", name, " is not a TENSORD_RANGED_FLAG"));
+  }
+  const int64_t hi = hi_now.value_or(range->hi);
   const T value = absl::GetFlag(flag);
-  if (value < lo || value > hi) {
+  if (value < range->lo || value > hi) {
     return absl::InvalidArgumentError(
-        absl::StrCat("--", name, "=", value, " must be in [", lo, ", ", hi, "]"));
+        absl::StrCat("--", name, "=", value, " must be in [", range->lo, ", ", hi, "]"));
   }
   return value;
 }
@@ -479,11 +534,8 @@ absl::StatusOr<ServerConfig> ValidatedConfig(const Parsed& parsed) {
         CheckHostPort("http_address", config.http_address, ", or empty for no HTTP API"));
   }
   config.echo = absl::GetFlag(FLAGS_echo);
-  ASSIGN_OR_RETURN(config.scheduler.worker_threads,
-                   FlagInRange(FLAGS_worker_threads, "worker_threads", 1, kMaxWorkerThreads));
-  ASSIGN_OR_RETURN(
-      config.scheduler.max_queued_requests,
-      FlagInRange(FLAGS_max_queued_requests, "max_queued_requests", 1, kMaxQueuedRequests));
+  ASSIGN_OR_RETURN(config.scheduler.worker_threads, FlagInRange(FLAGS_worker_threads));
+  ASSIGN_OR_RETURN(config.scheduler.max_queued_requests, FlagInRange(FLAGS_max_queued_requests));
   const std::string backend = absl::GetFlag(FLAGS_backend);
   std::optional<v1::Backend> default_backend = ParseBackendName(backend);
   if (!default_backend.has_value()) {
@@ -492,22 +544,16 @@ absl::StatusOr<ServerConfig> ValidatedConfig(const Parsed& parsed) {
   }
   config.scheduler.default_backend = *default_backend;
 
-  ASSIGN_OR_RETURN(const int64_t message_bytes,
-                   FlagInRange(FLAGS_max_message_bytes, "max_message_bytes", kMinMessageBytes,
-                               int64_t{INT_MAX}));
+  ASSIGN_OR_RETURN(const int64_t message_bytes, FlagInRange(FLAGS_max_message_bytes));
   config.max_message_bytes = static_cast<int>(message_bytes);
   config.service.max_message_bytes = message_bytes;
   // A chunk plus its few bytes of framing must fit in one message.
   ASSIGN_OR_RETURN(config.service.chunk_bytes,
-                   FlagInRange(FLAGS_chunk_bytes, "chunk_bytes", int64_t{1}, message_bytes - 64));
-  ASSIGN_OR_RETURN(config.service.max_chain_steps,
-                   FlagInRange(FLAGS_max_chain_steps, "max_chain_steps", 1, 4096));
-  ASSIGN_OR_RETURN(
-      config.service.limits.max_request_bytes,
-      FlagInRange(FLAGS_max_request_bytes, "max_request_bytes", int64_t{1}, kMaxRequestBytes));
+                   FlagInRange(FLAGS_chunk_bytes, message_bytes - kChunkFraming));
+  ASSIGN_OR_RETURN(config.service.max_chain_steps, FlagInRange(FLAGS_max_chain_steps));
+  ASSIGN_OR_RETURN(config.service.limits.max_request_bytes, FlagInRange(FLAGS_max_request_bytes));
   ASSIGN_OR_RETURN(config.service.limits.max_tensor_elements,
-                   FlagInRange(FLAGS_max_tensor_elements, "max_tensor_elements", int64_t{1},
-                               kMaxTensorElements));
+                   FlagInRange(FLAGS_max_tensor_elements));
   const std::string backends = absl::GetFlag(FLAGS_backends);
   if (backends == "cpu") {
     config.opencl = false;
@@ -516,27 +562,15 @@ absl::StatusOr<ServerConfig> ValidatedConfig(const Parsed& parsed) {
         absl::StrCat("--backends=", backends, ": expected cpu or cpu,opencl"));
   }
   config.opencl_filter = absl::GetFlag(FLAGS_opencl_devices);
-  ASSIGN_OR_RETURN(
-      config.devices.queue_depth,
-      FlagInRange(FLAGS_opencl_queue_depth, "opencl_queue_depth", 1, kMaxOpenClQueueDepth));
-  ASSIGN_OR_RETURN(config.device.staging_bytes,
-                   FlagInRange(FLAGS_opencl_staging_bytes, "opencl_staging_bytes", int64_t{0},
-                               kMaxStagingBytes));
-  ASSIGN_OR_RETURN(config.devices.max_resident_bytes,
-                   FlagInRange(FLAGS_opencl_max_resident_bytes, "opencl_max_resident_bytes",
-                               int64_t{-1}, std::numeric_limits<int64_t>::max()));
-  ASSIGN_OR_RETURN(const int max_wait, FlagInRange(FLAGS_opencl_max_wait_seconds,
-                                                   "opencl_max_wait_seconds", 0, kMaxSeconds));
+  ASSIGN_OR_RETURN(config.devices.queue_depth, FlagInRange(FLAGS_opencl_queue_depth));
+  ASSIGN_OR_RETURN(config.device.staging_bytes, FlagInRange(FLAGS_opencl_staging_bytes));
+  ASSIGN_OR_RETURN(config.devices.max_resident_bytes, FlagInRange(FLAGS_opencl_max_resident_bytes));
+  ASSIGN_OR_RETURN(const int max_wait, FlagInRange(FLAGS_opencl_max_wait_seconds));
   config.devices.max_wait = std::chrono::seconds(max_wait);
-  ASSIGN_OR_RETURN(const int unhealthy, FlagInRange(FLAGS_opencl_unhealthy_seconds,
-                                                    "opencl_unhealthy_seconds", 0, kMaxSeconds));
+  ASSIGN_OR_RETURN(const int unhealthy, FlagInRange(FLAGS_opencl_unhealthy_seconds));
   config.devices.unhealthy_for = std::chrono::seconds(unhealthy);
-  ASSIGN_OR_RETURN(
-      config.devices.inject_failures,
-      FlagInRange(FLAGS_inject_opencl_failures, "inject_opencl_failures", 0, kMaxInjectedFailures));
-  ASSIGN_OR_RETURN(const int64_t auto_min_bytes,
-                   FlagInRange(FLAGS_auto_opencl_min_bytes, "auto_opencl_min_bytes", int64_t{0},
-                               std::numeric_limits<int64_t>::max()));
+  ASSIGN_OR_RETURN(config.devices.inject_failures, FlagInRange(FLAGS_inject_opencl_failures));
+  ASSIGN_OR_RETURN(const int64_t auto_min_bytes, FlagInRange(FLAGS_auto_opencl_min_bytes));
   if (parsed.given.count("auto_opencl_min_bytes") > 0) {
     config.scheduler.auto_opencl_min_bytes = auto_min_bytes;
   }
@@ -546,22 +580,16 @@ absl::StatusOr<ServerConfig> ValidatedConfig(const Parsed& parsed) {
         absl::StrCat("--calibrate=", calibrate, ": expected on or off"));
   }
   config.calibrate = calibrate == "on";
-  ASSIGN_OR_RETURN(const int grace, FlagInRange(FLAGS_shutdown_grace_seconds,
-                                                "shutdown_grace_seconds", 0, kMaxShutdownSeconds));
+  ASSIGN_OR_RETURN(const int grace, FlagInRange(FLAGS_shutdown_grace_seconds));
   config.grace = std::chrono::seconds(grace);
-  ASSIGN_OR_RETURN(const int drain,
-                   FlagInRange(FLAGS_drain_seconds, "drain_seconds", 0, kMaxShutdownSeconds));
+  ASSIGN_OR_RETURN(const int drain, FlagInRange(FLAGS_drain_seconds));
   config.drain = std::chrono::seconds(drain);
   ASSIGN_OR_RETURN(config.request_log, ParseRequestLogPolicy(absl::GetFlag(FLAGS_request_log)));
   ASSIGN_OR_RETURN(config.max_connection_age_seconds,
-                   FlagInRange(FLAGS_max_connection_age_seconds, "max_connection_age_seconds", 0,
-                               INT_MAX / 1000));
-  ASSIGN_OR_RETURN(
-      config.max_concurrent_streams,
-      FlagInRange(FLAGS_max_concurrent_streams, "max_concurrent_streams", 1, kMaxStreams));
+                   FlagInRange(FLAGS_max_connection_age_seconds));
+  ASSIGN_OR_RETURN(config.max_concurrent_streams, FlagInRange(FLAGS_max_concurrent_streams));
   ASSIGN_OR_RETURN(config.max_connection_idle_seconds,
-                   FlagInRange(FLAGS_max_connection_idle_seconds, "max_connection_idle_seconds", 0,
-                               kMaxSeconds));
+                   FlagInRange(FLAGS_max_connection_idle_seconds));
   config.security.tls = {absl::GetFlag(FLAGS_tls_cert_file), absl::GetFlag(FLAGS_tls_key_file),
                          absl::GetFlag(FLAGS_tls_client_ca_file)};
   config.security.auth_token_file = absl::GetFlag(FLAGS_auth_token_file);
@@ -580,51 +608,31 @@ absl::StatusOr<ServerConfig> ValidatedConfig(const Parsed& parsed) {
     return absl::InvalidArgumentError(
         absl::StrCat("--health_address=", config.health_address, ": expected HOST:PORT"));
   }
-  config.max_memory_bytes = absl::GetFlag(FLAGS_max_memory_bytes);
-  if (config.max_memory_bytes < 0) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("--max_memory_bytes=", config.max_memory_bytes, ": must not be negative"));
-  }
+  ASSIGN_OR_RETURN(config.max_memory_bytes, FlagInRange(FLAGS_max_memory_bytes));
   if (config.max_memory_bytes == 0) {
     const MemoryLimit limit = ProcessMemoryLimit();
     config.max_memory_bytes = std::max<int64_t>(limit.bytes / 2, 1);
     config.max_memory_source =
         absl::StrCat("half of the ", limit.bytes, " bytes of ", limit.source);
   }
-  config.buffer_pool_bytes = absl::GetFlag(FLAGS_buffer_pool_bytes);
-  if (config.buffer_pool_bytes < -1) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("--buffer_pool_bytes=", config.buffer_pool_bytes,
-                     ": must be -1 (a quarter of "
-                     "--max_memory_bytes), 0 (none) or a byte count"));
-  }
+  ASSIGN_OR_RETURN(config.buffer_pool_bytes, FlagInRange(FLAGS_buffer_pool_bytes));
   if (config.buffer_pool_bytes == -1) config.buffer_pool_bytes = config.max_memory_bytes / 4;
-  ASSIGN_OR_RETURN(const int idle,
-                   FlagInRange(FLAGS_idle_timeout_seconds, "idle_timeout_seconds", 0, kMaxSeconds));
+  ASSIGN_OR_RETURN(const int idle, FlagInRange(FLAGS_idle_timeout_seconds));
   config.service.idle_timeout = absl::Seconds(idle);
-  ASSIGN_OR_RETURN(
-      config.shared_memory_idle_seconds,
-      FlagInRange(FLAGS_shared_memory_idle_seconds, "shared_memory_idle_seconds", 0, kMaxSeconds));
+  ASSIGN_OR_RETURN(config.shared_memory_idle_seconds,
+                   FlagInRange(FLAGS_shared_memory_idle_seconds));
   config.shared_memory_remote = absl::GetFlag(FLAGS_shared_memory_remote);
-  ASSIGN_OR_RETURN(const int handle_ttl,
-                   FlagInRange(FLAGS_handle_ttl_seconds, "handle_ttl_seconds", 1, kMaxSeconds));
-  ASSIGN_OR_RETURN(
-      const int handle_max_ttl,
-      FlagInRange(FLAGS_handle_max_ttl_seconds, "handle_max_ttl_seconds", 1, 30 * kMaxSeconds));
+  ASSIGN_OR_RETURN(const int handle_ttl, FlagInRange(FLAGS_handle_ttl_seconds));
+  ASSIGN_OR_RETURN(const int handle_max_ttl, FlagInRange(FLAGS_handle_max_ttl_seconds));
   config.handles.default_ttl = absl::Seconds(handle_ttl);
   config.handles.max_ttl = absl::Seconds(std::max(handle_ttl, handle_max_ttl));
-  config.handles.max_bytes_per_client = absl::GetFlag(FLAGS_max_resident_bytes_per_client);
-  if (config.handles.max_bytes_per_client < -1) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("--max_resident_bytes_per_client=", config.handles.max_bytes_per_client,
-                     ": must be -1 (half of --max_memory_bytes), 0 (no limit) or a byte count"));
-  }
+  ASSIGN_OR_RETURN(config.handles.max_bytes_per_client,
+                   FlagInRange(FLAGS_max_resident_bytes_per_client));
   if (config.handles.max_bytes_per_client == -1) {
     config.handles.max_bytes_per_client = config.max_memory_bytes / 2;
   }
   ASSIGN_OR_RETURN(config.handles.max_handles_per_client,
-                   FlagInRange(FLAGS_max_handles_per_client, "max_handles_per_client", int64_t{1},
-                               int64_t{100000000}));
+                   FlagInRange(FLAGS_max_handles_per_client));
   config.handles.replica = absl::GetFlag(FLAGS_advertise_address);
   if (config.handles.replica.size() > 255) {
     return absl::InvalidArgumentError(absl::StrCat(
@@ -654,6 +662,8 @@ bool IsWildcardAddress(absl::string_view address) {
 
 const std::vector<std::string>& TensordFlagNames() { return DefinedFlagNames(); }
 
+const std::vector<FlagRange>& TensordFlagRanges() { return DefinedFlagRanges(); }
+
 namespace {
 
 constexpr absl::string_view kFlagfileHelp =
@@ -678,6 +688,24 @@ std::string ShownDefault(const std::string& name, const absl::CommandLineFlag& f
     if (bytes % kMiB == 0) return absl::StrCat(code, " (", bytes / kMiB, " MiB)");
   }
   return code;
+}
+
+// A bound as --help says it: 2^k or 2^k-1 from 2^20 up, else its digits.
+std::string BoundText(int64_t bound) {
+  for (int k = 20; k < 64; ++k) {
+    const uint64_t power = uint64_t{1} << k;
+    if (static_cast<uint64_t>(bound) == power) return absl::StrCat("2^", k);
+    if (static_cast<uint64_t>(bound) == power - 1) return absl::StrCat("2^", k, "-1");
+  }
+  return absl::StrCat(bound);
+}
+
+// A flag's help text, then its range when it has one: "...; in [1, 2^20]".
+std::string HelpWithRange(const std::string& name, const absl::CommandLineFlag& flag) {
+  const FlagRange* range = RangeOf(name);
+  if (range == nullptr) return flag.Help();
+  return absl::StrCat(flag.Help(), "; in [", BoundText(range->lo), ", ",
+                      range->hi_text.empty() ? BoundText(range->hi) : range->hi_text, "]");
 }
 
 // `text` in lines of at most `width` characters (longer words alone), each
@@ -717,7 +745,7 @@ std::string FlagsHelp() {
     const std::string shown = ShownDefault(name, *flag, false);
     absl::StrAppend(&help, "  --", name,
                     shown.empty() ? "" : absl::StrCat(" (default ", shown, ")"), "\n",
-                    Wrapped(flag->Help(), "      ", 80));
+                    Wrapped(HelpWithRange(name, *flag), "      ", 80));
   }
   absl::StrAppend(&help, "  --flagfile=PATH\n", Wrapped(kFlagfileHelp, "      ", 80));
   return help;
@@ -728,7 +756,7 @@ std::string FlagsMarkdown() {
   for (const std::string& name : TensordFlagNames()) {
     const absl::CommandLineFlag* flag = absl::FindCommandLineFlag(name);
     absl::StrAppend(&table, "| `--", name, "` | ", MarkdownCell(ShownDefault(name, *flag, true)),
-                    " | ", MarkdownCell(flag->Help()), " |\n");
+                    " | ", MarkdownCell(HelpWithRange(name, *flag)), " |\n");
   }
   absl::StrAppend(&table, "| `--flagfile` | | ", MarkdownCell(kFlagfileHelp), " |\n");
   return table;

@@ -71,6 +71,21 @@ absl::StatusOr<ServerConfig> ConfigFromFlags(const std::vector<std::string>& arg
 // only names ConfigFromFlags accepts (besides flagfile and help).
 const std::vector<std::string>& TensordFlagNames();
 
+// A numeric flag's range [lo, hi]: the one statement of it, which validation
+// ("--NAME=V must be in [lo, hi]", a usage error), --help and docs/flags.md
+// ("in [lo, hi]" after the help text) and the range test read. `hi_text`,
+// when set, is hi as --help says it where hi follows another flag (chunk_bytes:
+// `--max_message_bytes` - 64); `hi` is then its bound at that flag's default.
+struct FlagRange {
+  std::string name;
+  int64_t lo = 0;
+  int64_t hi = 0;
+  std::string hi_text;
+};
+
+// Every numeric flag's range, in --help order.
+const std::vector<FlagRange>& TensordFlagRanges();
+
 // The --help text: every flag with its default and help, then --flagfile.
 std::string FlagsHelp();
 // The same as docs/flags.md's table (--help=markdown): one row a flag.

@@ -6,11 +6,16 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdint>
+#include <limits>
+#include <set>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "absl/flags/reflection.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_replace.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/string_view.h"
 #include "gmock/gmock.h"
@@ -178,51 +183,55 @@ TEST(ConfigTest, UnknownFlagsAndStrayWordsAreRefused) {
               StatusIs(absl::StatusCode::kInvalidArgument, StartsWith("--worker_threads=many: ")));
 }
 
-struct RangeCase {
+struct FlagErrorCase {
   std::string flag;
   std::string message;
 };
 
-TEST(ConfigTest, EveryRangeErrorNamesTheFlagAndValue) {
-  const std::vector<RangeCase> cases = {
-      {"--worker_threads=0", "--worker_threads=0 must be in [1, 1024]"},
-      {"--worker_threads=1025", "--worker_threads=1025 must be in [1, 1024]"},
-      {"--max_queued_requests=0", "--max_queued_requests=0 must be in [1, 1048576]"},
-      {"--max_message_bytes=4095", "--max_message_bytes=4095 must be in [4096, 2147483647]"},
-      {"--max_message_bytes=2147483648",
-       "--max_message_bytes=2147483648 must be in [4096, 2147483647]"},
-      {"--chunk_bytes=0", "--chunk_bytes=0 must be in [1, 67108800]"},
-      {"--chunk_bytes=67108801", "--chunk_bytes=67108801 must be in [1, 67108800]"},
-      {"--max_request_bytes=0", "--max_request_bytes=0 must be in [1, 1125899906842624]"},
-      {"--max_tensor_elements=4294967296",
-       "--max_tensor_elements=4294967296 must be in [1, 4294967295]"},
-      {"--opencl_queue_depth=1025", "--opencl_queue_depth=1025 must be in [1, 1024]"},
-      {"--opencl_staging_bytes=-1", "--opencl_staging_bytes=-1 must be in [0, 1099511627776]"},
-      {"--opencl_max_wait_seconds=86401", "--opencl_max_wait_seconds=86401 must be in [0, 86400]"},
-      {"--opencl_unhealthy_seconds=-1", "--opencl_unhealthy_seconds=-1 must be in [0, 86400]"},
-      {"--inject_opencl_failures=-1", "--inject_opencl_failures=-1 must be in [0, 1048576]"},
-      {"--auto_opencl_min_bytes=-1",
-       "--auto_opencl_min_bytes=-1 must be in [0, 9223372036854775807]"},
-      {"--shutdown_grace_seconds=3601", "--shutdown_grace_seconds=3601 must be in [0, 3600]"},
-      {"--drain_seconds=-1", "--drain_seconds=-1 must be in [0, 3600]"},
-      {"--max_connection_age_seconds=2147484",
-       "--max_connection_age_seconds=2147484 must be in [0, 2147483]"},
-      {"--max_concurrent_streams=0", "--max_concurrent_streams=0 must be in [1, 65536]"},
-      {"--max_connection_idle_seconds=86401",
-       "--max_connection_idle_seconds=86401 must be in [0, 86400]"},
-      {"--idle_timeout_seconds=86401", "--idle_timeout_seconds=86401 must be in [0, 86400]"},
-      {"--shared_memory_idle_seconds=-1", "--shared_memory_idle_seconds=-1 must be in [0, 86400]"},
-      {"--max_memory_bytes=-1", "--max_memory_bytes=-1: must not be negative"},
-      {"--handle_ttl_seconds=0", "--handle_ttl_seconds=0 must be in [1, 86400]"},
-      {"--handle_max_ttl_seconds=2592001",
-       "--handle_max_ttl_seconds=2592001 must be in [1, 2592000]"},
-      {"--max_chain_steps=0", "--max_chain_steps=0 must be in [1, 4096]"},
-      {"--max_resident_bytes_per_client=-2",
-       "--max_resident_bytes_per_client=-2: must be -1 (half of --max_memory_bytes), 0 (no "
-       "limit) or a byte count"},
-      {"--buffer_pool_bytes=-2",
-       "--buffer_pool_bytes=-2: must be -1 (a quarter of "
-       "--max_memory_bytes), 0 (none) or a byte count"},
+// Every numeric flag has a range (TENSORD_RANGED_FLAG), and that one range is
+// what validation and --help use: one below and one above are refused naming
+// the flag, the value and the range; both ends are accepted.
+TEST(ConfigTest, EveryNumericFlagHasOneRangeThatValidationAndHelpUse) {
+  std::set<std::string> ranged;
+  for (const FlagRange& range : TensordFlagRanges()) ranged.insert(range.name);
+  for (const std::string& name : TensordFlagNames()) {
+    const absl::CommandLineFlag* flag = absl::FindCommandLineFlag(name);
+    if (flag->IsOfType<int>() || flag->IsOfType<int64_t>()) {
+      EXPECT_EQ(ranged.count(name), 1) << "--" << name << " has no range";
+    }
+  }
+  EXPECT_GE(ranged.size(), 27);
+  const std::string help = FlagsHelp();
+  for (const FlagRange& range : TensordFlagRanges()) {
+    const std::string flag = absl::StrCat("--", range.name, "=");
+    // --chunk_bytes=1 first, so that no end of --max_message_bytes's range is
+    // refused for the default chunk (a later --chunk_bytes wins).
+    auto config_with = [&](int64_t value) {
+      return ConfigFromFlags({"--chunk_bytes=1", absl::StrCat(flag, value)});
+    };
+    const std::string in_range = absl::StrCat(" must be in [", range.lo, ", ", range.hi, "]");
+    EXPECT_THAT(config_with(range.lo - 1), StatusIs(absl::StatusCode::kInvalidArgument,
+                                                    absl::StrCat(flag, range.lo - 1, in_range)));
+    if (range.hi < std::numeric_limits<int64_t>::max()) {
+      EXPECT_THAT(config_with(range.hi + 1), StatusIs(absl::StatusCode::kInvalidArgument,
+                                                      absl::StrCat(flag, range.hi + 1, in_range)));
+    }
+    for (const int64_t end : {range.lo, range.hi}) {
+      const absl::StatusOr<ServerConfig> config = config_with(end);
+      EXPECT_TRUE(config.ok()) << flag << end << ": " << config.status();
+    }
+    const size_t at = help.find(absl::StrCat("  --", range.name, " "));
+    ASSERT_NE(at, std::string::npos) << range.name;
+    const std::string own_help = help.substr(at, help.find("\n  --", at + 1) - at);
+    EXPECT_THAT(absl::StrReplaceAll(own_help, {{"\n      ", " "}}),
+                HasSubstr(absl::StrCat("; in [", range.lo, ", ")))
+        << own_help;
+  }
+}
+
+// The other flags' errors name the flag and the value too.
+TEST(ConfigTest, EveryOtherFlagErrorNamesTheFlagAndValue) {
+  const std::vector<FlagErrorCase> cases = {
       {"--address=127.0.0.1:65536", "--address=127.0.0.1:65536: the port must be in [0, 65535]"},
       {"--address=localhost", "--address=localhost: expected HOST:PORT, or unix:PATH"},
       {"--address=unix:", "--address=unix:: expected unix:PATH or unix:///ABSOLUTE_PATH"},
@@ -238,7 +247,7 @@ TEST(ConfigTest, EveryRangeErrorNamesTheFlagAndValue) {
       {"--calibrate=maybe", "--calibrate=maybe: expected on or off"},
       {"--reflection=maybe", "--reflection=maybe: expected on, off or auth"},
   };
-  for (const RangeCase& c : cases) {
+  for (const FlagErrorCase& c : cases) {
     EXPECT_THAT(ConfigFromFlags({c.flag}), StatusIs(absl::StatusCode::kInvalidArgument, c.message))
         << c.flag;
   }
@@ -273,10 +282,10 @@ TEST(ConfigTest, FlagNamesAreTheDefinitionsInHelpOrder) {
                   "opencl_devices", "opencl_queue_depth", "opencl_staging_bytes",
                   "opencl_max_resident_bytes", "auto_opencl_min_bytes", "calibrate",
                   "opencl_unhealthy_seconds", "inject_opencl_failures", "metrics_address",
-                  "http_address", "max_connection_age_seconds", "max_concurrent_streams",
-                  "max_connection_idle_seconds", "echo", "tls_cert_file", "tls_key_file",
-                  "tls_client_ca_file", "auth_token_file", "reflection", "health_address",
-                  "max_memory_bytes", "buffer_pool_bytes", "idle_timeout_seconds",
+                  "http_address", "max_connection_age_seconds",
+                  "max_concurrent_streams", "max_connection_idle_seconds", "echo", "tls_cert_file",
+                  "tls_key_file", "tls_client_ca_file", "auth_token_file", "reflection",
+                  "health_address", "max_memory_bytes", "buffer_pool_bytes", "idle_timeout_seconds",
                   "opencl_max_wait_seconds", "shared_memory_idle_seconds", "shared_memory_remote",
                   "handle_ttl_seconds", "handle_max_ttl_seconds", "max_resident_bytes_per_client",
                   "max_handles_per_client", "max_chain_steps", "advertise_address"));

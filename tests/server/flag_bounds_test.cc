@@ -1,5 +1,7 @@
-// Every numeric and address flag of tensord has a range: a value outside it
-// exits 2 naming the flag and the range, before anything listens.
+// A flag outside its range makes tensord exit 2 naming the flag and the range,
+// before anything listens. Every numeric flag's range is walked in-process by
+// ConfigTest.EveryNumericFlagHasOneRangeThatValidationAndHelpUse; here a few
+// of each kind go through the real process.
 #include <string>
 #include <vector>
 
@@ -22,29 +24,9 @@ TEST(FlagBoundsTest, OutOfRangeValuesExitTwoNamingFlagAndRange) {
   const std::vector<Case> cases = {
       {"--worker_threads=2147483647", "--worker_threads=2147483647 must be in [1, 1024]"},
       {"--worker_threads=0", "--worker_threads=0 must be in [1, 1024]"},
-      {"--max_queued_requests=0", "--max_queued_requests=0 must be in [1, 1048576]"},
-      {"--max_message_bytes=100", "--max_message_bytes=100 must be in [4096, 2147483647]"},
       {"--max_message_bytes=4294967296",
        "--max_message_bytes=4294967296 must be in [4096, 2147483647]"},
       {"--chunk_bytes=67108801", "--chunk_bytes=67108801 must be in [1, 67108800]"},
-      {"--max_request_bytes=0", "--max_request_bytes=0 must be in [1, 1125899906842624]"},
-      {"--max_tensor_elements=4294967296",
-       "--max_tensor_elements=4294967296 must be in [1, 4294967295]"},
-      {"--opencl_queue_depth=1025", "--opencl_queue_depth=1025 must be in [1, 1024]"},
-      {"--opencl_unhealthy_seconds=-1", "--opencl_unhealthy_seconds=-1 must be in [0, 86400]"},
-      {"--opencl_max_wait_seconds=-1", "--opencl_max_wait_seconds=-1 must be in [0, 86400]"},
-      {"--opencl_max_wait_seconds=86401", "--opencl_max_wait_seconds=86401 must be in [0, 86400]"},
-      {"--inject_opencl_failures=-1", "--inject_opencl_failures=-1 must be in [0, 1048576]"},
-      {"--opencl_staging_bytes=-1", "--opencl_staging_bytes=-1 must be in [0, 1099511627776]"},
-      {"--auto_opencl_min_bytes=-1",
-       "--auto_opencl_min_bytes=-1 must be in [0, 9223372036854775807]"},
-      {"--shutdown_grace_seconds=3601", "--shutdown_grace_seconds=3601 must be in [0, 3600]"},
-      {"--drain_seconds=-1", "--drain_seconds=-1 must be in [0, 3600]"},
-      {"--max_connection_age_seconds=2147484",
-       "--max_connection_age_seconds=2147484 must be in [0, 2147483]"},
-      {"--max_concurrent_streams=0", "--max_concurrent_streams=0 must be in [1, 65536]"},
-      {"--max_connection_idle_seconds=86401",
-       "--max_connection_idle_seconds=86401 must be in [0, 86400]"},
       {"--address=127.0.0.1:99999", "--address=127.0.0.1:99999: the port must be in [0, 65535]"},
       {"--address=127.0.0.1:-1", "--address=127.0.0.1:-1: the port must be in [0, 65535]"},
       {"--address=localhost", "--address=localhost: expected HOST:PORT"},
