@@ -218,6 +218,10 @@ TENSORD_FLAG(std::string, http_address, "0.0.0.0:8000",
              "picks a port, printed as `tensord http on HOST:PORT`; empty: off); HTTPS when "
              "`--tls_cert_file` is set (the gRPC port's certificate, key and client CA); port in "
              "[0, 65535]");
+TENSORD_RANGED_FLAG(int, http_keep_alive_seconds, 0, kMaxShutdownSeconds, 60,
+                    "how long an answered `--http_address` connection stays open for its next "
+                    "request (HTTP/1.1 keep-alive; the idle ones are the first closed when 256 "
+                    "connections wait); 0: one request per connection");
 TENSORD_RANGED_FLAG(
     int, max_connection_age_seconds, 0, INT_MAX / 1000, 0,
     "close each client connection after about this long (gracefully), so DNS-balancing "
@@ -585,6 +589,7 @@ absl::StatusOr<ServerConfig> ValidatedConfig(const Parsed& parsed) {
   ASSIGN_OR_RETURN(const int drain, FlagInRange(FLAGS_drain_seconds));
   config.drain = std::chrono::seconds(drain);
   ASSIGN_OR_RETURN(config.request_log, ParseRequestLogPolicy(absl::GetFlag(FLAGS_request_log)));
+  ASSIGN_OR_RETURN(config.http_keep_alive_seconds, FlagInRange(FLAGS_http_keep_alive_seconds));
   ASSIGN_OR_RETURN(config.max_connection_age_seconds,
                    FlagInRange(FLAGS_max_connection_age_seconds));
   ASSIGN_OR_RETURN(config.max_concurrent_streams, FlagInRange(FLAGS_max_concurrent_streams));

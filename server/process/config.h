@@ -34,6 +34,7 @@ struct ServerConfig {
   std::vector<std::string> addresses;  // TCP ones first, in the order given
   std::string metrics_address;         // empty: no metrics endpoint
   std::string http_address;            // empty: no v2 HTTP/REST API
+  int http_keep_alive_seconds = 60;    // 0: one request per connection
   bool echo = false;
   bool opencl = true;
   bool calibrate = true;

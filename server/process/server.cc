@@ -235,6 +235,7 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Create(const ServerConfig& confi
   if (!config.http_address.empty() && !config.echo) {
     InferenceHttpOptions http;
     http.max_body_bytes = config.max_message_bytes;
+    http.keep_alive_idle = std::chrono::seconds(config.http_keep_alive_seconds);
     http.tokens = server->security_->tokens();
     http.auth_counters = server->security_->auth_counters();
     // With --tls_cert_file: HTTPS with gRPC's certificate, key and client CA,

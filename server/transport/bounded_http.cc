@@ -3,6 +3,7 @@
 #include <arpa/inet.h>
 #include <fcntl.h>
 #include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <poll.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -254,11 +255,15 @@ class BoundedHttpServer::Impl : public httplib::Server {
     std::shared_ptr<void> hold;
     std::function<HttpRefusal(int64_t)> hold_bytes;
     std::string answer;  // with kRefusing: what is left to write
+    int served = 0;      // requests this connection had answered before
+    bool idle = false;   // kept alive, its next request not begun
   };
   struct Ready {
     std::unique_ptr<Connection> connection;
     std::string request;
     std::shared_ptr<void> hold;
+    int served = 0;
+    bool pipelined = false;  // bytes after the request came with it
   };
 
   bool process_and_close_socket(socket_t socket) override {
@@ -268,17 +273,28 @@ class BoundedHttpServer::Impl : public httplib::Server {
         ::close(socket);
         return false;
       }
+    }
+    int yes = 1;
+    ::setsockopt(socket, IPPROTO_TCP, TCP_NODELAY, &yes, sizeof yes);
+    Waiting arrival;
+    arrival.connection = options_.make_connection(socket);
+    arrival.deadline = Clock::now() + options_.request_deadline;
+    Arrive(std::move(arrival));
+    return true;
+  }
+
+  // `w` (a new connection, or one kept alive) into the waiting room.
+  void Arrive(Waiting w) {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      if (stopping_) return;
       if (arrivals_.size() + waiting_count_ >= options_.max_waiting) evict_oldest_ = true;
       if (arrivals_.size() >= options_.max_waiting) {  // a burst not yet seen
         arrivals_.erase(arrivals_.begin());
       }
-      Waiting arrival;
-      arrival.connection = options_.make_connection(socket);
-      arrival.deadline = Clock::now() + options_.request_deadline;
-      arrivals_.push_back(std::move(arrival));
+      arrivals_.push_back(std::move(w));
     }
     Wake();
-    return true;
   }
 
   void Wake() {
@@ -411,6 +427,10 @@ class BoundedHttpServer::Impl : public httplib::Server {
       w.request.resize(had + static_cast<size_t>(std::max<ssize_t>(got, 0)));
       if (got < 0 && WouldBlock()) return true;
       if (got <= 0) return false;  // hung up or failed
+      if (w.idle) {                // a kept-alive connection's next request begins: its deadline
+        w.idle = false;
+        w.deadline = Clock::now() + options_.request_deadline;
+      }
       if (w.state == State::kHead) {
         const size_t end = w.request.find("\r\n\r\n");
         if (end == std::string::npos) {
@@ -418,7 +438,7 @@ class BoundedHttpServer::Impl : public httplib::Server {
           continue;
         }
         if (!options_.admit) {  // the request ends at its headers
-          Hand(Ready{std::move(w.connection), std::move(w.request), nullptr});
+          Hand(Ready{std::move(w.connection), std::move(w.request), nullptr, w.served, true});
           return false;
         }
         if (end + 4 > options_.max_header_bytes) return false;
@@ -426,13 +446,17 @@ class BoundedHttpServer::Impl : public httplib::Server {
         if (w.state == State::kRefusing) return true;
       }
       if (w.state == State::kBody && w.request.size() >= w.expected) {
-        w.request.resize(w.expected);  // one request per connection: no pipelining
+        // Bytes past the request: a pipelined next one, which is not served
+        // (the connection closes after this answer; clients send it again).
+        const bool pipelined = w.request.size() > w.expected;
+        w.request.resize(w.expected);
         // From here on the handler's copy of the body too (httplib's, which
         // grows by doubling) until the request is answered.
         if (!HoldBytes(w, static_cast<int64_t>(w.request.capacity()) + 2 * w.body_bytes)) {
           return true;
         }
-        Hand(Ready{std::move(w.connection), std::move(w.request), std::move(w.hold)});
+        Hand(Ready{std::move(w.connection), std::move(w.request), std::move(w.hold), w.served,
+                   pipelined});
         return false;
       }
     }
@@ -448,7 +472,12 @@ class BoundedHttpServer::Impl : public httplib::Server {
         for (Waiting& arrival : arrivals_) waiting.push_back(std::move(arrival));
         arrivals_.clear();
         if (evict_oldest_) {
-          while (waiting.size() > options_.max_waiting - 1) waiting.pop_front();
+          // The oldest idle kept-alive connection first, else the oldest.
+          while (waiting.size() > options_.max_waiting) {
+            auto idle = std::find_if(waiting.begin(), waiting.end(),
+                                     [](const Waiting& w) { return w.idle; });
+            waiting.erase(idle != waiting.end() ? idle : waiting.begin());
+          }
           evict_oldest_ = false;
         }
         waiting_count_ = waiting.size();
@@ -508,13 +537,25 @@ class BoundedHttpServer::Impl : public httplib::Server {
         ready_queue_.pop_front();
       }
       ThreadHold() = std::move(next.hold);
+      const bool last = options_.keep_alive_idle.count() == 0 || next.pipelined ||
+                        next.served + 1 >= options_.keep_alive_max_requests;
+      bool closed = false;  // httplib: the client asked to close, or spoke HTTP/1.0
+      bool answered = false;
       {
         DeadlineStream stream(*next.connection, std::move(next.request),
                               Clock::now() + options_.write_deadline, &stopping_);
-        bool closed = false;
-        process_request(stream, /*close_connection=*/true, closed, [](httplib::Request&) {});
+        answered = process_request(stream, last, closed, [](httplib::Request&) {});
       }
       ThreadHold().reset();
+      if (answered && !last && !closed) {
+        Waiting kept;
+        kept.connection = std::move(next.connection);
+        kept.deadline = Clock::now() + options_.keep_alive_idle;
+        kept.served = next.served + 1;
+        kept.idle = true;
+        Arrive(std::move(kept));
+        continue;
+      }
       next.connection->ShutdownWrite();
       ::shutdown(next.connection->fd(), SHUT_RDWR);
     }
@@ -554,11 +595,18 @@ absl::StatusOr<std::unique_ptr<BoundedHttpServer>> BoundedHttpServer::Start(
   std::unique_ptr<BoundedHttpServer> server(new BoundedHttpServer());
   const size_t payload =
       options.admit ? static_cast<size_t>(options.max_body_bytes) : options.max_header_bytes;
+  const bool keep_alive = options.keep_alive_idle.count() > 0;
+  const size_t keep_alive_count = keep_alive ? options.keep_alive_max_requests : 1;
+  const time_t keep_alive_seconds = std::max<time_t>(
+      1, std::chrono::duration_cast<std::chrono::seconds>(options.keep_alive_idle).count());
   server->http_ = std::make_unique<Impl>(std::move(options));
   Impl& http = *server->http_;
   http.set_socket_options(ExclusiveSocketOptions);
   http.set_payload_max_length(payload);
-  http.set_keep_alive_max_count(1);
+  // What httplib's Keep-Alive header tells the client (the waiting room keeps
+  // the connection).
+  http.set_keep_alive_max_count(keep_alive_count);
+  http.set_keep_alive_timeout(keep_alive_seconds);
   routes(http);
 
   if (host_port->port == 0) {

@@ -15,7 +15,13 @@
 // memory budget reservation, grown with the buffer). A head that framing could
 // be read two ways from (ParseHttpRequestHead) is refused with 400. Only complete requests reach
 // the `worker_threads` workers (at most `queued_requests` wait for one), whose answer must be
-// written within `write_deadline`. One request per connection.
+// written within `write_deadline`. With `keep_alive_idle` set, an answered connection goes
+// back to the waiting room for its next request (HTTP/1.1 keep-alive): it may wait that long
+// for the request's first byte, then has `request_deadline` for the rest, and an idle one is
+// the first evicted when the room is full; a connection that asked to close, spoke HTTP/1.0
+// or sent a request before its answer (pipelining) is closed after the answer. Otherwise one
+// request per connection. Accepted sockets have TCP_NODELAY: an answer's last segment is not
+// held back waiting for the client's ACK.
 //
 // TLS seam: every byte goes through a Connection made by `make_connection`
 // (plaintext sockets by default); a TLS session (server/transport/tls_stream.h) plugs in
@@ -103,6 +109,11 @@ struct BoundedHttpOptions {
   size_t worker_threads = 2;
   size_t queued_requests = 16;
   std::chrono::milliseconds write_deadline{5000};
+  // How long an answered connection may stay open for its next request; 0:
+  // one request per connection (Connection: close).
+  std::chrono::milliseconds keep_alive_idle{0};
+  // The most requests one kept-alive connection serves before it is closed.
+  int keep_alive_max_requests = 1000;
   // Called in the waiting room for every request whose headers are in and
   // whose declared body fits max_body_bytes, with the head's
   // peer_certificate_subject set from its connection; must not block.

@@ -422,6 +422,7 @@ absl::StatusOr<std::unique_ptr<InferenceHttpServer>> InferenceHttpServer::Start(
   bounded.worker_threads = state->options.worker_threads;
   bounded.queued_requests = 64;
   bounded.write_deadline = state->options.write_deadline;
+  bounded.keep_alive_idle = state->options.keep_alive_idle;
   bounded.admit = [raw = state.get()](const HttpRequestHead& head) { return Admit(*raw, head); };
   bounded.render_refusal = [](int status, const std::string& message) {
     return HttpRefusal{status, kJson,

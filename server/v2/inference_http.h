@@ -45,6 +45,9 @@ struct InferenceHttpOptions {
   std::chrono::milliseconds write_deadline{30000};
   std::chrono::milliseconds infer_deadline{60000};
   size_t worker_threads = 4;
+  // How long an answered connection stays open for its next request; 0: one
+  // request per connection (BoundedHttpOptions::keep_alive_idle).
+  std::chrono::milliseconds keep_alive_idle{0};
   // The TLS seam (server/transport/bounded_http.h); null: plaintext.
   std::function<std::unique_ptr<Connection>(int fd)> make_connection;
 };

@@ -282,7 +282,7 @@ TEST(ConfigTest, FlagNamesAreTheDefinitionsInHelpOrder) {
                   "opencl_devices", "opencl_queue_depth", "opencl_staging_bytes",
                   "opencl_max_resident_bytes", "auto_opencl_min_bytes", "calibrate",
                   "opencl_unhealthy_seconds", "inject_opencl_failures", "metrics_address",
-                  "http_address", "max_connection_age_seconds",
+                  "http_address", "http_keep_alive_seconds", "max_connection_age_seconds",
                   "max_concurrent_streams", "max_connection_idle_seconds", "echo", "tls_cert_file",
                   "tls_key_file", "tls_client_ca_file", "auth_token_file", "reflection",
                   "health_address", "max_memory_bytes", "buffer_pool_bytes", "idle_timeout_seconds",

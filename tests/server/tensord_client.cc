@@ -16,6 +16,8 @@
 #include <google/protobuf/unknown_field_set.h>
 #include <httplib.h>
 
+#include "absl/strings/ascii.h"
+#include "absl/strings/numbers.h"
 #include "tests/support/proc_status.h"
 
 namespace tensorop::testing {
@@ -335,7 +337,21 @@ std::string RawHttpExchange(int port, const std::string& request, int timeout_se
   std::string answer;
   char buffer[4096];
   ssize_t got;
-  while ((got = ::recv(fd, buffer, sizeof buffer, 0)) > 0) answer.append(buffer, got);
+  while ((got = ::recv(fd, buffer, sizeof buffer, 0)) > 0) {
+    answer.append(buffer, got);
+    const size_t head_end = answer.find("\r\n\r\n");
+    if (head_end == std::string::npos) continue;
+    const std::string head = absl::AsciiStrToLower(answer.substr(0, head_end));
+    const size_t length_at = head.find("\r\ncontent-length:");
+    size_t length = 0;
+    if (length_at != std::string::npos &&
+        absl::SimpleAtoi(
+            head.substr(length_at + 17, head.find("\r\n", length_at + 2) - (length_at + 17)),
+            &length) &&
+        answer.size() >= head_end + 4 + length) {
+      break;
+    }
+  }
   ::close(fd);
   return answer;
 }

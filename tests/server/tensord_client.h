@@ -115,8 +115,9 @@ int64_t MetricValueOnceItIs(const TensordProcess& server, const std::string& ser
 // A connected loopback socket to an HTTP `port` (reads time out after
 // `timeout_seconds`), or -1.
 int ConnectHttp(int port, int timeout_seconds = 10);
-// Sends `request` on a fresh connection to `port` and reads until the server
-// closes it (or a read waits `timeout_seconds`).
+// Sends `request` on a fresh connection to `port` and reads one answer: until
+// its Content-Length is in (the server may keep the connection), the server
+// closes it, or a read waits `timeout_seconds`.
 std::string RawHttpExchange(int port, const std::string& request, int timeout_seconds = 10);
 
 // The value of the first series of `family` on the server's /metrics, whatever
