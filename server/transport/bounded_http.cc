@@ -427,7 +427,9 @@ class BoundedHttpServer::Impl : public httplib::Server {
       w.request.resize(had + static_cast<size_t>(std::max<ssize_t>(got, 0)));
       if (got < 0 && WouldBlock()) return true;
       if (got <= 0) return false;  // hung up or failed
-      if (w.idle) {                // a kept-alive connection's next request begins: its deadline
+      if (w.idle) {
+        // A kept-alive connection's next request begins: from now on it has
+        // the request deadline.
         w.idle = false;
         w.deadline = Clock::now() + options_.request_deadline;
       }
