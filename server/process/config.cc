@@ -1,6 +1,7 @@
 // tensord's flags, and their parsing and validation into a ServerConfig. (About
-// 750 lines, past the project's ~600: each flag's help text is its whole
-// reference, docs/flags.md generated from it, so the definitions are long.)
+// 780 lines, past the project's ~600: each flag's help text is its whole
+// reference, docs/flags.md generated from it, so the definitions are long, and
+// the definitions must share this file with the registries their macros fill.)
 #include "server/process/config.h"
 
 #include <arpa/inet.h>
