@@ -530,12 +530,13 @@ func checkCompanion(p *problems, cid string, pod *corev1.PodSpec, c corev1.Conta
 	}
 }
 
-// tensordFlags are the flags tensord accepts, read from their definitions
-// (the TENSORD_FLAG lines of server/process/config.cc) so they cannot drift: an
-// unknown one in the flag file stops tensord at startup.
+// tensordFlags are the flags tensord accepts, read from their definitions (the
+// TENSORD_FLAG and TENSORD_RANGED_FLAG lines of server/process/config.cc, either
+// with _SHOWN) so they cannot drift: an unknown one in the flag file stops
+// tensord at startup.
 var tensordFlags, tensordFlagsErr = readTensordFlags()
 
-var tensordFlagLine = regexp.MustCompile(`(?m)^TENSORD_FLAG(?:_SHOWN)?\(\s*[\w:]+\s*,\s*(\w+)\s*,`)
+var tensordFlagLine = regexp.MustCompile(`(?m)^TENSORD_(?:RANGED_)?FLAG(?:_SHOWN)?\(\s*[\w:]+\s*,\s*(\w+)\s*,`)
 
 // readTensordFlags finds server/process/config.cc in the working directory or the
 // nearest one above it (the repository root, or the module inside it under
