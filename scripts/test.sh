@@ -13,21 +13,38 @@
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 . "$root/scripts/lib.sh"
+# Each stage's seconds, printed last (also when a stage fails), so that a CI
+# log's tail says where the time went.
+stage_names=() stage_seconds=() stage_start=$SECONDS
+stage() {
+  if [ "${#stage_names[@]}" -gt 0 ]; then stage_seconds+=($((SECONDS - stage_start))); fi
+  stage_names+=("$1") stage_start=$SECONDS
+  echo "== $1"
+}
+stage_times() {
+  stage_seconds+=($((SECONDS - stage_start)))
+  echo "== stage times (total $((SECONDS / 60)) min $((SECONDS % 60)) s)"
+  for i in "${!stage_names[@]}"; do
+    printf '%6d s  %s\n' "${stage_seconds[$i]}" "${stage_names[$i]}"
+  done
+}
+trap stage_times EXIT
+stage "setup (scripts/setup.sh)"
 "$root/scripts/setup.sh"
 # The sources as .clang-format writes them (include order too): seconds, so first.
-echo "== format (scripts/format.sh --check)"
+stage "format (scripts/format.sh --check)"
 "$root/scripts/format.sh" --check
 # server/'s rooms: every include and link where docs/ARCHITECTURE.md allows it.
-echo "== rooms (scripts/check_rooms.py)"
+stage "rooms (scripts/check_rooms.py)"
 python3 "$root/scripts/check_rooms.py"
 # ghz for the load smoke test (server.GhzSmoke); a no-op once installed.
 "$root/bench/load/install-ghz.sh" >/dev/null
 
 run_suite() {
   local flavour="$1" dir="$2"
-  echo "== $flavour: build"
+  stage "$flavour: build"
   "$root/scripts/build.sh" "$flavour"
-  echo "== $flavour: ctest"
+  stage "$flavour: ctest"
   ctest --test-dir "$dir" --output-on-failure -j "$(nproc)" --timeout 300
 }
 
@@ -36,7 +53,7 @@ run_suite release "$root/build"
 # clang-tidy (.clang-tidy: bugprone-*, functions of at most 80 lines and 7
 # parameters) over the C++ changed since its tidy-base commit, with the release
 # build's compile commands.
-echo "== tidy (scripts/tidy.py)"
+stage "tidy (scripts/tidy.py)"
 python3 "$root/scripts/tidy.py"
 
 # Sanitizers: abort on the first report. Container-overflow checks are off
@@ -51,8 +68,9 @@ unset ASAN_OPTIONS UBSAN_OPTIONS
 # concurrent metrics and logging), halting on the first report. The suites
 # that go through gRPC are not run under TSan: Debian's gRPC and Abseil are not
 # instrumented (RELIABILITY.md). tests/tsan.supp names only library frames.
-echo "== tsan: build and ctest (server unit tests)"
+stage "tsan: build (server unit tests)"
 "$root/scripts/build.sh" tsan server_unit_tests
+stage "tsan: ctest"
 # CalibrationTest is left out: its CPU phase forks tbb::parallel_for from a
 # thread outside oneTBB, a hand-off synchronised only inside the uninstrumented
 # libtbb.so.12 (TSan reports the kernel's reads of the job's bytes); it runs in
@@ -62,15 +80,15 @@ TSAN_OPTIONS="halt_on_error=1:second_deadlock_stack=1:suppressions=$root/tests/t
         -LE integration --output-on-failure -j "$(nproc)" --timeout 300
 
 # Fuzzing smoke: each libFuzzer target 30 s from its kept corpus (ASan + UBSan).
-echo "== fuzz (scripts/fuzz.sh)"
+stage "fuzz (scripts/fuzz.sh)"
 "$root/scripts/fuzz.sh" 30
 
 # The public cases through the real server, as a user would run them.
-echo "== conformance (tests/conformance/cases and tests/conformance: release tensord, both backends, unary, streamed, through handles and as chains)"
+stage "conformance (tests/conformance/cases and tests/conformance: release tensord, both backends, unary, streamed, through handles and as chains)"
 log="$(mktemp)"
 "$root/build/bin/tensord" --address=127.0.0.1:0 --metrics_address=127.0.0.1:0 --http_address= >"$log" 2>&1 &
 server=$!
-trap 'kill "$server" 2>/dev/null || true; rm -f "$log"' EXIT
+trap 'kill "$server" 2>/dev/null || true; rm -f "$log"; stage_times' EXIT
 port="$(tensord_port "$log" "$server")" || { cat "$log" >&2; exit 1; }
 status=0
 for backend in cpu opencl; do
@@ -84,33 +102,33 @@ kill -TERM "$server"
 wait "$server" || status=1
 
 # The Python client's static checks: ruff, and mypy --strict over the package.
-echo "== python lint (scripts/python-lint.sh)"
+stage "python lint (scripts/python-lint.sh)"
 "$root/scripts/python-lint.sh" || status=1
 
 # The Python client and grpcurl against the release tensord (pytest in tests/python).
-echo "== python client and grpcurl (tests/python)"
+stage "python client and grpcurl (tests/python)"
 "$root/scripts/python-test.sh" || status=1
 
 # The Kubernetes manifests: every overlay rendered and decoded strictly.
-echo "== kubernetes manifests (deploy/k8s)"
+stage "kubernetes manifests (deploy/k8s)"
 "$root/scripts/k8s-validate.sh" || status=1
 
 # Every example in README.md and docs/ as written, against a real tensord on the
 # addresses the docs dial, outputs compared. Here, not in ctest: it needs the venv
 # and grpcurl that python-test.sh installs after the ctest suites, and its fixed
 # ports (50051, 8000, 9464) would collide with tests that ctest runs beside it.
-echo "== doc examples (scripts/run_doc_examples.py)"
+stage "doc examples (scripts/run_doc_examples.py)"
 python3 "$root/scripts/run_doc_examples.py" --tensord "$root/build/bin/tensord" || status=1
 
 # The repository stands alone: the examples of README.md (its tour) and docs/ as
 # written in a `git clone` of HEAD in a scratch directory, with no ../shared beside
 # it, build/bin's tensord and tensorctl in its build/bin.
-echo "== doc examples in a fresh clone of HEAD (scripts/run_doc_examples.py --fresh-clone)"
+stage "doc examples in a fresh clone of HEAD (scripts/run_doc_examples.py --fresh-clone)"
 python3 "$root/scripts/run_doc_examples.py" --fresh-clone --tensord "$root/build/bin/tensord" ||
   status=1
 
 # The container image: built with podman, its tensord health-checked and run
 # against the public cases.
-echo "== container image (Dockerfile)"
+stage "container image (Dockerfile)"
 TENSORCTL="$root/build/bin/tensorctl" "$root/scripts/container-test.sh" || status=1
 exit "$status"

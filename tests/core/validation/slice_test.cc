@@ -13,17 +13,17 @@
 #include "core/tensor.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "tests/support/int64_extremes.h"
 #include "tests/support/status_matchers.h"
 
 namespace tensorop {
 namespace {
 
+using ::tensorop::testing::kInt64Max;
+using ::tensorop::testing::kInt64Min;
 using ::tensorop::testing::StatusIs;
 using ::testing::ElementsAre;
 using ::testing::Eq;
-
-constexpr int64_t kInt64Max = std::numeric_limits<int64_t>::max();
-constexpr int64_t kInt64Min = std::numeric_limits<int64_t>::min();
 
 // A float32 input of the given sizes (packed unless strides are given) over a
 // zeroed buffer it owns, and the output descriptions of one slice request.

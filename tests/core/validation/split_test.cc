@@ -13,16 +13,16 @@
 #include "core/tensor.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "tests/support/int64_extremes.h"
 #include "tests/support/status_matchers.h"
 
 namespace tensorop {
 namespace {
 
+using ::tensorop::testing::kInt64Max;
 using ::tensorop::testing::StatusIs;
 using ::testing::ElementsAre;
 using ::testing::Eq;
-
-constexpr int64_t kInt64Max = std::numeric_limits<int64_t>::max();
 
 class SplitValidationTest : public ::testing::Test {
  protected:

@@ -15,17 +15,17 @@
 #include "core/tensor.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "tests/support/int64_extremes.h"
 #include "tests/support/status_matchers.h"
 
 namespace tensorop {
 namespace {
 
+using ::tensorop::testing::kInt64Max;
 using ::tensorop::testing::StatusIs;
 using ::testing::ElementsAre;
 using ::testing::Eq;
 using ::testing::IsEmpty;
-
-constexpr int64_t kInt64Max = std::numeric_limits<int64_t>::max();
 
 // Validates a tensor over `bytes` zero bytes. The buffer outlives the call.
 absl::StatusOr<Layout> Validate(DType dtype, std::vector<int64_t> sizes,
