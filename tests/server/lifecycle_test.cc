@@ -24,6 +24,7 @@ namespace tensorop::testing {
 namespace {
 
 using ::testing::_;
+using ::testing::ContainsRegex;
 using ::testing::HasSubstr;
 using ::testing::Not;
 
@@ -321,8 +322,11 @@ TEST(ShutdownTest, ASecondSignalStopsAtOnceSayingWhatItCutShort) {
   ASSERT_THAT(AwaitLogLine(server, {"\"event\":\"draining\""}), HasSubstr("1 handles"));
   const int exit_status = server.Signal(SIGINT);
   EXPECT_TRUE(WIFEXITED(exit_status) && WEXITSTATUS(exit_status) == 1) << exit_status;
-  EXPECT_THAT(server.Log(), HasSubstr("\"event\":\"stopped\",\"detail\":\"at once, on a "
-                                      "second SIGINT: 0 calls open, 1 handles dropped"));
+  // The Fetch's call may still be closing on the server (its answer reached
+  // the client before its reactor's end) when the signal lands: 0 or 1 open.
+  EXPECT_THAT(server.Log(),
+              ContainsRegex("\"event\":\"stopped\",\"detail\":\"at once, on a second SIGINT: "
+                            "[01] calls open, 1 handles dropped"));
 }
 
 // Flag files as Kubernetes mounts them from a ConfigMap.
