@@ -12,9 +12,9 @@
 #include "absl/status/statusor.h"
 #include "core/cancellation.h"
 #include "server/data/handle_store.h"
+#include "server/engine/engine.h"
 #include "server/memory/memory_budget.h"
 #include "server/pipeline/pipeline.h"
-#include "server/pipeline/service_options.h"
 #include "server/placement/scheduler.h"
 #include "server/telemetry/request_log.h"
 #include "tensorop/v1/tensorop.pb.h"
@@ -22,15 +22,14 @@
 namespace tensorop::server {
 
 // Checks every step of `chain` (references, operators, layouts) before any
-// runs, then runs them on `placement` (AUTO is settled by the first step and
-// kept), each step's buffers reserved in `budget` while they live, and
-// returns the results' parts, their bytes moved into `reservation`. Errors
-// name steps[i] or results[j]; kept results made before a failure are
-// released.
+// runs, then runs them through `engine` on `placement` (AUTO is settled by
+// the first step and kept), each step's buffers reserved in the engine's
+// budget while they live, and returns the results' parts, their bytes moved
+// into `reservation`. Errors name steps[i] or results[j]; kept results made
+// before a failure are released.
 absl::StatusOr<ResultParts> ExecuteChainIntoParts(const v1::RunChainRequest& chain,
-                                                  const ServiceOptions& options,
-                                                  Scheduler& scheduler, Placement& placement,
-                                                  const StopCheck& stop, MemoryBudget& budget,
+                                                  const Engine& engine, Placement& placement,
+                                                  const StopCheck& stop,
                                                   MemoryBudget::Reservation& reservation,
                                                   CallRecord& record, const HandleAccess* handles);
 

@@ -202,8 +202,8 @@ class TensorOpService::RunChainReactor final : public StreamReactor {
     if (chain.has_device_index()) where.set_device_index(chain.device_index());
     ASSIGN_OR_RETURN(Placement placement, engine().Place(where));
     record_.backend = placement.label;
-    return ExecuteChainIntoParts(chain, engine().options(), engine().scheduler(), placement, stop_,
-                                 engine().budget(), reservation_, record_, &handles_);
+    return ExecuteChainIntoParts(chain, engine(), placement, stop_, reservation_, record_,
+                                 &handles_);
   }
 
   const grpc::ByteBuffer* const request_bytes_;  // owned by gRPC until OnDone
