@@ -1,7 +1,7 @@
 // Guarded(work): runs `work`, turning an exception into a status, so a task or
 // a reaction never leaves its call unfinished.
-#ifndef TENSOROP_SERVER_PIPELINE_GUARDED_H_
-#define TENSOROP_SERVER_PIPELINE_GUARDED_H_
+#ifndef TENSOROP_CORE_GUARDED_H_
+#define TENSOROP_CORE_GUARDED_H_
 
 #include <exception>
 #include <new>
@@ -9,7 +9,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 
-namespace tensorop::server {
+namespace tensorop {
 
 template <typename Work>
 absl::Status Guarded(Work work) {
@@ -24,6 +24,6 @@ absl::Status Guarded(Work work) {
   }
 }
 
-}  // namespace tensorop::server
+}  // namespace tensorop
 
-#endif  // TENSOROP_SERVER_PIPELINE_GUARDED_H_
+#endif  // TENSOROP_CORE_GUARDED_H_

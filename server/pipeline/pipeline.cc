@@ -1,6 +1,7 @@
-// One request from plan to outputs, into the call's sink: admission, views,
-// device residency and execution share one reservation and are read together;
-// planning is apart in plan.cc, the call context and sinks in call_context.h.
+// One request into the call's sink: how each sink admits its answer and where
+// its outputs' buffers come from. The steps every call takes (admission,
+// reservation, binding, execution) are in call_steps.cc, planning in plan.cc,
+// the call context and sinks in call_context.h.
 #include "server/pipeline/pipeline.h"
 
 #include <algorithm>
@@ -17,6 +18,7 @@
 #include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
+#include "core/guarded.h"
 #include "core/operator.h"
 #include "core/plan/byte_range.h"
 #include "core/plan/output_bands.h"
@@ -24,7 +26,6 @@
 #include "core/status_macros.h"
 #include "server/data/handle_store.h"
 #include "server/data/shared_memory.h"
-#include "server/pipeline/guarded.h"
 #include "server/transport/call_stop.h"
 #include "server/wire/chunk_part.h"
 #include "server/wire/convert.h"
@@ -33,264 +34,6 @@
 
 namespace tensorop::server {
 namespace {
-
-// Told a request's plan before any output is allocated: the bytes the answer
-// takes besides the output buffers (its serialized copy, a part buffer), or
-// why the request is refused (an answer over the message limit).
-using AdmitFn = std::function<absl::StatusOr<int64_t>(const ExecutionPlan& plan)>;
-
-// The outputs a request kept (OutputDesc.keep), by output index: null for
-// the others.
-using KeptOutputs = std::vector<std::shared_ptr<const ResidentTensor>>;
-
-// Where an output kept on a device "is" for `allocate`: it has no host bytes,
-// its answer is only its handle.
-std::byte on_device_output;
-
-// Whether a scatter of `plan` reads input `slot` as its indices or updates,
-// which device kernels address from their buffer's byte 0 (a view of a
-// device tensor past it is read from a host copy instead).
-bool ScatterReadsFromByteZero(const ExecutionPlan& plan, size_t slot) {
-  return std::any_of(plan.scatters.begin(), plan.scatters.end(), [slot](const ScatterWalk& walk) {
-    return walk.indices_slot == static_cast<int>(slot) ||
-           walk.updates_slot == static_cast<int>(slot);
-  });
-}
-
-// A streamed result that may go out while it is computed: `start` hands the
-// outputs, allocated and not yet written, to the writer and returns the
-// progress the bands report to.
-struct BandedStart {
-  int64_t band_bytes = 0;
-  std::function<ResultProgress&()> start;
-};
-
-// The handle input "input" of `run` reads whole: in host memory when the call
-// runs there (`pinned` < 0, not sent to OpenCL), or on the device it is
-// pinned to. Null when there is none.
-const std::shared_ptr<const ResidentTensor>* WindowedHandle(const v1::RunRequest& request,
-                                                            const PlannedRun& run, int pinned) {
-  const size_t slot = InputSlot(run.plan, "input");
-  if (slot == run.plan.input_names.size()) return nullptr;
-  auto on_device = run.on_device.find("input");
-  if (on_device != run.on_device.end()) {
-    if (on_device->second->device_index() != pinned) return nullptr;
-    for (const auto& pin : run.handles) {
-      if (pin.get() == on_device->second) return &pin;
-    }
-    return nullptr;
-  }
-  if (pinned >= 0 || request.backend() == v1::OPENCL) return nullptr;
-  const std::span<const std::byte> read = run.inputs[slot];
-  const std::shared_ptr<const ResidentTensor>* base = HostTensorRead(run.handles, read);
-  return base != nullptr && (*base)->bytes().size() == read.size() ? base : nullptr;
-}
-
-// Makes every output of `run` a view of the handle it windows, when all are
-// kept (in no strides asked) and are windows of non-negative strides on a
-// handle where the call runs (WindowedHandle): true, with `kept` and the
-// layouts `allocate` is told (no buffers). False when any of that does not
-// hold: the outputs are then copied as any others.
-template <typename Allocate>
-absl::StatusOr<bool> KeepAsViews(const CallContext& call, const PlannedRun& run, int pinned,
-                                 Allocate& allocate, KeptOutputs* kept) {
-  const v1::RunRequest& request = call.request;
-  const HandleAccess* handles = call.handles;
-  const ExecutionPlan& plan = run.plan;
-  if (handles == nullptr || handles->store == nullptr || !handles->views ||
-      plan.windows.size() != plan.outputs.size() || plan.windows.empty() ||
-      request.outputs_size() < static_cast<int>(plan.outputs.size())) {
-    return false;
-  }
-  const std::shared_ptr<const ResidentTensor>* base = WindowedHandle(request, run, pinned);
-  if (base == nullptr) return false;
-  std::vector<Layout> layouts;
-  for (size_t j = 0; j < plan.outputs.size(); ++j) {
-    const v1::OutputDesc& asked = request.outputs(static_cast<int>(j));
-    if (!asked.keep() || !asked.strides().empty() || asked.has_shared_memory()) return false;
-    Layout layout = plan.outputs[j];
-    if (layout.element_count == 0) return false;
-    layout.buffer_elements = 1;
-    for (size_t d = 0; d < layout.sizes.size(); ++d) {
-      layout.strides[d] = layout.sizes[d] == 1 ? 0 : plan.windows[j].strides[d];
-      if (layout.strides[d] < 0) return false;  // a reversed window: no layout says it
-      layout.buffer_elements += (layout.sizes[d] - 1) * layout.strides[d];
-    }
-    layouts.push_back(std::move(layout));
-  }
-  KeptOutputs views;
-  std::vector<std::string> made;
-  for (size_t j = 0; j < layouts.size(); ++j) {
-    absl::StatusOr<std::shared_ptr<const ResidentTensor>> view = handles->store->MakeView(
-        handles->caller, *base, layouts[j], plan.windows[j].base * ElementSize(layouts[j].dtype),
-        absl::StrCat("outputs[", j, "] of request ", Quoted(request.id())));
-    if (!view.ok()) {
-      handles->store->Release(handles->caller, made);
-      return view.status();
-    }
-    made.push_back((*view)->id());
-    std::byte* bytes =
-        (*view)->on_device() ? &on_device_output : const_cast<std::byte*>((*view)->bytes().data());
-    RETURN_IF_ERROR(allocate(layouts[j], bytes).status());
-    views.push_back(*std::move(view));
-  }
-  *kept = std::move(views);
-  return true;
-}
-
-// Plans the call's request (unless `call.planned`), admits it (`admit`),
-// reserves what its outputs take in the call's reservation (and, on a device,
-// its device buffers: PoCL's CPU device keeps them in host memory), asks
-// `allocate(layout, elsewhere)` for each output's zeroed buffer (`elsewhere`:
-// where the output goes instead of a buffer of the call's own, in a shared
-// memory region or a kept tensor, else null), executes into them, and makes
-// the kept outputs resident (`kept`). `banded`: a streamed call whose result
-// may go out while it is computed.
-template <typename Allocate>
-absl::Status PlanAndExecute(const CallContext& call, const AdmitFn& admit, Allocate allocate,
-                            KeptOutputs* kept, const BandedStart* banded = nullptr) {
-  const v1::RunRequest& request = call.request;
-  Scheduler& scheduler = call.scheduler;
-  Placement& placement = call.placement;
-  const StopCheck& stop = call.stop;
-  const HandleAccess* handles = call.handles;
-  SharedMemoryRegistry* shared_memory = call.options.shared_memory;
-  // Work that expired or was cancelled while queued is not started.
-  RETURN_IF_ERROR(stop());
-  std::unique_ptr<PlannedRun> planned_here;
-  PlannedRun* run = call.planned;
-  if (run == nullptr) {
-    ASSIGN_OR_RETURN(planned_here, Plan(request, call.options.limits, shared_memory, stop,
-                                        call.uploaded, handles));
-    run = planned_here.get();
-  }
-  ASSIGN_OR_RETURN(int64_t answer_bytes, admit(run->plan));
-  // Inputs on the device the op is pinned to are read in place; those on
-  // another device come to host memory first.
-  const int pinned = PinnedDevice(request, placement, *run);
-  ASSIGN_OR_RETURN(const bool views, KeepAsViews(call, *run, pinned, allocate, kept));
-  if (views) {
-    if (pinned >= 0) {  // answered as where the views are: on the device
-      placement.device = Device::kOpenCl;
-      placement.device_index = pinned;
-      placement.label = handles->store->options().devices->Label(pinned);
-    }
-    return absl::OkStatus();
-  }
-  const int64_t kept_bytes = KeptOutputBytes(request, run->plan.outputs);
-  const int64_t output_bytes = TotalBytes(run->plan.outputs) -
-                               SharedMemoryOutputBytes(request, run->plan.outputs) - kept_bytes;
-  RETURN_IF_ERROR(ReadPiecedInputs(
-      *run, pinned < 0 && !scheduler.MayRunOnDevice(placement, run->plan), call.reservation));
-  const size_t slots = run->plan.input_names.size();
-  std::vector<opencl_backend::ResidentInput> resident_inputs(slots);
-  int64_t copy_bytes = run->host_copy_bytes;
-  for (size_t slot = 0; slot < slots; ++slot) {
-    auto found = run->on_device.find(run->plan.input_names[slot]);
-    if (found == run->on_device.end()) continue;
-    const ResidentTensor& tensor = *found->second;
-    if (tensor.device_index() == pinned &&
-        (tensor.byte_offset() == 0 || !ScatterReadsFromByteZero(run->plan, slot))) {
-      resident_inputs[slot] = {.buffer = &tensor.device_buffer()->buffer(),
-                               .byte_offset = tensor.byte_offset()};
-    } else if (!run->host_copies.contains(found->first)) {
-      copy_bytes += found->second->layout().buffer_bytes();
-    }
-  }
-  int64_t bytes = output_bytes + answer_bytes + copy_bytes;
-  if (pinned >= 0) {  // the device's own copies of what is not resident there
-    bytes += output_bytes;
-    for (size_t slot = 0; slot < slots; ++slot) {
-      if (resident_inputs[slot].buffer == nullptr) {
-        bytes += static_cast<int64_t>(run->inputs[slot].size());
-      }
-    }
-  } else if (scheduler.MayRunOnDevice(placement, run->plan)) {
-    bytes += output_bytes + kept_bytes;
-    for (std::span<const std::byte> input : run->inputs) {
-      bytes += static_cast<int64_t>(input.size());
-    }
-  }
-  RETURN_IF_ERROR(
-      call.reservation.Grow(bytes, absl::StrCat("the outputs of request ", Quoted(request.id()))));
-  for (size_t slot = 0; slot < slots; ++slot) {
-    auto found = run->on_device.find(run->plan.input_names[slot]);
-    if (found == run->on_device.end() || resident_inputs[slot].buffer != nullptr) continue;
-    ASSIGN_OR_RETURN(run->inputs[slot],
-                     HostCopy(*run, found->first, *found->second, *handles, stop));
-  }
-  std::vector<const opencl_backend::ResidentBuffer*> resident_outputs(run->plan.outputs.size(),
-                                                                      nullptr);
-  std::vector<std::byte*> outputs;
-  outputs.reserve(run->plan.outputs.size());
-  std::vector<HandleStore::Pending> pending(run->plan.outputs.size());
-  for (const Layout& layout : run->plan.outputs) {
-    const int index = static_cast<int>(outputs.size());
-    ASSIGN_OR_RETURN(std::byte * elsewhere,
-                     SharedMemoryOutput(request, index, layout, shared_memory, RegionOwner(handles),
-                                        run->shared_memory));
-    if (index < request.outputs_size() && request.outputs(index).keep()) {
-      if (elsewhere != nullptr) {
-        return absl::InvalidArgumentError(
-            absl::StrCat("outputs[", index, "]: keep and shared_memory are both set; choose one"));
-      }
-      if (handles == nullptr || handles->store == nullptr) {
-        return absl::FailedPreconditionError(
-            absl::StrCat("outputs[", index, "].keep: this call does not keep outputs"));
-      }
-      ASSIGN_OR_RETURN(
-          pending[index],
-          handles->store->Reserve(
-              handles->caller, layout,
-              absl::StrCat("outputs[", index, "] of request ", Quoted(request.id())), pinned));
-      elsewhere = pending[index].data();
-      if (pinned >= 0) {  // stays on the device: no host buffer
-        resident_outputs[index] = &pending[index].device_buffer()->buffer();
-        elsewhere = &on_device_output;
-      }
-    }
-    ASSIGN_OR_RETURN(std::byte * output, allocate(layout, elsewhere));
-    outputs.push_back(output);
-  }
-  // Host-memory handles that a device reads are copied there for the call.
-  const auto count_host_handles = [&] {
-    for (const auto& tensor : run->handles) {
-      if (!tensor->on_device()) handles->store->CountCopy();
-    }
-  };
-  if (pinned >= 0) {
-    count_host_handles();
-    const absl::Status status =
-        scheduler.ExecuteOnDevice(pinned, placement, run->plan, run->inputs, resident_inputs,
-                                  outputs, resident_outputs, stop);
-    if (status.code() == absl::StatusCode::kUnavailable) return LostInputs(*run, pinned, status);
-    RETURN_IF_ERROR(status);
-  } else if (std::optional<std::vector<OutputBand>> bands =
-                 banded != nullptr && !KeepsOutputs(request) &&
-                         !scheduler.MayRunOnDevice(placement, run->plan)
-                     ? SplitIntoOutputBands(run->plan, banded->band_bytes)
-                     : std::nullopt;
-             bands.has_value() && bands->size() > 1) {
-    // On the CPU, band after band, the parts going out as their bands end.
-    placement.device = Device::kCpu;
-    placement.label = "cpu";
-    ResultProgress& progress = banded->start();
-    for (const OutputBand& band : *bands) {
-      if (progress.abandoned()) return WriteFailure(stop);
-      RETURN_IF_ERROR(scheduler.Execute(placement, band.plan, run->inputs, outputs, stop));
-      progress.Advance(band.output, band.ready_bytes);
-    }
-  } else {
-    if (placement.device != Device::kCpu) count_host_handles();
-    RETURN_IF_ERROR(scheduler.Execute(placement, run->plan, run->inputs, outputs, stop));
-  }
-  RETURN_IF_ERROR(CheckSharedMemoryIntact(run->shared_memory));
-  kept->assign(pending.size(), nullptr);
-  for (size_t i = 0; i < pending.size(); ++i) {
-    if (pending[i]) (*kept)[i] = handles->store->Commit(std::move(pending[i]));
-  }
-  return absl::OkStatus();
-}
 
 // PlanAndExecute's `allocate` for outputs held in `outputs` (OutputBuffers or
 // Outputs): each one's buffer, from `pool` when large, held as `hold` makes

@@ -11,11 +11,11 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
+#include "core/guarded.h"
 #include "core/plan/byte_range.h"
 #include "core/plan/source_pieces.h"
 #include "core/status_macros.h"
 #include "server/memory/zero_bytes.h"
-#include "server/pipeline/guarded.h"
 #include "server/wire/convert.h"
 
 namespace tensorop::server {

@@ -24,6 +24,7 @@
 #include "server/memory/memory_budget.h"
 #include "server/pipeline/service_options.h"
 #include "server/placement/scheduler.h"
+#include "tests/server/pipeline_fixture.h"
 #include "tests/server/set_ints.h"
 #include "tests/support/status_matchers.h"
 
@@ -35,34 +36,6 @@ using ::tensorop::testing::StatusIs;
 using ::testing::AllOf;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
-
-// int32 values 0..5 as a 2x3 tensor, little-endian like the wire.
-std::string Int32Bytes(std::initializer_list<int32_t> values) {
-  std::string bytes;
-  for (int32_t value : values) {
-    char word[4];
-    std::memcpy(word, &value, sizeof(word));
-    bytes.append(word, sizeof(word));
-  }
-  return bytes;
-}
-
-// input[0:2, 1:3] of [[0 1 2] [3 4 5]]: [[1 2] [4 5]].
-v1::RunRequest SliceRequest() {
-  v1::RunRequest request;
-  request.set_id("slice-1");
-  request.set_backend(v1::CPU);
-  v1::SliceAttrs* slice = request.mutable_slice();
-  SetInts(slice->mutable_offsets(), {0, 1});
-  SetInts(slice->mutable_window_sizes(), {2, 2});
-  SetInts(slice->mutable_window_strides(), {1, 1});
-  v1::Tensor& input = (*request.mutable_inputs())["input"];
-  input.set_dtype(v1::INT32);
-  SetInts(input.mutable_sizes(), {2, 3});
-  input.set_data(Int32Bytes({0, 1, 2, 3, 4, 5}));
-  SetInts(request.add_outputs()->mutable_sizes(), {2, 2});
-  return request;
-}
 
 grpc::ByteBuffer Serialized(const v1::RunRequest& request) {
   grpc::ByteBuffer bytes;
@@ -76,62 +49,8 @@ grpc::ByteBuffer RawBytes(const std::string& text) {
   return grpc::ByteBuffer(&slice, 1);
 }
 
-const StopCheck kNeverStop = NeverStop;
-
-class PipelineTest : public ::testing::Test {
- protected:
-  // Runs `work` on a scheduler worker (where the CPU kernels expect to run)
-  // and waits for it.
-  absl::Status OnWorker(std::function<absl::Status()> work) {
-    std::promise<absl::Status> done;
-    const absl::Status submitted = scheduler_.Submit(Placement{}, [&] { done.set_value(work()); });
-    if (!submitted.ok()) return submitted;
-    return done.get_future().get();
-  }
-
-  // AnswerWithReceivedBytes of a run parsed by ParseReceivedRunIfLight; the
-  // plan it leaves in `planned` when given.
-  absl::StatusOr<std::optional<OutputBuffers>> AnswerWithItsBytes(
-      ReceivedRun& run, Placement& placement, MemoryBudget::Reservation& reservation,
-      std::unique_ptr<PlannedRun>* planned = nullptr) {
-    std::unique_ptr<PlannedRun> dropped;
-    CallContext call = Call(run.request, placement, reservation);
-    call.uploaded = &run.uploaded;
-    call.received = &*run.received;
-    call.received_reserved = &run.data_bytes;
-    return AnswerWithReceivedBytes(call, {.too_big_hint = "hint"},
-                                   planned != nullptr ? *planned : dropped);
-  }
-
-  // The call of `request` through the pipeline under test, stopped by `stop`
-  // (which outlives the call).
-  CallContext Call(const v1::RunRequest& request, Placement& placement,
-                   MemoryBudget::Reservation& reservation, const StopCheck& stop = kNeverStop) {
-    return CallContext{.request = request,
-                       .options = options_,
-                       .scheduler = scheduler_,
-                       .placement = placement,
-                       .stop = stop,
-                       .reservation = reservation};
-  }
-
-  Placement CpuPlacement() {
-    absl::StatusOr<Placement> placement = scheduler_.Place(v1::CPU, std::nullopt);
-    EXPECT_TRUE(placement.ok()) << placement.status();
-    return *placement;
-  }
-
-  ServiceOptions options_;
-  // Held by pointer: ~Scheduler may throw (its task group's destructor), and
-  // a fixture's destructor may not.
-  std::unique_ptr<Scheduler> scheduler_holder_ =
-      std::make_unique<Scheduler>(SchedulerOptions{.worker_threads = 1});
-  Scheduler& scheduler_ = *scheduler_holder_;
-  MemoryBudget budget_{int64_t{1} << 30};
-};
-
 TEST_F(PipelineTest, ParseRequestParsesAndReservesTheRequestAndItsOutputs) {
-  const v1::RunRequest sent = SliceRequest();
+  const v1::RunRequest sent = TwoByThreeSliceRequest();
   MemoryBudget::Reservation reservation = budget_.Empty();
   v1::RunRequest parsed;
   ASSERT_OK(ParseRequest(Serialized(sent), "Run", reservation, &parsed));
@@ -156,7 +75,7 @@ TEST_F(PipelineTest, ParseRequestOverTheBudgetNamesTheFlagBeforeParsing) {
   MemoryBudget small(1024);
   MemoryBudget::Reservation reservation = small.Empty();
   v1::RunRequest parsed;
-  const grpc::ByteBuffer bytes = Serialized(SliceRequest());
+  const grpc::ByteBuffer bytes = Serialized(TwoByThreeSliceRequest());
   EXPECT_THAT(
       ParseRequest(bytes, "Run", reservation, &parsed),
       StatusIs(absl::StatusCode::kResourceExhausted,
@@ -171,7 +90,7 @@ TEST_F(PipelineTest, LargeInputsAreTakenOutOfTheRequestIntoBuffersOfTheirOwn) {
   constexpr int32_t kRows = 512, kCols = 1024;
   std::vector<int32_t> values(static_cast<size_t>(kRows) * kCols);
   for (size_t i = 0; i < values.size(); ++i) values[i] = static_cast<int32_t>(i);
-  v1::RunRequest sent = SliceRequest();
+  v1::RunRequest sent = TwoByThreeSliceRequest();
   v1::Tensor& input = (*sent.mutable_inputs())["input"];
   SetInts(input.mutable_sizes(), {kRows, kCols});
   input.set_data(std::string(reinterpret_cast<const char*>(values.data()), values.size() * 4));
@@ -209,19 +128,20 @@ TEST_F(PipelineTest, LargeInputsAreTakenOutOfTheRequestIntoBuffersOfTheirOwn) {
   EXPECT_EQ(response.outputs(0).data(),
             std::string(reinterpret_cast<const char*>(last_row.data()), last_row.size() * 4));
   // A small request keeps its data in the message.
-  grpc::ByteBuffer small = Serialized(SliceRequest());
+  grpc::ByteBuffer small = Serialized(TwoByThreeSliceRequest());
   v1::RunRequest small_parsed;
   InputBuffers none;
   ASSERT_OK(ParseRequestAndInputs(&small, "Run", reservation, &pool, &small_parsed, &none));
   EXPECT_TRUE(none.empty());
-  EXPECT_EQ(small_parsed.inputs().at("input").data(), SliceRequest().inputs().at("input").data());
+  EXPECT_EQ(small_parsed.inputs().at("input").data(),
+            TwoByThreeSliceRequest().inputs().at("input").data());
 }
 
 // A [512, 4096] uint8 input (2 MiB, byte i is i % 251) sliced to rows
 // [first, first + rows) stepping `step`.
 v1::RunRequest RowsRequest(int64_t first, int64_t rows, int64_t step) {
   constexpr int64_t kRows = 512, kCols = 4096;
-  v1::RunRequest request = SliceRequest();
+  v1::RunRequest request = TwoByThreeSliceRequest();
   v1::Tensor& input = (*request.mutable_inputs())["input"];
   input.set_dtype(v1::UINT8);
   SetInts(input.mutable_sizes(), {kRows, kCols});
@@ -376,7 +296,7 @@ TEST_F(PipelineTest, RequestsThatAreNotLightToParseAreLeftAsTheyArrived) {
       ->AddLengthDelimited(1000, std::string(20 << 10, 'i'));
   v1::RunRequest scatter = RowsRequest(0, 1, 1);
   scatter.mutable_scatter_elements()->set_axis(0);  // its indices are read to plan it
-  for (const v1::RunRequest& request : {many_fields, scatter, SliceRequest()}) {
+  for (const v1::RunRequest& request : {many_fields, scatter, TwoByThreeSliceRequest()}) {
     grpc::ByteBuffer bytes = Serialized(request);
     const size_t length = bytes.Length();
     MemoryBudget::Reservation reservation = budget_.Empty();
@@ -393,7 +313,7 @@ TEST_F(PipelineTest, RequestsThatAreNotLightToParseAreLeftAsTheyArrived) {
 }
 
 TEST_F(PipelineTest, ExecuteInlineAnswerSlicesOnTheCpuWithExactBytes) {
-  const v1::RunRequest request = SliceRequest();
+  const v1::RunRequest request = TwoByThreeSliceRequest();
   Placement placement = CpuPlacement();
   MemoryBudget::Reservation reservation = budget_.Empty();
   v1::RunResponse response;
@@ -415,7 +335,7 @@ TEST_F(PipelineTest, ExecuteInlineAnswerSlicesOnTheCpuWithExactBytes) {
 
 TEST_F(PipelineTest, ExecuteInlineAnswerOverTheMessageLimitIsRefusedBeforeAnyWork) {
   options_.max_message_bytes = 32;
-  const v1::RunRequest request = SliceRequest();
+  const v1::RunRequest request = TwoByThreeSliceRequest();
   Placement placement = CpuPlacement();
   MemoryBudget::Reservation reservation = budget_.Empty();
   v1::RunResponse response;
@@ -437,7 +357,7 @@ TEST_F(PipelineTest, ExecuteInlineAnswerOverTheMessageLimitIsRefusedBeforeAnyWor
 
 TEST_F(PipelineTest, ExecuteInlineAnswerOverTheBudgetNamesTheRequestsOutputs) {
   MemoryBudget small(16);
-  const v1::RunRequest request = SliceRequest();
+  const v1::RunRequest request = TwoByThreeSliceRequest();
   Placement placement = CpuPlacement();
   MemoryBudget::Reservation reservation = small.Empty();
   v1::RunResponse response;
@@ -452,7 +372,7 @@ TEST_F(PipelineTest, ExecuteInlineAnswerOverTheBudgetNamesTheRequestsOutputs) {
 }
 
 TEST_F(PipelineTest, ExecuteInlineAnswerReportsTheValidatorsError) {
-  v1::RunRequest request = SliceRequest();
+  v1::RunRequest request = TwoByThreeSliceRequest();
   request.mutable_slice()->set_offsets(1, 2);  // 2 + 2 > 3
   Placement placement = CpuPlacement();
   MemoryBudget::Reservation reservation = budget_.Empty();
@@ -470,15 +390,15 @@ TEST_F(PipelineTest, OnlyTinyCopiesOnTheCpuArePlannedToRunWhereTheyAreRead) {
   const auto tiny = [&](const v1::RunRequest& request, const Placement& placement) {
     return PlanIfTiny(request, options_, scheduler_, placement, NeverStop, nullptr) != nullptr;
   };
-  EXPECT_TRUE(tiny(SliceRequest(), cpu));
+  EXPECT_TRUE(tiny(TwoByThreeSliceRequest(), cpu));
   Placement opencl = cpu;
   opencl.device = Device::kOpenCl;
-  EXPECT_FALSE(tiny(SliceRequest(), opencl));
+  EXPECT_FALSE(tiny(TwoByThreeSliceRequest(), opencl));
 
   // The bound is on the input data and on what the plan writes: one int32
   // broadcast down a column of 4096 rows is 16 KiB out, of 4097 one more.
   const auto column = [](int64_t rows) {
-    v1::RunRequest request = SliceRequest();
+    v1::RunRequest request = TwoByThreeSliceRequest();
     v1::Tensor& input = (*request.mutable_inputs())["input"];
     SetInts(input.mutable_sizes(), {rows, 1});
     SetInts(input.mutable_strides(), {0, 1});
@@ -492,19 +412,19 @@ TEST_F(PipelineTest, OnlyTinyCopiesOnTheCpuArePlannedToRunWhereTheyAreRead) {
   ASSERT_EQ(kTinyRequestBytes, 4096 * 4);
   EXPECT_TRUE(tiny(column(4096), cpu));
   EXPECT_FALSE(tiny(column(4097), cpu));
-  v1::RunRequest long_input = SliceRequest();
+  v1::RunRequest long_input = TwoByThreeSliceRequest();
   SetInts((*long_input.mutable_inputs())["input"].mutable_sizes(), {2, 2049});
   (*long_input.mutable_inputs())["input"].set_data(std::string(2 * 2049 * 4, '\0'));
   EXPECT_FALSE(tiny(long_input, cpu));  // 16392 bytes in, 16 out
 
   // Inputs and outputs elsewhere pin handles and regions: a worker's.
-  v1::RunRequest from_region = SliceRequest();
+  v1::RunRequest from_region = TwoByThreeSliceRequest();
   (*from_region.mutable_inputs())["input"].mutable_shared_memory()->set_region("r");
   EXPECT_FALSE(tiny(from_region, cpu));
-  v1::RunRequest from_handle = SliceRequest();
+  v1::RunRequest from_handle = TwoByThreeSliceRequest();
   (*from_handle.mutable_inputs())["input"].mutable_handle()->set_id("h");
   EXPECT_FALSE(tiny(from_handle, cpu));
-  v1::RunRequest kept = SliceRequest();
+  v1::RunRequest kept = TwoByThreeSliceRequest();
   kept.mutable_outputs(0)->set_keep(true);
   EXPECT_FALSE(tiny(kept, cpu));
 
@@ -519,13 +439,13 @@ TEST_F(PipelineTest, OnlyTinyCopiesOnTheCpuArePlannedToRunWhereTheyAreRead) {
   }
   ASSERT_TRUE(PlanRun(scatter, options_, NeverStop, nullptr, nullptr).ok());
   EXPECT_FALSE(tiny(scatter, cpu));
-  v1::RunRequest bad = SliceRequest();
+  v1::RunRequest bad = TwoByThreeSliceRequest();
   bad.mutable_slice()->set_window_strides(0, 0);
   EXPECT_FALSE(tiny(bad, cpu));
 }
 
 TEST_F(PipelineTest, AStoppedCallIsNotStarted) {
-  const v1::RunRequest request = SliceRequest();
+  const v1::RunRequest request = TwoByThreeSliceRequest();
   Placement placement = CpuPlacement();
   MemoryBudget::Reservation reservation = budget_.Empty();
   v1::RunResponse response;
@@ -540,7 +460,7 @@ TEST_F(PipelineTest, AStoppedCallIsNotStarted) {
 
 TEST_F(PipelineTest, ExecuteIntoPartsCutsTheOutputIntoAHeaderAndChunks) {
   options_.chunk_bytes = 6;
-  const v1::RunRequest request = SliceRequest();
+  const v1::RunRequest request = TwoByThreeSliceRequest();
   Placement placement = CpuPlacement();
   MemoryBudget::Reservation reservation = budget_.Empty();
   CallRecord record;
