@@ -13,9 +13,12 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
-#include "core/operator.h"
 #include "core/plan/plan.h"
+#include "core/status_macros.h"
 #include "google/protobuf/stubs/logging.h"
+#include "server/memory/memory_budget.h"
+#include "server/pipeline/call_context.h"
+#include "server/pipeline/service_options.h"
 #include "server/placement/scheduler.h"
 #include "server/telemetry/request_log.h"
 #include "server/wire/convert.h"
@@ -126,45 +129,16 @@ int64_t Work(const ExecutionPlan& plan) {
   return work;
 }
 
+// Takes `request` through the server's own steps of a call
+// (server/pipeline/call_context.h: Admit, ReserveAndResolveInputs,
+// BindOutputs, ExecuteBound), with the harness's checks between them: the
+// plan against its inputs' bytes, the outputs against the limits, and work
+// past kMaxWorkElements not started.
 absl::Status PlanAndExecute(const v1::RunRequest& request, Placement& placement, Answer answer) {
-  absl::StatusOr<OpRequest> op = server::ToOpRequest(request);
-  if (!op.ok()) return op.status();
-  absl::StatusOr<ExecutionPlan> plan = PlanOperator(*op, FuzzLimits());
-  if (!plan.ok()) return plan.status();
-
-  // The inputs in blocks of exactly their size, so that ASan sees any overrun.
-  std::vector<std::unique_ptr<std::byte[]>> inputs;
-  std::vector<std::span<const std::byte>> input_spans;
-  std::vector<int64_t> input_bytes;
-  for (absl::string_view name : plan->input_names) {
-    auto found = std::find_if(op->inputs.begin(), op->inputs.end(),
-                              [&](const NamedTensor& input) { return input.name == name; });
-    if (found == op->inputs.end()) Fail(absl::StrCat("the plan reads a missing input ", name));
-    const std::span<const std::byte> data = found->tensor.data;
-    inputs.push_back(std::make_unique<std::byte[]>(data.size()));
-    if (!data.empty()) std::memcpy(inputs.back().get(), data.data(), data.size());
-    input_spans.emplace_back(inputs.back().get(), data.size());
-    input_bytes.push_back(static_cast<int64_t>(data.size()));
-  }
-  CheckPlan(*plan, input_bytes);
-
-  int64_t output_bytes = 0;
-  for (const Layout& layout : plan->outputs) output_bytes += layout.buffer_bytes();
-  if (output_bytes > FuzzLimits().max_request_bytes) {
-    Fail(absl::StrCat("planned outputs of ", output_bytes, " bytes passed the request limit"));
-  }
-  if (answer == Answer::kInline && output_bytes > kMaxMessageBytes) {
-    return absl::ResourceExhaustedError("over the message limit");
-  }
-  if (Work(*plan) > kMaxWorkElements) return absl::OkStatus();  // see kMaxWorkElements
-
-  std::vector<std::unique_ptr<std::byte[]>> outputs;
-  std::vector<std::byte*> output_pointers;
-  for (const Layout& layout : plan->outputs) {
-    // Value-initialised: padding reads as zero, as in the server.
-    outputs.push_back(std::make_unique<std::byte[]>(static_cast<size_t>(layout.buffer_bytes())));
-    output_pointers.push_back(outputs.back().get());
-  }
+  static const server::ServiceOptions options{
+      .limits = FuzzLimits(), .max_message_bytes = kMaxMessageBytes, .chunk_bytes = kChunkBytes};
+  server::MemoryBudget budget(kMaxRequestBytes * 4);
+  server::MemoryBudget::Reservation reservation = budget.Empty();
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
   const StopCheck stop = [deadline]() -> absl::Status {
     if (std::chrono::steady_clock::now() >= deadline) {
@@ -173,32 +147,80 @@ absl::Status PlanAndExecute(const v1::RunRequest& request, Placement& placement,
     return absl::OkStatus();
   };
   Scheduler& scheduler = TheScheduler();
+  const server::CallContext call{.request = request,
+                                 .options = options,
+                                 .scheduler = scheduler,
+                                 .placement = placement,
+                                 .stop = stop,
+                                 .reservation = reservation};
+  absl::StatusOr<server::Admission> admitted =
+      server::Admit(call, [&](const ExecutionPlan& plan) -> absl::StatusOr<int64_t> {
+        int64_t output_bytes = 0;
+        for (const Layout& layout : plan.outputs) output_bytes += layout.buffer_bytes();
+        if (output_bytes > FuzzLimits().max_request_bytes) {
+          Fail(
+              absl::StrCat("planned outputs of ", output_bytes, " bytes passed the request limit"));
+        }
+        if (answer == Answer::kInline && output_bytes > kMaxMessageBytes) {
+          return absl::ResourceExhaustedError("over the message limit");
+        }
+        return 0;
+      });
+  if (!admitted.ok()) return admitted.status();
+  server::PlannedRun& run = *admitted->run;
+
+  // The inputs in blocks of exactly their size, so that ASan sees any overrun.
+  std::vector<std::unique_ptr<std::byte[]>> inputs;
+  std::vector<int64_t> input_bytes;
+  for (std::span<const std::byte>& input : run.inputs) {
+    inputs.push_back(std::make_unique<std::byte[]>(input.size()));
+    if (!input.empty()) std::memcpy(inputs.back().get(), input.data(), input.size());
+    input = std::span<const std::byte>(inputs.back().get(), input.size());
+    input_bytes.push_back(static_cast<int64_t>(input.size()));
+  }
+  CheckPlan(run.plan, input_bytes);
+  if (Work(run.plan) > kMaxWorkElements) return absl::OkStatus();  // see kMaxWorkElements
+
+  // Value-initialised blocks: padding reads as zero, as in the server.
+  std::vector<std::unique_ptr<std::byte[]>> outputs;
+  const server::AllocateFn allocate = [&](const Layout& layout,
+                                          std::byte*) -> absl::StatusOr<std::byte*> {
+    outputs.push_back(std::make_unique<std::byte[]>(static_cast<size_t>(layout.buffer_bytes())));
+    return outputs.back().get();
+  };
   absl::Status status;
   absl::Status submitted = scheduler.Submit(placement, [&] {
-    status = scheduler.Execute(placement, *plan, input_spans, output_pointers, stop);
+    status = [&]() -> absl::Status {
+      ASSIGN_OR_RETURN(const std::vector<opencl_backend::ResidentInput> resident,
+                       server::ReserveAndResolveInputs(call, *admitted));
+      ASSIGN_OR_RETURN(server::BoundOutputs bound, server::BindOutputs(call, *admitted, allocate));
+      server::KeptOutputs kept;
+      return server::ExecuteBound(call, *admitted, resident, bound, nullptr, &kept);
+    }();
   });
   if (!submitted.ok()) Fail(absl::StrCat("Submit: ", submitted.ToString()));
   scheduler.Wait();
   if (!status.ok()) return status;
+  const std::vector<Layout>& planned_outputs = run.plan.outputs;
 
   // The answer as the client would get it.
   if (answer == Answer::kInline) {
     v1::RunResponse response;
     response.set_id(request.id());
     response.set_backend(placement.label);
-    for (size_t i = 0; i < plan->outputs.size(); ++i) {
+    for (size_t i = 0; i < planned_outputs.size(); ++i) {
       server::ToProtoTensor(
-          plan->outputs[i],
+          planned_outputs[i],
           std::span<const std::byte>(outputs[i].get(),
-                                     static_cast<size_t>(plan->outputs[i].buffer_bytes())),
+                                     static_cast<size_t>(planned_outputs[i].buffer_bytes())),
           response.add_outputs());
     }
     std::string wire;
     if (!response.SerializeToString(&wire)) Fail("the response does not serialize");
   } else {
     // Header and chunks per output, as RunStream and RunChunked send them.
-    for (size_t i = 0; i < plan->outputs.size(); ++i) {
-      const Layout& layout = plan->outputs[i];
+    for (size_t i = 0; i < planned_outputs.size(); ++i) {
+      const Layout& layout = planned_outputs[i];
       v1::ResultPart part;
       v1::OutputHeader* header = part.mutable_header();
       header->set_index(static_cast<int32_t>(i));

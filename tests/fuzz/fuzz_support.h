@@ -1,7 +1,8 @@
 // What the request fuzz targets share: a RunRequest taken the way tensord takes
-// it (request log record, placement, convert, validate, plan, execute on the
-// CPU backend through the real Scheduler), without gRPC transport, under
-// limits that keep one input below ~64 MiB of allocations.
+// it (request log record, placement, then the pipeline's own steps of a call:
+// admit with its plan, reserve, bind the outputs, execute on the CPU backend
+// through the real Scheduler), without gRPC transport, under limits that keep
+// one input below ~64 MiB of allocations.
 #ifndef TENSOROP_TESTS_FUZZ_FUZZ_SUPPORT_H_
 #define TENSOROP_TESTS_FUZZ_FUZZ_SUPPORT_H_
 
