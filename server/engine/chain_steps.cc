@@ -62,8 +62,7 @@ absl::StatusOr<v1::RunRequest> StepRequest(const v1::RunChainRequest& chain, int
   for (const auto& [name, input] : step.inputs()) {
     v1::Tensor& tensor = (*request.mutable_inputs())[name];
     if (input.has_step()) {
-      SetTensorLayout(steps[input.step().step()].outputs[input.step().output()].layout,
-                      &tensor);
+      SetTensorLayout(steps[input.step().step()].outputs[input.step().output()].layout, &tensor);
       ASSIGN_OR_RETURN(std::span<const std::byte> bytes, step_bytes(input.step()));
       uploaded->bytes.emplace(name, bytes);
     } else if (input.tensor().location_case() == v1::Tensor::kData) {
@@ -121,14 +120,14 @@ absl::Status PlanSteps(const v1::RunChainRequest& chain, const ServiceOptions& o
   for (int i = 0; i < chain.steps_size(); ++i) {
     RETURN_IF_ERROR(stop());
     PlannedStep& step = steps[i];
-    ASSIGN_OR_RETURN(step.request, StepRequest(
-                                       chain, i, steps,
-                                       [&](const v1::StepOutput& from) {
-                                         return ZeroBytes(steps[from.step()]
-                                                              .outputs[from.output()]
-                                                              .layout.buffer_bytes());
-                                       },
-                                       &step.uploaded));
+    ASSIGN_OR_RETURN(
+        step.request,
+        StepRequest(
+            chain, i, steps,
+            [&](const v1::StepOutput& from) {
+              return ZeroBytes(steps[from.step()].outputs[from.output()].layout.buffer_bytes());
+            },
+            &step.uploaded));
     absl::StatusOr<std::unique_ptr<PlannedRun>> run =
         PlanRun(step.request, options, stop, &step.uploaded, handles);
     if (!run.ok()) return InStep(i, run.status());
@@ -183,15 +182,15 @@ void PlanViews(const v1::RunChainRequest& chain, std::vector<PlannedStep>& steps
     if (!IsWindowStep(step)) continue;
     const std::vector<InputWindow>& windows = step.run->plan.windows;
     const std::optional<v1::StepOutput> from = InputStep(chain.steps(i));
-    const StepOutputPlan* read =
-        from.has_value() && steps[from->step()].skipped
-            ? &steps[from->step()].outputs[from->output()]
-            : nullptr;
+    const StepOutputPlan* read = from.has_value() && steps[from->step()].skipped
+                                     ? &steps[from->step()].outputs[from->output()]
+                                     : nullptr;
     std::vector<InputWindow> onto_root;
     for (size_t j = 0; j < windows.size(); ++j) {
-      onto_root.push_back(read == nullptr ? windows[j]
-                                          : ComposeWindows(read->view->window, read->layout,
-                                                           windows[j], step.outputs[j].layout.sizes));
+      onto_root.push_back(read == nullptr
+                              ? windows[j]
+                              : ComposeWindows(read->view->window, read->layout, windows[j],
+                                               step.outputs[j].layout.sizes));
     }
     const int root = read == nullptr ? i : read->view->root;
     if (std::none_of(needed[i].begin(), needed[i].end(), [](bool need) { return need; })) {
@@ -298,7 +297,8 @@ absl::StatusOr<std::span<const std::byte>> StepOutputs::Bytes(int output,
                                                               const HandleAccess& handles,
                                                               const StopCheck& stop) {
   const size_t bytes = static_cast<size_t>(outputs.layouts[output].buffer_bytes());
-  if (kept[output] == nullptr) return std::span<const std::byte>(outputs.buffers[output].get(), bytes);
+  if (kept[output] == nullptr)
+    return std::span<const std::byte>(outputs.buffers[output].get(), bytes);
   if (!kept[output]->on_device()) return kept[output]->bytes();
   if (outputs.buffers[output] == nullptr) {
     RETURN_IF_ERROR(reservation.Grow(static_cast<int64_t>(bytes),

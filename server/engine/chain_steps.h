@@ -58,8 +58,8 @@ struct StepOutputs {
 // One output of a step, as the chain's plan sees it.
 struct StepOutputPlan {
   Layout layout;
-  int last_read = 0;         // the last step reading it; its own when none does
-  bool answered = false;     // a result names it
+  int last_read = 0;                        // the last step reading it; its own when none does
+  bool answered = false;                    // a result names it
   std::optional<View> view = std::nullopt;  // where it lives when its step does not run
 };
 

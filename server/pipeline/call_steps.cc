@@ -20,8 +20,8 @@
 #include "server/data/shared_memory.h"
 #include "server/pipeline/call_context.h"
 #include "server/pipeline/parse.h"
-#include "server/pipeline/plan.h"
 #include "server/pipeline/pipeline.h"
+#include "server/pipeline/plan.h"
 #include "server/wire/quoted.h"
 
 namespace tensorop::server {
@@ -207,11 +207,11 @@ absl::StatusOr<BoundOutputs> BindOutputs(const CallContext& call, const Admissio
             absl::StrCat("outputs[", index, "].keep: this call does not keep outputs"));
       }
       HandleStore::Pending& pending = bound.pending[index];
-      ASSIGN_OR_RETURN(pending, handles->store->Reserve(
-                                    handles->caller, layout,
-                                    absl::StrCat("outputs[", index, "] of request ",
-                                                 Quoted(request.id())),
-                                    admission.pinned));
+      ASSIGN_OR_RETURN(pending,
+                       handles->store->Reserve(
+                           handles->caller, layout,
+                           absl::StrCat("outputs[", index, "] of request ", Quoted(request.id())),
+                           admission.pinned));
       elsewhere = pending.data();
       if (admission.pinned >= 0) {  // stays on the device: no host buffer
         bound.resident[index] = &pending.device_buffer()->buffer();

@@ -122,18 +122,17 @@ TEST_F(CallStepsTest, ExecutionWritesTheBoundOutputsOnThePlacementsBackend) {
   std::vector<int32_t> written(4, -1);
   KeptOutputs kept;
   const absl::Status status = OnWorker([&]() -> absl::Status {
-                const CallContext call = Call(request, placement, reservation);
-                ASSIGN_OR_RETURN(Admission admission, Admit(call, AdmitTaking(0)));
-                ASSIGN_OR_RETURN(const std::vector<opencl_backend::ResidentInput> resident,
-                                 ReserveAndResolveInputs(call, admission));
-                ASSIGN_OR_RETURN(
-                    BoundOutputs bound,
-                    BindOutputs(call, admission,
-                                [&](const Layout&, std::byte*) -> absl::StatusOr<std::byte*> {
-                                  return reinterpret_cast<std::byte*>(written.data());
-                                }));
-                return ExecuteBound(call, admission, resident, bound, nullptr, &kept);
-              });
+    const CallContext call = Call(request, placement, reservation);
+    ASSIGN_OR_RETURN(Admission admission, Admit(call, AdmitTaking(0)));
+    ASSIGN_OR_RETURN(const std::vector<opencl_backend::ResidentInput> resident,
+                     ReserveAndResolveInputs(call, admission));
+    ASSIGN_OR_RETURN(
+        BoundOutputs bound,
+        BindOutputs(call, admission, [&](const Layout&, std::byte*) -> absl::StatusOr<std::byte*> {
+          return reinterpret_cast<std::byte*>(written.data());
+        }));
+    return ExecuteBound(call, admission, resident, bound, nullptr, &kept);
+  });
   ASSERT_TRUE(status.ok()) << status;
   EXPECT_THAT(written, ElementsAre(1, 2, 4, 5));
   EXPECT_EQ(placement.device, Device::kCpu);
