@@ -352,6 +352,13 @@ void Routes(const std::shared_ptr<State>& shared, httplib::Server& server) {
     if (!known.ok()) return Reply(out, known);
     out.status = state->ready.load(std::memory_order_acquire) ? 200 : 400;
   });
+  http.Get(R"(/v2/models/([^/]+)(?:/versions/([^/]+))?/config)",
+           [](const httplib::Request& in, httplib::Response& out) {
+             absl::StatusOr<inference::ModelConfigResponse> config =
+                 ModelConfig(std::string(in.matches[1]), std::string(in.matches[2]));
+             if (!config.ok()) return Reply(out, config.status());
+             out.set_content(ModelConfigJson(config->config()), kJson);
+           });
   http.Get(R"(/v2/models/([^/]+)(?:/versions/([^/]+))?)",
            [](const httplib::Request& in, httplib::Response& out) {
              absl::StatusOr<inference::ModelMetadataResponse> metadata =

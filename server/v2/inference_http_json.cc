@@ -360,6 +360,32 @@ std::string ModelMetadataJson(const inference::ModelMetadataResponse& metadata) 
   return DumpJson(json);
 }
 
+std::string ModelConfigJson(const inference::ModelConfig& config) {
+  const auto tensor = [](const auto& item) {
+    Json json = Json::object({{"name", item.name()},
+                              {"data_type", inference::DataType_Name(item.data_type())},
+                              {"dims", Json::array()}});
+    for (int64_t dim : item.dims()) json["dims"].push_back(dim);
+    return json;
+  };
+  Json json = Json::object({{"name", config.name()},
+                            {"platform", config.platform()},
+                            {"backend", config.backend()},
+                            {"max_batch_size", config.max_batch_size()},
+                            {"input", Json::array()},
+                            {"output", Json::array()},
+                            {"parameters", Json::object()}});
+  for (const auto& input : config.input()) {
+    json["input"].push_back(tensor(input));
+    if (input.optional()) json["input"].back()["optional"] = true;
+  }
+  for (const auto& output : config.output()) json["output"].push_back(tensor(output));
+  for (const auto& [key, value] : config.parameters()) {
+    json["parameters"][key] = Json::object({{"string_value", value.string_value()}});
+  }
+  return DumpJson(json);
+}
+
 std::string RepositoryIndexJson(const inference::RepositoryIndexResponse& index) {
   Json json = Json::array();
   for (const auto& model : index.models()) {

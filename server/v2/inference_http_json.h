@@ -75,6 +75,9 @@ std::string HttpErrorJson(const absl::Status& status);
 std::string ServerMetadataJson(const inference::ServerMetadataResponse& metadata);
 // GET /v2/models/{name}[/versions/{v}]
 std::string ModelMetadataJson(const inference::ModelMetadataResponse& metadata);
+// GET /v2/models/{m}/config: the ModelConfig as Triton's HTTP API answers it
+// (the proto's field names; data types as TYPE_ names, dims as numbers).
+std::string ModelConfigJson(const inference::ModelConfig& config);
 // POST /v2/repository/index
 std::string RepositoryIndexJson(const inference::RepositoryIndexResponse& index);
 // GET /v2/models/{name}/stats

@@ -144,6 +144,66 @@ absl::StatusOr<inference::ModelMetadataResponse> ModelMetadata(absl::string_view
   return response;
 }
 
+namespace {
+
+// Triton's config data type of a v2 datatype name ("FP32" -> TYPE_FP32).
+inference::DataType ConfigDataType(absl::string_view datatype) {
+  inference::DataType type = inference::TYPE_INVALID;
+  inference::DataType_Parse(absl::StrCat("TYPE_", datatype), &type);
+  return type;
+}
+
+// The datatypes an input takes, as ToRunRequest accepts them.
+std::string AcceptedDatatypes(const TensorSpec& spec) {
+  if (!spec.data) return "INT64, INT32";
+  if (spec.name == kIndicesInput) return "INT64, INT32, UINT64, UINT32";
+  std::vector<absl::string_view> names;
+  for (DType dtype : kAllDTypes) names.push_back(V2DatatypeName(dtype));
+  return absl::StrJoin(names, ", ");
+}
+
+}  // namespace
+
+absl::StatusOr<inference::ModelConfigResponse> ModelConfig(absl::string_view name,
+                                                           absl::string_view version) {
+  ASSIGN_OR_RETURN(const inference::ModelMetadataResponse metadata, ModelMetadata(name, version));
+  const ModelSpec& model = *FindModel(name);
+  inference::ModelConfigResponse response;
+  inference::ModelConfig& config = *response.mutable_config();
+  config.set_name(std::string(name));
+  config.set_platform(metadata.platform());
+  config.set_backend(metadata.platform());
+  config.set_max_batch_size(0);
+  auto& parameters = *config.mutable_parameters();
+  const std::string data_rank = absl::StrCat("any rank from 1 to ", model.op->input_rank.max_rank);
+  for (int i = 0; i < metadata.inputs_size(); ++i) {
+    const auto& tensor = metadata.inputs(i);
+    const TensorSpec& spec = model.inputs[static_cast<size_t>(i)];
+    inference::ModelInput& input = *config.add_input();
+    input.set_name(tensor.name());
+    input.set_data_type(ConfigDataType(tensor.datatype()));
+    input.mutable_dims()->Assign(tensor.shape().begin(), tensor.shape().end());
+    input.set_optional(!spec.required);
+    parameters[absl::StrCat(tensor.name(), ".datatypes")].set_string_value(AcceptedDatatypes(spec));
+    parameters[absl::StrCat(tensor.name(), ".dims")].set_string_value(
+        spec.scalar ? "[1]"
+        : spec.data ? data_rank
+                    : "[n], one entry per axis");
+  }
+  for (const auto& tensor : metadata.outputs()) {
+    inference::ModelOutput& output = *config.add_output();
+    output.set_name(tensor.name());
+    output.set_data_type(ConfigDataType(tensor.datatype()));
+    output.mutable_dims()->Assign(tensor.shape().begin(), tensor.shape().end());
+    parameters[absl::StrCat(tensor.name(), ".datatypes")].set_string_value("the input's");
+  }
+  if (model.op->outputs == OutputRule::kOneOrMoreGiven) {
+    parameters["outputs"].set_string_value(
+        "output_0 ... output_{k-1}, one per entry of the split tensor");
+  }
+  return response;
+}
+
 absl::string_view V2DatatypeName(DType dtype) {
   switch (dtype) {
     case DType::kFloat64:

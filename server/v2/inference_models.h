@@ -60,6 +60,17 @@ absl::Status CheckModel(absl::string_view name, absl::string_view version);
 absl::StatusOr<inference::ModelMetadataResponse> ModelMetadata(absl::string_view name,
                                                                absl::string_view version);
 
+// ModelConfig's answer for a model (NOT_FOUND as CheckModel), as Triton's
+// model_config.proto describes one: platform and backend "tensorop", no batch
+// dimension (max_batch_size 0), the inputs and outputs of ModelMetadata with
+// Triton's data types and dims (-1: variable; an optional attribute marked
+// optional). A tensor that takes more than one datatype shows FP32 (data) or
+// INT64 (indices, attributes), the one a tool may send, and the config's
+// parameters say the whole truth: "NAME.datatypes" lists every datatype it
+// takes, "NAME.dims" its rank, and split's "outputs" how many it has.
+absl::StatusOr<inference::ModelConfigResponse> ModelConfig(absl::string_view name,
+                                                           absl::string_view version);
+
 // The v2 datatype name of a core dtype ("FP32", "BF16", "BOOL", ...), and
 // back (nullopt: not a datatype tensord takes). Every other place reads a
 // tensor's datatype through these, once, at the edge.

@@ -149,6 +149,17 @@ grpc::ServerUnaryReactor* InferenceService::ModelMetadata(grpc::CallbackServerCo
       });
 }
 
+grpc::ServerUnaryReactor* InferenceService::ModelConfig(grpc::CallbackServerContext* context,
+                                                        const grpc::ByteBuffer* request,
+                                                        grpc::ByteBuffer* response) {
+  return AnswerRaw<inference::ModelConfigRequest, inference::ModelConfigResponse>(
+      context, request, response, engine_->budget(), CallOrigin(*context, "ModelConfig"),
+      [](const auto& in, auto& out) -> absl::Status {
+        ASSIGN_OR_RETURN(out, server::ModelConfig(in.name(), in.version()));
+        return absl::OkStatus();
+      });
+}
+
 grpc::ServerUnaryReactor* InferenceService::ModelStatistics(grpc::CallbackServerContext* context,
                                                             const grpc::ByteBuffer* request,
                                                             grpc::ByteBuffer* response) {

@@ -46,10 +46,12 @@ using InferenceServiceBase = inference::GRPCInferenceService::WithRawCallbackMet
                 inference::GRPCInferenceService::WithRawCallbackMethod_ModelReady<
                     inference::GRPCInferenceService::WithRawCallbackMethod_ServerMetadata<
                         inference::GRPCInferenceService::WithRawCallbackMethod_ModelMetadata<
-                            inference::GRPCInferenceService::WithRawCallbackMethod_ModelStatistics<
+                            inference::GRPCInferenceService::WithRawCallbackMethod_ModelConfig<
                                 inference::GRPCInferenceService::
-                                    WithRawCallbackMethod_RepositoryIndex<
-                                        InferenceSharedMemoryBase>>>>>>>>>;
+                                    WithRawCallbackMethod_ModelStatistics<
+                                        inference::GRPCInferenceService::
+                                            WithRawCallbackMethod_RepositoryIndex<
+                                                InferenceSharedMemoryBase>>>>>>>>>>;
 
 // The answers of ServerMetadata, RepositoryIndex and ModelStatistics (from
 // `metrics`' counts; may be null), shared with the HTTP front end
@@ -104,6 +106,9 @@ class InferenceService final : public InferenceServiceBase {
   grpc::ServerUnaryReactor* ModelMetadata(grpc::CallbackServerContext* context,
                                           const grpc::ByteBuffer* request,
                                           grpc::ByteBuffer* response) override;
+  grpc::ServerUnaryReactor* ModelConfig(grpc::CallbackServerContext* context,
+                                        const grpc::ByteBuffer* request,
+                                        grpc::ByteBuffer* response) override;
   grpc::ServerUnaryReactor* ModelStatistics(grpc::CallbackServerContext* context,
                                             const grpc::ByteBuffer* request,
                                             grpc::ByteBuffer* response) override;

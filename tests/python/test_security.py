@@ -238,9 +238,39 @@ def _http_slice(url: str, ssl_options: dict[str, str]) -> np.ndarray:
     client = triton.InferenceServerClient(url, ssl=True, ssl_options=ssl_options,
                                           network_timeout=60)
     try:
+        config = client.get_model_config("slice", headers={"Authorization": f"Bearer {TOKEN}"})
+        assert [i["name"] for i in config["input"]][0] == "input"
         result = client.infer("slice", inputs, headers={"Authorization": f"Bearer {TOKEN}"},
                               parameters={"backend": "cpu"})
         return result.as_numpy("output")
+    finally:
+        client.close()
+
+
+def test_tritonclient_grpc_over_mutual_tls_with_a_token(tls_server: Tensord, pki: Path) -> None:
+    """Triton's gRPC client over mutual TLS with a token: the model config, then a
+    slice built from it."""
+    import tritonclient.grpc as triton
+
+    client = triton.InferenceServerClient(
+        tls_server.address, ssl=True, root_certificates=str(pki / "ca.crt"),
+        private_key=str(pki / "client.key"), certificate_chain=str(pki / "client.crt"))
+    headers = {"authorization": f"Bearer {TOKEN}"}
+    try:
+        config = client.get_model_config("slice", headers=headers, as_json=True)["config"]
+        assert [(i["name"], i["data_type"]) for i in config["input"]] == [
+            ("input", "TYPE_FP32"), ("offsets", "TYPE_INT64"), ("window_sizes", "TYPE_INT64"),
+            ("window_strides", "TYPE_INT64")]
+        x = np.arange(16, dtype=np.float32).reshape(4, 4)
+        values = {"offsets": [0, 1], "window_sizes": [4, 3], "window_strides": [2, 2]}
+        inputs = []
+        for spec in config["input"]:
+            array = x if spec["name"] == "input" else np.array(values[spec["name"]], np.int64)
+            item = triton.InferInput(spec["name"], list(array.shape), spec["data_type"][5:])
+            item.set_data_from_numpy(array)
+            inputs.append(item)
+        result = client.infer("slice", inputs, headers=headers)
+        np.testing.assert_array_equal(result.as_numpy("output"), [[1, 3], [9, 11]])
     finally:
         client.close()
 

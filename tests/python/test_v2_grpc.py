@@ -20,7 +20,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import tritonclient.grpc as triton
-from tritonclient.grpc import service_pb2
+from tritonclient.grpc import model_config_pb2, service_pb2
 from tritonclient.utils import InferenceServerException
 
 from conftest import Tensord
@@ -109,6 +109,28 @@ def test_health_metadata_and_repository(v2_client: triton.InferenceServerClient)
         ("slice", "1", "READY"), ("strided_slice", "1", "READY"), ("split", "1", "READY"),
         ("scatter_elements", "1", "READY"),
     ]
+
+
+def test_model_config_as_tritonclient_reads_it(v2_client: triton.InferenceServerClient) -> None:
+    """Triton's ModelConfig: the metadata's tensors with Triton's data types and
+    dims, no batch dimension, and what each tensor takes in the parameters."""
+    config = v2_client.get_model_config("split").config
+    assert (config.name, config.platform, config.backend, config.max_batch_size) == (
+        "split", "tensorop", "tensorop", 0)
+    assert [(i.name, model_config_pb2.DataType.Name(i.data_type), list(i.dims))
+            for i in config.input] == [
+        ("input", "TYPE_FP32", [-1]), ("axis", "TYPE_INT64", [1]), ("split", "TYPE_INT64", [-1])]
+    assert [o.name for o in config.output] == ["output_0"]
+    assert config.parameters["outputs"].string_value == (
+        "output_0 ... output_{k-1}, one per entry of the split tensor")
+    assert "BF16" in config.parameters["input.datatypes"].string_value
+    assert config.parameters["axis.datatypes"].string_value == "INT64, INT32"
+    as_json = v2_client.get_model_config("strided_slice", "1", as_json=True)["config"]
+    assert [i.get("optional", False) for i in as_json["input"]][:5] == [
+        False, False, False, True, True]
+    with pytest.raises(InferenceServerException) as error:
+        v2_client.get_model_config("resnet50")
+    assert error.value.status() == "StatusCode.NOT_FOUND"
 
 
 def test_unknown_model_is_not_found(v2_client: triton.InferenceServerClient) -> None:
@@ -200,7 +222,13 @@ def test_proto_matches_tritonclients(tmp_path: Path) -> None:
             yield prefix + m.name, m
             yield from messages(m.nested_type, prefix + m.name + ".")
 
-    their_messages = dict(messages(theirs.message_type))
+    # Triton keeps ModelConfig and its parts in model_config.proto; ours are
+    # in the one file.
+    their_config = descriptor_pb2.FileDescriptorProto.FromString(
+        model_config_pb2.DESCRIPTOR.serialized_pb)
+    their_messages = dict(messages(theirs.message_type)) | dict(
+        messages(their_config.message_type))
+    their_enums = {e.name: e for e in their_config.enum_type}
     differences = []
     fields = 0
     for name, message in messages(ours.message_type):
@@ -215,6 +243,11 @@ def test_proto_matches_tritonclients(tmp_path: Path) -> None:
                 f.number, f.type, f.label, f.type_name
             ):
                 differences.append(f"{name}.{f.name} = {f.number}: tritonclient has {t}")
+    for enum in ours.enum_type:
+        values = [(v.name, v.number) for v in enum.value]
+        their_values = [(v.name, v.number) for v in their_enums[enum.name].value]
+        if values != their_values:
+            differences.append(f"enum {enum.name}: {values} against {their_values}")
     their_rpcs = {m.name: m for m in theirs.service[0].method}
     for rpc in ours.service[0].method:
         t = their_rpcs[rpc.name]
@@ -223,4 +256,4 @@ def test_proto_matches_tritonclients(tmp_path: Path) -> None:
         ):
             differences.append(f"rpc {rpc.name}")
     assert differences == []
-    assert fields >= 80 and len(ours.service[0].method) == 15
+    assert fields >= 90 and len(ours.service[0].method) == 16

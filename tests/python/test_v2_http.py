@@ -168,6 +168,26 @@ def test_health_metadata_and_repository(http_client: triton.InferenceServerClien
     ]
 
 
+def test_model_config_as_tritonclient_reads_it(
+    http_client: triton.InferenceServerClient, tensord: Tensord
+) -> None:
+    """GET /v2/models/{m}[/versions/1]/config: Triton's ModelConfig as its HTTP API
+    writes it (field names of model_config.proto, TYPE_ data types, numeric dims)."""
+    config = http_client.get_model_config("slice")
+    assert {k: config[k] for k in ("name", "platform", "backend", "max_batch_size")} == {
+        "name": "slice", "platform": "tensorop", "backend": "tensorop", "max_batch_size": 0}
+    assert config["input"][0] == {"name": "input", "data_type": "TYPE_FP32", "dims": [-1]}
+    assert [i["name"] for i in config["input"]] == [
+        "input", "offsets", "window_sizes", "window_strides"]
+    assert config["output"] == [{"name": "output", "data_type": "TYPE_FP32", "dims": [-1]}]
+    assert config["parameters"]["offsets.datatypes"] == {"string_value": "INT64, INT32"}
+    assert http_client.get_model_config("slice", "1") == config
+    with pytest.raises(InferenceServerException) as error:
+        http_client.get_model_config("slice", "2")
+    assert error.value.status() == "404"
+    assert 'has no version "2"' in error.value.message()
+
+
 def test_errors_have_the_expected_status(http_client: triton.InferenceServerClient) -> None:
     item = triton.InferInput("input", [1], "FP32")
     item.set_data_from_numpy(np.zeros(1, dtype=np.float32))

@@ -24,8 +24,8 @@ class InProcessServer {
   // no /metrics or HTTP listener, no calibration, no drain. Flags are the
   // process's, so one InProcessServer at a time.
   explicit InProcessServer(std::vector<std::string> flags) {
-    flags.insert(flags.begin(), {"--address=127.0.0.1:0", "--metrics_address=",
-                                 "--http_address=", "--calibrate=off", "--drain_seconds=0"});
+    flags.insert(flags.begin(), {"--address=127.0.0.1:0", "--metrics_address=", "--http_address=",
+                                 "--calibrate=off", "--drain_seconds=0"});
     absl::StatusOr<server::ServerConfig> config = server::ConfigFromFlags(flags);
     EXPECT_TRUE(config.ok()) << config.status();
     if (!config.ok()) return;

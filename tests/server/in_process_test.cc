@@ -35,8 +35,9 @@ class InProcessServerTest : public ::testing::Test {
     const server::Engine& engine = server_.engine();
     EXPECT_TRUE(Eventually([&] {
       return engine.open_calls() == 0 && engine.budget().reserved() == baseline_;
-    })) << after << ": " << engine.open_calls() << " calls open, "
-        << engine.budget().reserved() - baseline_ << " bytes reserved past the baseline";
+    })) << after
+        << ": " << engine.open_calls() << " calls open, " << engine.budget().reserved() - baseline_
+        << " bytes reserved past the baseline";
   }
 
   // The buffer pool off: a freed output buffer is not kept reserved.

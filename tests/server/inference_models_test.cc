@@ -160,6 +160,53 @@ TEST(InferenceModelsTest, MetadataListsEveryInputAndOutput) {
   EXPECT_THAT(ModelMetadata("nope", ""), StatusIs(absl::StatusCode::kNotFound, HasSubstr("nope")));
 }
 
+// The config is the metadata in Triton's terms, with what a tensor takes said
+// in full in the parameters.
+TEST(InferenceModelsTest, ConfigIsTheMetadataWithWhatEachTensorTakes) {
+  ASSERT_OK_AND_ASSIGN(inference::ModelConfigResponse answer, ModelConfig("scatter_elements", ""));
+  const inference::ModelConfig& config = answer.config();
+  EXPECT_EQ(config.name(), "scatter_elements");
+  EXPECT_EQ(config.platform(), "tensorop");
+  EXPECT_EQ(config.backend(), "tensorop");
+  EXPECT_EQ(config.max_batch_size(), 0);
+  ASSERT_EQ(config.input_size(), 4);
+  EXPECT_EQ(config.input(0).name(), "input");
+  EXPECT_EQ(config.input(0).data_type(), inference::TYPE_FP32);
+  EXPECT_THAT(config.input(0).dims(), ElementsAre(-1));
+  EXPECT_EQ(config.input(1).name(), "indices");
+  EXPECT_EQ(config.input(1).data_type(), inference::TYPE_INT64);
+  EXPECT_EQ(config.input(3).name(), "axis");
+  EXPECT_THAT(config.input(3).dims(), ElementsAre(1));
+  EXPECT_FALSE(config.input(3).optional());
+  ASSERT_EQ(config.output_size(), 1);
+  EXPECT_EQ(config.output(0).name(), "output");
+  const auto parameter = [&](const std::string& key) {
+    auto found = config.parameters().find(key);
+    return found == config.parameters().end() ? std::string("(none)")
+                                              : found->second.string_value();
+  };
+  EXPECT_EQ(parameter("input.datatypes"),
+            "FP64, FP32, FP16, INT64, INT32, INT16, INT8, UINT64, UINT32, UINT16, UINT8, BF16, "
+            "BOOL");
+  EXPECT_EQ(parameter("input.dims"), "any rank from 1 to 8");
+  EXPECT_EQ(parameter("indices.datatypes"), "INT64, INT32, UINT64, UINT32");
+  EXPECT_EQ(parameter("axis.datatypes"), "INT64, INT32");
+  EXPECT_EQ(parameter("axis.dims"), "[1]");
+  EXPECT_EQ(parameter("output.datatypes"), "the input's");
+  EXPECT_EQ(parameter("outputs"), "(none)");
+
+  ASSERT_OK_AND_ASSIGN(answer, ModelConfig("strided_slice", "1"));
+  ASSERT_EQ(answer.config().input_size(), 9);
+  EXPECT_FALSE(answer.config().input(1).optional());  // begin
+  EXPECT_TRUE(answer.config().input(4).optional());   // begin_mask
+  ASSERT_OK_AND_ASSIGN(answer, ModelConfig("split", ""));
+  EXPECT_EQ(answer.config().output(0).name(), "output_0");
+  EXPECT_EQ(answer.config().parameters().at("outputs").string_value(),
+            "output_0 ... output_{k-1}, one per entry of the split tensor");
+  EXPECT_THAT(ModelConfig("slice", "2"),
+              StatusIs(absl::StatusCode::kNotFound, HasSubstr("has no version \"2\"")));
+}
+
 TEST(InferenceModelsTest, SliceRawBecomesANativeRequestWithTheWholeWindow) {
   inference::ModelInferRequest request = SliceRequest();
   ASSERT_OK_AND_ASSIGN(v1::RunRequest run, ToRunRequest(request));
