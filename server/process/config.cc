@@ -1,5 +1,5 @@
 // tensord's flags, and their parsing and validation into a ServerConfig. (About
-// 780 lines, past the project's ~600: each flag's help text is its whole
+// 820 lines, past the project's ~600: each flag's help text is its whole
 // reference, docs/flags.md generated from it, so the definitions are long, and
 // the definitions must share this file with the registries their macros fill.)
 #include "server/process/config.h"
@@ -513,8 +513,8 @@ absl::Status CheckUnixAddress(const std::string& address) {
 }
 
 // The flags' values, checked, as a ServerConfig.
-absl::StatusOr<ServerConfig> ValidatedConfig(const Parsed& parsed) {
-  ServerConfig config;
+// --address (each), --metrics_address, --http_address, --echo.
+absl::Status ListenerFlags(const Parsed& parsed, ServerConfig& config) {
   std::vector<std::string> given = parsed.addresses;
   if (given.empty()) given.push_back(absl::GetFlag(FLAGS_address));
   for (const std::string& address : given) {
@@ -539,6 +539,11 @@ absl::StatusOr<ServerConfig> ValidatedConfig(const Parsed& parsed) {
         CheckHostPort("http_address", config.http_address, ", or empty for no HTTP API"));
   }
   config.echo = absl::GetFlag(FLAGS_echo);
+  return absl::OkStatus();
+}
+
+// The workers, the default backend, and the message and request limits.
+absl::Status RequestFlags(ServerConfig& config) {
   ASSIGN_OR_RETURN(config.scheduler.worker_threads, FlagInRange(FLAGS_worker_threads));
   ASSIGN_OR_RETURN(config.scheduler.max_queued_requests, FlagInRange(FLAGS_max_queued_requests));
   const std::string backend = absl::GetFlag(FLAGS_backend);
@@ -559,6 +564,11 @@ absl::StatusOr<ServerConfig> ValidatedConfig(const Parsed& parsed) {
   ASSIGN_OR_RETURN(config.service.limits.max_request_bytes, FlagInRange(FLAGS_max_request_bytes));
   ASSIGN_OR_RETURN(config.service.limits.max_tensor_elements,
                    FlagInRange(FLAGS_max_tensor_elements));
+  return absl::OkStatus();
+}
+
+// --backends and the OpenCL devices' flags.
+absl::Status OpenClFlags(const Parsed& parsed, ServerConfig& config) {
   const std::string backends = absl::GetFlag(FLAGS_backends);
   if (backends == "cpu") {
     config.opencl = false;
@@ -579,6 +589,11 @@ absl::StatusOr<ServerConfig> ValidatedConfig(const Parsed& parsed) {
   if (parsed.given.count("auto_opencl_min_bytes") > 0) {
     config.scheduler.auto_opencl_min_bytes = auto_min_bytes;
   }
+  return absl::OkStatus();
+}
+
+// Calibration, the stop, the request log and the connections' limits.
+absl::Status LifecycleFlags(ServerConfig& config) {
   const std::string calibrate = absl::GetFlag(FLAGS_calibrate);
   if (calibrate != "on" && calibrate != "off") {
     return absl::InvalidArgumentError(
@@ -596,6 +611,11 @@ absl::StatusOr<ServerConfig> ValidatedConfig(const Parsed& parsed) {
   ASSIGN_OR_RETURN(config.max_concurrent_streams, FlagInRange(FLAGS_max_concurrent_streams));
   ASSIGN_OR_RETURN(config.max_connection_idle_seconds,
                    FlagInRange(FLAGS_max_connection_idle_seconds));
+  return absl::OkStatus();
+}
+
+// TLS, tokens, reflection and the health listener.
+absl::Status SecurityFlags(ServerConfig& config) {
   config.security.tls = {absl::GetFlag(FLAGS_tls_cert_file), absl::GetFlag(FLAGS_tls_key_file),
                          absl::GetFlag(FLAGS_tls_client_ca_file)};
   config.security.auth_token_file = absl::GetFlag(FLAGS_auth_token_file);
@@ -614,6 +634,11 @@ absl::StatusOr<ServerConfig> ValidatedConfig(const Parsed& parsed) {
     return absl::InvalidArgumentError(
         absl::StrCat("--health_address=", config.health_address, ": expected HOST:PORT"));
   }
+  return absl::OkStatus();
+}
+
+// The memory budget, the buffer pool, idle calls, shared memory and handles.
+absl::Status MemoryAndHandleFlags(ServerConfig& config) {
   ASSIGN_OR_RETURN(config.max_memory_bytes, FlagInRange(FLAGS_max_memory_bytes));
   if (config.max_memory_bytes == 0) {
     const MemoryLimit limit = ProcessMemoryLimit();
@@ -644,6 +669,17 @@ absl::StatusOr<ServerConfig> ValidatedConfig(const Parsed& parsed) {
     return absl::InvalidArgumentError(absl::StrCat(
         "--advertise_address is ", config.handles.replica.size(), " bytes long; at most 255"));
   }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<ServerConfig> ValidatedConfig(const Parsed& parsed) {
+  ServerConfig config;
+  RETURN_IF_ERROR(ListenerFlags(parsed, config));
+  RETURN_IF_ERROR(RequestFlags(config));
+  RETURN_IF_ERROR(OpenClFlags(parsed, config));
+  RETURN_IF_ERROR(LifecycleFlags(config));
+  RETURN_IF_ERROR(SecurityFlags(config));
+  RETURN_IF_ERROR(MemoryAndHandleFlags(config));
   return config;
 }
 
