@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
+#include <iterator>
 #include <limits>
 #include <map>
 #include <optional>
@@ -157,9 +158,7 @@ inference::DataType ConfigDataType(absl::string_view datatype) {
 std::string AcceptedDatatypes(const TensorSpec& spec) {
   if (!spec.data) return "INT64, INT32";
   if (spec.name == kIndicesInput) return "INT64, INT32, UINT64, UINT32";
-  std::vector<absl::string_view> names;
-  for (DType dtype : kAllDTypes) names.push_back(V2DatatypeName(dtype));
-  return absl::StrJoin(names, ", ");
+  return V2DatatypeNames();
 }
 
 }  // namespace
@@ -234,6 +233,21 @@ absl::string_view V2DatatypeName(DType dtype) {
       return "BOOL";
   }
   return "";
+}
+
+const std::string& V2DatatypeNames() {
+  // Smallest first within each kind, as the protocol's table lists them.
+  static const std::string* const names = [] {
+    constexpr DType kListed[] = {DType::kBool,   DType::kUint8,   DType::kUint16,   DType::kUint32,
+                                 DType::kUint64, DType::kInt8,    DType::kInt16,    DType::kInt32,
+                                 DType::kInt64,  DType::kFloat16, DType::kBfloat16, DType::kFloat32,
+                                 DType::kFloat64};
+    static_assert(std::size(kListed) == std::size(kAllDTypes));
+    std::vector<absl::string_view> each;
+    for (DType dtype : kListed) each.push_back(V2DatatypeName(dtype));
+    return new std::string(absl::StrJoin(each, ", "));
+  }();
+  return *names;
 }
 
 std::optional<DType> DTypeFromV2Datatype(absl::string_view datatype) {

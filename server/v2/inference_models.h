@@ -76,6 +76,9 @@ absl::StatusOr<inference::ModelConfigResponse> ModelConfig(absl::string_view nam
 // tensor's datatype through these, once, at the edge.
 absl::string_view V2DatatypeName(DType dtype);
 std::optional<DType> DTypeFromV2Datatype(absl::string_view datatype);
+// Every v2 datatype tensord takes, comma-separated ("BOOL, UINT8, ..."): what
+// an error about a datatype and the model config list.
+const std::string& V2DatatypeNames();
 
 // At most the bytes ToRunRequest makes from `request`'s typed contents (8 per
 // element), to reserve before converting them.

@@ -31,10 +31,6 @@
 namespace tensorop::server {
 namespace {
 
-constexpr absl::string_view kDatatypes =
-    "BOOL, UINT8, UINT16, UINT32, UINT64, INT8, INT16, "
-    "INT32, INT64, FP16, BF16, FP32, FP64";
-
 // Appends `value` to `out` as a T, little-endian; false when it does not fit.
 template <typename T, typename V>
 bool AppendAs(V value, std::string& out) {
@@ -350,8 +346,9 @@ absl::StatusOr<v1::RunRequest> ToRunRequest(inference::ModelInferRequest& reques
     Input input;
     std::optional<DType> dtype = DTypeFromV2Datatype(tensor.datatype());
     if (!dtype.has_value()) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          what, " has datatype ", Quoted(tensor.datatype()), ", which is not one of ", kDatatypes));
+      return absl::InvalidArgumentError(absl::StrCat(what, " has datatype ",
+                                                     Quoted(tensor.datatype()),
+                                                     ", which is not one of ", V2DatatypeNames()));
     }
     input.dtype = *dtype;
     int64_t elements = 1;

@@ -186,8 +186,8 @@ TEST(InferenceModelsTest, ConfigIsTheMetadataWithWhatEachTensorTakes) {
                                               : found->second.string_value();
   };
   EXPECT_EQ(parameter("input.datatypes"),
-            "FP64, FP32, FP16, INT64, INT32, INT16, INT8, UINT64, UINT32, UINT16, UINT8, BF16, "
-            "BOOL");
+            "BOOL, UINT8, UINT16, UINT32, UINT64, INT8, INT16, INT32, INT64, FP16, BF16, FP32, "
+            "FP64");
   EXPECT_EQ(parameter("input.dims"), "any rank from 1 to 8");
   EXPECT_EQ(parameter("indices.datatypes"), "INT64, INT32, UINT64, UINT32");
   EXPECT_EQ(parameter("axis.datatypes"), "INT64, INT32");

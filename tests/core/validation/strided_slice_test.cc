@@ -1,6 +1,8 @@
 // StridedSlice validation (core/validate/strided_slice.h): every rule of
 // OPERATORS.md "StridedSlice" with its exact status code and message, and the
-// output geometry each semantic rule produces.
+// output geometry each semantic rule produces. (About 620 lines, past the
+// project's ~600: one file per operator stem, as check_operators.py expects,
+// with a test per rule in the spec's order; StridedSlice has the most rules.)
 #include "core/validate/strided_slice.h"
 
 #include <cstddef>
