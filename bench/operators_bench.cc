@@ -1,6 +1,6 @@
-// Each operator at 1 KiB, 1 MiB and 64 MiB of float32 output, on oneTBB and on
-// the first OpenCL device (PoCL's CPU device here), beside a memcpy of the same
-// bytes in the same run. bytes_per_second counts output bytes. Planning happens
+// Each operator at 1 KiB, 1 MiB and 64 MiB (the layout operators: 32 MiB) of
+// float32 output, on oneTBB and on the first OpenCL device (PoCL's CPU device here), beside a
+// memcpy of the same bytes in the same run. bytes_per_second counts output bytes. Planning happens
 // once, outside the timed loop. OpenCL figures include the transfers; the
 // counters upload_ms, kernel_ms and download_ms break them out (host wall
 // clock, each phase waited for). With TENSOROP_BENCH_PROFILE=1 in the
@@ -270,6 +270,57 @@ Prepared MakeScatter(int64_t bytes) {
   return p;
 }
 
+// A [rows, columns] float32 matrix of `bytes` with rows of up to 2048 (32 MiB:
+// [4096, 2048]), the shape the layout operators' targets name.
+std::vector<int64_t> MatrixShape(int64_t bytes) {
+  const int64_t elements = bytes / 4;
+  const int64_t columns = std::min<int64_t>(elements, 2048);
+  return {elements / columns, columns};
+}
+
+// The matrix transposed: a copy that reads with a stride of a whole row.
+Prepared MakeTranspose(int64_t bytes) {
+  const std::vector<int64_t> shape = MatrixShape(bytes);
+  Prepared p;
+  p.inputs.push_back(RandomBytes(bytes));
+  p.request = {
+      TransposeAttrs{{1, 0}}, {{"input", {{DType::kFloat32, shape, {}}, p.inputs[0]}}}, {}};
+  Plan(p);
+  return p;
+}
+
+// The matrix flattened from an input that is no window of the output: rows in
+// a padded pitch (strided) or column-major (transposed); contiguous: a packed
+// input, its window copied.
+Prepared MakeReshape(int64_t bytes, Window window) {
+  const std::vector<int64_t> shape = MatrixShape(bytes);
+  const int64_t rows = shape[0], columns = shape[1];
+  TensorDesc desc{DType::kFloat32, shape, {}};
+  int64_t input_elements = rows * columns;
+  if (window == kStrided) {
+    desc.strides = {columns + 16, 1};
+    input_elements = rows * (columns + 16);
+  } else if (window == kTransposed) {
+    desc.strides = {1, rows};
+  }
+  Prepared p;
+  p.inputs.push_back(RandomBytes(input_elements * 4));
+  p.request = {ReshapeAttrs{{rows * columns}}, {{"input", {desc, p.inputs[0]}}}, {}};
+  Plan(p);
+  return p;
+}
+
+// One row broadcast to the whole matrix.
+Prepared MakeExpand(int64_t bytes) {
+  const std::vector<int64_t> shape = MatrixShape(bytes);
+  Prepared p;
+  p.inputs.push_back(RandomBytes(shape[1] * 4));
+  p.request = {
+      ExpandAttrs{shape}, {{"input", {{DType::kFloat32, {1, shape[1]}, {}}, p.inputs[0]}}}, {}};
+  Plan(p);
+  return p;
+}
+
 // Arguments: bytes, window, backend (0 oneTBB, 1 OpenCL).
 void BM_Slice(benchmark::State& state) {
   Prepared p = MakeSlice(state.range(0), static_cast<Window>(state.range(1)));
@@ -292,6 +343,22 @@ void BM_SliceWhole(benchmark::State& state) {
 // Arguments: bytes, backend.
 void BM_ScatterElements(benchmark::State& state) {
   Prepared p = MakeScatter(state.range(0));
+  RunPrepared(state, p, static_cast<Backend>(state.range(1)));
+}
+
+// Arguments: bytes, backend.
+void BM_Transpose(benchmark::State& state) {
+  Prepared p = MakeTranspose(state.range(0));
+  RunPrepared(state, p, static_cast<Backend>(state.range(1)));
+}
+// Arguments: bytes, window, backend.
+void BM_Reshape(benchmark::State& state) {
+  Prepared p = MakeReshape(state.range(0), static_cast<Window>(state.range(1)));
+  RunPrepared(state, p, static_cast<Backend>(state.range(2)));
+}
+// Arguments: bytes, backend.
+void BM_Expand(benchmark::State& state) {
+  Prepared p = MakeExpand(state.range(0));
   RunPrepared(state, p, static_cast<Backend>(state.range(1)));
 }
 
@@ -387,7 +454,10 @@ void BM_AutoBestScatterElements(benchmark::State& state) {
 
 const std::vector<int64_t> kSizes = {kKiB, kMiB, 64 * kMiB};
 
-BENCHMARK(BM_Memcpy)->ArgsProduct({kSizes})->ArgNames({"bytes"})->UseRealTime();
+BENCHMARK(BM_Memcpy)
+    ->ArgsProduct({{kKiB, kMiB, 32 * kMiB, 64 * kMiB}})
+    ->ArgNames({"bytes"})
+    ->UseRealTime();
 BENCHMARK(BM_Slice)
     ->ArgsProduct({kSizes,
                    {kContiguous, kStrided, kReversed, kBroadcast, kTransposed},
@@ -408,6 +478,22 @@ BENCHMARK(BM_Split)
     ->UseRealTime();
 BENCHMARK(BM_ScatterElements)
     ->ArgsProduct({kSizes, {kTbb, kOpenCl}})
+    ->ArgNames({"bytes", "backend"})
+    ->UseRealTime();
+
+// The layout operators at the sizes their targets name (32 MiB), beside
+// BM_Memcpy's 32 MiB.
+const std::vector<int64_t> kLayoutSizes = {kKiB, kMiB, 32 * kMiB};
+BENCHMARK(BM_Transpose)
+    ->ArgsProduct({kLayoutSizes, {kTbb, kOpenCl}})
+    ->ArgNames({"bytes", "backend"})
+    ->UseRealTime();
+BENCHMARK(BM_Reshape)
+    ->ArgsProduct({kLayoutSizes, {kContiguous, kStrided, kTransposed}, {kTbb, kOpenCl}})
+    ->ArgNames({"bytes", "window", "backend"})
+    ->UseRealTime();
+BENCHMARK(BM_Expand)
+    ->ArgsProduct({kLayoutSizes, {kTbb, kOpenCl}})
     ->ArgNames({"bytes", "backend"})
     ->UseRealTime();
 

@@ -266,17 +266,17 @@ HostTensor HostTensorFromProto(v1::Tensor& tensor);
 absl::StatusOr<Result> ResultFromResponse(v1::RunResponse& response,
                                           const v1::RunRequest* request = nullptr);
 
-// Gives a strided_slice or scatter_elements request that leaves its outputs to
-// the server (no `outputs`) the one OutputDesc it would get, so that it can be
-// sent to shared memory: scatter_elements' sizes are its input's;
-// strided_slice's are asked of the server with a plain Run of the request (a
-// failure there is left for the real call to report). Other requests are left
-// alone.
+// Gives a request whose operator derives its one output (every operator but
+// slice and split) and that leaves it to the server (no `outputs`) the one
+// OutputDesc it would get, so that it can be sent to shared memory:
+// scatter_elements' sizes are its input's; the others' are asked of the server
+// with a plain Run of the request (a failure there is left for the real call
+// to report). Other requests are left alone.
 void DescribeOutputs(Client& client, v1::RunRequest& request);
 
-// Marks every output of `request` kept (OutputDesc.keep); a strided_slice or
-// scatter_elements request without `outputs` gets one empty entry (its sizes
-// left to the server) to keep.
+// Marks every output of `request` kept (OutputDesc.keep); a request whose
+// operator derives its output, without `outputs`, gets one empty entry (its
+// sizes left to the server) to keep.
 void KeepOutputs(v1::RunRequest& request);
 
 // `request`'s operator, inputs (as tensors) and outputs as a chain step.

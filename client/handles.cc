@@ -77,11 +77,22 @@ absl::StatusOr<std::vector<v1::TensorHandle>> Client::ListAllHandles() {
   return handles;
 }
 
+namespace {
+
+// Every operator but slice and split derives its one output's sizes, so a
+// request may leave `outputs` empty.
+bool DerivesItsOutput(const v1::RunRequest& request) {
+  return request.op_case() != v1::RunRequest::OP_NOT_SET && !request.has_slice() &&
+         !request.has_split();
+}
+
+}  // namespace
+
 void DescribeOutputs(Client& client, v1::RunRequest& request) {
-  if (request.outputs_size() != 0) return;
+  if (request.outputs_size() != 0 || !DerivesItsOutput(request)) return;
   if (request.has_scatter_elements() && request.inputs().contains("input")) {
     request.add_outputs()->mutable_sizes()->CopyFrom(request.inputs().at("input").sizes());
-  } else if (request.has_strided_slice()) {
+  } else {
     absl::StatusOr<Result> probe = client.Run(request);
     if (!probe.ok()) return;
     for (const HostTensor& output : probe->outputs) {
@@ -91,12 +102,9 @@ void DescribeOutputs(Client& client, v1::RunRequest& request) {
 }
 
 void KeepOutputs(v1::RunRequest& request) {
-  // strided_slice and scatter_elements derive their one output: described by
-  // an empty entry (no sizes: not given), which may then be kept.
-  if (request.outputs_size() == 0 &&
-      (request.has_strided_slice() || request.has_scatter_elements())) {
-    request.add_outputs();
-  }
+  // An operator that derives its one output: described by an empty entry (no
+  // sizes: not given), which may then be kept.
+  if (request.outputs_size() == 0 && DerivesItsOutput(request)) request.add_outputs();
   for (v1::OutputDesc& desc : *request.mutable_outputs()) desc.set_keep(true);
 }
 

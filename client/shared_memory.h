@@ -43,8 +43,7 @@ class SharedMemoryRegion {
 // back into the Result: the same answer as client.Run(request), through shared
 // memory. The region is registered as `region_name` for the call and
 // unregistered (and unlinked) after it. A request without outputs gets one
-// described, so that it too goes to the region: scatter_elements' sizes are
-// its input's; strided_slice's come from a plain Run of the request first.
+// described, so that it too goes to the region (DescribeOutputs).
 absl::StatusOr<Result> RunInSharedMemory(Client& client, const v1::RunRequest& request,
                                          const std::string& region_name);
 

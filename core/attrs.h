@@ -37,7 +37,23 @@ struct ScatterElementsAttrs {
   int64_t axis = 0;
 };
 
-using OpAttrs = std::variant<SliceAttrs, StridedSliceAttrs, SplitAttrs, ScatterElementsAttrs>;
+// ONNX Transpose (OPERATORS.md "Transpose").
+struct TransposeAttrs {
+  std::vector<int64_t> perm = {};  // empty: the dimensions reversed
+};
+
+// ONNX Reshape without allowzero's 0 (OPERATORS.md "Reshape").
+struct ReshapeAttrs {
+  std::vector<int64_t> sizes = {};  // one entry may be -1
+};
+
+// ONNX Expand (OPERATORS.md "Expand").
+struct ExpandAttrs {
+  std::vector<int64_t> sizes = {};  // aligned with the input's at the last entry
+};
+
+using OpAttrs = std::variant<SliceAttrs, StridedSliceAttrs, SplitAttrs, ScatterElementsAttrs,
+                             TransposeAttrs, ReshapeAttrs, ExpandAttrs>;
 
 }  // namespace tensorop
 

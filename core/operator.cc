@@ -9,11 +9,15 @@
 #include "absl/strings/str_join.h"
 #include "core/checked_math.h"
 #include "core/operator_info.h"
+#include "core/plan/expand.h"
+#include "core/plan/reshape.h"
 #include "core/plan/scatter_elements.h"
 #include "core/plan/slice.h"
 #include "core/plan/split.h"
 #include "core/plan/strided_slice.h"
+#include "core/plan/transpose.h"
 #include "core/status_macros.h"
+#include "core/validate/tensor.h"
 
 namespace tensorop {
 namespace {
@@ -80,6 +84,24 @@ struct Planner {
                      ValidateScatterElements(attrs, *inputs[0], *inputs[1], *inputs[2],
                                              request.outputs, limits, stop));
     return PlanScatterElements(geometry);
+  }
+  absl::StatusOr<ExecutionPlan> operator()(const TransposeAttrs& attrs) const {
+    ASSIGN_OR_RETURN(auto inputs, BindInputs(InfoOf<TransposeAttrs>(), request.inputs));
+    ASSIGN_OR_RETURN(TransposeGeometry geometry,
+                     ValidateTranspose(attrs, *inputs[0], request.outputs, limits));
+    return PlanTranspose(geometry);
+  }
+  absl::StatusOr<ExecutionPlan> operator()(const ReshapeAttrs& attrs) const {
+    ASSIGN_OR_RETURN(auto inputs, BindInputs(InfoOf<ReshapeAttrs>(), request.inputs));
+    ASSIGN_OR_RETURN(ReshapeGeometry geometry,
+                     ValidateReshape(attrs, *inputs[0], request.outputs, limits));
+    return PlanReshape(geometry);
+  }
+  absl::StatusOr<ExecutionPlan> operator()(const ExpandAttrs& attrs) const {
+    ASSIGN_OR_RETURN(auto inputs, BindInputs(InfoOf<ExpandAttrs>(), request.inputs));
+    ASSIGN_OR_RETURN(ExpandGeometry geometry,
+                     ValidateExpand(attrs, *inputs[0], request.outputs, limits));
+    return PlanExpand(geometry);
   }
 };
 
@@ -148,6 +170,22 @@ struct OutputSizer {
     return outputs;
   }
   absl::StatusOr<Sizes> operator()(const ScatterElementsAttrs&) const { return Sizes{input.sizes}; }
+  absl::StatusOr<Sizes> operator()(const TransposeAttrs& attrs) const {
+    ASSIGN_OR_RETURN(std::vector<int64_t> perm,
+                     TransposePermutation(attrs, static_cast<int64_t>(input.sizes.size())));
+    std::vector<int64_t> sizes;
+    for (int64_t axis : perm) sizes.push_back(input.sizes[static_cast<size_t>(axis)]);
+    return Sizes{sizes};
+  }
+  absl::StatusOr<Sizes> operator()(const ReshapeAttrs& attrs) const {
+    ASSIGN_OR_RETURN(int64_t count, CheckedElementCount(input.sizes, "input", Limits{}));
+    ASSIGN_OR_RETURN(std::vector<int64_t> sizes, ReshapedSizes(attrs, count));
+    return Sizes{sizes};
+  }
+  absl::StatusOr<Sizes> operator()(const ExpandAttrs& attrs) const {
+    ASSIGN_OR_RETURN(std::vector<int64_t> sizes, ExpandedSizes(attrs, input.sizes));
+    return Sizes{sizes};
+  }
 };
 
 }  // namespace

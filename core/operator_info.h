@@ -52,6 +52,7 @@ namespace operator_info_internal {
 
 inline constexpr absl::string_view kInput[] = {"input"};
 inline constexpr absl::string_view kScatterInputs[] = {"input", "indices", "updates"};
+inline constexpr absl::string_view kTransposeDefaults[] = {"perm"};
 inline constexpr absl::string_view kStridedSliceDefaults[] = {
     "stride", "begin_mask", "end_mask", "new_axis_mask", "shrink_axis_mask", "ellipsis_mask"};
 
@@ -83,6 +84,13 @@ inline constexpr std::array<OperatorInfo, std::variant_size_v<OpAttrs>> kOperato
     operator_info_internal::Describe("split", operator_info_internal::kInput,
                                      OutputRule::kOneOrMoreGiven, 8, false),
     operator_info_internal::Describe("scatter_elements", operator_info_internal::kScatterInputs,
+                                     OutputRule::kOneDerived, 8, false),
+    operator_info_internal::Describe("transpose", operator_info_internal::kInput,
+                                     OutputRule::kOneDerived, 8, false,
+                                     operator_info_internal::kTransposeDefaults),
+    operator_info_internal::Describe("reshape", operator_info_internal::kInput,
+                                     OutputRule::kOneDerived, 8, false),
+    operator_info_internal::Describe("expand", operator_info_internal::kInput,
                                      OutputRule::kOneDerived, 8, false),
 }};
 static_assert(

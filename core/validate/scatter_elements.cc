@@ -177,19 +177,7 @@ absl::StatusOr<ScatterElementsGeometry> ValidateScatterElements(
     }
   }
 
-  std::span<const int64_t> out_strides;
-  if (!outputs.empty()) {
-    RETURN_IF_ERROR(CheckOutputCount(op, outputs.size()));
-    // Empty: not given, as for strided_slice.
-    if (!outputs[0].sizes.empty() && outputs[0].sizes != in.sizes) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("outputs[0].sizes is ", FormatList(outputs[0].sizes),
-                       "; scatter_elements produces the input's ", FormatList(in.sizes)));
-    }
-    out_strides = outputs[0].strides;
-  }
-  ASSIGN_OR_RETURN(geometry.output,
-                   ValidateOutputLayout(in.dtype, in.sizes, out_strides, OutputName(0), limits));
+  ASSIGN_OR_RETURN(geometry.output, ValidateDerivedOutput(op, in.dtype, in.sizes, outputs, limits));
   geometry.axis = axis;
   RETURN_IF_ERROR(CheckIndexValues(idx, indices.data, axis, in.sizes[axis], stop));
   return geometry;

@@ -178,19 +178,8 @@ absl::StatusOr<StridedSliceGeometry> ValidateStridedSlice(const StridedSliceAttr
     window.base = 0;
   }
 
-  std::span<const int64_t> out_strides;
-  if (!outputs.empty()) {
-    RETURN_IF_ERROR(CheckOutputCount(op, outputs.size()));
-    // Empty: not given (a rank-0 output's sizes are empty either way).
-    if (!outputs[0].sizes.empty() && outputs[0].sizes != out_sizes) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("outputs[0].sizes is ", FormatList(outputs[0].sizes),
-                       "; strided_slice produces ", FormatList(out_sizes)));
-    }
-    out_strides = outputs[0].strides;
-  }
   ASSIGN_OR_RETURN(geometry.output,
-                   ValidateOutputLayout(in.dtype, out_sizes, out_strides, OutputName(0), limits));
+                   ValidateDerivedOutput(op, in.dtype, out_sizes, outputs, limits));
   return geometry;
 }
 

@@ -75,6 +75,25 @@ absl::Status CheckOutputCount(const OperatorInfo& op, size_t count) {
       absl::StrCat("outputs has ", count, " entries; ", op.name, " has exactly one output"));
 }
 
+absl::StatusOr<Layout> ValidateDerivedOutput(const OperatorInfo& op, DType dtype,
+                                             std::span<const int64_t> sizes,
+                                             std::span<const OutputDesc> outputs,
+                                             const Limits& limits) {
+  std::span<const int64_t> strides;
+  if (!outputs.empty()) {
+    RETURN_IF_ERROR(CheckOutputCount(op, outputs.size()));
+    // Empty: not given (a rank-0 output's sizes are empty either way).
+    const std::vector<int64_t>& given = outputs[0].sizes;
+    if (!given.empty() && !std::equal(given.begin(), given.end(), sizes.begin(), sizes.end())) {
+      return absl::InvalidArgumentError(absl::StrCat("outputs[0].sizes is ", FormatList(given),
+                                                     "; ", op.name, " produces ",
+                                                     FormatList(sizes)));
+    }
+    strides = outputs[0].strides;
+  }
+  return ValidateOutputLayout(dtype, sizes, strides, OutputName(0), limits);
+}
+
 absl::StatusOr<int64_t> CheckedElementCount(std::span<const int64_t> sizes, absl::string_view name,
                                             const Limits& limits) {
   // The product of the non-zero sizes must fit even when a zero makes the count

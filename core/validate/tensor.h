@@ -32,6 +32,14 @@ absl::StatusOr<Layout> ValidateOutputLayout(DType dtype, std::span<const int64_t
                                             std::span<const int64_t> strides,
                                             absl::string_view name, const Limits& limits);
 
+// The layout of the one output of an operator that derives its sizes
+// (OutputRule::kOneDerived): `outputs` may be empty, or one entry whose sizes,
+// when given, must equal `sizes` and whose strides, when given, lay it out.
+absl::StatusOr<Layout> ValidateDerivedOutput(const OperatorInfo& op, DType dtype,
+                                             std::span<const int64_t> sizes,
+                                             std::span<const OutputDesc> outputs,
+                                             const Limits& limits);
+
 // The request's `outputs` has `count` entries: INVALID_ARGUMENT when `op`'s
 // OutputRule does not allow that many.
 absl::Status CheckOutputCount(const OperatorInfo& op, size_t count);

@@ -61,6 +61,12 @@ absl::string_view OpCaseName(const v1::RunRequest& request) {
       return InfoOf<SplitAttrs>().name;
     case v1::RunRequest::kScatterElements:
       return InfoOf<ScatterElementsAttrs>().name;
+    case v1::RunRequest::kTranspose:
+      return InfoOf<TransposeAttrs>().name;
+    case v1::RunRequest::kReshape:
+      return InfoOf<ReshapeAttrs>().name;
+    case v1::RunRequest::kExpand:
+      return InfoOf<ExpandAttrs>().name;
     case v1::RunRequest::OP_NOT_SET:
       break;
   }
@@ -77,6 +83,12 @@ absl::StatusOr<OpAttrs> ToOpAttrs(const v1::RunRequest& request) {
       return SplitAttrs{.axis = request.split().axis()};
     case v1::RunRequest::kScatterElements:
       return ScatterElementsAttrs{.axis = request.scatter_elements().axis()};
+    case v1::RunRequest::kTranspose:
+      return TransposeAttrs{.perm = ToVector(request.transpose().perm())};
+    case v1::RunRequest::kReshape:
+      return ReshapeAttrs{.sizes = ToVector(request.reshape().sizes())};
+    case v1::RunRequest::kExpand:
+      return ExpandAttrs{.sizes = ToVector(request.expand().sizes())};
     case v1::RunRequest::OP_NOT_SET:
       break;
   }

@@ -175,7 +175,7 @@ TEST(CaseFromJsonTest, RejectsMalformedLaterSteps) {
       StatusIs(absl::StatusCode::kInvalidArgument,
                HasSubstr("then[0].inputs.input: a later step's input is the output of the step "
                          "before it")));
-  EXPECT_THAT(CaseWith(first + R"("then": [{"op": "transpose"}])"),
+  EXPECT_THAT(CaseWith(first + R"("then": [{"op": "matmul"}])"),
               StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("then[0].op")));
 }
 
@@ -195,8 +195,8 @@ TEST(CaseFromJsonTest, NamesTheFieldThatIsWrong) {
               is_invalid("inputs.input: data[1]: 70000.0 is out of range for int16"));
   EXPECT_THAT(CaseWith(R"("op": "split", "inputs": {"input": {"handle": 7}})"),
               is_invalid(R"(inputs.input: a handle input is {"handle": "ID"}, got {"handle":7})"));
-  EXPECT_THAT(CaseWith(R"("op": "transpose", "inputs": {})"),
-              is_invalid(R"(op: unknown operator "transpose")"));
+  EXPECT_THAT(CaseWith(R"("op": "matmul", "inputs": {})"),
+              is_invalid(R"(op: unknown operator "matmul")"));
   EXPECT_THAT(CaseWith(R"("op": "slice", "attrs": {"axes": [0]}, "inputs": {})"),
               is_invalid("attrs.axes: not an attribute of slice"));
   EXPECT_THAT(CaseWith(R"("op": "slice", "attrs": {"offsets": [0, "a"]}, "inputs": {})"),

@@ -96,7 +96,8 @@ TEST(ToOpRequestTest, MissingOpIsInvalid) {
   request.clear_op();
   EXPECT_THAT(ToOpRequest(request),
               StatusIs(absl::StatusCode::kInvalidArgument,
-                       "op: none of slice, strided_slice, split, scatter_elements is set"));
+                       "op: none of slice, strided_slice, split, scatter_elements, transpose, "
+                       "reshape, expand is set"));
 }
 
 TEST(ToOpRequestTest, SliceAttrsStridesAndOutputsCarryOver) {

@@ -63,9 +63,10 @@ TEST(InferenceModelsTest, Int32ParametersAreWidenedToTheNativeInt64Attributes) {
   EXPECT_THAT(run.outputs(1).sizes(), ElementsAre(2, 2));
 }
 
-TEST(InferenceModelsTest, ModelsAreTheFourOperators) {
+TEST(InferenceModelsTest, ModelsAreTheOperators) {
   EXPECT_THAT(InferenceModelNames(),
-              ElementsAre("slice", "strided_slice", "split", "scatter_elements"));
+              ElementsAre("slice", "strided_slice", "split", "scatter_elements", "transpose",
+                          "reshape", "expand"));
 }
 
 // Each model is made from its operator's row and attributes message: a new

@@ -317,6 +317,47 @@ Expected ReferenceScatterElements(int64_t axis, const OwnedTensor& input,
   return expected;
 }
 
+Expected ReferenceTranspose(std::span<const int64_t> perm, const OwnedTensor& input) {
+  Expected expected;
+  for (int64_t axis : perm) expected.sizes.push_back(input.desc.sizes[static_cast<size_t>(axis)]);
+  std::vector<int64_t> source(perm.size());
+  ForEachCoord(expected.sizes, [&](std::span<const int64_t> c) {
+    for (size_t i = 0; i < c.size(); ++i) source[static_cast<size_t>(perm[i])] = c[i];
+    expected.values.push_back(ElementBits(input.desc, input.bytes, source));
+  });
+  return expected;
+}
+
+Expected ReferenceReshape(std::span<const int64_t> output_sizes, const OwnedTensor& input) {
+  Expected expected;
+  expected.sizes.assign(output_sizes.begin(), output_sizes.end());
+  const std::vector<int64_t>& sizes = input.desc.sizes;
+  std::vector<int64_t> source(sizes.size());
+  int64_t linear = 0;  // rowmajor(c, output_sizes), as ForEachCoord walks in that order
+  ForEachCoord(expected.sizes, [&](std::span<const int64_t>) {
+    int64_t rest = linear++;
+    for (size_t i = sizes.size(); i-- > 0;) {
+      source[i] = rest % sizes[i];
+      rest /= sizes[i];
+    }
+    expected.values.push_back(ElementBits(input.desc, input.bytes, source));
+  });
+  return expected;
+}
+
+Expected ReferenceExpand(std::span<const int64_t> output_sizes, const OwnedTensor& input) {
+  Expected expected;
+  expected.sizes.assign(output_sizes.begin(), output_sizes.end());
+  const std::vector<int64_t>& sizes = input.desc.sizes;
+  const size_t leading = output_sizes.size() - sizes.size();
+  std::vector<int64_t> source(sizes.size());
+  ForEachCoord(expected.sizes, [&](std::span<const int64_t> c) {
+    for (size_t i = 0; i < sizes.size(); ++i) source[i] = sizes[i] == 1 ? 0 : c[leading + i];
+    expected.values.push_back(ElementBits(input.desc, input.bytes, source));
+  });
+  return expected;
+}
+
 ::testing::AssertionResult OutputMatches(const OwnedOutput& output, const Expected& expected) {
   const Layout& layout = output.layout;
   if (layout.sizes != expected.sizes) {

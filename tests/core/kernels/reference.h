@@ -106,6 +106,12 @@ std::vector<Expected> ReferenceSplit(int64_t axis, const OwnedTensor& input,
 Expected ReferenceScatterElements(int64_t axis, const OwnedTensor& input,
                                   const OwnedTensor& indices, const OwnedTensor& updates);
 
+// OPERATORS.md's formulas, element by element; `perm` already resolved (never
+// empty), the output sizes already known.
+Expected ReferenceTranspose(std::span<const int64_t> perm, const OwnedTensor& input);
+Expected ReferenceReshape(std::span<const int64_t> output_sizes, const OwnedTensor& input);
+Expected ReferenceExpand(std::span<const int64_t> output_sizes, const OwnedTensor& input);
+
 // The output has the expected sizes, its layout's strides, and every logical
 // element's bits equal the expected ones; padding bytes stay zero.
 ::testing::AssertionResult OutputMatches(const OwnedOutput& output, const Expected& expected);
