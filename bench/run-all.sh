@@ -34,7 +34,7 @@ here="$(cd "$(dirname "$0")" && pwd)"
 root="$(cd "$here/.." && pwd)"
 . "$root/scripts/lib.sh"
 
-all_areas=(kernels small bulk python shm v2 handles opencl)
+all_areas=(kernels layout small bulk python shm v2 handles opencl)
 mode=full
 write=1
 areas=()
@@ -128,6 +128,10 @@ operators_bench() {  # filter
 
 area_kernels() {
   operators_bench '^BM_Memcpy/|^BM_(Slice|StridedSlice|Split|ScatterElements)/.*backend:0'
+}
+
+area_layout() {
+  operators_bench '^BM_Memcpy/bytes:(1024|1048576|33554432)/|^BM_(Transpose|Reshape|Expand)/.*backend:0'
 }
 
 area_opencl() {

@@ -36,6 +36,7 @@ MAX_LINES = 420
 # Each area of run-all.sh and the page regions made from its results.
 AREAS = {
     "kernels": ["kernels"],
+    "layout": ["layout"],
     "small": ["small"],
     "bulk": ["bulk"],
     "python": ["python"],
@@ -179,6 +180,40 @@ def kernels(doc: dict) -> list[str]:
                 + [f"**missed** at {', '.join(missed)}"]))
         out.append([op, case, *cells, mark])
     return table(["operator", "case", "1 KiB: ratio (GB/s)", "1 MiB", "64 MiB", "target"], out)
+
+
+# The layout operators' copies (bench/operators_bench.cc: MakeTranspose,
+# MakeReshape, MakeExpand), each at 1 KiB, 1 MiB and 32 MiB of float32 output,
+# with the ratio their target asks at 32 MiB.
+LAYOUT_SIZES = [1 << 10, 1 << 20, 32 << 20]
+LAYOUT_CASES = [
+    ("Transpose", "permuted rows", "a [4096, 2048] matrix transposed (tiled)", 0.5),
+    ("Reshape", "contiguous", "a packed input flattened (its window copied)", 0.8),
+    ("Reshape", "strided", "rows in a padded pitch flattened (no window)", 0.8),
+    ("Reshape", "transposed", "a column-major input flattened (no window)", None),
+    ("Expand", "permuted rows", "one row broadcast to the matrix", 0.8),
+]
+
+
+def layout(doc: dict) -> list[str]:
+    rows, _ = bench_rows(doc)
+    memcpy = {size: kernel_table.gbps(b) for (op, _, size, _), b in rows.items()
+              if op == "Memcpy"}
+    out = [["`memcpy`, one thread (the baseline)", ""]
+           + [f"{num(memcpy[s])} GB/s" if s in memcpy else "" for s in LAYOUT_SIZES] + [""]]
+    for op, case, label, target in LAYOUT_CASES:
+        cells = []
+        for size in LAYOUT_SIZES:
+            b = rows.get((op, case, size, 0))
+            cells.append(f"**{kernel_table.gbps(b) / memcpy[size]:.2f}** "
+                         f"({num(kernel_table.gbps(b))} GB/s)" if b and size in memcpy else "")
+        big = rows.get((op, case, 32 << 20, 0))
+        mark = ""
+        if target is not None and big and (32 << 20) in memcpy:
+            ratio = kernel_table.gbps(big) / memcpy[32 << 20]
+            mark = f"≥ {target} at 32 MiB: " + ("met" if ratio >= target else "**missed**")
+        out.append([op, label, *cells, mark])
+    return table(["operator", "case", "1 KiB: ratio (GB/s)", "1 MiB", "32 MiB", "target"], out)
 
 
 def us(b: dict) -> float:
@@ -415,7 +450,7 @@ def views(doc: dict) -> list[str]:
                   "ratio", "target"], out)
 
 
-RENDER = {"kernels": kernels, "opencl": opencl, "small": small, "v2": v2, "bulk": bulk,
+RENDER = {"kernels": kernels, "layout": layout, "opencl": opencl, "small": small, "v2": v2, "bulk": bulk,
           "python": python, "shm": shm, "handles": handles, "views": views}
 
 
