@@ -28,6 +28,29 @@ bool ComposableMiddle(const Layout& layout) {
   return layout.element_count > 0 && layout.strides == PackedStrides(layout.sizes);
 }
 
+bool ComposesOver(const Layout& middle, const InputWindow& outer,
+                  std::span<const int64_t> output_sizes) {
+  // The coordinates of output element d are origin + sum(d[j] * step[j]):
+  // their dot with the packed strides is the window's address by linearity,
+  // so where they stay inside `middle`'s sizes for every d they are that
+  // address's coordinates. Per dimension, the extremes of the sum bound them.
+  const std::vector<int64_t> origin = Coordinates(middle.sizes, outer.base);
+  std::vector<int64_t> lowest = origin;
+  std::vector<int64_t> highest = origin;
+  for (size_t j = 0; j < output_sizes.size(); ++j) {
+    if (output_sizes[j] <= 1) continue;
+    const std::vector<int64_t> to = Coordinates(middle.sizes, outer.base + outer.strides[j]);
+    for (size_t k = 0; k < origin.size(); ++k) {
+      const int64_t reach = (to[k] - origin[k]) * (output_sizes[j] - 1);
+      (reach < 0 ? lowest : highest)[k] += reach;
+    }
+  }
+  for (size_t k = 0; k < origin.size(); ++k) {
+    if (lowest[k] < 0 || highest[k] >= middle.sizes[k]) return false;
+  }
+  return true;
+}
+
 InputWindow ComposeWindows(const InputWindow& inner, const Layout& middle, const InputWindow& outer,
                            std::span<const int64_t> output_sizes) {
   // Windows are affine in the output coordinates, and so is the packed

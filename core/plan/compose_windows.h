@@ -17,7 +17,16 @@ namespace tensorop {
 // (PackedStrides) with at least one element.
 bool ComposableMiddle(const Layout& layout);
 
-// The window `outer` reads on a tensor laid out as `middle`
+// Whether the window `outer` (onto `output_sizes`) on a tensor laid out as
+// `middle` (ComposableMiddle) moves through `middle`'s coordinates evenly: each
+// output dimension one fixed step of coordinates, never carried into the next
+// dimension (every slice, split, transpose and expand window; a reshape's
+// window where it only splits dimensions, or adds or drops 1s). Only then is
+// it a window on whatever `middle` is a window on.
+bool ComposesOver(const Layout& middle, const InputWindow& outer,
+                  std::span<const int64_t> output_sizes);
+
+// The window `outer` (ComposesOver `middle`) reads on a tensor laid out as `middle`
 // (ComposableMiddle), which is the window `inner` on a source buffer, as one
 // window on that source: element d of the outer output (`output_sizes`) is
 // source[base + dot(d, strides)]. Strides of any sign, zero included, carry

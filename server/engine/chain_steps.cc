@@ -105,6 +105,17 @@ bool IsWindowStep(const PlannedStep& step) {
   return !step.replan && !step.run->plan.windows.empty();
 }
 
+// Whether every window of `step` (a window step) on its input, laid out as
+// `middle`, composes with whatever that input is a window on.
+bool ReadsAsAView(const PlannedStep& step, const Layout& middle) {
+  if (!ComposableMiddle(middle)) return false;
+  const std::vector<InputWindow>& windows = step.run->plan.windows;
+  for (size_t j = 0; j < windows.size(); ++j) {
+    if (!ComposesOver(middle, windows[j], step.outputs[j].layout.sizes)) return false;
+  }
+  return true;
+}
+
 // The step output `step` reads through its input "input", if any.
 std::optional<v1::StepOutput> InputStep(const v1::ChainStep& step) {
   const auto input = step.inputs().find("input");
@@ -172,7 +183,7 @@ void PlanViews(const v1::RunChainRequest& chain, std::vector<PlannedStep>& steps
       const int i = input.step().step();
       const int k = input.step().output();
       if (!IsWindowStep(steps[t]) || name != "input" ||
-          !ComposableMiddle(steps[i].outputs[k].layout)) {
+          !ReadsAsAView(steps[t], steps[i].outputs[k].layout)) {
         needed[i][k] = true;
       }
     }

@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Writes views.json: cases whose steps chain window operators (Slice,
-StridedSlice, Split) over padded, broadcast (zero), permuted and reversed
-(negative) strides, with ScatterElements before and after windows. Their
+StridedSlice, Split) and layout operators (Transpose, Reshape, Expand) over
+padded, broadcast (zero), permuted and reversed (negative) strides, with
+ScatterElements before and after windows. Their
 expectations come from the NumPy reference below (OPERATORS.md's formulas),
 not from tensord. Run: build/python-venv/bin/python tests/conformance/make_view_cases.py
 """
@@ -14,7 +15,7 @@ from pathlib import Path
 import numpy as np
 from numpy.lib.stride_tricks import as_strided
 
-NAMES = {np.float64: "float64", np.float32: "float32", np.float16: "float16", np.int64: "int64",
+NAMES = {np.bool_: "bool", np.float64: "float64", np.float32: "float32", np.float16: "float16", np.int64: "int64",
          np.int32: "int32", np.int16: "int16", np.int8: "int8", np.uint8: "uint8"}
 
 
@@ -54,6 +55,14 @@ def scatter_op(x: np.ndarray, indices: np.ndarray, updates: np.ndarray, axis: in
         target[axis] = k
         out[tuple(target)] = updates[c]
     return out
+
+
+def expand_op(x: np.ndarray, sizes: list[int]) -> np.ndarray:
+    # ONNX Expand: numpy's broadcast, where a 1 in `sizes` keeps the input's size.
+    rank = max(x.ndim, len(sizes))
+    padded = [1] * (rank - len(sizes)) + list(sizes)
+    shape = [1] * (rank - x.ndim) + list(x.shape)
+    return np.broadcast_to(x, [max(a, b) for a, b in zip(shape, padded)]).copy()
 
 
 def expect(*outputs: np.ndarray) -> dict:
@@ -167,6 +176,58 @@ def cases() -> list[dict]:
                   "outputs": [{"sizes": [2, 2]}, {"sizes": [2, 1]}]},
                  {"op": "slice", "attrs": slice_attrs([0, 0], [2, 2], [-1, -1]),
                   "outputs": [{"sizes": [2, 2]}]}],
+        "expect": expect(b)})
+
+    # Layout steps among windows: a padded input transposed, its rows reversed,
+    # flattened and broadcast to two rows: one copy at the end.
+    buf = np.arange(1, 19, dtype=np.float32)
+    x = logical(buf, [3, 4], [6, 1])
+    a = x.T
+    b = slice_op(a, [0, 0], [4, 3], [-1, 1], [4, 3])
+    c = b.reshape(-1)
+    d = expand_op(c, [2, 1])
+    made.append({
+        "name": "views/transpose_window_reshape_expand",
+        "source": "derived: Transpose, Slice (reversed rows), Reshape and Expand composed",
+        "op": "transpose", "inputs": {"input": tensor_json(buf, [3, 4], [6, 1])},
+        "attrs": {"perm": [1, 0]},
+        "then": [{"op": "slice", "attrs": slice_attrs([0, 0], [4, 3], [-1, 1]),
+                  "outputs": [{"sizes": [4, 3]}]},
+                 {"op": "reshape", "attrs": {"sizes": [-1]}},
+                 {"op": "expand", "attrs": {"sizes": [2, 1]}}],
+        "expect": expect(d)})
+
+    # A broadcast (expand) read by StridedSlice, transposed, then reshaped.
+    buf = np.array([True, False, True], dtype=np.bool_)
+    x = logical(buf, [3], None)
+    a = expand_op(x, [4, 1])
+    b = a[1::2, ::-1]
+    c = b.T.reshape(3, 2)
+    made.append({
+        "name": "views/bool_expand_strided_slice_transpose_reshape",
+        "source": "derived: Expand (stride 0), StridedSlice, Transpose and Reshape of bools",
+        "op": "expand", "inputs": {"input": tensor_json(buf, [3])},
+        "attrs": {"sizes": [4, 1]},
+        "then": [{"op": "strided_slice",
+                  "attrs": {"begin": [1, 0], "end": [0, 0], "stride": [2, -1],
+                            "end_mask": [1, 1], "begin_mask": [0, 1]}},
+                 {"op": "transpose"},
+                 {"op": "reshape", "attrs": {"sizes": [3, 2]}}],
+        "expect": expect(c)})
+
+    # A column-major input is no window of its reshape: the reshape copies,
+    # and a window of its output follows.
+    buf = np.arange(12, dtype=np.int64) * -3
+    x = logical(buf, [3, 4], [1, 3])
+    a = x.reshape(2, 6)
+    b = slice_op(a, [0, 1], [2, 5], [1, 2], [2, 3])
+    made.append({
+        "name": "views/column_major_reshape_then_window",
+        "source": "derived: Reshape of permuted strides (a copy), then a Slice window",
+        "op": "reshape", "inputs": {"input": tensor_json(buf, [3, 4], [1, 3])},
+        "attrs": {"sizes": [2, 6]},
+        "then": [{"op": "slice", "attrs": slice_attrs([0, 1], [2, 5], [1, 2]),
+                  "outputs": [{"sizes": [2, 3]}]}],
         "expect": expect(b)})
 
     # A later step whose window does not fit the step before's output.

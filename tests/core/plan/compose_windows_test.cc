@@ -51,6 +51,7 @@ InputWindow ExpectSameAsTwoGathers(const std::vector<int64_t>& source, const Inp
                                    const std::vector<int64_t>& output_sizes) {
   const Layout middle = MakeLayout(DType::kInt64, middle_sizes);
   EXPECT_TRUE(ComposableMiddle(middle));
+  EXPECT_TRUE(ComposesOver(middle, outer, output_sizes));
   const std::vector<int64_t> through_middle =
       Gather(Gather(source, inner, middle_sizes), outer, output_sizes);
   const InputWindow composed = ComposeWindows(inner, middle, outer, output_sizes);
@@ -91,6 +92,28 @@ TEST(ComposeWindowsTest, OnlyPackedMiddlesWithElementsCompose) {
   EXPECT_TRUE(ComposableMiddle(MakeLayout(DType::kFloat32, {2, 3})));
   EXPECT_FALSE(ComposableMiddle(MakeLayout(DType::kFloat32, {2, 3}, {4, 1})));  // padded rows
   EXPECT_FALSE(ComposableMiddle(MakeLayout(DType::kFloat32, {2, 0})));          // empty
+}
+
+// Layout steps: a transpose's and an expand's windows, and a reshape that
+// splits a dimension, compose; a reshape that merges dimensions carries from
+// one into the next, and does not.
+TEST(ComposeWindowsTest, TransposeExpandAndSplittingReshapesCompose) {
+  const std::vector<int64_t> source = Iota(40);
+  // The middle [4, 3] is rows 1..4 of a [5, 8] source, every other column.
+  const InputWindow inner{.base = 8, .strides = {8, 2}};
+  ExpectSameAsTwoGathers(source, inner, {4, 3}, {.base = 0, .strides = {1, 3}}, {3, 4});
+  ExpectSameAsTwoGathers(source, inner, {4, 3}, {.base = 0, .strides = {0, 3, 1}}, {2, 4, 3});
+  ExpectSameAsTwoGathers(source, inner, {4, 3}, {.base = 0, .strides = {6, 3, 1}}, {2, 2, 3});
+}
+
+TEST(ComposeWindowsTest, MergingReshapesDoNotCompose) {
+  const Layout middle = MakeLayout(DType::kInt64, {4, 3});
+  EXPECT_FALSE(ComposesOver(middle, {.base = 0, .strides = {1}}, std::vector<int64_t>{12}));
+  EXPECT_FALSE(ComposesOver(middle, {.base = 0, .strides = {6, 1}}, std::vector<int64_t>{2, 6}));
+  // A run inside one row, or rows whole, stays inside.
+  EXPECT_TRUE(ComposesOver(middle, {.base = 3, .strides = {1}}, std::vector<int64_t>{3}));
+  EXPECT_FALSE(ComposesOver(middle, {.base = 2, .strides = {1}}, std::vector<int64_t>{3}));
+  EXPECT_TRUE(ComposesOver(middle, {.base = 11, .strides = {-3, -1}}, std::vector<int64_t>{4, 3}));
 }
 
 }  // namespace
