@@ -244,7 +244,7 @@ absl::StatusOr<HandleStore::Pending> HandleStore::Reserve(const HandleCaller& ca
 
 absl::StatusOr<std::shared_ptr<const ResidentTensor>> HandleStore::MakeView(
     const HandleCaller& caller, std::shared_ptr<const ResidentTensor> base, const Layout& layout,
-    int64_t byte_offset, absl::string_view what) {
+    int64_t byte_offset, absl::string_view op, absl::string_view what) {
   RETURN_IF_ERROR(TakeQuota(caller, 0, what));
   const bool on_device = base->on_device();
   MemoryBudget::Reservation reservation;
@@ -271,7 +271,9 @@ absl::StatusOr<std::shared_ptr<const ResidentTensor>> HandleStore::MakeView(
   tensor->owner_ = caller.name;
   tensor->owner_authenticated_ = caller.authenticated;
   tensor->layout_ = layout;
-  views_total_.fetch_add(1, std::memory_order_relaxed);
+  for (size_t i = 0; i < kOperators.size(); ++i) {
+    if (kOperators[i].name == op) views_total_[i].fetch_add(1, std::memory_order_relaxed);
+  }
   Pending pending;
   pending.tensor_ = std::move(tensor);
   return Commit(std::move(pending));
@@ -391,6 +393,21 @@ absl::Status HandleStore::Admit(bool reads_handle) const {
                                              "handles until --shutdown_grace_seconds ends"));
 }
 
+int64_t HandleStore::views_total(absl::string_view op) const {
+  for (size_t i = 0; i < kOperators.size(); ++i) {
+    if (kOperators[i].name == op) return views_total_[i].load(std::memory_order_relaxed);
+  }
+  return 0;
+}
+
+int64_t HandleStore::views_total() const {
+  int64_t total = 0;
+  for (const std::atomic<int64_t>& made : views_total_) {
+    total += made.load(std::memory_order_relaxed);
+  }
+  return total;
+}
+
 int64_t HandleStore::handles(bool on_device) const {
   std::lock_guard<std::mutex> lock(mutex_);
   return handle_counts_[on_device ? 1 : 0];
@@ -453,9 +470,13 @@ void AddHandleSeries(Metrics& metrics, const HandleStore& store) {
   metrics.AddSampled("tensorop_handle_quota_refusals_total",
                      "Puts and kept outputs refused over --max_resident_bytes_per_client.",
                      "counter", {}, [&store] { return store.quota_refusals_total(); });
-  metrics.AddSampled("tensorop_views_total",
-                     "Kept outputs made as views of a handle's bytes: copies saved.", "counter", {},
-                     [&store] { return store.views_total(); });
+  for (const OperatorInfo& op : kOperators) {
+    metrics.AddSampled("tensorop_views_total",
+                       "Kept outputs made as views of a handle's bytes (copies saved), by the "
+                       "operator whose output each is.",
+                       "counter", {{"op", std::string(op.name)}},
+                       [&store, name = op.name] { return store.views_total(name); });
+  }
   metrics.AddSampled("tensorop_handle_copies_total",
                      "Resident inputs copied to another backend for one call.", "counter", {},
                      [&store] { return store.copies_total(); });

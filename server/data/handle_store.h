@@ -199,9 +199,10 @@ class HandleStore {
   // in the budget; the bytes stay counted once, as `base`'s, for as long as
   // `base` or any view of it lives. A view of a view shares the first base.
   // RESOURCE_EXHAUSTED as Reserve's.
+  // `op` names the operator whose output the view is, for tensorop_views_total.
   absl::StatusOr<std::shared_ptr<const ResidentTensor>> MakeView(
       const HandleCaller& caller, std::shared_ptr<const ResidentTensor> base, const Layout& layout,
-      int64_t byte_offset, absl::string_view what);
+      int64_t byte_offset, absl::string_view op, absl::string_view what);
   // Writes a pending device tensor's bytes (all of its layout's), and copies
   // a device tensor's bytes into `host` (its layout's buffer_bytes(), from a
   // view's offset in its base).
@@ -270,7 +271,9 @@ class HandleStore {
     return quota_refusals_total_.load(std::memory_order_relaxed);
   }
   int64_t copies_total() const { return copies_total_.load(std::memory_order_relaxed); }
-  int64_t views_total() const { return views_total_.load(std::memory_order_relaxed); }
+  // Views made: of `op`'s outputs (kOperators' names), or of every operator's.
+  int64_t views_total(absl::string_view op) const;
+  int64_t views_total() const;
   // A resident input copied to another backend for one call.
   void CountCopy() { copies_total_.fetch_add(1, std::memory_order_relaxed); }
 
@@ -320,7 +323,7 @@ class HandleStore {
   std::atomic<int64_t> expired_total_{0};
   std::atomic<int64_t> quota_refusals_total_{0};
   std::atomic<int64_t> copies_total_{0};
-  std::atomic<int64_t> views_total_{0};
+  std::array<std::atomic<int64_t>, kOperators.size()> views_total_{};  // by kOperators' index
   std::atomic<bool> draining_{false};
   std::atomic<int64_t> last_use_ms_{0};  // of any handle (last_use())
   bool stopping_ = false;

@@ -98,7 +98,7 @@ absl::StatusOr<bool> KeepAsViews(const CallContext& call, const PlannedRun& run,
   for (size_t j = 0; j < layouts.size(); ++j) {
     absl::StatusOr<std::shared_ptr<const ResidentTensor>> view = handles->store->MakeView(
         handles->caller, *base, layouts[j], plan.windows[j].base * ElementSize(layouts[j].dtype),
-        absl::StrCat("outputs[", j, "] of request ", Quoted(request.id())));
+        plan.op, absl::StrCat("outputs[", j, "] of request ", Quoted(request.id())));
     if (!view.ok()) {
       handles->store->Release(handles->caller, made);
       return view.status();

@@ -102,7 +102,7 @@ TEST(HandleStoreTest, AViewIsItsMakersSharesItsBaseAndIsCountedOnce) {
   every_other.strides = {2};
   every_other.buffer_elements = 5;
   ASSERT_OK_AND_ASSIGN(std::shared_ptr<const ResidentTensor> view,
-                       store.MakeView(kAlice, base, every_other, 2, "a view"));
+                       store.MakeView(kAlice, base, every_other, 2, "slice", "a view"));
   EXPECT_EQ(view->view_of(), base.get());
   EXPECT_EQ(view->byte_offset(), 2);
   ASSERT_EQ(view->bytes().size(), 5u);
@@ -118,12 +118,12 @@ TEST(HandleStoreTest, AViewIsItsMakersSharesItsBaseAndIsCountedOnce) {
   // A view of the view shares the first base, from its offset.
   Layout one = PackedUint8({1});
   ASSERT_OK_AND_ASSIGN(std::shared_ptr<const ResidentTensor> inner,
-                       store.MakeView(kAlice, view, one, 4, "a view of a view"));
+                       store.MakeView(kAlice, view, one, 4, "transpose", "a view of a view"));
   EXPECT_EQ(inner->view_of(), base.get());
   EXPECT_EQ(inner->byte_offset(), 6);
   EXPECT_EQ(std::to_integer<int>(inner->bytes()[0]), 6);
   // Over the budget, the bookkeeping alone refuses a view, and gives its count back.
-  EXPECT_THAT(store.MakeView(kAlice, base, one, 0, "a fourth handle"),
+  EXPECT_THAT(store.MakeView(kAlice, base, one, 0, "slice", "a fourth handle"),
               StatusIs(absl::StatusCode::kResourceExhausted, HasSubstr("--max_memory_bytes")));
   EXPECT_EQ(store.handles(), 3);
   // The base released and dropped: its bytes live while a view does.
@@ -138,6 +138,9 @@ TEST(HandleStoreTest, AViewIsItsMakersSharesItsBaseAndIsCountedOnce) {
   EXPECT_EQ(store.resident_bytes(), 0);
   EXPECT_EQ(budget.reserved(), 0);
   EXPECT_EQ(store.views_total(), 2);
+  EXPECT_EQ(store.views_total("slice"), 1);
+  EXPECT_EQ(store.views_total("transpose"), 1);
+  EXPECT_EQ(store.views_total("expand"), 0);
 }
 
 TEST(HandleStoreTest, QuotaAndBudgetRefuseAndGiveBackOnRelease) {

@@ -72,18 +72,7 @@ class HandlesTest : public ::testing::Test {
   // Fetches `id` whole: its header and bytes.
   grpc::Status Fetch(const std::string& id, std::vector<int64_t> strides, v1::OutputHeader* header,
                      std::string* data) {
-    grpc::ClientContext context;
-    context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(30));
-    v1::FetchRequest request;
-    request.set_id(id);
-    request.mutable_strides()->Assign(strides.begin(), strides.end());
-    std::unique_ptr<grpc::ClientReader<v1::ResultPart>> reader = stub_->Fetch(&context, request);
-    v1::ResultPart part;
-    while (reader->Read(&part)) {
-      if (part.has_header()) *header = part.header();
-      *data += part.chunk();
-    }
-    return reader->Finish();
+    return FetchTensor(*stub_, id, strides, header, data);
   }
 
   grpc::Status Release(std::vector<std::string> ids) {
@@ -177,7 +166,7 @@ TEST_F(HandlesTest, StreamedAndBidiCallsKeepOutputsToo) {
   // Two views: the input's bytes are held once.
   EXPECT_EQ(MetricValue(server_, "tensorop_handles{backend=\"cpu\"}"), 3);
   EXPECT_EQ(MetricValue(server_, "tensorop_resident_bytes{backend=\"cpu\"}"), 64);
-  EXPECT_EQ(MetricValue(server_, "tensorop_views_total"), 2);
+  EXPECT_EQ(MetricValue(server_, "tensorop_views_total{op=\"slice\"}"), 2);
 }
 
 TEST_F(HandlesTest, AReleasedHandleIsNotFoundNamingOnlyItsFirstCharacters) {
@@ -370,7 +359,7 @@ TEST_F(HandlesTest, KeptWindowsAreViewsHoldingTheirBaseUntilTheLastGoes) {
   EXPECT_EQ(top.byte_offset(), 0);
   EXPECT_EQ(bottom.byte_offset(), 32);
   EXPECT_THAT(bottom.strides(), ElementsAre(0, 0, 4, 1));
-  EXPECT_EQ(MetricValue(server_, "tensorop_views_total"), 2);
+  EXPECT_EQ(MetricValue(server_, "tensorop_views_total{op=\"split\"}"), 2);
   // One buffer, three handles' bookkeeping.
   EXPECT_EQ(MetricValue(server_, "tensorop_resident_bytes{backend=\"cpu\"}"), 64);
   constexpr int64_t kHeld = 64 + 3 * 1024;
@@ -429,7 +418,7 @@ TEST_F(HandlesTest, ReversedWindowsAskedStridesAndInlineInputsAreCopies) {
     ASSERT_THAT(Run(*request, &response), GrpcOk()) << request->id();
     EXPECT_EQ(response.outputs(0).handle().view_of(), "") << request->id();
   }
-  EXPECT_EQ(MetricValue(server_, "tensorop_views_total"), 0);
+  EXPECT_EQ(MetricValue(server_, "tensorop_views_total{op=\"slice\"}"), 0);
   EXPECT_EQ(MetricValue(server_, "tensorop_resident_bytes{backend=\"cpu\"}"),
             64 + 64 + 16 + 16);  // the strided copy spans 4 elements
 }
@@ -480,7 +469,8 @@ TEST_F(HandleCountTest, ViewsCountInTheHandleQuota) {
               GrpcStatusIs(grpc::StatusCode::RESOURCE_EXHAUSTED,
                            HasSubstr("outputs[1] of request \"halves\"")));
   EXPECT_EQ(MetricValue(server_, "tensorop_handles{backend=\"cpu\"}"), 1);
-  EXPECT_EQ(MetricValue(server_, "tensorop_views_total"), 3);
+  EXPECT_EQ(MetricValue(server_, "tensorop_views_total{op=\"slice\"}"), 2);
+  EXPECT_EQ(MetricValue(server_, "tensorop_views_total{op=\"split\"}"), 1);  // made, released
 }
 
 TEST_F(HandleLimitsTest, AViewInUseKeepsItsExpiredBasesBytesCounted) {
@@ -658,7 +648,7 @@ TEST_F(DeviceHandlesTest, KeptWindowsOfADeviceTensorAreViewsThatStayOnTheDevice)
     EXPECT_EQ(view->device_index(), 0);
   }
   EXPECT_EQ(bottom.byte_offset(), 32);
-  EXPECT_EQ(MetricValue(server_, "tensorop_views_total"), 2);
+  EXPECT_EQ(MetricValue(server_, "tensorop_views_total{op=\"split\"}"), 2);
   EXPECT_EQ(MetricValue(server_, "tensorop_handles{backend=\"opencl\"}"), 3);
   EXPECT_EQ(MetricValue(server_, "tensorop_resident_bytes{backend=\"opencl\"}"), 64);
 

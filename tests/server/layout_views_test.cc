@@ -57,7 +57,9 @@ class LayoutViewsTest : public ::testing::Test {
     return Unpack<float>(data);
   }
 
-  int64_t Views(const char* op) const { return server_.engine().options().handles->views_total(op); }
+  int64_t Views(const char* op) const {
+    return server_.engine().options().handles->views_total(op);
+  }
 
   InProcessServer server_{{}};
   std::unique_ptr<v1::TensorOp::Stub> stub_;
@@ -71,8 +73,8 @@ TEST_F(LayoutViewsTest, TransposeIsAViewWithPermutedStrides) {
   EXPECT_EQ(kept.handle().view_of(), input_.id());
   EXPECT_EQ(kept.handle().byte_offset(), 0);
   EXPECT_THAT(kept.strides(), ElementsAre(0, 0, 1, 4));
-  EXPECT_EQ(Fetched(kept.handle().id()), (std::vector<float>{1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11,
-                                                             15, 4, 8, 12, 16}));
+  EXPECT_EQ(Fetched(kept.handle().id()),
+            (std::vector<float>{1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15, 4, 8, 12, 16}));
   EXPECT_EQ(Views("transpose"), 1);
 }
 

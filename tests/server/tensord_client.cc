@@ -271,6 +271,23 @@ grpc::Status PutTensor(v1::TensorOp::Stub& stub, const v1::Tensor& tensor, v1::T
   return writer->Finish();
 }
 
+grpc::Status FetchTensor(v1::TensorOp::Stub& stub, const std::string& id,
+                         const std::vector<int64_t>& strides, v1::OutputHeader* header,
+                         std::string* data) {
+  grpc::ClientContext context;
+  context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(30));
+  v1::FetchRequest request;
+  request.set_id(id);
+  request.mutable_strides()->Assign(strides.begin(), strides.end());
+  std::unique_ptr<grpc::ClientReader<v1::ResultPart>> reader = stub.Fetch(&context, request);
+  v1::ResultPart part;
+  while (reader->Read(&part)) {
+    if (part.has_header()) *header = part.header();
+    *data += part.chunk();
+  }
+  return reader->Finish();
+}
+
 void ReleaseEveryHandle(v1::TensorOp::Stub& stub) {
   // A page at a time (at most 1000 ids, as Release takes), always the first
   // page: the one released is gone from the next listing.

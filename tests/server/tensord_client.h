@@ -97,6 +97,12 @@ grpc::Status PutTensor(v1::TensorOp::Stub& stub, const v1::Tensor& tensor, v1::T
                        int64_t ttl_seconds = 0, int64_t chunk_bytes = int64_t{1} << 20,
                        v1::Backend backend = v1::AUTO);
 
+// Fetches handle `id` whole, with `strides` (empty: packed): its header and
+// bytes appended to `data`.
+grpc::Status FetchTensor(v1::TensorOp::Stub& stub, const std::string& id,
+                         const std::vector<int64_t>& strides, v1::OutputHeader* header,
+                         std::string* data);
+
 // Releases every handle ListHandles shows the caller, so that the server's
 // SIGTERM does not wait out its grace period serving them (server.cc).
 void ReleaseEveryHandle(v1::TensorOp::Stub& stub);
