@@ -163,8 +163,8 @@ def test_keep_marks_every_output_and_a_remote_input_goes_by_its_handle() -> None
 
 def test_attrs_are_checked_against_the_operator() -> None:
     request = pb.RunRequest()
-    with pytest.raises(ValueError, match="unknown operator 'transpose'"):
-        set_attrs(request, "transpose", None)
+    with pytest.raises(ValueError, match=r"unknown operator 'matmul' \(one of slice, .*transpose"):
+        set_attrs(request, "matmul", None)
     with pytest.raises(ValueError, match=r"attrs\.offsets: expected a list of integers"):
         set_attrs(request, "slice", {"offsets": 3})
     with pytest.raises(ValueError, match=r"attrs\.axis: expected an integer"):
@@ -542,7 +542,13 @@ def test_the_window_hands_out_outcomes_in_request_order() -> None:
                 "list_handles",
             )
         ],
-        *[(operators, name) for name in ("split", "strided_slice", "slice", "scatter_elements")],
+        *[
+            (operators, name)
+            for name in (
+                "split", "strided_slice", "slice", "scatter_elements", "transpose", "reshape",
+                "expand", "broadcast_to",
+            )
+        ],
     ],
 )  # fmt: skip
 def test_client_and_async_client_methods_take_the_plans_arguments(module: Any, name: str) -> None:

@@ -9,8 +9,9 @@ count is asserted, so none is skipped silently):
   - output sizes: the case chooses output sizes the v2 model derives itself and
     differ from them (slice: the whole window, 1 + (window_size - 1) / |stride|
     per dimension; split: the input's sizes with the axis replaced), or, for
-    strided_slice and scatter_elements, an error case that gives output sizes
-    (a v2 request cannot carry them).
+    the operators that derive their output (strided_slice, scatter_elements,
+    transpose, reshape, expand), an error case that gives output sizes (a v2
+    request cannot carry them).
 """
 
 from __future__ import annotations
@@ -49,7 +50,7 @@ def _inputs(v2: V2Case) -> list[triton.InferInput]:
     for name in PARAMETERS[v2.op]:
         value = getattr(attrs, name)
         values = [value] if isinstance(value, int) else list(value)
-        if not values and name not in ("begin", "end"):
+        if not values and name not in ("begin", "end", "sizes"):
             continue  # optional: absent reads as the default
         item = triton.InferInput(name, [len(values)], "INT64")
         item.set_data_from_numpy(np.array(values, dtype=np.int64))
@@ -104,10 +105,17 @@ def test_health_metadata_and_repository(v2_client: triton.InferenceServerClient)
     model = v2_client.get_model_metadata("scatter_elements")
     assert [t.name for t in model.inputs] == ["input", "indices", "updates", "axis"]
     assert [t.name for t in model.outputs] == ["output"]
+    for name, parameter in [("transpose", "perm"), ("reshape", "sizes"), ("expand", "sizes")]:
+        assert v2_client.is_model_ready(name, "1")
+        model = v2_client.get_model_metadata(name)
+        assert [(t.name, t.datatype, list(t.shape)) for t in model.inputs] == [
+            ("input", "FP32", [-1]), (parameter, "INT64", [-1])]
+        assert [t.name for t in model.outputs] == ["output"]
     index = v2_client.get_model_repository_index()
     assert [(m.name, m.version, m.state) for m in index.models] == [
         ("slice", "1", "READY"), ("strided_slice", "1", "READY"), ("split", "1", "READY"),
-        ("scatter_elements", "1", "READY"),
+        ("scatter_elements", "1", "READY"), ("transpose", "1", "READY"),
+        ("reshape", "1", "READY"), ("expand", "1", "READY"),
     ]
 
 
@@ -128,6 +136,16 @@ def test_model_config_as_tritonclient_reads_it(v2_client: triton.InferenceServer
     as_json = v2_client.get_model_config("strided_slice", "1", as_json=True)["config"]
     assert [i.get("optional", False) for i in as_json["input"]][:5] == [
         False, False, False, True, True]
+    # transpose's perm may be left out (reversed); reshape's and expand's sizes may not.
+    for name, parameter, optional in [
+        ("transpose", "perm", True), ("reshape", "sizes", False), ("expand", "sizes", False)
+    ]:
+        config = v2_client.get_model_config(name, "1").config
+        assert [(i.name, model_config_pb2.DataType.Name(i.data_type), list(i.dims), i.optional)
+                for i in config.input] == [
+            ("input", "TYPE_FP32", [-1], False), (parameter, "TYPE_INT64", [-1], optional)]
+        assert [o.name for o in config.output] == ["output"]
+        assert config.parameters[f"{parameter}.datatypes"].string_value == "INT64, INT32"
     with pytest.raises(InferenceServerException) as error:
         v2_client.get_model_config("resnet50")
     assert error.value.status() == "StatusCode.NOT_FOUND"

@@ -45,7 +45,8 @@ def shm_cases(cases_dir: Path) -> list:
             continue
         if len(chosen.setdefault(v2.op, [])) < CASES_PER_OPERATOR:
             chosen[v2.op].append(v2)
-    assert sorted(chosen) == ["scatter_elements", "slice", "split", "strided_slice"]
+    assert sorted(chosen) == ["expand", "reshape", "scatter_elements", "slice", "split",
+                              "strided_slice", "transpose"]
     return [v2 for op in sorted(chosen) for v2 in chosen[op]]
 
 

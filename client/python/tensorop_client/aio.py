@@ -11,7 +11,8 @@ errors as Client; progress callbacks run on the event loop. Handles too:
 `async with`), and `run(..., keep=True)` returns them. Chains:
 `await client.chain(steps, results)`, with Client.chain's Steps. The
 operators' own methods (Client.split, strided_slice, slice,
-scatter_elements) too: `await client.split(x, 2)`.
+scatter_elements, transpose, reshape, expand, broadcast_to) too:
+`await client.split(x, 2)`.
 """
 
 from __future__ import annotations
@@ -165,6 +166,14 @@ class AsyncClient(_Transport[AsyncRemoteTensor]):
     slice = _awaiting(operators.slice, "Client.slice.", "np.ndarray | AsyncRemoteTensor")
     scatter_elements = _awaiting(
         operators.scatter_elements, "Client.scatter_elements.", "np.ndarray | AsyncRemoteTensor"
+    )
+    transpose = _awaiting(
+        operators.transpose, "Client.transpose.", "np.ndarray | AsyncRemoteTensor"
+    )
+    reshape = _awaiting(operators.reshape, "Client.reshape.", "np.ndarray | AsyncRemoteTensor")
+    expand = _awaiting(operators.expand, "Client.expand.", "np.ndarray | AsyncRemoteTensor")
+    broadcast_to = _awaiting(
+        operators.broadcast_to, "Client.broadcast_to.", "np.ndarray | AsyncRemoteTensor"
     )
 
     def _remote(self, handle: pb.TensorHandle) -> AsyncRemoteTensor:

@@ -51,6 +51,10 @@ conventions where NumPy has the operation, over the same core as `run`
     client.strided_slice(x, np.s_[1:3, ::-2, None, ...])  # x[1:3, ::-2, None, ...]
     client.slice(x, offsets=[0, 1], window_sizes=[4, 3], window_strides=[2, 2])
     client.scatter_elements(x, indices, updates, axis=-1)
+    client.transpose(x, (1, 0))  # numpy.transpose(x, (1, 0)); axes=None reverses
+    client.reshape(x, (2, -1))  # numpy.reshape(x, (2, -1))
+    client.broadcast_to(x[:, :1], (4, 3))  # numpy.broadcast_to, NumPy's rule
+    client.expand(x[:, :1], (1, 3))  # ONNX Expand: a 1 in the shape keeps x's size
 """
 
 # The work is done by a core without I/O (tensorop_client._core: requests,
@@ -376,6 +380,10 @@ class Client(_Transport[RemoteTensor]):
     strided_slice = _blocking(operators.strided_slice, returns="np.ndarray | RemoteTensor")
     slice = _blocking(operators.slice, returns="np.ndarray | RemoteTensor")
     scatter_elements = _blocking(operators.scatter_elements, returns="np.ndarray | RemoteTensor")
+    transpose = _blocking(operators.transpose, returns="np.ndarray | RemoteTensor")
+    reshape = _blocking(operators.reshape, returns="np.ndarray | RemoteTensor")
+    expand = _blocking(operators.expand, returns="np.ndarray | RemoteTensor")
+    broadcast_to = _blocking(operators.broadcast_to, returns="np.ndarray | RemoteTensor")
 
     def _remote(self, handle: pb.TensorHandle) -> RemoteTensor:
         return RemoteTensor(self, handle)

@@ -1,13 +1,15 @@
 """One method per operator, beside `run`: each takes arrays or RemoteTensors
 with NumPy's conventions where NumPy has the operation (numpy.split,
-`x[key]`), computes the outputs itself, and is a plan over `run`'s (or, for
-the splits one Split cannot make, `chain`'s), so the choice of call, the
-chunking, `keep` and progress are run's. Results are what `run` returns: a
-read-only array per output, or a RemoteTensor with `keep`."""
+`x[key]`, numpy.transpose, numpy.reshape, numpy.broadcast_to), computes the
+outputs itself, and is a plan over `run`'s (or, for the splits one Split
+cannot make, `chain`'s), so the choice of call, the chunking, `keep` and
+progress are run's. Results are what `run` returns: a read-only array per
+output, or a RemoteTensor with `keep`."""
 
 from __future__ import annotations
 
 import math
+import operator
 from collections.abc import Sequence
 from typing import Any
 
@@ -221,6 +223,157 @@ def scatter_elements(
         yield from _one_output(
             client, "scatter_elements", inputs, {"axis": axis}, None, backend, device_index,
             progress, keep,
+        )
+    )  # fmt: skip
+
+
+def _shape(shape: int | Sequence[int], name: str) -> list[int]:
+    """A shape as NumPy takes one: an integer or a sequence of integers (a
+    list, a tuple, an integer array), as a list; TypeError for anything else,
+    before anything is sent."""
+    value: Any = shape
+    try:
+        return [operator.index(value)]
+    except TypeError:
+        pass
+    try:
+        return [operator.index(n) for n in value]
+    except TypeError:
+        raise TypeError(
+            f"{name} must be an integer or a sequence of integers, not {shape!r}"
+        ) from None
+
+
+def transpose(
+    client: Planning[Any],
+    x: Operand,
+    axes: Sequence[int] | None = None,
+    *,
+    keep: bool = False,
+    backend: str = "auto",
+    device_index: int | None = None,
+    progress: ProgressFn | None = None,
+) -> Plan[Any]:
+    """numpy.transpose(x, axes) on the server (ONNX Transpose): output
+    dimension i is x's dimension axes[i]; None (the default) reverses the
+    dimensions. A read-only array (a copy, where NumPy gives a view), or a
+    RemoteTensor with `keep` (of a RemoteTensor: a view of its bytes on the
+    server, no copy). Axes may be negative (counted from the end, as NumPy; an
+    axis outside [-rank, rank) raises NumPy's AxisError before anything is
+    sent, and so does an empty `axes` for an input with dimensions, NumPy's
+    ValueError, since an empty perm means reversed); the server checks the
+    rest: axes that are not a permutation of the dimensions (one repeated,
+    too few or too many) are INVALID_ARGUMENT naming transpose.perm.
+    `backend`, `device_index`, `progress` and `keep` as for `run`."""
+    x = _operand(x)
+    rank = len(x.shape)
+    perm = [] if axes is None else [normalize_axis(axis, rank) for axis in axes]
+    if axes is not None and not perm and rank:
+        raise ValueError("axes don't match array")  # NumPy's words
+    return (
+        yield from _one_output(
+            client, "transpose", {"input": x}, {"perm": perm}, None, backend, device_index,
+            progress, keep,
+        )
+    )  # fmt: skip
+
+
+def reshape(
+    client: Planning[Any],
+    x: Operand,
+    shape: int | Sequence[int],
+    *,
+    keep: bool = False,
+    backend: str = "auto",
+    device_index: int | None = None,
+    progress: ProgressFn | None = None,
+) -> Plan[Any]:
+    """numpy.reshape(x, shape) on the server (ONNX Reshape): x's elements in
+    row-major order (whatever x's strides: order="C") with sizes `shape`,
+    an integer or a sequence of integers of which one may be -1 (the rest of
+    the element count). A read-only array (a copy), or a RemoteTensor with
+    `keep` (of a RemoteTensor whose strides allow it, NumPy's rule: a view
+    of its bytes on the server). The server checks the shape: a second -1, a
+    size below 1 (the operator's sizes are >= 1, so NumPy's empty arrays and
+    its shape () are refused), a count that differs from x's, more than 8
+    dimensions are INVALID_ARGUMENT naming reshape.sizes. `backend`,
+    `device_index`, `progress` and `keep` as for `run`."""
+    x = _operand(x)
+    sizes = _shape(shape, "shape")
+    return (
+        yield from _one_output(
+            client, "reshape", {"input": x}, {"sizes": sizes}, None, backend, device_index,
+            progress, keep,
+        )
+    )  # fmt: skip
+
+
+def expand(
+    client: Planning[Any],
+    x: Operand,
+    shape: int | Sequence[int],
+    *,
+    keep: bool = False,
+    backend: str = "auto",
+    device_index: int | None = None,
+    progress: ProgressFn | None = None,
+) -> Plan[Any]:
+    """ONNX Expand: x broadcast with `shape` (an integer or a sequence of
+    integers), the two aligned at their last entry, the shorter padded with
+    leading 1s, and at each position the larger size: where x has 1 the
+    size is shape's, and, unlike numpy.broadcast_to, where `shape` has 1 (or
+    no entry) the size stays x's. So the result's shape is
+    np.broadcast_shapes(x.shape, shape), not always `shape`; for NumPy's
+    rule, broadcast_to. A read-only array (a packed copy), or a RemoteTensor
+    with `keep` (of a RemoteTensor: a view of its bytes, stride 0 where it
+    broadcasts). The server checks the shape: sizes that differ and are
+    both other than 1, a size below 1, more than 8 entries are
+    INVALID_ARGUMENT naming expand.sizes, an output over 2^32 - 1 elements
+    RESOURCE_EXHAUSTED. `backend`, `device_index`, `progress` and `keep`
+    as for `run`."""
+    x = _operand(x)
+    sizes = _shape(shape, "shape")
+    return (
+        yield from _one_output(
+            client, "expand", {"input": x}, {"sizes": sizes}, None, backend, device_index,
+            progress, keep,
+        )
+    )  # fmt: skip
+
+
+def broadcast_to(
+    client: Planning[Any],
+    x: Operand,
+    shape: int | Sequence[int],
+    *,
+    keep: bool = False,
+    backend: str = "auto",
+    device_index: int | None = None,
+    progress: ProgressFn | None = None,
+) -> Plan[Any]:
+    """numpy.broadcast_to(x, shape) on the server: an Expand to `shape` (an
+    integer or a sequence of integers) whose result has exactly that shape.
+    NumPy's stricter rule is checked here, before anything is sent: where
+    numpy.broadcast_to refuses (`shape` shorter than x's rank, or a 1 or
+    another size where x's size is not 1, which ONNX Expand would take),
+    NumPy's own ValueError is raised. `shape` also goes as the output's
+    sizes, which the server checks are the ones it derives. A packed copy,
+    not a read-only view: a read-only array, or a RemoteTensor with `keep`.
+    The operator's sizes are >= 1: a 0 in `shape` (NumPy's empty result) is
+    the server's INVALID_ARGUMENT naming expand.sizes. `backend`,
+    `device_index`, `progress` and `keep` as for `run`."""
+    x = _operand(x)
+    sizes = _shape(shape, "shape")
+    # numpy.broadcast_to itself judges the shapes, on a stand-in of x's shape
+    # with no elements behind it (stride 0 everywhere: one byte).
+    stand_in = np.lib.stride_tricks.as_strided(
+        np.zeros(1, np.uint8), shape=tuple(x.shape), strides=(0,) * len(x.shape)
+    )
+    np.broadcast_to(stand_in, tuple(sizes))
+    return (
+        yield from _one_output(
+            client, "expand", {"input": x}, {"sizes": sizes}, [tuple(sizes)], backend,
+            device_index, progress, keep,
         )
     )  # fmt: skip
 

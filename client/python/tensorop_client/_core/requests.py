@@ -14,7 +14,7 @@ import numpy as np
 import numpy.typing as npt
 
 from tensorop_client._core.handles import _refer, _Remote
-from tensorop_client._core.shapes import slice_window_sizes
+from tensorop_client._core.shapes import DERIVED_SIZES, derived_sizes, slice_window_sizes
 from tensorop_client._proto import tensorop_pb2 as pb
 from tensorop_client.tensors import (
     LayoutError,
@@ -44,8 +44,9 @@ class Output:
 # An Output, a {"sizes": ..., "strides": ...} mapping, or just the sizes.
 OutputLike = Output | Mapping[str, Sequence[int]] | Sequence[int]
 
-# Operators whose one output follows from the inputs: an OutputDesc is optional.
-_DERIVED_OUTPUT_OPS = ("strided_slice", "scatter_elements")
+# Operators whose one output follows from the inputs: an OutputDesc is optional
+# (strided_slice, scatter_elements, transpose, reshape, expand).
+_DERIVED_OUTPUT_OPS = DERIVED_SIZES
 
 
 def _output_count(op: str | None, outputs: Sequence[Any]) -> int:
@@ -73,8 +74,9 @@ def derive_slice_output(message: pb.RunRequest | pb.ChainStep) -> None:
 
 
 def keep_outputs(request: pb.RunRequest) -> None:
-    """Marks every output of `request` kept. strided_slice and scatter_elements
-    derive their one output: an empty OutputDesc (sizes not given) describes it."""
+    """Marks every output of `request` kept. strided_slice, scatter_elements,
+    transpose, reshape and expand derive their one output: an empty
+    OutputDesc (sizes not given) describes it."""
     if not request.outputs and request.WhichOneof("op") in _DERIVED_OUTPUT_OPS:
         request.outputs.add()
     for desc in request.outputs:
@@ -295,10 +297,11 @@ def _span_bytes(sizes: Sequence[int], strides: Sequence[int], itemsize: int) -> 
 
 def answer_bytes_bound(request: pb.RunRequest) -> int:
     """At least the bytes of output data `request` can produce: exact where the
-    caller gave the output sizes (slice, split, and the others when given), and
-    an upper bound from the input otherwise (a strided slice reads each input
-    element at most once). 0 for requests the server will refuse anyway, which
-    then go unary and come back with its error."""
+    caller gave the output sizes (slice, split, and the others when given) or
+    they follow from the input (scatter_elements, transpose, reshape, expand:
+    derived_sizes), and an upper bound from the input otherwise (a strided
+    slice reads each input element at most once). 0 for requests the server
+    will refuse anyway, which then go unary and come back with its error."""
     try:
         source = request.inputs.get("input")
         if source is None:
@@ -316,10 +319,12 @@ def answer_bytes_bound(request: pb.RunRequest) -> int:
         wanted = request.outputs[0] if request.outputs else pb.OutputDesc()
         if wanted.keep:  # kept outputs send no bytes
             return 0
-        if op == "scatter_elements":
-            return _span_bytes(wanted.sizes or source.sizes, wanted.strides, itemsize)
         if wanted.sizes:
             return _span_bytes(wanted.sizes, wanted.strides, itemsize)
+        if op != "strided_slice":  # its bound is below: its output is never larger
+            sizes = derived_sizes(op, getattr(request, op) if op else None, source.sizes)
+            if sizes is not None:  # an expand's output may be larger than its input
+                return _span_bytes(sizes, wanted.strides, itemsize)
         elements = math.prod(source.sizes)
         # Strides without sizes: each size is at most `elements`.
         return elements * itemsize * (1 + sum(wanted.strides))

@@ -1,8 +1,9 @@
 """Output layouts that follow from a request, derived without I/O: a slice's
 whole window (its output sizes when the caller gives none), a strided
-slice's sizes (docs/operators.md, StridedSlice), a scatter's, and from them
-the bytes of output data an answer, or a chain's, carries, which progress
-counts from its first report.
+slice's sizes (docs/operators.md, StridedSlice), a scatter's, a
+transpose's, a reshape's and an expand's (docs/operators.md, Transpose, Reshape,
+Expand), and from them the bytes of output data an answer, or a chain's,
+carries, which progress counts from its first report.
 
 Each derivation answers None where the request is not one the server runs
 (a stride of 0, an index out of range, ...): the request is then sent as
@@ -14,10 +15,13 @@ import math
 from collections.abc import Mapping, Sequence
 
 from tensorop_client._proto import tensorop_pb2 as pb
-from tensorop_client.tensors import LayoutError, numpy_dtype, span_elements
+from tensorop_client.tensors import MAX_ELEMENTS, LayoutError, numpy_dtype, span_elements
 
 # StridedSlice's rank limit (docs/operators.md, "Limits").
 _MAX_STRIDED_SLICE_RANK = 32
+# The other operators' rank limit (DirectML's), which Transpose, Reshape and
+# Expand also hold their size lists to.
+_MAX_RANK = 8
 
 # An output's dtype (a DType value) and sizes.
 Layout = tuple[int, tuple[int, ...]]
@@ -118,6 +122,87 @@ def strided_slice_sizes(sizes: Sequence[int], attrs: pb.StridedSliceAttrs) -> li
     return out
 
 
+def _tensor_sizes_valid(sizes: Sequence[int]) -> bool:
+    """An input Transpose, Reshape and Expand take: rank 1..8, every size >= 1."""
+    return 1 <= len(sizes) <= _MAX_RANK and all(n >= 1 for n in sizes)
+
+
+def transpose_sizes(sizes: Sequence[int], perm: Sequence[int]) -> list[int] | None:
+    """The sizes of a transpose of an input of `sizes` (docs/operators.md,
+    Transpose): input.sizes[perm[i]], an empty `perm` reversing the
+    dimensions; None for a request the server refuses (a `perm` that is no
+    permutation of 0..rank-1)."""
+    if not _tensor_sizes_valid(sizes):
+        return None
+    if not perm:
+        return list(reversed(sizes))
+    if sorted(perm) != list(range(len(sizes))):
+        return None
+    return [sizes[axis] for axis in perm]
+
+
+def reshape_sizes(sizes: Sequence[int], target: Sequence[int]) -> list[int] | None:
+    """The sizes of a reshape of an input of `sizes` to `target` (docs/operators.md,
+    Reshape): `target` with its one -1, if any, standing for the rest of the
+    element count; None for a request the server refuses (an entry below 1
+    other than -1, two -1s, a count that differs)."""
+    if not _tensor_sizes_valid(sizes) or not 1 <= len(target) <= _MAX_RANK:
+        return None
+    if any(n < 1 and n != -1 for n in target) or list(target).count(-1) > 1:
+        return None
+    count = math.prod(sizes)
+    known = math.prod(n for n in target if n != -1)
+    if -1 not in target:
+        return list(target) if known == count else None
+    if count % known:
+        return None
+    return [count // known if n == -1 else n for n in target]
+
+
+def expand_sizes(sizes: Sequence[int], target: Sequence[int]) -> list[int] | None:
+    """The sizes of an expand of an input of `sizes` to `target` (docs/operators.md,
+    Expand, ONNX's broadcast): both lists aligned at their last entry, the
+    shorter padded with leading 1s, and at each position the larger size;
+    None for a request the server refuses (two sizes that differ and are
+    both other than 1, an entry below 1, an output of more than 2^32 - 1
+    elements)."""
+    if not _tensor_sizes_valid(sizes) or not 1 <= len(target) <= _MAX_RANK:
+        return None
+    if any(n < 1 for n in target):
+        return None
+    rank = max(len(sizes), len(target))
+    padded_input = [1] * (rank - len(sizes)) + list(sizes)
+    padded_target = [1] * (rank - len(target)) + list(target)
+    out = []
+    for a, b in zip(padded_input, padded_target, strict=True):
+        if a != b and 1 not in (a, b):
+            return None
+        out.append(max(a, b))
+    return out if math.prod(out) <= MAX_ELEMENTS else None
+
+
+# The operators whose one output's sizes follow from input "input" and the
+# attributes alone (scatter_elements': the input's, whatever its attributes).
+DERIVED_SIZES = ("strided_slice", "scatter_elements", "transpose", "reshape", "expand")
+
+
+def derived_sizes(op: str | None, attrs: object, sizes: Sequence[int]) -> list[int] | None:
+    """The sizes of the one output of `op` (one of DERIVED_SIZES) with
+    `attrs` (its attributes message) on an input of `sizes`; None for
+    another operator, or a request the server refuses."""
+    if op == "strided_slice" and isinstance(attrs, pb.StridedSliceAttrs):
+        return strided_slice_sizes(sizes, attrs)
+    if op == "scatter_elements":
+        return list(sizes)
+    if op == "transpose" and isinstance(attrs, pb.TransposeAttrs):
+        return transpose_sizes(sizes, list(attrs.perm))
+    if op == "reshape" and isinstance(attrs, pb.ReshapeAttrs):
+        return reshape_sizes(sizes, list(attrs.sizes))
+    if op == "expand" and isinstance(attrs, pb.ExpandAttrs):
+        return expand_sizes(sizes, list(attrs.sizes))
+    return None
+
+
 def step_outputs(
     op: str | None,
     attrs: object,
@@ -126,8 +211,9 @@ def step_outputs(
 ) -> list[Layout | None]:
     """The layout of each output of one operator (a request, or a chain
     step), None where it is not known here: every output has the dtype of
-    input "input"; slice's and split's sizes are the caller's, strided
-    slice's and scatter's follow from the input when not given."""
+    input "input"; slice's and split's sizes are the caller's, those of
+    the others (DERIVED_SIZES: strided_slice, scatter_elements, transpose,
+    reshape, expand) follow from the input when not given."""
     source = inputs.get("input")
     if op in ("slice", "split"):
         return [(source[0], tuple(o.sizes)) if source and o.sizes else None for o in outputs]
@@ -136,12 +222,8 @@ def step_outputs(
         return [None]
     if given:
         return [(source[0], given)]
-    if op == "strided_slice" and isinstance(attrs, pb.StridedSliceAttrs):
-        sizes = strided_slice_sizes(source[1], attrs)
-        return [None if sizes is None else (source[0], tuple(sizes))]
-    if op == "scatter_elements":
-        return [source]
-    return [None]
+    sizes = derived_sizes(op, attrs, source[1])
+    return [None if sizes is None else (source[0], tuple(sizes))]
 
 
 def layout_bytes(layout: Layout, strides: Sequence[int]) -> int | None:
