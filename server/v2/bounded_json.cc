@@ -5,8 +5,10 @@
 #include <utility>
 #include <vector>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "core/status_macros.h"
 #include "server/wire/quoted.h"
 
 namespace tensorop::server {
@@ -136,6 +138,45 @@ class BoundedJsonBuilder final : public nlohmann::json_sax<Json> {
   absl::Status error_;
 };
 
+// Whether `text` has a bare NaN, Infinity or -Infinity outside its strings:
+// then `quoted` is `text` with each one in quotes, for nlohmann to read as a
+// string. One pass; the copy is made only when there is one.
+bool QuoteNonFiniteLiterals(absl::string_view text, std::string& quoted) {
+  static constexpr absl::string_view kLiterals[] = {"NaN", "Infinity", "-Infinity"};
+  bool in_string = false;
+  size_t copied = 0;  // text before this is in `quoted` (once a literal was found)
+  bool found = false;
+  for (size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
+    if (in_string) {
+      if (c == '\\') {
+        ++i;  // the escaped character, whatever it is
+      } else if (c == '"') {
+        in_string = false;
+      }
+      continue;
+    }
+    if (c == '"') {
+      in_string = true;
+      continue;
+    }
+    if (c != 'N' && c != 'I' && c != '-') continue;
+    for (absl::string_view literal : kLiterals) {
+      if (!absl::StartsWith(text.substr(i), literal)) continue;
+      const size_t end = i + literal.size();
+      if (end < text.size() && absl::ascii_isalnum(static_cast<unsigned char>(text[end]))) break;
+      if (!found) quoted.reserve(text.size() + 64);
+      found = true;
+      absl::StrAppend(&quoted, text.substr(copied, i - copied), "\"", literal, "\"");
+      copied = end;
+      i = end - 1;
+      break;
+    }
+  }
+  if (found) absl::StrAppend(&quoted, text.substr(copied));
+  return found;
+}
+
 }  // namespace
 
 std::string DumpJson(const Json& json) {
@@ -154,6 +195,11 @@ std::string QuoteJson(const Json& v) {
 
 absl::StatusOr<Json> ParseBoundedJson(absl::string_view text, absl::string_view what,
                                       const JsonReserve& reserve) {
+  std::string quoted;
+  if (QuoteNonFiniteLiterals(text, quoted)) {
+    if (reserve) RETURN_IF_ERROR(reserve(static_cast<int64_t>(quoted.size())));
+    text = quoted;
+  }
   BoundedJsonBuilder builder(what, reserve);
   Json::sax_parse(text.begin(), text.end(), &builder);
   return std::move(builder).Take();

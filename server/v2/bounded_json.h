@@ -27,7 +27,10 @@ using JsonReserve = std::function<absl::Status(int64_t bytes)>;
 
 // `text` parsed within those bounds: INVALID_ARGUMENT naming `what` for text
 // that is no JSON or nests past kMaxJsonDepth, `reserve`'s refusal when the
-// values do not fit.
+// values do not fit. The bare literals NaN, Infinity and -Infinity, which JSON
+// lacks and Triton's JSON (rapidjson's NaN and Inf flags) reads and writes,
+// are read as the strings "NaN", "Infinity" and "-Infinity" (a tensor's float
+// data takes those: json_tensor_data.h).
 absl::StatusOr<nlohmann::json> ParseBoundedJson(absl::string_view text, absl::string_view what,
                                                 const JsonReserve& reserve);
 // Whether `status` is ParseBoundedJson's refusal of a body nested too deep.

@@ -6,6 +6,7 @@
 #include <cstring>
 #include <limits>
 #include <map>
+#include <string>
 #include <type_traits>
 #include <utility>
 #include <vector>
@@ -13,6 +14,7 @@
 #include <nlohmann/json.hpp>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "core/status_macros.h"
 #include "server/v2/bounded_json.h"
 #include "server/v2/inference_models.h"
@@ -271,7 +273,9 @@ absl::StatusOr<HttpBody> RenderHttpInferResponse(const HttpInferRequest& asked,
   json["model_version"] = response.model_version();
   if (!response.id().empty()) json["id"] = response.id();
   if (!response.parameters().empty()) json["parameters"] = FromParameters(response.parameters());
-  json["outputs"] = Json::array();
+  // The outputs are written after the rest, each entry's data as text of its
+  // own (DataJsonText: NaN and infinities as Triton writes them).
+  std::vector<std::string> outputs;
   std::string binary;
   bool any_binary = false;
   for (int k = 0; k < response.outputs_size(); ++k) {
@@ -286,9 +290,10 @@ absl::StatusOr<HttpBody> RenderHttpInferResponse(const HttpInferRequest& asked,
     // Written into shared memory: where (its request's parameters), no data.
     if (output.parameters().contains(std::string(kSharedMemoryRegionParameter))) {
       entry["parameters"] = FromParameters(output.parameters());
-      json["outputs"].push_back(std::move(entry));
+      outputs.push_back(DumpJson(entry));
       continue;
     }
+    std::string data;
     auto flag = asked.binary_outputs.find(output.name());
     const bool as_binary = flag != asked.binary_outputs.end() ? flag->second : asked.binary_default;
     if (as_binary) {
@@ -302,12 +307,19 @@ absl::StatusOr<HttpBody> RenderHttpInferResponse(const HttpInferRequest& asked,
                                                 "\" has datatype \"", output.datatype(),
                                                 "\", which has no JSON form"));
       }
-      entry["data"] = DataJson(bytes, *dtype);
+      data = DataJsonText(bytes, *dtype);
     }
-    json["outputs"].push_back(std::move(entry));
+    std::string text = DumpJson(entry);
+    if (!data.empty()) {
+      text.pop_back();  // the entry's '}'
+      absl::StrAppend(&text, ",\"data\":", data, "}");
+    }
+    outputs.push_back(std::move(text));
   }
   HttpBody out;
-  out.body = DumpJson(json);
+  out.body = DumpJson(json);  // never empty: it has the model's name
+  out.body.pop_back();
+  absl::StrAppend(&out.body, ",\"outputs\":[", absl::StrJoin(outputs, ","), "]}");
   if (any_binary) {
     out.header_length = out.body.size();
     out.body.append(binary);

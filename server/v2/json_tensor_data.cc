@@ -1,9 +1,12 @@
 // A tensor's JSON `data` in the v2 REST API, both ways (json_tensor_data.h).
 #include "server/v2/json_tensor_data.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <optional>
+#include <string>
 #include <utility>
 
 #include <nlohmann/json.hpp>
@@ -23,6 +26,22 @@ void Append(T value, std::string& out) {
   char bytes[sizeof(T)];
   std::memcpy(bytes, &value, sizeof(T));
   out.append(bytes, sizeof(T));
+}
+
+// Triton's names of the floats JSON has no number for (its JSON writes them
+// bare; ParseBoundedJson reads them as these strings).
+constexpr absl::string_view kNaN = "NaN";
+constexpr absl::string_view kInfinity = "Infinity";
+constexpr absl::string_view kMinusInfinity = "-Infinity";
+
+// The float `v` names, when it is one of those strings.
+std::optional<double> NonFiniteNamed(const Json& v) {
+  if (!v.is_string()) return std::nullopt;
+  const std::string& name = v.get_ref<const std::string&>();
+  if (name == kNaN) return std::numeric_limits<double>::quiet_NaN();
+  if (name == kInfinity) return std::numeric_limits<double>::infinity();
+  if (name == kMinusInfinity) return -std::numeric_limits<double>::infinity();
+  return std::nullopt;
 }
 
 // Appends JSON value `v` (element `index` of `what`) as `dtype`.
@@ -48,8 +67,7 @@ absl::Status AppendElement(const Json& v, DType dtype, absl::string_view what, i
     return absl::OkStatus();
   };
   // A 16-bit float, refused where it overflows what `v` says.
-  auto narrow = [&](uint16_t bits, uint16_t infinity) -> absl::Status {
-    const double x = v.get<double>();
+  auto narrow = [&](double x, uint16_t bits, uint16_t infinity) -> absl::Status {
     if (std::isfinite(x) && (bits & infinity) == infinity) {
       return refuse(absl::StrCat("within ", datatype, "'s range"));
     }
@@ -83,8 +101,12 @@ absl::Status AppendElement(const Json& v, DType dtype, absl::string_view what, i
     case DType::kBfloat16:
       break;
   }
-  if (!v.is_number()) return refuse(absl::StrCat("a number (", datatype, ")"));
-  const double x = v.get<double>();
+  std::optional<double> number = NonFiniteNamed(v);
+  if (!number.has_value()) {
+    if (!v.is_number()) return refuse(absl::StrCat("a number (", datatype, ")"));
+    number = v.get<double>();
+  }
+  const double x = *number;
   if (dtype == DType::kFloat64) {
     Append(x, out);
   } else if (dtype == DType::kFloat32) {
@@ -93,9 +115,9 @@ absl::Status AppendElement(const Json& v, DType dtype, absl::string_view what, i
     }
     Append(static_cast<float>(x), out);
   } else if (dtype == DType::kBfloat16) {
-    return narrow(DoubleToBfloat16(x), 0x7f80);
+    return narrow(x, DoubleToBfloat16(x), 0x7f80);
   } else {
-    return narrow(DoubleToHalf(x), 0x7c00);
+    return narrow(x, DoubleToHalf(x), 0x7c00);
   }
   return absl::OkStatus();
 }
@@ -225,6 +247,26 @@ Json DataJson(absl::string_view bytes, DType dtype) {
       break;
   }
   return data;
+}
+
+std::string DataJsonText(absl::string_view bytes, DType dtype) {
+  const Json data = DataJson(bytes, dtype);
+  const auto finite = [](const Json& v) {
+    return !v.is_number_float() || std::isfinite(v.get<double>());
+  };
+  if (!IsFloat(dtype) || std::all_of(data.begin(), data.end(), finite)) return DumpJson(data);
+  std::string text = "[";
+  for (const Json& v : data) {
+    if (text.size() > 1) text += ',';
+    if (finite(v)) {
+      text += DumpJson(v);
+    } else {
+      const double x = v.get<double>();
+      absl::StrAppend(&text, std::isnan(x) ? kNaN : (x > 0 ? kInfinity : kMinusInfinity));
+    }
+  }
+  text += ']';
+  return text;
 }
 
 uint16_t DoubleToHalf(double value) { return DoubleToFloat16Format(value, 5, 10); }

@@ -21,7 +21,8 @@ namespace tensorop::server {
 // the depth): what `data` holds, before its bytes are made.
 int64_t JsonLeafCount(const nlohmann::json& data);
 
-// Appends every value of `data` (row-major) to `out` as `dtype`, little-endian.
+// Appends every value of `data` (row-major) to `out` as `dtype`, little-endian;
+// a float takes the strings "NaN", "Infinity" and "-Infinity" too.
 // INVALID_ARGUMENT names `what`, the value's index and the value
 // (`slice: input "offsets" data[1] = "x" is not an integer (INT64)`).
 absl::Status AppendJsonData(const nlohmann::json& data, DType dtype, absl::string_view what,
@@ -29,6 +30,10 @@ absl::Status AppendJsonData(const nlohmann::json& data, DType dtype, absl::strin
 
 // `bytes` as a flat JSON array of `dtype` values.
 nlohmann::json DataJson(absl::string_view bytes, DType dtype);
+// The same array as JSON text, a float's NaN and infinities written as
+// Triton writes them: NaN, Infinity and -Infinity (JSON has no number for
+// them; nlohmann would write null). AppendJsonData reads those back.
+std::string DataJsonText(absl::string_view bytes, DType dtype);
 
 // Round-to-nearest-even conversions between a double and FP16's bits, and
 // BF16's (the upper half of an FP32).

@@ -20,7 +20,7 @@ from tritonclient.utils import InferenceServerException
 from conftest import Tensord
 from tensorop_client.cases import HostTensor
 from tensorop_client.tensors import numpy_dtype
-from v2_cases import DATA_INPUTS, PARAMETERS, V2Case, public_cases, run_public_cases, split_sizes
+from v2_cases import DATA_INPUTS, PARAMETERS, V2Case, run_public_cases, split_sizes
 
 # The HTTP status of each gRPC code a case expects (server/wire/status_map.cc ToHttpStatus).
 HTTP_STATUS = {"INVALID_ARGUMENT": "400", "NOT_FOUND": "404", "RESOURCE_EXHAUSTED": "429",
@@ -102,28 +102,12 @@ def test_every_contiguous_public_case_passes(
         _compare(v2.case.expected_outputs, result, v2.op)
         assert result.get_response()["parameters"]["backend"].startswith(backend)
 
-    def infer(v2: V2Case) -> triton.InferResult:
-        # JSON has no NaN or Infinity: those cases go as binary data even in
-        # JSON mode (docs/kserve-v2.md, the HTTP front end), so the operator is
-        # still checked; which cases those are is asserted below.
-        as_binary = binary or _has_non_finite(v2)
-        return http_client.infer(v2.op, _inputs(v2, as_binary), model_version="1",
-                                 request_id=v2.case.name, outputs=_outputs(v2, as_binary),
-                                 parameters={"backend": backend})
-
-    run_public_cases(cases_dir, case_count, infer, HTTP_STATUS.__getitem__, check)
-    assert {c.case.name for c in public_cases(cases_dir)
-            if not c.excluded and _has_non_finite(c)} == {"transpose/rank1_float16_specials"}
-
-
-def _has_non_finite(v2: V2Case) -> bool:
-    """Whether a float input of the case holds NaN or an infinity."""
-    for tensor in v2.case.request.inputs.values():
-        dtype = numpy_dtype(tensor.dtype)
-        if np.issubdtype(dtype, np.floating):
-            if not np.isfinite(np.frombuffer(tensor.data, dtype=dtype).astype(np.float64)).all():
-                return True
-    return False
+    run_public_cases(
+        cases_dir, case_count,
+        lambda v2: http_client.infer(v2.op, _inputs(v2, binary), model_version="1",
+                                     request_id=v2.case.name, outputs=_outputs(v2, binary),
+                                     parameters={"backend": backend}),
+        HTTP_STATUS.__getitem__, check)
 
 
 @pytest.mark.parametrize("binary", [True, False], ids=["binary", "json"])

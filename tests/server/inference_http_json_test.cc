@@ -1,5 +1,6 @@
 #include "server/v2/inference_http_json.h"
 
+#include <cmath>
 #include <cstring>
 #include <limits>
 #include <string>
@@ -15,11 +16,13 @@
 #include "server/v2/inference_models.h"
 #include "server/v2/json_tensor_data.h"
 #include "server/wire/status_map.h"
+#include "tests/support/status_matchers.h"
 #include "tests/support/temp_files.h"
 
 namespace tensorop::server {
 namespace {
 
+using ::tensorop::testing::StatusIs;
 using ::testing::HasSubstr;
 
 template <typename T>
@@ -187,6 +190,56 @@ TEST(InferenceHttpJson, Bf16AndBoolComeAndGoAsJsonValues) {
   EXPECT_EQ(body["outputs"][0]["data"][0], 1.5);
   EXPECT_EQ(body["outputs"][0]["data"][1], -3.140625);
   EXPECT_EQ(body["outputs"][1]["data"], nlohmann::json::parse("[false,true]"));
+}
+
+// JSON has no NaN or infinity; Triton's JSON reads and writes them bare. Bare
+// in a body they are floats; inside a string (an id) they stay text.
+TEST(InferenceHttpJson, NaNAndInfinitiesComeAndGoAsTritonWritesThem) {
+  absl::StatusOr<HttpInferRequest> parsed = ParseHttpInferRequest("slice", "",
+                                                                  R"({"id":"NaN Infinity","inputs":[
+            {"name":"input","shape":[4],"datatype":"FP32","data":[NaN,Infinity,-Infinity,-0.0]},
+            {"name":"updates","shape":[3],"datatype":"FP16","data":[-Infinity,"NaN",1.5]}]})",
+                                                                  std::nullopt);
+  ASSERT_TRUE(parsed.ok()) << parsed.status();
+  EXPECT_EQ(parsed->request.id(), "NaN Infinity");
+  const std::vector<float> fp32 = Values<float>(parsed->request.raw_input_contents(0));
+  ASSERT_EQ(fp32.size(), 4u);
+  EXPECT_TRUE(std::isnan(fp32[0]));
+  EXPECT_EQ(fp32[1], std::numeric_limits<float>::infinity());
+  EXPECT_EQ(fp32[2], -std::numeric_limits<float>::infinity());
+  EXPECT_TRUE(std::signbit(fp32[3]));
+  EXPECT_THAT(Values<uint16_t>(parsed->request.raw_input_contents(1)),
+              ::testing::ElementsAre(0xfc00, 0x7e00, 0x3e00));
+  // A literal that is only the start of a word is no number, and a string
+  // other than the three is no float.
+  EXPECT_THAT(ParseHttpInferRequest("slice", "",
+                                    R"({"inputs":[{"name":"input","shape":[1],"datatype":"FP32",
+                                        "data":[NaNa]}]})",
+                                    std::nullopt)
+                  .status(),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("not valid JSON")));
+  EXPECT_THAT(ParseHttpInferRequest("slice", "",
+                                    R"({"inputs":[{"name":"input","shape":[1],"datatype":"FP32",
+                                        "data":["nan"]}]})",
+                                    std::nullopt)
+                  .status(),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("is not a number (FP32)")));
+
+  inference::ModelInferResponse response;
+  response.set_model_name("slice");
+  response.set_id("NaN");
+  auto* output = response.add_outputs();
+  output->set_name("output");
+  output->set_datatype("FP64");
+  output->add_shape(4);
+  const double values[] = {std::numeric_limits<double>::quiet_NaN(),
+                           -std::numeric_limits<double>::infinity(),
+                           std::numeric_limits<double>::infinity(), 0.25};
+  response.add_raw_output_contents(std::string(reinterpret_cast<const char*>(values), 32));
+  absl::StatusOr<HttpBody> json = RenderHttpInferResponse(HttpInferRequest{}, response);
+  ASSERT_TRUE(json.ok()) << json.status();
+  EXPECT_THAT(json->body, HasSubstr(R"("data":[NaN,-Infinity,Infinity,0.25])"));
+  EXPECT_THAT(json->body, HasSubstr(R"("id":"NaN")"));
 }
 
 TEST(InferenceHttpJson, AnswersAsJsonDataOrBinaryParts) {
@@ -464,6 +517,25 @@ TEST(InferenceHttpJson, TheParseReservesWhatItsValuesTake) {
           .status();
   EXPECT_EQ(refused, absl::ResourceExhaustedError("over --max_memory_bytes"));
   EXPECT_EQ(calls, 3);
+
+  // Bare NaNs are quoted in a copy of the text, reserved before it is made.
+  std::string nans = "[NaN";
+  for (int i = 0; i < 100000; ++i) nans += ",NaN";
+  nans += "]";
+  std::vector<int64_t> asked;
+  refused =
+      ParseHttpInferRequest(
+          "slice", "",
+          R"({"inputs":[{"name":"input","datatype":"FP32","shape":[1],"data":)" + nans + "}]}",
+          std::nullopt,
+          [&](int64_t bytes) {
+            asked.push_back(bytes);
+            return absl::ResourceExhaustedError("over --max_memory_bytes");
+          })
+          .status();
+  EXPECT_EQ(refused, absl::ResourceExhaustedError("over --max_memory_bytes"));
+  ASSERT_EQ(asked.size(), 1u);
+  EXPECT_GT(asked[0], static_cast<int64_t>(nans.size() + 2 * 100000));
 }
 
 TEST(InferenceHttpJson, ErrorsAndMetadata) {
