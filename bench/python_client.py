@@ -374,9 +374,102 @@ def chain_steps(client: Client, rounds: int, server_pid: int | None) -> dict:
     figures = {"separate": rows[0][1], "kept": rows[1][1], "chain": rows[2][1],
                "resident_chain_1": one, "resident_chain_16": sixteen,
                "keep_half_of_1gib": seconds, "keep_half_of_16_bytes": floor}
+    figures.update(layout_views(client, rounds, server_pid))
     figures.update(device_views(client, rounds))
     return {"mode": "chain", "rounds": rounds, "seconds": figures,
             "server_rss_growth_kib": growth}
+
+
+def layout_views(client: Client, rounds: int, server_pid: int | None) -> dict:
+    """Issue 44's targets: run(keep=True) of a transpose, a reshape and an
+    expand of a resident 1 GiB tensor (views: no bytes, no RSS); a chain of 16
+    layout and window steps on a resident 32 MiB tensor against one step,
+    result kept; a 32 MiB transpose then a 1 MiB slice of it as one chain
+    against two runs.
+    Best of `rounds`; answers checked against NumPy."""
+    def best(fn) -> float:
+        """The best time of fn(); what it returns (a RemoteTensor) is
+        released after the clock stops."""
+        times = []
+        for _ in range(rounds):
+            start = time.perf_counter()
+            made = fn()
+            times.append(time.perf_counter() - start)
+            if made is not None:
+                made.release()
+        return min(times)
+
+    figures: dict[str, float] = {}
+    big = client.put(np.ones((16384, 16384), dtype=np.float32))
+    try:
+        before = resident_kib(server_pid)
+        for op, attrs in (("transpose", {"perm": [1, 0]}), ("reshape", {"sizes": [8192, -1]}),
+                          ("expand", {"sizes": [2, 16384, 16384]})):
+            figures[f"keep_{op}_of_1gib"] = best(
+                lambda op=op, attrs=attrs: client.run(op, {"input": big}, attrs,
+                                                      keep=True).outputs[0])
+        after = resident_kib(server_pid)
+        if before is not None and after is not None:
+            figures["layout_views_rss_growth_kib"] = after - before
+    finally:
+        big.release()
+
+    x = np.arange(4096 * 2048, dtype=np.float32).reshape(4096, 2048)
+    # Each step a view of the one before (no reshape merges dimensions, which
+    # would make the step before it run): transposes, whole windows, splitting
+    # reshapes and expands.
+    mixed = [("transpose", {"perm": [1, 0]}), ("strided_slice", {"begin": [0], "end": [0],
+                                                                 "end_mask": [1]}),
+             ("transpose", {"perm": [1, 0]}), ("reshape", {"sizes": [2, 2048, 2048]}),
+             ("transpose", {"perm": [1, 0, 2]}), ("transpose", {"perm": [1, 0, 2]}),
+             ("strided_slice", {"begin": [0], "end": [0], "end_mask": [1]}),
+             ("expand", {"sizes": [2, 2048, 2048]}), ("reshape", {"sizes": [2, 2048, 2, 1024]}),
+             ("transpose", {"perm": [0, 1, 3, 2]}), ("transpose", {"perm": [0, 1, 3, 2]}),
+             ("strided_slice", {"begin": [0], "end": [0], "end_mask": [1]}),
+             ("transpose", {"perm": [3, 2, 1, 0]}), ("transpose", {"perm": [3, 2, 1, 0]}),
+             ("expand", {"sizes": [1, 2, 2048, 2, 1024]}),
+             ("strided_slice", {"begin": [0], "end": [0], "end_mask": [1]})]
+
+    def chain_of(source: object, count: int) -> list[Step]:
+        chain: list[Step] = []
+        for op, attrs in mixed[:count]:
+            chain.append(Step(op, {"input": chain[-1] if chain else source}, attrs))
+        return chain
+
+    resident = client.put(x)
+    try:
+        last = client.chain(chain_of(resident, 16), keep=True).outputs[0]
+        assert np.array_equal(last.fetch(), x.reshape(1, 2, 2048, 2, 1024))
+        last.release()
+        for count in (1, 16):
+            figures[f"layout_chain_{count}"] = best(
+                lambda count=count: client.chain(chain_of(resident, count),
+                                                 keep=True).outputs[0])
+    finally:
+        resident.release()
+
+    def two_runs() -> None:
+        t = client.transpose(x)
+        client.run("slice", {"input": t}, {"offsets": [0, 0], "window_sizes": [64, 4096],
+                                           "window_strides": [1, 1]}, outputs=[(64, 4096)])
+
+    def one_chain() -> None:
+        first = Step("transpose", {"input": x}, {"perm": [1, 0]})
+        client.chain([first, Step("slice", {"input": first},
+                                  {"offsets": [0, 0], "window_sizes": [64, 4096],
+                                   "window_strides": [1, 1]}, [(64, 4096)])])
+
+    figures["transpose_slice_runs"] = best(two_runs)
+    figures["transpose_slice_chain"] = best(one_chain)
+    say(f"  layout views of a resident 1 GiB tensor: transpose "
+        f"{figures['keep_transpose_of_1gib'] * 1e3:.2f} ms, reshape "
+        f"{figures['keep_reshape_of_1gib'] * 1e3:.2f} ms, expand "
+        f"{figures['keep_expand_of_1gib'] * 1e3:.2f} ms; chain of 16 layout steps "
+        f"{figures['layout_chain_16'] * 1e3:.1f} ms against 1: "
+        f"{figures['layout_chain_1'] * 1e3:.1f} ms; transpose+slice as a chain "
+        f"{figures['transpose_slice_chain'] * 1e3:.1f} ms, as two runs "
+        f"{figures['transpose_slice_runs'] * 1e3:.1f} ms")
+    return figures
 
 
 def device_views(client: Client, rounds: int) -> dict:

@@ -440,6 +440,27 @@ def views(doc: dict) -> list[str]:
          f"{t['keep_half_of_1gib'] / t['keep_half_of_16_bytes']:.2f}× the time",
          "≤ 1 ms: " + ("met" if t["keep_half_of_1gib"] <= 1e-3 else "**not met**")],
     ]
+    if "keep_transpose_of_1gib" in t:  # issue 44's layout operators
+        growth = t.get("layout_views_rss_growth_kib")
+        layout_rss = "" if growth is None else f", server RSS {growth / 1024:+.1f} MiB"
+        for op in ("transpose", "reshape", "expand"):
+            seconds = t[f"keep_{op}_of_1gib"]
+            out.append([f"`run(keep=True)` of {'an' if op == 'expand' else 'a'} {op} of a resident "
+                        "1 GiB tensor (a view)",
+                        ms(seconds) + (layout_rss if op == "expand" else ""),
+                        f"a Slice of a 16-byte tensor: {ms(t['keep_half_of_16_bytes'])}",
+                        f"{seconds / t['keep_half_of_16_bytes']:.2f}× the time",
+                        "≤ 1 ms: " + ("met" if seconds <= 1e-3 else "**not met**")])
+        out.append(["a chain of 16 transpose, reshape, expand and window steps on a resident "
+                    "32 MiB tensor, result kept", ms(t["layout_chain_16"]),
+                    f"a chain of 1 step: {ms(t['layout_chain_1'])}",
+                    f"**{t['layout_chain_16'] / t['layout_chain_1']:.2f}×** the time",
+                    met(t["layout_chain_16"] / t["layout_chain_1"], "≤ 1.3")])
+        out.append(["one `chain` of a transpose of 32 MiB then a 1 MiB Slice of it, the tensor inline",
+                    ms(t["transpose_slice_chain"]),
+                    f"2 separate `run`s: {ms(t['transpose_slice_runs'])}",
+                    f"**{t['transpose_slice_runs'] / t['transpose_slice_chain']:.2f}×** faster",
+                    met(t["transpose_slice_runs"] / t["transpose_slice_chain"], "≥ 3.0")])
     if "device_keep_half_view" in t:  # the server had an OpenCL device
         out.append(["`run(keep=True)` of half a 256 MiB tensor resident on OpenCL (a view)",
                     ms(t["device_keep_half_view"]),
