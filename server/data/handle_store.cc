@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <optional>
 #include <utility>
 
 #include "absl/strings/escaping.h"
@@ -16,6 +17,14 @@
 
 namespace tensorop::server {
 namespace {
+
+// The index of `op`'s row in kOperators (the views counter it has), if any.
+std::optional<size_t> OperatorRow(absl::string_view op) {
+  for (size_t i = 0; i < kOperators.size(); ++i) {
+    if (kOperators[i].name == op) return i;
+  }
+  return std::nullopt;
+}
 
 // 128 bits from the OS's random source, as 32 hex digits.
 std::string RandomId() {
@@ -271,8 +280,8 @@ absl::StatusOr<std::shared_ptr<const ResidentTensor>> HandleStore::MakeView(
   tensor->owner_ = caller.name;
   tensor->owner_authenticated_ = caller.authenticated;
   tensor->layout_ = layout;
-  for (size_t i = 0; i < kOperators.size(); ++i) {
-    if (kOperators[i].name == op) views_total_[i].fetch_add(1, std::memory_order_relaxed);
+  if (std::optional<size_t> row = OperatorRow(op)) {
+    views_total_[*row].fetch_add(1, std::memory_order_relaxed);
   }
   Pending pending;
   pending.tensor_ = std::move(tensor);
@@ -394,10 +403,8 @@ absl::Status HandleStore::Admit(bool reads_handle) const {
 }
 
 int64_t HandleStore::views_total(absl::string_view op) const {
-  for (size_t i = 0; i < kOperators.size(); ++i) {
-    if (kOperators[i].name == op) return views_total_[i].load(std::memory_order_relaxed);
-  }
-  return 0;
+  const std::optional<size_t> row = OperatorRow(op);
+  return row.has_value() ? views_total_[*row].load(std::memory_order_relaxed) : 0;
 }
 
 int64_t HandleStore::views_total() const {

@@ -309,17 +309,24 @@ absl::StatusOr<HttpBody> RenderHttpInferResponse(const HttpInferRequest& asked,
       }
       data = DataJsonText(bytes, *dtype);
     }
+    // "data" first, where nlohmann's sorted keys put it (the entry has a name).
     std::string text = DumpJson(entry);
-    if (!data.empty()) {
-      text.pop_back();  // the entry's '}'
-      absl::StrAppend(&text, ",\"data\":", data, "}");
-    }
+    if (!data.empty()) text = absl::StrCat("{\"data\":", data, ",", text.substr(1));
     outputs.push_back(std::move(text));
+  }
+  // The body as nlohmann writes it (keys sorted: "outputs" before
+  // "parameters", after the rest), the outputs' text put in its place.
+  Json parameters;
+  if (json.contains("parameters")) {
+    parameters = std::move(json["parameters"]);
+    json.erase("parameters");
   }
   HttpBody out;
   out.body = DumpJson(json);  // never empty: it has the model's name
   out.body.pop_back();
-  absl::StrAppend(&out.body, ",\"outputs\":[", absl::StrJoin(outputs, ","), "]}");
+  absl::StrAppend(&out.body, ",\"outputs\":[", absl::StrJoin(outputs, ","), "]");
+  if (!parameters.is_null()) absl::StrAppend(&out.body, ",\"parameters\":", DumpJson(parameters));
+  out.body += '}';
   if (any_binary) {
     out.header_length = out.body.size();
     out.body.append(binary);
