@@ -1,6 +1,7 @@
 #include "core/plan/reshape.h"
 
 #include <numeric>
+#include <optional>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -98,14 +99,13 @@ int64_t OffsetOf(const Dims& dims, size_t begin, size_t end, int64_t index) {
   return offset;
 }
 
-}  // namespace
-
-std::optional<InputWindow> ReshapeWindow(const Layout& input, const Layout& output) {
-  const Dims in = NonUnitDims(input);
-  const Dims out = NonUnitDims(output);
+// The window an output of `rank` dimensions is on the input, when every shared
+// run of the input is stepped evenly.
+std::optional<InputWindow> WindowOver(const Dims& in, const Dims& out,
+                                      const std::vector<Group>& runs, size_t rank) {
   InputWindow window;
-  window.strides.assign(output.sizes.size(), 0);
-  for (const Group& group : SharedRuns(in, out)) {
+  window.strides.assign(rank, 0);
+  for (const Group& group : runs) {
     if (!SteppedEvenly(in, group.in_begin, group.in_end)) return std::nullopt;
     int64_t stride = in.strides[group.in_end - 1];
     for (size_t k = group.out_end; k-- > group.out_begin;) {
@@ -116,10 +116,15 @@ std::optional<InputWindow> ReshapeWindow(const Layout& input, const Layout& outp
   return window;
 }
 
+}  // namespace
+
 absl::StatusOr<ExecutionPlan> PlanReshape(const ReshapeGeometry& geometry) {
   const Layout& output = geometry.output;
   const OperatorInfo& op = InfoOf<ReshapeAttrs>();
-  if (std::optional<InputWindow> window = ReshapeWindow(geometry.input, output)) {
+  const Dims in = NonUnitDims(geometry.input);
+  const Dims out = NonUnitDims(output);
+  const std::vector<Group> runs = SharedRuns(in, out);
+  if (std::optional<InputWindow> window = WindowOver(in, out, runs, output.sizes.size())) {
     return PlanWindowCopy(op, output, *window);
   }
   // The copy walks each shared run on the side that is not stepped evenly:
@@ -127,8 +132,6 @@ absl::StatusOr<ExecutionPlan> PlanReshape(const ReshapeGeometry& geometry) {
   // where its row-major place falls in the output's run. A run neither side
   // steps evenly is walked in stretches both step through evenly, one copy
   // per stretch.
-  const Dims in = NonUnitDims(geometry.input);
-  const Dims out = NonUnitDims(output);
   Layout walk;
   walk.dtype = output.dtype;
   InputWindow read;
@@ -139,7 +142,7 @@ absl::StatusOr<ExecutionPlan> PlanReshape(const ReshapeGeometry& geometry) {
   };
   std::vector<Stretches> tangled;
   int64_t copies = 1;
-  for (const Group& group : SharedRuns(in, out)) {
+  for (const Group& group : runs) {
     if (SteppedEvenly(in, group.in_begin, group.in_end)) {
       AppendWalk(out, group.out_begin, group.out_end, in.strides[group.in_end - 1], walk.sizes,
                  walk.strides, read.strides);

@@ -6,7 +6,6 @@
 #define TENSOROP_CORE_PLAN_RESHAPE_H_
 
 #include <cstdint>
-#include <optional>
 
 #include "absl/status/statusor.h"
 #include "core/plan/plan.h"
@@ -18,9 +17,6 @@ namespace tensorop {
 // and the output's asked strides break the same run of dimensions, each copy
 // then moving one stretch both step through evenly.
 inline constexpr int64_t kMaxReshapeCopies = 4096;
-
-// The output as a window on the input's buffer, when it is one.
-std::optional<InputWindow> ReshapeWindow(const Layout& input, const Layout& output);
 
 // RESOURCE_EXHAUSTED past kMaxReshapeCopies.
 absl::StatusOr<ExecutionPlan> PlanReshape(const ReshapeGeometry& geometry);
