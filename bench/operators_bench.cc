@@ -321,6 +321,20 @@ Prepared MakeExpand(int64_t bytes) {
   return p;
 }
 
+// The matrix made of a quarter of it tiled twice each way: rows of half the
+// matrix's width, each read once per repeat.
+Prepared MakeTile(int64_t bytes) {
+  const std::vector<int64_t> shape = MatrixShape(bytes);
+  const std::vector<int64_t> quarter = {std::max<int64_t>(shape[0] / 2, 1), shape[1] / 2};
+  Prepared p;
+  p.inputs.push_back(RandomBytes(quarter[0] * quarter[1] * 4));
+  p.request = {TileAttrs{{shape[0] / quarter[0], 2}},
+               {{"input", {{DType::kFloat32, quarter, {}}, p.inputs[0]}}},
+               {}};
+  Plan(p);
+  return p;
+}
+
 // Arguments: bytes, window, backend (0 oneTBB, 1 OpenCL).
 void BM_Slice(benchmark::State& state) {
   Prepared p = MakeSlice(state.range(0), static_cast<Window>(state.range(1)));
@@ -359,6 +373,11 @@ void BM_Reshape(benchmark::State& state) {
 // Arguments: bytes, backend.
 void BM_Expand(benchmark::State& state) {
   Prepared p = MakeExpand(state.range(0));
+  RunPrepared(state, p, static_cast<Backend>(state.range(1)));
+}
+// Arguments: bytes (of the output), backend.
+void BM_Tile(benchmark::State& state) {
+  Prepared p = MakeTile(state.range(0));
   RunPrepared(state, p, static_cast<Backend>(state.range(1)));
 }
 
@@ -493,6 +512,11 @@ BENCHMARK(BM_Reshape)
     ->ArgNames({"bytes", "window", "backend"})
     ->UseRealTime();
 BENCHMARK(BM_Expand)
+    ->ArgsProduct({kLayoutSizes, {kTbb, kOpenCl}})
+    ->ArgNames({"bytes", "backend"})
+    ->UseRealTime();
+// The copy operators, at the same sizes (of their outputs).
+BENCHMARK(BM_Tile)
     ->ArgsProduct({kLayoutSizes, {kTbb, kOpenCl}})
     ->ArgNames({"bytes", "backend"})
     ->UseRealTime();

@@ -52,8 +52,13 @@ struct ExpandAttrs {
   std::vector<int64_t> sizes = {};  // aligned with the input's at the last entry
 };
 
+// DML_TILE_OPERATOR_DESC, ONNX Tile (OPERATORS.md "Tile").
+struct TileAttrs {
+  std::vector<int64_t> repeats = {};  // one per dimension, each >= 1
+};
+
 using OpAttrs = std::variant<SliceAttrs, StridedSliceAttrs, SplitAttrs, ScatterElementsAttrs,
-                             TransposeAttrs, ReshapeAttrs, ExpandAttrs>;
+                             TransposeAttrs, ReshapeAttrs, ExpandAttrs, TileAttrs>;
 
 }  // namespace tensorop
 

@@ -15,6 +15,7 @@
 #include "core/plan/slice.h"
 #include "core/plan/split.h"
 #include "core/plan/strided_slice.h"
+#include "core/plan/tile.h"
 #include "core/plan/transpose.h"
 #include "core/status_macros.h"
 #include "core/validate/tensor.h"
@@ -103,6 +104,12 @@ struct Planner {
                      ValidateExpand(attrs, *inputs[0], request.outputs, limits));
     return PlanExpand(geometry);
   }
+  absl::StatusOr<ExecutionPlan> operator()(const TileAttrs& attrs) const {
+    ASSIGN_OR_RETURN(auto inputs, BindInputs(InfoOf<TileAttrs>(), request.inputs));
+    ASSIGN_OR_RETURN(TileGeometry geometry,
+                     ValidateTile(attrs, *inputs[0], request.outputs, limits));
+    return PlanTile(geometry);
+  }
 };
 
 // Inputs as received plus every output buffer the plan asks for.
@@ -184,6 +191,10 @@ struct OutputSizer {
   }
   absl::StatusOr<Sizes> operator()(const ExpandAttrs& attrs) const {
     ASSIGN_OR_RETURN(std::vector<int64_t> sizes, ExpandedSizes(attrs, input.sizes));
+    return Sizes{sizes};
+  }
+  absl::StatusOr<Sizes> operator()(const TileAttrs& attrs) const {
+    ASSIGN_OR_RETURN(std::vector<int64_t> sizes, TiledSizes(attrs, input.sizes));
     return Sizes{sizes};
   }
 };

@@ -92,6 +92,8 @@ inline constexpr std::array<OperatorInfo, std::variant_size_v<OpAttrs>> kOperato
                                      OutputRule::kOneDerived, 8, false),
     operator_info_internal::Describe("expand", operator_info_internal::kInput,
                                      OutputRule::kOneDerived, 8, false),
+    operator_info_internal::Describe("tile", operator_info_internal::kInput,
+                                     OutputRule::kOneDerived, 8, false),
 }};
 static_assert(
     [] {

@@ -67,6 +67,8 @@ absl::string_view OpCaseName(const v1::RunRequest& request) {
       return InfoOf<ReshapeAttrs>().name;
     case v1::RunRequest::kExpand:
       return InfoOf<ExpandAttrs>().name;
+    case v1::RunRequest::kTile:
+      return InfoOf<TileAttrs>().name;
     case v1::RunRequest::OP_NOT_SET:
       break;
   }
@@ -89,6 +91,8 @@ absl::StatusOr<OpAttrs> ToOpAttrs(const v1::RunRequest& request) {
       return ReshapeAttrs{.sizes = ToVector(request.reshape().sizes())};
     case v1::RunRequest::kExpand:
       return ExpandAttrs{.sizes = ToVector(request.expand().sizes())};
+    case v1::RunRequest::kTile:
+      return TileAttrs{.repeats = ToVector(request.tile().repeats())};
     case v1::RunRequest::OP_NOT_SET:
       break;
   }

@@ -19,9 +19,18 @@ NAMES = {np.bool_: "bool", np.float64: "float64", np.float32: "float32", np.floa
          np.int32: "int32", np.int16: "int16", np.int8: "int8", np.uint8: "uint8"}
 
 
+def values(array: np.ndarray) -> list:
+    """The elements as the case format writes them: non-finite floats as "nan", "inf", "-inf"."""
+    def value(v):
+        if isinstance(v, float) and not np.isfinite(v):
+            return "nan" if np.isnan(v) else ("inf" if v > 0 else "-inf")
+        return v
+    return [value(v) for v in array.reshape(-1).tolist()]
+
+
 def tensor_json(buffer: np.ndarray, sizes: list[int], strides: list[int] | None = None) -> dict:
     """A case tensor: `buffer` is the physical buffer, read through `strides`."""
-    out = {"dtype": NAMES[buffer.dtype.type], "sizes": sizes, "data": buffer.tolist()}
+    out = {"dtype": NAMES[buffer.dtype.type], "sizes": sizes, "data": values(buffer)}
     if strides is not None:
         out["strides"] = strides
     return out
@@ -67,7 +76,7 @@ def expand_op(x: np.ndarray, sizes: list[int]) -> np.ndarray:
 
 def expect(*outputs: np.ndarray) -> dict:
     return {"outputs": [{"dtype": NAMES[o.dtype.type], "sizes": list(o.shape),
-                         "data": o.reshape(-1).tolist()} for o in outputs]}
+                         "data": values(o)} for o in outputs]}
 
 
 def slice_attrs(offsets, window_sizes, window_strides) -> dict:
@@ -228,6 +237,37 @@ def cases() -> list[dict]:
         "attrs": {"sizes": [2, 6]},
         "then": [{"op": "slice", "attrs": slice_attrs([0, 1], [2, 5], [1, 2]),
                   "outputs": [{"sizes": [2, 3]}]}],
+        "expect": expect(b)})
+
+    # Tile makes new bytes; the steps after it read them as views: a
+    # reversed-column window, then a transpose, over a tile of a padded int16
+    # input (its pitch 5 for rows of 3).
+    buf = np.arange(-5, 5, dtype=np.int16)
+    x = logical(buf, [2, 3], [5, 1])
+    a = np.tile(x, (2, 3))
+    b = slice_op(a, [1, 0], [3, 9], [1, -2], [3, 5])
+    made.append({
+        "name": "views/tile_then_window_and_transpose",
+        "source": "derived: Tile of a padded input, then a reversed Slice window and a Transpose",
+        "op": "tile", "inputs": {"input": tensor_json(buf, [2, 3], [5, 1])},
+        "attrs": {"repeats": [2, 3]},
+        "then": [{"op": "slice", "attrs": slice_attrs([1, 0], [3, 9], [1, -2]),
+                  "outputs": [{"sizes": [3, 5]}]},
+                 {"op": "transpose"}],
+        "expect": expect(b.T)})
+
+    # A window's view tiled: the tile reads the view through its strides.
+    buf = np.array([1.5, -0.0, np.inf, 2.25, -7.0, np.nan], dtype=np.float32)
+    x = logical(buf, [2, 3], None)
+    a = x[:, ::-2]
+    b = np.tile(a, (3, 1))
+    made.append({
+        "name": "views/window_then_tile",
+        "source": "derived: a reversed StridedSlice window of float32 specials, then Tile",
+        "op": "strided_slice", "inputs": {"input": tensor_json(buf, [2, 3])},
+        "attrs": {"begin": [0, 0], "end": [0, 0], "stride": [1, -2],
+                  "begin_mask": [1, 1], "end_mask": [1, 1]},
+        "then": [{"op": "tile", "attrs": {"repeats": [3, 1]}}],
         "expect": expect(b)})
 
     # A later step whose window does not fit the step before's output.

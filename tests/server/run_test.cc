@@ -133,9 +133,10 @@ TEST_F(RunTest, ZeroWindowStrideNamesTheFieldAndIndex) {
 TEST_F(RunTest, RequestWithoutOpIsInvalid) {
   v1::RunRequest request = DocSliceRequest("no-op");
   request.clear_op();
-  EXPECT_THAT(Run(request), GrpcStatusIs(grpc::StatusCode::INVALID_ARGUMENT,
-                                         "op: none of slice, strided_slice, split, "
-                                         "scatter_elements, transpose, reshape, expand is set"));
+  EXPECT_THAT(Run(request),
+              GrpcStatusIs(grpc::StatusCode::INVALID_ARGUMENT,
+                           "op: none of slice, strided_slice, split, "
+                           "scatter_elements, transpose, reshape, expand, tile is set"));
 }
 
 TEST_F(RunTest, UnspecifiedDtypeIsNamedByInput) {

@@ -358,6 +358,18 @@ Expected ReferenceExpand(std::span<const int64_t> output_sizes, const OwnedTenso
   return expected;
 }
 
+Expected ReferenceTile(std::span<const int64_t> repeats, const OwnedTensor& input) {
+  Expected expected;
+  const std::vector<int64_t>& sizes = input.desc.sizes;
+  for (size_t i = 0; i < sizes.size(); ++i) expected.sizes.push_back(sizes[i] * repeats[i]);
+  std::vector<int64_t> source(sizes.size());
+  ForEachCoord(expected.sizes, [&](std::span<const int64_t> c) {
+    for (size_t i = 0; i < sizes.size(); ++i) source[i] = c[i] % sizes[i];
+    expected.values.push_back(ElementBits(input.desc, input.bytes, source));
+  });
+  return expected;
+}
+
 ::testing::AssertionResult OutputMatches(const OwnedOutput& output, const Expected& expected) {
   const Layout& layout = output.layout;
   if (layout.sizes != expected.sizes) {

@@ -111,6 +111,7 @@ Expected ReferenceScatterElements(int64_t axis, const OwnedTensor& input,
 Expected ReferenceTranspose(std::span<const int64_t> perm, const OwnedTensor& input);
 Expected ReferenceReshape(std::span<const int64_t> output_sizes, const OwnedTensor& input);
 Expected ReferenceExpand(std::span<const int64_t> output_sizes, const OwnedTensor& input);
+Expected ReferenceTile(std::span<const int64_t> repeats, const OwnedTensor& input);
 
 // The output has the expected sizes, its layout's strides, and every logical
 // element's bits equal the expected ones; padding bytes stay zero.
