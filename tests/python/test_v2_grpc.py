@@ -10,7 +10,7 @@ count is asserted, so none is skipped silently):
     differ from them (slice: the whole window, 1 + (window_size - 1) / |stride|
     per dimension; split: the input's sizes with the axis replaced), or, for
     the operators that derive their output (strided_slice, scatter_elements,
-    transpose, reshape, expand), an error case that gives output sizes (a v2
+    transpose, reshape, expand, tile), an error case that gives output sizes (a v2
     request cannot carry them).
 """
 
@@ -105,7 +105,8 @@ def test_health_metadata_and_repository(v2_client: triton.InferenceServerClient)
     model = v2_client.get_model_metadata("scatter_elements")
     assert [t.name for t in model.inputs] == ["input", "indices", "updates", "axis"]
     assert [t.name for t in model.outputs] == ["output"]
-    for name, parameter in [("transpose", "perm"), ("reshape", "sizes"), ("expand", "sizes")]:
+    for name, parameter in [("transpose", "perm"), ("reshape", "sizes"), ("expand", "sizes"),
+                            ("tile", "repeats")]:
         assert v2_client.is_model_ready(name, "1")
         model = v2_client.get_model_metadata(name)
         assert [(t.name, t.datatype, list(t.shape)) for t in model.inputs] == [
@@ -115,7 +116,7 @@ def test_health_metadata_and_repository(v2_client: triton.InferenceServerClient)
     assert [(m.name, m.version, m.state) for m in index.models] == [
         ("slice", "1", "READY"), ("strided_slice", "1", "READY"), ("split", "1", "READY"),
         ("scatter_elements", "1", "READY"), ("transpose", "1", "READY"),
-        ("reshape", "1", "READY"), ("expand", "1", "READY"),
+        ("reshape", "1", "READY"), ("expand", "1", "READY"), ("tile", "1", "READY"),
     ]
 
 
@@ -136,9 +137,11 @@ def test_model_config_as_tritonclient_reads_it(v2_client: triton.InferenceServer
     as_json = v2_client.get_model_config("strided_slice", "1", as_json=True)["config"]
     assert [i.get("optional", False) for i in as_json["input"]][:5] == [
         False, False, False, True, True]
-    # transpose's perm may be left out (reversed); reshape's and expand's sizes may not.
+    # transpose's perm may be left out (reversed); reshape's and expand's sizes and
+    # tile's repeats may not.
     for name, parameter, optional in [
-        ("transpose", "perm", True), ("reshape", "sizes", False), ("expand", "sizes", False)
+        ("transpose", "perm", True), ("reshape", "sizes", False), ("expand", "sizes", False),
+        ("tile", "repeats", False),
     ]:
         config = v2_client.get_model_config(name, "1").config
         assert [(i.name, model_config_pb2.DataType.Name(i.data_type), list(i.dims), i.optional)

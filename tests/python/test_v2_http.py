@@ -161,7 +161,8 @@ def test_health_metadata_and_repository(http_client: triton.InferenceServerClien
     model = http_client.get_model_metadata("scatter_elements")
     assert [t["name"] for t in model["inputs"]] == ["input", "indices", "updates", "axis"]
     assert [t["name"] for t in model["outputs"]] == ["output"]
-    for name, parameter in [("transpose", "perm"), ("reshape", "sizes"), ("expand", "sizes")]:
+    for name, parameter in [("transpose", "perm"), ("reshape", "sizes"), ("expand", "sizes"),
+                            ("tile", "repeats")]:
         assert http_client.is_model_ready(name, "1")
         model = http_client.get_model_metadata(name)
         assert [(t["name"], t["datatype"], t["shape"]) for t in model["inputs"]] == [
@@ -171,7 +172,7 @@ def test_health_metadata_and_repository(http_client: triton.InferenceServerClien
     assert [(m["name"], m["version"], m["state"]) for m in index] == [
         ("slice", "1", "READY"), ("strided_slice", "1", "READY"), ("split", "1", "READY"),
         ("scatter_elements", "1", "READY"), ("transpose", "1", "READY"),
-        ("reshape", "1", "READY"), ("expand", "1", "READY"),
+        ("reshape", "1", "READY"), ("expand", "1", "READY"), ("tile", "1", "READY"),
     ]
 
 
@@ -189,9 +190,11 @@ def test_model_config_as_tritonclient_reads_it(
     assert config["output"] == [{"name": "output", "data_type": "TYPE_FP32", "dims": [-1]}]
     assert config["parameters"]["offsets.datatypes"] == {"string_value": "INT64, INT32"}
     assert http_client.get_model_config("slice", "1") == config
-    # transpose's perm may be left out (reversed); reshape's and expand's sizes may not.
+    # transpose's perm may be left out (reversed); reshape's and expand's sizes and
+    # tile's repeats may not.
     for name, parameter, optional in [
-        ("transpose", "perm", True), ("reshape", "sizes", False), ("expand", "sizes", False)
+        ("transpose", "perm", True), ("reshape", "sizes", False), ("expand", "sizes", False),
+        ("tile", "repeats", False),
     ]:
         config = http_client.get_model_config(name)
         assert config["input"] == [

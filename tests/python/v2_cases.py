@@ -24,16 +24,17 @@ PARAMETERS = {
     "transpose": ["perm"],
     "reshape": ["sizes"],
     "expand": ["sizes"],
+    "tile": ["repeats"],
 }
 DATA_INPUTS = {"slice": ["input"], "strided_slice": ["input"], "split": ["input"],
                "scatter_elements": ["input", "indices", "updates"], "transpose": ["input"],
-               "reshape": ["input"], "expand": ["input"]}
+               "reshape": ["input"], "expand": ["input"], "tile": ["input"]}
 # The public cases excluded by the rules above, by rule; a change in the public
 # cases shows up here rather than as silently skipped cases. strided: 5 of slice
-# and 4 each of transpose, reshape and expand (per operator, one with output
+# and 4 each of transpose, reshape, expand and tile (per operator, one with output
 # strides, the rest with strided inputs); output sizes: slice/invalid_zero_stride,
 # slice/invalid_output_too_large and transpose/invalid_output_sizes.
-EXPECTED_EXCLUDED = {"strided": 17, "output sizes": 3}
+EXPECTED_EXCLUDED = {"strided": 21, "output sizes": 3}
 
 
 @dataclass

@@ -11,7 +11,7 @@ errors as Client; progress callbacks run on the event loop. Handles too:
 `async with`), and `run(..., keep=True)` returns them. Chains:
 `await client.chain(steps, results)`, with Client.chain's Steps. The
 operators' own methods (Client.split, strided_slice, slice,
-scatter_elements, transpose, reshape, expand, broadcast_to) too:
+scatter_elements, transpose, reshape, expand, broadcast_to, tile) too:
 `await client.split(x, 2)`.
 """
 
@@ -175,6 +175,7 @@ class AsyncClient(_Transport[AsyncRemoteTensor]):
     broadcast_to = _awaiting(
         operators.broadcast_to, "Client.broadcast_to.", "np.ndarray | AsyncRemoteTensor"
     )
+    tile = _awaiting(operators.tile, "Client.tile.", "np.ndarray | AsyncRemoteTensor")
 
     def _remote(self, handle: pb.TensorHandle) -> AsyncRemoteTensor:
         return AsyncRemoteTensor(self, handle)

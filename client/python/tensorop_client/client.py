@@ -55,6 +55,7 @@ conventions where NumPy has the operation, over the same core as `run`
     client.reshape(x, (2, -1))  # numpy.reshape(x, (2, -1))
     client.broadcast_to(x[:, :1], (4, 3))  # numpy.broadcast_to, NumPy's rule
     client.expand(x[:, :1], (1, 3))  # ONNX Expand: a 1 in the shape keeps x's size
+    client.tile(x, (2, 1, 3))  # numpy.tile(x, (2, 1, 3)): shape (2, rows, 3 * columns)
 """
 
 # The work is done by a core without I/O (tensorop_client._core: requests,
@@ -384,6 +385,7 @@ class Client(_Transport[RemoteTensor]):
     reshape = _blocking(operators.reshape, returns="np.ndarray | RemoteTensor")
     expand = _blocking(operators.expand, returns="np.ndarray | RemoteTensor")
     broadcast_to = _blocking(operators.broadcast_to, returns="np.ndarray | RemoteTensor")
+    tile = _blocking(operators.tile, returns="np.ndarray | RemoteTensor")
 
     def _remote(self, handle: pb.TensorHandle) -> RemoteTensor:
         return RemoteTensor(self, handle)

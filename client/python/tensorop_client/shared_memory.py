@@ -33,7 +33,7 @@ import numpy as np
 import numpy.typing as npt
 from google.protobuf.message import Message
 
-from tensorop_client._core.shapes import derived_sizes
+from tensorop_client._core.shapes import DERIVED_SIZES, derived_sizes
 from tensorop_client._core.trace import call_metadata
 from tensorop_client._proto import tensorop_pb2 as pb
 from tensorop_client._transport import _status_error
@@ -211,8 +211,9 @@ class SharedRegion:
         self.close()
 
 
-# The operators whose one output's sizes run_request_in_region derives here.
-_FROM_INPUT = ("scatter_elements", "transpose", "reshape", "expand")
+# The operators whose one output's sizes run_request_in_region derives here:
+# all whose sizes follow from the input but strided_slice (asked of the server).
+_FROM_INPUT = tuple(op for op in DERIVED_SIZES if op != "strided_slice")
 
 _ALIGN = 64  # every tensor starts at a multiple: any element size divides it
 
@@ -238,19 +239,19 @@ def run_request_in_region(client: Client, request: pb.RunRequest, name: str) -> 
     its outputs written by tensord into the same region, and returns the outputs
     as arrays read from it: the answer client.run_request(request) gives, through
     shared memory. A request without outputs gets them described (scatter:
-    the input's sizes; transpose, reshape and expand: the sizes that follow
-    from the input, shapes.derived_sizes; strided_slice: a plain Run's);
-    outputs without sizes get room for as many elements as the inputs hold.
-    The region is unregistered and unlinked afterwards."""
+    the input's sizes; transpose, reshape, expand and tile: the sizes that
+    follow from the input, shapes.derived_sizes; strided_slice: a plain
+    Run's); outputs without sizes get room for as many elements as the
+    inputs hold. The region is unregistered and unlinked afterwards."""
     from tensorop_client._core.results import _decode  # the client's layout checks
 
     shared = pb.RunRequest()
     shared.CopyFrom(request)
     # Outputs left to the server get a description, so they too go to the
-    # region: scatter's, transpose's, reshape's and expand's sizes follow from
-    # the input (derived_sizes; a request it refuses goes without, for the
-    # server to name what is wrong), strided_slice's are asked of the server
-    # with a plain Run.
+    # region: scatter's, transpose's, reshape's, expand's and tile's sizes
+    # follow from the input (derived_sizes; a request it refuses goes without,
+    # for the server to name what is wrong), strided_slice's are asked of the
+    # server with a plain Run.
     if not shared.outputs:
         op = shared.WhichOneof("op")
         if op in _FROM_INPUT and "input" in shared.inputs:

@@ -1,8 +1,9 @@
 """One method per operator, beside `run`: each takes arrays or RemoteTensors
 with NumPy's conventions where NumPy has the operation (numpy.split,
-`x[key]`, numpy.transpose, numpy.reshape, numpy.broadcast_to), computes the
-outputs itself, and is a plan over `run`'s (or, for the splits one Split
-cannot make, `chain`'s), so the choice of call, the chunking, `keep` and
+`x[key]`, numpy.transpose, numpy.reshape, numpy.broadcast_to, numpy.tile),
+computes the outputs itself, and is a plan over `run`'s (or, for the splits
+one Split cannot make and a tile of a RemoteTensor that needs leading
+dimensions, `chain`'s), so the choice of call, the chunking, `keep` and
 progress are run's. Results are what `run` returns: a read-only array per
 output, or a RemoteTensor with `keep`."""
 
@@ -374,6 +375,64 @@ def broadcast_to(
         yield from _one_output(
             client, "expand", {"input": x}, {"sizes": sizes}, [tuple(sizes)], backend,
             device_index, progress, keep,
+        )
+    )  # fmt: skip
+
+
+def tile(
+    client: Planning[Any],
+    x: Operand,
+    reps: int | Sequence[int],
+    *,
+    keep: bool = False,
+    backend: str = "auto",
+    device_index: int | None = None,
+    progress: ProgressFn | None = None,
+) -> Plan[Any]:
+    """numpy.tile(x, reps) on the server (ONNX Tile): x repeated reps[i]
+    times along each dimension i. `reps` is an integer or a sequence of
+    integers; as in NumPy, one shorter than x's rank is padded with leading
+    1s (the leading dimensions are not repeated), and one longer makes x
+    take leading dimensions of size 1, so the result has rank max(len(reps),
+    x.ndim) and shape x.shape * reps, both so aligned. An array given those
+    dimensions is a view of it, made here; a RemoteTensor gets them from a
+    Reshape step before the Tile in one RunChain (its errors then name
+    steps[1].tile), and a 0-d RemoteTensor, which Reshape does not take
+    (rank 1..8), raises ValueError before anything is sent. A read-only
+    array (a new copy), or a RemoteTensor with `keep`. The server checks
+    the rest: a repeat below 1 (NumPy's 0, an empty result, included) is
+    INVALID_ARGUMENT naming tile.repeats[i], i counted in the padded
+    `reps`; a rank over 8, or a 0-d x with an empty `reps`, INVALID_ARGUMENT;
+    an output over 2^32 - 1 elements RESOURCE_EXHAUSTED. `backend`,
+    `device_index`, `progress` and `keep` as for `run`."""
+    x = _operand(x)
+    repeats = _shape(reps, "reps")
+    shape = tuple(x.shape)
+    rank = max(len(repeats), len(shape))
+    repeats = [1] * (rank - len(repeats)) + repeats
+    leading = (1,) * (rank - len(shape))
+    if leading and isinstance(x, _Remote):
+        if not shape:
+            raise ValueError(
+                f"tile: reps {repeats} give a 0-d RemoteTensor leading dimensions, which "
+                "the server's Reshape cannot (it takes rank 1..8): fetch it and tile the array"
+            )
+        # Its leading 1s from a Reshape (a view of its bytes where the strides
+        # allow), read by the Tile in the same call.
+        padded = Step("reshape", {"input": x}, {"sizes": [*leading, *shape]})
+        tiled = Step("tile", {"input": padded}, {"repeats": repeats})
+        result = yield from chain(
+            client, [padded, tiled], [tiled.output(0)], backend, device_index,
+            progress=progress, keep=keep,
+        )  # fmt: skip
+        return result.outputs[0]
+    if leading:
+        assert isinstance(x, np.ndarray)
+        x = x.reshape(leading + shape)  # leading 1s: always a view
+    return (
+        yield from _one_output(
+            client, "tile", {"input": x}, {"repeats": repeats}, None, backend, device_index,
+            progress, keep,
         )
     )  # fmt: skip
 

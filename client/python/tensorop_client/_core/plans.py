@@ -210,8 +210,9 @@ def run(
     `outputs`: one size list (or Output, or mapping) per output. Only
     split needs them: a slice without them makes its whole window, sizes
     1 + (window_sizes[i] - 1) // |window_strides[i]| (an Output with
-    strides and no sizes gets those sizes too), and strided_slice's and
-    scatter_elements' follow from the input.
+    strides and no sizes gets those sizes too), and those of
+    strided_slice, scatter_elements, transpose, reshape, expand and tile
+    follow from the input.
 
     `keep`: every output stays on the server and comes back as a
     RemoteTensor.

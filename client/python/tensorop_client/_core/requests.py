@@ -45,7 +45,7 @@ class Output:
 OutputLike = Output | Mapping[str, Sequence[int]] | Sequence[int]
 
 # Operators whose one output follows from the inputs: an OutputDesc is optional
-# (strided_slice, scatter_elements, transpose, reshape, expand).
+# (strided_slice, scatter_elements, transpose, reshape, expand, tile).
 _DERIVED_OUTPUT_OPS = DERIVED_SIZES
 
 
@@ -75,7 +75,7 @@ def derive_slice_output(message: pb.RunRequest | pb.ChainStep) -> None:
 
 def keep_outputs(request: pb.RunRequest) -> None:
     """Marks every output of `request` kept. strided_slice, scatter_elements,
-    transpose, reshape and expand derive their one output: an empty
+    transpose, reshape, expand and tile derive their one output: an empty
     OutputDesc (sizes not given) describes it."""
     if not request.outputs and request.WhichOneof("op") in _DERIVED_OUTPUT_OPS:
         request.outputs.add()
@@ -298,8 +298,8 @@ def _span_bytes(sizes: Sequence[int], strides: Sequence[int], itemsize: int) -> 
 def answer_bytes_bound(request: pb.RunRequest) -> int:
     """At least the bytes of output data `request` can produce: exact where the
     caller gave the output sizes (slice, split, and the others when given) or
-    they follow from the input (scatter_elements, transpose, reshape, expand:
-    derived_sizes), and an upper bound from the input otherwise (a strided
+    they follow from the input (scatter_elements, transpose, reshape, expand,
+    tile: derived_sizes), and an upper bound from the input otherwise (a strided
     slice reads each input element at most once). 0 for requests the server
     will refuse anyway, which then go unary and come back with its error."""
     try:
@@ -323,7 +323,7 @@ def answer_bytes_bound(request: pb.RunRequest) -> int:
             return _span_bytes(wanted.sizes, wanted.strides, itemsize)
         if op != "strided_slice":  # its bound is below: its output is never larger
             sizes = derived_sizes(op, getattr(request, op) if op else None, source.sizes)
-            if sizes is not None:  # an expand's output may be larger than its input
+            if sizes is not None:  # an expand's or a tile's output may be larger
                 return _span_bytes(sizes, wanted.strides, itemsize)
         elements = math.prod(source.sizes)
         # Strides without sizes: each size is at most `elements`.

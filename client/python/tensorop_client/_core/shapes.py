@@ -1,8 +1,8 @@
 """Output layouts that follow from a request, derived without I/O: a slice's
 whole window (its output sizes when the caller gives none), a strided
 slice's sizes (docs/operators.md, StridedSlice), a scatter's, a
-transpose's, a reshape's and an expand's (docs/operators.md, Transpose, Reshape,
-Expand), and from them the bytes of output data an answer, or a chain's,
+transpose's, a reshape's, an expand's and a tile's (docs/operators.md, Transpose,
+Reshape, Expand, Tile), and from them the bytes of output data an answer, or a chain's,
 carries, which progress counts from its first report.
 
 Each derivation answers None where the request is not one the server runs
@@ -19,8 +19,8 @@ from tensorop_client.tensors import MAX_ELEMENTS, LayoutError, numpy_dtype, span
 
 # StridedSlice's rank limit (docs/operators.md, "Limits").
 _MAX_STRIDED_SLICE_RANK = 32
-# The other operators' rank limit (DirectML's), which Transpose, Reshape and
-# Expand also hold their size lists to.
+# The other operators' rank limit (DirectML's), which Transpose, Reshape,
+# Expand and Tile also hold their size lists to.
 _MAX_RANK = 8
 
 # An output's dtype (a DType value) and sizes.
@@ -123,7 +123,7 @@ def strided_slice_sizes(sizes: Sequence[int], attrs: pb.StridedSliceAttrs) -> li
 
 
 def _tensor_sizes_valid(sizes: Sequence[int]) -> bool:
-    """An input Transpose, Reshape and Expand take: rank 1..8, every size >= 1."""
+    """An input Transpose, Reshape, Expand and Tile take: rank 1..8, every size >= 1."""
     return 1 <= len(sizes) <= _MAX_RANK and all(n >= 1 for n in sizes)
 
 
@@ -181,9 +181,22 @@ def expand_sizes(sizes: Sequence[int], target: Sequence[int]) -> list[int] | Non
     return out if math.prod(out) <= MAX_ELEMENTS else None
 
 
+def tile_sizes(sizes: Sequence[int], repeats: Sequence[int]) -> list[int] | None:
+    """The sizes of a tile of an input of `sizes` by `repeats` (docs/operators.md,
+    Tile): input.sizes[i] * repeats[i]; None for a request the server refuses
+    (a `repeats` of another length than the rank, an entry below 1, an output
+    of more than 2^32 - 1 elements)."""
+    if not _tensor_sizes_valid(sizes) or len(repeats) != len(sizes):
+        return None
+    if any(r < 1 for r in repeats):
+        return None
+    out = [n * r for n, r in zip(sizes, repeats, strict=True)]
+    return out if math.prod(out) <= MAX_ELEMENTS else None
+
+
 # The operators whose one output's sizes follow from input "input" and the
 # attributes alone (scatter_elements': the input's, whatever its attributes).
-DERIVED_SIZES = ("strided_slice", "scatter_elements", "transpose", "reshape", "expand")
+DERIVED_SIZES = ("strided_slice", "scatter_elements", "transpose", "reshape", "expand", "tile")
 
 
 def derived_sizes(op: str | None, attrs: object, sizes: Sequence[int]) -> list[int] | None:
@@ -200,6 +213,8 @@ def derived_sizes(op: str | None, attrs: object, sizes: Sequence[int]) -> list[i
         return reshape_sizes(sizes, list(attrs.sizes))
     if op == "expand" and isinstance(attrs, pb.ExpandAttrs):
         return expand_sizes(sizes, list(attrs.sizes))
+    if op == "tile" and isinstance(attrs, pb.TileAttrs):
+        return tile_sizes(sizes, list(attrs.repeats))
     return None
 
 
@@ -213,7 +228,7 @@ def step_outputs(
     step), None where it is not known here: every output has the dtype of
     input "input"; slice's and split's sizes are the caller's, those of
     the others (DERIVED_SIZES: strided_slice, scatter_elements, transpose,
-    reshape, expand) follow from the input when not given."""
+    reshape, expand, tile) follow from the input when not given."""
     source = inputs.get("input")
     if op in ("slice", "split"):
         return [(source[0], tuple(o.sizes)) if source and o.sizes else None for o in outputs]
