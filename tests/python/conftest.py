@@ -19,10 +19,14 @@ import subprocess
 import threading
 from collections.abc import Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 
 from tensorop_client import Client
+
+if TYPE_CHECKING:
+    from test_operators import Caller
 
 REPO = Path(__file__).resolve().parents[2]
 LISTENING = re.compile(r"tensord listening on (\S+:\d+)")
@@ -201,3 +205,30 @@ def tensord_small_messages(
 def client(tensord: Tensord) -> Iterator[Client]:
     with Client(tensord.address, timeout=60) as c:
         yield c
+
+
+# The operator tests' callers (test_operators.Caller): each test runs once
+# through Client and once through AsyncClient.
+@pytest.fixture(params=[False, True], ids=["sync", "async"])
+def caller(request: pytest.FixtureRequest, tensord: Tensord) -> Iterator[Caller]:
+    from test_operators import Caller
+
+    c = Caller(tensord.address, request.param)
+    yield c
+    c.close()
+
+
+@pytest.fixture(params=[False, True], ids=["sync", "async"])
+def small(request: pytest.FixtureRequest, tensord_small_messages: Tensord) -> Iterator[Caller]:
+    """A caller whose message limit is the server's 64 KiB: tensors over it
+    are uploaded in chunks and streamed back."""
+    from test_operators import Caller
+
+    c = Caller(
+        tensord_small_messages.address,
+        request.param,
+        max_message_bytes=SMALL_MESSAGE_BYTES,
+        chunk_bytes=SMALL_CHUNK_BYTES,
+    )
+    yield c
+    c.close()

@@ -11,14 +11,13 @@ import asyncio
 import random
 import subprocess
 import sys
-from collections.abc import Iterator
 from typing import Any
 
 import ml_dtypes
 import numpy as np
 import pytest
 
-from conftest import REPO, SMALL_CHUNK_BYTES, SMALL_MESSAGE_BYTES, Tensord
+from conftest import REPO, Tensord
 from tensorop_client import (
     AsyncClient,
     AsyncRemoteTensor,
@@ -68,27 +67,6 @@ class Caller:
         self._wait(self.client.close())
         if self.asynchronous:
             self._loop.close()
-
-
-@pytest.fixture(params=[False, True], ids=["sync", "async"])
-def caller(request: pytest.FixtureRequest, tensord: Tensord) -> Iterator[Caller]:
-    c = Caller(tensord.address, request.param)
-    yield c
-    c.close()
-
-
-@pytest.fixture(params=[False, True], ids=["sync", "async"])
-def small(request: pytest.FixtureRequest, tensord_small_messages: Tensord) -> Iterator[Caller]:
-    """A client whose message limit is the server's 64 KiB: tensors over it
-    are uploaded in chunks and streamed back."""
-    c = Caller(
-        tensord_small_messages.address,
-        request.param,
-        max_message_bytes=SMALL_MESSAGE_BYTES,
-        chunk_bytes=SMALL_CHUNK_BYTES,
-    )
-    yield c
-    c.close()
 
 
 def values(shape: tuple[int, ...], dtype: Any, seed: int = 0) -> np.ndarray:

@@ -9,38 +9,16 @@ and a tile whose answer outgrows the message limit."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 
 import ml_dtypes
 import numpy as np
 import pytest
 
-from conftest import SMALL_CHUNK_BYTES, SMALL_MESSAGE_BYTES, Tensord
 from tensorop_client import Step, TensorOpError
 from test_operators import Caller, check_progress, same, values
 
 DTYPES = [np.float32, ml_dtypes.bfloat16, np.bool_, np.int64]
-
-
-@pytest.fixture(params=[False, True], ids=["sync", "async"])
-def caller(request: pytest.FixtureRequest, tensord: Tensord) -> Iterator[Caller]:
-    c = Caller(tensord.address, request.param)
-    yield c
-    c.close()
-
-
-@pytest.fixture(params=[False, True], ids=["sync", "async"])
-def small(request: pytest.FixtureRequest, tensord_small_messages: Tensord) -> Iterator[Caller]:
-    """A client whose message limit is the server's 64 KiB."""
-    c = Caller(
-        tensord_small_messages.address,
-        request.param,
-        max_message_bytes=SMALL_MESSAGE_BYTES,
-        chunk_bytes=SMALL_CHUNK_BYTES,
-    )
-    yield c
-    c.close()
 
 
 def refused(error: pytest.ExceptionInfo[TensorOpError]) -> str:
