@@ -5,6 +5,8 @@
 #
 # Areas, in the page's order (each one a section of BENCHMARKS.md):
 #   kernels   operators_bench: the oneTBB kernels against memcpy
+#   layout    operators_bench: transpose, reshape and expand where they copy
+#   copies    operators_bench: the operators that copy into new bytes (tile)
 #   small     bench/load/run.sh: small calls under ghz against tensord --echo
 #   bulk      bench/bulk/run.sh --no-python: bulk data against the bare baseline
 #   python    the Python client against raw grpcio (bench/bulk/python_bench.py,
@@ -34,7 +36,7 @@ here="$(cd "$(dirname "$0")" && pwd)"
 root="$(cd "$here/.." && pwd)"
 . "$root/scripts/lib.sh"
 
-all_areas=(kernels layout small bulk python shm v2 handles opencl)
+all_areas=(kernels layout copies small bulk python shm v2 handles opencl)
 mode=full
 write=1
 areas=()
@@ -132,6 +134,10 @@ area_kernels() {
 
 area_layout() {
   operators_bench '^BM_Memcpy/bytes:(1024|1048576|33554432)/|^BM_(Transpose|Reshape|Expand)/.*backend:0'
+}
+
+area_copies() {
+  operators_bench '^BM_Memcpy/bytes:(1024|1048576|33554432)/|^BM_Tile/.*backend:0'
 }
 
 area_opencl() {

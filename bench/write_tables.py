@@ -37,6 +37,7 @@ MAX_LINES = 420
 AREAS = {
     "kernels": ["kernels"],
     "layout": ["layout"],
+    "copies": ["copies"],
     "small": ["small"],
     "bulk": ["bulk"],
     "python": ["python"],
@@ -194,14 +195,29 @@ LAYOUT_CASES = [
     ("Expand", "permuted rows", "one row broadcast to the matrix", 0.8),
 ]
 
+# The operators that copy into new bytes (issue 45), the same way: MakeTile's
+# quarter of the matrix tiled twice each way.
+COPY_CASES = [
+    ("Tile", "permuted rows", "a quarter of the matrix tiled [2, 2] (rows of half its width)", 0.8),
+]
+
 
 def layout(doc: dict) -> list[str]:
+    return ratio_table(doc, LAYOUT_CASES)
+
+
+def copies(doc: dict) -> list[str]:
+    return ratio_table(doc, COPY_CASES)
+
+
+def ratio_table(doc: dict, cases: list) -> list[str]:
+    """Each case's GB/s on oneTBB as a ratio to memcpy's of the same bytes, and its target."""
     rows, _ = bench_rows(doc)
     memcpy = {size: kernel_table.gbps(b) for (op, _, size, _), b in rows.items()
               if op == "Memcpy"}
     out = [["`memcpy`, one thread (the baseline)", ""]
            + [f"{num(memcpy[s])} GB/s" if s in memcpy else "" for s in LAYOUT_SIZES] + [""]]
-    for op, case, label, target in LAYOUT_CASES:
+    for op, case, label, target in cases:
         cells = []
         for size in LAYOUT_SIZES:
             b = rows.get((op, case, size, 0))
@@ -471,7 +487,7 @@ def views(doc: dict) -> list[str]:
                   "ratio", "target"], out)
 
 
-RENDER = {"kernels": kernels, "layout": layout, "opencl": opencl, "small": small, "v2": v2, "bulk": bulk,
+RENDER = {"kernels": kernels, "layout": layout, "copies": copies, "opencl": opencl, "small": small, "v2": v2, "bulk": bulk,
           "python": python, "shm": shm, "handles": handles, "views": views}
 
 
