@@ -139,6 +139,9 @@ std::string TestName(const ::testing::TestParamInfo<PublicCaseTest::ParamType>& 
   return name;
 }
 
+// ctest runs this matrix as one test per call style and backend
+// (tests/client/CMakeLists.txt lists them): a Call or backend added here needs
+// its entry there, or its cases run in no ctest.
 INSTANTIATE_TEST_SUITE_P(Conformance, PublicCaseTest,
                          ::testing::Combine(::testing::Values(Call::kRun, Call::kRunStream,
                                                               Call::kRunChunked, Call::kRunBidi),
