@@ -141,7 +141,8 @@ std::string TestName(const ::testing::TestParamInfo<PublicCaseTest::ParamType>& 
 
 // ctest runs this matrix as one test per call style and backend
 // (tests/client/CMakeLists.txt lists them): a Call or backend added here needs
-// its entry there, or its cases run in no ctest.
+// its entry there (Conformance/PublicCaseTest.EveryCaseRunsInOneOfThese fails
+// until it has one).
 INSTANTIATE_TEST_SUITE_P(Conformance, PublicCaseTest,
                          ::testing::Combine(::testing::Values(Call::kRun, Call::kRunStream,
                                                               Call::kRunChunked, Call::kRunBidi),
