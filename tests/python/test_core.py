@@ -194,54 +194,6 @@ def test_the_answer_bound_is_exact_for_given_sizes_and_an_upper_bound_otherwise(
     assert answer_bytes_bound(make_request("strided_slice", {"input": x}, keep=True)) == 0
 
 
-def test_a_tile_sends_numpys_reps_and_bounds_its_answer_by_the_derived_sizes() -> None:
-    client = FakeClient()
-    x = np.arange(6, dtype=np.float32).reshape(2, 3)
-    # numpy.tile's reps: an integer, one shorter (padded with leading 1s), one
-    # longer (x given leading 1s, here, as a view).
-    for reps, sizes, repeats in [
-        (2, [2, 3], [1, 2]),
-        ((3,), [2, 3], [1, 3]),
-        ((2, 1, 2), [1, 2, 3], [2, 1, 2]),
-    ]:
-        call = start(operators.tile(client, x, reps))
-        assert call.method == "run"
-        sent = pb.RunRequest.FromString(call.request)
-        assert sent.WhichOneof("op") == "tile" and list(sent.tile.repeats) == repeats
-        assert list(sent.inputs["input"].sizes) == sizes and not sent.outputs
-        assert answer_bytes_bound(sent) == np.tile(x, reps).nbytes
-    # Past 2^32 - 1 elements no sizes are derived: the input's bound, for the
-    # server to answer RESOURCE_EXHAUSTED.
-    one = np.zeros((1, 1), np.uint8)
-    assert answer_bytes_bound(make_request("tile", {"input": one}, {"repeats": [65536] * 2})) == 1
-    twice = {"repeats": [2, 2]}
-    assert answer_bytes_bound(make_request("tile", {"input": x}, twice)) == 96
-    assert answer_bytes_bound(make_request("tile", {"input": x}, twice, keep=True)) == 0
-
-
-def test_a_tile_of_a_remote_tensor_takes_its_leading_dimensions_in_one_chain() -> None:
-    client = FakeClient()
-    remote = FakeRemote(client, handle("ab" * 16, "r2", (2, 3)))
-    run = start(operators.tile(client, remote, 2, keep=True))  # padded: one Run
-    sent = pb.RunRequest.FromString(run.request)
-    assert list(sent.tile.repeats) == [1, 2] and [o.keep for o in sent.outputs] == [True]
-    plan = operators.tile(client, remote, (2, 1, 1), keep=True)
-    call = start(plan)
-    assert call.method == "run_chain" and call.to == Target("r2", "ab" * 16)
-    chain = pb.RunChainRequest.FromString(call.request)
-    reshape, tile = chain.steps
-    assert reshape.WhichOneof("op") == "reshape" and list(reshape.reshape.sizes) == [1, 2, 3]
-    assert reshape.inputs["input"].tensor.handle.id == "ab" * 16
-    assert tile.WhichOneof("op") == "tile" and list(tile.tile.repeats) == [2, 1, 1]
-    assert tile.inputs["input"].step == pb.StepOutput(step=0, output=0)
-    assert [(r.step, r.output, r.keep) for r in chain.results] == [(1, 0, True)]
-    scalar = FakeRemote(client, pb.TensorHandle(id="cd" * 16, dtype=pb.FLOAT32))
-    with pytest.raises(ValueError, match=r"0-d RemoteTensor leading dimensions"):
-        start(operators.tile(client, scalar, 3))
-    with pytest.raises(TypeError, match="reps must be an integer or a sequence of integers"):
-        start(operators.tile(client, remote, None))  # type: ignore[arg-type]
-
-
 # ---- results ----------------------------------------------------------------
 
 

@@ -1,5 +1,5 @@
 """The operators' own methods (Client.split, strided_slice, slice,
-scatter_elements) without a server: NumPy's keys and split points as the
+scatter_elements, tile) without a server: NumPy's keys and split points as the
 operators' attributes, checked against NumPy itself; output sizes derived
 from requests (a slice's whole window, a strided slice's, the bytes an
 answer carries, checked against the public cases); progress totals known
@@ -19,7 +19,8 @@ from tensorop_client import AsyncClient, Client, Output, Step, make_chain_reques
 from tensorop_client._core import operators, plans
 from tensorop_client._core.indexing import split_parts, strided_slice_key, tiles
 from tensorop_client._core.progress import _Progress
-from tensorop_client._core.requests import _prepare_any
+from tensorop_client._core.requests import _prepare_any, answer_bytes_bound
+from tensorop_client._core.routing import Target
 from tensorop_client._core.shapes import (
     answer_bytes,
     chain_answer_bytes,
@@ -509,6 +510,54 @@ def test_slice_makes_the_whole_window() -> None:
     request = pb.RunRequest.FromString(call.request)
     assert list(request.slice.window_strides) == [1, 1]
     assert [list(o.sizes) for o in request.outputs] == [[2, 3]]
+
+
+def test_a_tile_sends_numpys_reps_and_bounds_its_answer_by_the_derived_sizes() -> None:
+    client = FakeClient()
+    x = np.arange(6, dtype=np.float32).reshape(2, 3)
+    # numpy.tile's reps: an integer, one shorter (padded with leading 1s), one
+    # longer (x given leading 1s, here, as a view).
+    for reps, sizes, repeats in [
+        (2, [2, 3], [1, 2]),
+        ((3,), [2, 3], [1, 3]),
+        ((2, 1, 2), [1, 2, 3], [2, 1, 2]),
+    ]:
+        call = start(operators.tile(client, x, reps))
+        assert call.method == "run"
+        sent = pb.RunRequest.FromString(call.request)
+        assert sent.WhichOneof("op") == "tile" and list(sent.tile.repeats) == repeats
+        assert list(sent.inputs["input"].sizes) == sizes and not sent.outputs
+        assert answer_bytes_bound(sent) == np.tile(x, reps).nbytes
+    # Past 2^32 - 1 elements no sizes are derived: the input's bound, for the
+    # server to answer RESOURCE_EXHAUSTED.
+    one = np.zeros((1, 1), np.uint8)
+    assert answer_bytes_bound(make_request("tile", {"input": one}, {"repeats": [65536] * 2})) == 1
+    twice = {"repeats": [2, 2]}
+    assert answer_bytes_bound(make_request("tile", {"input": x}, twice)) == 96
+    assert answer_bytes_bound(make_request("tile", {"input": x}, twice, keep=True)) == 0
+
+
+def test_a_tile_of_a_remote_tensor_takes_its_leading_dimensions_in_one_chain() -> None:
+    client = FakeClient()
+    remote = FakeRemote(client, handle("ab" * 16, "r2", (2, 3)))
+    run = start(operators.tile(client, remote, 2, keep=True))  # padded: one Run
+    sent = pb.RunRequest.FromString(run.request)
+    assert list(sent.tile.repeats) == [1, 2] and [o.keep for o in sent.outputs] == [True]
+    plan = operators.tile(client, remote, (2, 1, 1), keep=True)
+    call = start(plan)
+    assert call.method == "run_chain" and call.to == Target("r2", "ab" * 16)
+    chain = pb.RunChainRequest.FromString(call.request)
+    reshape, tile = chain.steps
+    assert reshape.WhichOneof("op") == "reshape" and list(reshape.reshape.sizes) == [1, 2, 3]
+    assert reshape.inputs["input"].tensor.handle.id == "ab" * 16
+    assert tile.WhichOneof("op") == "tile" and list(tile.tile.repeats) == [2, 1, 1]
+    assert tile.inputs["input"].step == pb.StepOutput(step=0, output=0)
+    assert [(r.step, r.output, r.keep) for r in chain.results] == [(1, 0, True)]
+    scalar = FakeRemote(client, pb.TensorHandle(id="cd" * 16, dtype=pb.FLOAT32))
+    with pytest.raises(ValueError, match=r"0-d RemoteTensor leading dimensions"):
+        start(operators.tile(client, scalar, 3))
+    with pytest.raises(TypeError, match="reps must be an integer or a sequence of integers"):
+        start(operators.tile(client, remote, None))  # type: ignore[arg-type]
 
 
 def test_the_operators_methods_return_remote_tensors_when_kept() -> None:

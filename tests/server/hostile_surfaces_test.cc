@@ -1,5 +1,6 @@
 // The surfaces added after the first hostile-client work — the v2 HTTP front
-// end, shared memory, handles — attacked as a client on the network would
+// end, shared memory, handles, operators whose output outgrows their input —
+// attacked as a client on the network would
 // (issue 36), against a real tensord: each attack gets its documented status,
 // the server survives, its memory stays within the budget, and a normal call
 // is answered during and after.
@@ -41,6 +42,7 @@
 namespace tensorop::testing {
 namespace {
 
+using ::testing::AllOf;
 using ::testing::AnyOf;
 using ::testing::HasSubstr;
 
@@ -377,6 +379,43 @@ TEST(HostileSurfacesTest, TricklingPutsHoldOnlyWhatTheySent) {
     EXPECT_THAT(writer->Finish(), GrpcStatusIs(grpc::StatusCode::CANCELLED, HasSubstr("")));
   }
   EXPECT_EQ(MetricValueOnceItIs(server, "tensorop_memory_reserved_bytes", 0), 0);
+}
+
+// Tile makes its output from nothing: one byte tiled to 2 GiB, streamed back
+// and kept, with the request and per-client limits above it. Both are refused
+// at the budget before the output is allocated, nothing stays reserved, and
+// the server still answers. (Under the default limits the message limit and
+// the per-client resident limit refuse them first.)
+TEST(HostileSurfacesTest, OneByteTiledToGibibytesIsRefusedAtTheBudget) {
+  const int64_t budget = 32 * kMiB;
+  TensordProcess server({"--backends=cpu", "--max_memory_bytes=" + std::to_string(budget),
+                         "--max_request_bytes=68719476736",
+                         "--max_resident_bytes_per_client=68719476736"});
+  ExpectNormalAnswer(server);
+  const int64_t baseline = ResidentBytes(server.pid());
+  auto stub = Stub(server);
+  v1::RunRequest request;
+  request.set_id("tile");
+  request.mutable_tile()->add_repeats(int64_t{1} << 31);
+  (*request.mutable_inputs())["input"] = MakeTensor(v1::UINT8, {1}, "x");
+  const auto refused = GrpcStatusIs(
+      grpc::StatusCode::RESOURCE_EXHAUSTED,
+      AllOf(HasSubstr("server memory budget exhausted"), HasSubstr("--max_memory_bytes")));
+  {
+    grpc::ClientContext context;
+    auto reader = stub->RunStream(&context, request);
+    v1::ResultPart part;
+    while (reader->Read(&part)) {
+    }
+    EXPECT_THAT(reader->Finish(), refused);
+  }
+  request.add_outputs()->set_keep(true);
+  grpc::ClientContext context;
+  v1::RunResponse response;
+  EXPECT_THAT(stub->Run(&context, request, &response), refused);
+  EXPECT_EQ(MetricValueOnceItIs(server, "tensorop_memory_reserved_bytes", 0), 0);
+  ExpectNormalAnswer(server);
+  ExpectPeakWithin(server, baseline, budget);
 }
 
 // 9. With tokens, bob listed alice's region, read it, wrote it and
