@@ -54,9 +54,6 @@ def size_exceptions():
     return exceptions
 
 
-PCH = re.compile(r" -Winvalid-pch -include \S+cmake_pch\.hxx")
-
-
 def source_commands(build):
     """{source path: compile command}, each source under its unity batch's command."""
     database = json.loads((build / "compile_commands.json").read_text())
@@ -70,9 +67,7 @@ def source_commands(build):
             commands[str(source.resolve())] = {
                 "directory": entry["directory"],
                 "file": str(source.resolve()),
-                # Without a precompiled header: clang would take GCC's .gch for its own.
-                "command": PCH.sub("", entry["command"]).replace(entry["file"],
-                                                                  str(source.resolve())),
+                "command": entry["command"].replace(entry["file"], str(source.resolve())),
             }
     return commands
 
