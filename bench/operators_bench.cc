@@ -335,6 +335,45 @@ Prepared MakeTile(int64_t bytes) {
   return p;
 }
 
+// The matrix gathered by a shuffled permutation of its rows (axis 0: each
+// output row one index and one run) or of its columns (axis 1: an index per
+// element), int64 indices as ONNX models send them.
+Prepared MakeGather(int64_t bytes, int64_t axis) {
+  const std::vector<int64_t> shape = MatrixShape(bytes);
+  std::vector<int64_t> indices(static_cast<size_t>(shape[axis]));
+  std::iota(indices.begin(), indices.end(), 0);
+  std::shuffle(indices.begin(), indices.end(), std::mt19937(5));
+  Prepared p;
+  p.inputs.push_back(RandomBytes(bytes));
+  p.inputs.emplace_back(reinterpret_cast<std::byte*>(indices.data()),
+                        reinterpret_cast<std::byte*>(indices.data() + indices.size()));
+  p.request = {GatherAttrs{axis},
+               {{"input", {{DType::kFloat32, shape, {}}, p.inputs[0]}},
+                {"indices", {{DType::kInt64, {shape[axis]}, {}}, p.inputs[1]}}},
+               {}};
+  Plan(p);
+  return p;
+}
+
+// Each row of the matrix reordered by its own random columns (int32 indices):
+// take_along_axis after an argsort.
+Prepared MakeGatherElements(int64_t bytes) {
+  const std::vector<int64_t> shape = MatrixShape(bytes);
+  std::mt19937 rng(7);
+  std::vector<int32_t> indices(static_cast<size_t>(shape[0] * shape[1]));
+  for (int32_t& index : indices) index = static_cast<int32_t>(rng() % shape[1]);
+  Prepared p;
+  p.inputs.push_back(RandomBytes(bytes));
+  p.inputs.emplace_back(reinterpret_cast<std::byte*>(indices.data()),
+                        reinterpret_cast<std::byte*>(indices.data() + indices.size()));
+  p.request = {GatherElementsAttrs{1},
+               {{"input", {{DType::kFloat32, shape, {}}, p.inputs[0]}},
+                {"indices", {{DType::kInt32, shape, {}}, p.inputs[1]}}},
+               {}};
+  Plan(p);
+  return p;
+}
+
 // Arguments: bytes, window, backend (0 oneTBB, 1 OpenCL).
 void BM_Slice(benchmark::State& state) {
   Prepared p = MakeSlice(state.range(0), static_cast<Window>(state.range(1)));
@@ -378,6 +417,16 @@ void BM_Expand(benchmark::State& state) {
 // Arguments: bytes (of the output), backend.
 void BM_Tile(benchmark::State& state) {
   Prepared p = MakeTile(state.range(0));
+  RunPrepared(state, p, static_cast<Backend>(state.range(1)));
+}
+// Arguments: bytes, axis, backend.
+void BM_Gather(benchmark::State& state) {
+  Prepared p = MakeGather(state.range(0), state.range(1));
+  RunPrepared(state, p, static_cast<Backend>(state.range(2)));
+}
+// Arguments: bytes, backend.
+void BM_GatherElements(benchmark::State& state) {
+  Prepared p = MakeGatherElements(state.range(0));
   RunPrepared(state, p, static_cast<Backend>(state.range(1)));
 }
 
@@ -517,6 +566,14 @@ BENCHMARK(BM_Expand)
     ->UseRealTime();
 // The copy operators, at the same sizes (of their outputs).
 BENCHMARK(BM_Tile)
+    ->ArgsProduct({kLayoutSizes, {kTbb, kOpenCl}})
+    ->ArgNames({"bytes", "backend"})
+    ->UseRealTime();
+BENCHMARK(BM_Gather)
+    ->ArgsProduct({kLayoutSizes, {0, 1}, {kTbb, kOpenCl}})
+    ->ArgNames({"bytes", "axis", "backend"})
+    ->UseRealTime();
+BENCHMARK(BM_GatherElements)
     ->ArgsProduct({kLayoutSizes, {kTbb, kOpenCl}})
     ->ArgNames({"bytes", "backend"})
     ->UseRealTime();

@@ -57,8 +57,20 @@ struct TileAttrs {
   std::vector<int64_t> repeats = {};  // one per dimension, each >= 1
 };
 
-using OpAttrs = std::variant<SliceAttrs, StridedSliceAttrs, SplitAttrs, ScatterElementsAttrs,
-                             TransposeAttrs, ReshapeAttrs, ExpandAttrs, TileAttrs>;
+// DML_GATHER_OPERATOR_DESC, ONNX Gather (OPERATORS.md "Gather").
+struct GatherAttrs {
+  int64_t axis = 0;
+};
+
+// DML_GATHER_ELEMENTS_OPERATOR_DESC, ONNX GatherElements (OPERATORS.md
+// "GatherElements").
+struct GatherElementsAttrs {
+  int64_t axis = 0;
+};
+
+using OpAttrs =
+    std::variant<SliceAttrs, StridedSliceAttrs, SplitAttrs, ScatterElementsAttrs, TransposeAttrs,
+                 ReshapeAttrs, ExpandAttrs, TileAttrs, GatherAttrs, GatherElementsAttrs>;
 
 }  // namespace tensorop
 

@@ -10,6 +10,8 @@
 #include "core/checked_math.h"
 #include "core/operator_info.h"
 #include "core/plan/expand.h"
+#include "core/plan/gather.h"
+#include "core/plan/gather_elements.h"
 #include "core/plan/reshape.h"
 #include "core/plan/scatter_elements.h"
 #include "core/plan/slice.h"
@@ -110,6 +112,19 @@ struct Planner {
                      ValidateTile(attrs, *inputs[0], request.outputs, limits));
     return PlanTile(geometry);
   }
+  absl::StatusOr<ExecutionPlan> operator()(const GatherAttrs& attrs) const {
+    ASSIGN_OR_RETURN(auto inputs, BindInputs(InfoOf<GatherAttrs>(), request.inputs));
+    ASSIGN_OR_RETURN(GatherGeometry geometry,
+                     ValidateGather(attrs, *inputs[0], *inputs[1], request.outputs, limits, stop));
+    return PlanGather(geometry);
+  }
+  absl::StatusOr<ExecutionPlan> operator()(const GatherElementsAttrs& attrs) const {
+    ASSIGN_OR_RETURN(auto inputs, BindInputs(InfoOf<GatherElementsAttrs>(), request.inputs));
+    ASSIGN_OR_RETURN(
+        GatherElementsGeometry geometry,
+        ValidateGatherElements(attrs, *inputs[0], *inputs[1], request.outputs, limits, stop));
+    return PlanGatherElements(geometry);
+  }
 };
 
 // Inputs as received plus every output buffer the plan asks for.
@@ -139,6 +154,7 @@ absl::Status CheckRequestBytes(const OpRequest& request, const ExecutionPlan& pl
 // OutputSizes, per operator.
 struct OutputSizer {
   const TensorDesc& input;
+  const TensorDesc* indices;  // null: not given
   std::span<const int64_t> split_sizes;
 
   using Sizes = std::vector<std::vector<int64_t>>;
@@ -197,13 +213,30 @@ struct OutputSizer {
     ASSIGN_OR_RETURN(std::vector<int64_t> sizes, TiledSizes(attrs, input.sizes));
     return Sizes{sizes};
   }
+  absl::StatusOr<Sizes> operator()(const GatherAttrs& attrs) const {
+    RETURN_IF_ERROR(NeedIndices(InfoOf<GatherAttrs>()));
+    ASSIGN_OR_RETURN(std::vector<int64_t> sizes, GatheredSizes(attrs, input.sizes, indices->sizes));
+    return Sizes{sizes};
+  }
+  absl::StatusOr<Sizes> operator()(const GatherElementsAttrs&) const {
+    RETURN_IF_ERROR(NeedIndices(InfoOf<GatherElementsAttrs>()));
+    return Sizes{indices->sizes};
+  }
+
+  absl::Status NeedIndices(const OperatorInfo& op) const {
+    if (indices != nullptr) return absl::OkStatus();
+    return absl::InvalidArgumentError(
+        absl::StrCat(op.name, "'s output sizes follow from input \"indices\", which is missing"));
+  }
 };
 
 }  // namespace
 
-absl::StatusOr<std::vector<std::vector<int64_t>>> OutputSizes(
-    const OpAttrs& attrs, const TensorDesc& input, std::span<const int64_t> split_sizes) {
-  return std::visit(OutputSizer{input, split_sizes}, attrs);
+absl::StatusOr<std::vector<std::vector<int64_t>>> OutputSizes(const OpAttrs& attrs,
+                                                              const TensorDesc& input,
+                                                              std::span<const int64_t> split_sizes,
+                                                              const TensorDesc* indices) {
+  return std::visit(OutputSizer{input, indices, split_sizes}, attrs);
 }
 
 absl::string_view OpName(const OpAttrs& attrs) { return InfoOf(attrs).name; }

@@ -44,6 +44,10 @@ struct OperatorInfo {
   // OPERATORS.md gives it; every other attribute must be given (v2's models
   // mark them required).
   std::span<const absl::string_view> optional_attrs;
+  // The input whose element values planning reads (indices, each checked in
+  // range), so a server holds its bytes on the host before planning; empty
+  // when the plan follows from the inputs' layouts alone.
+  absl::string_view values_input = {};
 };
 
 inline constexpr size_t kMaxOperatorInputs = 3;
@@ -52,14 +56,17 @@ namespace operator_info_internal {
 
 inline constexpr absl::string_view kInput[] = {"input"};
 inline constexpr absl::string_view kScatterInputs[] = {"input", "indices", "updates"};
+inline constexpr absl::string_view kGatherInputs[] = {"input", "indices"};
 inline constexpr absl::string_view kTransposeDefaults[] = {"perm"};
 inline constexpr absl::string_view kStridedSliceDefaults[] = {
     "stride", "begin_mask", "end_mask", "new_axis_mask", "shrink_axis_mask", "ellipsis_mask"};
 
 constexpr OperatorInfo Describe(absl::string_view name, std::span<const absl::string_view> inputs,
                                 OutputRule outputs, int max_rank, bool allow_zero_sizes,
-                                std::span<const absl::string_view> optional_attrs = {}) {
-  return {name, inputs, outputs, RankRule{1, max_rank, allow_zero_sizes, name}, optional_attrs};
+                                std::span<const absl::string_view> optional_attrs = {},
+                                absl::string_view values_input = {}) {
+  return {name,           inputs,      outputs, RankRule{1, max_rank, allow_zero_sizes, name},
+          optional_attrs, values_input};
 }
 
 // The position of T among the alternatives of OpAttrs.
@@ -84,7 +91,7 @@ inline constexpr std::array<OperatorInfo, std::variant_size_v<OpAttrs>> kOperato
     operator_info_internal::Describe("split", operator_info_internal::kInput,
                                      OutputRule::kOneOrMoreGiven, 8, false),
     operator_info_internal::Describe("scatter_elements", operator_info_internal::kScatterInputs,
-                                     OutputRule::kOneDerived, 8, false),
+                                     OutputRule::kOneDerived, 8, false, {}, "indices"),
     operator_info_internal::Describe("transpose", operator_info_internal::kInput,
                                      OutputRule::kOneDerived, 8, false,
                                      operator_info_internal::kTransposeDefaults),
@@ -94,6 +101,10 @@ inline constexpr std::array<OperatorInfo, std::variant_size_v<OpAttrs>> kOperato
                                      OutputRule::kOneDerived, 8, false),
     operator_info_internal::Describe("tile", operator_info_internal::kInput,
                                      OutputRule::kOneDerived, 8, false),
+    operator_info_internal::Describe("gather", operator_info_internal::kGatherInputs,
+                                     OutputRule::kOneDerived, 8, false, {}, "indices"),
+    operator_info_internal::Describe("gather_elements", operator_info_internal::kGatherInputs,
+                                     OutputRule::kOneDerived, 8, false, {}, "indices"),
 }};
 static_assert(
     [] {

@@ -37,7 +37,7 @@ def oneof_fields(proto, message):
 def places():
     proto = text('proto/tensorop/v1/tensorop.proto')
     attrs = text('core/attrs.h')
-    variant = re.search(r'using OpAttrs = std::variant<([^>]*)>', attrs)
+    variant = re.search(r'using OpAttrs =\s*std::variant<([^>]*)>', attrs)
     variant = variant.group(1) if variant else ''
     return {
         1: [('an attrs message in tensorop.proto', lambda op: f'message {camel(op)}Attrs {{' in proto),

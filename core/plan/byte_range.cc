@@ -47,12 +47,28 @@ ByteRange UpdatesByteRange(const ScatterWalk& walk) {
   return Span(0, walk.sizes, walk.updates_strides, walk.element_size, walk.element_count);
 }
 
+ByteRange InputByteRange(const GatherWalk& walk) {
+  std::vector<int64_t> sizes = walk.sizes;
+  std::vector<int64_t> strides = walk.input_strides;
+  sizes.push_back(walk.axis_size);
+  strides.push_back(walk.input_axis_stride);
+  return Span(0, sizes, strides, walk.element_size, walk.element_count);
+}
+
+ByteRange IndicesByteRange(const GatherWalk& walk) {
+  return Span(0, walk.sizes, walk.indices_strides, walk.index_size, walk.element_count);
+}
+
 std::vector<ByteRange> InputReadRanges(const ExecutionPlan& plan) {
   std::vector<ByteRange> ranges(plan.input_names.size());
   for (const StridedCopy& copy : plan.copies) Widen(ranges, copy.input_slot, ReadByteRange(copy));
   for (const ScatterWalk& walk : plan.scatters) {
     Widen(ranges, walk.indices_slot, IndicesByteRange(walk));
     Widen(ranges, walk.updates_slot, UpdatesByteRange(walk));
+  }
+  for (const GatherWalk& walk : plan.gathers) {
+    Widen(ranges, walk.input_slot, InputByteRange(walk));
+    Widen(ranges, walk.indices_slot, IndicesByteRange(walk));
   }
   return ranges;
 }
@@ -75,6 +91,9 @@ bool ContiguousBothWays(const StridedCopy& copy) {
 
 std::optional<SlotBytes> OutputAsInputBytes(const ExecutionPlan& plan, int output) {
   for (const ScatterWalk& walk : plan.scatters) {
+    if (walk.output_slot == output) return std::nullopt;
+  }
+  for (const GatherWalk& walk : plan.gathers) {
     if (walk.output_slot == output) return std::nullopt;
   }
   const StridedCopy* only = nullptr;

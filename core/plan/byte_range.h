@@ -30,6 +30,11 @@ ByteRange ReadByteRange(const StridedCopy& copy);
 ByteRange IndicesByteRange(const ScatterWalk& walk);
 ByteRange UpdatesByteRange(const ScatterWalk& walk);
 
+// The bytes `walk` reads from its input (every position along the axis, which
+// any index may choose) and from its indices.
+ByteRange InputByteRange(const GatherWalk& walk);
+ByteRange IndicesByteRange(const GatherWalk& walk);
+
 // For each input slot of `plan`, the smallest range holding every byte its
 // copies and walks read; empty for a slot nothing reads.
 std::vector<ByteRange> InputReadRanges(const ExecutionPlan& plan);
@@ -41,7 +46,7 @@ struct SlotBytes {
 };
 
 // The input bytes that output `output` of `plan` is, byte for byte: when one
-// copy writes the whole output buffer (no padding, no scatter) from a forward
+// copy writes the whole output buffer (no padding, no walk) from a forward
 // contiguous run of one input. A server can then answer with those bytes
 // where they are instead of a copy of them. Nullopt otherwise, and for an
 // empty output.

@@ -57,12 +57,36 @@ struct ScatterWalk {
   int64_t element_count = 0;             // updates to apply
 };
 
+// output[dot(c, output_strides)] = input[dot(c, input_strides) + k * input_axis_stride]
+// for every coordinate c in `sizes`, where k = indices[dot(c, indices_strides)]
+// (plus axis_size when negative; validation checked every index in range).
+// Gather walks the output's coordinates: the indices' dimensions have input
+// stride 0, the others indices stride 0. GatherElements walks the indices':
+// the axis has input stride 0. Each coordinate writes an element of its own,
+// so any block of the walk may run beside any other.
+struct GatherWalk {
+  int input_slot = 0;
+  int indices_slot = 1;
+  int output_slot = 0;
+  int element_size = 1;  // of input/output
+  int index_size = 4;    // 4 or 8
+  bool index_signed = true;
+  int64_t axis_size = 1;                 // input.sizes[axis]
+  std::vector<int64_t> sizes;            // outermost first; no size-1 dimension
+  std::vector<int64_t> input_strides;    // bytes, >= 0
+  std::vector<int64_t> indices_strides;  // bytes, >= 0
+  std::vector<int64_t> output_strides;   // bytes, > 0
+  int64_t input_axis_stride = 0;         // bytes; 0 when axis_size is 1
+  int64_t element_count = 0;             // product(sizes)
+};
+
 struct ExecutionPlan {
   absl::string_view op;                        // "slice", ...
   std::vector<absl::string_view> input_names;  // slot i binds the input named so
   std::vector<Layout> outputs;                 // the buffers the caller provides
   std::vector<StridedCopy> copies;             // disjoint outputs: any order
   std::vector<ScatterWalk> scatters;           // after every copy
+  std::vector<GatherWalk> gathers;             // disjoint outputs, none a copy's
   // For an operator whose outputs are windows on input slot 0 (slice,
   // strided_slice, split): output j's window, before copies[j] folded it;
   // empty for any other. A chain composes them (core/plan/compose_windows.h).

@@ -99,8 +99,12 @@ class Cutter {
 std::optional<ExecutionPlan> CutCopiesAtPieces(const ExecutionPlan& plan, int slot,
                                                std::span<const ByteRange> pieces,
                                                int64_t max_copies) {
+  // A walk reads where its indices say: its inputs stay whole.
   for (const ScatterWalk& walk : plan.scatters) {
     if (walk.indices_slot == slot || walk.updates_slot == slot) return std::nullopt;
+  }
+  for (const GatherWalk& walk : plan.gathers) {
+    if (walk.input_slot == slot || walk.indices_slot == slot) return std::nullopt;
   }
   ExecutionPlan cut = plan;
   cut.copies.clear();

@@ -272,8 +272,8 @@ class Device {
                              std::byte* host, cl_event ready, const StopCheck& stop);
   // Waits for every command queued on any queue (error paths).
   void Drain();
-  enum class Source { kStridedCopy, kScatterElements };
-  enum class Kernel { kStridedCopy, kTransposeCopy, kScatterElements };
+  enum class Source { kStridedCopy, kScatterElements, kGather };
+  enum class Kernel { kStridedCopy, kTransposeCopy, kScatterElements, kGather };
   // Built once per (source, word size, index math size: 4 or 8, words per
   // vector) and reused.
   absl::StatusOr<cl_program> Program(Source source, int word_size, int index_size, int vec);
@@ -309,6 +309,11 @@ class Device {
   template <typename Index>
   absl::Status ScatterKernel(const ScatterWalk& walk, cl_mem indices, cl_mem updates, cl_mem output,
                              const StopCheck& stop, EventLog* log);
+  absl::Status RunGather(const GatherWalk& walk, cl_mem input, cl_mem indices, cl_mem output,
+                         const StopCheck& stop, EventLog* log);
+  template <typename Index>
+  absl::Status GatherKernel(const GatherWalk& walk, cl_mem input, cl_mem indices, cl_mem output,
+                            const StopCheck& stop, EventLog* log);
 
   cl_device_id device_ = nullptr;
   cl_context context_ = nullptr;

@@ -192,6 +192,13 @@ absl::Status Device::ExecuteResident(const ExecutionPlan& plan,
     RETURN_IF_ERROR(RunScatter(walk, input_mems[walk.indices_slot], input_mems[walk.updates_slot],
                                output_mems[walk.output_slot], stop, log));
   }
+  for (const GatherWalk& walk : plan.gathers) {
+    if (upload_begin[walk.input_slot] != 0 || upload_begin[walk.indices_slot] != 0) {
+      return absl::InternalError("gather input or indices do not start at their buffer's byte 0");
+    }
+    RETURN_IF_ERROR(RunGather(walk, input_mems[walk.input_slot], input_mems[walk.indices_slot],
+                              output_mems[walk.output_slot], stop, log));
+  }
   RETURN_IF_ERROR(ClStatus(clEnqueueMarkerWithWaitList(queue_, 0, nullptr, &computed.event),
                            "clEnqueueMarkerWithWaitList(compute)"));
   RETURN_IF_ERROR(ClStatus(clFlush(queue_), "clFlush"));

@@ -1,14 +1,11 @@
-// Launches of one StridedCopy or ScatterWalk on the compute queue: a
-// contiguous run or runs of up to three dimensions by clEnqueueCopyBuffer*,
-// copies whose source is contiguous across the destination's rows by the tiled
-// transpose_copy kernel, anything else by the strided_copy kernel (VEC words
-// per store where the destination's rows allow), scatters by scatter_elements;
-// each in launches of bounded size (the device's LaunchTable; the stop check
-// runs between), with 32-bit index math where every offset fits. About 610
-// lines, past the project's ~600: the copy and scatter paths share the launch
-// pipeline, argument setters, splitting and range helpers above them (the
-// copies are chosen among in RunCopy); the scatter launches move to a file of
-// their own when issue 45's gather kernels join them.
+// Launches of one StridedCopy on the compute queue: a contiguous run or runs of
+// up to three dimensions by clEnqueueCopyBuffer*, copies whose source is
+// contiguous across the destination's rows by the tiled transpose_copy kernel,
+// anything else by the strided_copy kernel (VEC words per store where the
+// destination's rows allow); each in launches of bounded size (the device's
+// LaunchTable; the stop check runs between), with 32-bit index math where every
+// offset fits. The copies are chosen among in RunCopy; scatters and gathers
+// launch in device_index_walks.cc.
 #include <algorithm>
 #include <array>
 #include <cstdlib>
@@ -18,182 +15,28 @@
 #include "absl/strings/str_cat.h"
 #include "core/status_macros.h"
 #include "kernels/opencl/device.h"
+#include "kernels/opencl/launch_steps.h"
 
 namespace tensorop::opencl_backend {
 namespace {
 
-template <typename T>
-absl::Status SetArg(cl_kernel kernel, cl_uint index, const T& value) {
-  // NOLINTNEXTLINE(bugprone-sizeof-expression): T is often cl_mem, a pointer, as OpenCL wants
-  return ClStatus(clSetKernelArg(kernel, index, sizeof(T), &value),
-                  absl::StrCat("clSetKernelArg(", index, ")"));
-}
+using launches::Extent;
+using launches::ForEachLaunch;
+using launches::GroupOf;
+using launches::IndexVector;
+using launches::kMaxRowsPerLaunch;
+using launches::LaunchExtent;
+using launches::LaunchPipeline;
+using launches::LaunchRange;
+using launches::SetArgs;
+using launches::SetArgsAt;
 
-// Sets the kernel's arguments in order from `first`; the first failure is
-// returned.
-template <typename... Args>
-absl::Status SetArgsAt(cl_kernel kernel, cl_uint first, const Args&... args) {
-  absl::Status status;
-  cl_uint index = first;
-  ((status.ok() ? (status = SetArg(kernel, index++, args), 0) : 0), ...);
-  return status;
-}
-
-template <typename... Args>
-absl::Status SetArgs(cl_kernel kernel, const Args&... args) {
-  return SetArgsAt(kernel, 0, args...);
-}
-
-// Words (or updates) per work-item: ITEMS in the .cl files.
-constexpr int64_t kItemsPerWorkItem = 4;
-// Rows per launch at most: a runtime built on CUDA may map the range's second
-// and third dimensions to grid dimensions, which CUDA caps at 65535 blocks.
-constexpr int64_t kMaxRowsPerLaunch = 65535;
 // Runs shorter than this go to the kernel rather than clEnqueueCopyBufferRect,
 // whose per-row cost would dominate short rows.
 constexpr int64_t kRectMinRunBytes = 256;
 // transpose_copy's tile side and work-group (reqd_work_group_size in the .cl).
 constexpr int64_t kTile = 32;
 constexpr size_t kTileGroup[3] = {32, 8, 1};
-
-template <typename Index>
-struct IndexVector;
-template <>
-struct IndexVector<cl_int> {
-  using type = cl_int8;
-};
-template <>
-struct IndexVector<cl_long> {
-  using type = cl_long8;
-};
-
-// The commands of one walk, at most two queued at a time: after each enqueue it
-// waits for the one before, so the device stays busy while a stop condition is
-// still noticed within about one launch. The last command is not waited for
-// (the caller's next command queues behind it) unless `wait_on_exit`: then,
-// declared after the pooled buffers its commands use, it waits for them even
-// on an early return, before those buffers go back to the pool.
-class LaunchPipeline {
- public:
-  // With `log`, each command's event is also retained there (profiling).
-  LaunchPipeline(bool wait_on_exit, std::vector<cl_event>* log)
-      : wait_on_exit_(wait_on_exit), log_(log) {}
-  LaunchPipeline(const LaunchPipeline&) = delete;
-  LaunchPipeline& operator=(const LaunchPipeline&) = delete;
-  ~LaunchPipeline() {
-    for (cl_event event : {previous_, fresh_}) {
-      if (event == nullptr) continue;
-      if (wait_on_exit_) clWaitForEvents(1, &event);
-      clReleaseEvent(event);
-    }
-  }
-  // Where the next enqueue writes its event.
-  cl_event* event() { return &fresh_; }
-  absl::Status Launched(cl_command_queue queue) {
-    if (log_ != nullptr && fresh_ != nullptr && clRetainEvent(fresh_) == CL_SUCCESS) {
-      log_->push_back(fresh_);
-    }
-    cl_event wait = previous_;
-    previous_ = fresh_;
-    fresh_ = nullptr;
-    if (wait == nullptr) return absl::OkStatus();
-    const cl_int error = clFlush(queue);
-    if (error != CL_SUCCESS) clReleaseEvent(wait);
-    RETURN_IF_ERROR(ClStatus(error, "clFlush"));
-    return Wait(wait);
-  }
-  // Waits for every command so far.
-  absl::Status Drain() {
-    cl_event wait = previous_;
-    previous_ = nullptr;
-    return Wait(wait);
-  }
-
- private:
-  static absl::Status Wait(cl_event event) {
-    if (event == nullptr) return absl::OkStatus();
-    const cl_int error = clWaitForEvents(1, &event);
-    clReleaseEvent(event);
-    return ClStatus(error, "clWaitForEvents");
-  }
-  bool wait_on_exit_;
-  std::vector<cl_event>* log_;
-  cl_event previous_ = nullptr;
-  cl_event fresh_ = nullptr;
-};
-
-// Where a command outside a LaunchPipeline writes its event: the end of `log`
-// when profiling, else nowhere.
-cl_event* Logged(std::vector<cl_event>* log) {
-  if (log == nullptr) return nullptr;
-  log->push_back(nullptr);
-  return &log->back();
-}
-
-// Splits rows × columns into launches of at most `per_launch` items: whole
-// rows when rows are shorter, else pieces of one row (a multiple of `align`
-// columns each). fn(row_begin, row_count, column_begin, column_end).
-template <typename Fn>
-absl::Status ForEachLaunch(int64_t rows, int64_t columns, int64_t per_launch, int64_t align,
-                           Fn&& fn) {
-  if (columns >= per_launch) {
-    const int64_t piece = std::max(align, per_launch / align * align);
-    for (int64_t row = 0; row < rows; ++row) {
-      for (int64_t column = 0; column < columns; column += piece) {
-        RETURN_IF_ERROR(fn(row, 1, column, std::min(columns, column + piece)));
-      }
-    }
-    return absl::OkStatus();
-  }
-  const int64_t rows_per_launch = std::min(kMaxRowsPerLaunch, per_launch / columns);
-  for (int64_t row = 0; row < rows; row += rows_per_launch) {
-    RETURN_IF_ERROR(fn(row, std::min(rows_per_launch, rows - row), 0, columns));
-  }
-  return absl::OkStatus();
-}
-
-// The 2-D range of a launch: ITEMS times `vec` columns per work-item, one row
-// per line. The first dimension is rounded up (to a power of two below 64,
-// else to a multiple of 64; the kernel skips columns past the end) so that
-// work-groups are full warps, whatever the row length.
-std::array<size_t, 2> LaunchRange(int64_t row_count, int64_t column_begin, int64_t column_end,
-                                  int64_t vec = 1) {
-  const int64_t per_item = kItemsPerWorkItem * vec;
-  int64_t items = (column_end - column_begin + per_item - 1) / per_item;
-  if (items < 64) {
-    int64_t power = 1;
-    while (power < items) power *= 2;
-    items = power;
-  } else {
-    items = (items + 63) / 64 * 64;
-  }
-  return {static_cast<size_t>(items), static_cast<size_t>(row_count)};
-}
-
-// |offset| + sum((size - 1) * |stride|): no partial sum of an address is larger.
-int64_t Extent(int64_t offset, const std::vector<int64_t>& sizes,
-               const std::vector<int64_t>& strides, int64_t unit) {
-  int64_t extent = std::abs(offset / unit);
-  for (size_t d = 0; d < sizes.size(); ++d) {
-    extent += (sizes[d] - 1) * std::abs(strides[d] / unit);
-  }
-  return extent;
-}
-
-// The work-group of a launch of `range`: the table's width (the largest power
-// of two up to it that divides the range's first dimension) by one row, or the
-// runtime's choice (null) when the table says 0 or the rows are short.
-std::array<size_t, 2> GroupOf(const std::array<size_t, 2>& range, size_t width) {
-  if (width == 0 || range[0] < 64) return {0, 0};
-  size_t group = 1;
-  while (group * 2 <= width && range[0] % (group * 2) == 0) group *= 2;
-  return {group, 1};
-}
-
-// The largest index a launch over rows × columns computes besides addresses:
-// the row, and a column past the end by up to ITEMS strides of LaunchRange's
-// rounded-up width (64 work-items of up to 16 words each past the end).
-int64_t LaunchExtent(int64_t rows, int64_t columns) { return std::max(rows, 4 * columns + 4096); }
 
 // clEnqueueCopyBufferRect's origin of byte `offset` for these pitches.
 std::array<size_t, 3> RectOrigin(int64_t offset, int64_t row_pitch, int64_t slice_pitch) {
@@ -488,123 +331,4 @@ absl::Status Device::RunCopy(const StridedCopy& copy, cl_mem src, cl_mem dst, co
                                : CopyKernel<cl_long>(words, vec, src_mode, src, dst, stop, log);
 }
 
-template <typename Index>
-absl::Status Device::ScatterKernel(const ScatterWalk& walk, cl_mem indices, cl_mem updates,
-                                   cl_mem output, const StopCheck& stop, EventLog* log) {
-  using Vector = typename IndexVector<Index>::type;
-  const int64_t width = walk.element_size;
-  ASSIGN_OR_RETURN(KernelLease kernel,
-                   MakeKernel(Kernel::kScatterElements, walk.element_size, sizeof(Index), 1));
-  const int rank = static_cast<int>(walk.sizes.size());
-  const int64_t columns = rank > 0 ? walk.sizes.back() : 1;
-  const int64_t rows = walk.element_count / columns;
-  // Strides in the kernel's units: uints for indices, elements for the rest.
-  const auto step = [&](int d, int k) -> int64_t {
-    const std::vector<int64_t>* strides[] = {&walk.indices_strides, &walk.updates_strides,
-                                             &walk.output_strides};
-    return (*strides[k])[d] / (k == 0 ? 4 : width);
-  };
-  const int outer = std::max(rank - 1, 0);
-  const int vector_rank = std::min(outer, 8);
-  const int more_rank = outer - vector_rank;
-  Vector sizes{}, strides[3] = {};
-  std::vector<Index> more(4 * static_cast<size_t>(more_rank));
-  for (int c = 0; c < outer; ++c) {
-    const int d = rank - 2 - c;
-    if (c < 8) {
-      sizes.s[c] = static_cast<Index>(walk.sizes[d]);
-      for (int k = 0; k < 3; ++k) strides[k].s[c] = static_cast<Index>(step(d, k));
-    } else {
-      more[c - 8] = static_cast<Index>(walk.sizes[d]);
-      for (int k = 0; k < 3; ++k) {
-        more[(k + 1) * more_rank + c - 8] = static_cast<Index>(step(d, k));
-      }
-    }
-  }
-  const cl_int axis_at = walk.axis_dim < 0           ? -2
-                         : walk.axis_dim == rank - 1 ? -1
-                                                     : rank - 2 - walk.axis_dim;
-  // Every output element an update can reach is below `targets`.
-  const int64_t axis_stride = walk.output_axis_stride / width;
-  const int64_t targets =
-      Extent(0, walk.sizes, walk.output_strides, width) + (walk.axis_size - 1) * axis_stride + 1;
-  // The collision flag, then one uint per target (scatter_elements.cl).
-  const int64_t map_bytes = 4 * (1 + targets);
-  ASSIGN_OR_RETURN(PooledBuffer map, TakeBuffer(map_bytes, "scatter_elements map"));
-  ASSIGN_OR_RETURN(
-      std::optional<PooledBuffer> more_buffer,
-      DimensionsBuffer(more.data(), static_cast<int64_t>(more.size() * sizeof(Index))));
-  cl_mem more_mem = more_buffer.has_value() ? more_buffer->mem() : nullptr;
-  const cl_int index_mode = (walk.index_size == 8 ? 1 : 0) | (walk.index_signed ? 2 : 0);
-  RETURN_IF_ERROR(SetArgs(
-      kernel.get(), indices, updates, output, map.mem(), cl_int{0}, sizes, strides[0], strides[1],
-      strides[2], static_cast<cl_int>(vector_rank), more_mem, static_cast<cl_int>(more_rank),
-      axis_at, static_cast<Index>(rank > 0 ? step(rank - 1, 0) : 0),
-      static_cast<Index>(rank > 0 ? step(rank - 1, 1) : 0),
-      static_cast<Index>(rank > 0 ? step(rank - 1, 2) : 0), static_cast<Index>(axis_stride),
-      static_cast<Index>(walk.axis_size), index_mode));
-  LaunchPipeline pipeline(/*wait_on_exit=*/true, log);
-  const auto run_phase = [&](cl_int phase) -> absl::Status {
-    RETURN_IF_ERROR(SetArgsAt(kernel.get(), 4, phase));
-    return ForEachLaunch(
-        rows, columns, launch_table_.items_per_launch, 1,
-        [&](int64_t row, int64_t row_count, int64_t column_begin,
-            int64_t column_end) -> absl::Status {
-          RETURN_IF_ERROR(stop());
-          RETURN_IF_ERROR(SetArgsAt(kernel.get(), 19, static_cast<Index>(row),
-                                    static_cast<Index>(column_begin),
-                                    static_cast<Index>(column_end)));
-          const std::array<size_t, 2> range = LaunchRange(row_count, column_begin, column_end);
-          const std::array<size_t, 2> group = GroupOf(range, launch_table_.group_width);
-          RETURN_IF_ERROR(
-              ClStatus(clEnqueueNDRangeKernel(queue_, kernel.get(), 2, nullptr, range.data(),
-                                              group[0] == 0 ? nullptr : group.data(), 0, nullptr,
-                                              pipeline.event()),
-                       "clEnqueueNDRangeKernel(scatter_elements)"));
-          return pipeline.Launched(queue_);
-        });
-  };
-  const cl_uint zero = 0;
-  // Phase 0 writes every update (and its rank); only updates of one line can
-  // collide, so with one update per line (the axis dropped) that is all.
-  RETURN_IF_ERROR(run_phase(0));
-  if (walk.axis_dim < 0) return pipeline.Drain();
-  RETURN_IF_ERROR(ClStatus(clEnqueueFillBuffer(queue_, map.mem(), &zero, sizeof zero, 0,
-                                               sizeof zero, 0, nullptr, Logged(log)),
-                           "clEnqueueFillBuffer(scatter_elements flag)"));
-  RETURN_IF_ERROR(run_phase(3));
-  cl_uint collided = 0;
-  RETURN_IF_ERROR(ClStatus(clEnqueueReadBuffer(queue_, map.mem(), CL_TRUE, 0, sizeof collided,
-                                               &collided, 0, nullptr, Logged(log)),
-                           "clEnqueueReadBuffer(scatter_elements flag)"));
-  RETURN_IF_ERROR(pipeline.Drain());
-  if (collided == 0) return absl::OkStatus();
-  // Two updates met: rank every target's updates by axis position and let the
-  // last one write again.
-  RETURN_IF_ERROR(
-      ClStatus(clEnqueueFillBuffer(queue_, map.mem(), &zero, sizeof zero, 0,
-                                   static_cast<size_t>(map_bytes), 0, nullptr, Logged(log)),
-               "clEnqueueFillBuffer(scatter_elements ranks)"));
-  RETURN_IF_ERROR(run_phase(1));
-  RETURN_IF_ERROR(run_phase(2));
-  return pipeline.Drain();
-}
-
-absl::Status Device::RunScatter(const ScatterWalk& walk, cl_mem indices, cl_mem updates,
-                                cl_mem output, const StopCheck& stop, EventLog* log) {
-  if (walk.element_count == 0) return absl::OkStatus();
-  const int64_t width = walk.element_size;
-  const int64_t columns = walk.sizes.empty() ? 1 : walk.sizes.back();
-  // The largest offset the kernel computes, in its units (uints for indices).
-  const int64_t extent =
-      std::max({Extent(0, walk.sizes, walk.indices_strides, 4) + 1,
-                Extent(0, walk.sizes, walk.updates_strides, width),
-                Extent(0, walk.sizes, walk.output_strides, width) +
-                    (walk.axis_size - 1) * (walk.output_axis_stride / width) + 1,
-                walk.axis_size, LaunchExtent(walk.element_count / columns, columns)});
-  if (extent <= index32_limit_.load(std::memory_order_relaxed)) {
-    return ScatterKernel<cl_int>(walk, indices, updates, output, stop, log);
-  }
-  return ScatterKernel<cl_long>(walk, indices, updates, output, stop, log);
-}
 }  // namespace tensorop::opencl_backend

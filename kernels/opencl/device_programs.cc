@@ -32,8 +32,9 @@ absl::StatusOr<cl_program> Device::Program(Source source, int word_size, int ind
   const auto key = std::make_tuple(source, word_size, index_size, vec);
   if (auto found = programs_.find(key); found != programs_.end()) return found->second;
 
-  const char* text =
-      source == Source::kStridedCopy ? kStridedCopyClSource : kScatterElementsClSource;
+  const char* text = source == Source::kStridedCopy       ? kStridedCopyClSource
+                     : source == Source::kScatterElements ? kScatterElementsClSource
+                                                          : kGatherClSource;
   cl_int error = CL_SUCCESS;
   cl_program program = clCreateProgramWithSource(context_, 1, &text, nullptr, &error);
   RETURN_IF_ERROR(ClStatus(error, "clCreateProgramWithSource"));
@@ -63,11 +64,13 @@ KernelLease::~KernelLease() {
 
 absl::StatusOr<KernelLease> Device::MakeKernel(Kernel which, int word_size, int index_size,
                                                int vec) {
-  const Source source =
-      which == Kernel::kScatterElements ? Source::kScatterElements : Source::kStridedCopy;
-  const char* name = which == Kernel::kStridedCopy     ? "strided_copy"
-                     : which == Kernel::kTransposeCopy ? "transpose_copy"
-                                                       : "scatter_elements";
+  const Source source = which == Kernel::kScatterElements ? Source::kScatterElements
+                        : which == Kernel::kGather        ? Source::kGather
+                                                          : Source::kStridedCopy;
+  const char* name = which == Kernel::kStridedCopy       ? "strided_copy"
+                     : which == Kernel::kTransposeCopy   ? "transpose_copy"
+                     : which == Kernel::kScatterElements ? "scatter_elements"
+                                                         : "gather";
   // word_size and vec are at most 16, index_size 4 or 8.
   const int key = (static_cast<int>(which) << 24) | (vec << 16) | (word_size << 8) | index_size;
   {

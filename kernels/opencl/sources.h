@@ -6,6 +6,7 @@ namespace tensorop::opencl_backend {
 
 extern const char kStridedCopyClSource[];      // strided_copy.cl
 extern const char kScatterElementsClSource[];  // scatter_elements.cl
+extern const char kGatherClSource[];           // gather.cl
 
 }  // namespace tensorop::opencl_backend
 

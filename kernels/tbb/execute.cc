@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "core/status_macros.h"
 #include "kernels/tbb/blocks.h"
+#include "kernels/tbb/gather.h"
 #include "kernels/tbb/scatter_elements.h"
 #include "kernels/tbb/strided_copy.h"
 
@@ -18,6 +19,9 @@ bool RunsOnCallingThread(const ExecutionPlan& plan) {
   int64_t bytes = 0;
   for (const StridedCopy& copy : plan.copies) bytes += copy.element_count * copy.element_size;
   for (const ScatterWalk& walk : plan.scatters) {
+    bytes += walk.element_count * (walk.element_size + walk.index_size);
+  }
+  for (const GatherWalk& walk : plan.gathers) {
     bytes += walk.element_count * (walk.element_size + walk.index_size);
   }
   return bytes <= kSerialBytes;
@@ -62,6 +66,10 @@ absl::Status Execute(const ExecutionPlan& plan, std::span<const std::byte* const
   for (const ScatterWalk& walk : plan.scatters) {
     RETURN_IF_ERROR(RunScatterWalk(walk, inputs[walk.indices_slot], inputs[walk.updates_slot],
                                    outputs[walk.output_slot], stop));
+  }
+  for (const GatherWalk& walk : plan.gathers) {
+    RETURN_IF_ERROR(RunGatherWalk(walk, inputs[walk.input_slot], inputs[walk.indices_slot],
+                                  outputs[walk.output_slot], stop));
   }
   return absl::OkStatus();
 }

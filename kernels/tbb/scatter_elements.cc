@@ -8,18 +8,11 @@
 
 #include "absl/container/inlined_vector.h"
 #include "kernels/tbb/blocks.h"
+#include "kernels/tbb/load_index.h"
 #include "oneapi/tbb/task_arena.h"
 
 namespace tensorop::tbb_backend {
 namespace {
-
-template <typename Index>
-int64_t LoadIndex(const std::byte* at, int64_t axis_size) {
-  Index value;
-  std::memcpy(&value, at, sizeof value);
-  const int64_t index = static_cast<int64_t>(value);  // range checked by validation
-  return index < 0 ? index + axis_size : index;
-}
 
 // Applies the updates whose partition coordinate lies in [lo, hi), in
 // row-major order, so the last of two colliding updates wins. Asks `stop`

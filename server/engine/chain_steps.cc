@@ -146,9 +146,11 @@ absl::Status PlanSteps(const v1::RunChainRequest& chain, const ServiceOptions& o
     for (const Layout& layout : step.run->plan.outputs) {
       step.outputs.push_back(StepOutputPlan{.layout = layout, .last_read = i});
     }
-    const auto indices = chain.steps(i).inputs().find("indices");
-    step.replan = chain.steps(i).has_scatter_elements() &&
-                  indices != chain.steps(i).inputs().end() && indices->second.has_step();
+    // Indices from an earlier step are known only once it ran: planned again.
+    const absl::string_view values_input = ValuesInputOf(step.request);
+    const auto indices = chain.steps(i).inputs().find(std::string(values_input));
+    step.replan = !values_input.empty() && indices != chain.steps(i).inputs().end() &&
+                  indices->second.has_step();
   }
   return absl::OkStatus();
 }

@@ -252,8 +252,8 @@ class TensorOpService::ChunkedReactor final
   }
 
   // The read window of each input whose bytes the op reads only in part, where
-  // that is known before they arrive: not a scatter (its plan depends on the
-  // indices' values), every input carried in the call and packed (so a wrong
+  // that is known before they arrive: not a scatter or gather (its plan
+  // depends on the indices' values), every input carried in the call and packed (so a wrong
   // size is refused whatever the bytes), and the request planned with zeros
   // standing in for them (address space only). Inputs under
   // BufferPool::kMinBytes, and those the op reads more than half of, are
@@ -263,7 +263,7 @@ class TensorOpService::ChunkedReactor final
   // (at most 64 outputs: a split may ask for millions).
   void FindReadWindows() {
     constexpr int kMaxPlannedOutputs = 64;
-    if (request_.has_scatter_elements() || request_.outputs_size() > kMaxPlannedOutputs) return;
+    if (!ValuesInputOf(request_).empty() || request_.outputs_size() > kMaxPlannedOutputs) return;
     absl::StatusOr<OpRequest> op = ToOpRequest(request_);
     if (!op.ok()) return;
     std::map<std::string, int64_t, std::less<>> declared;

@@ -31,14 +31,19 @@ namespace {
 // its answer is only its handle.
 std::byte on_device_output;
 
-// Whether a scatter of `plan` reads input `slot` as its indices or updates,
-// which device kernels address from their buffer's byte 0 (a view of a
-// device tensor past it is read from a host copy instead).
-bool ScatterReadsFromByteZero(const ExecutionPlan& plan, size_t slot) {
-  return std::any_of(plan.scatters.begin(), plan.scatters.end(), [slot](const ScatterWalk& walk) {
-    return walk.indices_slot == static_cast<int>(slot) ||
-           walk.updates_slot == static_cast<int>(slot);
-  });
+// Whether an index walk of `plan` (a scatter's indices or updates, a gather's
+// input or indices) reads input `slot`, which device kernels address from
+// their buffer's byte 0 (a view of a device tensor past it is read from a
+// host copy instead).
+bool WalkReadsFromByteZero(const ExecutionPlan& plan, size_t slot) {
+  const int at = static_cast<int>(slot);
+  return std::any_of(plan.scatters.begin(), plan.scatters.end(),
+                     [at](const ScatterWalk& walk) {
+                       return walk.indices_slot == at || walk.updates_slot == at;
+                     }) ||
+         std::any_of(plan.gathers.begin(), plan.gathers.end(), [at](const GatherWalk& walk) {
+           return walk.input_slot == at || walk.indices_slot == at;
+         });
 }
 
 // The handle input "input" of `run` reads whole: in host memory when the call
@@ -150,7 +155,7 @@ absl::StatusOr<std::vector<opencl_backend::ResidentInput>> ReserveAndResolveInpu
     if (found == run.on_device.end()) continue;
     const ResidentTensor& tensor = *found->second;
     if (tensor.device_index() == pinned &&
-        (tensor.byte_offset() == 0 || !ScatterReadsFromByteZero(run.plan, slot))) {
+        (tensor.byte_offset() == 0 || !WalkReadsFromByteZero(run.plan, slot))) {
       resident_inputs[slot] = {.buffer = &tensor.device_buffer()->buffer(),
                                .byte_offset = tensor.byte_offset()};
     } else if (!run.host_copies.contains(found->first)) {

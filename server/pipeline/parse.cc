@@ -11,6 +11,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
 #include "core/status_macros.h"
+#include "server/wire/convert.h"
 #include "server/wire/quoted.h"
 #include "server/wire/wire_bound.h"
 
@@ -152,7 +153,7 @@ absl::Status ParseRequestAndInputs(const grpc::ByteBuffer* bytes, absl::string_v
     return absl::OkStatus();
   }
   const int64_t data_bytes = view->DataBytes();
-  if (received != nullptr && !request->has_scatter_elements()) {
+  if (received != nullptr && ValuesInputOf(*request).empty()) {
     ReleaseRequestBytes(bytes, reservation, /*still_held=*/data_bytes);
     received->emplace(*std::move(view));
     return absl::OkStatus();
@@ -206,7 +207,7 @@ absl::StatusOr<bool> ParseReceivedRunIfLight(const grpc::ByteBuffer* bytes,
   ASSIGN_OR_RETURN(std::optional<RequestDataView> view,
                    ParseAroundData(*bytes, method, max_rest_bytes, reservation, &run->request));
   if (!view.has_value()) return false;
-  if (run->request.has_scatter_elements()) {  // its indices are copied out for planning
+  if (!ValuesInputOf(run->request).empty()) {  // its indices are copied out for planning
     run->request.Clear();
     reservation.Shrink(reservation.bytes() - reserved_before);
     return false;

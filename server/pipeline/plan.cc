@@ -64,10 +64,11 @@ absl::StatusOr<std::unique_ptr<PlannedRun>> Plan(
   RETURN_IF_ERROR(ResolveHandleInputs(request, handles, run->op, run->handles, run->on_device));
   // Bytes on a device are planned with zeros standing in, but for the index
   // values planning checks.
+  const absl::string_view values_input = ValuesInputOf(request);
   for (NamedTensor& input : run->op.inputs) {
     auto found = run->on_device.find(input.name);
     if (found == run->on_device.end()) continue;
-    if (request.has_scatter_elements() && input.name == "indices") {
+    if (!values_input.empty() && input.name == values_input) {
       ASSIGN_OR_RETURN(input.tensor.data,
                        HostCopy(*run, input.name, *found->second, *handles, stop));
     } else {

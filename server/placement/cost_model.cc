@@ -49,6 +49,11 @@ RequestFootprint FootprintOf(const ExecutionPlan& plan, std::span<const int64_t>
   for (const ScatterWalk& walk : plan.scatters) {
     footprint.scatter_bytes += walk.element_count * walk.element_size;
   }
+  // A gathered element costs what a scattered one does: an index read, then
+  // an element moved where it says (calibrated on scatters).
+  for (const GatherWalk& walk : plan.gathers) {
+    footprint.scatter_bytes += walk.element_count * walk.element_size;
+  }
   for (const Layout& output : plan.outputs) footprint.output_bytes += output.buffer_bytes();
   return footprint;
 }

@@ -62,7 +62,7 @@ struct InputFootprint {
 struct RequestFootprint {
   std::vector<InputFootprint> inputs = {};
   int64_t copy_bytes = 0;     // bytes the strided copies write
-  int64_t scatter_bytes = 0;  // update bytes ScatterElements applies
+  int64_t scatter_bytes = 0;  // element bytes the index walks move (scatter, gather)
   int64_t output_bytes = 0;   // output buffers, padding included (downloads)
 };
 

@@ -195,6 +195,9 @@ struct Input {
   std::optional<SharedMemorySpan> shared_memory;
 };
 
+// The inputs of one request by name.
+using Inputs = std::map<std::string, Input, std::less<>>;
+
 // An INT64 parameter tensor's values.
 // The little-endian `T` elements of `bytes` as int64s (sign-extended).
 template <typename T>
@@ -243,12 +246,18 @@ absl::StatusOr<v1::Backend> BackendOf(const inference::ModelInferRequest& reques
 }
 
 // The sizes of `run`'s outputs as its operator derives them from input
-// "input" (`input`) and, for split, `split_sizes`, checked as the native
-// pipeline checks them (same messages).
+// "input", input "indices" where the model has one, and, for split,
+// `split_sizes`, checked as the native pipeline checks them (same messages).
 absl::StatusOr<std::vector<std::vector<int64_t>>> DerivedOutputSizes(
-    const v1::RunRequest& run, const Input& input, std::span<const int64_t> split_sizes = {}) {
+    const v1::RunRequest& run, const Inputs& inputs, std::span<const int64_t> split_sizes = {}) {
   ASSIGN_OR_RETURN(OpAttrs attrs, ToOpAttrs(run));
-  return OutputSizes(attrs, TensorDesc{.dtype = input.dtype, .sizes = input.shape}, split_sizes);
+  const Input& input = inputs.find("input")->second;  // every model's, required
+  std::optional<TensorDesc> indices;
+  if (auto found = inputs.find("indices"); found != inputs.end()) {
+    indices = TensorDesc{.dtype = found->second.dtype, .sizes = found->second.shape};
+  }
+  return OutputSizes(attrs, TensorDesc{.dtype = input.dtype, .sizes = input.shape}, split_sizes,
+                     indices.has_value() ? &*indices : nullptr);
 }
 
 // `sizes` as `run`'s outputs.
@@ -265,7 +274,7 @@ void AddOutputs(const std::vector<std::vector<int64_t>>& sizes, v1::RunRequest& 
 // pipeline writes them there (SharedMemoryOutput): bounds, alignment and
 // overlap with the inputs are checked once, natively.
 absl::Status AddSharedMemoryOutputs(const inference::ModelInferRequest& request,
-                                    const ModelSpec& spec, const Input& input,
+                                    const ModelSpec& spec, const Inputs& inputs,
                                     v1::RunRequest& run) {
   const absl::string_view model = spec.name;
   const std::vector<std::string> names = OutputNames(spec, run.outputs_size());
@@ -291,7 +300,7 @@ absl::Status AddSharedMemoryOutputs(const inference::ModelInferRequest& request,
     if (run.outputs_size() == 0) {
       // One output, whose sizes the operator derives: described here, as the
       // native request must then carry them.
-      ASSIGN_OR_RETURN(std::vector<std::vector<int64_t>> sizes, DerivedOutputSizes(run, input));
+      ASSIGN_OR_RETURN(std::vector<std::vector<int64_t>> sizes, DerivedOutputSizes(run, inputs));
       AddOutputs(sizes, run);
     }
     SetReference(*span, run.mutable_outputs(k)->mutable_shared_memory());
@@ -330,7 +339,7 @@ absl::StatusOr<v1::RunRequest> ToRunRequest(inference::ModelInferRequest& reques
         "; give every input's bytes there or none"));
   }
   int next_raw = 0;
-  std::map<std::string, Input, std::less<>> inputs;
+  Inputs inputs;
   for (int i = 0; i < request.inputs_size(); ++i) {
     inference::ModelInferRequest::InferInputTensor& tensor = *request.mutable_inputs(i);
     const std::string what = absl::StrCat(model.name, ": input ", Quoted(tensor.name()));
@@ -449,16 +458,15 @@ absl::StatusOr<v1::RunRequest> ToRunRequest(inference::ModelInferRequest& reques
       *tensor.mutable_data() = std::move(input.bytes);
     }
   }
-  const Input& input = inputs.find("input")->second;
   if (model.op->outputs != OutputRule::kOneDerived) {
     // The native request gives these outputs' sizes (slice's whole windows,
     // split's parts): as the operator derives them.
     const std::vector<int64_t> split_sizes = values(kSplitSizesInput);
     ASSIGN_OR_RETURN(std::vector<std::vector<int64_t>> sizes,
-                     DerivedOutputSizes(run, input, split_sizes));
+                     DerivedOutputSizes(run, inputs, split_sizes));
     AddOutputs(sizes, run);
   }
-  RETURN_IF_ERROR(AddSharedMemoryOutputs(request, model, input, run));
+  RETURN_IF_ERROR(AddSharedMemoryOutputs(request, model, inputs, run));
   return run;
 }
 

@@ -69,8 +69,20 @@ absl::string_view OpCaseName(const v1::RunRequest& request) {
       return InfoOf<ExpandAttrs>().name;
     case v1::RunRequest::kTile:
       return InfoOf<TileAttrs>().name;
+    case v1::RunRequest::kGather:
+      return InfoOf<GatherAttrs>().name;
+    case v1::RunRequest::kGatherElements:
+      return InfoOf<GatherElementsAttrs>().name;
     case v1::RunRequest::OP_NOT_SET:
       break;
+  }
+  return "";
+}
+
+absl::string_view ValuesInputOf(const v1::RunRequest& request) {
+  const absl::string_view name = OpCaseName(request);
+  for (const OperatorInfo& op : kOperators) {
+    if (op.name == name) return op.values_input;
   }
   return "";
 }
@@ -93,6 +105,10 @@ absl::StatusOr<OpAttrs> ToOpAttrs(const v1::RunRequest& request) {
       return ExpandAttrs{.sizes = ToVector(request.expand().sizes())};
     case v1::RunRequest::kTile:
       return TileAttrs{.repeats = ToVector(request.tile().repeats())};
+    case v1::RunRequest::kGather:
+      return GatherAttrs{.axis = request.gather().axis()};
+    case v1::RunRequest::kGatherElements:
+      return GatherElementsAttrs{.axis = request.gather_elements().axis()};
     case v1::RunRequest::OP_NOT_SET:
       break;
   }

@@ -27,6 +27,11 @@ v1::DType ToProtoDType(DType dtype);
 // The op's name as in OPERATORS.md ("slice", ...), or "" when none is set.
 absl::string_view OpCaseName(const v1::RunRequest& request);
 
+// The input whose values planning `request`'s operator reads (its row's
+// values_input: "indices" of scatter_elements, gather, gather_elements), or ""
+// when its plan follows from the inputs' layouts alone (or no op is set).
+absl::string_view ValuesInputOf(const v1::RunRequest& request);
+
 // `request`'s operator and attributes as core's; INVALID_ARGUMENT when it sets
 // none.
 absl::StatusOr<OpAttrs> ToOpAttrs(const v1::RunRequest& request);

@@ -16,7 +16,7 @@ import numpy as np
 from numpy.lib.stride_tricks import as_strided
 
 NAMES = {np.bool_: "bool", np.float64: "float64", np.float32: "float32", np.float16: "float16", np.int64: "int64",
-         np.int32: "int32", np.int16: "int16", np.int8: "int8", np.uint8: "uint8"}
+         np.int32: "int32", np.int16: "int16", np.int8: "int8", np.uint8: "uint8", np.uint32: "uint32"}
 
 
 def values(array: np.ndarray) -> list:
@@ -268,6 +268,43 @@ def cases() -> list[dict]:
         "attrs": {"begin": [0, 0], "end": [0, 0], "stride": [1, -2],
                   "begin_mask": [1, 1], "end_mask": [1, 1]},
         "then": [{"op": "tile", "attrs": {"repeats": [3, 1]}}],
+        "expect": expect(b)})
+
+    # Gather makes new bytes too: whole rows of a padded float16 input chosen by
+    # 2-D int64 indices (one negative), then a reversed window and a transpose.
+    buf = np.array([0.5, -1.0, 2.0, 0.0, 0.0, -0.0, 3.5, np.inf, 0.0, 0.0,
+                    -2.5, 8.0, 1.0, 0.0, 0.0, np.nan, -4.0, 0.25], dtype=np.float16)
+    x = logical(buf, [4, 3], [5, 1])
+    indices = np.array([[3, 0], [-3, 3]], dtype=np.int64)
+    a = np.take(x, indices, axis=0)
+    b = a[:, ::-1, :]
+    made.append({
+        "name": "views/gather_then_window_and_transpose",
+        "source": "derived: Gather of padded rows, then a reversed StridedSlice window and a Transpose",
+        "op": "gather",
+        "inputs": {"input": tensor_json(buf, [4, 3], [5, 1]),
+                   "indices": tensor_json(indices, [2, 2])},
+        "attrs": {"axis": 0},
+        "then": [{"op": "strided_slice",
+                  "attrs": {"begin": [0, 0, 0], "end": [0, 0, 0], "stride": [1, -1, 1],
+                            "begin_mask": [1, 1, 1], "end_mask": [1, 1, 1]}},
+                 {"op": "transpose", "attrs": {"perm": [2, 0, 1]}}],
+        "expect": expect(b.transpose(2, 0, 1))})
+
+    # A reversed window's view read by GatherElements (uint32 indices): the walk
+    # reads the view through its strides; ScatterElements' inverse.
+    buf = np.arange(12, dtype=np.int32) * 7 - 40
+    x = logical(buf, [3, 4], None)
+    a = x[::-1, 1:]
+    indices = np.array([[2, 0, 1, 1], [0, 0, 2, 1]], dtype=np.uint32).T[:3, :2].copy()
+    b = np.take_along_axis(a, indices.astype(np.int64), axis=1)
+    made.append({
+        "name": "views/window_then_gather_elements",
+        "source": "derived: a reversed Slice window, then GatherElements along its rows",
+        "op": "slice", "inputs": {"input": tensor_json(buf, [3, 4])},
+        "attrs": slice_attrs([0, 1], [3, 3], [-1, 1]), "outputs": [{"sizes": [3, 3]}],
+        "then": [{"op": "gather_elements", "attrs": {"axis": 1},
+                  "inputs": {"indices": tensor_json(indices, [3, 2])}}],
         "expect": expect(b)})
 
     # A later step whose window does not fit the step before's output.

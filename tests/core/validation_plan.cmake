@@ -10,7 +10,8 @@ include(GoogleTest)
 set(core_unit_sources
     ${CMAKE_CURRENT_LIST_DIR}/dtype_test.cc
     ${CMAKE_CURRENT_LIST_DIR}/operator_info_test.cc)
-foreach(stem tensor limits slice strided_slice split scatter_elements transpose reshape expand tile)
+foreach(stem tensor limits slice strided_slice split scatter_elements transpose reshape expand tile
+             gather gather_elements)
   list(APPEND core_unit_sources ${CMAKE_CURRENT_LIST_DIR}/validation/${stem}_test.cc)
 endforeach()
 foreach(stem strided_copy byte_range slice strided_slice split scatter_elements reshape operator

@@ -120,12 +120,25 @@ void CheckPlan(const ExecutionPlan& plan, const std::vector<int64_t>& input_byte
     CheckInside(out, walk.element_size, output(walk.output_slot),
                 absl::StrCat("scatter ", i, " output"));
   }
+  for (size_t i = 0; i < plan.gathers.size(); ++i) {
+    const GatherWalk& walk = plan.gathers[i];
+    if (walk.element_count == 0) continue;
+    CheckInside(Reach(walk.sizes, walk.indices_strides, 0), walk.index_size,
+                input(walk.indices_slot), absl::StrCat("gather ", i, " indices"));
+    Span128 in = Reach(walk.sizes, walk.input_strides, 0);
+    in.high += static_cast<__int128>(walk.axis_size - 1) * walk.input_axis_stride;
+    CheckInside(in, walk.element_size, input(walk.input_slot),
+                absl::StrCat("gather ", i, " input"));
+    CheckInside(Reach(walk.sizes, walk.output_strides, 0), walk.element_size,
+                output(walk.output_slot), absl::StrCat("gather ", i, " output"));
+  }
 }
 
 int64_t Work(const ExecutionPlan& plan) {
   int64_t work = 0;
   for (const StridedCopy& copy : plan.copies) work += copy.element_count;
   for (const ScatterWalk& walk : plan.scatters) work += walk.element_count;
+  for (const GatherWalk& walk : plan.gathers) work += walk.element_count;
   return work;
 }
 

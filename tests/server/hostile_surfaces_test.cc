@@ -418,6 +418,43 @@ TEST(HostileSurfacesTest, OneByteTiledToGibibytesIsRefusedAtTheBudget) {
   ExpectPeakWithin(server, baseline, budget);
 }
 
+// Gather and GatherElements make their output from their indices: one byte
+// gathered by four bytes of indices broadcast (stride 0) to 2^31 elements. The
+// indices' check reads the one value (not 2^31), then each call is refused at
+// the budget before its 2 GiB output exists (kept: unkept, the message limit
+// would refuse it first), and the server still answers.
+TEST(HostileSurfacesTest, OneIndexBroadcastToGibibytesIsRefusedAtTheBudget) {
+  const int64_t budget = 32 * kMiB;
+  TensordProcess server({"--backends=cpu", "--max_memory_bytes=" + std::to_string(budget),
+                         "--max_request_bytes=68719476736",
+                         "--max_resident_bytes_per_client=68719476736"});
+  ExpectNormalAnswer(server);
+  const int64_t baseline = ResidentBytes(server.pid());
+  auto stub = Stub(server);
+  const auto refused = GrpcStatusIs(
+      grpc::StatusCode::RESOURCE_EXHAUSTED,
+      AllOf(HasSubstr("server memory budget exhausted"), HasSubstr("--max_memory_bytes")));
+  for (bool elements : {false, true}) {
+    SCOPED_TRACE(elements ? "gather_elements" : "gather");
+    v1::RunRequest request;
+    if (elements) {
+      request.mutable_gather_elements()->set_axis(0);
+    } else {
+      request.mutable_gather()->set_axis(0);
+    }
+    (*request.mutable_inputs())["input"] = MakeTensor(v1::UINT8, {1}, "x");
+    (*request.mutable_inputs())["indices"] =
+        MakeTensor(v1::UINT32, {int64_t{1} << 31}, std::string(4, '\0'), {0});
+    request.add_outputs()->set_keep(true);
+    grpc::ClientContext context;
+    v1::RunResponse response;
+    EXPECT_THAT(stub->Run(&context, request, &response), refused);
+  }
+  EXPECT_EQ(MetricValueOnceItIs(server, "tensorop_memory_reserved_bytes", 0), 0);
+  ExpectNormalAnswer(server);
+  ExpectPeakWithin(server, baseline, budget);
+}
+
 // 9. With tokens, bob listed alice's region, read it, wrote it and
 // unregistered it. Now regions belong to their identity, as handles do.
 TEST(HostileSurfacesTest, WithTokensARegionIsInvisibleToOtherIdentities) {

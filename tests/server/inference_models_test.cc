@@ -66,7 +66,7 @@ TEST(InferenceModelsTest, Int32ParametersAreWidenedToTheNativeInt64Attributes) {
 TEST(InferenceModelsTest, ModelsAreTheOperators) {
   EXPECT_THAT(InferenceModelNames(),
               ElementsAre("slice", "strided_slice", "split", "scatter_elements", "transpose",
-                          "reshape", "expand", "tile"));
+                          "reshape", "expand", "tile", "gather", "gather_elements"));
 }
 
 // Each model is made from its operator's row and attributes message: a new

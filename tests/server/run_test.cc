@@ -136,7 +136,8 @@ TEST_F(RunTest, RequestWithoutOpIsInvalid) {
   EXPECT_THAT(Run(request),
               GrpcStatusIs(grpc::StatusCode::INVALID_ARGUMENT,
                            "op: none of slice, strided_slice, split, "
-                           "scatter_elements, transpose, reshape, expand, tile is set"));
+                           "scatter_elements, transpose, reshape, expand, tile, gather, "
+                           "gather_elements is set"));
 }
 
 TEST_F(RunTest, UnspecifiedDtypeIsNamedByInput) {

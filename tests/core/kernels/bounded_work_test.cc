@@ -1,7 +1,7 @@
 // Long loops ask the call's stop check at bounded intervals (every
-// kStopEvery items): validation of a stride-0 scatter's 2^20 index values, its
-// walk on the CPU, and the outputs of a split. A stop that says so ends the
-// work with its status.
+// kStopEvery items): validation of a scatter's 2^20 index values, its walk on
+// the CPU (2^20 stride-0 updates colliding), and the outputs of a split. A stop that says so ends
+// the work with its status.
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
@@ -54,16 +54,28 @@ OpRequest StrideZeroScatter(const ScatterBytes& bytes) {
 }
 
 TEST(BoundedWorkTest, ScatterValidationAsksTheStopEveryBlockOfIndices) {
+  // kCount indices in a padded buffer (stride 2): each is read, through the
+  // row-major walk. (Stride-0 indices are one value, read once.)
   const ScatterBytes bytes;
+  const std::vector<int32_t> padded(2 * kCount, 0);
+  OpRequest request = StrideZeroScatter(bytes);
+  request.inputs[1].tensor =
+      TensorView{{DType::kInt32, {kCount}, {2}},
+                 std::span<const std::byte>(reinterpret_cast<const std::byte*>(padded.data()),
+                                            (2 * kCount - 1) * sizeof(int32_t))};
   CountingStop counting;
-  ASSERT_TRUE(PlanOperator(StrideZeroScatter(bytes), Limits{}, counting.Check()).ok());
+  ASSERT_TRUE(PlanOperator(request, Limits{}, counting.Check()).ok());
   EXPECT_GE(counting.calls.load(), kCount / kStopEvery);
 
   CountingStop stopping;
   stopping.stop_at = 3;
-  EXPECT_EQ(PlanOperator(StrideZeroScatter(bytes), Limits{}, stopping.Check()).status(),
+  EXPECT_EQ(PlanOperator(request, Limits{}, stopping.Check()).status(),
             absl::CancelledError("stopped by the test"));
   EXPECT_EQ(stopping.calls.load(), 3);
+
+  CountingStop once;
+  ASSERT_TRUE(PlanOperator(StrideZeroScatter(bytes), Limits{}, once.Check()).ok());
+  EXPECT_LE(once.calls.load(), 1);
 }
 
 TEST(BoundedWorkTest, ScatterWalkOfCollidingUpdatesAsksTheStopEveryBlock) {

@@ -21,7 +21,6 @@ namespace {
 
 // One of each element size.
 constexpr DType kWidths[] = {DType::kUint8, DType::kFloat16, DType::kFloat32, DType::kInt64};
-constexpr DType kIndexTypes[] = {DType::kInt32, DType::kInt64, DType::kUint32, DType::kUint64};
 
 opencl_backend::Device& TestDevice() {
   static std::vector<std::unique_ptr<opencl_backend::Device>>* devices =
@@ -196,7 +195,7 @@ TEST_P(OpenClKernelsTest, LargeScattersWithNoneHalfOrEveryUpdateColliding) {
   std::mt19937_64 rng(9);
   const int64_t rows = 200, columns = 250;
   for (DType dtype : kWidths) {
-    for (DType index_type : kIndexTypes) {
+    for (DType index_type : kIndexDTypes) {
       const bool is_signed = index_type == DType::kInt32 || index_type == DType::kInt64;
       for (Collisions collisions : {Collisions::kNone, Collisions::kHalf, Collisions::kEvery}) {
         SCOPED_TRACE(::testing::Message()

@@ -289,6 +289,24 @@ std::vector<Expected> ReferenceSplit(int64_t axis, const OwnedTensor& input,
   return outputs;
 }
 
+namespace {
+
+// The index at `c` of `indices`, negative ones counted from the end of an axis
+// of `axis_size`.
+int64_t IndexAt(const OwnedTensor& indices, std::span<const int64_t> c, int64_t axis_size) {
+  const uint64_t bits = ElementBits(indices.desc, indices.bytes, c);
+  const bool is_signed = indices.desc.dtype == DType::kInt32 || indices.desc.dtype == DType::kInt64;
+  int64_t k;
+  if (ElementSize(indices.desc.dtype) == 4) {
+    k = is_signed ? static_cast<int32_t>(bits) : static_cast<int64_t>(static_cast<uint32_t>(bits));
+  } else {
+    k = static_cast<int64_t>(bits);
+  }
+  return k < 0 ? k + axis_size : k;
+}
+
+}  // namespace
+
 Expected ReferenceScatterElements(int64_t axis, const OwnedTensor& input,
                                   const OwnedTensor& indices, const OwnedTensor& updates) {
   Expected expected{input.desc.sizes, {}};
@@ -296,18 +314,8 @@ Expected ReferenceScatterElements(int64_t axis, const OwnedTensor& input,
     expected.values.push_back(ElementBits(input.desc, input.bytes, c));
   });
   const std::vector<int64_t> packed = PackedStrides(input.desc.sizes);
-  const bool is_signed = indices.desc.dtype == DType::kInt32 || indices.desc.dtype == DType::kInt64;
-  const int index_width = ElementSize(indices.desc.dtype);
   ForEachCoord(indices.desc.sizes, [&](std::span<const int64_t> c) {
-    uint64_t bits = ElementBits(indices.desc, indices.bytes, c);
-    int64_t k;
-    if (index_width == 4) {
-      k = is_signed ? static_cast<int32_t>(bits)
-                    : static_cast<int64_t>(static_cast<uint32_t>(bits));
-    } else {
-      k = static_cast<int64_t>(bits);
-    }
-    if (k < 0) k += input.desc.sizes[axis];
+    const int64_t k = IndexAt(indices, c, input.desc.sizes[axis]);
     int64_t offset = 0;
     for (size_t d = 0; d < c.size(); ++d) {
       offset += (static_cast<int64_t>(d) == axis ? k : c[d]) * packed[d];
@@ -365,6 +373,55 @@ Expected ReferenceTile(std::span<const int64_t> repeats, const OwnedTensor& inpu
   std::vector<int64_t> source(sizes.size());
   ForEachCoord(expected.sizes, [&](std::span<const int64_t> c) {
     for (size_t i = 0; i < sizes.size(); ++i) source[i] = c[i] % sizes[i];
+    expected.values.push_back(ElementBits(input.desc, input.bytes, source));
+  });
+  return expected;
+}
+
+std::vector<int64_t> RandomIndices(int64_t count, int64_t axis_size, DType index_type,
+                                   std::mt19937_64& rng) {
+  const bool is_signed = index_type == DType::kInt32 || index_type == DType::kInt64;
+  std::vector<int64_t> values;
+  for (int64_t i = 0; i < count; ++i) {
+    int64_t k = static_cast<int64_t>(rng() % static_cast<uint64_t>(axis_size));
+    if (is_signed && rng() % 2) k -= axis_size;
+    values.push_back(k);
+  }
+  return values;
+}
+
+int64_t ElementCount(std::span<const int64_t> sizes) {
+  int64_t count = 1;
+  for (int64_t size : sizes) count *= size;
+  return count;
+}
+
+Expected ReferenceGather(int64_t axis, const OwnedTensor& input, const OwnedTensor& indices) {
+  const std::vector<int64_t>& sizes = input.desc.sizes;
+  const size_t a = static_cast<size_t>(axis);
+  const size_t q = indices.desc.sizes.size();
+  Expected expected;
+  expected.sizes.assign(sizes.begin(), sizes.begin() + axis);
+  expected.sizes.insert(expected.sizes.end(), indices.desc.sizes.begin(), indices.desc.sizes.end());
+  expected.sizes.insert(expected.sizes.end(), sizes.begin() + axis + 1, sizes.end());
+  std::vector<int64_t> source(sizes.size());
+  ForEachCoord(expected.sizes, [&](std::span<const int64_t> c) {
+    // c = (a, b, e): the input's coordinates before the axis, the indices', after.
+    for (size_t d = 0; d < a; ++d) source[d] = c[d];
+    source[a] = IndexAt(indices, c.subspan(a, q), sizes[a]);
+    for (size_t d = a + 1; d < sizes.size(); ++d) source[d] = c[d + q - 1];
+    expected.values.push_back(ElementBits(input.desc, input.bytes, source));
+  });
+  return expected;
+}
+
+Expected ReferenceGatherElements(int64_t axis, const OwnedTensor& input,
+                                 const OwnedTensor& indices) {
+  Expected expected{indices.desc.sizes, {}};
+  std::vector<int64_t> source(indices.desc.sizes.size());
+  ForEachCoord(indices.desc.sizes, [&](std::span<const int64_t> c) {
+    source.assign(c.begin(), c.end());
+    source[static_cast<size_t>(axis)] = IndexAt(indices, c, input.desc.sizes[axis]);
     expected.values.push_back(ElementBits(input.desc, input.bytes, source));
   });
   return expected;

@@ -47,6 +47,17 @@ OwnedTensor MakeTensor(DType dtype, std::vector<int64_t> sizes, LayoutKind kind,
 OwnedTensor MakeIndexTensor(DType dtype, std::vector<int64_t> sizes,
                             std::span<const int64_t> values, LayoutKind kind, std::mt19937_64& rng);
 
+// The dtypes an index tensor may have.
+inline constexpr DType kIndexDTypes[] = {DType::kInt32, DType::kInt64, DType::kUint32,
+                                         DType::kUint64};
+
+// `count` indices into an axis of `axis_size`, half of the signed ones spelled
+// negative.
+std::vector<int64_t> RandomIndices(int64_t count, int64_t axis_size, DType index_type,
+                                   std::mt19937_64& rng);
+// product(sizes).
+int64_t ElementCount(std::span<const int64_t> sizes);
+
 // The bits of one element, read through the strides (packed when none).
 uint64_t ElementBits(const TensorDesc& desc, std::span<const std::byte> bytes,
                      std::span<const int64_t> coords);
@@ -112,6 +123,9 @@ Expected ReferenceTranspose(std::span<const int64_t> perm, const OwnedTensor& in
 Expected ReferenceReshape(std::span<const int64_t> output_sizes, const OwnedTensor& input);
 Expected ReferenceExpand(std::span<const int64_t> output_sizes, const OwnedTensor& input);
 Expected ReferenceTile(std::span<const int64_t> repeats, const OwnedTensor& input);
+Expected ReferenceGather(int64_t axis, const OwnedTensor& input, const OwnedTensor& indices);
+Expected ReferenceGatherElements(int64_t axis, const OwnedTensor& input,
+                                 const OwnedTensor& indices);
 
 // The output has the expected sizes, its layout's strides, and every logical
 // element's bits equal the expected ones; padding bytes stay zero.

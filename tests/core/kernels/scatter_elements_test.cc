@@ -11,8 +11,6 @@
 namespace tensorop::testing {
 namespace {
 
-constexpr DType kIndexTypes[] = {DType::kInt32, DType::kInt64, DType::kUint32, DType::kUint64};
-
 struct ScatterCase {
   OwnedTensor input, indices, updates;
   int64_t axis;
@@ -45,7 +43,7 @@ using ScatterElementsKernelTest = KernelMatrixTest;
 TEST_P(ScatterElementsKernelTest, MatchesReferenceForEveryIndexTypeAndRank) {
   std::mt19937_64 rng = Rng();
   for (int rank = 1; rank <= 8; ++rank) {
-    for (DType index_type : kIndexTypes) {
+    for (DType index_type : kIndexDTypes) {
       SCOPED_TRACE(::testing::Message() << "rank " << rank << " indices " << DTypeName(index_type));
       std::vector<int64_t> sizes;
       for (int d = 0; d < rank; ++d) sizes.push_back(1 + rng() % (rank > 5 ? 3 : 5));

@@ -16,47 +16,18 @@
 #include "core/tensor.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "tests/support/held_tensor.h"
 #include "tests/support/status_matchers.h"
 
 namespace tensorop {
 namespace {
 
+using ::tensorop::testing::HeldTensor;
 using ::tensorop::testing::StatusIs;
+using ::tensorop::testing::Values;
+using ::tensorop::testing::Zeros;
 using ::testing::ElementsAre;
 using ::testing::Eq;
-
-// Owns the bytes of one tensor; view() describes them.
-struct OwnedTensor {
-  TensorDesc desc;
-  std::vector<std::byte> bytes;
-  TensorView view() const { return TensorView{desc, bytes}; }
-};
-
-int64_t Product(const std::vector<int64_t>& sizes) {
-  int64_t product = 1;
-  for (int64_t size : sizes) product *= size;
-  return product;
-}
-
-// Zeroed, packed.
-OwnedTensor Zeros(DType dtype, std::vector<int64_t> sizes) {
-  OwnedTensor tensor;
-  tensor.bytes.assign(static_cast<size_t>(Product(sizes) * ElementSize(dtype)), std::byte{0});
-  tensor.desc = TensorDesc{dtype, std::move(sizes), {}};
-  return tensor;
-}
-
-// `values` is the whole buffer (row-major when `strides` is empty).
-template <typename T>
-OwnedTensor Values(DType dtype, std::vector<int64_t> sizes, const std::vector<T>& values,
-                   std::vector<int64_t> strides = {}) {
-  static_assert(sizeof(T) == 4 || sizeof(T) == 8);
-  OwnedTensor tensor;
-  tensor.bytes.resize(values.size() * sizeof(T));
-  std::memcpy(tensor.bytes.data(), values.data(), tensor.bytes.size());
-  tensor.desc = TensorDesc{dtype, std::move(sizes), std::move(strides)};
-  return tensor;
-}
 
 class ScatterElementsValidationTest : public ::testing::Test {
  protected:
@@ -73,9 +44,9 @@ class ScatterElementsValidationTest : public ::testing::Test {
                                    updates_.view(), outputs_, limits_);
   }
 
-  OwnedTensor input_;
-  OwnedTensor indices_;
-  OwnedTensor updates_;
+  HeldTensor input_;
+  HeldTensor indices_;
+  HeldTensor updates_;
   std::vector<OutputDesc> outputs_;
   Limits limits_;
 };
