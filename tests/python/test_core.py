@@ -546,7 +546,8 @@ def test_the_window_hands_out_outcomes_in_request_order() -> None:
             (operators, name)
             for name in (
                 "split", "strided_slice", "slice", "scatter_elements", "transpose", "reshape",
-                "expand", "broadcast_to", "tile",
+                "expand", "broadcast_to", "tile", "take", "gather", "take_along_axis",
+                "gather_elements",
             )
         ],
     ],

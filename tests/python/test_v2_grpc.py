@@ -10,8 +10,8 @@ count is asserted, so none is skipped silently):
     differ from them (slice: the whole window, 1 + (window_size - 1) / |stride|
     per dimension; split: the input's sizes with the axis replaced), or, for
     the operators that derive their output (strided_slice, scatter_elements,
-    transpose, reshape, expand, tile), an error case that gives output sizes (a v2
-    request cannot carry them).
+    transpose, reshape, expand, tile, gather, gather_elements), an error case that
+    gives output sizes (a v2 request cannot carry them).
 """
 
 from __future__ import annotations
@@ -112,11 +112,19 @@ def test_health_metadata_and_repository(v2_client: triton.InferenceServerClient)
         assert [(t.name, t.datatype, list(t.shape)) for t in model.inputs] == [
             ("input", "FP32", [-1]), (parameter, "INT64", [-1])]
         assert [t.name for t in model.outputs] == ["output"]
+    # The gathers: the input, the indices (INT64 listed, as scatter_elements'), the axis.
+    for name in ("gather", "gather_elements"):
+        assert v2_client.is_model_ready(name, "1")
+        model = v2_client.get_model_metadata(name)
+        assert [(t.name, t.datatype, list(t.shape)) for t in model.inputs] == [
+            ("input", "FP32", [-1]), ("indices", "INT64", [-1]), ("axis", "INT64", [1])]
+        assert [t.name for t in model.outputs] == ["output"]
     index = v2_client.get_model_repository_index()
     assert [(m.name, m.version, m.state) for m in index.models] == [
         ("slice", "1", "READY"), ("strided_slice", "1", "READY"), ("split", "1", "READY"),
         ("scatter_elements", "1", "READY"), ("transpose", "1", "READY"),
         ("reshape", "1", "READY"), ("expand", "1", "READY"), ("tile", "1", "READY"),
+        ("gather", "1", "READY"), ("gather_elements", "1", "READY"),
     ]
 
 
@@ -149,6 +157,16 @@ def test_model_config_as_tritonclient_reads_it(v2_client: triton.InferenceServer
             ("input", "TYPE_FP32", [-1], False), (parameter, "TYPE_INT64", [-1], optional)]
         assert [o.name for o in config.output] == ["output"]
         assert config.parameters[f"{parameter}.datatypes"].string_value == "INT64, INT32"
+    # The gathers' axis is required; their indices take the four index datatypes.
+    for name in ("gather", "gather_elements"):
+        config = v2_client.get_model_config(name, "1").config
+        assert [(i.name, model_config_pb2.DataType.Name(i.data_type), list(i.dims), i.optional)
+                for i in config.input] == [
+            ("input", "TYPE_FP32", [-1], False), ("indices", "TYPE_INT64", [-1], False),
+            ("axis", "TYPE_INT64", [1], False)]
+        assert config.parameters["indices.datatypes"].string_value == (
+            "INT64, INT32, UINT64, UINT32")
+        assert config.parameters["axis.datatypes"].string_value == "INT64, INT32"
     with pytest.raises(InferenceServerException) as error:
         v2_client.get_model_config("resnet50")
     assert error.value.status() == "StatusCode.NOT_FOUND"

@@ -168,11 +168,19 @@ def test_health_metadata_and_repository(http_client: triton.InferenceServerClien
         assert [(t["name"], t["datatype"], t["shape"]) for t in model["inputs"]] == [
             ("input", "FP32", [-1]), (parameter, "INT64", [-1])]
         assert [t["name"] for t in model["outputs"]] == ["output"]
+    # The gathers: the input, the indices (INT64 listed, as scatter_elements'), the axis.
+    for name in ("gather", "gather_elements"):
+        assert http_client.is_model_ready(name, "1")
+        model = http_client.get_model_metadata(name)
+        assert [(t["name"], t["datatype"], t["shape"]) for t in model["inputs"]] == [
+            ("input", "FP32", [-1]), ("indices", "INT64", [-1]), ("axis", "INT64", [1])]
+        assert [t["name"] for t in model["outputs"]] == ["output"]
     index = http_client.get_model_repository_index()
     assert [(m["name"], m["version"], m["state"]) for m in index] == [
         ("slice", "1", "READY"), ("strided_slice", "1", "READY"), ("split", "1", "READY"),
         ("scatter_elements", "1", "READY"), ("transpose", "1", "READY"),
         ("reshape", "1", "READY"), ("expand", "1", "READY"), ("tile", "1", "READY"),
+        ("gather", "1", "READY"), ("gather_elements", "1", "READY"),
     ]
 
 
@@ -203,6 +211,15 @@ def test_model_config_as_tritonclient_reads_it(
             | ({"optional": True} if optional else {})]
         assert config["output"] == [{"name": "output", "data_type": "TYPE_FP32", "dims": [-1]}]
         assert config["parameters"][f"{parameter}.datatypes"] == {"string_value": "INT64, INT32"}
+    # The gathers' axis is required; their indices take the four index datatypes.
+    for name in ("gather", "gather_elements"):
+        config = http_client.get_model_config(name)
+        assert config["input"] == [
+            {"name": "input", "data_type": "TYPE_FP32", "dims": [-1]},
+            {"name": "indices", "data_type": "TYPE_INT64", "dims": [-1]},
+            {"name": "axis", "data_type": "TYPE_INT64", "dims": [1]}]
+        assert config["parameters"]["indices.datatypes"] == {
+            "string_value": "INT64, INT32, UINT64, UINT32"}
     with pytest.raises(InferenceServerException) as error:
         http_client.get_model_config("slice", "2")
     assert error.value.status() == "404"

@@ -25,16 +25,20 @@ PARAMETERS = {
     "reshape": ["sizes"],
     "expand": ["sizes"],
     "tile": ["repeats"],
+    "gather": ["axis"],
+    "gather_elements": ["axis"],
 }
 DATA_INPUTS = {"slice": ["input"], "strided_slice": ["input"], "split": ["input"],
                "scatter_elements": ["input", "indices", "updates"], "transpose": ["input"],
-               "reshape": ["input"], "expand": ["input"], "tile": ["input"]}
+               "reshape": ["input"], "expand": ["input"], "tile": ["input"],
+               "gather": ["input", "indices"], "gather_elements": ["input", "indices"]}
 # The public cases excluded by the rules above, by rule; a change in the public
-# cases shows up here rather than as silently skipped cases. strided: 5 of slice
-# and 4 each of transpose, reshape, expand and tile (per operator, one with output
-# strides, the rest with strided inputs); output sizes: slice/invalid_zero_stride,
+# cases shows up here rather than as silently skipped cases. strided: 5 each of
+# slice and gather, 4 each of transpose, reshape, expand, tile and gather_elements
+# (per operator, one with output strides, the rest with strided inputs or
+# broadcast indices); output sizes: slice/invalid_zero_stride,
 # slice/invalid_output_too_large and transpose/invalid_output_sizes.
-EXPECTED_EXCLUDED = {"strided": 21, "output sizes": 3}
+EXPECTED_EXCLUDED = {"strided": 30, "output sizes": 3}
 
 
 @dataclass

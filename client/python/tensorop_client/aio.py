@@ -11,8 +11,8 @@ errors as Client; progress callbacks run on the event loop. Handles too:
 `async with`), and `run(..., keep=True)` returns them. Chains:
 `await client.chain(steps, results)`, with Client.chain's Steps. The
 operators' own methods (Client.split, strided_slice, slice,
-scatter_elements, transpose, reshape, expand, broadcast_to, tile) too:
-`await client.split(x, 2)`.
+scatter_elements, transpose, reshape, expand, broadcast_to, tile, take,
+gather, take_along_axis, gather_elements) too: `await client.split(x, 2)`.
 """
 
 from __future__ import annotations
@@ -176,6 +176,14 @@ class AsyncClient(_Transport[AsyncRemoteTensor]):
         operators.broadcast_to, "Client.broadcast_to.", "np.ndarray | AsyncRemoteTensor"
     )
     tile = _awaiting(operators.tile, "Client.tile.", "np.ndarray | AsyncRemoteTensor")
+    take = _awaiting(operators.take, "Client.take.", "np.ndarray | AsyncRemoteTensor")
+    gather = _awaiting(operators.gather, "Client.gather.", "np.ndarray | AsyncRemoteTensor")
+    take_along_axis = _awaiting(
+        operators.take_along_axis, "Client.take_along_axis.", "np.ndarray | AsyncRemoteTensor"
+    )
+    gather_elements = _awaiting(
+        operators.gather_elements, "Client.gather_elements.", "np.ndarray | AsyncRemoteTensor"
+    )
 
     def _remote(self, handle: pb.TensorHandle) -> AsyncRemoteTensor:
         return AsyncRemoteTensor(self, handle)

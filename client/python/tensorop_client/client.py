@@ -56,6 +56,8 @@ conventions where NumPy has the operation, over the same core as `run`
     client.broadcast_to(x[:, :1], (4, 3))  # numpy.broadcast_to, NumPy's rule
     client.expand(x[:, :1], (1, 3))  # ONNX Expand: a 1 in the shape keeps x's size
     client.tile(x, (2, 1, 3))  # numpy.tile(x, (2, 1, 3)): shape (2, rows, 3 * columns)
+    client.take(x, [2, 0], axis=1)  # numpy.take(x, [2, 0], axis=1); gather's axis defaults to 0
+    client.take_along_axis(x, order, axis=1)  # numpy.take_along_axis; also gather_elements
 """
 
 # The work is done by a core without I/O (tensorop_client._core: requests,
@@ -386,6 +388,10 @@ class Client(_Transport[RemoteTensor]):
     expand = _blocking(operators.expand, returns="np.ndarray | RemoteTensor")
     broadcast_to = _blocking(operators.broadcast_to, returns="np.ndarray | RemoteTensor")
     tile = _blocking(operators.tile, returns="np.ndarray | RemoteTensor")
+    take = _blocking(operators.take, returns="np.ndarray | RemoteTensor")
+    gather = _blocking(operators.gather, returns="np.ndarray | RemoteTensor")
+    take_along_axis = _blocking(operators.take_along_axis, returns="np.ndarray | RemoteTensor")
+    gather_elements = _blocking(operators.gather_elements, returns="np.ndarray | RemoteTensor")
 
     def _remote(self, handle: pb.TensorHandle) -> RemoteTensor:
         return RemoteTensor(self, handle)

@@ -239,23 +239,25 @@ def run_request_in_region(client: Client, request: pb.RunRequest, name: str) -> 
     its outputs written by tensord into the same region, and returns the outputs
     as arrays read from it: the answer client.run_request(request) gives, through
     shared memory. A request without outputs gets them described (scatter:
-    the input's sizes; transpose, reshape, expand and tile: the sizes that
-    follow from the input, shapes.derived_sizes; strided_slice: a plain
-    Run's); outputs without sizes get room for as many elements as the
-    inputs hold. The region is unregistered and unlinked afterwards."""
+    the input's sizes; transpose, reshape, expand, tile, gather and
+    gather_elements: the sizes that follow from the inputs,
+    shapes.derived_sizes; strided_slice: a plain Run's); outputs without
+    sizes get room for as many elements as the inputs hold. The region is
+    unregistered and unlinked afterwards."""
     from tensorop_client._core.results import _decode  # the client's layout checks
 
     shared = pb.RunRequest()
     shared.CopyFrom(request)
     # Outputs left to the server get a description, so they too go to the
-    # region: scatter's, transpose's, reshape's, expand's and tile's sizes
-    # follow from the input (derived_sizes; a request it refuses goes without,
-    # for the server to name what is wrong), strided_slice's are asked of the
-    # server with a plain Run.
+    # region: scatter's, transpose's, reshape's, expand's, tile's and the
+    # gathers' sizes follow from the inputs (derived_sizes; a request it
+    # refuses goes without, for the server to name what is wrong),
+    # strided_slice's are asked of the server with a plain Run.
     if not shared.outputs:
         op = shared.WhichOneof("op")
         if op in _FROM_INPUT and "input" in shared.inputs:
-            sizes = derived_sizes(op, getattr(shared, op), shared.inputs["input"].sizes)
+            indices = shared.inputs["indices"].sizes if "indices" in shared.inputs else None
+            sizes = derived_sizes(op, getattr(shared, op), shared.inputs["input"].sizes, indices)
             if sizes is not None:
                 shared.outputs.add().sizes.extend(sizes)
         elif op == "strided_slice":

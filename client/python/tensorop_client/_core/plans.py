@@ -211,8 +211,8 @@ def run(
     split needs them: a slice without them makes its whole window, sizes
     1 + (window_sizes[i] - 1) // |window_strides[i]| (an Output with
     strides and no sizes gets those sizes too), and those of
-    strided_slice, scatter_elements, transpose, reshape, expand and tile
-    follow from the input.
+    strided_slice, scatter_elements, transpose, reshape, expand, tile,
+    gather and gather_elements follow from the inputs.
 
     `keep`: every output stays on the server and comes back as a
     RemoteTensor.

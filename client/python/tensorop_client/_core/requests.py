@@ -45,7 +45,8 @@ class Output:
 OutputLike = Output | Mapping[str, Sequence[int]] | Sequence[int]
 
 # Operators whose one output follows from the inputs: an OutputDesc is optional
-# (strided_slice, scatter_elements, transpose, reshape, expand, tile).
+# (strided_slice, scatter_elements, transpose, reshape, expand, tile, gather,
+# gather_elements).
 _DERIVED_OUTPUT_OPS = DERIVED_SIZES
 
 
@@ -75,8 +76,8 @@ def derive_slice_output(message: pb.RunRequest | pb.ChainStep) -> None:
 
 def keep_outputs(request: pb.RunRequest) -> None:
     """Marks every output of `request` kept. strided_slice, scatter_elements,
-    transpose, reshape, expand and tile derive their one output: an empty
-    OutputDesc (sizes not given) describes it."""
+    transpose, reshape, expand, tile, gather and gather_elements derive their
+    one output: an empty OutputDesc (sizes not given) describes it."""
     if not request.outputs and request.WhichOneof("op") in _DERIVED_OUTPUT_OPS:
         request.outputs.add()
     for desc in request.outputs:
@@ -128,7 +129,7 @@ def set_attrs(request: pb.RunRequest | pb.ChainStep, op: str, attrs: Attrs | Non
 
 
 # The operators whose `axis` attribute names an axis of their input "input".
-_AXIS_OPS = ("split", "scatter_elements")
+_AXIS_OPS = ("split", "scatter_elements", "gather", "gather_elements")
 
 
 def _numpy_axis(request: pb.RunRequest, inputs: Mapping[str, npt.ArrayLike | _Remote]) -> None:
@@ -298,10 +299,11 @@ def _span_bytes(sizes: Sequence[int], strides: Sequence[int], itemsize: int) -> 
 def answer_bytes_bound(request: pb.RunRequest) -> int:
     """At least the bytes of output data `request` can produce: exact where the
     caller gave the output sizes (slice, split, and the others when given) or
-    they follow from the input (scatter_elements, transpose, reshape, expand,
-    tile: derived_sizes), and an upper bound from the input otherwise (a strided
-    slice reads each input element at most once). 0 for requests the server
-    will refuse anyway, which then go unary and come back with its error."""
+    they follow from the inputs (scatter_elements, transpose, reshape, expand,
+    tile, gather, gather_elements: derived_sizes), and an upper bound from the
+    input otherwise (a strided slice reads each input element at most once).
+    0 for requests the server will refuse anyway, which then go unary and
+    come back with its error."""
     try:
         source = request.inputs.get("input")
         if source is None:
@@ -321,9 +323,15 @@ def answer_bytes_bound(request: pb.RunRequest) -> int:
             return 0
         if wanted.sizes:
             return _span_bytes(wanted.sizes, wanted.strides, itemsize)
+        indices = request.inputs.get("indices")
         if op != "strided_slice":  # its bound is below: its output is never larger
-            sizes = derived_sizes(op, getattr(request, op) if op else None, source.sizes)
-            if sizes is not None:  # an expand's or a tile's output may be larger
+            sizes = derived_sizes(
+                op,
+                getattr(request, op) if op else None,
+                source.sizes,
+                None if indices is None else indices.sizes,
+            )
+            if sizes is not None:  # an expand's, a tile's or a gather's may be larger
                 return _span_bytes(sizes, wanted.strides, itemsize)
         elements = math.prod(source.sizes)
         # Strides without sizes: each size is at most `elements`.

@@ -1,9 +1,10 @@
 """Output layouts that follow from a request, derived without I/O: a slice's
 whole window (its output sizes when the caller gives none), a strided
 slice's sizes (docs/operators.md, StridedSlice), a scatter's, a
-transpose's, a reshape's, an expand's and a tile's (docs/operators.md, Transpose,
-Reshape, Expand, Tile), and from them the bytes of output data an answer, or a chain's,
-carries, which progress counts from its first report.
+transpose's, a reshape's, an expand's, a tile's, a gather's and a gather_elements'
+(docs/operators.md, Transpose, Reshape, Expand, Tile, Gather, GatherElements), and
+from them the bytes of output data an answer, or a chain's, carries, which progress
+counts from its first report.
 
 Each derivation answers None where the request is not one the server runs
 (a stride of 0, an index out of range, ...): the request is then sent as
@@ -20,7 +21,7 @@ from tensorop_client.tensors import MAX_ELEMENTS, LayoutError, numpy_dtype, span
 # StridedSlice's rank limit (docs/operators.md, "Limits").
 _MAX_STRIDED_SLICE_RANK = 32
 # The other operators' rank limit (DirectML's), which Transpose, Reshape,
-# Expand and Tile also hold their size lists to.
+# Expand and Tile also hold their size lists to, and Gather its output.
 _MAX_RANK = 8
 
 # An output's dtype (a DType value) and sizes.
@@ -123,7 +124,8 @@ def strided_slice_sizes(sizes: Sequence[int], attrs: pb.StridedSliceAttrs) -> li
 
 
 def _tensor_sizes_valid(sizes: Sequence[int]) -> bool:
-    """An input Transpose, Reshape, Expand and Tile take: rank 1..8, every size >= 1."""
+    """An input Transpose, Reshape, Expand, Tile, Gather and GatherElements take
+    (its indices too): rank 1..8, every size >= 1."""
     return 1 <= len(sizes) <= _MAX_RANK and all(n >= 1 for n in sizes)
 
 
@@ -194,15 +196,59 @@ def tile_sizes(sizes: Sequence[int], repeats: Sequence[int]) -> list[int] | None
     return out if math.prod(out) <= MAX_ELEMENTS else None
 
 
-# The operators whose one output's sizes follow from input "input" and the
-# attributes alone (scatter_elements': the input's, whatever its attributes).
-DERIVED_SIZES = ("strided_slice", "scatter_elements", "transpose", "reshape", "expand", "tile")
+def gather_sizes(sizes: Sequence[int], indices: Sequence[int], axis: int) -> list[int] | None:
+    """The sizes of a gather from an input of `sizes` by indices of sizes
+    `indices` along `axis` (docs/operators.md, Gather): input.sizes[:axis] ++
+    indices ++ input.sizes[axis + 1:]; None for a request the server refuses
+    (an axis outside [0, rank), an output rank over 8, an output of more than
+    2^32 - 1 elements)."""
+    if not _tensor_sizes_valid(sizes) or not _tensor_sizes_valid(indices):
+        return None
+    if not 0 <= axis < len(sizes) or len(sizes) + len(indices) - 1 > _MAX_RANK:
+        return None
+    out = [*sizes[:axis], *indices, *sizes[axis + 1 :]]
+    return out if math.prod(out) <= MAX_ELEMENTS else None
 
 
-def derived_sizes(op: str | None, attrs: object, sizes: Sequence[int]) -> list[int] | None:
+def gather_elements_sizes(
+    sizes: Sequence[int], indices: Sequence[int], axis: int
+) -> list[int] | None:
+    """The sizes of a gather_elements from an input of `sizes` by indices of
+    sizes `indices` along `axis` (docs/operators.md, GatherElements): the
+    indices' sizes; None for a request the server refuses (ranks that
+    differ, an axis outside [0, rank), indices whose sizes differ from the
+    input's outside `axis`, an output of more than 2^32 - 1 elements)."""
+    if not _tensor_sizes_valid(sizes) or not _tensor_sizes_valid(indices):
+        return None
+    if len(indices) != len(sizes) or not 0 <= axis < len(sizes):
+        return None
+    if any(k != n for d, (n, k) in enumerate(zip(sizes, indices, strict=True)) if d != axis):
+        return None
+    return list(indices) if math.prod(indices) <= MAX_ELEMENTS else None
+
+
+# The operators whose one output's sizes follow from input "input", input
+# "indices" where the operator has one, and the attributes
+# (scatter_elements': the input's, whatever its attributes).
+DERIVED_SIZES = (
+    "strided_slice",
+    "scatter_elements",
+    "transpose",
+    "reshape",
+    "expand",
+    "tile",
+    "gather",
+    "gather_elements",
+)
+
+
+def derived_sizes(
+    op: str | None, attrs: object, sizes: Sequence[int], indices: Sequence[int] | None = None
+) -> list[int] | None:
     """The sizes of the one output of `op` (one of DERIVED_SIZES) with
-    `attrs` (its attributes message) on an input of `sizes`; None for
-    another operator, or a request the server refuses."""
+    `attrs` (its attributes message) on an input of `sizes` and, for gather
+    and gather_elements, indices of sizes `indices`; None for another
+    operator, a request the server refuses, or indices not given."""
     if op == "strided_slice" and isinstance(attrs, pb.StridedSliceAttrs):
         return strided_slice_sizes(sizes, attrs)
     if op == "scatter_elements":
@@ -215,6 +261,12 @@ def derived_sizes(op: str | None, attrs: object, sizes: Sequence[int]) -> list[i
         return expand_sizes(sizes, list(attrs.sizes))
     if op == "tile" and isinstance(attrs, pb.TileAttrs):
         return tile_sizes(sizes, list(attrs.repeats))
+    if indices is None:
+        return None
+    if op == "gather" and isinstance(attrs, pb.GatherAttrs):
+        return gather_sizes(sizes, indices, attrs.axis)
+    if op == "gather_elements" and isinstance(attrs, pb.GatherElementsAttrs):
+        return gather_elements_sizes(sizes, indices, attrs.axis)
     return None
 
 
@@ -228,7 +280,8 @@ def step_outputs(
     step), None where it is not known here: every output has the dtype of
     input "input"; slice's and split's sizes are the caller's, those of
     the others (DERIVED_SIZES: strided_slice, scatter_elements, transpose,
-    reshape, expand, tile) follow from the input when not given."""
+    reshape, expand, tile, gather, gather_elements) follow from the inputs
+    when not given."""
     source = inputs.get("input")
     if op in ("slice", "split"):
         return [(source[0], tuple(o.sizes)) if source and o.sizes else None for o in outputs]
@@ -237,7 +290,8 @@ def step_outputs(
         return [None]
     if given:
         return [(source[0], given)]
-    sizes = derived_sizes(op, attrs, source[1])
+    indices = inputs.get("indices")
+    sizes = derived_sizes(op, attrs, source[1], None if indices is None else indices[1])
     return [None if sizes is None else (source[0], tuple(sizes))]
 
 
