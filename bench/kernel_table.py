@@ -28,7 +28,12 @@ def load(path):
         name = b.get("run_name", b["name"])
         parts = dict(p.split(":") for p in name.split("/")[1:] if ":" in p)
         op = name.split("/")[0].removeprefix("BM_")
-        case = WINDOWS.get(parts.get("window"), "permuted rows") if op != "Memcpy" else ""
+        if op == "Memcpy":
+            case = ""
+        elif "axis" in parts:  # BM_Gather's axis
+            case = f"axis {parts['axis']}"
+        else:
+            case = WINDOWS.get(parts.get("window"), "permuted rows")
         if op.startswith("AutoBest"):
             auto[(op.removeprefix("AutoBest"), case, int(parts["bytes"]))] = b
             continue

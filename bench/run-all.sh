@@ -6,7 +6,8 @@
 # Areas, in the page's order (each one a section of BENCHMARKS.md):
 #   kernels   operators_bench: the oneTBB kernels against memcpy
 #   layout    operators_bench: transpose, reshape and expand where they copy
-#   copies    operators_bench: the operators that copy into new bytes (tile)
+#   copies    operators_bench: the operators that copy into new bytes (tile, gather,
+#             gather_elements)
 #   small     bench/load/run.sh: small calls under ghz against tensord --echo
 #   bulk      bench/bulk/run.sh --no-python: bulk data against the bare baseline
 #   python    the Python client against raw grpcio (bench/bulk/python_bench.py,
@@ -137,7 +138,7 @@ area_layout() {
 }
 
 area_copies() {
-  operators_bench '^BM_Memcpy/bytes:(1024|1048576|33554432)/|^BM_Tile/.*backend:0'
+  operators_bench '^BM_Memcpy/bytes:(1024|1048576|33554432)/|^BM_(Tile|Gather|GatherElements)/.*backend:0'
 }
 
 area_opencl() {

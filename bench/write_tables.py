@@ -196,9 +196,14 @@ LAYOUT_CASES = [
 ]
 
 # The operators that copy into new bytes (issue 45), the same way: MakeTile's
-# quarter of the matrix tiled twice each way.
+# quarter of the matrix tiled twice each way; MakeGather's rows or columns in a
+# shuffled order; MakeGatherElements' rows each reordered.
 COPY_CASES = [
     ("Tile", "permuted rows", "a quarter of the matrix tiled [2, 2] (rows of half its width)", 0.8),
+    ("Gather", "axis 0", "whole rows in a shuffled order (int64 indices, the outermost axis)", 0.8),
+    ("Gather", "axis 1", "columns in a shuffled order (int64 indices, the innermost axis)", 0.3),
+    ("GatherElements", "permuted rows", "each row reordered by its own int32 indices (axis 1)",
+     0.3),
 ]
 
 
