@@ -16,12 +16,10 @@
 namespace tensorop::opencl_backend {
 
 using launches::Extent;
-using launches::ForEachLaunch;
-using launches::GroupOf;
 using launches::IndexVector;
 using launches::LaunchExtent;
+using launches::LaunchOverRows;
 using launches::LaunchPipeline;
-using launches::LaunchRange;
 using launches::Logged;
 using launches::SetArgs;
 using launches::SetArgsAt;
@@ -84,23 +82,9 @@ absl::Status Device::ScatterKernel(const ScatterWalk& walk, cl_mem indices, cl_m
   LaunchPipeline pipeline(/*wait_on_exit=*/true, log);
   const auto run_phase = [&](cl_int phase) -> absl::Status {
     RETURN_IF_ERROR(SetArgsAt(kernel.get(), 4, phase));
-    return ForEachLaunch(
-        rows, columns, launch_table_.items_per_launch, 1,
-        [&](int64_t row, int64_t row_count, int64_t column_begin,
-            int64_t column_end) -> absl::Status {
-          RETURN_IF_ERROR(stop());
-          RETURN_IF_ERROR(SetArgsAt(kernel.get(), 19, static_cast<Index>(row),
-                                    static_cast<Index>(column_begin),
-                                    static_cast<Index>(column_end)));
-          const std::array<size_t, 2> range = LaunchRange(row_count, column_begin, column_end);
-          const std::array<size_t, 2> group = GroupOf(range, launch_table_.group_width);
-          RETURN_IF_ERROR(
-              ClStatus(clEnqueueNDRangeKernel(queue_, kernel.get(), 2, nullptr, range.data(),
-                                              group[0] == 0 ? nullptr : group.data(), 0, nullptr,
-                                              pipeline.event()),
-                       "clEnqueueNDRangeKernel(scatter_elements)"));
-          return pipeline.Launched(queue_);
-        });
+    return LaunchOverRows<Index>({queue_, kernel.get(), 19, launch_table_.items_per_launch,
+                                  launch_table_.group_width, 1, "scatter_elements"},
+                                 rows, columns, pipeline, stop);
   };
   const cl_uint zero = 0;
   // Phase 0 writes every update (and its rank); only updates of one line can
@@ -180,23 +164,9 @@ absl::Status Device::GatherKernel(const GatherWalk& walk, cl_mem input, cl_mem i
                             static_cast<Index>(walk.input_axis_stride / width),
                             static_cast<Index>(walk.axis_size), index_mode));
   LaunchPipeline pipeline(/*wait_on_exit=*/true, log);
-  RETURN_IF_ERROR(ForEachLaunch(
-      rows, columns, launch_table_.items_per_launch, 1,
-      [&](int64_t row, int64_t row_count, int64_t column_begin,
-          int64_t column_end) -> absl::Status {
-        RETURN_IF_ERROR(stop());
-        RETURN_IF_ERROR(SetArgsAt(kernel.get(), 14, static_cast<Index>(row),
-                                  static_cast<Index>(column_begin),
-                                  static_cast<Index>(column_end)));
-        const std::array<size_t, 2> range = LaunchRange(row_count, column_begin, column_end);
-        const std::array<size_t, 2> group = GroupOf(range, launch_table_.group_width);
-        RETURN_IF_ERROR(
-            ClStatus(clEnqueueNDRangeKernel(queue_, kernel.get(), 2, nullptr, range.data(),
-                                            group[0] == 0 ? nullptr : group.data(), 0, nullptr,
-                                            pipeline.event()),
-                     "clEnqueueNDRangeKernel(gather)"));
-        return pipeline.Launched(queue_);
-      }));
+  RETURN_IF_ERROR(LaunchOverRows<Index>({queue_, kernel.get(), 14, launch_table_.items_per_launch,
+                                         launch_table_.group_width, 1, "gather"},
+                                        rows, columns, pipeline, stop));
   return pipeline.Drain();
 }
 

@@ -21,13 +21,11 @@ namespace tensorop::opencl_backend {
 namespace {
 
 using launches::Extent;
-using launches::ForEachLaunch;
-using launches::GroupOf;
 using launches::IndexVector;
 using launches::kMaxRowsPerLaunch;
 using launches::LaunchExtent;
+using launches::LaunchOverRows;
 using launches::LaunchPipeline;
-using launches::LaunchRange;
 using launches::SetArgs;
 using launches::SetArgsAt;
 
@@ -173,23 +171,9 @@ absl::Status Device::CopyKernel(const StridedCopy& words, int vec, int src_mode,
               static_cast<Index>(words.dst_strides.back()), static_cast<Index>(words.src_offset),
               static_cast<Index>(words.dst_offset), static_cast<cl_int>(src_mode)));
   LaunchPipeline pipeline(/*wait_on_exit=*/more_buffer.has_value(), log);
-  RETURN_IF_ERROR(ForEachLaunch(
-      rows, columns, launch_table_.items_per_launch, vec,
-      [&](int64_t row, int64_t row_count, int64_t column_begin,
-          int64_t column_end) -> absl::Status {
-        RETURN_IF_ERROR(stop());
-        RETURN_IF_ERROR(SetArgsAt(kernel.get(), 13, static_cast<Index>(row),
-                                  static_cast<Index>(column_begin),
-                                  static_cast<Index>(column_end)));
-        const std::array<size_t, 2> range = LaunchRange(row_count, column_begin, column_end, vec);
-        const std::array<size_t, 2> group = GroupOf(range, launch_table_.group_width);
-        RETURN_IF_ERROR(
-            ClStatus(clEnqueueNDRangeKernel(queue_, kernel.get(), 2, nullptr, range.data(),
-                                            group[0] == 0 ? nullptr : group.data(), 0, nullptr,
-                                            pipeline.event()),
-                     "clEnqueueNDRangeKernel(strided_copy)"));
-        return pipeline.Launched(queue_);
-      }));
+  RETURN_IF_ERROR(LaunchOverRows<Index>({queue_, kernel.get(), 13, launch_table_.items_per_launch,
+                                         launch_table_.group_width, vec, "strided_copy"},
+                                        rows, columns, pipeline, stop));
   return more_buffer.has_value() ? pipeline.Drain() : absl::OkStatus();
 }
 

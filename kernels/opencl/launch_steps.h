@@ -13,6 +13,7 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "core/cancellation.h"
 #include "core/status_macros.h"
 #include "kernels/opencl/cl_error.h"
 
@@ -185,6 +186,44 @@ inline std::array<size_t, 2> GroupOf(const std::array<size_t, 2>& range, size_t 
 // rounded-up width (64 work-items of up to 16 words each past the end).
 inline int64_t LaunchExtent(int64_t rows, int64_t columns) {
   return std::max(rows, 4 * columns + 4096);
+}
+
+// One kernel of the .cl files, launched over rows × columns: its arguments but
+// the last three are set; those (row_begin, column_begin, column_end, of the
+// kernel's IDX type) follow from `range_arg` on.
+struct RowLaunches {
+  cl_command_queue queue;
+  cl_kernel kernel;
+  cl_uint range_arg;
+  int64_t items_per_launch;  // the device's LaunchTable
+  size_t group_width;        // the device's LaunchTable
+  int64_t vec;               // VEC words per item (columns align to it)
+  const char* what;          // the kernel's name, for messages
+};
+
+// Enqueues `launches.kernel` over rows × columns in launches of bounded size
+// (ForEachLaunch), `stop` asked before each, through `pipeline`.
+template <typename Index>
+absl::Status LaunchOverRows(const RowLaunches& launches, int64_t rows, int64_t columns,
+                            LaunchPipeline& pipeline, const StopCheck& stop) {
+  return ForEachLaunch(
+      rows, columns, launches.items_per_launch, launches.vec,
+      [&](int64_t row, int64_t row_count, int64_t column_begin,
+          int64_t column_end) -> absl::Status {
+        RETURN_IF_ERROR(stop());
+        RETURN_IF_ERROR(SetArgsAt(launches.kernel, launches.range_arg, static_cast<Index>(row),
+                                  static_cast<Index>(column_begin),
+                                  static_cast<Index>(column_end)));
+        const std::array<size_t, 2> range =
+            LaunchRange(row_count, column_begin, column_end, launches.vec);
+        const std::array<size_t, 2> group = GroupOf(range, launches.group_width);
+        RETURN_IF_ERROR(
+            ClStatus(clEnqueueNDRangeKernel(launches.queue, launches.kernel, 2, nullptr,
+                                            range.data(), group[0] == 0 ? nullptr : group.data(), 0,
+                                            nullptr, pipeline.event()),
+                     absl::StrCat("clEnqueueNDRangeKernel(", launches.what, ")")));
+        return pipeline.Launched(launches.queue);
+      });
 }
 
 }  // namespace tensorop::opencl_backend::launches
