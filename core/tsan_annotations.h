@@ -9,13 +9,7 @@
 #ifndef TENSOROP_CORE_TSAN_ANNOTATIONS_H_
 #define TENSOROP_CORE_TSAN_ANNOTATIONS_H_
 
-#if defined(__SANITIZE_THREAD__)
-#define TENSOROP_TSAN_ENABLED 1
-#elif defined(__has_feature)
-#if __has_feature(thread_sanitizer)
-#define TENSOROP_TSAN_ENABLED 1
-#endif
-#endif
+#include "core/sanitizers.h"
 
 #ifdef TENSOROP_TSAN_ENABLED
 #include <sanitizer/tsan_interface.h>

@@ -10,6 +10,7 @@
 
 #include "absl/cleanup/cleanup.h"
 #include "absl/strings/str_cat.h"
+#include "core/sanitizers.h"
 #include "core/status_macros.h"
 #include "core/tsan_annotations.h"
 #include "kernels/tbb/execute.h"
@@ -54,14 +55,7 @@ class HandOff {
 // would end on another thread, ASan's stack bookkeeping misses the switch;
 // oneTBB itself uses threads instead of coroutines when built with them):
 // their builds hold the worker while waiting.
-#if defined(__SANITIZE_ADDRESS__)
-#define TENSOROP_SCHEDULER_SANITIZED 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define TENSOROP_SCHEDULER_SANITIZED 1
-#endif
-#endif
-#ifdef TENSOROP_TSAN_ENABLED
+#if defined(TENSOROP_ASAN_ENABLED) || defined(TENSOROP_TSAN_ENABLED)
 #define TENSOROP_SCHEDULER_SANITIZED 1
 #endif
 #ifdef TENSOROP_SCHEDULER_SANITIZED

@@ -13,6 +13,7 @@
 #include "absl/strings/string_view.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
+#include "core/sanitizers.h"
 #include "server/telemetry/trace_context.h"
 #include "tensorop/v1/tensorop.pb.h"
 
@@ -133,7 +134,7 @@ void WriteToStderr(absl::string_view text);
 // Whether CaptureForeignStderr captures: not in sanitizer builds, whose
 // reports must reach stderr as the process dies (a process test built with
 // the same flags reads this to know what tensord's stderr holds).
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#if defined(TENSOROP_ASAN_ENABLED) || defined(TENSOROP_TSAN_ENABLED)
 inline constexpr bool kCapturesForeignStderr = false;
 #else
 inline constexpr bool kCapturesForeignStderr = true;

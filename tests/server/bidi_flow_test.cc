@@ -425,6 +425,8 @@ class Walk {
   }
 
   // `steps`: what the last event (or events, in order) returned.
+  // `flow` is a copy: each caller takes the event's steps first, then passes the
+  // flow they left (an argument's copy and a call on it are unsequenced).
   void Visit(BidiFlow flow, Model model, bool finished, const std::vector<Steps>& steps) {
     for (const Steps& each : steps) {
       if (!Apply(each, model, finished)) return;
@@ -442,7 +444,8 @@ class Walk {
         ++m.pending;
         ++m.read_messages;
         next.RequestRead();
-        Visit(next, m, finished, {next.ReadDone(true)});
+        const Steps read = next.ReadDone(true);
+        Visit(next, m, finished, {read});
         // Answered inline (over the budget) before the reaction is done.
         for (bool serialized : {true, false}) {
           BidiFlow inline_flow = flow;
@@ -453,7 +456,8 @@ class Walk {
           const Steps answered = inline_flow.AnswerReady(serialized);
           // The read is still outstanding: no read starts and no finish.
           EXPECT_FALSE(answered.start_read || answered.finishes());
-          Visit(inline_flow, inline_model, finished, {answered, inline_flow.ReadDone(true)});
+          const Steps read = inline_flow.ReadDone(true);
+          Visit(inline_flow, inline_model, finished, {answered, read});
         }
       }
       for (int end = 0; end < 2; ++end) {
@@ -461,8 +465,9 @@ class Walk {
         Model m = model;
         m.read = false;
         m.read_messages = kRequests;  // no more reads once they ended
-        Visit(next, m, finished,
-              {end == 0 ? next.ReadDone(false) : next.BadMessage(absl::InvalidArgumentError("x"))});
+        const Steps ended =
+            end == 0 ? next.ReadDone(false) : next.BadMessage(absl::InvalidArgumentError("x"));
+        Visit(next, m, finished, {ended});
       }
     }
     if (model.pending > 0) {
@@ -471,7 +476,8 @@ class Walk {
         BidiFlow next = flow;
         Model m = model;
         --m.pending;
-        Visit(next, m, finished, {next.AnswerReady(serialized)});
+        const Steps answered = next.AnswerReady(serialized);
+        Visit(next, m, finished, {answered});
       }
     }
     if (model.write) {
@@ -480,7 +486,8 @@ class Walk {
         BidiFlow next = flow;
         Model m = model;
         m.write = false;
-        Visit(next, m, finished, {next.WriteDone(ok)});
+        const Steps written = next.WriteDone(ok);
+        Visit(next, m, finished, {written});
       }
     }
     if (!any) {

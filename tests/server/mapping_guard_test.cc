@@ -16,12 +16,13 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include "core/sanitizers.h"
 #include "tests/support/status_matchers.h"
 
 namespace tensorop::server {
 namespace {
 
-#if defined(__SANITIZE_ADDRESS__)
+#ifdef TENSOROP_ASAN_ENABLED
 constexpr bool kAddressSanitizer = true;
 #else
 constexpr bool kAddressSanitizer = false;

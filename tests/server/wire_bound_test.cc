@@ -202,7 +202,10 @@ TEST(WireBoundTest, UnknownFieldsOfEveryWireTypeCostWhatParsingAllocates) {
          Tag(out, kUnknown, WireFormatLite::WIRETYPE_END_GROUP);
        }},
   };
-  for (const auto& [what, write] : kinds) {
+  // Not a structured binding: clang 14 cannot capture one in the lambda.
+  for (const auto& kind : kinds) {
+    const std::string& what = kind.first;
+    const std::function<void(CodedOutputStream&)>& write = kind.second;
     for (int count : {1, 2, kMany}) {
       const std::string wire = Wire([&](CodedOutputStream& out) {
         for (int i = 0; i < count; ++i) write(out);

@@ -8,6 +8,8 @@
 #include <cstdint>
 #include <string_view>
 
+#include "core/sanitizers.h"
+
 namespace tensorop::testing {
 
 // The value of a "kB" line of /proc/<pid>/status in bytes ("VmRSS": resident
@@ -20,7 +22,7 @@ bool ProcessHasExited(pid_t pid);
 // False in the AddressSanitizer build, whose processes (the tensord under test
 // is built with the same flags) keep freed memory resident in the
 // quarantine: bounds on resident memory do not hold there.
-#if defined(__SANITIZE_ADDRESS__)
+#ifdef TENSOROP_ASAN_ENABLED
 inline constexpr bool kResidentBoundsHold = false;
 #else
 inline constexpr bool kResidentBoundsHold = true;
