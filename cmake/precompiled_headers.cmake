@@ -9,9 +9,11 @@
 # (tensord and tensorctl built 313 s without, 315 s with), so they keep parsing
 # what they include, and the container image, which builds no tests, has none.
 #
-# GCC only: it accepts one compiled header across targets whose macros differ where
-# the header does not look (clang does not); -Winvalid-pch (added by CMake, an
-# error under TENSOROP_WERROR) says when a header was refused. Only tests use it,
+# GCC only, so the release and TSan builds (the ASan build is clang's, which parses
+# these headers fast enough without): GCC accepts one compiled header across
+# targets whose macros differ where the header does not look (clang does not);
+# -Winvalid-pch (added by CMake, an error under TENSOROP_WERROR) says when a
+# header was refused. Only tests use it,
 # which scripts/tidy.py does not check (clang would take GCC's .gch for its own).
 option(TENSOROP_PCH "Share a precompiled header across the test targets (GCC)" ON)
 

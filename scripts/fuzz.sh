@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Builds the libFuzzer targets (scripts/build.sh fuzz: clang, ASan + UBSan) and
+# Builds the libFuzzer targets (scripts/build.sh fuzz: the ASan tree, clang) and
 # runs each for a bounded time from its kept corpus (tests/fuzz/corpus/TARGET),
 # as many at a time as there are cores (FUZZ_JOBS=N to choose); fails on any
 # crash, leak, timeout or out-of-memory.
@@ -11,7 +11,7 @@
 # finds (new inputs in FUZZ_WORK_DIR/TARGET, crashes as FUZZ_WORK_DIR/TARGET-*).
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
-bin="$root/build-fuzz/bin"
+bin="$root/build-asan/bin"
 corpus="$root/tests/fuzz/corpus"
 targets=(${FUZZ_TARGETS:-run_fuzzer run_bidi_fuzzer run_chunked_fuzzer case_format_fuzzer
          flag_file_fuzzer http_request_fuzzer handles_fuzzer})

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # The test command: installs what is missing, checks the formatting, builds,
 # runs clang-tidy over what changed, and runs every test twice, in the release
-# build and under AddressSanitizer + UndefinedBehaviorSanitizer,
-# the server's unit tests under ThreadSanitizer, each fuzz target for a bounded
+# build and under AddressSanitizer + UndefinedBehaviorSanitizer (clang, which builds
+# the fuzz targets in the same tree), the server's unit tests under ThreadSanitizer,
+# each fuzz target for a bounded
 # time, then the public conformance cases through a real tensord with tensorctl,
 # the Python client's static checks (ruff, mypy --strict) and tests, the
 # Kubernetes manifests' validation, every example in README.md and docs/, the
@@ -79,7 +80,8 @@ TSAN_OPTIONS="halt_on_error=1:second_deadlock_stack=1:suppressions=$root/tests/t
   ctest --test-dir "$root/build-tsan" -R '^server\.' -E '^server\.CalibrationTest\.' \
         -LE integration --output-on-failure -j "$(nproc)" --timeout 300
 
-# Fuzzing smoke: each libFuzzer target 30 s from its kept corpus (ASan + UBSan).
+# Fuzzing smoke: each libFuzzer target 30 s from its kept corpus (built in the ASan
+# tree above: ASan + UBSan).
 stage "fuzz (scripts/fuzz.sh)"
 "$root/scripts/fuzz.sh" 30
 
