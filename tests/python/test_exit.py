@@ -273,3 +273,30 @@ def test_an_async_client_left_open_exits(
     assert_exits(
         tmp_path, tensord.address, ASYNC_PRELUDE, async_body(body, keep_client), expected
     )
+
+
+def test_a_client_collected_while_the_registry_is_held_does_not_wait_for_itself(
+    tensord: Tensord,
+) -> None:
+    """A garbage collection can run wherever the channels' registry lock is
+    held (an allocation, a WeakSet's pending removals inside Client.close)
+    and finalize a collected Client, whose finalizer takes the same lock on
+    the same thread. With a plain Lock that thread waited for itself for
+    ever (a test run hung so in a fixture's close); the lock is re-entrant."""
+    import gc
+    import threading
+
+    from tensorop_client import Client
+    from tensorop_client import client as client_module
+
+    def collect_inside_the_lock() -> None:
+        cycle: list[object] = [Client(tensord.address, timeout=30)]
+        cycle.append(cycle)  # only the cycle collector frees it
+        del cycle
+        with client_module._registry_lock:
+            gc.collect()  # finalizes the Client here, on this thread
+
+    thread = threading.Thread(target=collect_inside_the_lock, daemon=True)
+    thread.start()
+    thread.join(EXIT_SECONDS)
+    assert not thread.is_alive(), "the finalizer waited for the lock its own thread held"

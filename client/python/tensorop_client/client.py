@@ -218,7 +218,11 @@ _EXIT_CLOSE_SECONDS = 5.0
 # threads closing those of collected Clients, waited for there.
 _open_channels: set[_ClientChannels] = set()
 _closing_threads: set[threading.Thread] = set()
-_registry_lock = threading.Lock()
+# Re-entrant: a garbage collection can run wherever the lock is held (any
+# allocation, a WeakSet's pending removals) and finalize a collected Client,
+# whose `collected` takes the lock on the same thread; a plain Lock would wait
+# for itself there for ever (a test run hung so in Caller.close).
+_registry_lock = threading.RLock()
 
 
 class _ClientChannels:
