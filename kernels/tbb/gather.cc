@@ -94,8 +94,6 @@ absl::Status Run(const GatherWalk& walk, const std::byte* input, const std::byte
   const int64_t run = walk.sizes.empty() ? 1 : walk.sizes.back();
   const int64_t rows = walk.element_count / run;
   const int64_t row_bytes = std::max<int64_t>(1, run * (walk.element_size + walk.index_size));
-  // The first stop a block saw; later blocks then see it from ForEachBlock's
-  // own check (a stop, once given, is given again).
   if (rows == 1 && run > 1) {
     // One row (a 1-D walk): its columns in blocks, so both cores share it.
     const size_t last = walk.sizes.size() - 1;
@@ -106,6 +104,8 @@ absl::Status Run(const GatherWalk& walk, const std::byte* input, const std::byte
                              output + lo * walk.output_strides[last], hi - lo);
     });
   }
+  // The first stop a block saw; later blocks then see it from ForEachBlock's
+  // own check (a stop, once given, is given again).
   std::mutex mutex;
   absl::Status stopped;
   absl::Status status = ForEachBlock(rows, std::max<int64_t>(1, kBlockBytes / row_bytes), bytes,
