@@ -8,6 +8,9 @@
 // kernel phase as the device saw it (the sum of its commands' START..END; GPU
 // figures compare it with oclbw's events, bench/gpu/oclbw.c).
 //
+// One file a little past the project's ~600 lines: each operator's case is a
+// Make function and a BM_ line beside the others', read as one table.
+//
 // AutoBest/<op>: per case, the median of 5 runs on oneTBB and on the device,
 // the backend tensord's AUTO picks for it (server/placement/cost_model.h's decision,
 // from this process's calibration, server/placement/calibration.h) and AUTO / best.

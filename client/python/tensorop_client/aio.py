@@ -33,7 +33,7 @@ from typing import Any, Concatenate, ParamSpec, TypeVar
 import grpc
 import numpy as np
 
-from tensorop_client._core import operators, plans
+from tensorop_client._core import gathers, operators, plans
 from tensorop_client._core.chains import ChainResultLike, StepLike
 from tensorop_client._core.errors import TensorOpError
 from tensorop_client._core.handles import HandleLike, _Remote
@@ -176,13 +176,13 @@ class AsyncClient(_Transport[AsyncRemoteTensor]):
         operators.broadcast_to, "Client.broadcast_to.", "np.ndarray | AsyncRemoteTensor"
     )
     tile = _awaiting(operators.tile, "Client.tile.", "np.ndarray | AsyncRemoteTensor")
-    take = _awaiting(operators.take, "Client.take.", "np.ndarray | AsyncRemoteTensor")
-    gather = _awaiting(operators.gather, "Client.gather.", "np.ndarray | AsyncRemoteTensor")
+    take = _awaiting(gathers.take, "Client.take.", "np.ndarray | AsyncRemoteTensor")
+    gather = _awaiting(gathers.gather, "Client.gather.", "np.ndarray | AsyncRemoteTensor")
     take_along_axis = _awaiting(
-        operators.take_along_axis, "Client.take_along_axis.", "np.ndarray | AsyncRemoteTensor"
+        gathers.take_along_axis, "Client.take_along_axis.", "np.ndarray | AsyncRemoteTensor"
     )
     gather_elements = _awaiting(
-        operators.gather_elements, "Client.gather_elements.", "np.ndarray | AsyncRemoteTensor"
+        gathers.gather_elements, "Client.gather_elements.", "np.ndarray | AsyncRemoteTensor"
     )
 
     def _remote(self, handle: pb.TensorHandle) -> AsyncRemoteTensor:

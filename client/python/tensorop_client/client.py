@@ -76,7 +76,7 @@ from typing import Any, Concatenate, ParamSpec, TypeVar
 import grpc
 import numpy as np
 
-from tensorop_client._core import operators, plans
+from tensorop_client._core import gathers, operators, plans
 from tensorop_client._core.chains import (
     ChainResultLike,
     Step,
@@ -392,10 +392,10 @@ class Client(_Transport[RemoteTensor]):
     expand = _blocking(operators.expand, returns="np.ndarray | RemoteTensor")
     broadcast_to = _blocking(operators.broadcast_to, returns="np.ndarray | RemoteTensor")
     tile = _blocking(operators.tile, returns="np.ndarray | RemoteTensor")
-    take = _blocking(operators.take, returns="np.ndarray | RemoteTensor")
-    gather = _blocking(operators.gather, returns="np.ndarray | RemoteTensor")
-    take_along_axis = _blocking(operators.take_along_axis, returns="np.ndarray | RemoteTensor")
-    gather_elements = _blocking(operators.gather_elements, returns="np.ndarray | RemoteTensor")
+    take = _blocking(gathers.take, returns="np.ndarray | RemoteTensor")
+    gather = _blocking(gathers.gather, returns="np.ndarray | RemoteTensor")
+    take_along_axis = _blocking(gathers.take_along_axis, returns="np.ndarray | RemoteTensor")
+    gather_elements = _blocking(gathers.gather_elements, returns="np.ndarray | RemoteTensor")
 
     def _remote(self, handle: pb.TensorHandle) -> RemoteTensor:
         return RemoteTensor(self, handle)
