@@ -1,2 +1,2 @@
 // The translation unit that compiles the precompiled headers of
-// cmake/precompiled_headers.cmake; it has nothing of its own.
+// cmake/target_flags.cmake; it has nothing of its own.

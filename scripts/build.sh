@@ -12,8 +12,8 @@ flavour="${1:-release}"
 case "$flavour" in
   release) dir="$root/build"; flags=(-DCMAKE_BUILD_TYPE=RelWithDebInfo) ;;
   # clang, not GCC: at -O0 it compiled a unity batch of the server in 25 s where
-  # GCC took 40, and libFuzzer's targets build in the same tree (every object
-  # with fuzzer-no-link's coverage, only the targets with libFuzzer's main), so
+  # GCC took 40, and libFuzzer's targets build in the same tree (every object but
+  # the tests' with fuzzer-no-link's coverage, only the targets with libFuzzer's main), so
   # the fuzzers need no build of their own.
   asan|fuzz) dir="$root/build-asan"
         flags=(-DCMAKE_CXX_COMPILER=clang++ -DCMAKE_BUILD_TYPE=Debug -DTENSOROP_FUZZ=ON
