@@ -30,7 +30,7 @@ def load(path):
         op = name.split("/")[0].removeprefix("BM_")
         if op == "Memcpy":
             case = ""
-        elif "axis" in parts:  # BM_Gather's axis
+        elif "axis" in parts:  # BM_Gather's and BM_Join's axis
             case = f"axis {parts['axis']}"
         else:
             case = WINDOWS.get(parts.get("window"), "permuted rows")

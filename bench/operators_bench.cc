@@ -27,6 +27,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "benchmark/benchmark.h"
 #include "core/operator.h"
 #include "kernels/opencl/device.h"
@@ -377,6 +378,24 @@ Prepared MakeGatherElements(int64_t bytes) {
   return p;
 }
 
+// The matrix joined from 8 inputs along rows (axis 0: each input one run) or
+// along columns (axis 1: each output row 8 runs, one per input), as ONNX
+// models concatenate channels.
+Prepared MakeJoin(int64_t bytes, int64_t axis) {
+  constexpr int64_t kInputs = 8;
+  std::vector<int64_t> part = MatrixShape(bytes);
+  part[static_cast<size_t>(axis)] = std::max<int64_t>(part[static_cast<size_t>(axis)] / kInputs, 1);
+  Prepared p;
+  p.request.attrs = JoinAttrs{axis};
+  for (int64_t k = 0; k < kInputs; ++k) p.inputs.push_back(RandomBytes(part[0] * part[1] * 4));
+  for (int64_t k = 0; k < kInputs; ++k) {
+    p.request.inputs.push_back({absl::StrCat("inputs_", k),
+                                {{DType::kFloat32, part, {}}, p.inputs[static_cast<size_t>(k)]}});
+  }
+  Plan(p);
+  return p;
+}
+
 // Arguments: bytes, window, backend (0 oneTBB, 1 OpenCL).
 void BM_Slice(benchmark::State& state) {
   Prepared p = MakeSlice(state.range(0), static_cast<Window>(state.range(1)));
@@ -431,6 +450,11 @@ void BM_Gather(benchmark::State& state) {
 void BM_GatherElements(benchmark::State& state) {
   Prepared p = MakeGatherElements(state.range(0));
   RunPrepared(state, p, static_cast<Backend>(state.range(1)));
+}
+// Arguments: bytes, axis, backend.
+void BM_Join(benchmark::State& state) {
+  Prepared p = MakeJoin(state.range(0), state.range(1));
+  RunPrepared(state, p, static_cast<Backend>(state.range(2)));
 }
 
 // The calibration tensord would run on this host at oneTBB's default
@@ -579,6 +603,10 @@ BENCHMARK(BM_Gather)
 BENCHMARK(BM_GatherElements)
     ->ArgsProduct({kLayoutSizes, {kTbb, kOpenCl}})
     ->ArgNames({"bytes", "backend"})
+    ->UseRealTime();
+BENCHMARK(BM_Join)
+    ->ArgsProduct({kLayoutSizes, {0, 1}, {kTbb, kOpenCl}})
+    ->ArgNames({"bytes", "axis", "backend"})
     ->UseRealTime();
 
 BENCHMARK(BM_AutoBestSlice)

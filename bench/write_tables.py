@@ -197,13 +197,16 @@ LAYOUT_CASES = [
 
 # The operators that copy into new bytes (issue 45), the same way: MakeTile's
 # quarter of the matrix tiled twice each way; MakeGather's rows or columns in a
-# shuffled order; MakeGatherElements' rows each reordered.
+# shuffled order; MakeGatherElements' rows each reordered; MakeJoin's matrix from
+# 8 inputs along either axis.
 COPY_CASES = [
     ("Tile", "permuted rows", "a quarter of the matrix tiled [2, 2] (rows of half its width)", 0.8),
     ("Gather", "axis 0", "whole rows in a shuffled order (int64 indices, the outermost axis)", 0.8),
     ("Gather", "axis 1", "columns in a shuffled order (int64 indices, the innermost axis)", 0.3),
     ("GatherElements", "permuted rows", "each row reordered by its own int32 indices (axis 1)",
      0.3),
+    ("Join", "axis 0", "8 inputs one after another (each one run)", 0.8),
+    ("Join", "axis 1", "8 inputs side by side (each output row 8 runs)", 0.8),
 ]
 
 
@@ -482,6 +485,13 @@ def views(doc: dict) -> list[str]:
                     f"2 separate `run`s: {ms(t['transpose_slice_runs'])}",
                     f"**{t['transpose_slice_runs'] / t['transpose_slice_chain']:.2f}×** faster",
                     met(t["transpose_slice_runs"] / t["transpose_slice_chain"], "≥ 3.0")])
+    if "join_slice_chain" in t:  # join
+        out.append(["one `chain` of a join of 8 kept 4 MiB tensors then a Slice of the middle "
+                    "half of its rows (16 MiB), result returned", ms(t["join_slice_chain"]),
+                    "fetch the 8, `numpy.concatenate` and the same slice here, `put` the result: "
+                    + ms(t["join_slice_local"]),
+                    f"**{t['join_slice_local'] / t['join_slice_chain']:.2f}×** faster",
+                    met(t["join_slice_local"] / t["join_slice_chain"], "≥ 3.0")])
     if "device_keep_half_view" in t:  # the server had an OpenCL device
         out.append(["`run(keep=True)` of half a 256 MiB tensor resident on OpenCL (a view)",
                     ms(t["device_keep_half_view"]),

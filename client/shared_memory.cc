@@ -94,7 +94,8 @@ absl::StatusOr<Result> RunInSharedMemory(Client& client, const v1::RunRequest& r
   std::vector<std::pair<const std::string*, int64_t>> input_offsets;
   for (auto& [name, tensor] : *shared.mutable_inputs()) {
     const int element_size = std::max(1, ElementSize(tensor.dtype()));
-    if (name == "input") output_element_size = element_size;
+    // The outputs take the dtype of "input" (join's: of "inputs_0", all one).
+    if (name == "input" || name == "inputs_0") output_element_size = element_size;
     input_elements += static_cast<int64_t>(tensor.data().size()) / element_size;
     end = AlignUp(end);
     input_offsets.emplace_back(&name, end);

@@ -68,9 +68,14 @@ struct GatherElementsAttrs {
   int64_t axis = 0;
 };
 
+// DML_JOIN_OPERATOR_DESC, ONNX Concat (OPERATORS.md "Join").
+struct JoinAttrs {
+  int64_t axis = 0;
+};
+
 using OpAttrs =
     std::variant<SliceAttrs, StridedSliceAttrs, SplitAttrs, ScatterElementsAttrs, TransposeAttrs,
-                 ReshapeAttrs, ExpandAttrs, TileAttrs, GatherAttrs, GatherElementsAttrs>;
+                 ReshapeAttrs, ExpandAttrs, TileAttrs, GatherAttrs, GatherElementsAttrs, JoinAttrs>;
 
 }  // namespace tensorop
 

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <array>
 #include <limits>
+#include <optional>
 #include <span>
 
 #include "absl/strings/str_cat.h"
@@ -12,6 +13,7 @@
 #include "core/plan/expand.h"
 #include "core/plan/gather.h"
 #include "core/plan/gather_elements.h"
+#include "core/plan/join.h"
 #include "core/plan/reshape.h"
 #include "core/plan/scatter_elements.h"
 #include "core/plan/slice.h"
@@ -54,6 +56,49 @@ absl::StatusOr<std::array<const TensorView*, kMaxOperatorInputs>> BindInputs(
       return absl::InvalidArgumentError(
           absl::StrCat("inputs is missing \"", names[i], "\"; ", op.name, " takes ", quoted()));
     }
+  }
+  return bound;
+}
+
+// Binds the numbered inputs (NamedTensor or NamedDesc) of `op` in their order:
+// inputs_0 .. inputs_{n-1}, each once, without gaps.
+template <typename Named>
+absl::StatusOr<std::vector<const Named*>> BindNumberedInputs(const OperatorInfo& op,
+                                                             const std::vector<Named>& inputs) {
+  if (inputs.empty()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("inputs is empty; ", op.name, " takes one or more, \"inputs_0\" first"));
+  }
+  if (inputs.size() > kMaxNumberedInputs) {
+    return absl::ResourceExhaustedError(absl::StrCat("inputs has ", inputs.size(), " entries; ",
+                                                     op.name, " takes at most ",
+                                                     kMaxNumberedInputs));
+  }
+  std::vector<const Named*> bound(inputs.size(), nullptr);
+  const Named* past_end = nullptr;  // a number >= the count: some number is missing
+  for (const Named& input : inputs) {
+    const std::optional<size_t> k = NumberedInputIndex(input.name);
+    if (!k.has_value()) {
+      return absl::InvalidArgumentError(absl::StrCat("inputs has \"", input.name, "\"; ", op.name,
+                                                     " takes \"inputs_0\", \"inputs_1\", ... "
+                                                     "(numbered from 0 in decimal)"));
+    }
+    if (*k >= bound.size()) {
+      if (past_end == nullptr) past_end = &input;
+      continue;
+    }
+    if (bound[*k] != nullptr) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("inputs has \"", input.name, "\" more than once"));
+    }
+    bound[*k] = &input;
+  }
+  if (past_end != nullptr) {
+    const size_t missing =
+        static_cast<size_t>(std::find(bound.begin(), bound.end(), nullptr) - bound.begin());
+    return absl::InvalidArgumentError(
+        absl::StrCat("inputs has \"", past_end->name, "\" but not \"", NumberedInputName(missing),
+                     "\"; ", op.name, "'s inputs are numbered from \"inputs_0\" without gaps"));
   }
   return bound;
 }
@@ -125,6 +170,14 @@ struct Planner {
         ValidateGatherElements(attrs, *inputs[0], *inputs[1], request.outputs, limits, stop));
     return PlanGatherElements(geometry);
   }
+  absl::StatusOr<ExecutionPlan> operator()(const JoinAttrs& attrs) const {
+    ASSIGN_OR_RETURN(std::vector<const NamedTensor*> bound,
+                     BindNumberedInputs(InfoOf<JoinAttrs>(), request.inputs));
+    std::vector<const TensorView*> inputs;
+    for (const NamedTensor* input : bound) inputs.push_back(&input->tensor);
+    ASSIGN_OR_RETURN(JoinGeometry geometry, ValidateJoin(attrs, inputs, request.outputs, limits));
+    return PlanJoin(geometry);
+  }
 };
 
 // Inputs as received plus every output buffer the plan asks for.
@@ -153,8 +206,9 @@ absl::Status CheckRequestBytes(const OpRequest& request, const ExecutionPlan& pl
 
 // OutputSizes, per operator.
 struct OutputSizer {
-  const TensorDesc& input;
+  const TensorDesc& input;    // empty for an operator of numbered inputs
   const TensorDesc* indices;  // null: not given
+  std::span<const TensorDesc* const> numbered;
   std::span<const int64_t> split_sizes;
 
   using Sizes = std::vector<std::vector<int64_t>>;
@@ -222,6 +276,10 @@ struct OutputSizer {
     RETURN_IF_ERROR(NeedIndices(InfoOf<GatherElementsAttrs>()));
     return Sizes{indices->sizes};
   }
+  absl::StatusOr<Sizes> operator()(const JoinAttrs& attrs) const {
+    ASSIGN_OR_RETURN(std::vector<int64_t> sizes, JoinedSizes(attrs, numbered));
+    return Sizes{sizes};
+  }
 
   absl::Status NeedIndices(const OperatorInfo& op) const {
     if (indices != nullptr) return absl::OkStatus();
@@ -232,11 +290,27 @@ struct OutputSizer {
 
 }  // namespace
 
-absl::StatusOr<std::vector<std::vector<int64_t>>> OutputSizes(const OpAttrs& attrs,
-                                                              const TensorDesc& input,
-                                                              std::span<const int64_t> split_sizes,
-                                                              const TensorDesc* indices) {
-  return std::visit(OutputSizer{input, indices, split_sizes}, attrs);
+absl::StatusOr<std::vector<std::vector<int64_t>>> OutputSizes(
+    const OpAttrs& attrs, const std::vector<NamedDesc>& inputs,
+    std::span<const int64_t> split_sizes) {
+  const OperatorInfo& op = InfoOf(attrs);
+  const auto find = [&](absl::string_view name) -> const TensorDesc* {
+    for (const NamedDesc& input : inputs) {
+      if (input.name == name) return &input.desc;
+    }
+    return nullptr;
+  };
+  std::vector<const TensorDesc*> numbered;
+  static const TensorDesc kNone;
+  const TensorDesc* input = &kNone;
+  if (op.numbered_inputs) {
+    ASSIGN_OR_RETURN(std::vector<const NamedDesc*> bound, BindNumberedInputs(op, inputs));
+    for (const NamedDesc* named : bound) numbered.push_back(&named->desc);
+  } else if (input = find("input"); input == nullptr) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(op.name, "'s output sizes follow from input \"input\", which is missing"));
+  }
+  return std::visit(OutputSizer{*input, find("indices"), numbered, split_sizes}, attrs);
 }
 
 absl::string_view OpName(const OpAttrs& attrs) { return InfoOf(attrs).name; }

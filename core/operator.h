@@ -43,17 +43,23 @@ struct OpRequest {
 absl::StatusOr<ExecutionPlan> PlanOperator(const OpRequest& request, const Limits& limits,
                                            const StopCheck& stop = NeverStop);
 
+// An input's description without its bytes.
+struct NamedDesc {
+  std::string name;
+  TensorDesc desc;
+};
+
 // The sizes of the outputs of `attrs`' operator as they follow from the
-// attributes, input "input" and, for gather and gather_elements, input
-// "indices" (their dtypes and sizes; strides and bytes are not read), for a
-// front end that describes the outputs before the request is planned (v2's
-// models). Split's outputs, whose sizes its callers give, take `split_sizes` in
-// turn along the axis. Strided slice's and gather's rules are checked as
-// planning checks them, with the same messages; a slice window or split axis
-// that breaks a rule is left for planning to name.
+// attributes and the inputs' dtypes and sizes (input "input", input "indices"
+// for gather and gather_elements, the numbered inputs for join; strides and
+// bytes are not read), for a front end that describes the outputs before the
+// request is planned (v2's models). Split's outputs, whose sizes its callers
+// give, take `split_sizes` in turn along the axis. Strided slice's, gather's and
+// join's rules are checked as planning checks them, with the same messages; a
+// slice window or split axis that breaks a rule is left for planning to name.
 absl::StatusOr<std::vector<std::vector<int64_t>>> OutputSizes(
-    const OpAttrs& attrs, const TensorDesc& input, std::span<const int64_t> split_sizes = {},
-    const TensorDesc* indices = nullptr);
+    const OpAttrs& attrs, const std::vector<NamedDesc>& inputs,
+    std::span<const int64_t> split_sizes = {});
 
 }  // namespace tensorop
 

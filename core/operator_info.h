@@ -7,6 +7,7 @@
 
 #include <array>
 #include <cstddef>
+#include <optional>
 #include <span>
 #include <string>
 #include <type_traits>
@@ -37,6 +38,7 @@ struct OperatorInfo {
   // OPERATORS.md's name: the conformance cases' "op", messages, logs, metrics.
   absl::string_view name;
   // Slot order: the plan's input slot i binds the input named input_names[i].
+  // Empty for an operator of numbered inputs.
   std::span<const absl::string_view> input_names;
   OutputRule outputs;
   RankRule input_rank;  // every input
@@ -48,9 +50,21 @@ struct OperatorInfo {
   // range), so a server holds its bytes on the host before planning; empty
   // when the plan follows from the inputs' layouts alone.
   absl::string_view values_input = {};
+  // Takes any number of inputs, 1..kMaxNumberedInputs, named inputs_0,
+  // inputs_1, ... (NumberedInputName) without gaps, bound in that order (join).
+  bool numbered_inputs = false;
 };
 
-inline constexpr size_t kMaxOperatorInputs = 3;
+inline constexpr size_t kMaxOperatorInputs = 3;  // of named inputs
+// More is RESOURCE_EXHAUSTED: each input is a copy of its own to schedule.
+inline constexpr size_t kMaxNumberedInputs = 4096;
+
+// "inputs_<k>" for k < kMaxNumberedInputs, in storage that lives as long as the
+// process (plans keep their input names as views).
+absl::string_view NumberedInputName(size_t k);
+// k of "inputs_<k>", written in decimal without leading zeros (any k below
+// 10^9); nullopt for any other name.
+std::optional<size_t> NumberedInputIndex(absl::string_view name);
 
 namespace operator_info_internal {
 
@@ -105,6 +119,12 @@ inline constexpr std::array<OperatorInfo, std::variant_size_v<OpAttrs>> kOperato
                                      OutputRule::kOneDerived, 8, false, {}, "indices"),
     operator_info_internal::Describe("gather_elements", operator_info_internal::kGatherInputs,
                                      OutputRule::kOneDerived, 8, false, {}, "indices"),
+    [] {
+      OperatorInfo join =
+          operator_info_internal::Describe("join", {}, OutputRule::kOneDerived, 8, false);
+      join.numbered_inputs = true;
+      return join;
+    }(),
 }};
 static_assert(
     [] {

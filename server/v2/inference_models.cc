@@ -44,6 +44,8 @@ ModelSpec ModelOf(const OperatorInfo& op) {
                   .field = v1::RunRequest::descriptor()->FindFieldByName(std::string(op.name))};
   for (absl::string_view name : op.input_names)
     model.inputs.push_back({.name = name, .data = true});
+  // Numbered inputs: inputs_0 listed (required), the rest found by FindInput.
+  if (op.numbered_inputs) model.inputs.push_back({.name = NumberedInputName(0), .data = true});
   const google::protobuf::Descriptor& attrs = *model.field->message_type();
   for (int i = 0; i < attrs.field_count(); ++i) {
     const google::protobuf::FieldDescriptor* field = attrs.field(i);
@@ -82,12 +84,22 @@ const TensorSpec* FindInput(const ModelSpec& model, absl::string_view name) {
   for (const TensorSpec& input : model.inputs) {
     if (input.name == name) return &input;
   }
+  // Any further numbered input (join's inputs_1, ...): data, optional here;
+  // core binds them, refusing gaps and more than kMaxNumberedInputs.
+  static constexpr TensorSpec kFurtherNumbered{
+      .name = "inputs_<k>", .required = false, .data = true};
+  if (model.op->numbered_inputs && NumberedInputIndex(name).has_value()) return &kFurtherNumbered;
   return nullptr;
 }
 
 std::string InputNames(const ModelSpec& model) {
   std::vector<absl::string_view> names;
-  for (const TensorSpec& input : model.inputs) names.push_back(input.name);
+  for (const TensorSpec& input : model.inputs) {
+    names.push_back(input.name);
+    if (model.op->numbered_inputs && input.name == NumberedInputName(0)) {
+      names.push_back("inputs_1, ... (numbered without gaps)");
+    }
+  }
   return absl::StrJoin(names, ", ");
 }
 
@@ -199,6 +211,11 @@ absl::StatusOr<inference::ModelConfigResponse> ModelConfig(absl::string_view nam
   if (model.op->outputs == OutputRule::kOneOrMoreGiven) {
     parameters["outputs"].set_string_value(
         "output_0 ... output_{k-1}, one per entry of the split tensor");
+  }
+  if (model.op->numbered_inputs) {
+    parameters["inputs"].set_string_value(
+        absl::StrCat("inputs_0 ... inputs_{n-1}, one or more (at most ", kMaxNumberedInputs,
+                     "), numbered without gaps, of one datatype; joined in that order"));
   }
   return response;
 }

@@ -245,19 +245,18 @@ absl::StatusOr<v1::Backend> BackendOf(const inference::ModelInferRequest& reques
                    Quoted(parameter.string_param()), "; use \"auto\", \"cpu\" or \"opencl\""));
 }
 
-// The sizes of `run`'s outputs as its operator derives them from input
-// "input", input "indices" where the model has one, and, for split,
-// `split_sizes`, checked as the native pipeline checks them (same messages).
+// The sizes of `run`'s outputs as its operator derives them from its data
+// inputs (those already in `run`) and, for split, `split_sizes`, checked as the native pipeline
+// checks them (same messages).
 absl::StatusOr<std::vector<std::vector<int64_t>>> DerivedOutputSizes(
     const v1::RunRequest& run, const Inputs& inputs, std::span<const int64_t> split_sizes = {}) {
   ASSIGN_OR_RETURN(OpAttrs attrs, ToOpAttrs(run));
-  const Input& input = inputs.find("input")->second;  // every model's, required
-  std::optional<TensorDesc> indices;
-  if (auto found = inputs.find("indices"); found != inputs.end()) {
-    indices = TensorDesc{.dtype = found->second.dtype, .sizes = found->second.shape};
+  std::vector<NamedDesc> descs;
+  for (const auto& [name, input] : inputs) {
+    if (run.inputs().count(name) == 0) continue;  // an attribute's values, not data
+    descs.push_back({name, TensorDesc{.dtype = input.dtype, .sizes = input.shape}});
   }
-  return OutputSizes(attrs, TensorDesc{.dtype = input.dtype, .sizes = input.shape}, split_sizes,
-                     indices.has_value() ? &*indices : nullptr);
+  return OutputSizes(attrs, descs, split_sizes);
 }
 
 // `sizes` as `run`'s outputs.

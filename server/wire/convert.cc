@@ -73,6 +73,8 @@ absl::string_view OpCaseName(const v1::RunRequest& request) {
       return InfoOf<GatherAttrs>().name;
     case v1::RunRequest::kGatherElements:
       return InfoOf<GatherElementsAttrs>().name;
+    case v1::RunRequest::kJoin:
+      return InfoOf<JoinAttrs>().name;
     case v1::RunRequest::OP_NOT_SET:
       break;
   }
@@ -109,6 +111,8 @@ absl::StatusOr<OpAttrs> ToOpAttrs(const v1::RunRequest& request) {
       return GatherAttrs{.axis = request.gather().axis()};
     case v1::RunRequest::kGatherElements:
       return GatherElementsAttrs{.axis = request.gather_elements().axis()};
+    case v1::RunRequest::kJoin:
+      return JoinAttrs{.axis = request.join().axis()};
     case v1::RunRequest::OP_NOT_SET:
       break;
   }

@@ -100,7 +100,8 @@ TEST(OperatorInfoTest, OptionalAttributesAreStridedSlicesDefaults) {
 // OutputSizes' answer for `attrs` on `input`, or a failed expectation.
 std::vector<std::vector<int64_t>> SizesOf(const OpAttrs& attrs, const TensorDesc& input,
                                           std::vector<int64_t> split_sizes = {}) {
-  absl::StatusOr<std::vector<std::vector<int64_t>>> sizes = OutputSizes(attrs, input, split_sizes);
+  absl::StatusOr<std::vector<std::vector<int64_t>>> sizes =
+      OutputSizes(attrs, {{"input", input}}, split_sizes);
   EXPECT_TRUE(sizes.ok()) << sizes.status();
   return sizes.value_or(std::vector<std::vector<int64_t>>{});
 }
@@ -120,8 +121,9 @@ TEST(OperatorInfoTest, OutputSizesFollowFromAttributesAndInputSizes) {
   // Strided slice: checked as planning checks it.
   EXPECT_THAT(SizesOf(StridedSliceAttrs{.begin = {1}, .end = {3}}, input),
               ElementsAre(ElementsAre(2, 5)));
-  EXPECT_THAT(OutputSizes(StridedSliceAttrs{.begin = {1}, .end = {3}, .stride = {0}}, input),
-              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("stride[0]")));
+  EXPECT_THAT(
+      OutputSizes(StridedSliceAttrs{.begin = {1}, .end = {3}, .stride = {0}}, {{"input", input}}),
+      StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("stride[0]")));
   // Split: the given sizes along the axis, from either end; an axis out of
   // range is left for planning to name.
   EXPECT_THAT(SizesOf(SplitAttrs{.axis = 1}, input, {2, 3}),

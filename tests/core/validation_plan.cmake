@@ -11,7 +11,7 @@ set(core_unit_sources
     ${CMAKE_CURRENT_LIST_DIR}/dtype_test.cc
     ${CMAKE_CURRENT_LIST_DIR}/operator_info_test.cc)
 foreach(stem tensor limits slice strided_slice split scatter_elements transpose reshape expand tile
-             gather gather_elements)
+             gather gather_elements join)
   list(APPEND core_unit_sources ${CMAKE_CURRENT_LIST_DIR}/validation/${stem}_test.cc)
 endforeach()
 foreach(stem strided_copy byte_range slice strided_slice split scatter_elements reshape operator

@@ -10,7 +10,7 @@ count is asserted, so none is skipped silently):
     differ from them (slice: the whole window, 1 + (window_size - 1) / |stride|
     per dimension; split: the input's sizes with the axis replaced), or, for
     the operators that derive their output (strided_slice, scatter_elements,
-    transpose, reshape, expand, tile, gather, gather_elements), an error case that
+    transpose, reshape, expand, tile, gather, gather_elements, join), an error case that
     gives output sizes (a v2 request cannot carry them).
 """
 
@@ -27,13 +27,13 @@ from tritonclient.utils import InferenceServerException
 from conftest import Tensord
 from tensorop_client.cases import HostTensor
 from tensorop_client.tensors import numpy_dtype
-from v2_cases import DATA_INPUTS, PARAMETERS, V2Case, run_public_cases, split_sizes
+from v2_cases import PARAMETERS, V2Case, data_inputs, run_public_cases, split_sizes
 
 
 def _inputs(v2: V2Case) -> list[triton.InferInput]:
     request = v2.case.request
     inputs = []
-    for name in DATA_INPUTS[v2.op]:
+    for name in data_inputs(v2.op, request):
         if name not in request.inputs:
             continue
         tensor = request.inputs[name]
@@ -119,12 +119,16 @@ def test_health_metadata_and_repository(v2_client: triton.InferenceServerClient)
         assert [(t.name, t.datatype, list(t.shape)) for t in model.inputs] == [
             ("input", "FP32", [-1]), ("indices", "INT64", [-1]), ("axis", "INT64", [1])]
         assert [t.name for t in model.outputs] == ["output"]
+    # join: inputs_0 listed, the further numbered inputs in its config's "inputs".
+    model = v2_client.get_model_metadata("join")
+    assert [(t.name, t.datatype, list(t.shape)) for t in model.inputs] == [
+        ("inputs_0", "FP32", [-1]), ("axis", "INT64", [1])]
     index = v2_client.get_model_repository_index()
     assert [(m.name, m.version, m.state) for m in index.models] == [
         ("slice", "1", "READY"), ("strided_slice", "1", "READY"), ("split", "1", "READY"),
         ("scatter_elements", "1", "READY"), ("transpose", "1", "READY"),
         ("reshape", "1", "READY"), ("expand", "1", "READY"), ("tile", "1", "READY"),
-        ("gather", "1", "READY"), ("gather_elements", "1", "READY"),
+        ("gather", "1", "READY"), ("gather_elements", "1", "READY"), ("join", "1", "READY"),
     ]
 
 

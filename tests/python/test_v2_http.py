@@ -20,7 +20,7 @@ from tritonclient.utils import InferenceServerException
 from conftest import Tensord
 from tensorop_client.cases import HostTensor
 from tensorop_client.tensors import numpy_dtype
-from v2_cases import DATA_INPUTS, PARAMETERS, V2Case, run_public_cases, split_sizes
+from v2_cases import PARAMETERS, V2Case, data_inputs, run_public_cases, split_sizes
 
 # The HTTP status of each gRPC code a case expects (server/wire/status_map.cc ToHttpStatus).
 HTTP_STATUS = {"INVALID_ARGUMENT": "400", "NOT_FOUND": "404", "RESOURCE_EXHAUSTED": "429",
@@ -40,7 +40,7 @@ def _post_json_infer(tensord: Tensord, model: str, body: dict[str, Any]) -> Any:
 def _inputs(v2: V2Case, binary: bool) -> list[triton.InferInput]:
     request = v2.case.request
     inputs = []
-    for name in DATA_INPUTS[v2.op]:
+    for name in data_inputs(v2.op, request):
         if name not in request.inputs:
             continue
         tensor = request.inputs[name]
@@ -175,12 +175,16 @@ def test_health_metadata_and_repository(http_client: triton.InferenceServerClien
         assert [(t["name"], t["datatype"], t["shape"]) for t in model["inputs"]] == [
             ("input", "FP32", [-1]), ("indices", "INT64", [-1]), ("axis", "INT64", [1])]
         assert [t["name"] for t in model["outputs"]] == ["output"]
+    # join: inputs_0 listed, the further numbered inputs in its config's "inputs".
+    model = http_client.get_model_metadata("join")
+    assert [(t["name"], t["datatype"], t["shape"]) for t in model["inputs"]] == [
+        ("inputs_0", "FP32", [-1]), ("axis", "INT64", [1])]
     index = http_client.get_model_repository_index()
     assert [(m["name"], m["version"], m["state"]) for m in index] == [
         ("slice", "1", "READY"), ("strided_slice", "1", "READY"), ("split", "1", "READY"),
         ("scatter_elements", "1", "READY"), ("transpose", "1", "READY"),
         ("reshape", "1", "READY"), ("expand", "1", "READY"), ("tile", "1", "READY"),
-        ("gather", "1", "READY"), ("gather_elements", "1", "READY"),
+        ("gather", "1", "READY"), ("gather_elements", "1", "READY"), ("join", "1", "READY"),
     ]
 
 

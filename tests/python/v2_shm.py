@@ -26,7 +26,7 @@ import tritonclient.utils.shared_memory as shm  # noqa: E402,F401
 from tritonclient.utils import InferenceServerException  # noqa: E402
 
 from tensorop_client.tensors import numpy_dtype  # noqa: E402
-from v2_cases import DATA_INPUTS, public_cases  # noqa: E402
+from v2_cases import data_inputs, public_cases  # noqa: E402
 
 REGION_BYTES = 1 << 20
 ALIGN = 64  # every tensor starts on a multiple of this (and so of its element size)
@@ -45,7 +45,7 @@ def shm_cases(cases_dir: Path) -> list:
             continue
         if len(chosen.setdefault(v2.op, [])) < CASES_PER_OPERATOR:
             chosen[v2.op].append(v2)
-    assert sorted(chosen) == ["expand", "gather", "gather_elements", "reshape",
+    assert sorted(chosen) == ["expand", "gather", "gather_elements", "join", "reshape",
                               "scatter_elements", "slice", "split", "strided_slice", "tile",
                               "transpose"]
     return [v2 for op in sorted(chosen) for v2 in chosen[op]]
@@ -77,7 +77,7 @@ def place_in_region(v2, inputs: list, handle, name: str, requested_output) -> tu
     requested outputs and their offsets."""
     offset = 0
     for item in inputs:
-        if item.name() not in DATA_INPUTS[v2.op]:
+        if item.name() not in data_inputs(v2.op, v2.case.request):
             continue
         tensor = v2.case.request.inputs[item.name()]
         array = np.frombuffer(tensor.data, dtype=numpy_dtype(tensor.dtype))

@@ -455,6 +455,51 @@ TEST(HostileSurfacesTest, OneIndexBroadcastToGibibytesIsRefusedAtTheBudget) {
   ExpectPeakWithin(server, baseline, budget);
 }
 
+// Join's surface: its inputs are as many as the caller names. 4096 inputs of
+// one byte each, broadcast to 2^19 elements (the most a join takes), would make
+// a 2 GiB output: refused at the budget before it exists, nothing left
+// reserved. 5000 inputs are refused by count alone, 100 000 before their parse,
+// and the server answers.
+TEST(HostileSurfacesTest, JoinsOfManyBroadcastInputsAreRefusedAtTheirLimits) {
+  const int64_t budget = 32 * kMiB;
+  TensordProcess server({"--backends=cpu", "--max_memory_bytes=" + std::to_string(budget),
+                         "--max_request_bytes=68719476736",
+                         "--max_resident_bytes_per_client=68719476736"});
+  ExpectNormalAnswer(server);
+  const int64_t baseline = ResidentBytes(server.pid());
+  auto stub = Stub(server);
+  const auto join_of = [](int count) {
+    v1::RunRequest request;
+    request.mutable_join()->set_axis(0);
+    for (int k = 0; k < count; ++k) {
+      (*request.mutable_inputs())["inputs_" + std::to_string(k)] =
+          MakeTensor(v1::UINT8, {int64_t{1} << 19}, "x", {0});
+    }
+    request.add_outputs()->set_keep(true);
+    return request;
+  };
+  grpc::ClientContext context;
+  v1::RunResponse response;
+  EXPECT_THAT(stub->Run(&context, join_of(4096), &response),
+              GrpcStatusIs(grpc::StatusCode::RESOURCE_EXHAUSTED,
+                           AllOf(HasSubstr("server memory budget exhausted"),
+                                 HasSubstr("--max_memory_bytes"))));
+  grpc::ClientContext more_context;
+  EXPECT_THAT(stub->Run(&more_context, join_of(5000), &response),
+              GrpcStatusIs(grpc::StatusCode::RESOURCE_EXHAUSTED,
+                           "inputs has 5000 entries; join takes at most 4096"));
+  // 100 000 inputs (3 MB on the wire) would take some 100 MB parsed: refused
+  // before the parse.
+  grpc::ClientContext many_context;
+  EXPECT_THAT(stub->Run(&many_context, join_of(100000), &response),
+              GrpcStatusIs(grpc::StatusCode::RESOURCE_EXHAUSTED,
+                           AllOf(HasSubstr("parsing a 3088897-byte request"),
+                                 HasSubstr("--max_memory_bytes"))));
+  EXPECT_EQ(MetricValueOnceItIs(server, "tensorop_memory_reserved_bytes", 0), 0);
+  ExpectNormalAnswer(server);
+  ExpectPeakWithin(server, baseline, budget);
+}
+
 // 9. With tokens, bob listed alice's region, read it, wrote it and
 // unregistered it. Now regions belong to their identity, as handles do.
 TEST(HostileSurfacesTest, WithTokensARegionIsInvisibleToOtherIdentities) {

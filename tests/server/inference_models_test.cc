@@ -16,6 +16,7 @@ namespace {
 
 using ::tensorop::testing::StatusIs;
 using ::testing::ElementsAre;
+using ::testing::Eq;
 using ::testing::HasSubstr;
 
 using ::tensorop::testing::AddRaw;
@@ -66,7 +67,7 @@ TEST(InferenceModelsTest, Int32ParametersAreWidenedToTheNativeInt64Attributes) {
 TEST(InferenceModelsTest, ModelsAreTheOperators) {
   EXPECT_THAT(InferenceModelNames(),
               ElementsAre("slice", "strided_slice", "split", "scatter_elements", "transpose",
-                          "reshape", "expand", "tile", "gather", "gather_elements"));
+                          "reshape", "expand", "tile", "gather", "gather_elements", "join"));
 }
 
 // Each model is made from its operator's row and attributes message: a new
@@ -77,6 +78,7 @@ TEST(InferenceModelsTest, EachModelIsItsOperatorsInputsThenItsAttributes) {
     SCOPED_TRACE(std::string(op.name));
     ASSERT_OK_AND_ASSIGN(inference::ModelMetadataResponse metadata, ModelMetadata(op.name, ""));
     std::vector<std::string> expected(op.input_names.begin(), op.input_names.end());
+    if (op.numbered_inputs) expected.push_back("inputs_0");  // the rest found by number
     const google::protobuf::FieldDescriptor* field =
         v1::RunRequest::descriptor()->FindFieldByName(std::string(op.name));
     ASSERT_NE(field, nullptr) << "RunRequest.op has no field " << op.name;
@@ -226,6 +228,43 @@ TEST(InferenceModelsTest, SliceRawBecomesANativeRequestWithTheWholeWindow) {
   EXPECT_EQ(run.inputs().size(), 1u);  // the parameters are attributes
 }
 
+// Join's model takes inputs_0 and any further numbered inputs, in any order;
+// the native request carries them under the same names, its output described
+// (for shared memory) from all of them. Names outside the numbering are named.
+TEST(InferenceModelsTest, JoinTakesNumberedInputs) {
+  inference::ModelInferRequest request;
+  request.set_model_name("join");
+  AddRaw(request, "inputs_1", "INT16", {1, 3}, Bytes(std::vector<int16_t>{4, 5, 6}));
+  AddRaw(request, "inputs_0", "INT16", {2, 3}, Bytes(std::vector<int16_t>{0, 1, 2, 3, 4, 5}));
+  AddInt64(request, "axis", {0});
+  inference::ModelInferRequest stranger = request;  // before the conversion takes the bytes
+  AddRaw(stranger, "inputs_x", "INT16", {1, 3}, Bytes(std::vector<int16_t>{7, 8, 9}));
+  ASSERT_OK_AND_ASSIGN(v1::RunRequest run, ToRunRequest(request));
+  ASSERT_TRUE(run.has_join());
+  EXPECT_EQ(run.join().axis(), 0);
+  EXPECT_EQ(run.inputs().size(), 2u);
+  EXPECT_THAT(run.inputs().at("inputs_1").sizes(), ElementsAre(1, 3));
+  EXPECT_EQ(run.inputs().at("inputs_0").data(), Bytes(std::vector<int16_t>{0, 1, 2, 3, 4, 5}));
+  EXPECT_EQ(run.outputs_size(), 0);  // derived by the operator
+
+  EXPECT_THAT(ToRunRequest(stranger),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       Eq("join: inputs[3] \"inputs_x\" is not an input of join; its inputs are "
+                          "inputs_0, inputs_1, ... (numbered without gaps), axis")));
+  inference::ModelInferRequest first_missing;
+  first_missing.set_model_name("join");
+  AddRaw(first_missing, "inputs_1", "INT16", {1, 3}, Bytes(std::vector<int16_t>{4, 5, 6}));
+  AddInt64(first_missing, "axis", {0});
+  EXPECT_THAT(ToRunRequest(first_missing),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("join: input \"inputs_0\" is missing")));
+
+  ASSERT_OK_AND_ASSIGN(inference::ModelConfigResponse answer, ModelConfig("join", ""));
+  EXPECT_EQ(answer.config().parameters().at("inputs").string_value(),
+            "inputs_0 ... inputs_{n-1}, one or more (at most 4096), numbered without gaps, of one "
+            "datatype; joined in that order");
+}
+
 TEST(InferenceModelsTest, StridedSliceTakesOptionalMasksAndLeavesOutputSizesToTheOperator) {
   inference::ModelInferRequest request;
   request.set_model_name("strided_slice");
@@ -267,7 +306,7 @@ TEST(InferenceModelsTest, TypedContentsAreConvertedPerDatatype) {
   ASSERT_OK_AND_ASSIGN(v1::RunRequest run, ToRunRequest(request));
   EXPECT_EQ(run.backend(), v1::CPU);
   EXPECT_EQ(run.inputs().at("input").dtype(), v1::INT16);
-  EXPECT_EQ(run.inputs().at("input").data(), Bytes<int16_t>({-3, 7, 300, -32768}));
+  EXPECT_EQ(run.inputs().at("input").data(), Bytes(std::vector<int16_t>{-3, 7, 300, -32768}));
   EXPECT_EQ(run.split().axis(), 0);
   ASSERT_EQ(run.outputs_size(), 2);
   EXPECT_THAT(run.outputs(0).sizes(), ElementsAre(1));

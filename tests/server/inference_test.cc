@@ -380,7 +380,7 @@ TEST_F(InferenceTest, RepositoryIndexAndStatistics) {
     }
     EXPECT_THAT(names,
                 ElementsAre("slice", "strided_slice", "split", "scatter_elements", "transpose",
-                            "reshape", "expand", "tile", "gather", "gather_elements"));
+                            "reshape", "expand", "tile", "gather", "gather_elements", "join"));
   }
   inference::ModelInferRequest bad = InferSliceRequest();
   *bad.mutable_raw_input_contents(3) = Bytes<int64_t>({1, 0});

@@ -427,6 +427,21 @@ Expected ReferenceGatherElements(int64_t axis, const OwnedTensor& input,
   return expected;
 }
 
+Expected ReferenceJoin(int64_t axis, const std::vector<OwnedTensor>& inputs) {
+  const size_t a = static_cast<size_t>(axis);
+  Expected expected{inputs[0].desc.sizes, {}};
+  expected.sizes[a] = 0;
+  for (const OwnedTensor& input : inputs) expected.sizes[a] += input.desc.sizes[a];
+  std::vector<int64_t> source;
+  ForEachCoord(expected.sizes, [&](std::span<const int64_t> c) {
+    source.assign(c.begin(), c.end());
+    size_t k = 0;
+    while (source[a] >= inputs[k].desc.sizes[a]) source[a] -= inputs[k++].desc.sizes[a];
+    expected.values.push_back(ElementBits(inputs[k].desc, inputs[k].bytes, source));
+  });
+  return expected;
+}
+
 ::testing::AssertionResult OutputMatches(const OwnedOutput& output, const Expected& expected) {
   const Layout& layout = output.layout;
   if (layout.sizes != expected.sizes) {

@@ -124,6 +124,8 @@ Expected ReferenceReshape(std::span<const int64_t> output_sizes, const OwnedTens
 Expected ReferenceExpand(std::span<const int64_t> output_sizes, const OwnedTensor& input);
 Expected ReferenceTile(std::span<const int64_t> repeats, const OwnedTensor& input);
 Expected ReferenceGather(int64_t axis, const OwnedTensor& input, const OwnedTensor& indices);
+// `inputs` one after another along `axis`, in turn.
+Expected ReferenceJoin(int64_t axis, const std::vector<OwnedTensor>& inputs);
 Expected ReferenceGatherElements(int64_t axis, const OwnedTensor& input,
                                  const OwnedTensor& indices);
 

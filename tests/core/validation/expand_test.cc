@@ -105,8 +105,8 @@ TEST(ExpandValidationTest, OutputSizesGivenMustBeTheOutputs) {
 }
 
 TEST(ExpandValidationTest, OutputSizesFollowFromTheAttributesAlone) {
-  ASSERT_OK_AND_ASSIGN(auto sizes,
-                       OutputSizes(ExpandAttrs{{2, 1, 6}}, TensorDesc{DType::kBfloat16, {3, 1}}));
+  ASSERT_OK_AND_ASSIGN(
+      auto sizes, OutputSizes(ExpandAttrs{{2, 1, 6}}, {{"input", {DType::kBfloat16, {3, 1}}}}));
   EXPECT_THAT(sizes, ElementsAre(ElementsAre(2, 3, 6)));
 }
 

@@ -139,10 +139,11 @@ TEST_F(GatherValidationTest, BroadcastIndicesAreReadOncePerDistinctElement) {
 TEST(GatherOutputSizesTest, FollowFromTheInputAndTheIndices) {
   const TensorDesc indices{DType::kInt64, {2, 5}};
   ASSERT_OK_AND_ASSIGN(
-      auto sizes, OutputSizes(GatherAttrs{1}, TensorDesc{DType::kBool, {3, 4, 6}}, {}, &indices));
+      auto sizes,
+      OutputSizes(GatherAttrs{1}, {{"input", {DType::kBool, {3, 4, 6}}}, {"indices", indices}}));
   EXPECT_THAT(sizes, ElementsAre(ElementsAre(3, 2, 5, 6)));
   EXPECT_THAT(
-      OutputSizes(GatherAttrs{0}, TensorDesc{DType::kBool, {3}}),
+      OutputSizes(GatherAttrs{0}, {{"input", {DType::kBool, {3}}}}),
       StatusIs(absl::StatusCode::kInvalidArgument,
                Eq("gather's output sizes follow from input \"indices\", which is missing")));
 }

@@ -103,7 +103,7 @@ TEST(ReshapeValidationTest, OutputSizesGivenMustBeTheOutputs) {
 
 TEST(ReshapeValidationTest, OutputSizesFollowFromTheInputsCount) {
   ASSERT_OK_AND_ASSIGN(auto sizes,
-                       OutputSizes(ReshapeAttrs{{-1, 4}}, TensorDesc{DType::kBool, {2, 3, 4}}));
+                       OutputSizes(ReshapeAttrs{{-1, 4}}, {{"input", {DType::kBool, {2, 3, 4}}}}));
   EXPECT_THAT(sizes, ElementsAre(ElementsAre(6, 4)));
 }
 

@@ -97,7 +97,7 @@ TEST(TileValidationTest, OutputSizesGivenMustBeTheOutputs) {
 
 TEST(TileValidationTest, OutputSizesFollowFromTheAttributesAlone) {
   ASSERT_OK_AND_ASSIGN(auto sizes,
-                       OutputSizes(TileAttrs{{2, 1, 3}}, TensorDesc{DType::kBool, {3, 1, 2}}));
+                       OutputSizes(TileAttrs{{2, 1, 3}}, {{"input", {DType::kBool, {3, 1, 2}}}}));
   EXPECT_THAT(sizes, ElementsAre(ElementsAre(6, 1, 6)));
 }
 

@@ -110,10 +110,10 @@ TEST(TransposeValidationTest, TwoOutputsAreRejected) {
 }
 
 TEST(TransposeValidationTest, OutputSizesFollowFromTheAttributesAlone) {
-  ASSERT_OK_AND_ASSIGN(auto sizes,
-                       OutputSizes(TransposeAttrs{{2, 0, 1}}, TensorDesc{DType::kInt8, {2, 3, 4}}));
+  ASSERT_OK_AND_ASSIGN(
+      auto sizes, OutputSizes(TransposeAttrs{{2, 0, 1}}, {{"input", {DType::kInt8, {2, 3, 4}}}}));
   EXPECT_THAT(sizes, ElementsAre(ElementsAre(4, 2, 3)));
-  EXPECT_THAT((OutputSizes(TransposeAttrs{{0}}, TensorDesc{DType::kInt8, {2, 3}})),
+  EXPECT_THAT((OutputSizes(TransposeAttrs{{0}}, {{"input", {DType::kInt8, {2, 3}}}})),
               StatusIs(absl::StatusCode::kInvalidArgument,
                        Eq("transpose.perm has 1 entries; input has rank 2")));
 }
