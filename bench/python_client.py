@@ -14,7 +14,9 @@
     build/python-venv/bin/python bench/python_client.py --many 2000 [--window 32]
 
     # window steps on one 32 MiB tensor: four separate runs, put + kept runs +
-    # fetch, one chain; and chains of 1 and 16 steps on a resident tensor
+    # fetch, one chain; and chains of 1 and 16 steps on a resident tensor; a
+    # join of 8 kept 4 MiB tensors then a slice in one chain, against fetching
+    # them, numpy.concatenate and the slice here, and a put of the result
     build/python-venv/bin/python bench/python_client.py --chain [--rounds 3]
 
 Every mode takes --json [FILE]: the figures as one JSON object, on stdout (the
@@ -44,6 +46,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import grpc
 import numpy as np
@@ -375,6 +378,7 @@ def chain_steps(client: Client, rounds: int, server_pid: int | None) -> dict:
                "resident_chain_1": one, "resident_chain_16": sixteen,
                "keep_half_of_1gib": seconds, "keep_half_of_16_bytes": floor}
     figures.update(layout_views(client, rounds, server_pid))
+    figures.update(join_slice(client, rounds))
     figures.update(device_views(client, rounds))
     return {"mode": "chain", "rounds": rounds, "seconds": figures,
             "server_rss_growth_kib": growth}
@@ -469,6 +473,57 @@ def layout_views(client: Client, rounds: int, server_pid: int | None) -> dict:
         f"{figures['layout_chain_1'] * 1e3:.1f} ms; transpose+slice as a chain "
         f"{figures['transpose_slice_chain'] * 1e3:.1f} ms, as two runs "
         f"{figures['transpose_slice_runs'] * 1e3:.1f} ms")
+    return figures
+
+
+def join_slice(client: Client, rounds: int) -> dict:
+    """A join of 8 kept float32 [512, 2048] tensors (4 MiB each) along axis 0,
+    then a Slice of the middle half of the joined rows ([1024, 3072): 16 MiB,
+    parts of 4 of them), as one chain keeping the result on the server (the
+    end state of the round trip) and returning it, against the round trip
+    the join saves: fetching the 8, numpy.concatenate and the
+    same slice here, and a put of the result (its release not timed). Best
+    of `rounds`; the two results checked equal."""
+    parts = [np.arange(512 * 2048, dtype=np.float32).reshape(512, 2048) + k * (1 << 20)
+             for k in range(8)]
+    kept = [client.put(part) for part in parts]
+    window = {"offsets": [1024, 0], "window_sizes": [2048, 2048], "window_strides": [1, 1]}
+
+    def chained(keep: bool = False) -> Any:
+        joined = Step("join", {f"inputs_{k}": h for k, h in enumerate(kept)}, {"axis": 0})
+        steps = [joined, Step("slice", {"input": joined}, window)]
+        return client.chain(steps, keep=keep).outputs[0]
+
+    def local() -> object:
+        joined = np.concatenate([h.fetch() for h in kept], axis=0)
+        return client.put(joined[1024:3072])
+
+    def best(fn) -> float:
+        times = []
+        for _ in range(rounds):
+            start = time.perf_counter()
+            made = fn()
+            times.append(time.perf_counter() - start)
+            if not isinstance(made, np.ndarray):
+                made.release()
+        return min(times)
+
+    try:
+        expected = np.concatenate(parts)[1024:3072]
+        assert np.array_equal(chained(), expected)
+        back = local()
+        assert np.array_equal(back.fetch(), expected)
+        back.release()
+        figures = {"join_slice_chain": best(chained),
+                   "join_slice_chain_kept": best(lambda: chained(keep=True)),
+                   "join_slice_local": best(local)}
+    finally:
+        client.release(kept)
+    say(f"  join of 8 kept 4 MiB tensors + slice of the middle half as one chain "
+        f"{figures['join_slice_chain'] * 1e3:.1f} ms (result kept: "
+        f"{figures['join_slice_chain_kept'] * 1e3:.1f} ms); fetch 8 + numpy.concatenate + slice + put "
+        f"{figures['join_slice_local'] * 1e3:.1f} ms "
+        f"({figures['join_slice_local'] / figures['join_slice_chain']:.2f}x)")
     return figures
 
 

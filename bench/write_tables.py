@@ -486,12 +486,15 @@ def views(doc: dict) -> list[str]:
                     f"**{t['transpose_slice_runs'] / t['transpose_slice_chain']:.2f}×** faster",
                     met(t["transpose_slice_runs"] / t["transpose_slice_chain"], "≥ 3.0")])
     if "join_slice_chain" in t:  # join
+        local = ("fetch the 8, `numpy.concatenate` and the same slice here, `put` the result: "
+                 + ms(t["join_slice_local"]))
         out.append(["one `chain` of a join of 8 kept 4 MiB tensors then a Slice of the middle "
-                    "half of its rows (16 MiB), result returned", ms(t["join_slice_chain"]),
-                    "fetch the 8, `numpy.concatenate` and the same slice here, `put` the result: "
-                    + ms(t["join_slice_local"]),
-                    f"**{t['join_slice_local'] / t['join_slice_chain']:.2f}×** faster",
-                    met(t["join_slice_local"] / t["join_slice_chain"], "≥ 3.0")])
+                    "half of its rows (16 MiB), result kept (the round trip's end state)",
+                    ms(t["join_slice_chain_kept"]), local,
+                    f"**{t['join_slice_local'] / t['join_slice_chain_kept']:.2f}×** faster",
+                    met(t["join_slice_local"] / t["join_slice_chain_kept"], "≥ 3.0")])
+        out.append(["the same chain, result returned", ms(t["join_slice_chain"]), local,
+                    f"{t['join_slice_local'] / t['join_slice_chain']:.2f}× faster", ""])
     if "device_keep_half_view" in t:  # the server had an OpenCL device
         out.append(["`run(keep=True)` of half a 256 MiB tensor resident on OpenCL (a view)",
                     ms(t["device_keep_half_view"]),

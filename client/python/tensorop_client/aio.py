@@ -12,7 +12,8 @@ errors as Client; progress callbacks run on the event loop. Handles too:
 `await client.chain(steps, results)`, with Client.chain's Steps. The
 operators' own methods (Client.split, strided_slice, slice,
 scatter_elements, transpose, reshape, expand, broadcast_to, tile, take,
-gather, take_along_axis, gather_elements) too: `await client.split(x, 2)`.
+gather, take_along_axis, gather_elements, concatenate, join) too:
+`await client.split(x, 2)`.
 """
 
 from __future__ import annotations
@@ -33,7 +34,7 @@ from typing import Any, Concatenate, ParamSpec, TypeVar
 import grpc
 import numpy as np
 
-from tensorop_client._core import gathers, operators, plans
+from tensorop_client._core import gathers, joins, operators, plans
 from tensorop_client._core.chains import ChainResultLike, StepLike
 from tensorop_client._core.errors import TensorOpError
 from tensorop_client._core.handles import HandleLike, _Remote
@@ -184,6 +185,10 @@ class AsyncClient(_Transport[AsyncRemoteTensor]):
     gather_elements = _awaiting(
         gathers.gather_elements, "Client.gather_elements.", "np.ndarray | AsyncRemoteTensor"
     )
+    concatenate = _awaiting(
+        joins.concatenate, "Client.concatenate.", "np.ndarray | AsyncRemoteTensor"
+    )
+    join = _awaiting(joins.join, "Client.join.", "np.ndarray | AsyncRemoteTensor")
 
     def _remote(self, handle: pb.TensorHandle) -> AsyncRemoteTensor:
         return AsyncRemoteTensor(self, handle)

@@ -58,6 +58,7 @@ conventions where NumPy has the operation, over the same core as `run`
     client.tile(x, (2, 1, 3))  # numpy.tile(x, (2, 1, 3)): shape (2, rows, 3 * columns)
     client.take(x, [2, 0], axis=1)  # numpy.take(x, [2, 0], axis=1); gather's axis defaults to 0
     client.take_along_axis(x, order, axis=1)  # numpy.take_along_axis; also gather_elements
+    client.concatenate([x, y], axis=-1)  # numpy.concatenate; also join, DirectML's name
 """
 
 # The work is done by a core without I/O (tensorop_client._core: requests,
@@ -76,7 +77,7 @@ from typing import Any, Concatenate, ParamSpec, TypeVar
 import grpc
 import numpy as np
 
-from tensorop_client._core import gathers, operators, plans
+from tensorop_client._core import gathers, joins, operators, plans
 from tensorop_client._core.chains import (
     ChainResultLike,
     Step,
@@ -396,6 +397,8 @@ class Client(_Transport[RemoteTensor]):
     gather = _blocking(gathers.gather, returns="np.ndarray | RemoteTensor")
     take_along_axis = _blocking(gathers.take_along_axis, returns="np.ndarray | RemoteTensor")
     gather_elements = _blocking(gathers.gather_elements, returns="np.ndarray | RemoteTensor")
+    concatenate = _blocking(joins.concatenate, returns="np.ndarray | RemoteTensor")
+    join = _blocking(joins.join, returns="np.ndarray | RemoteTensor")
 
     def _remote(self, handle: pb.TensorHandle) -> RemoteTensor:
         return RemoteTensor(self, handle)

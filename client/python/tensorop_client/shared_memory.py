@@ -33,7 +33,7 @@ import numpy as np
 import numpy.typing as npt
 from google.protobuf.message import Message
 
-from tensorop_client._core.shapes import DERIVED_SIZES, derived_sizes
+from tensorop_client._core.shapes import DERIVED_SIZES, derived_output_sizes, source_input
 from tensorop_client._core.trace import call_metadata
 from tensorop_client._proto import tensorop_pb2 as pb
 from tensorop_client._transport import _status_error
@@ -239,25 +239,25 @@ def run_request_in_region(client: Client, request: pb.RunRequest, name: str) -> 
     its outputs written by tensord into the same region, and returns the outputs
     as arrays read from it: the answer client.run_request(request) gives, through
     shared memory. A request without outputs gets them described (scatter:
-    the input's sizes; transpose, reshape, expand, tile, gather and
-    gather_elements: the sizes that follow from the inputs,
-    shapes.derived_sizes; strided_slice: a plain Run's); outputs without
-    sizes get room for as many elements as the inputs hold. The region is
-    unregistered and unlinked afterwards."""
+    the input's sizes; transpose, reshape, expand, tile, gather,
+    gather_elements and join: the sizes that follow from the inputs,
+    shapes.derived_output_sizes; strided_slice: a plain Run's); outputs
+    without sizes get room for as many elements as the inputs hold. The
+    region is unregistered and unlinked afterwards."""
     from tensorop_client._core.results import _decode  # the client's layout checks
 
     shared = pb.RunRequest()
     shared.CopyFrom(request)
     # Outputs left to the server get a description, so they too go to the
-    # region: scatter's, transpose's, reshape's, expand's, tile's and the
-    # gathers' sizes follow from the inputs (derived_sizes; a request it
-    # refuses goes without, for the server to name what is wrong),
-    # strided_slice's are asked of the server with a plain Run.
+    # region: scatter's, transpose's, reshape's, expand's, tile's, the
+    # gathers' and join's sizes follow from the inputs (derived_output_sizes;
+    # a request it refuses goes without, for the server to name what is
+    # wrong), strided_slice's are asked of the server with a plain Run.
+    op = shared.WhichOneof("op")
     if not shared.outputs:
-        op = shared.WhichOneof("op")
-        if op in _FROM_INPUT and "input" in shared.inputs:
-            indices = shared.inputs["indices"].sizes if "indices" in shared.inputs else None
-            sizes = derived_sizes(op, getattr(shared, op), shared.inputs["input"].sizes, indices)
+        if op in _FROM_INPUT:
+            inputs = {name: tensor.sizes for name, tensor in shared.inputs.items()}
+            sizes = derived_output_sizes(op, getattr(shared, op), inputs)
             if sizes is not None:
                 shared.outputs.add().sizes.extend(sizes)
         elif op == "strided_slice":
@@ -276,7 +276,7 @@ def run_request_in_region(client: Client, request: pb.RunRequest, name: str) -> 
     for key in sorted(shared.inputs):
         tensor = shared.inputs[key]
         size = max(1, np.dtype(_itemsize_dtype(tensor.dtype)).itemsize)
-        if key == "input":
+        if key == source_input(op):  # the outputs' dtype
             itemsize = size
         elements += len(tensor.data) // size
         end = _align(end)

@@ -15,6 +15,8 @@ classes that can be tested without a server.
     plans.py     each call as a plan: the gRPC calls to make, in order, and its result
     indexing.py  NumPy's conventions: axes from the end, numpy.split's parts, x[key] as attributes
     operators.py each operator's own method (Client.split, strided_slice, ...) as a plan
+    gathers.py   take, gather, take_along_axis and gather_elements, the same way
+    joins.py     concatenate and join, the same way
     trace.py     the W3C traceparent in force (a context variable) and the metadata it makes
 
 The transports make the gRPC calls a plan yields (plans.Call) and hand back

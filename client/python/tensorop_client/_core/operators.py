@@ -1,7 +1,8 @@
 """One method per operator, beside `run`: each takes arrays or RemoteTensors
 with NumPy's conventions where NumPy has the operation (numpy.split,
 `x[key]`, numpy.transpose, numpy.reshape, numpy.broadcast_to, numpy.tile;
-numpy.take and numpy.take_along_axis in gathers.py), computes the outputs
+numpy.take and numpy.take_along_axis in gathers.py, numpy.concatenate in
+joins.py), computes the outputs
 itself, and is a plan over `run`'s (or, for the splits one Split cannot
 make and a tile of a RemoteTensor that needs leading dimensions, `chain`'s),
 so the choice of call, the

@@ -14,7 +14,12 @@ import numpy as np
 import numpy.typing as npt
 
 from tensorop_client._core.handles import _refer, _Remote
-from tensorop_client._core.shapes import DERIVED_SIZES, derived_sizes, slice_window_sizes
+from tensorop_client._core.shapes import (
+    DERIVED_SIZES,
+    derived_output_sizes,
+    slice_window_sizes,
+    source_input,
+)
 from tensorop_client._proto import tensorop_pb2 as pb
 from tensorop_client.tensors import (
     LayoutError,
@@ -46,7 +51,7 @@ OutputLike = Output | Mapping[str, Sequence[int]] | Sequence[int]
 
 # Operators whose one output follows from the inputs: an OutputDesc is optional
 # (strided_slice, scatter_elements, transpose, reshape, expand, tile, gather,
-# gather_elements).
+# gather_elements, join).
 _DERIVED_OUTPUT_OPS = DERIVED_SIZES
 
 
@@ -76,8 +81,8 @@ def derive_slice_output(message: pb.RunRequest | pb.ChainStep) -> None:
 
 def keep_outputs(request: pb.RunRequest) -> None:
     """Marks every output of `request` kept. strided_slice, scatter_elements,
-    transpose, reshape, expand, tile, gather and gather_elements derive their
-    one output: an empty OutputDesc (sizes not given) describes it."""
+    transpose, reshape, expand, tile, gather, gather_elements and join derive
+    their one output: an empty OutputDesc (sizes not given) describes it."""
     if not request.outputs and request.WhichOneof("op") in _DERIVED_OUTPUT_OPS:
         request.outputs.add()
     for desc in request.outputs:
@@ -128,21 +133,24 @@ def set_attrs(request: pb.RunRequest | pb.ChainStep, op: str, attrs: Attrs | Non
             setattr(message, name, int(value))
 
 
-# The operators whose `axis` attribute names an axis of their input "input".
-_AXIS_OPS = ("split", "scatter_elements", "gather", "gather_elements")
+# The operators whose `axis` attribute names an axis of their input "input"
+# (join's: of "inputs_0", whose rank its other inputs share).
+_AXIS_OPS = ("split", "scatter_elements", "gather", "gather_elements", "join")
 
 
 def _numpy_axis(request: pb.RunRequest, inputs: Mapping[str, npt.ArrayLike | _Remote]) -> None:
     """A negative `axis` counts from the end, as in NumPy (-1: the last axis),
-    when input "input" is given (its rank known); the server takes axes in
-    [0, rank) and names that range when one is outside it."""
+    when input "input" (join's "inputs_0") is given (its rank known); the
+    server takes axes in [0, rank) and names that range when one is outside
+    it."""
     op = request.WhichOneof("op")
-    if op not in _AXIS_OPS or "input" not in inputs:
+    source = source_input(op)
+    if op not in _AXIS_OPS or source not in inputs:
         return
     attrs = getattr(request, op)
     if attrs.axis >= 0:
         return
-    rank = _rank(inputs["input"])
+    rank = _rank(inputs[source])
     if -rank <= attrs.axis:
         attrs.axis += rank
 
@@ -300,20 +308,22 @@ def answer_bytes_bound(request: pb.RunRequest) -> int:
     """At least the bytes of output data `request` can produce: exact where the
     caller gave the output sizes (slice, split, and the others when given) or
     they follow from the inputs (scatter_elements, transpose, reshape, expand,
-    tile, gather, gather_elements: derived_sizes), and an upper bound from the
-    input otherwise (a strided slice reads each input element at most once).
-    0 for requests the server will refuse anyway, which then go unary and
-    come back with its error."""
+    tile, gather, gather_elements, join: derived_output_sizes), and an upper
+    bound from the inputs otherwise (a strided slice reads each input element
+    at most once; a join's output holds its inputs' elements). 0 for requests
+    the server will refuse anyway, which then go unary and come back with its
+    error."""
     try:
-        source = request.inputs.get("input")
+        op = request.WhichOneof("op")
+        source = request.inputs.get(source_input(op))
         if source is None:
             return 0
         itemsize = numpy_dtype(source.dtype).itemsize
-        if any(n < 0 for n in source.sizes) or any(
+        read = request.inputs.values() if op == "join" else [source]
+        if any(n < 0 for t in read for n in t.sizes) or any(
             n < 0 for o in request.outputs for n in (*o.sizes, *o.strides)
         ):
             return 0
-        op = request.WhichOneof("op")
         if op in ("slice", "split"):
             return sum(
                 _span_bytes(o.sizes, o.strides, itemsize) for o in request.outputs if not o.keep
@@ -323,17 +333,18 @@ def answer_bytes_bound(request: pb.RunRequest) -> int:
             return 0
         if wanted.sizes:
             return _span_bytes(wanted.sizes, wanted.strides, itemsize)
-        indices = request.inputs.get("indices")
         if op != "strided_slice":  # its bound is below: its output is never larger
-            sizes = derived_sizes(
+            sizes = derived_output_sizes(
                 op,
                 getattr(request, op) if op else None,
-                source.sizes,
-                None if indices is None else indices.sizes,
+                {name: tensor.sizes for name, tensor in request.inputs.items()},
             )
-            if sizes is not None:  # an expand's, a tile's or a gather's may be larger
+            if sizes is not None:  # an expand's, a tile's, a gather's or a join's may be larger
                 return _span_bytes(sizes, wanted.strides, itemsize)
-        elements = math.prod(source.sizes)
+        if op == "join":  # its output holds every input's elements
+            elements = sum(math.prod(t.sizes) for t in request.inputs.values())
+        else:
+            elements = math.prod(source.sizes)
         # Strides without sizes: each size is at most `elements`.
         return elements * itemsize * (1 + sum(wanted.strides))
     except LayoutError:

@@ -1,10 +1,10 @@
 """Output layouts that follow from a request, derived without I/O: a slice's
 whole window (its output sizes when the caller gives none), a strided
 slice's sizes (docs/operators.md, StridedSlice), a scatter's, a
-transpose's, a reshape's, an expand's, a tile's, a gather's and a gather_elements'
-(docs/operators.md, Transpose, Reshape, Expand, Tile, Gather, GatherElements), and
-from them the bytes of output data an answer, or a chain's, carries, which progress
-counts from its first report.
+transpose's, a reshape's, an expand's, a tile's, a gather's, a gather_elements'
+and a join's (docs/operators.md, Transpose, Reshape, Expand, Tile, Gather,
+GatherElements, Join), and from them the bytes of output data an answer, or a
+chain's, carries, which progress counts from its first report.
 
 Each derivation answers None where the request is not one the server runs
 (a stride of 0, an index out of range, ...): the request is then sent as
@@ -13,7 +13,7 @@ given, for the server to name what is wrong."""
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 
 from tensorop_client._proto import tensorop_pb2 as pb
 from tensorop_client.tensors import MAX_ELEMENTS, LayoutError, numpy_dtype, span_elements
@@ -23,6 +23,8 @@ _MAX_STRIDED_SLICE_RANK = 32
 # The other operators' rank limit (DirectML's), which Transpose, Reshape,
 # Expand and Tile also hold their size lists to, and Gather its output.
 _MAX_RANK = 8
+# The most inputs one Join takes (docs/operators.md, "Limits").
+MAX_JOIN_INPUTS = 4096
 
 # An output's dtype (a DType value) and sizes.
 Layout = tuple[int, tuple[int, ...]]
@@ -227,9 +229,45 @@ def gather_elements_sizes(
     return list(indices) if math.prod(indices) <= MAX_ELEMENTS else None
 
 
-# The operators whose one output's sizes follow from input "input", input
-# "indices" where the operator has one, and the attributes
-# (scatter_elements': the input's, whatever its attributes).
+def join_input_names(names: Iterable[str]) -> list[str] | None:
+    """join's inputs in order, "inputs_0", "inputs_1", ..., when `names`
+    are exactly those: one to MAX_JOIN_INPUTS of them, numbered from 0 in
+    decimal without gaps or leading zeros (docs/operators.md, Join); None
+    otherwise (the server then names what is wrong)."""
+    given = set(names)
+    if not 1 <= len(given) <= MAX_JOIN_INPUTS:
+        return None
+    wanted = [f"inputs_{k}" for k in range(len(given))]
+    return wanted if given == set(wanted) else None
+
+
+def join_sizes(inputs: Sequence[Sequence[int]], axis: int) -> list[int] | None:
+    """The sizes of a join of inputs of sizes `inputs`, in order, along
+    `axis` (docs/operators.md, Join): theirs, with the sizes along `axis`
+    summed; None for a request the server refuses (no inputs or more than
+    MAX_JOIN_INPUTS, ranks that differ, an axis outside [0, rank), sizes
+    that differ outside `axis`, an output of more than 2^32 - 1 elements)."""
+    if not 1 <= len(inputs) <= MAX_JOIN_INPUTS:
+        return None
+    if not all(_tensor_sizes_valid(sizes) for sizes in inputs):
+        return None
+    first = inputs[0]
+    if not 0 <= axis < len(first):
+        return None
+    for sizes in inputs[1:]:
+        if len(sizes) != len(first):
+            return None
+        if any(n != m for d, (n, m) in enumerate(zip(sizes, first, strict=True)) if d != axis):
+            return None
+    out = list(first)
+    out[axis] = sum(sizes[axis] for sizes in inputs)
+    return out if math.prod(out) <= MAX_ELEMENTS else None
+
+
+# The operators whose one output's sizes follow from their inputs and
+# attributes: input "input", input "indices" where the operator has one
+# (scatter_elements': the input's, whatever its attributes), join's numbered
+# inputs "inputs_0", "inputs_1", ... (derived_output_sizes).
 DERIVED_SIZES = (
     "strided_slice",
     "scatter_elements",
@@ -239,16 +277,24 @@ DERIVED_SIZES = (
     "tile",
     "gather",
     "gather_elements",
+    "join",
 )
+
+
+def source_input(op: str | None) -> str:
+    """The input whose dtype the outputs of `op` have, and whose rank a
+    negative axis counts from: "inputs_0" for join, "input" for the others."""
+    return "inputs_0" if op == "join" else "input"
 
 
 def derived_sizes(
     op: str | None, attrs: object, sizes: Sequence[int], indices: Sequence[int] | None = None
 ) -> list[int] | None:
-    """The sizes of the one output of `op` (one of DERIVED_SIZES) with
-    `attrs` (its attributes message) on an input of `sizes` and, for gather
-    and gather_elements, indices of sizes `indices`; None for another
-    operator, a request the server refuses, or indices not given."""
+    """The sizes of the one output of `op` (one of DERIVED_SIZES but join,
+    whose inputs are numbered: derived_output_sizes) with `attrs` (its
+    attributes message) on an input of `sizes` and, for gather and
+    gather_elements, indices of sizes `indices`; None for another operator,
+    a request the server refuses, or indices not given."""
     if op == "strided_slice" and isinstance(attrs, pb.StridedSliceAttrs):
         return strided_slice_sizes(sizes, attrs)
     if op == "scatter_elements":
@@ -270,6 +316,24 @@ def derived_sizes(
     return None
 
 
+def derived_output_sizes(
+    op: str | None, attrs: object, inputs: Mapping[str, Sequence[int]]
+) -> list[int] | None:
+    """derived_sizes with the inputs' sizes by name: join's from its
+    numbered inputs (join_input_names, join_sizes), the others' from input
+    "input" and, where given, "indices"; None where derived_sizes answers
+    None, or the inputs are not the operator's."""
+    if op == "join":
+        names = join_input_names(inputs)
+        if names is None or not isinstance(attrs, pb.JoinAttrs):
+            return None
+        return join_sizes([inputs[name] for name in names], attrs.axis)
+    source = inputs.get("input")
+    if source is None:
+        return None
+    return derived_sizes(op, attrs, source, inputs.get("indices"))
+
+
 def step_outputs(
     op: str | None,
     attrs: object,
@@ -278,11 +342,12 @@ def step_outputs(
 ) -> list[Layout | None]:
     """The layout of each output of one operator (a request, or a chain
     step), None where it is not known here: every output has the dtype of
-    input "input"; slice's and split's sizes are the caller's, those of
-    the others (DERIVED_SIZES: strided_slice, scatter_elements, transpose,
-    reshape, expand, tile, gather, gather_elements) follow from the inputs
-    when not given."""
-    source = inputs.get("input")
+    input "input" (join's: of "inputs_0", the one dtype of its inputs);
+    slice's and split's sizes are the caller's, those of the others
+    (DERIVED_SIZES: strided_slice, scatter_elements, transpose, reshape,
+    expand, tile, gather, gather_elements, join) follow from the inputs when
+    not given."""
+    source = inputs.get(source_input(op))
     if op in ("slice", "split"):
         return [(source[0], tuple(o.sizes)) if source and o.sizes else None for o in outputs]
     given = tuple(outputs[0].sizes) if outputs else ()
@@ -290,8 +355,10 @@ def step_outputs(
         return [None]
     if given:
         return [(source[0], given)]
-    indices = inputs.get("indices")
-    sizes = derived_sizes(op, attrs, source[1], None if indices is None else indices[1])
+    if op == "join" and any(layout is None or layout[0] != source[0] for layout in inputs.values()):
+        return [None]  # an input's layout not known here, or two dtypes (the server refuses)
+    known = {name: layout[1] for name, layout in inputs.items() if layout is not None}
+    sizes = derived_output_sizes(op, attrs, known)
     return [None if sizes is None else (source[0], tuple(sizes))]
 
 
