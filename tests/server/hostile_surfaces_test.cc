@@ -381,26 +381,47 @@ TEST(HostileSurfacesTest, TricklingPutsHoldOnlyWhatTheySent) {
   EXPECT_EQ(MetricValueOnceItIs(server, "tensorop_memory_reserved_bytes", 0), 0);
 }
 
+// A tensord whose 32 MiB memory budget is the only limit a large output meets
+// (the request and per-client limits far above it), and what each of its
+// tests ends on: nothing left reserved, the server still answering, its peak
+// resident memory within the budget.
+struct BudgetOnlyServer {
+  static constexpr int64_t kBudget = 32 * kMiB;
+  TensordProcess server{{"--backends=cpu", "--max_memory_bytes=" + std::to_string(kBudget),
+                         "--max_request_bytes=68719476736",
+                         "--max_resident_bytes_per_client=68719476736"}};
+  const int64_t baseline = [this] {
+    ExpectNormalAnswer(server);
+    return ResidentBytes(server.pid());
+  }();
+
+  void ExpectNothingHeld() {
+    EXPECT_EQ(MetricValueOnceItIs(server, "tensorop_memory_reserved_bytes", 0), 0);
+    ExpectNormalAnswer(server);
+    ExpectPeakWithin(server, baseline, kBudget);
+  }
+};
+
+// RESOURCE_EXHAUSTED naming the memory budget and its flag.
+auto RefusedAtTheBudget() {
+  return GrpcStatusIs(
+      grpc::StatusCode::RESOURCE_EXHAUSTED,
+      AllOf(HasSubstr("server memory budget exhausted"), HasSubstr("--max_memory_bytes")));
+}
+
 // Tile makes its output from nothing: one byte tiled to 2 GiB, streamed back
 // and kept, with the request and per-client limits above it. Both are refused
 // at the budget before the output is allocated, nothing stays reserved, and
 // the server still answers. (Under the default limits the message limit and
 // the per-client resident limit refuse them first.)
 TEST(HostileSurfacesTest, OneByteTiledToGibibytesIsRefusedAtTheBudget) {
-  const int64_t budget = 32 * kMiB;
-  TensordProcess server({"--backends=cpu", "--max_memory_bytes=" + std::to_string(budget),
-                         "--max_request_bytes=68719476736",
-                         "--max_resident_bytes_per_client=68719476736"});
-  ExpectNormalAnswer(server);
-  const int64_t baseline = ResidentBytes(server.pid());
-  auto stub = Stub(server);
+  BudgetOnlyServer budgeted;
+  auto stub = Stub(budgeted.server);
   v1::RunRequest request;
   request.set_id("tile");
   request.mutable_tile()->add_repeats(int64_t{1} << 31);
   (*request.mutable_inputs())["input"] = MakeTensor(v1::UINT8, {1}, "x");
-  const auto refused = GrpcStatusIs(
-      grpc::StatusCode::RESOURCE_EXHAUSTED,
-      AllOf(HasSubstr("server memory budget exhausted"), HasSubstr("--max_memory_bytes")));
+  const auto refused = RefusedAtTheBudget();
   {
     grpc::ClientContext context;
     auto reader = stub->RunStream(&context, request);
@@ -413,9 +434,7 @@ TEST(HostileSurfacesTest, OneByteTiledToGibibytesIsRefusedAtTheBudget) {
   grpc::ClientContext context;
   v1::RunResponse response;
   EXPECT_THAT(stub->Run(&context, request, &response), refused);
-  EXPECT_EQ(MetricValueOnceItIs(server, "tensorop_memory_reserved_bytes", 0), 0);
-  ExpectNormalAnswer(server);
-  ExpectPeakWithin(server, baseline, budget);
+  budgeted.ExpectNothingHeld();
 }
 
 // Gather and GatherElements make their output from their indices: one byte
@@ -424,16 +443,9 @@ TEST(HostileSurfacesTest, OneByteTiledToGibibytesIsRefusedAtTheBudget) {
 // the budget before its 2 GiB output exists (kept: unkept, the message limit
 // would refuse it first), and the server still answers.
 TEST(HostileSurfacesTest, OneIndexBroadcastToGibibytesIsRefusedAtTheBudget) {
-  const int64_t budget = 32 * kMiB;
-  TensordProcess server({"--backends=cpu", "--max_memory_bytes=" + std::to_string(budget),
-                         "--max_request_bytes=68719476736",
-                         "--max_resident_bytes_per_client=68719476736"});
-  ExpectNormalAnswer(server);
-  const int64_t baseline = ResidentBytes(server.pid());
-  auto stub = Stub(server);
-  const auto refused = GrpcStatusIs(
-      grpc::StatusCode::RESOURCE_EXHAUSTED,
-      AllOf(HasSubstr("server memory budget exhausted"), HasSubstr("--max_memory_bytes")));
+  BudgetOnlyServer budgeted;
+  auto stub = Stub(budgeted.server);
+  const auto refused = RefusedAtTheBudget();
   for (bool elements : {false, true}) {
     SCOPED_TRACE(elements ? "gather_elements" : "gather");
     v1::RunRequest request;
@@ -450,9 +462,7 @@ TEST(HostileSurfacesTest, OneIndexBroadcastToGibibytesIsRefusedAtTheBudget) {
     v1::RunResponse response;
     EXPECT_THAT(stub->Run(&context, request, &response), refused);
   }
-  EXPECT_EQ(MetricValueOnceItIs(server, "tensorop_memory_reserved_bytes", 0), 0);
-  ExpectNormalAnswer(server);
-  ExpectPeakWithin(server, baseline, budget);
+  budgeted.ExpectNothingHeld();
 }
 
 // Join's surface: its inputs are as many as the caller names. 4096 inputs of
@@ -461,13 +471,8 @@ TEST(HostileSurfacesTest, OneIndexBroadcastToGibibytesIsRefusedAtTheBudget) {
 // reserved. 5000 inputs are refused by count alone, 100 000 before their parse,
 // and the server answers.
 TEST(HostileSurfacesTest, JoinsOfManyBroadcastInputsAreRefusedAtTheirLimits) {
-  const int64_t budget = 32 * kMiB;
-  TensordProcess server({"--backends=cpu", "--max_memory_bytes=" + std::to_string(budget),
-                         "--max_request_bytes=68719476736",
-                         "--max_resident_bytes_per_client=68719476736"});
-  ExpectNormalAnswer(server);
-  const int64_t baseline = ResidentBytes(server.pid());
-  auto stub = Stub(server);
+  BudgetOnlyServer budgeted;
+  auto stub = Stub(budgeted.server);
   const auto join_of = [](int count) {
     v1::RunRequest request;
     request.mutable_join()->set_axis(0);
@@ -480,10 +485,7 @@ TEST(HostileSurfacesTest, JoinsOfManyBroadcastInputsAreRefusedAtTheirLimits) {
   };
   grpc::ClientContext context;
   v1::RunResponse response;
-  EXPECT_THAT(stub->Run(&context, join_of(4096), &response),
-              GrpcStatusIs(grpc::StatusCode::RESOURCE_EXHAUSTED,
-                           AllOf(HasSubstr("server memory budget exhausted"),
-                                 HasSubstr("--max_memory_bytes"))));
+  EXPECT_THAT(stub->Run(&context, join_of(4096), &response), RefusedAtTheBudget());
   grpc::ClientContext more_context;
   EXPECT_THAT(stub->Run(&more_context, join_of(5000), &response),
               GrpcStatusIs(grpc::StatusCode::RESOURCE_EXHAUSTED,
@@ -495,9 +497,7 @@ TEST(HostileSurfacesTest, JoinsOfManyBroadcastInputsAreRefusedAtTheirLimits) {
               GrpcStatusIs(grpc::StatusCode::RESOURCE_EXHAUSTED,
                            AllOf(HasSubstr("parsing a 3088897-byte request"),
                                  HasSubstr("--max_memory_bytes"))));
-  EXPECT_EQ(MetricValueOnceItIs(server, "tensorop_memory_reserved_bytes", 0), 0);
-  ExpectNormalAnswer(server);
-  ExpectPeakWithin(server, baseline, budget);
+  budgeted.ExpectNothingHeld();
 }
 
 // 9. With tokens, bob listed alice's region, read it, wrote it and
