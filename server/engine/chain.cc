@@ -59,26 +59,15 @@ void ReadThroughViews(const PlannedRun& source, const std::vector<InputWindow>& 
   }
 }
 
-// The outputs of `run` (a step reading views, its copies through them made
-// by ReadThroughViews) lent from the resident tensor its input reads, which
-// `source` (its root's run) pins, when every one is answered and read by no
-// later step (`answer_only`) and is one contiguous run of that tensor's bytes
-// in its own unpadded layout: as Fetch answers a handle, nothing is copied.
-// Null otherwise.
-std::optional<Outputs> LentFromResident(const v1::RunRequest& request, const PlannedRun& run,
-                                        const PlannedRun& source,
-                                        const std::vector<bool>& answer_only) {
-  const size_t slot = InputSlot(run.plan, "input");
-  if (slot == run.plan.input_names.size() || run.on_device.contains("input") ||
-      run.pieced.contains("input")) {
-    return std::nullopt;
-  }
-  const std::span<const std::byte> read = run.inputs[slot];
-  const std::shared_ptr<const ResidentTensor>* tensor = HostTensorRead(source.handles, read);
-  if (tensor == nullptr || run.plan.copies.size() != run.plan.outputs.size()) {
-    return std::nullopt;
-  }
-  Outputs lent;
+// Where each output of `run` starts on the input its copies read, when every
+// one is answered and read by no later step (`answer_only`), not kept, and one
+// contiguous run of that input in its own unpadded layout: those bytes are the
+// answer. Null otherwise.
+std::optional<std::vector<int64_t>> LendableRuns(const v1::RunRequest& request,
+                                                 const PlannedRun& run,
+                                                 const std::vector<bool>& answer_only) {
+  if (run.plan.copies.size() != run.plan.outputs.size()) return std::nullopt;
+  std::vector<int64_t> starts;
   for (size_t j = 0; j < run.plan.outputs.size(); ++j) {
     const Layout& layout = run.plan.outputs[j];
     const StridedCopy& copy = run.plan.copies[j];
@@ -92,9 +81,33 @@ std::optional<Outputs> LentFromResident(const v1::RunRequest& request, const Pla
         copy.dst_offset != 0 || !contiguous) {
       return std::nullopt;
     }
-    lent.layouts.push_back(layout);
+    starts.push_back(copy.src_offset);
+  }
+  return starts;
+}
+
+// The outputs of `run` (a step reading views, its copies through them made
+// by ReadThroughViews) lent from the resident tensor its input reads, which
+// `source` (its root's run) pins, when LendableRuns allows: as Fetch answers a
+// handle, nothing is copied. Null otherwise.
+std::optional<Outputs> LentFromResident(const v1::RunRequest& request, const PlannedRun& run,
+                                        const PlannedRun& source,
+                                        const std::vector<bool>& answer_only) {
+  const size_t slot = InputSlot(run.plan, "input");
+  if (slot == run.plan.input_names.size() || run.on_device.contains("input") ||
+      run.pieced.contains("input")) {
+    return std::nullopt;
+  }
+  const std::span<const std::byte> read = run.inputs[slot];
+  const std::shared_ptr<const ResidentTensor>* tensor = HostTensorRead(source.handles, read);
+  if (tensor == nullptr) return std::nullopt;
+  const std::optional<std::vector<int64_t>> starts = LendableRuns(request, run, answer_only);
+  if (!starts.has_value()) return std::nullopt;
+  Outputs lent;
+  for (size_t j = 0; j < starts->size(); ++j) {
+    lent.layouts.push_back(run.plan.outputs[j]);
     // Holds the tensor (and so its bytes) for as long as the answer needs them.
-    lent.buffers.emplace_back(*tensor, const_cast<std::byte*>(read.data() + copy.src_offset));
+    lent.buffers.emplace_back(*tensor, const_cast<std::byte*>(read.data() + (*starts)[j]));
   }
   return lent;
 }
@@ -160,7 +173,11 @@ class ChainRun {
                                    ? from.outputs.handles[k]
                                    : std::nullopt);
       if (from.outputs.buffers[k] != nullptr && !from.lent) {
-        from.reservation.TransferTo(reservation, from.outputs.layouts[k].buffer_bytes());
+        // A borrowed step's reservation is its source's whole buffer, which
+        // its windows keep: the first of its results takes all of it.
+        from.reservation.TransferTo(reservation, from.borrowed
+                                                     ? from.reservation.bytes()
+                                                     : from.outputs.layouts[k].buffer_bytes());
       }
     }
     kept_ids_.Succeeded();
@@ -188,15 +205,18 @@ class ChainRun {
     return absl::OkStatus();
   }
 
-  // Step `i`, reading views, answered with the bytes of the resident tensor
-  // they are on (LentFromResident): whether it was.
+  // Step `i` answered without a copy: reading views, with the bytes of the
+  // resident tensor they are on (LentFromResident), or as a window step on an
+  // earlier step's output, with that output's buffer (LendFromStep). Whether
+  // it was.
   bool Lend(int i) {
     PlannedStep& step = steps_[i];
-    if (step.root < 0 || placement_.device == Device::kOpenCl) return false;
+    if (placement_.device == Device::kOpenCl) return false;
     std::vector<bool> answer_only;
     for (const StepOutputPlan& output : step.outputs) {
       answer_only.push_back(output.answered && output.last_read == i);
     }
+    if (step.root < 0) return LendFromStep(i, answer_only);
     std::optional<Outputs> lent =
         LentFromResident(step.request, *step.run, *steps_[step.root].run, answer_only);
     if (!lent.has_value()) return false;
@@ -208,6 +228,40 @@ class ChainRun {
     step.made.kept.resize(step.outputs.size());
     step.made.reservation = engine_.budget().Empty();
     step.made.lent = true;
+    lent_chain_steps.fetch_add(1, std::memory_order_relaxed);
+    step.run.reset();
+    return true;
+  }
+
+  // Step `i`, a window step on an earlier step's output that is held in host
+  // memory, read by no later step and not itself a result, answered with that
+  // buffer's bytes where LendableRuns allows. The buffer's reservation moves
+  // to step `i`, whose answer takes it whole (StepOutputs::borrowed).
+  bool LendFromStep(int i, const std::vector<bool>& answer_only) {
+    PlannedStep& step = steps_[i];
+    if (!step.windows_on.has_value()) return false;
+    PlannedStep& from = steps_[step.windows_on->step()];
+    const int k = step.windows_on->output();
+    if (from.made.lent || from.made.borrowed || from.outputs[k].answered ||
+        from.outputs[k].last_read != i || k >= static_cast<int>(from.made.outputs.buffers.size()) ||
+        from.made.outputs.buffers[k] == nullptr) {
+      return false;
+    }
+    const std::optional<std::vector<int64_t>> starts =
+        LendableRuns(step.request, *step.run, answer_only);
+    if (!starts.has_value()) return false;
+    SharedOutput buffer = std::move(from.made.outputs.buffers[k]);  // Free then finds none
+    Outputs lent;
+    for (size_t j = 0; j < starts->size(); ++j) {
+      lent.layouts.push_back(step.run->plan.outputs[j]);
+      lent.buffers.emplace_back(buffer, buffer.get() + (*starts)[j]);
+    }
+    step.made.reservation = engine_.budget().Empty();
+    from.made.reservation.TransferTo(step.made.reservation,
+                                     from.made.outputs.layouts[k].buffer_bytes());
+    step.made.outputs = std::move(lent);
+    step.made.kept.resize(step.outputs.size());
+    step.made.borrowed = true;
     lent_chain_steps.fetch_add(1, std::memory_order_relaxed);
     step.run.reset();
     return true;

@@ -211,7 +211,9 @@ void PlanViews(const v1::RunChainRequest& chain, std::vector<PlannedStep>& steps
       for (size_t j = 0; j < onto_root.size(); ++j) {
         step.outputs[j].view = View{.root = root, .window = std::move(onto_root[j])};
       }
-    } else if (read != nullptr) {
+    } else if (read == nullptr) {
+      step.windows_on = from;
+    } else {
       step.root = root;
       step.composed = std::move(onto_root);
       // The root's input is read until this step has copied through its views.

@@ -45,6 +45,9 @@ struct StepOutputs {
   std::vector<std::shared_ptr<const ResidentTensor>> kept;
   MemoryBudget::Reservation reservation;  // the bytes of the buffers still held
   bool lent = false;  // the buffers are a resident tensor's (LentFromResident), not reserved
+  // The buffers are windows of an earlier step's buffer, whose bytes
+  // `reservation` holds whole: the answer takes all of it.
+  bool borrowed = false;
 
   // Output `output`'s bytes in host memory: a kept result that lives on a
   // device is downloaded for the steps that read it (once, reserved with the
@@ -79,6 +82,9 @@ struct PlannedStep {
   // copies once, from there.
   int root = -1;
   std::vector<InputWindow> composed;
+  // A window step that runs on an earlier step's output made as bytes (not a
+  // view): that output, whose buffer may answer its windows without a copy.
+  std::optional<v1::StepOutput> windows_on = std::nullopt;
   // While the chain runs: what the step made.
   StepOutputs made;
 };

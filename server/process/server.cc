@@ -173,8 +173,8 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Create(const ServerConfig& confi
                      "step's input, copied once where bytes were needed.",
                      "counter", {}, [] { return FusedChainSteps(); });
   metrics.AddSampled("tensorop_chain_results_lent_total",
-                     "RunChain steps answered from a resident tensor's bytes through views, "
-                     "without a copy.",
+                     "RunChain steps answered without a copy: from a resident tensor's bytes "
+                     "through views, or from an earlier step's output.",
                      "counter", {}, [] { return LentChainSteps(); });
   effective.service.handles = server->handles_.get();
   server->engine_ = std::make_unique<Engine>(effective.service, &scheduler);

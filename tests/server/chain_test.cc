@@ -301,6 +301,47 @@ TEST_F(ChainTest, ContiguousResultsOfViewsOnAHandleAreItsBytesNotACopy) {
   EXPECT_EQ(MetricValue(server_, "tensorop_chain_results_lent_total"), lent + 1);
 }
 
+// A window after a step that makes new bytes (join here) reads that step's
+// output; when its answer is one run of it, the answer is those bytes, lent
+// (the output's reservation moves with them), not a copy. A window that is
+// not one run is copied as before. Nothing stays reserved.
+TEST_F(ChainTest, AContiguousWindowOfAnEarlierOutputIsItsBytesNotACopy) {
+  const std::vector<float> all = Counting(kRows * kCols);
+  const std::vector<float> top(all.begin(), all.begin() + 3 * kCols);
+  const std::vector<float> rest(all.begin() + 3 * kCols, all.end());
+  v1::ChainStep join;
+  join.mutable_join()->set_axis(0);
+  *(*join.mutable_inputs())["inputs_0"].mutable_tensor() =
+      MakeTensor(v1::FLOAT32, {3, kCols}, Pack(top));
+  *(*join.mutable_inputs())["inputs_1"].mutable_tensor() =
+      MakeTensor(v1::FLOAT32, {kRows - 3, kCols}, Pack(rest));
+  v1::RunChainRequest chain;
+  chain.set_id("lent from a step");
+  chain.set_backend(v1::CPU);
+  *chain.add_steps() = join;
+  // Rows 2..4 of the joined rows: across the two inputs, one run of the output.
+  *chain.add_steps() = client::ChainStepOf(
+      SliceRequest("rows", v1::Tensor(), {2, 0}, {3, kCols}, {1, 1}, {3, kCols}));
+  ReadStep(*chain.mutable_steps(1), "input", 0);
+  *chain.add_results() = Result(1, 0);
+  const int64_t lent = MetricValue(server_, "tensorop_chain_results_lent_total");
+  const ChainAnswer answer = RunChain(chain);
+  ASSERT_THAT(answer.status, GrpcOk());
+  EXPECT_EQ(Unpack<float>(answer.data[0]),
+            std::vector<float>(all.begin() + 2 * kCols, all.begin() + 5 * kCols));
+  EXPECT_EQ(MetricValue(server_, "tensorop_chain_results_lent_total"), lent + 1);
+
+  *chain.mutable_steps(1) = client::ChainStepOf(EveryOtherColumn(v1::Tensor()));
+  ReadStep(*chain.mutable_steps(1), "input", 0);
+  const ChainAnswer copied = RunChain(chain);
+  ASSERT_THAT(copied.status, GrpcOk());
+  ASSERT_EQ(Unpack<float>(copied.data[0]).size(), 8u * 3u);
+  EXPECT_EQ(Unpack<float>(copied.data[0]).at(1), all.at(2));
+  EXPECT_EQ(Unpack<float>(copied.data[0]).at(4), all.at(kCols + 2));
+  EXPECT_EQ(MetricValue(server_, "tensorop_chain_results_lent_total"), lent + 1);
+  EXPECT_EQ(MetricValueOnceItIs(server_, "tensorop_memory_reserved_bytes", 0), 0);
+}
+
 INSTANTIATE_TEST_SUITE_P(Backends, ChainBackendTest, ::testing::Values(v1::CPU, v1::OPENCL),
                          [](const ::testing::TestParamInfo<v1::Backend>& info) {
                            return info.param == v1::CPU ? "Cpu" : "OpenCl";
