@@ -1,5 +1,7 @@
 #!/usr/bin/env python3
 """The Python client against raw grpcio, and its peak memory on 1 GiB tensors.
+(One file a little past the project's ~600 lines: its modes share one tensord
+launcher, timing and JSON output, which bench/write_tables.py reads.)
 
     # the 32 MiB round trip: Client.run against grpcio sending the request
     # pre-serialized and taking the answer's bytes unparsed, same tensord

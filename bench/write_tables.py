@@ -1,5 +1,7 @@
 #!/usr/bin/env python3
 """BENCHMARKS.md's CPU tables, rewritten from bench/run-all.sh's results.
+(One file a little past the project's ~600 lines: one writer per table, each
+beside the others, so a table and the page's layout are read in one place.)
 
     bench/write_tables.py [AREA ...]     rewrites the regions of those areas (default:
                                          every area with build/bench-results/AREA.json)
