@@ -18,6 +18,10 @@ def human(n):
     return f"{n} B"
 
 
+# BM_Pad's mode argument, as numpy.pad names them.
+PAD_MODES = ["constant", "edge", "reflect", "symmetric"]
+
+
 def load(path):
     """From a file's path, or the JSON already read."""
     runs = path if isinstance(path, dict) else json.load(open(path))
@@ -32,6 +36,8 @@ def load(path):
             case = ""
         elif "axis" in parts:  # BM_Gather's and BM_Join's axis
             case = f"axis {parts['axis']}"
+        elif "mode" in parts:  # BM_Pad's mode
+            case = PAD_MODES[int(parts["mode"])]
         else:
             case = WINDOWS.get(parts.get("window"), "permuted rows")
         if op.startswith("AutoBest"):

@@ -396,6 +396,25 @@ Prepared MakeJoin(int64_t bytes, int64_t axis) {
   return p;
 }
 
+// The matrix as a pad's output: a border of 2 rows and 16 columns around the
+// input, in one of the four modes (a float32 value in constant mode).
+Prepared MakePad(int64_t bytes, int64_t mode) {
+  static constexpr const char* kModes[] = {"constant", "edge", "reflect", "symmetric"};
+  const std::vector<int64_t> shape = MatrixShape(bytes);
+  const std::vector<int64_t> border = {std::min<int64_t>(2, (shape[0] - 2) / 2),
+                                       std::min<int64_t>(16, (shape[1] - 2) / 2)};
+  const std::vector<int64_t> inner = {shape[0] - 2 * border[0], shape[1] - 2 * border[1]};
+  Prepared p;
+  p.inputs.push_back(RandomBytes(inner[0] * inner[1] * 4));
+  p.request = {
+      PadAttrs{
+          .start_padding = border, .end_padding = border, .mode = kModes[mode], .value = "0.5"},
+      {{"input", {{DType::kFloat32, inner, {}}, p.inputs[0]}}},
+      {}};
+  Plan(p);
+  return p;
+}
+
 // Arguments: bytes, window, backend (0 oneTBB, 1 OpenCL).
 void BM_Slice(benchmark::State& state) {
   Prepared p = MakeSlice(state.range(0), static_cast<Window>(state.range(1)));
@@ -454,6 +473,11 @@ void BM_GatherElements(benchmark::State& state) {
 // Arguments: bytes, axis, backend.
 void BM_Join(benchmark::State& state) {
   Prepared p = MakeJoin(state.range(0), state.range(1));
+  RunPrepared(state, p, static_cast<Backend>(state.range(2)));
+}
+// Arguments: bytes, mode (0 constant, 1 edge, 2 reflect, 3 symmetric), backend.
+void BM_Pad(benchmark::State& state) {
+  Prepared p = MakePad(state.range(0), state.range(1));
   RunPrepared(state, p, static_cast<Backend>(state.range(2)));
 }
 
@@ -607,6 +631,10 @@ BENCHMARK(BM_GatherElements)
 BENCHMARK(BM_Join)
     ->ArgsProduct({kLayoutSizes, {0, 1}, {kTbb, kOpenCl}})
     ->ArgNames({"bytes", "axis", "backend"})
+    ->UseRealTime();
+BENCHMARK(BM_Pad)
+    ->ArgsProduct({kLayoutSizes, {0, 1, 2, 3}, {kTbb, kOpenCl}})
+    ->ArgNames({"bytes", "mode", "backend"})
     ->UseRealTime();
 
 BENCHMARK(BM_AutoBestSlice)

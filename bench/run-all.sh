@@ -138,7 +138,7 @@ area_layout() {
 }
 
 area_copies() {
-  operators_bench '^BM_Memcpy/bytes:(1024|1048576|33554432)/|^BM_(Tile|Gather|GatherElements|Join)/.*backend:0'
+  operators_bench '^BM_Memcpy/bytes:(1024|1048576|33554432)/|^BM_(Tile|Gather|GatherElements|Join|Pad)/.*backend:0'
 }
 
 area_opencl() {

@@ -200,7 +200,7 @@ LAYOUT_CASES = [
 # The operators that copy into new bytes (issue 45), the same way: MakeTile's
 # quarter of the matrix tiled twice each way; MakeGather's rows or columns in a
 # shuffled order; MakeGatherElements' rows each reordered; MakeJoin's matrix from
-# 8 inputs along either axis.
+# 8 inputs along either axis; MakePad's matrix around a smaller input, each mode.
 COPY_CASES = [
     ("Tile", "permuted rows", "a quarter of the matrix tiled [2, 2] (rows of half its width)", 0.8),
     ("Gather", "axis 0", "whole rows in a shuffled order (int64 indices, the outermost axis)", 0.8),
@@ -209,6 +209,10 @@ COPY_CASES = [
      0.3),
     ("Join", "axis 0", "8 inputs one after another (each one run)", 0.8),
     ("Join", "axis 1", "8 inputs side by side (each output row 8 runs)", 0.8),
+    ("Pad", "constant", "a border of 2 rows and 16 columns filled with a value", 0.8),
+    ("Pad", "edge", "the same border repeating the edge elements", 0.8),
+    ("Pad", "reflect", "the same border mirrored about the edge", 0.8),
+    ("Pad", "symmetric", "the same border mirrored, the edge repeated", 0.8),
 ]
 
 

@@ -60,6 +60,16 @@ absl::StatusOr<const Json*> Required(const Json& object, absl::string_view key) 
   return &*it;
 }
 
+// A text attribute's JSON value: a string, or a number or bool written as text
+// (a float whose decimal text ParseJson kept, as that text).
+absl::StatusOr<std::string> AttributeText(const Json& value, absl::string_view where) {
+  if (value.is_string()) return value.get<std::string>();
+  if (IsFloatNumber(value)) return value.is_binary() ? DecimalText(value) : value.dump();
+  if (value.is_number() || value.is_boolean()) return value.dump();
+  return absl::InvalidArgumentError(
+      absl::StrCat(where, ": expected a string, number or bool, got ", DescribeJson(value)));
+}
+
 // Sets the attribute message of the op named `op` from `attrs`. The format's
 // attribute names are the proto's field names, so this follows the proto
 // instead of repeating it per operator.
@@ -80,6 +90,14 @@ absl::Status SetAttrs(absl::string_view op, const Json* attrs, v1::RunRequest* r
   for (const auto& [key, value] : attrs->items()) {
     const std::string where = absl::StrCat("attrs.", key);
     const google::protobuf::FieldDescriptor* field = message->GetDescriptor()->FindFieldByName(key);
+    if (field != nullptr &&
+        field->cpp_type() == google::protobuf::FieldDescriptor::CPPTYPE_STRING) {
+      // Text attributes (pad's mode and value): a string as it is, a number or
+      // bool as its JSON text, so the server reads the value exactly.
+      ASSIGN_OR_RETURN(std::string text, AttributeText(value, where));
+      reflection->SetString(message, field, std::move(text));
+      continue;
+    }
     if (field == nullptr || field->cpp_type() != google::protobuf::FieldDescriptor::CPPTYPE_INT64) {
       return absl::InvalidArgumentError(absl::StrCat(where, ": not an attribute of ", op));
     }

@@ -8,9 +8,9 @@
 
 #include "absl/strings/str_cat.h"
 #include "client/exact_json.h"
-#include "client/float_rounding.h"
 #include "client/host_tensor.h"
 #include "client/status_macros.h"
+#include "core/float_rounding.h"
 
 namespace tensorop::client {
 namespace {

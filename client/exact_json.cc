@@ -1,11 +1,10 @@
 #include "client/exact_json.h"
 
-#include <cfenv>
 #include <cstdlib>
 #include <utility>
 #include <vector>
 
-#include "client/float_rounding.h"
+#include "core/float_rounding.h"
 
 namespace tensorop::client {
 namespace {
@@ -112,18 +111,6 @@ std::string DecimalText(const Json& value) {
 double NearestDouble(const Json& value) {
   if (value.is_binary()) return std::strtod(DecimalText(value).c_str(), nullptr);
   return value.get<double>();
-}
-
-// The doubles just below and just above the exact value of decimal text (equal
-// when it is exact). glibc's strtod rounds in the current rounding mode.
-std::pair<double, double> DecimalBounds(const std::string& text) {
-  const int saved = std::fegetround();
-  std::fesetround(FE_DOWNWARD);
-  const double low = std::strtod(text.c_str(), nullptr);
-  std::fesetround(FE_UPWARD);
-  const double high = std::strtod(text.c_str(), nullptr);
-  std::fesetround(saved);
-  return {low, high};
 }
 
 absl::StatusOr<Json> ParseJson(absl::string_view text) {

@@ -26,9 +26,6 @@ bool IsFloatNumber(const nlohmann::json& value);
 std::string DecimalText(const nlohmann::json& value);
 // The nearest double to a float JSON number.
 double NearestDouble(const nlohmann::json& value);
-// The doubles just below and just above the exact value of decimal text (equal
-// when it is exact).
-std::pair<double, double> DecimalBounds(const std::string& text);
 
 // A JSON value for messages, cut to about 40 characters.
 std::string DescribeJson(const nlohmann::json& value);

@@ -10,7 +10,8 @@ install(TARGETS tensord tensorctl RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR} CO
 
 set_target_properties(tensorop_client PROPERTIES EXPORT_NAME client)
 set_target_properties(tensorop_proto PROPERTIES EXPORT_NAME proto)
-install(TARGETS tensorop_client tensorop_proto grpc_health_proto
+set_target_properties(tensorop_float_rounding PROPERTIES EXPORT_NAME float_rounding)
+install(TARGETS tensorop_client tensorop_proto tensorop_float_rounding grpc_health_proto
         EXPORT tensoropTargets
         ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR} COMPONENT dev
         INCLUDES DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})

@@ -3,6 +3,7 @@
 #define TENSOROP_CORE_ATTRS_H_
 
 #include <cstdint>
+#include <string>
 #include <variant>
 #include <vector>
 
@@ -73,9 +74,17 @@ struct JoinAttrs {
   int64_t axis = 0;
 };
 
-using OpAttrs =
-    std::variant<SliceAttrs, StridedSliceAttrs, SplitAttrs, ScatterElementsAttrs, TransposeAttrs,
-                 ReshapeAttrs, ExpandAttrs, TileAttrs, GatherAttrs, GatherElementsAttrs, JoinAttrs>;
+// DML_PADDING1_OPERATOR_DESC, ONNX Pad (OPERATORS.md "Pad").
+struct PadAttrs {
+  std::vector<int64_t> start_padding = {};  // one per dimension, each >= 0
+  std::vector<int64_t> end_padding = {};
+  std::string mode = {};   // "constant" (or empty), "edge", "reflect", "symmetric"
+  std::string value = {};  // constant mode's element as text; empty: 0
+};
+
+using OpAttrs = std::variant<SliceAttrs, StridedSliceAttrs, SplitAttrs, ScatterElementsAttrs,
+                             TransposeAttrs, ReshapeAttrs, ExpandAttrs, TileAttrs, GatherAttrs,
+                             GatherElementsAttrs, JoinAttrs, PadAttrs>;
 
 }  // namespace tensorop
 

@@ -14,6 +14,7 @@
 #include "core/plan/gather.h"
 #include "core/plan/gather_elements.h"
 #include "core/plan/join.h"
+#include "core/plan/pad.h"
 #include "core/plan/reshape.h"
 #include "core/plan/scatter_elements.h"
 #include "core/plan/slice.h"
@@ -151,6 +152,11 @@ struct Planner {
                      ValidateExpand(attrs, *inputs[0], request.outputs, limits));
     return PlanExpand(geometry);
   }
+  absl::StatusOr<ExecutionPlan> operator()(const PadAttrs& attrs) const {
+    ASSIGN_OR_RETURN(auto inputs, BindInputs(InfoOf<PadAttrs>(), request.inputs));
+    ASSIGN_OR_RETURN(PadGeometry geometry, ValidatePad(attrs, *inputs[0], request.outputs, limits));
+    return PlanPad(geometry);
+  }
   absl::StatusOr<ExecutionPlan> operator()(const TileAttrs& attrs) const {
     ASSIGN_OR_RETURN(auto inputs, BindInputs(InfoOf<TileAttrs>(), request.inputs));
     ASSIGN_OR_RETURN(TileGeometry geometry,
@@ -261,6 +267,10 @@ struct OutputSizer {
   }
   absl::StatusOr<Sizes> operator()(const ExpandAttrs& attrs) const {
     ASSIGN_OR_RETURN(std::vector<int64_t> sizes, ExpandedSizes(attrs, input.sizes));
+    return Sizes{sizes};
+  }
+  absl::StatusOr<Sizes> operator()(const PadAttrs& attrs) const {
+    ASSIGN_OR_RETURN(std::vector<int64_t> sizes, PaddedSizes(attrs, input.sizes));
     return Sizes{sizes};
   }
   absl::StatusOr<Sizes> operator()(const TileAttrs& attrs) const {

@@ -72,6 +72,7 @@ inline constexpr absl::string_view kInput[] = {"input"};
 inline constexpr absl::string_view kScatterInputs[] = {"input", "indices", "updates"};
 inline constexpr absl::string_view kGatherInputs[] = {"input", "indices"};
 inline constexpr absl::string_view kTransposeDefaults[] = {"perm"};
+inline constexpr absl::string_view kPadDefaults[] = {"mode", "value"};
 inline constexpr absl::string_view kStridedSliceDefaults[] = {
     "stride", "begin_mask", "end_mask", "new_axis_mask", "shrink_axis_mask", "ellipsis_mask"};
 
@@ -125,6 +126,8 @@ inline constexpr std::array<OperatorInfo, std::variant_size_v<OpAttrs>> kOperato
       join.numbered_inputs = true;
       return join;
     }(),
+    operator_info_internal::Describe("pad", operator_info_internal::kInput, OutputRule::kOneDerived,
+                                     8, false, operator_info_internal::kPadDefaults),
 }};
 static_assert(
     [] {

@@ -96,6 +96,9 @@ std::optional<SlotBytes> OutputAsInputBytes(const ExecutionPlan& plan, int outpu
   for (const GatherWalk& walk : plan.gathers) {
     if (walk.output_slot == output) return std::nullopt;
   }
+  for (const StridedCopy& fill : plan.fills) {
+    if (fill.output_slot == output) return std::nullopt;
+  }
   const StridedCopy* only = nullptr;
   for (const StridedCopy& copy : plan.copies) {
     if (copy.output_slot != output) continue;

@@ -31,8 +31,9 @@ StridedCopy Rows(const StridedCopy& copy, int64_t first, int64_t rows) {
 
 std::optional<std::vector<OutputBand>> SplitIntoOutputBands(const ExecutionPlan& plan,
                                                             int64_t band_bytes) {
-  // A walk writes wherever its indices say: only copies are cut into bands.
-  if (!plan.scatters.empty() || !plan.gathers.empty()) return std::nullopt;
+  // A walk writes wherever its indices say: only copies are cut into bands,
+  // each output written by one (a pad's fills and copies are many).
+  if (!plan.scatters.empty() || !plan.gathers.empty() || !plan.fills.empty()) return std::nullopt;
   std::vector<const StridedCopy*> copy_of(plan.outputs.size(), nullptr);
   for (const StridedCopy& copy : plan.copies) {
     const size_t output = static_cast<size_t>(copy.output_slot);

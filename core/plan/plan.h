@@ -4,6 +4,8 @@
 #ifndef TENSOROP_CORE_PLAN_PLAN_H_
 #define TENSOROP_CORE_PLAN_PLAN_H_
 
+#include <array>
+#include <cstddef>
 #include <cstdint>
 #include <vector>
 
@@ -85,8 +87,12 @@ struct ExecutionPlan {
   std::vector<absl::string_view> input_names;  // slot i binds the input named so
   std::vector<Layout> outputs;                 // the buffers the caller provides
   std::vector<StridedCopy> copies;             // disjoint outputs: any order
-  std::vector<ScatterWalk> scatters;           // after every copy
-  std::vector<GatherWalk> gathers;             // disjoint outputs, none a copy's
+  // Copies of one element, `fill_value`, to every coordinate (pad's constant):
+  // input_slot -1, source strides 0; disjoint from the copies' outputs.
+  std::vector<StridedCopy> fills;
+  std::array<std::byte, 8> fill_value{};  // the fills' element_size bytes
+  std::vector<ScatterWalk> scatters;      // after every copy
+  std::vector<GatherWalk> gathers;        // disjoint outputs, none a copy's
   // For an operator whose outputs are windows on input slot 0 (slice,
   // strided_slice, split): output j's window, before copies[j] folded it;
   // empty for any other. A chain composes them (core/plan/compose_windows.h).

@@ -163,6 +163,18 @@ absl::Status Device::ExecuteResident(const ExecutionPlan& plan,
           "clEnqueueFillBuffer"));
     }
   }
+  // A plan's fills read their one element from a buffer of its own.
+  cl_mem fill_value = nullptr;
+  if (!plan.fills.empty()) {
+    const int64_t width = plan.fills.front().element_size;
+    ASSIGN_OR_RETURN(PooledBuffer buffer, TakeBuffer(width, "the fill value"));
+    fill_value = buffer.mem();
+    input_buffers.push_back(std::move(buffer));  // back to the pool with the inputs
+    RETURN_IF_ERROR(ClStatus(
+        clEnqueueFillBuffer(up, fill_value, plan.fill_value.data(), static_cast<size_t>(width), 0,
+                            static_cast<size_t>(width), 0, nullptr, nullptr),
+        "clEnqueueFillBuffer(fill value)"));
+  }
   // In-order queues: a marker completes after everything queued before it.
   // On one queue only a timing needs it.
   if (!one_queue || timings != nullptr) {
@@ -182,6 +194,9 @@ absl::Status Device::ExecuteResident(const ExecutionPlan& plan,
     rebased.src_offset -= upload_begin[copy.input_slot];
     RETURN_IF_ERROR(
         RunCopy(rebased, input_mems[copy.input_slot], output_mems[copy.output_slot], stop, log));
+  }
+  for (const StridedCopy& fill : plan.fills) {
+    RETURN_IF_ERROR(RunCopy(fill, fill_value, output_mems[fill.output_slot], stop, log));
   }
   for (const ScatterWalk& walk : plan.scatters) {
     // Walks address indices and updates from byte 0, which their ranges hold.

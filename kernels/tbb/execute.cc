@@ -18,6 +18,7 @@ bool RunsOnCallingThread(const ExecutionPlan& plan) {
   // together are under the bound, each loop is.
   int64_t bytes = 0;
   for (const StridedCopy& copy : plan.copies) bytes += copy.element_count * copy.element_size;
+  for (const StridedCopy& fill : plan.fills) bytes += fill.element_count * fill.element_size;
   for (const ScatterWalk& walk : plan.scatters) {
     bytes += walk.element_count * (walk.element_size + walk.index_size);
   }
@@ -35,25 +36,32 @@ absl::Status Execute(const ExecutionPlan& plan, std::span<const std::byte* const
         plan.outputs.size(), " outputs; got ", inputs.size(), " and ", outputs.size()));
   }
   RETURN_IF_ERROR(stop());
-  if (plan.copies.size() == 1) {
-    const StridedCopy& copy = plan.copies[0];
-    RETURN_IF_ERROR(RunStridedCopy(copy, inputs[copy.input_slot], outputs[copy.output_slot], stop));
-  } else if (!plan.copies.empty()) {
-    // Many copies (a split's outputs, an input read in pieces) write disjoint
-    // bytes: they run in parallel with each other, grouped into blocks of
-    // about kBlockBytes, a large one's own blocks in parallel too.
+  // Copies, then fills (from the plan's value), by one index.
+  const size_t count = plan.copies.size() + plan.fills.size();
+  const auto run = [&](size_t i) {
+    if (i < plan.copies.size()) {
+      const StridedCopy& copy = plan.copies[i];
+      return RunStridedCopy(copy, inputs[copy.input_slot], outputs[copy.output_slot], stop);
+    }
+    const StridedCopy& fill = plan.fills[i - plan.copies.size()];
+    return RunStridedCopy(fill, plan.fill_value.data(), outputs[fill.output_slot], stop);
+  };
+  if (count == 1) {
+    RETURN_IF_ERROR(run(0));
+  } else if (count > 1) {
+    // Many copies (a split's outputs, an input read in pieces, a pad's slabs)
+    // write disjoint bytes: they run in parallel with each other, grouped into
+    // blocks of about kBlockBytes, a large one's own blocks in parallel too.
     int64_t bytes = 0;
     for (const StridedCopy& copy : plan.copies) bytes += copy.element_count * copy.element_size;
-    const int64_t copies = static_cast<int64_t>(plan.copies.size());
+    for (const StridedCopy& fill : plan.fills) bytes += fill.element_count * fill.element_size;
+    const int64_t blocks = static_cast<int64_t>(count);
     std::mutex mutex;
     absl::Status failed;
-    RETURN_IF_ERROR(ForEachBlock(copies, copies * kBlockBytes / std::max<int64_t>(bytes, 1), bytes,
+    RETURN_IF_ERROR(ForEachBlock(blocks, blocks * kBlockBytes / std::max<int64_t>(bytes, 1), bytes,
                                  stop, [&](int64_t begin, int64_t end) {
                                    for (int64_t i = begin; i < end; ++i) {
-                                     const StridedCopy& copy = plan.copies[static_cast<size_t>(i)];
-                                     absl::Status status =
-                                         RunStridedCopy(copy, inputs[copy.input_slot],
-                                                        outputs[copy.output_slot], stop);
+                                     absl::Status status = run(static_cast<size_t>(i));
                                      if (!status.ok()) {
                                        std::lock_guard<std::mutex> lock(mutex);
                                        if (failed.ok()) failed = std::move(status);

@@ -46,6 +46,9 @@ RequestFootprint FootprintOf(const ExecutionPlan& plan, std::span<const int64_t>
   for (const StridedCopy& copy : plan.copies) {
     footprint.copy_bytes += copy.element_count * copy.element_size;
   }
+  for (const StridedCopy& fill : plan.fills) {
+    footprint.copy_bytes += fill.element_count * fill.element_size;
+  }
   for (const ScatterWalk& walk : plan.scatters) {
     footprint.scatter_bytes += walk.element_count * walk.element_size;
   }

@@ -226,6 +226,20 @@ absl::StatusOr<HttpInferRequest> ParseHttpInferRequest(absl::string_view model,
         RETURN_IF_ERROR(reserve_raw(raw));
         bytes.reserve(static_cast<size_t>(raw));
         RETURN_IF_ERROR(AppendJsonData(input["data"], *dtype, what, bytes));
+      } else if (tensor.datatype() == "BYTES") {
+        // Text parameters: each string as Triton serializes BYTES, its 4-byte
+        // little-endian length, then its bytes.
+        const Json& data = input["data"];
+        const Json* leaf = data.is_array() && data.size() == 1 ? &data[0] : &data;
+        if (!leaf->is_string()) {
+          return absl::InvalidArgumentError(absl::StrCat(what, ": \"data\" = ", QuoteJson(data),
+                                                         " is not one string (BYTES, shape [1])"));
+        }
+        const std::string& text = leaf->get_ref<const std::string&>();
+        const uint32_t length = static_cast<uint32_t>(text.size());  // within the body's size
+        RETURN_IF_ERROR(reserve_raw(static_cast<int64_t>(sizeof length + text.size())));
+        bytes.append(reinterpret_cast<const char*>(&length), sizeof length);
+        bytes.append(text);
       }
     } else {
       return absl::InvalidArgumentError(

@@ -21,6 +21,8 @@ struct TensorSpec {
   bool required = true;
   bool data = false;
   bool scalar = false;
+  // A text attribute (pad's mode and value): one BYTES element, shape [1].
+  bool text = false;
   const google::protobuf::FieldDescriptor* attribute = nullptr;
 };
 

@@ -49,13 +49,17 @@ ModelSpec ModelOf(const OperatorInfo& op) {
   const google::protobuf::Descriptor& attrs = *model.field->message_type();
   for (int i = 0; i < attrs.field_count(); ++i) {
     const google::protobuf::FieldDescriptor* field = attrs.field(i);
-    // Attributes of other types have no parameter tensor yet (a test names them).
-    if (field->cpp_type() != google::protobuf::FieldDescriptor::CPPTYPE_INT64) continue;
+    // INT64 attributes, and text ones as one BYTES element; attributes of
+    // other types have no parameter tensor yet (a test names them).
+    const bool text = field->cpp_type() == google::protobuf::FieldDescriptor::CPPTYPE_STRING &&
+                      !field->is_repeated();
+    if (field->cpp_type() != google::protobuf::FieldDescriptor::CPPTYPE_INT64 && !text) continue;
     const bool optional = std::find(op.optional_attrs.begin(), op.optional_attrs.end(),
                                     field->name()) != op.optional_attrs.end();
     model.inputs.push_back({.name = field->name(),
                             .required = !optional,
                             .scalar = !field->is_repeated(),
+                            .text = text,
                             .attribute = field});
   }
   if (op.outputs == OutputRule::kOneOrMoreGiven) model.inputs.push_back({.name = kSplitSizesInput});
@@ -145,7 +149,9 @@ absl::StatusOr<inference::ModelMetadataResponse> ModelMetadata(absl::string_view
     input->set_name(std::string(spec.name));
     // Data tensors take any rank and datatype: listed as one variable
     // dimension; parameters are INT64 (axis [1], the rest 1-D).
-    input->set_datatype(spec.data && spec.name != kIndicesInput ? "FP32" : "INT64");
+    input->set_datatype(spec.text                                 ? "BYTES"
+                        : spec.data && spec.name != kIndicesInput ? "FP32"
+                                                                  : "INT64");
     input->add_shape(spec.scalar ? 1 : -1);
   }
   // split has as many outputs as its `split` tensor has entries: listed as
@@ -161,6 +167,7 @@ namespace {
 
 // Triton's config data type of a v2 datatype name ("FP32" -> TYPE_FP32).
 inference::DataType ConfigDataType(absl::string_view datatype) {
+  if (datatype == "BYTES") return inference::TYPE_STRING;  // Triton's name for it
   inference::DataType type = inference::TYPE_INVALID;
   inference::DataType_Parse(absl::StrCat("TYPE_", datatype), &type);
   return type;
@@ -168,6 +175,7 @@ inference::DataType ConfigDataType(absl::string_view datatype) {
 
 // The datatypes an input takes, as ToRunRequest accepts them.
 std::string AcceptedDatatypes(const TensorSpec& spec) {
+  if (spec.text) return "BYTES";
   if (!spec.data) return "INT64, INT32";
   if (spec.name == kIndicesInput) return "INT64, INT32, UINT64, UINT32";
   return V2DatatypeNames();

@@ -189,11 +189,49 @@ bool HasContents(const inference::InferTensorContents& c) {
 // A decoded input: its dtype, shape and bytes, or where they are in shared
 // memory.
 struct Input {
-  DType dtype;
+  DType dtype = DType::kUint8;
   std::vector<int64_t> shape;
   std::string bytes;
   std::optional<SharedMemorySpan> shared_memory;
+  std::string text;  // a text parameter's one element
 };
+
+// The one element of a text parameter tensor (BYTES, shape [1]): from its raw
+// bytes (Triton's serialization: a 4-byte little-endian length, then the
+// bytes) or from contents.bytes_contents.
+absl::StatusOr<std::string> TextElement(
+    const inference::ModelInferRequest::InferInputTensor& tensor, const std::string* raw,
+    const std::string& what) {
+  if (tensor.datatype() != "BYTES") {
+    return absl::InvalidArgumentError(absl::StrCat(
+        what, " has datatype ", Quoted(tensor.datatype()), "; it must be BYTES (one string)"));
+  }
+  if (tensor.shape_size() != 1 || tensor.shape(0) != 1) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        what, " has shape [", absl::StrJoin(tensor.shape(), ","), "]; it must be [1]"));
+  }
+  if (tensor.parameters().contains(std::string(kSharedMemoryRegionParameter))) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        what, " is a parameter tensor: send its value in the request, not in shared memory"));
+  }
+  if (raw == nullptr) {
+    if (tensor.contents().bytes_contents_size() != 1) {
+      return absl::InvalidArgumentError(absl::StrCat(what, " has ",
+                                                     tensor.contents().bytes_contents_size(),
+                                                     " bytes_contents; its shape [1] takes one"));
+    }
+    return tensor.contents().bytes_contents(0);
+  }
+  uint32_t length = 0;
+  if (raw->size() >= sizeof length) std::memcpy(&length, raw->data(), sizeof length);
+  if (raw->size() < sizeof length || raw->size() - sizeof length != length) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(what, " has ", raw->size(),
+                     " raw bytes; one BYTES element is its 4-byte little-endian length, then "
+                     "that many bytes"));
+  }
+  return raw->substr(sizeof length);
+}
 
 // The inputs of one request by name.
 using Inputs = std::map<std::string, Input, std::less<>>;
@@ -352,6 +390,13 @@ absl::StatusOr<v1::RunRequest> ToRunRequest(inference::ModelInferRequest& reques
       return absl::InvalidArgumentError(absl::StrCat(what, " is given twice (inputs[", i, "])"));
     }
     Input input;
+    if (spec->text) {
+      ASSIGN_OR_RETURN(
+          input.text,
+          TextElement(tensor, raw ? &request.raw_input_contents(next_raw++) : nullptr, what));
+      inputs.emplace(tensor.name(), std::move(input));
+      continue;
+    }
     std::optional<DType> dtype = DTypeFromV2Datatype(tensor.datatype());
     if (!dtype.has_value()) {
       return absl::InvalidArgumentError(absl::StrCat(what, " has datatype ",
@@ -438,6 +483,12 @@ absl::StatusOr<v1::RunRequest> ToRunRequest(inference::ModelInferRequest& reques
   google::protobuf::Message& attrs = *run.GetReflection()->MutableMessage(&run, model.field);
   for (const TensorSpec& spec : model.inputs) {
     if (spec.attribute == nullptr) continue;  // data, or split's sizes
+    if (spec.text) {
+      if (auto found = inputs.find(spec.name); found != inputs.end()) {
+        attrs.GetReflection()->SetString(&attrs, spec.attribute, found->second.text);
+      }
+      continue;
+    }
     for (int64_t value : values(spec.name)) {
       if (spec.scalar) {
         attrs.GetReflection()->SetInt64(&attrs, spec.attribute, value);

@@ -75,6 +75,8 @@ absl::string_view OpCaseName(const v1::RunRequest& request) {
       return InfoOf<GatherElementsAttrs>().name;
     case v1::RunRequest::kJoin:
       return InfoOf<JoinAttrs>().name;
+    case v1::RunRequest::kPad:
+      return InfoOf<PadAttrs>().name;
     case v1::RunRequest::OP_NOT_SET:
       break;
   }
@@ -113,6 +115,11 @@ absl::StatusOr<OpAttrs> ToOpAttrs(const v1::RunRequest& request) {
       return GatherElementsAttrs{.axis = request.gather_elements().axis()};
     case v1::RunRequest::kJoin:
       return JoinAttrs{.axis = request.join().axis()};
+    case v1::RunRequest::kPad:
+      return PadAttrs{.start_padding = ToVector(request.pad().start_padding()),
+                      .end_padding = ToVector(request.pad().end_padding()),
+                      .mode = request.pad().mode(),
+                      .value = request.pad().value()};
     case v1::RunRequest::OP_NOT_SET:
       break;
   }

@@ -13,7 +13,7 @@
 #include "client/case_compare.h"
 #include "client/element_codec.h"
 #include "client/exact_json.h"
-#include "client/float_rounding.h"
+#include "core/float_rounding.h"
 #include "gmock/gmock.h"
 #include "google/protobuf/text_format.h"
 #include "google/protobuf/util/message_differencer.h"

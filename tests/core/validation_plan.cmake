@@ -9,13 +9,15 @@ include(GoogleTest)
 
 set(core_unit_sources
     ${CMAKE_CURRENT_LIST_DIR}/dtype_test.cc
+    ${CMAKE_CURRENT_LIST_DIR}/float_rounding_test.cc
+    ${CMAKE_CURRENT_LIST_DIR}/element_text_test.cc
     ${CMAKE_CURRENT_LIST_DIR}/operator_info_test.cc)
 foreach(stem tensor limits slice strided_slice split scatter_elements transpose reshape expand tile
-             gather gather_elements join)
+             gather gather_elements join pad)
   list(APPEND core_unit_sources ${CMAKE_CURRENT_LIST_DIR}/validation/${stem}_test.cc)
 endforeach()
 foreach(stem strided_copy byte_range slice strided_slice split scatter_elements reshape operator
-             output_bands source_pieces compose_windows)
+             output_bands source_pieces compose_windows pad)
   list(APPEND core_unit_sources ${CMAKE_CURRENT_LIST_DIR}/plan/${stem}_test.cc)
 endforeach()
 add_executable(core_unit_tests ${core_unit_sources})

@@ -10,7 +10,7 @@ count is asserted, so none is skipped silently):
     differ from them (slice: the whole window, 1 + (window_size - 1) / |stride|
     per dimension; split: the input's sizes with the axis replaced), or, for
     the operators that derive their output (strided_slice, scatter_elements,
-    transpose, reshape, expand, tile, gather, gather_elements, join), an error case that
+    transpose, reshape, expand, tile, gather, gather_elements, join, pad), an error case that
     gives output sizes (a v2 request cannot carry them).
 """
 
@@ -27,7 +27,7 @@ from tritonclient.utils import InferenceServerException
 from conftest import Tensord
 from tensorop_client.cases import HostTensor
 from tensorop_client.tensors import numpy_dtype
-from v2_cases import PARAMETERS, V2Case, data_inputs, run_public_cases, split_sizes
+from v2_cases import V2Case, data_inputs, parameter_tensors, run_public_cases
 
 
 def _inputs(v2: V2Case) -> list[triton.InferInput]:
@@ -46,20 +46,9 @@ def _inputs(v2: V2Case) -> list[triton.InferInput]:
         item._raw_content = tensor.data
         item._input.ClearField("contents")
         inputs.append(item)
-    attrs = getattr(request, v2.op)
-    for name in PARAMETERS[v2.op]:
-        value = getattr(attrs, name)
-        values = [value] if isinstance(value, int) else list(value)
-        if not values and name not in ("begin", "end", "sizes"):
-            continue  # optional: absent reads as the default
-        item = triton.InferInput(name, [len(values)], "INT64")
-        item.set_data_from_numpy(np.array(values, dtype=np.int64))
-        inputs.append(item)
-    if v2.op == "split":
-        # Each output's size along the axis: the rest of its sizes are the input's.
-        split = split_sizes(request)
-        item = triton.InferInput("split", [len(split)], "INT64")
-        item.set_data_from_numpy(np.array(split, dtype=np.int64))
+    for name, datatype, array in parameter_tensors(v2):
+        item = triton.InferInput(name, list(array.shape), datatype)
+        item.set_data_from_numpy(array)
         inputs.append(item)
     return inputs
 
@@ -129,6 +118,7 @@ def test_health_metadata_and_repository(v2_client: triton.InferenceServerClient)
         ("scatter_elements", "1", "READY"), ("transpose", "1", "READY"),
         ("reshape", "1", "READY"), ("expand", "1", "READY"), ("tile", "1", "READY"),
         ("gather", "1", "READY"), ("gather_elements", "1", "READY"), ("join", "1", "READY"),
+        ("pad", "1", "READY"),
     ]
 
 
@@ -171,6 +161,14 @@ def test_model_config_as_tritonclient_reads_it(v2_client: triton.InferenceServer
         assert config.parameters["indices.datatypes"].string_value == (
             "INT64, INT32, UINT64, UINT32")
         assert config.parameters["axis.datatypes"].string_value == "INT64, INT32"
+    # pad's mode and value are text: one BYTES element (Triton's TYPE_STRING), optional.
+    config = v2_client.get_model_config("pad", "1").config
+    assert [(i.name, model_config_pb2.DataType.Name(i.data_type), list(i.dims), i.optional)
+            for i in config.input] == [
+        ("input", "TYPE_FP32", [-1], False), ("start_padding", "TYPE_INT64", [-1], False),
+        ("end_padding", "TYPE_INT64", [-1], False), ("mode", "TYPE_STRING", [1], True),
+        ("value", "TYPE_STRING", [1], True)]
+    assert config.parameters["value.datatypes"].string_value == "BYTES"
     with pytest.raises(InferenceServerException) as error:
         v2_client.get_model_config("resnet50")
     assert error.value.status() == "StatusCode.NOT_FOUND"

@@ -50,7 +50,7 @@ def test_public_cases_through_system_shared_memory(
     v2_client: triton.InferenceServerClient, region, cases_dir: Path
 ) -> None:
     cases = shm_cases(cases_dir)
-    assert len(cases) == 11 * CASES_PER_OPERATOR
+    assert len(cases) == 12 * CASES_PER_OPERATOR
     for v2 in cases:
         name = v2.case.name
         inputs = _inputs(v2)

@@ -20,7 +20,7 @@ from tritonclient.utils import InferenceServerException
 from conftest import Tensord
 from tensorop_client.cases import HostTensor
 from tensorop_client.tensors import numpy_dtype
-from v2_cases import PARAMETERS, V2Case, data_inputs, run_public_cases, split_sizes
+from v2_cases import V2Case, data_inputs, parameter_tensors, run_public_cases
 
 # The HTTP status of each gRPC code a case expects (server/wire/status_map.cc ToHttpStatus).
 HTTP_STATUS = {"INVALID_ARGUMENT": "400", "NOT_FOUND": "404", "RESOURCE_EXHAUSTED": "429",
@@ -54,16 +54,9 @@ def _inputs(v2: V2Case, binary: bool) -> list[triton.InferInput]:
         else:
             item._data = [v.item() for v in array]
         inputs.append(item)
-    attrs = getattr(request, v2.op)
-    parameters = [(name, getattr(attrs, name)) for name in PARAMETERS[v2.op]]
-    if v2.op == "split":
-        parameters.append(("split", split_sizes(request)))
-    for name, value in parameters:
-        values = [value] if isinstance(value, int) else list(value)
-        if not values and name not in ("begin", "end", "sizes", "split"):
-            continue  # optional: absent reads as the default
-        item = triton.InferInput(name, [len(values)], "INT64")
-        item.set_data_from_numpy(np.array(values, dtype=np.int64), binary_data=binary)
+    for name, datatype, array in parameter_tensors(v2):
+        item = triton.InferInput(name, list(array.shape), datatype)
+        item.set_data_from_numpy(array, binary_data=binary)
         inputs.append(item)
     return inputs
 
@@ -185,6 +178,7 @@ def test_health_metadata_and_repository(http_client: triton.InferenceServerClien
         ("scatter_elements", "1", "READY"), ("transpose", "1", "READY"),
         ("reshape", "1", "READY"), ("expand", "1", "READY"), ("tile", "1", "READY"),
         ("gather", "1", "READY"), ("gather_elements", "1", "READY"), ("join", "1", "READY"),
+        ("pad", "1", "READY"),
     ]
 
 

@@ -48,7 +48,7 @@ def test_public_cases_through_system_shared_memory_over_http(
     v2_http: triton.InferenceServerClient, http_region, cases_dir: Path
 ) -> None:
     cases = shm_cases(cases_dir)
-    assert len(cases) == 11 * CASES_PER_OPERATOR
+    assert len(cases) == 12 * CASES_PER_OPERATOR
     for v2 in cases:
         name = v2.case.name
         # Parameter tensors travel in the request, as binary parts.

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 from tritonclient.utils import InferenceServerException
 
 from tensorop_client.cases import Case, load_cases
@@ -28,19 +29,23 @@ PARAMETERS = {
     "gather": ["axis"],
     "gather_elements": ["axis"],
     "join": ["axis"],
+    "pad": ["start_padding", "end_padding", "mode", "value"],
 }
+# Parameters whose value is text: one BYTES element (shape [1]), absent when empty.
+TEXT_PARAMETERS = {"mode", "value"}
 DATA_INPUTS = {"slice": ["input"], "strided_slice": ["input"], "split": ["input"],
                "scatter_elements": ["input", "indices", "updates"], "transpose": ["input"],
                "reshape": ["input"], "expand": ["input"], "tile": ["input"],
-               "gather": ["input", "indices"], "gather_elements": ["input", "indices"]}
+               "gather": ["input", "indices"], "gather_elements": ["input", "indices"],
+               "pad": ["input"]}
 # join's data inputs are numbered (inputs_0, inputs_1, ...): the case's own, see data_inputs.
 # The public cases excluded by the rules above, by rule; a change in the public
 # cases shows up here rather than as silently skipped cases. strided: 5 each of
 # slice and gather, 4 each of transpose, reshape, expand, tile and gather_elements,
-# 2 of join (per operator, one with output strides, the rest with strided inputs or
-# broadcast indices); output sizes: slice/invalid_zero_stride,
+# 2 of join, 3 of pad (per operator, one with output strides, the rest with strided
+# inputs or broadcast indices); output sizes: slice/invalid_zero_stride,
 # slice/invalid_output_too_large and transpose/invalid_output_sizes.
-EXPECTED_EXCLUDED = {"strided": 32, "output sizes": 3}
+EXPECTED_EXCLUDED = {"strided": 35, "output sizes": 3}
 
 
 def data_inputs(op: str, request) -> list[str]:
@@ -96,6 +101,28 @@ def public_cases(cases_dir: Path) -> list[V2Case]:
             assert loaded.case is not None, f"{loaded.name}: {loaded.error}"
             cases.append(classify(loaded.case))
     return cases
+
+
+def parameter_tensors(v2: V2Case) -> list[tuple[str, str, Any]]:
+    """The model's parameter tensors for the case: (name, datatype, numpy array),
+    INT64 lists and text as one BYTES element; an optional one left out when the
+    case leaves it empty (absent reads as the default)."""
+    request = v2.case.request
+    attrs = getattr(request, v2.op)
+    tensors = []
+    for name in PARAMETERS[v2.op]:
+        value = getattr(attrs, name)
+        if name in TEXT_PARAMETERS:
+            if value:
+                tensors.append((name, "BYTES", np.array([value.encode()], dtype=np.object_)))
+            continue
+        values = [value] if isinstance(value, int) else list(value)
+        if not values and name not in ("begin", "end", "sizes"):
+            continue
+        tensors.append((name, "INT64", np.array(values, dtype=np.int64)))
+    if v2.op == "split":
+        tensors.append(("split", "INT64", np.array(split_sizes(request), dtype=np.int64)))
+    return tensors
 
 
 def split_sizes(request) -> list[int]:

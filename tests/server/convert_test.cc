@@ -97,7 +97,7 @@ TEST(ToOpRequestTest, MissingOpIsInvalid) {
   EXPECT_THAT(ToOpRequest(request),
               StatusIs(absl::StatusCode::kInvalidArgument,
                        "op: none of slice, strided_slice, split, scatter_elements, transpose, "
-                       "reshape, expand, tile, gather, gather_elements, join is set"));
+                       "reshape, expand, tile, gather, gather_elements, join, pad is set"));
 }
 
 TEST(ToOpRequestTest, SliceAttrsStridesAndOutputsCarryOver) {

@@ -504,6 +504,48 @@ TEST(HostileSurfacesTest, JoinsOfManyBroadcastInputsAreRefusedAtTheirLimits) {
   budgeted.ExpectNothingHeld();
 }
 
+// Pad makes its output from a border: one byte padded to 4 GiB - 2 elements is
+// within the element limit and refused at the budget; a megabyte of digits as
+// the value is refused unread; reflections wider than the input in six
+// dimensions are refused by their copies' count before a plan is made. The
+// server still answers and nothing stays reserved.
+TEST(HostileSurfacesTest, PadsOfHugeBordersLongValuesAndManyRunsAreRefusedAtTheirLimits) {
+  BudgetOnlyServer budgeted;
+  auto stub = Stub(budgeted.server);
+  const auto pad_of = [](std::vector<int64_t> sizes, std::vector<int64_t> start,
+                         std::vector<int64_t> end, const std::string& mode,
+                         const std::string& value) {
+    v1::RunRequest request;
+    v1::PadAttrs& pad = *request.mutable_pad();
+    pad.mutable_start_padding()->Assign(start.begin(), start.end());
+    pad.mutable_end_padding()->Assign(end.begin(), end.end());
+    pad.set_mode(mode);
+    pad.set_value(value);
+    int64_t elements = 1;
+    for (int64_t size : sizes) elements *= size;
+    (*request.mutable_inputs())["input"] =
+        MakeTensor(v1::UINT8, sizes, std::string(static_cast<size_t>(elements), 'x'));
+    request.add_outputs()->set_keep(true);
+    return request;
+  };
+  v1::RunResponse response;
+  grpc::ClientContext border_context;
+  EXPECT_THAT(
+      stub->Run(&border_context, pad_of({1}, {(int64_t{1} << 32) - 2}, {0}, "", "7"), &response),
+      RefusedAtTheBudget());
+  grpc::ClientContext value_context;
+  EXPECT_THAT(
+      stub->Run(&value_context, pad_of({2}, {1}, {1}, "", std::string(1 << 20, '9')), &response),
+      GrpcStatusIs(grpc::StatusCode::INVALID_ARGUMENT,
+                   "pad.value has 1048576 characters; at most 1024 are read"));
+  grpc::ClientContext runs_context;
+  const std::vector<int64_t> fours(6, 4), ones(6, 1), wide(6, 12);
+  EXPECT_THAT(stub->Run(&runs_context, pad_of(fours, ones, wide, "reflect", ""), &response),
+              GrpcStatusIs(grpc::StatusCode::RESOURCE_EXHAUSTED,
+                           HasSubstr("pad in reflect mode takes 15625 copies here")));
+  budgeted.ExpectNothingHeld();
+}
+
 // 9. With tokens, bob listed alice's region, read it, wrote it and
 // unregistered it. Now regions belong to their identity, as handles do.
 TEST(HostileSurfacesTest, WithTokensARegionIsInvisibleToOtherIdentities) {

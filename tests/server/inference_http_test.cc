@@ -87,7 +87,7 @@ TEST(InferenceHttpTest, HealthMetadataAndIndex) {
   auto index = client->Post("/v2/repository/index", "", "application/json");
   ASSERT_TRUE(index);
   EXPECT_EQ(index->status, 200);
-  EXPECT_EQ(Json::parse(index->body).size(), 11u);
+  EXPECT_EQ(Json::parse(index->body).size(), 12u);
   EXPECT_EQ(Json::parse(index->body)[0]["name"], "slice");
 
   auto route = client->Get("/v2/nothing");

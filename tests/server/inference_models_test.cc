@@ -67,12 +67,12 @@ TEST(InferenceModelsTest, Int32ParametersAreWidenedToTheNativeInt64Attributes) {
 TEST(InferenceModelsTest, ModelsAreTheOperators) {
   EXPECT_THAT(InferenceModelNames(),
               ElementsAre("slice", "strided_slice", "split", "scatter_elements", "transpose",
-                          "reshape", "expand", "tile", "gather", "gather_elements", "join"));
+                          "reshape", "expand", "tile", "gather", "gather_elements", "join", "pad"));
 }
 
 // Each model is made from its operator's row and attributes message: a new
 // operator is a model with nothing written here, and an attribute of a type
-// the models cannot take yet (not INT64) fails this test.
+// the models cannot take yet (not INT64, not one string) fails this test.
 TEST(InferenceModelsTest, EachModelIsItsOperatorsInputsThenItsAttributes) {
   for (const OperatorInfo& op : kOperators) {
     SCOPED_TRACE(std::string(op.name));
@@ -90,8 +90,14 @@ TEST(InferenceModelsTest, EachModelIsItsOperatorsInputsThenItsAttributes) {
       names.push_back(input.name());
       const google::protobuf::FieldDescriptor* attribute = attrs.FindFieldByName(input.name());
       if (attribute == nullptr) continue;
-      EXPECT_EQ(attribute->cpp_type(), google::protobuf::FieldDescriptor::CPPTYPE_INT64)
-          << input.name() << ": v2 models take INT64 parameters only";
+      if (attribute->cpp_type() == google::protobuf::FieldDescriptor::CPPTYPE_STRING) {
+        EXPECT_FALSE(attribute->is_repeated()) << input.name() << ": one string per attribute";
+        EXPECT_EQ(input.datatype(), "BYTES") << input.name();
+      } else {
+        EXPECT_EQ(attribute->cpp_type(), google::protobuf::FieldDescriptor::CPPTYPE_INT64)
+            << input.name() << ": v2 models take INT64 and text parameters only";
+        EXPECT_EQ(input.datatype(), "INT64") << input.name();
+      }
       EXPECT_THAT(input.shape(), ElementsAre(attribute->is_repeated() ? -1 : 1)) << input.name();
     }
     EXPECT_EQ(names, expected);
@@ -263,6 +269,48 @@ TEST(InferenceModelsTest, JoinTakesNumberedInputs) {
   EXPECT_EQ(answer.config().parameters().at("inputs").string_value(),
             "inputs_0 ... inputs_{n-1}, one or more (at most 4096), numbered without gaps, of one "
             "datatype; joined in that order");
+}
+
+// pad's mode and value are text: one BYTES element each (Triton's serialization
+// in raw bytes, or bytes_contents), read exactly as sent.
+TEST(InferenceModelsTest, PadTakesItsTextParametersAsOneBytesElement) {
+  const auto text = [](const std::string& value) {
+    const uint32_t length = static_cast<uint32_t>(value.size());
+    return std::string(reinterpret_cast<const char*>(&length), sizeof length) + value;
+  };
+  inference::ModelInferRequest request;
+  request.set_model_name("pad");
+  AddRaw(request, "input", "UINT64", {2}, Bytes(std::vector<uint64_t>{1, 2}));
+  AddInt64(request, "start_padding", {1});
+  AddInt64(request, "end_padding", {2});
+  AddRaw(request, "value", "BYTES", {1}, text("18446744073709551615"));
+  // Copies made before a conversion takes the bytes.
+  inference::ModelInferRequest reflected = request;
+  AddRaw(reflected, "mode", "BYTES", {1}, text("reflect"));
+  inference::ModelInferRequest as_int = request;
+  AddInt64(as_int, "mode", {1});
+  inference::ModelInferRequest cut = request;
+  AddRaw(cut, "mode", "BYTES", {1}, text("edge").substr(0, 6));
+  inference::ModelInferRequest two = request;
+  AddRaw(two, "mode", "BYTES", {2}, text("edge") + text("edge"));
+  ASSERT_OK_AND_ASSIGN(v1::RunRequest run, ToRunRequest(request));
+  ASSERT_TRUE(run.has_pad());
+  EXPECT_EQ(run.pad().mode(), "");  // left out: constant
+  EXPECT_EQ(run.pad().value(), "18446744073709551615");
+  EXPECT_THAT(run.pad().end_padding(), ElementsAre(2));
+  ASSERT_OK_AND_ASSIGN(run, ToRunRequest(reflected));
+  EXPECT_EQ(run.pad().mode(), "reflect");
+
+  EXPECT_THAT(
+      ToRunRequest(as_int),
+      StatusIs(absl::StatusCode::kInvalidArgument,
+               "pad: input \"mode\" has datatype \"INT64\"; it must be BYTES (one string)"));
+  EXPECT_THAT(ToRunRequest(cut),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       "pad: input \"mode\" has 6 raw bytes; one BYTES element is its 4-byte "
+                       "little-endian length, then that many bytes"));
+  EXPECT_THAT(ToRunRequest(two), StatusIs(absl::StatusCode::kInvalidArgument,
+                                          "pad: input \"mode\" has shape [2]; it must be [1]"));
 }
 
 TEST(InferenceModelsTest, StridedSliceTakesOptionalMasksAndLeavesOutputSizesToTheOperator) {

@@ -378,9 +378,9 @@ TEST_F(InferenceTest, RepositoryIndexAndStatistics) {
       EXPECT_EQ(model.state(), "READY");
       EXPECT_EQ(model.version(), "1");
     }
-    EXPECT_THAT(names,
-                ElementsAre("slice", "strided_slice", "split", "scatter_elements", "transpose",
-                            "reshape", "expand", "tile", "gather", "gather_elements", "join"));
+    EXPECT_THAT(names, ElementsAre("slice", "strided_slice", "split", "scatter_elements",
+                                   "transpose", "reshape", "expand", "tile", "gather",
+                                   "gather_elements", "join", "pad"));
   }
   inference::ModelInferRequest bad = InferSliceRequest();
   *bad.mutable_raw_input_contents(3) = Bytes<int64_t>({1, 0});

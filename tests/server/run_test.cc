@@ -137,7 +137,7 @@ TEST_F(RunTest, RequestWithoutOpIsInvalid) {
               GrpcStatusIs(grpc::StatusCode::INVALID_ARGUMENT,
                            "op: none of slice, strided_slice, split, "
                            "scatter_elements, transpose, reshape, expand, tile, gather, "
-                           "gather_elements, join is set"));
+                           "gather_elements, join, pad is set"));
 }
 
 TEST_F(RunTest, UnspecifiedDtypeIsNamedByInput) {

@@ -442,6 +442,36 @@ Expected ReferenceJoin(int64_t axis, const std::vector<OwnedTensor>& inputs) {
   return expected;
 }
 
+Expected ReferencePad(const PadAttrs& attrs, uint64_t value_bits, const OwnedTensor& input) {
+  const std::vector<int64_t>& sizes = input.desc.sizes;
+  Expected expected;
+  for (size_t i = 0; i < sizes.size(); ++i) {
+    expected.sizes.push_back(sizes[i] + attrs.start_padding[i] + attrs.end_padding[i]);
+  }
+  const std::string mode = attrs.mode.empty() ? "constant" : attrs.mode;
+  std::vector<int64_t> source(sizes.size());
+  ForEachCoord(expected.sizes, [&](std::span<const int64_t> c) {
+    bool outside = false;
+    for (size_t i = 0; i < sizes.size(); ++i) {
+      const int64_t n = sizes[i];
+      const int64_t t = c[i] - attrs.start_padding[i];
+      if (t >= 0 && t < n) {
+        source[i] = t;
+      } else if (mode == "constant") {
+        outside = true;
+      } else if (mode == "edge") {
+        source[i] = std::min(std::max(t, int64_t{0}), n - 1);
+      } else {
+        const int64_t p = mode == "reflect" ? 2 * n - 2 : 2 * n;
+        const int64_t m = ((t % p) + p) % p;
+        source[i] = m < n ? m : (mode == "reflect" ? p - m : p - 1 - m);
+      }
+    }
+    expected.values.push_back(outside ? value_bits : ElementBits(input.desc, input.bytes, source));
+  });
+  return expected;
+}
+
 ::testing::AssertionResult OutputMatches(const OwnedOutput& output, const Expected& expected) {
   const Layout& layout = output.layout;
   if (layout.sizes != expected.sizes) {

@@ -128,6 +128,8 @@ Expected ReferenceGather(int64_t axis, const OwnedTensor& input, const OwnedTens
 Expected ReferenceJoin(int64_t axis, const std::vector<OwnedTensor>& inputs);
 Expected ReferenceGatherElements(int64_t axis, const OwnedTensor& input,
                                  const OwnedTensor& indices);
+// OPERATORS.md "Pad"'s formula per dimension; `value_bits` in constant mode.
+Expected ReferencePad(const PadAttrs& attrs, uint64_t value_bits, const OwnedTensor& input);
 
 // The output has the expected sizes, its layout's strides, and every logical
 // element's bits equal the expected ones; padding bytes stay zero.

@@ -28,8 +28,8 @@ struct OwnedTensor {
   TensorView view() const { return TensorView{desc, bytes}; }
 };
 
-OwnedTensor Zeros(DType dtype, std::vector<int64_t> sizes, std::vector<int64_t> strides = {},
-                  int64_t buffer_elements = -1) {
+OwnedTensor ZeroTensor(DType dtype, std::vector<int64_t> sizes, std::vector<int64_t> strides = {},
+                       int64_t buffer_elements = -1) {
   if (buffer_elements < 0) {
     buffer_elements = 1;
     for (int64_t size : sizes) buffer_elements *= size;
@@ -44,9 +44,9 @@ class ScatterElementsPlanTest : public ::testing::Test {
  protected:
   // Default: input float32 [3, 4], indices int64 [2, 4], updates float32 [2, 4].
   ScatterElementsPlanTest()
-      : input_(Zeros(DType::kFloat32, {3, 4})),
-        indices_(Zeros(DType::kInt64, {2, 4})),
-        updates_(Zeros(DType::kFloat32, {2, 4})) {}
+      : input_(ZeroTensor(DType::kFloat32, {3, 4})),
+        indices_(ZeroTensor(DType::kInt64, {2, 4})),
+        updates_(ZeroTensor(DType::kFloat32, {2, 4})) {}
 
   void Plan(int64_t axis, std::vector<OutputDesc> outputs = {}) {
     ASSERT_OK_AND_ASSIGN(
@@ -108,9 +108,9 @@ TEST_F(ScatterElementsPlanTest, OuterAxisWalkHasNoOutputStrideAlongTheAxis) {
 }
 
 TEST_F(ScatterElementsPlanTest, InnerAxisWalkPartitionsTheRows) {
-  input_ = Zeros(DType::kFloat64, {3, 4});
-  indices_ = Zeros(DType::kInt32, {3, 2});
-  updates_ = Zeros(DType::kFloat64, {3, 2});
+  input_ = ZeroTensor(DType::kFloat64, {3, 4});
+  indices_ = ZeroTensor(DType::kInt32, {3, 2});
+  updates_ = ZeroTensor(DType::kFloat64, {3, 2});
   Plan(1);
   EXPECT_EQ(walk_.element_size, 8);
   EXPECT_EQ(walk_.index_size, 4);
@@ -127,21 +127,21 @@ TEST_F(ScatterElementsPlanTest, InnerAxisWalkPartitionsTheRows) {
 }
 
 TEST_F(ScatterElementsPlanTest, UnsignedIndexDtypesAreMarkedUnsigned) {
-  indices_ = Zeros(DType::kUint32, {2, 4});
+  indices_ = ZeroTensor(DType::kUint32, {2, 4});
   Plan(0);
   EXPECT_FALSE(walk_.index_signed);
   EXPECT_EQ(walk_.index_size, 4);
 
-  indices_ = Zeros(DType::kUint64, {2, 4});
+  indices_ = ZeroTensor(DType::kUint64, {2, 4});
   Plan(0);
   EXPECT_FALSE(walk_.index_signed);
   EXPECT_EQ(walk_.index_size, 8);
 }
 
 TEST_F(ScatterElementsPlanTest, SizeOneDimensionsAreDroppedFromTheWalk) {
-  input_ = Zeros(DType::kFloat32, {2, 1, 5});
-  indices_ = Zeros(DType::kUint32, {2, 1, 3});
-  updates_ = Zeros(DType::kFloat32, {2, 1, 3});
+  input_ = ZeroTensor(DType::kFloat32, {2, 1, 5});
+  indices_ = ZeroTensor(DType::kUint32, {2, 1, 3});
+  updates_ = ZeroTensor(DType::kFloat32, {2, 1, 3});
   Plan(2);
   EXPECT_EQ(walk_.axis_size, 5);
   EXPECT_EQ(walk_.element_count, 6);
@@ -155,8 +155,8 @@ TEST_F(ScatterElementsPlanTest, SizeOneDimensionsAreDroppedFromTheWalk) {
 }
 
 TEST_F(ScatterElementsPlanTest, SizeOneAxisIsDroppedFromTheWalk) {
-  indices_ = Zeros(DType::kInt32, {1, 4});
-  updates_ = Zeros(DType::kFloat32, {1, 4});
+  indices_ = ZeroTensor(DType::kInt32, {1, 4});
+  updates_ = ZeroTensor(DType::kFloat32, {1, 4});
   Plan(0);
   EXPECT_THAT(walk_.sizes, ElementsAre(4));
   EXPECT_THAT(walk_.output_strides, ElementsAre(4));
@@ -167,9 +167,9 @@ TEST_F(ScatterElementsPlanTest, SizeOneAxisIsDroppedFromTheWalk) {
 
 TEST_F(ScatterElementsPlanTest, SizeOneOutputAxisMayHaveAnyStride) {
   // A size-1 dimension's stride addresses nothing, so any value >= 1 is valid.
-  input_ = Zeros(DType::kFloat32, {1, 4});
-  indices_ = Zeros(DType::kInt32, {1, 4});
-  updates_ = Zeros(DType::kFloat32, {1, 4});
+  input_ = ZeroTensor(DType::kFloat32, {1, 4});
+  indices_ = ZeroTensor(DType::kInt32, {1, 4});
+  updates_ = ZeroTensor(DType::kFloat32, {1, 4});
   Plan(0, {OutputDesc{{1, 4}, {std::numeric_limits<int64_t>::max(), 1}}});
   EXPECT_THAT(walk_.sizes, ElementsAre(4));
   EXPECT_THAT(walk_.output_strides, ElementsAre(4));
@@ -177,9 +177,9 @@ TEST_F(ScatterElementsPlanTest, SizeOneOutputAxisMayHaveAnyStride) {
 }
 
 TEST_F(ScatterElementsPlanTest, OnlyTheAxisLeftMeansOneBlock) {
-  input_ = Zeros(DType::kFloat32, {3, 1});
-  indices_ = Zeros(DType::kInt32, {5, 1});
-  updates_ = Zeros(DType::kFloat32, {5, 1});
+  input_ = ZeroTensor(DType::kFloat32, {3, 1});
+  indices_ = ZeroTensor(DType::kInt32, {5, 1});
+  updates_ = ZeroTensor(DType::kFloat32, {5, 1});
   Plan(0);
   EXPECT_THAT(walk_.sizes, ElementsAre(5));
   EXPECT_THAT(walk_.output_strides, ElementsAre(0));
@@ -188,9 +188,9 @@ TEST_F(ScatterElementsPlanTest, OnlyTheAxisLeftMeansOneBlock) {
 }
 
 TEST_F(ScatterElementsPlanTest, RankOneIsOneBlock) {
-  input_ = Zeros(DType::kUint8, {5});
-  indices_ = Zeros(DType::kInt64, {7});
-  updates_ = Zeros(DType::kUint8, {7});
+  input_ = ZeroTensor(DType::kUint8, {5});
+  indices_ = ZeroTensor(DType::kInt64, {7});
+  updates_ = ZeroTensor(DType::kUint8, {7});
   Plan(0);
   EXPECT_EQ(walk_.element_size, 1);
   EXPECT_THAT(walk_.sizes, ElementsAre(7));
@@ -203,9 +203,9 @@ TEST_F(ScatterElementsPlanTest, RankOneIsOneBlock) {
 }
 
 TEST_F(ScatterElementsPlanTest, StridedTensorsGiveTheirOwnByteStrides) {
-  indices_ = Zeros(DType::kInt32, {2, 4}, {5, 1}, 9);    // padded rows
-  updates_ = Zeros(DType::kFloat32, {2, 4}, {1, 2}, 8);  // column-major
-  Plan(0, {OutputDesc{{3, 4}, {1, 3}}});                 // column-major output
+  indices_ = ZeroTensor(DType::kInt32, {2, 4}, {5, 1}, 9);    // padded rows
+  updates_ = ZeroTensor(DType::kFloat32, {2, 4}, {1, 2}, 8);  // column-major
+  Plan(0, {OutputDesc{{3, 4}, {1, 3}}});                      // column-major output
   EXPECT_THAT(walk_.sizes, ElementsAre(2, 4));
   EXPECT_THAT(walk_.indices_strides, ElementsAre(5 * 4, 1 * 4));
   EXPECT_THAT(walk_.updates_strides, ElementsAre(1 * 4, 2 * 4));

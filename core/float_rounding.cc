@@ -1,9 +1,11 @@
-#include "client/float_rounding.h"
+#include "core/float_rounding.h"
 
 #include <bit>
+#include <cfenv>
 #include <cstdint>
+#include <cstdlib>
 
-namespace tensorop::client {
+namespace tensorop {
 namespace {
 
 constexpr int kDoubleMantissaBits = 52;
@@ -92,4 +94,15 @@ double Float16ToDouble(uint16_t bits) {
                                (mantissa << 42));
 }
 
-}  // namespace tensorop::client
+// glibc's strtod rounds in the current rounding mode.
+std::pair<double, double> DecimalBounds(const std::string& text) {
+  const int saved = std::fegetround();
+  std::fesetround(FE_DOWNWARD);
+  const double low = std::strtod(text.c_str(), nullptr);
+  std::fesetround(FE_UPWARD);
+  const double high = std::strtod(text.c_str(), nullptr);
+  std::fesetround(saved);
+  return {low, high};
+}
+
+}  // namespace tensorop

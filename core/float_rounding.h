@@ -5,12 +5,14 @@
 // binary16, with round-to-nearest-even. They report when the double lay exactly
 // halfway between two narrow values, because only then can that second rounding
 // differ from rounding the decimal text directly (see case_format.cc).
-#ifndef TENSOROP_CLIENT_FLOAT_ROUNDING_H_
-#define TENSOROP_CLIENT_FLOAT_ROUNDING_H_
+#ifndef TENSOROP_CORE_FLOAT_ROUNDING_H_
+#define TENSOROP_CORE_FLOAT_ROUNDING_H_
 
 #include <cstdint>
+#include <string>
+#include <utility>
 
-namespace tensorop::client {
+namespace tensorop {
 
 // A rounded value's bit pattern, and whether the input was exactly halfway
 // between two representable values (so ties-to-even decided).
@@ -39,6 +41,11 @@ double Float16ToDouble(uint16_t bits);
 // NaN payloads kept as Float16ToDouble keeps them.
 double Bfloat16ToDouble(uint16_t bits);
 
-}  // namespace tensorop::client
+// The doubles just below and just above the exact value of decimal text (equal
+// when it is exact): where a double is a tie for a narrower format, they say
+// which way the text itself rounds.
+std::pair<double, double> DecimalBounds(const std::string& text);
 
-#endif  // TENSOROP_CLIENT_FLOAT_ROUNDING_H_
+}  // namespace tensorop
+
+#endif  // TENSOROP_CORE_FLOAT_ROUNDING_H_

@@ -1,4 +1,4 @@
-#include "client/float_rounding.h"
+#include "core/float_rounding.h"
 
 #include <bit>
 #include <cmath>
@@ -7,7 +7,7 @@
 
 #include "gtest/gtest.h"
 
-namespace tensorop::client {
+namespace tensorop {
 namespace {
 
 TEST(Float16Test, EveryBitPatternRoundTripsThroughDouble) {
@@ -163,4 +163,4 @@ TEST(Bfloat16Test, MatchesRoundingTheFloat32Bits) {
 }
 
 }  // namespace
-}  // namespace tensorop::client
+}  // namespace tensorop
