@@ -12,7 +12,7 @@ errors as Client; progress callbacks run on the event loop. Handles too:
 `await client.chain(steps, results)`, with Client.chain's Steps. The
 operators' own methods (Client.split, strided_slice, slice,
 scatter_elements, transpose, reshape, expand, broadcast_to, tile, take,
-gather, take_along_axis, gather_elements, concatenate, join) too:
+gather, take_along_axis, gather_elements, concatenate, join, pad) too:
 `await client.split(x, 2)`.
 """
 
@@ -34,7 +34,7 @@ from typing import Any, Concatenate, ParamSpec, TypeVar
 import grpc
 import numpy as np
 
-from tensorop_client._core import gathers, joins, operators, plans
+from tensorop_client._core import gathers, joins, operators, pads, plans
 from tensorop_client._core.chains import ChainResultLike, StepLike
 from tensorop_client._core.errors import TensorOpError
 from tensorop_client._core.handles import HandleLike, _Remote
@@ -189,6 +189,7 @@ class AsyncClient(_Transport[AsyncRemoteTensor]):
         joins.concatenate, "Client.concatenate.", "np.ndarray | AsyncRemoteTensor"
     )
     join = _awaiting(joins.join, "Client.join.", "np.ndarray | AsyncRemoteTensor")
+    pad = _awaiting(pads.pad, "Client.pad.", "np.ndarray | AsyncRemoteTensor")
 
     def _remote(self, handle: pb.TensorHandle) -> AsyncRemoteTensor:
         return AsyncRemoteTensor(self, handle)

@@ -15,9 +15,10 @@ from pathlib import Path
 from typing import Any
 
 import grpc
+from google.protobuf.descriptor import FieldDescriptor
 
 from tensorop_client._proto import tensorop_pb2 as pb
-from tensorop_client.client import set_attrs
+from tensorop_client.client import OPS, set_attrs
 from tensorop_client.element_codec import DTYPES, element_bytes, int64_value
 from tensorop_client.exact_json import CaseError, FloatText, describe, parse_json
 from tensorop_client.tensors import numpy_dtype
@@ -59,6 +60,27 @@ def _required(obj: dict[str, Any], key: str) -> Any:
     if key not in obj:
         raise CaseError(f'missing field "{key}"')
     return obj[key]
+
+
+def _is_text_attribute(op: str, key: str) -> bool:
+    """Whether attribute `key` of `op` is a text field (pad's mode and value)."""
+    if op not in OPS:
+        return False  # set_attrs names the operator
+    field = getattr(pb.RunRequest(), op).DESCRIPTOR.fields_by_name.get(key)
+    return field is not None and field.type == FieldDescriptor.TYPE_STRING
+
+
+def _attribute_text(value: Any, where: str) -> str:
+    """A text attribute's JSON value, as case_format.cc reads it: a string as
+    it is, a number as its JSON text (a float's decimal text as written, so
+    that the server rounds it once), a bool as "true" or "false"."""
+    if isinstance(value, str):  # FloatText too: the number's text
+        return str(value)
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int):
+        return str(value)
+    raise CaseError(f"{where}: expected a string, number or bool, got {describe(value)}")
 
 
 @dataclass
@@ -135,10 +157,12 @@ def case_from_json(obj: Any) -> Case:
     attrs = obj.get("attrs", {})
     if not isinstance(attrs, dict):
         raise CaseError(f"attrs: expected an object, got {describe(attrs)}")
-    values: dict[str, int | list[int]] = {}
+    values: dict[str, int | str | list[int]] = {}
     for key, value in attrs.items():
         where = f"attrs.{key}"
-        if isinstance(value, list):
+        if _is_text_attribute(op, key):
+            values[key] = _attribute_text(value, where)
+        elif isinstance(value, list):
             values[key] = _int64_list(value, where)
         else:
             with _within(f"{where}: "):

@@ -59,6 +59,7 @@ conventions where NumPy has the operation, over the same core as `run`
     client.take(x, [2, 0], axis=1)  # numpy.take(x, [2, 0], axis=1); gather's axis defaults to 0
     client.take_along_axis(x, order, axis=1)  # numpy.take_along_axis; also gather_elements
     client.concatenate([x, y], axis=-1)  # numpy.concatenate; also join, DirectML's name
+    client.pad(x, ((1, 0), (2, 2)), "reflect")  # numpy.pad(x, ((1, 0), (2, 2)), "reflect")
 """
 
 # The work is done by a core without I/O (tensorop_client._core: requests,
@@ -77,7 +78,7 @@ from typing import Any, Concatenate, ParamSpec, TypeVar
 import grpc
 import numpy as np
 
-from tensorop_client._core import gathers, joins, operators, plans
+from tensorop_client._core import gathers, joins, operators, pads, plans
 from tensorop_client._core.chains import (
     ChainResultLike,
     Step,
@@ -399,6 +400,7 @@ class Client(_Transport[RemoteTensor]):
     gather_elements = _blocking(gathers.gather_elements, returns="np.ndarray | RemoteTensor")
     concatenate = _blocking(joins.concatenate, returns="np.ndarray | RemoteTensor")
     join = _blocking(joins.join, returns="np.ndarray | RemoteTensor")
+    pad = _blocking(pads.pad, returns="np.ndarray | RemoteTensor")
 
     def _remote(self, handle: pb.TensorHandle) -> RemoteTensor:
         return RemoteTensor(self, handle)

@@ -240,7 +240,7 @@ def run_request_in_region(client: Client, request: pb.RunRequest, name: str) -> 
     as arrays read from it: the answer client.run_request(request) gives, through
     shared memory. A request without outputs gets them described (scatter:
     the input's sizes; transpose, reshape, expand, tile, gather,
-    gather_elements and join: the sizes that follow from the inputs,
+    gather_elements, join and pad: the sizes that follow from the inputs,
     shapes.derived_output_sizes; strided_slice: a plain Run's); outputs
     without sizes get room for as many elements as the inputs hold. The
     region is unregistered and unlinked afterwards."""
@@ -250,7 +250,7 @@ def run_request_in_region(client: Client, request: pb.RunRequest, name: str) -> 
     shared.CopyFrom(request)
     # Outputs left to the server get a description, so they too go to the
     # region: scatter's, transpose's, reshape's, expand's, tile's, the
-    # gathers' and join's sizes follow from the inputs (derived_output_sizes;
+    # gathers', join's and pad's sizes follow from the inputs (derived_output_sizes;
     # a request it refuses goes without, for the server to name what is
     # wrong), strided_slice's are asked of the server with a plain Run.
     op = shared.WhichOneof("op")

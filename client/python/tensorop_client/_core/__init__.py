@@ -17,6 +17,7 @@ classes that can be tested without a server.
     operators.py each operator's own method (Client.split, strided_slice, ...) as a plan
     gathers.py   take, gather, take_along_axis and gather_elements, the same way
     joins.py     concatenate and join, the same way
+    pads.py      pad, the same way: numpy.pad's pad_width, modes and constant_values
     trace.py     the W3C traceparent in force (a context variable) and the metadata it makes
 
 The transports make the gRPC calls a plan yields (plans.Call) and hand back

@@ -212,7 +212,7 @@ def run(
     1 + (window_sizes[i] - 1) // |window_strides[i]| (an Output with
     strides and no sizes gets those sizes too), and those of
     strided_slice, scatter_elements, transpose, reshape, expand, tile,
-    gather, gather_elements and join follow from the inputs.
+    gather, gather_elements, join and pad follow from the inputs.
 
     `keep`: every output stays on the server and comes back as a
     RemoteTensor.

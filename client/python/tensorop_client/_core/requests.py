@@ -12,6 +12,7 @@ from typing import Any
 
 import numpy as np
 import numpy.typing as npt
+from google.protobuf.descriptor import FieldDescriptor
 
 from tensorop_client._core.handles import _refer, _Remote
 from tensorop_client._core.shapes import (
@@ -33,7 +34,9 @@ from tensorop_client.wire import encode_request, pieces_bytes, request_meta
 BACKENDS: dict[str, int] = {"auto": pb.AUTO, "cpu": pb.CPU, "opencl": pb.OPENCL}
 OPS: tuple[str, ...] = tuple(f.name for f in pb.RunRequest.DESCRIPTOR.oneofs_by_name["op"].fields)
 
-Attrs = Mapping[str, int | Sequence[int]]
+# An operator's attributes by proto field name: integers, lists of them, and
+# text (pad's mode and value).
+Attrs = Mapping[str, int | str | Sequence[int]]
 
 
 @dataclass(frozen=True)
@@ -51,7 +54,7 @@ OutputLike = Output | Mapping[str, Sequence[int]] | Sequence[int]
 
 # Operators whose one output follows from the inputs: an OutputDesc is optional
 # (strided_slice, scatter_elements, transpose, reshape, expand, tile, gather,
-# gather_elements, join).
+# gather_elements, join, pad).
 _DERIVED_OUTPUT_OPS = DERIVED_SIZES
 
 
@@ -81,8 +84,9 @@ def derive_slice_output(message: pb.RunRequest | pb.ChainStep) -> None:
 
 def keep_outputs(request: pb.RunRequest) -> None:
     """Marks every output of `request` kept. strided_slice, scatter_elements,
-    transpose, reshape, expand, tile, gather, gather_elements and join derive
-    their one output: an empty OutputDesc (sizes not given) describes it."""
+    transpose, reshape, expand, tile, gather, gather_elements, join and pad
+    derive their one output: an empty OutputDesc (sizes not given) describes
+    it."""
     if not request.outputs and request.WhichOneof("op") in _DERIVED_OUTPUT_OPS:
         request.outputs.add()
     for desc in request.outputs:
@@ -103,28 +107,38 @@ def _output_desc(output: OutputLike) -> pb.OutputDesc:
 
 
 def attribute_names(op: str) -> list[str]:
-    """The attributes `op` takes, in the proto's order (its integer fields)."""
+    """The attributes `op` takes, in the proto's order (its integer fields,
+    and its text fields: pad's mode and value)."""
     fields = getattr(pb.RunRequest(), op).DESCRIPTOR.fields
-    return [f.name for f in fields if f.type == f.TYPE_INT64]
+    return [f.name for f in fields if f.type in _ATTRIBUTE_TYPES]
+
+
+# The proto field types attributes have: integers (one, or a list) and text.
+_ATTRIBUTE_TYPES = (FieldDescriptor.TYPE_INT64, FieldDescriptor.TYPE_STRING)
 
 
 def set_attrs(request: pb.RunRequest | pb.ChainStep, op: str, attrs: Attrs | None) -> None:
     """Selects `op` in the request's (or chain step's) oneof and sets its
     attributes by proto field name, so the attribute names are exactly the
-    proto's."""
+    proto's: integer fields take an integer or a list of integers, text
+    fields (pad's mode and value) a string, sent as it is."""
     if op not in OPS:
         raise ValueError(f"unknown operator {op!r} (one of {', '.join(OPS)})")
     message = getattr(request, op)
     message.SetInParent()  # an operator without attributes is still chosen
     for name, value in (attrs or {}).items():
         field = message.DESCRIPTOR.fields_by_name.get(name)
-        if field is None or field.type != field.TYPE_INT64:
+        if field is None or field.type not in _ATTRIBUTE_TYPES:
             raise ValueError(
                 f"attrs.{name}: not an attribute of {op}; its attributes are "
                 f"{', '.join(attribute_names(op))}"
             )
-        if field.is_repeated:
-            if isinstance(value, (int, np.integer)):
+        if field.type == FieldDescriptor.TYPE_STRING:
+            if not isinstance(value, str):
+                raise ValueError(f"attrs.{name}: expected a string, got {value!r}")
+            setattr(message, name, value)
+        elif field.is_repeated:
+            if isinstance(value, (int, np.integer, str)):
                 raise ValueError(f"attrs.{name}: expected a list of integers")
             getattr(message, name).extend(int(v) for v in value)
         else:
@@ -308,7 +322,7 @@ def answer_bytes_bound(request: pb.RunRequest) -> int:
     """At least the bytes of output data `request` can produce: exact where the
     caller gave the output sizes (slice, split, and the others when given) or
     they follow from the inputs (scatter_elements, transpose, reshape, expand,
-    tile, gather, gather_elements, join: derived_output_sizes), and an upper
+    tile, gather, gather_elements, join, pad: derived_output_sizes), and an upper
     bound from the inputs otherwise (a strided slice reads each input element
     at most once; a join's output holds its inputs' elements). 0 for requests
     the server will refuse anyway, which then go unary and come back with its
@@ -339,7 +353,7 @@ def answer_bytes_bound(request: pb.RunRequest) -> int:
                 getattr(request, op) if op else None,
                 {name: tensor.sizes for name, tensor in request.inputs.items()},
             )
-            if sizes is not None:  # an expand's, a tile's, a gather's or a join's may be larger
+            if sizes is not None:  # an expand's, tile's, gather's, join's or pad's may be larger
                 return _span_bytes(sizes, wanted.strides, itemsize)
         if op == "join":  # its output holds every input's elements
             elements = sum(math.prod(t.sizes) for t in request.inputs.values())

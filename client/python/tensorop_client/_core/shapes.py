@@ -1,10 +1,10 @@
 """Output layouts that follow from a request, derived without I/O: a slice's
 whole window (its output sizes when the caller gives none), a strided
 slice's sizes (docs/operators.md, StridedSlice), a scatter's, a
-transpose's, a reshape's, an expand's, a tile's, a gather's, a gather_elements'
-and a join's (docs/operators.md, Transpose, Reshape, Expand, Tile, Gather,
-GatherElements, Join), and from them the bytes of output data an answer, or a
-chain's, carries, which progress counts from its first report.
+transpose's, a reshape's, an expand's, a tile's, a gather's, a gather_elements',
+a join's and a pad's (docs/operators.md, Transpose, Reshape, Expand, Tile,
+Gather, GatherElements, Join, Pad), and from them the bytes of output data an
+answer, or a chain's, carries, which progress counts from its first report.
 
 Each derivation answers None where the request is not one the server runs
 (a stride of 0, an index out of range, ...): the request is then sent as
@@ -23,6 +23,8 @@ _MAX_STRIDED_SLICE_RANK = 32
 # The other operators' rank limit (DirectML's), which Transpose, Reshape,
 # Expand and Tile also hold their size lists to, and Gather its output.
 _MAX_RANK = 8
+# Pad's modes (docs/operators.md, Pad): "" is constant.
+PAD_MODES = ("constant", "edge", "reflect", "symmetric")
 # The most inputs one Join takes (docs/operators.md, "Limits").
 MAX_JOIN_INPUTS = 4096
 
@@ -126,8 +128,8 @@ def strided_slice_sizes(sizes: Sequence[int], attrs: pb.StridedSliceAttrs) -> li
 
 
 def _tensor_sizes_valid(sizes: Sequence[int]) -> bool:
-    """An input Transpose, Reshape, Expand, Tile, Gather and GatherElements take
-    (its indices too): rank 1..8, every size >= 1."""
+    """An input Transpose, Reshape, Expand, Tile, Gather, GatherElements and Pad
+    take (its indices too): rank 1..8, every size >= 1."""
     return 1 <= len(sizes) <= _MAX_RANK and all(n >= 1 for n in sizes)
 
 
@@ -195,6 +197,27 @@ def tile_sizes(sizes: Sequence[int], repeats: Sequence[int]) -> list[int] | None
     if any(r < 1 for r in repeats):
         return None
     out = [n * r for n, r in zip(sizes, repeats, strict=True)]
+    return out if math.prod(out) <= MAX_ELEMENTS else None
+
+
+def pad_sizes(
+    sizes: Sequence[int], start: Sequence[int], end: Sequence[int], mode: str = "constant"
+) -> list[int] | None:
+    """The sizes of a pad of an input of `sizes` by `start` and `end`
+    padding (docs/operators.md, Pad): input.sizes[i] + start[i] + end[i];
+    None for a request the server refuses (`start` or `end` of another length
+    than the rank, a count below 0, a `mode` that is none of PAD_MODES or
+    "", a reflect of a padded dimension of size 1, an output of more than
+    2^32 - 1 elements). Its `value` is not judged here."""
+    if not _tensor_sizes_valid(sizes) or not len(start) == len(end) == len(sizes):
+        return None
+    if any(n < 0 for n in (*start, *end)) or mode not in ("", *PAD_MODES):
+        return None
+    if mode == "reflect" and any(
+        n < 2 and (a or b) for n, a, b in zip(sizes, start, end, strict=True)
+    ):
+        return None
+    out = [n + a + b for n, a, b in zip(sizes, start, end, strict=True)]
     return out if math.prod(out) <= MAX_ELEMENTS else None
 
 
@@ -278,6 +301,7 @@ DERIVED_SIZES = (
     "gather",
     "gather_elements",
     "join",
+    "pad",
 )
 
 
@@ -307,6 +331,8 @@ def derived_sizes(
         return expand_sizes(sizes, list(attrs.sizes))
     if op == "tile" and isinstance(attrs, pb.TileAttrs):
         return tile_sizes(sizes, list(attrs.repeats))
+    if op == "pad" and isinstance(attrs, pb.PadAttrs):
+        return pad_sizes(sizes, list(attrs.start_padding), list(attrs.end_padding), attrs.mode)
     if indices is None:
         return None
     if op == "gather" and isinstance(attrs, pb.GatherAttrs):
@@ -345,8 +371,8 @@ def step_outputs(
     input "input" (join's: of "inputs_0", the one dtype of its inputs);
     slice's and split's sizes are the caller's, those of the others
     (DERIVED_SIZES: strided_slice, scatter_elements, transpose, reshape,
-    expand, tile, gather, gather_elements, join) follow from the inputs when
-    not given."""
+    expand, tile, gather, gather_elements, join, pad) follow from the inputs
+    when not given."""
     source = inputs.get(source_input(op))
     if op in ("slice", "split"):
         return [(source[0], tuple(o.sizes)) if source and o.sizes else None for o in outputs]
