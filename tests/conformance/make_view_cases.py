@@ -16,7 +16,8 @@ import numpy as np
 from numpy.lib.stride_tricks import as_strided
 
 NAMES = {np.bool_: "bool", np.float64: "float64", np.float32: "float32", np.float16: "float16", np.int64: "int64",
-         np.int32: "int32", np.int16: "int16", np.int8: "int8", np.uint8: "uint8", np.uint32: "uint32"}
+         np.int32: "int32", np.int16: "int16", np.int8: "int8", np.uint8: "uint8", np.uint32: "uint32",
+         np.uint16: "uint16"}
 
 
 def values(array: np.ndarray) -> list:
@@ -305,6 +306,41 @@ def cases() -> list[dict]:
         "attrs": slice_attrs([0, 1], [3, 3], [-1, 1]), "outputs": [{"sizes": [3, 3]}],
         "then": [{"op": "gather_elements", "attrs": {"axis": 1},
                   "inputs": {"indices": tensor_json(indices, [3, 2])}}],
+        "expect": expect(b)})
+
+    # Pad makes new bytes: a reflection wider than a padded uint16 input (it
+    # folds back twice), then a reversed-row window whose one contiguous run is
+    # answered from the pad's output.
+    buf = np.array([1, 2, 3, 0, 4, 5, 6, 0], dtype=np.uint16)
+    x = logical(buf, [2, 3], [4, 1])
+    a = np.pad(x, ((1, 2), (5, 4)), mode="reflect")
+    b = a[3:4, ::1]
+    made.append({
+        "name": "views/pad_then_window",
+        "source": "derived: a reflect Pad wider than a padded input, then a Slice of one row",
+        "op": "pad", "inputs": {"input": tensor_json(buf, [2, 3], [4, 1])},
+        "attrs": {"start_padding": [1, 5], "end_padding": [2, 4], "mode": "reflect"},
+        "then": [{"op": "slice", "attrs": slice_attrs([3, 0], [1, 12], [1, 1]),
+                  "outputs": [{"sizes": [1, 12]}]}],
+        "expect": expect(b)})
+
+    # A reversed window's view padded in symmetric mode and with a constant
+    # -inf: the pad reads the view through its negative strides.
+    buf = np.array([1.5, -0.0, 2.0, -3.25, 4.0, 0.125], dtype=np.float64)
+    x = logical(buf, [2, 3], None)
+    a = x[::-1, ::-1]
+    b = np.pad(np.pad(a, ((2, 1), (0, 4)), mode="symmetric"), ((0, 0), (1, 1)),
+               constant_values=-np.inf)
+    made.append({
+        "name": "views/window_then_pads",
+        "source": "derived: a reversed StridedSlice window, then a symmetric Pad and a constant one",
+        "op": "strided_slice", "inputs": {"input": tensor_json(buf, [2, 3])},
+        "attrs": {"begin": [0, 0], "end": [0, 0], "stride": [-1, -1],
+                  "begin_mask": [1, 1], "end_mask": [1, 1]},
+        "then": [{"op": "pad", "attrs": {"start_padding": [2, 0], "end_padding": [1, 4],
+                                         "mode": "symmetric"}},
+                 {"op": "pad", "attrs": {"start_padding": [0, 1], "end_padding": [0, 1],
+                                         "value": "-inf"}}],
         "expect": expect(b)})
 
     # A later step whose window does not fit the step before's output.
