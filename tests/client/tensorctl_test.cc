@@ -103,7 +103,7 @@ TEST_F(TensorctlTest, ViewCasesPassInEveryStyleOnBothBackends) {
       const CommandResult result = RunCommand(command);
       SCOPED_TRACE(absl::StrJoin(command, " "));
       EXPECT_EQ(result.exit_code, 0) << result.out << result.err;
-      EXPECT_THAT(Lines(result.out), ElementsAre("conformance: 14 passed, 0 failed"));
+      EXPECT_THAT(Lines(result.out), ElementsAre("conformance: 16 passed, 0 failed"));
     }
   }
 }
