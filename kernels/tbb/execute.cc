@@ -13,12 +13,22 @@
 
 namespace tensorop::tbb_backend {
 
-bool RunsOnCallingThread(const ExecutionPlan& plan) {
-  // Every ForEachBlock of a plan counts some of these bytes: when all of them
-  // together are under the bound, each loop is.
+namespace {
+
+// The bytes a plan's copies and fills write.
+int64_t CopiedBytes(const ExecutionPlan& plan) {
   int64_t bytes = 0;
   for (const StridedCopy& copy : plan.copies) bytes += copy.element_count * copy.element_size;
   for (const StridedCopy& fill : plan.fills) bytes += fill.element_count * fill.element_size;
+  return bytes;
+}
+
+}  // namespace
+
+bool RunsOnCallingThread(const ExecutionPlan& plan) {
+  // Every ForEachBlock of a plan counts some of these bytes: when all of them
+  // together are under the bound, each loop is.
+  int64_t bytes = CopiedBytes(plan);
   for (const ScatterWalk& walk : plan.scatters) {
     bytes += walk.element_count * (walk.element_size + walk.index_size);
   }
@@ -52,9 +62,7 @@ absl::Status Execute(const ExecutionPlan& plan, std::span<const std::byte* const
     // Many copies (a split's outputs, an input read in pieces, a pad's slabs)
     // write disjoint bytes: they run in parallel with each other, grouped into
     // blocks of about kBlockBytes, a large one's own blocks in parallel too.
-    int64_t bytes = 0;
-    for (const StridedCopy& copy : plan.copies) bytes += copy.element_count * copy.element_size;
-    for (const StridedCopy& fill : plan.fills) bytes += fill.element_count * fill.element_size;
+    const int64_t bytes = CopiedBytes(plan);
     const int64_t blocks = static_cast<int64_t>(count);
     std::mutex mutex;
     absl::Status failed;
