@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "absl/strings/str_cat.h"
+#include "core/float_rounding.h"
 #include "core/status_macros.h"
 #include "server/v2/bounded_json.h"
 #include "server/v2/inference_models.h"
@@ -115,9 +116,9 @@ absl::Status AppendElement(const Json& v, DType dtype, absl::string_view what, i
     }
     Append(static_cast<float>(x), out);
   } else if (dtype == DType::kBfloat16) {
-    return narrow(x, DoubleToBfloat16(x), 0x7f80);
+    return narrow(x, static_cast<uint16_t>(RoundToBfloat16(x).bits), 0x7f80);
   } else {
-    return narrow(x, DoubleToHalf(x), 0x7c00);
+    return narrow(x, static_cast<uint16_t>(RoundToFloat16(x).bits), 0x7c00);
   }
   return absl::OkStatus();
 }
@@ -142,37 +143,6 @@ T Load(const char* p) {
   T value;
   std::memcpy(&value, p, sizeof(T));
   return value;
-}
-
-// Rounds `value` to nearest-even in the 16-bit float format of `exponent_bits`
-// and `mantissa_bits` (1 + exponent_bits + mantissa_bits = 16); a NaN stays a
-// (quiet) NaN.
-uint16_t DoubleToFloat16Format(double value, int exponent_bits, int mantissa_bits) {
-  uint64_t bits;
-  std::memcpy(&bits, &value, sizeof bits);
-  const uint16_t sign = static_cast<uint16_t>((bits >> 48) & 0x8000);
-  const int exponent = static_cast<int>((bits >> 52) & 0x7ff);
-  const uint64_t mantissa = bits & ((uint64_t{1} << 52) - 1);
-  const int max_exponent = (1 << exponent_bits) - 1;
-  const uint16_t infinity = static_cast<uint16_t>(max_exponent << mantissa_bits);
-  const uint16_t quiet = static_cast<uint16_t>(1 << (mantissa_bits - 1));
-  if (exponent == 0x7ff) return sign | infinity | (mantissa != 0 ? quiet : 0);  // inf, NaN
-  if (exponent == 0) return sign;  // zero or a double subnormal: far below the format's
-  const int e = exponent - 1023 + (max_exponent >> 1);  // the format's biased exponent
-  if (e >= max_exponent) return sign | infinity;
-  const uint64_t significand = mantissa | (uint64_t{1} << 52);
-  // Normal values keep mantissa_bits + 1 significant bits; subnormal ones fewer.
-  const int shift = 52 - mantissa_bits + (e >= 1 ? 0 : 1 - e);
-  if (shift > 53) return sign;  // below half the smallest subnormal
-  uint64_t rounded = significand >> shift;
-  const uint64_t rest = significand & ((uint64_t{1} << shift) - 1);
-  const uint64_t halfway = uint64_t{1} << (shift - 1);
-  if (rest > halfway || (rest == halfway && (rounded & 1) != 0)) ++rounded;
-  // The implicit bit carries into the exponent field, as does a rounding
-  // overflow of the mantissa.
-  uint64_t result = e >= 1 ? (static_cast<uint64_t>(e - 1) << mantissa_bits) + rounded : rounded;
-  if (result >= infinity) result = infinity;
-  return static_cast<uint16_t>(sign | result);
 }
 
 }  // namespace
@@ -240,10 +210,10 @@ Json DataJson(absl::string_view bytes, DType dtype) {
       each(static_cast<double*>(nullptr));
       break;
     case DType::kFloat16:
-      each_narrow(&HalfToDouble);
+      each_narrow(&Float16ToDouble);
       break;
     case DType::kBfloat16:
-      each_narrow(&Bfloat16ToDouble);
+      each_narrow(&tensorop::Bfloat16ToDouble);
       break;
   }
   return data;
@@ -267,29 +237,6 @@ std::string DataJsonText(absl::string_view bytes, DType dtype) {
   }
   text += ']';
   return text;
-}
-
-uint16_t DoubleToHalf(double value) { return DoubleToFloat16Format(value, 5, 10); }
-
-uint16_t DoubleToBfloat16(double value) { return DoubleToFloat16Format(value, 8, 7); }
-
-double Bfloat16ToDouble(uint16_t bits) {
-  float value;
-  const uint32_t wide = static_cast<uint32_t>(bits) << 16;
-  std::memcpy(&value, &wide, sizeof value);
-  return value;
-}
-
-double HalfToDouble(uint16_t half) {
-  const double sign = (half & 0x8000) != 0 ? -1.0 : 1.0;
-  const int exponent = (half >> 10) & 0x1f;
-  const int mantissa = half & 0x3ff;
-  if (exponent == 0) return sign * std::ldexp(mantissa, -24);
-  if (exponent == 31) {
-    return mantissa == 0 ? sign * std::numeric_limits<double>::infinity()
-                         : std::numeric_limits<double>::quiet_NaN();
-  }
-  return sign * std::ldexp(mantissa + 1024, exponent - 25);
 }
 
 }  // namespace tensorop::server

@@ -35,13 +35,6 @@ nlohmann::json DataJson(absl::string_view bytes, DType dtype);
 // them; nlohmann would write null). AppendJsonData reads those back.
 std::string DataJsonText(absl::string_view bytes, DType dtype);
 
-// Round-to-nearest-even conversions between a double and FP16's bits, and
-// BF16's (the upper half of an FP32).
-uint16_t DoubleToHalf(double value);
-double HalfToDouble(uint16_t half);
-uint16_t DoubleToBfloat16(double value);
-double Bfloat16ToDouble(uint16_t bits);
-
 }  // namespace tensorop::server
 
 #endif  // TENSOROP_SERVER_V2_JSON_TENSOR_DATA_H_

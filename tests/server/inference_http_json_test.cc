@@ -128,37 +128,6 @@ TEST(InferenceHttpJson, AnUnknownDatatypeIsLeftToTheModelConversion) {
               HasSubstr("slice: input \"input\" has datatype \"BYTES\", which is not one of"));
 }
 
-TEST(InferenceHttpJson, Fp16RoundsToNearestEven) {
-  EXPECT_EQ(DoubleToHalf(1.0), 0x3c00);
-  EXPECT_EQ(DoubleToHalf(-2.0), 0xc000);
-  EXPECT_EQ(DoubleToHalf(65504.0), 0x7bff);
-  EXPECT_EQ(DoubleToHalf(65520.0), 0x7c00);           // halfway to the next: rounds to even, inf
-  EXPECT_EQ(DoubleToHalf(1.0 + 1.0 / 2048), 0x3c00);  // tie: to even (down)
-  EXPECT_EQ(DoubleToHalf(1.0 + 3.0 / 2048), 0x3c02);  // tie: to even (up)
-  EXPECT_EQ(DoubleToHalf(5.960464477539063e-08), 0x0001);   // smallest subnormal
-  EXPECT_EQ(DoubleToHalf(2.9802322387695312e-08), 0x0000);  // its half: tie to even 0
-  EXPECT_EQ(DoubleToHalf(0.1), 0x2e66);
-  for (uint16_t bits : {0x0001, 0x03ff, 0x0400, 0x3c00, 0x7bff, 0xbc00}) {
-    EXPECT_EQ(DoubleToHalf(HalfToDouble(bits)), bits) << bits;
-  }
-}
-
-TEST(InferenceHttpJson, Bf16RoundsToNearestEven) {
-  EXPECT_EQ(DoubleToBfloat16(1.0), 0x3f80);
-  EXPECT_EQ(DoubleToBfloat16(-2.0), 0xc000);
-  EXPECT_EQ(DoubleToBfloat16(0.1), 0x3dcd);
-  EXPECT_EQ(DoubleToBfloat16(3.3895313892515355e38), 0x7f7f);  // the largest finite
-  EXPECT_EQ(DoubleToBfloat16(3.4e38), 0x7f80);                 // past it: inf
-  EXPECT_EQ(DoubleToBfloat16(1.0 + 1.0 / 256), 0x3f80);        // tie: to even (down)
-  EXPECT_EQ(DoubleToBfloat16(1.0 + 3.0 / 256), 0x3f82);        // tie: to even (up)
-  EXPECT_EQ(DoubleToBfloat16(9.183549615799121e-41), 0x0001);  // smallest subnormal, 2^-133
-  EXPECT_EQ(DoubleToBfloat16(-std::numeric_limits<double>::infinity()), 0xff80);
-  EXPECT_EQ(DoubleToBfloat16(std::numeric_limits<double>::quiet_NaN()), 0x7fc0);
-  for (uint16_t bits : {0x0001, 0x007f, 0x0080, 0x3f80, 0x7f7f, 0xbf80, 0x8000}) {
-    EXPECT_EQ(DoubleToBfloat16(Bfloat16ToDouble(bits)), bits) << bits;
-  }
-}
-
 TEST(InferenceHttpJson, Bf16AndBoolComeAndGoAsJsonValues) {
   absl::StatusOr<HttpInferRequest> parsed = ParseHttpInferRequest(
       "slice", "",
