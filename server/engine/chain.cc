@@ -66,7 +66,10 @@ void ReadThroughViews(const PlannedRun& source, const std::vector<InputWindow>& 
 std::optional<std::vector<int64_t>> LendableRuns(const v1::RunRequest& request,
                                                  const PlannedRun& run,
                                                  const std::vector<bool>& answer_only) {
-  if (run.plan.copies.size() != run.plan.outputs.size()) return std::nullopt;
+  // One copy per output and nothing else writing it (a pad's fills would).
+  if (run.plan.copies.size() != run.plan.outputs.size() || !run.plan.fills.empty()) {
+    return std::nullopt;
+  }
   std::vector<int64_t> starts;
   for (size_t j = 0; j < run.plan.outputs.size(); ++j) {
     const Layout& layout = run.plan.outputs[j];
@@ -78,7 +81,7 @@ std::optional<std::vector<int64_t>> LendableRuns(const v1::RunRequest& request,
         (static_cast<int>(j) < request.outputs_size() &&
          request.outputs(static_cast<int>(j)).keep()) ||
         layout.element_count == 0 || layout.buffer_elements != layout.element_count ||
-        copy.dst_offset != 0 || !contiguous) {
+        copy.element_count != layout.element_count || copy.dst_offset != 0 || !contiguous) {
       return std::nullopt;
     }
     starts.push_back(copy.src_offset);
