@@ -136,13 +136,13 @@ class KeptUntilDone {
 class ChainRun {
  public:
   ChainRun(const v1::RunChainRequest& chain, const Engine& engine, Placement& placement,
-           const StopCheck& stop, CallRecord& record, const HandleAccess& handles,
-           std::vector<PlannedStep> steps)
+           const StopCheck& stop, MemoryBudget::Reservation& reservation,
+           const HandleAccess& handles, std::vector<PlannedStep> steps)
       : chain_(chain),
         engine_(engine),
         placement_(placement),
         stop_(stop),
-        record_(record),
+        reservation_(reservation),
         handles_(handles),
         steps_(std::move(steps)),
         kept_ids_(&handles) {}
@@ -164,8 +164,8 @@ class ChainRun {
     return absl::OkStatus();
   }
 
-  // The results' outputs, their buffers' bytes moved into `reservation`.
-  Outputs Answer(MemoryBudget::Reservation& reservation) {
+  // The results' outputs, their buffers' bytes moved into the call's reservation.
+  Outputs Answer() {
     Outputs answer;
     for (const v1::ChainResult& result : chain_.results()) {
       StepOutputs& from = steps_[result.step()].made;
@@ -178,9 +178,9 @@ class ChainRun {
       if (from.outputs.buffers[k] != nullptr && !from.lent) {
         // A borrowed step's reservation is its source's whole buffer, which
         // its windows keep: the first of its results takes all of it.
-        from.reservation.TransferTo(reservation, from.borrowed
-                                                     ? from.reservation.bytes()
-                                                     : from.outputs.layouts[k].buffer_bytes());
+        from.reservation.TransferTo(reservation_, from.borrowed
+                                                      ? from.reservation.bytes()
+                                                      : from.outputs.layouts[k].buffer_bytes());
       }
     }
     kept_ids_.Succeeded();
@@ -226,10 +226,9 @@ class ChainRun {
     // Settled where the bytes are, as an op on a host handle would be.
     placement_.device = Device::kCpu;
     placement_.label = "cpu";
-    record_.backend = placement_.label;
     step.made.outputs = *std::move(lent);
     step.made.kept.resize(step.outputs.size());
-    step.made.reservation = engine_.budget().Empty();
+    step.made.reservation = reservation_.Sibling();
     step.made.lent = true;
     lent_chain_steps.fetch_add(1, std::memory_order_relaxed);
     step.run.reset();
@@ -259,7 +258,7 @@ class ChainRun {
       lent.layouts.push_back(step.run->plan.outputs[j]);
       lent.buffers.emplace_back(buffer, buffer.get() + (*starts)[j]);
     }
-    step.made.reservation = engine_.budget().Empty();
+    step.made.reservation = reservation_.Sibling();
     from.made.reservation.TransferTo(step.made.reservation,
                                      from.made.outputs.layouts[k].buffer_bytes());
     step.made.outputs = std::move(lent);
@@ -284,7 +283,7 @@ class ChainRun {
       }
     }
     StepOutputs& made = step.made;
-    made.reservation = engine_.budget().Empty();
+    made.reservation = reservation_.Sibling();
     CallContext call = engine_.Call(step.request, placement_, stop_, made.reservation);
     call.handles = &handles_;
     // A replanned step reads its inputs as uploaded pieces; the others run as planned.
@@ -294,7 +293,6 @@ class ChainRun {
     step.run.reset();  // and with it the handles and regions it pinned
     // The first step settles AUTO (Execute leaves `placement` where it ran),
     // so the rest of the chain runs there too.
-    record_.backend = placement_.label;
     if (!outputs.ok()) return InStep(i, outputs.status());
     made.outputs = *std::move(outputs);
     made.kept.resize(made.outputs.layouts.size());
@@ -339,7 +337,8 @@ class ChainRun {
   const Engine& engine_;
   Placement& placement_;
   const StopCheck& stop_;
-  CallRecord& record_;
+  // The call's: the steps' own reservations are its siblings.
+  MemoryBudget::Reservation& reservation_;
   const HandleAccess& handles_;
   std::vector<PlannedStep> steps_;
   KeptUntilDone kept_ids_;
@@ -366,9 +365,12 @@ absl::StatusOr<ResultParts> ExecuteChainIntoParts(const v1::RunChainRequest& cha
   }
   ASSIGN_OR_RETURN(std::vector<PlannedStep> steps,
                    PlanChain(chain, engine.options(), stop, &admitted));
-  ChainRun run(chain, engine, placement, stop, record, admitted, std::move(steps));
-  RETURN_IF_ERROR(run.Run());
-  return ResultParts(run.Answer(reservation), placement.label, engine.options().chunk_bytes);
+  ChainRun run(chain, engine, placement, stop, reservation, admitted, std::move(steps));
+  const absl::Status ran = run.Run();
+  // Where the steps ran (a lent step settles on the CPU): the answer's backend.
+  record.backend = placement.label;
+  RETURN_IF_ERROR(ran);
+  return ResultParts(run.Answer(), placement.label, engine.options().chunk_bytes);
 }
 
 }  // namespace tensorop::server

@@ -13,6 +13,7 @@
 #include <limits>
 #include <memory>
 #include <optional>
+#include <string>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
@@ -117,16 +118,26 @@ class Engine {
   // EndOpenCall (its reactor's OnDone), so a shutdown waits for it too.
   void BeginOpenCall() { open_calls_.fetch_add(1, std::memory_order_acq_rel); }
   void EndOpenCall() { open_calls_.fetch_sub(1, std::memory_order_acq_rel); }
-  // BeginOpenCall while this lives: a reactor's member.
+  // BeginOpenCall while this lives, and the call's ledger of the budget: a
+  // reactor's member, declared before any that holds its reservations, so
+  // that its end, after theirs, checks they gave everything back.
   class OpenCall {
    public:
-    explicit OpenCall(Engine& engine) : engine_(engine) { engine_.BeginOpenCall(); }
+    // `method` names the call in the ledger's report.
+    OpenCall(Engine& engine, absl::string_view method)
+        : engine_(engine), ledger_(engine.budget(), std::string(method)) {
+      engine_.BeginOpenCall();
+    }
     ~OpenCall() { engine_.EndOpenCall(); }
     OpenCall(const OpenCall&) = delete;
     OpenCall& operator=(const OpenCall&) = delete;
 
+    // An empty reservation counted in the call's ledger.
+    MemoryBudget::Reservation Reservation() const { return ledger_.Empty(); }
+
    private:
     Engine& engine_;
+    const MemoryBudget::CallLedger ledger_;
   };
   // Calls open now: a shutdown waits for them before it sends GOAWAY, since
   // gRPC closes a connection as soon as its last call ends after one.

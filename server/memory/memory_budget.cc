@@ -3,6 +3,8 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <limits>
 #include <sstream>
@@ -122,14 +124,34 @@ absl::StatusOr<MemoryBudget::Reservation> MemoryBudget::TryReserve(int64_t bytes
   return reservation;
 }
 
+MemoryBudget::UnbalancedCallFn MemoryBudget::DefaultUnbalancedCallHandler() {
+#ifdef TENSOROP_CHECK_CALL_BALANCE
+  return [](absl::string_view call, int64_t bytes) {
+    std::fprintf(stderr, "tensord: a %.*s call ended with %lld bytes of the memory budget held\n",
+                 static_cast<int>(call.size()), call.data(), static_cast<long long>(bytes));
+    std::abort();
+  };
+#else
+  return nullptr;
+#endif
+}
+
+MemoryBudget::CallLedger::~CallLedger() {
+  const int64_t bytes = held();
+  if (bytes != 0 && budget_.unbalanced_ != nullptr) budget_.unbalanced_(call_, bytes);
+}
+
 MemoryBudget::Reservation::Reservation(Reservation&& other) noexcept
-    : budget_(std::exchange(other.budget_, nullptr)), bytes_(std::exchange(other.bytes_, 0)) {}
+    : budget_(std::exchange(other.budget_, nullptr)),
+      bytes_(std::exchange(other.bytes_, 0)),
+      tally_(std::move(other.tally_)) {}
 
 MemoryBudget::Reservation& MemoryBudget::Reservation::operator=(Reservation&& other) noexcept {
   if (this != &other) {
     Release();
     budget_ = std::exchange(other.budget_, nullptr);
     bytes_ = std::exchange(other.bytes_, 0);
+    tally_ = std::move(other.tally_);
   }
   return *this;
 }
@@ -141,6 +163,7 @@ absl::Status MemoryBudget::Reservation::Grow(int64_t bytes, absl::string_view wh
     if (!status.ok()) return status;
   }
   bytes_ += bytes;
+  Count(bytes);
   return absl::OkStatus();
 }
 
@@ -150,6 +173,7 @@ void MemoryBudget::Reservation::HoldExactly(int64_t bytes) {
     return;
   }
   if (budget_ != nullptr) budget_->TakeAnyway(bytes - bytes_);
+  Count(bytes - bytes_);
   bytes_ = bytes;
 }
 
@@ -157,6 +181,7 @@ void MemoryBudget::Reservation::Shrink(int64_t bytes) {
   bytes = std::clamp<int64_t>(bytes, 0, bytes_);
   if (budget_ != nullptr) budget_->Give(bytes);
   bytes_ -= bytes;
+  Count(-bytes);
 }
 
 void MemoryBudget::Reservation::Release() { Shrink(bytes_); }
@@ -164,7 +189,9 @@ void MemoryBudget::Reservation::Release() { Shrink(bytes_); }
 void MemoryBudget::Reservation::TransferTo(Reservation& other, int64_t bytes) {
   bytes = std::clamp<int64_t>(bytes, 0, bytes_);
   bytes_ -= bytes;
+  Count(-bytes);
   other.bytes_ += bytes;
+  other.Count(bytes);
 }
 
 void AddMemoryBudgetSeries(Metrics& metrics, const MemoryBudget& budget) {

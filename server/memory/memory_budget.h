@@ -12,6 +12,7 @@
 #include <atomic>
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 
@@ -23,6 +24,13 @@ namespace tensorop::server {
 
 class MemoryBudget {
  public:
+  // The bytes one call holds across the reservations made for it
+  // (CallLedger::Empty and their Siblings).
+  struct Tally {
+    std::atomic<int64_t> bytes{0};
+  };
+  class CallLedger;
+
   // Bytes held against a budget, given back when it is destroyed. Movable; a
   // default-constructed one belongs to no budget and holds nothing.
   class Reservation {
@@ -51,14 +59,53 @@ class MemoryBudget {
     // same budget: the total stays reserved throughout.
     void TransferTo(Reservation& other, int64_t bytes);
     int64_t bytes() const { return bytes_; }
+    // An empty reservation on the same budget, counted in the same call's
+    // ledger: for a part of the call that holds its bytes apart.
+    Reservation Sibling() const { return Reservation(budget_, 0, tally_); }
 
    private:
     friend class MemoryBudget;
-    Reservation(MemoryBudget* budget, int64_t bytes) : budget_(budget), bytes_(bytes) {}
+    friend class MemoryBudget::CallLedger;
+    Reservation(MemoryBudget* budget, int64_t bytes, std::shared_ptr<Tally> tally = nullptr)
+        : budget_(budget), bytes_(bytes), tally_(std::move(tally)) {
+      Count(bytes);
+    }
+    void Count(int64_t bytes) {
+      if (tally_ != nullptr) tally_->bytes.fetch_add(bytes, std::memory_order_relaxed);
+    }
 
     MemoryBudget* budget_ = nullptr;
     int64_t bytes_ = 0;
+    std::shared_ptr<Tally> tally_;  // the call's, when it has a ledger
   };
+
+  // One call's share of the budget. Its reservations (Empty, and their
+  // Siblings) are tallied together, and when the ledger ends, with the call,
+  // they must all have been given back: bytes still held then belong to a
+  // holder that outlived its call (a leak the budget would carry until the
+  // process ends), and the budget's UnbalancedCallFn hears of them. Bytes
+  // handed on to a longer-lived holder (a kept tensor's charge) leave the
+  // tally with TransferTo.
+  class CallLedger {
+   public:
+    // `call` names the call for the report (its method).
+    CallLedger(MemoryBudget& budget, std::string call)
+        : budget_(budget), call_(std::move(call)), tally_(std::make_shared<Tally>()) {}
+    ~CallLedger();
+    CallLedger(const CallLedger&) = delete;
+    CallLedger& operator=(const CallLedger&) = delete;
+
+    Reservation Empty() const { return Reservation(&budget_, 0, tally_); }
+    // Bytes the call's reservations hold now.
+    int64_t held() const { return tally_->bytes.load(std::memory_order_relaxed); }
+
+   private:
+    MemoryBudget& budget_;
+    const std::string call_;
+    const std::shared_ptr<Tally> tally_;
+  };
+  // Told of a call whose reservations still held `bytes` when it ended.
+  using UnbalancedCallFn = std::function<void(absl::string_view call, int64_t bytes)>;
 
   // A budget of `limit_bytes` (at least 1).
   explicit MemoryBudget(int64_t limit_bytes);
@@ -80,6 +127,11 @@ class MemoryBudget {
   void SetReclaimer(std::function<int64_t(int64_t missing)> reclaimer) {
     reclaimer_ = std::move(reclaimer);
   }
+  // Replaces what hears of an unbalanced call: by default, in builds with
+  // TENSOROP_CHECK_CALL_BALANCE (the sanitizer builds, whose test suites
+  // thereby check every call they make), a report on stderr and abort();
+  // elsewhere nothing. Set before the budget is shared.
+  void SetUnbalancedCallHandler(UnbalancedCallFn handler) { unbalanced_ = std::move(handler); }
 
   int64_t limit() const { return limit_; }
   // Bytes reserved now.
@@ -101,6 +153,9 @@ class MemoryBudget {
   std::atomic<int64_t> refusals_{0};
   std::atomic<int64_t> reserved_total_{0};
   std::function<int64_t(int64_t missing)> reclaimer_;
+  UnbalancedCallFn unbalanced_ = DefaultUnbalancedCallHandler();
+
+  static UnbalancedCallFn DefaultUnbalancedCallHandler();
 };
 
 // When a server that went idle hands what malloc keeps of freed blocks back to

@@ -56,7 +56,7 @@ class TensorOpService::PutReactor final : public grpc::ServerReadReactor<grpc::B
       : service_(service),
         response_(response),
         watch_(service->engine_.idle().Watch(context)),
-        reservation_(service->engine_.budget().Empty()),
+        reservation_(open_call_.Reservation()),
         caller_(CallerOf(*context)) {
     record_.method = "Put";
     SetCallOrigin(*context, record_);
@@ -121,7 +121,7 @@ class TensorOpService::PutReactor final : public grpc::ServerReadReactor<grpc::B
           absl::StrCat("Put: part ", parts_read_, ": ", bound.status().message()));
     }
     // Held only while the part is parsed and copied.
-    MemoryBudget::Reservation parsing = service_->engine_.budget().Empty();
+    MemoryBudget::Reservation parsing = open_call_.Reservation();
     RETURN_IF_ERROR(parsing.Grow(*bound, absl::StrCat("Put: parsing part ", parts_read_)));
     v1::PutPart part;
     if (!grpc::SerializationTraits<v1::PutPart>::Deserialize(&read_buffer_, &part).ok()) {
@@ -256,7 +256,7 @@ class TensorOpService::PutReactor final : public grpc::ServerReadReactor<grpc::B
   }
 
   TensorOpService* const service_;
-  const Engine::OpenCall open_call_{service_->engine_};
+  const Engine::OpenCall open_call_{service_->engine_, "Put"};
   grpc::ByteBuffer* const response_;
   const std::shared_ptr<IdleWatch> watch_;
   MemoryBudget::Reservation reservation_;

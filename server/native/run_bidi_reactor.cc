@@ -75,7 +75,7 @@ class TensorOpService::BidiReactor final
     }
     ++messages_read_;
     auto request = std::make_shared<v1::RunRequest>();
-    MemoryBudget::Reservation reservation = service_->engine_.budget().Empty();
+    MemoryBudget::Reservation reservation = open_call_.Reservation();
     const absl::Status parsed = Guarded([&] {
       return ParseRequest(read_buffer_, absl::StrCat("RunBidi: message ", messages_read_),
                           reservation, request.get());
@@ -263,7 +263,7 @@ class TensorOpService::BidiReactor final
   }
 
   TensorOpService* const service_;
-  const Engine::OpenCall open_call_{service_->engine_};
+  const Engine::OpenCall open_call_{service_->engine_, "RunBidi"};
   const StopCheck stop_;
   // `record` with the stream's caller: who, the trace it joined, from where.
   CallRecord Origin(CallRecord record) const {

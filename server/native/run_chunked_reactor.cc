@@ -83,7 +83,7 @@ class TensorOpService::ChunkedReactor final
       : service_(service),
         stop_(CallStopCheck(context)),
         watch_(service->engine_.idle().Watch(context)),
-        reservation_(service->engine_.budget().Empty()),
+        reservation_(open_call_.Reservation()),
         handles_{.store = service->engine_.options().handles, .caller = CallerOf(*context)} {
     record_.method = "RunChunked";
     SetCallOrigin(*context, record_);
@@ -446,7 +446,7 @@ class TensorOpService::ChunkedReactor final
   }
 
   TensorOpService* const service_;
-  const Engine::OpenCall open_call_{service_->engine_};
+  const Engine::OpenCall open_call_{service_->engine_, "RunChunked"};
   const StopCheck stop_;
   const std::shared_ptr<IdleWatch> watch_;
   MemoryBudget::Reservation reservation_;

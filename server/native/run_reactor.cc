@@ -51,7 +51,7 @@ class TensorOpService::UnaryReactor final : public grpc::ServerUnaryReactor {
         response_bytes_(response),
         stop_(CallStopCheck(context)),
         watch_(service->engine_.idle().Watch(context)),
-        reservation_(service->engine_.budget().Empty()),
+        reservation_(open_call_.Reservation()),
         handles_{.store = service->engine_.options().handles, .caller = CallerOf(*context)} {
     record_.method = "Run";
     SetCallOrigin(*context, record_);
@@ -212,7 +212,7 @@ class TensorOpService::UnaryReactor final : public grpc::ServerUnaryReactor {
   }
 
   TensorOpService* const service_;
-  const Engine::OpenCall open_call_{service_->engine_};
+  const Engine::OpenCall open_call_{service_->engine_, "Run"};
   const grpc::ByteBuffer* const request_bytes_;  // owned by gRPC until OnDone
   grpc::ByteBuffer* const response_bytes_;
   const StopCheck stop_;

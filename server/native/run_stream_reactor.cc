@@ -55,9 +55,10 @@ class TensorOpService::StreamReactor : public grpc::ServerWriteReactor<grpc::Byt
  protected:
   StreamReactor(TensorOpService* service, grpc::CallbackServerContext* context, CallRecord record)
       : service_(service),
+        open_call_(service->engine_, record.method),
         stop_(CallStopCheck(context)),
         watch_(service->engine_.idle().Watch(context)),
-        reservation_(service->engine_.budget().Empty()),
+        reservation_(open_call_.Reservation()),
         handles_{.store = service->engine_.options().handles, .caller = CallerOf(*context)},
         record_(std::move(record)) {}
   ~StreamReactor() override = default;
@@ -93,7 +94,7 @@ class TensorOpService::StreamReactor : public grpc::ServerWriteReactor<grpc::Byt
   Engine& engine() const { return service_->engine_; }
 
   TensorOpService* const service_;
-  const Engine::OpenCall open_call_{service_->engine_};
+  const Engine::OpenCall open_call_;
   const StopCheck stop_;
   const std::shared_ptr<IdleWatch> watch_;
   MemoryBudget::Reservation reservation_;

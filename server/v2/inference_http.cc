@@ -49,7 +49,12 @@ constexpr absl::string_view kHealthPrefix = "/v2/health/";
 constexpr char kJson[] = "application/json";
 
 // What the waiting room admitted a request with, until it is answered.
+// Its ledger checks, once the answer is written and the hold let go, that
+// every byte reserved for the request was given back.
 struct Hold {
+  explicit Hold(MemoryBudget& budget)
+      : ledger(budget, "HTTP request"), reservation(ledger.Empty()) {}
+  const MemoryBudget::CallLedger ledger;
   MemoryBudget::Reservation reservation;
   std::string identity;  // CallerIdentity: token name and certificate subject, or empty
 };
@@ -64,8 +69,7 @@ HttpRefusal Refusal(const absl::Status& status) {
 }
 
 HttpAdmission Admit(State& state, const HttpRequestHead& head) {
-  auto hold = std::make_shared<Hold>();
-  hold->reservation = state.engine->budget().Empty();
+  auto hold = std::make_shared<Hold>(state.engine->budget());
   std::string token_name;
   if (state.options.tokens != nullptr && !absl::StartsWith(head.target, kHealthPrefix)) {
     auto header = head.headers.find("authorization");
@@ -105,10 +109,7 @@ HttpAdmission Admit(State& state, const HttpRequestHead& head) {
 void Infer(State& state, const httplib::Request& http, httplib::Response& out) {
   Engine& engine = *state.engine;
   std::shared_ptr<Hold> hold = std::static_pointer_cast<Hold>(BoundedHttpServer::CurrentHold());
-  if (hold == nullptr) {
-    hold = std::make_shared<Hold>();
-    hold->reservation = engine.budget().Empty();
-  }
+  if (hold == nullptr) hold = std::make_shared<Hold>(engine.budget());
   MemoryBudget::Reservation& reservation = hold->reservation;
   // The waiting room's copy is gone (httplib consumed it); httplib's stays.
   const int64_t body_bytes = static_cast<int64_t>(http.body.size());

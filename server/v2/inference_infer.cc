@@ -252,8 +252,7 @@ class InferenceService::InferReactor final : public grpc::ServerUnaryReactor {
         response_bytes_(response),
         stop_(CallStopCheck(context)),
         watch_(service->engine_->idle().Watch(context)),
-        reservation_(service->engine_->budget().Empty()) {
-    service_->engine_->BeginOpenCall();
+        reservation_(open_call_.Reservation()) {
     record_.method = "ModelInfer";
     SetCallOrigin(*context, record_);
     bool answered = false;
@@ -274,7 +273,6 @@ class InferenceService::InferReactor final : public grpc::ServerUnaryReactor {
     // Recorded when the answer was ready; an answer the client then never
     // took gets a second log line, not a second count (as Run).
     if (watch_->expired()) LogCall(record_, service_->engine_->idle().IdleStatus());
-    service_->engine_->EndOpenCall();
     delete this;
   }
 
@@ -316,6 +314,7 @@ class InferenceService::InferReactor final : public grpc::ServerUnaryReactor {
   }
 
   InferenceService* const service_;
+  const Engine::OpenCall open_call_{*service_->engine_, "ModelInfer"};
   const grpc::ByteBuffer* const request_bytes_;  // owned by gRPC until OnDone
   grpc::ByteBuffer* const response_bytes_;
   const StopCheck stop_;
@@ -348,8 +347,7 @@ class InferenceService::StreamReactor final
         peer_(context->peer()),
         trace_(JoinCallTrace(*context)),
         watch_(service->engine_->idle().Watch(context)),
-        reservation_(service->engine_->budget().Empty()) {
-    service_->engine_->BeginOpenCall();
+        reservation_(open_call_.Reservation()) {
     StartRead(&read_buffer_);
   }
 
@@ -387,7 +385,6 @@ class InferenceService::StreamReactor final
 
   void OnDone() override {
     watch_->Done();
-    service_->engine_->EndOpenCall();
     delete this;
   }
 
@@ -467,6 +464,7 @@ class InferenceService::StreamReactor final
   }
 
   InferenceService* const service_;
+  const Engine::OpenCall open_call_{*service_->engine_, "ModelStreamInfer"};
   const StopCheck stop_;
   const std::string identity_;
   const std::string peer_;

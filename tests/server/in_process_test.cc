@@ -1,14 +1,17 @@
 // tensord's reactors in this process (InProcessServer): each call style
 // answers, and once its calls are done their memory is back, the engine's
 // budget at the bytes it held before them and no call open. A reservation a
-// reactor forgot shows here as bytes past that baseline, named by call style.
+// reactor forgot shows here as bytes past that baseline, named by call style,
+// and one that outlived its call as a report of the call's ledger.
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
 #include <grpcpp/grpcpp.h>
 
+#include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tensorop/v1/tensorop.grpc.pb.h"
@@ -28,6 +31,15 @@ const std::vector<float> kDocSliceOutput = {2, 4, 10, 12};
 
 class InProcessServerTest : public ::testing::Test {
  protected:
+  InProcessServerTest() {
+    // Every build checks the calls here, not only the sanitizer builds.
+    server_.engine().budget().SetUnbalancedCallHandler(
+        [this](absl::string_view call, int64_t bytes) {
+          const std::lock_guard<std::mutex> lock(mu_);
+          unbalanced_.push_back(absl::StrCat(call, " ended holding ", bytes, " bytes"));
+        });
+  }
+
   // Whether the engine came back to the state before the calls: no call
   // open, nothing reserved past `baseline_` (a reactor ends just after its
   // answer reaches the client, so this is waited for).
@@ -38,8 +50,13 @@ class InProcessServerTest : public ::testing::Test {
     })) << after
         << ": " << engine.open_calls() << " calls open, " << engine.budget().reserved() - baseline_
         << " bytes reserved past the baseline";
+    const std::lock_guard<std::mutex> lock(mu_);
+    EXPECT_THAT(unbalanced_, ::testing::IsEmpty()) << after;
   }
 
+  // Before the server: its calls' ledgers report here until it stopped.
+  std::mutex mu_;
+  std::vector<std::string> unbalanced_;  // what the calls' ledgers reported
   // The buffer pool off: a freed output buffer is not kept reserved.
   InProcessServer server_{{"--backends=cpu", "--buffer_pool_bytes=0"}};
   const int64_t baseline_ = server_.engine().budget().reserved();

@@ -1,7 +1,11 @@
 #include "server/memory/memory_budget.h"
 
+#include <optional>
+#include <string>
 #include <utility>
+#include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "server/telemetry/metrics.h"
@@ -132,6 +136,89 @@ TEST(MemoryBudgetTest, AReservationWithoutABudgetAlwaysGrows) {
   EXPECT_EQ(none.bytes(), int64_t{1} << 60);
   none.Release();
 }
+
+// Sets `budget` to note each unbalanced call in `heard` as "call: bytes".
+void HearUnbalancedCalls(MemoryBudget& budget, std::vector<std::string>& heard) {
+  budget.SetUnbalancedCallHandler([&heard](absl::string_view call, int64_t bytes) {
+    heard.push_back(absl::StrCat(call, ": ", bytes));
+  });
+}
+
+TEST(CallLedgerTest, TalliesEveryReservationOfTheCallAndHearsNothingWhenAllCameBack) {
+  MemoryBudget budget(1000);
+  std::vector<std::string> heard;
+  HearUnbalancedCalls(budget, heard);
+  {
+    MemoryBudget::CallLedger ledger(budget, "Run");
+    MemoryBudget::Reservation request = ledger.Empty();
+    ASSERT_OK(request.Grow(100, "the request"));
+    MemoryBudget::Reservation step = request.Sibling();
+    ASSERT_OK(step.Grow(30, "a step's outputs"));
+    step.HoldExactly(20);
+    step.TransferTo(request, 5);
+    EXPECT_EQ(ledger.held(), 120);
+    EXPECT_EQ(budget.reserved(), 120);
+    request.Shrink(40);
+    EXPECT_EQ(ledger.held(), 80);
+  }
+  EXPECT_EQ(budget.reserved(), 0);
+  EXPECT_THAT(heard, ::testing::IsEmpty());
+}
+
+TEST(CallLedgerTest, AReservationThatOutlivesItsCallIsReportedWhenTheCallEnds) {
+  MemoryBudget budget(1000);
+  std::vector<std::string> heard;
+  HearUnbalancedCalls(budget, heard);
+  std::optional<MemoryBudget::Reservation> leaked;  // the planted leak: outlives the call
+  {
+    MemoryBudget::CallLedger ledger(budget, "RunChunked");
+    MemoryBudget::Reservation answer = ledger.Empty();
+    ASSERT_OK(answer.Grow(64, "an answer"));
+    MemoryBudget::Reservation upload = answer.Sibling();
+    ASSERT_OK(upload.Grow(7, "an upload"));
+    leaked.emplace(std::move(upload));
+  }
+  EXPECT_THAT(heard, ::testing::ElementsAre("RunChunked: 7"));
+  EXPECT_EQ(budget.reserved(), 7);
+  leaked.reset();
+  EXPECT_EQ(budget.reserved(), 0);
+}
+
+TEST(CallLedgerTest, BytesHandedToALongerLivedHolderLeaveTheCall) {
+  MemoryBudget budget(1000);
+  std::vector<std::string> heard;
+  HearUnbalancedCalls(budget, heard);
+  MemoryBudget::Reservation kept = budget.Empty();  // a kept tensor's charge, not the call's
+  {
+    MemoryBudget::CallLedger ledger(budget, "Put");
+    MemoryBudget::Reservation written = ledger.Empty();
+    ASSERT_OK(written.Grow(50, "the bytes written"));
+    written.TransferTo(kept, 50);
+    EXPECT_EQ(ledger.held(), 0);
+  }
+  EXPECT_THAT(heard, ::testing::IsEmpty());
+  EXPECT_EQ(kept.bytes(), 50);
+  EXPECT_EQ(budget.reserved(), 50);
+}
+
+#ifdef TENSOROP_CHECK_CALL_BALANCE
+// The sanitizer builds' default: an unbalanced call aborts the process, so
+// every call their test suites make is checked.
+TEST(CallLedgerDeathTest, TheSanitizerBuildsAbortOnAnUnbalancedCall) {
+  EXPECT_DEATH(
+      {
+        MemoryBudget budget(1000);
+        MemoryBudget::Reservation leaked;
+        {
+          MemoryBudget::CallLedger ledger(budget, "Run");
+          MemoryBudget::Reservation request = ledger.Empty();
+          (void)request.Grow(3, "the request");
+          leaked = std::move(request);
+        }
+      },
+      "a Run call ended with 3 bytes of the memory budget held");
+}
+#endif
 
 TEST(MemoryBudgetTest, ParsesCgroupLimits) {
   EXPECT_EQ(ParseCgroupLimit("4294967296\n"), int64_t{4294967296});
