@@ -305,7 +305,7 @@ class ChainRun {
       ASSIGN_OR_RETURN(made.kept[k], handles_.store->Use(handles_.caller, id, "a kept result"));
     }
     // What the step reserved besides its outputs (device copies, a part) is done with.
-    made.reservation.Shrink(made.reservation.bytes() - held);
+    made.reservation.ShrinkTo(held);
     return absl::OkStatus();
   }
 

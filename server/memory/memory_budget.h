@@ -53,6 +53,15 @@ class MemoryBudget {
     void HoldExactly(int64_t bytes);
     // Gives back `bytes` (at most what is held), as a part is written or freed.
     void Shrink(int64_t bytes);
+    // Holds at most `bytes`: gives back the rest, as its holder shrinks.
+    void ShrinkTo(int64_t bytes) { Shrink(bytes_ - bytes); }
+    // Holds exactly `bytes` (>= 0) for `what`: gives back the rest, or reserves
+    // what is missing, RESOURCE_EXHAUSTED holding what it held when that does
+    // not fit.
+    absl::Status Resize(int64_t bytes, absl::string_view what) {
+      ShrinkTo(bytes);
+      return Grow(bytes - bytes_, what);
+    }
     // Gives back everything.
     void Release();
     // Hands `bytes` (at most what is held) to `other`, a reservation of the
@@ -114,6 +123,11 @@ class MemoryBudget {
 
   // Reserves `bytes` for `what`, or RESOURCE_EXHAUSTED when they do not fit.
   absl::StatusOr<Reservation> TryReserve(int64_t bytes, absl::string_view what);
+  // Whether `bytes` more would fit now (RESOURCE_EXHAUSTED for `what` when
+  // not), reserving nothing: a request refused from its announced size.
+  absl::Status CheckRoom(int64_t bytes, absl::string_view what) {
+    return TryReserve(bytes, what).status();
+  }
   // A reservation of 0 bytes on this budget, to Grow later.
   Reservation Empty() { return Reservation(this, 0); }
   // `bytes` reserved when they fit as things stand, else nullopt: no

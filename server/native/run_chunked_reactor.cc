@@ -148,8 +148,8 @@ class TensorOpService::ChunkedReactor final
       absl::StatusOr<int64_t> bound =
           ParsedBytesBound(read_buffer_, *v1::RequestPart::descriptor());
       if (bound.ok()) {
-        RETURN_IF_ERROR(reservation_.Grow(*bound + kRequestOverheadBytes,
-                                          "RunChunked: parsing the request part"));
+        RETURN_IF_ERROR(
+            ReserveParsing(*bound, "RunChunked: parsing the request part", reservation_));
       }
     }
     if (!grpc::SerializationTraits<v1::RequestPart>::Deserialize(&read_buffer_, &part).ok()) {
@@ -174,23 +174,22 @@ class TensorOpService::ChunkedReactor final
         bytes_in_ += static_cast<int64_t>(tensor.data().size());
       }
       RETURN_IF_ERROR(CheckBytes());
-      RETURN_IF_ERROR(
-          reservation_.Grow(kOutputOverheadBytes * std::max(1, request_.outputs_size()),
-                            absl::StrCat("RunChunked: planning the ", request_.outputs_size(),
-                                         " outputs of request ", Quoted(request_.id()))));
+      RETURN_IF_ERROR(ReservePlanning(request_.outputs_size(), "RunChunked",
+                                      absl::StrCat("request ", Quoted(request_.id())),
+                                      reservation_));
       SizeUploads();
       // Bytes the request part carries inline start their input's upload.
       for (auto& [name, tensor] : *request_.mutable_inputs()) {
         const std::string& data = tensor.data();
         const int64_t inline_bytes = static_cast<int64_t>(data.size());
         if (inline_bytes == 0) continue;
-        // Already reserved with the request part.
-        int64_t& charged = charged_[name];
-        charged = std::max(charged, inline_bytes);
-        RETURN_IF_ERROR(Take(name, uploads_[name], inline_bytes,
-                             [&](int64_t from, int64_t length, std::byte* out) {
-                               std::memcpy(out, data.data() + from, static_cast<size_t>(length));
-                             }));
+        // Reserved with the request part: the upload takes that over.
+        InputBuffer& upload = uploads_.find(name)->second;
+        upload.TakeOver(reservation_, inline_bytes);
+        RETURN_IF_ERROR(
+            Take(name, upload, inline_bytes, [&](int64_t from, int64_t length, std::byte* out) {
+              std::memcpy(out, data.data() + from, static_cast<size_t>(length));
+            }));
         std::string().swap(*tensor.mutable_data());  // freed, not only cleared
       }
       return absl::OkStatus();
@@ -241,12 +240,8 @@ class TensorOpService::ChunkedReactor final
     const int64_t from = std::max(start, read.begin);
     const int64_t to = std::min(window->second.received, read.end);
     if (from >= to) return absl::OkStatus();
-    int64_t& charged = charged_[name];
     const int64_t stored = to - read.begin;  // the window fills front to back
-    if (stored > charged) {
-      RETURN_IF_ERROR(reservation_.Grow(stored - charged, What(name, stored)));
-      charged = stored;
-    }
+    RETURN_IF_ERROR(upload.HoldAtLeast(stored, What(name, stored)));
     copy(from - start, to - from, upload.At(from));
     return absl::OkStatus();
   }
@@ -297,26 +292,10 @@ class TensorOpService::ChunkedReactor final
   // touch), else the doubled capacity, with the old buffer for the moment of
   // the copy.
   absl::Status Reserve(const std::string& name, int64_t chunk_bytes, InputBuffer& upload) {
-    int64_t& charged = charged_[name];
     const int64_t needed = upload.size() + chunk_bytes;
-    const int64_t capacity = upload.capacity();
-    if (needed <= capacity) {
-      if (needed > charged)
-        RETURN_IF_ERROR(reservation_.Grow(needed - charged, What(name, needed)));
-      charged = std::max(charged, needed);
-      return absl::OkStatus();
-    }
-    const int64_t target = std::max(needed, 2 * capacity);
-    RETURN_IF_ERROR(reservation_.Grow(target + capacity - charged, What(name, needed)));
-    bool kept = false;
-    if (!upload.Grow(target, service_->engine_.options().buffer_pool, &kept)) {
-      reservation_.Shrink(target + capacity - charged);
-      return absl::ResourceExhaustedError(
-          absl::StrCat("out of memory for ", target, " bytes of input \"", name, "\""));
-    }
-    reservation_.Shrink(capacity);
-    charged = target;
-    return absl::OkStatus();
+    if (needed <= upload.capacity()) return upload.HoldAtLeast(needed, What(name, needed));
+    return upload.Resize(std::max(needed, 2 * upload.capacity()),
+                         service_->engine_.options().buffer_pool, What(name, needed));
   }
 
   std::string What(const std::string& name, int64_t bytes) const {
@@ -344,7 +323,7 @@ class TensorOpService::ChunkedReactor final
     std::map<std::string, int64_t, std::less<>> declared;
     std::optional<int64_t> total = 0;
     for (auto& [name, tensor] : *request_.mutable_inputs()) {
-      uploads_.try_emplace(name);
+      uploads_.try_emplace(name, reservation_.Sibling());
       std::optional<int64_t> bytes = DeclaredBytes(tensor);
       if (!bytes.has_value()) continue;
       declared.emplace(name, *bytes);
@@ -362,20 +341,14 @@ class TensorOpService::ChunkedReactor final
       return;
     }
     for (const auto& [name, bytes] : declared) {
-      bool kept = false;
-      InputBuffer& upload = uploads_[name];
       // A read window's buffer is fresh address space, never a pool's kept
-      // one: the bytes it drops are never touched.
+      // one: the bytes it drops are never touched. Else, where the buffer
+      // cannot be had, it is sized as chunks come.
       const bool windowed = windows_.contains(name);
-      if (!upload.Grow(bytes, windowed ? nullptr : service_->engine_.options().buffer_pool,
-                       &kept)) {
+      if (!uploads_.find(name)->second.SizeAhead(
+              bytes, windowed ? nullptr : service_->engine_.options().buffer_pool,
+              What(name, bytes))) {
         windows_.erase(name);
-        continue;
-      }
-      if (kept && reservation_.Grow(upload.capacity(), What(name, upload.capacity())).ok()) {
-        charged_[name] = upload.capacity();
-      } else if (kept) {
-        upload = InputBuffer();  // back to the pool; sized as chunks come
       }
     }
   }
@@ -417,12 +390,10 @@ class TensorOpService::ChunkedReactor final
       call.handles = &handles_;
       absl::StatusOr<ResultParts> parts =
           Execute(call, IntoParts{.record = &record_, .streaming = &streaming});
-      // The uploaded inputs are done with: freed, and their reservation given
-      // back (by the worker: the writer leaves the reservation alone until
-      // the work ended), while the rest of the result streams.
+      // The uploaded inputs are done with: freed, and with them their
+      // reservations, while the rest of the result streams.
       uploads_.clear();
       request_.Clear();
-      for (auto& [name, charged] : charged_) reservation_.Shrink(std::exchange(charged, 0));
       if (!parts.ok()) return parts.status();
       computed.emplace(*std::move(parts));
       return absl::OkStatus();
@@ -464,7 +435,6 @@ class TensorOpService::ChunkedReactor final
   };
   std::map<std::string, ReadWindow, std::less<>> windows_;
   int64_t bytes_in_ = 0;
-  std::map<std::string, int64_t> charged_;  // per input: bytes of its buffer reserved
   grpc::ByteBuffer read_buffer_;
   ResultWriter writer_{reservation_,
                        [this](const grpc::ByteBuffer* part) {

@@ -57,8 +57,7 @@ class TensorOpService::UnaryReactor final : public grpc::ServerUnaryReactor {
     SetCallOrigin(*context, record_);
     bool answered = false;
     absl::Status status = Guarded([&] {
-      RETURN_IF_ERROR(reservation_.Grow(static_cast<int64_t>(request->Length()),
-                                        "Run: the request as received"));
+      RETURN_IF_ERROR(ReserveReceived(*request, "Run", reservation_));
       ASSIGN_OR_RETURN(answered, AnswerInReaction());
       if (answered) return absl::OkStatus();
       auto work = [this] { Done(Guarded([&] { return Work(planned_.get()); })); };
@@ -103,7 +102,7 @@ class TensorOpService::UnaryReactor final : public grpc::ServerUnaryReactor {
     tried_forwarding_ = true;
     CallContext call = Call(placement);
     call.received = &*run_.received;
-    call.received_reserved = &run_.data_bytes;
+    call.received_cover = &run_.received_cover;
     ASSIGN_OR_RETURN(std::optional<OutputBuffers> outputs,
                      AnswerWithReceivedBytes(call, {.too_big_hint = kTooBigHint}, planned_));
     if (!outputs.has_value()) return false;
@@ -152,7 +151,7 @@ class TensorOpService::UnaryReactor final : public grpc::ServerUnaryReactor {
     }
     CallContext call = Call(placement);
     if (run_.received.has_value() && !tried_forwarding_) call.received = &*run_.received;
-    call.received_reserved = &run_.data_bytes;
+    call.received_cover = &run_.received_cover;
     call.planned = planned;
     absl::StatusOr<OutputBuffers> outputs = Execute(call, IntoAnswerBuffers{kTooBigHint});
     record_.backend = placement.label;
@@ -184,7 +183,7 @@ class TensorOpService::UnaryReactor final : public grpc::ServerUnaryReactor {
                          response_bytes_);
     // The inputs are done with: freed now rather than when the client took the
     // answer, so a client's next call does not find this one's bytes still held.
-    run_.Free(reservation_);
+    run_.Free();
   }
 
   // Outputs in shared memory or kept: the answer carries their layouts (and
@@ -201,7 +200,7 @@ class TensorOpService::UnaryReactor final : public grpc::ServerUnaryReactor {
     SerializeInto(response, response_bytes_);
     // The response's outputs go with it; their serialized copy stays reserved.
     reservation_.Shrink(record_.bytes_out);
-    run_.Free(reservation_);
+    run_.Free();
     return absl::OkStatus();
   }
 

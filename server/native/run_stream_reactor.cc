@@ -76,10 +76,8 @@ class TensorOpService::StreamReactor : public grpc::ServerWriteReactor<grpc::Byt
 
   // Reserves `request`, the call's bytes as received, then ComputeOnWorker.
   void ReserveAndCompute(const grpc::ByteBuffer& request) {
-    const absl::Status reserved = Guarded([&] {
-      return reservation_.Grow(static_cast<int64_t>(request.Length()),
-                               absl::StrCat(record_.method, ": the request as received"));
-    });
+    const absl::Status reserved =
+        Guarded([&] { return ReserveReceived(request, record_.method, reservation_); });
     if (!reserved.ok()) {
       Done(reserved);
       return;
@@ -170,10 +168,10 @@ class TensorOpService::RunStreamReactor final : public StreamReactor {
     call.uploaded = &run_.uploaded;
     call.handles = &handles_;
     if (run_.received.has_value()) call.received = &*run_.received;
-    call.received_reserved = &run_.data_bytes;
+    call.received_cover = &run_.received_cover;
     absl::StatusOr<ResultParts> parts =
         Execute(call, IntoParts{.record = &record_, .streaming = streaming});
-    run_.Free(reservation_);  // the inputs are done with; only the outputs stream
+    run_.Free();  // the inputs are done with; only the outputs stream
     return parts;
   }
 

@@ -31,7 +31,7 @@
 namespace tensorop::server {
 
 // What every step of one request reads. Shallow: it refers to what the front
-// end owns, which outlives the call's work; `placement`, `*received_reserved`
+// end owns, which outlives the call's work; `placement`, `*received_cover`
 // and `*planned` are the steps' to update.
 struct CallContext {
   const v1::RunRequest& request;
@@ -45,12 +45,12 @@ struct CallContext {
   // Where inputs are besides the request's inline bytes; null: nowhere else.
   const UploadedInputs* uploaded = nullptr;  // pieces held apart (RunChunked, v2)
   const HandleAccess* handles = nullptr;     // the caller's handles and regions
-  // The request's data where gRPC received it, and the bytes of `reservation`
-  // that cover it (ReceivedRun::data_bytes): an output that is a run of those
-  // bytes is answered with them, no buffer and no copy, and the answer takes
-  // that cover over (lowering `*received_reserved`). Null: not kept.
+  // The request's data where gRPC received it, and the reservation that
+  // covers it (ReceivedRun::received_cover): an output that is a run of those
+  // bytes is answered with them, no buffer and no copy, and the answer's
+  // reservation takes that cover over. Null: not kept.
   const RequestDataView* received = nullptr;
-  int64_t* received_reserved = nullptr;
+  MemoryBudget::Reservation* received_cover = nullptr;
   // The request planned already (PlanIfTiny, PlanRun); null: planned here.
   PlannedRun* planned = nullptr;
 };

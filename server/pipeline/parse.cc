@@ -24,8 +24,26 @@ absl::Status ReserveParse(const grpc::ByteBuffer& bytes,
   if (!bound.ok()) {
     return absl::InvalidArgumentError(absl::StrCat(method, ": ", bound.status().message()));
   }
-  return reservation.Grow(*bound + kRequestOverheadBytes,
-                          absl::StrCat(method, ": parsing a ", received_bytes, "-byte request"));
+  return ReserveParsing(
+      *bound, absl::StrCat(method, ": parsing a ", received_bytes, "-byte request"), reservation);
+}
+
+absl::Status ReserveReceived(const grpc::ByteBuffer& bytes, absl::string_view method,
+                             MemoryBudget::Reservation& reservation) {
+  return reservation.Grow(static_cast<int64_t>(bytes.Length()),
+                          absl::StrCat(method, ": the request as received"));
+}
+
+absl::Status ReserveParsing(int64_t bound, absl::string_view what,
+                            MemoryBudget::Reservation& reservation) {
+  return reservation.Grow(bound + kRequestOverheadBytes, what);
+}
+
+absl::Status ReservePlanning(int outputs, absl::string_view method, absl::string_view planned,
+                             MemoryBudget::Reservation& reservation) {
+  return reservation.Grow(
+      kOutputOverheadBytes * std::max(1, outputs),
+      absl::StrCat(method, ": planning the ", outputs, " outputs of ", planned));
 }
 
 namespace {
@@ -36,9 +54,8 @@ absl::Status Deserialize(const grpc::ByteBuffer& bytes, int64_t received_bytes,
                          absl::string_view method, MemoryBudget::Reservation& reservation,
                          v1::RunRequest* request) {
   RETURN_IF_ERROR(DeserializeMessage(bytes, received_bytes, method, request));
-  return reservation.Grow(kOutputOverheadBytes * std::max(1, request->outputs_size()),
-                          absl::StrCat(method, ": planning the ", request->outputs_size(),
-                                       " outputs of request ", Quoted(request->id())));
+  return ReservePlanning(request->outputs_size(), method,
+                         absl::StrCat("request ", Quoted(request->id())), reservation);
 }
 
 }  // namespace
@@ -60,9 +77,7 @@ absl::Status ParseChainRequest(const grpc::ByteBuffer& bytes, absl::string_view 
   RETURN_IF_ERROR(CheckIdBytes(chain->id(), "id"));
   int outputs = 0;
   for (const v1::ChainStep& step : chain->steps()) outputs += std::max(1, step.outputs_size());
-  return reservation.Grow(
-      kOutputOverheadBytes * std::max(1, outputs),
-      absl::StrCat(method, ": planning the ", outputs, " outputs of chain ", Quoted(chain->id())));
+  return ReservePlanning(outputs, method, absl::StrCat("chain ", Quoted(chain->id())), reservation);
 }
 
 UploadedInputs Spans(const InputBuffers& buffers) {
@@ -139,10 +154,43 @@ void NoteInputBytes(ReceivedRun* run) {
 
 }  // namespace
 
+namespace {
+
+// The inputs' data of `view`, a view of `bytes`, copied into a buffer each,
+// reserved before the received bytes (held by the view now) are given back.
+absl::Status CopyInputs(const grpc::ByteBuffer* bytes, RequestDataView& view,
+                        absl::string_view method, MemoryBudget::Reservation& reservation,
+                        BufferPool* pool, InputBuffers* inputs) {
+  for (const RequestDataView::InputData& input : view.inputs()) {
+    if (input.bytes == 0) continue;
+    InputBuffer& buffer = inputs->try_emplace(input.input, reservation.Sibling()).first->second;
+    RETURN_IF_ERROR(buffer.Resize(
+        input.bytes, pool,
+        absl::StrCat(method, ": the ", input.bytes, " bytes of input ", Quoted(input.input))));
+  }
+  ReleaseRequestBytes(bytes, reservation);
+  for (size_t i = 0; i < view.inputs().size(); ++i) {
+    const RequestDataView::InputData& input = view.inputs()[i];
+    if (input.bytes == 0) continue;
+    view.MoveDataTo(i, inputs->find(input.input)->second.Extend(input.bytes));
+  }
+  return absl::OkStatus();
+}
+
+// `view` of `bytes` kept as `run`'s received data: the received slices but
+// those it holds let go, and the reservation of those moved to its cover.
+void KeepReceived(const grpc::ByteBuffer* bytes, RequestDataView view,
+                  MemoryBudget::Reservation& reservation, ReceivedRun* run) {
+  run->received_cover = reservation.Sibling();
+  ReleaseRequestBytes(bytes, reservation, view.DataBytes(), run->received_cover);
+  run->received.emplace(std::move(view));
+}
+
+}  // namespace
+
 absl::Status ParseRequestAndInputs(const grpc::ByteBuffer* bytes, absl::string_view method,
                                    MemoryBudget::Reservation& reservation, BufferPool* pool,
-                                   v1::RunRequest* request, InputBuffers* inputs,
-                                   std::optional<RequestDataView>* received) {
+                                   v1::RunRequest* request, InputBuffers* inputs) {
   std::optional<RequestDataView> view;
   if (bytes->Length() >= kLiftFromBytes) {
     ASSIGN_OR_RETURN(view, ParseAroundData(*bytes, method, kMaxRestBytes, reservation, request));
@@ -152,36 +200,11 @@ absl::Status ParseRequestAndInputs(const grpc::ByteBuffer* bytes, absl::string_v
     ReleaseRequestBytes(bytes, reservation);
     return absl::OkStatus();
   }
-  const int64_t data_bytes = view->DataBytes();
-  if (received != nullptr && ValuesInputOf(*request).empty()) {
-    ReleaseRequestBytes(bytes, reservation, /*still_held=*/data_bytes);
-    received->emplace(*std::move(view));
-    return absl::OkStatus();
-  }
-  // A buffer per input, reserved before the received bytes (held by the view
-  // now) are given back and copied over.
-  RETURN_IF_ERROR(reservation.Grow(
-      data_bytes, absl::StrCat(method, ": the ", data_bytes, " data bytes of the inputs")));
-  for (const RequestDataView::InputData& input : view->inputs()) {
-    if (input.bytes == 0) continue;
-    bool kept = false;
-    if (!(*inputs)[input.input].Grow(input.bytes, pool, &kept)) {
-      return absl::ResourceExhaustedError(absl::StrCat(method, ": out of memory for the ",
-                                                       input.bytes, " bytes of input \"",
-                                                       input.input, "\""));
-    }
-  }
-  ReleaseRequestBytes(bytes, reservation);
-  for (size_t i = 0; i < view->inputs().size(); ++i) {
-    const RequestDataView::InputData& input = view->inputs()[i];
-    if (input.bytes == 0) continue;
-    view->MoveDataTo(i, (*inputs)[input.input].Extend(input.bytes));
-  }
-  return absl::OkStatus();
+  return CopyInputs(bytes, *view, method, reservation, pool, inputs);
 }
 
-void ReceivedRun::Free(MemoryBudget::Reservation& reservation) {
-  reservation.Shrink(std::exchange(data_bytes, 0));
+void ReceivedRun::Free() {
+  received_cover.Release();
   uploaded = UploadedInputs();
   inputs.clear();
   received.reset();
@@ -191,8 +214,19 @@ void ReceivedRun::Free(MemoryBudget::Reservation& reservation) {
 absl::Status ParseReceivedRun(const grpc::ByteBuffer* bytes, absl::string_view method,
                               MemoryBudget::Reservation& reservation, BufferPool* pool,
                               ReceivedRun* run) {
-  RETURN_IF_ERROR(ParseRequestAndInputs(bytes, method, reservation, pool, &run->request,
-                                        &run->inputs, &run->received));
+  std::optional<RequestDataView> view;
+  if (bytes->Length() >= kLiftFromBytes) {
+    ASSIGN_OR_RETURN(view,
+                     ParseAroundData(*bytes, method, kMaxRestBytes, reservation, &run->request));
+  }
+  if (!view.has_value()) {
+    RETURN_IF_ERROR(ParseRequest(*bytes, method, reservation, &run->request));
+    ReleaseRequestBytes(bytes, reservation);
+  } else if (ValuesInputOf(run->request).empty()) {
+    KeepReceived(bytes, *std::move(view), reservation, run);
+  } else {
+    RETURN_IF_ERROR(CopyInputs(bytes, *view, method, reservation, pool, &run->inputs));
+  }
   RETURN_IF_ERROR(CheckIdBytes(run->request.id(), "id"));
   NoteInputBytes(run);
   return absl::OkStatus();
@@ -203,27 +237,34 @@ absl::StatusOr<bool> ParseReceivedRunIfLight(const grpc::ByteBuffer* bytes,
                                              MemoryBudget::Reservation& reservation,
                                              size_t max_rest_bytes, ReceivedRun* run) {
   if (bytes->Length() < kLiftFromBytes) return false;
-  const int64_t reserved_before = reservation.bytes();
+  // What parsing reserves, in a reservation of its own until the request is taken.
+  MemoryBudget::Reservation parsing = reservation.Sibling();
   ASSIGN_OR_RETURN(std::optional<RequestDataView> view,
-                   ParseAroundData(*bytes, method, max_rest_bytes, reservation, &run->request));
+                   ParseAroundData(*bytes, method, max_rest_bytes, parsing, &run->request));
   if (!view.has_value()) return false;
   if (!ValuesInputOf(run->request).empty()) {  // its indices are copied out for planning
     run->request.Clear();
-    reservation.Shrink(reservation.bytes() - reserved_before);
     return false;
   }
-  ReleaseRequestBytes(bytes, reservation, /*still_held=*/view->DataBytes());
-  run->received.emplace(*std::move(view));
+  parsing.TransferTo(reservation, parsing.bytes());
+  KeepReceived(bytes, *std::move(view), reservation, run);
   RETURN_IF_ERROR(CheckIdBytes(run->request.id(), "id"));
   NoteInputBytes(run);
   return true;
 }
 
-void ReleaseRequestBytes(const grpc::ByteBuffer* bytes, MemoryBudget::Reservation& reservation,
-                         int64_t still_held) {
+void ReleaseRequestBytes(const grpc::ByteBuffer* bytes, MemoryBudget::Reservation& reservation) {
   const int64_t length = static_cast<int64_t>(bytes->Length());
   const_cast<grpc::ByteBuffer*>(bytes)->Clear();
-  reservation.Shrink(length - still_held);
+  reservation.Shrink(length);
+}
+
+void ReleaseRequestBytes(const grpc::ByteBuffer* bytes, MemoryBudget::Reservation& reservation,
+                         int64_t kept_bytes, MemoryBudget::Reservation& cover) {
+  reservation.TransferTo(cover, kept_bytes);
+  const int64_t length = static_cast<int64_t>(bytes->Length());
+  const_cast<grpc::ByteBuffer*>(bytes)->Clear();
+  reservation.Shrink(length - kept_bytes);
 }
 
 }  // namespace tensorop::server

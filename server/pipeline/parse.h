@@ -25,6 +25,7 @@
 #include "absl/strings/string_view.h"
 #include "core/tensor.h"
 #include "server/memory/buffer_pool.h"
+#include "server/memory/input_buffer.h"
 #include "server/memory/memory_budget.h"
 #include "server/memory/output_buffer.h"
 #include "server/wire/chunk_part.h"
@@ -38,6 +39,19 @@ namespace tensorop::server {
 // request naming many outputs cannot amplify.
 constexpr int64_t kRequestOverheadBytes = 16 << 10;
 constexpr int64_t kOutputOverheadBytes = 4 << 10;
+// Reserves a request's bytes as gRPC received them, for `method`, before
+// anything is done with them (ReleaseRequestBytes gives them back).
+absl::Status ReserveReceived(const grpc::ByteBuffer& bytes, absl::string_view method,
+                             MemoryBudget::Reservation& reservation);
+// Reserves what parsing takes, `bound` (ParsedBytesBound) and the request's
+// fixed overhead, for `what`.
+absl::Status ReserveParsing(int64_t bound, absl::string_view what,
+                            MemoryBudget::Reservation& reservation);
+// Reserves the overhead of planning `outputs` outputs (at least one) of
+// `planned` (e.g. `request "a"`), for `method`.
+absl::Status ReservePlanning(int outputs, absl::string_view method, absl::string_view planned,
+                             MemoryBudget::Reservation& reservation);
+
 // Parses `bytes` as a RunRequest into `request` for `method`, reserving what
 // parsing takes (bounded from the tags, before anything is allocated) and the
 // per-output overhead of planning it in `reservation`.
@@ -61,54 +75,6 @@ struct UploadedInputs {
   std::map<std::string, std::vector<std::span<const std::byte>>, std::less<>> pieces;
 };
 
-// An input's bytes held apart from the request (a RunChunked upload, a Run
-// request's data taken from the received slices), appended as they arrive in
-// a buffer sized ahead where the size is known, so they never move. A large
-// one is a buffer pool's (resident pages a previous call left, else fresh
-// address space whose pages only the bytes touch) and goes back to it.
-class InputBuffer {
- public:
-  int64_t size() const { return size_; }
-  int64_t capacity() const { return capacity_; }
-  std::span<const std::byte> bytes() const { return {data_.get(), static_cast<size_t>(size_)}; }
-  // Where the next `bytes` go; Grow first when they do not fit.
-  std::byte* Extend(int64_t bytes) {
-    std::byte* end = data_.get() + size_;
-    size_ += bytes;
-    return end;
-  }
-  // Where the bytes at `offset` go in a buffer filled out of order (an upload
-  // storing only the bytes its op reads); they end within capacity().
-  std::byte* At(int64_t offset) { return data_.get() + offset; }
-  // Every byte of the capacity, for such a buffer once all its bytes arrived.
-  std::span<const std::byte> Room() const { return {data_.get(), static_cast<size_t>(capacity_)}; }
-  // Room for `capacity` bytes, the held ones copied over; false when out of
-  // memory. `kept`: whether the buffer is one the pool kept (resident).
-  bool Grow(int64_t capacity, BufferPool* pool, bool* kept) {
-    const size_t bytes = static_cast<size_t>(capacity);
-    BufferDeleter deleter;
-    void* memory = nullptr;
-    *kept = false;
-    if (bytes < BufferPool::kMinBytes) {
-      memory = std::malloc(std::max<size_t>(bytes, 1));
-    } else {
-      memory = pool != nullptr ? pool->Take(bytes, kept) : BufferPool::Allocate(bytes);
-      deleter = {.pool = pool, .capacity = BufferPool::CapacityFor(bytes)};
-    }
-    if (memory == nullptr) return false;
-    OutputBuffer grown(static_cast<std::byte*>(memory), deleter);
-    if (size_ > 0) std::memcpy(grown.get(), data_.get(), static_cast<size_t>(size_));
-    data_ = std::move(grown);
-    capacity_ = capacity;
-    return true;
-  }
-
- private:
-  OutputBuffer data_;
-  int64_t size_ = 0;
-  int64_t capacity_ = 0;
-};
-
 using InputBuffers = std::map<std::string, InputBuffer, std::less<>>;
 
 // The bytes of `buffers` as UploadedInputs.
@@ -126,10 +92,12 @@ absl::Status ReserveParse(const grpc::ByteBuffer& bytes,
 
 // Drops the slices of a request's bytes once it is parsed (gRPC keeps the
 // ByteBuffer object, now empty, until the call ends) and gives their
-// reservation back: the parsed copy is what the call holds from here. But
-// for `still_held` of them: the data a RequestDataView keeps of those slices.
+// reservation back: the parsed copy is what the call holds from here.
+void ReleaseRequestBytes(const grpc::ByteBuffer* bytes, MemoryBudget::Reservation& reservation);
+// The same, but for the `kept_bytes` of data a RequestDataView keeps of those
+// slices, whose reservation goes to `cover`: the view's from here.
 void ReleaseRequestBytes(const grpc::ByteBuffer* bytes, MemoryBudget::Reservation& reservation,
-                         int64_t still_held = 0);
+                         int64_t kept_bytes, MemoryBudget::Reservation& cover);
 
 // Parses `bytes` (`received_bytes` long as they arrived) into `message`:
 // INVALID_ARGUMENT "METHOD: the N bytes received are not a valid TYPE".
@@ -166,40 +134,39 @@ absl::StatusOr<std::optional<RequestDataView>> ReservedView(
     const std::function<std::optional<RequestDataView>(size_t max_rest_bytes)>& make);
 
 // Parses `bytes` like ParseRequest, but leaves each input's data bytes out of
-// the message: with `received`, where they were received (the view, whose
-// slices hold them, goes to `received`; not for a scatter, whose indices
-// planning reads); else copied from the received slices into an InputBuffer of
-// their own (from `pool` when large): one copy, and each received slice is
-// let go once copied, so a large request is never held twice. The data bytes
-// stay reserved, and are reserved once: the fields besides them are reserved
-// as parsed, not the request's whole parse bound. Requests below 1 MiB, with
-// more than 64 KiB of fields besides their data, or in a form protobuf's
-// serializer does not write, are parsed as by ParseRequest (`inputs` left
-// empty, no view).
-// Either way the received bytes are released (and their reservation given
-// back) once parsed, but for what the view holds.
+// the message: copied from the received slices into an InputBuffer of their
+// own (from `pool` when large), reserved in a sibling of `reservation` that
+// the buffer holds: one copy, and each received slice is let go once copied,
+// so a large request is never held twice. The fields besides the data are
+// reserved as parsed, not the request's whole parse bound. Requests below
+// 1 MiB, with more than 64 KiB of fields besides their data, or in a form
+// protobuf's serializer does not write, are parsed as by ParseRequest
+// (`inputs` left empty). Either way the received bytes are released (and
+// their reservation given back) once parsed.
 absl::Status ParseRequestAndInputs(const grpc::ByteBuffer* bytes, absl::string_view method,
                                    MemoryBudget::Reservation& reservation, BufferPool* pool,
-                                   v1::RunRequest* request, InputBuffers* inputs,
-                                   std::optional<RequestDataView>* received = nullptr);
+                                   v1::RunRequest* request, InputBuffers* inputs);
 
 // A RunRequest parsed by ParseReceivedRun, with its large inputs' bytes held
 // apart. Built in place and never moved: `uploaded` points into `inputs` and
 // `received`.
 struct ReceivedRun {
   v1::RunRequest request;
-  InputBuffers inputs;                      // the large inputs' data, taken out of the request
-  std::optional<RequestDataView> received;  // or left where they were received
-  UploadedInputs uploaded;                  // their bytes, for PlanRun and the Execute calls
-  int64_t data_bytes = 0;                   // reserved for them
+  InputBuffers inputs;                       // the large inputs' data, taken out of the request
+  std::optional<RequestDataView> received;   // or left where they were received,
+  MemoryBudget::Reservation received_cover;  // with the reservation covering them
+  UploadedInputs uploaded;                   // their bytes, for PlanRun and the Execute calls
+  int64_t data_bytes = 0;                    // their count
 
-  // Frees the input bytes and the request, giving the bytes' reservation back.
-  void Free(MemoryBudget::Reservation& reservation);
+  // Frees the input bytes and the request, and with them their reservations.
+  void Free();
 };
 
-// ParseRequestAndInputs into `run`, leaving the data where it was received
-// (no copy; not for a scatter), each input then read as pieces of whole
-// elements of its dtype.
+// ParseRequestAndInputs into `run`, but leaving the data where it was
+// received (no copy; not for a scatter, whose indices planning reads), each
+// input then read as pieces of whole elements of its dtype: the view, whose
+// slices hold them, goes to `run->received`, and the part of `reservation`
+// covering them to `run->received_cover`.
 absl::Status ParseReceivedRun(const grpc::ByteBuffer* bytes, absl::string_view method,
                               MemoryBudget::Reservation& reservation, BufferPool* pool,
                               ReceivedRun* run);

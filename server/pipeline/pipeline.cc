@@ -121,9 +121,9 @@ namespace {
 // Answers the call's request, as `run` planned it, with bytes of its received
 // inputs where each output is such bytes (OutputAsInputBytes): their slices
 // go into the answer as gRPC received them, with no buffer and no copy, the
-// slices they keep reserved: taken over from `*call.received_reserved` (the
-// bytes of the reservation covering `call.received`; null: none), as far as
-// it goes, so the same memory is not reserved twice. Only where the CPU would
+// slices they keep reserved: taken over from `*call.received_cover` (the
+// reservation covering `call.received`; null: none), as far as it goes, so
+// the same memory is not reserved twice. Only where the CPU would
 // run it: OPENCL asks for the device. False, having done nothing, when an
 // output is anything else.
 absl::StatusOr<bool> ForwardReceivedBytes(const CallContext& call, const PlannedRun& run,
@@ -147,12 +147,12 @@ absl::StatusOr<bool> ForwardReceivedBytes(const CallContext& call, const Planned
     forwarded[output] = call.received->DataSlices(input - inputs.begin(), bytes->range, &held);
   }
   ASSIGN_OR_RETURN(const int64_t answer_bytes, admit(plan));
-  int64_t* const received_reserved = call.received_reserved;
-  const int64_t taken_over = received_reserved == nullptr ? 0 : std::min(held, *received_reserved);
+  MemoryBudget::Reservation* const cover = call.received_cover;
+  const int64_t taken_over = cover == nullptr ? 0 : std::min(held, cover->bytes());
   RETURN_IF_ERROR(
       call.reservation.Grow(answer_bytes + held - taken_over,
                             absl::StrCat("the outputs of request ", Quoted(call.request.id()))));
-  if (received_reserved != nullptr) *received_reserved -= taken_over;
+  if (cover != nullptr) cover->TransferTo(call.reservation, taken_over);
   outputs.layouts = plan.outputs;
   outputs.buffers.resize(plan.outputs.size());
   outputs.forwarded = std::move(forwarded);

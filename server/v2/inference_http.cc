@@ -53,10 +53,11 @@ constexpr char kJson[] = "application/json";
 // every byte reserved for the request was given back.
 struct Hold {
   explicit Hold(MemoryBudget& budget)
-      : ledger(budget, "HTTP request"), reservation(ledger.Empty()) {}
+      : ledger(budget, "HTTP request"), body(ledger.Empty()), answer(ledger.Empty()) {}
   const MemoryBudget::CallLedger ledger;
-  MemoryBudget::Reservation reservation;
-  std::string identity;  // CallerIdentity: token name and certificate subject, or empty
+  MemoryBudget::Reservation body;    // the body as it arrives, then httplib's copy
+  MemoryBudget::Reservation answer;  // an infer's answer, until it is written
+  std::string identity;              // CallerIdentity: token name and certificate subject, or empty
 };
 
 void Reply(httplib::Response& response, const absl::Status& status) {
@@ -88,17 +89,11 @@ HttpAdmission Admit(State& state, const HttpRequestHead& head) {
   // could is held as it arrives, not as its Content-Length announces it, so
   // idle connections that only announced large bodies hold nothing.
   if (head.content_length > 0) {
-    absl::Status fits = hold->reservation.Grow(kBodyCopies * head.content_length, what);
+    absl::Status fits = state.engine->budget().CheckRoom(kBodyCopies * head.content_length, what);
     if (!fits.ok()) return HttpAdmission{Refusal(fits), nullptr, nullptr};
-    hold->reservation.Release();
   }
-  auto hold_bytes = [reservation = &hold->reservation, what](int64_t bytes) {
-    const int64_t more = bytes - reservation->bytes();
-    if (more <= 0) {
-      reservation->Shrink(-more);
-      return HttpRefusal{};
-    }
-    absl::Status reserved = reservation->Grow(more, what);
+  auto hold_bytes = [body = &hold->body, what](int64_t bytes) {
+    absl::Status reserved = body->Resize(bytes, what);
     return reserved.ok() ? HttpRefusal{} : Refusal(reserved);
   };
   return HttpAdmission{{}, hold, std::move(hold_bytes)};
@@ -110,10 +105,11 @@ void Infer(State& state, const httplib::Request& http, httplib::Response& out) {
   Engine& engine = *state.engine;
   std::shared_ptr<Hold> hold = std::static_pointer_cast<Hold>(BoundedHttpServer::CurrentHold());
   if (hold == nullptr) hold = std::make_shared<Hold>(engine.budget());
-  MemoryBudget::Reservation& reservation = hold->reservation;
-  // The waiting room's copy is gone (httplib consumed it); httplib's stays.
+  // The waiting room's copy is gone (httplib consumed it); httplib's stays,
+  // until the request is answered. The parse, the execution and the answer
+  // hold reservations of their own beside it.
   const int64_t body_bytes = static_cast<int64_t>(http.body.size());
-  reservation.Shrink(std::max<int64_t>(0, reservation.bytes() - 2 * body_bytes));
+  hold->body.ShrinkTo(2 * body_bytes);
 
   CallRecord record;
   record.method = kMethod;
@@ -143,16 +139,16 @@ void Infer(State& state, const httplib::Request& http, httplib::Response& out) {
     }
     const std::string parsing = absl::StrCat(
         kMethod, ": parsing a ", header_length.value_or(body_bytes), "-byte JSON request");
-    RETURN_IF_ERROR(reservation.Grow(kRequestOverheadBytes, parsing));
+    MemoryBudget::Reservation request_bytes = hold->body.Sibling();
+    RETURN_IF_ERROR(request_bytes.Grow(kRequestOverheadBytes, parsing));
     // The parse reserves what its values take as they are made.
     ASSIGN_OR_RETURN(
         HttpInferRequest parsed,
         ParseHttpInferRequest(model, version, http.body, header_length,
-                              [&](int64_t bytes) { return reservation.Grow(bytes, parsing); }));
-    // The JSON is freed; what stays: httplib's body and the request.
-    reservation.Shrink(std::max<int64_t>(
-        0, reservation.bytes() - 2 * body_bytes -
-               static_cast<int64_t>(parsed.request.ByteSizeLong()) - kRequestOverheadBytes));
+                              [&](int64_t bytes) { return request_bytes.Grow(bytes, parsing); }));
+    // The JSON is freed; what stays: the request.
+    request_bytes.ShrinkTo(static_cast<int64_t>(parsed.request.ByteSizeLong()) +
+                           kRequestOverheadBytes);
 
     const auto deadline = std::chrono::steady_clock::now() + state.options.infer_deadline;
     StopCheck stop = [&state, deadline, limit = state.options.infer_deadline]() {
@@ -166,6 +162,7 @@ void Infer(State& state, const httplib::Request& http, httplib::Response& out) {
       return absl::OkStatus();
     };
     inference::ModelInferResponse response;
+    MemoryBudget::Reservation execution = hold->body.Sibling();  // the outputs and the response
     // Shared: the task may still be inside set_value when get() returns.
     auto done = std::make_shared<std::promise<absl::Status>>();
     std::future<absl::Status> finished = done->get_future();
@@ -179,7 +176,7 @@ void Infer(State& state, const httplib::Request& http, httplib::Response& out) {
         RETURN_IF_ERROR(NameSharedMemoryOutput(
             parsed.request,
             engine.ExecuteOnWorker(
-                engine.Call(run, placement, stop, reservation), record,
+                engine.Call(run, placement, stop, execution), record,
                 {.response = &native_response, .too_big_hint = kAnswerTooBigHint})));
         run.Clear();  // the inputs are done with
         ASSIGN_OR_RETURN(response, ToModelInferResponse(parsed.request, native_response));
@@ -192,14 +189,14 @@ void Infer(State& state, const httplib::Request& http, httplib::Response& out) {
     for (const std::string& bytes : response.raw_output_contents()) {
       raw += static_cast<int64_t>(bytes.size());
     }
-    RETURN_IF_ERROR(reservation.Grow(
+    RETURN_IF_ERROR(hold->answer.Grow(
         raw * kJsonAnswerBytesPerByte,
         absl::StrCat(kMethod, ": the answer to request ", Quoted(parsed.request.id()))));
     ASSIGN_OR_RETURN(HttpBody body, RenderHttpInferResponse(parsed, response));
     response.Clear();
-    // What stays held until the answer is written: the answer and httplib's body.
-    reservation.Shrink(std::max<int64_t>(
-        0, reservation.bytes() - static_cast<int64_t>(body.body.size()) - 2 * body_bytes));
+    // What stays held until the answer is written: the answer and httplib's
+    // body; the request and the execution's bytes go as this returns.
+    hold->answer.ShrinkTo(static_cast<int64_t>(body.body.size()));
     answered = std::move(body);
     return absl::OkStatus();
   });

@@ -42,18 +42,30 @@
 namespace tensorop::server {
 namespace {
 
-// Parses `bytes` as a ModelInferRequest for `method` into `request`,
+// A ModelInferRequest parsed and converted: what ExecuteInfer runs.
+struct PreparedInfer {
+  inference::ModelInferRequest request;
+  std::optional<RequestDataView> received;   // input "input"'s bytes where received,
+  MemoryBudget::Reservation received_cover;  // with the reservation covering them
+  int input_entry = -1;                      // their entry in `received`
+  std::optional<int64_t> held_bytes;         // their count
+  v1::RunRequest run;
+  UploadedInputs uploaded;
+};
+
+// Parses `bytes` as a ModelInferRequest for `method` into `prepared->request`,
 // reserving what that takes, and releases the received bytes. In a request
 // of 1 MiB or more, input "input"'s raw_input_contents entry (from 64 KiB) is
-// left where gRPC received it, still covered by their reservation: `received`
-// gets the view, in which it is input `*input_entry`, named "input" (its
-// entry in `request` stays empty). Other entries that large are copied into
-// `request`, as protobuf does; so are all of a scatter_elements request, whose
-// indices planning reads.
+// left where gRPC received it, its reservation moved to
+// `prepared->received_cover`: `prepared->received` gets the view, in which it
+// is input `prepared->input_entry`, named "input" (its entry in the request
+// stays empty). Other entries that large are copied into the request, as
+// protobuf does; so are all of a scatter_elements request, whose indices
+// planning reads.
 absl::Status ParseInferRequest(const grpc::ByteBuffer* bytes, absl::string_view method,
-                               MemoryBudget::Reservation& reservation,
-                               inference::ModelInferRequest* request,
-                               std::optional<RequestDataView>* received, int* input_entry) {
+                               MemoryBudget::Reservation& reservation, PreparedInfer* prepared) {
+  inference::ModelInferRequest* request = &prepared->request;
+  int* input_entry = &prepared->input_entry;
   constexpr size_t kHoldFromBytes = size_t{1} << 20;
   constexpr size_t kHeldEntryBytes = size_t{64} << 10;
   // The fields besides the held entries, smaller ones included, past which
@@ -118,22 +130,16 @@ absl::Status ParseInferRequest(const grpc::ByteBuffer* bytes, absl::string_view 
     data.resize(static_cast<size_t>(held));
     view->MoveDataTo(k, reinterpret_cast<std::byte*>(data.data()));
   }
-  ReleaseRequestBytes(bytes, reservation, /*still_held=*/held_bytes);
-  if (*input_entry < 0) return absl::OkStatus();
+  if (*input_entry < 0) {
+    ReleaseRequestBytes(bytes, reservation);
+    return absl::OkStatus();
+  }
+  prepared->received_cover = reservation.Sibling();
+  ReleaseRequestBytes(bytes, reservation, held_bytes, prepared->received_cover);
   view->Name(static_cast<size_t>(*input_entry), "input");
-  *received = std::move(view);
+  prepared->received = std::move(view);
   return absl::OkStatus();
 }
-
-// A ModelInferRequest parsed and converted: what ExecuteInfer runs.
-struct PreparedInfer {
-  inference::ModelInferRequest request;
-  std::optional<RequestDataView> received;  // input "input"'s bytes where received
-  int input_entry = -1;                     // its entry in `received`
-  std::optional<int64_t> held_bytes;        // their count
-  v1::RunRequest run;
-  UploadedInputs uploaded;
-};
 
 // An inference's first half: `bytes` parsed with what that takes reserved
 // (bounded from the tags before anything is allocated) and converted into
@@ -144,8 +150,7 @@ absl::Status PrepareInfer(const grpc::ByteBuffer& bytes, absl::string_view metho
   RETURN_IF_ERROR(stop());
   inference::ModelInferRequest& request = prepared.request;
   std::optional<RequestDataView>& received = prepared.received;
-  RETURN_IF_ERROR(
-      ParseInferRequest(&bytes, method, reservation, &request, &received, &prepared.input_entry));
+  RETURN_IF_ERROR(ParseInferRequest(&bytes, method, reservation, &prepared));
   RETURN_IF_ERROR(CheckIdBytes(request.id(), absl::StrCat(method, ": id")));
   RETURN_IF_ERROR(reservation.Grow(
       TypedContentsBound(request),
@@ -174,15 +179,13 @@ absl::Status ExecuteInfer(Engine& engine, PreparedInfer& prepared, const StopChe
                           grpc::ByteBuffer* out, Engine::TinyRun* tiny = nullptr) {
   const inference::ModelInferRequest& request = prepared.request;
   std::optional<RequestDataView>& received = prepared.received;
-  const std::optional<int64_t>& held_bytes = prepared.held_bytes;
   v1::RunRequest& run = prepared.run;
   UploadedInputs& uploaded = prepared.uploaded;
-  int64_t inputs_reserved = reservation.bytes();
-  // The part of it covering the bytes `received` holds: an answer forwarding
-  // them takes that over (CallContext::received).
-  int64_t received_reserved = held_bytes.value_or(0);
+  // The answer's reservation, apart from the request's: an answer forwarding
+  // the bytes `received` holds takes their cover over (CallContext::received).
+  MemoryBudget::Reservation answer_reservation = reservation.Sibling();
   Placement placement;
-  CallContext call = engine.Call(run, placement, stop, reservation);
+  CallContext call = engine.Call(run, placement, stop, answer_reservation);
   call.uploaded = &uploaded;
   out->Clear();
   if (WritesToSharedMemory(run)) {
@@ -203,12 +206,11 @@ absl::Status ExecuteInfer(Engine& engine, PreparedInfer& prepared, const StopChe
     // raw_output_contents as they are: no copy into the message or into its
     // serialized bytes.
     if (received.has_value()) call.received = &*received;
-    call.received_reserved = &received_reserved;
+    call.received_cover = &prepared.received_cover;
     ASSIGN_OR_RETURN(
         OutputBuffers outputs,
         engine.ExecuteOnWorker(call, record, {.too_big_hint = kAnswerTooBigHint}, tiny));
     run.Clear();  // the inputs are done with
-    inputs_reserved -= held_bytes.value_or(0) - received_reserved;
     v1::RunResponse layouts;
     for (const Layout& layout : outputs.layouts) SetTensorLayout(layout, layouts.add_outputs());
     layouts.set_backend(record.backend);
@@ -219,7 +221,8 @@ absl::Status ExecuteInfer(Engine& engine, PreparedInfer& prepared, const StopChe
   }
   // What stays held until gRPC sent it: the answer, as the execution
   // reserved it. The request and its inputs go now.
-  reservation.Shrink(inputs_reserved);
+  reservation = std::move(answer_reservation);
+  prepared.received_cover.Release();
   return absl::OkStatus();
 }
 
@@ -257,8 +260,7 @@ class InferenceService::InferReactor final : public grpc::ServerUnaryReactor {
     SetCallOrigin(*context, record_);
     bool answered = false;
     absl::Status status = Guarded([&] {
-      RETURN_IF_ERROR(reservation_.Grow(static_cast<int64_t>(request->Length()),
-                                        "ModelInfer: the request as received"));
+      RETURN_IF_ERROR(ReserveReceived(*request, "ModelInfer", reservation_));
       if (request->Length() <= kParseInReactionBytes) {
         ASSIGN_OR_RETURN(answered, RunHereIfTiny());
         if (answered) return absl::OkStatus();
@@ -358,8 +360,7 @@ class InferenceService::StreamReactor final
     }
     ++messages_read_;
     absl::Status status = Guarded([&] {
-      RETURN_IF_ERROR(reservation_.Grow(static_cast<int64_t>(read_buffer_.Length()),
-                                        "ModelStreamInfer: the request as received"));
+      RETURN_IF_ERROR(ReserveReceived(read_buffer_, "ModelStreamInfer", reservation_));
       return service_->engine_->Submit([this] { Work(); });
     });
     if (!status.ok()) {

@@ -72,7 +72,7 @@ class PipelineTest : public ::testing::Test {
     CallContext call = Call(run.request, placement, reservation);
     call.uploaded = &run.uploaded;
     call.received = &*run.received;
-    call.received_reserved = &run.data_bytes;
+    call.received_cover = &run.received_cover;
     return AnswerWithReceivedBytes(call, {.too_big_hint = "hint"},
                                    planned != nullptr ? *planned : dropped);
   }

@@ -112,9 +112,10 @@ TEST_F(PipelineTest, LargeInputsAreTakenOutOfTheRequestIntoBuffersOfTheirOwn) {
   EXPECT_TRUE(inputs.at("input").bytes().size() == input.data().size() &&
               std::memcmp(inputs.at("input").bytes().data(), input.data().data(),
                           input.data().size()) == 0);
-  // The request's reservation now holds the input's bytes, not the received ones.
-  EXPECT_GE(reservation.bytes(), InputBytes(inputs));
-  EXPECT_LT(reservation.bytes(), InputBytes(inputs) + (int64_t{1} << 20));
+  // The input's buffer holds the reservation of its bytes; the request's
+  // holds its other fields, the received bytes given back.
+  EXPECT_EQ(inputs.at("input").reserved(), kRows * kCols * 4);
+  EXPECT_LT(reservation.bytes(), int64_t{1} << 20);
   const UploadedInputs uploaded = Spans(inputs);
   Placement placement = CpuPlacement();
   v1::RunResponse response;
@@ -170,14 +171,16 @@ TEST_F(PipelineTest, ALargeRequestWithFewOtherFieldsIsParsedLightlyWhereItArrive
   EXPECT_EQ(run.request.id(), "slice-1");
   EXPECT_EQ(run.request.inputs().at("input").data(), "");
   EXPECT_EQ(run.data_bytes, 512 * 4096);
-  // The input's bytes stay reserved, the received ones around them are not.
-  EXPECT_GE(reservation.bytes(), run.data_bytes);
-  EXPECT_LT(reservation.bytes(), run.data_bytes + (int64_t{1} << 20));
+  // The input's bytes stay reserved, in the view's cover; the received ones
+  // around them are not.
+  EXPECT_EQ(run.received_cover.bytes(), run.data_bytes);
+  EXPECT_LT(reservation.bytes(), int64_t{1} << 20);
 
   // Rows 100..299 in order are bytes the request carried: answered with them,
   // and no plan is left for a worker.
   Placement placement = CpuPlacement();
   const int64_t reserved = reservation.bytes();
+  const int64_t budget_reserved = budget_.reserved();
   std::unique_ptr<PlannedRun> planned;
   absl::StatusOr<std::optional<OutputBuffers>> answer =
       AnswerWithItsBytes(run, placement, reservation, &planned);
@@ -192,13 +195,15 @@ TEST_F(PipelineTest, ALargeRequestWithFewOtherFieldsIsParsedLightlyWhereItArrive
   EXPECT_TRUE(answered == sent.inputs().at("input").data().substr(100 * 4096, 200 * 4096));
   EXPECT_EQ(placement.label, "cpu");
   // The slices it keeps are reserved once: it takes over the view's cover of
-  // them, the reservation growing by the answer's other fields only.
-  const int64_t taken_over = 512 * 4096 - run.data_bytes;
+  // them, the budget growing by the answer's other fields only.
+  const int64_t taken_over = 512 * 4096 - run.received_cover.bytes();
   EXPECT_GE(taken_over, 200 * 4096);
-  EXPECT_GT(reservation.bytes(), reserved);
-  EXPECT_LT(reservation.bytes(), reserved + 4096);
-  run.Free(reservation);  // the view's cover of the rest goes
-  EXPECT_GE(reservation.bytes(), reserved - 512 * 4096 + taken_over);
+  EXPECT_GT(reservation.bytes(), reserved + taken_over);
+  EXPECT_LT(reservation.bytes(), reserved + taken_over + 4096);
+  EXPECT_LT(budget_.reserved(), budget_reserved + 4096);
+  run.Free();  // the view's cover of the rest goes
+  EXPECT_EQ(run.received_cover.bytes(), 0);
+  EXPECT_EQ(budget_.reserved(), budget_reserved - 512 * 4096 + (reservation.bytes() - reserved));
 }
 
 // A large request's data is reserved once, as received: parsing it reserves
@@ -227,15 +232,15 @@ TEST_F(PipelineTest, ALargeRequestsDataIsReservedOnceWhileItIsParsedAndAnswered)
     }
     ASSERT_TRUE(run.received.has_value());
     EXPECT_EQ(run.data_bytes, data_bytes);
-    EXPECT_GE(reservation.bytes(), data_bytes);
-    EXPECT_LE(reservation.bytes(), received + (int64_t{128} << 10));
+    EXPECT_EQ(run.received_cover.bytes(), data_bytes);
+    EXPECT_LE(tight.reserved(), received + (int64_t{128} << 10));
     // Answered with those bytes in the same room: the answer takes over
     // their cover.
     Placement placement = CpuPlacement();
     ASSERT_OK_AND_ASSIGN(std::optional<OutputBuffers> answer,
                          AnswerWithItsBytes(run, placement, reservation));
     ASSERT_TRUE(answer.has_value());
-    run.Free(reservation);
+    run.Free();
   }
   grpc::ByteBuffer bytes = Serialized(sent);
   MemoryBudget::Reservation reservation = tight.Empty();
@@ -245,7 +250,7 @@ TEST_F(PipelineTest, ALargeRequestsDataIsReservedOnceWhileItIsParsedAndAnswered)
   EXPECT_THAT(
       ParseRequestAndInputs(&bytes, "Run", reservation, &pool, &parsed, &inputs),
       StatusIs(absl::StatusCode::kResourceExhausted,
-               HasSubstr(absl::StrCat("Run: the ", data_bytes, " data bytes of the inputs"))));
+               HasSubstr(absl::StrCat("Run: the ", data_bytes, " bytes of input \"input\""))));
 }
 
 TEST_F(PipelineTest, OutputsThatNeedAKernelAreNotAnsweredWithTheReceivedBytes) {
@@ -271,7 +276,7 @@ TEST_F(PipelineTest, OutputsThatNeedAKernelAreNotAnsweredWithTheReceivedBytes) {
   ASSERT_OK(OnWorker([&] {
     CallContext call = Call(run.request, placement, reservation);
     call.uploaded = &run.uploaded;
-    call.received_reserved = &run.data_bytes;
+    call.received_cover = &run.received_cover;
     call.planned = planned.get();
     outputs = Execute(call, IntoAnswerBuffers{"hint"});
     return outputs.status();
