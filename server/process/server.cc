@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <cstdlib>
 #include <iostream>
+#include <limits>
 #include <string>
 #include <utility>
 #include <vector>
@@ -17,6 +18,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/string_view.h"
+#include "core/checked_math.h"
 #include "core/version.h"
 #include "kernels/opencl/device.h"
 #include "server/engine/chain.h"
@@ -284,9 +286,15 @@ absl::Status Server::Start() {
   TransportOptions transport;
   transport.max_concurrent_streams = config.max_concurrent_streams;
   transport.max_connection_idle_seconds = config.max_connection_idle_seconds;
-  // gRPC's own buffers give way (it shrinks them, then cancels calls) before
-  // the kernel's OOM killer ends the whole process.
-  transport.quota_memory_bytes = ProcessMemoryBytes();
+  // gRPC's own buffers give way (it shrinks them, then cancels calls) past
+  // what the calls may hold and two whole messages in flight beside it.
+  // gRPC 1.51 reads a message past --max_message_bytes whole before refusing
+  // it, so this quota is what bounds an oversized one (RELIABILITY.md); the
+  // bytes a handler took are in both the budget and the quota until freed.
+  transport.quota_memory_bytes =
+      std::min(ProcessMemoryBytes(),
+               CheckedAdd(config.max_memory_bytes, 2 * int64_t{config.max_message_bytes})
+                   .value_or(std::numeric_limits<int64_t>::max()));
   quota_ = std::make_unique<grpc::ResourceQuota>("tensord");
   ApplyTransportLimits(transport, *quota_, builder);
   RegisterServices(builder);
