@@ -69,10 +69,6 @@ class InputBuffer {
   void TakeOver(MemoryBudget::Reservation& from, int64_t bytes);
 
  private:
-  // A buffer of `capacity` bytes, from `pool` when large; null when out of
-  // memory. `kept`: whether it is one the pool kept (resident).
-  static OutputBuffer Allocate(int64_t capacity, BufferPool* pool, bool* kept);
-
   OutputBuffer data_;
   int64_t size_ = 0;
   int64_t capacity_ = 0;

@@ -87,7 +87,7 @@ bool MemoryBudget::TryTake(int64_t bytes) {
   return true;
 }
 
-absl::Status MemoryBudget::Take(int64_t bytes, absl::string_view what) {
+absl::Status MemoryBudget::Take(int64_t bytes, absl::string_view method, absl::string_view what) {
   if (bytes <= 0 || TryTake(bytes)) return absl::OkStatus();
   if (reclaimer_ != nullptr) {
     const int64_t missing = bytes - (limit_ - reserved_.load(std::memory_order_relaxed));
@@ -96,9 +96,10 @@ absl::Status MemoryBudget::Take(int64_t bytes, absl::string_view what) {
     }
   }
   refusals_.fetch_add(1, std::memory_order_relaxed);
-  return absl::ResourceExhaustedError(absl::StrCat(
-      "server memory budget exhausted: ", bytes, " more bytes for ", what, ", with ", reserved(),
-      " of the budget's ", limit_, " bytes reserved (--max_memory_bytes); retry later"));
+  return absl::ResourceExhaustedError(
+      absl::StrCat("server memory budget exhausted: ", bytes, " more bytes for ", method,
+                   method.empty() ? "" : ": ", what, ", with ", reserved(), " of the budget's ",
+                   limit_, " bytes reserved (--max_memory_bytes); retry later"));
 }
 
 std::optional<MemoryBudget::Reservation> MemoryBudget::TryReserveIfFree(int64_t bytes) {
@@ -156,10 +157,11 @@ MemoryBudget::Reservation& MemoryBudget::Reservation::operator=(Reservation&& ot
   return *this;
 }
 
-absl::Status MemoryBudget::Reservation::Grow(int64_t bytes, absl::string_view what) {
+absl::Status MemoryBudget::Reservation::Grow(int64_t bytes, absl::string_view method,
+                                             absl::string_view what) {
   if (bytes <= 0) return absl::OkStatus();
   if (budget_ != nullptr) {
-    absl::Status status = budget_->Take(bytes, what);
+    absl::Status status = budget_->Take(bytes, method, what);
     if (!status.ok()) return status;
   }
   bytes_ += bytes;

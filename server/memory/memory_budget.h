@@ -45,7 +45,10 @@ class MemoryBudget {
     // Reserves `bytes` more for `what` (e.g. "the outputs of request \"a\"").
     // RESOURCE_EXHAUSTED naming --max_memory_bytes, holding what it held
     // before, when they do not fit. Without a budget: always OK.
-    absl::Status Grow(int64_t bytes, absl::string_view what);
+    absl::Status Grow(int64_t bytes, absl::string_view what) { return Grow(bytes, "", what); }
+    // The same for "`method`: `what`", the two joined only when refused, so a
+    // call's hot path reserves without building its message.
+    absl::Status Grow(int64_t bytes, absl::string_view method, absl::string_view what);
     // Holds exactly `bytes` (>= 0): gives back the rest, or reserves what is
     // missing even past the limit. For a few bytes that must be held anyway
     // (an error answer a stream owes its client, bounded in size): the budget
@@ -157,7 +160,8 @@ class MemoryBudget {
   int64_t reserved_total() const { return reserved_total_.load(std::memory_order_relaxed); }
 
  private:
-  absl::Status Take(int64_t bytes, absl::string_view what);
+  // Refused for "`method`: `what`" (`what` alone when `method` is empty).
+  absl::Status Take(int64_t bytes, absl::string_view method, absl::string_view what);
   bool TryTake(int64_t bytes);
   void Give(int64_t bytes);
   void TakeAnyway(int64_t bytes);

@@ -24,30 +24,28 @@ bool CoversBuffer(const Layout& layout) {
   return layout.element_count == layout.buffer_elements;
 }
 
+OutputBuffer AllocateBuffer(size_t bytes, BufferPool* pool, bool* kept) {
+  if (kept != nullptr) *kept = false;
+  bytes = std::max<size_t>(bytes, 1);
+  if (bytes < BufferPool::kMinBytes)
+    return OutputBuffer(static_cast<std::byte*>(std::malloc(bytes)));
+  if (pool == nullptr) return OutputBuffer(static_cast<std::byte*>(BufferPool::Allocate(bytes)));
+  return OutputBuffer(static_cast<std::byte*>(pool->Take(bytes, kept)),
+                      BufferDeleter{.pool = pool, .capacity = BufferPool::CapacityFor(bytes)});
+}
+
 absl::StatusOr<OutputBuffer> AllocateOutput(const Layout& layout, BufferPool* pool) {
   const size_t bytes = static_cast<size_t>(std::max<int64_t>(layout.buffer_bytes(), 1));
-  void* memory = nullptr;
-  BufferDeleter deleter;
-  if (!CoversBuffer(layout)) {
-    // calloc for padding: large blocks come zeroed from the kernel,
-    // untouched until written.
-    memory = std::calloc(bytes, 1);
-  } else if (bytes >= BufferPool::kMinBytes) {
-    // Huge pages, and when there is a pool, a previous call's resident pages.
-    if (pool == nullptr) {
-      memory = BufferPool::Allocate(bytes);
-    } else {
-      memory = pool->Take(bytes);
-      deleter = {.pool = pool, .capacity = BufferPool::CapacityFor(bytes)};
-    }
-  } else {
-    memory = std::malloc(bytes);
-  }
-  if (memory == nullptr) {
+  // calloc for padding: large blocks come zeroed from the kernel, untouched
+  // until written.
+  OutputBuffer buffer = CoversBuffer(layout)
+                            ? AllocateBuffer(bytes, pool)
+                            : OutputBuffer(static_cast<std::byte*>(std::calloc(bytes, 1)));
+  if (buffer == nullptr) {
     return absl::ResourceExhaustedError(
         absl::StrCat("out of memory for an output of ", layout.buffer_bytes(), " bytes"));
   }
-  return OutputBuffer(static_cast<std::byte*>(memory), deleter);
+  return buffer;
 }
 
 SharedOutput Share(OutputBuffer buffer) {

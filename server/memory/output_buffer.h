@@ -23,6 +23,12 @@ struct BufferDeleter {
 };
 using OutputBuffer = std::unique_ptr<std::byte[], BufferDeleter>;
 
+// A buffer of `bytes` (at least one byte) holding whatever it held: malloc's
+// when small, else whole huge pages, a previous call's resident ones when
+// `pool` (null: none) kept one (`kept`, when given, tells). Null when out of
+// memory.
+OutputBuffer AllocateBuffer(size_t bytes, BufferPool* pool, bool* kept = nullptr);
+
 // A buffer for `layout`'s buffer_bytes() (at least one byte). Only a layout
 // with padding (bytes no element covers) is zeroed; every other byte is
 // written by the kernel, which covers each element of an output exactly once,

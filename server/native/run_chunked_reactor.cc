@@ -174,9 +174,8 @@ class TensorOpService::ChunkedReactor final
         bytes_in_ += static_cast<int64_t>(tensor.data().size());
       }
       RETURN_IF_ERROR(CheckBytes());
-      RETURN_IF_ERROR(ReservePlanning(request_.outputs_size(), "RunChunked",
-                                      absl::StrCat("request ", Quoted(request_.id())),
-                                      reservation_));
+      RETURN_IF_ERROR(ReservePlanning(request_.outputs_size(), "RunChunked", "request",
+                                      request_.id(), reservation_));
       SizeUploads();
       // Bytes the request part carries inline start their input's upload.
       for (auto& [name, tensor] : *request_.mutable_inputs()) {

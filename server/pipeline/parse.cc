@@ -30,8 +30,7 @@ absl::Status ReserveParse(const grpc::ByteBuffer& bytes,
 
 absl::Status ReserveReceived(const grpc::ByteBuffer& bytes, absl::string_view method,
                              MemoryBudget::Reservation& reservation) {
-  return reservation.Grow(static_cast<int64_t>(bytes.Length()),
-                          absl::StrCat(method, ": the request as received"));
+  return reservation.Grow(static_cast<int64_t>(bytes.Length()), method, "the request as received");
 }
 
 absl::Status ReserveParsing(int64_t bound, absl::string_view what,
@@ -39,11 +38,11 @@ absl::Status ReserveParsing(int64_t bound, absl::string_view what,
   return reservation.Grow(bound + kRequestOverheadBytes, what);
 }
 
-absl::Status ReservePlanning(int outputs, absl::string_view method, absl::string_view planned,
-                             MemoryBudget::Reservation& reservation) {
+absl::Status ReservePlanning(int outputs, absl::string_view method, absl::string_view kind,
+                             absl::string_view id, MemoryBudget::Reservation& reservation) {
   return reservation.Grow(
       kOutputOverheadBytes * std::max(1, outputs),
-      absl::StrCat(method, ": planning the ", outputs, " outputs of ", planned));
+      absl::StrCat(method, ": planning the ", outputs, " outputs of ", kind, " ", Quoted(id)));
 }
 
 namespace {
@@ -54,8 +53,7 @@ absl::Status Deserialize(const grpc::ByteBuffer& bytes, int64_t received_bytes,
                          absl::string_view method, MemoryBudget::Reservation& reservation,
                          v1::RunRequest* request) {
   RETURN_IF_ERROR(DeserializeMessage(bytes, received_bytes, method, request));
-  return ReservePlanning(request->outputs_size(), method,
-                         absl::StrCat("request ", Quoted(request->id())), reservation);
+  return ReservePlanning(request->outputs_size(), method, "request", request->id(), reservation);
 }
 
 }  // namespace
@@ -77,7 +75,7 @@ absl::Status ParseChainRequest(const grpc::ByteBuffer& bytes, absl::string_view 
   RETURN_IF_ERROR(CheckIdBytes(chain->id(), "id"));
   int outputs = 0;
   for (const v1::ChainStep& step : chain->steps()) outputs += std::max(1, step.outputs_size());
-  return ReservePlanning(outputs, method, absl::StrCat("chain ", Quoted(chain->id())), reservation);
+  return ReservePlanning(outputs, method, "chain", chain->id(), reservation);
 }
 
 UploadedInputs Spans(const InputBuffers& buffers) {
@@ -181,9 +179,24 @@ absl::Status CopyInputs(const grpc::ByteBuffer* bytes, RequestDataView& view,
 // those it holds let go, and the reservation of those moved to its cover.
 void KeepReceived(const grpc::ByteBuffer* bytes, RequestDataView view,
                   MemoryBudget::Reservation& reservation, ReceivedRun* run) {
-  run->received_cover = reservation.Sibling();
-  ReleaseRequestBytes(bytes, reservation, view.DataBytes(), run->received_cover);
+  run->received_cover = ReleaseRequestBytes(bytes, reservation, view.DataBytes());
   run->received.emplace(std::move(view));
+}
+
+// `bytes` parsed into `request` around its data (ParseAroundData), its view
+// returned; or, where there is no such view, parsed whole and released.
+absl::StatusOr<std::optional<RequestDataView>> ParseLarge(const grpc::ByteBuffer* bytes,
+                                                          absl::string_view method,
+                                                          MemoryBudget::Reservation& reservation,
+                                                          v1::RunRequest* request) {
+  if (bytes->Length() >= kLiftFromBytes) {
+    ASSIGN_OR_RETURN(std::optional<RequestDataView> view,
+                     ParseAroundData(*bytes, method, kMaxRestBytes, reservation, request));
+    if (view.has_value()) return view;
+  }
+  RETURN_IF_ERROR(ParseRequest(*bytes, method, reservation, request));
+  ReleaseRequestBytes(bytes, reservation);
+  return std::nullopt;
 }
 
 }  // namespace
@@ -191,15 +204,9 @@ void KeepReceived(const grpc::ByteBuffer* bytes, RequestDataView view,
 absl::Status ParseRequestAndInputs(const grpc::ByteBuffer* bytes, absl::string_view method,
                                    MemoryBudget::Reservation& reservation, BufferPool* pool,
                                    v1::RunRequest* request, InputBuffers* inputs) {
-  std::optional<RequestDataView> view;
-  if (bytes->Length() >= kLiftFromBytes) {
-    ASSIGN_OR_RETURN(view, ParseAroundData(*bytes, method, kMaxRestBytes, reservation, request));
-  }
-  if (!view.has_value()) {
-    RETURN_IF_ERROR(ParseRequest(*bytes, method, reservation, request));
-    ReleaseRequestBytes(bytes, reservation);
-    return absl::OkStatus();
-  }
+  ASSIGN_OR_RETURN(std::optional<RequestDataView> view,
+                   ParseLarge(bytes, method, reservation, request));
+  if (!view.has_value()) return absl::OkStatus();
   return CopyInputs(bytes, *view, method, reservation, pool, inputs);
 }
 
@@ -214,17 +221,13 @@ void ReceivedRun::Free() {
 absl::Status ParseReceivedRun(const grpc::ByteBuffer* bytes, absl::string_view method,
                               MemoryBudget::Reservation& reservation, BufferPool* pool,
                               ReceivedRun* run) {
-  std::optional<RequestDataView> view;
-  if (bytes->Length() >= kLiftFromBytes) {
-    ASSIGN_OR_RETURN(view,
-                     ParseAroundData(*bytes, method, kMaxRestBytes, reservation, &run->request));
-  }
-  if (!view.has_value()) {
-    RETURN_IF_ERROR(ParseRequest(*bytes, method, reservation, &run->request));
-    ReleaseRequestBytes(bytes, reservation);
-  } else if (ValuesInputOf(run->request).empty()) {
+  ASSIGN_OR_RETURN(std::optional<RequestDataView> view,
+                   ParseLarge(bytes, method, reservation, &run->request));
+  // Parsed whole (no view), nothing is held apart; a scatter's data is
+  // copied out, since planning reads its indices.
+  if (view.has_value() && ValuesInputOf(run->request).empty()) {
     KeepReceived(bytes, *std::move(view), reservation, run);
-  } else {
+  } else if (view.has_value()) {
     RETURN_IF_ERROR(CopyInputs(bytes, *view, method, reservation, pool, &run->inputs));
   }
   RETURN_IF_ERROR(CheckIdBytes(run->request.id(), "id"));
@@ -259,12 +262,15 @@ void ReleaseRequestBytes(const grpc::ByteBuffer* bytes, MemoryBudget::Reservatio
   reservation.Shrink(length);
 }
 
-void ReleaseRequestBytes(const grpc::ByteBuffer* bytes, MemoryBudget::Reservation& reservation,
-                         int64_t kept_bytes, MemoryBudget::Reservation& cover) {
+MemoryBudget::Reservation ReleaseRequestBytes(const grpc::ByteBuffer* bytes,
+                                              MemoryBudget::Reservation& reservation,
+                                              int64_t kept_bytes) {
+  MemoryBudget::Reservation cover = reservation.Sibling();
   reservation.TransferTo(cover, kept_bytes);
   const int64_t length = static_cast<int64_t>(bytes->Length());
   const_cast<grpc::ByteBuffer*>(bytes)->Clear();
   reservation.Shrink(length - kept_bytes);
+  return cover;
 }
 
 }  // namespace tensorop::server

@@ -47,10 +47,10 @@ absl::Status ReserveReceived(const grpc::ByteBuffer& bytes, absl::string_view me
 // fixed overhead, for `what`.
 absl::Status ReserveParsing(int64_t bound, absl::string_view what,
                             MemoryBudget::Reservation& reservation);
-// Reserves the overhead of planning `outputs` outputs (at least one) of
-// `planned` (e.g. `request "a"`), for `method`.
-absl::Status ReservePlanning(int outputs, absl::string_view method, absl::string_view planned,
-                             MemoryBudget::Reservation& reservation);
+// Reserves the overhead of planning `outputs` outputs (at least one) of the
+// `kind` ("request", "chain") of `id`, for `method`.
+absl::Status ReservePlanning(int outputs, absl::string_view method, absl::string_view kind,
+                             absl::string_view id, MemoryBudget::Reservation& reservation);
 
 // Parses `bytes` as a RunRequest into `request` for `method`, reserving what
 // parsing takes (bounded from the tags, before anything is allocated) and the
@@ -95,9 +95,10 @@ absl::Status ReserveParse(const grpc::ByteBuffer& bytes,
 // reservation back: the parsed copy is what the call holds from here.
 void ReleaseRequestBytes(const grpc::ByteBuffer* bytes, MemoryBudget::Reservation& reservation);
 // The same, but for the `kept_bytes` of data a RequestDataView keeps of those
-// slices, whose reservation goes to `cover`: the view's from here.
-void ReleaseRequestBytes(const grpc::ByteBuffer* bytes, MemoryBudget::Reservation& reservation,
-                         int64_t kept_bytes, MemoryBudget::Reservation& cover);
+// slices: their reservation is returned, the view's cover from here.
+MemoryBudget::Reservation ReleaseRequestBytes(const grpc::ByteBuffer* bytes,
+                                              MemoryBudget::Reservation& reservation,
+                                              int64_t kept_bytes);
 
 // Parses `bytes` (`received_bytes` long as they arrived) into `message`:
 // INVALID_ARGUMENT "METHOD: the N bytes received are not a valid TYPE".

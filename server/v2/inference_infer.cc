@@ -134,8 +134,7 @@ absl::Status ParseInferRequest(const grpc::ByteBuffer* bytes, absl::string_view 
     ReleaseRequestBytes(bytes, reservation);
     return absl::OkStatus();
   }
-  prepared->received_cover = reservation.Sibling();
-  ReleaseRequestBytes(bytes, reservation, held_bytes, prepared->received_cover);
+  prepared->received_cover = ReleaseRequestBytes(bytes, reservation, held_bytes);
   view->Name(static_cast<size_t>(*input_entry), "input");
   prepared->received = std::move(view);
   return absl::OkStatus();
