@@ -11,7 +11,11 @@ declared above it, so the order is written once and can have no cycle. Fails
   - a room whose CMake library links rooms other than those it declares, or a
     server/CMakeLists.txt that adds the rooms in another order;
   - a loose file in server/, a folder that is not a declared room, a room of
-    more than MAX_FILES sources.
+    more than MAX_FILES sources;
+  - the same for the rooms' unit tests: tests/server/<room>/ includes only
+    what its room may, its CMakeLists.txt adds tests of that room
+    (tensorop_room_tests) and links no room the room does not declare, and
+    tests/server/ holds room folders only.
   scripts/check_rooms.py [--root DIR] [--self-test]
 """
 import argparse, pathlib, re, shutil, subprocess, sys, tempfile
@@ -65,6 +69,8 @@ def check(root):
         rel = path.relative_to(root)
         top = rel.parts[0]
         room = rel.parts[1] if top == 'server' and len(rel.parts) > 2 else None
+        if rel.parts[:2] == ('tests', 'server') and len(rel.parts) > 3:
+            room = rel.parts[2]  # a room's unit tests stand where the room does
         for number, line in enumerate(path.read_text(errors='replace').splitlines(), 1):
             match = INCLUDE.match(line)
             if not match:
@@ -116,6 +122,37 @@ def check(root):
             if other != room and other not in rooms[room]:
                 problems.append(f'server/{room}/CMakeLists.txt: links tensorop_server_{other}, '
                                 'not a room it declares')
+    problems += check_room_tests(root, rooms)
+    return problems
+
+
+def check_room_tests(root, rooms):
+    """tests/server/: a folder per room, each adding that room's tests and
+    linking only the rooms it may use."""
+    problems = []
+    tests = root / 'tests' / 'server'
+    if not tests.is_dir():
+        return problems
+    for entry in sorted(tests.iterdir()):
+        where = entry.relative_to(root)
+        if entry.is_dir() and entry.name not in rooms:
+            problems.append(f'{where}: not a room declared in docs/ARCHITECTURE.md')
+        elif entry.is_file() and entry.name != 'CMakeLists.txt':
+            problems.append(f'{where}: a file outside the rooms\' test folders')
+    for folder in sorted(p for p in tests.iterdir() if p.is_dir() and p.name in rooms):
+        room = folder.name
+        cmake = folder / 'CMakeLists.txt'
+        if not cmake.exists():
+            problems.append(f'{cmake.relative_to(root)}: missing')
+            continue
+        text = cmake.read_text()
+        for added in re.findall(r'tensorop_room_tests\(\s*(\w+)', text):
+            if added != room:
+                problems.append(f'{cmake.relative_to(root)}: adds tests of room {added} in {room}\'s folder')
+        for other in re.findall(r'\btensorop_server_(\w+)', text):
+            if other != room and other not in rooms[room]:
+                problems.append(f'{cmake.relative_to(root)}: links tensorop_server_{other}, '
+                                f'not a room {room} declares')
     return problems
 
 
@@ -141,7 +178,15 @@ def self_test(root):
                          f'target_link_libraries(tensorop_server_{low} PUBLIC tensorop_server_{high})\n')
         return f'server/{low}/CMakeLists.txt: links tensorop_server_{high}'
 
+    def plant_test_include(copy):
+        room = next(r for r in order[1:] if (copy / 'tests' / 'server' / r).is_dir())
+        victim = sorted((copy / 'tests' / 'server' / room).glob('*_test.cc'))[0]
+        header = sorted((copy / 'server' / high).glob('*.h'))[0].name
+        victim.write_text(f'#include "server/{high}/{header}"\n' + victim.read_text())
+        return f'{victim.relative_to(copy)}:1: {room} includes server/{high}/{header} (up)'
+
     plants = [('up include', lambda copy: plant_include(copy, order[1], order[-2]) + ' (up)'),
+              ('up include in a room\'s tests', plant_test_include),
               ('sideways include',
                lambda copy: plant_include(copy, siblings[1], siblings[0]) + ' (sideways)'),
               ('link', plant_link)]
@@ -150,6 +195,7 @@ def self_test(root):
         with tempfile.TemporaryDirectory() as tmp:
             copy = pathlib.Path(tmp)
             shutil.copytree(root / 'server', copy / 'server')
+            shutil.copytree(root / 'tests' / 'server', copy / 'tests' / 'server')
             (copy / 'docs').mkdir()
             shutil.copy(root / 'docs/ARCHITECTURE.md', copy / 'docs')
             expected = plant(copy)

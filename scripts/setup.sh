@@ -7,7 +7,7 @@ root="$(cd "$(dirname "$0")/.." && pwd)"
 
 # Besides the build's: the commands the tests run, prometheus (a real scrape of
 # /metrics), openssl (the tests' certificates), curl (docs/kserve-v2.md's v2 HTTP
-# example, run as written by tests/server/inference_http_test.cc), python3
+# example, run as written by tests/integration/inference_http_test.cc), python3
 # (scripts/check_rooms.py), and for the package tests (tests/install/):
 # dpkg-dev and file (cpack's DEB dependencies) and systemd (systemd-analyze),
 # clang-tidy-14 (scripts/tidy.py).

@@ -1,5 +1,5 @@
 // BidiFlow: RunBidi's flow control as an explicit state machine, with no gRPC
-// types, so every transition is unit-tested (tests/server/bidi_flow_test.cc).
+// types, so every transition is unit-tested (tests/server/native/bidi_flow_test.cc).
 // The reactor (server/native/run_bidi_reactor.cc) holds a mutex around every event,
 // keeps the answers themselves in a queue that mirrors queued(), and performs
 // the returned Steps after releasing the mutex (gRPC may run a reaction inline

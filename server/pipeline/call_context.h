@@ -91,7 +91,7 @@ struct IntoParts {
 
 // The steps Execute takes a call through, in order (server/pipeline/call_steps.cc):
 // admission, reservation, output binding, execution. Each is apart, and tested
-// apart (tests/server/call_steps_test.cc); a sink chooses only how the answer
+// apart (tests/server/pipeline/call_steps_test.cc); a sink chooses only how the answer
 // is admitted (AdmitFn) and where an output's buffer comes from (AllocateFn).
 
 // Told a request's plan before any output is allocated: the bytes the answer

@@ -3,7 +3,7 @@
 // admits it (its answer within the message limit, its bytes within the
 // memory budget), binds its outputs to the sink's buffers, and runs it on
 // the scheduler. The call context and the sinks: call_context.h. No reactor
-// and no gRPC call: tests/server/pipeline_test.cc drives it with a Scheduler
+// and no gRPC call: tests/server/pipeline/pipeline_test.cc drives it with a Scheduler
 // and a MemoryBudget alone.
 #ifndef TENSOROP_SERVER_PIPELINE_PIPELINE_H_
 #define TENSOROP_SERVER_PIPELINE_PIPELINE_H_

@@ -83,7 +83,7 @@ class Server {
   // After Start: the port each address listens on, in --address order.
   const std::vector<int>& ports() const { return ports_; }
   // What every front end runs its requests through: its open calls and the
-  // memory budget, read by in-process tests (tests/server/in_process_server.h).
+  // memory budget, read by in-process tests (tests/server/process/in_process_server.h).
   const Engine& engine() const { return *engine_; }
 
  private:

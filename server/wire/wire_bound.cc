@@ -35,7 +35,7 @@ using google::protobuf::io::CodedOutputStream;
 // length-delimited one 96 empty, 144 of 16 bytes, 208 of 100, an empty
 // unknown group 80; an unpacked int64 24, a 20-byte string of a repeated field
 // 120, an empty repeated message 120, a map entry (a short key, an empty
-// Tensor) 144. tests/server/wire_bound_test.cc measures them again, every
+// Tensor) 144. tests/server/wire/wire_bound_test.cc measures them again, every
 // field of every message of ours and unknown fields of every wire type,
 // against this bound.
 
