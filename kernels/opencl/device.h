@@ -142,6 +142,21 @@ struct ResidentInput {
   int64_t byte_offset = 0;
 };
 
+// Where one execution's bytes are. Input i is `inputs[i]` on the host, or,
+// when `resident_inputs[i]` names a buffer, read in place there (whole from
+// its byte_offset; a scatter reads its indices and updates from byte 0: their
+// offsets must be 0). Output j is downloaded into `outputs[j]` (its
+// buffer_bytes(), zeroed by the caller), or, when `resident_outputs[j]` is
+// not null (`bytes` at least the output's), written in place there and not
+// downloaded (outputs[j] is then not touched). Either resident span may be
+// empty: nothing resident.
+struct DeviceIo {
+  std::span<const std::span<const std::byte>> inputs = {};
+  std::span<const ResidentInput> resident_inputs = {};
+  std::span<std::byte* const> outputs = {};
+  std::span<const ResidentBuffer* const> resident_outputs = {};
+};
+
 class Device {
  public:
   // Creates the context and queues for `device`.
@@ -187,18 +202,9 @@ class Device {
                        DeviceTimings* timings = nullptr);
 
   // Execute with some inputs already on the device and some outputs staying
-  // there: `resident_inputs[i]` (when its buffer is not null) holds input i
-  // whole from its byte_offset and is read in place, not uploaded (a scatter
-  // reads its indices and updates from byte 0: their offsets must be 0);
-  // `resident_outputs[j]` (when not null, `bytes` at least the output's) is
-  // written in place and not downloaded (outputs[j] is then not touched).
-  // Either span may be empty: nothing resident.
-  absl::Status ExecuteResident(const ExecutionPlan& plan,
-                               std::span<const std::span<const std::byte>> inputs,
-                               std::span<const ResidentInput> resident_inputs,
-                               std::span<std::byte* const> outputs,
-                               std::span<const ResidentBuffer* const> resident_outputs,
-                               const StopCheck& stop, DeviceTimings* timings = nullptr);
+  // there, as `io` says (DeviceIo).
+  absl::Status ExecuteResident(const ExecutionPlan& plan, const DeviceIo& io, const StopCheck& stop,
+                               DeviceTimings* timings = nullptr);
 
   // The launch table row this device uses.
   const LaunchTable& launch_table() const { return launch_table_; }

@@ -26,15 +26,15 @@ absl::Status Device::Execute(const ExecutionPlan& plan,
                              std::span<const std::span<const std::byte>> inputs,
                              std::span<std::byte* const> outputs, const StopCheck& stop,
                              DeviceTimings* timings) {
-  return ExecuteResident(plan, inputs, {}, outputs, {}, stop, timings);
+  return ExecuteResident(plan, {.inputs = inputs, .outputs = outputs}, stop, timings);
 }
 
-absl::Status Device::ExecuteResident(const ExecutionPlan& plan,
-                                     std::span<const std::span<const std::byte>> inputs,
-                                     std::span<const ResidentInput> resident_inputs,
-                                     std::span<std::byte* const> outputs,
-                                     std::span<const ResidentBuffer* const> resident_outputs,
+absl::Status Device::ExecuteResident(const ExecutionPlan& plan, const DeviceIo& io,
                                      const StopCheck& stop, DeviceTimings* timings) {
+  const std::span<const std::span<const std::byte>> inputs = io.inputs;
+  const std::span<const ResidentInput> resident_inputs = io.resident_inputs;
+  const std::span<std::byte* const> outputs = io.outputs;
+  const std::span<const ResidentBuffer* const> resident_outputs = io.resident_outputs;
   const auto resident_input = [&](size_t i) {
     return i < resident_inputs.size() ? resident_inputs[i] : ResidentInput{};
   };

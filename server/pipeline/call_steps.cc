@@ -244,9 +244,12 @@ absl::Status ExecuteBound(const CallContext& call, Admission& admission,
   };
   if (admission.pinned >= 0) {
     count_host_handles();
-    const absl::Status status =
-        scheduler.ExecuteOnDevice(admission.pinned, placement, run.plan, run.inputs,
-                                  resident_inputs, bound.outputs, bound.resident, stop);
+    const absl::Status status = scheduler.ExecuteOnDevice(admission.pinned, placement, run.plan,
+                                                          {.inputs = run.inputs,
+                                                           .resident_inputs = resident_inputs,
+                                                           .outputs = bound.outputs,
+                                                           .resident_outputs = bound.resident},
+                                                          stop);
     if (status.code() == absl::StatusCode::kUnavailable) {
       return LostInputs(run, admission.pinned, status);
     }

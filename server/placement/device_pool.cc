@@ -165,21 +165,17 @@ void DevicePool::SweepLoop() {
 absl::Status DevicePool::Execute(int index, const ExecutionPlan& plan,
                                  std::span<const std::span<const std::byte>> inputs,
                                  std::span<std::byte* const> outputs, const StopCheck& stop) {
-  return ExecuteResident(index, plan, inputs, {}, outputs, {}, stop);
+  return ExecuteResident(index, plan, {.inputs = inputs, .outputs = outputs}, stop);
 }
 
-absl::Status DevicePool::ExecuteResident(
-    int index, const ExecutionPlan& plan, std::span<const std::span<const std::byte>> inputs,
-    std::span<const opencl_backend::ResidentInput> resident_inputs,
-    std::span<std::byte* const> outputs,
-    std::span<const opencl_backend::ResidentBuffer* const> resident_outputs,
-    const StopCheck& stop) {
+absl::Status DevicePool::ExecuteResident(int index, const ExecutionPlan& plan,
+                                         const opencl_backend::DeviceIo& io,
+                                         const StopCheck& stop) {
   if (injected_left_.load(std::memory_order_relaxed) > 0 && injected_left_.fetch_sub(1) > 0) {
     return absl::UnavailableError(
         absl::StrCat("OpenCL device ", index, " failed: injected (--inject_opencl_failures)"));
   }
-  return devices_[index]->ExecuteResident(plan, inputs, resident_inputs, outputs, resident_outputs,
-                                          stop);
+  return devices_[index]->ExecuteResident(plan, io, stop);
 }
 
 absl::StatusOr<std::unique_ptr<DeviceResident>> DevicePool::AllocateResident(

@@ -110,13 +110,9 @@ class DevicePool {
                        std::span<std::byte* const> outputs, const StopCheck& stop);
 
   // Execute with resident inputs read in place and resident outputs written
-  // in place (opencl_backend::Device::ExecuteResident).
-  absl::Status ExecuteResident(
-      int index, const ExecutionPlan& plan, std::span<const std::span<const std::byte>> inputs,
-      std::span<const opencl_backend::ResidentInput> resident_inputs,
-      std::span<std::byte* const> outputs,
-      std::span<const opencl_backend::ResidentBuffer* const> resident_outputs,
-      const StopCheck& stop);
+  // in place, as `io` says (opencl_backend::DeviceIo).
+  absl::Status ExecuteResident(int index, const ExecutionPlan& plan,
+                               const opencl_backend::DeviceIo& io, const StopCheck& stop);
 
   // A buffer on device `index` for a `bytes`-byte tensor that stays there,
   // reserved first in the device's resident limit. RESOURCE_EXHAUSTED naming

@@ -231,13 +231,8 @@ absl::Status Scheduler::RunOnDevice(int index, Placement& placement, const Execu
   return RunOnCpu(placement, plan, inputs, outputs, stop);
 }
 
-absl::Status Scheduler::ExecuteOnDevice(
-    int index, Placement& placement, const ExecutionPlan& plan,
-    std::span<const std::span<const std::byte>> inputs,
-    std::span<const opencl_backend::ResidentInput> resident_inputs,
-    std::span<std::byte* const> outputs,
-    std::span<const opencl_backend::ResidentBuffer* const> resident_outputs,
-    const StopCheck& stop) {
+absl::Status Scheduler::ExecuteOnDevice(int index, Placement& placement, const ExecutionPlan& plan,
+                                        const opencl_backend::DeviceIo& io, const StopCheck& stop) {
   if (options_.devices == nullptr || index < 0 ||
       index >= static_cast<int>(options_.devices->size())) {
     return absl::FailedPreconditionError(absl::StrCat("OpenCL device ", index, " does not exist"));
@@ -247,8 +242,7 @@ absl::Status Scheduler::ExecuteOnDevice(
   placement.device = Device::kOpenCl;
   placement.device_index = slot;
   placement.label = devices.Label(slot);
-  absl::Status status =
-      devices.ExecuteResident(slot, plan, inputs, resident_inputs, outputs, resident_outputs, stop);
+  absl::Status status = devices.ExecuteResident(slot, plan, io, stop);
   devices.Release(slot);
   if (status.code() == absl::StatusCode::kUnavailable) {
     devices.MarkFailed(slot);

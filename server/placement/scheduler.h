@@ -104,17 +104,12 @@ class Scheduler {
                        std::span<std::byte* const> outputs, const StopCheck& stop);
 
   // Runs `plan` on OpenCL device `index` and nowhere else (its inputs or
-  // outputs stay there: no CPU fallback), waiting for a slot as OPENCL does;
-  // `resident_inputs` and `resident_outputs` as DevicePool::ExecuteResident.
-  // A device failure marks the device failed (taking its handles with it)
-  // and is returned (UNAVAILABLE). Call from inside a submitted task.
-  absl::Status ExecuteOnDevice(
-      int index, Placement& placement, const ExecutionPlan& plan,
-      std::span<const std::span<const std::byte>> inputs,
-      std::span<const opencl_backend::ResidentInput> resident_inputs,
-      std::span<std::byte* const> outputs,
-      std::span<const opencl_backend::ResidentBuffer* const> resident_outputs,
-      const StopCheck& stop);
+  // outputs stay there: no CPU fallback) with its bytes where `io` says,
+  // waiting for a slot as OPENCL does. A device failure marks the device
+  // failed (taking its handles with it) and is returned (UNAVAILABLE). Call
+  // from inside a submitted task.
+  absl::Status ExecuteOnDevice(int index, Placement& placement, const ExecutionPlan& plan,
+                               const opencl_backend::DeviceIo& io, const StopCheck& stop);
 
   // Whether Execute may run `plan` on a device (OPENCL; AUTO at or above the
   // threshold, or predicted faster on an idle device by the placement's cost

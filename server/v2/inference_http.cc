@@ -1,5 +1,6 @@
 #include "server/v2/inference_http.h"
 
+#include <chrono>
 #include <functional>
 #include <future>
 #include <memory>
@@ -99,6 +100,103 @@ HttpAdmission Admit(State& state, const HttpRequestHead& head) {
   return HttpAdmission{{}, hold, std::move(hold_bytes)};
 }
 
+// An infer request's body parsed, for `model` (`version`), with what the
+// parse takes reserved in `request_bytes` as its values are made; what stays
+// reserved after: the parsed request.
+absl::StatusOr<HttpInferRequest> ParseInfer(const httplib::Request& http, const std::string& model,
+                                            const std::string& version,
+                                            MemoryBudget::Reservation& request_bytes) {
+  std::optional<int64_t> header_length;
+  if (http.has_header(std::string(kInferenceHeaderContentLength).c_str())) {
+    const std::string text =
+        http.get_header_value(std::string(kInferenceHeaderContentLength).c_str());
+    int64_t value = -1;
+    if (!absl::SimpleAtoi(text, &value) || value < 0) {
+      return absl::InvalidArgumentError(absl::StrCat(model, ": ", kInferenceHeaderContentLength,
+                                                     " \"", text, "\" is not a size"));
+    }
+    header_length = value;
+  }
+  const std::string parsing = absl::StrCat(
+      kMethod, ": parsing a ", header_length.value_or(static_cast<int64_t>(http.body.size())),
+      "-byte JSON request");
+  RETURN_IF_ERROR(request_bytes.Grow(kRequestOverheadBytes, parsing));
+  ASSIGN_OR_RETURN(
+      HttpInferRequest parsed,
+      ParseHttpInferRequest(model, version, http.body, header_length,
+                            [&](int64_t bytes) { return request_bytes.Grow(bytes, parsing); }));
+  // The JSON is freed; what stays: the request.
+  request_bytes.ShrinkTo(static_cast<int64_t>(parsed.request.ByteSizeLong()) +
+                         kRequestOverheadBytes);
+  return parsed;
+}
+
+// The stop check of an HTTP inference: the server stopping, or the HTTP API's
+// time for one inference (options.infer_deadline, from now) passed.
+StopCheck InferStop(const State& state) {
+  const auto deadline = std::chrono::steady_clock::now() + state.options.infer_deadline;
+  return [&state, deadline, limit = state.options.infer_deadline]() {
+    if (state.stopping.load(std::memory_order_relaxed)) {
+      return absl::CancelledError("the server is shutting down");
+    }
+    if (std::chrono::steady_clock::now() > deadline) {
+      return absl::DeadlineExceededError(absl::StrCat(
+          "the inference did not finish within the HTTP API's ", limit.count() / 1000, " s"));
+    }
+    return absl::OkStatus();
+  };
+}
+
+// `parsed` run on a scheduler worker (the HTTP worker waits for it, bounded by
+// `stop`) into its v2 response, the outputs reserved in `execution`. Its
+// tensors' contents move into the native request.
+absl::StatusOr<inference::ModelInferResponse> ExecuteInfer(Engine& engine, HttpInferRequest& parsed,
+                                                           const StopCheck& stop,
+                                                           CallRecord& record,
+                                                           MemoryBudget::Reservation& execution) {
+  inference::ModelInferResponse response;
+  // Shared: the task may still be inside set_value when get() returns.
+  auto done = std::make_shared<std::promise<absl::Status>>();
+  std::future<absl::Status> finished = done->get_future();
+  RETURN_IF_ERROR(engine.Submit([&, done] {
+    done->set_value(Guarded([&]() -> absl::Status {
+      RETURN_IF_ERROR(stop());
+      ASSIGN_OR_RETURN(v1::RunRequest run, ToRunRequest(parsed.request));
+      Redescribe(record, DescribeRequest(kMethod, run));
+      v1::RunResponse native_response;
+      Placement placement;
+      RETURN_IF_ERROR(NameSharedMemoryOutput(
+          parsed.request, engine.ExecuteOnWorker(
+                              engine.Call(run, placement, stop, execution), record,
+                              {.response = &native_response, .too_big_hint = kAnswerTooBigHint})));
+      run.Clear();  // the inputs are done with
+      ASSIGN_OR_RETURN(response, ToModelInferResponse(parsed.request, native_response));
+      return absl::OkStatus();
+    }));
+  }));
+  // The task always sets it: its stop check bounds the wait.
+  RETURN_IF_ERROR(finished.get());
+  return response;
+}
+
+// `response` rendered as the JSON answer to `parsed`, reserved in `answer`
+// (first at its most, then at its size).
+absl::StatusOr<HttpBody> RenderAnswer(const HttpInferRequest& parsed,
+                                      inference::ModelInferResponse& response,
+                                      MemoryBudget::Reservation& answer) {
+  int64_t raw = 0;
+  for (const std::string& bytes : response.raw_output_contents()) {
+    raw += static_cast<int64_t>(bytes.size());
+  }
+  RETURN_IF_ERROR(
+      answer.Grow(raw * kJsonAnswerBytesPerByte,
+                  absl::StrCat(kMethod, ": the answer to request ", Quoted(parsed.request.id()))));
+  ASSIGN_OR_RETURN(HttpBody body, RenderHttpInferResponse(parsed, response));
+  response.Clear();
+  answer.ShrinkTo(static_cast<int64_t>(body.body.size()));
+  return body;
+}
+
 // An inference, on the HTTP worker that read it; the work itself runs on a
 // scheduler worker, as gRPC ModelInfer's.
 void Infer(State& state, const httplib::Request& http, httplib::Response& out) {
@@ -108,8 +206,7 @@ void Infer(State& state, const httplib::Request& http, httplib::Response& out) {
   // The waiting room's copy is gone (httplib consumed it); httplib's stays,
   // until the request is answered. The parse, the execution and the answer
   // hold reservations of their own beside it.
-  const int64_t body_bytes = static_cast<int64_t>(http.body.size());
-  hold->body.ShrinkTo(2 * body_bytes);
+  hold->body.ShrinkTo(2 * static_cast<int64_t>(http.body.size()));
 
   CallRecord record;
   record.method = kMethod;
@@ -126,78 +223,14 @@ void Infer(State& state, const httplib::Request& http, httplib::Response& out) {
   engine.BeginOpenCall();
   HttpBody answered;
   const absl::Status status = Guarded([&]() -> absl::Status {
-    std::optional<int64_t> header_length;
-    if (http.has_header(std::string(kInferenceHeaderContentLength).c_str())) {
-      const std::string text =
-          http.get_header_value(std::string(kInferenceHeaderContentLength).c_str());
-      int64_t value = -1;
-      if (!absl::SimpleAtoi(text, &value) || value < 0) {
-        return absl::InvalidArgumentError(absl::StrCat(model, ": ", kInferenceHeaderContentLength,
-                                                       " \"", text, "\" is not a size"));
-      }
-      header_length = value;
-    }
-    const std::string parsing = absl::StrCat(
-        kMethod, ": parsing a ", header_length.value_or(body_bytes), "-byte JSON request");
     MemoryBudget::Reservation request_bytes = hold->body.Sibling();
-    RETURN_IF_ERROR(request_bytes.Grow(kRequestOverheadBytes, parsing));
-    // The parse reserves what its values take as they are made.
-    ASSIGN_OR_RETURN(
-        HttpInferRequest parsed,
-        ParseHttpInferRequest(model, version, http.body, header_length,
-                              [&](int64_t bytes) { return request_bytes.Grow(bytes, parsing); }));
-    // The JSON is freed; what stays: the request.
-    request_bytes.ShrinkTo(static_cast<int64_t>(parsed.request.ByteSizeLong()) +
-                           kRequestOverheadBytes);
-
-    const auto deadline = std::chrono::steady_clock::now() + state.options.infer_deadline;
-    StopCheck stop = [&state, deadline, limit = state.options.infer_deadline]() {
-      if (state.stopping.load(std::memory_order_relaxed)) {
-        return absl::CancelledError("the server is shutting down");
-      }
-      if (std::chrono::steady_clock::now() > deadline) {
-        return absl::DeadlineExceededError(absl::StrCat(
-            "the inference did not finish within the HTTP API's ", limit.count() / 1000, " s"));
-      }
-      return absl::OkStatus();
-    };
-    inference::ModelInferResponse response;
+    ASSIGN_OR_RETURN(HttpInferRequest parsed, ParseInfer(http, model, version, request_bytes));
     MemoryBudget::Reservation execution = hold->body.Sibling();  // the outputs and the response
-    // Shared: the task may still be inside set_value when get() returns.
-    auto done = std::make_shared<std::promise<absl::Status>>();
-    std::future<absl::Status> finished = done->get_future();
-    RETURN_IF_ERROR(engine.Submit([&, done] {
-      done->set_value(Guarded([&]() -> absl::Status {
-        RETURN_IF_ERROR(stop());
-        ASSIGN_OR_RETURN(v1::RunRequest run, ToRunRequest(parsed.request));
-        Redescribe(record, DescribeRequest(kMethod, run));
-        v1::RunResponse native_response;
-        Placement placement;
-        RETURN_IF_ERROR(NameSharedMemoryOutput(
-            parsed.request,
-            engine.ExecuteOnWorker(
-                engine.Call(run, placement, stop, execution), record,
-                {.response = &native_response, .too_big_hint = kAnswerTooBigHint})));
-        run.Clear();  // the inputs are done with
-        ASSIGN_OR_RETURN(response, ToModelInferResponse(parsed.request, native_response));
-        return absl::OkStatus();
-      }));
-    }));
-    // The task always sets it: its stop check bounds the wait.
-    RETURN_IF_ERROR(finished.get());
-    int64_t raw = 0;
-    for (const std::string& bytes : response.raw_output_contents()) {
-      raw += static_cast<int64_t>(bytes.size());
-    }
-    RETURN_IF_ERROR(hold->answer.Grow(
-        raw * kJsonAnswerBytesPerByte,
-        absl::StrCat(kMethod, ": the answer to request ", Quoted(parsed.request.id()))));
-    ASSIGN_OR_RETURN(HttpBody body, RenderHttpInferResponse(parsed, response));
-    response.Clear();
+    ASSIGN_OR_RETURN(inference::ModelInferResponse response,
+                     ExecuteInfer(engine, parsed, InferStop(state), record, execution));
     // What stays held until the answer is written: the answer and httplib's
     // body; the request and the execution's bytes go as this returns.
-    hold->answer.ShrinkTo(static_cast<int64_t>(body.body.size()));
-    answered = std::move(body);
+    ASSIGN_OR_RETURN(answered, RenderAnswer(parsed, response, hold->answer));
     return absl::OkStatus();
   });
   engine.RecordOutcome(record, status);
@@ -206,14 +239,13 @@ void Infer(State& state, const httplib::Request& http, httplib::Response& out) {
     Reply(out, status);
     return;
   }
-  HttpBody* answer = &answered;
-  if (answer->header_length.has_value()) {
+  if (answered.header_length.has_value()) {
     out.set_header(std::string(kInferenceHeaderContentLength).c_str(),
-                   std::to_string(*answer->header_length));
+                   std::to_string(*answered.header_length));
   }
   out.status = 200;
-  out.body = std::move(answer->body);
-  out.set_header("Content-Type", answer->content_type);
+  out.body = std::move(answered.body);
+  out.set_header("Content-Type", answered.content_type);
   // `hold` (the thread's too) keeps the reservation until the answer is written.
 }
 

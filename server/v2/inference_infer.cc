@@ -140,13 +140,24 @@ absl::Status ParseInferRequest(const grpc::ByteBuffer* bytes, absl::string_view 
   return absl::OkStatus();
 }
 
+// One inference's call, as both halves below read and update it.
+struct InferCall {
+  Engine& engine;
+  absl::string_view method;  // "ModelInfer" or "ModelStreamInfer"
+  const StopCheck& stop;
+  CallRecord& record;  // describes the request once parsed, and where it ran
+  // The call's share of the budget: the request's bytes, then the answer's.
+  MemoryBudget::Reservation& reservation;
+};
+
 // An inference's first half: `bytes` parsed with what that takes reserved
 // (bounded from the tags before anything is allocated) and converted into
-// `prepared`, `record` describing it.
-absl::Status PrepareInfer(const grpc::ByteBuffer& bytes, absl::string_view method,
-                          const StopCheck& stop, CallRecord& record,
-                          MemoryBudget::Reservation& reservation, PreparedInfer& prepared) {
-  RETURN_IF_ERROR(stop());
+// `prepared`, the call's record describing it.
+absl::Status PrepareInfer(const InferCall& call, const grpc::ByteBuffer& bytes,
+                          PreparedInfer& prepared) {
+  const absl::string_view method = call.method;
+  MemoryBudget::Reservation& reservation = call.reservation;
+  RETURN_IF_ERROR(call.stop());
   inference::ModelInferRequest& request = prepared.request;
   std::optional<RequestDataView>& received = prepared.received;
   RETURN_IF_ERROR(ParseInferRequest(&bytes, method, reservation, &prepared));
@@ -159,8 +170,8 @@ absl::Status PrepareInfer(const grpc::ByteBuffer& bytes, absl::string_view metho
   }
   ASSIGN_OR_RETURN(prepared.run, ToRunRequest(request, prepared.held_bytes));
   const v1::RunRequest& run = prepared.run;
-  Redescribe(record, DescribeRequest(method, run));
-  record.bytes_in += prepared.held_bytes.value_or(0);
+  Redescribe(call.record, DescribeRequest(method, run));
+  call.record.bytes_in += prepared.held_bytes.value_or(0);
   if (received.has_value()) {
     const std::optional<DType> dtype = DTypeFromInt(run.inputs().at("input").dtype());
     prepared.uploaded.pieces.emplace(
@@ -171,28 +182,30 @@ absl::Status PrepareInfer(const grpc::ByteBuffer& bytes, absl::string_view metho
 }
 
 // Its second half: `prepared` executed by the native pipeline and its answer
-// serialized into `out`; `reservation` holds the answer when it returns OK.
-// `tiny`: the request planned to run here, in a reaction (PlanTiny).
-absl::Status ExecuteInfer(Engine& engine, PreparedInfer& prepared, const StopCheck& stop,
-                          CallRecord& record, MemoryBudget::Reservation& reservation,
-                          grpc::ByteBuffer* out, Engine::TinyRun* tiny = nullptr) {
+// serialized into `out`; the call's reservation holds the answer when it
+// returns OK. `tiny`: the request planned to run here, in a reaction (PlanTiny).
+absl::Status ExecuteInfer(const InferCall& call, PreparedInfer& prepared, grpc::ByteBuffer* out,
+                          Engine::TinyRun* tiny = nullptr) {
+  Engine& engine = call.engine;
+  CallRecord& record = call.record;
   const inference::ModelInferRequest& request = prepared.request;
   std::optional<RequestDataView>& received = prepared.received;
   v1::RunRequest& run = prepared.run;
   UploadedInputs& uploaded = prepared.uploaded;
   // The answer's reservation, apart from the request's: an answer forwarding
   // the bytes `received` holds takes their cover over (CallContext::received).
-  MemoryBudget::Reservation answer_reservation = reservation.Sibling();
+  MemoryBudget::Reservation answer_reservation = call.reservation.Sibling();
   Placement placement;
-  CallContext call = engine.Call(run, placement, stop, answer_reservation);
-  call.uploaded = &uploaded;
+  CallContext execution = engine.Call(run, placement, call.stop, answer_reservation);
+  execution.uploaded = &uploaded;
   out->Clear();
   if (WritesToSharedMemory(run)) {
     // The answer carries the outputs' layouts only: a small message.
     v1::RunResponse response;
     RETURN_IF_ERROR(NameSharedMemoryOutput(
-        request, engine.ExecuteOnWorker(
-                     call, record, {.response = &response, .too_big_hint = kAnswerTooBigHint})));
+        request,
+        engine.ExecuteOnWorker(execution, record,
+                               {.response = &response, .too_big_hint = kAnswerTooBigHint})));
     run.Clear();  // the inputs are done with
     ASSIGN_OR_RETURN(inference::ModelInferResponse answer, ToModelInferResponse(request, response));
     bool own_buffer = false;
@@ -204,11 +217,11 @@ absl::Status ExecuteInfer(Engine& engine, PreparedInfer& prepared, const StopChe
     // of the input's bytes, those bytes as received) become
     // raw_output_contents as they are: no copy into the message or into its
     // serialized bytes.
-    if (received.has_value()) call.received = &*received;
-    call.received_cover = &prepared.received_cover;
+    if (received.has_value()) execution.received = &*received;
+    execution.received_cover = &prepared.received_cover;
     ASSIGN_OR_RETURN(
         OutputBuffers outputs,
-        engine.ExecuteOnWorker(call, record, {.too_big_hint = kAnswerTooBigHint}, tiny));
+        engine.ExecuteOnWorker(execution, record, {.too_big_hint = kAnswerTooBigHint}, tiny));
     run.Clear();  // the inputs are done with
     v1::RunResponse layouts;
     for (const Layout& layout : outputs.layouts) SetTensorLayout(layout, layouts.add_outputs());
@@ -220,21 +233,19 @@ absl::Status ExecuteInfer(Engine& engine, PreparedInfer& prepared, const StopChe
   }
   // What stays held until gRPC sent it: the answer, as the execution
   // reserved it. The request and its inputs go now.
-  reservation = std::move(answer_reservation);
+  call.reservation = std::move(answer_reservation);
   prepared.received_cover.Release();
   return absl::OkStatus();
 }
 
 // One inference, from its bytes to its serialized answer, on a scheduler
 // worker: both halves above.
-absl::Status Infer(Engine& engine, const grpc::ByteBuffer& bytes, absl::string_view method,
-                   const StopCheck& stop, CallRecord& record,
-                   MemoryBudget::Reservation& reservation, std::string* model,
+absl::Status Infer(const InferCall& call, const grpc::ByteBuffer& bytes, std::string* model,
                    grpc::ByteBuffer* out) {
   PreparedInfer prepared;
-  RETURN_IF_ERROR(PrepareInfer(bytes, method, stop, record, reservation, prepared));
+  RETURN_IF_ERROR(PrepareInfer(call, bytes, prepared));
   *model = prepared.request.model_name();
-  return ExecuteInfer(engine, prepared, stop, record, reservation, out);
+  return ExecuteInfer(call, prepared, out);
 }
 
 }  // namespace
@@ -282,15 +293,12 @@ class InferenceService::InferReactor final : public grpc::ServerUnaryReactor {
   // the CPU; false, the request parsed, when a worker is to go on.
   absl::StatusOr<bool> RunHereIfTiny() {
     prepared_ = std::make_unique<PreparedInfer>();
-    RETURN_IF_ERROR(
-        PrepareInfer(*request_bytes_, "ModelInfer", stop_, record_, reservation_, *prepared_));
+    RETURN_IF_ERROR(PrepareInfer(Call(), *request_bytes_, *prepared_));
     std::optional<Engine::TinyRun> tiny =
         service_->engine_->PlanTiny(prepared_->run, stop_, /*handles=*/nullptr);
     if (!tiny.has_value()) return false;
-    RETURN_IF_ERROR(service_->engine_->RunHere([&] {
-      return ExecuteInfer(*service_->engine_, *prepared_, stop_, record_, reservation_,
-                          response_bytes_, &*tiny);
-    }));
+    RETURN_IF_ERROR(service_->engine_->RunHere(
+        [&] { return ExecuteInfer(Call(), *prepared_, response_bytes_, &*tiny); }));
     return true;
   }
 
@@ -299,13 +307,19 @@ class InferenceService::InferReactor final : public grpc::ServerUnaryReactor {
     absl::Status status = Guarded([&] {
       if (prepared_ == nullptr) {
         prepared_ = std::make_unique<PreparedInfer>();
-        RETURN_IF_ERROR(
-            PrepareInfer(*request_bytes_, "ModelInfer", stop_, record_, reservation_, *prepared_));
+        RETURN_IF_ERROR(PrepareInfer(Call(), *request_bytes_, *prepared_));
       }
-      return ExecuteInfer(*service_->engine_, *prepared_, stop_, record_, reservation_,
-                          response_bytes_);
+      return ExecuteInfer(Call(), *prepared_, response_bytes_);
     });
     Done(status);
+  }
+
+  InferCall Call() {
+    return {.engine = *service_->engine_,
+            .method = "ModelInfer",
+            .stop = stop_,
+            .record = record_,
+            .reservation = reservation_};
   }
 
   void Done(const absl::Status& status) {
@@ -399,8 +413,12 @@ class InferenceService::StreamReactor final
     std::string model;
     grpc::ByteBuffer answer;
     absl::Status status = Guarded([&] {
-      return Infer(*service_->engine_, read_buffer_, "ModelStreamInfer", stop_, record,
-                   reservation_, &model, &answer);
+      const InferCall call{.engine = *service_->engine_,
+                           .method = "ModelStreamInfer",
+                           .stop = stop_,
+                           .record = record,
+                           .reservation = reservation_};
+      return Infer(call, read_buffer_, &model, &answer);
     });
     read_buffer_.Clear();
     if (status.code() == absl::StatusCode::kInvalidArgument &&
