@@ -103,9 +103,10 @@ HttpAdmission Admit(State& state, const HttpRequestHead& head) {
 // An infer request's body parsed, for `model` (`version`), with what the
 // parse takes reserved in `request_bytes` as its values are made; what stays
 // reserved after: the parsed request.
-absl::StatusOr<HttpInferRequest> ParseInfer(const httplib::Request& http, const std::string& model,
-                                            const std::string& version,
-                                            MemoryBudget::Reservation& request_bytes) {
+absl::StatusOr<HttpInferRequest> ParseHttpInfer(const httplib::Request& http,
+                                                const std::string& model,
+                                                const std::string& version,
+                                                MemoryBudget::Reservation& request_bytes) {
   std::optional<int64_t> header_length;
   if (http.has_header(std::string(kInferenceHeaderContentLength).c_str())) {
     const std::string text =
@@ -133,7 +134,7 @@ absl::StatusOr<HttpInferRequest> ParseInfer(const httplib::Request& http, const 
 
 // The stop check of an HTTP inference: the server stopping, or the HTTP API's
 // time for one inference (options.infer_deadline, from now) passed.
-StopCheck InferStop(const State& state) {
+StopCheck HttpInferStop(const State& state) {
   const auto deadline = std::chrono::steady_clock::now() + state.options.infer_deadline;
   return [&state, deadline, limit = state.options.infer_deadline]() {
     if (state.stopping.load(std::memory_order_relaxed)) {
@@ -150,10 +151,9 @@ StopCheck InferStop(const State& state) {
 // `parsed` run on a scheduler worker (the HTTP worker waits for it, bounded by
 // `stop`) into its v2 response, the outputs reserved in `execution`. Its
 // tensors' contents move into the native request.
-absl::StatusOr<inference::ModelInferResponse> ExecuteInfer(Engine& engine, HttpInferRequest& parsed,
-                                                           const StopCheck& stop,
-                                                           CallRecord& record,
-                                                           MemoryBudget::Reservation& execution) {
+absl::StatusOr<inference::ModelInferResponse> ExecuteHttpInfer(
+    Engine& engine, HttpInferRequest& parsed, const StopCheck& stop, CallRecord& record,
+    MemoryBudget::Reservation& execution) {
   inference::ModelInferResponse response;
   // Shared: the task may still be inside set_value when get() returns.
   auto done = std::make_shared<std::promise<absl::Status>>();
@@ -224,10 +224,10 @@ void Infer(State& state, const httplib::Request& http, httplib::Response& out) {
   HttpBody answered;
   const absl::Status status = Guarded([&]() -> absl::Status {
     MemoryBudget::Reservation request_bytes = hold->body.Sibling();
-    ASSIGN_OR_RETURN(HttpInferRequest parsed, ParseInfer(http, model, version, request_bytes));
+    ASSIGN_OR_RETURN(HttpInferRequest parsed, ParseHttpInfer(http, model, version, request_bytes));
     MemoryBudget::Reservation execution = hold->body.Sibling();  // the outputs and the response
     ASSIGN_OR_RETURN(inference::ModelInferResponse response,
-                     ExecuteInfer(engine, parsed, InferStop(state), record, execution));
+                     ExecuteHttpInfer(engine, parsed, HttpInferStop(state), record, execution));
     // What stays held until the answer is written: the answer and httplib's
     // body; the request and the execution's bytes go as this returns.
     ASSIGN_OR_RETURN(answered, RenderAnswer(parsed, response, hold->answer));

@@ -9,10 +9,10 @@
 #include "absl/status/statusor.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "kernels/opencl/device.h"
 #include "server/placement/device_pool.h"
 #include "server/placement/scheduler.h"
 #include "server/telemetry/metrics.h"
+#include "tests/server/placement/open_pool.h"
 #include "tests/support/gate.h"
 #include "tests/support/text_lines.h"
 
@@ -47,9 +47,8 @@ TEST(ServerSeriesTest, CpuQueueDepthFollowsTheScheduler) {
 }
 
 TEST(ServerSeriesTest, EachDeviceHasItsQueueDepthAndFailures) {
-  std::vector<std::string> skipped;
-  auto opened = opencl_backend::OpenAllDevices(&skipped);
-  ASSERT_FALSE(opened.empty()) << "no OpenCL device: is pocl-opencl-icd installed?";
+  auto opened = OpenDevices();
+  ASSERT_FALSE(opened.empty());
   DevicePool devices(std::move(opened), {});
   Scheduler scheduler({.worker_threads = 1, .devices = &devices});
   Metrics metrics;
@@ -77,9 +76,8 @@ TEST(ServerSeriesTest, EachDeviceHasItsQueueDepthAndFailures) {
 }
 
 TEST(ServerSeriesTest, EachDeviceHasItsWaitingRequestsAndWaitHistogram) {
-  std::vector<std::string> skipped;
-  auto opened = opencl_backend::OpenAllDevices(&skipped);
-  ASSERT_FALSE(opened.empty()) << "no OpenCL device: is pocl-opencl-icd installed?";
+  auto opened = OpenDevices();
+  ASSERT_FALSE(opened.empty());
   DevicePool devices(std::move(opened), {.queue_depth = 1});
   Scheduler scheduler({.worker_threads = 1, .devices = &devices});
   Metrics metrics;
