@@ -316,9 +316,9 @@ absl::StatusOr<std::span<const std::byte>> StepOutputs::Bytes(int output,
     return std::span<const std::byte>(outputs.buffers[output].get(), bytes);
   if (!kept[output]->on_device()) return kept[output]->bytes();
   if (outputs.buffers[output] == nullptr) {
-    RETURN_IF_ERROR(reservation.Grow(static_cast<int64_t>(bytes),
-                                     "a kept result on a device that a later step reads"));
-    ASSIGN_OR_RETURN(OutputBuffer copy, AllocateOutput(outputs.layouts[output], nullptr));
+    ASSIGN_OR_RETURN(OutputBuffer copy,
+                     AllocateOutput(outputs.layouts[output], /*pool=*/nullptr, reservation,
+                                    "a kept result on a device that a later step reads"));
     RETURN_IF_ERROR(handles.store->Download(*kept[output], {copy.get(), bytes}, stop));
     handles.store->CountCopy();
     outputs.buffers[output] = Share(std::move(copy));

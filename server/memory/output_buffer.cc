@@ -6,6 +6,7 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "core/status_macros.h"
 #include "server/memory/buffer_pool.h"
 
 namespace tensorop::server {
@@ -45,6 +46,15 @@ absl::StatusOr<OutputBuffer> AllocateOutput(const Layout& layout, BufferPool* po
     return absl::ResourceExhaustedError(
         absl::StrCat("out of memory for an output of ", layout.buffer_bytes(), " bytes"));
   }
+  return buffer;
+}
+
+absl::StatusOr<OutputBuffer> AllocateOutput(const Layout& layout, BufferPool* pool,
+                                            MemoryBudget::Reservation& reservation,
+                                            absl::string_view what) {
+  RETURN_IF_ERROR(reservation.Grow(layout.buffer_bytes(), what));
+  absl::StatusOr<OutputBuffer> buffer = AllocateOutput(layout, pool);
+  if (!buffer.ok()) reservation.Shrink(layout.buffer_bytes());
   return buffer;
 }
 

@@ -8,7 +8,9 @@
 #include <memory>
 
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 #include "core/tensor.h"
+#include "server/memory/memory_budget.h"
 
 namespace tensorop::server {
 
@@ -35,6 +37,13 @@ OutputBuffer AllocateBuffer(size_t bytes, BufferPool* pool, bool* kept = nullptr
 // so a large one may come from `pool` (null: none) holding a previous call's
 // bytes. RESOURCE_EXHAUSTED when there is no memory for it.
 absl::StatusOr<OutputBuffer> AllocateOutput(const Layout& layout, BufferPool* pool);
+// The same, its bytes reserved first in `reservation` for `what`:
+// RESOURCE_EXHAUSTED naming --max_memory_bytes when they do not fit, and
+// given back when there is no memory for the buffer. The reservation's holder
+// gives them back when it frees the buffer.
+absl::StatusOr<OutputBuffer> AllocateOutput(const Layout& layout, BufferPool* pool,
+                                            MemoryBudget::Reservation& reservation,
+                                            absl::string_view what);
 
 // Whether `layout`'s elements cover every byte of its buffer.
 bool CoversBuffer(const Layout& layout);

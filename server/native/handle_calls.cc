@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cstring>
 #include <memory>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -16,6 +17,7 @@
 #include "core/status_macros.h"
 #include "core/validate/tensor.h"
 #include "server/data/handle_store.h"
+#include "server/memory/input_buffer.h"
 #include "server/memory/memory_budget.h"
 #include "server/native/service.h"
 #include "server/pipeline/pipeline.h"
@@ -56,7 +58,6 @@ class TensorOpService::PutReactor final : public grpc::ServerReadReactor<grpc::B
       : service_(service),
         response_(response),
         watch_(service->engine_.idle().Watch(context)),
-        reservation_(open_call_.Reservation()),
         caller_(CallerOf(*context)) {
     record_.method = "Put";
     SetCallOrigin(*context, record_);
@@ -78,7 +79,7 @@ class TensorOpService::PutReactor final : public grpc::ServerReadReactor<grpc::B
     watch_->Touch();
     if (!ok) {
       watch_->Disarm();
-      if (staging_ == nullptr) {
+      if (!staging_.has_value()) {
         Done(Guarded([&] { return Finished(); }));
         return;
       }
@@ -86,10 +87,9 @@ class TensorOpService::PutReactor final : public grpc::ServerReadReactor<grpc::B
       const absl::Status queued = service_->engine_.Submit([this] {
         Done(Guarded([&] {
           RETURN_IF_ERROR(Complete());
-          RETURN_IF_ERROR(service_->engine_.options().handles->Upload(
-              pending_, {staging_.get(), static_cast<size_t>(received_)}, NeverStop));
-          staging_.reset();
-          reservation_.Release();
+          RETURN_IF_ERROR(
+              service_->engine_.options().handles->Upload(pending_, staging_->bytes(), NeverStop));
+          staging_.reset();  // and its reservation
           return Finished();
         }));
       });
@@ -147,13 +147,11 @@ class TensorOpService::PutReactor final : public grpc::ServerReadReactor<grpc::B
     }
     const int64_t bytes = static_cast<int64_t>(chunk.size());
     RETURN_IF_ERROR(pending_.Written(bytes));
-    if (staging_ != nullptr) {
-      RETURN_IF_ERROR(reservation_.Grow(
-          bytes,
-          absl::StrCat("Put: the bytes on their way to OpenCL device ", pending_.device_index())));
+    if (staging_.has_value()) {
+      RETURN_IF_ERROR(staging_->HoldAtLeast(received_ + bytes, StagingWhat()));
     }
-    std::memcpy((staging_ != nullptr ? staging_.get() : pending_.data()) + received_, chunk.data(),
-                chunk.size());
+    std::memcpy(staging_.has_value() ? staging_->Extend(bytes) : pending_.data() + received_,
+                chunk.data(), chunk.size());
     received_ += static_cast<int64_t>(chunk.size());
     return absl::OkStatus();
   }
@@ -215,14 +213,22 @@ class TensorOpService::PutReactor final : public grpc::ServerReadReactor<grpc::B
       // The bytes gather in host memory (reserved as they arrive: its pages
       // are touched only as they are written), then go to the device in one
       // upload.
-      staging_ =
-          std::make_unique_for_overwrite<std::byte[]>(static_cast<size_t>(layout.buffer_bytes()));
+      staging_.emplace(open_call_.Reservation());
+      if (!staging_->SizeAhead(std::max<int64_t>(layout.buffer_bytes(), 1), /*pool=*/nullptr,
+                               StagingWhat())) {
+        return absl::ResourceExhaustedError(absl::StrCat("out of memory for ", StagingWhat()));
+      }
     }
     ttl_ = absl::Seconds(std::min<int64_t>(header.ttl_seconds(), int64_t{1} << 40));
     record_.dtype = std::string(DTypeName(dtype));
     record_.backend =
         device >= 0 ? service_->engine_.options().handles->options().devices->Label(device) : "cpu";
     return absl::OkStatus();
+  }
+
+  // What the staged bytes are reserved for.
+  std::string StagingWhat() const {
+    return absl::StrCat("Put: the bytes on their way to OpenCL device ", pending_.device_index());
   }
 
   // The client half-closed: whether every byte came.
@@ -259,13 +265,13 @@ class TensorOpService::PutReactor final : public grpc::ServerReadReactor<grpc::B
   const Engine::OpenCall open_call_{service_->engine_, "Put"};
   grpc::ByteBuffer* const response_;
   const std::shared_ptr<IdleWatch> watch_;
-  MemoryBudget::Reservation reservation_;
   const HandleCaller caller_;
   CallRecord record_;
   int64_t parts_read_ = 0;
   HandleStore::Pending pending_;  // the tensor's buffer, once the header came
-  // For a tensor on a device: its bytes as they arrive (reserved in reservation_).
-  std::unique_ptr<std::byte[]> staging_;
+  // For a tensor on a device: its bytes as they arrive, reserved as they
+  // touch the buffer's pages.
+  std::optional<InputBuffer> staging_;
   int64_t received_ = 0;
   absl::Duration ttl_;
   grpc::ByteBuffer read_buffer_;

@@ -14,6 +14,7 @@
 #include "server/data/handle_store.h"
 #include "server/data/shared_memory.h"
 #include "server/memory/memory_budget.h"
+#include "server/memory/received_bytes.h"
 #include "server/native/service.h"
 #include "server/pipeline/pipeline.h"
 #include "server/pipeline/response_writer.h"
@@ -47,17 +48,17 @@ class TensorOpService::UnaryReactor final : public grpc::ServerUnaryReactor {
   UnaryReactor(TensorOpService* service, grpc::CallbackServerContext* context,
                const grpc::ByteBuffer* request, grpc::ByteBuffer* response)
       : service_(service),
-        request_bytes_(request),
         response_bytes_(response),
         stop_(CallStopCheck(context)),
         watch_(service->engine_.idle().Watch(context)),
         reservation_(open_call_.Reservation()),
+        received_(request, reservation_.Sibling()),
         handles_{.store = service->engine_.options().handles, .caller = CallerOf(*context)} {
     record_.method = "Run";
     SetCallOrigin(*context, record_);
     bool answered = false;
     absl::Status status = Guarded([&] {
-      RETURN_IF_ERROR(ReserveReceived(*request, "Run", reservation_));
+      RETURN_IF_ERROR(received_.Reserve("Run"));
       ASSIGN_OR_RETURN(answered, AnswerInReaction());
       if (answered) return absl::OkStatus();
       auto work = [this] { Done(Guarded([&] { return Work(planned_.get()); })); };
@@ -86,8 +87,8 @@ class TensorOpService::UnaryReactor final : public grpc::ServerUnaryReactor {
   // True when the request was answered with the bytes it carries; false, maybe
   // having parsed it (`parsed_`), when a worker is to go on.
   absl::StatusOr<bool> AnswerInReaction() {
-    if (request_bytes_->Length() <= kParseInReactionBytes) return RunHereIfTiny();
-    ASSIGN_OR_RETURN(parsed_, ParseReceivedRunIfLight(request_bytes_, "Run", reservation_,
+    if (received_.length() <= kParseInReactionBytes) return RunHereIfTiny();
+    ASSIGN_OR_RETURN(parsed_, ParseReceivedRunIfLight(received_, "Run", reservation_,
                                                       kMaxRestInReaction, &run_));
     if (!parsed_) return false;
     Describe();
@@ -114,7 +115,7 @@ class TensorOpService::UnaryReactor final : public grpc::ServerUnaryReactor {
   // A small request, parsed and placed here: run here too when its plan is
   // tiny work for the CPU, the plan going with it; else left to a worker.
   absl::StatusOr<bool> RunHereIfTiny() {
-    RETURN_IF_ERROR(ParseReceivedRun(request_bytes_, "Run", reservation_,
+    RETURN_IF_ERROR(ParseReceivedRun(received_, "Run", reservation_,
                                      service_->engine_.options().buffer_pool, &run_));
     parsed_ = true;
     Describe();
@@ -134,7 +135,7 @@ class TensorOpService::UnaryReactor final : public grpc::ServerUnaryReactor {
   // null: planned here).
   absl::Status Work(PlannedRun* planned = nullptr) {
     if (!parsed_) {
-      RETURN_IF_ERROR(ParseReceivedRun(request_bytes_, "Run", reservation_,
+      RETURN_IF_ERROR(ParseReceivedRun(received_, "Run", reservation_,
                                        service_->engine_.options().buffer_pool, &run_));
       Describe();
     }
@@ -212,11 +213,11 @@ class TensorOpService::UnaryReactor final : public grpc::ServerUnaryReactor {
 
   TensorOpService* const service_;
   const Engine::OpenCall open_call_{service_->engine_, "Run"};
-  const grpc::ByteBuffer* const request_bytes_;  // owned by gRPC until OnDone
   grpc::ByteBuffer* const response_bytes_;
   const StopCheck stop_;
   const std::shared_ptr<IdleWatch> watch_;
   MemoryBudget::Reservation reservation_;
+  ReceivedBytes received_;  // the request, gRPC's until OnDone
   const HandleAccess handles_;
   ReceivedRun run_;  // the request, its input bytes apart
   bool parsed_ = false;

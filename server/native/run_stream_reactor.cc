@@ -14,6 +14,7 @@
 #include "server/data/handle_store.h"
 #include "server/engine/chain.h"
 #include "server/memory/memory_budget.h"
+#include "server/memory/received_bytes.h"
 #include "server/native/result_writer.h"
 #include "server/native/service.h"
 #include "server/pipeline/pipeline.h"
@@ -74,10 +75,11 @@ class TensorOpService::StreamReactor : public grpc::ServerWriteReactor<grpc::Byt
     if (!queued.ok()) Done(queued);
   }
 
-  // Reserves `request`, the call's bytes as received, then ComputeOnWorker.
-  void ReserveAndCompute(const grpc::ByteBuffer& request) {
-    const absl::Status reserved =
-        Guarded([&] { return ReserveReceived(request, record_.method, reservation_); });
+  // Reserves `request`, the call's bytes as received (`received_` from here),
+  // then ComputeOnWorker.
+  void ReserveAndCompute(const grpc::ByteBuffer* request) {
+    received_ = ReceivedBytes(request, reservation_.Sibling());
+    const absl::Status reserved = Guarded([&] { return received_.Reserve(record_.method); });
     if (!reserved.ok()) {
       Done(reserved);
       return;
@@ -96,6 +98,7 @@ class TensorOpService::StreamReactor : public grpc::ServerWriteReactor<grpc::Byt
   const StopCheck stop_;
   const std::shared_ptr<IdleWatch> watch_;
   MemoryBudget::Reservation reservation_;
+  ReceivedBytes received_;  // the request, gRPC's until OnDone
   const HandleAccess handles_;
   CallRecord record_;
   ResultWriter writer_{reservation_,
@@ -147,17 +150,16 @@ class TensorOpService::RunStreamReactor final : public StreamReactor {
                    const grpc::ByteBuffer* request, absl::string_view method = "RunStream",
                    grpc::ByteBuffer own_request = grpc::ByteBuffer())
       : StreamReactor(service, context, CallOrigin(*context, method)),
-        own_request_(std::move(own_request)),
-        request_bytes_(request != nullptr ? request : &own_request_) {
-    ReserveAndCompute(*request_bytes_);
+        own_request_(std::move(own_request)) {
+    ReserveAndCompute(request != nullptr ? request : &own_request_);
   }
 
  private:
   absl::StatusOr<ResultParts> Compute(StreamWhileComputing* streaming) override {
     const absl::string_view method = record_.method;
     // Large inputs are read where they were received, as Run's are.
-    RETURN_IF_ERROR(ParseReceivedRun(request_bytes_, method, reservation_,
-                                     engine().options().buffer_pool, &run_));
+    RETURN_IF_ERROR(
+        ParseReceivedRun(received_, method, reservation_, engine().options().buffer_pool, &run_));
     CallRecord described = DescribeRequest(method, run_.request);
     if (method == "Fetch") described.op.clear();  // a Fetch in a layout: no operator asked
     Describe(std::move(described));
@@ -175,9 +177,8 @@ class TensorOpService::RunStreamReactor final : public StreamReactor {
     return parts;
   }
 
-  grpc::ByteBuffer own_request_;
-  const grpc::ByteBuffer* const request_bytes_;  // owned by gRPC (or own_request_) until OnDone
-  ReceivedRun run_;                              // the request, its input bytes apart
+  grpc::ByteBuffer own_request_;  // a Fetch's, as the server made it
+  ReceivedRun run_;               // the request, its input bytes apart
 };
 
 // RunChain: the steps executed by the engine (server/engine/chain.h).
@@ -185,15 +186,15 @@ class TensorOpService::RunChainReactor final : public StreamReactor {
  public:
   RunChainReactor(TensorOpService* service, grpc::CallbackServerContext* context,
                   const grpc::ByteBuffer* request)
-      : StreamReactor(service, context, CallOrigin(*context, "RunChain")), request_bytes_(request) {
-    ReserveAndCompute(*request_bytes_);
+      : StreamReactor(service, context, CallOrigin(*context, "RunChain")) {
+    ReserveAndCompute(request);
   }
 
  private:
   absl::StatusOr<ResultParts> Compute(StreamWhileComputing*) override {
     v1::RunChainRequest chain;
-    RETURN_IF_ERROR(ParseChainRequest(*request_bytes_, record_.method, reservation_, &chain));
-    ReleaseRequestBytes(request_bytes_, reservation_);
+    RETURN_IF_ERROR(ParseChainRequest(received_.bytes(), record_.method, reservation_, &chain));
+    received_.Release();
     Describe(DescribeChain(record_.method, chain));
     // Placed as a request of the chain's backend and device.
     v1::RunRequest where;
@@ -204,8 +205,6 @@ class TensorOpService::RunChainReactor final : public StreamReactor {
     return ExecuteChainIntoParts(chain, engine(), placement, stop_, reservation_, record_,
                                  &handles_);
   }
-
-  const grpc::ByteBuffer* const request_bytes_;  // owned by gRPC until OnDone
 };
 
 // A Fetch of a handle in its own layout: its bytes as they lie (a ready
@@ -228,11 +227,11 @@ class TensorOpService::FetchReactor final : public StreamReactor {
   absl::StatusOr<ResultParts> Compute(StreamWhileComputing*) override {
     const ResidentTensor& tensor = *download_;
     const Layout& layout = tensor.layout();
-    RETURN_IF_ERROR(
-        reservation_.Grow(layout.buffer_bytes(),
-                          absl::StrCat("Fetch: the ", layout.buffer_bytes(), " bytes of handle ",
-                                       ShortId(tensor.id()), " from its OpenCL device")));
-    ASSIGN_OR_RETURN(OutputBuffer buffer, AllocateOutput(layout, engine().options().buffer_pool));
+    ASSIGN_OR_RETURN(
+        OutputBuffer buffer,
+        AllocateOutput(layout, engine().options().buffer_pool, reservation_,
+                       absl::StrCat("Fetch: the ", layout.buffer_bytes(), " bytes of handle ",
+                                    ShortId(tensor.id()), " from its OpenCL device")));
     RETURN_IF_ERROR(handles_.store->Download(
         tensor, {buffer.get(), static_cast<size_t>(layout.buffer_bytes())}, stop_));
     download_.reset();

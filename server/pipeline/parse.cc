@@ -28,11 +28,6 @@ absl::Status ReserveParse(const grpc::ByteBuffer& bytes,
       *bound, absl::StrCat(method, ": parsing a ", received_bytes, "-byte request"), reservation);
 }
 
-absl::Status ReserveReceived(const grpc::ByteBuffer& bytes, absl::string_view method,
-                             MemoryBudget::Reservation& reservation) {
-  return reservation.Grow(static_cast<int64_t>(bytes.Length()), method, "the request as received");
-}
-
 absl::Status ReserveParsing(int64_t bound, absl::string_view what,
                             MemoryBudget::Reservation& reservation) {
   return reservation.Grow(bound + kRequestOverheadBytes, what);
@@ -154,11 +149,12 @@ void NoteInputBytes(ReceivedRun* run) {
 
 namespace {
 
-// The inputs' data of `view`, a view of `bytes`, copied into a buffer each,
-// reserved before the received bytes (held by the view now) are given back.
-absl::Status CopyInputs(const grpc::ByteBuffer* bytes, RequestDataView& view,
-                        absl::string_view method, MemoryBudget::Reservation& reservation,
-                        BufferPool* pool, InputBuffers* inputs) {
+// The inputs' data of `view`, a view of `received`, copied into a buffer
+// each, reserved before the received bytes (held by the view now) are given
+// back.
+absl::Status CopyInputs(ReceivedBytes& received, RequestDataView& view, absl::string_view method,
+                        MemoryBudget::Reservation& reservation, BufferPool* pool,
+                        InputBuffers* inputs) {
   for (const RequestDataView::InputData& input : view.inputs()) {
     if (input.bytes == 0) continue;
     InputBuffer& buffer = inputs->try_emplace(input.input, reservation.Sibling()).first->second;
@@ -166,7 +162,7 @@ absl::Status CopyInputs(const grpc::ByteBuffer* bytes, RequestDataView& view,
         input.bytes, pool,
         absl::StrCat(method, ": the ", input.bytes, " bytes of input ", Quoted(input.input))));
   }
-  ReleaseRequestBytes(bytes, reservation);
+  received.Release();
   for (size_t i = 0; i < view.inputs().size(); ++i) {
     const RequestDataView::InputData& input = view.inputs()[i];
     if (input.bytes == 0) continue;
@@ -175,39 +171,39 @@ absl::Status CopyInputs(const grpc::ByteBuffer* bytes, RequestDataView& view,
   return absl::OkStatus();
 }
 
-// `view` of `bytes` kept as `run`'s received data: the received slices but
+// `view` of `received` kept as `run`'s received data: the received slices but
 // those it holds let go, and the reservation of those moved to its cover.
-void KeepReceived(const grpc::ByteBuffer* bytes, RequestDataView view,
-                  MemoryBudget::Reservation& reservation, ReceivedRun* run) {
-  run->received_cover = ReleaseRequestBytes(bytes, reservation, view.DataBytes());
+void KeepReceived(ReceivedBytes& received, RequestDataView view, ReceivedRun* run) {
+  run->received_cover = received.ReleaseKeeping(view.DataBytes());
   run->received.emplace(std::move(view));
 }
 
-// `bytes` parsed into `request` around its data (ParseAroundData), its view
-// returned; or, where there is no such view, parsed whole and released.
-absl::StatusOr<std::optional<RequestDataView>> ParseLarge(const grpc::ByteBuffer* bytes,
+// `received` parsed into `request` around its data (ParseAroundData), its
+// view returned; or, where there is no such view, parsed whole and released.
+absl::StatusOr<std::optional<RequestDataView>> ParseLarge(ReceivedBytes& received,
                                                           absl::string_view method,
                                                           MemoryBudget::Reservation& reservation,
                                                           v1::RunRequest* request) {
-  if (bytes->Length() >= kLiftFromBytes) {
-    ASSIGN_OR_RETURN(std::optional<RequestDataView> view,
-                     ParseAroundData(*bytes, method, kMaxRestBytes, reservation, request));
+  if (received.length() >= kLiftFromBytes) {
+    ASSIGN_OR_RETURN(
+        std::optional<RequestDataView> view,
+        ParseAroundData(received.bytes(), method, kMaxRestBytes, reservation, request));
     if (view.has_value()) return view;
   }
-  RETURN_IF_ERROR(ParseRequest(*bytes, method, reservation, request));
-  ReleaseRequestBytes(bytes, reservation);
+  RETURN_IF_ERROR(ParseRequest(received.bytes(), method, reservation, request));
+  received.Release();
   return std::nullopt;
 }
 
 }  // namespace
 
-absl::Status ParseRequestAndInputs(const grpc::ByteBuffer* bytes, absl::string_view method,
+absl::Status ParseRequestAndInputs(ReceivedBytes& received, absl::string_view method,
                                    MemoryBudget::Reservation& reservation, BufferPool* pool,
                                    v1::RunRequest* request, InputBuffers* inputs) {
   ASSIGN_OR_RETURN(std::optional<RequestDataView> view,
-                   ParseLarge(bytes, method, reservation, request));
+                   ParseLarge(received, method, reservation, request));
   if (!view.has_value()) return absl::OkStatus();
-  return CopyInputs(bytes, *view, method, reservation, pool, inputs);
+  return CopyInputs(received, *view, method, reservation, pool, inputs);
 }
 
 void ReceivedRun::Free() {
@@ -218,59 +214,42 @@ void ReceivedRun::Free() {
   request.Clear();
 }
 
-absl::Status ParseReceivedRun(const grpc::ByteBuffer* bytes, absl::string_view method,
+absl::Status ParseReceivedRun(ReceivedBytes& received, absl::string_view method,
                               MemoryBudget::Reservation& reservation, BufferPool* pool,
                               ReceivedRun* run) {
   ASSIGN_OR_RETURN(std::optional<RequestDataView> view,
-                   ParseLarge(bytes, method, reservation, &run->request));
+                   ParseLarge(received, method, reservation, &run->request));
   // Parsed whole (no view), nothing is held apart; a scatter's data is
   // copied out, since planning reads its indices.
   if (view.has_value() && ValuesInputOf(run->request).empty()) {
-    KeepReceived(bytes, *std::move(view), reservation, run);
+    KeepReceived(received, *std::move(view), run);
   } else if (view.has_value()) {
-    RETURN_IF_ERROR(CopyInputs(bytes, *view, method, reservation, pool, &run->inputs));
+    RETURN_IF_ERROR(CopyInputs(received, *view, method, reservation, pool, &run->inputs));
   }
   RETURN_IF_ERROR(CheckIdBytes(run->request.id(), "id"));
   NoteInputBytes(run);
   return absl::OkStatus();
 }
 
-absl::StatusOr<bool> ParseReceivedRunIfLight(const grpc::ByteBuffer* bytes,
-                                             absl::string_view method,
+absl::StatusOr<bool> ParseReceivedRunIfLight(ReceivedBytes& received, absl::string_view method,
                                              MemoryBudget::Reservation& reservation,
                                              size_t max_rest_bytes, ReceivedRun* run) {
-  if (bytes->Length() < kLiftFromBytes) return false;
+  if (received.length() < kLiftFromBytes) return false;
   // What parsing reserves, in a reservation of its own until the request is taken.
   MemoryBudget::Reservation parsing = reservation.Sibling();
-  ASSIGN_OR_RETURN(std::optional<RequestDataView> view,
-                   ParseAroundData(*bytes, method, max_rest_bytes, parsing, &run->request));
+  ASSIGN_OR_RETURN(
+      std::optional<RequestDataView> view,
+      ParseAroundData(received.bytes(), method, max_rest_bytes, parsing, &run->request));
   if (!view.has_value()) return false;
   if (!ValuesInputOf(run->request).empty()) {  // its indices are copied out for planning
     run->request.Clear();
     return false;
   }
   parsing.TransferTo(reservation, parsing.bytes());
-  KeepReceived(bytes, *std::move(view), reservation, run);
+  KeepReceived(received, *std::move(view), run);
   RETURN_IF_ERROR(CheckIdBytes(run->request.id(), "id"));
   NoteInputBytes(run);
   return true;
-}
-
-void ReleaseRequestBytes(const grpc::ByteBuffer* bytes, MemoryBudget::Reservation& reservation) {
-  const int64_t length = static_cast<int64_t>(bytes->Length());
-  const_cast<grpc::ByteBuffer*>(bytes)->Clear();
-  reservation.Shrink(length);
-}
-
-MemoryBudget::Reservation ReleaseRequestBytes(const grpc::ByteBuffer* bytes,
-                                              MemoryBudget::Reservation& reservation,
-                                              int64_t kept_bytes) {
-  MemoryBudget::Reservation cover = reservation.Sibling();
-  reservation.TransferTo(cover, kept_bytes);
-  const int64_t length = static_cast<int64_t>(bytes->Length());
-  const_cast<grpc::ByteBuffer*>(bytes)->Clear();
-  reservation.Shrink(length - kept_bytes);
-  return cover;
 }
 
 }  // namespace tensorop::server

@@ -28,6 +28,7 @@
 #include "server/memory/input_buffer.h"
 #include "server/memory/memory_budget.h"
 #include "server/memory/output_buffer.h"
+#include "server/memory/received_bytes.h"
 #include "server/wire/chunk_part.h"
 #include "tensorop/v1/tensorop.pb.h"
 
@@ -39,10 +40,6 @@ namespace tensorop::server {
 // request naming many outputs cannot amplify.
 constexpr int64_t kRequestOverheadBytes = 16 << 10;
 constexpr int64_t kOutputOverheadBytes = 4 << 10;
-// Reserves a request's bytes as gRPC received them, for `method`, before
-// anything is done with them (ReleaseRequestBytes gives them back).
-absl::Status ReserveReceived(const grpc::ByteBuffer& bytes, absl::string_view method,
-                             MemoryBudget::Reservation& reservation);
 // Reserves what parsing takes, `bound` (ParsedBytesBound) and the request's
 // fixed overhead, for `what`.
 absl::Status ReserveParsing(int64_t bound, absl::string_view what,
@@ -90,16 +87,6 @@ absl::Status ReserveParse(const grpc::ByteBuffer& bytes,
                           const google::protobuf::Descriptor& descriptor, int64_t received_bytes,
                           absl::string_view method, MemoryBudget::Reservation& reservation);
 
-// Drops the slices of a request's bytes once it is parsed (gRPC keeps the
-// ByteBuffer object, now empty, until the call ends) and gives their
-// reservation back: the parsed copy is what the call holds from here.
-void ReleaseRequestBytes(const grpc::ByteBuffer* bytes, MemoryBudget::Reservation& reservation);
-// The same, but for the `kept_bytes` of data a RequestDataView keeps of those
-// slices: their reservation is returned, the view's cover from here.
-MemoryBudget::Reservation ReleaseRequestBytes(const grpc::ByteBuffer* bytes,
-                                              MemoryBudget::Reservation& reservation,
-                                              int64_t kept_bytes);
-
 // Parses `bytes` (`received_bytes` long as they arrived) into `message`:
 // INVALID_ARGUMENT "METHOD: the N bytes received are not a valid TYPE".
 template <typename Message>
@@ -134,17 +121,17 @@ absl::StatusOr<std::optional<RequestDataView>> ReservedView(
     size_t max_rest_bytes, absl::string_view method, MemoryBudget::Reservation& reservation,
     const std::function<std::optional<RequestDataView>(size_t max_rest_bytes)>& make);
 
-// Parses `bytes` like ParseRequest, but leaves each input's data bytes out of
-// the message: copied from the received slices into an InputBuffer of their
-// own (from `pool` when large), reserved in a sibling of `reservation` that
-// the buffer holds: one copy, and each received slice is let go once copied,
-// so a large request is never held twice. The fields besides the data are
-// reserved as parsed, not the request's whole parse bound. Requests below
+// Parses `received` like ParseRequest, but leaves each input's data bytes out
+// of the message: copied from the received slices into an InputBuffer of
+// their own (from `pool` when large), reserved in a sibling of `reservation`
+// that the buffer holds: one copy, and each received slice is let go once
+// copied, so a large request is never held twice. The fields besides the data
+// are reserved as parsed, not the request's whole parse bound. Requests below
 // 1 MiB, with more than 64 KiB of fields besides their data, or in a form
 // protobuf's serializer does not write, are parsed as by ParseRequest
 // (`inputs` left empty). Either way the received bytes are released (and
 // their reservation given back) once parsed.
-absl::Status ParseRequestAndInputs(const grpc::ByteBuffer* bytes, absl::string_view method,
+absl::Status ParseRequestAndInputs(ReceivedBytes& received, absl::string_view method,
                                    MemoryBudget::Reservation& reservation, BufferPool* pool,
                                    v1::RunRequest* request, InputBuffers* inputs);
 
@@ -166,9 +153,9 @@ struct ReceivedRun {
 // ParseRequestAndInputs into `run`, but leaving the data where it was
 // received (no copy; not for a scatter, whose indices planning reads), each
 // input then read as pieces of whole elements of its dtype: the view, whose
-// slices hold them, goes to `run->received`, and the part of `reservation`
-// covering them to `run->received_cover`.
-absl::Status ParseReceivedRun(const grpc::ByteBuffer* bytes, absl::string_view method,
+// slices hold them, goes to `run->received`, and the part of `received`'s
+// reservation covering them to `run->received_cover`.
+absl::Status ParseReceivedRun(ReceivedBytes& received, absl::string_view method,
                               MemoryBudget::Reservation& reservation, BufferPool* pool,
                               ReceivedRun* run);
 
@@ -177,8 +164,7 @@ absl::Status ParseReceivedRun(const grpc::ByteBuffer* bytes, absl::string_view m
 // at most `max_rest_bytes`, and not a scatter (whose indices are copied out).
 // False, having parsed and reserved nothing and read at most about
 // `max_rest_bytes`, for any other request: ParseReceivedRun's on a worker.
-absl::StatusOr<bool> ParseReceivedRunIfLight(const grpc::ByteBuffer* bytes,
-                                             absl::string_view method,
+absl::StatusOr<bool> ParseReceivedRunIfLight(ReceivedBytes& received, absl::string_view method,
                                              MemoryBudget::Reservation& reservation,
                                              size_t max_rest_bytes, ReceivedRun* run);
 

@@ -113,21 +113,14 @@ absl::Status ReadPiecedInputs(PlannedRun& run, bool on_cpu,
         continue;
       }
     }
-    RETURN_IF_ERROR(reservation.Grow(bytes, absl::StrCat("input \"", absl::CHexEscape(name),
-                                                         "\" gathered (", bytes, " bytes)")));
-    const Layout whole = {.dtype = DType::kUint8,
-                          .sizes = {bytes},
-                          .strides = {1},
-                          .element_count = bytes,
-                          .buffer_elements = bytes};
-    ASSIGN_OR_RETURN(OutputBuffer buffer, AllocateOutput(whole, /*pool=*/nullptr));
-    std::byte* at = buffer.get();
+    InputBuffer& gathered = run.gathered.try_emplace(name, reservation.Sibling()).first->second;
+    RETURN_IF_ERROR(gathered.Resize(
+        bytes, /*pool=*/nullptr,
+        absl::StrCat("input \"", absl::CHexEscape(name), "\" gathered (", bytes, " bytes)")));
     for (std::span<const std::byte> piece : *pieces) {
-      std::memcpy(at, piece.data(), piece.size());
-      at += piece.size();
+      std::memcpy(gathered.Extend(std::ssize(piece)), piece.data(), piece.size());
     }
-    run.inputs[static_cast<size_t>(slot)] = {buffer.get(), static_cast<size_t>(bytes)};
-    run.host_copies.emplace(name, std::move(buffer));
+    run.inputs[static_cast<size_t>(slot)] = gathered.bytes();
   }
   run.pieced.clear();
   return absl::OkStatus();

@@ -27,6 +27,7 @@
 #include "core/operator.h"
 #include "server/data/handle_store.h"
 #include "server/data/shared_memory.h"
+#include "server/memory/input_buffer.h"
 #include "server/memory/output_buffer.h"
 #include "server/pipeline/parse.h"
 #include "server/pipeline/service_options.h"
@@ -49,8 +50,11 @@ struct PlannedRun {
   // runs on that device, else from a host copy.
   DeviceInputs on_device;
   std::map<std::string, OutputBuffer, std::less<>> host_copies;  // by input name
-  // Inputs in pieces (UploadedInputs::pieces), planned with zeros standing in.
+  // Inputs in pieces (UploadedInputs::pieces), planned with zeros standing in;
+  // those a device reads, or a CPU plan cannot read where they lie, gathered
+  // into one buffer each, with their reservation.
   std::map<std::string, const std::vector<std::span<const std::byte>>*, std::less<>> pieced;
+  std::map<std::string, InputBuffer, std::less<>> gathered;
   int64_t host_copy_bytes = 0;
 };
 
@@ -111,7 +115,8 @@ absl::string_view RegionOwner(const HandleAccess* handles);
 // Reads the inputs `run` has in pieces: on the CPU in place, each copy of
 // them cut into copies that each read one piece (CutCopiesAtPieces); where
 // the cut cannot be made (reads jumping between pieces, at most 4 copies a
-// piece), or on a device, gathered into one buffer, reserved first.
+// piece), or on a device, gathered into one buffer (`run.gathered`), reserved
+// first in a sibling of `reservation` that the buffer holds.
 absl::Status ReadPiecedInputs(PlannedRun& run, bool on_cpu, MemoryBudget::Reservation& reservation);
 
 // The OpenCL device `run` must run on, or -1: the device holding its first

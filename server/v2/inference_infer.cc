@@ -23,6 +23,7 @@
 #include "core/status_macros.h"
 #include "server/data/shared_memory.h"
 #include "server/memory/memory_budget.h"
+#include "server/memory/received_bytes.h"
 #include "server/pipeline/pipeline.h"
 #include "server/pipeline/raw_unary.h"
 #include "server/pipeline/response_writer.h"
@@ -53,8 +54,9 @@ struct PreparedInfer {
   UploadedInputs uploaded;
 };
 
-// Parses `bytes` as a ModelInferRequest for `method` into `prepared->request`,
-// reserving what that takes, and releases the received bytes. In a request
+// Parses `received` as a ModelInferRequest for `method` into
+// `prepared->request`, reserving what that takes, and releases the received
+// bytes. In a request
 // of 1 MiB or more, input "input"'s raw_input_contents entry (from 64 KiB) is
 // left where gRPC received it, its reservation moved to
 // `prepared->received_cover`: `prepared->received` gets the view, in which it
@@ -62,8 +64,9 @@ struct PreparedInfer {
 // stays empty). Other entries that large are copied into the request, as
 // protobuf does; so are all of a scatter_elements request, whose indices
 // planning reads.
-absl::Status ParseInferRequest(const grpc::ByteBuffer* bytes, absl::string_view method,
+absl::Status ParseInferRequest(ReceivedBytes& received, absl::string_view method,
                                MemoryBudget::Reservation& reservation, PreparedInfer* prepared) {
+  const grpc::ByteBuffer* const bytes = &received.bytes();
   inference::ModelInferRequest* request = &prepared->request;
   int* input_entry = &prepared->input_entry;
   constexpr size_t kHoldFromBytes = size_t{1} << 20;
@@ -95,7 +98,7 @@ absl::Status ParseInferRequest(const grpc::ByteBuffer* bytes, absl::string_view 
              .ok()) {
       return invalid;
     }
-    ReleaseRequestBytes(bytes, reservation);
+    received.Release();
     return absl::OkStatus();
   }
   const grpc::Slice rest_slice(view->rest().data(), view->rest().size());
@@ -131,10 +134,10 @@ absl::Status ParseInferRequest(const grpc::ByteBuffer* bytes, absl::string_view 
     view->MoveDataTo(k, reinterpret_cast<std::byte*>(data.data()));
   }
   if (*input_entry < 0) {
-    ReleaseRequestBytes(bytes, reservation);
+    received.Release();
     return absl::OkStatus();
   }
-  prepared->received_cover = ReleaseRequestBytes(bytes, reservation, held_bytes);
+  prepared->received_cover = received.ReleaseKeeping(held_bytes);
   view->Name(static_cast<size_t>(*input_entry), "input");
   prepared->received = std::move(view);
   return absl::OkStatus();
@@ -150,33 +153,32 @@ struct InferCall {
   MemoryBudget::Reservation& reservation;
 };
 
-// An inference's first half: `bytes` parsed with what that takes reserved
+// An inference's first half: `received` parsed with what that takes reserved
 // (bounded from the tags before anything is allocated) and converted into
 // `prepared`, the call's record describing it.
-absl::Status PrepareInfer(const InferCall& call, const grpc::ByteBuffer& bytes,
-                          PreparedInfer& prepared) {
+absl::Status PrepareInfer(const InferCall& call, ReceivedBytes& received, PreparedInfer& prepared) {
   const absl::string_view method = call.method;
   MemoryBudget::Reservation& reservation = call.reservation;
   RETURN_IF_ERROR(call.stop());
   inference::ModelInferRequest& request = prepared.request;
-  std::optional<RequestDataView>& received = prepared.received;
-  RETURN_IF_ERROR(ParseInferRequest(&bytes, method, reservation, &prepared));
+  RETURN_IF_ERROR(ParseInferRequest(received, method, reservation, &prepared));
   RETURN_IF_ERROR(CheckIdBytes(request.id(), absl::StrCat(method, ": id")));
   RETURN_IF_ERROR(reservation.Grow(
       TypedContentsBound(request),
       absl::StrCat(method, ": the typed contents of request ", Quoted(request.id()))));
-  if (received.has_value()) {
-    prepared.held_bytes = received->inputs()[static_cast<size_t>(prepared.input_entry)].bytes;
+  std::optional<RequestDataView>& view = prepared.received;
+  if (view.has_value()) {
+    prepared.held_bytes = view->inputs()[static_cast<size_t>(prepared.input_entry)].bytes;
   }
   ASSIGN_OR_RETURN(prepared.run, ToRunRequest(request, prepared.held_bytes));
   const v1::RunRequest& run = prepared.run;
   Redescribe(call.record, DescribeRequest(method, run));
   call.record.bytes_in += prepared.held_bytes.value_or(0);
-  if (received.has_value()) {
+  if (view.has_value()) {
     const std::optional<DType> dtype = DTypeFromInt(run.inputs().at("input").dtype());
     prepared.uploaded.pieces.emplace(
-        "input", received->ElementPieces(static_cast<size_t>(prepared.input_entry),
-                                         dtype.has_value() ? ElementSize(*dtype) : 1));
+        "input", view->ElementPieces(static_cast<size_t>(prepared.input_entry),
+                                     dtype.has_value() ? ElementSize(*dtype) : 1));
   }
   return absl::OkStatus();
 }
@@ -240,10 +242,10 @@ absl::Status ExecuteInfer(const InferCall& call, PreparedInfer& prepared, grpc::
 
 // One inference, from its bytes to its serialized answer, on a scheduler
 // worker: both halves above.
-absl::Status Infer(const InferCall& call, const grpc::ByteBuffer& bytes, std::string* model,
+absl::Status Infer(const InferCall& call, ReceivedBytes& received, std::string* model,
                    grpc::ByteBuffer* out) {
   PreparedInfer prepared;
-  RETURN_IF_ERROR(PrepareInfer(call, bytes, prepared));
+  RETURN_IF_ERROR(PrepareInfer(call, received, prepared));
   *model = prepared.request.model_name();
   return ExecuteInfer(call, prepared, out);
 }
@@ -261,16 +263,16 @@ class InferenceService::InferReactor final : public grpc::ServerUnaryReactor {
   InferReactor(InferenceService* service, grpc::CallbackServerContext* context,
                const grpc::ByteBuffer* request, grpc::ByteBuffer* response)
       : service_(service),
-        request_bytes_(request),
         response_bytes_(response),
         stop_(CallStopCheck(context)),
         watch_(service->engine_->idle().Watch(context)),
-        reservation_(open_call_.Reservation()) {
+        reservation_(open_call_.Reservation()),
+        received_(request, reservation_.Sibling()) {
     record_.method = "ModelInfer";
     SetCallOrigin(*context, record_);
     bool answered = false;
     absl::Status status = Guarded([&] {
-      RETURN_IF_ERROR(ReserveReceived(*request, "ModelInfer", reservation_));
+      RETURN_IF_ERROR(received_.Reserve("ModelInfer"));
       if (request->Length() <= kParseInReactionBytes) {
         ASSIGN_OR_RETURN(answered, RunHereIfTiny());
         if (answered) return absl::OkStatus();
@@ -293,7 +295,7 @@ class InferenceService::InferReactor final : public grpc::ServerUnaryReactor {
   // the CPU; false, the request parsed, when a worker is to go on.
   absl::StatusOr<bool> RunHereIfTiny() {
     prepared_ = std::make_unique<PreparedInfer>();
-    RETURN_IF_ERROR(PrepareInfer(Call(), *request_bytes_, *prepared_));
+    RETURN_IF_ERROR(PrepareInfer(Call(), received_, *prepared_));
     std::optional<Engine::TinyRun> tiny =
         service_->engine_->PlanTiny(prepared_->run, stop_, /*handles=*/nullptr);
     if (!tiny.has_value()) return false;
@@ -307,7 +309,7 @@ class InferenceService::InferReactor final : public grpc::ServerUnaryReactor {
     absl::Status status = Guarded([&] {
       if (prepared_ == nullptr) {
         prepared_ = std::make_unique<PreparedInfer>();
-        RETURN_IF_ERROR(PrepareInfer(Call(), *request_bytes_, *prepared_));
+        RETURN_IF_ERROR(PrepareInfer(Call(), received_, *prepared_));
       }
       return ExecuteInfer(Call(), *prepared_, response_bytes_);
     });
@@ -330,11 +332,11 @@ class InferenceService::InferReactor final : public grpc::ServerUnaryReactor {
 
   InferenceService* const service_;
   const Engine::OpenCall open_call_{*service_->engine_, "ModelInfer"};
-  const grpc::ByteBuffer* const request_bytes_;  // owned by gRPC until OnDone
   grpc::ByteBuffer* const response_bytes_;
   const StopCheck stop_;
   const std::shared_ptr<IdleWatch> watch_;
   MemoryBudget::Reservation reservation_;  // held until the answer was sent
+  ReceivedBytes received_;                 // the request, gRPC's until OnDone
   CallRecord record_;
   std::unique_ptr<PreparedInfer> prepared_;  // once parsed
 };
@@ -373,10 +375,12 @@ class InferenceService::StreamReactor final
     }
     ++messages_read_;
     absl::Status status = Guarded([&] {
-      RETURN_IF_ERROR(ReserveReceived(read_buffer_, "ModelStreamInfer", reservation_));
+      received_ = ReceivedBytes(&read_buffer_, reservation_.Sibling());
+      RETURN_IF_ERROR(received_.Reserve("ModelStreamInfer"));
       return service_->engine_->Submit([this] { Work(); });
     });
     if (!status.ok()) {
+      received_.Release();
       CallRecord record;
       record.method = "ModelStreamInfer";
       record.identity = identity_;
@@ -418,9 +422,9 @@ class InferenceService::StreamReactor final
                            .stop = stop_,
                            .record = record,
                            .reservation = reservation_};
-      return Infer(call, read_buffer_, &model, &answer);
+      return Infer(call, received_, &model, &answer);
     });
-    read_buffer_.Clear();
+    received_.Release();
     if (status.code() == absl::StatusCode::kInvalidArgument &&
         absl::StrContains(status.message(), "are not a valid inference.ModelInferRequest")) {
       service_->engine_->RecordOutcome(record, status);
@@ -491,6 +495,7 @@ class InferenceService::StreamReactor final
   MemoryBudget::Reservation reservation_;  // of the request or answer in flight
   int64_t messages_read_ = 0;
   grpc::ByteBuffer read_buffer_;
+  ReceivedBytes received_;  // read_buffer_'s message, until it is parsed
   grpc::ByteBuffer write_buffer_;
 };
 

@@ -22,6 +22,7 @@
 #include "gtest/gtest.h"
 #include "server/memory/buffer_pool.h"
 #include "server/memory/memory_budget.h"
+#include "server/memory/received_bytes.h"
 #include "server/pipeline/service_options.h"
 #include "server/placement/scheduler.h"
 #include "tests/server/pipeline/pipeline_fixture.h"
@@ -100,11 +101,13 @@ TEST_F(PipelineTest, LargeInputsAreTakenOutOfTheRequestIntoBuffersOfTheirOwn) {
   BufferPool pool(int64_t{64} << 20, &budget_);
   MemoryBudget::Reservation reservation = budget_.Empty();
   grpc::ByteBuffer bytes = Serialized(sent);
-  ASSERT_OK(reservation.Grow(static_cast<int64_t>(bytes.Length()), "as received"));
+  ReceivedBytes as_received(&bytes, reservation.Sibling());
+  ASSERT_OK(as_received.Reserve("Run"));
   v1::RunRequest parsed;
   InputBuffers inputs;
-  ASSERT_OK(ParseRequestAndInputs(&bytes, "Run", reservation, &pool, &parsed, &inputs));
+  ASSERT_OK(ParseRequestAndInputs(as_received, "Run", reservation, &pool, &parsed, &inputs));
   EXPECT_EQ(bytes.Length(), 0u);  // the received bytes are let go
+  EXPECT_EQ(as_received.reserved(), 0);
   EXPECT_EQ(parsed.inputs().at("input").data(), "");
   EXPECT_THAT(parsed.inputs().at("input").sizes(), ElementsAre(kRows, kCols));
   ASSERT_EQ(inputs.count("input"), 1u);
@@ -132,7 +135,8 @@ TEST_F(PipelineTest, LargeInputsAreTakenOutOfTheRequestIntoBuffersOfTheirOwn) {
   grpc::ByteBuffer small = Serialized(TwoByThreeSliceRequest());
   v1::RunRequest small_parsed;
   InputBuffers none;
-  ASSERT_OK(ParseRequestAndInputs(&small, "Run", reservation, &pool, &small_parsed, &none));
+  ReceivedBytes small_received(&small, reservation.Sibling());
+  ASSERT_OK(ParseRequestAndInputs(small_received, "Run", reservation, &pool, &small_parsed, &none));
   EXPECT_TRUE(none.empty());
   EXPECT_EQ(small_parsed.inputs().at("input").data(),
             TwoByThreeSliceRequest().inputs().at("input").data());
@@ -159,12 +163,12 @@ v1::RunRequest RowsRequest(int64_t first, int64_t rows, int64_t step) {
 TEST_F(PipelineTest, ALargeRequestWithFewOtherFieldsIsParsedLightlyWhereItArrived) {
   const v1::RunRequest sent = RowsRequest(100, 200, 1);
   grpc::ByteBuffer bytes = Serialized(sent);
-  const int64_t received = static_cast<int64_t>(bytes.Length());
   MemoryBudget::Reservation reservation = budget_.Empty();
-  ASSERT_OK(reservation.Grow(received, "as received"));
+  ReceivedBytes as_received(&bytes, reservation.Sibling());
+  ASSERT_OK(as_received.Reserve("Run"));
   ReceivedRun run;
   ASSERT_OK_AND_ASSIGN(const bool parsed,
-                       ParseReceivedRunIfLight(&bytes, "Run", reservation, 16 << 10, &run));
+                       ParseReceivedRunIfLight(as_received, "Run", reservation, 16 << 10, &run));
   EXPECT_TRUE(parsed);
   EXPECT_EQ(bytes.Length(), 0u);  // held by the view now
   ASSERT_TRUE(run.received.has_value());
@@ -221,14 +225,15 @@ TEST_F(PipelineTest, ALargeRequestsDataIsReservedOnceWhileItIsParsedAndAnswered)
     SCOPED_TRACE(in_reaction ? "in the reaction" : "on a worker");
     grpc::ByteBuffer bytes = Serialized(sent);
     MemoryBudget::Reservation reservation = tight.Empty();
-    ASSERT_OK(reservation.Grow(received, "as received"));
+    ReceivedBytes as_received(&bytes, reservation.Sibling());
+    ASSERT_OK(as_received.Reserve("Run"));
     ReceivedRun run;
     if (in_reaction) {
-      ASSERT_OK_AND_ASSIGN(const bool parsed,
-                           ParseReceivedRunIfLight(&bytes, "Run", reservation, 16 << 10, &run));
+      ASSERT_OK_AND_ASSIGN(const bool parsed, ParseReceivedRunIfLight(as_received, "Run",
+                                                                      reservation, 16 << 10, &run));
       ASSERT_TRUE(parsed);
     } else {
-      ASSERT_OK(ParseReceivedRun(&bytes, "Run", reservation, &pool, &run));
+      ASSERT_OK(ParseReceivedRun(as_received, "Run", reservation, &pool, &run));
     }
     ASSERT_TRUE(run.received.has_value());
     EXPECT_EQ(run.data_bytes, data_bytes);
@@ -244,11 +249,12 @@ TEST_F(PipelineTest, ALargeRequestsDataIsReservedOnceWhileItIsParsedAndAnswered)
   }
   grpc::ByteBuffer bytes = Serialized(sent);
   MemoryBudget::Reservation reservation = tight.Empty();
-  ASSERT_OK(reservation.Grow(received, "as received"));
+  ReceivedBytes as_received(&bytes, reservation.Sibling());
+  ASSERT_OK(as_received.Reserve("Run"));
   v1::RunRequest parsed;
   InputBuffers inputs;
   EXPECT_THAT(
-      ParseRequestAndInputs(&bytes, "Run", reservation, &pool, &parsed, &inputs),
+      ParseRequestAndInputs(as_received, "Run", reservation, &pool, &parsed, &inputs),
       StatusIs(absl::StatusCode::kResourceExhausted,
                HasSubstr(absl::StrCat("Run: the ", data_bytes, " bytes of input \"input\""))));
 }
@@ -257,9 +263,10 @@ TEST_F(PipelineTest, OutputsThatNeedAKernelAreNotAnsweredWithTheReceivedBytes) {
   const v1::RunRequest sent = RowsRequest(299, 200, -1);  // backwards
   grpc::ByteBuffer bytes = Serialized(sent);
   MemoryBudget::Reservation reservation = budget_.Empty();
+  ReceivedBytes as_received(&bytes, reservation.Sibling());
   ReceivedRun run;
   ASSERT_OK_AND_ASSIGN(const bool parsed,
-                       ParseReceivedRunIfLight(&bytes, "Run", reservation, 16 << 10, &run));
+                       ParseReceivedRunIfLight(as_received, "Run", reservation, 16 << 10, &run));
   ASSERT_TRUE(parsed);
   Placement placement = CpuPlacement();
   const int64_t reserved = reservation.bytes();
@@ -305,13 +312,15 @@ TEST_F(PipelineTest, RequestsThatAreNotLightToParseAreLeftAsTheyArrived) {
     grpc::ByteBuffer bytes = Serialized(request);
     const size_t length = bytes.Length();
     MemoryBudget::Reservation reservation = budget_.Empty();
-    ASSERT_OK(reservation.Grow(static_cast<int64_t>(length), "as received"));
+    ReceivedBytes as_received(&bytes, reservation.Sibling());
+    ASSERT_OK(as_received.Reserve("Run"));
     ReceivedRun run;
     ASSERT_OK_AND_ASSIGN(const bool parsed,
-                         ParseReceivedRunIfLight(&bytes, "Run", reservation, 16 << 10, &run));
+                         ParseReceivedRunIfLight(as_received, "Run", reservation, 16 << 10, &run));
     EXPECT_FALSE(parsed) << length;
     EXPECT_EQ(bytes.Length(), length);
-    EXPECT_EQ(reservation.bytes(), static_cast<int64_t>(length));
+    EXPECT_EQ(as_received.reserved(), static_cast<int64_t>(length));
+    EXPECT_EQ(reservation.bytes(), 0);
     EXPECT_FALSE(run.received.has_value());
     EXPECT_EQ(run.request.ByteSizeLong(), 0u);
   }
