@@ -20,6 +20,7 @@
 #include "server/memory/input_buffer.h"
 #include "server/memory/memory_budget.h"
 #include "server/native/service.h"
+#include "server/pipeline/parse.h"
 #include "server/pipeline/pipeline.h"
 #include "server/pipeline/raw_unary.h"
 #include "server/security/auth.h"
@@ -28,7 +29,6 @@
 #include "server/transport/idle_watchdog.h"
 #include "server/wire/convert.h"
 #include "server/wire/status_map.h"
-#include "server/wire/wire_bound.h"
 
 namespace tensorop::server {
 namespace {
@@ -115,19 +115,12 @@ class TensorOpService::PutReactor final : public grpc::ServerReadReactor<grpc::B
  private:
   // Parses the part in read_buffer_ and takes it in.
   absl::Status Read() {
-    absl::StatusOr<int64_t> bound = ParsedBytesBound(read_buffer_, *v1::PutPart::descriptor());
-    if (!bound.ok()) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("Put: part ", parts_read_, ": ", bound.status().message()));
-    }
-    // Held only while the part is parsed and copied.
+    // Reserved (bounded from its tags) only while the part is parsed and copied.
     MemoryBudget::Reservation parsing = open_call_.Reservation();
-    RETURN_IF_ERROR(parsing.Grow(*bound, absl::StrCat("Put: parsing part ", parts_read_)));
     v1::PutPart part;
-    if (!grpc::SerializationTraits<v1::PutPart>::Deserialize(&read_buffer_, &part).ok()) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("Put: part ", parts_read_, " is not a valid tensorop.v1.PutPart"));
-    }
+    RETURN_IF_ERROR(
+        ParseMessage(read_buffer_, absl::StrCat("Put: part ", parts_read_), parsing, &part));
+    read_buffer_.Clear();  // the part's copy is what stays
     if (!pending_) {
       if (!part.has_header()) {
         return absl::InvalidArgumentError("Put: the first part must be a header, not a chunk");
