@@ -164,7 +164,7 @@ class ChainRun {
     return absl::OkStatus();
   }
 
-  // The results' outputs, their buffers' bytes moved into the call's reservation.
+  // The results' outputs, each buffer with its reservation.
   Outputs Answer() {
     Outputs answer;
     for (const v1::ChainResult& result : chain_.results()) {
@@ -175,13 +175,6 @@ class ChainRun {
       answer.handles.push_back(k < static_cast<int>(from.outputs.handles.size())
                                    ? from.outputs.handles[k]
                                    : std::nullopt);
-      if (from.outputs.buffers[k] != nullptr && !from.lent) {
-        // A borrowed step's reservation is its source's whole buffer, which
-        // its windows keep: the first of its results takes all of it.
-        from.reservation.TransferTo(reservation_, from.borrowed
-                                                      ? from.reservation.bytes()
-                                                      : from.outputs.layouts[k].buffer_bytes());
-      }
     }
     kept_ids_.Succeeded();
     return answer;
@@ -200,7 +193,8 @@ class ChainRun {
         step.run->on_device[name] = from.kept[k].get();
         continue;
       }
-      ASSIGN_OR_RETURN(const std::span<const std::byte> bytes, from.Bytes(k, handles_, stop_));
+      ASSIGN_OR_RETURN(const std::span<const std::byte> bytes,
+                       from.Bytes(k, reservation_, handles_, stop_));
       step.uploaded.bytes[name] = bytes;
       const size_t slot = InputSlot(step.run->plan, name);
       if (slot < step.run->inputs.size()) step.run->inputs[slot] = bytes;
@@ -228,7 +222,6 @@ class ChainRun {
     placement_.label = "cpu";
     step.made.outputs = *std::move(lent);
     step.made.kept.resize(step.outputs.size());
-    step.made.reservation = reservation_.Sibling();
     step.made.lent = true;
     lent_chain_steps.fetch_add(1, std::memory_order_relaxed);
     step.run.reset();
@@ -237,8 +230,8 @@ class ChainRun {
 
   // Step `i`, a window step on an earlier step's output that is held in host
   // memory, read by no later step and not itself a result, answered with that
-  // buffer's bytes where LendableRuns allows. The buffer's reservation moves
-  // to step `i`, whose answer takes it whole (StepOutputs::borrowed).
+  // buffer's bytes where LendableRuns allows. The buffer's reservation stays
+  // with it, as long as one of step `i`'s windows holds it.
   bool LendFromStep(int i, const std::vector<bool>& answer_only) {
     PlannedStep& step = steps_[i];
     if (!step.windows_on.has_value()) return false;
@@ -258,9 +251,6 @@ class ChainRun {
       lent.layouts.push_back(step.run->plan.outputs[j]);
       lent.buffers.emplace_back(buffer, buffer.get() + (*starts)[j]);
     }
-    step.made.reservation = reservation_.Sibling();
-    from.made.reservation.TransferTo(step.made.reservation,
-                                     from.made.outputs.layouts[k].buffer_bytes());
     step.made.outputs = std::move(lent);
     step.made.kept.resize(step.outputs.size());
     step.made.borrowed = true;
@@ -283,8 +273,10 @@ class ChainRun {
       }
     }
     StepOutputs& made = step.made;
-    made.reservation = reservation_.Sibling();
-    CallContext call = engine_.Call(step.request, placement_, stop_, made.reservation);
+    // What the step reserves besides its outputs' buffers (device copies, a
+    // part) is done with when it returns.
+    MemoryBudget::Reservation reservation = reservation_.Sibling();
+    CallContext call = engine_.Call(step.request, placement_, stop_, reservation);
     call.handles = &handles_;
     // A replanned step reads its inputs as uploaded pieces; the others run as planned.
     call.uploaded = step.replan ? &step.uploaded : nullptr;
@@ -296,16 +288,12 @@ class ChainRun {
     if (!outputs.ok()) return InStep(i, outputs.status());
     made.outputs = *std::move(outputs);
     made.kept.resize(made.outputs.layouts.size());
-    int64_t held = 0;
     for (size_t k = 0; k < made.outputs.layouts.size(); ++k) {
-      if (made.outputs.buffers[k] != nullptr) held += made.outputs.layouts[k].buffer_bytes();
       if (k >= made.outputs.handles.size() || !made.outputs.handles[k].has_value()) continue;
       const std::string& id = made.outputs.handles[k]->id();
       kept_ids_.Add(id);
       ASSIGN_OR_RETURN(made.kept[k], handles_.store->Use(handles_.caller, id, "a kept result"));
     }
-    // What the step reserved besides its outputs (device copies, a part) is done with.
-    made.reservation.ShrinkTo(held);
     return absl::OkStatus();
   }
 
@@ -337,7 +325,7 @@ class ChainRun {
   const Engine& engine_;
   Placement& placement_;
   const StopCheck& stop_;
-  // The call's: the steps' own reservations are its siblings.
+  // The call's: the steps' reservations, and their buffers', are its siblings.
   MemoryBudget::Reservation& reservation_;
   const HandleAccess& handles_;
   std::vector<PlannedStep> steps_;

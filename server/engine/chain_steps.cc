@@ -309,6 +309,7 @@ absl::Status CheckReferences(const v1::RunChainRequest& chain, int max_steps) {
 }
 
 absl::StatusOr<std::span<const std::byte>> StepOutputs::Bytes(int output,
+                                                              const MemoryBudget::Reservation& call,
                                                               const HandleAccess& handles,
                                                               const StopCheck& stop) {
   const size_t bytes = static_cast<size_t>(outputs.layouts[output].buffer_bytes());
@@ -317,7 +318,7 @@ absl::StatusOr<std::span<const std::byte>> StepOutputs::Bytes(int output,
   if (!kept[output]->on_device()) return kept[output]->bytes();
   if (outputs.buffers[output] == nullptr) {
     ASSIGN_OR_RETURN(OutputBuffer copy,
-                     AllocateOutput(outputs.layouts[output], /*pool=*/nullptr, reservation,
+                     AllocateOutput(outputs.layouts[output], /*pool=*/nullptr, call,
                                     "a kept result on a device that a later step reads"));
     RETURN_IF_ERROR(handles.store->Download(*kept[output], {copy.get(), bytes}, stop));
     handles.store->CountCopy();
@@ -331,9 +332,7 @@ void StepOutputs::Free(int output, const HandleAccess& handles) {
     handles.store->Release(handles.caller, std::vector<std::string>{kept[output]->id()});
     kept[output].reset();
   }
-  if (outputs.buffers[output] == nullptr) return;
-  outputs.buffers[output].reset();
-  reservation.Shrink(outputs.layouts[output].buffer_bytes());
+  outputs.buffers[output].reset();  // and its reservation, once no window holds it
 }
 
 absl::StatusOr<std::vector<PlannedStep>> PlanChain(const v1::RunChainRequest& chain,

@@ -43,16 +43,17 @@ struct View {
 struct StepOutputs {
   Outputs outputs;  // a kept output's buffer is null: its bytes are `kept`'s
   std::vector<std::shared_ptr<const ResidentTensor>> kept;
-  MemoryBudget::Reservation reservation;  // the bytes of the buffers still held
   bool lent = false;  // the buffers are a resident tensor's (LentFromResident), not reserved
-  // The buffers are windows of an earlier step's buffer, whose bytes
-  // `reservation` holds whole: the answer takes all of it.
+  // The buffers are windows of an earlier step's buffer (which holds its
+  // reservation whole, as long as a window does).
   bool borrowed = false;
 
   // Output `output`'s bytes in host memory: a kept result that lives on a
-  // device is downloaded for the steps that read it (once, reserved with the
-  // step's buffers).
-  absl::StatusOr<std::span<const std::byte>> Bytes(int output, const HandleAccess& handles,
+  // device is downloaded for the steps that read it (once, into a buffer
+  // reserved in the call of `call`).
+  absl::StatusOr<std::span<const std::byte>> Bytes(int output,
+                                                   const MemoryBudget::Reservation& call,
+                                                   const HandleAccess& handles,
                                                    const StopCheck& stop);
   // Gives output `output`'s buffer (or intermediate handle) back.
   void Free(int output, const HandleAccess& handles);

@@ -74,6 +74,13 @@ class MemoryBudget {
     // An empty reservation on the same budget, counted in the same call's
     // ledger: for a part of the call that holds its bytes apart.
     Reservation Sibling() const { return Reservation(budget_, 0, tally_); }
+    // Takes its bytes out of the call's ledger, still reserved in the budget:
+    // for a holder that may outlive the call (a buffer handed to gRPC, which
+    // frees it once sent). From here it counts in no call.
+    void LeaveCall() {
+      Count(-bytes_);
+      tally_.reset();
+    }
 
    private:
     friend class MemoryBudget;

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstdlib>
+#include <memory>
+#include <utility>
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
@@ -11,7 +13,9 @@
 
 namespace tensorop::server {
 
-void BufferDeleter::operator()(std::byte* bytes) const {
+void BufferDeleter::operator()(std::byte* bytes) {
+  // First, so that a pool keeping the buffer finds its bytes free.
+  reservation.Release();
   if (pool != nullptr) {
     pool->Give(bytes, capacity);
   } else {
@@ -31,8 +35,9 @@ OutputBuffer AllocateBuffer(size_t bytes, BufferPool* pool, bool* kept) {
   if (bytes < BufferPool::kMinBytes)
     return OutputBuffer(static_cast<std::byte*>(std::malloc(bytes)));
   if (pool == nullptr) return OutputBuffer(static_cast<std::byte*>(BufferPool::Allocate(bytes)));
-  return OutputBuffer(static_cast<std::byte*>(pool->Take(bytes, kept)),
-                      BufferDeleter{.pool = pool, .capacity = BufferPool::CapacityFor(bytes)});
+  return OutputBuffer(
+      static_cast<std::byte*>(pool->Take(bytes, kept)),
+      BufferDeleter{.pool = pool, .capacity = BufferPool::CapacityFor(bytes), .reservation = {}});
 }
 
 absl::StatusOr<OutputBuffer> AllocateOutput(const Layout& layout, BufferPool* pool) {
@@ -50,17 +55,35 @@ absl::StatusOr<OutputBuffer> AllocateOutput(const Layout& layout, BufferPool* po
 }
 
 absl::StatusOr<OutputBuffer> AllocateOutput(const Layout& layout, BufferPool* pool,
-                                            MemoryBudget::Reservation& reservation,
+                                            const MemoryBudget::Reservation& call,
                                             absl::string_view what) {
+  MemoryBudget::Reservation reservation = call.Sibling();
   RETURN_IF_ERROR(reservation.Grow(layout.buffer_bytes(), what));
-  absl::StatusOr<OutputBuffer> buffer = AllocateOutput(layout, pool);
-  if (!buffer.ok()) reservation.Shrink(layout.buffer_bytes());
+  ASSIGN_OR_RETURN(OutputBuffer buffer, AllocateOutput(layout, pool));
+  buffer.get_deleter().reservation = std::move(reservation);
+  return buffer;
+}
+
+absl::StatusOr<OutputBuffer> AllocateAdmittedOutput(const Layout& layout, BufferPool* pool,
+                                                    MemoryBudget::Reservation& admitted) {
+  ASSIGN_OR_RETURN(OutputBuffer buffer, AllocateOutput(layout, pool));
+  MemoryBudget::Reservation& reservation = buffer.get_deleter().reservation;
+  reservation = admitted.Sibling();
+  admitted.TransferTo(reservation, layout.buffer_bytes());
   return buffer;
 }
 
 SharedOutput Share(OutputBuffer buffer) {
-  const BufferDeleter deleter = buffer.get_deleter();
-  return SharedOutput(buffer.release(), deleter);
+  BufferDeleter deleter = std::move(buffer.get_deleter());
+  return SharedOutput(buffer.release(), std::move(deleter));
+}
+
+void LeaveCall(OutputBuffer& buffer) { buffer.get_deleter().reservation.LeaveCall(); }
+
+void LeaveCall(const SharedOutput& buffer) {
+  if (BufferDeleter* deleter = std::get_deleter<BufferDeleter>(buffer); deleter != nullptr) {
+    deleter->reservation.LeaveCall();
+  }
 }
 
 }  // namespace tensorop::server

@@ -16,12 +16,14 @@ namespace tensorop::server {
 
 class BufferPool;
 
-// Frees an output buffer: back to the pool it came from (`pool`, with its
-// `capacity`), else with free().
+// Frees an output buffer: its share of the memory budget given back first
+// (`reservation`, when the buffer holds its own), then the bytes back to the
+// pool they came from (`pool`, with its `capacity`), else with free().
 struct BufferDeleter {
   BufferPool* pool = nullptr;
   size_t capacity = 0;
-  void operator()(std::byte* bytes) const;
+  MemoryBudget::Reservation reservation;
+  void operator()(std::byte* bytes);
 };
 using OutputBuffer = std::unique_ptr<std::byte[], BufferDeleter>;
 
@@ -37,13 +39,21 @@ OutputBuffer AllocateBuffer(size_t bytes, BufferPool* pool, bool* kept = nullptr
 // so a large one may come from `pool` (null: none) holding a previous call's
 // bytes. RESOURCE_EXHAUSTED when there is no memory for it.
 absl::StatusOr<OutputBuffer> AllocateOutput(const Layout& layout, BufferPool* pool);
-// The same, its bytes reserved first in `reservation` for `what`:
-// RESOURCE_EXHAUSTED naming --max_memory_bytes when they do not fit, and
-// given back when there is no memory for the buffer. The reservation's holder
-// gives them back when it frees the buffer.
+
+// Accounted output buffers hold their share of the budget themselves, in a
+// Sibling of the call's reservation, and give it back when they are freed,
+// whoever frees them last: the call, a later step, gRPC done with a slice.
+//
+// AllocateOutput, its bytes reserved first for `what`, in the call of
+// `call` (a reservation of it): RESOURCE_EXHAUSTED naming --max_memory_bytes
+// when they do not fit.
 absl::StatusOr<OutputBuffer> AllocateOutput(const Layout& layout, BufferPool* pool,
-                                            MemoryBudget::Reservation& reservation,
+                                            const MemoryBudget::Reservation& call,
                                             absl::string_view what);
+// AllocateOutput, its bytes taken over from `admitted`, which reserved them
+// with the call's other outputs when the call was admitted.
+absl::StatusOr<OutputBuffer> AllocateAdmittedOutput(const Layout& layout, BufferPool* pool,
+                                                    MemoryBudget::Reservation& admitted);
 
 // Whether `layout`'s elements cover every byte of its buffer.
 bool CoversBuffer(const Layout& layout);
@@ -52,6 +62,11 @@ bool CoversBuffer(const Layout& layout);
 // slice (and the holder) let go.
 using SharedOutput = std::shared_ptr<std::byte>;
 SharedOutput Share(OutputBuffer buffer);
+// `buffer`'s reservation taken out of its call's ledger, its bytes still
+// reserved until the buffer is freed: for slices of it handed to gRPC, which
+// may free them after the call ended. A buffer without one: nothing.
+void LeaveCall(const SharedOutput& buffer);
+void LeaveCall(OutputBuffer& buffer);
 
 }  // namespace tensorop::server
 

@@ -14,7 +14,6 @@
 #include <grpcpp/support/byte_buffer.h>
 
 #include "absl/status/status.h"
-#include "server/memory/memory_budget.h"
 #include "server/pipeline/pipeline.h"
 #include "server/pipeline/result_progress.h"
 
@@ -24,11 +23,11 @@ class ResultWriter {
  public:
   // `write` starts a write of a part (the reactor's StartWrite, its idle
   // watch armed); `end` finishes the call: OK with the result's bytes, or
-  // the error. `reservation` is the call's: the parts give freed bytes back.
-  ResultWriter(MemoryBudget::Reservation& reservation,
-               std::function<void(const grpc::ByteBuffer*)> write,
+  // the error. The parts' buffers give their bytes back themselves, once
+  // gRPC sent them.
+  ResultWriter(std::function<void(const grpc::ByteBuffer*)> write,
                std::function<void(const absl::Status&, int64_t bytes_out)> end)
-      : reservation_(reservation), write_(std::move(write)), end_(std::move(end)) {}
+      : write_(std::move(write)), end_(std::move(end)) {}
 
   // For the worker: the result may go out while it is computed (pipeline.h);
   // once `started`, the writer runs and the worker owes progress->Finish.
@@ -52,7 +51,7 @@ class ResultWriter {
 
   // Writes the next part, waits for its bytes, or ends the call.
   void WriteNext() {
-    const absl::StatusOr<ResultParts::Step> step = parts_->SerializeNext(&buffer_, reservation_);
+    const absl::StatusOr<ResultParts::Step> step = parts_->SerializeNext(&buffer_);
     if (!step.ok()) {
       Fail(step.status());
       return;
@@ -78,7 +77,6 @@ class ResultWriter {
   }
 
  private:
-  MemoryBudget::Reservation& reservation_;
   const std::function<void(const grpc::ByteBuffer*)> write_;
   const std::function<void(const absl::Status&, int64_t)> end_;
   std::optional<ResultParts> parts_;

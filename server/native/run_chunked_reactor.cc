@@ -435,8 +435,7 @@ class TensorOpService::ChunkedReactor final
   std::map<std::string, ReadWindow, std::less<>> windows_;
   int64_t bytes_in_ = 0;
   grpc::ByteBuffer read_buffer_;
-  ResultWriter writer_{reservation_,
-                       [this](const grpc::ByteBuffer* part) {
+  ResultWriter writer_{[this](const grpc::ByteBuffer* part) {
                          watch_->Arm();
                          StartWrite(part);
                        },

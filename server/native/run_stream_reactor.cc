@@ -101,8 +101,7 @@ class TensorOpService::StreamReactor : public grpc::ServerWriteReactor<grpc::Byt
   ReceivedBytes received_;  // the request, gRPC's until OnDone
   const HandleAccess handles_;
   CallRecord record_;
-  ResultWriter writer_{reservation_,
-                       [this](const grpc::ByteBuffer* part) {
+  ResultWriter writer_{[this](const grpc::ByteBuffer* part) {
                          watch_->Arm();
                          StartWrite(part);
                        },

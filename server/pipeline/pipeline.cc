@@ -36,18 +36,20 @@ namespace tensorop::server {
 namespace {
 
 // PlanAndExecute's `allocate` for outputs held in `outputs` (OutputBuffers or
-// Outputs): each one's buffer, from `pool` when large, held as `hold` makes
-// it; an output written elsewhere (a kept one) gets no buffer.
+// Outputs): each one's buffer, from the call's buffer pool when large, its
+// bytes taken over from what the call's reservation admitted, held as `hold`
+// makes it; an output written elsewhere (a kept one) gets no buffer.
 template <typename Held, typename Hold>
-auto AllocateInto(BufferPool* pool, Held& outputs, Hold hold) {
-  return [pool, &outputs, hold](const Layout& layout,
-                                std::byte* elsewhere) -> absl::StatusOr<std::byte*> {
+auto AllocateInto(const CallContext& call, Held& outputs, Hold hold) {
+  return [&call, &outputs, hold](const Layout& layout,
+                                 std::byte* elsewhere) -> absl::StatusOr<std::byte*> {
     outputs.layouts.push_back(layout);
     if (elsewhere != nullptr) {
       outputs.buffers.emplace_back();
       return elsewhere;
     }
-    ASSIGN_OR_RETURN(OutputBuffer buffer, AllocateOutput(layout, pool));
+    ASSIGN_OR_RETURN(OutputBuffer buffer,
+                     AllocateAdmittedOutput(layout, call.options.buffer_pool, call.reservation));
     outputs.buffers.push_back(hold(std::move(buffer)));
     return outputs.buffers.back().get();
   };
@@ -224,10 +226,9 @@ absl::StatusOr<OutputBuffers> Execute(const CallContext& call, const IntoAnswerB
       if (forwarded) return absl::OkStatus();
       planned_call.planned = planned_to_forward.get();
     }
-    return PlanAndExecute(
-        planned_call, admit,
-        AllocateInto(call.options.buffer_pool, outputs, [](OutputBuffer buffer) { return buffer; }),
-        &kept);
+    return PlanAndExecute(planned_call, admit,
+                          AllocateInto(call, outputs, [](OutputBuffer buffer) { return buffer; }),
+                          &kept);
   });
   if (!status.ok()) return status;
   return outputs;
@@ -270,8 +271,8 @@ absl::StatusOr<Outputs> IntoBuffers(const CallContext& call,
   absl::Status status = Guarded([&] {
     RETURN_IF_ERROR(CheckNoSharedMemoryOutputs(call.request, "a streamed call"));
     KeptOutputs kept;
-    RETURN_IF_ERROR(PlanAndExecute(call, admit, AllocateInto(options.buffer_pool, outputs, &Share),
-                                   &kept, banded ? &*banded : nullptr));
+    RETURN_IF_ERROR(PlanAndExecute(call, admit, AllocateInto(call, outputs, &Share), &kept,
+                                   banded ? &*banded : nullptr));
     outputs.handles.resize(kept.size());
     for (size_t i = 0; i < kept.size(); ++i) {
       if (kept[i] == nullptr) continue;

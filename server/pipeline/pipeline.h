@@ -162,8 +162,7 @@ class ResultParts {
         offset_ += length;
         return true;
       }
-      if (outputs_.buffers[output_] != nullptr) freed_ += layout.buffer_bytes();
-      outputs_.buffers[output_].reset();
+      outputs_.buffers[output_].reset();  // its bytes go back once gRPC sent them
       // Forwarded bytes stay reserved (they are the request's) until the call ends.
       if (output_ < outputs_.forwarded.size()) outputs_.forwarded[output_].clear();
       ++output_;
@@ -174,9 +173,6 @@ class ResultParts {
 
   int64_t total_bytes() const { return TotalBytes(outputs_.layouts); }
 
-  // Output bytes freed since the last call, for the memory budget.
-  int64_t TakeFreed() { return std::exchange(freed_, 0); }
-
   // What SerializeNext did.
   enum class Step {
     kPart,  // serialized the next part
@@ -184,11 +180,9 @@ class ResultParts {
     kEnd,   // there are no more parts
   };
 
-  // Serializes the next part into `buffer` and gives the output bytes freed so
-  // far back to `reservation`. Whatever throws ends as the status (the reactors
-  // call this from reactions); so does the work's error.
-  absl::StatusOr<Step> SerializeNext(grpc::ByteBuffer* buffer,
-                                     MemoryBudget::Reservation& reservation);
+  // Serializes the next part into `buffer`. Whatever throws ends as the
+  // status (the reactors call this from reactions); so does the work's error.
+  absl::StatusOr<Step> SerializeNext(grpc::ByteBuffer* buffer);
 
  private:
   Outputs outputs_;
@@ -197,7 +191,6 @@ class ResultParts {
   std::shared_ptr<ResultProgress> progress_;
   size_t output_ = 0;
   int64_t offset_ = -1;  // -1: the current output's header is next
-  int64_t freed_ = 0;
   // The part Next produced, held while it waits for its bytes.
   bool has_next_ = false;
   bool next_more_ = false;
@@ -205,8 +198,7 @@ class ResultParts {
   Chunk next_chunk_;
 };
 
-inline absl::StatusOr<ResultParts::Step> ResultParts::SerializeNext(
-    grpc::ByteBuffer* buffer, MemoryBudget::Reservation& reservation) {
+inline absl::StatusOr<ResultParts::Step> ResultParts::SerializeNext(grpc::ByteBuffer* buffer) {
   Step step = Step::kEnd;
   RETURN_IF_ERROR(Guarded([&]() -> absl::Status {
     if (!has_next_) {
@@ -231,8 +223,6 @@ inline absl::StatusOr<ResultParts::Step> ResultParts::SerializeNext(
       }
     }
     has_next_ = false;
-    // While the work runs, the reservation is the worker's to touch too.
-    if (progress_ == nullptr || progress_->ended()) reservation.Shrink(TakeFreed());
     if (!next_more_) return absl::OkStatus();
     step = Step::kPart;
     if (next_chunk_.length > 0 && next_chunk_.output < outputs_.forwarded.size() &&

@@ -36,6 +36,23 @@ size_t VarintSize(uint64_t value) { return CodedOutputStream::VarintSize64(value
 void DropBuffer(void* holder) { delete static_cast<OutputBuffer*>(holder); }
 void DropReference(void* holder) { delete static_cast<SharedOutput*>(holder); }
 
+// A slice of `length` bytes of `buffer` from `offset`, for gRPC, which frees
+// it once sent, maybe after the call ended: the buffer's reservation leaves
+// the call's ledger, and is given back when the last such slice is freed.
+grpc::Slice SliceForGrpc(const SharedOutput& buffer, int64_t offset, int64_t length) {
+  LeaveCall(buffer);
+  return grpc::Slice(buffer.get() + offset, static_cast<size_t>(length), &DropReference,
+                     new SharedOutput(buffer));
+}
+// The same for the first `length` bytes of a buffer of its own, which the
+// slice owns.
+grpc::Slice SliceForGrpc(OutputBuffer buffer, int64_t length) {
+  LeaveCall(buffer);
+  std::byte* data = buffer.get();
+  return grpc::Slice(data, static_cast<size_t>(length), &DropBuffer,
+                     new OutputBuffer(std::move(buffer)));
+}
+
 }  // namespace
 
 void SerializeRunResponse(absl::string_view id, OutputBuffers& outputs, absl::string_view backend,
@@ -69,9 +86,7 @@ void SerializeRunResponse(absl::string_view id, OutputBuffers& outputs, absl::st
       for (grpc::Slice& slice : outputs.forwarded[i]) slices.push_back(std::move(slice));
       continue;
     }
-    std::byte* data = outputs.buffers[i].get();
-    slices.emplace_back(data, static_cast<size_t>(data_bytes), &DropBuffer,
-                        new OutputBuffer(std::move(outputs.buffers[i])));
+    slices.push_back(SliceForGrpc(std::move(outputs.buffers[i]), static_cast<int64_t>(data_bytes)));
   }
   {
     v1::RunResponse tail;
@@ -106,8 +121,7 @@ void SerializeWithOutputContents(const google::protobuf::MessageLite& head, int 
       continue;
     }
     if (shared[output] == nullptr) shared[output] = Share(std::move(outputs.buffers[output]));
-    slices.emplace_back(shared[output].get(), static_cast<size_t>(data_bytes), &DropReference,
-                        new SharedOutput(shared[output]));
+    slices.push_back(SliceForGrpc(shared[output], 0, static_cast<int64_t>(data_bytes)));
   }
   if (!pending.empty()) slices.emplace_back(pending.data(), pending.size());
   outputs.layouts.clear();
@@ -131,8 +145,7 @@ void SerializeChunkPart(const SharedOutput& buffer, int64_t offset, int64_t leng
                         grpc::ByteBuffer* out) {
   const std::string head = ChunkPartHead(length);
   grpc::Slice slices[2] = {grpc::Slice(head.data(), head.size()),
-                           grpc::Slice(buffer.get() + offset, static_cast<size_t>(length),
-                                       &DropReference, new SharedOutput(buffer))};
+                           SliceForGrpc(buffer, offset, length)};
   *out = grpc::ByteBuffer(slices, length > 0 ? 2 : 1);
 }
 

@@ -488,10 +488,13 @@ TEST_F(PipelineTest, ExecuteIntoPartsCutsTheOutputIntoAHeaderAndChunks) {
   }));
   EXPECT_EQ(record.backend, "cpu");
   EXPECT_EQ(parts->total_bytes(), 16);
+  // The output's buffer holds its 16 bytes itself; the call, the part's room.
+  EXPECT_EQ(reservation.bytes(), options_.chunk_bytes + kPartOverheadBytes);
+  EXPECT_EQ(budget_.reserved(), reservation.bytes() + 16);
   std::vector<v1::ResultPart> read;
   for (;;) {
     grpc::ByteBuffer buffer;
-    absl::StatusOr<ResultParts::Step> step = parts->SerializeNext(&buffer, reservation);
+    absl::StatusOr<ResultParts::Step> step = parts->SerializeNext(&buffer);
     ASSERT_OK(step.status());
     ASSERT_NE(*step, ResultParts::Step::kWait);  // computed whole before the first part
     if (*step == ResultParts::Step::kEnd) break;
@@ -510,6 +513,8 @@ TEST_F(PipelineTest, ExecuteIntoPartsCutsTheOutputIntoAHeaderAndChunks) {
   EXPECT_EQ(read[1].chunk(), expected.substr(0, 6));
   EXPECT_EQ(read[2].chunk(), expected.substr(6, 6));
   EXPECT_EQ(read[3].chunk(), expected.substr(12, 4));
+  // Its last slice freed, the buffer gave its bytes back.
+  EXPECT_EQ(budget_.reserved(), reservation.bytes());
 }
 
 TEST_F(PipelineTest, WriteFailureSaysWhyTheStreamEnded) {
