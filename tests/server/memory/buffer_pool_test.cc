@@ -12,6 +12,7 @@
 #include "server/memory/output_buffer.h"
 #include "server/telemetry/metrics.h"
 #include "tests/support/byte_units.h"
+#include "tests/support/layout.h"
 
 namespace tensorop::server {
 namespace {
@@ -22,13 +23,7 @@ constexpr size_t kMiBSize = size_t{1} << 20;
 using ::tensorop::testing::kMiB;
 
 // A packed 1-D uint8 layout of `bytes`.
-Layout Bytes(int64_t bytes) {
-  return Layout{.dtype = DType::kUint8,
-                .sizes = {bytes},
-                .strides = {1},
-                .element_count = bytes,
-                .buffer_elements = bytes};
-}
+Layout Bytes(int64_t bytes) { return ::tensorop::testing::MakeLayout(DType::kUint8, {bytes}); }
 
 TEST(BufferPoolTest, CapacitiesAreWholeHugePages) {
   EXPECT_EQ(BufferPool::CapacityFor(4 * kMiBSize), 4 * kMiBSize);

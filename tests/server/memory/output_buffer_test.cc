@@ -9,6 +9,7 @@
 #include "server/memory/buffer_pool.h"
 #include "server/memory/memory_budget.h"
 #include "tests/support/byte_units.h"
+#include "tests/support/layout.h"
 #include "tests/support/status_matchers.h"
 
 namespace tensorop::server {
@@ -20,13 +21,7 @@ using ::testing::AllOf;
 using ::testing::HasSubstr;
 
 // A packed 1-D uint8 layout of `bytes`.
-Layout ByteLayout(int64_t bytes) {
-  return Layout{.dtype = DType::kUint8,
-                .sizes = {bytes},
-                .strides = {1},
-                .element_count = bytes,
-                .buffer_elements = bytes};
-}
+Layout ByteLayout(int64_t bytes) { return ::tensorop::testing::MakeLayout(DType::kUint8, {bytes}); }
 
 // A call's ledger that remembers what an unbalanced end reported.
 struct Ledgered {
