@@ -17,6 +17,7 @@
 #include "absl/strings/strip.h"
 #include "core/checked_math.h"
 #include "core/dtype.h"
+#include "core/status_macros.h"
 #include "server/data/mapping_guard.h"
 #include "server/security/auth.h"
 #include "server/telemetry/metrics.h"
@@ -253,17 +254,20 @@ std::string ChangedSince(const SharedMemoryRegistry::Region& region, const Opene
 
 }  // namespace
 
-absl::StatusOr<SharedMemoryRegistry::RegionInfo> SharedMemoryRegistry::Register(
-    absl::string_view name, absl::string_view key, int64_t byte_size, int64_t offset,
-    const SharedMemoryCaller& caller) {
-  if (!caller.local && !options_.allow_remote) {
+namespace {
+
+// The checks of a registration that need no object: where the caller is, the
+// name, key, size and offset as given.
+absl::Status CheckRegistration(absl::string_view name, absl::string_view key, int64_t byte_size,
+                               int64_t offset, bool local, bool allow_remote) {
+  if (!local && !allow_remote) {
     return absl::PermissionDeniedError(
         "shared memory is for clients on the server's host (a Unix socket or a loopback "
         "address): a remote client cannot have made the object it names (--shared_memory_remote "
         "allows it)");
   }
-  if (absl::Status status = CheckRegionName(name, "region"); !status.ok()) return status;
-  if (absl::Status status = CheckSharedMemoryKey(key, "key"); !status.ok()) return status;
+  RETURN_IF_ERROR(CheckRegionName(name, "region"));
+  RETURN_IF_ERROR(CheckSharedMemoryKey(key, "key"));
   if (byte_size < 0) {
     return absl::InvalidArgumentError(
         absl::StrCat("byte_size: ", byte_size, " must not be negative (0: the whole object)"));
@@ -271,53 +275,20 @@ absl::StatusOr<SharedMemoryRegistry::RegionInfo> SharedMemoryRegistry::Register(
   if (offset < 0) {
     return absl::InvalidArgumentError(absl::StrCat("offset: ", offset, " must not be negative"));
   }
-  const std::string bare(WithoutSlash(key));
-  const std::pair<std::string, std::string> id(caller.owner, name);
-  // Another identity's object stays its own while it is mapped.
-  auto taken_by_another = [&] {
-    for (const auto& [other, region] : regions_) {
-      if (other.first != caller.owner && region->key() == bare) return true;
-    }
-    return false;
-  };
-  auto refuse_taken = [&] {
-    return absl::PermissionDeniedError(
-        absl::StrCat("key: shared memory object ", Quoted(key),
-                     " is mapped for another identity; register an object of your own"));
-  };
-  // The same name, key, offset and size again: renewed when the region still
-  // maps the object the key names now, else mapped again (below).
-  std::shared_ptr<Region> existing;
-  {
-    std::lock_guard<std::mutex> lock(mutex_);
-    if (taken_by_another()) return refuse_taken();
-    if (auto found = regions_.find(id); found != regions_.end()) {
-      Region& region = *found->second;
-      if (region.key() != bare || offset != region.offset() ||
-          (byte_size != 0 && byte_size != region.byte_size())) {
-        return absl::AlreadyExistsError(absl::StrCat(
-            "shared memory region ", Quoted(name), " is already registered with key ",
-            Quoted(region.key()),
-            region.offset() != 0 ? absl::StrCat(", offset ", region.offset()) : std::string(),
-            " and byte_size ", region.byte_size(), "; unregister it first"));
-      }
-      existing = found->second;
-    } else if (static_cast<int>(regions_.size()) >= kMaxSharedMemoryRegions) {
-      return absl::ResourceExhaustedError(
-          absl::StrCat("at most ", kMaxSharedMemoryRegions,
-                       " shared memory regions may be registered at once; unregister some"));
-    }
-  }
+  return absl::OkStatus();
+}
 
-  const std::string path = absl::StrCat(options_.directory, "/", bare);
-  OpenedObject object;
+// Opens `path`, the object `key` names, into `object`. `renewing`: `name` is
+// registered already, and keeps its mapping when the object cannot be opened.
+absl::Status OpenObject(const std::string& path, absl::string_view key, absl::string_view name,
+                        bool renewing, OpenedObject& object) {
   // O_NOFOLLOW: a symbolic link in /dev/shm cannot point us elsewhere.
   object.fd = open(path.c_str(), O_RDWR | O_CLOEXEC | O_NOFOLLOW);
   if (object.fd < 0) {
     const int error = errno;
     std::string what = absl::StrCat("key: cannot open shared memory object ", Quoted(key), " (",
                                     path, "): ", std::strerror(error));
-    if (existing != nullptr) {
+    if (renewing) {
       absl::StrAppend(&what, "; region ", Quoted(name),
                       " still maps the object it named when it was registered");
     }
@@ -329,6 +300,13 @@ absl::StatusOr<SharedMemoryRegistry::RegionInfo> SharedMemoryRegistry::Register(
     return absl::InvalidArgumentError(
         absl::StrCat("key: ", Quoted(key), " (", path, ") is not a shared memory object"));
   }
+  return absl::OkStatus();
+}
+
+// The bytes of `object` (named by `key`) to map from `offset`: `byte_size`,
+// or with 0 the rest of it; INVALID_ARGUMENT when they are not inside it.
+absl::StatusOr<int64_t> SizeToMap(const OpenedObject& object, absl::string_view key,
+                                  int64_t byte_size, int64_t offset) {
   const int64_t object_size = static_cast<int64_t>(object.info.st_size);
   if (offset > 0 && offset >= object_size) {
     return absl::InvalidArgumentError(absl::StrCat("offset: ", offset,
@@ -342,15 +320,126 @@ absl::StatusOr<SharedMemoryRegistry::RegionInfo> SharedMemoryRegistry::Register(
         offset != 0 ? absl::StrCat(" from offset ", offset) : std::string(), "; it has ",
         object_size, size == 0 ? " (an empty object cannot be mapped)" : ""));
   }
+  return size;
+}
+
+// `size` bytes of `object` (named by `key`, `bare` without its slash) from
+// `offset` mapped as region `name`, reserved first in `budget` (null: none)
+// and watched for faults; the region takes the object's descriptor.
+absl::StatusOr<std::shared_ptr<SharedMemoryRegistry::Region>> MapObject(
+    absl::string_view name, const std::string& bare, absl::string_view key, int64_t offset,
+    int64_t size, MemoryBudget* budget, OpenedObject& object) {
+  // mmap's offset must be a multiple of the page size: map from the page
+  // holding `offset`.
+  const int64_t page = static_cast<int64_t>(sysconf(_SC_PAGESIZE));
+  const int64_t map_offset = offset - offset % page;
+  const int64_t map_bytes = size + (offset - map_offset);
+  MemoryBudget::Reservation reservation;
+  if (budget != nullptr) {
+    ASSIGN_OR_RETURN(
+        reservation,
+        budget->TryReserve(size, absl::StrCat("mapping shared memory region ", Quoted(name))));
+  }
+  void* base = mmap(nullptr, static_cast<size_t>(map_bytes), PROT_READ | PROT_WRITE, MAP_SHARED,
+                    object.fd, static_cast<off_t>(map_offset));
+  if (base == MAP_FAILED) {
+    const int error = errno;
+    return absl::ResourceExhaustedError(absl::StrCat("cannot map ", size,
+                                                     " bytes of shared memory object ", Quoted(key),
+                                                     ": ", std::strerror(error)));
+  }
+  absl::StatusOr<std::unique_ptr<WatchedMapping>> watch =
+      WatchedMapping::Watch(base, static_cast<size_t>(map_bytes));
+  if (!watch.ok()) {
+    munmap(base, static_cast<size_t>(map_bytes));
+    return watch.status();
+  }
+  return std::make_shared<SharedMemoryRegistry::Region>(std::string(name), bare, offset, size,
+                                                        object.Take(), object.info, base, map_bytes,
+                                                        std::move(reservation), *std::move(watch));
+}
+
+}  // namespace
+
+absl::Status SharedMemoryRegistry::CheckNotTakenLocked(const std::string& owner,
+                                                       const std::string& bare,
+                                                       absl::string_view key) const {
+  // Another identity's object stays its own while it is mapped.
+  for (const auto& [other, region] : regions_) {
+    if (other.first != owner && region->key() == bare) {
+      return absl::PermissionDeniedError(
+          absl::StrCat("key: shared memory object ", Quoted(key),
+                       " is mapped for another identity; register an object of your own"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::shared_ptr<SharedMemoryRegistry::Region>> SharedMemoryRegistry::FindRegistered(
+    const RegionId& id, const std::string& bare, absl::string_view key, int64_t byte_size,
+    int64_t offset) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  RETURN_IF_ERROR(CheckNotTakenLocked(id.first, bare, key));
+  auto found = regions_.find(id);
+  if (found == regions_.end()) {
+    if (static_cast<int>(regions_.size()) >= kMaxSharedMemoryRegions) {
+      return absl::ResourceExhaustedError(
+          absl::StrCat("at most ", kMaxSharedMemoryRegions,
+                       " shared memory regions may be registered at once; unregister some"));
+    }
+    return nullptr;
+  }
+  Region& region = *found->second;
+  if (region.key() != bare || offset != region.offset() ||
+      (byte_size != 0 && byte_size != region.byte_size())) {
+    return absl::AlreadyExistsError(absl::StrCat(
+        "shared memory region ", Quoted(id.second), " is already registered with key ",
+        Quoted(region.key()),
+        region.offset() != 0 ? absl::StrCat(", offset ", region.offset()) : std::string(),
+        " and byte_size ", region.byte_size(), "; unregister it first"));
+  }
+  return found->second;
+}
+
+absl::Status SharedMemoryRegistry::RetireStale(const RegionId& id, std::shared_ptr<Region> existing,
+                                               absl::string_view why) {
+  std::shared_ptr<Region> retired;  // unmapped outside the lock
+  std::lock_guard<std::mutex> lock(mutex_);
+  auto found = regions_.find(id);
+  if (found != regions_.end() && found->second != existing) {
+    return absl::AlreadyExistsError(absl::StrCat("shared memory region ", Quoted(id.second),
+                                                 " was registered meanwhile; unregister it first"));
+  }
+  if (found == regions_.end()) return absl::OkStatus();
+  if (const int in_use = existing->in_use(); in_use > 0) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        why, "; the region is in use by ", in_use, in_use == 1 ? " request" : " requests",
+        " and keeps its mapping until they finish: register it again then"));
+  }
+  retired = std::move(found->second);
+  mapped_bytes_ -= retired->byte_size();
+  regions_.erase(found);
+  return absl::OkStatus();
+}
+
+absl::StatusOr<SharedMemoryRegistry::RegionInfo> SharedMemoryRegistry::Register(
+    absl::string_view name, absl::string_view key, int64_t byte_size, int64_t offset,
+    const SharedMemoryCaller& caller) {
+  RETURN_IF_ERROR(
+      CheckRegistration(name, key, byte_size, offset, caller.local, options_.allow_remote));
+  const std::string bare(WithoutSlash(key));
+  const RegionId id(caller.owner, name);
+  // The same name, key, offset and size again: renewed when the region still
+  // maps the object the key names now, else mapped again.
+  ASSIGN_OR_RETURN(std::shared_ptr<Region> existing,
+                   FindRegistered(id, bare, key, byte_size, offset));
+  OpenedObject object;
+  RETURN_IF_ERROR(OpenObject(absl::StrCat(options_.directory, "/", bare), key, name,
+                             existing != nullptr, object));
+  ASSIGN_OR_RETURN(const int64_t size, SizeToMap(object, key, byte_size, offset));
   // Whether the name's stale region was dropped for this one: a failure
   // from here on leaves the name unregistered, and says so.
   bool replaced = false;
-  auto failed = [&](const absl::Status& status) {
-    if (!replaced) return status;
-    return absl::Status(status.code(),
-                        absl::StrCat(status.message(), "; region ", Quoted(name),
-                                     " is no longer registered (its stale mapping was dropped)"));
-  };
   if (existing != nullptr) {
     const std::string why = ChangedSince(*existing, object, offset, key);
     if (why.empty()) {
@@ -359,69 +448,27 @@ absl::StatusOr<SharedMemoryRegistry::RegionInfo> SharedMemoryRegistry::Register(
     }
     // The stale mapping goes first (its reservation with it), unless a
     // request uses it: the new one is mapped only once it is gone.
-    std::shared_ptr<Region> retired;  // unmapped outside the lock
-    {
-      std::lock_guard<std::mutex> lock(mutex_);
-      auto found = regions_.find(id);
-      if (found != regions_.end() && found->second != existing) {
-        return absl::AlreadyExistsError(
-            absl::StrCat("shared memory region ", Quoted(name),
-                         " was registered meanwhile; unregister it first"));
-      }
-      if (found != regions_.end()) {
-        if (const int in_use = existing->in_use(); in_use > 0) {
-          return absl::FailedPreconditionError(absl::StrCat(
-              why, "; the region is in use by ", in_use, in_use == 1 ? " request" : " requests",
-              " and keeps its mapping until they finish: register it again then"));
-        }
-        retired = std::move(found->second);
-        mapped_bytes_ -= retired->byte_size();
-        regions_.erase(found);
-      }
-    }
-    existing.reset();
-    retired.reset();
+    RETURN_IF_ERROR(RetireStale(id, std::move(existing), why));
     replaced = true;
   }
-  // mmap's offset must be a multiple of the page size: map from the page
-  // holding `offset`.
-  const int64_t page = static_cast<int64_t>(sysconf(_SC_PAGESIZE));
-  const int64_t map_offset = offset - offset % page;
-  const int64_t map_bytes = size + (offset - map_offset);
-  MemoryBudget::Reservation reservation;
-  if (options_.budget != nullptr) {
-    absl::StatusOr<MemoryBudget::Reservation> reserved = options_.budget->TryReserve(
-        size, absl::StrCat("mapping shared memory region ", Quoted(name)));
-    if (!reserved.ok()) return failed(reserved.status());
-    reservation = *std::move(reserved);
+  absl::StatusOr<std::shared_ptr<Region>> region =
+      MapObject(name, bare, key, offset, size, options_.budget, object);
+  if (!region.ok()) {
+    if (!replaced) return region.status();
+    return absl::Status(region.status().code(),
+                        absl::StrCat(region.status().message(), "; region ", Quoted(name),
+                                     " is no longer registered (its stale mapping was dropped)"));
   }
-  void* base = mmap(nullptr, static_cast<size_t>(map_bytes), PROT_READ | PROT_WRITE, MAP_SHARED,
-                    object.fd, static_cast<off_t>(map_offset));
-  if (base == MAP_FAILED) {
-    const int error = errno;
-    return failed(absl::ResourceExhaustedError(
-        absl::StrCat("cannot map ", size, " bytes of shared memory object ", Quoted(key), ": ",
-                     std::strerror(error))));
-  }
-  absl::StatusOr<std::unique_ptr<WatchedMapping>> watch =
-      WatchedMapping::Watch(base, static_cast<size_t>(map_bytes));
-  if (!watch.ok()) {
-    munmap(base, static_cast<size_t>(map_bytes));
-    return failed(watch.status());
-  }
-  auto region =
-      std::make_shared<Region>(std::string(name), bare, offset, size, object.Take(), object.info,
-                               base, map_bytes, std::move(reservation), *std::move(watch));
   std::lock_guard<std::mutex> lock(mutex_);
-  if (taken_by_another()) return refuse_taken();
+  RETURN_IF_ERROR(CheckNotTakenLocked(id.first, bare, key));
   // Another call may have registered the name meanwhile: the first one wins.
-  auto [at, inserted] = regions_.emplace(id, region);
+  auto [at, inserted] = regions_.emplace(id, *region);
   if (!inserted) {
     return absl::AlreadyExistsError(absl::StrCat("shared memory region ", Quoted(name),
                                                  " was registered meanwhile; unregister it first"));
   }
   mapped_bytes_ += size;
-  return region->Info();
+  return (*region)->Info();
 }
 
 namespace {

@@ -191,12 +191,31 @@ class SharedMemoryRegistry {
   int64_t expired_total() const;
 
  private:
+  // A region's owner and name.
+  using RegionId = std::pair<std::string, std::string>;
+
   void Sweep();
+  // Register's steps under the lock. PERMISSION_DENIED when an identity
+  // other than `owner` maps the object `bare` (`key` as given); the caller
+  // holds mutex_.
+  absl::Status CheckNotTakenLocked(const std::string& owner, const std::string& bare,
+                                   absl::string_view key) const;
+  // `id`'s region, null when none: ALREADY_EXISTS when it maps another key,
+  // offset or size; RESOURCE_EXHAUSTED when there is none and no room for one.
+  absl::StatusOr<std::shared_ptr<Region>> FindRegistered(const RegionId& id,
+                                                         const std::string& bare,
+                                                         absl::string_view key, int64_t byte_size,
+                                                         int64_t offset);
+  // Drops `existing`, `id`'s region that no longer maps its object (`why`),
+  // unless a request uses it (FAILED_PRECONDITION) or it was replaced
+  // meanwhile (ALREADY_EXISTS).
+  absl::Status RetireStale(const RegionId& id, std::shared_ptr<Region> existing,
+                           absl::string_view why);
 
   const SharedMemoryOptions options_;
   mutable std::mutex mutex_;
   // By owner, then name.
-  std::map<std::pair<std::string, std::string>, std::shared_ptr<Region>> regions_;
+  std::map<RegionId, std::shared_ptr<Region>> regions_;
   int64_t mapped_bytes_ = 0;
   int64_t expired_total_ = 0;
   bool stopping_ = false;
