@@ -8,6 +8,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <utility>
 
 #include <grpcpp/support/byte_buffer.h>
 
@@ -26,8 +27,15 @@ class ReceivedBytes {
   // the call's (its Sibling) that is this object's from here.
   ReceivedBytes(const grpc::ByteBuffer* bytes, MemoryBudget::Reservation reservation)
       : bytes_(const_cast<grpc::ByteBuffer*>(bytes)), reservation_(std::move(reservation)) {}
-  ReceivedBytes(ReceivedBytes&&) = default;
-  ReceivedBytes& operator=(ReceivedBytes&&) = default;
+  // A moved-from one holds nothing, so its Release cannot empty the buffer
+  // its successor holds.
+  ReceivedBytes(ReceivedBytes&& other) noexcept
+      : bytes_(std::exchange(other.bytes_, nullptr)), reservation_(std::move(other.reservation_)) {}
+  ReceivedBytes& operator=(ReceivedBytes&& other) noexcept {
+    bytes_ = std::exchange(other.bytes_, nullptr);
+    reservation_ = std::move(other.reservation_);
+    return *this;
+  }
 
   // Reserves the bytes, as they arrived, for `method` (once, before anything
   // is done with them): RESOURCE_EXHAUSTED naming --max_memory_bytes when

@@ -1,6 +1,7 @@
 #include "server/memory/received_bytes.h"
 
 #include <string>
+#include <utility>
 
 #include <grpcpp/support/byte_buffer.h>
 #include <grpcpp/support/slice.h>
@@ -76,6 +77,20 @@ TEST(ReceivedBytesTest, BytesThatDoNotFitAreRefusedNamingTheMethodAndTheFlag) {
   EXPECT_EQ(received.reserved(), 0);
   EXPECT_EQ(budget.reserved(), 0);
   EXPECT_EQ(bytes.Length(), 101u);  // left to gRPC as it was
+}
+
+TEST(ReceivedBytesTest, AMovedFromOneCannotEmptyTheBuffer) {
+  MemoryBudget budget(1000);
+  grpc::ByteBuffer bytes = OneSliceOf(300);
+  ReceivedBytes first(&bytes, budget.Empty());
+  ASSERT_OK(first.Reserve("Run"));
+  ReceivedBytes second = std::move(first);
+  first.Release();  // NOLINT(bugprone-use-after-move): what a stale holder might do
+  EXPECT_EQ(bytes.Length(), 300u);
+  EXPECT_EQ(second.reserved(), 300);
+  second.Release();
+  EXPECT_EQ(bytes.Length(), 0u);
+  EXPECT_EQ(budget.reserved(), 0);
 }
 
 TEST(ReceivedBytesTest, AnEmptyOneHoldsNothing) {
