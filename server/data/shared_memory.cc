@@ -27,11 +27,6 @@ namespace tensorop::server {
 
 namespace {
 
-bool IsNameByte(char c) {
-  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' ||
-         c == '.' || c == '-';
-}
-
 absl::Status ShrankWhileUsed(absl::string_view key, absl::string_view name,
                              absl::string_view field) {
   return absl::FailedPreconditionError(
@@ -46,49 +41,6 @@ absl::string_view WithoutSlash(absl::string_view key) {
 }
 
 }  // namespace
-
-bool IsLoopbackAddress(absl::string_view ip) {
-  absl::ConsumePrefix(&ip, "::ffff:");  // IPv4-mapped
-  return absl::StartsWith(ip, "127.") || ip == "::1";
-}
-
-bool IsLocalGrpcPeer(absl::string_view peer) {
-  if (absl::StartsWith(peer, "unix:") || absl::StartsWith(peer, "unix-abstract:")) return true;
-  if (absl::ConsumePrefix(&peer, "ipv4:")) return absl::StartsWith(peer, "127.");
-  if (absl::ConsumePrefix(&peer, "ipv6:")) {
-    // "[::1]:5" or, percent-encoded, "%5B::1%5D:5"
-    if (!absl::ConsumePrefix(&peer, "[")) absl::ConsumePrefix(&peer, "%5B");
-    const size_t close = std::min(peer.find(']'), peer.find("%5D"));
-    return close != absl::string_view::npos && IsLoopbackAddress(peer.substr(0, close));
-  }
-  return false;
-}
-
-SharedMemoryCaller SharedMemoryCallerOf(const grpc::ServerContextBase& context) {
-  return SharedMemoryCaller{.owner = PeerIdentity(context),
-                            .local = IsLocalGrpcPeer(context.peer())};
-}
-
-absl::Status CheckRegionName(absl::string_view name, absl::string_view field) {
-  if (name.empty() || name.size() > kMaxRegionNameBytes ||
-      !std::all_of(name.begin(), name.end(), IsNameByte)) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(field, ": ", Quoted(name), " is not a region name (1..", kMaxRegionNameBytes,
-                     " bytes of A-Z a-z 0-9 _ . -)"));
-  }
-  return absl::OkStatus();
-}
-
-absl::Status CheckSharedMemoryKey(absl::string_view key, absl::string_view field) {
-  const absl::string_view bare = WithoutSlash(key);
-  if (bare.empty() || bare.size() > kMaxKeyBytes || bare == "." || bare == ".." ||
-      !std::all_of(bare.begin(), bare.end(), IsNameByte)) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        field, ": ", Quoted(key), " is not a shared memory key (an optional leading '/', then 1..",
-        kMaxKeyBytes, " bytes of A-Z a-z 0-9 _ . -, not \".\" or \"..\")"));
-  }
-  return absl::OkStatus();
-}
 
 // One mapped object. Destroyed (unmapped, its reservation given back) when the
 // registry has dropped it and the last pin is gone.
