@@ -1,7 +1,5 @@
 #include "server/memory/received_bytes.h"
 
-#include <algorithm>
-
 namespace tensorop::server {
 
 absl::Status ReceivedBytes::Reserve(absl::string_view method) {
@@ -15,7 +13,7 @@ void ReceivedBytes::Release() {
 
 MemoryBudget::Reservation ReceivedBytes::ReleaseKeeping(int64_t kept_bytes) {
   MemoryBudget::Reservation cover = reservation_.Sibling();
-  reservation_.TransferTo(cover, std::min(kept_bytes, reservation_.bytes()));
+  reservation_.TransferTo(cover, kept_bytes);  // at most what is held
   Release();
   return cover;
 }
