@@ -42,15 +42,9 @@ bool ReadsHandle(const v1::RunChainRequest& chain) {
 void ReadThroughViews(const PlannedRun& source, const std::vector<InputWindow>& windows,
                       PlannedRun& run) {
   const size_t slot = InputSlot(run.plan, "input");
-  run.inputs[slot] = source.inputs[InputSlot(source.plan, "input")];
-  run.on_device.erase("input");
-  if (const auto found = source.on_device.find("input"); found != source.on_device.end()) {
-    run.on_device.emplace("input", found->second);
-  }
-  run.pieced.erase("input");
-  if (const auto found = source.pieced.find("input"); found != source.pieced.end()) {
-    run.pieced.emplace("input", found->second);
-  }
+  const size_t read = InputSlot(source.plan, "input");
+  run.inputs[slot] = source.inputs[read];
+  run.sources[slot] = source.sources[read];
   run.plan.windows = windows;
   run.plan.copies.clear();
   for (size_t j = 0; j < windows.size(); ++j) {
@@ -97,8 +91,9 @@ std::optional<Outputs> LentFromResident(const v1::RunRequest& request, const Pla
                                         const PlannedRun& source,
                                         const std::vector<bool>& answer_only) {
   const size_t slot = InputSlot(run.plan, "input");
-  if (slot == run.plan.input_names.size() || run.on_device.contains("input") ||
-      run.pieced.contains("input")) {
+  if (slot == run.plan.input_names.size() ||
+      run.sources[slot].kind == InputSource::Kind::kDeviceHandle ||
+      run.sources[slot].kind == InputSource::Kind::kReceived) {
     return std::nullopt;
   }
   const std::span<const std::byte> read = run.inputs[slot];
@@ -189,15 +184,20 @@ class ChainRun {
       if (!input.has_step() || steps_[input.step().step()].skipped) continue;  // a view: no bytes
       StepOutputs& from = steps_[input.step().step()].made;
       const int k = input.step().output();
+      const size_t slot = InputSlot(step.run->plan, name);
       if (!step.replan && from.kept[k] != nullptr && from.kept[k]->on_device()) {
-        step.run->on_device[name] = from.kept[k].get();
+        if (slot < step.run->sources.size()) {
+          step.run->sources[slot] = InputSource::OnDevice(from.kept[k].get());
+        }
         continue;
       }
       ASSIGN_OR_RETURN(const std::span<const std::byte> bytes,
                        from.Bytes(k, reservation_, handles_, stop_));
-      step.uploaded.bytes[name] = bytes;
-      const size_t slot = InputSlot(step.run->plan, name);
-      if (slot < step.run->inputs.size()) step.run->inputs[slot] = bytes;
+      step.uploaded[name] = InputSource::Uploaded(bytes);
+      if (slot < step.run->sources.size()) {
+        step.run->inputs[slot] = bytes;
+        step.run->sources[slot] = InputSource::Uploaded(bytes);
+      }
     }
     return absl::OkStatus();
   }
@@ -265,7 +265,7 @@ class ChainRun {
     // On a device, what later steps read stays there: kept on it like a
     // result, and released after its last use.
     if (handles_.store != nullptr &&
-        (placement_.device == Device::kOpenCl || !step.run->on_device.empty())) {
+        (placement_.device == Device::kOpenCl || ReadsFromDevice(*step.run))) {
       for (size_t k = 0; k < step.outputs.size(); ++k) {
         if (step.outputs[k].last_read == i || step.outputs[k].answered) continue;
         while (step.request.outputs_size() <= static_cast<int>(k)) step.request.add_outputs();

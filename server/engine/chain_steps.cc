@@ -64,13 +64,13 @@ absl::StatusOr<v1::RunRequest> StepRequest(const v1::RunChainRequest& chain, int
     if (input.has_step()) {
       SetTensorLayout(steps[input.step().step()].outputs[input.step().output()].layout, &tensor);
       ASSIGN_OR_RETURN(std::span<const std::byte> bytes, step_bytes(input.step()));
-      uploaded->bytes.emplace(name, bytes);
+      uploaded->emplace(name, InputSource::Uploaded(bytes));
     } else if (input.tensor().location_case() == v1::Tensor::kData) {
       const v1::Tensor& given = input.tensor();
       tensor.set_dtype(given.dtype());
       *tensor.mutable_sizes() = given.sizes();
       *tensor.mutable_strides() = given.strides();
-      uploaded->bytes.emplace(name, std::as_bytes(std::span(given.data())));
+      uploaded->emplace(name, InputSource::Uploaded(std::as_bytes(std::span(given.data()))));
     } else {
       tensor = input.tensor();  // a handle or a shared memory span: small
     }

@@ -379,9 +379,10 @@ class TensorOpService::ChunkedReactor final
         // input is packed) before anything is read.
         const InputBuffer& upload = uploads_.find(name)->second;
         if (window.received == upload.capacity()) {
-          uploaded.bytes[name] = upload.Room();
+          uploaded[name] = InputSource::Uploaded(upload.Room());
         } else {
-          ASSIGN_OR_RETURN(uploaded.bytes[name], ZeroBytes(window.received));
+          ASSIGN_OR_RETURN(const std::span<const std::byte> zeros, ZeroBytes(window.received));
+          uploaded[name] = InputSource::Uploaded(zeros);
         }
       }
       CallContext call = service_->engine_.Call(request_, placement, stop_, reservation_);

@@ -53,11 +53,11 @@ const std::shared_ptr<const ResidentTensor>* WindowedHandle(const v1::RunRequest
                                                             const PlannedRun& run, int pinned) {
   const size_t slot = InputSlot(run.plan, "input");
   if (slot == run.plan.input_names.size()) return nullptr;
-  auto on_device = run.on_device.find("input");
-  if (on_device != run.on_device.end()) {
-    if (on_device->second->device_index() != pinned) return nullptr;
+  const InputSource& source = run.sources[slot];
+  if (source.kind == InputSource::Kind::kDeviceHandle) {
+    if (source.tensor->device_index() != pinned) return nullptr;
     for (const auto& pin : run.handles) {
-      if (pin.get() == on_device->second) return &pin;
+      if (pin.get() == source.tensor) return &pin;
     }
     return nullptr;
   }
@@ -150,16 +150,15 @@ absl::StatusOr<std::vector<opencl_backend::ResidentInput>> ReserveAndResolveInpu
   const size_t slots = run.plan.input_names.size();
   std::vector<opencl_backend::ResidentInput> resident_inputs(slots);
   int64_t copy_bytes = run.host_copy_bytes;
-  for (size_t slot = 0; slot < slots; ++slot) {
-    auto found = run.on_device.find(run.plan.input_names[slot]);
-    if (found == run.on_device.end()) continue;
-    const ResidentTensor& tensor = *found->second;
+  for (size_t slot = 0; slot < run.sources.size(); ++slot) {
+    if (run.sources[slot].kind != InputSource::Kind::kDeviceHandle) continue;
+    const ResidentTensor& tensor = *run.sources[slot].tensor;
     if (tensor.device_index() == pinned &&
         (tensor.byte_offset() == 0 || !WalkReadsFromByteZero(run.plan, slot))) {
       resident_inputs[slot] = {.buffer = &tensor.device_buffer()->buffer(),
                                .byte_offset = tensor.byte_offset()};
-    } else if (!run.host_copies.contains(found->first)) {
-      copy_bytes += found->second->layout().buffer_bytes();
+    } else if (!run.host_copies.contains(run.plan.input_names[slot])) {
+      copy_bytes += tensor.layout().buffer_bytes();
     }
   }
   int64_t bytes = output_bytes + admission.answer_bytes + copy_bytes;
@@ -178,11 +177,14 @@ absl::StatusOr<std::vector<opencl_backend::ResidentInput>> ReserveAndResolveInpu
   }
   RETURN_IF_ERROR(call.reservation.Grow(
       bytes, absl::StrCat("the outputs of request ", Quoted(call.request.id()))));
-  for (size_t slot = 0; slot < slots; ++slot) {
-    auto found = run.on_device.find(run.plan.input_names[slot]);
-    if (found == run.on_device.end() || resident_inputs[slot].buffer != nullptr) continue;
-    ASSIGN_OR_RETURN(run.inputs[slot],
-                     HostCopy(run, found->first, *found->second, *call.handles, call.stop));
+  for (size_t slot = 0; slot < run.sources.size(); ++slot) {
+    const InputSource& source = run.sources[slot];
+    if (source.kind != InputSource::Kind::kDeviceHandle ||
+        resident_inputs[slot].buffer != nullptr) {
+      continue;
+    }
+    ASSIGN_OR_RETURN(run.inputs[slot], HostCopy(run, run.plan.input_names[slot], *source.tensor,
+                                                *call.handles, call.stop));
   }
   return resident_inputs;
 }

@@ -75,7 +75,9 @@ absl::Status ParseChainRequest(const grpc::ByteBuffer& bytes, absl::string_view 
 
 UploadedInputs Spans(const InputBuffers& buffers) {
   UploadedInputs spans;
-  for (const auto& [name, buffer] : buffers) spans.bytes.emplace(name, buffer.bytes());
+  for (const auto& [name, buffer] : buffers) {
+    spans.emplace(name, InputSource::Uploaded(buffer.bytes()));
+  }
   return spans;
 }
 
@@ -139,8 +141,8 @@ void NoteInputBytes(ReceivedRun* run) {
     auto tensor = run->request.inputs().find(input.input);
     const std::optional<DType> dtype =
         tensor != run->request.inputs().end() ? DTypeFromInt(tensor->second.dtype()) : std::nullopt;
-    run->uploaded.pieces.emplace(
-        input.input, run->received->ElementPieces(i, dtype.has_value() ? ElementSize(*dtype) : 1));
+    run->uploaded.emplace(input.input, InputSource::Received(run->received->ElementPieces(
+                                           i, dtype.has_value() ? ElementSize(*dtype) : 1)));
     run->data_bytes += input.bytes;
   }
 }

@@ -29,6 +29,7 @@
 #include "server/memory/memory_budget.h"
 #include "server/memory/output_buffer.h"
 #include "server/memory/received_bytes.h"
+#include "server/pipeline/input_source.h"
 #include "server/wire/chunk_part.h"
 #include "tensorop/v1/tensorop.pb.h"
 
@@ -60,21 +61,9 @@ absl::Status ParseRequest(const grpc::ByteBuffer& bytes, absl::string_view metho
 absl::Status ParseChainRequest(const grpc::ByteBuffer& bytes, absl::string_view method,
                                MemoryBudget::Reservation& reservation, v1::RunChainRequest* chain);
 
-// Input bytes held apart from the request, by input name: they stand for the
-// request's own data of those inputs.
-struct UploadedInputs {
-  // In one buffer.
-  std::map<std::string, std::span<const std::byte>, std::less<>> bytes;
-  // In pieces of whole elements, in order (a Run request's data left in the
-  // slices it was received in: RequestDataView::ElementPieces). The CPU reads
-  // them where they lie (CutCopiesAtPieces); a device run, or a read that
-  // jumps between pieces, gathers them first.
-  std::map<std::string, std::vector<std::span<const std::byte>>, std::less<>> pieces;
-};
-
 using InputBuffers = std::map<std::string, InputBuffer, std::less<>>;
 
-// The bytes of `buffers` as UploadedInputs.
+// The bytes of `buffers` as UploadedInputs (kUploaded).
 UploadedInputs Spans(const InputBuffers& buffers);
 // Their bytes together.
 int64_t InputBytes(const InputBuffers& buffers);

@@ -41,44 +41,66 @@ absl::string_view RegionOwner(const HandleAccess* handles) {
   return handles->caller.name;
 }
 
+namespace {
+
+// Binds the inputs of `run->op` held apart (`uploaded`) and on handles, in
+// `sources` by op input: their bytes, or zeros standing in where they have
+// none in host memory.
+absl::Status BindHeldInputs(const v1::RunRequest& request, const UploadedInputs* uploaded,
+                            const HandleAccess* handles, const StopCheck& stop, PlannedRun* run,
+                            std::vector<InputSource>& sources) {
+  std::vector<NamedTensor>& inputs = run->op.inputs;
+  for (size_t i = 0; uploaded != nullptr && i < inputs.size(); ++i) {
+    auto found = uploaded->find(inputs[i].name);
+    if (found == uploaded->end()) continue;
+    sources[i] = found->second;
+    if (sources[i].kind != InputSource::Kind::kReceived) {
+      inputs[i].tensor.data = sources[i].bytes;
+      continue;
+    }
+    // Read once the placement is known (ReadPiecedInputs).
+    int64_t bytes = 0;
+    for (std::span<const std::byte> piece : sources[i].pieces) bytes += std::ssize(piece);
+    ASSIGN_OR_RETURN(inputs[i].tensor.data, ZeroBytes(bytes));
+  }
+  DeviceInputs on_device;
+  RETURN_IF_ERROR(ResolveHandleInputs(request, handles, run->op, run->handles, on_device));
+  const absl::string_view values_input = ValuesInputOf(request);
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    NamedTensor& input = inputs[i];
+    if (auto found = on_device.find(input.name); found != on_device.end()) {
+      sources[i] = InputSource::OnDevice(found->second);
+      // Planning checks a scatter's index values: those come to the host.
+      ASSIGN_OR_RETURN(input.tensor.data,
+                       !values_input.empty() && input.name == values_input
+                           ? HostCopy(*run, input.name, *found->second, *handles, stop)
+                           : ZeroBytes(found->second->layout().buffer_bytes()));
+    }
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
 absl::StatusOr<std::unique_ptr<PlannedRun>> Plan(
     const v1::RunRequest& request, const Limits& limits, SharedMemoryRegistry* shared_memory,
     const StopCheck& stop, const UploadedInputs* uploaded, const HandleAccess* handles) {
   auto run = std::make_unique<PlannedRun>();
   ASSIGN_OR_RETURN(run->op, ToOpRequest(request));
-  if (uploaded != nullptr) {
-    for (NamedTensor& input : run->op.inputs) {
-      if (auto found = uploaded->bytes.find(input.name); found != uploaded->bytes.end()) {
-        input.tensor.data = found->second;
-      } else if (auto pieced = uploaded->pieces.find(input.name);
-                 pieced != uploaded->pieces.end()) {
-        // Planned with zeros standing in; read once the placement is known
-        // (ReadPiecedInputs).
-        int64_t bytes = 0;
-        for (std::span<const std::byte> piece : pieced->second) bytes += std::ssize(piece);
-        ASSIGN_OR_RETURN(input.tensor.data, ZeroBytes(bytes));
-        run->pieced.emplace(input.name, &pieced->second);
-      }
-    }
-  }
-  RETURN_IF_ERROR(ResolveHandleInputs(request, handles, run->op, run->handles, run->on_device));
-  // Bytes on a device are planned with zeros standing in, but for the index
-  // values planning checks.
-  const absl::string_view values_input = ValuesInputOf(request);
-  for (NamedTensor& input : run->op.inputs) {
-    auto found = run->on_device.find(input.name);
-    if (found == run->on_device.end()) continue;
-    if (!values_input.empty() && input.name == values_input) {
-      ASSIGN_OR_RETURN(input.tensor.data,
-                       HostCopy(*run, input.name, *found->second, *handles, stop));
-    } else {
-      ASSIGN_OR_RETURN(input.tensor.data, ZeroBytes(found->second->layout().buffer_bytes()));
-    }
-  }
+  std::vector<InputSource> sources(run->op.inputs.size());  // by op input
+  RETURN_IF_ERROR(BindHeldInputs(request, uploaded, handles, stop, run.get(), sources));
   RETURN_IF_ERROR(ResolveSharedMemoryInputs(request, shared_memory, RegionOwner(handles), run->op,
                                             run->shared_memory));
+  // The others are the request's own data, a region's or a host handle's.
+  for (size_t i = 0; i < sources.size(); ++i) {
+    auto given = request.inputs().find(run->op.inputs[i].name);
+    if (sources[i].kind != InputSource::Kind::kInline || given == request.inputs().end()) continue;
+    if (given->second.has_shared_memory()) sources[i].kind = InputSource::Kind::kSharedMemory;
+    if (given->second.has_handle()) sources[i].kind = InputSource::Kind::kHostHandle;
+  }
   ASSIGN_OR_RETURN(run->plan, PlanOperator(run->op, limits, stop));
   run->inputs.reserve(run->plan.input_names.size());
+  run->sources.reserve(run->plan.input_names.size());
   for (absl::string_view name : run->plan.input_names) {
     auto found = std::find_if(run->op.inputs.begin(), run->op.inputs.end(),
                               [&](const NamedTensor& input) { return input.name == name; });
@@ -87,64 +109,82 @@ absl::StatusOr<std::unique_ptr<PlannedRun>> Plan(
           absl::StrCat("the plan reads input \"", name, "\", which the request does not have"));
     }
     run->inputs.push_back(found->tensor.data);
+    InputSource& source = sources[static_cast<size_t>(found - run->op.inputs.begin())];
+    if (source.kind != InputSource::Kind::kReceived &&
+        source.kind != InputSource::Kind::kDeviceHandle) {
+      source.bytes = found->tensor.data;
+    }
+    run->sources.push_back(std::move(source));
   }
   return run;
 }
 
+bool ReadsFromDevice(const PlannedRun& run) {
+  return std::any_of(run.sources.begin(), run.sources.end(), [](const InputSource& source) {
+    return source.kind == InputSource::Kind::kDeviceHandle;
+  });
+}
+
 absl::Status ReadPiecedInputs(PlannedRun& run, bool on_cpu,
                               MemoryBudget::Reservation& reservation) {
-  for (const auto& [name, pieces] : run.pieced) {
-    auto named = std::find(run.plan.input_names.begin(), run.plan.input_names.end(), name);
-    if (named == run.plan.input_names.end()) continue;
-    const int slot = static_cast<int>(named - run.plan.input_names.begin());
+  if (run.pieces_read) return absl::OkStatus();
+  run.pieces_read = true;
+  for (size_t slot = 0; slot < run.sources.size(); ++slot) {
+    const InputSource& source = run.sources[slot];
+    if (source.kind != InputSource::Kind::kReceived) continue;
+    const std::vector<std::span<const std::byte>>& pieces = source.pieces;
     std::vector<ByteRange> ranges;
-    ranges.reserve(pieces->size());
+    ranges.reserve(pieces.size());
     int64_t bytes = 0;
-    for (std::span<const std::byte> piece : *pieces) {
+    for (std::span<const std::byte> piece : pieces) {
       ranges.push_back({bytes, bytes + std::ssize(piece)});
       bytes += std::ssize(piece);
     }
     if (on_cpu) {
-      std::optional<ExecutionPlan> cut =
-          CutCopiesAtPieces(run.plan, slot, ranges, 4 * static_cast<int64_t>(pieces->size()) + 64);
+      std::optional<ExecutionPlan> cut = CutCopiesAtPieces(
+          run.plan, static_cast<int>(slot), ranges, 4 * static_cast<int64_t>(pieces.size()) + 64);
       if (cut.has_value()) {
         run.plan = *std::move(cut);
-        run.inputs.insert(run.inputs.end(), pieces->begin(), pieces->end());
+        run.inputs.insert(run.inputs.end(), pieces.begin(), pieces.end());
         continue;
       }
     }
-    InputBuffer& gathered = run.gathered.try_emplace(name, reservation.Sibling()).first->second;
+    const absl::string_view name = run.plan.input_names[slot];
+    InputBuffer& gathered =
+        run.gathered.try_emplace(std::string(name), reservation.Sibling()).first->second;
     RETURN_IF_ERROR(gathered.Resize(
         bytes, /*pool=*/nullptr,
         absl::StrCat("input \"", absl::CHexEscape(name), "\" gathered (", bytes, " bytes)")));
-    for (std::span<const std::byte> piece : *pieces) {
+    for (std::span<const std::byte> piece : pieces) {
       std::memcpy(gathered.Extend(std::ssize(piece)), piece.data(), piece.size());
     }
-    run.inputs[static_cast<size_t>(slot)] = gathered.bytes();
+    run.inputs[slot] = gathered.bytes();
   }
-  run.pieced.clear();
   return absl::OkStatus();
 }
 
 int PinnedDevice(const v1::RunRequest& request, const Placement& placement, const PlannedRun& run) {
   if (placement.device == Device::kCpu) return -1;
   const bool named = placement.device == Device::kOpenCl && placement.device_index >= 0;
-  for (absl::string_view name : run.plan.input_names) {
-    auto found = run.on_device.find(name);
-    if (found == run.on_device.end()) continue;
-    const int device = found->second->device_index();
+  for (const InputSource& source : run.sources) {
+    if (source.kind != InputSource::Kind::kDeviceHandle) continue;
+    const int device = source.tensor->device_index();
     if (!named || placement.device_index == device) return device;
   }
   return named && KeepsOutputs(request) ? placement.device_index : -1;
 }
 
 absl::Status LostInputs(const PlannedRun& run, int device, const absl::Status& failure) {
-  for (absl::string_view name : run.plan.input_names) {
-    auto found = run.on_device.find(name);
-    if (found == run.on_device.end() || found->second->device_index() != device) continue;
-    return absl::NotFoundError(absl::StrCat(
-        "inputs[\"", absl::CHexEscape(name), "\"].handle: handle ", ShortId(found->second->id()),
-        " was lost: OpenCL device ", device, " failed (", failure.message(), ")"));
+  for (size_t slot = 0; slot < run.sources.size(); ++slot) {
+    const InputSource& source = run.sources[slot];
+    if (source.kind != InputSource::Kind::kDeviceHandle ||
+        source.tensor->device_index() != device) {
+      continue;
+    }
+    return absl::NotFoundError(
+        absl::StrCat("inputs[\"", absl::CHexEscape(run.plan.input_names[slot]),
+                     "\"].handle: handle ", ShortId(source.tensor->id()),
+                     " was lost: OpenCL device ", device, " failed (", failure.message(), ")"));
   }
   return failure;
 }

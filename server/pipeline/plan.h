@@ -29,6 +29,7 @@
 #include "server/data/shared_memory.h"
 #include "server/memory/input_buffer.h"
 #include "server/memory/output_buffer.h"
+#include "server/pipeline/input_source.h"
 #include "server/pipeline/parse.h"
 #include "server/pipeline/service_options.h"
 #include "server/placement/scheduler.h"
@@ -41,22 +42,28 @@ namespace tensorop::server {
 struct PlannedRun {
   OpRequest op;
   ExecutionPlan plan;
-  std::vector<std::span<const std::byte>> inputs;  // by plan slot
-  SharedMemoryPins shared_memory;                  // regions the request reads or writes
-  HandlePins handles;                              // resident tensors it reads
-  // Inputs whose handles live on an OpenCL device (pinned in `handles`):
-  // planned with zeros standing in for their bytes (scatter indices, whose
-  // values planning checks, with a host copy), read in place where the op
-  // runs on that device, else from a host copy.
-  DeviceInputs on_device;
-  std::map<std::string, OutputBuffer, std::less<>> host_copies;  // by input name
-  // Inputs in pieces (UploadedInputs::pieces), planned with zeros standing in;
-  // those a device reads, or a CPU plan cannot read where they lie, gathered
-  // into one buffer each, with their reservation.
-  std::map<std::string, const std::vector<std::span<const std::byte>>*, std::less<>> pieced;
-  std::map<std::string, InputBuffer, std::less<>> gathered;
+  // Where each input is, by plan slot, resolved once by Plan. Inputs without
+  // host bytes where planned (kReceived, kDeviceHandle) are planned with zeros
+  // standing in, but for a scatter's indices on a device, whose values
+  // planning checks from a host copy.
+  std::vector<InputSource> sources;
+  // What the kernels read, by plan slot (and past them, the pieces a cut
+  // copy reads: ReadPiecedInputs): a source's host bytes, or where they were
+  // copied or gathered to.
+  std::vector<std::span<const std::byte>> inputs;
+  SharedMemoryPins shared_memory;  // regions the request reads or writes
+  HandlePins handles;              // resident tensors it reads
+  // Device handles copied into host memory for this request, by input name.
+  std::map<std::string, OutputBuffer, std::less<>> host_copies;
   int64_t host_copy_bytes = 0;
+  // Received inputs gathered into one buffer each, with their reservation;
+  // `pieces_read` once ReadPiecedInputs ran.
+  std::map<std::string, InputBuffer, std::less<>> gathered;
+  bool pieces_read = false;
 };
+
+// Whether `run` reads an input that lives on an OpenCL device.
+bool ReadsFromDevice(const PlannedRun& run);
 
 // The most input data, and output bytes, of a request that runs on the thread
 // that read it (PlanIfTiny): copying it takes a few microseconds, less than

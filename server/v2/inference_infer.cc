@@ -176,9 +176,9 @@ absl::Status PrepareInfer(const InferCall& call, ReceivedBytes& received, Prepar
   call.record.bytes_in += prepared.held_bytes.value_or(0);
   if (view.has_value()) {
     const std::optional<DType> dtype = DTypeFromInt(run.inputs().at("input").dtype());
-    prepared.uploaded.pieces.emplace(
-        "input", view->ElementPieces(static_cast<size_t>(prepared.input_entry),
-                                     dtype.has_value() ? ElementSize(*dtype) : 1));
+    prepared.uploaded.emplace("input", InputSource::Received(view->ElementPieces(
+                                           static_cast<size_t>(prepared.input_entry),
+                                           dtype.has_value() ? ElementSize(*dtype) : 1)));
   }
   return absl::OkStatus();
 }
