@@ -188,6 +188,14 @@ void MemoryBudget::Reservation::Shrink(int64_t bytes) {
 
 void MemoryBudget::Reservation::Release() { Shrink(bytes_); }
 
+absl::Status MemoryBudget::Reservation::GrowTakingOver(int64_t bytes, Reservation* cover,
+                                                       int64_t covered, absl::string_view what) {
+  const int64_t taken = cover == nullptr ? 0 : std::clamp<int64_t>(covered, 0, cover->bytes_);
+  absl::Status grown = Grow(bytes - taken, what);
+  if (grown.ok() && cover != nullptr) cover->TransferTo(*this, taken);
+  return grown;
+}
+
 void MemoryBudget::Reservation::TransferTo(Reservation& other, int64_t bytes) {
   bytes = std::clamp<int64_t>(bytes, 0, bytes_);
   bytes_ -= bytes;

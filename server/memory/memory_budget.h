@@ -65,6 +65,12 @@ class MemoryBudget {
       ShrinkTo(bytes);
       return Grow(bytes - bytes_, what);
     }
+    // Reserves `bytes` for `what`, of which up to `covered` are taken over
+    // from `cover` (null: none) instead of reserved again: bytes its holder
+    // hands on (received slices forwarded as the answer). Refused, nothing
+    // moves.
+    absl::Status GrowTakingOver(int64_t bytes, Reservation* cover, int64_t covered,
+                                absl::string_view what);
     // Gives back everything.
     void Release();
     // Hands `bytes` (at most what is held) to `other`, a reservation of the

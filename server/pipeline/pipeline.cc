@@ -149,12 +149,9 @@ absl::StatusOr<bool> ForwardReceivedBytes(const CallContext& call, const Planned
     forwarded[output] = call.received->DataSlices(input - inputs.begin(), bytes->range, &held);
   }
   ASSIGN_OR_RETURN(const int64_t answer_bytes, admit(plan));
-  MemoryBudget::Reservation* const cover = call.received_cover;
-  const int64_t taken_over = cover == nullptr ? 0 : std::min(held, cover->bytes());
-  RETURN_IF_ERROR(
-      call.reservation.Grow(answer_bytes + held - taken_over,
-                            absl::StrCat("the outputs of request ", Quoted(call.request.id()))));
-  if (cover != nullptr) cover->TransferTo(call.reservation, taken_over);
+  RETURN_IF_ERROR(call.reservation.GrowTakingOver(
+      answer_bytes + held, call.received_cover, held,
+      absl::StrCat("the outputs of request ", Quoted(call.request.id()))));
   outputs.layouts = plan.outputs;
   outputs.buffers.resize(plan.outputs.size());
   outputs.forwarded = std::move(forwarded);

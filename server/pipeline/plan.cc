@@ -46,8 +46,11 @@ namespace {
 // Binds the inputs of `run->op` held apart (`uploaded`) and on handles, in
 // `sources` by op input: their bytes, or zeros standing in where they have
 // none in host memory.
-absl::Status BindHeldInputs(const v1::RunRequest& request, const UploadedInputs* uploaded,
-                            const HandleAccess* handles, const StopCheck& stop, PlannedRun* run,
+// `values_input`: the scatter's indices (ValuesInputOf), whose values
+// planning checks.
+absl::Status BindHeldInputs(const v1::RunRequest& request, absl::string_view values_input,
+                            const UploadedInputs* uploaded, const HandleAccess* handles,
+                            const StopCheck& stop, PlannedRun* run,
                             std::vector<InputSource>& sources) {
   std::vector<NamedTensor>& inputs = run->op.inputs;
   for (size_t i = 0; uploaded != nullptr && i < inputs.size(); ++i) {
@@ -65,7 +68,6 @@ absl::Status BindHeldInputs(const v1::RunRequest& request, const UploadedInputs*
   }
   DeviceInputs on_device;
   RETURN_IF_ERROR(ResolveHandleInputs(request, handles, run->op, run->handles, on_device));
-  const absl::string_view values_input = ValuesInputOf(request);
   for (size_t i = 0; i < inputs.size(); ++i) {
     NamedTensor& input = inputs[i];
     if (auto found = on_device.find(input.name); found != on_device.end()) {
@@ -85,12 +87,14 @@ absl::Status BindHeldInputs(const v1::RunRequest& request, const UploadedInputs*
 absl::StatusOr<std::unique_ptr<PlannedRun>> Plan(
     const v1::RunRequest& request, const Limits& limits, SharedMemoryRegistry* shared_memory,
     const StopCheck& stop, const UploadedInputs* uploaded, const HandleAccess* handles) {
+  const absl::string_view region_owner = RegionOwner(handles);
   auto run = std::make_unique<PlannedRun>();
   ASSIGN_OR_RETURN(run->op, ToOpRequest(request));
   std::vector<InputSource> sources(run->op.inputs.size());  // by op input
-  RETURN_IF_ERROR(BindHeldInputs(request, uploaded, handles, stop, run.get(), sources));
-  RETURN_IF_ERROR(ResolveSharedMemoryInputs(request, shared_memory, RegionOwner(handles), run->op,
-                                            run->shared_memory));
+  RETURN_IF_ERROR(
+      BindHeldInputs(request, ValuesInputOf(request), uploaded, handles, stop, run.get(), sources));
+  RETURN_IF_ERROR(
+      ResolveSharedMemoryInputs(request, shared_memory, region_owner, run->op, run->shared_memory));
   // The others are the request's own data, a region's or a host handle's.
   for (size_t i = 0; i < sources.size(); ++i) {
     auto given = request.inputs().find(run->op.inputs[i].name);

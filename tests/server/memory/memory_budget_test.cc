@@ -130,6 +130,30 @@ TEST(MemoryBudgetTest, AMovedReservationIsGivenBackOnce) {
   EXPECT_EQ(budget.reserved(), 0);
 }
 
+// Bytes another holder hands on are taken over, not reserved twice; the rest
+// grows, and a refusal moves nothing.
+TEST(MemoryBudgetTest, GrowingTakesOverWhatACoverHoldsAndGrowsOnlyTheRest) {
+  MemoryBudget budget(100);
+  MemoryBudget::Reservation cover = *budget.TryReserve(50, "received");
+  MemoryBudget::Reservation answer = budget.Empty();
+  ASSERT_TRUE(answer.GrowTakingOver(30, &cover, 20, "answer").ok());
+  EXPECT_EQ(answer.bytes(), 30);
+  EXPECT_EQ(cover.bytes(), 30);
+  EXPECT_EQ(budget.reserved(), 60);
+  // More covered than the cover holds: it gives what it has.
+  ASSERT_TRUE(answer.GrowTakingOver(40, &cover, 35, "answer").ok());
+  EXPECT_EQ(cover.bytes(), 0);
+  EXPECT_EQ(answer.bytes(), 70);
+  EXPECT_EQ(budget.reserved(), 70);
+  MemoryBudget::Reservation other = *budget.TryReserve(10, "other");
+  EXPECT_EQ(answer.GrowTakingOver(25, &other, 4, "too much").code(),
+            absl::StatusCode::kResourceExhausted);  // 21 more do not fit in 20
+  EXPECT_EQ(other.bytes(), 10);
+  EXPECT_EQ(answer.bytes(), 70);
+  ASSERT_TRUE(answer.GrowTakingOver(5, nullptr, 5, "no cover").ok());
+  EXPECT_EQ(budget.reserved(), 85);
+}
+
 TEST(MemoryBudgetTest, AReservationWithoutABudgetAlwaysGrows) {
   MemoryBudget::Reservation none;
   EXPECT_TRUE(none.Grow(int64_t{1} << 60, "anything").ok());

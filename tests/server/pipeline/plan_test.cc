@@ -1,5 +1,7 @@
 // Planning binds each input once to its source (server/pipeline/input_source.h):
 // the request's own data, an upload, received pieces, a region, a host handle.
+#include "server/pipeline/plan.h"
+
 #include <fcntl.h>
 #include <unistd.h>
 
@@ -16,7 +18,6 @@
 #include "gtest/gtest.h"
 #include "server/data/handle_store.h"
 #include "server/data/shared_memory.h"
-#include "server/pipeline/plan.h"
 #include "tests/server/pipeline/pipeline_fixture.h"
 #include "tests/support/status_matchers.h"
 
