@@ -102,8 +102,7 @@ class TensorOpService::UnaryReactor final : public grpc::ServerUnaryReactor {
     placed_ = placement;
     tried_forwarding_ = true;
     CallContext call = Call(placement);
-    call.received = &*run_.received;
-    call.received_cover = &run_.received_cover;
+    call.received = &run_.received;
     ASSIGN_OR_RETURN(std::optional<OutputBuffers> outputs,
                      AnswerWithReceivedBytes(call, {.too_big_hint = kTooBigHint}, planned_));
     if (!outputs.has_value()) return false;
@@ -151,8 +150,7 @@ class TensorOpService::UnaryReactor final : public grpc::ServerUnaryReactor {
       return WorkWithOutputsElsewhere(placement);
     }
     CallContext call = Call(placement);
-    if (run_.received.has_value() && !tried_forwarding_) call.received = &*run_.received;
-    call.received_cover = &run_.received_cover;
+    if (!tried_forwarding_) call.received = &run_.received;
     call.planned = planned;
     absl::StatusOr<OutputBuffers> outputs = Execute(call, IntoAnswerBuffers{kTooBigHint});
     record_.backend = placement.label;

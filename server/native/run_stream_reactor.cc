@@ -168,8 +168,7 @@ class TensorOpService::RunStreamReactor final : public StreamReactor {
     CallContext call = engine().Call(run_.request, placement, stop_, reservation_);
     call.uploaded = &run_.uploaded;
     call.handles = &handles_;
-    if (run_.received.has_value()) call.received = &*run_.received;
-    call.received_cover = &run_.received_cover;
+    call.received = &run_.received;
     absl::StatusOr<ResultParts> parts =
         Execute(call, IntoParts{.record = &record_, .streaming = streaming});
     run_.Free();  // the inputs are done with; only the outputs stream

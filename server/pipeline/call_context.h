@@ -31,8 +31,8 @@
 namespace tensorop::server {
 
 // What every step of one request reads. Shallow: it refers to what the front
-// end owns, which outlives the call's work; `placement`, `*received_cover`
-// and `*planned` are the steps' to update.
+// end owns, which outlives the call's work; `placement`, `*received` and
+// `*planned` are the steps' to update.
 struct CallContext {
   const v1::RunRequest& request;
   const ServiceOptions& options;
@@ -45,12 +45,11 @@ struct CallContext {
   // Where inputs are besides the request's inline bytes; null: nowhere else.
   const UploadedInputs* uploaded = nullptr;  // pieces held apart (RunChunked, v2)
   const HandleAccess* handles = nullptr;     // the caller's handles and regions
-  // The request's data where gRPC received it, and the reservation that
-  // covers it (ReceivedRun::received_cover): an output that is a run of those
-  // bytes is answered with them, no buffer and no copy, and the answer's
-  // reservation takes that cover over. Null: not kept.
-  const RequestDataView* received = nullptr;
-  MemoryBudget::Reservation* received_cover = nullptr;
+  // The request's data where gRPC received it, with the reservation that
+  // covers it: an output that is a run of those bytes is answered with them,
+  // no buffer and no copy, and the answer's reservation takes that cover
+  // over. Null, or no view: none to answer with.
+  ReceivedData* received = nullptr;
   // The request planned already (PlanIfTiny, PlanRun); null: planned here.
   PlannedRun* planned = nullptr;
 };

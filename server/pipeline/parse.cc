@@ -134,14 +134,15 @@ absl::StatusOr<std::optional<RequestDataView>> ParseAroundData(
 void NoteInputBytes(ReceivedRun* run) {
   run->uploaded = Spans(run->inputs);
   run->data_bytes = InputBytes(run->inputs);
-  if (!run->received.has_value()) return;
-  for (size_t i = 0; i < run->received->inputs().size(); ++i) {
-    const RequestDataView::InputData& input = run->received->inputs()[i];
+  if (!run->received.view.has_value()) return;
+  RequestDataView& view = *run->received.view;
+  for (size_t i = 0; i < view.inputs().size(); ++i) {
+    const RequestDataView::InputData& input = view.inputs()[i];
     if (input.bytes == 0) continue;
     auto tensor = run->request.inputs().find(input.input);
     const std::optional<DType> dtype =
         tensor != run->request.inputs().end() ? DTypeFromInt(tensor->second.dtype()) : std::nullopt;
-    run->uploaded.emplace(input.input, InputSource::Received(run->received->ElementPieces(
+    run->uploaded.emplace(input.input, InputSource::Received(view.ElementPieces(
                                            i, dtype.has_value() ? ElementSize(*dtype) : 1)));
     run->data_bytes += input.bytes;
   }
@@ -176,8 +177,8 @@ absl::Status CopyInputs(ReceivedBytes& received, RequestDataView& view, absl::st
 // `view` of `received` kept as `run`'s received data: the received slices but
 // those it holds let go, and the reservation of those moved to its cover.
 void KeepReceived(ReceivedBytes& received, RequestDataView view, ReceivedRun* run) {
-  run->received_cover = received.ReleaseKeeping(view.DataBytes());
-  run->received.emplace(std::move(view));
+  run->received.cover = received.ReleaseKeeping(view.DataBytes());
+  run->received.view.emplace(std::move(view));
 }
 
 // `received` parsed into `request` around its data (ParseAroundData), its
@@ -209,10 +210,9 @@ absl::Status ParseRequestAndInputs(ReceivedBytes& received, absl::string_view me
 }
 
 void ReceivedRun::Free() {
-  received_cover.Release();
   uploaded = UploadedInputs();
   inputs.clear();
-  received.reset();
+  received.Release();
   request.Clear();
 }
 

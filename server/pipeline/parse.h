@@ -124,16 +124,29 @@ absl::Status ParseRequestAndInputs(ReceivedBytes& received, absl::string_view me
                                    MemoryBudget::Reservation& reservation, BufferPool* pool,
                                    v1::RunRequest* request, InputBuffers* inputs);
 
+// A request's data left where gRPC received it: a view of the received
+// slices, and the reservation covering the bytes the view holds. An answer
+// that forwards those bytes takes the cover over (GrowTakingOver).
+struct ReceivedData {
+  std::optional<RequestDataView> view;
+  MemoryBudget::Reservation cover;
+
+  // Lets the slices go, and with them their reservation.
+  void Release() {
+    cover.Release();
+    view.reset();
+  }
+};
+
 // A RunRequest parsed by ParseReceivedRun, with its large inputs' bytes held
 // apart. Built in place and never moved: `uploaded` points into `inputs` and
 // `received`.
 struct ReceivedRun {
   v1::RunRequest request;
-  InputBuffers inputs;                       // the large inputs' data, taken out of the request
-  std::optional<RequestDataView> received;   // or left where they were received,
-  MemoryBudget::Reservation received_cover;  // with the reservation covering them
-  UploadedInputs uploaded;                   // their bytes, for PlanRun and the Execute calls
-  int64_t data_bytes = 0;                    // their count
+  InputBuffers inputs;      // the large inputs' data, taken out of the request,
+  ReceivedData received;    // or left where they were received
+  UploadedInputs uploaded;  // their bytes, for PlanRun and the Execute calls
+  int64_t data_bytes = 0;   // their count
 
   // Frees the input bytes and the request, and with them their reservations.
   void Free();
@@ -142,8 +155,8 @@ struct ReceivedRun {
 // ParseRequestAndInputs into `run`, but leaving the data where it was
 // received (no copy; not for a scatter, whose indices planning reads), each
 // input then read as pieces of whole elements of its dtype: the view, whose
-// slices hold them, goes to `run->received`, and the part of `received`'s
-// reservation covering them to `run->received_cover`.
+// slices hold them, goes to `run->received` with the part of `received`'s
+// reservation covering them.
 absl::Status ParseReceivedRun(ReceivedBytes& received, absl::string_view method,
                               MemoryBudget::Reservation& reservation, BufferPool* pool,
                               ReceivedRun* run);

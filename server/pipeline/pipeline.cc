@@ -120,12 +120,16 @@ absl::Status Execute(const CallContext& call, const IntoResponse& sink) {
 
 namespace {
 
+// Whether the call has received bytes an answer may be made of.
+bool HasReceivedData(const CallContext& call) {
+  return call.received != nullptr && call.received->view.has_value();
+}
+
 // Answers the call's request, as `run` planned it, with bytes of its received
 // inputs where each output is such bytes (OutputAsInputBytes): their slices
 // go into the answer as gRPC received them, with no buffer and no copy, the
-// slices they keep reserved: taken over from `*call.received_cover` (the
-// reservation covering `call.received`; null: none), as far as it goes, so
-// the same memory is not reserved twice. Only where the CPU would
+// slices they keep reserved: taken over from the cover of `call.received`,
+// as far as it goes, so the same memory is not reserved twice. Only where the CPU would
 // run it: OPENCL asks for the device. False, having done nothing, when an
 // output is anything else.
 absl::StatusOr<bool> ForwardReceivedBytes(const CallContext& call, const PlannedRun& run,
@@ -141,16 +145,17 @@ absl::StatusOr<bool> ForwardReceivedBytes(const CallContext& call, const Planned
     const std::optional<SlotBytes> bytes = OutputAsInputBytes(plan, static_cast<int>(output));
     if (!bytes.has_value()) return false;
     const absl::string_view name = plan.input_names[static_cast<size_t>(bytes->input_slot)];
-    const std::vector<RequestDataView::InputData>& inputs = call.received->inputs();
+    const std::vector<RequestDataView::InputData>& inputs = call.received->view->inputs();
     auto input = std::find_if(inputs.begin(), inputs.end(), [&](const auto& data) {
       return data.input == name && data.bytes > 0;
     });
     if (input == inputs.end()) return false;  // in shared memory, a handle, ...
-    forwarded[output] = call.received->DataSlices(input - inputs.begin(), bytes->range, &held);
+    forwarded[output] =
+        call.received->view->DataSlices(input - inputs.begin(), bytes->range, &held);
   }
   ASSIGN_OR_RETURN(const int64_t answer_bytes, admit(plan));
   RETURN_IF_ERROR(call.reservation.GrowTakingOver(
-      answer_bytes + held, call.received_cover, held,
+      answer_bytes + held, &call.received->cover, held,
       absl::StrCat("the outputs of request ", Quoted(call.request.id()))));
   outputs.layouts = plan.outputs;
   outputs.buffers.resize(plan.outputs.size());
@@ -217,7 +222,7 @@ absl::StatusOr<OutputBuffers> Execute(const CallContext& call, const IntoAnswerB
   absl::Status status = Guarded([&]() -> absl::Status {
     std::unique_ptr<PlannedRun> planned_to_forward;
     CallContext planned_call = call;
-    if (call.received != nullptr) {
+    if (HasReceivedData(call)) {
       ASSIGN_OR_RETURN(const bool forwarded,
                        PlanAndForward(call, admit, planned_to_forward, outputs));
       if (forwarded) return absl::OkStatus();
@@ -293,7 +298,7 @@ absl::StatusOr<ResultParts> Execute(const CallContext& call, const IntoParts& si
   const int64_t chunk_bytes = call.options.chunk_bytes;
   Placement& placement = call.placement;
   std::unique_ptr<PlannedRun> planned;
-  if (call.received != nullptr && !KeepsOutputs(request) && !WritesToSharedMemory(request)) {
+  if (HasReceivedData(call) && !KeepsOutputs(request) && !WritesToSharedMemory(request)) {
     OutputBuffers forwarded;
     bool forwarding = false;
     RETURN_IF_ERROR(Guarded([&]() -> absl::Status {

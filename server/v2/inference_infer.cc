@@ -46,10 +46,9 @@ namespace {
 // A ModelInferRequest parsed and converted: what ExecuteInfer runs.
 struct PreparedInfer {
   inference::ModelInferRequest request;
-  std::optional<RequestDataView> received;   // input "input"'s bytes where received,
-  MemoryBudget::Reservation received_cover;  // with the reservation covering them
-  int input_entry = -1;                      // their entry in `received`
-  std::optional<int64_t> held_bytes;         // their count
+  ReceivedData received;              // input "input"'s bytes where received
+  int input_entry = -1;               // their entry in `received`
+  std::optional<int64_t> held_bytes;  // their count
   v1::RunRequest run;
   UploadedInputs uploaded;
 };
@@ -58,8 +57,7 @@ struct PreparedInfer {
 // `prepared->request`, reserving what that takes, and releases the received
 // bytes. In a request
 // of 1 MiB or more, input "input"'s raw_input_contents entry (from 64 KiB) is
-// left where gRPC received it, its reservation moved to
-// `prepared->received_cover`: `prepared->received` gets the view, in which it
+// left where gRPC received it: `prepared->received` gets the view, in which it
 // is input `prepared->input_entry`, named "input" (its entry in the request
 // stays empty). Other entries that large are copied into the request, as
 // protobuf does; so are all of a scatter_elements request, whose indices
@@ -137,9 +135,9 @@ absl::Status ParseInferRequest(ReceivedBytes& received, absl::string_view method
     received.Release();
     return absl::OkStatus();
   }
-  prepared->received_cover = received.ReleaseKeeping(held_bytes);
+  prepared->received.cover = received.ReleaseKeeping(held_bytes);
   view->Name(static_cast<size_t>(*input_entry), "input");
-  prepared->received = std::move(view);
+  prepared->received.view = std::move(view);
   return absl::OkStatus();
 }
 
@@ -166,7 +164,7 @@ absl::Status PrepareInfer(const InferCall& call, ReceivedBytes& received, Prepar
   RETURN_IF_ERROR(reservation.Grow(
       TypedContentsBound(request),
       absl::StrCat(method, ": the typed contents of request ", Quoted(request.id()))));
-  std::optional<RequestDataView>& view = prepared.received;
+  std::optional<RequestDataView>& view = prepared.received.view;
   if (view.has_value()) {
     prepared.held_bytes = view->inputs()[static_cast<size_t>(prepared.input_entry)].bytes;
   }
@@ -191,11 +189,11 @@ absl::Status ExecuteInfer(const InferCall& call, PreparedInfer& prepared, grpc::
   Engine& engine = call.engine;
   CallRecord& record = call.record;
   const inference::ModelInferRequest& request = prepared.request;
-  std::optional<RequestDataView>& received = prepared.received;
   v1::RunRequest& run = prepared.run;
   UploadedInputs& uploaded = prepared.uploaded;
   // The answer's reservation, apart from the request's: an answer forwarding
-  // the bytes `received` holds takes their cover over (CallContext::received).
+  // the bytes `prepared.received` holds takes their cover over
+  // (CallContext::received).
   MemoryBudget::Reservation answer_reservation = call.reservation.Sibling();
   Placement placement;
   CallContext execution = engine.Call(run, placement, call.stop, answer_reservation);
@@ -219,8 +217,7 @@ absl::Status ExecuteInfer(const InferCall& call, PreparedInfer& prepared, grpc::
     // of the input's bytes, those bytes as received) become
     // raw_output_contents as they are: no copy into the message or into its
     // serialized bytes.
-    if (received.has_value()) execution.received = &*received;
-    execution.received_cover = &prepared.received_cover;
+    execution.received = &prepared.received;
     ASSIGN_OR_RETURN(
         OutputBuffers outputs,
         engine.ExecuteOnWorker(execution, record, {.too_big_hint = kAnswerTooBigHint}, tiny));
@@ -236,7 +233,7 @@ absl::Status ExecuteInfer(const InferCall& call, PreparedInfer& prepared, grpc::
   // What stays held until gRPC sent it: the answer, as the execution
   // reserved it. The request and its inputs go now.
   call.reservation = std::move(answer_reservation);
-  prepared.received_cover.Release();
+  prepared.received.cover.Release();
   return absl::OkStatus();
 }
 

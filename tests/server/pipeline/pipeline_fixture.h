@@ -71,8 +71,7 @@ class PipelineTest : public ::testing::Test {
     std::unique_ptr<PlannedRun> dropped;
     CallContext call = Call(run.request, placement, reservation);
     call.uploaded = &run.uploaded;
-    call.received = &*run.received;
-    call.received_cover = &run.received_cover;
+    call.received = &run.received;
     return AnswerWithReceivedBytes(call, {.too_big_hint = "hint"},
                                    planned != nullptr ? *planned : dropped);
   }

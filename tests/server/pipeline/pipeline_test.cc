@@ -171,13 +171,13 @@ TEST_F(PipelineTest, ALargeRequestWithFewOtherFieldsIsParsedLightlyWhereItArrive
                        ParseReceivedRunIfLight(as_received, "Run", reservation, 16 << 10, &run));
   EXPECT_TRUE(parsed);
   EXPECT_EQ(bytes.Length(), 0u);  // held by the view now
-  ASSERT_TRUE(run.received.has_value());
+  ASSERT_TRUE(run.received.view.has_value());
   EXPECT_EQ(run.request.id(), "slice-1");
   EXPECT_EQ(run.request.inputs().at("input").data(), "");
   EXPECT_EQ(run.data_bytes, 512 * 4096);
   // The input's bytes stay reserved, in the view's cover; the received ones
   // around them are not.
-  EXPECT_EQ(run.received_cover.bytes(), run.data_bytes);
+  EXPECT_EQ(run.received.cover.bytes(), run.data_bytes);
   EXPECT_LT(reservation.bytes(), int64_t{1} << 20);
 
   // Rows 100..299 in order are bytes the request carried: answered with them,
@@ -200,13 +200,13 @@ TEST_F(PipelineTest, ALargeRequestWithFewOtherFieldsIsParsedLightlyWhereItArrive
   EXPECT_EQ(placement.label, "cpu");
   // The slices it keeps are reserved once: it takes over the view's cover of
   // them, the budget growing by the answer's other fields only.
-  const int64_t taken_over = 512 * 4096 - run.received_cover.bytes();
+  const int64_t taken_over = 512 * 4096 - run.received.cover.bytes();
   EXPECT_GE(taken_over, 200 * 4096);
   EXPECT_GT(reservation.bytes(), reserved + taken_over);
   EXPECT_LT(reservation.bytes(), reserved + taken_over + 4096);
   EXPECT_LT(budget_.reserved(), budget_reserved + 4096);
   run.Free();  // the view's cover of the rest goes
-  EXPECT_EQ(run.received_cover.bytes(), 0);
+  EXPECT_EQ(run.received.cover.bytes(), 0);
   EXPECT_EQ(budget_.reserved(), budget_reserved - 512 * 4096 + (reservation.bytes() - reserved));
 }
 
@@ -235,9 +235,9 @@ TEST_F(PipelineTest, ALargeRequestsDataIsReservedOnceWhileItIsParsedAndAnswered)
     } else {
       ASSERT_OK(ParseReceivedRun(as_received, "Run", reservation, &pool, &run));
     }
-    ASSERT_TRUE(run.received.has_value());
+    ASSERT_TRUE(run.received.view.has_value());
     EXPECT_EQ(run.data_bytes, data_bytes);
-    EXPECT_EQ(run.received_cover.bytes(), data_bytes);
+    EXPECT_EQ(run.received.cover.bytes(), data_bytes);
     EXPECT_LE(tight.reserved(), received + (int64_t{128} << 10));
     // Answered with those bytes in the same room: the answer takes over
     // their cover.
@@ -283,7 +283,6 @@ TEST_F(PipelineTest, OutputsThatNeedAKernelAreNotAnsweredWithTheReceivedBytes) {
   ASSERT_OK(OnWorker([&] {
     CallContext call = Call(run.request, placement, reservation);
     call.uploaded = &run.uploaded;
-    call.received_cover = &run.received_cover;
     call.planned = planned.get();
     outputs = Execute(call, IntoAnswerBuffers{"hint"});
     return outputs.status();
@@ -321,7 +320,7 @@ TEST_F(PipelineTest, RequestsThatAreNotLightToParseAreLeftAsTheyArrived) {
     EXPECT_EQ(bytes.Length(), length);
     EXPECT_EQ(as_received.reserved(), static_cast<int64_t>(length));
     EXPECT_EQ(reservation.bytes(), 0);
-    EXPECT_FALSE(run.received.has_value());
+    EXPECT_FALSE(run.received.view.has_value());
     EXPECT_EQ(run.request.ByteSizeLong(), 0u);
   }
 }
