@@ -22,6 +22,7 @@
 #include "core/status_macros.h"
 #include "server/data/shared_memory.h"
 #include "server/memory/memory_budget.h"
+#include "server/pipeline/parse.h"
 #include "server/telemetry/request_log.h"
 #include "server/v2/inference_http_json.h"
 #include "server/v2/inference_models.h"
@@ -36,9 +37,6 @@ using State = InferenceHttpServer::State;
 
 // The method name in the request log and metrics.
 constexpr absl::string_view kMethod = "HttpInfer";
-// What a request holds besides its tensors (its parsed form, the converted
-// native request, its log record), as ModelInfer reserves for its own.
-constexpr int64_t kRequestOverheadBytes = 16 << 10;
 // A whole body holds the waiting room's buffer and httplib's copy, which
 // grows by doubling.
 constexpr int64_t kBodyCopies = 3;
@@ -121,7 +119,9 @@ absl::StatusOr<HttpInferRequest> ParseHttpInfer(const httplib::Request& http,
   const std::string parsing = absl::StrCat(
       kMethod, ": parsing a ", header_length.value_or(static_cast<int64_t>(http.body.size())),
       "-byte JSON request");
-  RETURN_IF_ERROR(request_bytes.Grow(kRequestOverheadBytes, parsing));
+  // The request's overhead (kRequestOverheadBytes) as ModelInfer's; the
+  // parse itself is reserved as its values are made.
+  RETURN_IF_ERROR(ReserveParsing(/*bound=*/0, parsing, request_bytes));
   ASSIGN_OR_RETURN(
       HttpInferRequest parsed,
       ParseHttpInferRequest(model, version, http.body, header_length,
