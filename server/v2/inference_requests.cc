@@ -345,6 +345,177 @@ absl::Status AddSharedMemoryOutputs(const inference::ModelInferRequest& request,
   return absl::OkStatus();
 }
 
+// The number of raw_input_contents entries `request` must have when it has
+// any: one per input not in shared memory (as Triton). Whether it has any.
+absl::StatusOr<bool> HasRawEntries(const inference::ModelInferRequest& request,
+                                   const ModelSpec& model) {
+  if (request.raw_input_contents_size() == 0) return false;
+  int in_request = 0;
+  for (const auto& tensor : request.inputs()) {
+    in_request += tensor.parameters().contains(std::string(kSharedMemoryRegionParameter)) ? 0 : 1;
+  }
+  if (request.raw_input_contents_size() != in_request) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        model.name, ": raw_input_contents has ", request.raw_input_contents_size(), " entries for ",
+        in_request, " inputs", in_request != request.inputs_size() ? " not in shared memory" : "",
+        "; give every input's bytes there or none"));
+  }
+  return true;
+}
+
+// `tensor`'s datatype and shape into `input`; its element count.
+absl::StatusOr<int64_t> ReadLayout(const inference::ModelInferRequest::InferInputTensor& tensor,
+                                   const std::string& what, Input& input) {
+  std::optional<DType> dtype = DTypeFromV2Datatype(tensor.datatype());
+  if (!dtype.has_value()) {
+    return absl::InvalidArgumentError(absl::StrCat(what, " has datatype ",
+                                                   Quoted(tensor.datatype()),
+                                                   ", which is not one of ", V2DatatypeNames()));
+  }
+  input.dtype = *dtype;
+  int64_t elements = 1;
+  for (int d = 0; d < tensor.shape_size(); ++d) {
+    const int64_t size = tensor.shape(d);
+    std::optional<int64_t> product = CheckedMul(elements, size);
+    if (size < 0 || !product.has_value()) {
+      return absl::InvalidArgumentError(absl::StrCat(what, ": shape[", d, "] = ", size,
+                                                     " is not a size (shape [",
+                                                     absl::StrJoin(tensor.shape(), ","), "])"));
+    }
+    elements = *product;
+    input.shape.push_back(size);
+  }
+  return elements;
+}
+
+// An input read from a shared memory region (`input.shared_memory`): a data
+// tensor, with no contents, whose byte_size is what its shape takes
+// (`expected`; nullopt: past int64).
+absl::Status CheckSharedMemoryInput(const inference::ModelInferRequest::InferInputTensor& tensor,
+                                    const TensorSpec& spec, const Input& input,
+                                    std::optional<int64_t> expected, const std::string& what) {
+  // The native pipeline reads the region (ResolveSharedMemoryInputs); the
+  // conversion needs parameter tensors' values, so those come inline.
+  if (!spec.data) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(what,
+                     " is a parameter tensor: send its values in the request, not in shared "
+                     "memory region \"",
+                     input.shared_memory->region, "\""));
+  }
+  if (HasContents(tensor.contents())) {
+    return absl::InvalidArgumentError(absl::StrCat(what, ": contents and parameter \"",
+                                                   kSharedMemoryRegionParameter,
+                                                   "\" are both set; send one"));
+  }
+  if (!expected.has_value() || input.shared_memory->byte_size != *expected) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        what, ": parameter \"", kSharedMemoryByteSizeParameter, "\" is ",
+        input.shared_memory->byte_size, " but its shape [", absl::StrJoin(tensor.shape(), ","),
+        "] of ", tensor.datatype(), " takes ", expected.value_or(-1), " bytes"));
+  }
+  return absl::OkStatus();
+}
+
+// Input `tensor` (its `spec`) checked and taken: its bytes moved out of
+// `raw` (its raw_input_contents entry; null: none, its contents are read) or
+// named in a shared memory region. `held_input_bytes`: the bytes of input
+// "input" when they are held apart and its entry is empty.
+absl::StatusOr<Input> TakeInput(inference::ModelInferRequest::InferInputTensor& tensor,
+                                const ModelSpec& model, const TensorSpec& spec, std::string* raw,
+                                std::optional<int64_t> held_input_bytes) {
+  const std::string what = absl::StrCat(model.name, ": input ", Quoted(tensor.name()));
+  Input input;
+  if (spec.text) {
+    ASSIGN_OR_RETURN(input.text, TextElement(tensor, raw, what));
+    return input;
+  }
+  ASSIGN_OR_RETURN(const int64_t elements, ReadLayout(tensor, what, input));
+  ASSIGN_OR_RETURN(input.shared_memory, SharedMemoryParameters(tensor.parameters(), what));
+  const std::optional<int64_t> expected = CheckedMul(elements, ElementSize(input.dtype));
+  if (input.shared_memory.has_value()) {
+    RETURN_IF_ERROR(CheckSharedMemoryInput(tensor, spec, input, expected, what));
+    return input;
+  }
+  std::optional<int64_t> held;  // input "input"'s bytes, held apart
+  if (raw != nullptr) {
+    input.bytes = std::move(*raw);
+    if (tensor.name() == "input" && input.bytes.empty()) held = held_input_bytes;
+  } else {
+    ASSIGN_OR_RETURN(input.bytes, ContentsBytes(tensor.contents(), input.dtype,
+                                                absl::StrCat(what, " contents")));
+    tensor.clear_contents();
+  }
+  const int64_t bytes = held.value_or(static_cast<int64_t>(input.bytes.size()));
+  if (!expected.has_value() || bytes != *expected) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        what, " has ", bytes / ElementSize(input.dtype), " elements (", bytes,
+        " bytes) but its shape [", absl::StrJoin(tensor.shape(), ","), "] of ", tensor.datatype(),
+        " holds ", elements, " (", expected.value_or(-1), " bytes)"));
+  }
+  if (!spec.data) RETURN_IF_ERROR(Int64Values(model, spec, input).status());
+  return input;
+}
+
+// Every input of `request` taken (TakeInput), each once, the required ones
+// all there; raw_input_contents left empty.
+absl::StatusOr<Inputs> TakeInputs(inference::ModelInferRequest& request, const ModelSpec& model,
+                                  std::optional<int64_t> held_input_bytes) {
+  ASSIGN_OR_RETURN(const bool raw, HasRawEntries(request, model));
+  int next_raw = 0;
+  Inputs inputs;
+  for (int i = 0; i < request.inputs_size(); ++i) {
+    inference::ModelInferRequest::InferInputTensor& tensor = *request.mutable_inputs(i);
+    const TensorSpec* spec = FindInput(model, tensor.name());
+    if (spec == nullptr) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(model.name, ": inputs[", i, "] ", Quoted(tensor.name()),
+                       " is not an input of ", model.name, "; its inputs are ", InputNames(model)));
+    }
+    if (inputs.contains(tensor.name())) {
+      return absl::InvalidArgumentError(absl::StrCat(model.name, ": input ", Quoted(tensor.name()),
+                                                     " is given twice (inputs[", i, "])"));
+    }
+    const bool in_region =
+        tensor.parameters().contains(std::string(kSharedMemoryRegionParameter)) && !spec->text;
+    std::string* entry =
+        raw && !in_region ? request.mutable_raw_input_contents(next_raw++) : nullptr;
+    ASSIGN_OR_RETURN(Input input, TakeInput(tensor, model, *spec, entry, held_input_bytes));
+    inputs.emplace(tensor.name(), std::move(input));
+  }
+  request.clear_raw_input_contents();
+  for (const TensorSpec& spec : model.inputs) {
+    if (spec.required && !inputs.contains(spec.name)) {
+      return absl::InvalidArgumentError(absl::StrCat(model.name, ": input \"", spec.name,
+                                                     "\" is missing; the inputs are ",
+                                                     InputNames(model)));
+    }
+  }
+  return inputs;
+}
+
+// `model`'s parameter inputs as the attributes of `run`'s operator.
+void SetAttributes(const ModelSpec& model, const Inputs& inputs, v1::RunRequest& run) {
+  google::protobuf::Message& attrs = *run.GetReflection()->MutableMessage(&run, model.field);
+  for (const TensorSpec& spec : model.inputs) {
+    if (spec.attribute == nullptr) continue;  // data, or split's sizes
+    auto found = inputs.find(spec.name);
+    if (found == inputs.end()) continue;
+    if (spec.text) {
+      attrs.GetReflection()->SetString(&attrs, spec.attribute, found->second.text);
+      continue;
+    }
+    const std::vector<int64_t> values = *Int64Values(model, spec, found->second);  // checked
+    for (int64_t value : values) {
+      if (spec.scalar) {
+        attrs.GetReflection()->SetInt64(&attrs, spec.attribute, value);
+      } else {
+        attrs.GetReflection()->AddInt64(&attrs, spec.attribute, value);
+      }
+    }
+  }
+}
+
 }  // namespace
 
 int64_t TypedContentsBound(const inference::ModelInferRequest& request) {
@@ -363,140 +534,12 @@ absl::StatusOr<v1::RunRequest> ToRunRequest(inference::ModelInferRequest& reques
                                             std::optional<int64_t> held_input_bytes) {
   RETURN_IF_ERROR(CheckModel(request.model_name(), request.model_version()));
   const ModelSpec& model = *FindModel(request.model_name());
-  const bool raw = request.raw_input_contents_size() > 0;
-  // Inputs in shared memory have no entry in raw_input_contents (as Triton).
-  int in_request = 0;
-  for (const auto& tensor : request.inputs()) {
-    in_request += tensor.parameters().contains(std::string(kSharedMemoryRegionParameter)) ? 0 : 1;
-  }
-  if (raw && request.raw_input_contents_size() != in_request) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        model.name, ": raw_input_contents has ", request.raw_input_contents_size(), " entries for ",
-        in_request, " inputs", in_request != request.inputs_size() ? " not in shared memory" : "",
-        "; give every input's bytes there or none"));
-  }
-  int next_raw = 0;
-  Inputs inputs;
-  for (int i = 0; i < request.inputs_size(); ++i) {
-    inference::ModelInferRequest::InferInputTensor& tensor = *request.mutable_inputs(i);
-    const std::string what = absl::StrCat(model.name, ": input ", Quoted(tensor.name()));
-    const TensorSpec* spec = FindInput(model, tensor.name());
-    if (spec == nullptr) {
-      return absl::InvalidArgumentError(
-          absl::StrCat(model.name, ": inputs[", i, "] ", Quoted(tensor.name()),
-                       " is not an input of ", model.name, "; its inputs are ", InputNames(model)));
-    }
-    if (inputs.contains(tensor.name())) {
-      return absl::InvalidArgumentError(absl::StrCat(what, " is given twice (inputs[", i, "])"));
-    }
-    Input input;
-    if (spec->text) {
-      ASSIGN_OR_RETURN(
-          input.text,
-          TextElement(tensor, raw ? &request.raw_input_contents(next_raw++) : nullptr, what));
-      inputs.emplace(tensor.name(), std::move(input));
-      continue;
-    }
-    std::optional<DType> dtype = DTypeFromV2Datatype(tensor.datatype());
-    if (!dtype.has_value()) {
-      return absl::InvalidArgumentError(absl::StrCat(what, " has datatype ",
-                                                     Quoted(tensor.datatype()),
-                                                     ", which is not one of ", V2DatatypeNames()));
-    }
-    input.dtype = *dtype;
-    int64_t elements = 1;
-    for (int d = 0; d < tensor.shape_size(); ++d) {
-      const int64_t size = tensor.shape(d);
-      std::optional<int64_t> product = CheckedMul(elements, size);
-      if (size < 0 || !product.has_value()) {
-        return absl::InvalidArgumentError(absl::StrCat(what, ": shape[", d, "] = ", size,
-                                                       " is not a size (shape [",
-                                                       absl::StrJoin(tensor.shape(), ","), "])"));
-      }
-      elements = *product;
-      input.shape.push_back(size);
-    }
-    ASSIGN_OR_RETURN(input.shared_memory, SharedMemoryParameters(tensor.parameters(), what));
-    const std::optional<int64_t> expected = CheckedMul(elements, ElementSize(*dtype));
-    if (input.shared_memory.has_value()) {
-      // The native pipeline reads the region (ResolveSharedMemoryInputs); the
-      // conversion needs parameter tensors' values, so those come inline.
-      if (!spec->data) {
-        return absl::InvalidArgumentError(absl::StrCat(
-            what,
-            " is a parameter tensor: send its values in the request, not in shared memory "
-            "region \"",
-            input.shared_memory->region, "\""));
-      }
-      if (HasContents(tensor.contents())) {
-        return absl::InvalidArgumentError(absl::StrCat(what, ": contents and parameter \"",
-                                                       kSharedMemoryRegionParameter,
-                                                       "\" are both set; send one"));
-      }
-      if (!expected.has_value() || input.shared_memory->byte_size != *expected) {
-        return absl::InvalidArgumentError(absl::StrCat(
-            what, ": parameter \"", kSharedMemoryByteSizeParameter, "\" is ",
-            input.shared_memory->byte_size, " but its shape [", absl::StrJoin(tensor.shape(), ","),
-            "] of ", tensor.datatype(), " takes ", expected.value_or(-1), " bytes"));
-      }
-      inputs.emplace(tensor.name(), std::move(input));
-      continue;
-    }
-    // Input "input"'s bytes when they are held apart (the caller supplies them).
-    std::optional<int64_t> held;
-    if (raw) {
-      input.bytes = std::move(*request.mutable_raw_input_contents(next_raw++));
-      if (tensor.name() == "input" && input.bytes.empty()) held = held_input_bytes;
-    } else {
-      ASSIGN_OR_RETURN(input.bytes,
-                       ContentsBytes(tensor.contents(), *dtype, absl::StrCat(what, " contents")));
-      tensor.clear_contents();
-    }
-    const int64_t bytes = held.value_or(static_cast<int64_t>(input.bytes.size()));
-    if (!expected.has_value() || bytes != *expected) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          what, " has ", bytes / ElementSize(*dtype), " elements (", bytes,
-          " bytes) but its shape [", absl::StrJoin(tensor.shape(), ","), "] of ", tensor.datatype(),
-          " holds ", elements, " (", expected.value_or(-1), " bytes)"));
-    }
-    if (!spec->data) RETURN_IF_ERROR(Int64Values(model, *spec, input).status());
-    inputs.emplace(tensor.name(), std::move(input));
-  }
-  request.clear_raw_input_contents();
-  for (const TensorSpec& spec : model.inputs) {
-    if (spec.required && !inputs.contains(spec.name)) {
-      return absl::InvalidArgumentError(absl::StrCat(model.name, ": input \"", spec.name,
-                                                     "\" is missing; the inputs are ",
-                                                     InputNames(model)));
-    }
-  }
-
+  ASSIGN_OR_RETURN(Inputs inputs, TakeInputs(request, model, held_input_bytes));
   v1::RunRequest run;
   run.set_id(request.id());
   ASSIGN_OR_RETURN(v1::Backend backend, BackendOf(request));
   run.set_backend(backend);
-  auto values = [&](absl::string_view name) -> std::vector<int64_t> {
-    auto found = inputs.find(name);
-    if (found == inputs.end()) return {};
-    return *Int64Values(model, *FindInput(model, name), found->second);  // checked above
-  };
-  google::protobuf::Message& attrs = *run.GetReflection()->MutableMessage(&run, model.field);
-  for (const TensorSpec& spec : model.inputs) {
-    if (spec.attribute == nullptr) continue;  // data, or split's sizes
-    if (spec.text) {
-      if (auto found = inputs.find(spec.name); found != inputs.end()) {
-        attrs.GetReflection()->SetString(&attrs, spec.attribute, found->second.text);
-      }
-      continue;
-    }
-    for (int64_t value : values(spec.name)) {
-      if (spec.scalar) {
-        attrs.GetReflection()->SetInt64(&attrs, spec.attribute, value);
-      } else {
-        attrs.GetReflection()->AddInt64(&attrs, spec.attribute, value);
-      }
-    }
-  }
+  SetAttributes(model, inputs, run);
   for (auto& [name, input] : inputs) {
     if (!FindInput(model, name)->data) continue;
     v1::Tensor& tensor = (*run.mutable_inputs())[name];
@@ -511,7 +554,10 @@ absl::StatusOr<v1::RunRequest> ToRunRequest(inference::ModelInferRequest& reques
   if (model.op->outputs != OutputRule::kOneDerived) {
     // The native request gives these outputs' sizes (slice's whole windows,
     // split's parts): as the operator derives them.
-    const std::vector<int64_t> split_sizes = values(kSplitSizesInput);
+    std::vector<int64_t> split_sizes;
+    if (auto found = inputs.find(kSplitSizesInput); found != inputs.end()) {
+      split_sizes = *Int64Values(model, *FindInput(model, kSplitSizesInput), found->second);
+    }
     ASSIGN_OR_RETURN(std::vector<std::vector<int64_t>> sizes,
                      DerivedOutputSizes(run, inputs, split_sizes));
     AddOutputs(sizes, run);
