@@ -96,187 +96,246 @@ Json FromParameters(const google::protobuf::Map<std::string, inference::InferPar
 
 }  // namespace
 
-absl::StatusOr<HttpInferRequest> ParseHttpInferRequest(absl::string_view model,
-                                                       absl::string_view version,
-                                                       absl::string_view body,
-                                                       std::optional<int64_t> header_length,
-                                                       const JsonReserve& reserve) {
-  absl::string_view json_text = body;
-  absl::string_view binary;
-  if (header_length.has_value()) {
-    if (*header_length < 0 || static_cast<uint64_t>(*header_length) > body.size()) {
-      return JsonError(model, absl::StrCat(kInferenceHeaderContentLength, " ", *header_length,
-                                           " is not within the body's ", body.size(), " bytes"));
-    }
-    json_text = body.substr(0, static_cast<size_t>(*header_length));
-    binary = body.substr(static_cast<size_t>(*header_length));
-  }
-  ASSIGN_OR_RETURN(
-      const Json json,
-      ParseBoundedJson(json_text, absl::StrCat(CutForMessage(model), ": the request"), reserve));
-  if (!json.is_object()) return JsonError(model, "the request is not a JSON object");
-  // The raw bytes the inputs become, reserved before they are made.
-  auto reserve_raw = [&](int64_t bytes) { return reserve ? reserve(bytes) : absl::OkStatus(); };
+namespace {
 
-  HttpInferRequest parsed;
+// The binary part of a request body (after the JSON, Inference-Header-
+// Content-Length bytes in), handed to the inputs in order.
+struct BinaryPart {
+  bool announced = false;  // the header was given
+  absl::string_view bytes;
+  size_t taken = 0;
+};
+
+// The request's "id" and "parameters" into `parsed`.
+absl::Status ReadRequestFields(const Json& json, absl::string_view model,
+                               HttpInferRequest& parsed) {
   inference::ModelInferRequest& request = parsed.request;
-  request.set_model_name(std::string(model));
-  request.set_model_version(std::string(version));
   if (json.contains("id")) {
     if (!json["id"].is_string()) return JsonError(model, "\"id\" is not a string");
     const std::string& id = json["id"].get_ref<const std::string&>();
     RETURN_IF_ERROR(CheckIdBytes(id, absl::StrCat(model, ": \"id\"")));
     request.set_id(id);
   }
-  if (json.contains("parameters")) {
-    const Json& parameters = json["parameters"];
-    RETURN_IF_ERROR(ToParameters(parameters, absl::StrCat(model, ": the request's"),
-                                 *request.mutable_parameters()));
-    if (parameters.contains("binary_data_output")) {
-      if (!parameters["binary_data_output"].is_boolean()) {
-        return JsonError(model, "parameters.binary_data_output is not true or false");
-      }
-      parsed.binary_default = parameters["binary_data_output"].get<bool>();
+  if (!json.contains("parameters")) return absl::OkStatus();
+  const Json& parameters = json["parameters"];
+  RETURN_IF_ERROR(ToParameters(parameters, absl::StrCat(model, ": the request's"),
+                               *request.mutable_parameters()));
+  if (parameters.contains("binary_data_output")) {
+    if (!parameters["binary_data_output"].is_boolean()) {
+      return JsonError(model, "parameters.binary_data_output is not true or false");
     }
+    parsed.binary_default = parameters["binary_data_output"].get<bool>();
   }
-  if (!json.contains("inputs") || !json["inputs"].is_array()) {
-    return JsonError(model, "the request has no \"inputs\" array");
+  return absl::OkStatus();
+}
+
+// Input `input`'s name, datatype, shape and parameters into `tensor`
+// (`at`: how to name it before its name is known); its
+// parameters.binary_data_size when given.
+absl::StatusOr<std::optional<int64_t>> ReadInputHead(
+    const Json& input, absl::string_view model, const std::string& at,
+    inference::ModelInferRequest::InferInputTensor& tensor) {
+  if (!input.contains("name") || !input["name"].is_string()) {
+    return absl::InvalidArgumentError(absl::StrCat(at, " has no \"name\" string"));
   }
-  size_t binary_offset = 0;
-  int i = 0;
-  for (const Json& input : json["inputs"]) {
-    const std::string at = absl::StrCat(CutForMessage(model), ": inputs[", i, "]");
-    if (!input.is_object())
-      return JsonError(model, absl::StrCat("inputs[", i, "] is not an object"));
-    if (!input.contains("name") || !input["name"].is_string()) {
-      return absl::InvalidArgumentError(absl::StrCat(at, " has no \"name\" string"));
+  const std::string name = input["name"].get<std::string>();
+  const std::string what = absl::StrCat(CutForMessage(model), ": input ", Quoted(name));
+  if (!input.contains("datatype") || !input["datatype"].is_string()) {
+    return absl::InvalidArgumentError(absl::StrCat(what, " has no \"datatype\" string"));
+  }
+  if (!input.contains("shape") || !input["shape"].is_array()) {
+    return absl::InvalidArgumentError(absl::StrCat(what, " has no \"shape\" array"));
+  }
+  tensor.set_name(name);
+  tensor.set_datatype(input["datatype"].get<std::string>());
+  int d = 0;
+  for (const Json& size : input["shape"]) {
+    if (!size.is_number_integer()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(what, ": shape[", d, "] = ", QuoteJson(size), " is not an integer"));
     }
-    const std::string name = input["name"].get<std::string>();
-    const std::string what = absl::StrCat(CutForMessage(model), ": input ", Quoted(name));
-    if (!input.contains("datatype") || !input["datatype"].is_string()) {
-      return absl::InvalidArgumentError(absl::StrCat(what, " has no \"datatype\" string"));
+    tensor.add_shape(size.get<int64_t>());
+    ++d;
+  }
+  std::optional<int64_t> binary_size;
+  if (!input.contains("parameters")) return binary_size;
+  const Json& parameters = input["parameters"];
+  RETURN_IF_ERROR(ToParameters(parameters, what, *tensor.mutable_parameters()));
+  if (parameters.contains("binary_data_size")) {
+    if (!parameters["binary_data_size"].is_number_integer() ||
+        parameters["binary_data_size"].get<int64_t>() < 0) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          what, ": parameters.binary_data_size = ", QuoteJson(parameters["binary_data_size"]),
+          " is not a size"));
     }
-    if (!input.contains("shape") || !input["shape"].is_array()) {
-      return absl::InvalidArgumentError(absl::StrCat(what, " has no \"shape\" array"));
+    binary_size = parameters["binary_data_size"].get<int64_t>();
+  }
+  return binary_size;
+}
+
+// Input `input`'s "data" values, of `tensor`'s datatype, as raw bytes in
+// `bytes`, reserved before they are made.
+absl::Status ReadInputData(const Json& input,
+                           const inference::ModelInferRequest::InferInputTensor& tensor,
+                           const std::string& what, const JsonReserve& reserve_raw,
+                           std::string& bytes) {
+  // An unknown datatype keeps no bytes: the model conversion refuses it by
+  // name, as for gRPC.
+  if (const std::optional<DType> dtype = DTypeFromV2Datatype(tensor.datatype())) {
+    const int64_t raw = JsonLeafCount(input["data"]) * ElementSize(*dtype);
+    RETURN_IF_ERROR(reserve_raw(raw));
+    bytes.reserve(static_cast<size_t>(raw));
+    return AppendJsonData(input["data"], *dtype, what, bytes);
+  }
+  if (tensor.datatype() != "BYTES") return absl::OkStatus();
+  // Text parameters: each string as Triton serializes BYTES, its 4-byte
+  // little-endian length, then its bytes.
+  const Json& data = input["data"];
+  const Json* leaf = data.is_array() && data.size() == 1 ? &data[0] : &data;
+  if (!leaf->is_string()) {
+    return absl::InvalidArgumentError(absl::StrCat(what, ": \"data\" = ", QuoteJson(data),
+                                                   " is not one string (BYTES, shape [1])"));
+  }
+  const std::string& text = leaf->get_ref<const std::string&>();
+  const uint32_t length = static_cast<uint32_t>(text.size());  // within the body's size
+  RETURN_IF_ERROR(reserve_raw(static_cast<int64_t>(sizeof length + text.size())));
+  bytes.append(reinterpret_cast<const char*>(&length), sizeof length);
+  bytes.append(text);
+  return absl::OkStatus();
+}
+
+// Input `input`'s bytes, `tensor` read (ReadInputHead), as a raw_input_contents
+// entry of `request`: from the binary part (`binary_size` of them) or from
+// "data"; none for an input in shared memory, whose parameters say where it
+// is (ToRunRequest reads them), as over gRPC.
+absl::Status ReadInputBytes(const Json& input,
+                            const inference::ModelInferRequest::InferInputTensor& tensor,
+                            std::optional<int64_t> binary_size, absl::string_view model,
+                            BinaryPart& binary, const JsonReserve& reserve_raw,
+                            inference::ModelInferRequest& request) {
+  const std::string what = absl::StrCat(CutForMessage(model), ": input ", Quoted(tensor.name()));
+  if (tensor.parameters().contains(std::string(kSharedMemoryRegionParameter))) {
+    if (input.contains("data") || binary_size.has_value()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(what, " has both parameters.", kSharedMemoryRegionParameter, " and ",
+                       input.contains("data") ? "\"data\"" : "parameters.binary_data_size"));
     }
-    auto& tensor = *request.add_inputs();
-    tensor.set_name(name);
-    tensor.set_datatype(input["datatype"].get<std::string>());
-    int d = 0;
-    for (const Json& size : input["shape"]) {
-      if (!size.is_number_integer()) {
-        return absl::InvalidArgumentError(
-            absl::StrCat(what, ": shape[", d, "] = ", QuoteJson(size), " is not an integer"));
-      }
-      tensor.add_shape(size.get<int64_t>());
-      ++d;
-    }
-    std::optional<int64_t> binary_size;
-    if (input.contains("parameters")) {
-      const Json& parameters = input["parameters"];
-      RETURN_IF_ERROR(ToParameters(parameters, what, *tensor.mutable_parameters()));
-      if (parameters.contains("binary_data_size")) {
-        if (!parameters["binary_data_size"].is_number_integer() ||
-            parameters["binary_data_size"].get<int64_t>() < 0) {
-          return absl::InvalidArgumentError(absl::StrCat(
-              what, ": parameters.binary_data_size = ", QuoteJson(parameters["binary_data_size"]),
-              " is not a size"));
-        }
-        binary_size = parameters["binary_data_size"].get<int64_t>();
-      }
-    }
-    // An input in shared memory (the system shared memory extension) has no
-    // bytes here and, as over gRPC, no raw_input_contents entry: its
-    // parameters say where it is (ToRunRequest reads them).
-    if (tensor.parameters().contains(std::string(kSharedMemoryRegionParameter))) {
-      if (input.contains("data") || binary_size.has_value()) {
-        return absl::InvalidArgumentError(
-            absl::StrCat(what, " has both parameters.", kSharedMemoryRegionParameter, " and ",
-                         input.contains("data") ? "\"data\"" : "parameters.binary_data_size"));
-      }
-      ++i;
-      continue;
-    }
-    std::string& bytes = *request.add_raw_input_contents();
-    if (binary_size.has_value()) {
-      if (input.contains("data")) {
-        return absl::InvalidArgumentError(
-            absl::StrCat(what, " has both \"data\" and parameters.binary_data_size"));
-      }
-      if (!header_length.has_value()) {
-        return absl::InvalidArgumentError(
-            absl::StrCat(what, " has parameters.binary_data_size but the request has no ",
-                         kInferenceHeaderContentLength, " header"));
-      }
-      if (static_cast<uint64_t>(*binary_size) > binary.size() - binary_offset) {
-        return absl::InvalidArgumentError(
-            absl::StrCat(what, ": parameters.binary_data_size = ", *binary_size, " but only ",
-                         binary.size() - binary_offset, " binary bytes are left in the request"));
-      }
-      const absl::string_view part =
-          binary.substr(binary_offset, static_cast<size_t>(*binary_size));
-      RETURN_IF_ERROR(reserve_raw(static_cast<int64_t>(part.size())));
-      bytes.assign(part.data(), part.size());
-      binary_offset += static_cast<size_t>(*binary_size);
-    } else if (input.contains("data")) {
-      // An unknown datatype keeps no bytes: the model conversion refuses it
-      // by name, as for gRPC.
-      if (const std::optional<DType> dtype = DTypeFromV2Datatype(tensor.datatype())) {
-        const int64_t raw = JsonLeafCount(input["data"]) * ElementSize(*dtype);
-        RETURN_IF_ERROR(reserve_raw(raw));
-        bytes.reserve(static_cast<size_t>(raw));
-        RETURN_IF_ERROR(AppendJsonData(input["data"], *dtype, what, bytes));
-      } else if (tensor.datatype() == "BYTES") {
-        // Text parameters: each string as Triton serializes BYTES, its 4-byte
-        // little-endian length, then its bytes.
-        const Json& data = input["data"];
-        const Json* leaf = data.is_array() && data.size() == 1 ? &data[0] : &data;
-        if (!leaf->is_string()) {
-          return absl::InvalidArgumentError(absl::StrCat(what, ": \"data\" = ", QuoteJson(data),
-                                                         " is not one string (BYTES, shape [1])"));
-        }
-        const std::string& text = leaf->get_ref<const std::string&>();
-        const uint32_t length = static_cast<uint32_t>(text.size());  // within the body's size
-        RETURN_IF_ERROR(reserve_raw(static_cast<int64_t>(sizeof length + text.size())));
-        bytes.append(reinterpret_cast<const char*>(&length), sizeof length);
-        bytes.append(text);
-      }
-    } else {
+    return absl::OkStatus();
+  }
+  std::string& bytes = *request.add_raw_input_contents();
+  if (!binary_size.has_value()) {
+    if (!input.contains("data")) {
       return absl::InvalidArgumentError(
           absl::StrCat(what, " has neither \"data\" nor parameters.binary_data_size"));
     }
+    return ReadInputData(input, tensor, what, reserve_raw, bytes);
+  }
+  if (input.contains("data")) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(what, " has both \"data\" and parameters.binary_data_size"));
+  }
+  if (!binary.announced) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(what, " has parameters.binary_data_size but the request has no ",
+                     kInferenceHeaderContentLength, " header"));
+  }
+  if (static_cast<uint64_t>(*binary_size) > binary.bytes.size() - binary.taken) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(what, ": parameters.binary_data_size = ", *binary_size, " but only ",
+                     binary.bytes.size() - binary.taken, " binary bytes are left in the request"));
+  }
+  const absl::string_view part =
+      binary.bytes.substr(binary.taken, static_cast<size_t>(*binary_size));
+  RETURN_IF_ERROR(reserve_raw(static_cast<int64_t>(part.size())));
+  bytes.assign(part.data(), part.size());
+  binary.taken += part.size();
+  return absl::OkStatus();
+}
+
+// The request's "outputs" into `parsed`.
+absl::Status ReadOutputs(const Json& json, absl::string_view model, HttpInferRequest& parsed) {
+  if (!json.contains("outputs")) return absl::OkStatus();
+  if (!json["outputs"].is_array()) return JsonError(model, "\"outputs\" is not an array");
+  int k = 0;
+  for (const Json& output : json["outputs"]) {
+    if (!output.is_object() || !output.contains("name") || !output["name"].is_string()) {
+      return JsonError(model, absl::StrCat("outputs[", k, "] has no \"name\" string"));
+    }
+    auto& asked = *parsed.request.add_outputs();
+    asked.set_name(output["name"].get<std::string>());
+    if (output.contains("parameters")) {
+      const Json& parameters = output["parameters"];
+      RETURN_IF_ERROR(ToParameters(
+          parameters, absl::StrCat(CutForMessage(model), ": output ", Quoted(asked.name())),
+          *asked.mutable_parameters()));
+      if (parameters.contains("binary_data")) {
+        if (!parameters["binary_data"].is_boolean()) {
+          return JsonError(model, absl::StrCat("output ", Quoted(asked.name()),
+                                               ": parameters.binary_data is not true or "
+                                               "false"));
+        }
+        parsed.binary_outputs[asked.name()] = parameters["binary_data"].get<bool>();
+      }
+    }
+    ++k;
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::StatusOr<HttpInferRequest> ParseHttpInferRequest(absl::string_view model,
+                                                       absl::string_view version,
+                                                       absl::string_view body,
+                                                       std::optional<int64_t> header_length,
+                                                       const JsonReserve& reserve) {
+  absl::string_view json_text = body;
+  BinaryPart binary;
+  binary.announced = header_length.has_value();
+  if (header_length.has_value()) {
+    if (*header_length < 0 || static_cast<uint64_t>(*header_length) > body.size()) {
+      return JsonError(model, absl::StrCat(kInferenceHeaderContentLength, " ", *header_length,
+                                           " is not within the body's ", body.size(), " bytes"));
+    }
+    json_text = body.substr(0, static_cast<size_t>(*header_length));
+    binary.bytes = body.substr(static_cast<size_t>(*header_length));
+  }
+  ASSIGN_OR_RETURN(
+      const Json json,
+      ParseBoundedJson(json_text, absl::StrCat(CutForMessage(model), ": the request"), reserve));
+  if (!json.is_object()) return JsonError(model, "the request is not a JSON object");
+  // The raw bytes the inputs become, reserved before they are made.
+  const JsonReserve reserve_raw = [&](int64_t bytes) {
+    return reserve ? reserve(bytes) : absl::OkStatus();
+  };
+
+  HttpInferRequest parsed;
+  inference::ModelInferRequest& request = parsed.request;
+  request.set_model_name(std::string(model));
+  request.set_model_version(std::string(version));
+  RETURN_IF_ERROR(ReadRequestFields(json, model, parsed));
+  if (!json.contains("inputs") || !json["inputs"].is_array()) {
+    return JsonError(model, "the request has no \"inputs\" array");
+  }
+  int i = 0;
+  for (const Json& input : json["inputs"]) {
+    if (!input.is_object()) {
+      return JsonError(model, absl::StrCat("inputs[", i, "] is not an object"));
+    }
+    auto& tensor = *request.add_inputs();
+    ASSIGN_OR_RETURN(
+        const std::optional<int64_t> binary_size,
+        ReadInputHead(input, model, absl::StrCat(CutForMessage(model), ": inputs[", i, "]"),
+                      tensor));
+    RETURN_IF_ERROR(
+        ReadInputBytes(input, tensor, binary_size, model, binary, reserve_raw, request));
     ++i;
   }
-  if (binary_offset != binary.size()) {
-    return JsonError(model, absl::StrCat("the request has ", binary.size() - binary_offset,
+  if (binary.taken != binary.bytes.size()) {
+    return JsonError(model, absl::StrCat("the request has ", binary.bytes.size() - binary.taken,
                                          " binary bytes that no input's binary_data_size claims"));
   }
-  if (json.contains("outputs")) {
-    if (!json["outputs"].is_array()) return JsonError(model, "\"outputs\" is not an array");
-    int k = 0;
-    for (const Json& output : json["outputs"]) {
-      if (!output.is_object() || !output.contains("name") || !output["name"].is_string()) {
-        return JsonError(model, absl::StrCat("outputs[", k, "] has no \"name\" string"));
-      }
-      auto& asked = *request.add_outputs();
-      asked.set_name(output["name"].get<std::string>());
-      if (output.contains("parameters")) {
-        const Json& parameters = output["parameters"];
-        RETURN_IF_ERROR(ToParameters(
-            parameters, absl::StrCat(CutForMessage(model), ": output ", Quoted(asked.name())),
-            *asked.mutable_parameters()));
-        if (parameters.contains("binary_data")) {
-          if (!parameters["binary_data"].is_boolean()) {
-            return JsonError(model, absl::StrCat("output ", Quoted(asked.name()),
-                                                 ": parameters.binary_data is not true or "
-                                                 "false"));
-          }
-          parsed.binary_outputs[asked.name()] = parameters["binary_data"].get<bool>();
-        }
-      }
-      ++k;
-    }
-  }
+  RETURN_IF_ERROR(ReadOutputs(json, model, parsed));
   return parsed;
 }
 
