@@ -169,6 +169,14 @@ absl::Status MemoryBudget::Reservation::Grow(int64_t bytes, absl::string_view me
   return absl::OkStatus();
 }
 
+absl::Status MemoryBudget::Reservation::Grow(int64_t bytes, absl::FunctionRef<std::string()> what) {
+  if (bytes <= 0) return absl::OkStatus();
+  if (budget_ != nullptr && !budget_->TryTake(bytes)) return Grow(bytes, "", what());
+  bytes_ += bytes;
+  Count(bytes);
+  return absl::OkStatus();
+}
+
 void MemoryBudget::Reservation::HoldExactly(int64_t bytes) {
   if (bytes <= bytes_) {
     Shrink(bytes_ - bytes);

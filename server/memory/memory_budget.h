@@ -16,6 +16,7 @@
 #include <optional>
 #include <string>
 
+#include "absl/functional/function_ref.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
@@ -49,6 +50,9 @@ class MemoryBudget {
     // The same for "`method`: `what`", the two joined only when refused, so a
     // call's hot path reserves without building its message.
     absl::Status Grow(int64_t bytes, absl::string_view method, absl::string_view what);
+    // The same, `what` made only when refused: for a message a call's hot
+    // path would otherwise format on every call.
+    absl::Status Grow(int64_t bytes, absl::FunctionRef<std::string()> what);
     // Holds exactly `bytes` (>= 0): gives back the rest, or reserves what is
     // missing even past the limit. For a few bytes that must be held anyway
     // (an error answer a stream owes its client, bounded in size): the budget

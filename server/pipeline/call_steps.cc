@@ -176,7 +176,7 @@ absl::StatusOr<std::vector<opencl_backend::ResidentInput>> ReserveAndResolveInpu
     }
   }
   RETURN_IF_ERROR(call.reservation.Grow(
-      bytes, absl::StrCat("the outputs of request ", Quoted(call.request.id()))));
+      bytes, [&] { return absl::StrCat("the outputs of request ", Quoted(call.request.id())); }));
   for (size_t slot = 0; slot < run.sources.size(); ++slot) {
     const InputSource& source = run.sources[slot];
     if (source.kind != InputSource::Kind::kDeviceHandle ||

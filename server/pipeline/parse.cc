@@ -24,8 +24,9 @@ absl::Status ReserveParse(const grpc::ByteBuffer& bytes,
   if (!bound.ok()) {
     return absl::InvalidArgumentError(absl::StrCat(method, ": ", bound.status().message()));
   }
-  return ReserveParsing(
-      *bound, absl::StrCat(method, ": parsing a ", received_bytes, "-byte request"), reservation);
+  return reservation.Grow(*bound + kRequestOverheadBytes, [&] {
+    return absl::StrCat(method, ": parsing a ", received_bytes, "-byte request");
+  });
 }
 
 absl::Status ReserveParsing(int64_t bound, absl::string_view what,
@@ -35,9 +36,9 @@ absl::Status ReserveParsing(int64_t bound, absl::string_view what,
 
 absl::Status ReservePlanning(int outputs, absl::string_view method, absl::string_view kind,
                              absl::string_view id, MemoryBudget::Reservation& reservation) {
-  return reservation.Grow(
-      kOutputOverheadBytes * std::max(1, outputs),
-      absl::StrCat(method, ": planning the ", outputs, " outputs of ", kind, " ", Quoted(id)));
+  return reservation.Grow(kOutputOverheadBytes * std::max(1, outputs), [&] {
+    return absl::StrCat(method, ": planning the ", outputs, " outputs of ", kind, " ", Quoted(id));
+  });
 }
 
 namespace {

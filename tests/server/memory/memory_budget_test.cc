@@ -130,6 +130,28 @@ TEST(MemoryBudgetTest, AMovedReservationIsGivenBackOnce) {
   EXPECT_EQ(budget.reserved(), 0);
 }
 
+// A hot path's message is made only when the budget refuses.
+TEST(MemoryBudgetTest, AWhatGivenAsAFunctionIsMadeOnlyWhenRefused) {
+  MemoryBudget budget(100);
+  MemoryBudget::Reservation reservation = budget.Empty();
+  int made = 0;
+  const auto what = [&made] {
+    ++made;
+    return std::string("the outputs of request \"a\"");
+  };
+  ASSERT_TRUE(reservation.Grow(60, what).ok());
+  EXPECT_EQ(made, 0);
+  EXPECT_EQ(reservation.bytes(), 60);
+  const absl::Status refused = reservation.Grow(41, what);
+  EXPECT_EQ(made, 1);
+  EXPECT_EQ(refused.code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_THAT(std::string(refused.message()),
+              HasSubstr("41 more bytes for the outputs of request \"a\", with 60 of the budget's "
+                        "100 bytes reserved"));
+  EXPECT_EQ(budget.refusals(), 1);
+  EXPECT_EQ(reservation.bytes(), 60);
+}
+
 // Bytes another holder hands on are taken over, not reserved twice; the rest
 // grows, and a refusal moves nothing.
 TEST(MemoryBudgetTest, GrowingTakesOverWhatACoverHoldsAndGrowsOnlyTheRest) {
