@@ -138,6 +138,49 @@ TEST(RequestLogTest, InvalidUtf8FromClientsDoesNotBreakTheLine) {
   EXPECT_EQ(json["id"], "bad\xEF\xBF\xBD id");
 }
 
+// The line is written field by field: it must be exactly what nlohmann
+// writes for the same fields, whatever bytes they hold. Parsed and dumped
+// again, it is unchanged, and each field reads back as written.
+TEST(RequestLogTest, ALineIsNlohmannsCompactJsonOfItsFieldsWhateverTheirBytes) {
+  const std::vector<std::string> texts = {"",
+                                          "plain-id_0.9",
+                                          "quote\"back\\slash/",
+                                          "tab\tnew\nline\x01\x1f",
+                                          "del\x7f",
+                                          "utf8 \xC3\xA9 \xE2\x98\x83",
+                                          "bad\xff\xfe",
+                                          std::string("nul\0in", 7)};
+  const auto as_dumped = [](const std::string& text) {
+    return nlohmann::json::parse(
+        nlohmann::json(text).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
+  };
+  for (const std::string& text : texts) {
+    CallRecord record;
+    record.method = "Run";
+    record.id = text;
+    record.op = text;
+    record.peer = text;
+    record.sizes = {{text, {1, 2, 3}}, {"b", {}}};
+    record.input_count = 5;
+    record.bytes_in = -7;
+    const absl::Status status = text.empty() ? absl::OkStatus() : absl::InvalidArgumentError(text);
+    const std::string line = FormatLogLine(record, status, record.start + absl::Microseconds(12));
+    const nlohmann::ordered_json parsed = nlohmann::ordered_json::parse(line);
+    EXPECT_EQ(parsed.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace), line);
+    EXPECT_EQ(parsed["id"], as_dumped(text));
+    EXPECT_EQ(parsed["op"], as_dumped(text));
+    EXPECT_EQ(parsed["sizes"].dump(),
+              nlohmann::ordered_json({{as_dumped(text).get<std::string>(), {1, 2, 3}},
+                                      {"b", nlohmann::ordered_json::array()},
+                                      {"...", "(5 inputs)"}})
+                  .dump());
+    EXPECT_EQ(parsed["bytes_in"], -7);
+    EXPECT_EQ(parsed["latency_us"], 12);
+    EXPECT_EQ(parsed.contains("message"), !text.empty());
+    EXPECT_EQ(parsed.contains("peer"), !text.empty());
+  }
+}
+
 TEST(RequestLogTest, UnknownDtypeLeavesTheFieldEmpty) {
   v1::RunRequest request = SliceOfSixteenFloats();
   (*request.mutable_inputs())["input"].set_dtype(static_cast<v1::DType>(42));
