@@ -45,9 +45,8 @@ namespace {
 
 // Binds the inputs of `run->op` held apart (`uploaded`) and on handles, in
 // `sources` by op input: their bytes, or zeros standing in where they have
-// none in host memory.
-// `values_input`: the scatter's indices (ValuesInputOf), whose values
-// planning checks.
+// none in host memory, but for `values_input` (a scatter's indices,
+// ValuesInputOf), whose values planning checks.
 absl::Status BindHeldInputs(const v1::RunRequest& request, absl::string_view values_input,
                             const UploadedInputs* uploaded, const HandleAccess* handles,
                             const StopCheck& stop, PlannedRun* run,
