@@ -24,14 +24,20 @@ absl::Status ReserveParse(const grpc::ByteBuffer& bytes,
   if (!bound.ok()) {
     return absl::InvalidArgumentError(absl::StrCat(method, ": ", bound.status().message()));
   }
-  return reservation.Grow(*bound + kRequestOverheadBytes, [&] {
-    return absl::StrCat(method, ": parsing a ", received_bytes, "-byte request");
-  });
+  return ReserveParsing(
+      *bound, [&] { return absl::StrCat(method, ": parsing a ", received_bytes, "-byte request"); },
+      reservation);
+}
+
+absl::Status ReserveParsing(int64_t bound, absl::FunctionRef<std::string()> what,
+                            MemoryBudget::Reservation& reservation) {
+  return reservation.Grow(bound + kRequestOverheadBytes, what);
 }
 
 absl::Status ReserveParsing(int64_t bound, absl::string_view what,
                             MemoryBudget::Reservation& reservation) {
-  return reservation.Grow(bound + kRequestOverheadBytes, what);
+  return ReserveParsing(
+      bound, [what] { return std::string(what); }, reservation);
 }
 
 absl::Status ReservePlanning(int outputs, absl::string_view method, absl::string_view kind,

@@ -19,6 +19,7 @@
 // SerializationTraits for protobuf messages.
 #include <grpcpp/impl/codegen/proto_utils.h>
 
+#include "absl/functional/function_ref.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
@@ -44,6 +45,9 @@ constexpr int64_t kOutputOverheadBytes = 4 << 10;
 // Reserves what parsing takes, `bound` (ParsedBytesBound) and the request's
 // fixed overhead, for `what`.
 absl::Status ReserveParsing(int64_t bound, absl::string_view what,
+                            MemoryBudget::Reservation& reservation);
+// The same, `what` made only when refused.
+absl::Status ReserveParsing(int64_t bound, absl::FunctionRef<std::string()> what,
                             MemoryBudget::Reservation& reservation);
 // Reserves the overhead of planning `outputs` outputs (at least one) of the
 // `kind` ("request", "chain") of `id`, for `method`.

@@ -150,9 +150,11 @@ TEST(RequestLogTest, ALineIsNlohmannsCompactJsonOfItsFieldsWhateverTheirBytes) {
                                           "utf8 \xC3\xA9 \xE2\x98\x83",
                                           "bad\xff\xfe",
                                           std::string("nul\0in", 7)};
+  // A field's text as nlohmann writes it (invalid UTF-8 replaced), read back.
   const auto as_dumped = [](const std::string& text) {
     return nlohmann::json::parse(
-        nlohmann::json(text).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
+               nlohmann::json(text).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace))
+        .get<std::string>();
   };
   for (const std::string& text : texts) {
     CallRecord record;
@@ -167,10 +169,10 @@ TEST(RequestLogTest, ALineIsNlohmannsCompactJsonOfItsFieldsWhateverTheirBytes) {
     const std::string line = FormatLogLine(record, status, record.start + absl::Microseconds(12));
     const nlohmann::ordered_json parsed = nlohmann::ordered_json::parse(line);
     EXPECT_EQ(parsed.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace), line);
-    EXPECT_EQ(parsed["id"], as_dumped(text));
-    EXPECT_EQ(parsed["op"], as_dumped(text));
+    EXPECT_EQ(parsed["id"].get<std::string>(), as_dumped(text));
+    EXPECT_EQ(parsed["op"].get<std::string>(), as_dumped(text));
     EXPECT_EQ(parsed["sizes"].dump(),
-              nlohmann::ordered_json({{as_dumped(text).get<std::string>(), {1, 2, 3}},
+              nlohmann::ordered_json({{as_dumped(text), {1, 2, 3}},
                                       {"b", nlohmann::ordered_json::array()},
                                       {"...", "(5 inputs)"}})
                   .dump());
