@@ -494,6 +494,15 @@ absl::StatusOr<Inputs> TakeInputs(inference::ModelInferRequest& request, const M
   return inputs;
 }
 
+// The values of parameter input `name` of `inputs` (checked by TakeInput),
+// or none where it was not given.
+std::vector<int64_t> ParameterValues(const ModelSpec& model, const Inputs& inputs,
+                                     absl::string_view name) {
+  auto found = inputs.find(name);
+  if (found == inputs.end()) return {};
+  return *Int64Values(model, *FindInput(model, name), found->second);
+}
+
 // `model`'s parameter inputs as the attributes of `run`'s operator.
 void SetAttributes(const ModelSpec& model, const Inputs& inputs, v1::RunRequest& run) {
   google::protobuf::Message& attrs = *run.GetReflection()->MutableMessage(&run, model.field);
@@ -505,8 +514,7 @@ void SetAttributes(const ModelSpec& model, const Inputs& inputs, v1::RunRequest&
       attrs.GetReflection()->SetString(&attrs, spec.attribute, found->second.text);
       continue;
     }
-    const std::vector<int64_t> values = *Int64Values(model, spec, found->second);  // checked
-    for (int64_t value : values) {
+    for (int64_t value : ParameterValues(model, inputs, spec.name)) {
       if (spec.scalar) {
         attrs.GetReflection()->SetInt64(&attrs, spec.attribute, value);
       } else {
@@ -554,12 +562,9 @@ absl::StatusOr<v1::RunRequest> ToRunRequest(inference::ModelInferRequest& reques
   if (model.op->outputs != OutputRule::kOneDerived) {
     // The native request gives these outputs' sizes (slice's whole windows,
     // split's parts): as the operator derives them.
-    std::vector<int64_t> split_sizes;
-    if (auto found = inputs.find(kSplitSizesInput); found != inputs.end()) {
-      split_sizes = *Int64Values(model, *FindInput(model, kSplitSizesInput), found->second);
-    }
-    ASSIGN_OR_RETURN(std::vector<std::vector<int64_t>> sizes,
-                     DerivedOutputSizes(run, inputs, split_sizes));
+    ASSIGN_OR_RETURN(
+        std::vector<std::vector<int64_t>> sizes,
+        DerivedOutputSizes(run, inputs, ParameterValues(model, inputs, kSplitSizesInput)));
     AddOutputs(sizes, run);
   }
   RETURN_IF_ERROR(AddSharedMemoryOutputs(request, model, inputs, run));
