@@ -115,14 +115,15 @@ class InlineTaskQueue : public httplib::TaskQueue {
 };
 
 // A connection as an httplib::Stream: first the request bytes the waiting
-// room already read (freed once consumed), then the connection, every read
-// and write ending by one deadline.
+// room already read (freed once consumed, `consumed` called then), then the
+// connection, every read and write ending by one deadline.
 class DeadlineStream : public httplib::Stream {
  public:
-  DeadlineStream(Connection& connection, std::string prefix, Clock::time_point deadline,
-                 const std::atomic<bool>* stopping)
+  DeadlineStream(Connection& connection, std::string prefix, std::function<void()> consumed,
+                 Clock::time_point deadline, const std::atomic<bool>* stopping)
       : connection_(connection),
         prefix_(std::move(prefix)),
+        consumed_prefix_(std::move(consumed)),
         deadline_(deadline),
         stopping_(stopping) {}
 
@@ -137,7 +138,10 @@ class DeadlineStream : public httplib::Stream {
       std::memcpy(ptr, prefix_.data() + consumed_, n);
       consumed_ += n;
       // The request's bytes are now httplib's: give ours back at once.
-      if (consumed_ == prefix_.size()) std::string().swap(prefix_), consumed_ = 0;
+      if (consumed_ == prefix_.size()) {
+        std::string().swap(prefix_), consumed_ = 0;
+        if (consumed_prefix_) consumed_prefix_();
+      }
       return static_cast<ssize_t>(n);
     }
     while (true) {
@@ -203,6 +207,7 @@ class DeadlineStream : public httplib::Stream {
   Connection& connection_;
   std::string prefix_;
   size_t consumed_ = 0;
+  std::function<void()> consumed_prefix_;
   const Clock::time_point deadline_;
   const std::atomic<bool>* stopping_;
 };
@@ -267,6 +272,9 @@ class BoundedHttpServer::Impl : public httplib::Server {
     std::unique_ptr<Connection> connection;
     std::string request;
     std::shared_ptr<void> hold;
+    // Called once httplib has read `request`: what the request holds from
+    // then on (its body's copies in the handler). Null: nothing is held.
+    std::function<void()> consumed;
     int served = 0;
     bool pipelined = false;  // bytes after the request came with it
   };
@@ -445,7 +453,8 @@ class BoundedHttpServer::Impl : public httplib::Server {
           continue;
         }
         if (!options_.admit) {  // the request ends at its headers
-          Hand(Ready{std::move(w.connection), std::move(w.request), nullptr, w.served, true});
+          Hand(Ready{std::move(w.connection), std::move(w.request), nullptr, nullptr, w.served,
+                     true});
           return false;
         }
         if (end + 4 > options_.max_header_bytes) return false;
@@ -458,12 +467,20 @@ class BoundedHttpServer::Impl : public httplib::Server {
         const bool pipelined = w.request.size() > w.expected;
         w.request.resize(w.expected);
         // From here on the handler's copy of the body too (httplib's, which
-        // grows by doubling) until the request is answered.
-        if (!HoldBytes(w, static_cast<int64_t>(w.request.capacity()) + 2 * w.body_bytes)) {
+        // grows by doubling) until the request is answered; ours goes once
+        // httplib has read it.
+        const int64_t handler_bytes = kHandlerBodyCopies * w.body_bytes;
+        if (!HoldBytes(w, static_cast<int64_t>(w.request.capacity()) + handler_bytes)) {
           return true;
         }
-        Hand(Ready{std::move(w.connection), std::move(w.request), std::move(w.hold), w.served,
-                   pipelined});
+        std::function<void()> consumed;
+        if (w.hold_bytes) {
+          consumed = [hold_bytes = std::move(w.hold_bytes), handler_bytes] {
+            hold_bytes(handler_bytes);  // smaller: never refused
+          };
+        }
+        Hand(Ready{std::move(w.connection), std::move(w.request), std::move(w.hold),
+                   std::move(consumed), w.served, pipelined});
         return false;
       }
     }
@@ -549,7 +566,7 @@ class BoundedHttpServer::Impl : public httplib::Server {
       bool closed = false;  // httplib: the client asked to close, or spoke HTTP/1.0
       bool answered = false;
       {
-        DeadlineStream stream(*next.connection, std::move(next.request),
+        DeadlineStream stream(*next.connection, std::move(next.request), std::move(next.consumed),
                               Clock::now() + options_.write_deadline, &stopping_);
         answered = process_request(stream, last, closed, [](httplib::Request&) {});
       }

@@ -85,6 +85,9 @@ struct HttpRefusal {
   std::string body;
 };
 
+// A body's copies in its handler: httplib's, which grows by doubling.
+inline constexpr int64_t kHandlerBodyCopies = 2;
+
 // What `admit` decides: a refusal, or admission with what it holds for the
 // request (released once the request is answered; may be null).
 struct HttpAdmission {
@@ -92,8 +95,11 @@ struct HttpAdmission {
   std::shared_ptr<void> hold;
   // Called in the waiting room as the body arrives, with the bytes the
   // request holds in all from then on (its buffer before each step it grows;
-  // once complete, also the handler's copy): a refusal (status != 0) is the
-  // answer instead. Null: nothing is held.
+  // once complete, also the handler's copies): a refusal (status != 0) is the
+  // answer instead. Called once more, on the handler's thread, when httplib
+  // has read the waiting room's buffer and it is freed: with the handler's
+  // copies alone (kHandlerBodyCopies bodies; never refused). Null: nothing is
+  // held.
   std::function<HttpRefusal(int64_t bytes)> hold_bytes;
 };
 

@@ -37,9 +37,8 @@ using State = InferenceHttpServer::State;
 
 // The method name in the request log and metrics.
 constexpr absl::string_view kMethod = "HttpInfer";
-// A whole body holds the waiting room's buffer and httplib's copy, which
-// grows by doubling.
-constexpr int64_t kBodyCopies = 3;
+// A whole body holds the waiting room's buffer and the handler's copies.
+constexpr int64_t kBodyCopies = 1 + kHandlerBodyCopies;
 // A JSON answer takes at most this many bytes (text and nlohmann values) per
 // byte of raw output: 16 for a one-byte element's value, 9 for an FP16's text.
 constexpr int64_t kJsonAnswerBytesPerByte = 32;
@@ -202,11 +201,10 @@ absl::StatusOr<HttpBody> RenderAnswer(const HttpInferRequest& parsed,
 void Infer(State& state, const httplib::Request& http, httplib::Response& out) {
   Engine& engine = *state.engine;
   std::shared_ptr<Hold> hold = std::static_pointer_cast<Hold>(BoundedHttpServer::CurrentHold());
+  // Its body stays held (by the waiting room's admission) until the request
+  // is answered; the parse, the execution and the answer hold reservations of
+  // their own beside it.
   if (hold == nullptr) hold = std::make_shared<Hold>(engine.budget());
-  // The waiting room's copy is gone (httplib consumed it); httplib's stays,
-  // until the request is answered. The parse, the execution and the answer
-  // hold reservations of their own beside it.
-  hold->body.ShrinkTo(2 * static_cast<int64_t>(http.body.size()));
 
   CallRecord record;
   record.method = kMethod;
