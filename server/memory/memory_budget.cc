@@ -204,6 +204,16 @@ absl::Status MemoryBudget::Reservation::GrowTakingOver(int64_t bytes, Reservatio
   return grown;
 }
 
+absl::Status MemoryBudget::Reservation::GrowWhileMaking(
+    int64_t most, absl::FunctionRef<std::string()> what,
+    absl::FunctionRef<absl::StatusOr<int64_t>()> make) {
+  most = std::max<int64_t>(most, 0);
+  if (absl::Status grown = Grow(most, what); !grown.ok()) return grown;
+  absl::StatusOr<int64_t> kept = make();
+  Shrink(most - (kept.ok() ? std::clamp<int64_t>(*kept, 0, most) : 0));
+  return kept.status();
+}
+
 void MemoryBudget::Reservation::TransferTo(Reservation& other, int64_t bytes) {
   bytes = std::clamp<int64_t>(bytes, 0, bytes_);
   bytes_ -= bytes;

@@ -75,6 +75,15 @@ class MemoryBudget {
     // moves.
     absl::Status GrowTakingOver(int64_t bytes, Reservation* cover, int64_t covered,
                                 absl::string_view what);
+    // Reserves `most` for `what` while `make` runs, then holds what `make`
+    // says it keeps (at most `most`) and gives back the rest: for a holder
+    // whose size is bounded before it is made and known only after. When
+    // `make` fails, or `most` does not fit, nothing stays reserved.
+    absl::Status GrowWhileMaking(int64_t most, absl::FunctionRef<std::string()> what,
+                                 absl::FunctionRef<absl::StatusOr<int64_t>()> make);
+    // Takes over all that `other` (a reservation of the same budget) holds:
+    // for a part held apart until it is known to stay with this one.
+    void Absorb(Reservation&& other) { other.TransferTo(*this, other.bytes_); }
     // Gives back everything.
     void Release();
     // Hands `bytes` (at most what is held) to `other`, a reservation of the

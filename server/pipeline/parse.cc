@@ -97,12 +97,16 @@ int64_t InputBytes(const InputBuffers& buffers) {
 absl::StatusOr<std::optional<RequestDataView>> ReservedView(
     size_t max_rest_bytes, absl::string_view method, MemoryBudget::Reservation& reservation,
     const std::function<std::optional<RequestDataView>(size_t max_rest_bytes)>& make) {
-  const int64_t most = static_cast<int64_t>(max_rest_bytes);
-  RETURN_IF_ERROR(reservation.Grow(
-      most, absl::StrCat(method, ": reading the fields of a large request besides its data")));
-  std::optional<RequestDataView> view = make(max_rest_bytes);
-  const int64_t took = view.has_value() ? static_cast<int64_t>(view->rest().capacity()) : 0;
-  reservation.Shrink(most - std::min(most, took));
+  std::optional<RequestDataView> view;
+  RETURN_IF_ERROR(reservation.GrowWhileMaking(
+      static_cast<int64_t>(max_rest_bytes),
+      [&] {
+        return absl::StrCat(method, ": reading the fields of a large request besides its data");
+      },
+      [&]() -> absl::StatusOr<int64_t> {
+        view = make(max_rest_bytes);
+        return view.has_value() ? static_cast<int64_t>(view->rest().capacity()) : 0;
+      }));
   return view;
 }
 
@@ -254,7 +258,7 @@ absl::StatusOr<bool> ParseReceivedRunIfLight(ReceivedBytes& received, absl::stri
     run->request.Clear();
     return false;
   }
-  parsing.TransferTo(reservation, parsing.bytes());
+  reservation.Absorb(std::move(parsing));
   KeepReceived(received, *std::move(view), run);
   RETURN_IF_ERROR(CheckIdBytes(run->request.id(), "id"));
   NoteInputBytes(run);

@@ -187,12 +187,17 @@ absl::StatusOr<HttpBody> RenderAnswer(const HttpInferRequest& parsed,
   for (const std::string& bytes : response.raw_output_contents()) {
     raw += static_cast<int64_t>(bytes.size());
   }
-  RETURN_IF_ERROR(
-      answer.Grow(raw * kJsonAnswerBytesPerByte,
-                  absl::StrCat(kMethod, ": the answer to request ", Quoted(parsed.request.id()))));
-  ASSIGN_OR_RETURN(HttpBody body, RenderHttpInferResponse(parsed, response));
-  response.Clear();
-  answer.ShrinkTo(static_cast<int64_t>(body.body.size()));
+  HttpBody body;
+  RETURN_IF_ERROR(answer.GrowWhileMaking(
+      raw * kJsonAnswerBytesPerByte,
+      [&] {
+        return absl::StrCat(kMethod, ": the answer to request ", Quoted(parsed.request.id()));
+      },
+      [&]() -> absl::StatusOr<int64_t> {
+        ASSIGN_OR_RETURN(body, RenderHttpInferResponse(parsed, response));
+        response.Clear();
+        return static_cast<int64_t>(body.body.size());
+      }));
   return body;
 }
 

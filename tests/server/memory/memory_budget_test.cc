@@ -14,6 +14,7 @@
 namespace tensorop::server {
 namespace {
 
+using ::tensorop::testing::StatusIs;
 using ::testing::AllOf;
 using ::testing::HasSubstr;
 
@@ -188,6 +189,58 @@ void HearUnbalancedCalls(MemoryBudget& budget, std::vector<std::string>& heard) 
   budget.SetUnbalancedCallHandler([&heard](absl::string_view call, int64_t bytes) {
     heard.push_back(absl::StrCat(call, ": ", bytes));
   });
+}
+
+// A holder bounded before it is made: the bound is held while it is made,
+// then what it keeps; a failure to make it, or a bound that does not fit,
+// leaves nothing reserved.
+TEST(MemoryBudgetTest, GrowWhileMakingHoldsTheBoundWhileMakingThenWhatIsKept) {
+  MemoryBudget budget(100);
+  MemoryBudget::Reservation reservation = budget.Empty();
+  int64_t reserved_while_making = -1;
+  ASSERT_OK(reservation.GrowWhileMaking(
+      80, [] { return std::string("an answer"); },
+      [&]() -> absl::StatusOr<int64_t> {
+        reserved_while_making = budget.reserved();
+        return 30;
+      }));
+  EXPECT_EQ(reserved_while_making, 80);
+  EXPECT_EQ(reservation.bytes(), 30);
+  // More than the bound is kept at the bound.
+  ASSERT_OK(reservation.GrowWhileMaking(
+      10, [] { return std::string("more"); }, []() -> absl::StatusOr<int64_t> { return 25; }));
+  EXPECT_EQ(reservation.bytes(), 40);
+  EXPECT_THAT(reservation.GrowWhileMaking(
+                  20, [] { return std::string("a bad one"); },
+                  []() -> absl::StatusOr<int64_t> { return absl::InvalidArgumentError("bad"); }),
+              StatusIs(absl::StatusCode::kInvalidArgument, "bad"));
+  EXPECT_EQ(reservation.bytes(), 40);
+  bool made = false;
+  EXPECT_THAT(
+      reservation.GrowWhileMaking(
+          61, [] { return std::string("a large one"); },
+          [&]() -> absl::StatusOr<int64_t> {
+            made = true;
+            return 0;
+          }),
+      StatusIs(absl::StatusCode::kResourceExhausted, HasSubstr("61 more bytes for a large one")));
+  EXPECT_FALSE(made);
+  EXPECT_EQ(budget.reserved(), 40);
+}
+
+TEST(MemoryBudgetTest, AbsorbTakesOverAllASiblingHolds) {
+  MemoryBudget budget(100);
+  MemoryBudget::CallLedger ledger(budget, "Run");
+  MemoryBudget::Reservation request = ledger.Empty();
+  ASSERT_OK(request.Grow(10, "the request"));
+  MemoryBudget::Reservation parsing = request.Sibling();
+  ASSERT_OK(parsing.Grow(25, "parsing"));
+  request.Absorb(std::move(parsing));
+  EXPECT_EQ(request.bytes(), 35);
+  EXPECT_EQ(parsing.bytes(), 0);  // NOLINT(bugprone-use-after-move): Absorb empties it
+  EXPECT_EQ(ledger.held(), 35);
+  EXPECT_EQ(budget.reserved(), 35);
+  request.Release();
 }
 
 TEST(CallLedgerTest, TalliesEveryReservationOfTheCallAndHearsNothingWhenAllCameBack) {
