@@ -55,6 +55,24 @@ auto AllocateInto(const CallContext& call, Held& outputs, Hold hold) {
   };
 }
 
+// The most bytes the answer's backend label takes where the call may run.
+std::string BackendLabelBound(const Placement& placement) {
+  return placement.device == Device::kCpu ? std::string("cpu")
+                                          : std::string(kMaxDeviceLabelBytes, 'x');
+}
+
+// `answer_bytes`, when an answer of that size fits the server's message
+// limit; otherwise RESOURCE_EXHAUSTED naming the limit and `too_big_hint`.
+absl::StatusOr<int64_t> WithinMessageLimit(int64_t answer_bytes, const ExecutionPlan& plan,
+                                           const ServiceOptions& options,
+                                           absl::string_view too_big_hint) {
+  if (answer_bytes <= options.max_message_bytes) return answer_bytes;
+  return absl::ResourceExhaustedError(
+      absl::StrCat("the answer would take ", answer_bytes, " bytes (", TotalBytes(plan.outputs),
+                   " of output data), more than the server's message limit of ",
+                   options.max_message_bytes, " bytes (--max_message_bytes); ", too_big_hint));
+}
+
 }  // namespace
 
 std::optional<int> RequestedDevice(const v1::RunRequest& request) {
@@ -72,22 +90,14 @@ absl::Status Execute(const CallContext& call, const IntoResponse& sink) {
   const v1::RunRequest& request = call.request;
   const ServiceOptions& options = call.options;
   const AdmitFn admit = [&](const ExecutionPlan& plan) -> absl::StatusOr<int64_t> {
-    const std::string backend = call.placement.device == Device::kCpu
-                                    ? std::string("cpu")
-                                    : std::string(kMaxDeviceLabelBytes, 'x');
     // Outputs written into shared memory or kept carry no data in the answer;
-    // a kept one carries its handle.
-    const int64_t answer_bytes =
-        RunResponseBytes(request.id(), backend, sink.with_status, "", plan.outputs) -
-        SharedMemoryOutputBytes(request, plan.outputs) - KeptOutputBytes(request, plan.outputs) +
-        KeptAnswerBytes(request, plan.outputs);
-    if (answer_bytes > options.max_message_bytes) {
-      return absl::ResourceExhaustedError(absl::StrCat(
-          "the answer would take ", answer_bytes, " bytes (", TotalBytes(plan.outputs),
-          " of output data), more than the server's message limit of ", options.max_message_bytes,
-          " bytes (--max_message_bytes); ", sink.too_big_hint));
-    }
-    return answer_bytes;  // its serialized copy
+    // a kept one carries its handle. What it takes: its serialized copy.
+    return WithinMessageLimit(RunResponseBytes(request.id(), BackendLabelBound(call.placement),
+                                               sink.with_status, "", plan.outputs) -
+                                  SharedMemoryOutputBytes(request, plan.outputs) -
+                                  KeptOutputBytes(request, plan.outputs) +
+                                  KeptAnswerBytes(request, plan.outputs),
+                              plan, options, sink.too_big_hint);
   };
   v1::RunResponse* response = sink.response;
   KeptOutputs kept;
@@ -166,25 +176,20 @@ absl::StatusOr<bool> ForwardReceivedBytes(const CallContext& call, const Planned
 }
 
 // Admits an answer of output buffers (IntoAnswerBuffers): what it takes
-// besides them.
-AdmitFn AdmitAnswerBuffers(const CallContext& call, const IntoAnswerBuffers& sink) {
-  return [&call,
-          too_big_hint = sink.too_big_hint](const ExecutionPlan& plan) -> absl::StatusOr<int64_t> {
-    const std::string backend = call.placement.device == Device::kCpu
-                                    ? std::string("cpu")
-                                    : std::string(kMaxDeviceLabelBytes, 'x');
-    const int64_t answer_bytes =
-        RunResponseBytes(call.request.id(), backend, /*with_status=*/false, "", plan.outputs);
-    const int64_t limit = call.options.max_message_bytes;
-    if (answer_bytes > limit) {
-      return absl::ResourceExhaustedError(
-          absl::StrCat("the answer would take ", answer_bytes, " bytes (", TotalBytes(plan.outputs),
-                       " of output data), more than the server's message limit of ", limit,
-                       " bytes (--max_message_bytes); ", too_big_hint));
-    }
+// besides them. Asked once the request is planned.
+struct AdmitAnswerBuffers {
+  const CallContext& call;
+  absl::string_view too_big_hint;
+
+  absl::StatusOr<int64_t> operator()(const ExecutionPlan& plan) const {
+    ASSIGN_OR_RETURN(
+        const int64_t answer_bytes,
+        WithinMessageLimit(RunResponseBytes(call.request.id(), BackendLabelBound(call.placement),
+                                            /*with_status=*/false, "", plan.outputs),
+                           plan, call.options, too_big_hint));
     return answer_bytes - TotalBytes(plan.outputs);  // the outputs are the answer
-  };
-}
+  }
+};
 
 // Plans the call's request into `planned`, then ForwardReceivedBytes.
 absl::StatusOr<bool> PlanAndForward(const CallContext& call, const AdmitFn& admit,
@@ -200,7 +205,7 @@ absl::StatusOr<bool> PlanAndForward(const CallContext& call, const AdmitFn& admi
 absl::StatusOr<std::optional<OutputBuffers>> AnswerWithReceivedBytes(
     const CallContext& call, const IntoAnswerBuffers& sink, std::unique_ptr<PlannedRun>& planned) {
   if (call.placement.device == Device::kOpenCl || KeepsOutputs(call.request)) return std::nullopt;
-  const AdmitFn admit = AdmitAnswerBuffers(call, sink);
+  const AdmitFn admit = AdmitAnswerBuffers{call, sink.too_big_hint};
   OutputBuffers outputs;
   bool forwarded = false;
   RETURN_IF_ERROR(Guarded([&]() -> absl::Status {
@@ -216,7 +221,7 @@ absl::StatusOr<OutputBuffers> Execute(const CallContext& call, const IntoAnswerB
   if (KeepsOutputs(call.request)) {
     return absl::InternalError("kept outputs are answered IntoResponse");
   }
-  const AdmitFn admit = AdmitAnswerBuffers(call, sink);
+  const AdmitFn admit = AdmitAnswerBuffers{call, sink.too_big_hint};
   OutputBuffers outputs;
   KeptOutputs kept;
   absl::Status status = Guarded([&]() -> absl::Status {
