@@ -82,7 +82,7 @@ class ResidentTensor::Charge {
   Charge& operator=(const Charge&) = delete;
 
   // Reserves `bytes` more of the tensor's as they are written.
-  absl::Status Grow(int64_t bytes) { return reservation_.Grow(bytes, what_); }
+  absl::Status AddWritten(int64_t bytes) { return reservation_.Grow(bytes, what_); }
 
  private:
   HandleStore* const store_;
@@ -95,7 +95,7 @@ class ResidentTensor::Charge {
 
 absl::Status HandleStore::Pending::Written(int64_t bytes) {
   if (!charge_as_written_) return absl::OkStatus();
-  return tensor_->charge_->Grow(bytes);
+  return tensor_->charge_->AddWritten(bytes);
 }
 
 ResidentTensor::ResidentTensor() = default;
