@@ -29,22 +29,15 @@ absl::Status ReserveParse(const grpc::ByteBuffer& bytes,
       reservation);
 }
 
-absl::Status ReserveParsing(int64_t bound, absl::FunctionRef<std::string()> what,
-                            MemoryBudget::Reservation& reservation) {
-  return reservation.Grow(bound + kRequestOverheadBytes, what);
-}
-
-absl::Status ReserveParsing(int64_t bound, absl::string_view what,
-                            MemoryBudget::Reservation& reservation) {
-  return ReserveParsing(
-      bound, [what] { return std::string(what); }, reservation);
-}
-
 absl::Status ReservePlanning(int outputs, absl::string_view method, absl::string_view kind,
                              absl::string_view id, MemoryBudget::Reservation& reservation) {
-  return reservation.Grow(kOutputOverheadBytes * std::max(1, outputs), [&] {
-    return absl::StrCat(method, ": planning the ", outputs, " outputs of ", kind, " ", Quoted(id));
-  });
+  return ReserveOutputOverhead(
+      outputs,
+      [&] {
+        return absl::StrCat(method, ": planning the ", outputs, " outputs of ", kind, " ",
+                            Quoted(id));
+      },
+      reservation);
 }
 
 namespace {

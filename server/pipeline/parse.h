@@ -30,25 +30,13 @@
 #include "server/memory/memory_budget.h"
 #include "server/memory/output_buffer.h"
 #include "server/memory/received_bytes.h"
+#include "server/memory/request_cost.h"
 #include "server/pipeline/input_source.h"
 #include "server/wire/chunk_part.h"
 #include "tensorop/v1/tensorop.pb.h"
 
 namespace tensorop::server {
 
-// What one request holds besides its tensors, reserved before it is parsed
-// (the request, its log record) and per output before it is planned (the
-// output's layout, its plan step, its header in the answer), so that a small
-// request naming many outputs cannot amplify.
-constexpr int64_t kRequestOverheadBytes = 16 << 10;
-constexpr int64_t kOutputOverheadBytes = 4 << 10;
-// Reserves what parsing takes, `bound` (ParsedBytesBound) and the request's
-// fixed overhead, for `what`.
-absl::Status ReserveParsing(int64_t bound, absl::string_view what,
-                            MemoryBudget::Reservation& reservation);
-// The same, `what` made only when refused.
-absl::Status ReserveParsing(int64_t bound, absl::FunctionRef<std::string()> what,
-                            MemoryBudget::Reservation& reservation);
 // Reserves the overhead of planning `outputs` outputs (at least one) of the
 // `kind` ("request", "chain") of `id`, for `method`.
 absl::Status ReservePlanning(int outputs, absl::string_view method, absl::string_view kind,

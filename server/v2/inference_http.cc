@@ -22,6 +22,7 @@
 #include "core/status_macros.h"
 #include "server/data/shared_memory.h"
 #include "server/memory/memory_budget.h"
+#include "server/memory/request_cost.h"
 #include "server/pipeline/parse.h"
 #include "server/telemetry/request_log.h"
 #include "server/v2/inference_http_json.h"
@@ -126,8 +127,7 @@ absl::StatusOr<HttpInferRequest> ParseHttpInfer(const httplib::Request& http,
       ParseHttpInferRequest(model, version, http.body, header_length,
                             [&](int64_t bytes) { return request_bytes.Grow(bytes, parsing); }));
   // The JSON is freed; what stays: the request.
-  request_bytes.ShrinkTo(static_cast<int64_t>(parsed.request.ByteSizeLong()) +
-                         kRequestOverheadBytes);
+  HoldParsedRequest(static_cast<int64_t>(parsed.request.ByteSizeLong()), request_bytes);
   return parsed;
 }
 
