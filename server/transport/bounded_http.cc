@@ -1,8 +1,9 @@
-// The bounded HTTP server (bounded_http.h). (About 650 lines, past the
+// The bounded HTTP server (bounded_http.h). (About 670 lines, past the
 // project's ~600: the waiting room, the workers and the keep-alive hand-back
-// between them are one class sharing its queues and lock, and the transport
-// room is at rooms.Check's 15 files, so the httplib stream adapter and the
-// plaintext socket stay here too.)
+// between them are one class sharing its queues and lock; the httplib stream
+// adapter and the plaintext socket share its poll constants and errno helper,
+// and the transport room has one file left under rooms.Check's 15, so they
+// stay here too.)
 #include "server/transport/bounded_http.h"
 
 #include <arpa/inet.h>
