@@ -61,13 +61,17 @@ if ! diff <(sed -n '/^groups:/,$p' "$rules") \
   fail "$prometheus_rule differs from $rules (regenerate it: deploy/monitoring/README.md)"
 fi
 
-# 3. tensord: CPU only (no OpenCL device needed), a 96 KiB memory budget so that
-# a 128 KiB request is refused for memory, ports chosen by the kernel.
+# 3. tensord: CPU only (no OpenCL device needed), ports chosen by the kernel, and
+# a 384 KiB memory budget: a 512 KiB request is refused for memory, while the
+# loads' small calls always fit. Each holds about 24 KiB (request_cost.h's
+# overheads and its parse) until its reactor is done, which may be after its
+# client has sent the next: six ghz workers hold at most twelve, 288 KiB. At
+# 96 KiB, five overlapping calls were refused under a loaded CI machine.
 python3 - "$work/big.json" <<'EOF'
 import json, sys
-n = 128 * 256  # float32: 128 KiB, more than the budget
+n = 512 * 256  # float32: 512 KiB, more than the budget
 json.dump({"name": "monitoring/big_slice", "op": "slice",
-           "inputs": {"input": {"dtype": "float32", "sizes": [1, 1, 128, 256], "data": [0] * n}},
+           "inputs": {"input": {"dtype": "float32", "sizes": [1, 1, 512, 256], "data": [0] * n}},
            "attrs": {"offsets": [0, 0, 0, 0], "window_sizes": [1, 1, 1, 4], "window_strides": [1, 1, 1, 1]},
            "outputs": [{"sizes": [1, 1, 1, 4]}],
            "expect": {"outputs": [{"dtype": "float32", "sizes": [1, 1, 1, 4], "data": [0] * 4}]}},
@@ -77,7 +81,7 @@ EOF
 "$tensorctl" encode "$work/big.json" --case monitoring/big_slice >"$work/big.bin"
 
 "$tensord" --address=127.0.0.1:0 --metrics_address=127.0.0.1:0 --http_address= \
-  --backends=cpu --worker_threads=2 --max_memory_bytes=98304 \
+  --backends=cpu --worker_threads=2 --max_memory_bytes=393216 \
   >"$work/tensord.out" 2>"$work/tensord.log" &
 servers+=("$!")
 if ! port="$(tensord_port "$work/tensord.out" "${servers[-1]}")" ||
@@ -142,7 +146,7 @@ done
 
 # 4. Load, rate-limited so it spans several scrapes whatever the core count:
 # 3 s of OK Run calls, INVALID_ARGUMENT ones and v2 ModelInfer, then 3 s of
-# refused ones. Refused alone: a 128 KiB request fills the 96 KiB budget while
+# refused ones. Refused alone: a 512 KiB request fills the 384 KiB budget while
 # it is received, and an OK call arriving then would be refused too.
 load() {  # name expected-code count rps ghz-args...
   local name="$1" code="$2" count="$3" rps="$4"
