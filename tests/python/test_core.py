@@ -269,13 +269,20 @@ def test_chunk_sizes_and_the_limits_refusals_name() -> None:
     )
     tensord_refusal = TensorOpError(
         "RESOURCE_EXHAUSTED",
-        "request of 9000 bytes over the message limit of 6000 bytes (--max_message_bytes)",
+        "Run: a message of 9000 bytes, over the server's message limit of 6000 bytes"
+        " (--max_message_bytes)",
     )
     assert _too_big(grpc_refusal) and _too_big(tensord_refusal)
     assert not _too_big(TensorOpError("RESOURCE_EXHAUSTED", "handle budget exceeded"))
-    assert (_refused_limit(grpc_refusal), _refused_limit(tensord_refusal)) == (8192, 6000)
+    # gRPC's words on the server's side come from tensord's backstop, twice
+    # its --max_message_bytes; on the client's side its limit is ours.
+    assert (_refused_limit(grpc_refusal), _refused_limit(tensord_refusal)) == (4096, 6000)
+    sent_refusal = TensorOpError(
+        "RESOURCE_EXHAUSTED", "Sent message larger than max (9000 vs. 8192)"
+    )
+    assert _refused_limit(sent_refusal) == 8192
     assert _chunks_within(8192, 1 << 20) == 7168
-    assert _fallback_chunk_bytes(grpc_refusal, 1 << 20) == 7168
+    assert _fallback_chunk_bytes(grpc_refusal, 1 << 20) == 3072
     assert _fallback_chunk_bytes(TensorOpError("RESOURCE_EXHAUSTED", "no number"), 99) == 99
     assert _smaller_limit(tensord_refusal, 8192) == 6000
     assert _smaller_limit(tensord_refusal, 4096) is None

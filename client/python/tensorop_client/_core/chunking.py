@@ -101,10 +101,21 @@ def _too_big(error: TensorOpError) -> bool:
 
 
 def _refused_limit(error: TensorOpError) -> int | None:
-    """The message limit a refusal names: gRPC's "(SIZE vs. LIMIT)" or
-    tensord's "message limit of LIMIT bytes"."""
-    match = re.search(r"vs\. (\d+)\)|message limit of (\d+) bytes", error.message)
-    return None if match is None else int(match.group(1) or match.group(2))
+    """The message limit a refusal names: tensord's "message limit of LIMIT
+    bytes", gRPC's "Sent message larger than max (SIZE vs. LIMIT)" (this
+    client's own), or half of gRPC's "Received ... (SIZE vs. LIMIT)": tensord
+    refuses a message over --max_message_bytes itself, naming it, so gRPC's
+    refusal on its side comes from its backstop at twice the flag (half of it
+    is the limit, and below any other server's)."""
+    match = re.search(
+        r"(Received|Sent) message larger than max \(\d+ vs\. (\d+)\)|message limit of (\d+) bytes",
+        error.message,
+    )
+    if match is None:
+        return None
+    if match.group(3):
+        return int(match.group(3))
+    return int(match.group(2)) // (2 if match.group(1) == "Received" else 1)
 
 
 def _chunks_within(limit: int, chunk_bytes: int) -> int:
