@@ -29,6 +29,7 @@
 #include "server/transport/idle_watchdog.h"
 #include "server/wire/convert.h"
 #include "server/wire/status_map.h"
+#include "server/wire/wire_bound.h"
 
 namespace tensorop::server {
 namespace {
@@ -118,8 +119,10 @@ class TensorOpService::PutReactor final : public grpc::ServerReadReactor<grpc::B
     // Reserved (bounded from its tags) only while the part is parsed and copied.
     MemoryBudget::Reservation parsing = open_call_.Reservation();
     v1::PutPart part;
+    const std::string what = absl::StrCat("Put: part ", parts_read_);
     RETURN_IF_ERROR(
-        ParseMessage(read_buffer_, absl::StrCat("Put: part ", parts_read_), parsing, &part));
+        CheckReceivedBytes(read_buffer_, service_->engine_.options().max_message_bytes, what));
+    RETURN_IF_ERROR(ParseMessage(read_buffer_, what, parsing, &part));
     read_buffer_.Clear();  // the part's copy is what stays
     if (!pending_) {
       if (!part.has_header()) {
@@ -282,8 +285,8 @@ grpc::ServerUnaryReactor* TensorOpService::Release(grpc::CallbackServerContext* 
                                                    const grpc::ByteBuffer* request,
                                                    grpc::ByteBuffer* response) {
   return AnswerRaw<v1::ReleaseRequest, v1::ReleaseResponse>(
-      context, request, response, engine_.budget(), CallOrigin(*context, "Release"),
-      [&](const auto& in, auto&) {
+      context, request, response, engine_.budget(), engine_.options().max_message_bytes,
+      CallOrigin(*context, "Release"), [&](const auto& in, auto&) {
         return ReleaseAnswer(engine_.options().handles, CallerOf(*context), in);
       });
 }
@@ -292,8 +295,8 @@ grpc::ServerUnaryReactor* TensorOpService::ListHandles(grpc::CallbackServerConte
                                                        const grpc::ByteBuffer* request,
                                                        grpc::ByteBuffer* response) {
   return AnswerRaw<v1::ListHandlesRequest, v1::ListHandlesResponse>(
-      context, request, response, engine_.budget(), CallOrigin(*context, "ListHandles"),
-      [&](const auto& in, auto& out) {
+      context, request, response, engine_.budget(), engine_.options().max_message_bytes,
+      CallOrigin(*context, "ListHandles"), [&](const auto& in, auto& out) {
         return ListHandlesAnswer(engine_.options().handles, CallerOf(*context), in, out);
       });
 }

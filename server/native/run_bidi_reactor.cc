@@ -26,6 +26,7 @@
 #include "server/transport/idle_watchdog.h"
 #include "server/wire/quoted.h"
 #include "server/wire/status_map.h"
+#include "server/wire/wire_bound.h"
 
 namespace tensorop::server {
 
@@ -77,8 +78,10 @@ class TensorOpService::BidiReactor final
     auto request = std::make_shared<v1::RunRequest>();
     MemoryBudget::Reservation reservation = open_call_.Reservation();
     const absl::Status parsed = Guarded([&] {
-      return ParseRequest(read_buffer_, absl::StrCat("RunBidi: message ", messages_read_),
-                          reservation, request.get());
+      const std::string what = absl::StrCat("RunBidi: message ", messages_read_);
+      RETURN_IF_ERROR(
+          CheckReceivedBytes(read_buffer_, service_->engine_.options().max_message_bytes, what));
+      return ParseRequest(read_buffer_, what, reservation, request.get());
     });
     read_buffer_.Clear();
     if (parsed.code() == absl::StatusCode::kInvalidArgument) {

@@ -126,6 +126,8 @@ class TensorOpService::ChunkedReactor final
  private:
   // Parses the part in read_buffer_ and takes it in.
   absl::Status Read() {
+    RETURN_IF_ERROR(CheckReceivedBytes(read_buffer_, service_->engine_.options().max_message_bytes,
+                                       absl::StrCat("RunChunked: part ", parts_read_)));
     if (have_request_) {
       // The common chunk, appended from the received slices (no parse copy);
       // any other part, or a name that is no input, goes through the parser.

@@ -24,6 +24,7 @@
 #include "server/telemetry/request_log.h"
 #include "server/transport/idle_watchdog.h"
 #include "server/wire/status_map.h"
+#include "server/wire/wire_bound.h"
 
 namespace tensorop::server {
 
@@ -58,6 +59,8 @@ class TensorOpService::UnaryReactor final : public grpc::ServerUnaryReactor {
     SetCallOrigin(*context, record_);
     bool answered = false;
     absl::Status status = Guarded([&] {
+      RETURN_IF_ERROR(CheckReceivedBytes(received_.bytes(),
+                                         service_->engine_.options().max_message_bytes, "Run"));
       RETURN_IF_ERROR(received_.Reserve("Run"));
       ASSIGN_OR_RETURN(answered, AnswerInReaction());
       if (answered) return absl::OkStatus();

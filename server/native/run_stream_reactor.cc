@@ -27,6 +27,7 @@
 #include "server/transport/idle_watchdog.h"
 #include "server/wire/convert.h"
 #include "server/wire/status_map.h"
+#include "server/wire/wire_bound.h"
 
 namespace tensorop::server {
 
@@ -79,7 +80,11 @@ class TensorOpService::StreamReactor : public grpc::ServerWriteReactor<grpc::Byt
   // then ComputeOnWorker.
   void ReserveAndCompute(const grpc::ByteBuffer* request) {
     received_ = ReceivedBytes(request, reservation_.Sibling());
-    const absl::Status reserved = Guarded([&] { return received_.Reserve(record_.method); });
+    const absl::Status reserved = Guarded([&] {
+      RETURN_IF_ERROR(
+          CheckReceivedBytes(*request, engine().options().max_message_bytes, record_.method));
+      return received_.Reserve(record_.method);
+    });
     if (!reserved.ok()) {
       Done(reserved);
       return;
@@ -267,8 +272,10 @@ struct FetchPlan {
 // raw unary request is refused unparsed (a flood of fields would otherwise
 // hold gRPC's thread while the bound counts them).
 absl::StatusOr<FetchPlan> PlanFetch(const grpc::ByteBuffer& bytes, HandleStore* store,
-                                    const HandleCaller& caller, MemoryBudget& budget) {
-  RETURN_IF_ERROR(CheckRawRequestBytes(static_cast<int64_t>(bytes.Length()), "Fetch"));
+                                    const HandleCaller& caller, MemoryBudget& budget,
+                                    int64_t max_message_bytes) {
+  RETURN_IF_ERROR(
+      CheckRawRequestBytes(static_cast<int64_t>(bytes.Length()), max_message_bytes, "Fetch"));
   MemoryBudget::Reservation parsing = budget.Empty();
   v1::FetchRequest fetch;
   RETURN_IF_ERROR(ParseMessage(bytes, "Fetch", parsing, &fetch));
@@ -315,8 +322,8 @@ grpc::ServerWriteReactor<grpc::ByteBuffer>* TensorOpService::Fetch(
     grpc::CallbackServerContext* context, const grpc::ByteBuffer* request) {
   FetchPlan plan;
   absl::Status status = Guarded([&] {
-    ASSIGN_OR_RETURN(
-        plan, PlanFetch(*request, engine_.options().handles, CallerOf(*context), engine_.budget()));
+    ASSIGN_OR_RETURN(plan, PlanFetch(*request, engine_.options().handles, CallerOf(*context),
+                                     engine_.budget(), engine_.options().max_message_bytes));
     return absl::OkStatus();
   });
   if (!status.ok()) {

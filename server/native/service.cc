@@ -31,8 +31,8 @@ grpc::ServerUnaryReactor* TensorOpService::RegisterSharedMemory(
     grpc::CallbackServerContext* context, const grpc::ByteBuffer* request,
     grpc::ByteBuffer* response) {
   return AnswerRaw<v1::RegisterSharedMemoryRequest, v1::RegisterSharedMemoryResponse>(
-      context, request, response, engine_.budget(), CallOrigin(*context, "RegisterSharedMemory"),
-      [&](const auto& in, auto& out) {
+      context, request, response, engine_.budget(), engine_.options().max_message_bytes,
+      CallOrigin(*context, "RegisterSharedMemory"), [&](const auto& in, auto& out) {
         return RegisterSharedMemoryAnswer(engine_.options().shared_memory,
                                           SharedMemoryCallerOf(*context), in, out);
       });
@@ -42,8 +42,8 @@ grpc::ServerUnaryReactor* TensorOpService::UnregisterSharedMemory(
     grpc::CallbackServerContext* context, const grpc::ByteBuffer* request,
     grpc::ByteBuffer* response) {
   return AnswerRaw<v1::UnregisterSharedMemoryRequest, v1::UnregisterSharedMemoryResponse>(
-      context, request, response, engine_.budget(), CallOrigin(*context, "UnregisterSharedMemory"),
-      [&](const auto& in, auto&) {
+      context, request, response, engine_.budget(), engine_.options().max_message_bytes,
+      CallOrigin(*context, "UnregisterSharedMemory"), [&](const auto& in, auto&) {
         return UnregisterSharedMemoryAnswer(engine_.options().shared_memory,
                                             SharedMemoryCallerOf(*context), in);
       });
@@ -53,8 +53,8 @@ grpc::ServerUnaryReactor* TensorOpService::SharedMemoryStatus(grpc::CallbackServ
                                                               const grpc::ByteBuffer* request,
                                                               grpc::ByteBuffer* response) {
   return AnswerRaw<v1::SharedMemoryStatusRequest, v1::SharedMemoryStatusResponse>(
-      context, request, response, engine_.budget(), CallOrigin(*context, "SharedMemoryStatus"),
-      [&](const auto& in, auto& out) {
+      context, request, response, engine_.budget(), engine_.options().max_message_bytes,
+      CallOrigin(*context, "SharedMemoryStatus"), [&](const auto& in, auto& out) {
         return SharedMemoryStatusAnswer(engine_.options().shared_memory,
                                         SharedMemoryCallerOf(*context), in, out);
       });

@@ -21,6 +21,7 @@
 #include "server/pipeline/pipeline.h"
 #include "server/telemetry/request_log.h"
 #include "server/wire/status_map.h"
+#include "server/wire/wire_bound.h"
 
 namespace tensorop::server {
 
@@ -30,9 +31,12 @@ namespace tensorop::server {
 // thread bounded by a constant.
 inline constexpr int64_t kMaxRawRequestBytes = 128 << 10;
 
-// RESOURCE_EXHAUSTED naming `method` when a request of `bytes` is over
-// kMaxRawRequestBytes (refused before it is parsed), else OK.
-inline absl::Status CheckRawRequestBytes(int64_t bytes, absl::string_view method) {
+// RESOURCE_EXHAUSTED naming `method` when a request of `bytes` is over the
+// server's message limit (`max_message_bytes`, named) or kMaxRawRequestBytes
+// (refused before it is parsed), else OK.
+inline absl::Status CheckRawRequestBytes(int64_t bytes, int64_t max_message_bytes,
+                                         absl::string_view method) {
+  RETURN_IF_ERROR(CheckReceivedBytes(bytes, max_message_bytes, method));
   if (bytes <= kMaxRawRequestBytes) return absl::OkStatus();
   return absl::ResourceExhaustedError(absl::StrCat(method, ": a ", bytes,
                                                    "-byte request; this method takes at most ",
@@ -41,16 +45,19 @@ inline absl::Status CheckRawRequestBytes(int64_t bytes, absl::string_view method
 
 // Parses `request_bytes` as a Request for the method `record` names, then
 // `answer(request, response)` (a status); the Response serialized into `out`
-// when it is OK. The call's line goes to the request log with `record` (its
+// when it is OK. A request over `max_message_bytes` or kMaxRawRequestBytes is
+// refused unparsed. The call's line goes to the request log with `record` (its
 // caller: CallOrigin).
 template <typename Request, typename Response, typename AnswerFn>
 grpc::ServerUnaryReactor* AnswerRaw(grpc::CallbackServerContext* context,
                                     const grpc::ByteBuffer* request_bytes, grpc::ByteBuffer* out,
-                                    MemoryBudget& budget, CallRecord record, AnswerFn answer) {
+                                    MemoryBudget& budget, int64_t max_message_bytes,
+                                    CallRecord record, AnswerFn answer) {
   const absl::string_view method = record.method;
   MemoryBudget::Reservation parsing = budget.Empty();
   const absl::Status status = Guarded([&]() -> absl::Status {
-    RETURN_IF_ERROR(CheckRawRequestBytes(static_cast<int64_t>(request_bytes->Length()), method));
+    RETURN_IF_ERROR(CheckRawRequestBytes(static_cast<int64_t>(request_bytes->Length()),
+                                         max_message_bytes, method));
     Request request;
     RETURN_IF_ERROR(ParseMessage(*request_bytes, method, parsing, &request));
     Response response;

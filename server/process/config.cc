@@ -134,7 +134,8 @@ TENSORD_RANGED_FLAG_SHOWN(
     "and as many oneTBB workers for OPENCL requests and the parallel loops of "
     "copies over 1 MiB");
 TENSORD_RANGED_FLAG(int64_t, max_message_bytes, kMinMessageBytes, int64_t{INT_MAX},
-                    kDefaultMessageBytes, "largest gRPC message in either direction");
+                    kDefaultMessageBytes,
+                    "largest gRPC message in either direction (RESOURCE_EXHAUSTED above)");
 TENSORD_RANGED_FLAG(int64_t, max_request_bytes, 1, kMaxRequestBytes, int64_t{4} << 30,
                     "inputs plus output buffers of one request (RESOURCE_EXHAUSTED above)");
 TENSORD_RANGED_FLAG_SHOWN(int64_t, max_tensor_elements, 1, tensorop::kMaxTensorElements,

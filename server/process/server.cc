@@ -83,6 +83,18 @@ std::string ListeningAddress(const std::string& address, int port) {
   return absl::StrCat(address.substr(0, address.rfind(':')), ":", port);
 }
 
+// gRPC's refusal of a message over its limit names no flag ("Received message
+// larger than max"), so its receive limit is a backstop at twice
+// --max_message_bytes: a message between the two reaches tensord's methods,
+// which refuse it naming the flag (CheckReceivedBytes) before anything else.
+// Not unlimited: gRPC's own typed services (health, reflection) and the
+// bench's echo parse what gRPC lets through, outside the budget.
+void SetMessageLimits(int max_message_bytes, grpc::ServerBuilder& builder) {
+  builder.SetMaxReceiveMessageSize(static_cast<int>(
+      std::min<int64_t>(std::numeric_limits<int>::max(), 2 * int64_t{max_message_bytes})));
+  builder.SetMaxSendMessageSize(max_message_bytes);
+}
+
 }  // namespace
 
 Server::Server(const ServerConfig& config) : config_(config) {}
@@ -277,8 +289,7 @@ absl::Status Server::Start() {
   // A taken port is an error, never a port shared with another process
   // (gRPC's default SO_REUSEPORT would split the calls between the two).
   builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
-  builder.SetMaxReceiveMessageSize(config.max_message_bytes);
-  builder.SetMaxSendMessageSize(config.max_message_bytes);
+  SetMessageLimits(config.max_message_bytes, builder);
   if (config.max_connection_age_seconds > 0) {
     builder.AddChannelArgument(GRPC_ARG_MAX_CONNECTION_AGE_MS,
                                config.max_connection_age_seconds * 1000);
@@ -288,8 +299,8 @@ absl::Status Server::Start() {
   transport.max_connection_idle_seconds = config.max_connection_idle_seconds;
   // gRPC's own buffers give way (it shrinks them, then cancels calls) past
   // what the calls may hold and two whole messages in flight beside it.
-  // gRPC 1.51 reads a message past --max_message_bytes whole before refusing
-  // it, so this quota is what bounds an oversized one (RELIABILITY.md); the
+  // gRPC 1.51 reads a message past its limit whole before refusing it, so
+  // this quota is what bounds an oversized one (RELIABILITY.md); the
   // bytes a handler took are in both the budget and the quota until freed.
   transport.quota_memory_bytes =
       std::min(ProcessMemoryBytes(),

@@ -39,6 +39,7 @@
 #include "server/wire/convert.h"
 #include "server/wire/quoted.h"
 #include "server/wire/status_map.h"
+#include "server/wire/wire_bound.h"
 
 namespace tensorop::server {
 namespace {
@@ -269,6 +270,8 @@ class InferenceService::InferReactor final : public grpc::ServerUnaryReactor {
     SetCallOrigin(*context, record_);
     bool answered = false;
     absl::Status status = Guarded([&] {
+      RETURN_IF_ERROR(CheckReceivedBytes(
+          received_.bytes(), service_->engine_->options().max_message_bytes, "ModelInfer"));
       RETURN_IF_ERROR(received_.Reserve("ModelInfer"));
       if (request->Length() <= kParseInReactionBytes) {
         ASSIGN_OR_RETURN(answered, RunHereIfTiny());
@@ -373,6 +376,9 @@ class InferenceService::StreamReactor final
     ++messages_read_;
     absl::Status status = Guarded([&] {
       received_ = ReceivedBytes(&read_buffer_, reservation_.Sibling());
+      RETURN_IF_ERROR(
+          CheckReceivedBytes(read_buffer_, service_->engine_->options().max_message_bytes,
+                             absl::StrCat("ModelStreamInfer: message ", messages_read_)));
       RETURN_IF_ERROR(received_.Reserve("ModelStreamInfer"));
       return service_->engine_->Submit([this] { Work(); });
     });

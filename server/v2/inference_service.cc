@@ -96,8 +96,8 @@ grpc::ServerUnaryReactor* InferenceService::ServerLive(grpc::CallbackServerConte
                                                        const grpc::ByteBuffer* request,
                                                        grpc::ByteBuffer* response) {
   return AnswerRaw<inference::ServerLiveRequest, inference::ServerLiveResponse>(
-      context, request, response, engine_->budget(), CallOrigin(*context, "ServerLive"),
-      [](const auto&, auto& out) {
+      context, request, response, engine_->budget(), engine_->options().max_message_bytes,
+      CallOrigin(*context, "ServerLive"), [](const auto&, auto& out) {
         out.set_live(true);
         return absl::OkStatus();
       });
@@ -107,8 +107,8 @@ grpc::ServerUnaryReactor* InferenceService::ServerReady(grpc::CallbackServerCont
                                                         const grpc::ByteBuffer* request,
                                                         grpc::ByteBuffer* response) {
   return AnswerRaw<inference::ServerReadyRequest, inference::ServerReadyResponse>(
-      context, request, response, engine_->budget(), CallOrigin(*context, "ServerReady"),
-      [this](const auto&, auto& out) {
+      context, request, response, engine_->budget(), engine_->options().max_message_bytes,
+      CallOrigin(*context, "ServerReady"), [this](const auto&, auto& out) {
         out.set_ready(ready_.load(std::memory_order_acquire));
         return absl::OkStatus();
       });
@@ -118,8 +118,8 @@ grpc::ServerUnaryReactor* InferenceService::ModelReady(grpc::CallbackServerConte
                                                        const grpc::ByteBuffer* request,
                                                        grpc::ByteBuffer* response) {
   return AnswerRaw<inference::ModelReadyRequest, inference::ModelReadyResponse>(
-      context, request, response, engine_->budget(), CallOrigin(*context, "ModelReady"),
-      [this](const auto& in, auto& out) {
+      context, request, response, engine_->budget(), engine_->options().max_message_bytes,
+      CallOrigin(*context, "ModelReady"), [this](const auto& in, auto& out) {
         absl::Status status = CheckModel(in.name(), in.version());
         if (status.ok()) out.set_ready(ready_.load(std::memory_order_acquire));
         return status;
@@ -130,8 +130,8 @@ grpc::ServerUnaryReactor* InferenceService::ServerMetadata(grpc::CallbackServerC
                                                            const grpc::ByteBuffer* request,
                                                            grpc::ByteBuffer* response) {
   return AnswerRaw<inference::ServerMetadataRequest, inference::ServerMetadataResponse>(
-      context, request, response, engine_->budget(), CallOrigin(*context, "ServerMetadata"),
-      [this](const auto&, auto& out) {
+      context, request, response, engine_->budget(), engine_->options().max_message_bytes,
+      CallOrigin(*context, "ServerMetadata"), [this](const auto&, auto& out) {
         out = ServerMetadataAnswer(
             /*system_shared_memory=*/engine_->options().shared_memory != nullptr);
         return absl::OkStatus();
@@ -142,8 +142,8 @@ grpc::ServerUnaryReactor* InferenceService::ModelMetadata(grpc::CallbackServerCo
                                                           const grpc::ByteBuffer* request,
                                                           grpc::ByteBuffer* response) {
   return AnswerRaw<inference::ModelMetadataRequest, inference::ModelMetadataResponse>(
-      context, request, response, engine_->budget(), CallOrigin(*context, "ModelMetadata"),
-      [](const auto& in, auto& out) -> absl::Status {
+      context, request, response, engine_->budget(), engine_->options().max_message_bytes,
+      CallOrigin(*context, "ModelMetadata"), [](const auto& in, auto& out) -> absl::Status {
         ASSIGN_OR_RETURN(out, server::ModelMetadata(in.name(), in.version()));
         return absl::OkStatus();
       });
@@ -153,8 +153,8 @@ grpc::ServerUnaryReactor* InferenceService::ModelConfig(grpc::CallbackServerCont
                                                         const grpc::ByteBuffer* request,
                                                         grpc::ByteBuffer* response) {
   return AnswerRaw<inference::ModelConfigRequest, inference::ModelConfigResponse>(
-      context, request, response, engine_->budget(), CallOrigin(*context, "ModelConfig"),
-      [](const auto& in, auto& out) -> absl::Status {
+      context, request, response, engine_->budget(), engine_->options().max_message_bytes,
+      CallOrigin(*context, "ModelConfig"), [](const auto& in, auto& out) -> absl::Status {
         ASSIGN_OR_RETURN(out, server::ModelConfig(in.name(), in.version()));
         return absl::OkStatus();
       });
@@ -164,8 +164,8 @@ grpc::ServerUnaryReactor* InferenceService::ModelStatistics(grpc::CallbackServer
                                                             const grpc::ByteBuffer* request,
                                                             grpc::ByteBuffer* response) {
   return AnswerRaw<inference::ModelStatisticsRequest, inference::ModelStatisticsResponse>(
-      context, request, response, engine_->budget(), CallOrigin(*context, "ModelStatistics"),
-      [this](const auto& in, auto& out) -> absl::Status {
+      context, request, response, engine_->budget(), engine_->options().max_message_bytes,
+      CallOrigin(*context, "ModelStatistics"), [this](const auto& in, auto& out) -> absl::Status {
         ASSIGN_OR_RETURN(out, ModelStatisticsAnswer(metrics_, in.name(), in.version()));
         return absl::OkStatus();
       });
@@ -175,8 +175,8 @@ grpc::ServerUnaryReactor* InferenceService::RepositoryIndex(grpc::CallbackServer
                                                             const grpc::ByteBuffer* request,
                                                             grpc::ByteBuffer* response) {
   return AnswerRaw<inference::RepositoryIndexRequest, inference::RepositoryIndexResponse>(
-      context, request, response, engine_->budget(), CallOrigin(*context, "RepositoryIndex"),
-      [](const auto&, auto& out) {
+      context, request, response, engine_->budget(), engine_->options().max_message_bytes,
+      CallOrigin(*context, "RepositoryIndex"), [](const auto&, auto& out) {
         out = RepositoryIndexAnswer();
         return absl::OkStatus();
       });
@@ -270,7 +270,7 @@ grpc::ServerUnaryReactor* InferenceService::SystemSharedMemoryStatus(
     grpc::ByteBuffer* response) {
   return AnswerRaw<inference::SystemSharedMemoryStatusRequest,
                    inference::SystemSharedMemoryStatusResponse>(
-      context, request, response, engine_->budget(),
+      context, request, response, engine_->budget(), engine_->options().max_message_bytes,
       CallOrigin(*context, "SystemSharedMemoryStatus"),
       [&](const auto& in, auto& out) -> absl::Status {
         ASSIGN_OR_RETURN(out, SystemSharedMemoryStatusAnswer(engine_->options().shared_memory, in,
@@ -284,7 +284,7 @@ grpc::ServerUnaryReactor* InferenceService::SystemSharedMemoryRegister(
     grpc::ByteBuffer* response) {
   return AnswerRaw<inference::SystemSharedMemoryRegisterRequest,
                    inference::SystemSharedMemoryRegisterResponse>(
-      context, request, response, engine_->budget(),
+      context, request, response, engine_->budget(), engine_->options().max_message_bytes,
       CallOrigin(*context, "SystemSharedMemoryRegister"), [&](const auto& in, auto&) {
         return SystemSharedMemoryRegisterAnswer(engine_->options().shared_memory, in,
                                                 SharedMemoryCallerOf(*context))
@@ -297,7 +297,7 @@ grpc::ServerUnaryReactor* InferenceService::SystemSharedMemoryUnregister(
     grpc::ByteBuffer* response) {
   return AnswerRaw<inference::SystemSharedMemoryUnregisterRequest,
                    inference::SystemSharedMemoryUnregisterResponse>(
-      context, request, response, engine_->budget(),
+      context, request, response, engine_->budget(), engine_->options().max_message_bytes,
       CallOrigin(*context, "SystemSharedMemoryUnregister"), [&](const auto& in, auto&) {
         return SystemSharedMemoryUnregisterAnswer(engine_->options().shared_memory, in,
                                                   SharedMemoryCallerOf(*context))
@@ -310,7 +310,8 @@ grpc::ServerUnaryReactor* InferenceService::CudaSharedMemoryStatus(
     grpc::ByteBuffer* response) {
   return AnswerRaw<inference::CudaSharedMemoryStatusRequest,
                    inference::CudaSharedMemoryStatusResponse>(
-      context, request, response, engine_->budget(), CallOrigin(*context, "CudaSharedMemoryStatus"),
+      context, request, response, engine_->budget(), engine_->options().max_message_bytes,
+      CallOrigin(*context, "CudaSharedMemoryStatus"),
       [](const auto&, auto&) { return CudaSharedMemoryUnimplemented("CudaSharedMemoryStatus"); });
 }
 
@@ -319,7 +320,7 @@ grpc::ServerUnaryReactor* InferenceService::CudaSharedMemoryRegister(
     grpc::ByteBuffer* response) {
   return AnswerRaw<inference::CudaSharedMemoryRegisterRequest,
                    inference::CudaSharedMemoryRegisterResponse>(
-      context, request, response, engine_->budget(),
+      context, request, response, engine_->budget(), engine_->options().max_message_bytes,
       CallOrigin(*context, "CudaSharedMemoryRegister"),
       [](const auto&, auto&) { return CudaSharedMemoryUnimplemented("CudaSharedMemoryRegister"); });
 }
@@ -329,7 +330,7 @@ grpc::ServerUnaryReactor* InferenceService::CudaSharedMemoryUnregister(
     grpc::ByteBuffer* response) {
   return AnswerRaw<inference::CudaSharedMemoryUnregisterRequest,
                    inference::CudaSharedMemoryUnregisterResponse>(
-      context, request, response, engine_->budget(),
+      context, request, response, engine_->budget(), engine_->options().max_message_bytes,
       CallOrigin(*context, "CudaSharedMemoryUnregister"), [](const auto&, auto&) {
         return CudaSharedMemoryUnimplemented("CudaSharedMemoryUnregister");
       });

@@ -341,4 +341,11 @@ int64_t RunResponseBytes(absl::string_view id, absl::string_view backend, bool w
   return total;
 }
 
+absl::Status CheckReceivedBytes(int64_t bytes, int64_t max_message_bytes, absl::string_view what) {
+  if (bytes <= max_message_bytes) return absl::OkStatus();
+  return absl::ResourceExhaustedError(
+      absl::StrCat(what, ": a message of ", bytes, " bytes, over the server's message limit of ",
+                   max_message_bytes, " bytes (--max_message_bytes)"));
+}
+
 }  // namespace tensorop::server

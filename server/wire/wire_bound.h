@@ -13,6 +13,7 @@
 #include <google/protobuf/descriptor.h>
 #include <grpcpp/support/byte_buffer.h>
 
+#include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "core/tensor.h"
@@ -28,6 +29,17 @@ namespace tensorop::server {
 // deep).
 absl::StatusOr<int64_t> ParsedBytesBound(const grpc::ByteBuffer& bytes,
                                          const google::protobuf::Descriptor& type);
+
+// OK when a received message of `bytes` is within the server's message limit,
+// `max_message_bytes`; otherwise RESOURCE_EXHAUSTED naming `what` (the method,
+// or the message of a stream) and --max_message_bytes. gRPC's own receive
+// limit is lifted (server/process/server.cc), since its refusal names no flag:
+// every read of a message is checked here before anything is done with it.
+absl::Status CheckReceivedBytes(int64_t bytes, int64_t max_message_bytes, absl::string_view what);
+inline absl::Status CheckReceivedBytes(const grpc::ByteBuffer& message, int64_t max_message_bytes,
+                                       absl::string_view what) {
+  return CheckReceivedBytes(static_cast<int64_t>(message.Length()), max_message_bytes, what);
+}
 
 // The serialized size of a RunResponse with `id`, `backend`, the given status
 // message (when `with_status`) and one output per layout, each with its

@@ -7,6 +7,7 @@
 // owner's handles and the store's counts whole.
 #include <cstddef>
 #include <cstdint>
+#include <limits>
 #include <memory>
 #include <string>
 
@@ -62,7 +63,9 @@ template <typename Request>
 bool Parse(const uint8_t* data, size_t size, absl::string_view method, Request* request) {
   const grpc::Slice slice(data, size);
   const grpc::ByteBuffer bytes(&slice, 1);
-  if (!tensorop::server::CheckRawRequestBytes(static_cast<int64_t>(size), method).ok()) {
+  if (!tensorop::server::CheckRawRequestBytes(static_cast<int64_t>(size),
+                                              std::numeric_limits<int64_t>::max(), method)
+           .ok()) {
     return false;
   }
   tensorop::server::MemoryBudget::Reservation parsing = Budget().Empty();

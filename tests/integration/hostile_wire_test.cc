@@ -11,8 +11,10 @@
 #include <chrono>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include <grpcpp/grpcpp.h>
@@ -20,6 +22,8 @@
 #include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "inference/grpc_service.pb.h"
+#include "tensorop/v1/tensorop.pb.h"
 #include "tests/integration/hostile_checks.h"
 #include "tests/integration/normal_answer.h"
 #include "tests/integration/tensord_client.h"
@@ -176,6 +180,77 @@ TEST(HostileWireTest, MessagesPastTheLimitAreHeldNoFurtherThanTheTransportQuota)
   // which overshot it by up to 150 MiB here (peaks of 283-430 MiB over a
   // baseline of 23; 794-1042 MiB before).
   ExpectPeakWithin(server, baseline, 2 * (kBudget + 2 * kMiB));
+}
+
+// The answers of a stream that was sent `messages` and half-closed; it ends OK.
+std::vector<std::string> StreamAnswers(const std::shared_ptr<grpc::Channel>& channel,
+                                       const std::string& method,
+                                       const std::vector<std::string>& messages) {
+  grpc::ClientContext context;
+  RawCall call(channel, method, &context);
+  for (const std::string& message : messages) EXPECT_TRUE(call.Write(message));
+  call.WritesDone();
+  std::vector<std::string> answers;
+  while (std::optional<std::string> answer = call.Read()) answers.push_back(*std::move(answer));
+  EXPECT_THAT(call.Finish(), GrpcOk()) << method;
+  return answers;
+}
+
+// Messages over --max_message_bytes but within gRPC's backstop (twice it)
+// reach the methods, which refuse each unparsed, naming the flag: what
+// gRPC's own "Received message larger than max" never did. Every method that
+// reads a message, the first message of each stream included; the bytes are
+// no message at all, so only the size check can have answered. Past the
+// backstop gRPC refuses as before.
+TEST(HostileWireTest, MessagesOverTheLimitAreRefusedNamingTheFlag) {
+  TensordProcess server({"--max_message_bytes=" + std::to_string(kMiB), "--chunk_bytes=65536",
+                         "--backends=cpu", "--worker_threads=2"});
+  const std::string over(static_cast<size_t>(kMiB + kMiB / 2), '\0');
+  const std::string over_limit =
+      absl::StrCat(": a message of ", over.size(), " bytes, over the server's message limit of ",
+                   kMiB, " bytes (--max_message_bytes)");
+  const std::vector<std::pair<std::string, std::string>> refusals = {
+      {"/tensorop.v1.TensorOp/Run", "Run"},
+      {"/tensorop.v1.TensorOp/RunStream", "RunStream"},
+      {"/tensorop.v1.TensorOp/RunChain", "RunChain"},
+      {"/tensorop.v1.TensorOp/RunChunked", "RunChunked: part 1"},
+      {"/tensorop.v1.TensorOp/Put", "Put: part 1"},
+      {"/tensorop.v1.TensorOp/Fetch", "Fetch"},
+      {"/tensorop.v1.TensorOp/Release", "Release"},
+      {"/inference.GRPCInferenceService/ModelInfer", "ModelInfer"},
+      {"/inference.GRPCInferenceService/ServerLive", "ServerLive"},
+  };
+  const std::shared_ptr<grpc::Channel> channel = AttackerChannel(server.target());
+  for (const auto& [method, what] : refusals) {
+    EXPECT_THAT(RawExchange(channel, method, {over}),
+                GrpcStatusIs(grpc::StatusCode::RESOURCE_EXHAUSTED, what + over_limit))
+        << method;
+  }
+  // The streams that answer each message in the stream go on after one.
+  const std::vector<std::string> bidi =
+      StreamAnswers(channel, "/tensorop.v1.TensorOp/RunBidi", {over, over});
+  ASSERT_EQ(bidi.size(), 2U);
+  for (int i = 0; i < 2; ++i) {
+    v1::RunResponse response;
+    ASSERT_TRUE(response.ParseFromString(bidi[i]));
+    EXPECT_EQ(response.status().code(), grpc::StatusCode::RESOURCE_EXHAUSTED);
+    EXPECT_EQ(response.status().message(), absl::StrCat("RunBidi: message ", i + 1, over_limit));
+  }
+  const std::vector<std::string> infers =
+      StreamAnswers(channel, "/inference.GRPCInferenceService/ModelStreamInfer", {over, over});
+  ASSERT_EQ(infers.size(), 2U);
+  for (int i = 0; i < 2; ++i) {
+    inference::ModelStreamInferResponse response;
+    ASSERT_TRUE(response.ParseFromString(infers[i]));
+    EXPECT_EQ(response.error_message(),
+              absl::StrCat("RESOURCE_EXHAUSTED: ModelStreamInfer: message ", i + 1, over_limit));
+  }
+  const std::string past_backstop(static_cast<size_t>(2 * kMiB + 1), '\0');
+  EXPECT_THAT(RawExchange(channel, "/tensorop.v1.TensorOp/Run", {past_backstop}),
+              GrpcStatusIs(grpc::StatusCode::RESOURCE_EXHAUSTED,
+                           HasSubstr("Received message larger than max")));
+  ExpectNormalAnswer(server);
+  EXPECT_EQ(MetricValueOnceItIs(server, "tensorop_memory_reserved_bytes", 0), 0);
 }
 
 }  // namespace

@@ -16,6 +16,7 @@ count is asserted, so none is skipped silently):
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import numpy as np
@@ -241,6 +242,31 @@ def test_int32_parameters_are_accepted(v2_client: triton.InferenceServerClient) 
         parameters.append(tensor)
     result = v2_client.infer("slice", [data, *parameters])
     assert result.as_numpy("output").tolist() == [[2, 1, 0], [5, 4, 3]]
+
+
+def test_an_infer_over_the_message_limit_names_the_flag(tensord_small_messages: Tensord) -> None:
+    """A request over tensord's --max_message_bytes (64 KiB here; 96 KiB of data) is
+    refused naming the flag and the limit, not with gRPC's "Received message larger
+    than max" (which tensord keeps as a backstop at twice the limit)."""
+    client = triton.InferenceServerClient(tensord_small_messages.address)
+    try:
+        data = triton.InferInput("input", [96 << 8], "FP32")
+        data.set_data_from_numpy(np.zeros(96 << 8, dtype=np.float32))
+        parameters = []
+        for name, values in [("offsets", [0]), ("window_sizes", [4]), ("window_strides", [1])]:
+            tensor = triton.InferInput(name, [1], "INT64")
+            tensor.set_data_from_numpy(np.array(values, dtype=np.int64))
+            parameters.append(tensor)
+        with pytest.raises(InferenceServerException) as refused:
+            client.infer("slice", [data, *parameters])
+        assert refused.value.status() == "StatusCode.RESOURCE_EXHAUSTED"
+        assert re.fullmatch(
+            r"ModelInfer: a message of 98\d{3} bytes, over the server's message limit of "
+            r"65536 bytes \(--max_message_bytes\)",
+            refused.value.message(),
+        ), refused.value.message()
+    finally:
+        client.close()
 
 
 def test_proto_matches_tritonclients(tmp_path: Path) -> None:
