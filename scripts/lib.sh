@@ -160,7 +160,9 @@ go_binary() {
 tensord_port() {
   local out="$1" pid="${2:-}" what="${3:-listening}" port="" i
   for ((i = 0; i < 600; i++)); do
-    port="$(sed -n "s/^tensord $what on .*:\([0-9][0-9]*\)\$/\1/p" "$out" | head -n 1)"
+    # The file may not exist yet: a server started with `>FILE &` makes it
+    # in its own process, after the caller has gone on to this loop.
+    port="$(sed -n "s/^tensord $what on .*:\([0-9][0-9]*\)\$/\1/p" "$out" 2>/dev/null | head -n 1)"
     if [ -n "$port" ]; then echo "$port"; return 0; fi
     if [ -n "$pid" ] && ! kill -0 "$pid" 2>/dev/null; then break; fi
     sleep 0.05
