@@ -32,9 +32,10 @@ absl::StatusOr<int64_t> ParsedBytesBound(const grpc::ByteBuffer& bytes,
 
 // OK when a received message of `bytes` is within the server's message limit,
 // `max_message_bytes`; otherwise RESOURCE_EXHAUSTED naming `what` (the method,
-// or the message of a stream) and --max_message_bytes. gRPC's own receive
-// limit is lifted (server/process/server.cc), since its refusal names no flag:
-// every read of a message is checked here before anything is done with it.
+// or the message of a stream) and --max_message_bytes. gRPC's own refusal
+// names no flag, so its receive limit is a backstop at twice this one
+// (SetMessageLimits, server/process/server.cc): every read of a message is
+// checked here before anything is done with it.
 absl::Status CheckReceivedBytes(int64_t bytes, int64_t max_message_bytes, absl::string_view what);
 inline absl::Status CheckReceivedBytes(const grpc::ByteBuffer& message, int64_t max_message_bytes,
                                        absl::string_view what) {
