@@ -73,11 +73,8 @@ std::vector<ByteRange> InputReadRanges(const ExecutionPlan& plan) {
   return ranges;
 }
 
-namespace {
-
-// Whether `copy` reads and writes its elements as one forward run: every
-// dimension of more than one element strided by the bytes of those inside it.
-bool ContiguousBothWays(const StridedCopy& copy) {
+// Every dimension of more than one element strided by the bytes of those inside it.
+bool IsForwardRun(const StridedCopy& copy) {
   int64_t inner_bytes = copy.element_size;
   for (size_t d = copy.sizes.size(); d-- > 0;) {
     if (copy.sizes[d] == 1) continue;
@@ -87,7 +84,34 @@ bool ContiguousBothWays(const StridedCopy& copy) {
   return true;
 }
 
-}  // namespace
+std::vector<bool> InputsReadAsRuns(const ExecutionPlan& plan) {
+  const std::vector<ByteRange> ranges = InputReadRanges(plan);
+  // Per slot, the bytes of its runs; -1 once anything else reads it.
+  std::vector<int64_t> run_bytes(ranges.size(), 0);
+  const auto read = [&](int slot, int64_t bytes) {
+    if (slot < 0 || static_cast<size_t>(slot) >= run_bytes.size()) return;
+    int64_t& total = run_bytes[static_cast<size_t>(slot)];
+    total = total < 0 || bytes < 0 ? -1 : total + bytes;
+  };
+  const auto read_otherwise = [&](int slot) { read(slot, -1); };
+  for (const StridedCopy& copy : plan.copies) {
+    if (copy.element_count <= 0) continue;
+    read(copy.input_slot, IsForwardRun(copy) ? copy.element_count * copy.element_size : -1);
+  }
+  for (const ScatterWalk& walk : plan.scatters) {
+    read_otherwise(walk.indices_slot);
+    read_otherwise(walk.updates_slot);
+  }
+  for (const GatherWalk& walk : plan.gathers) {
+    read_otherwise(walk.input_slot);
+    read_otherwise(walk.indices_slot);
+  }
+  std::vector<bool> as_runs(ranges.size());
+  for (size_t slot = 0; slot < ranges.size(); ++slot) {
+    as_runs[slot] = run_bytes[slot] > 0 && run_bytes[slot] <= ranges[slot].size();
+  }
+  return as_runs;
+}
 
 std::optional<SlotBytes> OutputAsInputBytes(const ExecutionPlan& plan, int output) {
   for (const ScatterWalk& walk : plan.scatters) {
@@ -106,7 +130,7 @@ std::optional<SlotBytes> OutputAsInputBytes(const ExecutionPlan& plan, int outpu
     only = &copy;
   }
   if (only == nullptr || only->element_count <= 0 || only->dst_offset != 0 ||
-      !ContiguousBothWays(*only)) {
+      !IsForwardRun(*only)) {
     return std::nullopt;
   }
   const int64_t bytes = only->element_count * only->element_size;

@@ -39,6 +39,17 @@ ByteRange IndicesByteRange(const GatherWalk& walk);
 // copies and walks read; empty for a slot nothing reads.
 std::vector<ByteRange> InputReadRanges(const ExecutionPlan& plan);
 
+// Whether `copy` reads and writes its elements as one forward run: its
+// element_count * element_size bytes from src_offset into dst_offset.
+bool IsForwardRun(const StridedCopy& copy);
+
+// For each input slot of `plan`, whether it is read only by copies of forward
+// runs that move, together, no more bytes than its read range (no byte twice):
+// a backend that must move inputs (the OpenCL device) can move those runs
+// straight into their outputs, one transfer and no copy after it. False for a
+// slot nothing reads.
+std::vector<bool> InputsReadAsRuns(const ExecutionPlan& plan);
+
 // Bytes of one input slot.
 struct SlotBytes {
   int input_slot = 0;

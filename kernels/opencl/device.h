@@ -266,11 +266,18 @@ class Device {
   void ReturnStaging(StagingChunk* chunk, cl_event busy);
   // The piece a transfer of `bytes` moves per staging chunk.
   int64_t PieceBytes(int64_t bytes) const;
-  // Enqueues the upload of `bytes` from `host` into `dst` (from its byte 0) on
-  // `queue`, through staging when there is some; returns once `host` is no
-  // longer read.
+  // Enqueues the upload of `bytes` from `host` into `dst` from its byte
+  // `dst_begin` on `queue`, through staging when there is some; returns once
+  // `host` is no longer read.
   absl::Status UploadBytes(cl_command_queue queue, const std::byte* host, int64_t bytes, cl_mem dst,
-                           const StopCheck& stop);
+                           int64_t dst_begin, const StopCheck& stop);
+  // Enqueues on `queue`, for each copy of `plan` whose input slot
+  // `runs_go_up` names (InputsReadAsRuns: forward runs only), the upload of
+  // its run from the host input straight into its output at its offset.
+  absl::Status UploadRuns(const ExecutionPlan& plan,
+                          std::span<const std::span<const std::byte>> inputs,
+                          const std::vector<bool>& runs_go_up, std::span<const cl_mem> output_mems,
+                          cl_command_queue queue, const StopCheck& stop);
   // Downloads `bytes` of `src` from its byte `src_begin` into `host` on
   // `queue` once `ready` (may be null) completed; returns when they are in
   // `host`.

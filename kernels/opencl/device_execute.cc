@@ -29,6 +29,23 @@ absl::Status Device::Execute(const ExecutionPlan& plan,
   return ExecuteResident(plan, {.inputs = inputs, .outputs = outputs}, stop, timings);
 }
 
+absl::Status Device::UploadRuns(const ExecutionPlan& plan,
+                                std::span<const std::span<const std::byte>> inputs,
+                                const std::vector<bool>& runs_go_up,
+                                std::span<const cl_mem> output_mems, cl_command_queue queue,
+                                const StopCheck& stop) {
+  for (const StridedCopy& copy : plan.copies) {
+    const size_t slot = static_cast<size_t>(copy.input_slot);
+    if (copy.element_count <= 0 || !runs_go_up[slot]) continue;
+    const int64_t bytes = copy.element_count * copy.element_size;
+    RETURN_IF_ERROR(UploadBytes(queue, inputs[slot].data() + copy.src_offset, bytes,
+                                output_mems[static_cast<size_t>(copy.output_slot)], copy.dst_offset,
+                                stop));
+    uploaded_bytes_.fetch_add(bytes, std::memory_order_relaxed);
+  }
+  return absl::OkStatus();
+}
+
 absl::Status Device::ExecuteResident(const ExecutionPlan& plan, const DeviceIo& io,
                                      const StopCheck& stop, DeviceTimings* timings) {
   const std::span<const std::span<const std::byte>> inputs = io.inputs;
@@ -93,8 +110,15 @@ absl::Status Device::ExecuteResident(const ExecutionPlan& plan, const DeviceIo& 
 
   // Only the bytes the plan reads go up; kernels address the device buffer
   // from `upload_begin` (a resident input's: before its buffer's byte 0 by
-  // its offset, so copies read from there).
+  // its offset, so copies read from there). A host input read only as runs
+  // goes up run by run straight into the outputs (UploadRuns), in no buffer
+  // of its own.
   const std::vector<ByteRange> ranges = InputReadRanges(plan);
+  const std::vector<bool> read_as_runs = InputsReadAsRuns(plan);
+  std::vector<bool> runs_go_up(inputs.size());
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    runs_go_up[i] = read_as_runs[i] && resident_input(i).buffer == nullptr;
+  }
   std::vector<int64_t> upload_begin(inputs.size(), 0);
   std::vector<int64_t> upload_bytes(inputs.size(), 0);
   int64_t moved = 0;
@@ -113,6 +137,10 @@ absl::Status Device::ExecuteResident(const ExecutionPlan& plan, const DeviceIo& 
       upload_begin[i] = -resident.byte_offset;
       continue;
     }
+    if (runs_go_up[i]) {
+      moved += range.size();
+      continue;
+    }
     upload_begin[i] = range.empty() ? 0 : range.begin - range.begin % kUploadAlignment;
     upload_bytes[i] = range.empty() ? 0 : range.end - upload_begin[i];
     moved += upload_bytes[i];
@@ -126,14 +154,14 @@ absl::Status Device::ExecuteResident(const ExecutionPlan& plan, const DeviceIo& 
   cl_command_queue up = one_queue ? queue_ : upload_queue_;
   cl_command_queue down = one_queue ? queue_ : download_queue_;
   for (size_t i = 0; i < inputs.size(); ++i) {
-    if (resident_input(i).buffer != nullptr) {
-      input_mems.push_back(resident_input(i).buffer->mem());
+    if (resident_input(i).buffer != nullptr || runs_go_up[i]) {
+      input_mems.push_back(runs_go_up[i] ? nullptr : resident_input(i).buffer->mem());
       continue;
     }
     ASSIGN_OR_RETURN(PooledBuffer buffer,
                      TakeBuffer(upload_bytes[i], absl::StrCat("input ", plan.input_names[i])));
-    RETURN_IF_ERROR(
-        UploadBytes(up, inputs[i].data() + upload_begin[i], upload_bytes[i], buffer.mem(), stop));
+    RETURN_IF_ERROR(UploadBytes(up, inputs[i].data() + upload_begin[i], upload_bytes[i],
+                                buffer.mem(), 0, stop));
     uploaded_bytes_.fetch_add(upload_bytes[i], std::memory_order_relaxed);
     input_mems.push_back(buffer.mem());
     input_buffers.push_back(std::move(buffer));
@@ -163,6 +191,7 @@ absl::Status Device::ExecuteResident(const ExecutionPlan& plan, const DeviceIo& 
           "clEnqueueFillBuffer"));
     }
   }
+  RETURN_IF_ERROR(UploadRuns(plan, inputs, runs_go_up, output_mems, up, stop));
   // A plan's fills read their one element from a buffer of its own.
   cl_mem fill_value = nullptr;
   if (!plan.fills.empty()) {
@@ -190,6 +219,7 @@ absl::Status Device::ExecuteResident(const ExecutionPlan& plan, const DeviceIo& 
                              "clEnqueueBarrierWithWaitList"));
   }
   for (const StridedCopy& copy : plan.copies) {
+    if (runs_go_up[copy.input_slot]) continue;  // went up into its output
     StridedCopy rebased = copy;
     rebased.src_offset -= upload_begin[copy.input_slot];
     RETURN_IF_ERROR(

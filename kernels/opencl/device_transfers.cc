@@ -42,7 +42,7 @@ absl::Status Device::WriteResident(const ResidentBuffer& buffer, std::span<const
   }
   ScopedEvent written;
   absl::Status status = UploadBytes(upload_queue_, host.data(), static_cast<int64_t>(host.size()),
-                                    buffer.mem(), stop);
+                                    buffer.mem(), 0, stop);
   if (status.ok()) {
     status = ClStatus(clEnqueueMarkerWithWaitList(upload_queue_, 0, nullptr, &written.event),
                       "clEnqueueMarkerWithWaitList(resident)");
@@ -69,11 +69,11 @@ int64_t Device::PieceBytes(int64_t bytes) const {
 }
 
 absl::Status Device::UploadBytes(cl_command_queue queue, const std::byte* host, int64_t bytes,
-                                 cl_mem dst, const StopCheck& stop) {
+                                 cl_mem dst, int64_t dst_begin, const StopCheck& stop) {
   if (bytes <= 0) return absl::OkStatus();
   if (staging_chunk_bytes_ == 0) {
-    return ClStatus(clEnqueueWriteBuffer(queue, dst, CL_TRUE, 0, static_cast<size_t>(bytes), host,
-                                         0, nullptr, nullptr),
+    return ClStatus(clEnqueueWriteBuffer(queue, dst, CL_TRUE, static_cast<size_t>(dst_begin),
+                                         static_cast<size_t>(bytes), host, 0, nullptr, nullptr),
                     "clEnqueueWriteBuffer");
   }
   // Each piece: copied into a staging chunk, then its DMA queued and flushed,
@@ -85,8 +85,9 @@ absl::Status Device::UploadBytes(cl_command_queue queue, const std::byte* host, 
     ASSIGN_OR_RETURN(StagingChunk * chunk, TakeStaging(/*wait=*/true, stop));
     CopyHostBytes(chunk->host, host + done, n);
     cl_event written = nullptr;
-    const cl_int error = clEnqueueWriteBuffer(queue, dst, CL_FALSE, static_cast<size_t>(done), n,
-                                              chunk->host, 0, nullptr, &written);
+    const cl_int error =
+        clEnqueueWriteBuffer(queue, dst, CL_FALSE, static_cast<size_t>(dst_begin + done), n,
+                             chunk->host, 0, nullptr, &written);
     if (error == CL_SUCCESS) clFlush(queue);
     ReturnStaging(chunk, error == CL_SUCCESS ? written : nullptr);
     RETURN_IF_ERROR(ClStatus(error, "clEnqueueWriteBuffer"));
@@ -206,7 +207,7 @@ absl::Status Device::Upload(std::span<const std::byte> host) {
   const int64_t bytes = static_cast<int64_t>(host.size());
   ASSIGN_OR_RETURN(PooledBuffer buffer, TakeBuffer(bytes, "upload probe"));
   const absl::Status status =
-      UploadBytes(upload_queue_, host.data(), bytes, buffer.mem(), NeverStop);
+      UploadBytes(upload_queue_, host.data(), bytes, buffer.mem(), 0, NeverStop);
   const absl::Status finished = ClStatus(clFinish(upload_queue_), "clFinish");
   return status.ok() ? finished : status;
 }

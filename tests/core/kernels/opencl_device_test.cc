@@ -32,10 +32,10 @@ namespace {
 using ::tensorop::testing::StatusIs;
 using ::testing::HasSubstr;
 
-std::unique_ptr<Device> OpenFirst(int64_t staging_bytes) {
+std::unique_ptr<Device> OpenFirst(int64_t staging_bytes, bool profile_kernels = false) {
   std::vector<std::string> skipped;
-  std::vector<std::unique_ptr<Device>> devices =
-      OpenAllDevices(&skipped, DeviceOptions{staging_bytes});
+  std::vector<std::unique_ptr<Device>> devices = OpenAllDevices(
+      &skipped, DeviceOptions{.staging_bytes = staging_bytes, .profile_kernels = profile_kernels});
   if (devices.empty()) return nullptr;
   return std::move(devices.front());
 }
@@ -117,8 +117,8 @@ void ExpectSameAsTbb(const OpRequest& request, Device* device) {
 
 class OpenClDeviceTest : public ::testing::Test {
  protected:
-  void Open(int64_t staging_bytes) {
-    device_ = OpenFirst(staging_bytes);
+  void Open(int64_t staging_bytes, bool profile_kernels = false) {
+    device_ = OpenFirst(staging_bytes, profile_kernels);
     ASSERT_NE(device_, nullptr) << "no OpenCL device (is pocl-opencl-icd installed?)";
   }
   std::unique_ptr<Device> device_;
@@ -170,6 +170,52 @@ TEST_F(OpenClDeviceTest, OnlyTheRowsASliceReadsAreUploaded) {
   const int64_t middle = device_->uploaded_bytes();
   ExpectSameAsTbb(odd, device_.get());
   EXPECT_EQ(device_->uploaded_bytes() - middle, end - (start - start % 256));
+}
+
+TEST_F(OpenClDeviceTest, RunsOfAHostInputGoStraightIntoTheOutputsWithNoCopyThere) {
+  // Staging of 1000 bytes: each run goes up in pieces of 125, into its output
+  // from an offset no piece divides.
+  Open(1000, /*profile_kernels=*/true);
+  const Owned first = Pattern(DType::kInt16, {3, 7}, 11);
+  const Owned second = Pattern(DType::kInt16, {5, 7}, 12);
+  const Owned third = Pattern(DType::kInt16, {1, 7}, 13);
+  const Owned bytes = Pattern(DType::kUint8, {10, 33}, 14);
+  const std::vector<OpRequest> requests = {
+      // three inputs one after another: runs at output bytes 0, 42 and 112
+      {JoinAttrs{0},
+       {{"inputs_0", first.view()}, {"inputs_1", second.view()}, {"inputs_2", third.view()}},
+       {}},
+      {SplitAttrs{0},
+       {{"input", bytes.view()}},
+       {OutputDesc{{3, 33}, {}}, OutputDesc{{7, 33}, {}}}},
+      {SliceAttrs{{4, 0}, {5, 33}, {1, 1}}, {{"input", bytes.view()}}, {OutputDesc{{5, 33}, {}}}},
+  };
+  const int64_t run_bytes[] = {(3 + 5 + 1) * 7 * 2, 10 * 33, 5 * 33};
+  for (size_t i = 0; i < requests.size(); ++i) {
+    SCOPED_TRACE(i);
+    const Result expected = RunRequest(requests[i], nullptr);
+    ASSERT_OK(expected.status);
+    const int64_t before = device_->uploaded_bytes();
+    DeviceTimings timings;
+    const Result actual = RunRequest(requests[i], device_.get(), NeverStop, &timings);
+    ASSERT_OK(actual.status);
+    EXPECT_TRUE(actual.outputs == expected.outputs);
+    EXPECT_EQ(device_->uploaded_bytes() - before, run_bytes[i]);
+    EXPECT_EQ(timings.kernel_commands, 0);  // no copy on the device
+  }
+  // A scatter's input goes straight into its output, and the walk writes
+  // over it there, colliding updates included.
+  const Owned input = Pattern(DType::kFloat32, {64, 300}, 15);
+  const Owned indices = Indices({64, 200}, 300, 16);
+  const Owned updates = Pattern(DType::kFloat32, {64, 200}, 17);
+  const int64_t before = device_->uploaded_bytes();
+  ExpectSameAsTbb(
+      {ScatterElementsAttrs{1},
+       {{"input", input.view()}, {"indices", indices.view()}, {"updates", updates.view()}},
+       {}},
+      device_.get());
+  EXPECT_EQ(device_->uploaded_bytes() - before,
+            static_cast<int64_t>(input.bytes.size() + indices.bytes.size() + updates.bytes.size()));
 }
 
 TEST_F(OpenClDeviceTest, ConcurrentExecutesOnOneDeviceAreByteExact) {

@@ -193,6 +193,71 @@ TEST_F(OutputAsInputBytesTest, AScatterOutputIsNot) {
   EXPECT_FALSE(OutputAsInputBytes(plan, 0).has_value());
 }
 
+using InputsReadAsRunsTest = InputReadRangesTest;
+
+TEST_F(InputsReadAsRunsTest, WholeRowsOuterSplitsAndAScattersInputAreRuns) {
+  const TensorView input = Tensor(DType::kFloat32, {10, 6});
+  ASSERT_OK_AND_ASSIGN(ExecutionPlan rows, PlanOperator({SliceAttrs{{2, 0}, {3, 6}, {1, 1}},
+                                                         {{"input", input}},
+                                                         {OutputDesc{{3, 6}, {}}}},
+                                                        Limits{}));
+  EXPECT_THAT(InputsReadAsRuns(rows), ElementsAre(true));
+  ASSERT_OK_AND_ASSIGN(
+      ExecutionPlan split,
+      PlanOperator(
+          {SplitAttrs{0}, {{"input", input}}, {OutputDesc{{4, 6}, {}}, OutputDesc{{6, 6}, {}}}},
+          Limits{}));
+  EXPECT_THAT(InputsReadAsRuns(split), ElementsAre(true));
+  // Its input is copied whole into the output as one run; indices and
+  // updates are read by the walk.
+  ASSERT_OK_AND_ASSIGN(ExecutionPlan scatter,
+                       PlanOperator({ScatterElementsAttrs{0},
+                                     {{"input", input},
+                                      {"indices", Tensor(DType::kInt64, {1, 6})},
+                                      {"updates", Tensor(DType::kFloat32, {1, 6})}},
+                                     {}},
+                                    Limits{}));
+  ASSERT_EQ(scatter.input_names.size(), 3u);
+  for (size_t i = 0; i < 3; ++i) {
+    SCOPED_TRACE(scatter.input_names[i]);
+    EXPECT_EQ(InputsReadAsRuns(scatter)[i], scatter.input_names[i] == "input");
+  }
+}
+
+TEST_F(InputsReadAsRunsTest, StridedReversedOrRepeatedReadsAreNot) {
+  const TensorView input = Tensor(DType::kFloat32, {10, 6});
+  const std::vector<OpRequest> requests = {
+      // columns 1..3 of each row
+      {SliceAttrs{{2, 1}, {3, 3}, {1, 1}}, {{"input", input}}, {OutputDesc{{3, 3}, {}}}},
+      // the rows reversed
+      {SliceAttrs{{2, 0}, {3, 6}, {-1, 1}}, {{"input", input}}, {OutputDesc{{3, 6}, {}}}},
+      // one row tiled three times: read three times over (stride 0)
+      {TileAttrs{{3, 1}}, {{"input", Tensor(DType::kFloat32, {1, 6})}}, {}},
+  };
+  for (size_t i = 0; i < requests.size(); ++i) {
+    SCOPED_TRACE(i);
+    ASSERT_OK_AND_ASSIGN(ExecutionPlan plan, PlanOperator(requests[i], Limits{}));
+    EXPECT_THAT(InputsReadAsRuns(plan), ElementsAre(false));
+  }
+}
+
+TEST(InputsReadAsRunsPlainTest, ASlotAlsoWalkedReadTwiceOrNotReadIsNot) {
+  ExecutionPlan plan;
+  plan.input_names = {"a", "b", "c", "d"};
+  StridedCopy run = Copy(4, {2}, {4}, 0);
+  run.dst_strides = {4};
+  plan.copies.push_back(run);  // a: one run
+  run.input_slot = 1;
+  plan.copies.push_back(run);  // b: one run, and a gather's indices
+  plan.gathers.emplace_back();
+  plan.gathers.back().input_slot = 3;
+  plan.gathers.back().indices_slot = 1;
+  run.input_slot = 2;
+  plan.copies.push_back(run);  // c: the same run twice, 16 bytes of an 8-byte range
+  plan.copies.push_back(run);
+  EXPECT_THAT(InputsReadAsRuns(plan), ElementsAre(true, false, false, false));
+}
+
 TEST(InputReadRangesPlainTest, SlotsNothingReadsAreEmpty) {
   ExecutionPlan plan;
   plan.input_names = {"a", "b"};
