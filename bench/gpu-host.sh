@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# What a lent GPU host checks beyond ../shared/gpu/run.sh (BENCHMARKS.md, "GPU"): the view
-# and chain cases through handles and chains on the GPU, the OpenCL device tests, and the
-# integration tests that keep tensors, views and chains on the device.
+# What a lent GPU host checks beyond ../shared/gpu/run.sh (BENCHMARKS.md, "GPU"): every case
+# of tests/conformance (every operator, views, dtypes) through handles and chains on the GPU,
+# the OpenCL device tests, and the integration tests that keep tensors, views and chains on
+# the device.
 #
 #   bench/gpu-host.sh pack BUNDLE     here, after ../shared/gpu/bundle.sh build BUNDLE
 #   bash BUNDLE/gpu-host.sh           on the GPU host, after `bash BUNDLE/run.sh correct`
@@ -43,10 +44,12 @@ port=50052
 pid=$!
 for _ in $(seq 200); do (exec 3<>/dev/tcp/127.0.0.1/$port) 2>/dev/null && break; sleep 0.1; done
 grep -m1 '"device"' /tmp/gpu-host-tensord.log
+# views/ is tests/conformance: its cases/ (the public cases and those of the operators landed
+# since), views.json and dtypes.json, as the test command runs them.
 for mode in --handles --chain --stream ""; do
-  echo "== public and view cases, backend opencl $mode"
-  timeout 120 "$G/bin/tensorctl" conformance --target 127.0.0.1:$port --backend opencl $mode \
-    "$G/cases" "$G/views" 2>&1 | tail -2
+  echo "== tests/conformance's cases, views and dtypes, backend opencl $mode"
+  timeout 180 "$G/bin/tensorctl" conformance --target 127.0.0.1:$port --backend opencl $mode \
+    "$G/views/cases" "$G/views" 2>&1 | tail -2
 done
 kill $pid; wait $pid 2>/dev/null
 echo "== opencl_device_test"
