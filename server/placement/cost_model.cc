@@ -43,8 +43,11 @@ RequestFootprint FootprintOf(const ExecutionPlan& plan, std::span<const int64_t>
     const ByteRange range = slot < ranges.size() ? ranges[slot] : ByteRange();
     footprint.inputs.push_back({Clamped(range, input_bytes[slot]).size(), kOnHost});
   }
+  const std::vector<bool> read_as_runs = InputsReadAsRuns(plan);
   for (const StridedCopy& copy : plan.copies) {
-    footprint.copy_bytes += copy.element_count * copy.element_size;
+    const int64_t bytes = copy.element_count * copy.element_size;
+    footprint.copy_bytes += bytes;
+    if (read_as_runs[static_cast<size_t>(copy.input_slot)]) footprint.run_copy_bytes += bytes;
   }
   for (const StridedCopy& fill : plan.fills) {
     footprint.copy_bytes += fill.element_count * fill.element_size;
@@ -96,10 +99,11 @@ double PredictSeconds(const CostModel& model, int backend, const RequestFootprin
   if (backend < 0 || static_cast<size_t>(backend) >= model.devices.size()) return kNever;
   const DeviceRates& rates = model.devices[backend];
   if (!rates.Complete()) return kNever;
-  double seconds = rates.fixed_seconds * (1.0 + std::max(0, in_flight)) +
-                   Seconds(footprint.copy_bytes, rates.copy_bytes_per_second) +
-                   Seconds(footprint.scatter_bytes, rates.scatter_bytes_per_second) +
-                   Seconds(footprint.output_bytes, rates.download_bytes_per_second);
+  double seconds =
+      rates.fixed_seconds * (1.0 + std::max(0, in_flight)) +
+      Seconds(footprint.copy_bytes - footprint.run_copy_bytes, rates.copy_bytes_per_second) +
+      Seconds(footprint.scatter_bytes, rates.scatter_bytes_per_second) +
+      Seconds(footprint.output_bytes, rates.download_bytes_per_second);
   for (const InputFootprint& input : footprint.inputs) {
     if (input.location == backend) continue;
     if (input.location != kOnHost) seconds += download_from(input.location, input.bytes);

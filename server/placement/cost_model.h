@@ -61,7 +61,10 @@ struct InputFootprint {
 // What a request moves, independent of where it runs.
 struct RequestFootprint {
   std::vector<InputFootprint> inputs = {};
-  int64_t copy_bytes = 0;     // bytes the strided copies write
+  int64_t copy_bytes = 0;  // bytes the strided copies write
+  // Of those, the runs a device uploads straight into the outputs (core's
+  // InputsReadAsRuns): no copy there, only their upload.
+  int64_t run_copy_bytes = 0;
   int64_t scatter_bytes = 0;  // element bytes the index walks move (scatter, gather)
   int64_t output_bytes = 0;   // output buffers, padding included (downloads)
 };

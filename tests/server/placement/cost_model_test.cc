@@ -162,10 +162,26 @@ TEST(CostModelFootprintTest, ASliceReadsOnlyItsWindow) {
   EXPECT_EQ(footprint.inputs[0].bytes, 2 * 16 + 8);
   EXPECT_EQ(footprint.inputs[0].location, kOnHost);
   EXPECT_EQ(footprint.copy_bytes, 24);
+  EXPECT_EQ(footprint.run_copy_bytes, 0);  // rows of 8 of 16 bytes: copied on a device
   EXPECT_EQ(footprint.output_bytes, 24);
   EXPECT_EQ(footprint.scatter_bytes, 0);
   // Without the inputs at hand the same (a valid plan reads inside them).
   EXPECT_EQ(FootprintOf(plan).inputs[0].bytes, 2 * 16 + 8);
+}
+
+TEST(CostModelFootprintTest, RunsADeviceUploadsIntoTheOutputCostItNoCopy) {
+  // Whole rows 2..4 of a float32 [8, 16]: one run, uploaded straight into the
+  // output on a device; a CPU still copies it.
+  std::vector<std::byte> input(8 * 16 * 4);
+  const ExecutionPlan plan = PlanOf({SliceAttrs{{2, 0}, {3, 16}, {1, 1}},
+                                     {{"input", {TensorDesc{DType::kFloat32, {8, 16}, {}}, input}}},
+                                     {{{3, 16}, {}}}});
+  const RequestFootprint footprint = FootprintOf(plan);
+  EXPECT_EQ(footprint.copy_bytes, 3 * 16 * 4);
+  EXPECT_EQ(footprint.run_copy_bytes, 3 * 16 * 4);
+  const CostModel model = TwoCoresAndAGpu();
+  EXPECT_DOUBLE_EQ(PredictSeconds(model, 0, footprint), 50e-6 + 2 * (3.0 * 16 * 4) / 20e9);
+  EXPECT_DOUBLE_EQ(PredictSeconds(model, kCpuBackend, footprint), 2e-6 + (3.0 * 16 * 4) / 2e9);
 }
 
 TEST(CostModelFootprintTest, AReversedSliceReadsTheSameBytes) {
@@ -205,6 +221,7 @@ TEST(CostModelFootprintTest, ScatterReadsItsInputIndicesAndUpdates) {
   EXPECT_EQ(footprint.inputs[1].bytes, 48);
   EXPECT_EQ(footprint.inputs[2].bytes, 24);
   EXPECT_EQ(footprint.copy_bytes, 48);
+  EXPECT_EQ(footprint.run_copy_bytes, 48);  // the input goes up into the output
   EXPECT_EQ(footprint.scatter_bytes, 24);
   EXPECT_EQ(footprint.output_bytes, 48);
 }
