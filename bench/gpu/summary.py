@@ -94,7 +94,7 @@ def main(out):
             lines.append(f"| {label} | missing | | | | {what} | | | | | |")
             continue
         ev, wall = us(b, "kernel_device_ms"), us(b, "kernel_ms")
-        unprofiled = plain.get((op, window, MIB64, "1"))
+        unprofiled = plain.get((op, window, MIB64, "1")) if run == "kernels" else None
         wall_plain = us(unprofiled, "kernel_ms") if unprofiled else None
         ref_ev, ref_wall = ref.get("us_event"), ref.get("us_wall")
         r_ev = ref_ev / ev if ev and ref_ev else None
