@@ -190,8 +190,9 @@ class Device {
   // Input bytes uploaded so far (only the ranges plans read).
   int64_t uploaded_bytes() const { return uploaded_bytes_.load(std::memory_order_relaxed); }
 
-  // Uploads the byte range of each input the plan reads, runs the plan's
-  // kernels in order and downloads the outputs into `outputs` (each
+  // Uploads the byte range of each input the plan reads (an input read only
+  // as runs: each run straight into its output), runs the plan's kernels in
+  // order and downloads the outputs into `outputs` (each
   // plan.outputs[i].buffer_bytes(), zeroed by the caller). Uploads, kernels
   // and downloads go to three queues joined by events, so those of concurrent
   // calls overlap. `stop` is asked between chunks and launches. Device errors

@@ -1,4 +1,5 @@
-// A plan on the device: only the bytes it reads go up (on the upload queue),
+// A plan on the device: only the bytes it reads go up (on the upload queue;
+// runs of an input read only as runs straight into their outputs),
 // its copies and scatters run on the compute queue behind a marker, and its
 // outputs come down on the download queue, the three joined by events so
 // concurrent requests overlap. Small requests stay on one queue.
