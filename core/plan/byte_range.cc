@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstddef>
+#include <limits>
 
 namespace tensorop {
 namespace {
@@ -84,14 +85,19 @@ bool IsForwardRun(const StridedCopy& copy) {
   return true;
 }
 
-std::vector<bool> InputsReadAsRuns(const ExecutionPlan& plan) {
+std::vector<bool> InputsReadAsRuns(const ExecutionPlan& plan, int64_t several_min_bytes) {
   const std::vector<ByteRange> ranges = InputReadRanges(plan);
-  // Per slot, the bytes of its runs; -1 once anything else reads it.
+  // Per slot, the bytes of its runs (-1 once anything else reads it), how
+  // many and the smallest.
   std::vector<int64_t> run_bytes(ranges.size(), 0);
+  std::vector<int64_t> runs(ranges.size(), 0);
+  std::vector<int64_t> smallest(ranges.size(), std::numeric_limits<int64_t>::max());
   const auto read = [&](int slot, int64_t bytes) {
     if (slot < 0 || static_cast<size_t>(slot) >= run_bytes.size()) return;
-    int64_t& total = run_bytes[static_cast<size_t>(slot)];
-    total = total < 0 || bytes < 0 ? -1 : total + bytes;
+    const size_t at = static_cast<size_t>(slot);
+    run_bytes[at] = run_bytes[at] < 0 || bytes < 0 ? -1 : run_bytes[at] + bytes;
+    ++runs[at];
+    smallest[at] = std::min(smallest[at], bytes);
   };
   const auto read_otherwise = [&](int slot) { read(slot, -1); };
   for (const StridedCopy& copy : plan.copies) {
@@ -108,7 +114,8 @@ std::vector<bool> InputsReadAsRuns(const ExecutionPlan& plan) {
   }
   std::vector<bool> as_runs(ranges.size());
   for (size_t slot = 0; slot < ranges.size(); ++slot) {
-    as_runs[slot] = run_bytes[slot] > 0 && run_bytes[slot] <= ranges[slot].size();
+    as_runs[slot] = run_bytes[slot] > 0 && run_bytes[slot] <= ranges[slot].size() &&
+                    (runs[slot] == 1 || smallest[slot] >= several_min_bytes);
   }
   return as_runs;
 }

@@ -44,11 +44,13 @@ std::vector<ByteRange> InputReadRanges(const ExecutionPlan& plan);
 bool IsForwardRun(const StridedCopy& copy);
 
 // For each input slot of `plan`, whether it is read only by copies of forward
-// runs that move, together, no more bytes than its read range (no byte twice):
-// a backend that must move inputs (the OpenCL device) can move those runs
-// straight into their outputs, one transfer and no copy after it. False for a
+// runs that move, together, no more bytes than its read range (no byte twice),
+// and, when there are several, each of at least `several_min_bytes`: a backend
+// that must move inputs (the OpenCL device) can move those runs straight into
+// their outputs, one transfer each and no copy after it. The bound keeps many
+// small runs, whose transfers cost more than copies, together. False for a
 // slot nothing reads.
-std::vector<bool> InputsReadAsRuns(const ExecutionPlan& plan);
+std::vector<bool> InputsReadAsRuns(const ExecutionPlan& plan, int64_t several_min_bytes);
 
 // Bytes of one input slot.
 struct SlotBytes {

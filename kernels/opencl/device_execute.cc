@@ -115,7 +115,7 @@ absl::Status Device::ExecuteResident(const ExecutionPlan& plan, const DeviceIo& 
   // goes up run by run straight into the outputs (UploadRuns), in no buffer
   // of its own.
   const std::vector<ByteRange> ranges = InputReadRanges(plan);
-  const std::vector<bool> read_as_runs = InputsReadAsRuns(plan);
+  const std::vector<bool> read_as_runs = InputsReadAsRuns(plan, kSeveralRunsMinBytes);
   std::vector<bool> runs_go_up(inputs.size());
   for (size_t i = 0; i < inputs.size(); ++i) {
     runs_go_up[i] = read_as_runs[i] && resident_input(i).buffer == nullptr;

@@ -4,6 +4,8 @@
 #include <limits>
 #include <utility>
 
+#include "kernels/opencl/device.h"
+
 namespace tensorop::server {
 namespace {
 
@@ -43,7 +45,8 @@ RequestFootprint FootprintOf(const ExecutionPlan& plan, std::span<const int64_t>
     const ByteRange range = slot < ranges.size() ? ranges[slot] : ByteRange();
     footprint.inputs.push_back({Clamped(range, input_bytes[slot]).size(), kOnHost});
   }
-  const std::vector<bool> read_as_runs = InputsReadAsRuns(plan);
+  const std::vector<bool> read_as_runs =
+      InputsReadAsRuns(plan, opencl_backend::kSeveralRunsMinBytes);
   for (const StridedCopy& copy : plan.copies) {
     const int64_t bytes = copy.element_count * copy.element_size;
     footprint.copy_bytes += bytes;

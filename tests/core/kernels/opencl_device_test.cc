@@ -9,6 +9,7 @@
 #include <span>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -185,12 +186,9 @@ TEST_F(OpenClDeviceTest, RunsOfAHostInputGoStraightIntoTheOutputsWithNoCopyThere
       {JoinAttrs{0},
        {{"inputs_0", first.view()}, {"inputs_1", second.view()}, {"inputs_2", third.view()}},
        {}},
-      {SplitAttrs{0},
-       {{"input", bytes.view()}},
-       {OutputDesc{{3, 33}, {}}, OutputDesc{{7, 33}, {}}}},
       {SliceAttrs{{4, 0}, {5, 33}, {1, 1}}, {{"input", bytes.view()}}, {OutputDesc{{5, 33}, {}}}},
   };
-  const int64_t run_bytes[] = {(3 + 5 + 1) * 7 * 2, 10 * 33, 5 * 33};
+  const int64_t run_bytes[] = {(3 + 5 + 1) * 7 * 2, 5 * 33};
   for (size_t i = 0; i < requests.size(); ++i) {
     SCOPED_TRACE(i);
     const Result expected = RunRequest(requests[i], nullptr);
@@ -216,6 +214,31 @@ TEST_F(OpenClDeviceTest, RunsOfAHostInputGoStraightIntoTheOutputsWithNoCopyThere
       device_.get());
   EXPECT_EQ(device_->uploaded_bytes() - before,
             static_cast<int64_t>(input.bytes.size() + indices.bytes.size() + updates.bytes.size()));
+}
+
+TEST_F(OpenClDeviceTest, SeveralRunsGoUpOneByOneOnlyWhenEachIsLarge) {
+  Open(4 << 20, /*profile_kernels=*/true);
+  // Two outputs of kSeveralRunsMinBytes each go up into the outputs; sixteen
+  // of 4 KiB go up as one input and are copied there, one command each.
+  const Owned large = Pattern(DType::kUint8, {2, kSeveralRunsMinBytes}, 18);
+  const Owned small = Pattern(DType::kUint8, {16, 4096}, 19);
+  const OpRequest halves{
+      SplitAttrs{0},
+      {{"input", large.view()}},
+      {OutputDesc{{1, kSeveralRunsMinBytes}, {}}, OutputDesc{{1, kSeveralRunsMinBytes}, {}}}};
+  OpRequest sixteenths{SplitAttrs{0}, {{"input", small.view()}}, {}};
+  for (int k = 0; k < 16; ++k) sixteenths.outputs.push_back(OutputDesc{{1, 4096}, {}});
+  const std::pair<const OpRequest*, int64_t> cases[] = {{&halves, 0}, {&sixteenths, 16}};
+  for (const auto& [request, commands] : cases) {
+    SCOPED_TRACE(commands);
+    const Result expected = RunRequest(*request, nullptr);
+    ASSERT_OK(expected.status);
+    DeviceTimings timings;
+    const Result actual = RunRequest(*request, device_.get(), NeverStop, &timings);
+    ASSERT_OK(actual.status);
+    EXPECT_TRUE(actual.outputs == expected.outputs);
+    EXPECT_EQ(timings.kernel_commands, commands);
+  }
 }
 
 TEST_F(OpenClDeviceTest, ConcurrentExecutesOnOneDeviceAreByteExact) {

@@ -201,13 +201,13 @@ TEST_F(InputsReadAsRunsTest, WholeRowsOuterSplitsAndAScattersInputAreRuns) {
                                                          {{"input", input}},
                                                          {OutputDesc{{3, 6}, {}}}},
                                                         Limits{}));
-  EXPECT_THAT(InputsReadAsRuns(rows), ElementsAre(true));
+  EXPECT_THAT(InputsReadAsRuns(rows, 0), ElementsAre(true));
   ASSERT_OK_AND_ASSIGN(
       ExecutionPlan split,
       PlanOperator(
           {SplitAttrs{0}, {{"input", input}}, {OutputDesc{{4, 6}, {}}, OutputDesc{{6, 6}, {}}}},
           Limits{}));
-  EXPECT_THAT(InputsReadAsRuns(split), ElementsAre(true));
+  EXPECT_THAT(InputsReadAsRuns(split, 0), ElementsAre(true));
   // Its input is copied whole into the output as one run; indices and
   // updates are read by the walk.
   ASSERT_OK_AND_ASSIGN(ExecutionPlan scatter,
@@ -220,8 +220,26 @@ TEST_F(InputsReadAsRunsTest, WholeRowsOuterSplitsAndAScattersInputAreRuns) {
   ASSERT_EQ(scatter.input_names.size(), 3u);
   for (size_t i = 0; i < 3; ++i) {
     SCOPED_TRACE(scatter.input_names[i]);
-    EXPECT_EQ(InputsReadAsRuns(scatter)[i], scatter.input_names[i] == "input");
+    EXPECT_EQ(InputsReadAsRuns(scatter, 0)[i], scatter.input_names[i] == "input");
   }
+}
+
+TEST_F(InputsReadAsRunsTest, SeveralRunsEachAtLeastTheBoundOrOneRunOfAnySize) {
+  // An outer Split of a float32 [10, 6] into runs of 96 and 144 bytes.
+  ASSERT_OK_AND_ASSIGN(ExecutionPlan split,
+                       PlanOperator({SplitAttrs{0},
+                                     {{"input", Tensor(DType::kFloat32, {10, 6})}},
+                                     {OutputDesc{{4, 6}, {}}, OutputDesc{{6, 6}, {}}}},
+                                    Limits{}));
+  EXPECT_THAT(InputsReadAsRuns(split, 96), ElementsAre(true));
+  EXPECT_THAT(InputsReadAsRuns(split, 97), ElementsAre(false));
+  // One run of 72 bytes, whatever the bound.
+  ASSERT_OK_AND_ASSIGN(ExecutionPlan rows,
+                       PlanOperator({SliceAttrs{{2, 0}, {3, 6}, {1, 1}},
+                                     {{"input", Tensor(DType::kFloat32, {10, 6})}},
+                                     {OutputDesc{{3, 6}, {}}}},
+                                    Limits{}));
+  EXPECT_THAT(InputsReadAsRuns(rows, int64_t{1} << 40), ElementsAre(true));
 }
 
 TEST_F(InputsReadAsRunsTest, StridedReversedOrRepeatedReadsAreNot) {
@@ -237,7 +255,7 @@ TEST_F(InputsReadAsRunsTest, StridedReversedOrRepeatedReadsAreNot) {
   for (size_t i = 0; i < requests.size(); ++i) {
     SCOPED_TRACE(i);
     ASSERT_OK_AND_ASSIGN(ExecutionPlan plan, PlanOperator(requests[i], Limits{}));
-    EXPECT_THAT(InputsReadAsRuns(plan), ElementsAre(false));
+    EXPECT_THAT(InputsReadAsRuns(plan, 0), ElementsAre(false));
   }
 }
 
@@ -255,7 +273,7 @@ TEST(InputsReadAsRunsPlainTest, ASlotAlsoWalkedReadTwiceOrNotReadIsNot) {
   run.input_slot = 2;
   plan.copies.push_back(run);  // c: the same run twice, 16 bytes of an 8-byte range
   plan.copies.push_back(run);
-  EXPECT_THAT(InputsReadAsRuns(plan), ElementsAre(true, false, false, false));
+  EXPECT_THAT(InputsReadAsRuns(plan, 0), ElementsAre(true, false, false, false));
 }
 
 TEST(InputReadRangesPlainTest, SlotsNothingReadsAreEmpty) {
