@@ -12,8 +12,9 @@
 // them there, where a host input read only as runs (a contiguous Slice, a
 // scatter's input) goes up straight into the output and has no device copy.
 //
-// One file a little past the project's ~600 lines: each operator's case is a
-// Make function and a BM_ line beside the others', read as one table.
+// About 700 lines, past the project's ~600: each operator's case is a Make
+// function and a BM_ line beside the others', read as one table, and the GPU
+// scripts (bench/gpu-measure.sh) filter this one binary's rows by name.
 //
 // AutoBest/<op>: per case, the median of 5 runs on oneTBB and on the device,
 // the backend tensord's AUTO picks for it (server/placement/cost_model.h's decision,
